@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pion needs to build, test and benchmark, skipping
+# what is already present. Runs as root on Debian 12 (as CI and `make run` do).
+set -euo pipefail
+pkgs=(
+  build-essential cmake ninja-build pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev
+  redis-server redis-tools
+  python3 python3-pytest python3-numpy python3-redis python3-hiredis python3-xxhash
+  python3-torch libopenblas0-pthread
+)
+if [ "${1:-}" = "--bench" ]; then pkgs+=(iperf3 python3-matplotlib); fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps.sh: missing packages (${missing[*]}); run as root or install them" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "base/crc32c.h"
+#include "base/fp16.h"
+#include "base/status.h"
+#include "base/strutil.h"
+
+namespace pion {
+namespace {
+
+TEST(Status, OkAndError) {
+  Status ok;
+  EXPECT_TRUE(ok.ok());
+  Status e = Status::InvalidArgument("bad thing");
+  EXPECT_FALSE(e.ok());
+  EXPECT_EQ(e.code(), Code::kInvalidArgument);
+  EXPECT_EQ(e.message(), "bad thing");
+  Status copy = e;
+  EXPECT_EQ(copy.message(), "bad thing");
+  Result<int> r = 5;
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(*r, 5);
+  Result<int> bad = Status::NotFound("x");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kNotFound);
+}
+
+TEST(StrUtil, StrictIntegers) {
+  EXPECT_EQ(ParseInt64Strict("0"), 0);
+  EXPECT_EQ(ParseInt64Strict("-12"), -12);
+  EXPECT_EQ(ParseInt64Strict("9223372036854775807"), INT64_MAX);
+  EXPECT_EQ(ParseInt64Strict("-9223372036854775808"), INT64_MIN);
+  for (const char* bad : {"", "+1", " 1", "1 ", "01", "-0", "-", "9223372036854775808", "1a",
+                          "0x10", "1.0"})
+    EXPECT_FALSE(ParseInt64Strict(bad).has_value()) << bad;
+  EXPECT_EQ(ParseUint64Strict("18446744073709551615"), UINT64_MAX);
+  EXPECT_FALSE(ParseUint64Strict("18446744073709551616").has_value());
+}
+
+TEST(StrUtil, Bytes) {
+  EXPECT_EQ(ParseBytes("100"), 100u);
+  EXPECT_EQ(ParseBytes("1kb"), 1024u);
+  EXPECT_EQ(ParseBytes("2MB"), 2u << 20);
+  EXPECT_EQ(ParseBytes("3gb"), 3ull << 30);
+  EXPECT_EQ(ParseBytes("1k"), 1000u);
+  EXPECT_FALSE(ParseBytes("kb").has_value());
+  EXPECT_FALSE(ParseBytes("-1").has_value());
+}
+
+TEST(StrUtil, Glob) {
+  EXPECT_TRUE(GlobMatch("*", "maxmemory", true));
+  EXPECT_TRUE(GlobMatch("max*", "maxmemory", true));
+  EXPECT_TRUE(GlobMatch("MAX?EMORY", "maxmemory", true));
+  EXPECT_FALSE(GlobMatch("max", "maxmemory", true));
+  EXPECT_TRUE(GlobMatch("a[bc]d", "acd", false));
+  EXPECT_FALSE(GlobMatch("a[^bc]d", "acd", false));
+}
+
+TEST(Crc32c, KnownVectors) {
+  // RFC 3720 B.4 test vectors.
+  std::vector<uint8_t> zeros(32, 0), ones(32, 0xFF), inc(32);
+  for (int i = 0; i < 32; ++i) inc[i] = static_cast<uint8_t>(i);
+  EXPECT_EQ(crc32c::Value(zeros.data(), 32), 0x8A9136AAu);
+  EXPECT_EQ(crc32c::Value(ones.data(), 32), 0x62A8AB43u);
+  EXPECT_EQ(crc32c::Value(inc.data(), 32), 0x46DD794Eu);
+  EXPECT_EQ(crc32c::Value("123456789", 9), 0xE3069283u);
+}
+
+TEST(Crc32c, HardwareMatchesPortable) {
+  std::mt19937 rng(7);
+  std::vector<uint8_t> buf(4099);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (size_t off = 0; off < 9; ++off)
+    for (size_t n : {0u, 1u, 7u, 8u, 9u, 63u, 1000u, 4090u}) {
+      EXPECT_EQ(crc32c::Value(buf.data() + off, n), crc32c::ExtendPortable(0, buf.data() + off, n));
+      uint32_t part = crc32c::Extend(crc32c::Value(buf.data() + off, n / 2),
+                                     buf.data() + off + n / 2, n - n / 2);
+      EXPECT_EQ(part, crc32c::Value(buf.data() + off, n));
+    }
+}
+
+TEST(Fp16, RoundTripAllHalves) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    float f = F16ToF32(static_cast<uint16_t>(h));
+    bool nan = ((h >> 10) & 0x1F) == 0x1F && (h & 0x3FF);
+    if (nan) {
+      EXPECT_TRUE(f != f);
+      continue;
+    }
+    EXPECT_EQ(F32ToF16(f), h) << h;
+  }
+}
+
+TEST(Fp16, RoundsToNearestEven) {
+  EXPECT_EQ(F32ToF16(65504.0f), 0x7BFF);
+  EXPECT_EQ(F32ToF16(65519.0f), 0x7BFF);
+  EXPECT_EQ(F32ToF16(65520.0f), 0x7C00);
+  EXPECT_EQ(F32ToF16(1.0f + 1.0f / 2048), 0x3C00);   // tie -> even
+  EXPECT_EQ(F32ToF16(1.0f + 3.0f / 2048), 0x3C02);   // tie -> even (up)
+  EXPECT_EQ(F32ToF16(5.960464477539063e-08f), 0x0001);  // 2^-24
+  EXPECT_EQ(F32ToF16(2.98023223876953125e-08f), 0x0000);  // 2^-25 tie -> 0
+  EXPECT_EQ(F32ToF16(-0.0f), 0x8000);
+}
+
+}  // namespace
+}  // namespace pion

@@ -1,0 +1,78 @@
+#include "base/cpu.h"
+
+#include <cpuid.h>
+
+#include <atomic>
+
+namespace pion {
+
+namespace {
+
+struct Features {
+  bool sse42 = false, avx2 = false, fma = false, f16c = false, avx512f = false;
+};
+
+Features Detect() {
+  Features f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  f.sse42 = c & bit_SSE4_2;
+  bool osxsave = c & bit_OSXSAVE;
+  bool avx = c & bit_AVX;
+  f.fma = c & bit_FMA;
+  f.f16c = c & bit_F16C;
+  bool ymm_ok = false, zmm_ok = false;
+  if (osxsave) {
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    ymm_ok = (lo & 0x6) == 0x6;
+    zmm_ok = (lo & 0xE6) == 0xE6;
+  }
+  if (!(avx && ymm_ok)) f.fma = f.f16c = false;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    f.avx2 = avx && ymm_ok && (b & bit_AVX2);
+    f.avx512f = zmm_ok && (b & bit_AVX512F);
+  }
+  return f;
+}
+
+const Features& Get() {
+  static const Features f = Detect();
+  return f;
+}
+
+std::atomic<bool> g_disabled{false};
+
+}  // namespace
+
+bool CpuHas(CpuFeature feat) {
+  const Features& f = Get();
+  if (g_disabled.load(std::memory_order_relaxed) && feat != CpuFeature::kSse42) return false;
+  switch (feat) {
+    case CpuFeature::kSse42: return f.sse42;
+    case CpuFeature::kAvx2: return f.avx2;
+    case CpuFeature::kFma: return f.fma;
+    case CpuFeature::kF16c: return f.f16c;
+    case CpuFeature::kAvx512f: return f.avx512f;
+  }
+  return false;
+}
+
+std::string CpuSummary() {
+  std::string s;
+  auto add = [&](bool on, const char* n) {
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += n;
+  };
+  add(CpuHas(CpuFeature::kSse42), "sse4.2");
+  add(CpuHas(CpuFeature::kAvx2), "avx2");
+  add(CpuHas(CpuFeature::kFma), "fma");
+  add(CpuHas(CpuFeature::kF16c), "f16c");
+  add(CpuHas(CpuFeature::kAvx512f), "avx512f");
+  return s.empty() ? "none" : s;
+}
+
+void TEST_DisableCpuFeatures(bool disable) { g_disabled.store(disable); }
+
+}  // namespace pion

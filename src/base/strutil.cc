@@ -1,0 +1,150 @@
+#include "base/strutil.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace pion {
+
+std::optional<uint64_t> ParseUint64Strict(std::string_view s) {
+  if (s.empty() || s.size() > 20) return std::nullopt;
+  if (s.size() > 1 && s[0] == '0') return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) return std::nullopt;
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+std::optional<int64_t> ParseInt64Strict(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  bool neg = s[0] == '-';
+  if (neg) s.remove_prefix(1);
+  if (s.empty() || (neg && s == "0")) return std::nullopt;
+  auto u = ParseUint64Strict(s);
+  if (!u) return std::nullopt;
+  if (neg) {
+    if (*u > static_cast<uint64_t>(INT64_MAX) + 1) return std::nullopt;
+    return static_cast<int64_t>(0 - *u);
+  }
+  if (*u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return static_cast<int64_t>(*u);
+}
+
+std::optional<double> ParseDouble(std::string_view s) {
+  if (s.empty() || s.size() > 64 || s[0] == ' ' || s[0] == '\t') return std::nullopt;
+  std::string buf(s);
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(buf.c_str(), &end);
+  if (end != buf.c_str() + buf.size() || errno == ERANGE || std::isnan(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<uint64_t> ParseBytes(std::string_view s) {
+  std::string l = ToLower(s);
+  uint64_t mul = 1;
+  auto ends = [&](std::string_view suf) {
+    return l.size() > suf.size() && l.compare(l.size() - suf.size(), suf.size(), suf) == 0;
+  };
+  if (ends("gb")) { mul = 1ull << 30; l.resize(l.size() - 2); }
+  else if (ends("mb")) { mul = 1ull << 20; l.resize(l.size() - 2); }
+  else if (ends("kb")) { mul = 1ull << 10; l.resize(l.size() - 2); }
+  else if (ends("g")) { mul = 1000000000ull; l.resize(l.size() - 1); }
+  else if (ends("m")) { mul = 1000000ull; l.resize(l.size() - 1); }
+  else if (ends("k")) { mul = 1000ull; l.resize(l.size() - 1); }
+  auto v = ParseUint64Strict(l);
+  if (!v) return std::nullopt;
+  if (*v != 0 && mul > UINT64_MAX / *v) return std::nullopt;
+  return *v * mul;
+}
+
+namespace {
+inline char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+}  // namespace
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (Lower(a[i]) != Lower(b[i])) return false;
+  return true;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = Lower(c);
+  return r;
+}
+
+std::string ToUpper(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  return r;
+}
+
+namespace {
+bool Match(const char* p, const char* pe, const char* s, const char* se, bool nocase, int depth) {
+  if (depth > 1000) return false;
+  while (p < pe) {
+    switch (*p) {
+      case '*':
+        while (p + 1 < pe && p[1] == '*') ++p;
+        if (p + 1 == pe) return true;
+        for (const char* t = s; t <= se; ++t)
+          if (Match(p + 1, pe, t, se, nocase, depth + 1)) return true;
+        return false;
+      case '?':
+        if (s == se) return false;
+        ++s;
+        break;
+      case '[': {
+        if (s == se) return false;
+        ++p;
+        bool neg = p < pe && *p == '^';
+        if (neg) ++p;
+        bool hit = false;
+        while (p < pe && *p != ']') {
+          if (*p == '\\' && p + 1 < pe) {
+            ++p;
+            if (*p == *s) hit = true;
+          } else if (p + 2 < pe && p[1] == '-') {
+            char a = p[0], b = p[2];
+            if (a > b) std::swap(a, b);
+            char c = *s;
+            if (nocase) { c = Lower(c); a = Lower(a); b = Lower(b); }
+            if (c >= a && c <= b) hit = true;
+            p += 2;
+          } else if (nocase ? Lower(*p) == Lower(*s) : *p == *s) {
+            hit = true;
+          }
+          ++p;
+        }
+        if (neg) hit = !hit;
+        if (!hit) return false;
+        ++s;
+        break;
+      }
+      case '\\':
+        if (p + 1 < pe) ++p;
+        [[fallthrough]];
+      default:
+        if (s == se) return false;
+        if (nocase ? Lower(*p) != Lower(*s) : *p != *s) return false;
+        ++s;
+        break;
+    }
+    if (p < pe) ++p;
+  }
+  return s == se;
+}
+}  // namespace
+
+bool GlobMatch(std::string_view pattern, std::string_view s, bool nocase) {
+  return Match(pattern.data(), pattern.data() + pattern.size(), s.data(), s.data() + s.size(),
+               nocase, 0);
+}
+
+}  // namespace pion

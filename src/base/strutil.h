@@ -1,0 +1,28 @@
+// Small string helpers shared by the protocol, the config and the tools.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace pion {
+
+// Redis' strict integer rules (string2ll): optional '-', digits, no '+', no
+// spaces, no leading zeros (except "0"), no "-0", no overflow.
+std::optional<int64_t> ParseInt64Strict(std::string_view s);
+std::optional<uint64_t> ParseUint64Strict(std::string_view s);
+// Strict double ("1.5", "-2", "1e3"); rejects spaces, empty, nan.
+std::optional<double> ParseDouble(std::string_view s);
+// Byte sizes as in redis.conf: "100", "1kb"/"1k" (1024), "5mb", "2gb" (case-insensitive).
+std::optional<uint64_t> ParseBytes(std::string_view s);
+
+// ASCII case folding only.
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+std::string ToLower(std::string_view s);
+std::string ToUpper(std::string_view s);
+
+// Glob-style match as Redis stringmatchlen (*, ?, [..], \\), case-insensitive when nocase.
+bool GlobMatch(std::string_view pattern, std::string_view s, bool nocase);
+
+}  // namespace pion

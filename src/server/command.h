@@ -1,0 +1,59 @@
+// The command table and the context a handler runs in. A handler parses its
+// arguments (views into the connection's input, valid for the call), does its
+// work through the Server, and writes exactly one reply through ctx.reply.
+// Commands that change state set ctx.wait_lsn to the log position that must be
+// durable before the reply may be sent (the connection holds it until then).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/reply.h"
+
+namespace pion::server {
+
+class Server;
+struct ClientInfo;
+
+struct CommandContext {
+  std::span<const std::string_view> args;  // args[0] is the command name as sent
+  ReplyBuilder* reply = nullptr;
+  Server* server = nullptr;
+  ClientInfo* client = nullptr;
+  uint64_t wait_lsn = 0;
+};
+
+using CommandHandler = void (*)(CommandContext& ctx);
+
+// Flags, as COMMAND INFO reports them.
+enum CommandFlags : uint32_t {
+  kCmdWrite = 1u << 0,
+  kCmdReadonly = 1u << 1,
+  kCmdAdmin = 1u << 2,
+  kCmdFast = 1u << 3,
+  kCmdNoAuth = 1u << 4,     // allowed before AUTH
+  kCmdLoading = 1u << 5,    // allowed while loading (-LOADING otherwise)
+  kCmdStale = 1u << 6,
+  kCmdKvcache = 1u << 7,    // needs --kvcache ("-ERR V-store not enabled (use --kvcache)")
+  kCmdDenyOom = 1u << 8,
+};
+
+struct CommandSpec {
+  const char* name;  // upper case, e.g. "KV.PREFIX.REGISTER"
+  int arity;         // Redis convention: >0 exact, <0 at least -arity (name included)
+  uint32_t flags;
+  int first_key, last_key, key_step;
+  CommandHandler handler;
+  const char* summary;  // one line, for COMMAND DOCS
+};
+
+// Adds the KV.PREFIX.*, V.* and PION.STATS commands (src/server/cmd_kvprefix.cc,
+// cmd_vstore.cc, cmd_stats.cc).
+void AddKvPrefixCommands(std::vector<CommandSpec>* out);
+void AddVStoreCommands(std::vector<CommandSpec>* out);
+void AddStatsCommands(std::vector<CommandSpec>* out);
+
+}  // namespace pion::server

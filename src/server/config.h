@@ -1,0 +1,46 @@
+// Config: every server setting, filled from a config file (first positional
+// argument, redis.conf style "name value" lines) and then the command line
+// (--name value), validated once. Settings marked "runtime" can change through
+// CONFIG SET and are read with relaxed atomics by the workers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "base/status.h"
+
+namespace pion::server {
+
+enum class FsyncPolicy : uint8_t { kAlways, kEverySec, kNo };
+
+struct Config {
+  int port = 1974;
+  std::string bind = "127.0.0.1";
+  std::string dir = ".";
+  bool kvcache = false;
+  int workers = 0;  // 0 = number of cores (at most 64)
+  uint64_t max_sessions = 256;
+  uint64_t maxmemory = 0;  // runtime
+  FsyncPolicy appendfsync = FsyncPolicy::kEverySec;  // runtime
+  std::string requirepass;
+  LogLevel loglevel = LogLevel::kNotice;  // runtime
+  std::string logfile;
+  uint64_t proto_max_bulk_len = 1ull << 30;
+  uint64_t max_multibulk_len = 1ull << 20;           // arguments per command
+  uint64_t client_query_buffer_limit = 2ull << 30;
+  uint64_t client_output_buffer_limit = 1ull << 30;  // bytes queued for a slow reader
+  uint64_t maxclients = 10000;
+  uint64_t timeout = 0;  // idle seconds before closing a client; 0 = never
+  uint64_t auto_save_wal_bytes = 0;  // 0 = max(64 MiB, last snapshot size)
+  bool wal_repair = false;
+};
+
+// Parses argv (argv[1] may be a config file path). Errors name the option.
+Result<Config> ParseConfig(int argc, char** argv);
+// Applies one "name value" setting (config file line, --name value, CONFIG SET).
+Status ApplySetting(Config* cfg, const std::string& name, const std::vector<std::string>& values);
+
+}  // namespace pion::server

@@ -1,0 +1,29 @@
+#include "server/errors.h"
+
+#include "base/strutil.h"
+
+namespace pion::server {
+
+std::string WrongArity(std::string_view cmd) {
+  std::string s = "ERR wrong number of arguments for '";
+  s += ToLower(cmd);
+  s += "' command";
+  return s;
+}
+
+std::string StatusToError(const Status& st) {
+  std::string_view word;
+  switch (st.code()) {
+    case Code::kOutOfBudget: word = "OOM"; break;
+    case Code::kLoading: word = "LOADING"; break;
+    default: word = "ERR"; break;
+  }
+  std::string_view msg = st.message();
+  if (st.code() == Code::kOutOfBudget && msg.empty()) return std::string(kErrOom);
+  std::string s(word);
+  s += ' ';
+  s += msg;
+  return s;
+}
+
+}  // namespace pion::server

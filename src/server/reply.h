@@ -1,0 +1,54 @@
+// ReplyBuilder: encodes RESP2/RESP3 replies for one connection. Small replies are
+// appended to the connection's output buffer; large payloads are either written
+// straight into an exactly-sized owned buffer (BulkReserve, for decoded rows) or
+// queued by reference to stored chunks (BulkExternal, sent with writev and kept
+// alive by a pin), so a payload is never copied into a reply buffer twice.
+//
+// Thread-safety: owned by one connection, used by the worker thread that runs it.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace pion::server {
+
+class ReplyBuilder {
+ public:
+  virtual ~ReplyBuilder() = default;
+
+  virtual int proto() const = 0;  // 2 or 3
+
+  virtual void SimpleString(std::string_view s) = 0;  // +s
+  // `text` is the whole error line without '-' and CRLF, e.g. "ERR wrong number ...".
+  virtual void Error(std::string_view text) = 0;
+  // Maps a non-OK Status through the one error table (src/server/errors.h).
+  virtual void Error(const Status& st) = 0;
+  virtual void Integer(int64_t v) = 0;
+  virtual void Bulk(std::string_view s) = 0;
+  virtual void Null() = 0;         // $-1 (RESP2) / _ (RESP3)
+  virtual void NullArray() = 0;    // *-1 (RESP2) / _ (RESP3)
+  virtual void ArrayHeader(size_t n) = 0;
+  virtual void MapHeader(size_t pairs) = 0;  // %n (RESP3) / *2n (RESP2)
+  virtual void SetHeader(size_t n) = 0;      // ~n (RESP3) / *n (RESP2)
+  virtual void Double(double v) = 0;         // ,v (RESP3) / bulk (RESP2)
+  virtual void Boolean(bool v) = 0;          // #t/#f (RESP3) / :1/:0 (RESP2)
+  // RESP3 verbatim string (=len\r\ntxt:body) / RESP2 bulk.
+  virtual void Verbatim(std::string_view body) = 0;
+
+  // A bulk string of `len` bytes whose body the caller writes into the returned
+  // buffer before the next call on this builder.
+  virtual uint8_t* BulkReserve(size_t len) = 0;
+  // A bulk string whose body is `parts` (total `len` bytes), sent by reference.
+  // `pin` keeps the memory alive until the bytes have been written to the socket.
+  virtual void BulkExternal(size_t len, std::span<const iovec> parts,
+                            std::shared_ptr<const void> pin) = 0;
+};
+
+}  // namespace pion::server

@@ -1,0 +1,47 @@
+// The mutation seam between the store and persistence. Every change to the
+// store is described to a MutationSink *before* it is applied; the sink appends
+// it to the write-ahead log and returns a log sequence number (LSN). A reply is
+// only sent once the LSN is durable as the fsync policy requires
+// (MutationSink::WaitDurable / the server's deferred replies). If the sink fails
+// (disk full, I/O error) the change is not applied and the command answers the
+// error: the store never holds state the log does not describe.
+//
+// Records carry rows in their *stored* form, so replay never re-quantizes.
+// Thread-safety: the sink is called concurrently from worker threads; it must
+// serialise appends itself. Calls are made with store locks held (never while
+// waiting on disk: a sink only copies bytes into the log in its call).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include "base/status.h"
+#include "quant/format.h"
+
+namespace pion::store {
+
+struct BlockTable;
+
+enum class Side : uint8_t { kKeys = 0, kValues = 1 };  // "<ns>_pk", "<ns>_pv"
+enum class DropReason : uint8_t { kDrop = 0, kEviction = 1 };
+
+class MutationSink {
+ public:
+  virtual ~MutationSink() = default;
+
+  // A namespace is created or re-registered (same dim/format). `blocks` is the
+  // new block table, or nullptr when the registration carries none (an existing
+  // table is then kept).
+  virtual Result<uint64_t> OnRegister(std::string_view ns, uint32_t kv_dim, quant::Format fmt,
+                                      const BlockTable* blocks) = 0;
+  // `count` rows at [start, start+count) of one layer of one side, in stored form
+  // (count * RowBytes(fmt, kv_dim) bytes).
+  virtual Result<uint64_t> OnStore(std::string_view ns, Side side, uint32_t layer, uint64_t start,
+                                   uint64_t count, std::span<const uint8_t> stored) = 0;
+  virtual Result<uint64_t> OnDrop(std::string_view ns, DropReason reason) = 0;
+  virtual Result<uint64_t> OnFlushAll() = 0;
+};
+
+}  // namespace pion::store

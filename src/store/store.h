@@ -1,0 +1,238 @@
+// The V-store and prefix registry: namespaces, each holding a K side
+// ("<ns>_pk") and a V side ("<ns>_pv") of up to kMaxLayers layers of rows in
+// stored (quantized) form, an optional block-hash table and a reported prefill
+// time. It is shared by every worker thread; see docs/ARCHITECTURE.md "Store"
+// for the locking design, summarised here:
+//
+//  * mu_ (one mutex) guards the namespace map, the byte and session accounting
+//    and eviction. It is held only for map/accounting updates and for logging
+//    small records (register, drop).
+//  * Each side of a namespace has its own mutex guarding its layer tables. A
+//    store encodes rows with *no* lock held, then takes the side lock, reserves
+//    bytes under mu_ (lock order: side -> mu_, never the reverse), logs the
+//    stored rows and copies them into chunks.
+//  * Rows live in fixed-capacity chunks held by shared_ptr. A fetch takes
+//    references to the chunks it needs under the side lock and releases the
+//    lock before decoding or sending, so eviction, DROP or an overwrite never
+//    frees or changes bytes still in flight: a writer modifies a chunk in place
+//    only when it holds the only reference, else it copies it first (COW).
+//  * gate_ (shared_mutex) is held shared by every mutation and exclusively by
+//    CaptureSnapshot, so a snapshot sees a state that matches one log position.
+//
+// LRU: every namespace has a stamp from a global counter, bumped by register,
+// lookup, blocks/membership, store and fetch (either side). Eviction removes
+// whole namespaces (both sides) in stamp order, never the one being written.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "quant/format.h"
+#include "store/chunk.h"
+#include "store/mutation.h"
+
+namespace pion::store {
+
+inline constexpr uint32_t kMaxLayers = 256;
+inline constexpr uint64_t kMaxTokens = 16777216;  // start + count <= kMaxTokens
+inline constexpr size_t kMaxNamespaceBytes = 512;
+inline constexpr uint32_t kMaxBlockSize = 65536;
+inline constexpr uint64_t kMaxHashCount = 1048576;
+
+struct BlockTable {
+  uint32_t block_size = 0;
+  std::vector<uint64_t> hashes;  // registration (token) order
+  std::vector<uint64_t> sorted;  // sorted copy, for membership probes
+  // Builds `sorted` from `hashes`.
+  void Finish();
+  // True iff `h` is in the table. O(log N).
+  bool Contains(uint64_t h) const;
+};
+
+struct StoreConfig {
+  uint64_t max_sessions = 256;  // a namespace uses two sessions
+  uint64_t max_bytes = 0;       // 0 = no byte budget
+};
+
+struct StoreStats {
+  uint64_t registered_prefixes = 0;
+  uint64_t total_prefix_tokens = 0;  // sum of K-side layer-0 rows over namespaces
+  uint64_t sessions = 0;             // 2 per namespace
+  uint64_t max_sessions = 0;
+  uint64_t total_fetches = 0;  // rows requested by fetches since start
+  uint64_t evictions = 0;      // namespaces' sessions freed by LRU or DROP (2 per namespace)
+  uint64_t bytes = 0;          // K/V bytes held in stored form (vstore_bytes)
+  uint64_t max_bytes = 0;
+  uint64_t total_tokens = 0;   // sum of rows over every layer of every session
+};
+
+struct RegisterArgs {
+  std::string_view ns;
+  uint32_t kv_dim = 0;
+  quant::Format fmt = quant::Format::kFp16;
+  const BlockTable* blocks = nullptr;  // nullptr: keep any existing table
+  bool has_prefill = false;
+  uint64_t prefill_us = 0;  // replaces the stored time (0 if !has_prefill)
+};
+
+struct LookupResult {
+  bool hit = false;
+  uint64_t layer0_tokens = 0;  // K side, layer 0 row count
+  uint64_t prefill_us = 0;     // reported at REGISTER (0 = none)
+};
+
+// Input rows of a store: f32 or f16, row-major [count, dim].
+struct RowInput {
+  enum class Type : uint8_t { kF32, kF16 } type = Type::kF32;
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// A run of `rows` consecutive rows: stored bytes at `data` (kept alive by
+// `chunk`), or zeros when data == nullptr (never written).
+struct FetchSegment {
+  std::shared_ptr<const Chunk> chunk;
+  const uint8_t* data = nullptr;
+  uint64_t rows = 0;
+};
+
+// The rows a fetch will send, pinned. Decoding or sending needs no lock.
+struct FetchPlan {
+  quant::Format fmt = quant::Format::kFp16;
+  uint32_t dim = 0;
+  size_t row_bytes = 0;
+  uint64_t rows = 0;          // rows in the reply
+  uint64_t stored_rows = 0;   // of those, rows below the layer's high-water mark
+  std::vector<FetchSegment> segments;
+};
+
+struct SessionInfo {
+  uint32_t dim = 0;
+  quant::Format fmt = quant::Format::kFp16;
+  uint32_t num_layers = 0;                  // highest stored layer + 1
+  std::vector<uint64_t> layer_tokens;      // per layer < num_layers
+  uint64_t total_tokens = 0;
+  uint64_t bytes = 0;
+};
+
+// A consistent, pinned view of one namespace for snapshots.
+struct NamespaceView {
+  std::string ns;
+  uint32_t kv_dim = 0;
+  quant::Format fmt = quant::Format::kFp16;
+  uint64_t lru_stamp = 0;
+  std::shared_ptr<const BlockTable> blocks;  // may be null
+  struct LayerView {
+    uint32_t layer = 0;
+    uint64_t rows = 0;
+    std::vector<FetchSegment> segments;  // covering [0, rows)
+  };
+  std::vector<LayerView> layers[2];  // [Side]; only layers with rows > 0
+};
+
+class Namespace;
+
+class Store {
+ public:
+  explicit Store(StoreConfig cfg);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Persistence hook; nullptr (the default) logs nothing. Set before serving.
+  void SetSink(MutationSink* sink) { sink_ = sink; }
+
+  // Each mutating call sets *lsn to the largest log sequence number it appended
+  // (0 if nothing was logged); the caller waits for it before acknowledging.
+
+  // Creates a namespace or re-registers it. Errors: InvalidArgument
+  // "namespace already registered with kv_dim <d> vquant <q>".
+  Status Register(const RegisterArgs& a, uint64_t* lsn);
+  // Touches the LRU of a hit.
+  LookupResult Lookup(std::string_view ns);
+  // Drops each namespace present; returns how many were present.
+  Result<uint64_t> Drop(std::span<const std::string_view> names, uint64_t* lsn);
+  // The block table, or nullptr if the namespace is unknown or has no table
+  // (or a table of zero hashes). Touches the LRU.
+  std::shared_ptr<const BlockTable> Blocks(std::string_view ns);
+  Status FlushAll(uint64_t* lsn);
+  uint64_t NamespaceCount() const;
+
+  // V-store, addressed by session id "<ns>_pk" / "<ns>_pv". Unknown ->
+  // NotFound "session not found".
+  // Errors: InvalidArgument for a blob of the wrong size or a non-finite row,
+  // OutOfBudget when the byte budget cannot be met (nothing changes then).
+  Status StoreRows(std::string_view sid, uint32_t layer, uint64_t start, uint64_t count,
+                   const RowInput& in, uint64_t* lsn);
+  // Rows [start, end) of a layer; rows never written are zeros.
+  Result<FetchPlan> FetchRange(std::string_view sid, uint32_t layer, uint64_t start, uint64_t end);
+  // Rows by id, in request order.
+  Result<FetchPlan> FetchIds(std::string_view sid, uint32_t layer, std::span<const uint64_t> ids);
+  // One plan per layer 0..n-1 where n = num_layers if nonzero (and <= the
+  // session's layer count) else the session's layer count.
+  Result<std::vector<FetchPlan>> FetchBatch(std::string_view sid, uint64_t start, uint64_t end,
+                                            uint32_t num_layers);
+  // No LRU touch.
+  Result<SessionInfo> Info(std::string_view sid) const;
+  StoreStats Stats() const;
+
+  // Run-time configuration (CONFIG SET maxmemory): evicts down to the new budget.
+  Status SetMaxBytes(uint64_t max_bytes, uint64_t* lsn);
+  uint64_t max_bytes() const;
+
+  // Snapshots: blocks every mutation, calls `at_barrier` (e.g. to start a new
+  // WAL generation: nothing logged after this point belongs in the snapshot),
+  // pins every namespace, lets mutations go on, then returns the views.
+  std::vector<NamespaceView> CaptureSnapshot(const std::function<Status()>& at_barrier,
+                                             Status* barrier_status);
+
+  // Recovery (used before serving; nothing is logged): apply one logged change.
+  Status ApplyRegister(std::string_view ns, uint32_t kv_dim, quant::Format fmt,
+                       const BlockTable* blocks);
+  Status ApplyStored(std::string_view ns, Side side, uint32_t layer, uint64_t start,
+                     uint64_t count, std::span<const uint8_t> stored);
+  void ApplyDrop(std::string_view ns);
+  void ApplyFlushAll();
+  // Restores a namespace's LRU stamp (snapshot load); keeps the counter above it.
+  void SetLruStamp(std::string_view ns, uint64_t stamp);
+
+  // Splits "<ns>_pk"/"<ns>_pv"; false for any other id.
+  static bool ParseSessionId(std::string_view sid, std::string_view* ns, Side* side);
+
+ private:
+  using NsPtr = std::shared_ptr<Namespace>;
+
+  NsPtr Find(std::string_view ns) const;
+  NsPtr FindAndTouch(std::string_view ns);
+  void Touch(Namespace& n);
+  // REQUIRES mu_. Removes `n` from the map and accounting; logs the drop.
+  Status RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn);
+  // REQUIRES mu_. Evicts LRU namespaces other than `keep` until `fits` holds.
+  Status EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn);
+  Status StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start, uint64_t count,
+                      std::span<const uint8_t> stored, bool log, uint64_t* lsn);
+  Result<FetchPlan> FetchRangeOf(Namespace& n, Side side, uint32_t layer, uint64_t start,
+                                 uint64_t end);
+
+  StoreConfig cfg_;
+  MutationSink* sink_ = nullptr;
+  mutable std::shared_mutex gate_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, NsPtr> map_;  // guarded by mu_
+  uint64_t bytes_ = 0;                           // guarded by mu_
+  uint64_t evictions_ = 0;                       // guarded by mu_
+  std::atomic<uint64_t> lru_clock_{0};
+  std::atomic<uint64_t> total_fetches_{0};
+};
+
+}  // namespace pion::store
