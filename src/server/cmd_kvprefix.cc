@@ -1,6 +1,270 @@
-// KV.PREFIX.* commands (product.md §5). Filled in by the server issue.
-#include "server/command.h"
+// KV.PREFIX.* (product.md §5): the prefix registry over the V-store. Handlers
+// validate every argument before anything changes, then make one store call.
+// Receipts (PION.STATS) are recorded by LOOKUP; see receipt.h for the rules.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "server/cmd_util.h"
+#include "server/server.h"
 
 namespace pion::server {
-void AddKvPrefixCommands(std::vector<CommandSpec>*) {}
+
+namespace {
+
+using store::BlockTable;
+
+constexpr int64_t kMaxPrefillMs = 86400000;
+constexpr int64_t kMaxLookupTokens = 100000000;
+
+bool CheckNsLength(CommandContext& ctx, std::string_view ns) {
+  if (ns.empty() || ns.size() > store::kMaxNamespaceBytes) {
+    ctx.reply->Error("ERR ns_key length must be 1..512");
+    return false;
+  }
+  return true;
+}
+
+// Parses "<hash_count> <hash_blob>" into `out` (little-endian u64s).
+bool ParseHashes(CommandContext& ctx, std::string_view count_arg, std::string_view blob,
+                 std::string_view count_err, std::string_view len_err,
+                 std::vector<uint64_t>* out) {
+  int64_t count;
+  if (!ArgInRange(ctx, count_arg, 0, static_cast<int64_t>(store::kMaxHashCount), count_err,
+                  &count))
+    return false;
+  if (blob.size() != static_cast<size_t>(count) * 8) {
+    ctx.reply->Error(len_err);
+    return false;
+  }
+  out->resize(count);
+  if (count > 0) std::memcpy(out->data(), blob.data(), blob.size());
+  return true;
+}
+
+void KvRegister(CommandContext& ctx) {
+  auto a = ctx.args;
+  if (!CheckNsLength(ctx, a[1])) return;
+  int64_t dim;
+  if (!ArgInRange(ctx, a[2], 1, quant::kMaxDim, "ERR kv_dim out of range (1..16384)", &dim))
+    return;
+  auto fmt = quant::ParseFormat(a[3]);
+  if (!fmt) {
+    ctx.reply->Error("ERR KV.PREFIX.REGISTER: unknown vquant '" + std::string(a[3]) +
+                     "' (want int8|turbo4|turbo3|turbo2|fp16|fp8|mlx4g32)");
+    return;
+  }
+  if (!quant::DimSupported(*fmt, static_cast<uint32_t>(dim))) {
+    ctx.reply->Error("ERR vquant " + std::string(quant::FormatName(*fmt)) +
+                     " needs kv_dim divisible by 32");
+    return;
+  }
+  store::RegisterArgs ra;
+  ra.ns = a[1];
+  ra.kv_dim = static_cast<uint32_t>(dim);
+  ra.fmt = *fmt;
+  BlockTable table;
+  bool have_blocks = false;
+  for (size_t i = 4; i < a.size();) {
+    if (IsKeyword(a[i], "BLOCKS")) {
+      if (have_blocks) {
+        ctx.reply->Error("ERR KV.PREFIX.REGISTER option BLOCKS given twice");
+        return;
+      }
+      if (i + 3 >= a.size()) {
+        ctx.reply->Error("ERR BLOCKS requires: block_size hash_count hash_blob");
+        return;
+      }
+      int64_t bs;
+      if (!ArgInRange(ctx, a[i + 1], 1, store::kMaxBlockSize,
+                      "ERR BLOCKS block_size out of range (1..65536)", &bs))
+        return;
+      if (!ParseHashes(ctx, a[i + 2], a[i + 3], "ERR BLOCKS hash_count out of range (0..1048576)",
+                       "ERR BLOCKS hash_blob length mismatch", &table.hashes))
+        return;
+      table.block_size = static_cast<uint32_t>(bs);
+      table.Finish();
+      have_blocks = true;
+      i += 4;
+    } else if (IsKeyword(a[i], "PREFILL_MS")) {
+      if (ra.has_prefill) {
+        ctx.reply->Error("ERR KV.PREFIX.REGISTER option PREFILL_MS given twice");
+        return;
+      }
+      if (i + 1 >= a.size()) {
+        ctx.reply->Error("ERR PREFILL_MS requires a value");
+        return;
+      }
+      int64_t ms;
+      if (!ArgInRange(ctx, a[i + 1], 0, kMaxPrefillMs, "ERR PREFILL_MS out of range (0..86400000)",
+                      &ms))
+        return;
+      ra.has_prefill = true;
+      ra.prefill_us = static_cast<uint64_t>(ms) * 1000;
+      i += 2;
+    } else {
+      ctx.reply->Error("ERR KV.PREFIX.REGISTER unknown option '" + std::string(a[i]) +
+                       "' (BLOCKS, PREFILL_MS)");
+      return;
+    }
+  }
+  if (have_blocks) ra.blocks = &table;
+  uint64_t lsn = 0;
+  Status st = ctx.server->store()->Register(ra, &lsn);
+  ctx.wait_lsn = lsn;
+  if (!st.ok()) return ReplyStatus(ctx, st);
+  ctx.reply->SimpleString("OK");
+}
+
+void KvLookup(CommandContext& ctx) {
+  auto a = ctx.args;
+  bool has_tokens = false, has_prefill = false;
+  int64_t tokens = 0, prefill_ms = 0;
+  for (size_t i = 2; i < a.size(); i += 2) {
+    bool is_tokens = IsKeyword(a[i], "TOKENS");
+    if (!is_tokens && !IsKeyword(a[i], "PREFILL_MS")) {
+      ctx.reply->Error("ERR KV.PREFIX.LOOKUP unknown option (TOKENS, PREFILL_MS)");
+      return;
+    }
+    if (i + 1 >= a.size()) {
+      ctx.reply->Error("ERR KV.PREFIX.LOOKUP option needs a value");
+      return;
+    }
+    if (is_tokens) {
+      if (!ArgInRange(ctx, a[i + 1], 0, kMaxLookupTokens, "ERR TOKENS out of range (0..100000000)",
+                      &tokens))
+        return;
+      has_tokens = true;
+    } else {
+      if (!ArgInRange(ctx, a[i + 1], 0, kMaxPrefillMs, "ERR PREFILL_MS out of range (0..86400000)",
+                      &prefill_ms))
+        return;
+      has_prefill = true;
+    }
+  }
+  store::LookupResult lr = ctx.server->store()->Lookup(a[1]);
+  if (!lr.hit) {
+    ctx.server->receipt().RecordMiss();
+    ctx.reply->SimpleString("MISS");
+    return;
+  }
+  uint64_t credit_tokens = lr.layer0_tokens;
+  uint64_t credit_us = lr.prefill_us;
+  if (has_tokens) {
+    // The caller restored `tokens` tokens (possibly across several namespaces):
+    // credit those, with this lookup's own measured time if it gave one.
+    credit_tokens = static_cast<uint64_t>(tokens);
+    credit_us = has_prefill ? static_cast<uint64_t>(prefill_ms) * 1000 : 0;
+  } else if (has_prefill) {
+    credit_us = static_cast<uint64_t>(prefill_ms) * 1000;
+  }
+  ctx.server->receipt().RecordHit(credit_tokens, credit_us);
+  ctx.reply->SimpleString("HIT");
+}
+
+void KvDrop(CommandContext& ctx) {
+  std::vector<std::string_view> names(ctx.args.begin() + 1, ctx.args.end());
+  uint64_t lsn = 0;
+  auto n = ctx.server->store()->Drop(names, &lsn);
+  ctx.wait_lsn = lsn;
+  if (!n.ok()) return ReplyStatus(ctx, n.status());
+  ctx.reply->Integer(static_cast<int64_t>(*n));
+}
+
+void KvBlocks(CommandContext& ctx) {
+  if (!CheckNsLength(ctx, ctx.args[1])) return;
+  auto table = ctx.server->store()->Blocks(ctx.args[1]);
+  if (!table) {
+    ctx.reply->SimpleString("UNKNOWN");
+    return;
+  }
+  size_t n = table->hashes.size();
+  uint8_t* out = ctx.reply->BulkReserve(8 + 8 * n);
+  uint32_t hdr[2] = {table->block_size, static_cast<uint32_t>(n)};
+  std::memcpy(out, hdr, 8);
+  std::memcpy(out + 8, table->hashes.data(), 8 * n);
+}
+
+void KvMembership(CommandContext& ctx) {
+  auto a = ctx.args;
+  if (!CheckNsLength(ctx, a[1])) return;
+  std::vector<uint64_t> probes;
+  if (!ParseHashes(ctx, a[2], a[3], "ERR hash_count out of range (0..1048576)",
+                   "ERR hash_blob length mismatch", &probes))
+    return;
+  auto table = ctx.server->store()->Blocks(a[1]);
+  if (!table) {
+    ctx.reply->SimpleString("UNKNOWN");
+    return;
+  }
+  size_t bytes = (probes.size() + 7) / 8;
+  uint8_t* out = ctx.reply->BulkReserve(bytes);
+  std::memset(out, 0, bytes);
+  for (size_t i = 0; i < probes.size(); ++i)
+    if (table->Contains(probes[i])) out[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+}
+
+void KvInfo(CommandContext& ctx) {
+  store::StoreStats s = ctx.server->store()->Stats();
+  std::string out;
+  auto line = [&](const char* k, uint64_t v) {
+    out += k;
+    out += ':';
+    out += std::to_string(v);
+    out += "\r\n";
+  };
+  line("registered_prefixes", s.registered_prefixes);
+  line("total_prefix_tokens", s.total_prefix_tokens);
+  line("vstore_sessions", s.sessions);
+  line("vstore_max_sessions", s.max_sessions);
+  line("vstore_total_fetches", s.total_fetches);
+  line("vstore_evictions", s.evictions);
+  line("vstore_bytes", s.bytes);
+  line("maxmemory", s.max_bytes);
+  // Persistence counters: filled in by the durability layer (docs/wal_format.md).
+  line("wal_enabled", 0);
+  line("wal_bytes", 0);
+  line("wal_appended", 0);
+  line("wal_replayed", 0);
+  line("last_save_unix", 0);
+  // Stage 2 (server-side attention) is not built yet: no attention cache exists.
+  line("sdpa_warm", 0);
+  line("sdpa_cold", 0);
+  line("sdpa_demotions", 0);
+  line("sdpa_rehydrates", 0);
+  ctx.reply->Bulk(out);
+}
+
+void KvSave(CommandContext& ctx) {
+  // Durability layer hook: snapshot to pion.vstore (or a relative path in --dir).
+  ctx.reply->Error(kErrNoPersistence);
+}
+
+void KvCommit(CommandContext& ctx) {
+  // Durability layer hook: barrier until every acknowledged write is on disk.
+  ctx.reply->Error(kErrNoPersistence);
+}
+
+}  // namespace
+
+void AddKvPrefixCommands(std::vector<CommandSpec>* out) {
+  const uint32_t kv = kCmdKvcache;
+  out->push_back({"KV.PREFIX.REGISTER", -4, kCmdWrite | kCmdDenyOom | kv, 1, 1, 1, KvRegister,
+                  "Register a namespace (creates <ns>_pk and <ns>_pv)"});
+  out->push_back({"KV.PREFIX.LOOKUP", -2, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvLookup,
+                  "HIT if both sides of a namespace exist; records the value receipt"});
+  out->push_back({"KV.PREFIX.DROP", -2, kCmdWrite | kv, 1, -1, 1, KvDrop,
+                  "Drop namespaces; returns how many existed"});
+  out->push_back({"KV.PREFIX.BLOCKS", 2, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvBlocks,
+                  "The registered block-hash table"});
+  out->push_back({"KV.PREFIX.MEMBERSHIP", 4, kCmdReadonly | kCmdFast | kv, 1, 1, 1,
+                  KvMembership, "Bitmap of which probe hashes are in the block table"});
+  out->push_back({"KV.PREFIX.INFO", 1, kCmdReadonly | kCmdFast | kv, 0, 0, 0, KvInfo,
+                  "Registry and V-store counters"});
+  out->push_back({"KV.PREFIX.SAVE", -1, kCmdAdmin | kv, 0, 0, 0, KvSave,
+                  "Snapshot every namespace, then truncate the WAL"});
+  out->push_back({"KV.PREFIX.COMMIT", 1, kCmdWrite | kv, 0, 0, 0, KvCommit,
+                  "Barrier: every acknowledged write is on stable storage"});
+}
+
 }  // namespace pion::server

@@ -1,6 +1,306 @@
-// V.* commands (product.md §6). Filled in by the server issue.
-#include "server/command.h"
+// V.* (product.md §6): rows in and out of the V-store. A fetch pins the chunks
+// it needs (Store::Fetch*), then, with no lock held, either decodes them into an
+// exactly-sized reply buffer (F32/F16) or, for rows stored as fp16, sends the
+// stored bytes themselves with writev (NATIVE/F16): no copy at all.
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/cmd_util.h"
+#include "server/server.h"
 
 namespace pion::server {
-void AddVStoreCommands(std::vector<CommandSpec>*) {}
+
+namespace {
+
+using store::FetchPlan;
+using store::FetchSegment;
+
+constexpr int64_t kMaxLayer = store::kMaxLayers - 1;
+constexpr int64_t kMaxTokens = static_cast<int64_t>(store::kMaxTokens);
+constexpr size_t kMaxIds = 4096;
+constexpr uint64_t kMaxReplyBytes = 1ull << 30;
+
+enum class OutFmt { kF32, kF16, kNative };
+
+// Zeros sent by reference for rows never written.
+alignas(64) const uint8_t kZeros[64 * 1024] = {};
+
+bool ParseOutFmt(CommandContext& ctx, std::string_view v, OutFmt* out) {
+  if (IsKeyword(v, "F32")) {
+    *out = OutFmt::kF32;
+  } else if (IsKeyword(v, "F16")) {
+    *out = OutFmt::kF16;
+  } else if (IsKeyword(v, "NATIVE")) {
+    *out = OutFmt::kNative;
+  } else {
+    ctx.reply->Error("ERR V.FETCH: unknown FMT '" + std::string(v) + "' (want NATIVE|F32|F16)");
+    return false;
+  }
+  return true;
+}
+
+bool ParseLayer(CommandContext& ctx, std::string_view arg, uint32_t* layer) {
+  int64_t v;
+  if (!ArgInRange(ctx, arg, 0, kMaxLayer, "ERR layer out of range (0..255)", &v)) return false;
+  *layer = static_cast<uint32_t>(v);
+  return true;
+}
+
+// Bytes of the reply body for `plan` in `fmt`.
+uint64_t BodyBytes(const FetchPlan& p, OutFmt fmt) {
+  bool raw = p.fmt == quant::Format::kFp16 && fmt != OutFmt::kF32;
+  uint64_t elem = raw || fmt == OutFmt::kF16 ? 2 : 4;
+  return p.rows * p.dim * elem;
+}
+
+// Writes one layer's rows as a bulk string, or a null if no requested row is
+// stored. Returns the payload bytes sent (for the receipt).
+uint64_t ReplyPlan(CommandContext& ctx, FetchPlan&& plan, OutFmt fmt) {
+  if (plan.stored_rows == 0) {
+    ctx.reply->Null();
+    return 0;
+  }
+  const uint64_t len = BodyBytes(plan, fmt);
+  const bool fp16 = plan.fmt == quant::Format::kFp16;
+  if (fp16 && fmt != OutFmt::kF32) {
+    // Stored bytes are the reply: send them by reference, pinned.
+    auto pin = std::make_shared<std::vector<FetchSegment>>(std::move(plan.segments));
+    std::vector<iovec> iov;
+    iov.reserve(pin->size());
+    for (const FetchSegment& s : *pin) {
+      size_t n = s.rows * plan.row_bytes;
+      if (s.data) {
+        iov.push_back({const_cast<uint8_t*>(s.data), n});
+        continue;
+      }
+      while (n > 0) {
+        size_t k = std::min(n, sizeof(kZeros));
+        iov.push_back({const_cast<uint8_t*>(kZeros), k});
+        n -= k;
+      }
+    }
+    ctx.reply->BulkExternal(len, iov, std::move(pin));
+    return len;
+  }
+  uint8_t* out = ctx.reply->BulkReserve(len);
+  const size_t elem = fmt == OutFmt::kF32 || fmt == OutFmt::kNative ? 4 : 2;
+  for (const FetchSegment& s : plan.segments) {
+    size_t n = s.rows * plan.dim * elem;
+    if (!s.data) {
+      std::memset(out, 0, n);
+    } else if (elem == 4) {
+      quant::DecodeRows(plan.fmt, s.data, s.rows, plan.dim, reinterpret_cast<float*>(out));
+    } else {
+      quant::DecodeRowsF16(plan.fmt, s.data, s.rows, plan.dim, reinterpret_cast<uint16_t*>(out));
+    }
+    out += n;
+  }
+  return len;
+}
+
+bool CheckReplySize(CommandContext& ctx, const FetchPlan& p, OutFmt fmt, uint64_t layers) {
+  if (BodyBytes(p, fmt) * layers > kMaxReplyBytes) {
+    ctx.reply->Error("ERR V.FETCH reply would exceed 1073741824 bytes (fetch fewer rows)");
+    return false;
+  }
+  return true;
+}
+
+void VStoreBatch(CommandContext& ctx) {
+  auto a = ctx.args;
+  uint32_t layer;
+  if (!ParseLayer(ctx, a[2], &layer)) return;
+  int64_t start, count;
+  if (!ArgInRange(ctx, a[3], 0, kMaxTokens, "ERR invalid start (0..16777216)", &start)) return;
+  if (!ArgInRange(ctx, a[4], 1, kMaxTokens, "ERR invalid count (1..16777216)", &count)) return;
+  if (start + count > kMaxTokens) {
+    ctx.reply->Error("ERR start + count exceeds 16777216 tokens");
+    return;
+  }
+  store::RowInput in;
+  in.type = store::RowInput::Type::kF32;
+  if (a.size() > 6) {
+    if (a.size() != 8 || !IsKeyword(a[6], "FMT") ||
+        !(IsKeyword(a[7], "F32") || IsKeyword(a[7], "F16"))) {
+      ctx.reply->Error("ERR V.STOREBATCH: unknown option (expected FMT F32|F16)");
+      return;
+    }
+    if (IsKeyword(a[7], "F16")) in.type = store::RowInput::Type::kF16;
+  }
+  in.data = a[5].data();
+  in.bytes = a[5].size();
+  uint64_t lsn = 0;
+  Status st = ctx.server->store()->StoreRows(a[1], layer, static_cast<uint64_t>(start),
+                                             static_cast<uint64_t>(count), in, &lsn);
+  ctx.wait_lsn = lsn;
+  if (!st.ok()) {
+    if (st.message().starts_with("blob size"))
+      return ctx.reply->Error("ERR V.STOREBATCH: " + std::string(st.message()));
+    return ReplyStatus(ctx, st);
+  }
+  ctx.reply->SimpleString("OK");
+}
+
+// Splits a trailing "FMT <x>" pair off `args`; false (and replied) on a bad value.
+bool TakeFmt(CommandContext& ctx, std::span<const std::string_view>* args, OutFmt* fmt) {
+  *fmt = OutFmt::kF32;
+  auto& a = *args;
+  if (a.size() >= 2 && IsKeyword(a[a.size() - 2], "FMT")) {
+    if (!ParseOutFmt(ctx, a.back(), fmt)) return false;
+    a = a.first(a.size() - 2);
+  }
+  return true;
+}
+
+void VFetchRange(CommandContext& ctx, std::span<const std::string_view> a, OutFmt fmt) {
+  // a: V.FETCH sid layer RANGE start end
+  if (a.size() != 6) {
+    ctx.reply->Error("ERR V.FETCH RANGE requires: session_id layer_id RANGE start end");
+    return;
+  }
+  uint32_t layer;
+  if (!ParseLayer(ctx, a[2], &layer)) return;
+  int64_t start, end;
+  if (!ArgInRange(ctx, a[4], 0, kMaxTokens, "ERR invalid RANGE: end must exceed start (>=0)",
+                  &start) ||
+      !ArgInRange(ctx, a[5], 0, kMaxTokens, "ERR invalid RANGE: end must exceed start (>=0)",
+                  &end))
+    return;
+  if (end <= start) {
+    ctx.reply->Error("ERR invalid RANGE: end must exceed start (>=0)");
+    return;
+  }
+  auto plan = ctx.server->store()->FetchRange(a[1], layer, static_cast<uint64_t>(start),
+                                              static_cast<uint64_t>(end));
+  if (!plan.ok()) return ReplyStatus(ctx, plan.status());
+  if (!CheckReplySize(ctx, *plan, fmt, 1)) return;
+  ctx.server->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fmt));
+}
+
+void VFetchBatch(CommandContext& ctx, std::span<const std::string_view> a, OutFmt fmt) {
+  // a: V.FETCH sid BATCH start end [num_layers]
+  if (a.size() != 5 && a.size() != 6) {
+    ctx.reply->Error(
+        "ERR V.FETCH BATCH requires: session_id BATCH start end [num_layers] [FMT fmt]");
+    return;
+  }
+  int64_t start, end, layers = 0;
+  const char* kRangeErr = "ERR V.FETCH BATCH invalid range: end must exceed start (>=0)";
+  if (!ArgInRange(ctx, a[3], 0, kMaxTokens, kRangeErr, &start) ||
+      !ArgInRange(ctx, a[4], 0, kMaxTokens, kRangeErr, &end))
+    return;
+  if (end <= start) {
+    ctx.reply->Error(kRangeErr);
+    return;
+  }
+  if (a.size() == 6 &&
+      !ArgInRange(ctx, a[5], 1, store::kMaxLayers, "ERR num_layers out of range (1..256)", &layers))
+    return;
+  auto plans = ctx.server->store()->FetchBatch(a[1], static_cast<uint64_t>(start),
+                                               static_cast<uint64_t>(end),
+                                               static_cast<uint32_t>(layers));
+  if (!plans.ok()) {
+    if (plans.status().message() == "session has no stored layers")
+      return ctx.reply->Error("ERR V.FETCH BATCH: session has no stored layers");
+    return ReplyStatus(ctx, plans.status());
+  }
+  if (!CheckReplySize(ctx, plans->front(), fmt, plans->size())) return;
+  ctx.reply->ArrayHeader(plans->size());
+  uint64_t served = 0;
+  for (FetchPlan& p : *plans) served += ReplyPlan(ctx, std::move(p), fmt);
+  ctx.server->receipt().RecordBytesServed(served);
+}
+
+void VFetchIds(CommandContext& ctx, std::span<const std::string_view> a, OutFmt fmt) {
+  // a: V.FETCH sid layer id [id ...]
+  if (fmt == OutFmt::kNative) {
+    ctx.reply->Error("ERR FMT NATIVE requires the RANGE or BATCH form");
+    return;
+  }
+  uint32_t layer;
+  if (!ParseLayer(ctx, a[2], &layer)) return;
+  if (a.size() < 4) {
+    ctx.reply->Error("ERR no token IDs provided");
+    return;
+  }
+  if (a.size() - 3 > kMaxIds) {
+    ctx.reply->Error("ERR too many token IDs (at most 4096; use RANGE)");
+    return;
+  }
+  std::vector<uint64_t> ids(a.size() - 3);
+  for (size_t i = 3; i < a.size(); ++i) {
+    int64_t v;
+    if (!ArgInRange(ctx, a[i], 0, kMaxTokens - 1, "ERR token id out of range (0..16777215)", &v))
+      return;
+    ids[i - 3] = static_cast<uint64_t>(v);
+  }
+  auto plan = ctx.server->store()->FetchIds(a[1], layer, ids);
+  if (!plan.ok()) return ReplyStatus(ctx, plan.status());
+  ctx.server->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fmt));
+}
+
+void VFetch(CommandContext& ctx) {
+  std::span<const std::string_view> a = ctx.args;
+  OutFmt fmt;
+  if (!TakeFmt(ctx, &a, &fmt)) return;
+  if (a.size() < 3) {
+    ctx.reply->Error("ERR V.FETCH requires: session_id layer_id token_id [...]");
+    return;
+  }
+  if (IsKeyword(a[2], "BATCH")) return VFetchBatch(ctx, a, fmt);
+  if (a.size() >= 4 && IsKeyword(a[3], "RANGE")) return VFetchRange(ctx, a, fmt);
+  VFetchIds(ctx, a, fmt);
+}
+
+void VInfo(CommandContext& ctx) {
+  std::string out;
+  auto line = [&](std::string_view k, std::string_view v) {
+    out.append(k);
+    out += ':';
+    out.append(v);
+    out += "\r\n";
+  };
+  store::Store* st = ctx.server->store();
+  if (ctx.args.size() == 1) {
+    store::StoreStats s = st->Stats();
+    line("enabled", "1");
+    line("sessions", std::to_string(s.sessions));
+    line("total_tokens", std::to_string(s.total_tokens));
+    line("total_fetches", std::to_string(s.total_fetches));
+    line("bytes", std::to_string(s.bytes));
+    ctx.reply->Bulk(out);
+    return;
+  }
+  auto info = st->Info(ctx.args[1]);
+  if (!info.ok()) return ReplyStatus(ctx, info.status());
+  line("value_dim", std::to_string(info->dim));
+  line("v_format", quant::FormatName(info->fmt));
+  line("bytes_per_token", std::to_string(quant::RowBytes(info->fmt, info->dim)));
+  line("num_layers", std::to_string(info->num_layers));
+  line("schema", "uniform");
+  for (size_t i = 0; i < info->layer_tokens.size(); ++i)
+    if (info->layer_tokens[i] > 0)
+      line("layer_" + std::to_string(i) + "_tokens", std::to_string(info->layer_tokens[i]));
+  line("total_tokens", std::to_string(info->total_tokens));
+  line("bytes", std::to_string(info->bytes));
+  ctx.reply->Bulk(out);
+}
+
+}  // namespace
+
+void AddVStoreCommands(std::vector<CommandSpec>* out) {
+  const uint32_t kv = kCmdKvcache;
+  out->push_back({"V.STOREBATCH", -6, kCmdWrite | kCmdDenyOom | kv, 1, 1, 1, VStoreBatch,
+                  "Store rows [start, start+count) of one layer (FMT F32|F16)"});
+  out->push_back({"V.FETCH", -4, kCmdReadonly | kv, 1, 1, 1, VFetch,
+                  "Fetch rows: RANGE, BATCH or an id list (FMT NATIVE|F32|F16)"});
+  out->push_back({"V.INFO", -1, kCmdReadonly | kCmdFast | kv, 1, 1, 1, VInfo,
+                  "V-store counters, or one session's layout"});
+}
+
 }  // namespace pion::server

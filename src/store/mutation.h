@@ -7,6 +7,14 @@
 // error: the store never holds state the log does not describe.
 //
 // Records carry rows in their *stored* form, so replay never re-quantizes.
+//
+// Incarnations: every namespace created gets a new number (a counter that only
+// grows, restored by recovery). Store and drop records carry it, and replay
+// applies a record only to the same incarnation. This makes a race harmless in
+// which a store to a namespace that is concurrently dropped and re-registered is
+// logged after the new registration: live, it went to the dropped object; on
+// replay it is skipped. (Stores are logged under the namespace's side lock, not
+// the global lock, so that large payloads never block other namespaces.)
 // Thread-safety: the sink is called concurrently from worker threads; it must
 // serialise appends itself. Calls are made with store locks held (never while
 // waiting on disk: a sink only copies bytes into the log in its call).
@@ -34,13 +42,14 @@ class MutationSink {
   // A namespace is created or re-registered (same dim/format). `blocks` is the
   // new block table, or nullptr when the registration carries none (an existing
   // table is then kept).
-  virtual Result<uint64_t> OnRegister(std::string_view ns, uint32_t kv_dim, quant::Format fmt,
-                                      const BlockTable* blocks) = 0;
+  virtual Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                      quant::Format fmt, const BlockTable* blocks) = 0;
   // `count` rows at [start, start+count) of one layer of one side, in stored form
   // (count * RowBytes(fmt, kv_dim) bytes).
-  virtual Result<uint64_t> OnStore(std::string_view ns, Side side, uint32_t layer, uint64_t start,
-                                   uint64_t count, std::span<const uint8_t> stored) = 0;
-  virtual Result<uint64_t> OnDrop(std::string_view ns, DropReason reason) = 0;
+  virtual Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side,
+                                   uint32_t layer, uint64_t start, uint64_t count,
+                                   std::span<const uint8_t> stored) = 0;
+  virtual Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) = 0;
   virtual Result<uint64_t> OnFlushAll() = 0;
 };
 

@@ -74,6 +74,7 @@ struct StoreStats {
   uint64_t bytes = 0;          // K/V bytes held in stored form (vstore_bytes)
   uint64_t max_bytes = 0;
   uint64_t total_tokens = 0;   // sum of rows over every layer of every session
+  uint64_t allocated_bytes = 0;  // bytes of row chunks allocated (>= bytes; <= ~1.25x)
 };
 
 struct RegisterArgs {
@@ -130,6 +131,7 @@ struct NamespaceView {
   std::string ns;
   uint32_t kv_dim = 0;
   quant::Format fmt = quant::Format::kFp16;
+  uint64_t incarnation = 0;
   uint64_t lru_stamp = 0;
   std::shared_ptr<const BlockTable> blocks;  // may be null
   struct LayerView {
@@ -197,11 +199,13 @@ class Store {
                                              Status* barrier_status);
 
   // Recovery (used before serving; nothing is logged): apply one logged change.
-  Status ApplyRegister(std::string_view ns, uint32_t kv_dim, quant::Format fmt,
-                       const BlockTable* blocks);
-  Status ApplyStored(std::string_view ns, Side side, uint32_t layer, uint64_t start,
-                     uint64_t count, std::span<const uint8_t> stored);
-  void ApplyDrop(std::string_view ns);
+  // Records of another incarnation than the namespace's current one are skipped
+  // (ApplyStored returns NotFound, ApplyDrop does nothing).
+  Status ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                       quant::Format fmt, const BlockTable* blocks);
+  Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
+                     uint64_t start, uint64_t count, std::span<const uint8_t> stored);
+  void ApplyDrop(std::string_view ns, uint64_t incarnation);
   void ApplyFlushAll();
   // Restores a namespace's LRU stamp (snapshot load); keeps the counter above it.
   void SetLruStamp(std::string_view ns, uint64_t stamp);
@@ -233,6 +237,7 @@ class Store {
   uint64_t evictions_ = 0;                       // guarded by mu_
   std::atomic<uint64_t> lru_clock_{0};
   std::atomic<uint64_t> total_fetches_{0};
+  uint64_t next_incarnation_ = 1;  // guarded by mu_
 };
 
 }  // namespace pion::store

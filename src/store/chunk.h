@@ -1,0 +1,80 @@
+// Chunk: a fixed-capacity run of stored rows of one layer, 64-byte aligned and
+// zero-filled, shared by reference count. A layer's rows live in chunks of
+// `rows_per_chunk` rows each (chunk i holds rows [i*R, (i+1)*R)); only a chunk's
+// capacity can be smaller than R, and it grows by 1.25x (rounded to 16 rows) up
+// to R, so memory stays within ~1.25x of the bytes stored, and no chunk is ever
+// doubled or copied as a whole layer. Rows at or beyond a chunk's capacity, and
+// chunks never allocated, read as zeros.
+//
+// Immutability contract: once a reference has been handed out (a fetch pin, a
+// snapshot), the chunk's bytes never change; a writer that does not hold the only
+// reference copies the chunk first (see Store).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "base/check.h"
+
+namespace pion::store {
+
+inline constexpr size_t kChunkTargetBytes = 256 * 1024;
+inline constexpr uint32_t kChunkRowQuantum = 16;
+
+struct Chunk {
+  uint32_t capacity_rows = 0;
+  size_t row_bytes = 0;
+  uint8_t* data = nullptr;
+
+  Chunk() = default;
+  Chunk(const Chunk&) = delete;
+  Chunk& operator=(const Chunk&) = delete;
+  ~Chunk() { std::free(data); }
+
+  size_t bytes() const { return static_cast<size_t>(capacity_rows) * row_bytes; }
+
+  // A zero-filled chunk of `rows` rows.
+  static std::shared_ptr<Chunk> Make(uint32_t rows, size_t row_bytes) {
+    auto c = std::make_shared<Chunk>();
+    c->capacity_rows = rows;
+    c->row_bytes = row_bytes;
+    size_t n = (static_cast<size_t>(rows) * row_bytes + 63) & ~size_t{63};
+    c->data = static_cast<uint8_t*>(std::aligned_alloc(64, n == 0 ? 64 : n));
+    PION_CHECK(c->data != nullptr);
+    std::memset(c->data, 0, n == 0 ? 64 : n);
+    return c;
+  }
+
+  // A copy with capacity `rows` (>= the rows copied); rows beyond are zero.
+  std::shared_ptr<Chunk> Clone(uint32_t rows) const {
+    auto c = Make(rows, row_bytes);
+    uint32_t keep = rows < capacity_rows ? rows : capacity_rows;
+    std::memcpy(c->data, data, static_cast<size_t>(keep) * row_bytes);
+    return c;
+  }
+};
+
+// Rows per full chunk for a row size: a power of two near kChunkTargetBytes,
+// at least kChunkRowQuantum.
+inline uint32_t RowsPerChunk(size_t row_bytes) {
+  uint32_t r = kChunkRowQuantum;
+  while (static_cast<size_t>(r) * 2 * row_bytes <= kChunkTargetBytes) r *= 2;
+  return r;
+}
+
+// Capacity for a chunk that must hold `needed` rows and currently holds `cap`.
+inline uint32_t GrowCapacity(uint32_t cap, uint32_t needed, uint32_t rows_per_chunk) {
+  auto round = [](uint64_t x) {
+    return static_cast<uint32_t>((x + kChunkRowQuantum - 1) / kChunkRowQuantum * kChunkRowQuantum);
+  };
+  uint64_t want = round(needed);
+  uint64_t grown = round(static_cast<uint64_t>(cap) * 5 / 4);
+  if (grown > want) want = grown;
+  if (want > rows_per_chunk) want = rows_per_chunk;
+  return static_cast<uint32_t>(want);
+}
+
+}  // namespace pion::store

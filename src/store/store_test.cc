@@ -1,0 +1,438 @@
+// Store: registry semantics, row storage (gaps, overwrite, chunks), LRU order,
+// byte budget, pins under concurrent drop/overwrite, the mutation seam and replay.
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "base/fp16.h"
+
+namespace pion::store {
+namespace {
+
+using quant::Format;
+
+std::vector<uint16_t> HalfRows(uint64_t rows, uint32_t dim, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd;
+  std::vector<uint16_t> v(rows * dim);
+  for (auto& h : v) h = F32ToF16(nd(rng));
+  return v;
+}
+
+RowInput F16In(const std::vector<uint16_t>& v) {
+  return RowInput{RowInput::Type::kF16, v.data(), v.size() * 2};
+}
+
+// Concatenates the stored bytes of a plan (zeros for gaps).
+std::vector<uint8_t> Gather(const FetchPlan& p) {
+  std::vector<uint8_t> out;
+  for (const auto& s : p.segments) {
+    size_t n = s.rows * p.row_bytes;
+    if (s.data) {
+      out.insert(out.end(), s.data, s.data + n);
+    } else {
+      out.insert(out.end(), n, 0);
+    }
+  }
+  return out;
+}
+
+Status Reg(Store& st, std::string_view ns, uint32_t dim = 64, Format f = Format::kFp16) {
+  RegisterArgs a;
+  a.ns = ns;
+  a.kv_dim = dim;
+  a.fmt = f;
+  uint64_t lsn;
+  return st.Register(a, &lsn);
+}
+
+Status Put(Store& st, std::string_view sid, uint32_t layer, uint64_t start,
+           const std::vector<uint16_t>& rows, uint32_t dim) {
+  uint64_t lsn;
+  return st.StoreRows(sid, layer, start, rows.size() / dim, F16In(rows), &lsn);
+}
+
+TEST(Store, RegisterLookupDrop) {
+  Store st({});
+  EXPECT_FALSE(st.Lookup("a").hit);
+  ASSERT_TRUE(Reg(st, "a").ok());
+  EXPECT_TRUE(st.Lookup("a").hit);
+  EXPECT_TRUE(Reg(st, "a").ok());  // same dim/format: fine
+  Status bad = Reg(st, "a", 128);
+  EXPECT_EQ(bad.code(), Code::kInvalidArgument);
+  EXPECT_EQ(bad.message(), "namespace already registered with kv_dim 64 vquant fp16");
+  EXPECT_EQ(Reg(st, "b", 100, Format::kTurbo4).message(),
+            "vquant turbo4 needs kv_dim divisible by 32");
+  EXPECT_TRUE(Reg(st, "c", 100, Format::kInt8).ok());
+  std::string_view names[] = {"a", "zz", "c", "a"};
+  uint64_t lsn;
+  auto n = st.Drop(names, &lsn);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2u);
+  EXPECT_FALSE(st.Lookup("a").hit);
+  EXPECT_EQ(st.NamespaceCount(), 0u);
+}
+
+TEST(Store, PrefillAndBlocks) {
+  Store st({});
+  BlockTable t;
+  t.block_size = 16;
+  t.hashes = {5, 3, 9};
+  RegisterArgs a{"ns", 64, Format::kFp16, &t, true, 1200000};
+  uint64_t lsn;
+  ASSERT_TRUE(st.Register(a, &lsn).ok());
+  auto lr = st.Lookup("ns");
+  EXPECT_EQ(lr.prefill_us, 1200000u);
+  auto b = st.Blocks("ns");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->hashes, (std::vector<uint64_t>{5, 3, 9}));
+  EXPECT_TRUE(b->Contains(9));
+  EXPECT_FALSE(b->Contains(4));
+  // Re-register without blocks keeps the table, and resets the prefill time.
+  RegisterArgs a2{"ns", 64, Format::kFp16, nullptr, false, 0};
+  ASSERT_TRUE(st.Register(a2, &lsn).ok());
+  EXPECT_TRUE(st.Blocks("ns"));
+  EXPECT_EQ(st.Lookup("ns").prefill_us, 0u);
+  // A table of zero hashes reads as no table.
+  BlockTable empty;
+  empty.block_size = 16;
+  RegisterArgs a3{"ns", 64, Format::kFp16, &empty, false, 0};
+  ASSERT_TRUE(st.Register(a3, &lsn).ok());
+  EXPECT_FALSE(st.Blocks("ns"));
+  EXPECT_FALSE(st.Blocks("nope"));
+}
+
+TEST(Store, RowsRoundTripGapsOverwrite) {
+  Store st({});
+  const uint32_t dim = 64;
+  ASSERT_TRUE(Reg(st, "ns", dim).ok());
+  auto a = HalfRows(100, dim, 1);
+  ASSERT_TRUE(Put(st, "ns_pk", 3, 10, a, dim).ok());
+  auto plan = st.FetchRange("ns_pk", 3, 0, 120);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->rows, 120u);
+  EXPECT_EQ(plan->stored_rows, 110u);
+  auto bytes = Gather(*plan);
+  ASSERT_EQ(bytes.size(), 120u * dim * 2);
+  for (size_t i = 0; i < 10 * dim * 2; ++i) ASSERT_EQ(bytes[i], 0);
+  EXPECT_EQ(0, std::memcmp(bytes.data() + 10 * dim * 2, a.data(), a.size() * 2));
+  for (size_t i = 110 * dim * 2; i < bytes.size(); ++i) ASSERT_EQ(bytes[i], 0);
+  // Overwrite the middle and write far beyond (crossing chunk boundaries).
+  auto b = HalfRows(5000, dim, 2);
+  ASSERT_TRUE(Put(st, "ns_pk", 3, 50, b, dim).ok());
+  auto plan2 = st.FetchRange("ns_pk", 3, 10, 5050);
+  auto bytes2 = Gather(*plan2);
+  EXPECT_EQ(0, std::memcmp(bytes2.data(), a.data(), 40 * dim * 2));
+  EXPECT_EQ(0, std::memcmp(bytes2.data() + 40 * dim * 2, b.data(), b.size() * 2));
+  // The earlier plan is pinned: its bytes did not change.
+  EXPECT_EQ(Gather(*plan), bytes);
+  auto info = st.Info("ns_pk");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->num_layers, 4u);
+  EXPECT_EQ(info->layer_tokens[3], 5050u);
+  EXPECT_EQ(info->layer_tokens[0], 0u);
+  EXPECT_EQ(st.Stats().bytes, 5050u * dim * 2);
+  // Nothing stored in another layer / side.
+  auto empty = st.FetchRange("ns_pv", 3, 0, 10);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->stored_rows, 0u);
+  EXPECT_EQ(st.FetchRange("nope_pk", 0, 0, 1).status().code(), Code::kNotFound);
+  EXPECT_EQ(st.FetchRange("ns", 0, 0, 1).status().code(), Code::kNotFound);
+}
+
+TEST(Store, IdsAndBatch) {
+  Store st({});
+  const uint32_t dim = 32;
+  ASSERT_TRUE(Reg(st, "ns", dim).ok());
+  auto a = HalfRows(8, dim, 3);
+  ASSERT_TRUE(Put(st, "ns_pv", 0, 0, a, dim).ok());
+  ASSERT_TRUE(Put(st, "ns_pv", 2, 0, a, dim).ok());
+  uint64_t ids[] = {7, 0, 100};
+  auto p = st.FetchIds("ns_pv", 0, ids);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->stored_rows, 2u);
+  auto bytes = Gather(*p);
+  EXPECT_EQ(0, std::memcmp(bytes.data(), a.data() + 7 * dim, dim * 2));
+  EXPECT_EQ(0, std::memcmp(bytes.data() + dim * 2, a.data(), dim * 2));
+  auto batch = st.FetchBatch("ns_pv", 0, 8, 0);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch->size(), 3u);
+  EXPECT_EQ((*batch)[0].stored_rows, 8u);
+  EXPECT_EQ((*batch)[1].stored_rows, 0u);
+  EXPECT_EQ((*batch)[2].stored_rows, 8u);
+  EXPECT_EQ(st.FetchBatch("ns_pk", 0, 8, 0).status().code(), Code::kNotFound);
+  EXPECT_EQ(st.FetchBatch("ns_pv", 0, 8, 5)->size(), 5u);
+}
+
+TEST(Store, LruEvictsWholeNamespacesInAccessOrder) {
+  Store st({/*max_sessions=*/8, 0});
+  for (const char* n : {"a", "b", "c", "d"}) ASSERT_TRUE(Reg(st, n).ok());
+  auto rows = HalfRows(1, 64, 4);
+  ASSERT_TRUE(Put(st, "a_pv", 0, 0, rows, 64).ok());  // touch a via a store
+  ASSERT_TRUE(st.FetchRange("b_pk", 0, 0, 1).ok());   // touch b via a fetch
+  ASSERT_TRUE(Reg(st, "e").ok());                      // evicts c
+  EXPECT_FALSE(st.Lookup("c").hit);
+  EXPECT_TRUE(st.Lookup("d").hit);  // now d is most recent
+  ASSERT_TRUE(Reg(st, "f").ok());   // evicts a (a < b < e < d)
+  EXPECT_FALSE(st.Lookup("a").hit);
+  EXPECT_TRUE(st.Lookup("b").hit);
+  EXPECT_EQ(st.Stats().evictions, 4u);
+  EXPECT_EQ(st.Stats().sessions, 8u);
+}
+
+TEST(Store, ByteBudget) {
+  const uint32_t dim = 64;  // 128 bytes per fp16 row
+  Store st({256, 128 * 100});
+  ASSERT_TRUE(Reg(st, "a", dim).ok());
+  ASSERT_TRUE(Reg(st, "b", dim).ok());
+  ASSERT_TRUE(Put(st, "a_pk", 0, 0, HalfRows(40, dim, 1), dim).ok());
+  ASSERT_TRUE(Put(st, "b_pk", 0, 0, HalfRows(40, dim, 2), dim).ok());
+  // b needs 40 more rows: a (least recent) is evicted.
+  ASSERT_TRUE(Put(st, "b_pv", 0, 0, HalfRows(40, dim, 3), dim).ok());
+  EXPECT_FALSE(st.Lookup("a").hit);
+  EXPECT_EQ(st.Stats().bytes, 80u * 128);
+  // Larger than the whole budget: OOM, nothing changes.
+  uint64_t lsn;
+  auto big = HalfRows(30, dim, 4);
+  Status s = st.StoreRows("b_pv", 1, 0, 30, F16In(big), &lsn);
+  EXPECT_EQ(s.code(), Code::kOutOfBudget);
+  EXPECT_EQ(st.Stats().bytes, 80u * 128);
+  EXPECT_TRUE(st.Lookup("b").hit);
+  // Overwriting existing rows costs nothing.
+  EXPECT_TRUE(Put(st, "b_pv", 0, 0, HalfRows(40, dim, 5), dim).ok());
+  // Lowering the budget evicts.
+  ASSERT_TRUE(Reg(st, "c", dim).ok());
+  ASSERT_TRUE(st.SetMaxBytes(128 * 50, &lsn).ok());
+  EXPECT_FALSE(st.Lookup("b").hit);  // least recent, and over the new budget
+  EXPECT_TRUE(st.Lookup("c").hit);
+  EXPECT_EQ(st.Stats().bytes, 0u);
+}
+
+TEST(Store, MemoryStaysNearStoredBytes) {
+  Store st({});
+  const uint32_t dim = 128;
+  ASSERT_TRUE(Reg(st, "ns", dim).ok());
+  // Token-by-token appends, the worst case for growth.
+  auto row = HalfRows(1, dim, 9);
+  for (uint64_t t = 0; t < 3000; ++t) ASSERT_TRUE(Put(st, "ns_pk", 0, t, row, dim).ok());
+  auto s = st.Stats();
+  EXPECT_EQ(s.bytes, 3000u * dim * 2);
+  EXPECT_LE(s.allocated_bytes, s.bytes * 5 / 4 + 16 * dim * 2);
+}
+
+TEST(Store, NonFiniteRefusedForQuantized) {
+  Store st({});
+  ASSERT_TRUE(Reg(st, "q", 32, Format::kInt8).ok());
+  std::vector<float> rows(64, 1.0f);
+  rows[40] = std::numeric_limits<float>::infinity();
+  uint64_t lsn;
+  Status s = st.StoreRows("q_pk", 0, 0, 2, {RowInput::Type::kF32, rows.data(), rows.size() * 4},
+                          &lsn);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "non-finite value in row 1");
+  EXPECT_EQ(st.Stats().bytes, 0u);
+  // Wrong blob size.
+  s = st.StoreRows("q_pk", 0, 0, 3, {RowInput::Type::kF32, rows.data(), rows.size() * 4}, &lsn);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+}
+
+// Records every mutation; can be told to fail.
+class RecordingSink : public MutationSink {
+ public:
+  struct Rec {
+    char op;
+    std::string ns;
+    uint64_t inc;
+    uint32_t dim;
+    Format fmt;
+    int side;
+    uint32_t layer;
+    uint64_t start, count;
+    std::vector<uint8_t> bytes;
+    std::vector<uint64_t> hashes;
+  };
+  Result<uint64_t> OnRegister(std::string_view ns, uint64_t inc, uint32_t dim, Format fmt,
+                              const BlockTable* blocks) override {
+    if (fail) return Status::IOError("disk full");
+    Rec r{'R', std::string(ns), inc, dim, fmt};
+    if (blocks) r.hashes = blocks->hashes;
+    recs.push_back(r);
+    return ++lsn;
+  }
+  Result<uint64_t> OnStore(std::string_view ns, uint64_t inc, Side side, uint32_t layer,
+                           uint64_t start, uint64_t count,
+                           std::span<const uint8_t> stored) override {
+    if (fail) return Status::IOError("disk full");
+    Rec r{'S', std::string(ns), inc, 0, Format::kFp16, static_cast<int>(side), layer, start,
+          count};
+    r.bytes.assign(stored.begin(), stored.end());
+    recs.push_back(r);
+    return ++lsn;
+  }
+  Result<uint64_t> OnDrop(std::string_view ns, uint64_t inc, DropReason) override {
+    if (fail) return Status::IOError("disk full");
+    recs.push_back(Rec{'D', std::string(ns), inc});
+    return ++lsn;
+  }
+  Result<uint64_t> OnFlushAll() override {
+    if (fail) return Status::IOError("disk full");
+    recs.push_back(Rec{'F'});
+    return ++lsn;
+  }
+  std::vector<Rec> recs;
+  bool fail = false;
+  uint64_t lsn = 0;
+};
+
+void Replay(const std::vector<RecordingSink::Rec>& recs, Store* st) {
+  for (const auto& r : recs) {
+    switch (r.op) {
+      case 'R': {
+        BlockTable t;
+        t.hashes = r.hashes;
+        t.block_size = 16;
+        ASSERT_TRUE(
+            st->ApplyRegister(r.ns, r.inc, r.dim, r.fmt, r.hashes.empty() ? nullptr : &t).ok());
+        break;
+      }
+      case 'S':
+        (void)st->ApplyStored(r.ns, r.inc, static_cast<Side>(r.side), r.layer, r.start, r.count,
+                              r.bytes);
+        break;
+      case 'D': st->ApplyDrop(r.ns, r.inc); break;
+      case 'F': st->ApplyFlushAll(); break;
+    }
+  }
+}
+
+TEST(Store, SinkSeesEveryMutationAndReplayReproducesState) {
+  RecordingSink sink;
+  Store st({6, 0});
+  st.SetSink(&sink);
+  const uint32_t dim = 32;
+  ASSERT_TRUE(Reg(st, "a", dim, Format::kInt8).ok());
+  ASSERT_TRUE(Reg(st, "b", dim, Format::kTurbo4).ok());
+  ASSERT_TRUE(Reg(st, "c", dim, Format::kFp16).ok());
+  std::vector<float> rows(10 * dim);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd;
+  for (auto& x : rows) x = nd(rng);
+  uint64_t lsn = 0;
+  for (const char* sid : {"a_pk", "b_pv", "c_pk"})
+    ASSERT_TRUE(
+        st.StoreRows(sid, 1, 2, 10, {RowInput::Type::kF32, rows.data(), rows.size() * 4}, &lsn)
+            .ok());
+  EXPECT_GT(lsn, 0u);
+  ASSERT_TRUE(Reg(st, "d", dim).ok());  // evicts a
+  std::string_view drop[] = {"b"};
+  ASSERT_TRUE(st.Drop(drop, &lsn).ok());
+  ASSERT_TRUE(Reg(st, "b", dim, Format::kMlx4g32).ok());  // new incarnation
+  // A failing sink: nothing changes.
+  sink.fail = true;
+  EXPECT_FALSE(
+      st.StoreRows("c_pk", 1, 20, 10, {RowInput::Type::kF32, rows.data(), rows.size() * 4}, &lsn)
+          .ok());
+  EXPECT_FALSE(Reg(st, "zz", dim).ok());
+  EXPECT_EQ(st.Info("c_pk")->layer_tokens[1], 12u);
+  sink.fail = false;
+
+  Store replayed({6, 0});
+  Replay(sink.recs, &replayed);
+  EXPECT_EQ(replayed.NamespaceCount(), st.NamespaceCount());
+  EXPECT_FALSE(replayed.Lookup("a").hit);
+  for (const char* sid : {"c_pk", "b_pv", "d_pk"}) {
+    auto p1 = st.FetchRange(sid, 1, 0, 12);
+    auto p2 = replayed.FetchRange(sid, 1, 0, 12);
+    ASSERT_TRUE(p1.ok() && p2.ok());
+    EXPECT_EQ(Gather(*p1), Gather(*p2)) << sid;
+  }
+  EXPECT_EQ(replayed.Stats().bytes, st.Stats().bytes);
+  // A stale store record for the old incarnation of b is skipped.
+  EXPECT_EQ(replayed.FetchRange("b_pv", 1, 0, 12)->stored_rows, 0u);
+}
+
+TEST(Store, SnapshotCaptureIsConsistentAndPinned) {
+  Store st({});
+  const uint32_t dim = 64;
+  ASSERT_TRUE(Reg(st, "x", dim).ok());
+  auto a = HalfRows(300, dim, 6);
+  ASSERT_TRUE(Put(st, "x_pk", 0, 0, a, dim).ok());
+  int barrier_calls = 0;
+  Status bs;
+  auto views = st.CaptureSnapshot(
+      [&] {
+        ++barrier_calls;
+        return Status::OK();
+      },
+      &bs);
+  ASSERT_TRUE(bs.ok());
+  EXPECT_EQ(barrier_calls, 1);
+  ASSERT_EQ(views.size(), 1u);
+  ASSERT_EQ(views[0].layers[0].size(), 1u);
+  // Writes after the capture do not change the captured bytes.
+  ASSERT_TRUE(Put(st, "x_pk", 0, 0, HalfRows(300, dim, 7), dim).ok());
+  std::string_view names[] = {"x"};
+  uint64_t lsn;
+  ASSERT_TRUE(st.Drop(names, &lsn).ok());
+  FetchPlan p;
+  p.row_bytes = dim * 2;
+  p.segments = views[0].layers[0][0].segments;
+  auto bytes = Gather(p);
+  ASSERT_EQ(bytes.size(), a.size() * 2);
+  EXPECT_EQ(0, std::memcmp(bytes.data(), a.data(), bytes.size()));
+}
+
+TEST(Store, ConcurrentStoreFetchDropIsSafe) {
+  Store st({64, 0});
+  const uint32_t dim = 64;
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Reg(st, "stable" + std::to_string(i), dim).ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      std::string sid = "stable" + std::to_string(t) + "_pk";
+      for (int it = 0; it < 200; ++it) {
+        auto rows = HalfRows(64, dim, t * 1000 + it);
+        if (!Put(st, sid, it % 4, 0, rows, dim).ok()) ++errors;
+        auto p = st.FetchRange(sid, it % 4, 0, 64);
+        if (!p.ok() || Gather(*p) != std::vector<uint8_t>(
+                                         reinterpret_cast<uint8_t*>(rows.data()),
+                                         reinterpret_cast<uint8_t*>(rows.data()) + rows.size() * 2))
+          ++errors;
+      }
+    });
+  }
+  // A churner registers, fills, fetches and drops a volatile namespace.
+  ts.emplace_back([&] {
+    for (int it = 0; it < 300 && !stop; ++it) {
+      (void)Reg(st, "vol", dim);
+      (void)Put(st, "vol_pv", 0, 0, HalfRows(100, dim, it), dim);
+      std::string_view names[] = {"vol"};
+      uint64_t lsn;
+      (void)st.Drop(names, &lsn);
+    }
+  });
+  ts.emplace_back([&] {
+    for (int it = 0; it < 600; ++it) {
+      auto p = st.FetchRange("vol_pv", 0, 0, 100);
+      if (p.ok()) {
+        volatile uint8_t sink = 0;
+        for (const auto& s : p->segments)
+          if (s.data) sink ^= s.data[s.rows * p->row_bytes - 1];
+        (void)sink;
+      }
+    }
+  });
+  for (auto& th : ts) th.join();
+  EXPECT_EQ(errors.load(), 0);
+}
+
+}  // namespace
+}  // namespace pion::store
