@@ -1,0 +1,613 @@
+"""Thin command layer over redis-py for every pion-server command of product.md §4-§6, §8.
+
+:class:`PionClient` owns a ``redis.Redis`` with a connection pool (hiredis
+parses replies when installed). Each method sends one command (or one pipeline)
+and returns Python / numpy values:
+
+* row payloads (``V.FETCH``) become ``numpy`` arrays made with ``np.frombuffer``
+  over the reply bytes (zero-copy, hence read-only; ``.copy()`` to write);
+* ``key:value`` bulk replies (``KV.PREFIX.INFO``, ``V.INFO``) become dicts;
+* ``PION.STATS`` becomes a dict of its 16 fields in server order;
+* error replies become :mod:`pion.errors` exceptions named after their code word.
+
+Protocol: redis-py < 5 (Debian's 4.3.4 included) speaks RESP2 only, so the
+client uses RESP2 unless ``protocol=3`` is asked for *and* the installed
+redis-py supports it (``redis.Redis(protocol=3)``, redis-py >= 5); every parser
+here accepts both reply shapes (RESP3 maps / RESP2 flat arrays).
+
+Reconnection: a connection the server closed (restart, ``CLIENT KILL``) is
+detected by the pool before reuse, and a command that fails with a connection
+error is retried ``retries`` times (default 1) on a fresh connection. Every
+pion command is safe to repeat except that a retried ``KV.PREFIX.LOOKUP`` may
+count twice in the receipt if the first attempt did reach the server.
+"""
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import redis
+import redis.exceptions as rex
+
+from . import errors as E
+from .blocks import pack_hashes, unpack_bitmap, unpack_hashes
+
+__all__ = [
+    "PionClient",
+    "BlockTable",
+    "VQUANTS",
+    "STATS_FIELDS",
+    "parse_info",
+    "parse_stats",
+]
+
+#: Storage formats accepted by KV.PREFIX.REGISTER (product.md §5).
+VQUANTS = ("int8", "turbo4", "turbo3", "turbo2", "fp16", "fp8", "mlx4g32")
+
+#: PION.STATS fields in server order (reference §3.19).
+STATS_FIELDS = (
+    "worker_id",
+    "uptime_in_seconds",
+    "kvprefix_hits",
+    "kvprefix_misses",
+    "kvprefix_hits_measured",
+    "kvprefix_tokens_served",
+    "kvprefix_bytes_served",
+    "kvprefix_prefill_us_saved",
+    "kvprefix_prefill_us_measured",
+    "prefill_seconds_avoided",
+    "prefill_seconds_avoided_measured",
+    "semantic_hits",
+    "semantic_misses",
+    "moe_hits",
+    "moe_misses",
+    "vector_queries",
+)
+_SECONDS_FIELDS = ("prefill_seconds_avoided", "prefill_seconds_avoided_measured")
+
+Key = Union[str, bytes]
+FetchFmt = str  # "F32" | "F16" | "NATIVE"
+
+
+@dataclass(frozen=True)
+class BlockTable:
+    """A namespace's registered block table (``KV.PREFIX.BLOCKS``)."""
+
+    block_size: int
+    hashes: np.ndarray  # uint64, token order
+
+    def __len__(self) -> int:
+        return int(self.hashes.size)
+
+
+def _s(v: Any) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray, memoryview)) else str(v)
+
+
+def _num(v: str) -> Union[int, float, str]:
+    try:
+        return int(v)
+    except ValueError:
+        try:
+            return float(v)
+        except ValueError:
+            return v
+
+
+def parse_info(reply: Union[bytes, str]) -> Dict[str, Union[int, float, str]]:
+    """Parses a ``key:value`` per line reply (KV.PREFIX.INFO, V.INFO, INFO) into a dict.
+
+    Numbers become ``int`` / ``float``; ``# Section`` headers and blank lines are skipped.
+    """
+    out: Dict[str, Union[int, float, str]] = {}
+    for line in _s(reply).splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or ":" not in line:
+            continue
+        k, _, v = line.partition(":")
+        out[k] = _num(v)
+    return out
+
+
+def parse_stats(reply: Any) -> Dict[str, Union[int, float]]:
+    """Parses a PION.STATS reply (RESP3 map or RESP2 flat array) into an ordered dict.
+
+    Integer fields stay ``int``; the two ``S.mmm`` seconds fields become ``float``
+    (the exact microseconds are in ``kvprefix_prefill_us_saved`` / ``..._measured``).
+    """
+    if isinstance(reply, dict):
+        pairs = list(reply.items())
+    elif isinstance(reply, (list, tuple)):
+        if len(reply) % 2:
+            raise E.UnexpectedReplyError(f"PION.STATS: odd-length array ({len(reply)})")
+        pairs = [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
+    else:
+        raise E.UnexpectedReplyError(f"PION.STATS: unexpected reply {reply!r:.80}")
+    out: Dict[str, Union[int, float]] = {}
+    for k, v in pairs:
+        key = _s(k)
+        if isinstance(v, int):
+            out[key] = v
+        else:
+            text = _s(v)
+            out[key] = float(text) if key in _SECONDS_FIELDS or "." in text else int(text)
+    return out
+
+
+def _raw(args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    """Command name as bytes: redis-py then applies no reply callback (raw replies)."""
+    if args and isinstance(args[0], str):
+        return (args[0].encode(),) + args[1:]
+    return args
+
+
+def _status(reply: Any) -> str:
+    if isinstance(reply, (bytes, bytearray)):
+        return reply.decode("utf-8", "replace")
+    if isinstance(reply, str):
+        return reply
+    if reply is True:  # redis-py callbacks turn +OK into True for some commands
+        return "OK"
+    raise E.UnexpectedReplyError(f"expected a status reply, got {reply!r:.80}")
+
+
+def _expect_ok(reply: Any, cmd: str) -> None:
+    s = _status(reply)
+    if s != "OK":
+        raise E.UnexpectedReplyError(f"{cmd}: expected +OK, got {s!r}")
+
+
+def _rows_blob(rows: np.ndarray) -> Tuple[memoryview, Optional[str]]:
+    """Contiguous little-endian payload for V.STOREBATCH and its FMT (None = F32 default)."""
+    if rows.dtype == np.float16:
+        a = np.ascontiguousarray(rows, dtype="<f2")
+        fmt: Optional[str] = "F16"
+    else:
+        a = np.ascontiguousarray(rows, dtype="<f4")
+        fmt = None
+    return memoryview(a).cast("B"), fmt
+
+
+class PionClient:
+    """One pion-server endpoint: a redis-py connection pool plus typed command methods.
+
+    Args:
+        host, port: the server (default ``127.0.0.1:1974``).
+        password, username: for ``--requirepass`` servers (sent by redis-py's AUTH on connect).
+        socket_timeout: seconds per reply (large fetches included); default 60.
+        socket_connect_timeout: seconds to connect; default 5.
+        max_connections: pool size limit (default unbounded, as redis-py).
+        retries: how many times a command that hit a connection error is re-sent
+            on a fresh connection (default 1; 0 disables).
+        protocol: 2 (default) or 3. 3 needs redis-py >= 5; asking for it with an
+            older redis-py raises ``ValueError``.
+        redis_client: use this ``redis.Redis`` instead of creating one (it must
+            have ``decode_responses=False``).
+        **redis_kwargs: passed to ``redis.Redis``.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 1974,
+        *,
+        password: Optional[str] = None,
+        username: Optional[str] = None,
+        socket_timeout: Optional[float] = 60.0,
+        socket_connect_timeout: Optional[float] = 5.0,
+        max_connections: Optional[int] = None,
+        retries: int = 1,
+        protocol: int = 2,
+        redis_client: Optional[redis.Redis] = None,
+        **redis_kwargs: Any,
+    ) -> None:
+        self.retries = max(0, int(retries))
+        if redis_client is not None:
+            self.redis = redis_client
+        else:
+            if protocol not in (2, 3):
+                raise ValueError("protocol must be 2 or 3")
+            kw: Dict[str, Any] = dict(
+                host=host,
+                port=port,
+                password=password,
+                username=username,
+                socket_timeout=socket_timeout,
+                socket_connect_timeout=socket_connect_timeout,
+                decode_responses=False,
+                # Read big V.FETCH replies in 1 MiB pieces instead of redis-py's 64 KiB.
+                socket_read_size=1 << 20,
+            )
+            if max_connections is not None:
+                kw["max_connections"] = max_connections
+            if protocol == 3:
+                if not self.resp3_supported():
+                    raise ValueError(
+                        f"RESP3 needs redis-py >= 5 (installed: {redis.__version__}); use protocol=2")
+                kw["protocol"] = 3
+            kw.update(redis_kwargs)
+            self.redis = redis.Redis(connection_pool=redis.ConnectionPool(**kw))
+        self.protocol = protocol
+
+    # ------------------------------------------------------------------ plumbing
+
+    @staticmethod
+    def resp3_supported() -> bool:
+        """True when the installed redis-py can speak RESP3 (``redis.Redis(protocol=3)``)."""
+        return "protocol" in inspect.signature(redis.Redis.__init__).parameters
+
+    def close(self) -> None:
+        """Closes every pooled connection."""
+        self.redis.connection_pool.disconnect()
+
+    def __enter__(self) -> "PionClient":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def execute(self, *args: Any) -> Any:
+        """Sends one raw command; returns the raw reply (bytes / int / list / None).
+
+        redis-py's per-command reply callbacks are bypassed (the command name is
+        sent as bytes), so every reply is exactly what the server sent. Error
+        replies raise :class:`PionError` subclasses.
+        """
+        args = _raw(args)
+        attempt = 0
+        while True:
+            try:
+                return self.redis.execute_command(*args)
+            except rex.BusyLoadingError as e:
+                raise E.translate(e) from None
+            except (rex.ConnectionError, rex.TimeoutError) as e:
+                if attempt >= self.retries or isinstance(e, rex.TimeoutError):
+                    raise E.translate(e) from None
+                attempt += 1
+                time.sleep(0.05 * attempt)  # reconnect backoff
+            except rex.RedisError as e:
+                raise E.translate(e) from None
+
+    def pipeline(self, commands: Sequence[Sequence[Any]]) -> List[Any]:
+        """Sends ``commands`` in one pipeline (one write, one round trip, no MULTI).
+
+        Returns one entry per command: the reply, or the :class:`PionError` instance
+        for a command the server refused (other commands still ran). Connection
+        errors are retried as :meth:`execute` does (the whole pipeline is re-sent).
+        """
+        attempt = 0
+        while True:
+            pipe = self.redis.pipeline(transaction=False)
+            for c in commands:
+                pipe.execute_command(*_raw(tuple(c)))
+            try:
+                replies = pipe.execute(raise_on_error=False)
+            except rex.BusyLoadingError as e:
+                raise E.translate(e) from None
+            except (rex.ConnectionError, rex.TimeoutError) as e:
+                if attempt >= self.retries or isinstance(e, rex.TimeoutError):
+                    raise E.translate(e) from None
+                attempt += 1
+                time.sleep(0.05 * attempt)
+                continue
+            except rex.RedisError as e:
+                raise E.translate(e) from None
+            return [E.translate(r) if isinstance(r, BaseException) else r for r in replies]
+
+    @staticmethod
+    def raise_first(replies: Sequence[Any]) -> None:
+        """Raises the first :class:`PionError` found in a :meth:`pipeline` result."""
+        for r in replies:
+            if isinstance(r, E.PionError):
+                raise r
+
+    # ------------------------------------------------------------- §4 admin
+
+    def ping(self, message: Optional[Union[str, bytes]] = None) -> Union[bool, bytes]:
+        """PING: ``True`` (``+PONG``), or the echoed ``message`` as bytes."""
+        if message is None:
+            return _status(self.execute("PING")) == "PONG"
+        return self.execute("PING", message)
+
+    def echo(self, message: Union[str, bytes]) -> bytes:
+        """ECHO message -> the same bytes."""
+        return self.execute("ECHO", message)
+
+    def hello(self, protover: Optional[int] = None, *, auth: Optional[Tuple[str, str]] = None,
+              setname: Optional[str] = None) -> Dict[str, Any]:
+        """HELLO [protover [AUTH user pass] [SETNAME name]] -> the server's info map as a dict.
+
+        ``protover=3`` switches only the connection that sends it; with a redis-py
+        that cannot parse RESP3 this is refused client-side (``ValueError``).
+        """
+        if protover == 3 and self.protocol != 3:
+            raise ValueError("HELLO 3 needs PionClient(protocol=3) (redis-py >= 5)")
+        args: List[Any] = ["HELLO"]
+        if protover is not None:
+            args.append(str(protover))
+            if auth is not None:
+                args += ["AUTH", auth[0], auth[1]]
+            if setname is not None:
+                args += ["SETNAME", setname]
+        reply = self.execute(*args)
+        if isinstance(reply, dict):
+            items = list(reply.items())
+        else:
+            items = [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
+        return {_s(k): (v if isinstance(v, (int, list)) else _s(v)) for k, v in items}
+
+    def auth(self, password: str, username: Optional[str] = None) -> None:
+        """AUTH [user] pass. Raises WrongPassError / NoAuthError (no password configured)."""
+        args = ["AUTH"] + ([username] if username is not None else []) + [password]
+        _expect_ok(self.execute(*args), "AUTH")
+
+    def select(self, db: int = 0) -> None:
+        """SELECT 0 (pion has only database 0)."""
+        _expect_ok(self.execute("SELECT", str(db)), "SELECT")
+
+    def client_id(self) -> int:
+        """CLIENT ID."""
+        return int(self.execute("CLIENT", "ID"))
+
+    def client_setname(self, name: str) -> None:
+        """CLIENT SETNAME name (names the pooled connection that sends it)."""
+        _expect_ok(self.execute("CLIENT", "SETNAME", name), "CLIENT SETNAME")
+
+    def client_getname(self) -> Optional[str]:
+        """CLIENT GETNAME."""
+        r = self.execute("CLIENT", "GETNAME")
+        return None if r is None else _s(r)
+
+    def client_info(self) -> Dict[str, str]:
+        """CLIENT INFO -> dict of the ``k=v`` fields."""
+        return dict(kv.split("=", 1) for kv in _s(self.execute("CLIENT", "INFO")).split() if "=" in kv)
+
+    def client_list(self) -> List[Dict[str, str]]:
+        """CLIENT LIST -> one dict of ``k=v`` fields per connection."""
+        out = []
+        for line in _s(self.execute("CLIENT", "LIST")).splitlines():
+            if line.strip():
+                out.append(dict(kv.split("=", 1) for kv in line.split() if "=" in kv))
+        return out
+
+    def client_kill(self, *args: Any) -> Any:
+        """CLIENT KILL <args...> (raw reply)."""
+        return self.execute("CLIENT", "KILL", *args)
+
+    def command_count(self) -> int:
+        """COMMAND COUNT."""
+        return int(self.execute("COMMAND", "COUNT"))
+
+    def command_info(self, *names: str) -> Any:
+        """COMMAND INFO name... (raw reply: one array per command)."""
+        return self.execute("COMMAND", "INFO", *names)
+
+    def command_docs(self, *names: str) -> Any:
+        """COMMAND DOCS name... (raw reply)."""
+        return self.execute("COMMAND", "DOCS", *names)
+
+    def config_get(self, pattern: str) -> Dict[str, str]:
+        """CONFIG GET pattern -> dict."""
+        r = self.execute("CONFIG", "GET", pattern)
+        if isinstance(r, dict):
+            return {_s(k): _s(v) for k, v in r.items()}
+        return {_s(r[i]): _s(r[i + 1]) for i in range(0, len(r), 2)}
+
+    def config_set(self, name: str, value: Union[str, int]) -> None:
+        """CONFIG SET name value (maxmemory, appendfsync, loglevel)."""
+        _expect_ok(self.execute("CONFIG", "SET", name, str(value)), "CONFIG SET")
+
+    def info(self, *sections: str) -> Dict[str, Union[int, float, str]]:
+        """INFO [section ...] -> flat dict of every ``key:value`` line (``# Pion`` included)."""
+        return parse_info(self.execute("INFO", *sections))
+
+    def dbsize(self) -> int:
+        """DBSIZE: the number of registered namespaces."""
+        return int(self.execute("DBSIZE"))
+
+    def flushall(self) -> None:
+        """FLUSHALL: drops every session (WAL-logged)."""
+        _expect_ok(self.execute("FLUSHALL"), "FLUSHALL")
+
+    def time(self) -> Tuple[int, int]:
+        """TIME -> (unix seconds, microseconds)."""
+        r = self.execute("TIME")
+        return int(r[0]), int(r[1])
+
+    def shutdown(self, save: Optional[bool] = None) -> None:
+        """SHUTDOWN [SAVE|NOSAVE]. The server closes the connection; that is success."""
+        args: List[str] = ["SHUTDOWN"]
+        if save is not None:
+            args.append("SAVE" if save else "NOSAVE")
+        try:
+            self.redis.execute_command(*_raw(tuple(args)))
+        except rex.ConnectionError:
+            return
+        except rex.RedisError as e:
+            raise E.translate(e) from None
+
+    # ------------------------------------------------------------- §5 KV.PREFIX
+
+    def kv_prefix_register(self, ns: Key, kv_dim: int, vquant: str = "fp16", *,
+                           block_size: Optional[int] = None,
+                           hashes: Optional[Union[Sequence[int], np.ndarray]] = None,
+                           prefill_ms: Optional[int] = None) -> None:
+        """KV.PREFIX.REGISTER ns kv_dim vquant [BLOCKS block_size n blob] [PREFILL_MS ms].
+
+        Creates the sessions ``<ns>_pk`` and ``<ns>_pv``. ``hashes`` (u64, token
+        order) with ``block_size`` adds the block table; ``prefill_ms`` is the
+        measured cold prefill credited on every later hit.
+        """
+        self.execute(*self._register_args(ns, kv_dim, vquant, block_size, hashes, prefill_ms))
+
+    @staticmethod
+    def _register_args(ns: Key, kv_dim: int, vquant: str, block_size: Optional[int],
+                       hashes: Optional[Union[Sequence[int], np.ndarray]],
+                       prefill_ms: Optional[int]) -> List[Any]:
+        args: List[Any] = ["KV.PREFIX.REGISTER", ns, str(int(kv_dim)), vquant]
+        if hashes is not None:
+            if block_size is None:
+                raise ValueError("hashes need block_size")
+            h = np.asarray(hashes, dtype=np.uint64)
+            args += ["BLOCKS", str(int(block_size)), str(h.size), pack_hashes(h)]
+        if prefill_ms is not None:
+            args += ["PREFILL_MS", str(int(prefill_ms))]
+        return args
+
+    def kv_prefix_lookup(self, ns: Key, *, tokens: Optional[int] = None,
+                         prefill_ms: Optional[int] = None) -> bool:
+        """KV.PREFIX.LOOKUP ns [TOKENS n] [PREFILL_MS ms] -> True on +HIT, False on +MISS."""
+        args: List[Any] = ["KV.PREFIX.LOOKUP", ns]
+        if tokens is not None:
+            args += ["TOKENS", str(int(tokens))]
+        if prefill_ms is not None:
+            args += ["PREFILL_MS", str(int(prefill_ms))]
+        s = _status(self.execute(*args))
+        if s == "HIT":
+            return True
+        if s == "MISS":
+            return False
+        raise E.UnexpectedReplyError(f"KV.PREFIX.LOOKUP: {s!r}")
+
+    def kv_prefix_drop(self, *namespaces: Key) -> int:
+        """KV.PREFIX.DROP ns [ns ...] -> number of namespaces that were held."""
+        if not namespaces:
+            raise ValueError("kv_prefix_drop needs at least one namespace")
+        return int(self.execute("KV.PREFIX.DROP", *namespaces))
+
+    def kv_prefix_blocks(self, ns: Key) -> Optional[BlockTable]:
+        """KV.PREFIX.BLOCKS ns -> :class:`BlockTable`, or None for ``+UNKNOWN``."""
+        r = self.execute("KV.PREFIX.BLOCKS", ns)
+        if r == b"UNKNOWN" or r == "UNKNOWN":
+            return None
+        if not isinstance(r, (bytes, bytearray)) or len(r) < 8:
+            raise E.UnexpectedReplyError(f"KV.PREFIX.BLOCKS: {r!r:.80}")
+        bs, count = np.frombuffer(r, dtype="<u4", count=2)
+        if len(r) != 8 + 8 * int(count):
+            raise E.UnexpectedReplyError(f"KV.PREFIX.BLOCKS: {len(r)} bytes for {int(count)} hashes")
+        return BlockTable(int(bs), unpack_hashes(memoryview(r)[8:]))
+
+    def kv_prefix_membership(self, ns: Key, hashes: Union[Sequence[int], np.ndarray]) -> Optional[np.ndarray]:
+        """KV.PREFIX.MEMBERSHIP ns n blob -> bool array (probe i registered?), or None for UNKNOWN."""
+        h = np.asarray(hashes, dtype=np.uint64)
+        r = self.execute("KV.PREFIX.MEMBERSHIP", ns, str(h.size), pack_hashes(h))
+        # +UNKNOWN and a bulk bitmap both arrive as bytes; a 49..56-probe bitmap that
+        # spells "UNKNOWN" would be misread as UNKNOWN (ASCII-only bits: not a real concern).
+        if r is None or r == b"UNKNOWN":
+            return None
+        return unpack_bitmap(r, int(h.size))
+
+    def kv_prefix_info(self) -> Dict[str, Union[int, float, str]]:
+        """KV.PREFIX.INFO -> dict (registered_prefixes, vstore_bytes, wal_bytes, ...)."""
+        return parse_info(self.execute("KV.PREFIX.INFO"))
+
+    def kv_prefix_save(self, path: Optional[str] = None) -> None:
+        """KV.PREFIX.SAVE [path]: snapshot then truncate the WAL. Raises on any failure."""
+        _expect_ok(self.execute("KV.PREFIX.SAVE", *([path] if path else [])), "KV.PREFIX.SAVE")
+
+    def kv_prefix_commit(self) -> None:
+        """KV.PREFIX.COMMIT: returns once every acknowledged write is on stable storage."""
+        _expect_ok(self.execute("KV.PREFIX.COMMIT"), "KV.PREFIX.COMMIT")
+
+    # ------------------------------------------------------------- §6 V-store
+
+    def v_storebatch(self, sid: Key, layer: int, start: int, rows: np.ndarray) -> None:
+        """V.STOREBATCH sid layer start count blob [FMT F16].
+
+        ``rows`` is ``[count, dim]`` (head-major rows). float16 arrays are sent as
+        ``FMT F16``; every other dtype is converted to float32 (the default F32).
+        """
+        self.execute(*self._storebatch_args(sid, layer, start, rows))
+
+    @staticmethod
+    def _storebatch_args(sid: Key, layer: int, start: int, rows: np.ndarray) -> List[Any]:
+        if rows.ndim != 2:
+            raise ValueError("rows must be 2-D [count, dim]")
+        blob, fmt = _rows_blob(rows)
+        args: List[Any] = ["V.STOREBATCH", sid, str(int(layer)), str(int(start)), str(rows.shape[0]), blob]
+        if fmt:
+            args += ["FMT", fmt]
+        return args
+
+    @staticmethod
+    def decode_rows(payload: Optional[bytes], rows: int, dim: Optional[int], fmt: FetchFmt) -> Optional[np.ndarray]:
+        """Turns a V.FETCH bulk into an array ``[rows, dim]`` (zero-copy, read-only).
+
+        ``fmt`` is what was asked: F32 -> float32, F16 -> float16, NATIVE -> float16
+        when the payload is exactly ``rows*dim*2`` bytes (an fp16 session), else float32.
+        """
+        if payload is None:
+            return None
+        n = len(payload)
+        f = fmt.upper()
+        if f == "F16":
+            dt = np.dtype("<f2")
+        elif f == "F32":
+            dt = np.dtype("<f4")
+        else:
+            if dim is None:
+                raise ValueError("FMT NATIVE needs the row dimension to tell f16 from f32")
+            dt = np.dtype("<f2") if n == rows * dim * 2 else np.dtype("<f4")
+        a = np.frombuffer(payload, dtype=dt)
+        if dim is None:
+            dim = a.size // rows if rows else 0
+        if a.size != rows * dim:
+            raise E.UnexpectedReplyError(f"V.FETCH: {n} bytes is not {rows} rows of {dim} {dt.name}")
+        return a.reshape(rows, dim)
+
+    def _dim_for(self, sid: Key, dim: Optional[int], fmt: FetchFmt) -> Optional[int]:
+        if dim is None and fmt.upper() == "NATIVE":
+            dim = int(self.v_info(sid)["value_dim"])
+        return dim
+
+    def v_fetch_range(self, sid: Key, layer: int, start: int, end: int, *, fmt: FetchFmt = "F32",
+                      dim: Optional[int] = None) -> Optional[np.ndarray]:
+        """V.FETCH sid layer RANGE start end [FMT fmt] -> ``[end-start, dim]`` array or None.
+
+        None means no row of the range is stored. ``dim`` (kv_dim) is needed to
+        decode FMT NATIVE; when omitted it is read with V.INFO (one more round trip).
+        """
+        dim = self._dim_for(sid, dim, fmt)
+        r = self.execute("V.FETCH", sid, str(int(layer)), "RANGE", str(int(start)), str(int(end)), "FMT", fmt)
+        return self.decode_rows(r, end - start, dim, fmt)
+
+    def v_fetch_batch(self, sid: Key, start: int, end: int, num_layers: Optional[int] = None, *,
+                      fmt: FetchFmt = "F32", dim: Optional[int] = None) -> List[Optional[np.ndarray]]:
+        """V.FETCH sid BATCH start end [num_layers] [FMT fmt] -> one array (or None) per layer."""
+        dim = self._dim_for(sid, dim, fmt)
+        args: List[Any] = ["V.FETCH", sid, "BATCH", str(int(start)), str(int(end))]
+        if num_layers is not None:
+            args.append(str(int(num_layers)))
+        args += ["FMT", fmt]
+        r = self.execute(*args)
+        if not isinstance(r, list):
+            raise E.UnexpectedReplyError(f"V.FETCH BATCH: expected an array, got {type(r).__name__}")
+        return [self.decode_rows(p, end - start, dim, fmt) for p in r]
+
+    def v_fetch_ids(self, sid: Key, layer: int, ids: Sequence[int], *, fmt: Optional[FetchFmt] = None,
+                    dim: Optional[int] = None) -> Optional[np.ndarray]:
+        """V.FETCH sid layer id [id ...] [FMT F32|F16] -> rows in request order (``[len(ids), dim]``)."""
+        if not ids:
+            raise ValueError("v_fetch_ids needs at least one id")
+        args: List[Any] = ["V.FETCH", sid, str(int(layer))] + [str(int(i)) for i in ids]
+        if fmt is not None:
+            args += ["FMT", fmt]
+        r = self.execute(*args)
+        return self.decode_rows(r, len(ids), dim, fmt or "F32")
+
+    def v_info(self, sid: Optional[Key] = None) -> Dict[str, Union[int, float, str]]:
+        """V.INFO [sid] -> dict (global: sessions, total_tokens...; per sid: value_dim, v_format, layer_<i>_tokens...)."""
+        return parse_info(self.execute("V.INFO", *([sid] if sid is not None else [])))
+
+    # ------------------------------------------------------------- §8 receipt
+
+    def pion_stats(self) -> Dict[str, Union[int, float]]:
+        """PION.STATS -> the 16-field value receipt as a dict (server order)."""
+        return parse_stats(self.execute("PION.STATS"))
+
+    def pion_stats_reset(self) -> None:
+        """PION.STATS RESET: zeroes the receipt counters (uptime is kept)."""
+        _expect_ok(self.execute("PION.STATS", "RESET"), "PION.STATS RESET")
