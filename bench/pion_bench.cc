@@ -1,0 +1,783 @@
+// pion-bench: a load generator for what redis-benchmark cannot express
+// (binary-payload V.* commands, block-hash membership probes), speaking RESP
+// over blocking loopback sockets, one thread per client connection.
+//
+// Each client sends `pipeline` requests with one writev, then reads and checks
+// their replies; a request's latency runs from the start of that write to the
+// moment its reply is parsed (as redis-benchmark measures with -P). Payloads are
+// deterministic; every reply is validated (type, length, sampled content) and
+// any mismatch or error reply is fatal (exit 1). The result is one JSON line.
+//
+// Workloads: storebatch, fetch (pion); set, get (redis-server, the same bytes);
+// lookup, membership, ping (either); memcpy (no server: a copy-bandwidth probe).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <climits>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace pion::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void Fatal(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::fprintf(stderr, "pion-bench: ");
+  std::vfprintf(stderr, fmt, ap);
+  std::fprintf(stderr, "\n");
+  va_end(ap);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(1);
+}
+
+struct Options {
+  std::string host = "127.0.0.1";
+  int port = 1974;
+  std::string workload = "ping";
+  int clients = 1;
+  int pipeline = 1;
+  uint64_t payload = 65536;  // bytes on the wire per request (store/fetch/set/get)
+  double duration_s = 2.0;
+  uint64_t max_requests = 0;  // per client; 0 = until duration
+  int warmup = 2;             // untimed batches per client
+  std::string ns = "bench";   // namespace / key prefix; client i uses <ns>_c<i>
+  uint32_t kv_dim = 1024;
+  std::string vquant = "fp16";
+  std::string in_fmt = "F16";      // V.STOREBATCH FMT (F16|F32)
+  std::string out_fmt = "NATIVE";  // V.FETCH FMT (NATIVE|F32|F16)
+  uint32_t hashes = 1562;          // membership: N registered
+  uint32_t probes = 1562;          // membership: K probed
+  bool no_setup = false;
+  bool full_verify = false;
+};
+
+void Usage() {
+  std::fprintf(stderr,
+               "usage: pion-bench [--host H] [--port P] --workload "
+               "storebatch|fetch|set|get|lookup|membership|ping|memcpy\n"
+               "  [--clients N] [--pipeline D] [--payload BYTES] [--duration S]\n"
+               "  [--requests N per client] [--warmup BATCHES] [--ns NAME] [--kv-dim D]\n"
+               "  [--vquant fp16|int8|fp8|mlx4g32|turbo4|turbo3|turbo2] [--in-fmt F16|F32]\n"
+               "  [--out-fmt NATIVE|F32|F16] [--hashes N] [--probes K] [--no-setup]\n"
+               "  [--full-verify]\n");
+}
+
+uint64_t ParseSize(const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (end == s || v < 0) Fatal("bad size '%s'", s);
+  std::string suf(end);
+  for (char& c : suf) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (suf == "k" || suf == "kib")
+    v *= 1024;
+  else if (suf == "m" || suf == "mib")
+    v *= 1024 * 1024;
+  else if (suf == "g" || suf == "gib")
+    v *= 1024.0 * 1024 * 1024;
+  else if (!suf.empty() && suf != "b")
+    Fatal("bad size suffix '%s'", s);
+  return static_cast<uint64_t>(v);
+}
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&]() -> const char* {
+      if (i + 1 >= argc) Fatal("%s needs a value", a.c_str());
+      return argv[++i];
+    };
+    if (a == "--host")
+      o.host = val();
+    else if (a == "--port")
+      o.port = std::atoi(val());
+    else if (a == "--workload")
+      o.workload = val();
+    else if (a == "--clients")
+      o.clients = std::atoi(val());
+    else if (a == "--pipeline")
+      o.pipeline = std::atoi(val());
+    else if (a == "--payload")
+      o.payload = ParseSize(val());
+    else if (a == "--duration")
+      o.duration_s = std::atof(val());
+    else if (a == "--requests")
+      o.max_requests = ParseSize(val());
+    else if (a == "--warmup")
+      o.warmup = std::atoi(val());
+    else if (a == "--ns")
+      o.ns = val();
+    else if (a == "--kv-dim")
+      o.kv_dim = static_cast<uint32_t>(std::atoi(val()));
+    else if (a == "--vquant")
+      o.vquant = val();
+    else if (a == "--in-fmt")
+      o.in_fmt = val();
+    else if (a == "--out-fmt")
+      o.out_fmt = val();
+    else if (a == "--hashes")
+      o.hashes = static_cast<uint32_t>(std::atoi(val()));
+    else if (a == "--probes")
+      o.probes = static_cast<uint32_t>(std::atoi(val()));
+    else if (a == "--no-setup")
+      o.no_setup = true;
+    else if (a == "--full-verify")
+      o.full_verify = true;
+    else if (a == "-h" || a == "--help") {
+      Usage();
+      std::exit(0);
+    } else {
+      Usage();
+      Fatal("unknown argument '%s'", a.c_str());
+    }
+  }
+  if (o.clients < 1 || o.clients > 1024) Fatal("--clients must be 1..1024");
+  if (o.pipeline < 1 || o.pipeline > 4096) Fatal("--pipeline must be 1..4096");
+  if (o.kv_dim < 1) Fatal("--kv-dim must be >= 1");
+  for (char& c : o.in_fmt) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char& c : o.out_fmt) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (o.in_fmt != "F16" && o.in_fmt != "F32") Fatal("--in-fmt must be F16 or F32");
+  if (o.out_fmt != "NATIVE" && o.out_fmt != "F16" && o.out_fmt != "F32")
+    Fatal("--out-fmt must be NATIVE, F16 or F32");
+  return o;
+}
+
+uint64_t SplitMix64(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// fp16 bits of a finite value in [-1, 1) (exactly representable round trip).
+uint16_t HalfBits(uint64_t r) {
+  // sign | exponent 1..14 (never inf/nan/subnormal) | mantissa
+  uint16_t sign = static_cast<uint16_t>((r >> 20) & 1) << 15;
+  uint16_t exp = static_cast<uint16_t>(1 + (r >> 8) % 14) << 10;
+  uint16_t man = static_cast<uint16_t>(r & 0x3ff);
+  return sign | exp | man;
+}
+
+// Deterministic payload: fp16 or f32 values (finite, |v| < 1) so quantized
+// formats accept them; for SET/GET the same bytes as for F16 rows.
+std::vector<uint8_t> MakePayload(uint64_t bytes, bool f32, uint64_t seed) {
+  std::vector<uint8_t> out(bytes);
+  uint64_t st = seed;
+  if (f32) {
+    for (uint64_t i = 0; i + 4 <= bytes; i += 4) {
+      uint64_t r = SplitMix64(&st);
+      float v = static_cast<float>(static_cast<int64_t>(r % 2000001) - 1000000) * 1e-6f;
+      std::memcpy(&out[i], &v, 4);
+    }
+  } else {
+    for (uint64_t i = 0; i + 2 <= bytes; i += 2) {
+      uint16_t h = HalfBits(SplitMix64(&st));
+      std::memcpy(&out[i], &h, 2);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- connection
+
+class Conn {
+ public:
+  Conn() = default;
+  ~Conn() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+
+  void Connect(const std::string& host, int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd_ < 0) Fatal("socket: %s", std::strerror(errno));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) Fatal("bad host '%s'", host.c_str());
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      Fatal("connect %s:%d: %s", host.c_str(), port, std::strerror(errno));
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    buf_.resize(256 * 1024);
+  }
+
+  // Writes every byte of the iovecs (blocking).
+  void WriteAll(std::vector<iovec>& iov) {
+    size_t idx = 0;
+    while (idx < iov.size()) {
+      int n = static_cast<int>(std::min<size_t>(iov.size() - idx, IOV_MAX));
+      ssize_t w = ::writev(fd_, &iov[idx], n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        Fatal("write: %s", std::strerror(errno));
+      }
+      size_t left = static_cast<size_t>(w);
+      while (idx < iov.size() && left >= iov[idx].iov_len) {
+        left -= iov[idx].iov_len;
+        ++idx;
+      }
+      if (left > 0) {
+        iov[idx].iov_base = static_cast<char*>(iov[idx].iov_base) + left;
+        iov[idx].iov_len -= left;
+      }
+    }
+  }
+
+  // A line without its CRLF (valid until the next read).
+  std::string_view ReadLine() {
+    for (;;) {
+      const char* p = static_cast<const char*>(std::memchr(buf_.data() + pos_, '\n', len_ - pos_));
+      if (p != nullptr) {
+        size_t end = static_cast<size_t>(p - buf_.data());
+        if (end == pos_ || buf_[end - 1] != '\r') Fatal("protocol: bare LF in reply");
+        std::string_view line(buf_.data() + pos_, end - 1 - pos_);
+        pos_ = end + 1;
+        return line;
+      }
+      Fill();
+    }
+  }
+
+  // Reads exactly n bytes into dst (buffered bytes first, then straight from
+  // the socket so large bulks are copied once).
+  void ReadExact(uint8_t* dst, size_t n) {
+    size_t have = std::min(n, len_ - pos_);
+    std::memcpy(dst, buf_.data() + pos_, have);
+    pos_ += have;
+    dst += have;
+    n -= have;
+    while (n > 0) {
+      ssize_t r = ::recv(fd_, dst, n, 0);
+      if (r == 0) Fatal("server closed the connection");
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        Fatal("recv: %s", std::strerror(errno));
+      }
+      dst += r;
+      n -= static_cast<size_t>(r);
+    }
+  }
+
+ private:
+  void Fill() {
+    if (pos_ > 0) {
+      std::memmove(buf_.data(), buf_.data() + pos_, len_ - pos_);
+      len_ -= pos_;
+      pos_ = 0;
+    }
+    if (len_ == buf_.size()) buf_.resize(buf_.size() * 2);
+    for (;;) {
+      ssize_t r = ::recv(fd_, buf_.data() + len_, buf_.size() - len_, 0);
+      if (r == 0) Fatal("server closed the connection");
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        Fatal("recv: %s", std::strerror(errno));
+      }
+      len_ += static_cast<size_t>(r);
+      return;
+    }
+  }
+
+  int fd_ = -1;
+  std::vector<char> buf_;
+  size_t pos_ = 0;
+  size_t len_ = 0;
+};
+
+// One parsed reply. For bulk strings the body lands in `body` (resized).
+struct Reply {
+  char type = 0;  // '+', '-', ':', '$', '*', or 'n' (null)
+  std::string line;
+  int64_t len = 0;
+};
+
+// Reads one reply; bulk bodies go into *body; arrays are read and discarded
+// (their element count kept in len).
+Reply ReadReply(Conn& c, std::vector<uint8_t>* body) {
+  Reply r;
+  std::string_view l = c.ReadLine();
+  if (l.empty()) Fatal("protocol: empty reply line");
+  r.type = l[0];
+  r.line.assign(l.substr(1));
+  switch (r.type) {
+    case '+':
+    case '-':
+    case ':':
+      return r;
+    case '$':
+    case '*': {
+      r.len = std::strtoll(r.line.c_str(), nullptr, 10);
+      if (r.len < 0) {
+        r.type = 'n';
+        return r;
+      }
+      if (r.type == '$') {
+        body->resize(static_cast<size_t>(r.len) + 2);
+        c.ReadExact(body->data(), body->size());
+        if ((*body)[r.len] != '\r' || (*body)[r.len + 1] != '\n')
+          Fatal("protocol: bulk not terminated by CRLF");
+        body->resize(static_cast<size_t>(r.len));
+      } else {
+        std::vector<uint8_t> tmp;
+        for (int64_t i = 0; i < r.len; ++i) ReadReply(c, &tmp);
+      }
+      return r;
+    }
+    case '_':  // RESP3 null
+      r.type = 'n';
+      return r;
+    default:
+      Fatal("protocol: unexpected reply type '%c' (%s)", r.type, std::string(l).c_str());
+  }
+}
+
+// A command as RESP: pieces referencing long-lived storage (args are copied
+// into owned strings, large blobs are referenced).
+class Command {
+ public:
+  void Arg(std::string s) {
+    Piece p;
+    p.owned = "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+    pieces_.push_back(std::move(p));
+  }
+  void Blob(const uint8_t* data, size_t n) {
+    Piece head;
+    head.owned = "$" + std::to_string(n) + "\r\n";
+    pieces_.push_back(std::move(head));
+    Piece body;
+    body.ref = data;
+    body.ref_len = n;
+    pieces_.push_back(std::move(body));
+    Piece tail;
+    tail.owned = "\r\n";
+    pieces_.push_back(std::move(tail));
+    ++blobs_;
+  }
+  // Appends iovecs of the whole command (valid while *this lives).
+  void AppendIov(std::vector<iovec>* iov) {
+    if (header_.empty()) header_ = "*" + std::to_string(pieces_.size() - 2 * blobs_) + "\r\n";
+    iov->push_back({header_.data(), header_.size()});
+    // Coalesce adjacent owned pieces for fewer iovecs.
+    for (Piece& p : pieces_) {
+      if (p.ref != nullptr) {
+        iov->push_back({const_cast<uint8_t*>(p.ref), p.ref_len});
+      } else {
+        iov->push_back({p.owned.data(), p.owned.size()});
+      }
+    }
+  }
+
+ private:
+  struct Piece {
+    std::string owned;
+    const uint8_t* ref = nullptr;
+    size_t ref_len = 0;
+  };
+  std::vector<Piece> pieces_;
+  std::string header_;
+  size_t blobs_ = 0;
+};
+
+// ---------------------------------------------------------------- workloads
+
+enum class Expect { kStatus, kBulk, kBulkExact };
+
+struct Work {
+  Command cmd;
+  Expect expect = Expect::kStatus;
+  std::string status;                          // for kStatus: "OK", "HIT", "PONG"
+  uint64_t bulk_len = 0;                       // for kBulk / kBulkExact
+  const std::vector<uint8_t>* want = nullptr;  // bytes to compare (sampled or full)
+  uint64_t payload = 0;                        // payload bytes moved per request
+};
+
+size_t RowBytes(const std::string& fmt, uint32_t dim) {
+  return fmt == "F32" ? 4ull * dim : 2ull * dim;
+}
+
+void CheckReply(const Reply& r, const std::vector<uint8_t>& body, const Work& w, bool full) {
+  if (r.type == '-') Fatal("error reply: -%s", r.line.c_str());
+  switch (w.expect) {
+    case Expect::kStatus:
+      if (r.type != '+' || r.line != w.status)
+        Fatal("unexpected reply '%c%s' (want +%s)", r.type, r.line.c_str(), w.status.c_str());
+      return;
+    case Expect::kBulk:
+    case Expect::kBulkExact: {
+      if (r.type != '$')
+        Fatal("unexpected reply type '%c%s' (want a bulk of %" PRIu64 " bytes)", r.type,
+              r.line.c_str(), w.bulk_len);
+      if (static_cast<uint64_t>(r.len) != w.bulk_len)
+        Fatal("wrong reply length %" PRId64 " (want %" PRIu64 ")", r.len, w.bulk_len);
+      if (w.want == nullptr) return;
+      const std::vector<uint8_t>& want = *w.want;
+      if (w.expect == Expect::kBulkExact || full) {
+        if (std::memcmp(body.data(), want.data(), body.size()) != 0) {
+          size_t i = 0;
+          while (body[i] == want[i]) ++i;
+          Fatal("reply content differs at byte %zu (got 0x%02x want 0x%02x)", i, body[i], want[i]);
+        }
+        return;
+      }
+      // Sampled check: 64 bytes at the start, the middle and the end.
+      size_t n = body.size();
+      size_t spots[3] = {0, n / 2, n > 64 ? n - 64 : 0};
+      for (size_t s : spots) {
+        size_t k = std::min<size_t>(64, n - s);
+        if (std::memcmp(body.data() + s, want.data() + s, k) != 0)
+          Fatal("reply content differs near byte %zu", s);
+      }
+      return;
+    }
+  }
+}
+
+// Synchronous helper for setup: one command, one checked reply.
+Reply Call(Conn& c, Command cmd, std::vector<uint8_t>* body) {
+  std::vector<iovec> iov;
+  cmd.AppendIov(&iov);
+  c.WriteAll(iov);
+  return ReadReply(c, body);
+}
+
+void CallExpect(Conn& c, Command cmd, const char* status, const char* what) {
+  std::vector<uint8_t> body;
+  Reply r = Call(c, std::move(cmd), &body);
+  if (r.type != '+' || r.line != status)
+    Fatal("setup %s: unexpected reply '%c%s' (want +%s)", what, r.type, r.line.c_str(), status);
+}
+
+Command Cmd(std::initializer_list<std::string> args) {
+  Command c;
+  for (const std::string& a : args) c.Arg(a);
+  return c;
+}
+
+struct Shared {
+  Options opt;
+  // Per client: payload and expected data.
+  std::vector<std::vector<uint8_t>> payloads;
+  std::vector<uint8_t> membership_blob;  // K probes
+  std::vector<uint8_t> membership_want;  // expected bitmap
+  std::vector<uint8_t> hash_table_blob;  // N registered
+};
+
+std::string ClientNs(const Options& o, int i) { return o.ns + "_c" + std::to_string(i); }
+
+uint64_t RowsFor(const Options& o) {
+  uint64_t rb = RowBytes(o.in_fmt, o.kv_dim);
+  if (o.payload < rb || o.payload % rb != 0)
+    Fatal("--payload %" PRIu64 " is not a multiple of the row size %" PRIu64
+          " (kv_dim %u, %s input)",
+          o.payload, rb, o.kv_dim, o.in_fmt.c_str());
+  return o.payload / rb;
+}
+
+// Bytes of a V.FETCH reply of `rows` rows for this vquant and output format.
+uint64_t FetchBytes(const Options& o, uint64_t rows) {
+  bool fp16 = o.vquant == "fp16" || o.vquant == "FP16";
+  uint64_t elem = (o.out_fmt == "F16" || (o.out_fmt == "NATIVE" && fp16)) ? 2 : 4;
+  return rows * o.kv_dim * elem;
+}
+
+void Setup(Shared& s) {
+  const Options& o = s.opt;
+  const std::string& w = o.workload;
+  bool f32 = o.in_fmt == "F32";
+  if (w == "storebatch" || w == "fetch" || w == "set" || w == "get") {
+    for (int i = 0; i < o.clients; ++i)
+      s.payloads.push_back(MakePayload(o.payload, f32 && (w == "storebatch" || w == "fetch"),
+                                       0x5eed0000ull + static_cast<uint64_t>(i)));
+  }
+  if (w == "membership") {
+    uint64_t st = 42;
+    std::vector<uint64_t> table(o.hashes);
+    for (auto& h : table) h = SplitMix64(&st);
+    s.hash_table_blob.resize(8ull * o.hashes);
+    std::memcpy(s.hash_table_blob.data(), table.data(), s.hash_table_blob.size());
+    // Probes: alternately a registered hash (from a shuffled position) and an
+    // absent one, so the bitmap is half ones.
+    s.membership_blob.resize(8ull * o.probes);
+    s.membership_want.assign((o.probes + 7) / 8, 0);
+    uint64_t pst = 7;
+    for (uint32_t i = 0; i < o.probes; ++i) {
+      uint64_t h;
+      if (i % 2 == 0 && o.hashes > 0) {
+        h = table[SplitMix64(&pst) % o.hashes];
+        s.membership_want[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+      } else {
+        h = SplitMix64(&pst) | 1ull;  // odd stream: collision chance ~2^-64
+        for (uint64_t t : table)
+          if (t == h) s.membership_want[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+      }
+      std::memcpy(&s.membership_blob[8ull * i], &h, 8);
+    }
+  }
+  if (o.no_setup || w == "memcpy" || w == "ping") return;
+
+  Conn c;
+  c.Connect(o.host, o.port);
+  std::vector<uint8_t> body;
+  for (int i = 0; i < o.clients; ++i) {
+    std::string ns = ClientNs(o, i);
+    if (w == "storebatch" || w == "fetch" || w == "lookup") {
+      CallExpect(c, Cmd({"KV.PREFIX.REGISTER", ns, std::to_string(o.kv_dim), o.vquant}), "OK",
+                 "KV.PREFIX.REGISTER");
+    }
+    if (w == "fetch") {
+      Command st = Cmd({"V.STOREBATCH", ns + "_pk", "0", "0", std::to_string(RowsFor(o))});
+      st.Blob(s.payloads[i].data(), s.payloads[i].size());
+      st.Arg("FMT");
+      st.Arg(o.in_fmt);
+      CallExpect(c, std::move(st), "OK", "V.STOREBATCH");
+    }
+    if (w == "lookup") {
+      // One row on each side so LOOKUP answers +HIT.
+      std::vector<uint8_t> row = MakePayload(2ull * o.kv_dim, false, 1);
+      for (const char* side : {"_pk", "_pv"}) {
+        Command st = Cmd({"V.STOREBATCH", ns + side, "0", "0", "1"});
+        st.Blob(row.data(), row.size());
+        st.Arg("FMT");
+        st.Arg("F16");
+        CallExpect(c, std::move(st), "OK", "V.STOREBATCH");
+      }
+    }
+    if (w == "get") {
+      Command st = Cmd({"SET", ns});
+      st.Blob(s.payloads[i].data(), s.payloads[i].size());
+      CallExpect(c, std::move(st), "OK", "SET");
+    }
+    if (w == "membership") {
+      Command reg = Cmd({"KV.PREFIX.REGISTER", ns, std::to_string(o.kv_dim), o.vquant, "BLOCKS",
+                         "16", std::to_string(o.hashes)});
+      reg.Blob(s.hash_table_blob.data(), s.hash_table_blob.size());
+      CallExpect(c, std::move(reg), "OK", "KV.PREFIX.REGISTER BLOCKS");
+    }
+  }
+}
+
+Work MakeWork(const Shared& s, int client) {
+  const Options& o = s.opt;
+  const std::string& w = o.workload;
+  std::string ns = ClientNs(o, client);
+  Work k;
+  if (w == "ping") {
+    k.cmd = Cmd({"PING"});
+    k.status = "PONG";
+  } else if (w == "set") {
+    k.cmd = Cmd({"SET", ns});
+    k.cmd.Blob(s.payloads[client].data(), s.payloads[client].size());
+    k.status = "OK";
+    k.payload = o.payload;
+  } else if (w == "get") {
+    k.cmd = Cmd({"GET", ns});
+    k.expect = Expect::kBulk;
+    k.bulk_len = o.payload;
+    k.want = &s.payloads[client];
+    k.payload = o.payload;
+  } else if (w == "storebatch") {
+    k.cmd = Cmd({"V.STOREBATCH", ns + "_pk", "0", "0", std::to_string(RowsFor(o))});
+    k.cmd.Blob(s.payloads[client].data(), s.payloads[client].size());
+    k.cmd.Arg("FMT");
+    k.cmd.Arg(o.in_fmt);
+    k.status = "OK";
+    k.payload = o.payload;
+  } else if (w == "fetch") {
+    uint64_t rows = RowsFor(o);
+    k.cmd = Cmd({"V.FETCH", ns + "_pk", "0", "RANGE", "0", std::to_string(rows), "FMT", o.out_fmt});
+    k.expect = Expect::kBulk;
+    k.bulk_len = FetchBytes(o, rows);
+    bool fp16 = o.vquant == "fp16" || o.vquant == "FP16";
+    // Stored fp16 rows from F16 input come back bit-exact with NATIVE or F16.
+    if (fp16 && o.in_fmt == "F16" && o.out_fmt != "F32") k.want = &s.payloads[client];
+    k.payload = k.bulk_len;
+  } else if (w == "lookup") {
+    k.cmd = Cmd({"KV.PREFIX.LOOKUP", ns});
+    k.status = "HIT";
+  } else if (w == "membership") {
+    k.cmd = Cmd({"KV.PREFIX.MEMBERSHIP", ns, std::to_string(o.probes)});
+    k.cmd.Blob(s.membership_blob.data(), s.membership_blob.size());
+    k.expect = Expect::kBulkExact;
+    k.bulk_len = s.membership_want.size();
+    k.want = &s.membership_want;
+    k.payload = s.membership_blob.size();
+  } else {
+    Fatal("unknown workload '%s'", w.c_str());
+  }
+  return k;
+}
+
+struct ClientResult {
+  std::vector<float> lat_us;
+  uint64_t ops = 0;
+  Clock::time_point end;
+};
+
+struct Control {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::atomic<bool> stop{false};
+  Clock::time_point start;
+};
+
+void RunClient(const Shared& s, int client, Control* ctl, ClientResult* res) {
+  const Options& o = s.opt;
+  Work work = MakeWork(s, client);
+  Conn c;
+  c.Connect(o.host, o.port);
+  std::vector<iovec> one;
+  work.cmd.AppendIov(&one);
+  std::vector<iovec> batch_tpl;
+  for (int i = 0; i < o.pipeline; ++i) batch_tpl.insert(batch_tpl.end(), one.begin(), one.end());
+  std::vector<iovec> iov;
+  std::vector<uint8_t> body;
+  body.reserve(work.bulk_len + 2);
+  auto batch = [&](bool timed) {
+    iov = batch_tpl;
+    Clock::time_point t0 = Clock::now();
+    c.WriteAll(iov);
+    for (int i = 0; i < o.pipeline; ++i) {
+      Reply r = ReadReply(c, &body);
+      CheckReply(r, body, work, o.full_verify);
+      if (timed) {
+        res->lat_us.push_back(std::chrono::duration<float, std::micro>(Clock::now() - t0).count());
+      }
+    }
+  };
+  for (int i = 0; i < o.warmup; ++i) batch(false);
+  ctl->ready.fetch_add(1);
+  while (!ctl->go.load(std::memory_order_acquire)) std::this_thread::yield();
+  uint64_t limit = o.max_requests;
+  while (!ctl->stop.load(std::memory_order_relaxed)) {
+    if (limit != 0 && res->ops >= limit) break;
+    batch(true);
+    res->ops += static_cast<uint64_t>(o.pipeline);
+  }
+  res->end = Clock::now();
+}
+
+double Percentile(const std::vector<float>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size()))) - 1;
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+// A copy-bandwidth probe: 64-byte aligned source and destination (same
+// offsets, so glibc's rep-movsb slow path is not hit), buffers touched first.
+int RunMemcpy(const Options& o) {
+  size_t n = std::max<uint64_t>(o.payload, 64);
+  auto alloc = [](size_t bytes) {
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, bytes) != 0) Fatal("posix_memalign failed");
+    std::memset(p, 1, bytes);
+    return static_cast<uint8_t*>(p);
+  };
+  uint8_t* src = alloc(n);
+  uint8_t* dst = alloc(n);
+  uint64_t iters = 0;
+  std::vector<float> lat;
+  Clock::time_point t0 = Clock::now();
+  Clock::time_point deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
+  Clock::time_point now = t0;
+  do {
+    Clock::time_point a = Clock::now();
+    std::memcpy(dst, src, n);
+    asm volatile("" : : "r"(dst), "r"(src) : "memory");
+    now = Clock::now();
+    lat.push_back(std::chrono::duration<float, std::micro>(now - a).count());
+    ++iters;
+  } while (now < deadline && (o.max_requests == 0 || iters < o.max_requests));
+  double secs = std::chrono::duration<double>(now - t0).count();
+  std::sort(lat.begin(), lat.end());
+  std::printf("{\"workload\":\"memcpy\",\"payload\":%zu,\"ops\":%" PRIu64
+              ",\"seconds\":%.6f,\"ops_per_s\":%.3f,\"bytes_per_s\":%.1f,\"p50_us\":%.3f,"
+              "\"p99_us\":%.3f,\"p999_us\":%.3f,\"errors\":0}\n",
+              n, iters, secs, iters / secs, static_cast<double>(n) * iters / secs,
+              Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 0.999));
+  std::free(src);
+  std::free(dst);
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  Shared s;
+  s.opt = ParseArgs(argc, argv);
+  const Options& o = s.opt;
+  if (o.workload == "memcpy") return RunMemcpy(o);
+  if (o.workload == "storebatch" || o.workload == "fetch") RowsFor(o);  // validates sizes
+  Setup(s);
+
+  Control ctl;
+  std::vector<ClientResult> results(o.clients);
+  std::vector<std::thread> threads;
+  threads.reserve(o.clients);
+  for (int i = 0; i < o.clients; ++i)
+    threads.emplace_back(RunClient, std::cref(s), i, &ctl, &results[i]);
+  while (ctl.ready.load() < o.clients) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ctl.start = Clock::now();
+  ctl.go.store(true, std::memory_order_release);
+  if (o.max_requests == 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.duration_s));
+    ctl.stop.store(true);
+  }
+  for (auto& t : threads) t.join();
+
+  uint64_t ops = 0;
+  Clock::time_point end = ctl.start;
+  std::vector<float> lat;
+  for (ClientResult& r : results) {
+    ops += r.ops;
+    end = std::max(end, r.end);
+    lat.insert(lat.end(), r.lat_us.begin(), r.lat_us.end());
+  }
+  std::sort(lat.begin(), lat.end());
+  double secs = std::chrono::duration<double>(end - ctl.start).count();
+  Work w = MakeWork(s, 0);
+  double mean = 0;
+  for (float x : lat) mean += x;
+  mean = lat.empty() ? 0 : mean / static_cast<double>(lat.size());
+  std::printf("{\"workload\":\"%s\",\"clients\":%d,\"pipeline\":%d,\"payload\":%" PRIu64
+              ",\"kv_dim\":%u,\"vquant\":\"%s\",\"in_fmt\":\"%s\",\"out_fmt\":\"%s\",\"probes\":%u,"
+              "\"hashes\":%u,\"ops\":%" PRIu64
+              ",\"seconds\":%.6f,\"ops_per_s\":%.3f,\"bytes_per_s\":%.1f,\"mean_us\":%.3f,"
+              "\"p50_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f,\"errors\":0}\n",
+              o.workload.c_str(), o.clients, o.pipeline, w.payload, o.kv_dim, o.vquant.c_str(),
+              o.in_fmt.c_str(), o.out_fmt.c_str(), o.probes, o.hashes, ops, secs,
+              secs > 0 ? ops / secs : 0.0,
+              secs > 0 ? static_cast<double>(w.payload) * ops / secs : 0.0, mean,
+              Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 0.999),
+              lat.empty() ? 0.0 : lat.back());
+  return 0;
+}
+
+}  // namespace
+}  // namespace pion::bench
+
+int main(int argc, char** argv) { return pion::bench::Main(argc, argv); }

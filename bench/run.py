@@ -1,0 +1,1100 @@
+#!/usr/bin/python3
+"""`make bench`: pion-server side by side with redis-server and the machine's ceilings.
+
+Every suite starts its own servers on free loopback ports with persistence off,
+pins the servers to one core and the load generator to another (where the
+machine has two), repeats each measurement (min/median/max), and stops
+everything it started, also on Ctrl-C or an exception. The result is a Markdown
+table (bench/results/<date>-<sha>.md), a JSON file of the raw numbers and a PNG
+chart of the ratios next to it. Ratios are "pion's advantage": > 1 means pion is
+better (throughput pion/peer, latency peer/pion).
+
+    /usr/bin/python3 bench/run.py --build build/release [--suite NAME] [--smoke]
+
+Suites: small, bulk, membership, quant, formats (see docs/benchmarks.md).
+Only the standard library is needed, plus matplotlib for the chart.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SUITES = ['small', 'bulk', 'membership', 'quant', 'formats']
+KIB = 1024
+MIB = 1024 * 1024
+VQUANTS = ['fp16', 'fp8', 'int8', 'mlx4g32', 'turbo4', 'turbo3', 'turbo2']
+
+
+class BenchError(Exception):
+    """A workload failed (wrong reply, server died, tool error)."""
+
+
+# ------------------------------------------------------------------ processes
+
+class Procs:
+    """Every process this run started; stop_all() ends them (idempotent)."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, args, core=None, log_path=None, name=None):
+        log = open(log_path, 'wb') if log_path else subprocess.DEVNULL
+        preexec = None
+        if core is not None:
+            def preexec():
+                os.sched_setaffinity(0, {core})
+        p = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                             preexec_fn=preexec, start_new_session=True)
+        p.bench_name = name or os.path.basename(args[0])
+        p.bench_log = log_path
+        self.procs.append(p)
+        return p
+
+    def stop(self, p, timeout=10):
+        if p.poll() is None:
+            try:
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if p in self.procs:
+            self.procs.remove(p)
+
+    def stop_all(self):
+        for p in list(self.procs):
+            self.stop(p)
+
+
+PROCS = Procs()
+
+
+def on_signal(signum, _frame):
+    raise KeyboardInterrupt('signal %d' % signum)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+# ------------------------------------------------------------------ RESP
+
+def resp_encode(args):
+    out = [b'*%d\r\n' % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = str(a).encode()
+        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
+    return b''.join(out)
+
+
+class Resp:
+    """A tiny blocking RESP2 client for setup and checks."""
+
+    def __init__(self, port, timeout=30):
+        self.sock = socket.create_connection(('127.0.0.1', port), timeout=timeout)
+        self.buf = b''
+
+    def close(self):
+        self.sock.close()
+
+    def _fill(self):
+        data = self.sock.recv(1 << 20)
+        if not data:
+            raise BenchError('server closed the connection')
+        self.buf += data
+
+    def _line(self):
+        while b'\r\n' not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b'\r\n', 1)
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def read(self):
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        if t == b'+':
+            return ('status', rest.decode())
+        if t == b'-':
+            return ('error', rest.decode(errors='replace'))
+        if t == b':':
+            return ('int', int(rest))
+        if t == b'$':
+            n = int(rest)
+            if n < 0:
+                return ('null', None)
+            data = self._exact(n + 2)
+            return ('bulk', data[:-2])
+        if t == b'*':
+            n = int(rest)
+            if n < 0:
+                return ('null', None)
+            return ('array', [self.read() for _ in range(n)])
+        raise BenchError('protocol: unexpected reply line %r' % line[:80])
+
+    def call(self, *args):
+        self.sock.sendall(resp_encode(args))
+        return self.read()
+
+    def expect(self, want, *args):
+        r = self.call(*args)
+        if r != want:
+            raise BenchError('%s: got %r, want %r' % (
+                ' '.join(str(a)[:40] for a in args[:4]), r, want))
+        return r
+
+
+def wait_ready(port, proc, timeout=15.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise BenchError('%s exited with %s before answering (log: %s)' % (
+                proc.bench_name, proc.returncode, proc.bench_log))
+        try:
+            c = Resp(port, timeout=2)
+            try:
+                if c.call('PING') == ('status', 'PONG'):
+                    return
+            finally:
+                c.close()
+        except (OSError, BenchError):
+            pass
+        time.sleep(0.05)
+    raise BenchError('%s did not answer PING on port %d' % (proc.bench_name, port))
+
+
+# ------------------------------------------------------------------ context
+
+class Ctx:
+    """Paths, pinning, repetition counts and the servers of the current suite."""
+
+    def __init__(self, args, tmp):
+        self.args = args
+        self.smoke = args.smoke
+        self.reps = 1 if args.smoke else args.reps
+        self.build = os.path.abspath(args.build)
+        self.bin = os.path.join(self.build, 'bin')
+        self.tmp = tmp
+        cores = sorted(os.sched_getaffinity(0))
+        if len(cores) >= 2 and not args.no_pin:
+            self.server_core, self.client_core = cores[0], cores[1]
+        else:
+            self.server_core = self.client_core = None
+        self.pion_workers = args.pion_workers
+        if self.pion_workers is None:
+            self.pion_workers = 1 if self.server_core is not None else 0
+        self.tools = {}
+        self.notes = []
+
+    def tool(self, name, required=True):
+        if name in self.tools:
+            return self.tools[name]
+        path = None
+        for cand in (os.path.join(self.bin, name), shutil.which(name)):
+            if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+                path = cand
+                break
+        if path is None and required:
+            raise BenchError('%s not found (in %s or on PATH)' % (name, self.bin))
+        self.tools[name] = path
+        return path
+
+    def client_pin(self):
+        if self.client_core is None:
+            return None
+        return lambda: os.sched_setaffinity(0, {self.client_core})
+
+    def run_client(self, args, timeout=600):
+        """Runs a load generator pinned to the client core; returns stdout."""
+        try:
+            r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=self.client_pin(), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise BenchError('%s timed out after %d s' % (os.path.basename(args[0]), timeout))
+        if r.returncode != 0:
+            raise BenchError('%s failed (rc %d): %s' % (
+                ' '.join(os.path.basename(a) if i == 0 else a for i, a in enumerate(args[:12])),
+                r.returncode, (r.stderr or r.stdout).decode(errors='replace').strip()[-800:]))
+        return r.stdout.decode()
+
+    def start_redis(self):
+        port = free_port()
+        d = tempfile.mkdtemp(prefix='redis-', dir=self.tmp)
+        p = PROCS.start([self.tool('redis-server'), '--port', str(port),
+                         '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+                         '--dir', d, '--protected-mode', 'no'],
+                        core=self.server_core, log_path=os.path.join(d, 'log'),
+                        name='redis-server')
+        wait_ready(port, p)
+        return Server('redis', port, p)
+
+    def start_pion(self):
+        port = free_port()
+        d = tempfile.mkdtemp(prefix='pion-', dir=self.tmp)
+        args = [self.tool('pion-server'), '--kvcache', '--port', str(port),
+                '--bind', '127.0.0.1', '--dir', d, '--appendfsync', 'no']
+        if self.pion_workers:
+            args += ['--workers', str(self.pion_workers)]
+        args += self.args.pion_arg
+        p = PROCS.start(args, core=self.server_core, log_path=os.path.join(d, 'log'),
+                        name='pion-server')
+        wait_ready(port, p)
+        return Server('pion', port, p)
+
+
+class Server:
+    def __init__(self, kind, port, proc):
+        self.kind, self.port, self.proc = kind, port, proc
+
+    def check_alive(self):
+        if self.proc.poll() is not None:
+            raise BenchError('%s died (rc %s; log %s)' % (
+                self.kind, self.proc.returncode, self.proc.bench_log))
+
+    def stop(self):
+        PROCS.stop(self.proc)
+
+
+# ------------------------------------------------------------------ results
+
+def mmm(vals):
+    """(min, median, max) of the non-None values, or None."""
+    v = [x for x in vals if x is not None]
+    if not v:
+        return None
+    return (min(v), statistics.median(v), max(v))
+
+
+class Row:
+    """One table row: pion vs a peer, repetitions kept."""
+
+    def __init__(self, suite, workload, unit, peer_name, target, higher_better=True):
+        self.suite = suite
+        self.workload = workload
+        self.unit = unit
+        self.peer_name = peer_name
+        self.target = target
+        self.higher_better = higher_better
+        self.pion = []
+        self.peer = []
+        self.ceiling = []
+        self.ceiling_name = ''
+        self.extra = {}
+        self.error = None
+        self.met = None       # True/False/None (no target)
+        self.met_note = ''
+
+    def ratios(self):
+        out = []
+        for a, b in zip(self.pion, self.peer):
+            if a is None or b is None or a == 0 or b == 0:
+                continue
+            out.append(a / b if self.higher_better else b / a)
+        return out
+
+    def pct_ceiling(self):
+        out = []
+        for a, c in zip(self.pion, self.ceiling):
+            if a and c:
+                out.append(100.0 * a / c)
+        return out
+
+    def to_json(self):
+        return {
+            'suite': self.suite, 'workload': self.workload, 'unit': self.unit,
+            'peer': self.peer_name, 'target': self.target,
+            'pion': self.pion, 'peer_values': self.peer, 'ratio': self.ratios(),
+            'ceiling_name': self.ceiling_name, 'ceiling': self.ceiling,
+            'pct_ceiling': self.pct_ceiling(), 'met': self.met, 'met_note': self.met_note,
+            'error': self.error, 'extra': self.extra,
+        }
+
+
+def fmt_num(x):
+    if x is None:
+        return '—'
+    a = abs(x)
+    if a >= 1e6:
+        return '%.3g M' % (x / 1e6) if a < 1e9 else '%.3g G' % (x / 1e9)
+    if a >= 1e4:
+        return '%.0f k' % (x / 1e3)
+    if a >= 100:
+        return '%.0f' % x
+    if a >= 10:
+        return '%.1f' % x
+    return '%.2f' % x
+
+
+def fmt_mmm(vals, fmt=fmt_num):
+    t = mmm(vals)
+    if t is None:
+        return '—'
+    if t[0] == t[2]:
+        return '%s' % fmt(t[1])
+    return '%s (%s–%s)' % (fmt(t[1]), fmt(t[0]), fmt(t[2]))
+
+
+def fmt_ratio(x):
+    return '%.2f×' % x
+
+
+def fmt_pct(x):
+    return '%.0f%%' % x
+
+
+# ------------------------------------------------------------------ suites
+
+def interleaved(ctx, fns):
+    """Runs each callable once per repetition, interleaved across repetitions so
+    slow drifts of machine load hit pion and the peer alike."""
+    results = [[] for _ in fns]
+    for _ in range(ctx.reps):
+        for i, fn in enumerate(fns):
+            results[i].append(fn())
+    return results
+
+
+def pion_bench(ctx, server, workload, **kw):
+    args = [ctx.tool('pion-bench'), '--port', str(server.port), '--workload', workload]
+    for k, v in kw.items():
+        args += ['--' + k.replace('_', '-'), str(v)]
+    out = ctx.run_client(args)
+    server.check_alive()
+    lines = [ln for ln in out.splitlines() if ln.startswith('{')]
+    if not lines:
+        raise BenchError('pion-bench printed no result: %r' % out[-400:])
+    return json.loads(lines[-1])
+
+
+def memcpy_probe(ctx, nbytes, duration):
+    out = ctx.run_client([ctx.tool('pion-bench'), '--workload', 'memcpy', '--payload',
+                          str(nbytes), '--duration', str(duration)])
+    return json.loads(out.strip().splitlines()[-1])['bytes_per_s']
+
+
+def iperf3_ceiling(ctx, seconds):
+    """Single-stream loopback TCP bytes/s (server on the server core)."""
+    exe = ctx.tool('iperf3', required=False)
+    if exe is None:
+        return None
+    port = free_port()
+    srv = PROCS.start([exe, '-s', '-1', '-B', '127.0.0.1', '-p', str(port)],
+                      core=ctx.server_core, name='iperf3-server',
+                      log_path=os.path.join(ctx.tmp, 'iperf3-server.log'))
+    try:
+        deadline = time.time() + 5
+        while True:
+            try:
+                socket.create_connection(('127.0.0.1', port), timeout=1).close()
+                break
+            except OSError:
+                if time.time() > deadline or srv.poll() is not None:
+                    raise BenchError('iperf3 server did not start')
+                time.sleep(0.05)
+        # The probe connection above counts as iperf3's one client on some
+        # versions; restart it if it went away.
+        time.sleep(0.1)
+        if srv.poll() is not None:
+            PROCS.stop(srv)
+            srv = PROCS.start([exe, '-s', '-1', '-B', '127.0.0.1', '-p', str(port)],
+                              core=ctx.server_core, name='iperf3-server')
+            time.sleep(0.3)
+        out = ctx.run_client([exe, '-c', '127.0.0.1', '-p', str(port), '-t', str(seconds),
+                              '-P', '1', '-J'], timeout=seconds + 30)
+        j = json.loads(out)
+        return j['end']['sum_received']['bits_per_second'] / 8.0
+    finally:
+        PROCS.stop(srv)
+
+
+def redis_benchmark(ctx, server, n, pipeline, clients, cmd):
+    args = [ctx.tool('redis-benchmark'), '-h', '127.0.0.1', '-p', str(server.port),
+            '-c', str(clients), '-n', str(n), '-P', str(pipeline), '--csv'] + cmd
+    out = ctx.run_client(args)
+    server.check_alive()
+    lines = [ln for ln in out.splitlines() if ln.startswith('"') and not ln.startswith('"test"')]
+    if not lines:
+        raise BenchError('redis-benchmark printed no result: %r' % out[-400:])
+    f = [x.strip('"') for x in lines[-1].split('","')]
+    return {'ops_per_s': float(f[1]), 'p50_ms': float(f[4]), 'p99_ms': float(f[6])}
+
+
+def suite_small(ctx):
+    """redis-benchmark, the same command line against both servers."""
+    rows = []
+    pion, redis = ctx.start_pion(), ctx.start_redis()
+    try:
+        member = b'ABCDEFGH'  # one 8-byte hash, NUL-free so it fits in argv
+        c = Resp(pion.port)
+        c.expect(('status', 'OK'), 'KV.PREFIX.REGISTER', 'smallns', 64, 'fp16',
+                 'BLOCKS', 16, 1, member)
+        row = b'\x00\x3c' * 64
+        for side in ('_pk', '_pv'):
+            c.expect(('status', 'OK'), 'V.STOREBATCH', 'smallns' + side, 0, 0, 1, row,
+                     'FMT', 'F16')
+        c.expect(('status', 'HIT'), 'KV.PREFIX.LOOKUP', 'smallns')
+        c.expect(('bulk', b'\x01'), 'KV.PREFIX.MEMBERSHIP', 'smallns', 1, member)
+        c.close()
+        r = Resp(redis.port)
+        r.expect(('status', 'OK'), 'SET', 'smallkey', 'abc')
+        r.expect(('int', 1), 'SADD', 'smallset', member)
+        r.expect(('int', 1), 'SISMEMBER', 'smallset', member)
+        r.close()
+        pairs = [
+            ('PING_MBULK', ['-t', 'ping_mbulk'], 'redis PING_MBULK', ['-t', 'ping_mbulk']),
+            ('KV.PREFIX.LOOKUP', ['KV.PREFIX.LOOKUP', 'smallns'], 'redis GET',
+             ['GET', 'smallkey']),
+            ('KV.PREFIX.MEMBERSHIP (1 hash)',
+             ['KV.PREFIX.MEMBERSHIP', 'smallns', '1', member.decode()],
+             'redis SISMEMBER', ['SISMEMBER', 'smallset', member.decode()]),
+        ]
+        for pipeline in (1, 16):
+            if ctx.smoke:
+                n = 2000
+            else:
+                n = 100000 if pipeline == 1 else 1000000
+            for name, pcmd, peer_name, rcmd in pairs:
+                rw = Row('small', '%s, 50 clients, -P %d' % (name, pipeline), 'ops/s',
+                         peer_name, '≥ 1.0× (§14 small commands)')
+                try:
+                    res = interleaved(ctx, [
+                        lambda: redis_benchmark(ctx, pion, n, pipeline, 50, pcmd),
+                        lambda: redis_benchmark(ctx, redis, n, pipeline, 50, rcmd)])
+                    rw.pion = [x['ops_per_s'] for x in res[0]]
+                    rw.peer = [x['ops_per_s'] for x in res[1]]
+                    rw.extra = {'pion_p99_ms': [x['p99_ms'] for x in res[0]],
+                                'peer_p99_ms': [x['p99_ms'] for x in res[1]]}
+                    med = mmm(rw.ratios())[1]
+                    rw.met = med >= 1.0
+                    rw.met_note = '%.2f×' % med
+                except BenchError as e:
+                    rw.error = str(e)
+                rows.append(rw)
+        # The replies must still be right after the load.
+        c = Resp(pion.port)
+        c.expect(('bulk', b'\x01'), 'KV.PREFIX.MEMBERSHIP', 'smallns', 1, member)
+        c.close()
+    finally:
+        pion.stop()
+        redis.stop()
+    return rows
+
+
+def suite_bulk(ctx):
+    """V.STOREBATCH/V.FETCH vs SET/GET of the same bytes; ceilings: loopback TCP, memcpy."""
+    rows = []
+    if ctx.smoke:
+        sizes, client_counts, dur = [64 * KIB], [1], 0.3
+    else:
+        sizes, client_counts, dur = [64 * KIB, MIB, 16 * MIB], [1, 8], 2.0
+    iperf_s = 1 if ctx.smoke else 3
+    ceil = []
+    for _ in range(ctx.reps):
+        ceil.append(iperf3_ceiling(ctx, iperf_s))
+    if ceil[0] is None:
+        ctx.notes.append('iperf3 not installed: no loopback ceiling (scripts/deps.sh --bench)')
+    memcpy = {s: memcpy_probe(ctx, s, 0.2 if ctx.smoke else 0.5) for s in sizes}
+    pion, redis = ctx.start_pion(), ctx.start_redis()
+    try:
+        for size in sizes:
+            for nc in client_counts:
+                label = '%s ×%d client%s' % (size_name(size), nc, 's' if nc > 1 else '')
+                for pw, rw_name, title in (('storebatch', 'set', 'V.STOREBATCH FMT F16'),
+                                           ('fetch', 'get', 'V.FETCH FMT NATIVE')):
+                    if size >= MIB:
+                        target = '≥ 2× at 16 MiB; ≥ 80% of loopback' if size == 16 * MIB \
+                            else '≥ 80% of loopback'
+                    else:
+                        target = '— (64 KiB: not in §14)'
+                    row = Row('bulk', '%s %s' % (title, label), 'B/s',
+                              'redis %s' % rw_name.upper(), target)
+                    row.ceiling_name = 'iperf3 1-stream'
+                    row.ceiling = list(ceil)
+                    kw = dict(clients=nc, payload=size, duration=dur, kv_dim=1024,
+                              vquant='fp16', in_fmt='F16', out_fmt='NATIVE',
+                              ns='b%d_%d' % (size, nc))
+                    try:
+                        res = interleaved(ctx, [
+                            lambda: pion_bench(ctx, pion, pw, **kw),
+                            lambda: pion_bench(ctx, redis, rw_name, clients=nc,
+                                               payload=size, duration=dur,
+                                               ns='b%d_%d' % (size, nc))])
+                        row.pion = [x['bytes_per_s'] for x in res[0]]
+                        row.peer = [x['bytes_per_s'] for x in res[1]]
+                        row.extra = {
+                            'pion_p50_us': [x['p50_us'] for x in res[0]],
+                            'pion_p99_us': [x['p99_us'] for x in res[0]],
+                            'peer_p50_us': [x['p50_us'] for x in res[1]],
+                            'peer_p99_us': [x['p99_us'] for x in res[1]],
+                            'memcpy_Bps': memcpy[size]}
+                        judge_bulk(row, size)
+                    except BenchError as e:
+                        row.error = str(e)
+                    rows.append(row)
+    finally:
+        pion.stop()
+        redis.stop()
+    return rows
+
+
+def judge_bulk(row, size):
+    ratio = mmm(row.ratios())
+    pct = mmm(row.pct_ceiling())
+    if size < MIB:
+        row.met = None
+        row.met_note = 'info'
+        return
+    ok = True
+    notes = []
+    if size == 16 * MIB and ratio:
+        ok = ok and ratio[1] >= 2.0
+        notes.append('%.2f× vs 2×' % ratio[1])
+    if pct:
+        ok = ok and pct[1] >= 80.0
+        notes.append('%.0f%% vs 80%%' % pct[1])
+    row.met = ok
+    row.met_note = ', '.join(notes)
+
+
+def size_name(n):
+    if n >= MIB and n % MIB == 0:
+        return '%d MiB' % (n // MIB)
+    if n >= KIB and n % KIB == 0:
+        return '%d KiB' % (n // KIB)
+    return '%d B' % n
+
+
+def pion_info(server, *args):
+    c = Resp(server.port)
+    try:
+        r = c.call(*args)
+    finally:
+        c.close()
+    if r[0] not in ('bulk', 'status'):
+        return {}
+    text = r[1].decode(errors='replace') if isinstance(r[1], bytes) else r[1]
+    out = {}
+    for line in text.splitlines():
+        if ':' in line and not line.startswith('#'):
+            k, v = line.split(':', 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def command_usec(server, name):
+    """(calls, usec) of one command from INFO commandstats, or None."""
+    info = pion_info(server, 'INFO', 'commandstats')
+    v = info.get('cmdstat_' + name.lower())
+    if not v:
+        return None
+    f = dict(kv.split('=', 1) for kv in v.split(',') if '=' in kv)
+    try:
+        return int(f['calls']), float(f['usec'])
+    except (KeyError, ValueError):
+        return None
+
+
+def suite_membership(ctx):
+    """K = N = 1,562 probes, one client, vs a 12.5 KB SET round trip on redis."""
+    k = n = 1562
+    dur = 0.3 if ctx.smoke else 3.0
+    pion, redis = ctx.start_pion(), ctx.start_redis()
+    rows = []
+    r50 = Row('membership', 'KV.PREFIX.MEMBERSHIP K=N=1,562, 1 client: p50', 'µs',
+              'redis SET 12,496 B p50', 'p50 within 20 µs of peer', higher_better=False)
+    r99 = Row('membership', 'KV.PREFIX.MEMBERSHIP K=N=1,562, 1 client: p99', 'µs',
+              'redis SET 12,496 B p99', '— (p99 reported)', higher_better=False)
+    rc = Row('membership', 'KV.PREFIX.MEMBERSHIP server compute per call', 'µs',
+             '—', '≤ 10 µs', higher_better=False)
+    try:
+        before = command_usec(pion, 'kv.prefix.membership')
+        res = interleaved(ctx, [
+            lambda: pion_bench(ctx, pion, 'membership', clients=1, hashes=n, probes=k,
+                               duration=dur, ns='mem'),
+            lambda: pion_bench(ctx, redis, 'set', clients=1, payload=8 * k, duration=dur,
+                               ns='mem')])
+        after = command_usec(pion, 'kv.prefix.membership')
+        r50.pion = [x['p50_us'] for x in res[0]]
+        r50.peer = [x['p50_us'] for x in res[1]]
+        r99.pion = [x['p99_us'] for x in res[0]]
+        r99.peer = [x['p99_us'] for x in res[1]]
+        diffs = [a - b for a, b in zip(r50.pion, r50.peer)]
+        r50.extra = {'p50_diff_us': diffs,
+                     'pion_ops_per_s': [x['ops_per_s'] for x in res[0]],
+                     'peer_ops_per_s': [x['ops_per_s'] for x in res[1]]}
+        d = mmm(diffs)[1]
+        r50.met = d <= 20.0
+        r50.met_note = 'p50 %+.1f µs vs peer' % d
+        r99.met = None
+        r99.met_note = 'info'
+        if before is not None and after is not None and after[0] > before[0]:
+            per_call = (after[1] - before[1]) / (after[0] - before[0])
+            rc.pion = [per_call]
+            rc.met = per_call <= 10.0
+            rc.met_note = '%.1f µs/call (INFO commandstats)' % per_call
+        else:
+            rc.met_note = 'not measured: no INFO commandstats usec for the command'
+    except BenchError as e:
+        r50.error = r99.error = rc.error = str(e)
+    finally:
+        pion.stop()
+        redis.stop()
+    rows += [r50, r99, rc]
+    return rows
+
+
+def suite_quant(ctx):
+    """bench_quant (Google Benchmark) kernels vs memcpy of the same bytes."""
+    exe = ctx.tool('bench_quant', required=False)
+    rows = []
+    if exe is None:
+        ctx.notes.append('quant suite skipped: bench_quant not built in %s' % ctx.bin)
+        return []
+    args = [exe, '--benchmark_format=json',
+            '--benchmark_min_time=%s' % ('0.01' if ctx.smoke else '0.2')]
+    if not ctx.smoke:
+        args.append('--benchmark_repetitions=%d' % ctx.reps)
+    if ctx.args.quant_filter:
+        args.append('--benchmark_filter=%s' % ctx.args.quant_filter)
+    out = ctx.run_client(args, timeout=120 if ctx.smoke else 900)
+    j = json.loads(out)
+    rows = quant_rows(j, ctx)
+    if not rows:
+        row = Row('quant', 'bench_quant', 'Gelem/s', 'memcpy', '—')
+        row.error = 'bench_quant reported no recognisable kernels'
+        rows = [row]
+    return rows
+
+
+def parse_quant_name(name):
+    """-> (op, format, dim) from a Google Benchmark name, best effort."""
+    base = name.split('/')
+    low = name.lower()
+    fmt = None
+    for f in VQUANTS + ['bf16']:
+        if f in low.replace('_', '').replace('-', '') or f in low:
+            fmt = f if fmt is None or len(f) > len(fmt) else fmt
+    op = None
+    for o in ('decode', 'encode', 'dequant', 'quant', 'memcpy', 'attend', 'dot'):
+        if o in low:
+            op = {'dequant': 'decode', 'quant': 'encode'}.get(o, o)
+            break
+    dim = None
+    for part in base[1:]:
+        p = part.split(':')[-1]
+        if p.isdigit():
+            dim = int(p)
+            break
+    return op, fmt, dim
+
+
+def quant_rows(j, ctx):
+    """Rows per (op, format, dim): Gelem/s vs memcpy of the same input bytes."""
+    runs = {}
+    for b in j.get('benchmarks', []):
+        if b.get('run_type') == 'aggregate':
+            continue
+        name = b.get('run_name') or b['name']
+        runs.setdefault(name, []).append(b)
+    memcpy_bps = {}
+    for name, bs in runs.items():
+        op, _, _ = parse_quant_name(name)
+        if op == 'memcpy':
+            for b in bs:
+                if b.get('bytes_per_second'):
+                    memcpy_bps.setdefault(name, []).append(b['bytes_per_second'])
+    rows = []
+    probe_cache = {}
+    for name, bs in sorted(runs.items()):
+        op, fmt, dim = parse_quant_name(name)
+        if op not in ('decode', 'encode') or fmt is None:
+            continue
+        ips = [b.get('items_per_second') for b in bs if b.get('items_per_second')]
+        bps = [b.get('bytes_per_second') for b in bs if b.get('bytes_per_second')]
+        if not ips:
+            continue
+        target = None
+        if op == 'decode':
+            target = 1.5 if fmt.startswith('turbo') else 4.0
+        row = Row('quant', '%s %s%s' % (op, fmt, (' dim %d' % dim) if dim else ''),
+                  'Gelem/s', 'memcpy, same input bytes',
+                  ('decode ≥ %.1f Gelem/s' % target) if target else '— (encode: no §14 number)')
+        row.pion = [x / 1e9 for x in ips]
+        # memcpy of the same input bytes, as elements per second.
+        in_bytes_per_elem = None
+        if bps and ips:
+            in_bytes_per_elem = statistics.median(bps) / statistics.median(ips)
+        if in_bytes_per_elem:
+            mem = None
+            for mname, vals in memcpy_bps.items():
+                _, _, mdim = parse_quant_name(mname)
+                if mdim is None or dim is None or mdim == dim:
+                    mem = vals
+                    break
+            if mem is None:
+                nbytes = int(in_bytes_per_elem * (dim or 1024) * 64)
+                nbytes = max(4096, nbytes)
+                if nbytes not in probe_cache:
+                    probe_cache[nbytes] = memcpy_probe(ctx, nbytes, 0.05 if ctx.smoke else 0.3)
+                mem = [probe_cache[nbytes]]
+            row.peer = [m / in_bytes_per_elem / 1e9 for m in mem]
+            while len(row.peer) < len(row.pion):
+                row.peer.append(row.peer[-1])
+            row.extra['input_bytes_per_elem'] = in_bytes_per_elem
+        med = statistics.median(row.pion)
+        if target:
+            row.met = med >= target
+            row.met_note = '%.2f Gelem/s vs %.1f' % (med, target)
+        else:
+            row.met_note = 'info'
+        rows.append(row)
+    return rows
+
+
+# Stored bytes per row at D (quant-formats.md §3; int8: D plus one scale per batch).
+def expected_row_bytes(fmt, d):
+    return {'fp16': 2 * d, 'fp8': 4 + d + d // 16, 'int8': d, 'mlx4g32': d * 5 // 8,
+            'turbo4': 4 + d * 9 // 16, 'turbo3': 4 + d * 7 // 16,
+            'turbo2': 4 + d * 5 // 16}[fmt]
+
+
+def suite_formats(ctx):
+    """Bytes per token and fetch bandwidth per vquant at kv_dim 1024."""
+    d = 1024
+    tokens = 64 if ctx.smoke else 1024
+    dur = 0.2 if ctx.smoke else 1.5
+    rows = []
+    pion = ctx.start_pion()
+    try:
+        fetch_bps = {}
+        for fmt in VQUANTS:
+            row = Row('formats', '%s: stored bytes/token, kv_dim %d' % (fmt, d), 'B',
+                      'quant-formats.md §3', 'equals §3 (≤ +1%)', higher_better=False)
+            rf = Row('formats', '%s: V.FETCH %d rows FMT F16, 1 client' % (fmt, tokens), 'B/s',
+                     'fp16 session, same request', '— (info)')
+            try:
+                c = Resp(pion.port)
+                ns = 'fmt_' + fmt
+                c.expect(('status', 'OK'), 'KV.PREFIX.REGISTER', ns, d, fmt)
+                blob = bytes(make_f16_rows(tokens, d))
+                c.expect(('status', 'OK'), 'V.STOREBATCH', ns + '_pk', 0, 0, tokens, blob,
+                         'FMT', 'F16')
+                info = pion_info(pion, 'V.INFO', ns + '_pk')
+                c.close()
+                stored = None
+                for key in ('bytes', 'vstore_bytes', 'stored_bytes'):
+                    if key in info:
+                        stored = int(info[key])
+                        break
+                want = expected_row_bytes(fmt, d)
+                row.peer = [float(want)]
+                if stored is not None:
+                    per_tok = stored / tokens
+                    row.pion = [per_tok]
+                    row.met = per_tok <= want * 1.01
+                    row.met_note = '%.1f B vs %d B (%.2f× smaller than fp16)' % (
+                        per_tok, want, 2.0 * d / per_tok)
+                else:
+                    row.met_note = 'V.INFO has no bytes field: %s' % sorted(info)[:8]
+                res = [pion_bench(ctx, pion, 'fetch', clients=1, payload=tokens * d * 2,
+                                  duration=dur, kv_dim=d, vquant=fmt, in_fmt='F16',
+                                  out_fmt='F16', ns='ff_' + fmt)
+                       for _ in range(ctx.reps)]
+                fetch_bps[fmt] = [x['bytes_per_s'] for x in res]
+                rf.pion = fetch_bps[fmt]
+                rf.extra = {'tokens_per_s': [x['ops_per_s'] * tokens for x in res],
+                            'p50_us': [x['p50_us'] for x in res]}
+                rf.met_note = 'info'
+            except BenchError as e:
+                row.error = rf.error = str(e)
+            rows += [row, rf]
+        for rf in rows:
+            if rf.unit == 'B/s' and 'fp16' in fetch_bps:
+                rf.peer = list(fetch_bps['fp16'])
+    finally:
+        pion.stop()
+    return rows
+
+
+def make_f16_rows(rows, d):
+    """Deterministic finite fp16 values (|v| < 1), little-endian."""
+    out = bytearray(rows * d * 2)
+    x = 12345
+    for i in range(rows * d):
+        x = (x * 1103515245 + 12345) & 0x7fffffff
+        h = ((x >> 5) & 0x8000) | ((1 + (x >> 11) % 14) << 10) | (x & 0x3ff)
+        out[2 * i] = h & 0xff
+        out[2 * i + 1] = h >> 8
+    return out
+
+
+SUITE_FNS = {'small': suite_small, 'bulk': suite_bulk, 'membership': suite_membership,
+             'quant': suite_quant, 'formats': suite_formats}
+
+
+# ------------------------------------------------------------------ report
+
+def unit_fmt(unit):
+    if unit == 'B/s':
+        return lambda x: '%.2f GB/s' % (x / 1e9) if x >= 1e8 else '%.0f MB/s' % (x / 1e6)
+    if unit == 'ops/s':
+        return lambda x: fmt_num(x)
+    if unit == 'µs':
+        return lambda x: '%.1f µs' % x
+    if unit == 'Gelem/s':
+        return lambda x: '%.2f' % x
+    if unit == 'B':
+        return lambda x: '%.1f B' % x
+    return fmt_num
+
+
+def render_md(rows, meta):
+    L = []
+    L.append('# pion bench: %s (%s)' % (meta['date'], meta['sha']))
+    L.append('')
+    L.append('Machine: %s; %s. Server core %s, load-generator core %s; pion-server %s. '
+             'Repetitions: %d (cells: median (min–max)). Ratio = pion\'s advantage '
+             '(> 1 is better: throughput pion/peer, latency peer/pion). '
+             'Noise on this shared machine is ±30%%, up to 2× with other jobs running; '
+             'load average at start %s, at end %s.' % (
+                 meta['cpu'], meta['kernel'], meta['server_core'], meta['client_core'],
+                 meta['pion_args'], meta['reps'], meta['load_start'], meta['load_end']))
+    L.append('')
+    for suite in SUITES:
+        srows = [r for r in rows if r.suite == suite]
+        if not srows:
+            continue
+        L.append('## %s' % suite)
+        L.append('')
+        L.append('| workload | pion | peer | ratio | ceiling | % of ceiling | target (§14) | met |')
+        L.append('|---|---|---|---|---|---|---|---|')
+        for r in srows:
+            f = unit_fmt(r.unit)
+            if r.error:
+                L.append('| %s | ERROR | | | | | %s | **error**: %s |' % (
+                    r.workload, r.target, r.error.replace('|', '/').replace('\n', ' ')[:300]))
+                continue
+            met = {True: 'yes', False: '**NO**', None: '—'}[r.met]
+            if r.met_note:
+                met += ' (%s)' % r.met_note
+            ceiling = ('%s: %s' % (r.ceiling_name, fmt_mmm(r.ceiling, f))) if r.ceiling else '—'
+            L.append('| %s | %s | %s: %s | %s | %s | %s | %s | %s |' % (
+                r.workload, fmt_mmm(r.pion, f), r.peer_name, fmt_mmm(r.peer, f),
+                fmt_mmm(r.ratios(), fmt_ratio), ceiling, fmt_mmm(r.pct_ceiling(), fmt_pct),
+                r.target, met))
+        L.append('')
+        extra_lines = detail_lines(srows)
+        if extra_lines:
+            L += extra_lines + ['']
+    below = [r for r in rows if r.met is False]
+    errs = [r for r in rows if r.error]
+    L.append('## Below target')
+    L.append('')
+    if not below and not errs:
+        L.append('None.')
+    for r in below:
+        t = mmm(r.ratios())
+        L.append('- %s / %s: ratio %s — %s (target %s)' % (
+            r.suite, r.workload, fmt_ratio(t[1]) if t else '—', r.met_note, r.target))
+    for r in errs:
+        L.append('- %s / %s: ERROR %s' % (r.suite, r.workload, r.error[:300]))
+    if meta['notes']:
+        L.append('')
+        L.append('## Notes')
+        L.append('')
+        for n in meta['notes']:
+            L.append('- ' + n)
+    L.append('')
+    return '\n'.join(L)
+
+
+def detail_lines(srows):
+    out = []
+    for r in srows:
+        if not r.extra or r.error:
+            continue
+        parts = []
+        for k, v in r.extra.items():
+            if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v):
+                parts.append('%s %s' % (k, fmt_mmm(v)))
+            elif isinstance(v, (int, float)):
+                parts.append('%s %s' % (k, fmt_num(v)))
+        if parts:
+            out.append('- %s: %s' % (r.workload, '; '.join(parts)))
+    if out:
+        out.insert(0, 'Latency and other details (median (min–max)):')
+        out.insert(1, '')
+    return out
+
+
+def render_chart(rows, path, title):
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return 'matplotlib not installed: no chart'
+    items = [(r.suite + ': ' + r.workload, mmm(r.ratios())) for r in rows
+             if not r.error and r.ratios()]
+    if not items:
+        return 'no ratios to chart'
+    fig, ax = plt.subplots(figsize=(11, 0.32 * len(items) + 1.5))
+    names = [i[0] for i in items][::-1]
+    med = [i[1][1] for i in items][::-1]
+    lo = [i[1][1] - i[1][0] for i in items][::-1]
+    hi = [i[1][2] - i[1][1] for i in items][::-1]
+    colors = ['#3a7' if m >= 1.0 else '#c44' for m in med]
+    ax.barh(range(len(items)), med, xerr=[lo, hi], color=colors, ecolor='#333', capsize=2)
+    ax.axvline(1.0, color='k', lw=0.8)
+    ax.set_yticks(range(len(items)))
+    ax.set_yticklabels(names, fontsize=7)
+    ax.set_xscale('log')
+    ax.set_xlabel("pion's advantage over the peer (median, min–max; > 1 is better)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def git_sha():
+    try:
+        return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True,
+                              text=True, cwd=os.path.dirname(os.path.abspath(__file__)),
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return 'nogit'
+
+
+def cpu_name():
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return '%s × %d' % (line.split(':', 1)[1].strip(), os.cpu_count())
+    except OSError:
+        pass
+    return '%d cores' % os.cpu_count()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--build', default='build/release', help='build dir (bin/ inside)')
+    ap.add_argument('--suite', action='append', choices=SUITES,
+                    help='run only this suite (repeatable)')
+    ap.add_argument('--smoke', action='store_true',
+                    help='tiny sizes, one repetition, results in a temp dir, < 60 s')
+    ap.add_argument('--reps', type=int, default=3, help='repetitions (default 3)')
+    ap.add_argument('--out', help='results dir (default bench/results; smoke: a temp dir)')
+    ap.add_argument('--no-pin', action='store_true', help='do not pin to cores')
+    ap.add_argument('--pion-workers', type=int,
+                    help='pion-server --workers (default 1 when pinned to one core)')
+    ap.add_argument('--pion-arg', action='append', default=[],
+                    help='extra pion-server argument (repeatable)')
+    ap.add_argument('--quant-filter', help='bench_quant --benchmark_filter')
+    args = ap.parse_args()
+    if args.reps < 1:
+        ap.error('--reps must be >= 1')
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    suites = args.suite or SUITES
+    tmp = tempfile.mkdtemp(prefix='pion-bench-')
+    ctx = Ctx(args, tmp)
+    here = os.path.dirname(os.path.abspath(__file__))
+    if args.out:
+        out_dir = args.out
+    elif args.smoke:
+        out_dir = os.path.join(tmp, 'results')
+    else:
+        out_dir = os.path.join(here, 'results')
+    os.makedirs(out_dir, exist_ok=True)
+    load_start = '%.2f' % os.getloadavg()[0]
+    t0 = time.time()
+    rows = []
+    failed = False
+    try:
+        for s in suites:
+            ts = time.time()
+            print('== suite %s' % s, file=sys.stderr, flush=True)
+            try:
+                srows = SUITE_FNS[s](ctx)
+            except BenchError as e:
+                r = Row(s, '(suite)', '', '', '—')
+                r.error = str(e)
+                srows = [r]
+            finally:
+                PROCS.stop_all()
+            for r in srows:
+                line = '%-60s %s' % (r.workload, 'ERROR ' + r.error if r.error else
+                                     'ratio %s met=%s %s' % (
+                                         fmt_mmm(r.ratios(), fmt_ratio), r.met, r.met_note))
+                print('   ' + line, file=sys.stderr, flush=True)
+            print('   (%.1f s)' % (time.time() - ts), file=sys.stderr, flush=True)
+            rows += srows
+    except KeyboardInterrupt:
+        print('interrupted: stopping servers', file=sys.stderr)
+        PROCS.stop_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+        return 130
+    finally:
+        PROCS.stop_all()
+
+    sha = git_sha()
+    date = datetime.date.today().isoformat()
+    meta = {
+        'date': date, 'sha': sha, 'cpu': cpu_name(), 'kernel': os.uname().release,
+        'server_core': ctx.server_core, 'client_core': ctx.client_core,
+        'pion_args': '--kvcache --appendfsync no' + (
+            ' --workers %d' % ctx.pion_workers if ctx.pion_workers else '') +
+        (' ' + ' '.join(args.pion_arg) if args.pion_arg else ''),
+        'reps': ctx.reps, 'load_start': load_start,
+        'load_end': '%.2f' % os.getloadavg()[0], 'notes': list(ctx.notes),
+        'seconds': round(time.time() - t0, 1), 'suites': suites, 'smoke': args.smoke,
+    }
+    name = '%s-%s' % (date, sha)
+    if args.suite and not args.smoke:
+        name += '-' + '-'.join(args.suite)
+    base = os.path.join(out_dir, name)
+    chart_err = None
+    if not args.smoke:
+        chart_err = render_chart(rows, base + '.png', 'pion vs peers, %s %s' % (date, sha))
+        if chart_err:
+            meta['notes'].append(chart_err)
+    with open(base + '.md', 'w') as f:
+        f.write(render_md(rows, meta))
+    with open(base + '.json', 'w') as f:
+        json.dump({'meta': meta, 'rows': [r.to_json() for r in rows]}, f, indent=1)
+    print('wrote %s.md%s (%.0f s)' % (base, '' if args.smoke or chart_err else ' and .png',
+                                      time.time() - t0), file=sys.stderr)
+    failed = any(r.error for r in rows)
+    if args.smoke:
+        sys.stdout.write(render_md(rows, meta))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    try:
+        sys.exit(main())
+    finally:
+        PROCS.stop_all()
