@@ -1,0 +1,266 @@
+// The traits table (one row per Format: name, dim rule, bytes per row, reference and
+// fast row kernels) and the row loops behind format.h. The fast kernels are chosen
+// once, on first use, from pion::CpuHas: AVX2 + FMA + F16C -> x86/*_avx2.cc, anything
+// else -> the scalar references. ref.h exposes the reference path unconditionally.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+
+#include "base/cpu.h"
+#include "base/fp16.h"
+#include "quant/format.h"
+#include "quant/fp16.h"
+#include "quant/fp8.h"
+#include "quant/int8.h"
+#include "quant/kernels.h"
+#include "quant/mlx4g32.h"
+#include "quant/ref.h"
+#include "quant/turbo.h"
+#if PION_QUANT_X86
+#include "quant/x86/avx2.h"
+#endif
+
+namespace pion::quant {
+namespace {
+
+struct FormatTraits {
+  Format format;
+  std::string_view name;
+  uint32_t dim_multiple;  // dim must be a multiple of this
+  bool refuses_non_finite;
+  size_t (*row_bytes)(uint32_t dim);
+  RowKernels ref;
+  RowKernels avx2;  // {nullptr, nullptr} when not built for x86
+};
+
+#if PION_QUANT_X86
+#define PION_AVX2(enc, dec) \
+  RowKernels { x86::enc, x86::dec }
+#else
+#define PION_AVX2(enc, dec) \
+  RowKernels { nullptr, nullptr }
+#endif
+
+constexpr std::array<FormatTraits, kNumFormats> kTraits = {{
+    {Format::kInt8,
+     "int8",
+     1,
+     true,
+     [](uint32_t d) { return Int8RowBytes(d); },
+     {EncodeRowInt8Ref, DecodeRowInt8Ref},
+     PION_AVX2(EncodeRowInt8Avx2, DecodeRowInt8Avx2)},
+    {Format::kTurbo4,
+     "turbo4",
+     32,
+     true,
+     [](uint32_t d) { return TurboRowBytes(4, d); },
+     {EncodeRowTurbo4Ref, DecodeRowTurbo4Ref},
+     PION_AVX2(EncodeRowTurbo4Avx2, DecodeRowTurbo4Avx2)},
+    {Format::kTurbo3,
+     "turbo3",
+     32,
+     true,
+     [](uint32_t d) { return TurboRowBytes(3, d); },
+     {EncodeRowTurbo3Ref, DecodeRowTurbo3Ref},
+     PION_AVX2(EncodeRowTurbo3Avx2, DecodeRowTurbo3Avx2)},
+    {Format::kTurbo2,
+     "turbo2",
+     32,
+     true,
+     [](uint32_t d) { return TurboRowBytes(2, d); },
+     {EncodeRowTurbo2Ref, DecodeRowTurbo2Ref},
+     PION_AVX2(EncodeRowTurbo2Avx2, DecodeRowTurbo2Avx2)},
+    {Format::kFp16,
+     "fp16",
+     1,
+     false,
+     [](uint32_t d) { return Fp16RowBytes(d); },
+     {EncodeRowFp16Ref, DecodeRowFp16Ref},
+     PION_AVX2(EncodeRowFp16Avx2, DecodeRowFp16Avx2)},
+    {Format::kFp8,
+     "fp8",
+     32,
+     true,
+     [](uint32_t d) { return Fp8RowBytes(d); },
+     {EncodeRowFp8Ref, DecodeRowFp8Ref},
+     PION_AVX2(EncodeRowFp8Avx2, DecodeRowFp8Avx2)},
+    {Format::kMlx4g32,
+     "mlx4g32",
+     32,
+     true,
+     [](uint32_t d) { return Mlx4g32RowBytes(d); },
+     {EncodeRowMlx4g32Ref, DecodeRowMlx4g32Ref},
+     PION_AVX2(EncodeRowMlx4g32Avx2, DecodeRowMlx4g32Avx2)},
+}};
+#undef PION_AVX2
+
+constexpr bool TableInOrder() {
+  for (int i = 0; i < kNumFormats; ++i) {
+    if (static_cast<int>(kTraits[i].format) != i) return false;
+  }
+  return true;
+}
+static_assert(TableInOrder(), "row i of kTraits must describe Format i");
+
+const FormatTraits& Traits(Format f) { return kTraits[static_cast<size_t>(f)]; }
+
+using F32ToF16Fn = void (*)(const float* x, uint32_t n, uint16_t* dst);
+using F16ToF32Fn = void (*)(const uint16_t* x, uint32_t n, float* dst);
+
+void F32ToF16Ref(const float* x, uint32_t n, uint16_t* dst) {
+  for (uint32_t i = 0; i < n; ++i) dst[i] = F32ToF16(x[i]);
+}
+void F16ToF32Ref(const uint16_t* x, uint32_t n, float* dst) {
+  for (uint32_t i = 0; i < n; ++i) dst[i] = F16ToF32(x[i]);
+}
+
+// One complete set of kernels: the references, or the fast path of this CPU.
+struct KernelSet {
+  std::string_view name;
+  std::array<RowKernels, kNumFormats> rows;
+  F32ToF16Fn to_f16;
+  F16ToF32Fn to_f32;
+};
+
+KernelSet MakeRefSet() {
+  KernelSet k{"scalar", {}, F32ToF16Ref, F16ToF32Ref};
+  for (int i = 0; i < kNumFormats; ++i) k.rows[i] = kTraits[i].ref;
+  return k;
+}
+
+KernelSet PickFastSet() {
+  KernelSet k = MakeRefSet();
+#if PION_QUANT_X86
+  if (CpuHas(CpuFeature::kAvx2) && CpuHas(CpuFeature::kF16c) && CpuHas(CpuFeature::kFma)) {
+    k.name = "avx2+f16c+fma";
+    for (int i = 0; i < kNumFormats; ++i) k.rows[i] = kTraits[i].avx2;
+    k.to_f16 = x86::F32ToF16Avx2;
+    k.to_f32 = x86::F16ToF32Avx2;
+  }
+#endif
+  return k;
+}
+
+const KernelSet& RefSet() {
+  static const KernelSet k = MakeRefSet();
+  return k;
+}
+const KernelSet& FastSet() {
+  static const KernelSet k = PickFastSet();
+  return k;
+}
+
+// Scratch row for the f16 entry points (kMaxDim floats per thread).
+float* ScratchRow() {
+  alignas(64) static thread_local float buf[kMaxDim];
+  return buf;
+}
+
+Status NonFinite(size_t row) {
+  return Status::InvalidArgument("non-finite value in row " + std::to_string(row));
+}
+
+Status Encode(const KernelSet& k, Format f, const float* src, size_t rows, uint32_t dim,
+              uint8_t* dst) {
+  PION_DCHECK(DimSupported(f, dim));
+  const size_t rb = RowBytes(f, dim);
+  const EncodeRowFn enc = k.rows[static_cast<size_t>(f)].encode;
+  for (size_t r = 0; r < rows; ++r) {
+    if (!enc(src + r * dim, dim, dst + r * rb)) return NonFinite(r);
+  }
+  return Status::OK();
+}
+
+Status EncodeF16(const KernelSet& k, Format f, const uint16_t* src, size_t rows, uint32_t dim,
+                 uint8_t* dst) {
+  PION_DCHECK(DimSupported(f, dim));
+  if (f == Format::kFp16) {
+    std::memcpy(dst, src, rows * dim * sizeof(uint16_t));
+    return Status::OK();
+  }
+  const size_t rb = RowBytes(f, dim);
+  const EncodeRowFn enc = k.rows[static_cast<size_t>(f)].encode;
+  float* tmp = ScratchRow();
+  for (size_t r = 0; r < rows; ++r) {
+    k.to_f32(src + r * dim, dim, tmp);
+    if (!enc(tmp, dim, dst + r * rb)) return NonFinite(r);
+  }
+  return Status::OK();
+}
+
+void Decode(const KernelSet& k, Format f, const uint8_t* src, size_t rows, uint32_t dim,
+            float* dst) {
+  PION_DCHECK(DimSupported(f, dim));
+  const size_t rb = RowBytes(f, dim);
+  const DecodeRowFn dec = k.rows[static_cast<size_t>(f)].decode;
+  for (size_t r = 0; r < rows; ++r) dec(src + r * rb, dim, dst + r * dim);
+}
+
+void DecodeF16(const KernelSet& k, Format f, const uint8_t* src, size_t rows, uint32_t dim,
+               uint16_t* dst) {
+  PION_DCHECK(DimSupported(f, dim));
+  if (f == Format::kFp16) {
+    std::memcpy(dst, src, rows * dim * sizeof(uint16_t));
+    return;
+  }
+  const size_t rb = RowBytes(f, dim);
+  const DecodeRowFn dec = k.rows[static_cast<size_t>(f)].decode;
+  float* tmp = ScratchRow();
+  for (size_t r = 0; r < rows; ++r) {
+    dec(src + r * rb, dim, tmp);
+    k.to_f16(tmp, dim, dst + r * dim);
+  }
+}
+
+}  // namespace
+
+std::string_view FormatName(Format f) { return Traits(f).name; }
+
+std::optional<Format> ParseFormat(std::string_view name) {
+  for (const FormatTraits& t : kTraits) {
+    if (t.name.size() != name.size()) continue;
+    bool eq = std::equal(name.begin(), name.end(), t.name.begin(), [](char a, char b) {
+      return (a >= 'A' && a <= 'Z' ? a - 'A' + 'a' : a) == b;
+    });
+    if (eq) return t.format;
+  }
+  return std::nullopt;
+}
+
+size_t RowBytes(Format f, uint32_t dim) { return Traits(f).row_bytes(dim); }
+
+bool DimSupported(Format f, uint32_t dim) {
+  return dim >= 1 && dim <= kMaxDim && dim % Traits(f).dim_multiple == 0;
+}
+
+Status EncodeRows(Format f, const float* src, size_t rows, uint32_t dim, uint8_t* dst) {
+  return Encode(FastSet(), f, src, rows, dim, dst);
+}
+Status EncodeRowsF16(Format f, const uint16_t* src, size_t rows, uint32_t dim, uint8_t* dst) {
+  return EncodeF16(FastSet(), f, src, rows, dim, dst);
+}
+void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, float* dst) {
+  Decode(FastSet(), f, src, rows, dim, dst);
+}
+void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, uint16_t* dst) {
+  DecodeF16(FastSet(), f, src, rows, dim, dst);
+}
+std::string_view KernelName() { return FastSet().name; }
+
+namespace ref {
+Status EncodeRows(Format f, const float* src, size_t rows, uint32_t dim, uint8_t* dst) {
+  return Encode(RefSet(), f, src, rows, dim, dst);
+}
+Status EncodeRowsF16(Format f, const uint16_t* src, size_t rows, uint32_t dim, uint8_t* dst) {
+  return EncodeF16(RefSet(), f, src, rows, dim, dst);
+}
+void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, float* dst) {
+  Decode(RefSet(), f, src, rows, dim, dst);
+}
+void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, uint16_t* dst) {
+  DecodeF16(RefSet(), f, src, rows, dim, dst);
+}
+}  // namespace ref
+
+}  // namespace pion::quant

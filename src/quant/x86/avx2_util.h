@@ -1,0 +1,48 @@
+// Small AVX2 helpers shared by the x86/*_avx2.cc kernels; include only from files
+// compiled with -mavx2 -mfma -mf16c. HSum8 reduces exactly like ReduceLanes8
+// (quant/kernels.h), which keeps float sums bit-identical to the references.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace pion::quant::x86 {
+
+// ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)).
+inline float HSum8(__m256 v) {
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+inline float HMax8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+inline float HMin8(__m256 v) {
+  __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_min_ss(m, _mm_movehdup_ps(m)));
+}
+
+inline __m256 Abs(__m256 v) {
+  return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+}
+
+// All-ones lanes where v is +-inf or NaN.
+inline __m256 NonFiniteMask(__m256 v) {
+  return _mm256_cmp_ps(Abs(v), _mm256_set1_ps(3.40282347e38f), _CMP_NLE_UQ);
+}
+
+// Four vectors of 8 int32 in [0, 255] -> 32 bytes in element order.
+inline __m256i PackBytes(__m256i a, __m256i b, __m256i c, __m256i d) {
+  __m256i ab = _mm256_packus_epi32(a, b);
+  __m256i cd = _mm256_packus_epi32(c, d);
+  __m256i x = _mm256_packus_epi16(ab, cd);
+  return _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+}  // namespace pion::quant::x86

@@ -1,0 +1,314 @@
+// AVX2 turbo4/3/2 kernels, bit-identical to turbo.cc.
+//
+// The RHT of a block of R <= 128 floats lives in R/8 ymm registers. Butterfly stages
+// h = 1, 2, 4 stay inside a register (vpermilps / vperm2f128, then one add with the
+// sign of the lower/upper lane flipped by an XOR: b + (-a) is bit-identical to b - a,
+// and IEEE addition is commutative). Stages h = 8, 16 are one radix-4 pass over the 4
+// registers of a 32-value sub-block, done right after the sub-block is produced; stages
+// 32 and 64 are a second pass over a 128-float stack buffer. Every element sees the
+// same sequence of float operations as FwhtRef, so the results match bit for bit.
+//
+// Codebook lookup: vpermps with the 8-entry table (turbo3), a duplicated 4-entry table
+// (turbo2), or two tables and a blend on bit 3 (turbo4). Encoding compares u against
+// the 2^b - 1 thresholds and counts (ties go up, as in the reference).
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "base/fp16.h"
+#include "quant/kernels.h"
+#include "quant/rht.h"
+#include "quant/turbo.h"
+#include "quant/x86/avx2.h"
+#include "quant/x86/avx2_util.h"
+
+namespace pion::quant::x86 {
+namespace {
+
+struct SignMasks {
+  alignas(32) uint32_t s1[rht::kMaxBlock];
+  alignas(32) uint32_t s2[rht::kMaxBlock];
+  constexpr SignMasks() : s1{}, s2{} {
+    for (uint32_t i = 0; i < rht::kMaxBlock; ++i) {
+      s1[i] = rht::S1Negative(i) ? 0x80000000u : 0u;
+      s2[i] = rht::S2Negative(i) ? 0x80000000u : 0u;
+    }
+  }
+};
+constexpr SignMasks kSigns;
+
+inline __m256 SignS1(uint32_t reg) {
+  return _mm256_load_ps(reinterpret_cast<const float*>(kSigns.s1 + 8 * reg));
+}
+inline __m256 SignS2(uint32_t reg) {
+  return _mm256_load_ps(reinterpret_cast<const float*>(kSigns.s2 + 8 * reg));
+}
+
+// Stages h = 1, 2, 4 on one register.
+inline __m256 Fwht8(__m256 x) {
+  const __m256 m1 = _mm256_castsi256_ps(
+      _mm256_setr_epi32(0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN, 0, INT32_MIN));
+  const __m256 m2 = _mm256_castsi256_ps(
+      _mm256_setr_epi32(0, 0, INT32_MIN, INT32_MIN, 0, 0, INT32_MIN, INT32_MIN));
+  const __m256 m4 = _mm256_castsi256_ps(
+      _mm256_setr_epi32(0, 0, 0, 0, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN));
+  x = _mm256_add_ps(_mm256_permute_ps(x, 0xB1), _mm256_xor_ps(x, m1));
+  x = _mm256_add_ps(_mm256_permute_ps(x, 0x4E), _mm256_xor_ps(x, m2));
+  x = _mm256_add_ps(_mm256_permute2f128_ps(x, x, 0x01), _mm256_xor_ps(x, m4));
+  return x;
+}
+
+// Two butterfly stages over registers (a, b, c, d): distance 1 then distance 2.
+inline void Radix4(__m256& a, __m256& b, __m256& c, __m256& d) {
+  const __m256 s0 = _mm256_add_ps(a, b), d0 = _mm256_sub_ps(a, b);
+  const __m256 s1 = _mm256_add_ps(c, d), d1 = _mm256_sub_ps(c, d);
+  a = _mm256_add_ps(s0, s1);
+  c = _mm256_sub_ps(s0, s1);
+  b = _mm256_add_ps(d0, d1);
+  d = _mm256_sub_ps(d0, d1);
+}
+
+// Finishes the transform of a block whose sub-blocks (stages 1..16 done) are in t[0..r):
+// remaining stages, then out_j = sign_j(t_j * k) with `sign` S1 or S2 masks.
+template <bool kS1>
+inline void FinishBlock(float* t, uint32_t r, float k, float* out) {
+  const __m256 vk = _mm256_set1_ps(k);
+  auto emit = [&](uint32_t reg, __m256 v) {
+    const __m256 m = kS1 ? SignS1(reg) : SignS2(reg);
+    _mm256_storeu_ps(out + 8 * reg, _mm256_xor_ps(_mm256_mul_ps(v, vk), m));
+  };
+  if (r == 128) {
+    for (uint32_t j = 0; j < 4; ++j) {
+      __m256 a = _mm256_load_ps(t + 8 * j), b = _mm256_load_ps(t + 8 * (j + 4));
+      __m256 c = _mm256_load_ps(t + 8 * (j + 8)), d = _mm256_load_ps(t + 8 * (j + 12));
+      Radix4(a, b, c, d);
+      emit(j, a);
+      emit(j + 4, b);
+      emit(j + 8, c);
+      emit(j + 12, d);
+    }
+  } else if (r == 64) {
+    for (uint32_t j = 0; j < 4; ++j) {
+      const __m256 a = _mm256_load_ps(t + 8 * j), b = _mm256_load_ps(t + 8 * (j + 4));
+      emit(j, _mm256_add_ps(a, b));
+      emit(j + 4, _mm256_sub_ps(a, b));
+    }
+  } else {
+    for (uint32_t j = 0; j < 4; ++j) emit(j, _mm256_load_ps(t + 8 * j));
+  }
+}
+
+template <int kBits>
+struct Tables {
+  __m256 lo, hi;  // hi only for 4 bits
+  Tables() {
+    const float* c = Codebook<kBits>();
+    if constexpr (kBits == 4) {
+      lo = _mm256_loadu_ps(c);
+      hi = _mm256_loadu_ps(c + 8);
+    } else if constexpr (kBits == 3) {
+      lo = hi = _mm256_loadu_ps(c);
+    } else {
+      lo = hi = _mm256_setr_ps(c[0], c[1], c[2], c[3], c[0], c[1], c[2], c[3]);
+    }
+  }
+  // idx: indices in the low bits (4 bits: bit 3 selects hi; only bits 0..2 otherwise
+  // matter). sel: bit 31 set where the 4-bit index has bit 3 set.
+  __m256 Lookup(__m256i idx, __m256i sel) const {
+    if constexpr (kBits == 4) {
+      return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx),
+                              _mm256_castsi256_ps(sel));
+    } else {
+      (void)sel;
+      return _mm256_permutevar8x32_ps(lo, idx);
+    }
+  }
+  __m256 Lookup(__m256i idx) const { return Lookup(idx, _mm256_slli_epi32(idx, 28)); }
+};
+
+// Codebook values of register k (elements 8k..8k+7) of a packed sub-block.
+template <int kBits>
+inline __m256 LookupPacked(const Tables<kBits>& tb, const uint8_t* codes, int k) {
+  if constexpr (kBits == 4) {
+    uint32_t w;
+    std::memcpy(&w, codes + 4 * k, 4);
+    const __m256i v = _mm256_set1_epi32(static_cast<int>(w));
+    const __m256i idx = _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+    const __m256i sel = _mm256_sllv_epi32(v, _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0));
+    return tb.Lookup(idx, sel);
+  } else if constexpr (kBits == 2) {
+    uint16_t w;
+    std::memcpy(&w, codes + 2 * k, 2);
+    const __m256i v = _mm256_set1_epi32(w);
+    return tb.Lookup(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+                     _mm256_setzero_si256());
+  } else {
+    uint16_t w;
+    std::memcpy(&w, codes + 2 * k, 2);
+    const uint32_t u = w | (static_cast<uint32_t>(codes[8 + k]) << 16);
+    const __m256i v = _mm256_set1_epi32(static_cast<int>(u));
+    const __m256i lo2 = _mm256_and_si256(
+        _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)), _mm256_set1_epi32(3));
+    const __m256i hi1 =
+        _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(14, 15, 16, 17, 18, 19, 20, 21)),
+                         _mm256_set1_epi32(4));
+    return tb.Lookup(_mm256_or_si256(lo2, hi1), _mm256_setzero_si256());
+  }
+}
+
+template <int kBits>
+void DecodeRow(const uint8_t* src, uint32_t dim, float* dst) {
+  const Tables<kBits> tb;
+  constexpr size_t kBlockBytes = sizeof(BlockTurbo<kBits>);
+  const uint32_t r = rht::BlockSize(dim);
+  const float k = rht::InvSqrt(r);
+  const uint8_t* block = src + kTurboHeaderBytes;
+  alignas(32) float t[rht::kMaxBlock];
+  for (uint32_t b0 = 0; b0 < dim; b0 += r) {
+    for (uint32_t j = 0; j < r / 32; ++j, block += kBlockBytes) {
+      const __m256 vs = _mm256_set1_ps(F16ToF32(LoadU16(block)));
+      const uint8_t* codes = block + 2;
+      __m256 v[4];
+      for (int q = 0; q < 4; ++q) {
+        v[q] =
+            _mm256_xor_ps(_mm256_mul_ps(vs, LookupPacked<kBits>(tb, codes, q)), SignS2(4 * j + q));
+        v[q] = Fwht8(v[q]);
+      }
+      Radix4(v[0], v[1], v[2], v[3]);
+      for (int q = 0; q < 4; ++q) _mm256_store_ps(t + 32 * j + 8 * q, v[q]);
+    }
+    FinishBlock<true>(t, r, k, dst + b0);
+  }
+}
+
+// Packs the 32 indices (4 x 8 int32, element order) of one sub-block.
+template <int kBits>
+inline void PackIdx(const __m256i idx[4], uint8_t* out) {
+  const __m256i bytes = PackBytes(idx[0], idx[1], idx[2], idx[3]);
+  auto pack2 = [](__m256i b, uint8_t* o) {  // 2-bit fields, 4 per byte -> 8 bytes
+    const __m256i p = _mm256_maddubs_epi16(b, _mm256_set1_epi16(0x0401));
+    const __m256i q = _mm256_madd_epi16(p, _mm256_set1_epi32(0x00100001));
+    const __m256i w = _mm256_packus_epi16(_mm256_packus_epi32(q, q), q);
+    const uint32_t lo = static_cast<uint32_t>(_mm256_cvtsi256_si32(w));
+    const uint32_t hi = static_cast<uint32_t>(_mm256_extract_epi32(w, 4));
+    std::memcpy(o, &lo, 4);
+    std::memcpy(o + 4, &hi, 4);
+  };
+  if constexpr (kBits == 4) {
+    const __m256i p = _mm256_maddubs_epi16(bytes, _mm256_set1_epi16(0x1001));
+    const __m256i n = _mm256_permute4x64_epi64(_mm256_packus_epi16(p, p), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(n));
+  } else if constexpr (kBits == 2) {
+    pack2(bytes, out);
+  } else {
+    pack2(_mm256_and_si256(bytes, _mm256_set1_epi8(3)), out);
+    const uint32_t plane = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_slli_epi16(bytes, 5)));
+    std::memcpy(out + 8, &plane, 4);
+  }
+}
+
+template <int kBits>
+bool EncodeRow(const float* x, uint32_t dim, uint8_t* dst) {
+  constexpr int kThresholds = (1 << kBits) - 1;
+  constexpr Thresholds<kBits> kT;
+  constexpr size_t kBlockBytes = sizeof(BlockTurbo<kBits>);
+  const Tables<kBits> tb;
+
+  __m256 mx = _mm256_setzero_ps();
+  __m256 bad = _mm256_setzero_ps();
+  for (uint32_t i = 0; i < dim; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    bad = _mm256_or_ps(bad, NonFiniteMask(v));
+    mx = _mm256_max_ps(mx, Abs(v));
+  }
+  if (!_mm256_testz_ps(bad, bad)) return false;
+  const bool huge = HMax8(mx) > kTurboHugeAbs;
+  const __m256 pre = _mm256_set1_ps(huge ? kTurboHugeDown : 1.0f);
+  const float post = huge ? kTurboHugeUp : 1.0f;
+
+  const uint32_t r = rht::BlockSize(dim);
+  const float k = rht::InvSqrt(r);
+  __m256 acc_hdr = _mm256_setzero_ps();
+  uint8_t* block = dst + kTurboHeaderBytes;
+  alignas(32) float t[rht::kMaxBlock];
+  alignas(32) float y[rht::kMaxBlock];
+  for (uint32_t b0 = 0; b0 < dim; b0 += r) {
+    // Forward RHT of the block into y.
+    for (uint32_t j = 0; j < r / 32; ++j) {
+      __m256 v[4];
+      for (int q = 0; q < 4; ++q) {
+        const __m256 in = _mm256_mul_ps(_mm256_loadu_ps(x + b0 + 32 * j + 8 * q), pre);
+        v[q] = Fwht8(_mm256_xor_ps(in, SignS1(4 * j + q)));
+      }
+      Radix4(v[0], v[1], v[2], v[3]);
+      for (int q = 0; q < 4; ++q) _mm256_store_ps(t + 32 * j + 8 * q, v[q]);
+    }
+    FinishBlock<false>(t, r, k, y);
+    // Quantize each sub-block of 32 rotated values.
+    for (uint32_t j = 0; j < r / 32; ++j, block += kBlockBytes) {
+      __m256 v[4];
+      __m256 acc = _mm256_setzero_ps();
+      for (int q = 0; q < 4; ++q) {
+        v[q] = _mm256_load_ps(y + 32 * j + 8 * q);
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(v[q], v[q]));
+      }
+      const float n2 = HSum8(acc);
+      __m256i idx[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                        _mm256_setzero_si256()};
+      uint16_t scale = 0;
+      if (n2 > 0.0f) {
+        const __m256 vk = _mm256_set1_ps(kSqrt32 / std::sqrt(n2));
+        __m256 dacc = _mm256_setzero_ps();
+        for (int q = 0; q < 4; ++q) {
+          const __m256 u = _mm256_mul_ps(v[q], vk);
+          __m256i n = _mm256_setzero_si256();
+          for (int tt = 0; tt < kThresholds; ++tt) {
+            const __m256 ge = _mm256_cmp_ps(u, _mm256_set1_ps(kT.t[tt]), _CMP_GE_OQ);
+            n = _mm256_sub_epi32(n, _mm256_castps_si256(ge));
+          }
+          idx[q] = n;
+          dacc = _mm256_add_ps(dacc, _mm256_mul_ps(v[q], tb.Lookup(n)));
+        }
+        const float dot = HSum8(dacc);
+        if (dot > 0.0f) {
+          scale = TurboScaleBits(n2, dot, post);
+        } else {
+          for (auto& q : idx) q = _mm256_setzero_si256();
+        }
+      }
+      StoreU16(block, scale);
+      PackIdx<kBits>(idx, block + 2);
+      const __m256 vs = _mm256_set1_ps(F16ToF32(scale));
+      for (int q = 0; q < 4; ++q) {
+        const __m256 w = _mm256_mul_ps(vs, tb.Lookup(idx[q]));
+        acc_hdr = _mm256_add_ps(acc_hdr, _mm256_mul_ps(w, w));
+      }
+    }
+  }
+  StoreF32(dst, HSum8(acc_hdr));
+  return true;
+}
+
+}  // namespace
+
+bool EncodeRowTurbo4Avx2(const float* x, uint32_t dim, uint8_t* dst) {
+  return EncodeRow<4>(x, dim, dst);
+}
+bool EncodeRowTurbo3Avx2(const float* x, uint32_t dim, uint8_t* dst) {
+  return EncodeRow<3>(x, dim, dst);
+}
+bool EncodeRowTurbo2Avx2(const float* x, uint32_t dim, uint8_t* dst) {
+  return EncodeRow<2>(x, dim, dst);
+}
+void DecodeRowTurbo4Avx2(const uint8_t* src, uint32_t dim, float* dst) {
+  DecodeRow<4>(src, dim, dst);
+}
+void DecodeRowTurbo3Avx2(const uint8_t* src, uint32_t dim, float* dst) {
+  DecodeRow<3>(src, dim, dst);
+}
+void DecodeRowTurbo2Avx2(const uint8_t* src, uint32_t dim, float* dst) {
+  DecodeRow<2>(src, dim, dst);
+}
+
+}  // namespace pion::quant::x86
