@@ -9,7 +9,8 @@
 // any mismatch or error reply is fatal (exit 1). The result is one JSON line.
 //
 // Workloads: storebatch, fetch (pion); set, get (redis-server, the same bytes);
-// lookup, membership, ping (either); memcpy (no server: a copy-bandwidth probe).
+// lookup, membership, membership_miss (the same request, unknown namespace),
+// ping (either); memcpy (no server: a copy-bandwidth probe).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -78,7 +79,7 @@ struct Options {
 void Usage() {
   std::fprintf(stderr,
                "usage: pion-bench [--host H] [--port P] --workload "
-               "storebatch|fetch|set|get|lookup|membership|ping|memcpy\n"
+               "storebatch|fetch|set|get|lookup|membership|membership_miss|ping|memcpy\n"
                "  [--clients N] [--pipeline D] [--payload BYTES] [--duration S]\n"
                "  [--requests N per client] [--warmup BATCHES] [--ns NAME] [--kv-dim D]\n"
                "  [--vquant fp16|int8|fp8|mlx4g32|turbo4|turbo3|turbo2] [--in-fmt F16|F32]\n"
@@ -515,7 +516,7 @@ void Setup(Shared& s) {
       s.payloads.push_back(MakePayload(o.payload, f32 && (w == "storebatch" || w == "fetch"),
                                        0x5eed0000ull + static_cast<uint64_t>(i)));
   }
-  if (w == "membership") {
+  if (w == "membership" || w == "membership_miss") {
     uint64_t st = 42;
     std::vector<uint64_t> table(o.hashes);
     for (auto& h : table) h = SplitMix64(&st);
@@ -539,7 +540,7 @@ void Setup(Shared& s) {
       std::memcpy(&s.membership_blob[8ull * i], &h, 8);
     }
   }
-  if (o.no_setup || w == "memcpy" || w == "ping") return;
+  if (o.no_setup || w == "memcpy" || w == "ping" || w == "membership_miss") return;
 
   Conn c;
   c.Connect(o.host, o.port);
@@ -620,6 +621,13 @@ Work MakeWork(const Shared& s, int client) {
   } else if (w == "lookup") {
     k.cmd = Cmd({"KV.PREFIX.LOOKUP", ns});
     k.status = "HIT";
+  } else if (w == "membership_miss") {
+    // The same request against a namespace never registered: +UNKNOWN after
+    // parsing, no search. membership minus this = the server's search time.
+    k.cmd = Cmd({"KV.PREFIX.MEMBERSHIP", ns + "_unregistered", std::to_string(o.probes)});
+    k.cmd.Blob(s.membership_blob.data(), s.membership_blob.size());
+    k.status = "UNKNOWN";
+    k.payload = s.membership_blob.size();
   } else if (w == "membership") {
     k.cmd = Cmd({"KV.PREFIX.MEMBERSHIP", ns, std::to_string(o.probes)});
     k.cmd.Blob(s.membership_blob.data(), s.membership_blob.size());
