@@ -675,6 +675,32 @@ TEST(QuantFp8, EncoderMatchesBruteForceNearest) {
   EXPECT_EQ(mismatches, 0);
 }
 
+TEST(QuantFp8, RowEncoderMatchesConversionOnSweep) {
+  // Blocks [448, y1..y31] have scale exactly 1, so the row encoder (fast path included)
+  // must emit E4M3FromF32(y) for a dense sweep of fp32 patterns in [-448, 448].
+  const uint32_t end = Bits(448.0f);
+  std::vector<float> x;
+  for (uint32_t b = 0; b <= end; b += 257) {
+    if (x.size() % 32 == 0) x.push_back(448.0f);
+    float y;
+    std::memcpy(&y, &b, 4);
+    x.push_back(x.size() % 3 == 0 ? -y : y);
+  }
+  while (x.size() % 32 != 0) x.push_back(0.0f);
+  const uint32_t dim = 1024;
+  while (x.size() % dim != 0) x.insert(x.end(), 32, 448.0f);
+  const std::vector<uint8_t> enc = Encode(Format::kFp8, x, dim);
+  const size_t rb = RowBytes(Format::kFp8, dim);
+  int mismatches = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t row = i / dim, blk = (i % dim) / 32, k = i % 32;
+    const uint8_t* block = enc.data() + row * rb + 4 + 34 * blk;
+    ASSERT_EQ(LoadU16(block), 0x3C00);
+    if (block[2 + k] != E4M3FromF32(x[i])) ++mismatches;
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
 TEST(QuantFp16, BytesAreF32ToF16AndF16InputIsCopied) {
   Rng rng(12);
   std::vector<float> x(4096);

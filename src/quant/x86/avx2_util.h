@@ -37,6 +37,22 @@ inline __m256 NonFiniteMask(__m256 v) {
   return _mm256_cmp_ps(Abs(v), _mm256_set1_ps(3.40282347e38f), _CMP_NLE_UQ);
 }
 
+// |v| as int32 bits: for non-negative floats integer order is float order, and every
+// inf/NaN (>= 0x7F800000) is above every finite value, so one vpmaxsd gives both the
+// absmax and the non-finite check.
+inline __m256i AbsBits(__m256 v) {
+  return _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7FFFFFFF));
+}
+inline uint32_t HMaxEpi32(__m256i v) {
+  __m128i m = _mm_max_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+  m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(m));
+}
+inline constexpr uint32_t kInfBits = 0x7F800000u;
+// Largest row (format.h kMaxDim); per-block scratch arrays are sized from it.
+inline constexpr uint32_t kMaxDimForScratch = 16384;
+
 // Four vectors of 8 int32 in [0, 255] -> 32 bytes in element order.
 inline __m256i PackBytes(__m256i a, __m256i b, __m256i c, __m256i d) {
   __m256i ab = _mm256_packus_epi32(a, b);

@@ -127,6 +127,39 @@ struct Tables {
   __m256 Lookup(__m256i idx) const { return Lookup(idx, _mm256_slli_epi32(idx, 28)); }
 };
 
+// Threshold tables of a binary search over the 2^b - 1 thresholds: level k (bit 2^k)
+// compares u with T[(p << (k + 1)) + 2^k - 1], p = the index bits above k found so far.
+// Equivalent to counting thresholds <= u (they increase strictly), ties going up.
+template <int kBits>
+struct SearchTables {
+  float level[kBits][8];
+  constexpr SearchTables() : level{} {
+    constexpr Thresholds<kBits> kT;
+    for (int k = 0; k < kBits; ++k) {
+      for (int p = 0; p < (1 << (kBits - 1 - k)); ++p) {
+        level[k][p] = kT.t[(p << (k + 1)) + (1 << k) - 1];
+      }
+    }
+  }
+};
+
+template <int kBits>
+inline __m256i CodeIndex(__m256 u) {
+  static constexpr SearchTables<kBits> kS;
+  const __m256i top = _mm256_set1_epi32(1 << (kBits - 1));
+  __m256i idx = _mm256_and_si256(
+      _mm256_castps_si256(_mm256_cmp_ps(u, _mm256_set1_ps(kS.level[kBits - 1][0]), _CMP_GE_OQ)),
+      top);
+  for (int k = kBits - 2; k >= 0; --k) {
+    const __m256 t =
+        _mm256_permutevar8x32_ps(_mm256_loadu_ps(kS.level[k]), _mm256_srli_epi32(idx, k + 1));
+    idx =
+        _mm256_or_si256(idx, _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(u, t, _CMP_GE_OQ)),
+                                              _mm256_set1_epi32(1 << k)));
+  }
+  return idx;
+}
+
 // Codebook values of register k (elements 8k..8k+7) of a packed sub-block.
 template <int kBits>
 inline __m256 LookupPacked(const Tables<kBits>& tb, const uint8_t* codes, int k) {
@@ -210,20 +243,16 @@ inline void PackIdx(const __m256i idx[4], uint8_t* out) {
 
 template <int kBits>
 bool EncodeRow(const float* x, uint32_t dim, uint8_t* dst) {
-  constexpr int kThresholds = (1 << kBits) - 1;
-  constexpr Thresholds<kBits> kT;
   constexpr size_t kBlockBytes = sizeof(BlockTurbo<kBits>);
   const Tables<kBits> tb;
 
-  __m256 mx = _mm256_setzero_ps();
-  __m256 bad = _mm256_setzero_ps();
-  for (uint32_t i = 0; i < dim; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    bad = _mm256_or_ps(bad, NonFiniteMask(v));
-    mx = _mm256_max_ps(mx, Abs(v));
-  }
-  if (!_mm256_testz_ps(bad, bad)) return false;
-  const bool huge = HMax8(mx) > kTurboHugeAbs;
+  __m256i mx = _mm256_setzero_si256();
+  for (uint32_t i = 0; i < dim; i += 8) mx = _mm256_max_epi32(mx, AbsBits(_mm256_loadu_ps(x + i)));
+  const uint32_t abits = HMaxEpi32(mx);
+  if (abits >= kInfBits) return false;
+  float absmax;
+  std::memcpy(&absmax, &abits, 4);
+  const bool huge = absmax > kTurboHugeAbs;
   const __m256 pre = _mm256_set1_ps(huge ? kTurboHugeDown : 1.0f);
   const float post = huge ? kTurboHugeUp : 1.0f;
 
@@ -245,43 +274,53 @@ bool EncodeRow(const float* x, uint32_t dim, uint8_t* dst) {
       for (int q = 0; q < 4; ++q) _mm256_store_ps(t + 32 * j + 8 * q, v[q]);
     }
     FinishBlock<false>(t, r, k, y);
-    // Quantize each sub-block of 32 rotated values.
-    for (uint32_t j = 0; j < r / 32; ++j, block += kBlockBytes) {
-      __m256 v[4];
+    // Quantize the sub-blocks of 32 rotated values, phase by phase over the (up to 4)
+    // sub-blocks of the block, so that their long dependency chains overlap.
+    const uint32_t nsub = r / 32;
+    float n2[4], dot[4];
+    for (uint32_t j = 0; j < nsub; ++j) {
       __m256 acc = _mm256_setzero_ps();
       for (int q = 0; q < 4; ++q) {
-        v[q] = _mm256_load_ps(y + 32 * j + 8 * q);
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(v[q], v[q]));
+        const __m256 v = _mm256_load_ps(y + 32 * j + 8 * q);
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(v, v));
       }
-      const float n2 = HSum8(acc);
-      __m256i idx[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                        _mm256_setzero_si256()};
-      uint16_t scale = 0;
-      if (n2 > 0.0f) {
-        const __m256 vk = _mm256_set1_ps(kSqrt32 / std::sqrt(n2));
+      n2[j] = HSum8(acc);
+    }
+    __m256i idx[4][4];
+    __m256 c[4][4];
+    const __m256 c0 = tb.Lookup(_mm256_setzero_si256());
+    for (uint32_t j = 0; j < nsub; ++j) {
+      dot[j] = 0.0f;
+      if (n2[j] > 0.0f) {
+        const __m256 vk = _mm256_set1_ps(kSqrt32 / std::sqrt(n2[j]));
         __m256 dacc = _mm256_setzero_ps();
         for (int q = 0; q < 4; ++q) {
-          const __m256 u = _mm256_mul_ps(v[q], vk);
-          __m256i n = _mm256_setzero_si256();
-          for (int tt = 0; tt < kThresholds; ++tt) {
-            const __m256 ge = _mm256_cmp_ps(u, _mm256_set1_ps(kT.t[tt]), _CMP_GE_OQ);
-            n = _mm256_sub_epi32(n, _mm256_castps_si256(ge));
-          }
-          idx[q] = n;
-          dacc = _mm256_add_ps(dacc, _mm256_mul_ps(v[q], tb.Lookup(n)));
+          const __m256 v = _mm256_load_ps(y + 32 * j + 8 * q);
+          idx[j][q] = CodeIndex<kBits>(_mm256_mul_ps(v, vk));
+          c[j][q] = tb.Lookup(idx[j][q]);
+          dacc = _mm256_add_ps(dacc, _mm256_mul_ps(v, c[j][q]));
         }
-        const float dot = HSum8(dacc);
-        if (dot > 0.0f) {
-          scale = TurboScaleBits(n2, dot, post);
-        } else {
-          for (auto& q : idx) q = _mm256_setzero_si256();
+        dot[j] = HSum8(dacc);
+      }
+      if (!(dot[j] > 0.0f)) {  // zero sub-block (or <v, c> underflowed): scale 0, codes 0
+        for (int q = 0; q < 4; ++q) {
+          idx[j][q] = _mm256_setzero_si256();
+          c[j][q] = c0;
         }
       }
+    }
+    for (uint32_t j = 0; j < nsub; ++j, block += kBlockBytes) {
+      uint16_t scale = 0;
+      if (dot[j] > 0.0f) {  // TurboScaleBits with the F16C conversion (same bits)
+        float sc = (n2[j] / dot[j]) * post;
+        if (!(sc <= kF16Max)) sc = kF16Max;
+        scale = _cvtss_sh(sc, _MM_FROUND_TO_NEAREST_INT);
+      }
       StoreU16(block, scale);
-      PackIdx<kBits>(idx, block + 2);
-      const __m256 vs = _mm256_set1_ps(F16ToF32(scale));
+      PackIdx<kBits>(idx[j], block + 2);
+      const __m256 vs = _mm256_set1_ps(_cvtsh_ss(scale));
       for (int q = 0; q < 4; ++q) {
-        const __m256 w = _mm256_mul_ps(vs, tb.Lookup(idx[q]));
+        const __m256 w = _mm256_mul_ps(vs, c[j][q]);
         acc_hdr = _mm256_add_ps(acc_hdr, _mm256_mul_ps(w, w));
       }
     }
