@@ -1,0 +1,274 @@
+// Persistence: see persistence.h.
+#include "persist/persistence.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "persist/snapshot.h"
+
+namespace pion::persist {
+
+Persistence::Persistence(store::Store* store, PersistOptions opt)
+    : store_(store), opt_(std::move(opt)), env_(opt_.env ? opt_.env : PosixEnv()) {}
+
+Persistence::~Persistence() { (void)Close(); }
+
+Status Persistence::Recover() {
+  PION_RETURN_IF_ERROR(env_->CreateDir(opt_.dir));
+  RecoveryResult r;
+  RecoveryOptions ro;
+  ro.wal_repair = opt_.wal_repair;
+  PION_RETURN_IF_ERROR(persist::Recover(env_, opt_.dir, store_, ro, &r));
+  auto wal = std::make_unique<WalWriter>(env_, opt_.dir, opt_.policy);
+  if (on_durable_) wal->SetDurableCallback(on_durable_);
+  if (r.continue_existing) {
+    PION_RETURN_IF_ERROR(wal->Continue(r.active_name, r.generation, r.next_lsn, r.end));
+  } else {
+    PION_RETURN_IF_ERROR(wal->Create(r.active_name, r.generation, r.next_lsn));
+    r.live_wal_names.push_back(r.active_name);
+  }
+  wal->Start();
+  wal_ = std::move(wal);
+  store_->SetSink(wal_.get());
+  {
+    std::lock_guard<std::mutex> l(save_mu_);
+    live_wal_names_ = r.live_wal_names;
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stats_.wal_replayed = r.wal_replayed;
+    stats_.recovery_seconds = r.seconds;
+    stats_.loaded_namespaces = store_->NamespaceCount();
+    stats_.loaded_rows = store_->Stats().total_tokens;
+    if (r.snapshot_loaded) {
+      stats_.snapshot_bytes = r.snapshot.file_bytes;
+      stats_.last_save_unix = static_cast<int64_t>(r.snapshot.header.created_unix);
+    }
+  }
+  auto st = store_->Stats();
+  LOG_NOTICE(
+      "recovery done: %llu namespaces, %llu rows, %llu bytes in %.3f s (WAL %s, generation %llu, "
+      "next lsn %llu)",
+      static_cast<unsigned long long>(store_->NamespaceCount()),
+      static_cast<unsigned long long>(st.total_tokens), static_cast<unsigned long long>(st.bytes),
+      r.seconds, r.active_name.c_str(), static_cast<unsigned long long>(r.generation),
+      static_cast<unsigned long long>(r.next_lsn));
+  if (opt_.background) bg_ = std::thread([this] { BackgroundLoop(); });
+  return Status::OK();
+}
+
+Status Persistence::ValidateSavePath(std::string_view path) {
+  static const Status kBad = Status::InvalidArgument(
+      "KV.PREFIX.SAVE: path must be relative to the data directory (no leading '/', no '..', no "
+      "control bytes)");
+  if (path.empty() || path[0] == '/' || path[0] == '~') return kBad;
+  for (unsigned char c : path)
+    if (c < 32 || c == 127) return kBad;
+  size_t i = 0;
+  std::string_view last;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    std::string_view comp = path.substr(i, j - i);
+    if (comp == "..") return kBad;
+    last = comp;
+    i = j + 1;
+  }
+  if (last.empty() || last == ".") return kBad;
+  if (last.substr(0, std::string_view(kWalName).size()) == kWalName ||
+      (last.size() > 4 && last.substr(last.size() - 4) == ".tmp"))
+    return Status::InvalidArgument("KV.PREFIX.SAVE: path would overwrite a WAL or temporary file");
+  return Status::OK();
+}
+
+Status Persistence::Save(std::string_view path) {
+  if (!wal_) return Status::NotSupported("persistence is not enabled");
+  if (!path.empty()) PION_RETURN_IF_ERROR(ValidateSavePath(path));
+  std::lock_guard<std::mutex> l(save_mu_);
+  saving_ = true;
+  Status s = SaveLocked(path);
+  saving_ = false;
+  std::lock_guard<std::mutex> m(mu_);
+  stats_.last_save_ok = s.ok();
+  return s;
+}
+
+Status Persistence::SaveLocked(std::string_view path) {
+  uint64_t t0 = MonotonicNs();
+  const bool compact = path.empty() || path == kSnapshotName;
+  const std::string target =
+      JoinPath(opt_.dir, compact ? std::string(kSnapshotName) : std::string(path));
+  SnapHeader hdr;
+  Status barrier;
+  std::string new_name;
+  std::vector<store::NamespaceView> views;
+  if (compact) {
+    views = store_->CaptureSnapshot(
+        [&]() -> Status {
+          return wal_->Rotate(kWalName, &hdr.generation, &hdr.next_lsn, &new_name);
+        },
+        &barrier);
+  } else {
+    views = store_->CaptureSnapshot(
+        [&]() -> Status {
+          wal_->Position(&hdr.generation, &hdr.next_lsn);
+          return Status::OK();
+        },
+        &barrier);
+  }
+  if (!barrier.ok()) return barrier;
+  if (compact) {
+    live_wal_names_.push_back(new_name);
+    // Make the new WAL file (its header and directory entry) and everything the
+    // snapshot holds durable before the snapshot can replace anything.
+    PION_RETURN_IF_ERROR(wal_->Commit());
+  }
+  hdr.created_unix = static_cast<uint64_t>(UnixSeconds());
+  hdr.namespace_count = views.size();
+  for (const auto& v : views) hdr.lru_clock = std::max(hdr.lru_clock, v.lru_stamp);
+  SnapshotStats st;
+  Status s = WriteSnapshot(env_, target, hdr, views, &st);
+  views.clear();  // unpin the chunks
+  if (!s.ok()) {
+    LOG_WARNING("SAVE to %s failed: %s (previous snapshot and WAL kept)", target.c_str(),
+                s.ToString().c_str());
+    return Status::IOError(std::string("KV.PREFIX.SAVE failed: ") + std::string(s.message()));
+  }
+  if (compact) {
+    std::vector<std::string> obsolete;
+    for (const auto& n : live_wal_names_)
+      if (n != wal_->active_name()) obsolete.push_back(n);
+    s = wal_->FinishRotation(kWalName, obsolete);
+    if (!s.ok()) {
+      // The snapshot is in place; the WAL files still replay correctly (recovery
+      // skips generations below the snapshot's). Report the failure.
+      LOG_WARNING("SAVE: WAL switch after the snapshot failed: %s", s.ToString().c_str());
+      return s;
+    }
+    live_wal_names_.assign(1, kWalName);
+  }
+  double secs = static_cast<double>(MonotonicNs() - t0) / 1e9;
+  LOG_NOTICE("SAVE %s: %llu namespaces, %llu rows, %llu bytes in %.3f s (%.0f MB/s)",
+             target.c_str(), static_cast<unsigned long long>(st.namespaces),
+             static_cast<unsigned long long>(st.rows),
+             static_cast<unsigned long long>(st.file_bytes), secs,
+             secs > 0 ? static_cast<double>(st.file_bytes) / 1e6 / secs : 0.0);
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.last_save_unix = UnixSeconds();
+  stats_.last_save_seconds = secs;
+  ++stats_.saves;
+  if (compact) stats_.snapshot_bytes = st.file_bytes;
+  return Status::OK();
+}
+
+void Persistence::SaveAsync(std::string path, std::function<void(Status)> done) {
+  if (!opt_.background || !bg_.joinable()) {
+    Status s = Save(path);
+    if (done) done(s);
+    return;
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  jobs_.emplace_back(std::move(path), std::move(done));
+  cv_.notify_all();
+}
+
+Status Persistence::Commit() {
+  if (!wal_) return Status::NotSupported("persistence is not enabled");
+  return wal_->Commit();
+}
+
+void Persistence::SetPolicy(SyncPolicy p) {
+  opt_.policy = p;
+  if (wal_) wal_->SetPolicy(p);
+}
+
+uint64_t Persistence::AutoSaveThreshold() const {
+  if (opt_.auto_save_wal_bytes != 0) return opt_.auto_save_wal_bytes;
+  std::lock_guard<std::mutex> l(mu_);
+  return std::max<uint64_t>(64ull << 20, stats_.snapshot_bytes);
+}
+
+void Persistence::BackgroundLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    if (!jobs_.empty()) {
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
+      l.unlock();
+      Status s = Save(job.first);
+      if (job.second) job.second(s);
+      l.lock();
+      continue;
+    }
+    cv_.wait_for(l, std::chrono::milliseconds(100));
+    if (stop_ || !jobs_.empty()) continue;
+    l.unlock();
+    uint64_t threshold = AutoSaveThreshold();
+    WalStats ws = wal_->Stats();
+    if (ws.bytes > threshold && !ws.broken) {
+      LOG_NOTICE("WAL is %llu bytes (> %llu): automatic snapshot",
+                 static_cast<unsigned long long>(ws.bytes),
+                 static_cast<unsigned long long>(threshold));
+      Status s = Save("");
+      if (!s.ok()) {
+        LOG_WARNING("automatic snapshot failed: %s", s.ToString().c_str());
+        // Do not retry in a tight loop on a full disk.
+        l.lock();
+        cv_.wait_for(l, std::chrono::seconds(10), [&] { return stop_; });
+        continue;
+      }
+    }
+    l.lock();
+  }
+  // Finish queued saves (SHUTDOWN SAVE waits on them) before leaving.
+  while (!jobs_.empty()) {
+    auto job = std::move(jobs_.front());
+    jobs_.pop_front();
+    l.unlock();
+    if (job.second) job.second(Status::IOError("server shutting down"));
+    l.lock();
+  }
+}
+
+Status Persistence::Close() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (closed_) return Status::OK();
+    closed_ = true;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (bg_.joinable()) bg_.join();
+  Status s;
+  if (wal_) {
+    s = wal_->Commit();
+    if (s.ok())
+      LOG_NOTICE("WAL synced (lsn %llu)", static_cast<unsigned long long>(wal_->durable_lsn()));
+  }
+  return s;
+}
+
+PersistStats Persistence::Stats() const {
+  PersistStats s;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    s = stats_;
+  }
+  s.save_in_progress = saving_.load();
+  s.auto_save_threshold = AutoSaveThreshold();
+  if (wal_) {
+    WalStats w = wal_->Stats();
+    s.wal_enabled = !w.broken;
+    s.wal_bytes = w.bytes;
+    s.wal_appended = w.appended;
+    s.wal_generation = w.generation;
+    s.last_lsn = w.last_lsn;
+    s.durable_lsn = w.durable_lsn;
+    s.wal_broken = w.broken;
+  }
+  return s;
+}
+
+}  // namespace pion::persist

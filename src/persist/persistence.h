@@ -1,0 +1,122 @@
+// Persistence: the durability layer as the server sees it. It owns the WAL
+// writer (the store's MutationSink), runs recovery at start-up, takes snapshots
+// (KV.PREFIX.SAVE, automatic compaction when the WAL passes
+// --auto-save-wal-bytes, SHUTDOWN SAVE) in a background thread while clients
+// keep being served, and reports the counters of KV.PREFIX.INFO and
+// INFO persistence. docs/wal_format.md and docs/snapshot_format.md describe
+// the files; docs/ARCHITECTURE.md "Recovery" the design.
+//
+// Thread-safety: every public method may be called from any thread after
+// Recover() returned OK. One save runs at a time (a second waits for it).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/status.h"
+#include "persist/env.h"
+#include "persist/recovery.h"
+#include "persist/wal_writer.h"
+#include "store/store.h"
+
+namespace pion::persist {
+
+struct PersistOptions {
+  std::string dir = ".";
+  SyncPolicy policy = SyncPolicy::kEverySec;
+  uint64_t auto_save_wal_bytes = 0;  // 0 = max(64 MiB, last snapshot size)
+  bool wal_repair = false;
+  Env* env = nullptr;      // nullptr = PosixEnv()
+  bool background = true;  // auto-save thread (tests may turn it off)
+};
+
+struct PersistStats {
+  bool wal_enabled = false;
+  uint64_t wal_bytes = 0;
+  uint64_t wal_appended = 0;
+  uint64_t wal_replayed = 0;
+  uint64_t wal_generation = 0;
+  uint64_t last_lsn = 0;
+  uint64_t durable_lsn = 0;
+  bool wal_broken = false;
+  int64_t last_save_unix = 0;
+  bool last_save_ok = true;
+  bool save_in_progress = false;
+  uint64_t saves = 0;
+  uint64_t snapshot_bytes = 0;
+  double last_save_seconds = 0;
+  uint64_t auto_save_threshold = 0;
+  double recovery_seconds = 0;
+  uint64_t loaded_namespaces = 0;
+  uint64_t loaded_rows = 0;
+};
+
+class Persistence {
+ public:
+  Persistence(store::Store* store, PersistOptions opt);
+  ~Persistence();  // Close()
+  Persistence(const Persistence&) = delete;
+  Persistence& operator=(const Persistence&) = delete;
+
+  // Loads the snapshot, replays the WAL, opens it for appending and installs
+  // the writer as the store's sink. Corruption stops start-up (the message
+  // names file and offset).
+  Status Recover();
+
+  // Saves a snapshot now, in the caller's thread (blocking only the caller):
+  // `path` empty = pion.vstore in --dir and compaction of the WAL; otherwise a
+  // relative path inside --dir (ValidateSavePath) and the WAL is untouched.
+  Status Save(std::string_view path);
+  // Same in the background thread; `done` runs there when it finished.
+  void SaveAsync(std::string path, std::function<void(Status)> done);
+  // Refuses absolute paths, '~', '..' components, control bytes and WAL names.
+  static Status ValidateSavePath(std::string_view path);
+
+  // Every write appended so far is durable when this returns OK (KV.PREFIX.COMMIT).
+  Status Commit();
+  // Durability of one mutation: whether replies wait, and for what.
+  bool AckWaitsForSync() const { return wal_ && wal_->AckWaitsForSync(); }
+  Status WaitDurable(uint64_t lsn) { return wal_->WaitDurable(lsn); }
+  uint64_t durable_lsn() const { return wal_ ? wal_->durable_lsn() : 0; }
+  // Called from the WAL's sync thread with each new durable LSN. Set before Recover().
+  void SetDurableCallback(std::function<void(uint64_t)> cb) { on_durable_ = std::move(cb); }
+  void SetPolicy(SyncPolicy p);
+
+  // Syncs the WAL and stops the background thread (SIGTERM, SHUTDOWN). Idempotent.
+  Status Close();
+
+  PersistStats Stats() const;
+  WalWriter* wal() { return wal_.get(); }
+
+ private:
+  Status SaveLocked(std::string_view path);
+  void BackgroundLoop();
+  uint64_t AutoSaveThreshold() const;
+
+  store::Store* store_;
+  PersistOptions opt_;
+  Env* env_;
+  std::unique_ptr<WalWriter> wal_;
+  std::function<void(uint64_t)> on_durable_;
+
+  std::mutex save_mu_;                       // one save at a time
+  std::vector<std::string> live_wal_names_;  // guarded by save_mu_
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::string, std::function<void(Status)>>> jobs_;  // guarded by mu_
+  bool stop_ = false;
+  bool closed_ = false;
+  std::thread bg_;
+  PersistStats stats_;  // save/recovery fields, guarded by mu_
+  std::atomic<bool> saving_{false};
+};
+
+}  // namespace pion::persist

@@ -1,0 +1,50 @@
+// Start-up recovery (docs/wal_format.md §5): load the snapshot, replay the WAL
+// files that follow it into the store through the recovery API, repair a torn
+// tail, refuse mid-file corruption unless repair is allowed, and say which WAL
+// file to continue appending to.
+//
+// Thread-safety: runs before the store serves; one call at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "persist/env.h"
+#include "persist/snapshot.h"
+#include "store/store.h"
+
+namespace pion::persist {
+
+struct RecoveryOptions {
+  bool wal_repair = false;
+};
+
+struct RecoveryResult {
+  bool snapshot_loaded = false;
+  SnapshotStats snapshot;
+  uint64_t wal_files = 0;
+  uint64_t wal_bytes_read = 0;
+  uint64_t wal_replayed = 0;  // records applied
+  uint64_t wal_skipped = 0;   // records already in the snapshot or of a dropped incarnation
+  uint64_t torn_bytes = 0;    // cut off from torn tails (and, with repair, corrupt tails)
+  // Where the WAL continues: an existing file (`continue_existing`) at `end`, or a
+  // new file to create.
+  bool continue_existing = false;
+  std::string active_name;
+  uint64_t generation = 1;
+  uint64_t next_lsn = 1;
+  uint64_t end = 0;
+  // Every WAL file still needed, oldest generation first (active last when continuing).
+  std::vector<std::string> live_wal_names;
+  double seconds = 0;
+};
+
+// True for "pion.vstore.wal" and "pion.vstore.wal.<digits>".
+bool IsWalFileName(std::string_view name);
+
+Status Recover(Env* env, const std::string& dir, store::Store* store, const RecoveryOptions& opt,
+               RecoveryResult* out);
+
+}  // namespace pion::persist

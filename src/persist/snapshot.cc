@@ -1,0 +1,342 @@
+// Snapshot writer and loader: see snapshot.h and docs/snapshot_format.md.
+#include "persist/snapshot.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/clock.h"
+#include "base/log.h"
+
+namespace pion::persist {
+namespace {
+
+// Sequential checked writes through a 1 MiB buffer; large pieces bypass it.
+class SeqWriter {
+ public:
+  explicit SeqWriter(WritableFile* f) : f_(f) { buf_.reserve(kBuf); }
+  Status Write(std::span<const uint8_t> d) {
+    if (buf_.size() + d.size() <= kBuf) {
+      buf_.insert(buf_.end(), d.begin(), d.end());
+      return Status::OK();
+    }
+    PION_RETURN_IF_ERROR(Flush());
+    if (d.size() >= kBuf) {
+      PION_RETURN_IF_ERROR(f_->WriteAt(off_, d));
+      off_ += d.size();
+      return Status::OK();
+    }
+    buf_.insert(buf_.end(), d.begin(), d.end());
+    return Status::OK();
+  }
+  Status Flush() {
+    if (buf_.empty()) return Status::OK();
+    PION_RETURN_IF_ERROR(f_->WriteAt(off_, buf_));
+    off_ += buf_.size();
+    buf_.clear();
+    return Status::OK();
+  }
+  uint64_t offset() const { return off_ + buf_.size(); }
+
+ private:
+  static constexpr size_t kBuf = 1 << 20;
+  WritableFile* f_;
+  std::vector<uint8_t> buf_;
+  uint64_t off_ = 0;
+};
+
+class SnapWriter {
+ public:
+  SnapWriter(WritableFile* f, uint64_t generation) : w_(f), gen_(generation) {}
+  Status Section(RecordType t, std::span<const uint8_t> prefix,
+                 std::span<const std::span<const uint8_t>> rows) {
+    uint64_t len = prefix.size();
+    for (auto r : rows) len += r.size();
+    PION_CHECK(len <= kMaxPayload);
+    uint8_t hdr[kRecordHeaderSize];
+    EncodeRecordHeader(hdr, t, ++seq_, static_cast<uint32_t>(len));
+    std::vector<std::span<const uint8_t>> pieces;
+    pieces.reserve(rows.size() + 1);
+    pieces.push_back(prefix);
+    pieces.insert(pieces.end(), rows.begin(), rows.end());
+    PutU32(hdr, RecordCrc(gen_, hdr, pieces));
+    PION_RETURN_IF_ERROR(w_.Write(hdr));
+    for (auto p : pieces) PION_RETURN_IF_ERROR(w_.Write(p));
+    return Status::OK();
+  }
+  SeqWriter& out() { return w_; }
+  uint64_t sections() const { return seq_; }
+
+ private:
+  SeqWriter w_;
+  uint64_t gen_;
+  uint64_t seq_ = 0;
+};
+
+Status WriteLayer(SnapWriter& sw, const store::NamespaceView& v, store::Side side,
+                  const store::NamespaceView::LayerView& lv, size_t row_bytes, SnapshotStats* st) {
+  static const std::vector<uint8_t> kZeroRow(quant::RowBytes(quant::Format::kFp16, quant::kMaxDim) *
+                                             2);
+  PION_CHECK(row_bytes <= kZeroRow.size());
+  std::vector<std::span<const uint8_t>> run;
+  uint64_t run_start = 0, run_rows = 0, run_bytes = 0;
+  auto flush = [&]() -> Status {
+    if (run_rows == 0) return Status::OK();
+    StoreRec r;
+    r.ns = v.ns;
+    r.incarnation = v.incarnation;
+    r.side = side;
+    r.layer = lv.layer;
+    r.start = run_start;
+    r.count = run_rows;
+    r.row_bytes = static_cast<uint32_t>(row_bytes);
+    std::vector<uint8_t> prefix;
+    EncodeStorePrefix(r, &prefix);
+    PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapRows, prefix, run));
+    st->rows += run_rows;
+    st->row_bytes += run_bytes;
+    run.clear();
+    run_rows = run_bytes = 0;
+    return Status::OK();
+  };
+  uint64_t row = 0;
+  for (const auto& seg : lv.segments) {
+    if (seg.data == nullptr) {
+      PION_RETURN_IF_ERROR(flush());
+      row += seg.rows;
+      continue;
+    }
+    uint64_t done = 0;
+    while (done < seg.rows) {
+      if (run_rows == 0) run_start = row + done;
+      uint64_t room = (kSnapMaxRowsSection - run_bytes) / row_bytes;
+      if (room == 0) {
+        PION_RETURN_IF_ERROR(flush());
+        continue;
+      }
+      uint64_t take = std::min<uint64_t>(room, seg.rows - done);
+      run.emplace_back(seg.data + done * row_bytes, take * row_bytes);
+      run_rows += take;
+      run_bytes += take * row_bytes;
+      done += take;
+    }
+    row += seg.rows;
+  }
+  PION_RETURN_IF_ERROR(flush());
+  // Keep the layer's row count: its last row is always present.
+  if (!lv.segments.empty() && lv.segments.back().data == nullptr && lv.rows > 0) {
+    run_start = lv.rows - 1;
+    run.emplace_back(kZeroRow.data(), row_bytes);
+    run_rows = 1;
+    run_bytes = row_bytes;
+    PION_RETURN_IF_ERROR(flush());
+  }
+  return Status::OK();
+}
+
+Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
+                const std::vector<store::NamespaceView>& views, SnapshotStats* st) {
+  SnapWriter sw(f, header.generation);
+  uint8_t hdr[kSnapHeaderSize];
+  EncodeSnapHeader(header, hdr);
+  PION_RETURN_IF_ERROR(sw.out().Write(hdr));
+  for (const auto& v : views) {
+    RegisterRec r;
+    r.ns = v.ns;
+    r.incarnation = v.incarnation;
+    r.kv_dim = v.kv_dim;
+    r.fmt = v.fmt;
+    r.lru_stamp = v.lru_stamp;
+    if (v.blocks && !v.blocks->hashes.empty()) {
+      r.has_blocks = true;
+      r.block_size = v.blocks->block_size;
+      r.hash_count = v.blocks->hashes.size();
+      r.hashes = reinterpret_cast<const uint8_t*>(v.blocks->hashes.data());
+    } else if (v.blocks) {
+      r.has_blocks = true;
+      r.block_size = v.blocks->block_size;
+    }
+    std::vector<uint8_t> p;
+    EncodeSnapNamespace(r, &p);
+    PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapNamespace, p, {}));
+    ++st->namespaces;
+    size_t rb = quant::RowBytes(v.fmt, v.kv_dim);
+    for (int side = 0; side < 2; ++side)
+      for (const auto& lv : v.layers[side])
+        PION_RETURN_IF_ERROR(WriteLayer(sw, v, static_cast<store::Side>(side), lv, rb, st));
+  }
+  SnapEndRec end{st->namespaces, sw.sections() - st->namespaces, st->rows, st->row_bytes};
+  std::vector<uint8_t> p;
+  EncodeSnapEnd(end, &p);
+  PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapEnd, p, {}));
+  PION_RETURN_IF_ERROR(sw.out().Flush());
+  st->sections = sw.sections();
+  st->file_bytes = sw.out().offset();
+  (void)env;
+  return Status::OK();
+}
+
+Status BadAt(const std::string& path, uint64_t off, std::string_view why, uint64_t* bad) {
+  if (bad) *bad = off;
+  return Status::Corruption("snapshot " + path + " corrupt at offset " + std::to_string(off) +
+                            ": " + std::string(why));
+}
+
+}  // namespace
+
+Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
+                     const std::vector<store::NamespaceView>& views, SnapshotStats* stats) {
+  uint64_t t0 = MonotonicNs();
+  SnapshotStats st;
+  st.header = header;
+  std::string tmp = path + ".tmp";
+  auto f = env->NewWritableFile(tmp);
+  if (!f.ok()) return f.status();
+  Status s = WriteAll(env, f->get(), header, views, &st);
+  if (s.ok()) s = (*f)->Sync();
+  if (s.ok()) s = (*f)->Close();
+  if (s.ok()) s = env->Rename(tmp, path);
+  if (!s.ok()) {
+    (void)(*f)->Close();
+    (void)env->RemoveFile(tmp);
+    return s;
+  }
+  PION_RETURN_IF_ERROR(env->SyncDir(DirName(path)));
+  st.seconds = static_cast<double>(MonotonicNs() - t0) / 1e9;
+  if (stats) *stats = st;
+  return Status::OK();
+}
+
+Status LoadSnapshot(Env* env, const std::string& path, store::Store* store, SnapshotStats* stats,
+                    uint64_t* bad_offset) {
+  uint64_t t0 = MonotonicNs();
+  auto fr = env->NewReadableFile(path);
+  if (!fr.ok()) return fr.status();
+  ReadableFile* f = fr->get();
+  auto size_r = f->Size();
+  if (!size_r.ok()) return size_r.status();
+  const uint64_t size = *size_r;
+  SnapshotStats st;
+  uint8_t hbuf[kSnapHeaderSize];
+  auto n = f->ReadAt(0, kSnapHeaderSize, hbuf);
+  if (!n.ok()) return n.status();
+  Status hs = DecodeSnapHeader(hbuf, *n, &st.header);
+  if (!hs.ok()) return BadAt(path, 0, hs.message(), bad_offset);
+  const uint64_t gen = st.header.generation;
+
+  std::vector<uint8_t> buf;
+  uint64_t off = kSnapHeaderSize;
+  uint64_t seq = 0;
+  bool have_ns = false, ended = false;
+  std::string cur_ns;
+  uint64_t cur_inc = 0;
+  size_t cur_rb = 0;
+  std::vector<std::pair<std::string, uint64_t>> stamps;
+  uint64_t next_log = MonotonicNs() + 1000000000ull;
+  while (off < size) {
+    if (ended) return BadAt(path, off, "bytes after the end section", bad_offset);
+    uint8_t hdr[kRecordHeaderSize];
+    if (size - off < kRecordHeaderSize)
+      return BadAt(path, off, "truncated section header", bad_offset);
+    n = f->ReadAt(off, kRecordHeaderSize, hdr);
+    if (!n.ok()) return n.status();
+    uint64_t len = GetU32(hdr + 4);
+    auto type = static_cast<RecordType>(hdr[8]);
+    if (hdr[9] || hdr[10] || hdr[11])
+      return BadAt(path, off, "reserved bytes not zero", bad_offset);
+    if (GetU64(hdr + 12) != seq + 1) return BadAt(path, off, "section out of sequence", bad_offset);
+    if (len > size - off - kRecordHeaderSize)
+      return BadAt(path, off, "section extends past the end of the file", bad_offset);
+    if (buf.size() < len) buf.resize(len);
+    n = f->ReadAt(off + kRecordHeaderSize, len, buf.data());
+    if (!n.ok()) return n.status();
+    if (*n != len) return BadAt(path, off, "short read", bad_offset);
+    std::span<const uint8_t> payload(buf.data(), len);
+    std::span<const uint8_t> pieces[1] = {payload};
+    if (RecordCrc(gen, hdr, pieces) != GetU32(hdr))
+      return BadAt(path, off, "checksum mismatch", bad_offset);
+    switch (type) {
+      case RecordType::kSnapNamespace: {
+        RegisterRec r;
+        Status s = DecodeSnapNamespace(payload, &r);
+        if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
+        if (!quant::DimSupported(r.fmt, r.kv_dim))
+          return BadAt(path, off, "kv_dim not supported by the format", bad_offset);
+        if (store) {
+          store::BlockTable bt;
+          if (r.has_blocks) {
+            bt.block_size = r.block_size;
+            bt.hashes.resize(r.hash_count);
+            if (r.hash_count) std::memcpy(bt.hashes.data(), r.hashes, r.hash_count * 8);
+            bt.Finish();
+          }
+          s = store->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt,
+                                   r.has_blocks ? &bt : nullptr);
+          if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
+          stamps.emplace_back(std::string(r.ns), r.lru_stamp);
+        }
+        have_ns = true;
+        cur_ns.assign(r.ns);
+        cur_inc = r.incarnation;
+        cur_rb = quant::RowBytes(r.fmt, r.kv_dim);
+        ++st.namespaces;
+        break;
+      }
+      case RecordType::kSnapRows: {
+        StoreRec r;
+        Status s = DecodeStore(payload, &r);
+        if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
+        if (!have_ns || r.ns != cur_ns || r.incarnation != cur_inc)
+          return BadAt(path, off, "rows of a namespace not declared before them", bad_offset);
+        if (r.row_bytes != cur_rb)
+          return BadAt(path, off, "row size does not match the format", bad_offset);
+        if (store) {
+          s = store->ApplyStored(r.ns, r.incarnation, r.side, r.layer, r.start, r.count, r.rows);
+          // NotFound: the namespace was evicted while loading (a smaller --max-sessions).
+          if (!s.ok() && s.code() != Code::kNotFound)
+            return BadAt(path, off, s.message(), bad_offset);
+        }
+        st.rows += r.count;
+        st.row_bytes += r.rows.size();
+        break;
+      }
+      case RecordType::kSnapEnd: {
+        SnapEndRec e;
+        Status s = DecodeSnapEnd(payload, &e);
+        if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
+        if (e.namespaces != st.namespaces || e.total_rows != st.rows ||
+            e.total_row_bytes != st.row_bytes || e.rows_sections != seq - st.namespaces ||
+            st.namespaces != st.header.namespace_count)
+          return BadAt(path, off, "end section counts do not match the file", bad_offset);
+        ended = true;
+        break;
+      }
+      default:
+        return BadAt(path, off, "unknown section type", bad_offset);
+    }
+    ++seq;
+    off += kRecordHeaderSize + len;
+    if (store && MonotonicNs() >= next_log) {
+      next_log = MonotonicNs() + 1000000000ull;
+      double secs = static_cast<double>(MonotonicNs() - t0) / 1e9;
+      LOG_NOTICE("loading snapshot: %.1f%% (%llu of %llu bytes, %llu namespaces, %.0f MB/s)",
+                 100.0 * static_cast<double>(off) / static_cast<double>(size),
+                 static_cast<unsigned long long>(off), static_cast<unsigned long long>(size),
+                 static_cast<unsigned long long>(st.namespaces),
+                 static_cast<double>(off) / 1e6 / secs);
+    }
+  }
+  if (!ended) return BadAt(path, off, "missing end section (truncated file)", bad_offset);
+  if (store) {
+    // Oldest first, so stamps (and the store's clock) come out in the saved order.
+    std::sort(stamps.begin(), stamps.end(),
+              [](const auto& a, const auto& b) { return a.second < b.second; });
+    for (const auto& [ns, stamp] : stamps) store->SetLruStamp(ns, stamp);
+  }
+  st.sections = seq;
+  st.file_bytes = size;
+  st.seconds = static_cast<double>(MonotonicNs() - t0) / 1e9;
+  if (stats) *stats = st;
+  return Status::OK();
+}
+
+}  // namespace pion::persist

@@ -1,0 +1,74 @@
+// Test helpers: see test_util.h.
+#include "test_util.h"
+
+#include <cstring>
+#include <random>
+
+namespace pion::persist::testing {
+
+StoreDump Dump(store::Store& s) {
+  Status st;
+  auto views = s.CaptureSnapshot(nullptr, &st);
+  StoreDump out;
+  for (const auto& v : views) {
+    std::string d = "dim=" + std::to_string(v.kv_dim) +
+                    " fmt=" + std::string(quant::FormatName(v.fmt)) +
+                    " inc=" + std::to_string(v.incarnation);
+    if (v.blocks) {
+      d += " blocks=" + std::to_string(v.blocks->block_size) + ":";
+      d.append(reinterpret_cast<const char*>(v.blocks->hashes.data()), v.blocks->hashes.size() * 8);
+    }
+    size_t rb = quant::RowBytes(v.fmt, v.kv_dim);
+    for (int side = 0; side < 2; ++side) {
+      for (const auto& lv : v.layers[side]) {
+        d += " |" + std::to_string(side) + "/" + std::to_string(lv.layer) + ":" +
+             std::to_string(lv.rows) + ":";
+        for (const auto& seg : lv.segments) {
+          if (seg.data)
+            d.append(reinterpret_cast<const char*>(seg.data), seg.rows * rb);
+          else
+            d.append(seg.rows * rb, '\0');
+        }
+      }
+    }
+    out[v.ns] = std::move(d);
+  }
+  return out;
+}
+
+Status Fill(store::Store& s, const std::string& ns, quant::Format fmt, uint32_t dim,
+            uint32_t layers, uint64_t start, uint64_t rows, uint64_t seed, uint64_t* lsn,
+            bool blocks) {
+  uint64_t l = 0;
+  store::BlockTable bt;
+  store::RegisterArgs ra;
+  ra.ns = ns;
+  ra.kv_dim = dim;
+  ra.fmt = fmt;
+  if (blocks) {
+    bt.block_size = 16;
+    for (uint64_t i = 0; i < 5; ++i) bt.hashes.push_back(seed * 1000003 + i * 7919);
+    bt.Finish();
+    ra.blocks = &bt;
+  }
+  PION_RETURN_IF_ERROR(s.Register(ra, &l));
+  *lsn = std::max(*lsn, l);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> data(rows * dim);
+  for (int side = 0; side < 2; ++side) {
+    std::string sid = ns + (side == 0 ? "_pk" : "_pv");
+    for (uint32_t layer = 0; layer < layers; ++layer) {
+      for (auto& x : data) x = nd(rng);
+      store::RowInput in;
+      in.type = store::RowInput::Type::kF32;
+      in.data = data.data();
+      in.bytes = data.size() * sizeof(float);
+      PION_RETURN_IF_ERROR(s.StoreRows(sid, layer, start, rows, in, &l));
+      *lsn = std::max(*lsn, l);
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace pion::persist::testing

@@ -1,0 +1,146 @@
+// Constants and payload codecs shared by the WAL and snapshot writers and
+// readers. docs/wal_format.md and docs/snapshot_format.md are the contract; the
+// numbers here are frozen (a change needs a new version and a golden file).
+// Decoded records hold views into the caller's buffer.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "quant/format.h"
+#include "store/mutation.h"
+
+namespace pion::persist {
+
+inline constexpr char kWalMagic[8] = {'P', 'I', 'O', 'N', 'W', 'A', 'L', '\0'};
+inline constexpr char kSnapMagic[8] = {'P', 'I', 'O', 'N', 'S', 'N', 'P', '\0'};
+inline constexpr uint32_t kWalVersion = 1;
+inline constexpr uint32_t kSnapVersion = 1;
+inline constexpr size_t kWalHeaderSize = 40;
+inline constexpr size_t kSnapHeaderSize = 64;
+inline constexpr size_t kRecordHeaderSize = 20;
+inline constexpr uint64_t kMaxPayload = uint64_t{1} << 31;
+inline constexpr size_t kMaxNameBytes = 512;
+// Rows per snapshot ROWS section are bounded by this many bytes.
+inline constexpr uint64_t kSnapMaxRowsSection = 64ull << 20;
+
+inline constexpr const char* kSnapshotName = "pion.vstore";
+inline constexpr const char* kWalName = "pion.vstore.wal";
+
+enum class RecordType : uint8_t {
+  kRegister = 1,
+  kStore = 2,
+  kDrop = 3,
+  kFlushAll = 4,
+  kSnapNamespace = 16,
+  kSnapRows = 17,
+  kSnapEnd = 18,
+};
+
+// On-disk format tags (int8 0, turbo4 1, fp16 2, turbo3 3, turbo2 4, fp8 5, mlx4g32 7).
+uint8_t FormatTag(quant::Format f);
+std::optional<quant::Format> FormatFromTag(uint8_t tag);
+
+// Little-endian fixed-width helpers.
+inline void PutU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
+inline void PutU32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+inline void PutU64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
+inline uint16_t GetU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t GetU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline uint64_t GetU64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+struct WalHeader {
+  uint64_t generation = 0;
+  uint64_t first_lsn = 0;
+};
+void EncodeWalHeader(const WalHeader& h, uint8_t out[kWalHeaderSize]);
+Status DecodeWalHeader(const uint8_t* p, size_t n, WalHeader* h);
+
+struct SnapHeader {
+  uint64_t generation = 0;
+  uint64_t next_lsn = 1;
+  uint64_t lru_clock = 0;
+  uint64_t created_unix = 0;
+  uint64_t namespace_count = 0;
+};
+void EncodeSnapHeader(const SnapHeader& h, uint8_t out[kSnapHeaderSize]);
+Status DecodeSnapHeader(const uint8_t* p, size_t n, SnapHeader* h);
+
+// Record header (crc filled by FinishRecordHeader).
+void EncodeRecordHeader(uint8_t out[kRecordHeaderSize], RecordType t, uint64_t lsn,
+                        uint32_t length);
+// CRC of a record: generation, header bytes 4..19, then the payload pieces.
+uint32_t RecordCrc(uint64_t generation, const uint8_t hdr[kRecordHeaderSize],
+                   std::span<const std::span<const uint8_t>> payload);
+
+struct RegisterRec {
+  std::string_view ns;
+  uint64_t incarnation = 0;
+  uint32_t kv_dim = 0;
+  quant::Format fmt = quant::Format::kFp16;
+  bool has_blocks = false;
+  uint32_t block_size = 0;
+  uint64_t hash_count = 0;
+  const uint8_t* hashes = nullptr;  // hash_count little-endian u64
+  uint64_t lru_stamp = 0;           // snapshot NAMESPACE only
+};
+struct StoreRec {
+  std::string_view ns;
+  uint64_t incarnation = 0;
+  store::Side side = store::Side::kKeys;
+  uint32_t layer = 0;
+  uint64_t start = 0;
+  uint64_t count = 0;
+  uint32_t row_bytes = 0;
+  std::span<const uint8_t> rows;
+};
+struct DropRec {
+  std::string_view ns;
+  uint64_t incarnation = 0;
+  store::DropReason reason = store::DropReason::kDrop;
+};
+struct SnapEndRec {
+  uint64_t namespaces = 0;
+  uint64_t rows_sections = 0;
+  uint64_t total_rows = 0;
+  uint64_t total_row_bytes = 0;
+};
+
+// Encoders append to `out`. For STORE/ROWS only the fixed part before the rows
+// is encoded (the rows are written from the caller's memory).
+void EncodeRegister(const RegisterRec& r, std::vector<uint8_t>* out);
+void EncodeSnapNamespace(const RegisterRec& r, std::vector<uint8_t>* out);
+void EncodeStorePrefix(const StoreRec& r, std::vector<uint8_t>* out);
+void EncodeDrop(const DropRec& r, std::vector<uint8_t>* out);
+void EncodeSnapEnd(const SnapEndRec& r, std::vector<uint8_t>* out);
+
+// Decoders: Corruption with a reason unless the payload parses exactly.
+Status DecodeRegister(std::span<const uint8_t> p, RegisterRec* r);
+Status DecodeSnapNamespace(std::span<const uint8_t> p, RegisterRec* r);
+Status DecodeStore(std::span<const uint8_t> p, StoreRec* r);
+Status DecodeDrop(std::span<const uint8_t> p, DropRec* r);
+Status DecodeSnapEnd(std::span<const uint8_t> p, SnapEndRec* r);
+// Validates a WAL record payload of the given type.
+Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p);
+
+}  // namespace pion::persist

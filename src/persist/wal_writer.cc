@@ -1,0 +1,349 @@
+// WalWriter implementation: see wal_writer.h and docs/wal_format.md §6.
+#include "persist/wal_writer.h"
+
+#include <chrono>
+
+#include "base/log.h"
+#include "store/store.h"
+
+namespace pion::persist {
+
+WalWriter::WalWriter(Env* env, std::string dir, SyncPolicy policy)
+    : env_(env), dir_(std::move(dir)), policy_(policy) {}
+
+WalWriter::~WalWriter() {
+  if (thread_.joinable()) {
+    Status s = Commit();
+    if (!s.ok()) LOG_WARNING("WAL: final sync failed: %s", s.ToString().c_str());
+    {
+      std::lock_guard<std::mutex> l(state_mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    thread_.join();
+  }
+}
+
+Status WalWriter::Create(const std::string& name, uint64_t generation, uint64_t first_lsn) {
+  auto f = env_->NewWritableFile(JoinPath(dir_, name));
+  if (!f.ok()) return f.status();
+  uint8_t hdr[kWalHeaderSize];
+  EncodeWalHeader({generation, first_lsn}, hdr);
+  PION_RETURN_IF_ERROR((*f)->WriteAt(0, hdr));
+  PION_RETURN_IF_ERROR((*f)->Sync());
+  PION_RETURN_IF_ERROR(env_->SyncDir(dir_));
+  std::lock_guard<std::mutex> w(write_mu_);
+  std::lock_guard<std::mutex> l(state_mu_);
+  cur_ = std::make_shared<File>(File{name, std::move(f).value()});
+  sync_cur_ = cur_;
+  active_name_ = name;
+  generation_ = generation_seen_ = generation;
+  next_lsn_ = first_lsn;
+  end_ = kWalHeaderSize;
+  written_lsn_ = durable_lsn_ = first_lsn - 1;
+  bytes_ = end_;
+  appended_ = 0;
+  return Status::OK();
+}
+
+Status WalWriter::Continue(const std::string& name, uint64_t generation, uint64_t next_lsn,
+                           uint64_t end) {
+  auto f = env_->ReopenWritableFile(JoinPath(dir_, name));
+  if (!f.ok()) return f.status();
+  std::lock_guard<std::mutex> w(write_mu_);
+  std::lock_guard<std::mutex> l(state_mu_);
+  cur_ = std::make_shared<File>(File{name, std::move(f).value()});
+  sync_cur_ = cur_;
+  active_name_ = name;
+  generation_ = generation_seen_ = generation;
+  next_lsn_ = next_lsn;
+  end_ = end;
+  written_lsn_ = durable_lsn_ = next_lsn - 1;
+  bytes_ = end_;
+  appended_ = 0;
+  return Status::OK();
+}
+
+void WalWriter::Start() {
+  PION_CHECK(cur_ != nullptr);
+  thread_ = std::thread([this] { SyncLoop(); });
+}
+
+Status WalWriter::BrokenLocked() const {
+  if (broken_.ok()) return Status::OK();
+  return Status::IOError(std::string("write-ahead log unavailable after an fsync error (") +
+                         std::string(broken_.message()) + "); writes refused");
+}
+
+Result<uint64_t> WalWriter::Append(RecordType t, std::span<const uint8_t> prefix,
+                                   std::span<const uint8_t> rows) {
+  uint64_t len = prefix.size() + rows.size();
+  if (len > kMaxPayload) return Status::InvalidArgument("record too large for the WAL");
+  std::lock_guard<std::mutex> w(write_mu_);
+  {
+    std::lock_guard<std::mutex> l(state_mu_);
+    PION_RETURN_IF_ERROR(BrokenLocked());
+  }
+  uint64_t lsn = next_lsn_;
+  // Header and prefix go in one write; the rows are written from the caller's memory.
+  uint8_t hdr[kRecordHeaderSize];
+  EncodeRecordHeader(hdr, t, lsn, static_cast<uint32_t>(len));
+  std::span<const uint8_t> pieces[2] = {prefix, rows};
+  PutU32(hdr, RecordCrc(generation_, hdr, pieces));
+  std::vector<uint8_t> head(kRecordHeaderSize + prefix.size());
+  std::memcpy(head.data(), hdr, kRecordHeaderSize);
+  if (!prefix.empty()) std::memcpy(head.data() + kRecordHeaderSize, prefix.data(), prefix.size());
+  Status s = cur_->f->WriteAt(end_, head);
+  if (s.ok() && !rows.empty()) s = cur_->f->WriteAt(end_ + head.size(), rows);
+  if (!s.ok()) {
+    // Cut the partial record off so the next append lands on a clean end.
+    Status ts = cur_->f->Truncate(end_);
+    if (!ts.ok()) {
+      std::lock_guard<std::mutex> l(state_mu_);
+      broken_ = ts;
+    }
+    LOG_WARNING("WAL append failed: %s", s.ToString().c_str());
+    return Status::IOError(std::string("WAL append failed: ") + std::string(s.message()));
+  }
+  end_ += kRecordHeaderSize + len;
+  ++next_lsn_;
+  bool wake;
+  {
+    std::lock_guard<std::mutex> l(state_mu_);
+    written_lsn_ = lsn;
+    bytes_ = end_;
+    ++appended_;
+    wake = policy_.load(std::memory_order_relaxed) == SyncPolicy::kAlways;
+  }
+  if (wake) work_cv_.notify_one();
+  return lsn;
+}
+
+Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                       quant::Format fmt, const store::BlockTable* blocks) {
+  RegisterRec r;
+  r.ns = ns;
+  r.incarnation = incarnation;
+  r.kv_dim = kv_dim;
+  r.fmt = fmt;
+  if (blocks != nullptr) {
+    r.has_blocks = true;
+    r.block_size = blocks->block_size;
+    r.hash_count = blocks->hashes.size();
+    r.hashes = reinterpret_cast<const uint8_t*>(blocks->hashes.data());
+  }
+  std::vector<uint8_t> p;
+  EncodeRegister(r, &p);
+  return Append(RecordType::kRegister, p, {});
+}
+
+Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, store::Side side,
+                                    uint32_t layer, uint64_t start, uint64_t count,
+                                    std::span<const uint8_t> stored) {
+  PION_CHECK(count > 0 && stored.size() % count == 0);
+  StoreRec r;
+  r.ns = ns;
+  r.incarnation = incarnation;
+  r.side = side;
+  r.layer = layer;
+  r.start = start;
+  r.count = count;
+  r.row_bytes = static_cast<uint32_t>(stored.size() / count);
+  std::vector<uint8_t> p;
+  EncodeStorePrefix(r, &p);
+  return Append(RecordType::kStore, p, stored);
+}
+
+Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation,
+                                   store::DropReason reason) {
+  std::vector<uint8_t> p;
+  EncodeDrop({ns, incarnation, reason}, &p);
+  return Append(RecordType::kDrop, p, {});
+}
+
+Result<uint64_t> WalWriter::OnFlushAll() { return Append(RecordType::kFlushAll, {}, {}); }
+
+void WalWriter::Position(uint64_t* generation, uint64_t* next_lsn) {
+  std::lock_guard<std::mutex> w(write_mu_);
+  *generation = generation_;
+  *next_lsn = next_lsn_;
+}
+
+Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t* first_lsn,
+                         std::string* out_name) {
+  std::lock_guard<std::mutex> w(write_mu_);
+  {
+    std::lock_guard<std::mutex> l(state_mu_);
+    PION_RETURN_IF_ERROR(BrokenLocked());
+  }
+  uint64_t gen = generation_ + 1;
+  const std::string name = base + "." + std::to_string(gen);
+  auto f = env_->NewWritableFile(JoinPath(dir_, name));
+  if (!f.ok()) return f.status();
+  uint8_t hdr[kWalHeaderSize];
+  EncodeWalHeader({gen, next_lsn_}, hdr);
+  Status s = (*f)->WriteAt(0, hdr);
+  if (!s.ok()) {
+    (void)env_->RemoveFile(JoinPath(dir_, name));
+    return s;
+  }
+  auto nf = std::make_shared<File>(File{name, std::move(f).value()});
+  {
+    std::lock_guard<std::mutex> l(state_mu_);
+    old_files_.push_back(cur_);
+    cur_ = nf;
+    sync_cur_ = nf;
+    dir_dirty_ = true;
+    generation_seen_ = gen;
+    bytes_ = kWalHeaderSize;
+    appended_ = 0;
+  }
+  generation_ = gen;
+  end_ = kWalHeaderSize;
+  active_name_ = name;
+  *generation = gen;
+  *first_lsn = next_lsn_;
+  *out_name = name;
+  return Status::OK();
+}
+
+Status WalWriter::FinishRotation(const std::string& final_name,
+                                 const std::vector<std::string>& obsolete) {
+  std::lock_guard<std::mutex> w(write_mu_);
+  // Never let a rename make a file durable whose header is not.
+  PION_RETURN_IF_ERROR(cur_->f->Sync());
+  if (active_name_ != final_name) {
+    PION_RETURN_IF_ERROR(env_->Rename(JoinPath(dir_, active_name_), JoinPath(dir_, final_name)));
+    active_name_ = final_name;
+    std::lock_guard<std::mutex> l(state_mu_);
+    cur_->name = final_name;
+  }
+  for (const auto& n : obsolete)
+    if (n != final_name) (void)env_->RemoveFile(JoinPath(dir_, n));
+  return env_->SyncDir(dir_);
+}
+
+uint64_t WalWriter::last_lsn() const {
+  std::lock_guard<std::mutex> l(state_mu_);
+  return written_lsn_;
+}
+
+uint64_t WalWriter::durable_lsn() const {
+  std::lock_guard<std::mutex> l(state_mu_);
+  return durable_lsn_;
+}
+
+Status WalWriter::WaitDurable(uint64_t lsn) {
+  std::unique_lock<std::mutex> l(state_mu_);
+  if (lsn > requested_lsn_ && policy_.load() != SyncPolicy::kAlways) {
+    requested_lsn_ = lsn;
+    work_cv_.notify_one();
+  }
+  durable_cv_.wait(l, [&] { return durable_lsn_ >= lsn || !broken_.ok() || stop_; });
+  if (durable_lsn_ >= lsn) return Status::OK();
+  PION_RETURN_IF_ERROR(BrokenLocked());
+  return Status::IOError("WAL closed");
+}
+
+uint64_t WalWriter::RequestSync() {
+  std::lock_guard<std::mutex> l(state_mu_);
+  if (written_lsn_ > requested_lsn_) requested_lsn_ = written_lsn_;
+  work_cv_.notify_one();
+  return written_lsn_;
+}
+
+Status WalWriter::Commit() {
+  uint64_t lsn = RequestSync();
+  if (!thread_.joinable()) {
+    // No sync thread (tests, tools): sync inline.
+    std::lock_guard<std::mutex> w(write_mu_);
+    std::lock_guard<std::mutex> l(state_mu_);
+    for (auto& f : old_files_) PION_RETURN_IF_ERROR(f->f->Sync());
+    old_files_.clear();
+    PION_RETURN_IF_ERROR(cur_->f->Sync());
+    if (dir_dirty_) PION_RETURN_IF_ERROR(env_->SyncDir(dir_));
+    dir_dirty_ = false;
+    durable_lsn_ = written_lsn_;
+    return Status::OK();
+  }
+  return WaitDurable(lsn);
+}
+
+void WalWriter::SetPolicy(SyncPolicy p) {
+  policy_.store(p);
+  work_cv_.notify_one();
+}
+
+WalStats WalWriter::Stats() const {
+  std::lock_guard<std::mutex> l(state_mu_);
+  WalStats s;
+  s.generation = generation_seen_;
+  s.bytes = bytes_;
+  s.appended = appended_;
+  s.last_lsn = written_lsn_;
+  s.durable_lsn = durable_lsn_;
+  s.syncs = syncs_;
+  s.broken = !broken_.ok();
+  return s;
+}
+
+void WalWriter::SyncLoop() {
+  using Clock = std::chrono::steady_clock;
+  auto next_tick = Clock::now() + std::chrono::seconds(1);
+  std::unique_lock<std::mutex> l(state_mu_);
+  for (;;) {
+    auto pending = [&] {
+      if (!broken_.ok()) return false;
+      if (requested_lsn_ > durable_lsn_) return true;
+      if (dir_dirty_ && policy_.load() == SyncPolicy::kAlways) return true;
+      if (written_lsn_ > durable_lsn_) {
+        SyncPolicy p = policy_.load();
+        if (p == SyncPolicy::kAlways) return true;
+        if (p == SyncPolicy::kEverySec && Clock::now() >= next_tick) return true;
+      }
+      return false;
+    };
+    while (!stop_ && !pending()) {
+      if (policy_.load() == SyncPolicy::kEverySec) {
+        work_cv_.wait_until(l, next_tick);
+        if (Clock::now() >= next_tick && written_lsn_ <= durable_lsn_ && !dir_dirty_)
+          next_tick = Clock::now() + std::chrono::seconds(1);
+      } else {
+        work_cv_.wait(l);
+      }
+    }
+    if (stop_ && !pending()) return;
+    uint64_t target = written_lsn_;
+    std::vector<std::shared_ptr<File>> old = old_files_;
+    std::shared_ptr<File> cur = sync_cur_;
+    bool dir = dir_dirty_;
+    dir_dirty_ = false;
+    l.unlock();
+    Status s;
+    for (auto& f : old)
+      if (s.ok()) s = f->f->Sync();
+    if (s.ok()) s = cur->f->Sync();
+    if (s.ok() && dir) s = env_->SyncDir(dir_);
+    l.lock();
+    ++syncs_;
+    next_tick = Clock::now() + std::chrono::seconds(1);
+    if (!s.ok()) {
+      LOG_WARNING("WAL fsync failed, refusing further writes: %s", s.ToString().c_str());
+      broken_ = s;
+      durable_cv_.notify_all();
+      continue;
+    }
+    // Closed files synced above are no longer needed (a rotation may have added more).
+    old_files_.erase(old_files_.begin(), old_files_.begin() + static_cast<long>(old.size()));
+    if (target > durable_lsn_) durable_lsn_ = target;
+    uint64_t d = durable_lsn_;
+    durable_cv_.notify_all();
+    if (on_durable_) {
+      l.unlock();
+      on_durable_(d);
+      l.lock();
+    }
+  }
+}
+
+}  // namespace pion::persist
