@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/log.h"
@@ -23,20 +24,40 @@ struct Config {
   bool kvcache = false;
   int workers = 0;  // 0 = number of cores (at most 64)
   uint64_t max_sessions = 256;
-  uint64_t maxmemory = 0;  // runtime
+  uint64_t maxmemory = 0;                            // runtime
   FsyncPolicy appendfsync = FsyncPolicy::kEverySec;  // runtime
   std::string requirepass;
   LogLevel loglevel = LogLevel::kNotice;  // runtime
   std::string logfile;
   uint64_t proto_max_bulk_len = 1ull << 30;
-  uint64_t max_multibulk_len = 1ull << 20;           // arguments per command
+  uint64_t max_multibulk_len = 1ull << 20;  // arguments per command
   uint64_t client_query_buffer_limit = 2ull << 30;
   uint64_t client_output_buffer_limit = 1ull << 30;  // bytes queued for a slow reader
   uint64_t maxclients = 10000;
-  uint64_t timeout = 0;  // idle seconds before closing a client; 0 = never
+  uint64_t timeout = 0;              // idle seconds before closing a client; 0 = never
   uint64_t auto_save_wal_bytes = 0;  // 0 = max(64 MiB, last snapshot size)
   bool wal_repair = false;
+
+  // Not settings: what the command line asked for besides them.
+  std::string config_file;  // the config file read, if any (INFO config_file)
+  bool show_help = false;
+  bool show_version = false;
 };
+
+// One setting as CONFIG GET / CONFIG SET and the config file know it.
+struct ConfigOption {
+  const char* name;  // lower case, as in pion.conf: "maxmemory"
+  bool runtime;      // CONFIG SET may change it
+  bool is_flag;      // a boolean that may be given without a value (--kvcache)
+  std::string (*get)(const Config&);
+};
+
+// Every setting, in pion.conf order.
+const std::vector<ConfigOption>& ConfigOptions();
+// Case-insensitive; nullptr if unknown.
+const ConfigOption* FindConfigOption(std::string_view name);
+// "pion-server --help" text.
+std::string ConfigUsage();
 
 // Parses argv (argv[1] may be a config file path). Errors name the option.
 Result<Config> ParseConfig(int argc, char** argv);

@@ -1,23 +1,76 @@
 // Server: the process-wide state every worker shares. It owns the config, the
-// store (only with --kvcache), the receipt, the client registry and, once the
-// durability layer exists, persistence. Passed explicitly to handlers through
-// CommandContext::server (no globals).
+// store (only with --kvcache), the receipt, the command table, the client
+// registry, the workers and the listening socket, and, once the durability
+// layer exists, the hooks into persistence. Passed explicitly to handlers
+// through CommandContext::server (no globals).
+//
+// Thread-safety: everything here may be used from any worker thread unless a
+// comment says otherwise. Settings that CONFIG SET can change at run time are
+// read through the relaxed-atomic accessors below (maxclients(), timeout_s(),
+// output_limit(), maxmemory()); config() holds the values given at start-up
+// and CONFIG SET keeps it in step under config_mu_ for CONFIG GET.
+//
+// Durability (deferred replies). A handler that changed state sets
+// ctx.wait_lsn to the LSN its change was logged at. The connection then holds
+// that reply, and every later one, until durable_lsn() >= wait_lsn. The
+// persistence layer reports progress with NotifyDurable(lsn) from any thread
+// (its fsync thread, typically): it publishes the new durable LSN and wakes
+// each worker that holds replies, through the worker loop's eventfd. Without
+// persistence nothing is logged, every wait_lsn is 0 and nothing is held.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
+#include "server/client_info.h"
+#include "server/command_table.h"
 #include "server/config.h"
 #include "server/receipt.h"
 #include "store/store.h"
 
 namespace pion::server {
 
+class Worker;
+
+// What persistence plugs in (all optional; set before Start()).
+struct PersistenceHooks {
+  // SHUTDOWN SAVE: take a snapshot; an error refuses the shutdown (unless FORCE).
+  std::function<Status()> save;
+  // Graceful exit, after clients stopped sending and before they are closed:
+  // flush and fsync the log, then NotifyDurable() so held replies go out.
+  std::function<void()> flush_on_exit;
+  // CONFIG SET appendfsync at run time.
+  std::function<void(FsyncPolicy)> set_appendfsync;
+  // Extra lines ("name:value\r\n") for INFO's "# Persistence" section.
+  std::function<void(std::string* out)> info;
+};
+
+// Server-wide counters (INFO stats), summed over the workers' own copies.
+struct ServerStats {
+  uint64_t connections_received = 0;
+  uint64_t commands_processed = 0;
+  uint64_t net_input_bytes = 0;
+  uint64_t net_output_bytes = 0;
+  uint64_t rejected_connections = 0;
+  uint64_t output_limit_disconnections = 0;
+  uint64_t protocol_errors = 0;
+  uint64_t error_replies = 0;
+};
+
 class Server {
  public:
   explicit Server(Config cfg);
+  // With commands added to the standard table (tests, embedding).
+  Server(Config cfg, std::vector<CommandSpec> extra_commands);
   ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
 
   const Config& config() const { return cfg_; }
   Config& mutable_config() { return cfg_; }
@@ -27,13 +80,103 @@ class Server {
   bool loading() const { return loading_.load(std::memory_order_acquire); }
   void set_loading(bool v) { loading_.store(v, std::memory_order_release); }
   uint64_t start_time_us() const { return start_time_us_; }
+  const CommandTable& commands() const { return commands_; }
+
+  // Binds the listening socket and starts the workers.
+  Status Start();
+  // Blocks until SIGTERM/SIGINT arrives on `signal_fd` (a signalfd; -1 for
+  // none) or a SHUTDOWN command, then shuts down gracefully: stop accepting,
+  // stop reading, flush the log (hook), send what is queued, close, join the
+  // workers. Returns the process exit code.
+  int Serve(int signal_fd);
+  // Asks Serve() to shut down (thread-safe; SHUTDOWN calls it).
+  void RequestShutdown();
+  // SHUTDOWN SAVE: runs the persistence save hook (OK when there is none).
+  Status SaveForShutdown();
+  int NextWorker() {
+    return static_cast<int>(next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_.size());
+  }
+  bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
+
+  // The TCP port actually bound (differs from config().port when that is 0).
+  int port() const { return port_; }
+  int num_workers() const { return static_cast<int>(workers_.size()); }
+  Worker* worker(int i) { return workers_[i].get(); }
+  const std::string& run_id() const { return run_id_; }
+
+  // Run-time settings.
+  uint64_t maxclients() const { return maxclients_.load(std::memory_order_relaxed); }
+  uint64_t timeout_s() const { return timeout_s_.load(std::memory_order_relaxed); }
+  uint64_t output_limit() const { return output_limit_.load(std::memory_order_relaxed); }
+  uint64_t maxmemory() const { return maxmemory_.load(std::memory_order_relaxed); }
+  // A copy of the current configuration (CONFIG GET).
+  Config ConfigSnapshot() const;
+  // CONFIG SET: validates every pair, then applies them all or none. `*lsn`
+  // gets the log position of any eviction it caused. Errors are reply texts.
+  Status SetConfig(const std::vector<std::pair<std::string, std::string>>& pairs, uint64_t* lsn);
+
+  // Durability.
+  uint64_t durable_lsn() const { return durable_lsn_.load(std::memory_order_acquire); }
+  void NotifyDurable(uint64_t lsn);
+  void SetPersistenceHooks(PersistenceHooks h) { hooks_ = std::move(h); }
+  const PersistenceHooks& hooks() const { return hooks_; }
+
+  // Client registry.
+  uint64_t NextClientId() { return next_client_id_.fetch_add(1, std::memory_order_relaxed); }
+  void RegisterClient(ClientInfo* c);
+  void UnregisterClient(ClientInfo* c);
+  // Calls fn(const ClientInfo&) for every client with the registry locked (fn
+  // may read `name`; it must not call back into the registry).
+  template <typename Fn>
+  void ForEachClient(Fn&& fn) {
+    std::lock_guard<std::mutex> lk(clients_mu_);
+    for (auto& [id, c] : clients_) fn(*c);
+  }
+  // Sets a client's name (under the registry mutex).
+  void SetClientName(ClientInfo* c, std::string name);
+  std::string ClientName(const ClientInfo* c);
+  // Asks the owning worker to close client `id`; false if there is none.
+  bool KillClient(uint64_t id);
+  // Connection slots: TryAcquire fails at maxclients.
+  bool TryAcquireClientSlot();
+  void ReleaseClientSlot() { connected_.fetch_sub(1, std::memory_order_relaxed); }
+  uint64_t connected_clients() const { return connected_.load(std::memory_order_relaxed); }
+
+  ServerStats Stats() const;
+  void ResetStats();
 
  private:
+  friend class Worker;
+  void StopWorkers();
+
   Config cfg_;
+  mutable std::mutex config_mu_;  // guards cfg_'s run-time fields during CONFIG SET/GET
   std::unique_ptr<store::Store> store_;
   Receipt receipt_;
+  CommandTable commands_;
   std::atomic<bool> loading_{false};
   uint64_t start_time_us_ = 0;
+  std::string run_id_;
+
+  std::atomic<uint64_t> maxclients_;
+  std::atomic<uint64_t> timeout_s_;
+  std::atomic<uint64_t> output_limit_;
+  std::atomic<uint64_t> maxmemory_;
+
+  std::atomic<uint64_t> durable_lsn_{0};
+  PersistenceHooks hooks_;
+
+  int listen_fd_ = -1;
+  int port_ = 0;
+  int shutdown_fd_ = -1;  // eventfd written by RequestShutdown
+  std::atomic<bool> shutting_down_{false};
+  std::vector<std::unique_ptr<Worker>> workers_;
+
+  std::atomic<uint64_t> next_client_id_{1};
+  std::atomic<uint64_t> connected_{0};
+  std::atomic<uint64_t> next_worker_{0};
+  std::mutex clients_mu_;
+  std::unordered_map<uint64_t, ClientInfo*> clients_;  // guarded by clients_mu_
 };
 
 }  // namespace pion::server

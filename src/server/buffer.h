@@ -1,0 +1,64 @@
+// IoBuf and BufferPool: the large byte buffers of the network path (query
+// buffers, big bulk arguments, BulkReserve replies). Every IoBuf is 64-byte
+// aligned, so two buffers never sit 1-31 bytes apart modulo 4 KiB (glibc's
+// memcpy falls to ~2.4 GB/s on this CPU for such pairs, env-baseline.md §1b).
+// A BufferPool keeps released buffers for reuse because first-touching fresh
+// pages costs ~1 GB/s here (env-baseline.md §1c), far below the network.
+//
+// Thread-safety: an IoBuf is a plain owned value. A BufferPool belongs to one
+// worker thread and is not thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+namespace pion::server {
+
+inline constexpr size_t kIoBufAlign = 64;
+
+class IoBuf {
+ public:
+  IoBuf() = default;
+  // Capacity is `size` rounded up to 64 bytes (to 4 KiB from 64 KiB up).
+  explicit IoBuf(size_t size);
+  ~IoBuf();
+  IoBuf(IoBuf&& o) noexcept : data_(o.data_), capacity_(o.capacity_) {
+    o.data_ = nullptr;
+    o.capacity_ = 0;
+  }
+  IoBuf& operator=(IoBuf&& o) noexcept;
+  IoBuf(const IoBuf&) = delete;
+  IoBuf& operator=(const IoBuf&) = delete;
+
+  char* data() { return data_; }
+  const char* data() const { return data_; }
+  size_t capacity() const { return capacity_; }
+  bool empty() const { return data_ == nullptr; }
+
+ private:
+  char* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+class BufferPool {
+ public:
+  // Buffers are cached only while the pool holds at most `max_cached_bytes`.
+  explicit BufferPool(size_t max_cached_bytes) : max_cached_(max_cached_bytes) {}
+
+  // A buffer of at least `size` bytes: a cached one no larger than 2 * size if
+  // there is one, else a new one.
+  IoBuf Get(size_t size);
+  // Returns a buffer for reuse (or frees it when the cache is full).
+  void Put(IoBuf buf);
+
+  size_t cached_bytes() const { return cached_; }
+  void set_max_cached_bytes(size_t n) { max_cached_ = n; }
+
+ private:
+  std::multimap<size_t, IoBuf> free_;  // by capacity
+  size_t cached_ = 0;
+  size_t max_cached_;
+};
+
+}  // namespace pion::server

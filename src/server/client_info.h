@@ -1,0 +1,38 @@
+// ClientInfo: the part of a connection that other threads may read (CLIENT
+// LIST/INFO/KILL on any worker, INFO clients). Immutable fields are set before
+// the client is registered; counters are relaxed atomics written by the owning
+// worker; `name` is guarded by Server's client registry mutex. The registry
+// guarantees a ClientInfo outlives every reader holding that mutex.
+//
+// `conn` is the owning connection: only its worker thread may use it (command
+// handlers run on that thread, so they may).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace pion::server {
+
+class Connection;
+
+struct ClientInfo {
+  uint64_t id = 0;
+  int fd = -1;
+  int worker = 0;
+  std::string addr;         // "ip:port" of the peer
+  std::string laddr;        // "ip:port" of our side
+  uint64_t created_us = 0;  // MonotonicUs()
+  Connection* conn = nullptr;
+
+  std::string name;  // guarded by Server::clients_mu_
+
+  std::atomic<uint64_t> last_active_us{0};    // MonotonicUs() of the last command
+  std::atomic<const char*> last_cmd{"NULL"};  // static CommandSpec name
+  std::atomic<int> proto{2};
+  std::atomic<bool> authenticated{true};
+  std::atomic<uint64_t> qbuf{0};  // unparsed input bytes
+  std::atomic<uint64_t> omem{0};  // queued output bytes
+};
+
+}  // namespace pion::server

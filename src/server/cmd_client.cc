@@ -1,0 +1,309 @@
+// CLIENT ID|SETNAME|GETNAME|INFO|LIST|KILL|NO-EVICT|NO-TOUCH|SETINFO|REPLY|HELP.
+// LIST and KILL see every worker's clients through the server's registry; a
+// client on another worker is closed by a task posted to that worker's loop.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/strutil.h"
+#include "server/client_info.h"
+#include "server/command_table.h"
+#include "server/connection.h"
+#include "server/dispatch.h"
+#include "server/errors.h"
+#include "server/server.h"
+
+namespace pion::server {
+
+namespace {
+
+constexpr std::string_view kErrBadName =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+bool ValidName(std::string_view name) {
+  for (char c : name)
+    if (c < '!' || c > '~') return false;
+  return true;
+}
+
+// One CLIENT LIST line (Redis 7 field order; fields pion does not have are
+// reported as Redis reports them for an idle normal client). Registry locked.
+void AppendClientLine(const ClientInfo& c, std::string* out) {
+  uint64_t now = MonotonicUs();
+  constexpr auto kR = std::memory_order_relaxed;
+  uint64_t last = c.last_active_us.load(kR);
+  std::string cmd = ToLower(c.last_cmd.load(kR));
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "id=%llu addr=%s laddr=%s fd=%d name=", static_cast<unsigned long long>(c.id),
+                c.addr.c_str(), c.laddr.c_str(), c.fd);
+  out->append(buf);
+  out->append(c.name);
+  uint64_t qbuf = c.qbuf.load(kR), omem = c.omem.load(kR);
+  std::snprintf(buf, sizeof(buf),
+                " age=%llu idle=%llu flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=%llu "
+                "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%llu "
+                "tot-mem=%llu events=r cmd=%s user=default redir=-1 resp=%d worker=%d\n",
+                static_cast<unsigned long long>((now - c.created_us) / 1000000),
+                static_cast<unsigned long long>(now > last ? (now - last) / 1000000 : 0),
+                static_cast<unsigned long long>(qbuf), static_cast<unsigned long long>(omem),
+                static_cast<unsigned long long>(qbuf + omem), cmd.c_str(), c.proto.load(kR),
+                c.worker);
+  out->append(buf);
+}
+
+void ClientList(CommandContext& ctx) {
+  std::vector<uint64_t> ids;
+  bool filter_ids = false;
+  for (size_t i = 2; i < ctx.args.size(); i += 2) {
+    if (i + 1 >= ctx.args.size()) {
+      ctx.reply->Error("ERR syntax error");
+      return;
+    }
+    if (EqualsIgnoreCase(ctx.args[i], "TYPE")) {
+      std::string_view t = ctx.args[i + 1];
+      if (EqualsIgnoreCase(t, "normal")) continue;
+      if (EqualsIgnoreCase(t, "master") || EqualsIgnoreCase(t, "replica") ||
+          EqualsIgnoreCase(t, "slave") || EqualsIgnoreCase(t, "pubsub")) {
+        ctx.reply->Bulk("");
+        return;
+      }
+      ctx.reply->Error("ERR Unknown client type '" + std::string(t) + "'");
+      return;
+    }
+    if (EqualsIgnoreCase(ctx.args[i], "ID")) {
+      filter_ids = true;
+      for (size_t j = i + 1; j < ctx.args.size(); ++j) {
+        auto id = ParseInt64Strict(ctx.args[j]);
+        if (!id.has_value() || *id <= 0) {
+          ctx.reply->Error("ERR Invalid client ID");
+          return;
+        }
+        ids.push_back(static_cast<uint64_t>(*id));
+      }
+      break;
+    }
+    ctx.reply->Error("ERR syntax error");
+    return;
+  }
+  std::string out;
+  ctx.server->ForEachClient([&](const ClientInfo& c) {
+    if (filter_ids && std::find(ids.begin(), ids.end(), c.id) == ids.end()) return;
+    AppendClientLine(c, &out);
+  });
+  // Redis lists clients by id.
+  std::vector<std::string_view> lines;
+  for (size_t p = 0; p < out.size();) {
+    size_t e = out.find('\n', p);
+    lines.emplace_back(out.data() + p, e + 1 - p);
+    p = e + 1;
+  }
+  auto id_of = [](std::string_view l) { return std::strtoull(l.data() + 3, nullptr, 10); };
+  std::sort(lines.begin(), lines.end(),
+            [&](std::string_view a, std::string_view b) { return id_of(a) < id_of(b); });
+  std::string sorted;
+  sorted.reserve(out.size());
+  for (auto l : lines) sorted.append(l);
+  ctx.reply->Verbatim(sorted);
+}
+
+void ClientInfoCmd(CommandContext& ctx) {
+  std::string out;
+  ctx.server->ForEachClient([&](const ClientInfo& c) {
+    if (c.id == ctx.client->id) AppendClientLine(c, &out);
+  });
+  ctx.reply->Verbatim(out);
+}
+
+struct KillFilter {
+  bool has_id = false;
+  uint64_t id = 0;
+  std::string addr, laddr, user;
+  bool skipme = true;
+  bool has_maxage = false;
+  uint64_t maxage = 0;
+  bool type_matches_none = false;
+};
+
+void ClientKill(CommandContext& ctx) {
+  KillFilter f;
+  bool old_style = ctx.args.size() == 3;
+  if (old_style) {
+    f.addr = std::string(ctx.args[2]);
+    f.skipme = false;
+  } else {
+    if ((ctx.args.size() - 2) % 2 != 0) {
+      ctx.reply->Error("ERR syntax error");
+      return;
+    }
+    for (size_t i = 2; i < ctx.args.size(); i += 2) {
+      std::string_view k = ctx.args[i], v = ctx.args[i + 1];
+      if (EqualsIgnoreCase(k, "ID")) {
+        auto id = ParseInt64Strict(v);
+        if (!id.has_value() || *id <= 0) {
+          ctx.reply->Error("ERR client-id should be greater than 0");
+          return;
+        }
+        f.has_id = true;
+        f.id = static_cast<uint64_t>(*id);
+      } else if (EqualsIgnoreCase(k, "ADDR")) {
+        f.addr = std::string(v);
+      } else if (EqualsIgnoreCase(k, "LADDR")) {
+        f.laddr = std::string(v);
+      } else if (EqualsIgnoreCase(k, "USER")) {
+        f.user = std::string(v);
+      } else if (EqualsIgnoreCase(k, "SKIPME")) {
+        if (EqualsIgnoreCase(v, "yes")) {
+          f.skipme = true;
+        } else if (EqualsIgnoreCase(v, "no")) {
+          f.skipme = false;
+        } else {
+          ctx.reply->Error("ERR syntax error");
+          return;
+        }
+      } else if (EqualsIgnoreCase(k, "TYPE")) {
+        if (EqualsIgnoreCase(v, "master") || EqualsIgnoreCase(v, "replica") ||
+            EqualsIgnoreCase(v, "slave") || EqualsIgnoreCase(v, "pubsub")) {
+          f.type_matches_none = true;
+        } else if (!EqualsIgnoreCase(v, "normal")) {
+          ctx.reply->Error("ERR Unknown client type '" + std::string(v) + "'");
+          return;
+        }
+      } else if (EqualsIgnoreCase(k, "MAXAGE")) {
+        auto a = ParseInt64Strict(v);
+        if (!a.has_value() || *a < 0) {
+          ctx.reply->Error(kErrNotInteger);
+          return;
+        }
+        f.has_maxage = true;
+        f.maxage = static_cast<uint64_t>(*a);
+      } else {
+        ctx.reply->Error("ERR syntax error");
+        return;
+      }
+    }
+  }
+  std::vector<uint64_t> victims;
+  uint64_t now = MonotonicUs();
+  if (!f.type_matches_none) {
+    ctx.server->ForEachClient([&](const ClientInfo& c) {
+      if (f.has_id && c.id != f.id) return;
+      if (!f.addr.empty() && c.addr != f.addr) return;
+      if (!f.laddr.empty() && c.laddr != f.laddr) return;
+      if (!f.user.empty() && f.user != "default") return;
+      if (f.has_maxage && (now - c.created_us) / 1000000 < f.maxage) return;
+      if (f.skipme && c.id == ctx.client->id) return;
+      victims.push_back(c.id);
+    });
+  }
+  size_t killed = 0;
+  for (uint64_t id : victims) {
+    if (id == ctx.client->id) {
+      ctx.client->conn->CloseAfterReply();  // after this reply is sent
+      ++killed;
+    } else if (ctx.server->KillClient(id)) {
+      ++killed;
+    }
+  }
+  if (old_style) {
+    if (killed == 0)
+      ctx.reply->Error("ERR No such client");
+    else
+      ctx.reply->SimpleString("OK");
+  } else {
+    ctx.reply->Integer(static_cast<int64_t>(killed));
+  }
+}
+
+void ClientHelp(CommandContext& ctx) {
+  static const char* kLines[] = {
+      "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+      "ID",
+      "    Return the ID of the current connection.",
+      "GETNAME",
+      "    Return the name of the current connection.",
+      "SETNAME <name>",
+      "    Assign the name <name> to the current connection.",
+      "INFO",
+      "    Return information about the current client connection.",
+      "LIST [TYPE normal] [ID <id> [<id> ...]]",
+      "    Return information about client connections.",
+      "KILL <ip:port>",
+      "    Kill connection made from <ip:port>.",
+      "KILL <option> <value> [<option> <value> [...]]",
+      "    Kill connections. Options: ID, ADDR, LADDR, USER, TYPE, SKIPME (yes|no), MAXAGE.",
+      "NO-EVICT (ON|OFF)",
+      "    Accepted for compatibility.",
+      "HELP",
+      "    Print this help.",
+  };
+  ctx.reply->ArrayHeader(std::size(kLines));
+  for (const char* l : kLines) ctx.reply->SimpleString(l);
+}
+
+void Client(CommandContext& ctx) {
+  std::string_view sub = ctx.args[1];
+  size_t n = ctx.args.size();
+  auto arity = [&](bool ok) {
+    if (!ok) ctx.reply->Error(WrongArity("client|" + ToLower(sub)));
+    return ok;
+  };
+  if (EqualsIgnoreCase(sub, "ID")) {
+    if (arity(n == 2)) ctx.reply->Integer(static_cast<int64_t>(ctx.client->id));
+  } else if (EqualsIgnoreCase(sub, "GETNAME")) {
+    if (!arity(n == 2)) return;
+    std::string name = ctx.server->ClientName(ctx.client);
+    if (name.empty())
+      ctx.reply->Null();
+    else
+      ctx.reply->Bulk(name);
+  } else if (EqualsIgnoreCase(sub, "SETNAME")) {
+    if (!arity(n == 3)) return;
+    if (!ValidName(ctx.args[2])) {
+      ctx.reply->Error(kErrBadName);
+      return;
+    }
+    ctx.server->SetClientName(ctx.client, std::string(ctx.args[2]));
+    ctx.reply->SimpleString("OK");
+  } else if (EqualsIgnoreCase(sub, "INFO")) {
+    if (arity(n == 2)) ClientInfoCmd(ctx);
+  } else if (EqualsIgnoreCase(sub, "LIST")) {
+    ClientList(ctx);
+  } else if (EqualsIgnoreCase(sub, "KILL")) {
+    if (arity(n >= 3)) ClientKill(ctx);
+  } else if (EqualsIgnoreCase(sub, "NO-EVICT") || EqualsIgnoreCase(sub, "NO-TOUCH")) {
+    if (!arity(n == 3)) return;
+    if (EqualsIgnoreCase(ctx.args[2], "ON") || EqualsIgnoreCase(ctx.args[2], "OFF"))
+      ctx.reply->SimpleString("OK");
+    else
+      ctx.reply->Error("ERR syntax error");
+  } else if (EqualsIgnoreCase(sub, "SETINFO")) {
+    if (!arity(n == 4)) return;
+    if (EqualsIgnoreCase(ctx.args[2], "LIB-NAME") || EqualsIgnoreCase(ctx.args[2], "LIB-VER"))
+      ctx.reply->SimpleString("OK");
+    else
+      ctx.reply->Error("ERR Unrecognized option '" + std::string(ctx.args[2]) + "'");
+  } else if (EqualsIgnoreCase(sub, "REPLY")) {
+    if (!arity(n == 3)) return;
+    if (EqualsIgnoreCase(ctx.args[2], "ON"))
+      ctx.reply->SimpleString("OK");
+    else
+      ctx.reply->Error("ERR CLIENT REPLY OFF|SKIP is not supported");
+  } else if (EqualsIgnoreCase(sub, "HELP")) {
+    ClientHelp(ctx);
+  } else {
+    ctx.reply->Error(UnknownSubcommandError("CLIENT", sub));
+  }
+}
+
+}  // namespace
+
+void AddClientCommands(std::vector<CommandSpec>* out) {
+  out->push_back({"CLIENT", -2, kCmdLoading | kCmdStale, 0, 0, 0, Client,
+                  "Connection introspection: ID, SETNAME, GETNAME, INFO, LIST, KILL."});
+}
+
+}  // namespace pion::server

@@ -1,0 +1,193 @@
+// Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET
+// (docs/protocol.md "Connection"). They run on the client's worker thread and
+// may change that connection's state through ClientInfo::conn.
+#include <string>
+
+#include "base/strutil.h"
+#include "server/client_info.h"
+#include "server/command_table.h"
+#include "server/connection.h"
+#include "server/errors.h"
+#include "server/server.h"
+
+namespace pion::server {
+
+namespace {
+
+constexpr std::string_view kErrWrongPass =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+constexpr std::string_view kErrAuthNoPassword =
+    "ERR Client sent AUTH, but no password is set. Did you mean AUTH <username> <password>?";
+constexpr std::string_view kErrHelloNoAuth =
+    "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
+    "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
+    "RESP protocol version at the same time";
+
+// Compares without an early exit so timing does not leak the password.
+bool SecretEquals(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+// The only user is "default"; without --requirepass it takes any password.
+bool CheckCredentials(Server& s, std::string_view user, std::string_view pass) {
+  if (user != "default") return false;
+  const std::string& want = s.config().requirepass;
+  return want.empty() || SecretEquals(pass, want);
+}
+
+void Ping(CommandContext& ctx) {
+  if (ctx.args.size() == 1)
+    ctx.reply->SimpleString("PONG");
+  else
+    ctx.reply->Bulk(ctx.args[1]);
+}
+
+void Echo(CommandContext& ctx) { ctx.reply->Bulk(ctx.args[1]); }
+
+void Hello(CommandContext& ctx) {
+  Connection* conn = ctx.client->conn;
+  int64_t ver = 0;
+  size_t j = 1;
+  if (ctx.args.size() >= 2) {
+    auto v = ParseInt64Strict(ctx.args[1]);
+    if (!v.has_value()) {
+      ctx.reply->Error("ERR Protocol version is not an integer or out of range");
+      return;
+    }
+    if (*v < 2 || *v > 3) {
+      ctx.reply->Error(kErrNoProto);
+      return;
+    }
+    ver = *v;
+    j = 2;
+  }
+  bool authed = conn->authenticated();
+  bool set_name = false;
+  std::string_view name;
+  for (; j < ctx.args.size(); ++j) {
+    size_t more = ctx.args.size() - 1 - j;
+    std::string_view opt = ctx.args[j];
+    if (EqualsIgnoreCase(opt, "AUTH") && more >= 2) {
+      if (!CheckCredentials(*ctx.server, ctx.args[j + 1], ctx.args[j + 2])) {
+        ctx.reply->Error(kErrWrongPass);
+        return;
+      }
+      authed = true;
+      j += 2;
+    } else if (EqualsIgnoreCase(opt, "SETNAME") && more >= 1) {
+      name = ctx.args[j + 1];
+      for (char c : name) {
+        if (c < '!' || c > '~') {
+          ctx.reply->Error(
+              "ERR Client names cannot contain spaces, newlines or special characters.");
+          return;
+        }
+      }
+      set_name = true;
+      ++j;
+    } else {
+      std::string m = "ERR Syntax error in HELLO option '";
+      m.append(opt);
+      m += '\'';
+      ctx.reply->Error(m);
+      return;
+    }
+  }
+  if (!authed) {
+    ctx.reply->Error(kErrHelloNoAuth);
+    return;
+  }
+  conn->SetAuthenticated(true);
+  if (set_name) ctx.server->SetClientName(ctx.client, std::string(name));
+  // The protocol switches before the reply is written.
+  if (ver != 0) conn->SetProto(static_cast<int>(ver));
+  ReplyBuilder* rb = ctx.reply;
+  rb->MapHeader(7);
+  rb->Bulk("server");
+  rb->Bulk("pion");
+  rb->Bulk("version");
+  rb->Bulk(PION_VERSION);
+  rb->Bulk("proto");
+  rb->Integer(conn->proto());
+  rb->Bulk("id");
+  rb->Integer(static_cast<int64_t>(ctx.client->id));
+  rb->Bulk("mode");
+  rb->Bulk("standalone");
+  rb->Bulk("role");
+  rb->Bulk("master");
+  rb->Bulk("modules");
+  rb->ArrayHeader(0);
+}
+
+void Auth(CommandContext& ctx) {
+  if (ctx.args.size() > 3) {
+    ctx.reply->Error("ERR syntax error");
+    return;
+  }
+  std::string_view user = "default";
+  std::string_view pass = ctx.args[1];
+  if (ctx.args.size() == 3) {
+    user = ctx.args[1];
+    pass = ctx.args[2];
+  } else if (ctx.server->config().requirepass.empty()) {
+    ctx.reply->Error(kErrAuthNoPassword);
+    return;
+  }
+  if (!CheckCredentials(*ctx.server, user, pass)) {
+    ctx.reply->Error(kErrWrongPass);
+    return;
+  }
+  ctx.client->conn->SetAuthenticated(true);
+  ctx.reply->SimpleString("OK");
+}
+
+void Select(CommandContext& ctx) {
+  auto db = ParseInt64Strict(ctx.args[1]);
+  if (!db.has_value()) {
+    ctx.reply->Error(kErrNotInteger);
+    return;
+  }
+  if (*db != 0) {
+    ctx.reply->Error("ERR DB index is out of range");
+    return;
+  }
+  ctx.reply->SimpleString("OK");
+}
+
+void Quit(CommandContext& ctx) {
+  ctx.reply->SimpleString("OK");
+  ctx.client->conn->CloseAfterReply();
+}
+
+void Reset(CommandContext& ctx) {
+  Connection* conn = ctx.client->conn;
+  conn->SetProto(2);
+  ctx.server->SetClientName(ctx.client, "");
+  conn->SetAuthenticated(ctx.server->config().requirepass.empty());
+  ctx.reply->SimpleString("RESET");
+}
+
+}  // namespace
+
+void AddConnectionCommands(std::vector<CommandSpec>* out) {
+  constexpr uint32_t kAlways = kCmdFast | kCmdLoading | kCmdStale;
+  out->push_back({"PING", -1, kAlways, 0, 0, 0, Ping, "Returns PONG, or the argument."});
+  out->push_back({"ECHO", 2, kAlways, 0, 0, 0, Echo, "Returns the argument."});
+  out->push_back({"HELLO", -1, kAlways | kCmdNoAuth, 0, 0, 0, Hello,
+                  "Handshake: protocol version, optional AUTH and SETNAME."});
+  out->push_back(
+      {"AUTH", -2, kAlways | kCmdNoAuth, 0, 0, 0, Auth, "Authenticates the connection."});
+  out->push_back({"SELECT", 2, kAlways, 0, 0, 0, Select, "Selects database 0 (the only one)."});
+  out->push_back({"QUIT", -1, kAlways | kCmdNoAuth, 0, 0, 0, Quit, "Closes the connection."});
+  out->push_back({"RESET", 1, kAlways | kCmdNoAuth, 0, 0, 0, Reset,
+                  "Resets the connection: RESP2, no name, not authenticated."});
+}
+
+}  // namespace pion::server

@@ -1,0 +1,227 @@
+// INFO [section ...]: Redis-style "# Section" blocks of "field:value" lines.
+// Sections: server, clients, memory, persistence, stats, pion, keyspace;
+// "default" and "all" name them all, "everything" too. RESP3 gets a verbatim
+// string, RESP2 a bulk string. Counters are server-wide (every worker).
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/strutil.h"
+#include "server/client_info.h"
+#include "server/command_table.h"
+#include "server/server.h"
+
+#ifndef PION_BUILD_ID
+#define PION_BUILD_ID "unknown"
+#endif
+
+namespace pion::server {
+
+namespace {
+
+constexpr const char* kSections[] = {"server", "clients", "memory",  "persistence",
+                                     "stats",  "pion",    "keyspace"};
+
+void Field(std::string* out, const char* name, const std::string& v) {
+  out->append(name);
+  out->push_back(':');
+  out->append(v);
+  out->append("\r\n");
+}
+void Field(std::string* out, const char* name, uint64_t v) { Field(out, name, std::to_string(v)); }
+
+std::string Human(uint64_t bytes) {
+  char buf[32];
+  double b = static_cast<double>(bytes);
+  if (bytes < 1024)
+    std::snprintf(buf, sizeof(buf), "%lluB", static_cast<unsigned long long>(bytes));
+  else if (bytes < (1ull << 20))
+    std::snprintf(buf, sizeof(buf), "%.2fK", b / 1024);
+  else if (bytes < (1ull << 30))
+    std::snprintf(buf, sizeof(buf), "%.2fM", b / (1 << 20));
+  else
+    std::snprintf(buf, sizeof(buf), "%.2fG", b / (1ull << 30));
+  return buf;
+}
+
+uint64_t RssBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  int n = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+void ServerSection(Server& s, std::string* out) {
+  static const std::string os = [] {
+    utsname u{};
+    if (::uname(&u) != 0) return std::string("Linux");
+    return std::string(u.sysname) + " " + u.release + " " + u.machine;
+  }();
+  uint64_t up = (MonotonicUs() - s.start_time_us()) / 1000000;
+  Field(out, "redis_version", std::string("7.0.0"));
+  Field(out, "pion_version", std::string(PION_VERSION "+" PION_BUILD_ID));
+  Field(out, "redis_mode", std::string("standalone"));
+  Field(out, "os", os);
+  Field(out, "arch_bits", uint64_t{64});
+  Field(out, "multiplexing_api", std::string("epoll"));
+  Field(out, "gcc_version", std::string(__VERSION__).substr(0, std::string(__VERSION__).find(' ')));
+  Field(out, "process_id", static_cast<uint64_t>(::getpid()));
+  Field(out, "run_id", s.run_id());
+  Field(out, "tcp_port", static_cast<uint64_t>(s.port()));
+  Field(out, "server_time_usec", UnixMicros());
+  Field(out, "uptime_in_seconds", up);
+  Field(out, "uptime_in_days", up / 86400);
+  Field(out, "workers", static_cast<uint64_t>(s.num_workers()));
+  Field(out, "kvcache", std::string(s.store() != nullptr ? "yes" : "no"));
+  Field(out, "config_file", s.config().config_file);
+}
+
+void ClientsSection(Server& s, std::string* out) {
+  Field(out, "connected_clients", s.connected_clients());
+  Field(out, "maxclients", s.maxclients());
+  Field(out, "blocked_clients", uint64_t{0});
+  Field(out, "tracking_clients", uint64_t{0});
+}
+
+void MemorySection(Server& s, std::string* out) {
+  uint64_t rss = RssBytes();
+  uint64_t max = s.maxmemory();
+  Field(out, "used_memory", rss);
+  Field(out, "used_memory_human", Human(rss));
+  Field(out, "used_memory_rss", rss);
+  Field(out, "used_memory_rss_human", Human(rss));
+  Field(out, "maxmemory", max);
+  Field(out, "maxmemory_human", Human(max));
+  Field(out, "maxmemory_policy", std::string("allkeys-lru"));
+  if (store::Store* st = s.store()) {
+    store::StoreStats ss = st->Stats();
+    Field(out, "vstore_bytes", ss.bytes);
+    Field(out, "vstore_bytes_human", Human(ss.bytes));
+  }
+  Field(out, "mem_allocator", std::string("libc"));
+}
+
+void PersistenceSection(Server& s, std::string* out) {
+  Field(out, "loading", uint64_t{s.loading() ? 1u : 0u});
+  Field(out, "async_loading", uint64_t{0});
+  if (s.hooks().info) s.hooks().info(out);
+}
+
+void StatsSection(Server& s, std::string* out) {
+  ServerStats st = s.Stats();
+  Field(out, "total_connections_received", st.connections_received);
+  Field(out, "total_commands_processed", st.commands_processed);
+  Field(out, "total_net_input_bytes", st.net_input_bytes);
+  Field(out, "total_net_output_bytes", st.net_output_bytes);
+  Field(out, "rejected_connections", st.rejected_connections);
+  Field(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
+  Field(out, "total_protocol_errors", st.protocol_errors);
+  Field(out, "total_error_replies", st.error_replies);
+  Field(out, "expired_keys", uint64_t{0});
+  uint64_t evicted = 0;
+  if (store::Store* sto = s.store()) evicted = sto->Stats().evictions / 2;
+  Field(out, "evicted_keys", evicted);
+}
+
+void PionSection(Server& s, int worker, std::string* out) {
+  ReceiptSnapshot r = s.receipt().Read();
+  Field(out, "stats_scope", std::string("server"));
+  Field(out, "worker_id", static_cast<uint64_t>(worker));
+  Field(out, "kvprefix_hits", r.hits);
+  Field(out, "kvprefix_misses", r.misses);
+  Field(out, "kvprefix_hits_measured", r.hits_measured);
+  Field(out, "kvprefix_tokens_served", r.tokens_served);
+  Field(out, "kvprefix_bytes_served", r.bytes_served);
+  Field(out, "prefill_seconds_avoided", Receipt::SecondsText(r.prefill_us_saved));
+  Field(out, "prefill_seconds_avoided_measured", Receipt::SecondsText(r.prefill_us_measured));
+  Field(out, "semantic_hits", r.semantic_hits);
+  Field(out, "semantic_misses", r.semantic_misses);
+  Field(out, "moe_hits", r.moe_hits);
+  Field(out, "moe_misses", r.moe_misses);
+  Field(out, "vector_queries", r.vector_queries);
+  if (store::Store* st = s.store()) {
+    store::StoreStats ss = st->Stats();
+    Field(out, "registered_prefixes", ss.registered_prefixes);
+    Field(out, "total_prefix_tokens", ss.total_prefix_tokens);
+    Field(out, "vstore_sessions", ss.sessions);
+    Field(out, "vstore_max_sessions", ss.max_sessions);
+    Field(out, "vstore_bytes", ss.bytes);
+    Field(out, "vstore_max_bytes", ss.max_bytes);
+    Field(out, "vstore_evictions", ss.evictions);
+    Field(out, "vstore_total_fetches", ss.total_fetches);
+  }
+}
+
+void KeyspaceSection(Server& s, std::string* out) {
+  store::Store* st = s.store();
+  uint64_t n = st != nullptr ? st->NamespaceCount() : 0;
+  if (n > 0) Field(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
+}
+
+void Info(CommandContext& ctx) {
+  bool want[std::size(kSections)] = {};
+  if (ctx.args.size() == 1) {
+    for (bool& w : want) w = true;
+  }
+  for (size_t i = 1; i < ctx.args.size(); ++i) {
+    std::string_view a = ctx.args[i];
+    if (EqualsIgnoreCase(a, "all") || EqualsIgnoreCase(a, "default") ||
+        EqualsIgnoreCase(a, "everything")) {
+      for (bool& w : want) w = true;
+      continue;
+    }
+    for (size_t k = 0; k < std::size(kSections); ++k)
+      if (EqualsIgnoreCase(a, kSections[k])) want[k] = true;
+  }
+  Server& s = *ctx.server;
+  std::string out;
+  out.reserve(2048);
+  for (size_t k = 0; k < std::size(kSections); ++k) {
+    if (!want[k]) continue;
+    std::string body;
+    switch (k) {
+      case 0:
+        ServerSection(s, &body);
+        break;
+      case 1:
+        ClientsSection(s, &body);
+        break;
+      case 2:
+        MemorySection(s, &body);
+        break;
+      case 3:
+        PersistenceSection(s, &body);
+        break;
+      case 4:
+        StatsSection(s, &body);
+        break;
+      case 5:
+        PionSection(s, ctx.client != nullptr ? ctx.client->worker : 0, &body);
+        break;
+      case 6:
+        KeyspaceSection(s, &body);
+        break;
+    }
+    if (!out.empty()) out.append("\r\n");
+    std::string title = kSections[k];
+    title[0] = static_cast<char>(title[0] - 32);
+    out.append("# ").append(title).append("\r\n").append(body);
+  }
+  ctx.reply->Verbatim(out);
+}
+
+}  // namespace
+
+void AddInfoCommands(std::vector<CommandSpec>* out) {
+  out->push_back({"INFO", -1, kCmdLoading | kCmdStale, 0, 0, 0, Info,
+                  "Server information and statistics, by section."});
+}
+
+}  // namespace pion::server

@@ -1,0 +1,102 @@
+// OutputQueue: the bytes a connection still has to send, in reply order, as a
+// queue of segments that writev(2) sends without coalescing copies:
+//
+//   * arena segments: small replies appended to one reusable byte arena
+//     (consecutive small replies merge into one segment);
+//   * owned segments: an exactly-sized IoBuf (BulkReserve, large Bulk copies),
+//     returned to the worker's BufferPool once written;
+//   * external segments: memory owned elsewhere (stored chunks), kept alive by
+//     a pin (shared_ptr) released as soon as its last byte is written.
+//
+// Deferred replies. Every segment carries a hold LSN: it may be written only
+// once the durable LSN (Server::durable_lsn()) is at least that value. Holds
+// never decrease along the queue, so a command whose reply waits for the log
+// also holds every later reply (replies stay in request order). A connection
+// calls HoldFrom(mark, lsn) after a handler that set ctx.wait_lsn; Writable()
+// then yields only the prefix that is durable. With no persistence every LSN is
+// 0 and nothing is ever held.
+//
+// Thread-safety: owned by one connection, used by its worker thread only.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+
+#include "server/buffer.h"
+
+namespace pion::server {
+
+class OutputQueue {
+ public:
+  // A position in the queue (see Mark / HoldFrom).
+  struct Mark {
+    size_t segments = 0;   // segments queued at the time
+    size_t last_len = 0;   // length of the last one then
+    uint64_t written = 0;  // segments popped at the time
+  };
+
+  explicit OutputQueue(BufferPool* pool) : pool_(pool) {}
+  ~OutputQueue();
+  OutputQueue(const OutputQueue&) = delete;
+  OutputQueue& operator=(const OutputQueue&) = delete;
+
+  // Small bytes, copied into the arena.
+  void Append(const char* p, size_t n);
+  void Append(std::string_view s) { Append(s.data(), s.size()); }
+  // Reserves `n` arena bytes; the caller fills them before the next call.
+  char* AppendSpace(size_t n);
+  // An owned buffer of exactly `n` bytes, queued now, filled by the caller.
+  char* AppendOwned(size_t n);
+  // Memory owned elsewhere; `pin` is released once the last part is written.
+  void AppendExternal(std::span<const iovec> parts, std::shared_ptr<const void> pin);
+
+  Mark GetMark() const;
+  // Holds everything appended since `m` (and all later appends) until the
+  // durable LSN reaches `lsn`.
+  void HoldFrom(const Mark& m, uint64_t lsn);
+  uint64_t hold_lsn() const { return hold_lsn_; }
+
+  // Fills up to `max` iovecs with the writable prefix given the durable LSN;
+  // returns how many.
+  int Writable(uint64_t durable_lsn, iovec* iov, int max) const;
+  // The first queued segment's hold LSN (0 if none is queued).
+  uint64_t HeadHold() const;
+  // Removes `n` written bytes from the front.
+  void Consume(size_t n);
+
+  bool empty() const { return segs_.empty(); }
+  size_t bytes() const { return bytes_; }
+  size_t arena_capacity() const { return arena_.capacity(); }
+  // Frees an idle arena larger than `keep` bytes (back to the pool).
+  void ShrinkIdle(size_t keep);
+
+ private:
+  enum class Kind : uint8_t { kArena, kOwned, kExternal };
+  struct Segment {
+    Kind kind;
+    size_t off = 0;             // arena offset (kArena)
+    const char* ptr = nullptr;  // kOwned, kExternal
+    size_t len = 0;
+    uint64_t hold = 0;
+    IoBuf owned;
+    std::shared_ptr<const void> pin;
+  };
+
+  void GrowArena(size_t need);
+
+  BufferPool* pool_;
+  std::deque<Segment> segs_;
+  IoBuf arena_;
+  size_t arena_used_ = 0;
+  size_t head_off_ = 0;  // bytes of segs_.front() already written
+  size_t bytes_ = 0;     // queued, not yet written
+  uint64_t hold_lsn_ = 0;
+  uint64_t popped_ = 0;  // segments written and removed since creation
+};
+
+}  // namespace pion::server

@@ -1,0 +1,349 @@
+#include "server/resp_parser.h"
+
+#include <cstring>
+#include <utility>
+
+#include "base/check.h"
+#include "base/strutil.h"
+
+namespace pion::server {
+
+namespace {
+
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+bool IsHex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return c - 'A' + 10;
+}
+
+const char* FindByte(const char* data, size_t from, size_t len, char c) {
+  if (from >= len) return nullptr;
+  return static_cast<const char*>(std::memchr(data + from, c, len - from));
+}
+
+}  // namespace
+
+// A port of Redis sdssplitargs over a length-bounded line. As in Redis (which
+// works on C strings) the line ends at its first NUL byte.
+bool SplitInlineArgs(std::string_view line, std::string* arena,
+                     std::vector<std::string_view>* out) {
+  if (const void* nul = std::memchr(line.data(), '\0', line.size()))
+    line = line.substr(0, static_cast<const char*>(nul) - line.data());
+  arena->clear();
+  arena->reserve(line.size());
+  const char* p = line.data();
+  const char* end = p + line.size();
+  auto at = [&](const char* q) -> char { return q < end ? *q : '\0'; };
+  while (true) {
+    while (p < end && IsSpace(*p)) ++p;
+    if (p >= end) return true;
+    size_t start = arena->size();
+    bool inq = false, insq = false, done = false;
+    while (!done) {
+      char c = at(p);
+      if (inq) {
+        if (c == '\\' && at(p + 1) == 'x' && IsHex(at(p + 2)) && IsHex(at(p + 3))) {
+          arena->push_back(static_cast<char>(HexValue(at(p + 2)) * 16 + HexValue(at(p + 3))));
+          p += 3;
+        } else if (c == '\\' && at(p + 1) != '\0') {
+          ++p;
+          char e = *p;
+          switch (e) {
+            case 'n':
+              e = '\n';
+              break;
+            case 'r':
+              e = '\r';
+              break;
+            case 't':
+              e = '\t';
+              break;
+            case 'b':
+              e = '\b';
+              break;
+            case 'a':
+              e = '\a';
+              break;
+            default:
+              break;
+          }
+          arena->push_back(e);
+        } else if (c == '"') {
+          // A closing quote must be followed by a space or nothing at all.
+          if (at(p + 1) != '\0' && !IsSpace(at(p + 1))) return false;
+          done = true;
+        } else if (c == '\0') {
+          return false;  // unterminated quotes
+        } else {
+          arena->push_back(c);
+        }
+      } else if (insq) {
+        if (c == '\\' && at(p + 1) == '\'') {
+          ++p;
+          arena->push_back('\'');
+        } else if (c == '\'') {
+          if (at(p + 1) != '\0' && !IsSpace(at(p + 1))) return false;
+          done = true;
+        } else if (c == '\0') {
+          return false;
+        } else {
+          arena->push_back(c);
+        }
+      } else {
+        switch (c) {
+          case ' ':
+          case '\n':
+          case '\r':
+          case '\t':
+          case '\0':
+            done = true;
+            break;
+          case '"':
+            inq = true;
+            break;
+          case '\'':
+            insq = true;
+            break;
+          default:
+            arena->push_back(c);
+            break;
+        }
+      }
+      if (p < end) ++p;
+    }
+    out->emplace_back(arena->data() + start, arena->size() - start);
+  }
+}
+
+RespParser::~RespParser() { ConsumeCommand(); }
+
+RespParser::Result RespParser::Fail(std::string msg) {
+  state_ = State::kError;
+  error_ = "ERR Protocol error: " + std::move(msg);
+  return Result::kError;
+}
+
+void RespParser::ConsumeCommand() {
+  if (pool_ != nullptr) {
+    for (auto& b : bigs_) pool_->Put(std::move(b));
+    if (!big_buf_.empty()) pool_->Put(std::move(big_buf_));
+  }
+  bigs_.clear();
+  big_buf_ = IoBuf();
+  big_need_ = big_filled_ = 0;
+  big_total_ = 0;
+  refs_.clear();
+  views_.clear();
+  if (inline_arena_.capacity() > kInlineMaxBytes * 2) std::string().swap(inline_arena_);
+  if (state_ != State::kError) state_ = State::kIdle;
+  pos_ = scan_ = 0;
+  args_left_ = bulk_len_ = 0;
+}
+
+std::span<char> RespParser::DirectTarget() {
+  PION_DCHECK(WantsDirectRead());
+  return {big_buf_.data() + big_filled_, big_need_ - big_filled_};
+}
+
+size_t RespParser::BytesWanted() const {
+  switch (state_) {
+    case State::kBulkBody:
+      return bulk_len_ + 2;
+    case State::kBigBody:
+      return big_need_ - big_filled_;
+    default:
+      return 1;
+  }
+}
+
+RespParser::Result RespParser::Parse(const char* data, size_t len) {
+  if (state_ == State::kError) return Result::kError;
+  if (state_ == State::kDone) return Result::kCommand;
+  if (len > limits_.max_query_bytes || big_total_ + len > limits_.max_query_bytes)
+    return Fail("client query buffer limit exceeded");
+  while (true) {
+    switch (state_) {
+      case State::kIdle:
+        if (pos_ >= len) return Result::kNeedMore;
+        state_ = data[pos_] == '*' ? State::kArrayLen : State::kInline;
+        scan_ = pos_;
+        break;
+      case State::kInline:
+        return ParseInline(data, len);
+      case State::kArrayLen: {
+        Result r = ParseArrayLen(data, len);
+        if (state_ == State::kArrayLen || r != Result::kNeedMore) return r;
+        break;
+      }
+      case State::kBulkLen: {
+        Result r = ParseBulkLen(data, len);
+        if (state_ == State::kBulkLen || r != Result::kNeedMore) return r;
+        break;
+      }
+      case State::kBulkBody: {
+        if (len - pos_ < bulk_len_ + 2) return Result::kNeedMore;
+        if (data[pos_ + bulk_len_] != '\r' || data[pos_ + bulk_len_ + 1] != '\n')
+          return Fail("expected CRLF after bulk argument");
+        refs_.push_back({Where::kRegion, 0, pos_, bulk_len_});
+        pos_ += bulk_len_ + 2;
+        Result r = ArgDone(data);
+        if (r != Result::kNeedMore) return r;
+        break;
+      }
+      case State::kBigBody: {
+        if (big_filled_ < big_need_ && pos_ < len) {
+          size_t n = std::min(len - pos_, big_need_ - big_filled_);
+          std::memcpy(big_buf_.data() + big_filled_, data + pos_, n);
+          big_filled_ += n;
+          pos_ += n;
+        }
+        if (big_filled_ < big_need_) return Result::kNeedMore;
+        Result r = FinishBig();
+        if (r == Result::kError) return r;
+        r = ArgDone(data);
+        if (r != Result::kNeedMore) return r;
+        break;
+      }
+      case State::kDone:
+        return Result::kCommand;
+      case State::kError:
+        return Result::kError;
+    }
+  }
+}
+
+RespParser::Result RespParser::ParseInline(const char* data, size_t len) {
+  const char* nl = FindByte(data, scan_, len, '\n');
+  if (nl == nullptr) {
+    if (len - pos_ > kInlineMaxBytes) return Fail("too big inline request");
+    scan_ = len;
+    return Result::kNeedMore;
+  }
+  size_t line_end = nl - data;
+  size_t query_end = line_end;
+  if (query_end > pos_ && data[query_end - 1] == '\r') --query_end;
+  std::vector<std::string_view> toks;
+  if (!SplitInlineArgs(std::string_view(data + pos_, query_end - pos_), &inline_arena_, &toks))
+    return Fail("unbalanced quotes in request");
+  for (std::string_view t : toks)
+    refs_.push_back(
+        {Where::kInline, 0, static_cast<size_t>(t.data() - inline_arena_.data()), t.size()});
+  pos_ = line_end + 1;
+  state_ = State::kDone;
+  Materialize(data);
+  return Result::kCommand;
+}
+
+RespParser::Result RespParser::ParseArrayLen(const char* data, size_t len) {
+  const char* cr = FindByte(data, std::max(scan_, pos_ + 1), len, '\r');
+  if (cr == nullptr) {
+    if (len - pos_ > kInlineMaxBytes) return Fail("too big mbulk count string");
+    scan_ = len;
+    return Result::kNeedMore;
+  }
+  size_t cr_at = cr - data;
+  if (cr_at + 1 >= len) {
+    scan_ = cr_at;
+    return Result::kNeedMore;
+  }
+  auto n = ParseInt64Strict(std::string_view(data + pos_ + 1, cr_at - pos_ - 1));
+  if (!n.has_value() || data[cr_at + 1] != '\n' || *n > 2147483647 ||
+      (*n > 0 && static_cast<uint64_t>(*n) > limits_.max_args))
+    return Fail("invalid multibulk length");
+  if (*n > 10 && auth_required_) return Fail("unauthenticated multibulk length");
+  pos_ = cr_at + 2;
+  scan_ = pos_;
+  if (*n <= 0) {  // an empty command, ignored as Redis does
+    state_ = State::kDone;
+    Materialize(data);
+    return Result::kCommand;
+  }
+  args_left_ = static_cast<uint64_t>(*n);
+  refs_.reserve(std::min<uint64_t>(args_left_, 1024));
+  state_ = State::kBulkLen;
+  return Result::kNeedMore;
+}
+
+RespParser::Result RespParser::ParseBulkLen(const char* data, size_t len) {
+  if (pos_ >= len) return Result::kNeedMore;
+  if (data[pos_] != '$') {
+    std::string msg = "expected '$', got '";
+    msg += data[pos_];
+    msg += '\'';
+    return Fail(std::move(msg));
+  }
+  const char* cr = FindByte(data, std::max(scan_, pos_ + 1), len, '\r');
+  if (cr == nullptr) {
+    if (len - pos_ > kInlineMaxBytes) return Fail("too big bulk count string");
+    scan_ = len;
+    return Result::kNeedMore;
+  }
+  size_t cr_at = cr - data;
+  if (cr_at + 1 >= len) {
+    scan_ = cr_at;
+    return Result::kNeedMore;
+  }
+  auto n = ParseInt64Strict(std::string_view(data + pos_ + 1, cr_at - pos_ - 1));
+  if (!n.has_value() || data[cr_at + 1] != '\n' || *n < 0 ||
+      static_cast<uint64_t>(*n) > limits_.max_bulk_len)
+    return Fail("invalid bulk length");
+  uint64_t blen = static_cast<uint64_t>(*n);
+  if (blen > 16384 && auth_required_) return Fail("unauthenticated bulk length");
+  pos_ = cr_at + 2;
+  scan_ = pos_;
+  // The whole command so far plus this argument must fit the query limit; this
+  // is checked before the argument's buffer is allocated.
+  if (pos_ + big_total_ + blen + 2 > limits_.max_query_bytes)
+    return Fail("client query buffer limit exceeded");
+  if (blen >= kBigArgBytes) {
+    big_need_ = blen + 2;
+    big_filled_ = 0;
+    big_buf_ = pool_ != nullptr ? pool_->Get(big_need_) : IoBuf(big_need_);
+    big_total_ += big_need_;
+    state_ = State::kBigBody;
+  } else {
+    bulk_len_ = blen;
+    state_ = State::kBulkBody;
+  }
+  return Result::kNeedMore;
+}
+
+RespParser::Result RespParser::FinishBig() {
+  const char* b = big_buf_.data();
+  if (b[big_need_ - 2] != '\r' || b[big_need_ - 1] != '\n')
+    return Fail("expected CRLF after bulk argument");
+  refs_.push_back({Where::kBig, static_cast<uint32_t>(bigs_.size()), 0, big_need_ - 2});
+  bigs_.push_back(std::move(big_buf_));
+  big_buf_ = IoBuf();
+  big_need_ = big_filled_ = 0;
+  return Result::kNeedMore;
+}
+
+RespParser::Result RespParser::ArgDone(const char* data) {
+  if (--args_left_ > 0) {
+    state_ = State::kBulkLen;
+    return Result::kNeedMore;
+  }
+  state_ = State::kDone;
+  Materialize(data);
+  return Result::kCommand;
+}
+
+void RespParser::Materialize(const char* data) {
+  views_.clear();
+  views_.reserve(refs_.size());
+  for (const ArgRef& r : refs_) {
+    const char* base = r.where == Where::kRegion ? data
+                       : r.where == Where::kBig  ? bigs_[r.big_index].data()
+                                                 : inline_arena_.data();
+    views_.emplace_back(base + r.off, r.len);
+  }
+}
+
+}  // namespace pion::server

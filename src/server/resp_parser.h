@@ -1,0 +1,135 @@
+// RespParser: the incremental RESP request parser, a pure function of (state,
+// bytes) that never touches a socket. It accepts multibulk arrays of bulk
+// strings and inline (telnet) commands, as Redis does, and checks every limit
+// before allocating anything.
+//
+// Input model. The caller keeps the unconsumed input in one contiguous region
+// that starts at the first byte of the current command, appends to it, and
+// passes the whole region to Parse() each time (it may move the region between
+// calls; the parser keeps only offsets). When Parse() returns kCommand, args()
+// are views into the region, into the parser's inline arena, or into big-arg
+// buffers; they stay valid until ConsumeCommand(). The caller then drops
+// command_bytes() from the front of its region.
+//
+// Big arguments (>= kBigArgBytes, as Redis PROTO_MBULK_BIG_ARG) are read into a
+// buffer of exactly len + 2 bytes: the bytes already in the region are copied
+// once, and while WantsDirectRead() is true the caller read(2)s the rest straight
+// into DirectTarget() and reports it with DirectFilled(), so a 16 MiB argument
+// is never copied again.
+//
+// Errors use Redis' texts ("Protocol error: invalid bulk length"); after one the
+// parser stays in the error state and the caller replies and closes.
+//
+// Thread-safety: one parser per connection, used by its worker thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/buffer.h"
+
+namespace pion::server {
+
+inline constexpr size_t kInlineMaxBytes = 64 * 1024;  // PROTO_INLINE_MAX_SIZE
+inline constexpr size_t kBigArgBytes = 32 * 1024;     // PROTO_MBULK_BIG_ARG
+
+struct ParserLimits {
+  uint64_t max_bulk_len = 1ull << 30;     // proto-max-bulk-len
+  uint64_t max_args = 1ull << 20;         // arguments per command
+  uint64_t max_query_bytes = 2ull << 30;  // client-query-buffer-limit (one command)
+};
+
+class RespParser {
+ public:
+  enum class Result { kNeedMore, kCommand, kError };
+
+  // `pool` (may be null) supplies big-argument buffers and takes them back.
+  explicit RespParser(BufferPool* pool = nullptr) : pool_(pool) {}
+  ~RespParser();
+  RespParser(const RespParser&) = delete;
+  RespParser& operator=(const RespParser&) = delete;
+
+  void set_limits(const ParserLimits& l) { limits_ = l; }
+  // Unauthenticated clients get Redis' tighter header limits (10 args, 16 KiB
+  // bulks) so they cannot make the server allocate before AUTH.
+  void set_auth_required(bool v) { auth_required_ = v; }
+
+  // Parses the region [data, data + len) that starts at the current command.
+  Result Parse(const char* data, size_t len);
+
+  // After kCommand. A command may be empty (`*0`, `*-1`, an empty inline line):
+  // the caller skips it.
+  std::span<const std::string_view> args() const { return views_; }
+  size_t command_bytes() const { return pos_; }
+  // Drops the command's state (big buffers go back to the pool).
+  void ConsumeCommand();
+
+  // After kError: the reply text without '-', e.g. "ERR Protocol error: ...".
+  const std::string& error() const { return error_; }
+
+  // True while the rest of a big argument should be read straight into
+  // DirectTarget() (the region has nothing more for it).
+  bool WantsDirectRead() const { return state_ == State::kBigBody && big_filled_ < big_need_; }
+  std::span<char> DirectTarget();
+  void DirectFilled(size_t n) { big_filled_ += n; }
+  // How many more bytes the current command needs at least (a read size hint).
+  size_t BytesWanted() const;
+  // Bytes of the pending command held outside the region (big arguments).
+  uint64_t big_bytes() const { return big_total_; }
+
+ private:
+  enum class State : uint8_t {
+    kIdle,
+    kInline,
+    kArrayLen,
+    kBulkLen,
+    kBulkBody,
+    kBigBody,
+    kDone,
+    kError
+  };
+  enum class Where : uint8_t { kRegion, kBig, kInline };
+  struct ArgRef {
+    Where where;
+    uint32_t big_index;
+    size_t off, len;
+  };
+
+  Result Fail(std::string msg);
+  Result ParseInline(const char* data, size_t len);
+  Result ParseArrayLen(const char* data, size_t len);
+  Result ParseBulkLen(const char* data, size_t len);
+  Result FinishBig();
+  Result ArgDone(const char* data);
+  void Materialize(const char* data);
+
+  BufferPool* pool_;
+  ParserLimits limits_;
+  bool auth_required_ = false;
+  State state_ = State::kIdle;
+  size_t pos_ = 0;   // parse position within the region
+  size_t scan_ = 0;  // where the search for a line end resumes
+  uint64_t args_left_ = 0;
+  uint64_t bulk_len_ = 0;
+  // Current big argument.
+  IoBuf big_buf_;
+  size_t big_need_ = 0, big_filled_ = 0;
+  uint64_t big_total_ = 0;
+  std::vector<IoBuf> bigs_;
+  std::vector<ArgRef> refs_;
+  std::vector<std::string_view> views_;
+  std::string inline_arena_;
+  std::string error_;
+};
+
+// Splits an inline command line as Redis sdssplitargs does (quotes, \x hex and
+// C escapes inside double quotes). Tokens are appended to `arena` (which must
+// have capacity for line.size() more bytes so views stay valid) and their
+// views to `out`. False on unbalanced quotes.
+bool SplitInlineArgs(std::string_view line, std::string* arena, std::vector<std::string_view>* out);
+
+}  // namespace pion::server

@@ -1,0 +1,331 @@
+// RespParser: every malformed case of Redis' tests/unit/protocol.tcl and more,
+// each input also fed split at every byte boundary, pipelines, big arguments
+// (copied and read directly) and limits.
+#include "server/resp_parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace pion::server {
+namespace {
+
+struct Outcome {
+  std::vector<std::vector<std::string>> commands;  // non-empty commands, in order
+  size_t empty_commands = 0;
+  std::string error;     // "" if none
+  bool complete = true;  // false if input ended mid-command
+};
+
+// Feeds `chunks` as a connection would: the region holds the unconsumed input,
+// completed commands are dropped from its front.
+Outcome Feed(const std::vector<std::string>& chunks, ParserLimits lim = {},
+             bool auth_required = false, BufferPool* pool = nullptr, bool direct = false) {
+  RespParser p(pool);
+  p.set_limits(lim);
+  p.set_auth_required(auth_required);
+  Outcome out;
+  std::string region;
+  auto drain = [&]() -> bool {
+    while (true) {
+      if (direct && p.WantsDirectRead()) return true;
+      auto r = p.Parse(region.data(), region.size());
+      if (r == RespParser::Result::kNeedMore) return true;
+      if (r == RespParser::Result::kError) {
+        out.error = p.error();
+        return false;
+      }
+      if (p.args().empty()) {
+        ++out.empty_commands;
+      } else {
+        std::vector<std::string> cmd;
+        for (auto a : p.args()) cmd.emplace_back(a);
+        out.commands.push_back(std::move(cmd));
+      }
+      region.erase(0, p.command_bytes());
+      p.ConsumeCommand();
+    }
+  };
+  for (const std::string& c : chunks) {
+    size_t used = 0;
+    while (used < c.size()) {
+      if (direct && p.WantsDirectRead()) {
+        auto t = p.DirectTarget();
+        size_t n = std::min(t.size(), c.size() - used);
+        std::memcpy(t.data(), c.data() + used, n);
+        p.DirectFilled(n);
+        used += n;
+      } else {
+        region.append(c, used, std::string::npos);
+        used = c.size();
+      }
+      if (!drain()) return out;
+    }
+  }
+  out.complete = region.empty() && !p.WantsDirectRead();
+  return out;
+}
+
+// Feeds the input whole, then split at every byte boundary (two pieces), then
+// one byte at a time; all must agree.
+Outcome FeedAllSplits(const std::string& in, ParserLimits lim = {}, bool auth = false) {
+  Outcome whole = Feed({in}, lim, auth);
+  for (size_t cut = 0; cut <= in.size(); ++cut) {
+    Outcome o = Feed({in.substr(0, cut), in.substr(cut)}, lim, auth);
+    EXPECT_EQ(o.commands, whole.commands) << "cut at " << cut;
+    EXPECT_EQ(o.error, whole.error) << "cut at " << cut;
+    EXPECT_EQ(o.empty_commands, whole.empty_commands) << "cut at " << cut;
+  }
+  std::vector<std::string> bytes;
+  for (char c : in) bytes.emplace_back(1, c);
+  Outcome o = Feed(bytes, lim, auth);
+  EXPECT_EQ(o.commands, whole.commands) << "byte by byte";
+  EXPECT_EQ(o.error, whole.error) << "byte by byte";
+  return whole;
+}
+
+using Cmds = std::vector<std::vector<std::string>>;
+
+TEST(RespParser, SimpleMultibulk) {
+  auto o = FeedAllSplits("*1\r\n$4\r\nPING\r\n");
+  EXPECT_EQ(o.commands, (Cmds{{"PING"}}));
+  EXPECT_EQ(o.error, "");
+}
+
+TEST(RespParser, BinarySafeArgs) {
+  std::string arg("a\0b\r\nc", 6);
+  auto o = FeedAllSplits("*2\r\n$4\r\nECHO\r\n$6\r\n" + arg + "\r\n");
+  ASSERT_EQ(o.commands.size(), 1u);
+  EXPECT_EQ(o.commands[0][1], arg);
+}
+
+TEST(RespParser, EmptyBulk) {
+  auto o = FeedAllSplits("*2\r\n$4\r\nECHO\r\n$0\r\n\r\n");
+  EXPECT_EQ(o.commands, (Cmds{{"ECHO", ""}}));
+}
+
+TEST(RespParser, Pipeline) {
+  std::string in;
+  for (int i = 0; i < 50; ++i)
+    in += "*2\r\n$4\r\nECHO\r\n$" + std::to_string(std::to_string(i).size()) + "\r\n" +
+          std::to_string(i) + "\r\n";
+  in += "PING\r\n";
+  auto o = FeedAllSplits(in);
+  ASSERT_EQ(o.commands.size(), 51u);
+  EXPECT_EQ(o.commands[49][1], "49");
+  EXPECT_EQ(o.commands[50], (std::vector<std::string>{"PING"}));
+}
+
+// protocol.tcl "Handle an empty query".
+TEST(RespParser, EmptyInlineLinesIgnored) {
+  auto o = FeedAllSplits("\r\n\n   \r\nPING\r\n");
+  EXPECT_EQ(o.commands, (Cmds{{"PING"}}));
+  EXPECT_EQ(o.empty_commands, 3u);
+}
+
+// protocol.tcl "Negative multibulk length": an empty command.
+TEST(RespParser, NegativeMultibulkLengthIsEmpty) {
+  auto o = FeedAllSplits("*-10\r\nPING\r\n");
+  EXPECT_EQ(o.error, "");
+  EXPECT_EQ(o.commands, (Cmds{{"PING"}}));
+  EXPECT_EQ(o.empty_commands, 1u);
+}
+
+TEST(RespParser, ZeroMultibulkIsEmpty) {
+  auto o = FeedAllSplits("*0\r\n*1\r\n$4\r\nPING\r\n");
+  EXPECT_EQ(o.commands, (Cmds{{"PING"}}));
+  EXPECT_EQ(o.empty_commands, 1u);
+}
+
+// protocol.tcl "Out of range multibulk length".
+TEST(RespParser, OutOfRangeMultibulkLength) {
+  auto o = FeedAllSplits("*3000000000\r\n");
+  EXPECT_EQ(o.error, "ERR Protocol error: invalid multibulk length");
+}
+
+TEST(RespParser, MultibulkLengthOverArgLimit) {
+  ParserLimits lim;
+  lim.max_args = 4;
+  EXPECT_EQ(Feed({"*5\r\n"}, lim).error, "ERR Protocol error: invalid multibulk length");
+  EXPECT_EQ(Feed({"*4\r\n"}, lim).error, "");
+  EXPECT_EQ(FeedAllSplits("*1048577\r\n").error, "ERR Protocol error: invalid multibulk length");
+}
+
+TEST(RespParser, BadMultibulkNumbers) {
+  for (const char* in : {"*abc\r\n", "*\r\n", "*+1\r\n", "*01\r\n", "*-0\r\n", "*1 \r\n", "*1\rX",
+                         "*99999999999999999999\r\n"}) {
+    EXPECT_EQ(FeedAllSplits(in).error, "ERR Protocol error: invalid multibulk length") << in;
+  }
+}
+
+// protocol.tcl "Wrong multibulk payload header".
+TEST(RespParser, WrongMultibulkPayloadHeader) {
+  auto o = FeedAllSplits("*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n");
+  EXPECT_EQ(o.error, "ERR Protocol error: expected '$', got 'f'");
+  EXPECT_TRUE(o.commands.empty());
+}
+
+// protocol.tcl "Negative multibulk payload length".
+TEST(RespParser, NegativeBulkLength) {
+  auto o = FeedAllSplits("*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n");
+  EXPECT_EQ(o.error, "ERR Protocol error: invalid bulk length");
+}
+
+// protocol.tcl "Out of range multibulk payload length".
+TEST(RespParser, OutOfRangeBulkLength) {
+  auto o = FeedAllSplits("*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n");
+  EXPECT_EQ(o.error, "ERR Protocol error: invalid bulk length");
+}
+
+TEST(RespParser, BulkLengthLimitIsConfigurable) {
+  ParserLimits lim;
+  lim.max_bulk_len = 10;
+  EXPECT_EQ(Feed({"*1\r\n$11\r\n"}, lim).error, "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(Feed({"*1\r\n$10\r\n0123456789\r\n"}, lim).commands, (Cmds{{"0123456789"}}));
+}
+
+// protocol.tcl "Non-number multibulk payload length".
+TEST(RespParser, NonNumberBulkLength) {
+  auto o = FeedAllSplits("*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$blabla\r\n");
+  EXPECT_EQ(o.error, "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(FeedAllSplits("*1\r\n$\r\n").error, "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(FeedAllSplits("*1\r\n$4\rXPING\r\n").error, "ERR Protocol error: invalid bulk length");
+}
+
+// protocol.tcl "Multi bulk request not followed by bulk arguments".
+TEST(RespParser, MultibulkNotFollowedByBulk) {
+  auto o = FeedAllSplits("*1\r\nfoo\r\n");
+  EXPECT_EQ(o.error, "ERR Protocol error: expected '$', got 'f'");
+}
+
+TEST(RespParser, MissingCrlfAfterBulk) {
+  EXPECT_EQ(FeedAllSplits("*1\r\n$4\r\nPINGxx*1\r\n").error,
+            "ERR Protocol error: expected CRLF after bulk argument");
+  EXPECT_EQ(FeedAllSplits("*1\r\n$4\r\nPING\n\r").error,
+            "ERR Protocol error: expected CRLF after bulk argument");
+}
+
+// protocol.tcl "Unbalanced number of quotes".
+TEST(RespParser, UnbalancedQuotes) {
+  auto o = FeedAllSplits("set \"\"\"test-key\"\"\" test-value\r\nping\r\n");
+  EXPECT_EQ(o.error, "ERR Protocol error: unbalanced quotes in request");
+  EXPECT_EQ(FeedAllSplits("echo 'abc\r\n").error,
+            "ERR Protocol error: unbalanced quotes in request");
+  EXPECT_EQ(FeedAllSplits("echo \"abc\"def\r\n").error,
+            "ERR Protocol error: unbalanced quotes in request");
+}
+
+TEST(RespParser, InlineQuotingAsRedis) {
+  auto o = FeedAllSplits("set \"a b\" 'c d' \"\\x41\\n\\t\" 'it\\'s' plain\r\n");
+  ASSERT_EQ(o.commands.size(), 1u);
+  EXPECT_EQ(o.commands[0],
+            (std::vector<std::string>{"set", "a b", "c d", "A\n\t", "it's", "plain"}));
+  // LF-only line ends and tabs between args.
+  EXPECT_EQ(FeedAllSplits("ECHO\thello\n").commands, (Cmds{{"ECHO", "hello"}}));
+  // An empty quoted argument is an argument.
+  EXPECT_EQ(FeedAllSplits("ECHO \"\"\r\n").commands, (Cmds{{"ECHO", ""}}));
+}
+
+// protocol.tcl "Protocol desync regression test" #1..#3: a line that never
+// ends is refused once it passes 64 KiB.
+TEST(RespParser, DesyncTooBigInline) {
+  std::string junk(70 * 1024, 'A');
+  EXPECT_EQ(Feed({std::string("\x00", 1), junk}).error,
+            "ERR Protocol error: too big inline request");
+  EXPECT_EQ(Feed({"$", std::string("\x00", 1), junk}).error,
+            "ERR Protocol error: too big inline request");
+  EXPECT_EQ(Feed({"*", std::string("\x00", 1), junk}).error,
+            "ERR Protocol error: too big mbulk count string");
+  EXPECT_EQ(Feed({"*1\r\n$", junk}).error, "ERR Protocol error: too big bulk count string");
+}
+
+TEST(RespParser, UnauthenticatedLimits) {
+  EXPECT_EQ(Feed({"*11\r\n"}, {}, true).error,
+            "ERR Protocol error: unauthenticated multibulk length");
+  EXPECT_EQ(Feed({"*10\r\n"}, {}, true).error, "");
+  EXPECT_EQ(Feed({"*1\r\n$16385\r\n"}, {}, true).error,
+            "ERR Protocol error: unauthenticated bulk length");
+  EXPECT_EQ(Feed({"*1\r\n$16384\r\n"}, {}, true).error, "");
+}
+
+TEST(RespParser, QueryBufferLimitCheckedBeforeAllocating) {
+  ParserLimits lim;
+  lim.max_query_bytes = 100000;
+  auto o = Feed({"*2\r\n$50000\r\n" + std::string(50000, 'x') + "\r\n$60000\r\n"}, lim);
+  EXPECT_EQ(o.error, "ERR Protocol error: client query buffer limit exceeded");
+}
+
+TEST(RespParser, ErrorIsSticky) {
+  RespParser p;
+  std::string in = "*1\r\nfoo\r\n";
+  EXPECT_EQ(p.Parse(in.data(), in.size()), RespParser::Result::kError);
+  std::string ok = "*1\r\n$4\r\nPING\r\n";
+  EXPECT_EQ(p.Parse(ok.data(), ok.size()), RespParser::Result::kError);
+}
+
+std::string BigCommand(size_t n, char fill) {
+  return "*2\r\n$3\r\nSET\r\n$" + std::to_string(n) + "\r\n" + std::string(n, fill) + "\r\n";
+}
+
+TEST(RespParser, BigArgumentCopiedOrDirect) {
+  BufferPool pool(64 << 20);
+  for (bool direct : {false, true}) {
+    for (size_t n : {kBigArgBytes - 1, kBigArgBytes, size_t{1} << 20}) {
+      std::string in = BigCommand(n, 'z') + "*1\r\n$4\r\nPING\r\n";
+      // Chunked like socket reads of various sizes.
+      for (size_t chunk : {size_t{1000}, size_t{4096}, size_t{65536}, in.size()}) {
+        std::vector<std::string> chunks;
+        for (size_t i = 0; i < in.size(); i += chunk) chunks.push_back(in.substr(i, chunk));
+        Outcome o = Feed(chunks, {}, false, &pool, direct);
+        ASSERT_EQ(o.error, "") << n << " " << chunk;
+        ASSERT_EQ(o.commands.size(), 2u) << n << " " << chunk;
+        EXPECT_EQ(o.commands[0][1].size(), n);
+        EXPECT_EQ(o.commands[0][1], std::string(n, 'z'));
+        EXPECT_EQ(o.commands[1][0], "PING");
+      }
+    }
+  }
+}
+
+TEST(RespParser, BigArgumentIsAlignedAndDirectTargetExact) {
+  RespParser p;
+  std::string head = "*2\r\n$3\r\nSET\r\n$100000\r\nabc";
+  ASSERT_EQ(p.Parse(head.data(), head.size()), RespParser::Result::kNeedMore);
+  ASSERT_TRUE(p.WantsDirectRead());
+  auto t = p.DirectTarget();
+  EXPECT_EQ(t.size(), 100000u + 2 - 3);
+  std::memset(t.data(), 'q', t.size() - 2);
+  std::memcpy(t.data() + t.size() - 2, "\r\n", 2);
+  p.DirectFilled(t.size());
+  EXPECT_FALSE(p.WantsDirectRead());
+  ASSERT_EQ(p.Parse(head.data(), head.size()), RespParser::Result::kCommand);
+  ASSERT_EQ(p.args().size(), 2u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p.args()[1].data()) % 64, 0u);
+  EXPECT_EQ(p.args()[1].substr(0, 4), "abcq");
+  EXPECT_EQ(p.command_bytes(), head.size());
+}
+
+TEST(RespParser, BigArgumentBadTerminator) {
+  std::string in = "*1\r\n$40000\r\n" + std::string(40000, 'a') + "XY";
+  EXPECT_EQ(Feed({in}).error, "ERR Protocol error: expected CRLF after bulk argument");
+}
+
+TEST(RespParser, ManyArgs) {
+  std::string in = "*10001\r\n$4\r\nMSET\r\n";
+  for (int i = 0; i < 10000; ++i) in += "$1\r\nk\r\n";
+  auto o = Feed({in});
+  ASSERT_EQ(o.commands.size(), 1u);
+  EXPECT_EQ(o.commands[0].size(), 10001u);
+}
+
+TEST(RespParser, SplitInlineArgsNulEndsLine) {
+  std::string arena;
+  std::vector<std::string_view> v;
+  ASSERT_TRUE(SplitInlineArgs(std::string_view("a b\0c d", 7), &arena, &v));
+  EXPECT_EQ(v.size(), 2u);
+}
+
+}  // namespace
+}  // namespace pion::server

@@ -1,0 +1,59 @@
+// RespWriter: the connection's ReplyBuilder. Encodes RESP2 or RESP3 into the
+// connection's OutputQueue: small replies are appended to its arena, bulk
+// strings of kCopyThreshold bytes or more are copied once into an owned,
+// exactly-sized buffer, BulkReserve hands out such a buffer for the handler to
+// fill, and BulkExternal queues the caller's iovecs by reference with a pin.
+//
+// Thread-safety: owned by one connection, used by its worker thread only.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "server/output_queue.h"
+#include "server/reply.h"
+
+namespace pion::server {
+
+class RespWriter final : public ReplyBuilder {
+ public:
+  static constexpr size_t kCopyThreshold = 16 * 1024;
+
+  explicit RespWriter(OutputQueue* out) : out_(out) {}
+
+  int proto() const override { return proto_; }
+  void set_proto(int p) { proto_ = p; }
+
+  void SimpleString(std::string_view s) override;
+  void Error(std::string_view text) override;
+  void Error(const Status& st) override;
+  void Integer(int64_t v) override;
+  void Bulk(std::string_view s) override;
+  void Null() override;
+  void NullArray() override;
+  void ArrayHeader(size_t n) override;
+  void MapHeader(size_t pairs) override;
+  void SetHeader(size_t n) override;
+  void Double(double v) override;
+  void Boolean(bool v) override;
+  void Verbatim(std::string_view body) override;
+  uint8_t* BulkReserve(size_t len) override;
+  void BulkExternal(size_t len, std::span<const iovec> parts,
+                    std::shared_ptr<const void> pin) override;
+
+  // Replies written through this builder (one per command normally).
+  uint64_t errors() const { return errors_; }
+
+ private:
+  void Header(char type, uint64_t n);
+
+  OutputQueue* out_;
+  int proto_ = 2;
+  uint64_t errors_ = 0;
+};
+
+// Formats a double as Redis does for RESP3 doubles ("inf", "-inf", "nan",
+// else the shortest text that round-trips).
+std::string FormatDouble(double v);
+
+}  // namespace pion::server

@@ -1,0 +1,323 @@
+#include "server/server.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/strutil.h"
+#include "server/worker.h"
+
+namespace pion::server {
+
+namespace {
+
+constexpr int kListenBacklog = 4096;
+constexpr uint64_t kShutdownDrainMs = 5000;
+// Buffers cached per worker, in all: the slack the memory target allows.
+constexpr size_t kPoolBytesTotal = 64u << 20;
+
+std::string RandomHex(size_t n) {
+  std::random_device rd;
+  std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ MonotonicNs());
+  static const char kHex[] = "0123456789abcdef";
+  std::string s(n, '0');
+  for (auto& c : s) c = kHex[gen() & 15];
+  return s;
+}
+
+Result<int> Listen(const std::string& bind, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+  addrinfo* res = nullptr;
+  std::string host = bind == "*" ? "0.0.0.0" : bind;
+  std::string service = std::to_string(port);
+  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
+  if (rc != 0)
+    return Status::InvalidArgument("bad bind address '" + bind + "': " + gai_strerror(rc));
+  std::string err;
+  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      err = std::strerror(errno);
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, kListenBacklog) != 0) {
+      err = std::strerror(errno);
+      ::close(fd);
+      continue;
+    }
+    ::freeaddrinfo(res);
+    return fd;
+  }
+  ::freeaddrinfo(res);
+  return Status::IOError("could not listen on " + bind + ":" + service + ": " + err);
+}
+
+int BoundPort(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+}
+
+}  // namespace
+
+namespace {
+std::vector<CommandSpec> WithExtra(std::vector<CommandSpec> extra) {
+  std::vector<CommandSpec> all = AllCommands();
+  all.insert(all.end(), extra.begin(), extra.end());
+  return all;
+}
+}  // namespace
+
+Server::Server(Config cfg) : Server(std::move(cfg), {}) {}
+
+Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
+    : cfg_(std::move(cfg)),
+      commands_(WithExtra(std::move(extra_commands))),
+      maxclients_(cfg_.maxclients),
+      timeout_s_(cfg_.timeout),
+      output_limit_(cfg_.client_output_buffer_limit),
+      maxmemory_(cfg_.maxmemory) {
+  start_time_us_ = MonotonicUs();
+  run_id_ = RandomHex(40);
+  if (cfg_.kvcache) {
+    store_ = std::make_unique<store::Store>(store::StoreConfig{cfg_.max_sessions, cfg_.maxmemory});
+  }
+  int n = cfg_.workers;
+  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cfg_.workers = std::min(n, 64);
+}
+
+Server::~Server() {
+  StopWorkers();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (shutdown_fd_ >= 0) ::close(shutdown_fd_);
+}
+
+Status Server::Start() {
+  PION_CHECK(workers_.empty());
+  auto fd = Listen(cfg_.bind, cfg_.port);
+  if (!fd.ok()) return fd.status();
+  listen_fd_ = *fd;
+  port_ = BoundPort(listen_fd_);
+  shutdown_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (shutdown_fd_ < 0) return Status::IOError(std::string("eventfd: ") + std::strerror(errno));
+  size_t pool = std::max<size_t>(16u << 20, kPoolBytesTotal / static_cast<size_t>(cfg_.workers));
+  for (int i = 0; i < cfg_.workers; ++i) {
+    workers_.push_back(std::make_unique<Worker>(this, i, pool));
+    PION_RETURN_IF_ERROR(workers_.back()->Init(listen_fd_));
+  }
+  for (auto& w : workers_) w->Start();
+  return Status::OK();
+}
+
+void Server::RequestShutdown() {
+  uint64_t one = 1;
+  if (shutdown_fd_ >= 0) {
+    ssize_t n = ::write(shutdown_fd_, &one, sizeof(one));
+    (void)n;
+  }
+}
+
+Status Server::SaveForShutdown() {
+  if (!hooks_.save) return Status::OK();
+  return hooks_.save();
+}
+
+int Server::Serve(int signal_fd) {
+  pollfd fds[2];
+  int nfds = 0;
+  fds[nfds++] = pollfd{shutdown_fd_, POLLIN, 0};
+  if (signal_fd >= 0) fds[nfds++] = pollfd{signal_fd, POLLIN, 0};
+  while (true) {
+    int rc = ::poll(fds, nfds, -1);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) {
+      LOG_WARNING("poll: %s", std::strerror(errno));
+      break;
+    }
+    if (nfds > 1 && (fds[1].revents & POLLIN)) {
+      signalfd_siginfo si{};
+      ssize_t n = ::read(signal_fd, &si, sizeof(si));
+      const char* name = (n == sizeof(si) && si.ssi_signo == SIGINT) ? "SIGINT" : "SIGTERM";
+      LOG_NOTICE("Received %s scheduling shutdown...", name);
+      break;
+    }
+    if (fds[0].revents & POLLIN) {
+      LOG_NOTICE("User requested shutdown...");
+      break;
+    }
+  }
+  StopWorkers();
+  LOG_NOTICE("pion is now ready to exit, bye bye...");
+  return 0;
+}
+
+void Server::StopWorkers() {
+  if (workers_.empty() || shutting_down_.exchange(true)) {
+    for (auto& w : workers_) w->Join();
+    return;
+  }
+  // 1. Stop accepting and reading everywhere.
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t acked = 0;
+  for (auto& w : workers_) {
+    w->BeginShutdown([&] {
+      std::lock_guard<std::mutex> lk(mu);
+      ++acked;
+      cv.notify_one();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return acked == workers_.size(); });
+  }
+  // 2. Make everything acknowledged durable so held replies can go out.
+  if (hooks_.flush_on_exit) hooks_.flush_on_exit();
+  // 3. Send what is queued, close, stop.
+  for (auto& w : workers_) w->FinishShutdown(kShutdownDrainMs);
+  for (auto& w : workers_) w->Join();
+}
+
+void Server::NotifyDurable(uint64_t lsn) {
+  uint64_t cur = durable_lsn_.load(std::memory_order_relaxed);
+  while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_acq_rel)) {
+  }
+  for (auto& w : workers_) w->WakeDurable(lsn);
+}
+
+void Server::RegisterClient(ClientInfo* c) {
+  std::lock_guard<std::mutex> lk(clients_mu_);
+  clients_[c->id] = c;
+}
+
+void Server::UnregisterClient(ClientInfo* c) {
+  std::lock_guard<std::mutex> lk(clients_mu_);
+  clients_.erase(c->id);
+}
+
+void Server::SetClientName(ClientInfo* c, std::string name) {
+  std::lock_guard<std::mutex> lk(clients_mu_);
+  c->name = std::move(name);
+}
+
+std::string Server::ClientName(const ClientInfo* c) {
+  std::lock_guard<std::mutex> lk(clients_mu_);
+  return c->name;
+}
+
+bool Server::KillClient(uint64_t id) {
+  int worker;
+  {
+    std::lock_guard<std::mutex> lk(clients_mu_);
+    auto it = clients_.find(id);
+    if (it == clients_.end()) return false;
+    worker = it->second->worker;
+  }
+  workers_[worker]->Kill(id);
+  return true;
+}
+
+bool Server::TryAcquireClientSlot() {
+  uint64_t max = maxclients();
+  uint64_t cur = connected_.load(std::memory_order_relaxed);
+  do {
+    if (cur >= max) return false;
+  } while (!connected_.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed));
+  return true;
+}
+
+ServerStats Server::Stats() const {
+  ServerStats s;
+  constexpr auto kR = std::memory_order_relaxed;
+  for (auto& w : workers_) {
+    WorkerStats& ws = w->stats();
+    s.connections_received += ws.connections_received.load(kR);
+    s.commands_processed += ws.commands.load(kR);
+    s.net_input_bytes += ws.net_in.load(kR);
+    s.net_output_bytes += ws.net_out.load(kR);
+    s.rejected_connections += ws.rejected.load(kR);
+    s.output_limit_disconnections += ws.output_limit_disconnects.load(kR);
+    s.protocol_errors += ws.protocol_errors.load(kR);
+    s.error_replies += ws.error_replies.load(kR);
+  }
+  return s;
+}
+
+void Server::ResetStats() {
+  constexpr auto kR = std::memory_order_relaxed;
+  for (auto& w : workers_) {
+    WorkerStats& ws = w->stats();
+    for (auto* c : {&ws.connections_received, &ws.commands, &ws.net_in, &ws.net_out, &ws.rejected,
+                    &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies})
+      c->store(0, kR);
+  }
+}
+
+Config Server::ConfigSnapshot() const {
+  std::lock_guard<std::mutex> lk(config_mu_);
+  return cfg_;
+}
+
+Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>& pairs,
+                         uint64_t* lsn) {
+  *lsn = 0;
+  std::lock_guard<std::mutex> lk(config_mu_);
+  Config next = cfg_;
+  std::set<std::string> seen;
+  for (const auto& [name, value] : pairs) {
+    const ConfigOption* opt = FindConfigOption(name);
+    if (opt == nullptr)
+      return Status::InvalidArgument("ERR Unknown option or number of args for CONFIG SET - '" +
+                                     name + "'");
+    std::string prefix = "ERR CONFIG SET failed (possibly related to argument '" + name + "') - ";
+    if (!seen.insert(opt->name).second)
+      return Status::InvalidArgument(prefix + "duplicate parameter");
+    if (!opt->runtime) return Status::InvalidArgument(prefix + "can't set immutable config");
+    Status st = ApplySetting(&next, name, {value});
+    if (!st.ok()) return Status::InvalidArgument(prefix + std::string(st.message()));
+  }
+  // Everything validated: apply.
+  if (next.maxmemory != cfg_.maxmemory && store_ != nullptr) {
+    Status st = store_->SetMaxBytes(next.maxmemory, lsn);
+    if (!st.ok()) return st;
+  }
+  if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)
+    hooks_.set_appendfsync(next.appendfsync);
+  if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
+  cfg_.maxmemory = next.maxmemory;
+  cfg_.appendfsync = next.appendfsync;
+  cfg_.loglevel = next.loglevel;
+  cfg_.timeout = next.timeout;
+  cfg_.maxclients = next.maxclients;
+  cfg_.client_output_buffer_limit = next.client_output_buffer_limit;
+  maxmemory_.store(next.maxmemory, std::memory_order_relaxed);
+  timeout_s_.store(next.timeout, std::memory_order_relaxed);
+  maxclients_.store(next.maxclients, std::memory_order_relaxed);
+  output_limit_.store(next.client_output_buffer_limit, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+}  // namespace pion::server

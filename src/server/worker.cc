@@ -1,0 +1,229 @@
+#include "server/worker.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "server/connection.h"
+#include "server/server.h"
+
+namespace pion::server {
+
+namespace {
+
+constexpr int kAcceptBatch = 16;
+constexpr char kMaxClientsError[] = "-ERR max number of clients reached\r\n";
+
+std::string SockAddrText(const sockaddr_storage& ss) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (ss.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    port = ntohs(a->sin6_port);
+  }
+  std::string s = host;
+  s += ':';
+  s += std::to_string(port);
+  return s;
+}
+
+std::string PeerText(int fd, bool local) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  int rc = local ? ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len)
+                 : ::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  if (rc != 0) return "?:0";
+  return SockAddrText(ss);
+}
+
+}  // namespace
+
+Worker::Worker(Server* server, int index, size_t pool_bytes)
+    : server_(server), index_(index), pool_(pool_bytes) {}
+
+Worker::~Worker() {
+  for (auto& [id, c] : conns_)
+    if (!c->closed()) c->Close("server exit");
+  conns_.clear();
+}
+
+Status Worker::Init(int listen_fd) {
+  PION_RETURN_IF_ERROR(loop_.Init());
+  listen_fd_ = listen_fd;
+  if (listen_fd_ >= 0) {
+    PION_RETURN_IF_ERROR(
+        loop_.Add(listen_fd_, EPOLLIN | EPOLLEXCLUSIVE, [this](uint32_t) { OnAccept(); }));
+  }
+  loop_.AddTimer(1000, true, [this] { Cron(); });
+  return Status::OK();
+}
+
+void Worker::Start() {
+  thread_ = std::thread([this] {
+    char name[16];
+    std::snprintf(name, sizeof(name), "pion-w%d", index_);
+    pthread_setname_np(pthread_self(), name);
+    loop_.Run();
+    // Whatever is left (deadline passed) is closed on the worker's own thread.
+    for (auto& [id, c] : conns_)
+      if (!c->closed()) c->Close("server exit");
+    conns_.clear();
+  });
+}
+
+void Worker::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Worker::OnAccept() {
+  for (int i = 0; i < kAcceptBatch; ++i) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED)
+        LOG_WARNING("accept: %s", std::strerror(errno));
+      return;
+    }
+    stats_.Add(stats_.connections_received);
+    if (!server_->TryAcquireClientSlot()) {
+      stats_.Add(stats_.rejected);
+      ssize_t n = ::write(fd, kMaxClientsError, sizeof(kMaxClientsError) - 1);
+      (void)n;
+      ::close(fd);
+      continue;
+    }
+    // Hand the connection round-robin so every worker gets its share.
+    int target = server_->NextWorker();
+    if (target == index_)
+      AddConnection(fd);
+    else
+      server_->worker(target)->Adopt(fd);
+  }
+}
+
+void Worker::Adopt(int fd) {
+  loop_.Post([this, fd] { AddConnection(fd); });
+}
+
+void Worker::AddConnection(int fd) {
+  if (shutting_down_) {
+    ::close(fd);
+    server_->ReleaseClientSlot();
+    return;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  uint64_t id = server_->NextClientId();
+  auto conn = std::make_unique<Connection>(this, fd, id, PeerText(fd, false), PeerText(fd, true));
+  Connection* c = conn.get();
+  conns_.emplace(id, std::move(conn));
+  if (c->Start()) c->OnEvent(EPOLLIN);  // data may have arrived before registration
+}
+
+void Worker::Release(Connection* c) {
+  waiting_.erase(c);
+  uint64_t id = c->id();
+  loop_.Defer([this, id] {
+    conns_.erase(id);
+    MaybeStop();
+  });
+}
+
+void Worker::Kill(uint64_t client_id) {
+  loop_.Post([this, client_id] {
+    auto it = conns_.find(client_id);
+    if (it != conns_.end()) it->second->Close("killed by CLIENT KILL");
+  });
+}
+
+void Worker::WaitDurable(Connection* c, uint64_t lsn) {
+  waiting_.insert(c);
+  uint64_t cur = min_wait_lsn_.load(std::memory_order_relaxed);
+  if (lsn < cur) min_wait_lsn_.store(lsn, std::memory_order_release);
+  // The LSN may have become durable between the check and the registration.
+  if (server_->durable_lsn() >= lsn) loop_.Defer([this] { CheckDurable(); });
+}
+
+void Worker::WakeDurable(uint64_t durable_lsn) {
+  if (min_wait_lsn_.load(std::memory_order_acquire) > durable_lsn) return;
+  loop_.Post([this] { CheckDurable(); });
+}
+
+void Worker::CheckDurable() {
+  uint64_t durable = server_->durable_lsn();
+  uint64_t min_left = UINT64_MAX;
+  std::vector<Connection*> ready;
+  for (Connection* c : waiting_) {
+    uint64_t h = c->hold_lsn();
+    if (h <= durable)
+      ready.push_back(c);
+    else
+      min_left = std::min(min_left, h);
+  }
+  for (Connection* c : ready) waiting_.erase(c);
+  min_wait_lsn_.store(min_left, std::memory_order_release);
+  for (Connection* c : ready) c->OnDurable();  // may register again for a later LSN
+}
+
+void Worker::Cron() {
+  uint64_t timeout = server_->timeout_s();
+  if (timeout > 0 && !shutting_down_) {
+    uint64_t now = MonotonicUs();
+    std::vector<Connection*> idle;
+    for (auto& [id, c] : conns_) {
+      uint64_t last = c->info().last_active_us.load(std::memory_order_relaxed);
+      if (!c->closed() && now > last && now - last > timeout * 1000000ull) idle.push_back(c.get());
+    }
+    for (Connection* c : idle) {
+      LOG_VERBOSE("Closing idle client id=%llu addr=%s", static_cast<unsigned long long>(c->id()),
+                  c->info().addr.c_str());
+      c->Close("idle timeout");
+    }
+  }
+  // Safety net for a missed wakeup.
+  if (!waiting_.empty()) CheckDurable();
+}
+
+void Worker::BeginShutdown(std::function<void()> done) {
+  loop_.Post([this, done = std::move(done)] {
+    shutting_down_ = true;
+    if (listen_fd_ >= 0) loop_.Remove(listen_fd_);
+    for (auto& [id, c] : conns_) c->StopReading();
+    done();
+  });
+}
+
+void Worker::FinishShutdown(uint64_t deadline_ms) {
+  loop_.Post([this, deadline_ms] {
+    stopping_ = true;
+    std::vector<Connection*> all;
+    for (auto& [id, c] : conns_) all.push_back(c.get());
+    for (Connection* c : all) c->CloseWhenDrained();
+    loop_.AddTimer(deadline_ms, false, [this] {
+      for (auto& [id, c] : conns_)
+        if (!c->closed()) c->Close("shutdown deadline");
+      loop_.Stop();
+    });
+    MaybeStop();
+  });
+}
+
+void Worker::MaybeStop() {
+  if (stopping_ && conns_.empty()) loop_.Stop();
+}
+
+}  // namespace pion::server

@@ -1,0 +1,98 @@
+// Worker: one thread running one EventLoop and the connections it owns. All
+// workers watch the one listening socket (EPOLLEXCLUSIVE, so one wakes per
+// incoming connection); whichever accepts hands the socket round-robin to a
+// worker, which owns it for its lifetime. Any worker serves any command: the
+// store is shared, so there are no redirects.
+//
+// Cross-thread entry points (Adopt, Kill, WakeDurable, BeginShutdown,
+// FinishShutdown) post a task to the loop; everything else runs on the worker's
+// own thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "server/buffer.h"
+#include "server/event_loop.h"
+
+namespace pion::server {
+
+class Connection;
+class Server;
+
+// Per-worker counters, summed by Server::Stats(). Relaxed atomics: written by
+// the worker, read by INFO on any thread.
+struct alignas(64) WorkerStats {
+  std::atomic<uint64_t> connections_received{0};
+  std::atomic<uint64_t> commands{0};
+  std::atomic<uint64_t> net_in{0};
+  std::atomic<uint64_t> net_out{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> output_limit_disconnects{0};
+  std::atomic<uint64_t> protocol_errors{0};
+  std::atomic<uint64_t> error_replies{0};
+  void Add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+};
+
+class Worker {
+ public:
+  Worker(Server* server, int index, size_t pool_bytes);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Creates the loop and watches `listen_fd` for connections.
+  Status Init(int listen_fd);
+  void Start();  // spawns the thread
+  void Join();
+
+  int index() const { return index_; }
+  Server* server() { return server_; }
+  EventLoop& loop() { return loop_; }
+  BufferPool& pool() { return pool_; }
+  WorkerStats& stats() { return stats_; }
+
+  // Any thread.
+  void Adopt(int fd);  // take ownership of an accepted socket
+  void Kill(uint64_t client_id);
+  void WakeDurable(uint64_t durable_lsn);  // only wakes if a reply waits for <= it
+  // Stops accepting and reading; calls `done` on the worker thread afterwards.
+  void BeginShutdown(std::function<void()> done);
+  // Closes every connection once its queued replies are sent (at most
+  // `deadline_ms` later), then stops the loop.
+  void FinishShutdown(uint64_t deadline_ms);
+
+  // Worker thread.
+  void Release(Connection* c);  // a closed connection: free it after the batch
+  void WaitDurable(Connection* c, uint64_t lsn);
+  size_t num_connections() const { return conns_.size(); }
+
+ private:
+  void OnAccept();
+  void AddConnection(int fd);
+  void Cron();
+  void CheckDurable();
+  void MaybeStop();
+
+  Server* server_;
+  int index_;
+  int listen_fd_ = -1;
+  EventLoop loop_;
+  BufferPool pool_;
+  WorkerStats stats_;
+  std::thread thread_;
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
+  std::unordered_set<Connection*> waiting_;  // replies held for durability
+  std::atomic<uint64_t> min_wait_lsn_{UINT64_MAX};
+  bool shutting_down_ = false;
+  bool stopping_ = false;
+};
+
+}  // namespace pion::server
