@@ -2,7 +2,8 @@
 // ../shared/spec/quant-formats.md the research behind it). A row is one token's
 // kv_dim values of one layer. Every format is row-by-row and deterministic: the
 // same input gives the same bytes on every run and on every code path (the AVX2
-// kernels are bit-identical to the scalar references in *_ref.cc).
+// kernels are bit-identical to the scalar references in quant/<format>.cc, which
+// quant/ref.h exposes).
 //
 // Thread-safety: every function here is pure and may be called concurrently.
 #pragma once
