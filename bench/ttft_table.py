@@ -213,7 +213,7 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="pion-ttft-"))
     pport, rport = free_port(), free_port()
-    pion = subprocess.Popen([str(Path(args.bin) / "pion-server"), "--kvcache", "--port", str(pport),
+    pion = subprocess.Popen([str(Path(args.bin) / "pion-server"), "--port", str(pport), "--kvcache",
                              "--dir", str(tmp)], stdout=subprocess.DEVNULL, stderr=open(tmp / "pion.log", "wb"))
     rs = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(rport), "--save", "",
                            "--appendonly", "no", "--dir", str(tmp)], stdout=subprocess.DEVNULL)
