@@ -5,6 +5,8 @@ Run: PION_BIN_DIR=build/<preset>/bin PYTHONPATH=python /usr/bin/python3 -m pytes
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import redis.exceptions as rex
@@ -95,8 +97,26 @@ def test_unknown_command_and_arity(pc):
         pc.execute("KV.PREFIX.REGISTER", "ns", "12x", "fp16")
 
 
+def _start_with_password(server_factory, password: str):
+    """Starts a --requirepass server and waits for it with an authenticated PING."""
+    s = server_factory(args=["--requirepass", password], start=False)
+    s.start(wait=False)
+    deadline = time.monotonic() + 60
+    c = PionClient(port=s.port, password=password, retries=0, socket_connect_timeout=1)
+    while True:
+        assert s.proc.poll() is None, s.log()
+        try:
+            if c.ping():
+                break
+        except (PionConnectionError, LoadingError):
+            assert time.monotonic() < deadline, s.log()
+            time.sleep(0.01)  # polling interval of a deadline loop
+    c.close()
+    return s
+
+
 def test_auth_errors(server_factory):
-    s = server_factory(args=["--requirepass", "s3cret"])
+    s = _start_with_password(server_factory, "s3cret")
     anon = PionClient(port=s.port)
     with pytest.raises(NoAuthError) as ei:
         anon.kv_prefix_info()
