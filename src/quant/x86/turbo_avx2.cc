@@ -23,6 +23,10 @@
 #include "quant/x86/avx2.h"
 #include "quant/x86/avx2_util.h"
 
+// GCC -O2 leaves these 4-trip loops rolled, which keeps the 4 registers of a sub-block
+// in stack arrays; unrolled, decode runs ~25% faster.
+#define PION_UNROLL4 _Pragma("GCC unroll 4")
+
 namespace pion::quant::x86 {
 namespace {
 
@@ -79,7 +83,7 @@ inline void FinishBlock(float* t, uint32_t r, float k, float* out) {
     _mm256_storeu_ps(out + 8 * reg, _mm256_xor_ps(_mm256_mul_ps(v, vk), m));
   };
   if (r == 128) {
-    for (uint32_t j = 0; j < 4; ++j) {
+    PION_UNROLL4 for (uint32_t j = 0; j < 4; ++j) {
       __m256 a = _mm256_load_ps(t + 8 * j), b = _mm256_load_ps(t + 8 * (j + 4));
       __m256 c = _mm256_load_ps(t + 8 * (j + 8)), d = _mm256_load_ps(t + 8 * (j + 12));
       Radix4(a, b, c, d);
@@ -89,13 +93,13 @@ inline void FinishBlock(float* t, uint32_t r, float k, float* out) {
       emit(j + 12, d);
     }
   } else if (r == 64) {
-    for (uint32_t j = 0; j < 4; ++j) {
+    PION_UNROLL4 for (uint32_t j = 0; j < 4; ++j) {
       const __m256 a = _mm256_load_ps(t + 8 * j), b = _mm256_load_ps(t + 8 * (j + 4));
       emit(j, _mm256_add_ps(a, b));
       emit(j + 4, _mm256_sub_ps(a, b));
     }
   } else {
-    for (uint32_t j = 0; j < 4; ++j) emit(j, _mm256_load_ps(t + 8 * j));
+    PION_UNROLL4 for (uint32_t j = 0; j < 4; ++j) emit(j, _mm256_load_ps(t + 8 * j));
   }
 }
 
@@ -150,7 +154,7 @@ inline __m256i CodeIndex(__m256 u) {
   __m256i idx = _mm256_and_si256(
       _mm256_castps_si256(_mm256_cmp_ps(u, _mm256_set1_ps(kS.level[kBits - 1][0]), _CMP_GE_OQ)),
       top);
-  for (int k = kBits - 2; k >= 0; --k) {
+  PION_UNROLL4 for (int k = kBits - 2; k >= 0; --k) {
     const __m256 t =
         _mm256_permutevar8x32_ps(_mm256_loadu_ps(kS.level[k]), _mm256_srli_epi32(idx, k + 1));
     idx =
@@ -203,13 +207,13 @@ void DecodeRow(const uint8_t* src, uint32_t dim, float* dst) {
       const __m256 vs = _mm256_set1_ps(F16ToF32(LoadU16(block)));
       const uint8_t* codes = block + 2;
       __m256 v[4];
-      for (int q = 0; q < 4; ++q) {
+      PION_UNROLL4 for (int q = 0; q < 4; ++q) {
         v[q] =
             _mm256_xor_ps(_mm256_mul_ps(vs, LookupPacked<kBits>(tb, codes, q)), SignS2(4 * j + q));
         v[q] = Fwht8(v[q]);
       }
       Radix4(v[0], v[1], v[2], v[3]);
-      for (int q = 0; q < 4; ++q) _mm256_store_ps(t + 32 * j + 8 * q, v[q]);
+      PION_UNROLL4 for (int q = 0; q < 4; ++q) _mm256_store_ps(t + 32 * j + 8 * q, v[q]);
     }
     FinishBlock<true>(t, r, k, dst + b0);
   }
@@ -266,12 +270,12 @@ bool EncodeRow(const float* x, uint32_t dim, uint8_t* dst) {
     // Forward RHT of the block into y.
     for (uint32_t j = 0; j < r / 32; ++j) {
       __m256 v[4];
-      for (int q = 0; q < 4; ++q) {
+      PION_UNROLL4 for (int q = 0; q < 4; ++q) {
         const __m256 in = _mm256_mul_ps(_mm256_loadu_ps(x + b0 + 32 * j + 8 * q), pre);
         v[q] = Fwht8(_mm256_xor_ps(in, SignS1(4 * j + q)));
       }
       Radix4(v[0], v[1], v[2], v[3]);
-      for (int q = 0; q < 4; ++q) _mm256_store_ps(t + 32 * j + 8 * q, v[q]);
+      PION_UNROLL4 for (int q = 0; q < 4; ++q) _mm256_store_ps(t + 32 * j + 8 * q, v[q]);
     }
     FinishBlock<false>(t, r, k, y);
     // Quantize the sub-blocks of 32 rotated values, phase by phase over the (up to 4)
@@ -280,7 +284,7 @@ bool EncodeRow(const float* x, uint32_t dim, uint8_t* dst) {
     float n2[4], dot[4];
     for (uint32_t j = 0; j < nsub; ++j) {
       __m256 acc = _mm256_setzero_ps();
-      for (int q = 0; q < 4; ++q) {
+      PION_UNROLL4 for (int q = 0; q < 4; ++q) {
         const __m256 v = _mm256_load_ps(y + 32 * j + 8 * q);
         acc = _mm256_add_ps(acc, _mm256_mul_ps(v, v));
       }
@@ -294,7 +298,7 @@ bool EncodeRow(const float* x, uint32_t dim, uint8_t* dst) {
       if (n2[j] > 0.0f) {
         const __m256 vk = _mm256_set1_ps(kSqrt32 / std::sqrt(n2[j]));
         __m256 dacc = _mm256_setzero_ps();
-        for (int q = 0; q < 4; ++q) {
+        PION_UNROLL4 for (int q = 0; q < 4; ++q) {
           const __m256 v = _mm256_load_ps(y + 32 * j + 8 * q);
           idx[j][q] = CodeIndex<kBits>(_mm256_mul_ps(v, vk));
           c[j][q] = tb.Lookup(idx[j][q]);
@@ -303,7 +307,7 @@ bool EncodeRow(const float* x, uint32_t dim, uint8_t* dst) {
         dot[j] = HSum8(dacc);
       }
       if (!(dot[j] > 0.0f)) {  // zero sub-block (or <v, c> underflowed): scale 0, codes 0
-        for (int q = 0; q < 4; ++q) {
+        PION_UNROLL4 for (int q = 0; q < 4; ++q) {
           idx[j][q] = _mm256_setzero_si256();
           c[j][q] = c0;
         }
@@ -319,7 +323,7 @@ bool EncodeRow(const float* x, uint32_t dim, uint8_t* dst) {
       StoreU16(block, scale);
       PackIdx<kBits>(idx[j], block + 2);
       const __m256 vs = _mm256_set1_ps(_cvtsh_ss(scale));
-      for (int q = 0; q < 4; ++q) {
+      PION_UNROLL4 for (int q = 0; q < 4; ++q) {
         const __m256 w = _mm256_mul_ps(vs, c[j][q]);
         acc_hdr = _mm256_add_ps(acc_hdr, _mm256_mul_ps(w, w));
       }
