@@ -22,7 +22,14 @@ Status Persistence::Recover() {
   ro.wal_repair = opt_.wal_repair;
   PION_RETURN_IF_ERROR(persist::Recover(env_, opt_.dir, store_, ro, &r));
   auto wal = std::make_unique<WalWriter>(env_, opt_.dir, opt_.policy);
-  if (on_durable_) wal->SetDurableCallback(on_durable_);
+  if (on_ack_) {
+    wal->SetAckCallback([this](uint64_t lsn) {
+      uint64_t cur = acked_.load();
+      while (cur < lsn && !acked_.compare_exchange_weak(cur, lsn)) {
+      }
+      if (cur < lsn) on_ack_(acked_.load());
+    });
+  }
   if (r.continue_existing) {
     PION_RETURN_IF_ERROR(wal->Continue(r.active_name, r.generation, r.next_lsn, r.end));
   } else {

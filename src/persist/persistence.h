@@ -85,8 +85,13 @@ class Persistence {
   bool AckWaitsForSync() const { return wal_ && wal_->AckWaitsForSync(); }
   Status WaitDurable(uint64_t lsn) { return wal_->WaitDurable(lsn); }
   uint64_t durable_lsn() const { return wal_ ? wal_->durable_lsn() : 0; }
-  // Called from the WAL's sync thread with each new durable LSN. Set before Recover().
-  void SetDurableCallback(std::function<void(uint64_t)> cb) { on_durable_ = std::move(cb); }
+  // Told the LSN up to which replies may be sent (monotonic): the durable LSN
+  // under `always`, every appended LSN otherwise. Called from the WAL's sync
+  // thread and from appending threads. Set before Recover().
+  void SetAckCallback(std::function<void(uint64_t)> cb) { on_ack_ = std::move(cb); }
+  // Requests a sync of everything appended so far; returns the LSN it covers
+  // (KV.PREFIX.COMMIT under `always` waits for it like any write).
+  uint64_t RequestSync() { return wal_ ? wal_->RequestSync() : 0; }
   void SetPolicy(SyncPolicy p);
 
   // Syncs the WAL and stops the background thread (SIGTERM, SHUTDOWN). Idempotent.
@@ -104,7 +109,8 @@ class Persistence {
   PersistOptions opt_;
   Env* env_;
   std::unique_ptr<WalWriter> wal_;
-  std::function<void(uint64_t)> on_durable_;
+  std::function<void(uint64_t)> on_ack_;
+  std::atomic<uint64_t> acked_{0};
 
   std::mutex save_mu_;                       // one save at a time
   std::vector<std::string> live_wal_names_;  // guarded by save_mu_

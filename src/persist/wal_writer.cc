@@ -115,7 +115,10 @@ Result<uint64_t> WalWriter::Append(RecordType t, std::span<const uint8_t> prefix
     ++appended_;
     wake = policy_.load(std::memory_order_relaxed) == SyncPolicy::kAlways;
   }
-  if (wake) work_cv_.notify_one();
+  if (wake)
+    work_cv_.notify_one();
+  else if (on_ack_)
+    on_ack_(lsn);
   return lsn;
 }
 
@@ -272,6 +275,8 @@ Status WalWriter::Commit() {
 void WalWriter::SetPolicy(SyncPolicy p) {
   policy_.store(p);
   work_cv_.notify_one();
+  // Replies held for a sync under `always` may go out at once now.
+  if (p != SyncPolicy::kAlways && on_ack_) on_ack_(last_lsn());
 }
 
 WalStats WalWriter::Stats() const {
@@ -338,9 +343,9 @@ void WalWriter::SyncLoop() {
     if (target > durable_lsn_) durable_lsn_ = target;
     uint64_t d = durable_lsn_;
     durable_cv_.notify_all();
-    if (on_durable_) {
+    if (on_ack_) {
       l.unlock();
-      on_durable_(d);
+      on_ack_(d);
       l.lock();
     }
   }

@@ -93,9 +93,11 @@ class WalWriter final : public store::MutationSink {
   uint64_t RequestSync();
   // RequestSync + WaitDurable (KV.PREFIX.COMMIT, shutdown).
   Status Commit();
-  // Called by the sync thread after each successful sync with the durable LSN.
-  // Set before Start().
-  void SetDurableCallback(std::function<void(uint64_t)> cb) { on_durable_ = std::move(cb); }
+  // Told the LSN up to which replies may be sent: by the sync thread after each
+  // sync (the durable LSN) and, unless the policy is `always`, by every append
+  // (its own LSN: replies do not wait). Values may repeat or arrive out of order
+  // between the two sources; the receiver keeps the maximum. Set before Start().
+  void SetAckCallback(std::function<void(uint64_t)> cb) { on_ack_ = std::move(cb); }
   void SetPolicy(SyncPolicy p);
   SyncPolicy policy() const { return policy_.load(); }
   WalStats Stats() const;
@@ -114,7 +116,7 @@ class WalWriter final : public store::MutationSink {
   Env* env_;
   std::string dir_;
   std::atomic<SyncPolicy> policy_;
-  std::function<void(uint64_t)> on_durable_;
+  std::function<void(uint64_t)> on_ack_;
 
   // Serialises appends and rotations.
   std::mutex write_mu_;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "persist/persistence.h"
 #include "server/cmd_util.h"
 #include "server/server.h"
 
@@ -221,12 +222,14 @@ void KvInfo(CommandContext& ctx) {
   line("vstore_evictions", s.evictions);
   line("vstore_bytes", s.bytes);
   line("maxmemory", s.max_bytes);
-  // Persistence counters: filled in by the durability layer (docs/wal_format.md).
-  line("wal_enabled", 0);
-  line("wal_bytes", 0);
-  line("wal_appended", 0);
-  line("wal_replayed", 0);
-  line("last_save_unix", 0);
+  // Persistence counters (docs/wal_format.md).
+  persist::PersistStats ps;
+  if (persist::Persistence* p = ctx.server->hooks().persistence) ps = p->Stats();
+  line("wal_enabled", ps.wal_enabled ? 1 : 0);
+  line("wal_bytes", ps.wal_bytes);
+  line("wal_appended", ps.wal_appended);
+  line("wal_replayed", ps.wal_replayed);
+  line("last_save_unix", static_cast<uint64_t>(ps.last_save_unix));
   // Stage 2 (server-side attention) is not built yet: no attention cache exists.
   line("sdpa_warm", 0);
   line("sdpa_cold", 0);
@@ -236,13 +239,32 @@ void KvInfo(CommandContext& ctx) {
 }
 
 void KvSave(CommandContext& ctx) {
-  // Durability layer hook: snapshot to pion.vstore (or a relative path in --dir).
-  ctx.reply->Error(kErrNoPersistence);
+  // Snapshot to pion.vstore (or a relative path in --dir); see src/persist/persistence.h.
+  // Runs in this worker: other workers keep serving, and store mutations pause
+  // only for the capture barrier (docs/ARCHITECTURE.md "Recovery").
+  persist::Persistence* p = ctx.server->hooks().persistence;
+  if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
+  if (ctx.args.size() > 2) return ctx.reply->Error("ERR syntax error");
+  std::string_view path = ctx.args.size() == 2 ? ctx.args[1] : std::string_view();
+  Status st = p->Save(path);
+  if (!st.ok()) return ctx.reply->Error(st);
+  ctx.reply->SimpleString("OK");
 }
 
 void KvCommit(CommandContext& ctx) {
-  // Durability layer hook: barrier until every acknowledged write is on disk.
-  ctx.reply->Error(kErrNoPersistence);
+  // Barrier: every write acknowledged before it is on stable storage.
+  persist::Persistence* p = ctx.server->hooks().persistence;
+  if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
+  if (p->Stats().wal_broken)
+    return ctx.reply->Error(Status::IOError("KV.PREFIX.COMMIT: the log could not be flushed"));
+  if (p->AckWaitsForSync()) {
+    // Held like any write under appendfsync always until the sync covers it.
+    ctx.wait_lsn = p->RequestSync();
+  } else {
+    Status st = p->Commit();
+    if (!st.ok()) return ctx.reply->Error(st);
+  }
+  ctx.reply->SimpleString("OK");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "base/cpu.h"
 #include "base/log.h"
 #include "server/config.h"
+#include "server/persist_glue.h"
 #include "server/server.h"
 
 namespace {
@@ -98,6 +99,9 @@ int main(int argc, char** argv) {
 
   Server server(std::move(cfg));
   const Config& c = server.config();
+  // Durability (--kvcache): hooks first; recovery runs once the server listens,
+  // answering -LOADING meanwhile.
+  std::unique_ptr<persist::Persistence> persistence = SetUpPersistence(server);
   Status st = server.Start();
   if (!st.ok()) {
     LOG_WARNING("cannot start: %s", st.ToString().c_str());
@@ -106,6 +110,11 @@ int main(int argc, char** argv) {
   LOG_NOTICE("pion-server %s listening on %s:%d, %d workers, dir %s, kvcache %s, cpu: %s",
              PION_VERSION, c.bind.c_str(), server.port(), server.num_workers(), c.dir.c_str(),
              c.kvcache ? "on" : "off", CpuSummary().c_str());
+  st = RecoverPersistence(server, persistence.get());
+  if (!st.ok()) {
+    LOG_WARNING("cannot start: %s", st.ToString().c_str());
+    ::_exit(1);
+  }
   LOG_NOTICE("Ready to accept connections tcp");
   int rc = server.Serve(sfd);
   ::close(sfd);

@@ -34,12 +34,19 @@
 #include "server/receipt.h"
 #include "store/store.h"
 
+namespace pion::persist {
+class Persistence;
+}  // namespace pion::persist
+
 namespace pion::server {
 
 class Worker;
 
 // What persistence plugs in (all optional; set before Start()).
 struct PersistenceHooks {
+  // The durability layer (src/server/persist_glue.h; owned by main), for
+  // KV.PREFIX.SAVE / COMMIT / INFO. nullptr without --kvcache.
+  persist::Persistence* persistence = nullptr;
   // SHUTDOWN SAVE: take a snapshot; an error refuses the shutdown (unless FORCE).
   std::function<Status()> save;
   // Graceful exit, after clients stopped sending and before they are closed:

@@ -1,0 +1,85 @@
+// Persistence glue: see persist_glue.h.
+#include "server/persist_glue.h"
+
+#include <string>
+
+#include "base/log.h"
+
+namespace pion::server {
+namespace {
+
+void Line(std::string* out, const char* k, const std::string& v) {
+  *out += k;
+  *out += ':';
+  *out += v;
+  *out += "\r\n";
+}
+void Line(std::string* out, const char* k, uint64_t v) { Line(out, k, std::to_string(v)); }
+
+}  // namespace
+
+persist::SyncPolicy ToSyncPolicy(FsyncPolicy p) {
+  switch (p) {
+    case FsyncPolicy::kAlways:
+      return persist::SyncPolicy::kAlways;
+    case FsyncPolicy::kEverySec:
+      return persist::SyncPolicy::kEverySec;
+    case FsyncPolicy::kNo:
+      return persist::SyncPolicy::kNo;
+  }
+  return persist::SyncPolicy::kEverySec;
+}
+
+std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server) {
+  if (server.store() == nullptr) return nullptr;
+  const Config& c = server.config();
+  persist::PersistOptions o;
+  o.dir = c.dir;
+  o.policy = ToSyncPolicy(c.appendfsync);
+  o.auto_save_wal_bytes = c.auto_save_wal_bytes;
+  o.wal_repair = c.wal_repair;
+  auto p = std::make_unique<persist::Persistence>(server.store(), o);
+  persist::Persistence* pp = p.get();
+  pp->SetAckCallback([&server](uint64_t lsn) { server.NotifyDurable(lsn); });
+  PersistenceHooks h;
+  h.persistence = pp;
+  h.save = [pp] { return pp->Save(""); };
+  h.flush_on_exit = [pp] {
+    Status s = pp->Close();
+    if (!s.ok()) LOG_WARNING("flushing the WAL at exit failed: %s", s.ToString().c_str());
+  };
+  h.set_appendfsync = [pp](FsyncPolicy f) { pp->SetPolicy(ToSyncPolicy(f)); };
+  h.info = [pp, &server](std::string* out) {
+    if (server.loading()) return;
+    persist::PersistStats s = pp->Stats();
+    Line(out, "rdb_changes_since_last_save", s.wal_appended);
+    Line(out, "rdb_bgsave_in_progress", uint64_t{s.save_in_progress ? 1u : 0u});
+    Line(out, "rdb_last_save_time", static_cast<uint64_t>(s.last_save_unix));
+    Line(out, "rdb_last_bgsave_status", std::string(s.last_save_ok ? "ok" : "err"));
+    Line(out, "rdb_saves", s.saves);
+    Line(out, "rdb_last_save_seconds", std::to_string(s.last_save_seconds));
+    Line(out, "rdb_snapshot_bytes", s.snapshot_bytes);
+    Line(out, "aof_enabled", uint64_t{s.wal_enabled ? 1u : 0u});
+    Line(out, "aof_current_size", s.wal_bytes);
+    Line(out, "aof_last_write_status", std::string(s.wal_broken ? "err" : "ok"));
+    Line(out, "wal_generation", s.wal_generation);
+    Line(out, "wal_appended", s.wal_appended);
+    Line(out, "wal_replayed", s.wal_replayed);
+    Line(out, "wal_last_lsn", s.last_lsn);
+    Line(out, "wal_durable_lsn", s.durable_lsn);
+    Line(out, "auto_save_wal_bytes", s.auto_save_threshold);
+    Line(out, "loading_last_seconds", std::to_string(s.recovery_seconds));
+  };
+  server.SetPersistenceHooks(std::move(h));
+  server.set_loading(true);
+  return p;
+}
+
+Status RecoverPersistence(Server& server, persist::Persistence* p) {
+  if (p == nullptr) return Status::OK();
+  Status s = p->Recover();
+  if (s.ok()) server.set_loading(false);
+  return s;
+}
+
+}  // namespace pion::server

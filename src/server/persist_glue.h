@@ -1,0 +1,27 @@
+// The glue between the server and the durability layer (src/persist): builds
+// the Persistence object for --kvcache, plugs it into the server's
+// PersistenceHooks (SHUTDOWN SAVE, graceful flush, CONFIG SET appendfsync,
+// INFO persistence, the ack LSN for deferred replies) and runs start-up
+// recovery while the server answers -LOADING. Owned by main().
+//
+// Thread-safety: SetUpPersistence before Server::Start(), RecoverPersistence
+// after it, both from the main thread.
+#pragma once
+
+#include <memory>
+
+#include "base/status.h"
+#include "persist/persistence.h"
+#include "server/server.h"
+
+namespace pion::server {
+
+// nullptr (nothing to persist) without --kvcache. Sets the hooks and loading.
+std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server);
+// Loads the snapshot and replays the WAL, then clears loading. An error means
+// the server must not serve (corruption names the file and offset).
+Status RecoverPersistence(Server& server, persist::Persistence* p);
+
+persist::SyncPolicy ToSyncPolicy(FsyncPolicy p);
+
+}  // namespace pion::server
