@@ -16,6 +16,17 @@ inline float HSum8(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
+// HSum8 of four vectors at once: lane m of the result is HSum8 of the m-th argument,
+// with the same additions in the same order.
+inline __m128 HSum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  __m128 ra = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  __m128 rb = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
+  __m128 rc = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
+  __m128 rd = _mm_add_ps(_mm256_castps256_ps128(d), _mm256_extractf128_ps(d, 1));
+  _MM_TRANSPOSE4_PS(ra, rb, rc, rd);  // ra = element 0 of each, rb = element 1, ...
+  return _mm_add_ps(_mm_add_ps(ra, rc), _mm_add_ps(rb, rd));
+}
+
 inline float HMax8(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));

@@ -137,12 +137,14 @@ struct Tables {
 template <int kBits>
 struct SearchTables {
   float level[kBits][8];
-  constexpr SearchTables() : level{} {
+  float dup[kBits][8];  // level[k][p % 4]: for vpermilps, which indexes within 128 bits
+  constexpr SearchTables() : level{}, dup{} {
     constexpr Thresholds<kBits> kT;
     for (int k = 0; k < kBits; ++k) {
       for (int p = 0; p < (1 << (kBits - 1 - k)); ++p) {
         level[k][p] = kT.t[(p << (k + 1)) + (1 << k) - 1];
       }
+      for (int p = 0; p < 8; ++p) dup[k][p] = level[k][p % 4];
     }
   }
 };
@@ -155,8 +157,11 @@ inline __m256i CodeIndex(__m256 u) {
       _mm256_castps_si256(_mm256_cmp_ps(u, _mm256_set1_ps(kS.level[kBits - 1][0]), _CMP_GE_OQ)),
       top);
   PION_UNROLL4 for (int k = kBits - 2; k >= 0; --k) {
-    const __m256 t =
-        _mm256_permutevar8x32_ps(_mm256_loadu_ps(kS.level[k]), _mm256_srli_epi32(idx, k + 1));
+    // Levels of <= 4 thresholds use the in-lane vpermilps (1 uop; vpermps is the
+    // bottleneck of this loop on Zen 3) with the table repeated in both halves.
+    const __m256i p = _mm256_srli_epi32(idx, k + 1);
+    const __m256 t = k >= kBits - 3 ? _mm256_permutevar_ps(_mm256_loadu_ps(kS.dup[k]), p)
+                                    : _mm256_permutevar8x32_ps(_mm256_loadu_ps(kS.level[k]), p);
     idx =
         _mm256_or_si256(idx, _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(u, t, _CMP_GE_OQ)),
                                               _mm256_set1_epi32(1 << k)));
@@ -279,50 +284,61 @@ bool EncodeRow(const float* x, uint32_t dim, uint8_t* dst) {
     }
     FinishBlock<false>(t, r, k, y);
     // Quantize the sub-blocks of 32 rotated values, phase by phase over the (up to 4)
-    // sub-blocks of the block, so that their long dependency chains overlap.
+    // sub-blocks of the block: their norms, dot products and scales are computed four
+    // at a time in xmm lanes (same operations and order as the scalar reference), so
+    // the long scalar dependency chains of the reference become short vector ones.
     const uint32_t nsub = r / 32;
-    float n2[4], dot[4];
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
     for (uint32_t j = 0; j < nsub; ++j) {
-      __m256 acc = _mm256_setzero_ps();
       PION_UNROLL4 for (int q = 0; q < 4; ++q) {
         const __m256 v = _mm256_load_ps(y + 32 * j + 8 * q);
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(v, v));
+        acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(v, v));
       }
-      n2[j] = HSum8(acc);
     }
+    const __m128 n2v = HSum8x4(acc[0], acc[1], acc[2], acc[3]);
+    alignas(16) float n2[4], kk[4], dot[4];
+    _mm_store_ps(n2, n2v);
+    _mm_store_ps(kk, _mm_div_ps(_mm_set1_ps(kSqrt32), _mm_sqrt_ps(n2v)));
     __m256i idx[4][4];
     __m256 c[4][4];
     const __m256 c0 = tb.Lookup(_mm256_setzero_si256());
+    __m256 dacc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                      _mm256_setzero_ps()};
     for (uint32_t j = 0; j < nsub; ++j) {
-      dot[j] = 0.0f;
       if (n2[j] > 0.0f) {
-        const __m256 vk = _mm256_set1_ps(kSqrt32 / std::sqrt(n2[j]));
-        __m256 dacc = _mm256_setzero_ps();
+        const __m256 vk = _mm256_broadcast_ss(kk + j);
         PION_UNROLL4 for (int q = 0; q < 4; ++q) {
           const __m256 v = _mm256_load_ps(y + 32 * j + 8 * q);
           idx[j][q] = CodeIndex<kBits>(_mm256_mul_ps(v, vk));
           c[j][q] = tb.Lookup(idx[j][q]);
-          dacc = _mm256_add_ps(dacc, _mm256_mul_ps(v, c[j][q]));
+          dacc[j] = _mm256_add_ps(dacc[j], _mm256_mul_ps(v, c[j][q]));
         }
-        dot[j] = HSum8(dacc);
       }
+    }
+    const __m128 dotv = HSum8x4(dacc[0], dacc[1], dacc[2], dacc[3]);
+    _mm_store_ps(dot, dotv);
+    // scale = fp16(min((n2 / dot) * post, 65504)) where dot > 0, else 0 (min_ps also
+    // maps inf and the NaN of unused lanes to 65504, as the reference's !(s <= max)).
+    const __m128 sc =
+        _mm_min_ps(_mm_mul_ps(_mm_div_ps(n2v, dotv), _mm_set1_ps(post)), _mm_set1_ps(kF16Max));
+    const __m128i pos = _mm_castps_si128(_mm_cmpgt_ps(dotv, _mm_setzero_ps()));
+    const __m128i sbits =
+        _mm_and_si128(_mm_cvtps_ph(sc, _MM_FROUND_TO_NEAREST_INT), _mm_packs_epi32(pos, pos));
+    alignas(16) uint16_t scale[8];
+    alignas(16) float sval[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(scale), sbits);
+    _mm_store_ps(sval, _mm_cvtph_ps(sbits));
+    for (uint32_t j = 0; j < nsub; ++j, block += kBlockBytes) {
       if (!(dot[j] > 0.0f)) {  // zero sub-block (or <v, c> underflowed): scale 0, codes 0
         PION_UNROLL4 for (int q = 0; q < 4; ++q) {
           idx[j][q] = _mm256_setzero_si256();
           c[j][q] = c0;
         }
       }
-    }
-    for (uint32_t j = 0; j < nsub; ++j, block += kBlockBytes) {
-      uint16_t scale = 0;
-      if (dot[j] > 0.0f) {  // TurboScaleBits with the F16C conversion (same bits)
-        float sc = (n2[j] / dot[j]) * post;
-        if (!(sc <= kF16Max)) sc = kF16Max;
-        scale = _cvtss_sh(sc, _MM_FROUND_TO_NEAREST_INT);
-      }
-      StoreU16(block, scale);
+      StoreU16(block, scale[j]);
       PackIdx<kBits>(idx[j], block + 2);
-      const __m256 vs = _mm256_set1_ps(_cvtsh_ss(scale));
+      const __m256 vs = _mm256_broadcast_ss(sval + j);
       PION_UNROLL4 for (int q = 0; q < 4; ++q) {
         const __m256 w = _mm256_mul_ps(vs, c[j][q]);
         acc_hdr = _mm256_add_ps(acc_hdr, _mm256_mul_ps(w, w));
