@@ -81,6 +81,7 @@ const std::vector<ConfigOption> kOptions = {
     {"auto-save-wal-bytes", false, false,
      [](const Config& c) { return U64(c.auto_save_wal_bytes); }},
     {"wal-repair", false, true, [](const Config& c) { return YesNo(c.wal_repair); }},
+    {"appendonly", false, false, [](const Config& c) { return YesNo(c.appendonly); }},
 };
 
 // Splits a config file line into tokens: whitespace separated, with "double"
@@ -222,6 +223,10 @@ Status ApplySetting(Config* cfg, const std::string& raw_name,
     auto r = BoolArg(name, v);
     if (!r.ok()) return r.status();
     cfg->wal_repair = *r;
+  } else if (name == "appendonly") {
+    auto r = BoolArg(name, v);
+    if (!r.ok()) return r.status();
+    cfg->appendonly = *r;
   }
   return Status::OK();
 }
@@ -247,6 +252,7 @@ std::string ConfigUsage() {
          "  --client-output-buffer-limit BYTES queued replies before disconnect (default 1gb)\n"
          "  --auto-save-wal-bytes BYTES    WAL size that triggers a snapshot (default 0 = auto)\n"
          "  --wal-repair                   start even if the WAL is corrupt mid-file\n"
+         "  --appendonly yes|no            WAL and snapshots for --kvcache (default yes)\n"
          "  --help, --version\n"
          "\n"
          "A config file holds the same names without dashes, one 'name value' per line.\n";

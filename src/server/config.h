@@ -37,6 +37,7 @@ struct Config {
   uint64_t timeout = 0;              // idle seconds before closing a client; 0 = never
   uint64_t auto_save_wal_bytes = 0;  // 0 = max(64 MiB, last snapshot size)
   bool wal_repair = false;
+  bool appendonly = true;  // write-ahead log + snapshots (--kvcache); no = memory only
 
   // Not settings: what the command line asked for besides them.
   std::string config_file;  // the config file read, if any (INFO config_file)

@@ -31,7 +31,7 @@ persist::SyncPolicy ToSyncPolicy(FsyncPolicy p) {
 }
 
 std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server) {
-  if (server.store() == nullptr) return nullptr;
+  if (server.store() == nullptr || !server.config().appendonly) return nullptr;
   const Config& c = server.config();
   persist::PersistOptions o;
   o.dir = c.dir;
