@@ -43,6 +43,10 @@ bool CheckCredentials(Server& s, std::string_view user, std::string_view pass) {
 }
 
 void Ping(CommandContext& ctx) {
+  if (ctx.args.size() > 2) {
+    ctx.reply->Error(WrongArity("ping"));
+    return;
+  }
   if (ctx.args.size() == 1)
     ctx.reply->SimpleString("PONG");
   else

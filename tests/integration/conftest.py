@@ -37,6 +37,10 @@ class PionServer:
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         self.log_path = self.dir / "server.log"
+        # With --requirepass, readiness checks and client() authenticate.
+        self.password: str | None = None
+        if "--requirepass" in self.args:
+            self.password = self.args[self.args.index("--requirepass") + 1]
 
     @property
     def binary(self) -> str:
@@ -64,7 +68,7 @@ class PionServer:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"pion-server exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                r = redis.Redis(port=self.port, socket_timeout=2)
+                r = redis.Redis(port=self.port, socket_timeout=2, password=self.password)
                 r.ping()
                 # Wait for recovery to finish: data commands answer -LOADING meanwhile.
                 info = r.info("persistence") if self.kvcache else {}
@@ -78,6 +82,7 @@ class PionServer:
 
     def client(self, **kw) -> redis.Redis:
         kw.setdefault("socket_timeout", 60)
+        kw.setdefault("password", self.password)
         return redis.Redis(port=self.port, **kw)
 
     def log(self) -> str:
@@ -102,6 +107,136 @@ class PionServer:
     def restart(self, sig: int = signal.SIGTERM) -> "PionServer":
         self.stop(sig)
         return self.start()
+
+
+class RawConn:
+    """A raw socket speaking RESP: exact bytes on the wire, RESP2 and RESP3 replies
+    parsed into Python values (errors come back as RawError, not raised)."""
+
+    def __init__(self, port: int, timeout: float = 30.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buf = b""
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    @staticmethod
+    def encode(*args) -> bytes:
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        return b"".join(out)
+
+    def call(self, *args):
+        self.send(self.encode(*args))
+        return self.read()
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("connection closed by server")
+        self.buf += chunk
+
+    def _line(self) -> bytes:
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n: int) -> bytes:
+        while len(self.buf) < n + 2:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n + 2:]
+        return data
+
+    def read_raw(self, n: int) -> bytes:
+        """Exactly n bytes as they arrived."""
+        while len(self.buf) < n:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def read(self):
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        if t == b"+":
+            return rest.decode()
+        if t == b"-":
+            return RawError(rest.decode())
+        if t == b":":
+            return int(rest)
+        if t in (b"$", b"="):
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self._exact(n)
+            return Verbatim(data[4:]) if t == b"=" else data
+        if t in (b"*", b"~"):
+            n = int(rest)
+            if n < 0:
+                return None
+            items = [self.read() for _ in range(n)]
+            return set(items) if t == b"~" and all(
+                isinstance(i, (str, bytes, int)) for i in items) else items
+        if t == b"%":
+            return {_key(self.read()): self.read() for _ in range(int(rest))}
+        if t == b"_":
+            return None
+        if t == b"#":
+            return rest == b"t"
+        if t == b",":
+            return float(rest)
+        raise AssertionError(f"bad reply type {line!r}")
+
+    def at_eof(self, timeout: float = 10.0) -> bool:
+        """True once the server closed the connection (within `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except socket.timeout:
+                continue
+            except (ConnectionResetError, BrokenPipeError):
+                return True
+            if not chunk:
+                return True
+            self.buf += chunk
+        return False
+
+
+class RawError(str):
+    """An error reply: the text after '-'."""
+
+
+class Verbatim(bytes):
+    """A RESP3 verbatim string's body (without the 'txt:' prefix)."""
+
+
+def _key(k):
+    return k.decode() if isinstance(k, bytes) else k
+
+
+@pytest.fixture
+def raw_factory():
+    """raw_factory(server) -> RawConn; all are closed at the end."""
+    conns: list[RawConn] = []
+
+    def make(server: "PionServer", timeout: float = 30.0) -> RawConn:
+        c = RawConn(server.port, timeout)
+        conns.append(c)
+        return c
+
+    yield make
+    for c in conns:
+        try:
+            c.close()
+        except OSError:
+            pass
 
 
 @pytest.fixture
