@@ -251,7 +251,7 @@ class Ctx:
         port = free_port()
         d = tempfile.mkdtemp(prefix='pion-', dir=self.tmp)
         args = [self.tool('pion-server'), '--kvcache', '--port', str(port),
-                '--bind', '127.0.0.1', '--dir', d, '--appendfsync', 'no']
+                '--bind', '127.0.0.1', '--dir', d, '--appendonly', 'no']
         if self.pion_workers:
             args += ['--workers', str(self.pion_workers)]
         args += self.args.pion_arg
@@ -746,9 +746,9 @@ def quant_rows(j, ctx):
     return rows
 
 
-# Stored bytes per row at D (quant-formats.md §3; int8: D plus one scale per batch).
+# Stored bytes per row at D (quant-formats.md §3).
 def expected_row_bytes(fmt, d):
-    return {'fp16': 2 * d, 'fp8': 4 + d + d // 16, 'int8': d, 'mlx4g32': d * 5 // 8,
+    return {'fp16': 2 * d, 'fp8': 4 + d + d // 16, 'int8': d + 4, 'mlx4g32': d * 5 // 8,
             'turbo4': 4 + d * 9 // 16, 'turbo3': 4 + d * 7 // 16,
             'turbo2': 4 + d * 5 // 16}[fmt]
 
@@ -972,6 +972,29 @@ def cpu_name():
     return '%d cores' % os.cpu_count()
 
 
+def cpu_busy(interval=1.0):
+    """Fraction of all cores busy over `interval` seconds (/proc/stat)."""
+    def snap():
+        with open('/proc/stat') as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + v[4]
+        return sum(v[:8]) - idle, sum(v[:8])
+    b0, t0 = snap()
+    time.sleep(interval)
+    b1, t1 = snap()
+    return (b1 - b0) / max(1, t1 - t0)
+
+
+def wait_idle(max_wait, threshold=0.15):
+    """Waits up to max_wait s for the machine to be mostly idle; returns the
+    last busy fraction seen (other jobs' load makes every number noisier)."""
+    deadline = time.time() + max_wait
+    busy = cpu_busy(0.5)
+    while busy > threshold and time.time() < deadline:
+        busy = cpu_busy(1.0)
+    return busy
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--build', default='build/release', help='build dir (bin/ inside)')
@@ -987,6 +1010,9 @@ def main():
     ap.add_argument('--pion-arg', action='append', default=[],
                     help='extra pion-server argument (repeatable)')
     ap.add_argument('--quant-filter', help='bench_quant --benchmark_filter')
+    ap.add_argument('--wait-idle', type=float,
+                    help='seconds to wait for an idle machine before each suite '
+                         '(default 30; smoke 0)')
     args = ap.parse_args()
     if args.reps < 1:
         ap.error('--reps must be >= 1')
@@ -1011,7 +1037,12 @@ def main():
     try:
         for s in suites:
             ts = time.time()
-            print('== suite %s' % s, file=sys.stderr, flush=True)
+            wait = args.wait_idle if args.wait_idle is not None else (0 if args.smoke else 30)
+            busy = wait_idle(wait) if wait > 0 else cpu_busy(0.2)
+            ctx.notes.append('suite %s started with the machine %.0f%% busy (other jobs)'
+                             % (s, 100 * busy))
+            print('== suite %s (machine %.0f%% busy before)' % (s, 100 * busy),
+                  file=sys.stderr, flush=True)
             try:
                 srows = SUITE_FNS[s](ctx)
             except BenchError as e:
@@ -1040,7 +1071,7 @@ def main():
     meta = {
         'date': date, 'sha': sha, 'cpu': cpu_name(), 'kernel': os.uname().release,
         'server_core': ctx.server_core, 'client_core': ctx.client_core,
-        'pion_args': '--kvcache --appendfsync no' + (
+        'pion_args': '--kvcache --appendonly no' + (
             ' --workers %d' % ctx.pion_workers if ctx.pion_workers else '') +
         (' ' + ' '.join(args.pion_arg) if args.pion_arg else ''),
         'reps': ctx.reps, 'load_start': load_start,
