@@ -14,10 +14,16 @@
 namespace pion::quant::x86 {
 
 bool EncodeRowInt8Avx2(const float* x, uint32_t dim, uint8_t* dst) {
-  __m256i mx = _mm256_setzero_si256();
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
   uint32_t i = 0;
-  for (; i + 8 <= dim; i += 8) mx = _mm256_max_epi32(mx, AbsBits(_mm256_loadu_ps(x + i)));
-  uint32_t abits = HMaxEpi32(mx);
+  for (; i + 32 <= dim; i += 32) {
+    m0 = _mm256_max_epi32(m0, AbsBits(_mm256_loadu_ps(x + i)));
+    m1 = _mm256_max_epi32(m1, AbsBits(_mm256_loadu_ps(x + i + 8)));
+    m2 = _mm256_max_epi32(m2, AbsBits(_mm256_loadu_ps(x + i + 16)));
+    m3 = _mm256_max_epi32(m3, AbsBits(_mm256_loadu_ps(x + i + 24)));
+  }
+  for (; i + 8 <= dim; i += 8) m0 = _mm256_max_epi32(m0, AbsBits(_mm256_loadu_ps(x + i)));
+  uint32_t abits = HMaxEpi32(_mm256_max_epi32(_mm256_max_epi32(m0, m1), _mm256_max_epi32(m2, m3)));
   if (abits >= kInfBits) return false;
   float a;
   std::memcpy(&a, &abits, 4);

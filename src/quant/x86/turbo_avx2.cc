@@ -9,8 +9,10 @@
 // same sequence of float operations as FwhtRef, so the results match bit for bit.
 //
 // Codebook lookup: vpermps with the 8-entry table (turbo3), a duplicated 4-entry table
-// (turbo2), or two tables and a blend on bit 3 (turbo4). Encoding compares u against
-// the 2^b - 1 thresholds and counts (ties go up, as in the reference).
+// (turbo2), or two tables and a blend on bit 3 (turbo4). Encoding finds the index by a
+// b-level binary search over the 2^b - 1 thresholds (CodeIndex), which equals the
+// reference's count of thresholds <= u (ties go up). The per-sub-block norms, dot
+// products and scales of a block are computed four at a time in xmm lanes.
 #include <immintrin.h>
 
 #include <cmath>
@@ -255,8 +257,14 @@ bool EncodeRow(const float* x, uint32_t dim, uint8_t* dst) {
   constexpr size_t kBlockBytes = sizeof(BlockTurbo<kBits>);
   const Tables<kBits> tb;
 
-  __m256i mx = _mm256_setzero_si256();
-  for (uint32_t i = 0; i < dim; i += 8) mx = _mm256_max_epi32(mx, AbsBits(_mm256_loadu_ps(x + i)));
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;  // dim % 32 == 0
+  for (uint32_t i = 0; i < dim; i += 32) {
+    m0 = _mm256_max_epi32(m0, AbsBits(_mm256_loadu_ps(x + i)));
+    m1 = _mm256_max_epi32(m1, AbsBits(_mm256_loadu_ps(x + i + 8)));
+    m2 = _mm256_max_epi32(m2, AbsBits(_mm256_loadu_ps(x + i + 16)));
+    m3 = _mm256_max_epi32(m3, AbsBits(_mm256_loadu_ps(x + i + 24)));
+  }
+  const __m256i mx = _mm256_max_epi32(_mm256_max_epi32(m0, m1), _mm256_max_epi32(m2, m3));
   const uint32_t abits = HMaxEpi32(mx);
   if (abits >= kInfBits) return false;
   float absmax;
