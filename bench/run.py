@@ -1016,6 +1016,7 @@ def main():
     args = ap.parse_args()
     if args.reps < 1:
         ap.error('--reps must be >= 1')
+    signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
 
