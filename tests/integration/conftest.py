@@ -73,6 +73,7 @@ class PionServer:
                 # Wait for recovery to finish: data commands answer -LOADING meanwhile.
                 info = r.info("persistence") if self.kvcache else {}
                 r.close()
+                r.connection_pool.disconnect()  # redis-py 4.3's close() keeps the socket
                 if info.get("loading", 0) in (0, "0"):
                     return
             except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as e:
