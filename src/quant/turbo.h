@@ -73,7 +73,8 @@ inline constexpr float kTurboHugeDown = 0x1p-96f;      // 2^-96
 inline constexpr float kTurboHugeUp = 0x1p96f;         // 2^96
 
 // fp16 scale of one sub-block from n2 = sum v^2 and dot = <v, c> (both > 0), and the
-// post multiplier (1 or 2^96). Shared by the scalar and AVX2 encoders.
+// post multiplier (1 or 2^96). The AVX2 encoder computes the same for four sub-blocks
+// at once.
 uint16_t TurboScaleBits(float n2, float dot, float post);
 
 bool EncodeRowTurbo4Ref(const float* x, uint32_t dim, uint8_t* dst);

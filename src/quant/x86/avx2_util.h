@@ -39,15 +39,6 @@ inline float HMin8(__m256 v) {
   return _mm_cvtss_f32(_mm_min_ss(m, _mm_movehdup_ps(m)));
 }
 
-inline __m256 Abs(__m256 v) {
-  return _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
-}
-
-// All-ones lanes where v is +-inf or NaN.
-inline __m256 NonFiniteMask(__m256 v) {
-  return _mm256_cmp_ps(Abs(v), _mm256_set1_ps(3.40282347e38f), _CMP_NLE_UQ);
-}
-
 // |v| as int32 bits: for non-negative floats integer order is float order, and every
 // inf/NaN (>= 0x7F800000) is above every finite value, so one vpmaxsd gives both the
 // absmax and the non-finite check.
@@ -61,8 +52,6 @@ inline uint32_t HMaxEpi32(__m256i v) {
   return static_cast<uint32_t>(_mm_cvtsi128_si32(m));
 }
 inline constexpr uint32_t kInfBits = 0x7F800000u;
-// Largest row (format.h kMaxDim); per-block scratch arrays are sized from it.
-inline constexpr uint32_t kMaxDimForScratch = 16384;
 
 // Four vectors of 8 int32 in [0, 255] -> 32 bytes in element order.
 inline __m256i PackBytes(__m256i a, __m256i b, __m256i c, __m256i d) {

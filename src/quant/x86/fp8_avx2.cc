@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include "base/fp16.h"
+#include "quant/format.h"
 #include "quant/fp8.h"
 #include "quant/kernels.h"
 #include "quant/x86/avx2.h"
@@ -26,7 +27,7 @@ inline __m256i CodesToHalf(__m128i c) {
 
 bool EncodeRowFp8Avx2(const float* x, uint32_t dim, uint8_t* dst) {
   // Pass 1: block absmax (as bits) and the non-finite check.
-  constexpr uint32_t kMaxBlocks = kMaxDimForScratch / 32 + 8;
+  constexpr uint32_t kMaxBlocks = kMaxDim / 32 + 8;
   alignas(32) uint32_t amax[kMaxBlocks];
   alignas(32) uint16_t sbits[kMaxBlocks];
   alignas(32) float sval[kMaxBlocks];

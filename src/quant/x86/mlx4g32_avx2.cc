@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/fp16.h"
+#include "quant/format.h"
 #include "quant/kernels.h"
 #include "quant/mlx4g32.h"
 #include "quant/x86/avx2.h"
@@ -15,7 +16,7 @@
 namespace pion::quant::x86 {
 
 bool EncodeRowMlx4g32Avx2(const float* x, uint32_t dim, uint8_t* dst) {
-  constexpr uint32_t kMaxGroups = kMaxDimForScratch / 32 + 8;
+  constexpr uint32_t kMaxGroups = kMaxDim / 32 + 8;
   alignas(32) float gmin[kMaxGroups], gmax[kMaxGroups], sval[kMaxGroups], bval[kMaxGroups];
   alignas(32) uint16_t sbits[kMaxGroups], bbits[kMaxGroups];
   const uint32_t ng = dim / 32;
