@@ -1,6 +1,6 @@
 // AVX2/F16C mlx4g32 kernels, bit-identical to mlx4g32.cc. Encode: min/max per group,
 // scale/bias rounded to fp16 by the shared scalar Mlx4g32Params, codes by vdivps +
-// vroundps (RNE) + clamp, nibbles packed with vpmaddubsw. Decode: nibbles split with
+// clamp + vcvtps2dq (RNE), nibbles packed with vpmaddubsw. Decode: nibbles split with
 // and/shift, re-interleaved with punpck{l,h}bw, then scale * q + bias (mul, add).
 #include <immintrin.h>
 
@@ -61,11 +61,11 @@ bool EncodeRowMlx4g32Avx2(const float* x, uint32_t dim, uint8_t* dst) {
     __m128i packed = _mm_setzero_si128();
     if (sval[g] != 0.0f) {
       const __m256 vs = _mm256_set1_ps(sval[g]), vb = _mm256_set1_ps(bval[g]);
+      // clamp(rint(v), 0, 15) == rint(clamp(v, 0, 15)) for integer bounds, and
+      // vcvtps2dq rounds to nearest even, so no separate vroundps.
       auto code = [&](const float* q) {
-        __m256 c = _mm256_round_ps(_mm256_div_ps(_mm256_sub_ps(_mm256_loadu_ps(q), vb), vs),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        c = _mm256_min_ps(_mm256_max_ps(c, zero), fifteen);
-        return _mm256_cvttps_epi32(c);
+        const __m256 v = _mm256_div_ps(_mm256_sub_ps(_mm256_loadu_ps(q), vb), vs);
+        return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, zero), fifteen));
       };
       const __m256i bytes = PackBytes(code(p), code(p + 8), code(p + 16), code(p + 24));
       const __m256i pairs = _mm256_maddubs_epi16(bytes, _mm256_set1_epi16(0x1001));
