@@ -231,6 +231,7 @@ RespParser::Result RespParser::ParseInline(const char* data, size_t len) {
   std::vector<std::string_view> toks;
   if (!SplitInlineArgs(std::string_view(data + pos_, query_end - pos_), &inline_arena_, &toks))
     return Fail("unbalanced quotes in request");
+  if (toks.size() > limits_.max_args) return Fail("too big inline request");
   for (std::string_view t : toks)
     refs_.push_back(
         {Where::kInline, 0, static_cast<size_t>(t.data() - inline_arena_.data()), t.size()});

@@ -241,6 +241,13 @@ TEST(RespParser, DesyncTooBigInline) {
   EXPECT_EQ(Feed({"*1\r\n$", junk}).error, "ERR Protocol error: too big bulk count string");
 }
 
+TEST(RespParser, InlineArgsCountTowardsArgLimit) {
+  ParserLimits lim;
+  lim.max_args = 3;
+  EXPECT_EQ(Feed({"a b c\r\n"}, lim).commands.size(), 1u);
+  EXPECT_EQ(Feed({"a b c d\r\n"}, lim).error, "ERR Protocol error: too big inline request");
+}
+
 TEST(RespParser, UnauthenticatedLimits) {
   EXPECT_EQ(Feed({"*11\r\n"}, {}, true).error,
             "ERR Protocol error: unauthenticated multibulk length");
