@@ -360,6 +360,28 @@ TEST(QuantFastPath, BatchEqualsRowByRow) {  // 10,000-row batch vs single-row ca
   }
 }
 
+TEST(QuantFastPath, F16EntryPointsFollowTheF32Ones) {
+  // DecodeRowsF16 == fp16(DecodeRows); EncodeRowsF16 == EncodeRows of the widened input.
+  constexpr uint32_t kDim = 640;
+  const std::vector<float> x = GaussianRows(3, kDim, /*seed=*/13);
+  std::vector<uint16_t> h(x.size());
+  std::vector<float> wide(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    h[i] = F32ToF16(x[i]);
+    wide[i] = F16ToF32(h[i]);
+  }
+  for (Format f : kAll) {
+    const std::vector<uint8_t> b = Encode(f, wide, kDim);
+    std::vector<uint8_t> bh(b.size());
+    ASSERT_TRUE(EncodeRowsF16(f, h.data(), 3, kDim, bh.data()).ok());
+    EXPECT_EQ(b, bh) << FormatName(f);
+    const std::vector<float> y = Decode(f, b, kDim);
+    std::vector<uint16_t> yh(y.size());
+    DecodeRowsF16(f, b.data(), 3, kDim, yh.data());
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(yh[i], F32ToF16(y[i])) << FormatName(f);
+  }
+}
+
 // ---------------------------------------------------------------- edge cases
 
 TEST(QuantEdge, NonFiniteRefusedNamingTheRow) {
