@@ -429,3 +429,20 @@ def test_dir_is_created(server_factory, tmp_path, raw_factory):
     s.start()
     assert d.is_dir()
     assert raw_factory(s).call("CONFIG", "GET", "dir") == [b"dir", str(d).encode()]
+
+
+def test_repo_pion_conf_is_valid_and_complete(server_factory, raw_factory):
+    """pion.conf at the repository root loads, and documents every setting."""
+    from conftest import ROOT
+    conf = ROOT / "pion.conf"
+    s = server_factory(kvcache=False, start=False)
+    binary, rest = s.cmdline()[0], s.cmdline()[1:]
+    s.cmdline = lambda: [binary, str(conf), *rest]
+    s.start()
+    c = raw_factory(s)
+    got = c.call("CONFIG", "GET", "*")
+    names = {k.decode() for k in got[0::2]} - {"save", "databases", "maxmemory-policy"}
+    text = conf.read_text()
+    documented = {line.split()[0] for line in text.splitlines()
+                  if line and not line.startswith("#")}
+    assert names <= documented, names - documented
