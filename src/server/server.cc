@@ -203,7 +203,7 @@ void Server::StopWorkers() {
 
 void Server::NotifyDurable(uint64_t lsn) {
   uint64_t cur = durable_lsn_.load(std::memory_order_relaxed);
-  while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_acq_rel)) {
+  while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_seq_cst)) {
   }
   for (auto& w : workers_) w->WakeDurable(lsn);
 }

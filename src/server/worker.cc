@@ -153,13 +153,15 @@ void Worker::Kill(uint64_t client_id) {
 void Worker::WaitDurable(Connection* c, uint64_t lsn) {
   waiting_.insert(c);
   uint64_t cur = min_wait_lsn_.load(std::memory_order_relaxed);
-  if (lsn < cur) min_wait_lsn_.store(lsn, std::memory_order_release);
-  // The LSN may have become durable between the check and the registration.
-  if (server_->durable_lsn() >= lsn) loop_.Defer([this] { CheckDurable(); });
+  // seq_cst on both sides (here: store min, load durable; NotifyDurable: store
+  // durable, load min) so that at least one of the two sees the other.
+  if (lsn < cur) min_wait_lsn_.store(lsn, std::memory_order_seq_cst);
+  if (server_->durable_lsn_.load(std::memory_order_seq_cst) >= lsn)
+    loop_.Defer([this] { CheckDurable(); });
 }
 
 void Worker::WakeDurable(uint64_t durable_lsn) {
-  if (min_wait_lsn_.load(std::memory_order_acquire) > durable_lsn) return;
+  if (min_wait_lsn_.load(std::memory_order_seq_cst) > durable_lsn) return;
   loop_.Post([this] { CheckDurable(); });
 }
 
@@ -175,7 +177,7 @@ void Worker::CheckDurable() {
       min_left = std::min(min_left, h);
   }
   for (Connection* c : ready) waiting_.erase(c);
-  min_wait_lsn_.store(min_left, std::memory_order_release);
+  min_wait_lsn_.store(min_left, std::memory_order_seq_cst);
   for (Connection* c : ready) c->OnDurable();  // may register again for a later LSN
 }
 
