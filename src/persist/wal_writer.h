@@ -14,6 +14,13 @@
 // retryable (the kernel may have dropped the dirty pages): the WAL becomes
 // broken, every later append and wait fails, and reads continue.
 //
+// Known limitation: write_mu_ is held across the pwrite of a record's rows, so
+// a small record (register, drop: logged under the store's global mutex) waits
+// behind a large store record being copied into the page cache, and behind
+// any dirty-page throttling of that write. TODO(persist): reserve offset + LSN
+// under the mutex and write outside it, with space preallocated (fallocate) so
+// that ENOSPC can only happen at reservation and never leaves a hole.
+//
 // Thread-safety: all public methods may be called from any thread.
 #pragma once
 
