@@ -164,26 +164,28 @@ def bandwidth(args: argparse.Namespace, pion_port: int, redis_port: int) -> list
         pc.v_storebatch(ns + "_pk", 0, 0, data)
         raw.set(ns, data.tobytes())
         nbytes = data.nbytes
-        reps = max(3, min(50, int(200 / size_mb)))
-
-        def timeit(fn) -> float:
-            fn()
-            ts = []
-            for _ in range(reps):
-                t0 = time.perf_counter()
-                fn()
-                ts.append(time.perf_counter() - t0)
-            return nbytes / statistics.median(ts) / MB
-
-        got = pc.v_fetch_range(ns + "_pk", 0, 0, n, fmt="NATIVE", dim=dim)
-        assert np.array_equal(got, data)
-        row = {
-            "MiB": size_mb,
-            "pion_client_fetch": timeit(lambda: pc.v_fetch_range(ns + "_pk", 0, 0, n, fmt="NATIVE", dim=dim)),
-            "pion_client_fetch_f32": timeit(lambda: pc.v_fetch_range(ns + "_pk", 0, 0, n, fmt="F32")) * 2,
-            "redis_py_get_redis": timeit(lambda: raw.get(ns)),
-            "pion_client_get_redis": timeit(lambda: pcr.execute("GET", ns)),
+        reps = max(5, min(50, int(200 / size_mb)))
+        variants = {
+            "pion_client_fetch": (lambda: pc.v_fetch_range(ns + "_pk", 0, 0, n, fmt="NATIVE", dim=dim), 1),
+            "pion_client_fetch_f32": (lambda: pc.v_fetch_range(ns + "_pk", 0, 0, n, fmt="F32"), 2),
+            "redis_py_get_redis": (lambda: raw.get(ns), 1),
+            "pion_client_get_redis": (lambda: pcr.execute("GET", ns), 1),
         }
+        got = pc.v_fetch_range(ns + "_pk", 0, 0, n, fmt="NATIVE", dim=dim)
+        assert np.array_equal(got, data) and raw.get(ns) == data.tobytes()
+        wall = {k: [] for k in variants}
+        cpu = {k: [] for k in variants}
+        # Round-robin over the variants so each sees the same machine load.
+        for _ in range(reps):
+            for name, (fn, _mult) in variants.items():
+                t0, c0 = time.perf_counter(), time.process_time()
+                fn()
+                wall[name].append(time.perf_counter() - t0)
+                cpu[name].append(time.process_time() - c0)
+        row = {"MiB": size_mb}
+        for name, (_fn, mult) in variants.items():
+            row[name] = mult * nbytes / statistics.median(wall[name]) / MB
+            row[name + "_cpu_ms"] = statistics.median(cpu[name]) * 1000
         rows.append(row)
         print(f"  bw {size_mb} MiB done", file=sys.stderr)
         pc.kv_prefix_drop(ns)
@@ -211,6 +213,7 @@ def main() -> int:
         reader(args)
         return 0
 
+    load0 = " ".join(open("/proc/loadavg").read().split()[:3])
     tmp = Path(tempfile.mkdtemp(prefix="pion-ttft-"))
     pport, rport = free_port(), free_port()
     pion = subprocess.Popen([str(Path(args.bin) / "pion-server"), "--port", str(pport), "--kvcache",
@@ -231,6 +234,7 @@ def main() -> int:
                 p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
 
+    print(f"\nload average before/after: {load0} / {' '.join(open('/proc/loadavg').read().split()[:3])}")
     print(f"\nTTFT, reference decoder (8 layers, kv_dim 128), torch threads {args.threads}, "
           f"suffix {args.suffix_len} tokens, median of {args.reps}")
     print("| prefix | format | cold TTFT ms | warm TTFT ms | warm/cold | fetch ms | bytes fetched | same 1st token |")
@@ -243,13 +247,15 @@ def main() -> int:
                   f"{100 * f['warm_ms'] / r['cold_ms']:.1f}% | {f['fetch_ms']:.1f} | {f['bytes']:,} | "
                   f"{'yes' if f['first'] == r['first'] else 'no'} |")
     if bw:
-        print("\nFetch bandwidth, MB/s (1 MB = 10^6 bytes; median)")
+        print("\nFetch bandwidth, MB/s of payload (1 MB = 10^6 bytes; median, variants interleaved), "
+              "[client CPU ms per fetch]")
         print("| MiB | pion client V.FETCH NATIVE | pion client V.FETCH F32 (same rows, 2x bytes) | "
               "redis-py GET from redis-server | pion client GET from redis-server |")
         print("|---:|---:|---:|---:|---:|")
         for row in bw:
-            print(f"| {row['MiB']} | {row['pion_client_fetch']:.0f} | {row['pion_client_fetch_f32']:.0f} | "
-                  f"{row['redis_py_get_redis']:.0f} | {row['pion_client_get_redis']:.0f} |")
+            cells = [f"{row[k]:.0f} [{row[k + '_cpu_ms']:.1f}]" for k in
+                     ("pion_client_fetch", "pion_client_fetch_f32", "redis_py_get_redis", "pion_client_get_redis")]
+            print(f"| {row['MiB']} | " + " | ".join(cells) + " |")
     st = res.pop("stats")
     print("\nPION.STATS at the end:", json.dumps(st))
     if args.json:

@@ -314,7 +314,7 @@ class PionPromptCache:
         if n_tokens < 1:
             raise E.IncompletePrefixError(f"{namespace}: no stored tokens")
         cmds = [["V.FETCH", sid, "BATCH", "0", str(n_tokens), str(n_layers), "FMT", fmt] for sid in (sid_k, sid_v)]
-        replies = self.client.pipeline(cmds)
+        replies = self.client.fetch_pipeline(cmds)
         self.client.raise_first(replies)
         out = []
         nbytes = 0

@@ -278,7 +278,7 @@ def test_storebatch_fetch_fp16(pc):
     assert np.array_equal(got, exp16.astype(np.float32))
     nat = pc.v_fetch_range("f_pk", 0, 0, 20, fmt="NATIVE", dim=64)
     assert nat.dtype == np.float16 and np.array_equal(nat, exp16)
-    assert not nat.flags.writeable  # zero-copy view of the reply bytes
+    assert nat.flags.writeable  # a view of the buffer the reply was received into
     nat2 = pc.v_fetch_range("f_pk", 0, 0, 20, fmt="NATIVE")  # dim read with V.INFO
     assert np.array_equal(nat2, exp16)
     f16 = pc.v_fetch_range("f_pk", 0, 5, 8, fmt="f16")
@@ -305,6 +305,27 @@ def test_fetch_batch(pc):
     assert np.array_equal(out[0], a.astype(np.float16)) and np.array_equal(out[2], b.astype(np.float16))
     out = pc.v_fetch_batch("g_pk", 0, 8, 1)
     assert len(out) == 1 and out[0].dtype == np.float32
+
+
+def test_fetch_pipeline_large_replies_and_errors(pc):
+    pc.kv_prefix_register("L", 1024, "fp16")
+    x = rows(10240, 1024, 6, np.float16)  # 20 MiB: far beyond any socket buffer
+    pc.v_storebatch("L_pk", 0, 0, x)
+    r = pc.fetch_pipeline([
+        ["V.FETCH", "L_pk", "0", "RANGE", "0", "10240", "FMT", "NATIVE"],
+        ["V.FETCH", "nope_pk", "0", "RANGE", "0", "1"],
+        ["V.FETCH", "L_pk", "BATCH", "0", "2", "FMT", "F32"],
+        ["V.FETCH", "L_pk", "0", "RANGE", "20000", "20001"],
+        ["PING"],
+    ])
+    assert np.array_equal(PionClient.decode_rows(r[0], 10240, 1024, "NATIVE"), x)
+    assert isinstance(r[1], SessionNotFoundError)
+    assert isinstance(r[2], list) and np.array_equal(PionClient.decode_rows(r[2][0], 2, 1024, "F32"),
+                                                     x[:2].astype(np.float32))
+    assert r[3] is None and r[4] == b"PONG"
+    assert pc.ping() is True and pc.dbsize() == 1  # the pooled connection is clean afterwards
+    with pytest.raises(SessionNotFoundError):
+        pc.v_fetch_batch("nope_pk", 0, 1)
 
 
 def test_quantized_formats_round_trip(pc):
@@ -398,27 +419,26 @@ def test_info_parsers():
 
 def test_store_is_one_pipeline_and_fetch_one_round_trip(server, monkeypatch):
     cache = PionPromptCache(port=server.port, vquant="fp16")
-    calls = {"pipeline": 0, "execute": 0}
-    orig_pipe, orig_exec = cache.client.pipeline, cache.client.execute
+    calls = {"pipeline": 0, "fetch_pipeline": 0, "execute": 0}
 
-    def pipe(cmds):
-        calls["pipeline"] += 1
-        return orig_pipe(cmds)
+    def counting(name):
+        orig = getattr(cache.client, name)
 
-    def exe(*a):
-        calls["execute"] += 1
-        return orig_exec(*a)
+        def wrapper(*a):
+            calls[name] += 1
+            return orig(*a)
+        return wrapper
 
-    monkeypatch.setattr(cache.client, "pipeline", pipe)
-    monkeypatch.setattr(cache.client, "execute", exe)
+    for name in calls:
+        monkeypatch.setattr(cache.client, name, counting(name))
     rng = np.random.default_rng(5)
     k = rng.standard_normal((4, 2, 50, 16)).astype(np.float32)
     v = rng.standard_normal((4, 2, 50, 16)).astype(np.float32)
     sent = cache.store("ns", k, v, prefix_ids=list(range(50)))
-    assert calls == {"pipeline": 1, "execute": 0}
+    assert calls == {"pipeline": 1, "fetch_pipeline": 0, "execute": 0}
     assert sent == 2 * 4 * 50 * 32 * 2  # fp16 namespace: rows sent as F16
     k2, v2 = cache.fetch("ns", 50)
-    assert calls == {"pipeline": 2, "execute": 0}
+    assert calls == {"pipeline": 1, "fetch_pipeline": 1, "execute": 0}  # K and V: one round trip
     assert k2.dtype == np.float16 and k2.shape == k.shape
     assert np.array_equal(k2, k.astype(np.float16)) and np.array_equal(v2, v.astype(np.float16))
     assert cache.blocks("ns").hashes.size == 3
