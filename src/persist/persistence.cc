@@ -56,12 +56,15 @@ Status Persistence::Recover() {
   }
   auto st = store_->Stats();
   LOG_NOTICE(
-      "recovery done: %llu namespaces, %llu rows, %llu bytes in %.3f s (WAL %s, generation %llu, "
-      "next lsn %llu)",
+      "recovery done: %llu namespaces (%llu sessions), %llu rows, %llu bytes in %.3f s (%.0f "
+      "MB/s); "
+      "%llu WAL records replayed; WAL %s, generation %llu, next lsn %llu",
       static_cast<unsigned long long>(store_->NamespaceCount()),
+      static_cast<unsigned long long>(st.sessions),
       static_cast<unsigned long long>(st.total_tokens), static_cast<unsigned long long>(st.bytes),
-      r.seconds, r.active_name.c_str(), static_cast<unsigned long long>(r.generation),
-      static_cast<unsigned long long>(r.next_lsn));
+      r.seconds, r.seconds > 0 ? static_cast<double>(st.bytes) / 1e6 / r.seconds : 0.0,
+      static_cast<unsigned long long>(r.wal_replayed), r.active_name.c_str(),
+      static_cast<unsigned long long>(r.generation), static_cast<unsigned long long>(r.next_lsn));
   if (opt_.background) bg_ = std::thread([this] { BackgroundLoop(); });
   return Status::OK();
 }
