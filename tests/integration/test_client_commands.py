@@ -253,16 +253,26 @@ def test_kv_prefix_info(pc):
     assert info["total_prefix_tokens"] == 10 and info["vstore_bytes"] > 0
 
 
-def test_save_and_commit_surface_the_reply(pc):
-    # Until the durability work lands the server answers -ERR persistence is not enabled;
-    # the client must raise that specific exception, and return None once it answers +OK.
-    for call in (pc.kv_prefix_save, pc.kv_prefix_commit):
-        try:
-            assert call() is None
-        except PersistenceNotEnabledError as e:
-            assert e.code == "ERR"
+def test_save_and_commit(pc, server):
+    pc.kv_prefix_register("d", 8, "fp16")
+    pc.v_storebatch("d_pk", 0, 0, rows(4, 8))
+    pc.kv_prefix_commit()
+    pc.kv_prefix_save()
+    assert (server.dir / "pion.vstore").exists()
     with pytest.raises(CommandError):
         pc.kv_prefix_save("/abs/path")
+    with pytest.raises(CommandError):
+        pc.kv_prefix_save("../outside")
+
+
+def test_save_and_commit_without_persistence(server_factory):
+    s = server_factory(args=["--appendonly", "no"])
+    c = PionClient(port=s.port)
+    for call in (c.kv_prefix_save, c.kv_prefix_commit):
+        with pytest.raises(PersistenceNotEnabledError) as ei:
+            call()
+        assert ei.value.code == "ERR"
+    c.close()
 
 
 # ---------------------------------------------------------------- §6 V-store
@@ -447,8 +457,14 @@ def test_store_is_one_pipeline_and_fetch_one_round_trip(server, monkeypatch):
 def test_reconnects_after_restart(server):
     c = PionClient(port=server.port)
     c.kv_prefix_register("r", 8, "fp16")
+    x = rows(5, 8, 9)
+    c.v_storebatch("r_pk", 0, 0, x)
+    before = c.v_fetch_range("r_pk", 0, 0, 5, fmt="NATIVE", dim=8).copy()
+    durable = c.kv_prefix_info()["wal_enabled"] == 1
     server.restart()
     assert c.ping() is True  # stale pooled connection replaced transparently
+    if durable:  # the WAL brings the rows back, bit for bit
+        assert np.array_equal(c.v_fetch_range("r_pk", 0, 0, 5, fmt="NATIVE", dim=8), before)
     c.kv_prefix_register("r2", 8, "fp16")
     assert c.kv_prefix_lookup("r2") is True
     c.close()

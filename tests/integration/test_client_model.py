@@ -203,9 +203,11 @@ def test_client_survives_server_restart(server, model):
     ids = prompt(11, 64)
     ns = cache.namespace_for(ids)
     cache.get_or_prefill(ids, ns, output="torch")
+    durable = cache.info()["wal_enabled"] == 1
     server.restart()
     # With persistence the prefix is still there (hit); without, it is prefilled again.
     past = cache.get_or_prefill(ids, ns, output="torch")
+    assert cache.last_hit is durable
     assert len(past) == 8 and past[0][0].shape == (1, 2, 64, 64)
     cache.get_or_prefill(ids, ns, output="torch")
     assert cache.last_hit is True
