@@ -124,7 +124,6 @@ def main() -> int:
         return 2
     from pion.reference_model import ModelConfig
 
-    prompt = _prompt(args.seed, args.prefix_len + args.suffix_len)
     ns = PionPromptCache.make_namespace("ttft_demo", ModelConfig().model_id, args.vquant,
                                         args.prefix_len, args.seed)
     client.kv_prefix_drop(ns)  # start cold

@@ -27,7 +27,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pion import VQUANTS, PionClient, PionPromptCache  # noqa: E402
+from pion import VQUANTS, PionPromptCache  # noqa: E402
 from pion.reference_model import ReferenceDecoder  # noqa: E402
 from pion.torch_adapters import from_past_key_values, to_past_key_values  # noqa: E402
 
