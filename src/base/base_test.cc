@@ -33,8 +33,8 @@ TEST(StrUtil, StrictIntegers) {
   EXPECT_EQ(ParseInt64Strict("-12"), -12);
   EXPECT_EQ(ParseInt64Strict("9223372036854775807"), INT64_MAX);
   EXPECT_EQ(ParseInt64Strict("-9223372036854775808"), INT64_MIN);
-  for (const char* bad : {"", "+1", " 1", "1 ", "01", "-0", "-", "9223372036854775808", "1a",
-                          "0x10", "1.0"})
+  for (const char* bad :
+       {"", "+1", " 1", "1 ", "01", "-0", "-", "9223372036854775808", "1a", "0x10", "1.0"})
     EXPECT_FALSE(ParseInt64Strict(bad).has_value()) << bad;
   EXPECT_EQ(ParseUint64Strict("18446744073709551615"), UINT64_MAX);
   EXPECT_FALSE(ParseUint64Strict("18446744073709551616").has_value());
@@ -98,9 +98,9 @@ TEST(Fp16, RoundsToNearestEven) {
   EXPECT_EQ(F32ToF16(65504.0f), 0x7BFF);
   EXPECT_EQ(F32ToF16(65519.0f), 0x7BFF);
   EXPECT_EQ(F32ToF16(65520.0f), 0x7C00);
-  EXPECT_EQ(F32ToF16(1.0f + 1.0f / 2048), 0x3C00);   // tie -> even
-  EXPECT_EQ(F32ToF16(1.0f + 3.0f / 2048), 0x3C02);   // tie -> even (up)
-  EXPECT_EQ(F32ToF16(5.960464477539063e-08f), 0x0001);  // 2^-24
+  EXPECT_EQ(F32ToF16(1.0f + 1.0f / 2048), 0x3C00);        // tie -> even
+  EXPECT_EQ(F32ToF16(1.0f + 3.0f / 2048), 0x3C02);        // tie -> even (up)
+  EXPECT_EQ(F32ToF16(5.960464477539063e-08f), 0x0001);    // 2^-24
   EXPECT_EQ(F32ToF16(2.98023223876953125e-08f), 0x0000);  // 2^-25 tie -> 0
   EXPECT_EQ(F32ToF16(-0.0f), 0x8000);
 }

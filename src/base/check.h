@@ -6,16 +6,16 @@ namespace pion::internal {
 [[noreturn]] void CheckFailed(const char* file, int line, const char* expr, const char* msg);
 }  // namespace pion::internal
 
-#define PION_CHECK(cond)                                                  \
-  do {                                                                    \
-    if (__builtin_expect(!(cond), 0))                                     \
-      ::pion::internal::CheckFailed(__FILE__, __LINE__, #cond, nullptr);  \
+#define PION_CHECK(cond)                                                 \
+  do {                                                                   \
+    if (__builtin_expect(!(cond), 0))                                    \
+      ::pion::internal::CheckFailed(__FILE__, __LINE__, #cond, nullptr); \
   } while (0)
 
-#define PION_CHECK_MSG(cond, msg)                                         \
-  do {                                                                    \
-    if (__builtin_expect(!(cond), 0))                                     \
-      ::pion::internal::CheckFailed(__FILE__, __LINE__, #cond, (msg));    \
+#define PION_CHECK_MSG(cond, msg)                                      \
+  do {                                                                 \
+    if (__builtin_expect(!(cond), 0))                                  \
+      ::pion::internal::CheckFailed(__FILE__, __LINE__, #cond, (msg)); \
   } while (0)
 
 #ifdef NDEBUG

@@ -49,11 +49,16 @@ bool CpuHas(CpuFeature feat) {
   const Features& f = Get();
   if (g_disabled.load(std::memory_order_relaxed) && feat != CpuFeature::kSse42) return false;
   switch (feat) {
-    case CpuFeature::kSse42: return f.sse42;
-    case CpuFeature::kAvx2: return f.avx2;
-    case CpuFeature::kFma: return f.fma;
-    case CpuFeature::kF16c: return f.f16c;
-    case CpuFeature::kAvx512f: return f.avx512f;
+    case CpuFeature::kSse42:
+      return f.sse42;
+    case CpuFeature::kAvx2:
+      return f.avx2;
+    case CpuFeature::kFma:
+      return f.fma;
+    case CpuFeature::kF16c:
+      return f.f16c;
+    case CpuFeature::kAvx512f:
+      return f.avx512f;
   }
   return false;
 }

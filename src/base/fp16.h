@@ -45,8 +45,8 @@ inline uint16_t F32ToF16(float f) {
     return sign | 0x7E00u | static_cast<uint16_t>((ax >> 13) & 0x3FFu);
   }
   if (ax >= 0x477FF000u) return sign | 0x7C00u;  // rounds to >= 65520 -> inf
-  if (ax >= 0x38800000u) {                        // normal half
-    uint32_t r = ax - (112u << 23);               // rebias exponent
+  if (ax >= 0x38800000u) {                       // normal half
+    uint32_t r = ax - (112u << 23);              // rebias exponent
     uint32_t lsb = (r >> 13) & 1u;
     r += 0xFFFu + lsb;
     return sign | static_cast<uint16_t>(r >> 13);

@@ -20,20 +20,29 @@ std::atomic<int> g_fd{2};
 bool ParseLogLevel(std::string_view s, LogLevel* out) {
   std::string l(s);
   for (char& c : l) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  if (l == "debug") *out = LogLevel::kDebug;
-  else if (l == "verbose") *out = LogLevel::kVerbose;
-  else if (l == "notice") *out = LogLevel::kNotice;
-  else if (l == "warning") *out = LogLevel::kWarning;
-  else return false;
+  if (l == "debug")
+    *out = LogLevel::kDebug;
+  else if (l == "verbose")
+    *out = LogLevel::kVerbose;
+  else if (l == "notice")
+    *out = LogLevel::kNotice;
+  else if (l == "warning")
+    *out = LogLevel::kWarning;
+  else
+    return false;
   return true;
 }
 
 std::string_view LogLevelName(LogLevel l) {
   switch (l) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kVerbose: return "verbose";
-    case LogLevel::kNotice: return "notice";
-    case LogLevel::kWarning: return "warning";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kVerbose:
+      return "verbose";
+    case LogLevel::kNotice:
+      return "notice";
+    case LogLevel::kWarning:
+      return "warning";
   }
   return "notice";
 }

@@ -21,10 +21,10 @@ void LogLine(LogLevel l, const char* fmt, ...) __attribute__((format(printf, 2, 
 
 }  // namespace pion
 
-#define PION_LOG(level, ...)                                                  \
-  do {                                                                        \
-    if (static_cast<int>(level) >= static_cast<int>(::pion::GetLogLevel()))   \
-      ::pion::LogLine(level, __VA_ARGS__);                                    \
+#define PION_LOG(level, ...)                                                \
+  do {                                                                      \
+    if (static_cast<int>(level) >= static_cast<int>(::pion::GetLogLevel())) \
+      ::pion::LogLine(level, __VA_ARGS__);                                  \
   } while (0)
 #define LOG_DEBUG(...) PION_LOG(::pion::LogLevel::kDebug, __VA_ARGS__)
 #define LOG_VERBOSE(...) PION_LOG(::pion::LogLevel::kVerbose, __VA_ARGS__)

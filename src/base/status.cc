@@ -5,15 +5,24 @@ namespace pion {
 namespace {
 const char* CodeName(Code c) {
   switch (c) {
-    case Code::kOk: return "OK";
-    case Code::kNotFound: return "NotFound";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kCorruption: return "Corruption";
-    case Code::kIOError: return "IOError";
-    case Code::kOutOfBudget: return "OutOfBudget";
-    case Code::kNotSupported: return "NotSupported";
-    case Code::kBusy: return "Busy";
-    case Code::kLoading: return "Loading";
+    case Code::kOk:
+      return "OK";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kCorruption:
+      return "Corruption";
+    case Code::kIOError:
+      return "IOError";
+    case Code::kOutOfBudget:
+      return "OutOfBudget";
+    case Code::kNotSupported:
+      return "NotSupported";
+    case Code::kBusy:
+      return "Busy";
+    case Code::kLoading:
+      return "Loading";
   }
   return "Unknown";
 }

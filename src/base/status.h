@@ -96,10 +96,10 @@ class [[nodiscard]] Result {
   std::variant<T, Status> v_;
 };
 
-#define PION_RETURN_IF_ERROR(expr)         \
-  do {                                     \
-    ::pion::Status _st = (expr);           \
-    if (!_st.ok()) return _st;             \
+#define PION_RETURN_IF_ERROR(expr) \
+  do {                             \
+    ::pion::Status _st = (expr);   \
+    if (!_st.ok()) return _st;     \
   } while (0)
 
 }  // namespace pion

@@ -50,12 +50,25 @@ std::optional<uint64_t> ParseBytes(std::string_view s) {
   auto ends = [&](std::string_view suf) {
     return l.size() > suf.size() && l.compare(l.size() - suf.size(), suf.size(), suf) == 0;
   };
-  if (ends("gb")) { mul = 1ull << 30; l.resize(l.size() - 2); }
-  else if (ends("mb")) { mul = 1ull << 20; l.resize(l.size() - 2); }
-  else if (ends("kb")) { mul = 1ull << 10; l.resize(l.size() - 2); }
-  else if (ends("g")) { mul = 1000000000ull; l.resize(l.size() - 1); }
-  else if (ends("m")) { mul = 1000000ull; l.resize(l.size() - 1); }
-  else if (ends("k")) { mul = 1000ull; l.resize(l.size() - 1); }
+  if (ends("gb")) {
+    mul = 1ull << 30;
+    l.resize(l.size() - 2);
+  } else if (ends("mb")) {
+    mul = 1ull << 20;
+    l.resize(l.size() - 2);
+  } else if (ends("kb")) {
+    mul = 1ull << 10;
+    l.resize(l.size() - 2);
+  } else if (ends("g")) {
+    mul = 1000000000ull;
+    l.resize(l.size() - 1);
+  } else if (ends("m")) {
+    mul = 1000000ull;
+    l.resize(l.size() - 1);
+  } else if (ends("k")) {
+    mul = 1000ull;
+    l.resize(l.size() - 1);
+  }
   auto v = ParseUint64Strict(l);
   if (!v) return std::nullopt;
   if (*v != 0 && mul > UINT64_MAX / *v) return std::nullopt;
@@ -114,7 +127,11 @@ bool Match(const char* p, const char* pe, const char* s, const char* se, bool no
             char a = p[0], b = p[2];
             if (a > b) std::swap(a, b);
             char c = *s;
-            if (nocase) { c = Lower(c); a = Lower(a); b = Lower(b); }
+            if (nocase) {
+              c = Lower(c);
+              a = Lower(a);
+              b = Lower(b);
+            }
             if (c >= a && c <= b) hit = true;
             p += 2;
           } else if (nocase ? Lower(*p) == Lower(*s) : *p == *s) {

@@ -28,11 +28,9 @@ bool CheckNsLength(CommandContext& ctx, std::string_view ns) {
 
 // Parses "<hash_count> <hash_blob>" into `out` (little-endian u64s).
 bool ParseHashes(CommandContext& ctx, std::string_view count_arg, std::string_view blob,
-                 std::string_view count_err, std::string_view len_err,
-                 std::vector<uint64_t>* out) {
+                 std::string_view count_err, std::string_view len_err, std::vector<uint64_t>* out) {
   int64_t count;
-  if (!ArgInRange(ctx, count_arg, 0, static_cast<int64_t>(store::kMaxHashCount), count_err,
-                  &count))
+  if (!ArgInRange(ctx, count_arg, 0, static_cast<int64_t>(store::kMaxHashCount), count_err, &count))
     return false;
   if (blob.size() != static_cast<size_t>(count) * 8) {
     ctx.reply->Error(len_err);
@@ -47,8 +45,7 @@ void KvRegister(CommandContext& ctx) {
   auto a = ctx.args;
   if (!CheckNsLength(ctx, a[1])) return;
   int64_t dim;
-  if (!ArgInRange(ctx, a[2], 1, quant::kMaxDim, "ERR kv_dim out of range (1..16384)", &dim))
-    return;
+  if (!ArgInRange(ctx, a[2], 1, quant::kMaxDim, "ERR kv_dim out of range (1..16384)", &dim)) return;
   auto fmt = quant::ParseFormat(a[3]);
   if (!fmt) {
     ctx.reply->Error("ERR KV.PREFIX.REGISTER: unknown vquant '" + std::string(a[3]) +
@@ -279,8 +276,8 @@ void AddKvPrefixCommands(std::vector<CommandSpec>* out) {
                   "Drop namespaces; returns how many existed"});
   out->push_back({"KV.PREFIX.BLOCKS", 2, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvBlocks,
                   "The registered block-hash table"});
-  out->push_back({"KV.PREFIX.MEMBERSHIP", 4, kCmdReadonly | kCmdFast | kv, 1, 1, 1,
-                  KvMembership, "Bitmap of which probe hashes are in the block table"});
+  out->push_back({"KV.PREFIX.MEMBERSHIP", 4, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvMembership,
+                  "Bitmap of which probe hashes are in the block table"});
   out->push_back({"KV.PREFIX.INFO", 1, kCmdReadonly | kCmdFast | kv, 0, 0, 0, KvInfo,
                   "Registry and V-store counters"});
   out->push_back({"KV.PREFIX.SAVE", -1, kCmdAdmin | kv, 0, 0, 0, KvSave,

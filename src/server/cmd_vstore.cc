@@ -168,8 +168,7 @@ void VFetchRange(CommandContext& ctx, std::span<const std::string_view> a, OutFm
   int64_t start, end;
   if (!ArgInRange(ctx, a[4], 0, kMaxTokens, "ERR invalid RANGE: end must exceed start (>=0)",
                   &start) ||
-      !ArgInRange(ctx, a[5], 0, kMaxTokens, "ERR invalid RANGE: end must exceed start (>=0)",
-                  &end))
+      !ArgInRange(ctx, a[5], 0, kMaxTokens, "ERR invalid RANGE: end must exceed start (>=0)", &end))
     return;
   if (end <= start) {
     ctx.reply->Error("ERR invalid RANGE: end must exceed start (>=0)");
@@ -201,9 +200,9 @@ void VFetchBatch(CommandContext& ctx, std::span<const std::string_view> a, OutFm
   if (a.size() == 6 &&
       !ArgInRange(ctx, a[5], 1, store::kMaxLayers, "ERR num_layers out of range (1..256)", &layers))
     return;
-  auto plans = ctx.server->store()->FetchBatch(a[1], static_cast<uint64_t>(start),
-                                               static_cast<uint64_t>(end),
-                                               static_cast<uint32_t>(layers));
+  auto plans =
+      ctx.server->store()->FetchBatch(a[1], static_cast<uint64_t>(start),
+                                      static_cast<uint64_t>(end), static_cast<uint32_t>(layers));
   if (!plans.ok()) {
     if (plans.status().message() == "session has no stored layers")
       return ctx.reply->Error("ERR V.FETCH BATCH: session has no stored layers");

@@ -34,10 +34,10 @@ enum CommandFlags : uint32_t {
   kCmdReadonly = 1u << 1,
   kCmdAdmin = 1u << 2,
   kCmdFast = 1u << 3,
-  kCmdNoAuth = 1u << 4,     // allowed before AUTH
-  kCmdLoading = 1u << 5,    // allowed while loading (-LOADING otherwise)
+  kCmdNoAuth = 1u << 4,   // allowed before AUTH
+  kCmdLoading = 1u << 5,  // allowed while loading (-LOADING otherwise)
   kCmdStale = 1u << 6,
-  kCmdKvcache = 1u << 7,    // needs --kvcache ("-ERR V-store not enabled (use --kvcache)")
+  kCmdKvcache = 1u << 7,  // needs --kvcache ("-ERR V-store not enabled (use --kvcache)")
   kCmdDenyOom = 1u << 8,
 };
 

@@ -32,8 +32,8 @@ class ReplyBuilder {
   virtual void Error(const Status& st) = 0;
   virtual void Integer(int64_t v) = 0;
   virtual void Bulk(std::string_view s) = 0;
-  virtual void Null() = 0;         // $-1 (RESP2) / _ (RESP3)
-  virtual void NullArray() = 0;    // *-1 (RESP2) / _ (RESP3)
+  virtual void Null() = 0;       // $-1 (RESP2) / _ (RESP3)
+  virtual void NullArray() = 0;  // *-1 (RESP2) / _ (RESP3)
   virtual void ArrayHeader(size_t n) = 0;
   virtual void MapHeader(size_t pairs) = 0;  // %n (RESP3) / *2n (RESP2)
   virtual void SetHeader(size_t n) = 0;      // ~n (RESP3) / *n (RESP2)

@@ -27,7 +27,6 @@ struct SideData {
 thread_local std::vector<uint8_t> tl_scratch;
 constexpr size_t kScratchKeepBytes = 64u << 20;
 
-
 }  // namespace
 
 class Namespace {
@@ -89,8 +88,7 @@ Store::NsPtr Store::Find(std::string_view ns) const {
 }
 
 void Store::Touch(Namespace& n) {
-  n.stamp.store(lru_clock_.fetch_add(1, std::memory_order_relaxed) + 1,
-                std::memory_order_relaxed);
+  n.stamp.store(lru_clock_.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 Store::NsPtr Store::FindAndTouch(std::string_view ns) {
@@ -112,8 +110,7 @@ Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
   return Status::OK();
 }
 
-Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fits,
-                          uint64_t* lsn) {
+Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn) {
   if (fits()) return Status::OK();
   std::vector<std::pair<uint64_t, NsPtr>> order;
   order.reserve(map_.size());
@@ -293,8 +290,8 @@ Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t s
     if (n->dropped) return Status::NotFound("session not found");
     if (delta > 0 && cfg_.max_bytes > 0) {
       if (n->bytes + delta > cfg_.max_bytes) return Status::OutOfBudget("");
-      PION_RETURN_IF_ERROR(
-          EvictLocked(n.get(), [&] { return bytes_ + delta <= cfg_.max_bytes; }, lsn));
+      PION_RETURN_IF_ERROR(EvictLocked(
+          n.get(), [&] { return bytes_ + delta <= cfg_.max_bytes; }, lsn));
     }
     n->bytes += delta;
     bytes_ += delta;
@@ -431,8 +428,8 @@ Result<FetchPlan> Store::FetchIds(std::string_view sid, uint32_t layer,
   return plan;
 }
 
-Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t start,
-                                                 uint64_t end, uint32_t num_layers) {
+Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t start, uint64_t end,
+                                                 uint32_t num_layers) {
   std::string_view ns;
   Side side;
   if (!ParseSessionId(sid, &ns, &side)) return Status::NotFound("session not found");
@@ -443,8 +440,8 @@ Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t 
   std::vector<FetchPlan> plans;
   {
     std::lock_guard<std::mutex> l(sd.mu);
-    uint32_t L = num_layers > 0 ? std::min(num_layers, kMaxLayers)
-                                : static_cast<uint32_t>(sd.layers.size());
+    uint32_t L =
+        num_layers > 0 ? std::min(num_layers, kMaxLayers) : static_cast<uint32_t>(sd.layers.size());
     if (L == 0) return Status::NotFound("session has no stored layers");
     plans.resize(L);
     for (uint32_t i = 0; i < L; ++i) {
@@ -518,7 +515,8 @@ Status Store::SetMaxBytes(uint64_t max_bytes, uint64_t* lsn) {
   std::lock_guard<std::mutex> l(mu_);
   cfg_.max_bytes = max_bytes;
   if (max_bytes == 0) return Status::OK();
-  return EvictLocked(nullptr, [&] { return bytes_ <= max_bytes; }, lsn);
+  return EvictLocked(
+      nullptr, [&] { return bytes_ <= max_bytes; }, lsn);
 }
 
 uint64_t Store::max_bytes() const {
@@ -563,8 +561,9 @@ std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>&
     }
   }
   // Oldest first, so a loader that replays in order restores the LRU order.
-  std::sort(views.begin(), views.end(),
-            [](const NamespaceView& a, const NamespaceView& b) { return a.lru_stamp < b.lru_stamp; });
+  std::sort(views.begin(), views.end(), [](const NamespaceView& a, const NamespaceView& b) {
+    return a.lru_stamp < b.lru_stamp;
+  });
   return views;
 }
 

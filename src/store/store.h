@@ -73,7 +73,7 @@ struct StoreStats {
   uint64_t evictions = 0;      // namespaces' sessions freed by LRU or DROP (2 per namespace)
   uint64_t bytes = 0;          // K/V bytes held in stored form (vstore_bytes)
   uint64_t max_bytes = 0;
-  uint64_t total_tokens = 0;   // sum of rows over every layer of every session
+  uint64_t total_tokens = 0;     // sum of rows over every layer of every session
   uint64_t allocated_bytes = 0;  // bytes of row chunks allocated (>= bytes; <= ~1.25x)
 };
 
@@ -112,16 +112,16 @@ struct FetchPlan {
   quant::Format fmt = quant::Format::kFp16;
   uint32_t dim = 0;
   size_t row_bytes = 0;
-  uint64_t rows = 0;          // rows in the reply
-  uint64_t stored_rows = 0;   // of those, rows below the layer's high-water mark
+  uint64_t rows = 0;         // rows in the reply
+  uint64_t stored_rows = 0;  // of those, rows below the layer's high-water mark
   std::vector<FetchSegment> segments;
 };
 
 struct SessionInfo {
   uint32_t dim = 0;
   quant::Format fmt = quant::Format::kFp16;
-  uint32_t num_layers = 0;                  // highest stored layer + 1
-  std::vector<uint64_t> layer_tokens;      // per layer < num_layers
+  uint32_t num_layers = 0;             // highest stored layer + 1
+  std::vector<uint64_t> layer_tokens;  // per layer < num_layers
   uint64_t total_tokens = 0;
   uint64_t bytes = 0;
 };
@@ -233,8 +233,8 @@ class Store {
   mutable std::shared_mutex gate_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, NsPtr> map_;  // guarded by mu_
-  uint64_t bytes_ = 0;                           // guarded by mu_
-  uint64_t evictions_ = 0;                       // guarded by mu_
+  uint64_t bytes_ = 0;                          // guarded by mu_
+  uint64_t evictions_ = 0;                      // guarded by mu_
   std::atomic<uint64_t> lru_clock_{0};
   std::atomic<uint64_t> total_fetches_{0};
   uint64_t next_incarnation_ = 1;  // guarded by mu_

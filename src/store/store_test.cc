@@ -176,7 +176,7 @@ TEST(Store, LruEvictsWholeNamespacesInAccessOrder) {
   auto rows = HalfRows(1, 64, 4);
   ASSERT_TRUE(Put(st, "a_pv", 0, 0, rows, 64).ok());  // touch a via a store
   ASSERT_TRUE(st.FetchRange("b_pk", 0, 0, 1).ok());   // touch b via a fetch
-  ASSERT_TRUE(Reg(st, "e").ok());                      // evicts c
+  ASSERT_TRUE(Reg(st, "e").ok());                     // evicts c
   EXPECT_FALSE(st.Lookup("c").hit);
   EXPECT_TRUE(st.Lookup("d").hit);  // now d is most recent
   ASSERT_TRUE(Reg(st, "f").ok());   // evicts a (a < b < e < d)
@@ -232,8 +232,8 @@ TEST(Store, NonFiniteRefusedForQuantized) {
   std::vector<float> rows(64, 1.0f);
   rows[40] = std::numeric_limits<float>::infinity();
   uint64_t lsn;
-  Status s = st.StoreRows("q_pk", 0, 0, 2, {RowInput::Type::kF32, rows.data(), rows.size() * 4},
-                          &lsn);
+  Status s =
+      st.StoreRows("q_pk", 0, 0, 2, {RowInput::Type::kF32, rows.data(), rows.size() * 4}, &lsn);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(), "non-finite value in row 1");
   EXPECT_EQ(st.Stats().bytes, 0u);
@@ -269,8 +269,7 @@ class RecordingSink : public MutationSink {
                            uint64_t start, uint64_t count,
                            std::span<const uint8_t> stored) override {
     if (fail) return Status::IOError("disk full");
-    Rec r{'S', std::string(ns), inc, 0, Format::kFp16, static_cast<int>(side), layer, start,
-          count};
+    Rec r{'S', std::string(ns), inc, 0, Format::kFp16, static_cast<int>(side), layer, start, count};
     r.bytes.assign(stored.begin(), stored.end());
     recs.push_back(r);
     return ++lsn;
@@ -305,8 +304,12 @@ void Replay(const std::vector<RecordingSink::Rec>& recs, Store* st) {
         (void)st->ApplyStored(r.ns, r.inc, static_cast<Side>(r.side), r.layer, r.start, r.count,
                               r.bytes);
         break;
-      case 'D': st->ApplyDrop(r.ns, r.inc); break;
-      case 'F': st->ApplyFlushAll(); break;
+      case 'D':
+        st->ApplyDrop(r.ns, r.inc);
+        break;
+      case 'F':
+        st->ApplyFlushAll();
+        break;
     }
   }
 }
