@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import redis
 
-from resp_raw import Raw, encode
+from conftest import RawConn, RawError
 
 FORMATS = ["int8", "turbo4", "turbo3", "turbo2", "fp16", "fp8", "mlx4g32"]
 
@@ -207,33 +207,34 @@ def test_value_receipt_worked_example(r):
     assert info["kvprefix_hits"] == 0
 
 
-def test_pion_stats_resp3_shape(server):
-    c = Raw(server.port)
-    hello = c.call("HELLO", "3")
-    assert hello[0] == "%"
-    t, pairs = c.call("PION.STATS")
-    assert t == "%" and len(pairs) == 16
-    assert pairs[0] == (("$", b"worker_id"), (":", 0))
-    assert pairs[9][1] == ("$", b"0.000")
-    # Null replies are RESP3 nulls.
-    c.call("KV.PREFIX.REGISTER", "n3", 32, "fp16")
-    assert c.call("V.FETCH", "n3_pk", 0, "RANGE", 0, 4) == ("_", None)
-    c.call("HELLO", "2")
-    assert c.call("V.FETCH", "n3_pk", 0, "RANGE", 0, 4) == ("$", None)
-    t, flat = c.call("PION.STATS")
-    assert t == "*" and len(flat) == 32
-    c.close()
+def test_pion_stats_resp3_shape(server, raw_factory):
+    c = raw_factory(server)
+    assert isinstance(c.call("HELLO", "3"), dict)
+    c.send(RawConn.encode("PION.STATS"))
+    assert c.read_raw(5) == b"%16\r\n"
+    pairs = [(c.read(), c.read()) for _ in range(16)]
+    assert pairs[0] == (b"worker_id", 0)
+    assert pairs[9] == (b"prefill_seconds_avoided", b"0.000")
+    # Null replies are RESP3 nulls ...
+    assert c.call("KV.PREFIX.REGISTER", "n3", 32, "fp16") == "OK"
+    c.send(RawConn.encode("V.FETCH", "n3_pk", 0, "RANGE", 0, 4))
+    assert c.read_raw(3) == b"_\r\n"
+    # ... and RESP2 nulls after HELLO 2, where the receipt is a flat array.
+    assert isinstance(c.call("HELLO", "2"), list)
+    c.send(RawConn.encode("V.FETCH", "n3_pk", 0, "RANGE", 0, 4))
+    assert c.read_raw(5) == b"$-1\r\n"
+    flat = c.call("PION.STATS")
+    assert isinstance(flat, list) and len(flat) == 32
 
 
-def test_pipelined_option_name_is_not_consumed(server):
-    c = Raw(server.port)
-    c.send(encode("KV.PREFIX.REGISTER", "p", 32, "fp16", "PREFILL_MS", 5) + encode("PREFILL_MS", 7)
-           + encode("PING"))
-    assert c.read() == ("+", b"OK")
-    t, msg = c.read()
-    assert t == "-" and msg.startswith(b"ERR unknown command 'PREFILL_MS'")
-    assert c.read() == ("+", b"PONG")
-    c.close()
+def test_pipelined_option_name_is_not_consumed(server, raw_factory):
+    c = raw_factory(server)
+    c.send(RawConn.encode("KV.PREFIX.REGISTER", "p", 32, "fp16", "PREFILL_MS", 5)
+           + RawConn.encode("PREFILL_MS", 7) + RawConn.encode("PING"))
+    assert c.read() == "OK"
+    e = c.read()
+    assert isinstance(e, RawError) and e.startswith("ERR unknown command 'PREFILL_MS'")
+    assert c.read() == "PONG"
 
 
 def test_kv_info_fields(r):
