@@ -265,6 +265,36 @@ def test_save_and_commit(pc, server):
         pc.kv_prefix_save("../outside")
 
 
+def test_loading_error_while_recovering(server):
+    """A client that connects while the server loads its snapshot gets LoadingError (never
+    another error), then the data, bit for bit. Whether the window is caught depends on
+    the machine's speed, so it is reported, not required."""
+    c = PionClient(port=server.port, socket_connect_timeout=1)
+    d = rows(16384, 1024, 7, np.float16)  # 32 MiB snapshot
+    c.kv_prefix_register("big", 1024, "fp16")
+    c.v_storebatch("big_pk", 0, 0, d)
+    c.kv_prefix_save()
+    server.stop()
+    server.start(wait=False)
+    seen = {"LOADING": 0, "connect": 0}
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            info = c.kv_prefix_info()
+            break
+        except LoadingError as e:
+            assert e.code == "LOADING"
+            seen["LOADING"] += 1
+        except PionConnectionError:
+            seen["connect"] += 1
+        assert time.monotonic() < deadline, server.log()
+        time.sleep(0.002)  # polling interval of a deadline loop
+    print(f"\nreplies before ready: {seen}")
+    assert info["registered_prefixes"] == 1
+    assert np.array_equal(c.v_fetch_range("big_pk", 0, 0, 16384, fmt="NATIVE", dim=1024), d)
+    c.close()
+
+
 def test_save_and_commit_without_persistence(server_factory):
     s = server_factory(args=["--appendonly", "no"])
     c = PionClient(port=s.port)
