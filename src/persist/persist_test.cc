@@ -3,12 +3,17 @@
 // repair), full disk during append and save, golden files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "persist/fault_env.h"
@@ -319,30 +324,36 @@ TEST(Recovery, CorruptSnapshotRefused) {
   EXPECT_NE(s.message().find("snapshot /db/pion.vstore corrupt at offset"), std::string::npos);
 }
 
-TEST(FullDisk, WalAppendFailsCleanlyAndLaterSucceeds) {
+TEST(FullDisk, WalAppendFailureRefusesWritesUntilRestart) {
   FaultEnv env;
-  Node n(&env);
-  ASSERT_TRUE(n.persist->Recover().ok());
-  uint64_t lsn = 0;
-  ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 16, 1, 0, 4, 1, &lsn).ok());
-  ASSERT_TRUE(n.persist->Commit().ok());
-  auto before = Dump(n.store);
-  env.FailNthWrite(1);
-  store::RegisterArgs ra;
-  ra.ns = "b";
-  ra.kv_dim = 16;
-  Status s = n.store.Register(ra, &lsn);
-  EXPECT_EQ(s.code(), Code::kIOError);
-  EXPECT_NE(s.message().find("No space left on device"), std::string::npos);
-  EXPECT_EQ(Dump(n.store), before);          // nothing applied
-  EXPECT_EQ(n.store.Lookup("a").hit, true);  // reads still served
-  ASSERT_TRUE(Fill(n.store, "c", quant::Format::kFp16, 16, 1, 0, 2, 3, &lsn).ok());
-  ASSERT_TRUE(n.persist->Commit().ok());
-  auto want = Dump(n.store);
-  n.persist.reset();
+  StoreDump before;
+  {
+    Node n(&env);
+    ASSERT_TRUE(n.persist->Recover().ok());
+    uint64_t lsn = 0;
+    ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 16, 1, 0, 4, 1, &lsn).ok());
+    ASSERT_TRUE(n.persist->Commit().ok());
+    before = Dump(n.store);
+    env.FailNthWrite(1);
+    store::RegisterArgs ra;
+    ra.ns = "b";
+    ra.kv_dim = 16;
+    Status s = n.store.Register(ra, &lsn);
+    EXPECT_EQ(s.code(), Code::kIOError);
+    EXPECT_NE(s.message().find("No space left on device"), std::string::npos);
+    EXPECT_EQ(Dump(n.store), before);          // nothing applied
+    EXPECT_EQ(n.store.Lookup("a").hit, true);  // reads still served
+    // Writes are refused until a restart (docs/wal_format.md §6).
+    EXPECT_EQ(Fill(n.store, "c", quant::Format::kFp16, 16, 1, 0, 2, 3, &lsn).code(),
+              Code::kIOError);
+    EXPECT_TRUE(n.persist->Stats().wal_broken);
+  }
   Node m(&env);
   ASSERT_TRUE(m.persist->Recover().ok());
-  EXPECT_EQ(Dump(m.store), want);
+  EXPECT_EQ(Dump(m.store), before);
+  uint64_t lsn = 0;
+  ASSERT_TRUE(Fill(m.store, "c", quant::Format::kFp16, 16, 1, 0, 2, 3, &lsn).ok());
+  ASSERT_TRUE(m.persist->Commit().ok());
 }
 
 TEST(FullDisk, SaveFailsAndLeavesPreviousStateReplayable) {
@@ -628,6 +639,348 @@ TEST(Concurrency, WritersAndSavesThenRecover) {
   Node m(&env);
   ASSERT_TRUE(m.persist->Recover().ok());
   EXPECT_EQ(Dump(m.store), want);
+}
+
+}  // namespace
+}  // namespace pion::persist
+
+namespace pion::persist {
+namespace {
+
+// An Env that forwards to a FaultEnv and lets a test intercept every write of a
+// writable file: delay it, block it on a latch, fail it, or note its completion.
+class HookEnv final : public Env {
+ public:
+  // Called instead of the write; `inner` performs it.
+  using Hook =
+      std::function<Status(uint64_t off, std::span<const uint8_t> data, WritableFile* inner)>;
+  explicit HookEnv(FaultEnv* base) : base_(base) {}
+  Hook hook;
+
+  class File final : public WritableFile {
+   public:
+    File(HookEnv* env, std::unique_ptr<WritableFile> f) : env_(env), f_(std::move(f)) {}
+    Status WriteAt(uint64_t off, std::span<const uint8_t> data) override {
+      if (env_->hook) return env_->hook(off, data, f_.get());
+      return f_->WriteAt(off, data);
+    }
+    Status Sync() override { return f_->Sync(); }
+    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
+    Result<uint64_t> Size() override { return f_->Size(); }
+    Status Close() override { return f_->Close(); }
+
+   private:
+    HookEnv* env_;
+    std::unique_ptr<WritableFile> f_;
+  };
+
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& p) override {
+    auto f = base_->NewWritableFile(p);
+    if (!f.ok()) return f.status();
+    return std::unique_ptr<WritableFile>(new File(this, std::move(f).value()));
+  }
+  Result<std::unique_ptr<WritableFile>> ReopenWritableFile(const std::string& p) override {
+    auto f = base_->ReopenWritableFile(p);
+    if (!f.ok()) return f.status();
+    return std::unique_ptr<WritableFile>(new File(this, std::move(f).value()));
+  }
+  Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& p) override {
+    return base_->NewReadableFile(p);
+  }
+  bool FileExists(const std::string& p) override { return base_->FileExists(p); }
+  Result<uint64_t> FileSize(const std::string& p) override { return base_->FileSize(p); }
+  Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
+  Status RemoveFile(const std::string& p) override { return base_->RemoveFile(p); }
+  Status TruncateFile(const std::string& p, uint64_t n) override {
+    return base_->TruncateFile(p, n);
+  }
+  Status SyncDir(const std::string& d) override { return base_->SyncDir(d); }
+  Result<std::vector<std::string>> ListDir(const std::string& d) override {
+    return base_->ListDir(d);
+  }
+  Status CreateDir(const std::string& d) override { return base_->CreateDir(d); }
+
+ private:
+  FaultEnv* base_;
+};
+
+// The LSN of a record header at the start of `data`, or 0 if `data` is not one
+// (test rows are filled with 0xAB, never a valid type byte).
+uint64_t HeaderLsn(std::span<const uint8_t> data) {
+  if (data.size() < kRecordHeaderSize || data[8] < 1 || data[8] > 4 || data[9] != 0 ||
+      data[10] != 0 || data[11] != 0)
+    return 0;
+  return GetU64(data.data() + 12);
+}
+
+// A one-shot latch.
+struct Latch {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  std::atomic<bool> entered{false};
+  void Wait() {
+    entered = true;
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return open; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> l(mu);
+    open = true;
+    cv.notify_all();
+  }
+  void AwaitEntered() {
+    while (!entered) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+};
+
+// Many threads append records of mixed sizes (64 B .. 256 KiB) whose writes
+// finish out of order; every ack (appended LSN under `no`, durable LSN under
+// `always`) only covers LSNs whose records, and all before them, were fully
+// written; LSNs are dense, per-thread increasing, and the file reads back clean.
+TEST(ConcurrentAppend, MixedSizesAcksCoverOnlyTheContiguousPrefix) {
+  for (SyncPolicy policy : {SyncPolicy::kNo, SyncPolicy::kAlways}) {
+    FaultEnv base;
+    HookEnv env(&base);
+    std::mutex mu;
+    std::set<uint64_t> written;  // LSNs whose header write (the last one) finished
+    uint64_t contiguous = 0;
+    std::atomic<int> bad_acks{0};
+    std::atomic<uint64_t> max_ack{0};
+    std::atomic<uint64_t> rnd{12345};
+    env.hook = [&](uint64_t off, std::span<const uint8_t> data, WritableFile* f) {
+      uint64_t r = rnd.fetch_add(0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+      if (data.size() > 1024 || r % 5 == 0)
+        std::this_thread::sleep_for(std::chrono::microseconds((r >> 40) % 1500));
+      Status s = f->WriteAt(off, data);
+      uint64_t lsn = HeaderLsn(data);
+      if (s.ok() && lsn != 0) {
+        std::lock_guard<std::mutex> l(mu);
+        written.insert(lsn);
+        while (written.count(contiguous + 1)) ++contiguous;
+      }
+      return s;
+    };
+    constexpr int kThreads = 8, kPer = 60;
+    std::vector<std::vector<uint64_t>> got(kThreads);
+    {
+      WalWriter w(&env, kDir, policy);
+      ASSERT_TRUE(w.Create("pion.vstore.wal", 1, 1).ok());
+      w.SetAckCallback([&](uint64_t v) {
+        std::lock_guard<std::mutex> l(mu);
+        if (v > contiguous) bad_acks++;
+        uint64_t cur = max_ack.load();
+        while (cur < v && !max_ack.compare_exchange_weak(cur, v)) {
+        }
+      });
+      if (policy == SyncPolicy::kAlways) w.Start();
+      std::vector<std::thread> th;
+      for (int t = 0; t < kThreads; ++t) {
+        th.emplace_back([&, t] {
+          for (int i = 0; i < kPer; ++i) {
+            Result<uint64_t> r = uint64_t{0};
+            if ((i + t) % 4 == 0) {
+              r = w.OnDrop("ns" + std::to_string(t), 1, store::DropReason::kDrop);
+            } else {
+              size_t rows = size_t{1} << ((i * 7 + t) % 13);  // 1 .. 4096 rows of 64 B
+              std::vector<uint8_t> v(rows * 64, 0xAB);
+              r = w.OnStore("ns" + std::to_string(t), 1, store::Side::kKeys, 0,
+                            static_cast<uint64_t>(i), rows, v);
+            }
+            ASSERT_TRUE(r.ok()) << r.status().ToString();
+            got[t].push_back(*r);
+          }
+        });
+      }
+      for (auto& x : th) x.join();
+      ASSERT_TRUE(w.Commit().ok());
+      EXPECT_EQ(w.last_lsn(), uint64_t{kThreads * kPer});
+      EXPECT_EQ(w.durable_lsn(), uint64_t{kThreads * kPer});
+    }
+    EXPECT_EQ(bad_acks.load(), 0) << static_cast<int>(policy);
+    EXPECT_EQ(max_ack.load(), uint64_t{kThreads * kPer}) << static_cast<int>(policy);
+    std::set<uint64_t> all;
+    for (auto& v : got) {
+      EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+      all.insert(v.begin(), v.end());
+    }
+    ASSERT_EQ(all.size(), size_t{kThreads * kPer});
+    EXPECT_EQ(*all.begin(), 1u);
+    EXPECT_EQ(*all.rbegin(), uint64_t{kThreads * kPer});
+    auto rd = WalReader::Open(&base, kWal);
+    ASSERT_TRUE(rd.ok());
+    WalRecord rec;
+    uint64_t n = 0;
+    while ((*rd)->Next(&rec)) EXPECT_EQ(rec.lsn, ++n);
+    EXPECT_EQ(n, uint64_t{kThreads * kPer});
+    EXPECT_EQ((*rd)->end(), WalEnd::kClean);
+  }
+}
+
+// The write of a middle record fails (ENOSPC) while the record after it has
+// already been written and one more is still being written: the failed append
+// and the one in flight after it get an error, nothing from the failed record
+// on is ever acknowledged, later appends are refused, and once the writes in
+// flight finished the file is cut at the failed record (no gap followed by
+// valid records). A restart recovers the prefix and accepts writes again.
+TEST(ConcurrentAppend, FailedMiddleRecordIsNeverAcknowledged) {
+  FaultEnv base;
+  HookEnv env(&base);
+  constexpr size_t kBigA = 3125 * 32, kBigC = 1000 * 32;  // fp16, kv_dim 16: 32 B rows
+  Latch la, lc;
+  env.hook = [&](uint64_t off, std::span<const uint8_t> data, WritableFile* f) -> Status {
+    if (data.size() == kBigA) {
+      la.Wait();
+      (void)f->WriteAt(off, data.subspan(0, data.size() / 2));  // a partial write
+      return Status::IOError("write: No space left on device");
+    }
+    if (data.size() == kBigC) lc.Wait();
+    return f->WriteAt(off, data);
+  };
+  std::mutex mu;
+  std::vector<uint64_t> acks;
+  uint64_t off_a = 0;
+  {
+    WalWriter w(&env, kDir, SyncPolicy::kNo);
+    ASSERT_TRUE(w.Create("pion.vstore.wal", 1, 1).ok());
+    w.SetAckCallback([&](uint64_t v) {
+      std::lock_guard<std::mutex> l(mu);
+      acks.push_back(v);
+    });
+    ASSERT_EQ(*w.OnRegister("ns", 1, 16, quant::Format::kFp16, nullptr), 1u);
+    off_a = w.Stats().bytes;
+    std::vector<uint8_t> a(kBigA, 0xAB), c(kBigC, 0xAB);
+    Result<uint64_t> ra = uint64_t{0}, rc = uint64_t{0};
+    std::thread ta(
+        [&] { ra = w.OnStore("ns", 1, store::Side::kKeys, 0, 0, kBigA / 32, a); });  // lsn 2
+    la.AwaitEntered();
+    // lsn 3: written completely while lsn 2 is still being written.
+    auto rb = w.OnDrop("other", 7, store::DropReason::kDrop);
+    ASSERT_TRUE(rb.ok());
+    EXPECT_EQ(*rb, 3u);
+    std::thread tc(
+        [&] { rc = w.OnStore("ns", 1, store::Side::kValues, 0, 0, kBigC / 32, c); });  // lsn 4
+    lc.AwaitEntered();
+    EXPECT_EQ(w.last_lsn(), 1u);  // 3 is written but 2 is not
+    la.Open();
+    ta.join();
+    EXPECT_EQ(ra.status().code(), Code::kIOError);
+    EXPECT_NE(ra.status().message().find("No space left on device"), std::string::npos);
+    EXPECT_EQ(w.OnFlushAll().status().code(), Code::kIOError);  // refused: broken
+    lc.Open();
+    tc.join();
+    EXPECT_EQ(rc.status().code(), Code::kIOError);  // written after the failure: refused
+    EXPECT_EQ(w.last_lsn(), 1u);
+    EXPECT_TRUE(w.Stats().broken);
+    EXPECT_EQ(w.Commit().code(), Code::kIOError);
+  }
+  for (uint64_t v : acks) EXPECT_LE(v, 1u);
+  EXPECT_EQ(base.GetFile(kWal).size(), off_a);  // cut at the failed record
+  auto rd = WalReader::Open(&base, kWal);
+  ASSERT_TRUE(rd.ok());
+  WalRecord rec;
+  int n = 0;
+  while ((*rd)->Next(&rec)) ++n;
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ((*rd)->end(), WalEnd::kClean);
+  Node m(&base);
+  ASSERT_TRUE(m.persist->Recover().ok());
+  EXPECT_EQ(m.store.NamespaceCount(), 1u);
+  EXPECT_EQ(m.persist->wal()->last_lsn(), 1u);
+  uint64_t lsn = 0;
+  ASSERT_TRUE(Fill(m.store, "z", quant::Format::kFp16, 16, 1, 0, 2, 5, &lsn).ok());
+  ASSERT_TRUE(m.persist->WaitDurable(lsn).ok());
+}
+
+// Stores `rows` rows (values from `seed`) into one layer of one side.
+Status StoreOne(Store& s, const std::string& side_key, uint32_t dim, uint64_t start, uint64_t rows,
+                uint64_t seed, uint64_t* lsn) {
+  std::vector<float> v(rows * dim);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>((i * 2654435761u + seed * 97) % 1000) / 250.f - 2.f;
+  store::RowInput in;
+  in.data = v.data();
+  in.bytes = v.size() * sizeof(float);
+  return s.StoreRows(side_key, 0, start, rows, in, lsn);
+}
+
+// A crash while record N is still being written (its rows are on the disk, its
+// header is not: a hole) and record N+1 is complete and reached the disk:
+// nothing past N-1 was acknowledged, and recovery takes the hole followed by
+// N+1 as a torn tail and recovers exactly the contiguous prefix.
+TEST(ConcurrentAppend, CrashWithOutOfOrderWriteRecoversContiguousPrefix) {
+  FaultEnv base;
+  HookEnv env(&base);
+  Latch hold;
+  std::atomic<uint64_t> block_lsn{0};
+  env.hook = [&](uint64_t off, std::span<const uint8_t> data, WritableFile* f) -> Status {
+    if (block_lsn != 0 && HeaderLsn(data) == block_lsn) hold.Wait();
+    return f->WriteAt(off, data);
+  };
+  StoreDump want;
+  DiskImage image;
+  {
+    Node n(&env, SyncPolicy::kAlways);
+    ASSERT_TRUE(n.persist->Recover().ok());
+    uint64_t lsn = 0;
+    ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 64, 1, 0, 8, 1, &lsn).ok());
+    ASSERT_TRUE(Fill(n.store, "b", quant::Format::kInt8, 64, 0, 0, 0, 2, &lsn).ok());
+    ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
+    const uint64_t acked = lsn;
+    want = Dump(n.store);
+    block_lsn = acked + 1;
+    uint64_t lsn_a = 0;
+    Status sa;
+    std::thread ta([&] { sa = StoreOne(n.store, "a_pk", 64, 8, 4, 3, &lsn_a); });
+    hold.AwaitEntered();
+    uint64_t lsn_b = 0;
+    ASSERT_TRUE(StoreOne(n.store, "b_pv", 64, 0, 4, 4, &lsn_b).ok());
+    EXPECT_EQ(lsn_b, acked + 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    EXPECT_EQ(n.persist->wal()->last_lsn(), acked);
+    EXPECT_EQ(n.persist->durable_lsn(), acked);  // lsn_b is written but not acknowledged
+    // The kernel wrote every page back except record N's header; power cut.
+    image = base.Snapshot();
+    hold.Open();
+    ta.join();
+    ASSERT_TRUE(sa.ok());
+  }
+  FaultEnv disk(image, 7);
+  auto rd = WalReader::Open(&disk, kWal);
+  ASSERT_TRUE(rd.ok());
+  WalRecord rec;
+  while ((*rd)->Next(&rec)) {
+  }
+  EXPECT_EQ((*rd)->end(), WalEnd::kTorn) << (*rd)->reason();
+  const uint64_t hole = (*rd)->end_offset();
+  Node m(&disk);
+  ASSERT_TRUE(m.persist->Recover().ok());
+  EXPECT_EQ(Dump(m.store), want);
+  EXPECT_EQ(disk.GetFile(kWal).size(), hole);
+}
+
+// Reader rule (docs/wal_format.md §5): a bad record whose header is not zero
+// and that is followed by a valid record is still corruption.
+TEST(WalReader, GarbageFollowedByRecordIsCorruptButHoleIsTorn) {
+  FaultEnv env;
+  uint64_t size = 0;
+  WriteThree(env, &size);
+  auto good = env.GetFile(kWal);
+  uint64_t second = 40 + 20 + GetU32(good.data() + 40 + 4);
+  for (bool zero : {true, false}) {
+    auto b = good;
+    std::fill(b.begin() + static_cast<long>(second), b.begin() + static_cast<long>(second) + 20,
+              zero ? 0 : 0x5A);
+    env.SetFile(kWal, b);
+    auto r = WalReader::Open(&env, kWal);
+    ASSERT_TRUE(r.ok());
+    WalRecord rec;
+    int n = 0;
+    while ((*r)->Next(&rec)) ++n;
+    EXPECT_EQ(n, 1);
+    EXPECT_EQ((*r)->end(), zero ? WalEnd::kTorn : WalEnd::kCorrupt);
+    EXPECT_EQ((*r)->end_offset(), second);
+  }
 }
 
 }  // namespace

@@ -102,9 +102,22 @@ void WalReader::Classify(const std::string& why) {
     reason_.clear();
     return;
   }
+  // A record header of zero bytes at pos_ is a hole: space an append reserved
+  // whose write had not reached the disk (appends are written concurrently,
+  // header last). Valid records after a hole belong to later appends that
+  // finished first; none of them was acknowledged (acks only cover the
+  // contiguous prefix), so a hole followed by records is a torn tail.
+  bool hole = false;
+  if (size_ - pos_ >= kRecordHeaderSize) {
+    uint8_t h[kRecordHeaderSize];
+    auto n = f_->ReadAt(pos_, kRecordHeaderSize, h);
+    hole = n.ok() && *n == kRecordHeaderSize &&
+           std::all_of(h, h + kRecordHeaderSize, [](uint8_t b) { return b == 0; });
+  }
   // Search for any valid record after the bad one: its presence means the bad
-  // bytes are not a crash artefact. Only headers that pass the cheap checks get
-  // their checksum computed.
+  // bytes are not a crash artefact (unless they are a hole and the record's LSN
+  // is a later one). Only headers that pass the cheap checks get their checksum
+  // computed.
   std::vector<uint8_t> win;
   const size_t kWin = 1 << 20;
   for (uint64_t base = pos_ + 1; base + kRecordHeaderSize <= size_; base += kWin) {
@@ -120,6 +133,13 @@ void WalReader::Classify(const std::string& why) {
       WalRecord r;
       std::string w;
       if (TryRecord(base + i, expect_lsn_, expect_lsn_ + (1ull << 32), &r, &w)) {
+        if (hole && r.lsn > expect_lsn_) {
+          end_ = WalEnd::kTorn;
+          reason_ =
+              "hole (zero record header) of an unfinished append, records of later "
+              "appends after it";
+          return;
+        }
         end_ = WalEnd::kCorrupt;
         resync_ = base + i;
         return;

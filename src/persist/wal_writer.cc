@@ -1,7 +1,10 @@
 // WalWriter implementation: see wal_writer.h and docs/wal_format.md §6.
 #include "persist/wal_writer.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <functional>
 
 #include "base/log.h"
 #include "store/store.h"
@@ -40,7 +43,7 @@ Status WalWriter::Create(const std::string& name, uint64_t generation, uint64_t 
   generation_ = generation_seen_ = generation;
   next_lsn_ = first_lsn;
   end_ = kWalHeaderSize;
-  written_lsn_ = durable_lsn_ = first_lsn - 1;
+  written_lsn_ = durable_lsn_ = reserved_lsn_ = first_lsn - 1;
   bytes_ = end_;
   appended_ = 0;
   return Status::OK();
@@ -58,7 +61,7 @@ Status WalWriter::Continue(const std::string& name, uint64_t generation, uint64_
   generation_ = generation_seen_ = generation;
   next_lsn_ = next_lsn;
   end_ = end;
-  written_lsn_ = durable_lsn_ = next_lsn - 1;
+  written_lsn_ = durable_lsn_ = reserved_lsn_ = next_lsn - 1;
   bytes_ = end_;
   appended_ = 0;
   return Status::OK();
@@ -71,55 +74,114 @@ void WalWriter::Start() {
 
 Status WalWriter::BrokenLocked() const {
   if (broken_.ok()) return Status::OK();
-  return Status::IOError(std::string("write-ahead log unavailable after an fsync error (") +
+  return Status::IOError(std::string("write-ahead log unavailable after an I/O error (") +
                          std::string(broken_.message()) + "); writes refused");
+}
+
+void WalWriter::DrainLocked(std::unique_lock<std::mutex>& l) {
+  drain_cv_.wait(l, [&] { return in_flight_ == 0; });
 }
 
 Result<uint64_t> WalWriter::Append(RecordType t, std::span<const uint8_t> prefix,
                                    std::span<const uint8_t> rows) {
   uint64_t len = prefix.size() + rows.size();
   if (len > kMaxPayload) return Status::InvalidArgument("record too large for the WAL");
-  std::lock_guard<std::mutex> w(write_mu_);
+  // Reserve the LSN and the byte range; nothing else happens under write_mu_.
+  uint64_t lsn, off, gen;
+  std::shared_ptr<File> file;
   {
+    std::lock_guard<std::mutex> w(write_mu_);
     std::lock_guard<std::mutex> l(state_mu_);
     PION_RETURN_IF_ERROR(BrokenLocked());
+    lsn = next_lsn_++;
+    off = end_;
+    end_ += kRecordHeaderSize + len;
+    gen = generation_;
+    file = cur_;
+    reserved_lsn_ = lsn;
+    bytes_ = end_;
+    ++in_flight_;
   }
-  uint64_t lsn = next_lsn_;
-  // Header and prefix go in one write; the rows are written from the caller's memory.
+  // Frame (checksum over the rows) and write with no lock held, concurrently
+  // with other appends. Rows first, header last: a record whose header is on
+  // the disk had its rows written first, and space whose header is still zero
+  // reads as a hole (docs/wal_format.md §5).
   uint8_t hdr[kRecordHeaderSize];
   EncodeRecordHeader(hdr, t, lsn, static_cast<uint32_t>(len));
   std::span<const uint8_t> pieces[2] = {prefix, rows};
-  PutU32(hdr, RecordCrc(generation_, hdr, pieces));
+  PutU32(hdr, RecordCrc(gen, hdr, pieces));
   std::vector<uint8_t> head(kRecordHeaderSize + prefix.size());
   std::memcpy(head.data(), hdr, kRecordHeaderSize);
   if (!prefix.empty()) std::memcpy(head.data() + kRecordHeaderSize, prefix.data(), prefix.size());
-  Status s = cur_->f->WriteAt(end_, head);
-  if (s.ok() && !rows.empty()) s = cur_->f->WriteAt(end_ + head.size(), rows);
-  if (!s.ok()) {
-    // Cut the partial record off so the next append lands on a clean end.
-    Status ts = cur_->f->Truncate(end_);
-    if (!ts.ok()) {
-      std::lock_guard<std::mutex> l(state_mu_);
-      broken_ = ts;
-    }
-    LOG_WARNING("WAL append failed: %s", s.ToString().c_str());
-    return Status::IOError(std::string("WAL append failed: ") + std::string(s.message()));
-  }
-  end_ += kRecordHeaderSize + len;
-  ++next_lsn_;
-  bool wake;
+  Status s;
+  if (!rows.empty()) s = file->f->WriteAt(off + head.size(), rows);
+  if (s.ok()) s = file->f->WriteAt(off, head);
+  return Complete(lsn, off, file, s);
+}
+
+Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shared_ptr<File>& file,
+                                     const Status& s) {
+  uint64_t ack = 0;
+  bool wake = false;
+  std::shared_ptr<File> truncate;
+  uint64_t truncate_at = 0;
+  Result<uint64_t> ret = lsn;
   {
     std::lock_guard<std::mutex> l(state_mu_);
-    written_lsn_ = lsn;
-    bytes_ = end_;
+    --in_flight_;
     ++appended_;
-    wake = policy_.load(std::memory_order_relaxed) == SyncPolicy::kAlways;
+    if (!s.ok()) {
+      LOG_WARNING("WAL append of lsn %llu failed, refusing further writes: %s",
+                  static_cast<unsigned long long>(lsn), s.ToString().c_str());
+      if (broken_.ok()) broken_ = s;
+      if (lsn < fail_lsn_) {
+        fail_lsn_ = lsn;
+        fail_off_ = off;
+        fail_file_ = file;
+      }
+      durable_cv_.notify_all();
+      ret = Status::IOError(std::string("WAL append failed: ") + std::string(s.message()));
+    } else if (lsn > fail_lsn_) {
+      // Reserved before an earlier record failed: it is cut off below with
+      // everything after the failed record, so the store must not apply it.
+      ret = Status::IOError("WAL append refused: an earlier record failed to write (" +
+                            std::string(broken_.message()) + ")");
+    } else {
+      // Advance the contiguous mark over every record finished in order.
+      if (lsn == written_lsn_ + 1) {
+        written_lsn_ = lsn;
+        while (!done_.empty() && done_.front() == written_lsn_ + 1) {
+          std::pop_heap(done_.begin(), done_.end(), std::greater<>());
+          done_.pop_back();
+          ++written_lsn_;
+        }
+        if (policy_.load(std::memory_order_relaxed) == SyncPolicy::kAlways ||
+            requested_lsn_ > durable_lsn_)
+          wake = true;
+        if (policy_.load(std::memory_order_relaxed) != SyncPolicy::kAlways) ack = written_lsn_;
+      } else {
+        done_.push_back(lsn);
+        std::push_heap(done_.begin(), done_.end(), std::greater<>());
+      }
+    }
+    if (fail_lsn_ != UINT64_MAX && in_flight_ == 0 && !fail_truncated_) {
+      // Every append reserved before the failure has finished: cut the file at
+      // the failed record so that no valid record follows a gap.
+      fail_truncated_ = true;
+      truncate = fail_file_;
+      truncate_at = fail_off_;
+    }
+    if (in_flight_ == 0) drain_cv_.notify_all();
   }
-  if (wake)
-    work_cv_.notify_one();
-  else if (on_ack_)
-    on_ack_(lsn);
-  return lsn;
+  if (truncate) {
+    Status ts = truncate->f->Truncate(truncate_at);
+    if (!ts.ok())
+      LOG_WARNING("WAL: cutting off the failed record at offset %llu failed: %s",
+                  static_cast<unsigned long long>(truncate_at), ts.ToString().c_str());
+  }
+  if (wake) work_cv_.notify_one();
+  if (ack != 0 && on_ack_) on_ack_(ack);
+  return ret;
 }
 
 Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
@@ -174,9 +236,13 @@ void WalWriter::Position(uint64_t* generation, uint64_t* next_lsn) {
 
 Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t* first_lsn,
                          std::string* out_name) {
+  std::lock_guard<std::mutex> r(rotate_mu_);
   std::lock_guard<std::mutex> w(write_mu_);
   {
-    std::lock_guard<std::mutex> l(state_mu_);
+    // Appends reserved in the old file finish there first (at the store's
+    // barrier there are none), so a rotated-out file is complete.
+    std::unique_lock<std::mutex> l(state_mu_);
+    DrainLocked(l);
     PION_RETURN_IF_ERROR(BrokenLocked());
   }
   uint64_t gen = generation_ + 1;
@@ -212,14 +278,23 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
 
 Status WalWriter::FinishRotation(const std::string& final_name,
                                  const std::vector<std::string>& obsolete) {
-  std::lock_guard<std::mutex> w(write_mu_);
+  // File I/O here runs without write_mu_: appends go on meanwhile.
+  std::lock_guard<std::mutex> r(rotate_mu_);
+  std::shared_ptr<File> cur;
+  std::string active;
+  {
+    std::lock_guard<std::mutex> w(write_mu_);
+    cur = cur_;
+    active = active_name_;
+  }
   // Never let a rename make a file durable whose header is not.
-  PION_RETURN_IF_ERROR(cur_->f->Sync());
-  if (active_name_ != final_name) {
-    PION_RETURN_IF_ERROR(env_->Rename(JoinPath(dir_, active_name_), JoinPath(dir_, final_name)));
+  PION_RETURN_IF_ERROR(cur->f->Sync());
+  if (active != final_name) {
+    PION_RETURN_IF_ERROR(env_->Rename(JoinPath(dir_, active), JoinPath(dir_, final_name)));
+    std::lock_guard<std::mutex> w(write_mu_);
     active_name_ = final_name;
     std::lock_guard<std::mutex> l(state_mu_);
-    cur_->name = final_name;
+    cur->name = final_name;
   }
   for (const auto& n : obsolete)
     if (n != final_name) (void)env_->RemoveFile(JoinPath(dir_, n));
@@ -250,17 +325,19 @@ Status WalWriter::WaitDurable(uint64_t lsn) {
 
 uint64_t WalWriter::RequestSync() {
   std::lock_guard<std::mutex> l(state_mu_);
-  if (written_lsn_ > requested_lsn_) requested_lsn_ = written_lsn_;
+  if (reserved_lsn_ > requested_lsn_) requested_lsn_ = reserved_lsn_;
   work_cv_.notify_one();
-  return written_lsn_;
+  return reserved_lsn_;
 }
 
 Status WalWriter::Commit() {
   uint64_t lsn = RequestSync();
   if (!thread_.joinable()) {
-    // No sync thread (tests, tools): sync inline.
+    // No sync thread (tests, tools): sync inline, once the appends in flight finished.
     std::lock_guard<std::mutex> w(write_mu_);
-    std::lock_guard<std::mutex> l(state_mu_);
+    std::unique_lock<std::mutex> l(state_mu_);
+    DrainLocked(l);
+    PION_RETURN_IF_ERROR(BrokenLocked());
     for (auto& f : old_files_) PION_RETURN_IF_ERROR(f->f->Sync());
     old_files_.clear();
     PION_RETURN_IF_ERROR(cur_->f->Sync());
@@ -299,7 +376,9 @@ void WalWriter::SyncLoop() {
   for (;;) {
     auto pending = [&] {
       if (!broken_.ok()) return false;
-      if (requested_lsn_ > durable_lsn_) return true;
+      // Only ever sync up to the contiguous written mark; a request for LSNs
+      // still being written is served once the mark reaches them.
+      if (requested_lsn_ > durable_lsn_ && written_lsn_ > durable_lsn_) return true;
       if (dir_dirty_ && policy_.load() == SyncPolicy::kAlways) return true;
       if (written_lsn_ > durable_lsn_) {
         SyncPolicy p = policy_.load();

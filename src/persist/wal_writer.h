@@ -2,24 +2,26 @@
 // (docs/wal_format.md) and makes them durable according to the fsync policy.
 // It is the store's MutationSink.
 //
-// Appending frames a record and writes it (pwrite at the file's end) under
-// write_mu_; nothing in an append waits for the disk. A sync thread does every
-// fdatasync, always for a contiguous prefix of LSNs, and publishes the durable
-// LSN (group commit under `always`: one fdatasync serves every write that
-// arrived meanwhile). Waiters block in WaitDurable or are told through the
-// durable callback.
+// Appending is split in two (docs/wal_format.md §6). Under write_mu_ an
+// append only reserves its LSN and its byte range at the file's end (and is
+// counted in flight); it then checksums and pwrites the record with no lock
+// held, concurrently with other appends, rows first and header last. Completion
+// is tracked under state_mu_: written_lsn_ is the contiguous high-water mark (an
+// LSN counts as written only when every record up to it has been fully
+// written), and every ack, fdatasync target and durable LSN is taken from it,
+// never from an LSN whose predecessors are still being written. Nothing in an
+// append waits for the disk or for another append. A sync thread does every
+// fdatasync and publishes the durable LSN (group commit under `always`: one
+// fdatasync serves every write that completed meanwhile). Waiters block in
+// WaitDurable or are told through the ack callback.
 //
-// A failed write (ENOSPC, EIO) is cut off again and returned to the store, which
-// then applies nothing; later appends retry. A failed fdatasync is not
-// retryable (the kernel may have dropped the dirty pages): the WAL becomes
-// broken, every later append and wait fails, and reads continue.
-//
-// Known limitation: write_mu_ is held across the pwrite of a record's rows, so
-// a small record (register, drop: logged under the store's global mutex) waits
-// behind a large store record being copied into the page cache, and behind
-// any dirty-page throttling of that write. TODO(persist): reserve offset + LSN
-// under the mutex and write outside it, with space preallocated (fallocate) so
-// that ENOSPC can only happen at reservation and never leaves a hole.
+// A failed write (ENOSPC, EIO) breaks the WAL until restart: that append and
+// every append reserved after it return an error (the store applies nothing),
+// the contiguous mark never passes the failed record, and once the appends in
+// flight have finished the file is truncated at the failed record so that no
+// valid record follows a gap. A failed fdatasync also breaks it (the kernel may
+// have dropped the dirty pages). Reads continue. TODO(persist): preallocate
+// (fallocate) at reservation so that ENOSPC is a clean, retryable refusal.
 //
 // Thread-safety: all public methods may be called from any thread.
 #pragma once
@@ -89,21 +91,25 @@ class WalWriter final : public store::MutationSink {
   // file to `final_name`, removes `obsolete` files, syncs the directory.
   Status FinishRotation(const std::string& final_name, const std::vector<std::string>& obsolete);
 
-  // Durability.
+  // Durability. last_lsn() is the contiguous written mark (see above).
   uint64_t last_lsn() const;
   uint64_t durable_lsn() const;
   // True if replies wait for their LSN (policy always).
   bool AckWaitsForSync() const { return policy_.load() == SyncPolicy::kAlways; }
   // Blocks until `lsn` is durable; an error if the WAL broke first.
   Status WaitDurable(uint64_t lsn);
-  // Asks for a sync of everything appended so far; returns the LSN to wait for.
+  // Asks for a sync of everything appended so far (every LSN reserved, so an
+  // append that returned before is covered even while an earlier one is still
+  // being written); returns the LSN to wait for.
   uint64_t RequestSync();
   // RequestSync + WaitDurable (KV.PREFIX.COMMIT, shutdown).
   Status Commit();
   // Told the LSN up to which replies may be sent: by the sync thread after each
-  // sync (the durable LSN) and, unless the policy is `always`, by every append
-  // (its own LSN: replies do not wait). Values may repeat or arrive out of order
-  // between the two sources; the receiver keeps the maximum. Set before Start().
+  // sync (the durable LSN) and, unless the policy is `always`, by the append
+  // that advances the contiguous written mark (that mark: replies do not wait
+  // for the disk, but never for a record behind one still being written). Values may repeat or
+  // arrive out of order between the two sources; the receiver keeps the maximum. Set before
+  // Start().
   void SetAckCallback(std::function<void(uint64_t)> cb) { on_ack_ = std::move(cb); }
   void SetPolicy(SyncPolicy p);
   SyncPolicy policy() const { return policy_.load(); }
@@ -117,6 +123,12 @@ class WalWriter final : public store::MutationSink {
   };
   Result<uint64_t> Append(RecordType t, std::span<const uint8_t> prefix,
                           std::span<const uint8_t> rows);
+  // Records the outcome of the write of `lsn` (at `off` in `file`); returns
+  // what Append returns.
+  Result<uint64_t> Complete(uint64_t lsn, uint64_t off, const std::shared_ptr<File>& file,
+                            const Status& s);
+  // REQUIRES: state_mu_ held (as `l`). Waits until no append is in flight.
+  void DrainLocked(std::unique_lock<std::mutex>& l);
   void SyncLoop();
   Status BrokenLocked() const;
 
@@ -125,23 +137,34 @@ class WalWriter final : public store::MutationSink {
   std::atomic<SyncPolicy> policy_;
   std::function<void(uint64_t)> on_ack_;
 
-  // Serialises appends and rotations.
+  // Serialises reservations (LSN + offset) and rotations; never held across a
+  // write or a sync.
   std::mutex write_mu_;
-  std::shared_ptr<File> cur_;     // guarded by write_mu_ (and state_mu_ to change)
-  uint64_t generation_ = 0;       // guarded by write_mu_
-  uint64_t next_lsn_ = 1;         // guarded by write_mu_
-  uint64_t end_ = 0;              // guarded by write_mu_
-  std::vector<uint8_t> scratch_;  // guarded by write_mu_
-  std::string active_name_;       // guarded by write_mu_
+  std::shared_ptr<File> cur_;  // guarded by write_mu_ (and state_mu_ to change)
+  uint64_t generation_ = 0;    // guarded by write_mu_
+  uint64_t next_lsn_ = 1;      // guarded by write_mu_
+  uint64_t end_ = 0;           // guarded by write_mu_
+  std::string active_name_;    // guarded by write_mu_ (and rotate_mu_ to change)
+  // Serialises Rotate and FinishRotation (the latter does file I/O without write_mu_).
+  std::mutex rotate_mu_;
 
   // Small shared state for the sync thread and waiters.
   mutable std::mutex state_mu_;
   std::condition_variable work_cv_;               // wakes the sync thread
   std::condition_variable durable_cv_;            // wakes waiters
+  std::condition_variable drain_cv_;              // in_flight_ reached 0
   std::shared_ptr<File> sync_cur_;                // the file the sync thread syncs last
   std::vector<std::shared_ptr<File>> old_files_;  // rotated out, synced then closed
   bool dir_dirty_ = false;
-  uint64_t written_lsn_ = 0;
+  uint64_t written_lsn_ = 0;    // contiguous: every record <= it is fully written
+  uint64_t reserved_lsn_ = 0;   // the last LSN handed out
+  std::vector<uint64_t> done_;  // written LSNs > written_lsn_ + 1 (out of order), a min-heap
+  uint64_t in_flight_ = 0;      // reserved, write not finished
+  // The first failed record (UINT64_MAX: none): nothing from it on is written.
+  uint64_t fail_lsn_ = UINT64_MAX;
+  uint64_t fail_off_ = 0;
+  std::shared_ptr<File> fail_file_;
+  bool fail_truncated_ = false;
   uint64_t durable_lsn_ = 0;
   uint64_t requested_lsn_ = 0;
   uint64_t generation_seen_ = 0;
