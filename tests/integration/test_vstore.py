@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import redis
 
-from resp_raw import Raw
 
 # Gaussian nMSE at D=1024 from quant-formats.md §4.1; budget = 1.15x.
 NMSE = {"fp16": 4.3e-8, "fp8": 5.7e-4, "int8": 6.1e-5, "mlx4g32": 6.1e-3,
