@@ -2,6 +2,7 @@
 // validate every argument before anything changes, then make one store call.
 // Receipts (PION.STATS) are recorded by LOOKUP; see receipt.h for the rules.
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -235,17 +236,39 @@ void KvInfo(CommandContext& ctx) {
   ctx.reply->Bulk(out);
 }
 
+constexpr char kErrSaveInProgress[] = "ERR Background save already in progress";
+constexpr char kErrShuttingDown[] = "ERR server is shutting down";
+
 void KvSave(CommandContext& ctx) {
   // Snapshot to pion.vstore (or a relative path in --dir); see src/persist/persistence.h.
-  // Runs in this worker: other workers keep serving, and store mutations pause
-  // only for the capture barrier (docs/ARCHITECTURE.md "Recovery").
+  // Runs on a background thread and the reply is completed from there: this
+  // worker keeps serving its other clients, this client's later commands wait
+  // for the reply, and store mutations pause only for the capture barrier
+  // (docs/ARCHITECTURE.md "Recovery"). One SAVE at a time: another meanwhile
+  // is refused, as Redis refuses a second BGSAVE.
   persist::Persistence* p = ctx.server->hooks().persistence;
   if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
   if (ctx.args.size() > 2) return ctx.reply->Error("ERR syntax error");
-  std::string_view path = ctx.args.size() == 2 ? ctx.args[1] : std::string_view();
-  Status st = p->Save(path);
-  if (!st.ok()) return ctx.reply->Error(st);
-  ctx.reply->SimpleString("OK");
+  std::string path = ctx.args.size() == 2 ? std::string(ctx.args[1]) : std::string();
+  if (!path.empty()) {
+    Status st = persist::Persistence::ValidateSavePath(path);
+    if (!st.ok()) return ctx.reply->Error(st);
+  }
+  Server* server = ctx.server;
+  if (!server->TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);
+  std::shared_ptr<DeferredReply> done = ctx.Defer();
+  bool queued = server->background().Post([server, p, path = std::move(path), done] {
+    Status st = p->Save(path);
+    server->EndSave();  // before the reply: the client's next SAVE is accepted
+    if (st.ok())
+      done->SimpleString("OK");
+    else
+      done->Error(std::move(st));
+  });
+  if (!queued) {
+    server->EndSave();
+    done->Complete([](ReplyBuilder& r) { r.Error(kErrShuttingDown); });
+  }
 }
 
 void KvCommit(CommandContext& ctx) {
@@ -257,11 +280,20 @@ void KvCommit(CommandContext& ctx) {
   if (p->AckWaitsForSync()) {
     // Held like any write under appendfsync always until the sync covers it.
     ctx.wait_lsn = p->RequestSync();
-  } else {
-    Status st = p->Commit();
-    if (!st.ok()) return ctx.reply->Error(st);
+    ctx.reply->SimpleString("OK");
+    return;
   }
-  ctx.reply->SimpleString("OK");
+  // everysec / no: the durable-LSN hold does not cover this (acks run ahead of
+  // the fsync), so the fsync runs in the background and completes the reply.
+  std::shared_ptr<DeferredReply> done = ctx.Defer();
+  bool queued = ctx.server->background().Post([p, done] {
+    Status st = p->Commit();
+    if (st.ok())
+      done->SimpleString("OK");
+    else
+      done->Error(std::move(st));
+  });
+  if (!queued) done->Complete([](ReplyBuilder& r) { r.Error(kErrShuttingDown); });
 }
 
 }  // namespace

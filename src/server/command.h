@@ -3,14 +3,19 @@
 // work through the Server, and writes exactly one reply through ctx.reply.
 // Commands that change state set ctx.wait_lsn to the log position that must be
 // durable before the reply may be sent (the connection holds it until then).
+// A handler whose work must not block the worker (a snapshot, an fsync) calls
+// ctx.Defer() instead of replying and completes the ticket later from a
+// background thread (deferred_reply.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/deferred_reply.h"
 #include "server/reply.h"
 
 namespace pion::server {
@@ -24,6 +29,13 @@ struct CommandContext {
   Server* server = nullptr;
   ClientInfo* client = nullptr;
   uint64_t wait_lsn = 0;
+  bool deferred = false;  // set by Defer()
+
+  // Takes the reply's place in the connection's output and returns the ticket
+  // that completes it (at most once per call; write nothing through `reply`
+  // then). ctx.args are views into the input and die with the call: copy what
+  // the background work needs. Implemented in connection.cc.
+  std::shared_ptr<DeferredReply> Defer();
 };
 
 using CommandHandler = void (*)(CommandContext& ctx);

@@ -114,6 +114,9 @@ void Connection::HandleRead() {
   WorkerStats& stats = worker_->stats();
   int reads = 0;
   while (!closed_ && !paused_ && !stop_reading_ && !read_eof_) {
+    // A deferred reply is pending: its client's later commands wait unparsed;
+    // buffer some (to see EOF and errors) but not without bound.
+    if (out_.pending_slots() > 0 && in_end_ - in_start_ >= kQueryBufferBytes) break;
     if (++reads > kMaxReadsPerEvent) {
       // Edge-triggered: there may be more; come back after other sockets.
       worker_->loop().Defer([this, id = info_.id, w = worker_] {
@@ -161,9 +164,11 @@ void Connection::HandleRead() {
   if (closed_) return;
   Flush();
   if (closed_) return;
-  if (read_eof_) {
+  if (read_eof_ && out_.pending_slots() == 0) {
     // The peer closed its side: send what is queued (a half-closed client may
     // still read), then close. A peer that is gone makes the write fail.
+    // (With a deferred reply pending, this is decided once it completed and
+    // the commands buffered after it ran: FinishDeferred calls HandleRead.)
     if (out_.empty() || parser_.WantsDirectRead()) {
       Close("client closed connection");
       return;
@@ -184,7 +189,7 @@ void Connection::ReleaseIdleBuffers() {
 }
 
 void Connection::ProcessInput() {
-  while (!closed_ && !stop_reading_ && !paused_) {
+  while (!closed_ && !stop_reading_ && !paused_ && out_.pending_slots() == 0) {
     RespParser::Result r = parser_.Parse(in_.data() + in_start_, in_end_ - in_start_);
     if (r == RespParser::Result::kNeedMore) break;
     if (r == RespParser::Result::kError) {
@@ -282,6 +287,42 @@ void Connection::MaybeResume() {
   // event comes for bytes that arrived while paused).
   worker_->loop().Defer([this] {
     if (closed_ || paused_) return;
+    ProcessInput();
+    if (!closed_) HandleRead();
+  });
+}
+
+std::shared_ptr<DeferredReply> CommandContext::Defer() {
+  PION_CHECK(client != nullptr && client->conn != nullptr && !deferred);
+  deferred = true;
+  return client->conn->BeginDeferred();
+}
+
+std::shared_ptr<DeferredReply> Connection::BeginDeferred() {
+  uint64_t slot = ++next_slot_;
+  out_.AddSlot(slot);
+  return std::make_shared<DeferredReply>(worker_, info_.id, slot);
+}
+
+void Connection::FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& write) {
+  if (closed_) return;
+  // Encode into a scratch queue (same protocol), then place it at the slot.
+  OutputQueue scratch(nullptr);
+  RespWriter w(&scratch);
+  w.set_proto(writer_.proto());
+  write(w);
+  if (w.errors() > 0) {
+    WorkerStats& stats = worker_->stats();
+    stats.Add(stats.error_replies);
+  }
+  if (!out_.FillSlot(slot, scratch.CopyAll())) return;
+  info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
+  Flush();
+  if (closed_ || out_.pending_slots() > 0) return;
+  // Run the commands that arrived meanwhile, then read again (edge-triggered:
+  // no new event comes for bytes left unread while the reply was pending).
+  worker_->loop().Defer([this] {
+    if (closed_ || out_.pending_slots() > 0) return;
     ProcessInput();
     if (!closed_) HandleRead();
   });

@@ -13,6 +13,14 @@
 //    the client (logged).
 //  * Deferred replies: see OutputQueue and Server (durable LSN). A held
 //    connection registers with its worker, which calls OnDurable().
+//  * Replies completed later (ctx.Defer(), DeferredReply): the reply's place
+//    is a slot in the OutputQueue; until it is filled the connection executes
+//    none of the client's later commands (they stay buffered; reading stops
+//    once kQueryBufferBytes are buffered), exactly as if the command had run
+//    synchronously, while the worker serves every other connection. The
+//    worker calls FinishDeferred() with the reply, which resumes the client.
+//    A client that disconnects meanwhile is freed at once; its reply is
+//    dropped (the worker finds no connection with that id).
 //  * A protocol error is answered, then the connection closes once the reply
 //    is flushed; nothing else is read from it.
 //
@@ -21,10 +29,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "server/buffer.h"
 #include "server/client_info.h"
+#include "server/deferred_reply.h"
 #include "server/output_queue.h"
 #include "server/resp_parser.h"
 #include "server/resp_writer.h"
@@ -59,10 +69,14 @@ class Connection {
   bool authenticated() const { return authenticated_; }
   void SetAuthenticated(bool v);
   void CloseAfterReply() { close_after_reply_ = true; }
+  // ctx.Defer(): reserves the reply's place and returns its ticket.
+  std::shared_ptr<DeferredReply> BeginDeferred();
 
   // For the worker.
   void OnEvent(uint32_t events);
   void OnDurable();  // the durable LSN advanced: send what is no longer held
+  // A DeferredReply was completed: write it at `slot` and resume the client.
+  void FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& write);
   void Close(const char* why);
   // Shutdown: stop reading and parsing; close once everything queued is sent.
   void StopReading();
@@ -95,6 +109,7 @@ class Connection {
   bool stop_reading_ = false;     // protocol error, QUIT, shutdown
   bool in_read_ = false;          // re-entrancy guard
   bool waiting_durable_ = false;  // registered with the worker
+  uint64_t next_slot_ = 0;        // DeferredReply slot ids
 };
 
 }  // namespace pion::server

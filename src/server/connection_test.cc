@@ -1,7 +1,10 @@
 // A real Server on an ephemeral port with a test command that sets
 // ctx.wait_lsn: replies are held until a fake durability notifier calls
 // Server::NotifyDurable, and released in request order. Also pipelining and
-// protocol-error close through the whole read/dispatch/write path.
+// protocol-error close through the whole read/dispatch/write path. Replies
+// completed later (ctx.Defer()): completed from another thread, in request
+// order with the client's pipelined commands and LSN holds, after the client
+// disconnected, abandoned, and across a shutdown while background work runs.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -9,6 +12,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -24,6 +33,40 @@ void WaitCmd(CommandContext& ctx) {
   ctx.wait_lsn = *ParseUint64Strict(ctx.args[1]);
 }
 
+// TEST.DEFER: takes a ticket and leaves it for the test to complete.
+std::mutex g_mu;
+std::condition_variable g_cv;
+std::deque<std::shared_ptr<DeferredReply>> g_tickets;
+
+void DeferCmd(CommandContext& ctx) {
+  std::shared_ptr<DeferredReply> t = ctx.Defer();
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_tickets.push_back(std::move(t));
+  g_cv.notify_all();
+}
+
+std::shared_ptr<DeferredReply> TakeTicket() {
+  std::unique_lock<std::mutex> lk(g_mu);
+  if (!g_cv.wait_for(lk, std::chrono::seconds(5), [] { return !g_tickets.empty(); }))
+    return nullptr;
+  auto t = std::move(g_tickets.front());
+  g_tickets.pop_front();
+  return t;
+}
+
+// TEST.BG: completes +BG from a background task after 300 ms.
+std::atomic<int> g_bg_posted{0};
+
+void BgCmd(CommandContext& ctx) {
+  std::shared_ptr<DeferredReply> t = ctx.Defer();
+  bool ok = ctx.server->background().Post([t] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    t->SimpleString("BG");
+  });
+  EXPECT_TRUE(ok);
+  g_bg_posted.fetch_add(1);
+}
+
 class ServerFixture : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -31,11 +74,17 @@ class ServerFixture : public ::testing::Test {
     cfg.port = 0;
     cfg.workers = 2;
     server_ = std::make_unique<Server>(
-        cfg, std::vector<CommandSpec>{{"TEST.WAIT", 2, kCmdWrite, 0, 0, 0, WaitCmd, "test"}});
+        cfg, std::vector<CommandSpec>{{"TEST.WAIT", 2, kCmdWrite, 0, 0, 0, WaitCmd, "test"},
+                                      {"TEST.DEFER", 1, 0, 0, 0, 0, DeferCmd, "test"},
+                                      {"TEST.BG", 1, 0, 0, 0, 0, BgCmd, "test"}});
     ASSERT_TRUE(server_->Start().ok());
     serve_ = std::thread([this] { rc_ = server_->Serve(-1); });
   }
   void TearDown() override {
+    {
+      std::lock_guard<std::mutex> lk(g_mu);
+      g_tickets.clear();
+    }
     server_->RequestShutdown();
     serve_.join();
     EXPECT_EQ(rc_, 0);
@@ -121,6 +170,90 @@ TEST_F(ServerFixture, ProtocolErrorRepliesThenCloses) {
   Send(fd, "PING\r\n*1\r\nfoo\r\nPING\r\n");
   std::string want = "+PONG\r\n-ERR Protocol error: expected '$', got 'f'\r\n";
   EXPECT_EQ(Read(fd, want.size() + 1, 5000), want);  // then EOF
+  ::close(fd);
+}
+
+TEST_F(ServerFixture, DeferredReplyCompletedFromAnotherThreadInOrder) {
+  int fd = Connect();
+  Send(fd, "PING\r\nTEST.DEFER\r\nPING\r\nECHO x\r\n");
+  EXPECT_EQ(Read(fd, 7, 5000), "+PONG\r\n");
+  auto t = TakeTicket();
+  ASSERT_NE(t, nullptr);
+  // Held: the later PING and ECHO wait behind the pending reply.
+  EXPECT_EQ(Read(fd, 1, 100), "");
+  std::thread([t] { t->SimpleString("DONE"); }).join();
+  t->SimpleString("again");  // ignored: the first completion wins
+  EXPECT_EQ(Read(fd, 21, 5000), "+DONE\r\n+PONG\r\n$1\r\nx\r\n");
+  // The connection is usable afterwards.
+  Send(fd, "PING\r\n");
+  EXPECT_EQ(Read(fd, 7, 5000), "+PONG\r\n");
+  ::close(fd);
+}
+
+TEST_F(ServerFixture, DeferredReplyAndLsnHoldKeepOrder) {
+  int fd = Connect();
+  Send(fd, "TEST.WAIT 5\r\nTEST.DEFER\r\nPING\r\n");
+  auto t = TakeTicket();
+  ASSERT_NE(t, nullptr);
+  std::thread([t] { t->Complete([](ReplyBuilder& r) { r.Error("ERR boom"); }); }).join();
+  // Completed, but behind a reply that waits for LSN 5.
+  EXPECT_EQ(Read(fd, 1, 100), "");
+  server_->NotifyDurable(5);
+  EXPECT_EQ(Read(fd, 23, 5000), "+OK\r\n-ERR boom\r\n+PONG\r\n");
+  // The other way round: durable first, the deferred reply still holds PING.
+  Send(fd, "TEST.DEFER\r\nTEST.WAIT 7\r\nPING\r\n");
+  t = TakeTicket();
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(Read(fd, 1, 100), "");
+  t->SimpleString("D");
+  EXPECT_EQ(Read(fd, 4, 5000), "+D\r\n");
+  EXPECT_EQ(Read(fd, 1, 100), "");  // TEST.WAIT 7 ran after the completion
+  server_->NotifyDurable(7);
+  EXPECT_EQ(Read(fd, 12, 5000), "+OK\r\n+PONG\r\n");
+  ::close(fd);
+}
+
+TEST_F(ServerFixture, DeferredReplyAfterClientDisconnected) {
+  int fd = Connect();
+  Send(fd, "TEST.DEFER\r\n");
+  auto t = TakeTicket();
+  ASSERT_NE(t, nullptr);
+  // Reset the connection: the server frees it while the ticket is pending.
+  linger lg{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+  ::close(fd);
+  uint64_t deadline = MonotonicNs() + 5000000000ull;
+  while (server_->connected_clients() != 0 && MonotonicNs() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(server_->connected_clients(), 0u);
+  std::thread([t] { t->SimpleString("LATE"); }).join();
+  // The completion found no connection; the server carries on.
+  int b = Connect();
+  Send(b, "PING\r\n");
+  EXPECT_EQ(Read(b, 7, 5000), "+PONG\r\n");
+  ::close(b);
+}
+
+TEST_F(ServerFixture, AbandonedTicketRepliesWithAnError) {
+  int fd = Connect();
+  Send(fd, "TEST.DEFER\r\nPING\r\n");
+  auto t = TakeTicket();
+  ASSERT_NE(t, nullptr);
+  t.reset();  // destroyed without a completion
+  std::string want = "-ERR internal error: deferred reply abandoned\r\n+PONG\r\n";
+  EXPECT_EQ(Read(fd, want.size(), 5000), want);
+  ::close(fd);
+}
+
+TEST_F(ServerFixture, ShutdownFinishesBackgroundWorkAndSendsItsReply) {
+  int fd = Connect();
+  int before = g_bg_posted.load();
+  Send(fd, "TEST.BG\r\n");
+  uint64_t deadline = MonotonicNs() + 5000000000ull;
+  while (g_bg_posted.load() == before && MonotonicNs() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  server_->RequestShutdown();
+  EXPECT_EQ(Read(fd, 6, 5000), "+BG\r\n");
   ::close(fd);
 }
 

@@ -120,11 +120,56 @@ void OutputQueue::HoldFrom(const Mark& m, uint64_t lsn) {
   for (size_t i = idx; i < segs_.size(); ++i) segs_[i].hold = lsn;
 }
 
+void OutputQueue::AddSlot(uint64_t id) {
+  Segment s;
+  s.kind = Kind::kSlot;
+  s.hold = hold_lsn_;
+  s.slot = id;
+  segs_.push_back(std::move(s));
+  ++pending_slots_;
+}
+
+bool OutputQueue::FillSlot(uint64_t id, std::string_view bytes) {
+  for (size_t i = 0; i < segs_.size(); ++i) {
+    Segment& s = segs_[i];
+    if (s.kind != Kind::kSlot || s.slot != id) continue;
+    --pending_slots_;
+    if (bytes.empty()) {
+      // Nothing to send: drop the placeholder. (No Mark is outstanding here:
+      // marks live only while a handler runs.)
+      segs_.erase(segs_.begin() + static_cast<long>(i));
+      if (segs_.empty()) arena_used_ = 0;
+      return true;
+    }
+    s.kind = Kind::kOwned;
+    s.owned = pool_ != nullptr ? pool_->Get(bytes.size()) : IoBuf(bytes.size());
+    std::memcpy(s.owned.data(), bytes.data(), bytes.size());
+    s.ptr = s.owned.data();
+    s.len = bytes.size();
+    bytes_ += bytes.size();
+    return true;
+  }
+  return false;
+}
+
+std::string OutputQueue::CopyAll() const {
+  std::string out;
+  out.reserve(bytes_);
+  size_t skip = head_off_;
+  for (const Segment& s : segs_) {
+    if (s.kind == Kind::kSlot) continue;
+    const char* base = s.kind == Kind::kArena ? arena_.data() + s.off : s.ptr;
+    out.append(base + skip, s.len - skip);
+    skip = 0;
+  }
+  return out;
+}
+
 int OutputQueue::Writable(uint64_t durable_lsn, iovec* iov, int max) const {
   int n = 0;
   size_t skip = head_off_;
   for (const Segment& s : segs_) {
-    if (n == max || s.hold > durable_lsn) break;
+    if (n == max || s.hold > durable_lsn || s.kind == Kind::kSlot) break;
     const char* base = s.kind == Kind::kArena ? arena_.data() + s.off : s.ptr;
     iov[n].iov_base = const_cast<char*>(base + skip);
     iov[n].iov_len = s.len - skip;
@@ -153,7 +198,7 @@ void OutputQueue::Consume(size_t n) {
     ++popped_;
   }
   // Drop fully written zero-length leftovers and reset the arena when idle.
-  while (!segs_.empty() && segs_.front().len == 0) {
+  while (!segs_.empty() && segs_.front().len == 0 && segs_.front().kind != Kind::kSlot) {
     segs_.pop_front();
     ++popped_;
   }

@@ -16,6 +16,13 @@
 // then yields only the prefix that is durable. With no persistence every LSN is
 // 0 and nothing is ever held.
 //
+// Reply slots. A command whose reply is completed later (DeferredReply) gets an
+// empty placeholder segment, AddSlot(id), at its place in the queue. Writable()
+// stops at a slot that is not filled yet, so everything queued after it is held
+// too; FillSlot(id, bytes) later turns the placeholder into the reply and
+// releases what follows (unless an LSN hold still applies). Both kinds of hold
+// only ever block a suffix of the queue, so replies leave in request order.
+//
 // Thread-safety: owned by one connection, used by its worker thread only.
 #pragma once
 
@@ -26,6 +33,8 @@
 #include <deque>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "server/buffer.h"
 
@@ -61,6 +70,15 @@ class OutputQueue {
   void HoldFrom(const Mark& m, uint64_t lsn);
   uint64_t hold_lsn() const { return hold_lsn_; }
 
+  // Reserves the place of a reply completed later (see the file comment).
+  void AddSlot(uint64_t id);
+  // Puts `bytes` (one whole encoded reply) at slot `id`; false if there is no
+  // such pending slot.
+  bool FillSlot(uint64_t id, std::string_view bytes);
+  size_t pending_slots() const { return pending_slots_; }
+  // Every queued byte, holds ignored (a scratch queue's contents).
+  std::string CopyAll() const;
+
   // Fills up to `max` iovecs with the writable prefix given the durable LSN;
   // returns how many.
   int Writable(uint64_t durable_lsn, iovec* iov, int max) const;
@@ -76,13 +94,14 @@ class OutputQueue {
   void ShrinkIdle(size_t keep);
 
  private:
-  enum class Kind : uint8_t { kArena, kOwned, kExternal };
+  enum class Kind : uint8_t { kArena, kOwned, kExternal, kSlot };
   struct Segment {
     Kind kind;
     size_t off = 0;             // arena offset (kArena)
     const char* ptr = nullptr;  // kOwned, kExternal
     size_t len = 0;
     uint64_t hold = 0;
+    uint64_t slot = 0;  // kSlot: the id given to AddSlot
     IoBuf owned;
     std::shared_ptr<const void> pin;
   };
@@ -97,6 +116,7 @@ class OutputQueue {
   size_t bytes_ = 0;     // queued, not yet written
   uint64_t hold_lsn_ = 0;
   uint64_t popped_ = 0;  // segments written and removed since creation
+  size_t pending_slots_ = 0;
 };
 
 }  // namespace pion::server

@@ -53,7 +53,10 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server) {
     if (server.loading()) return;
     persist::PersistStats s = pp->Stats();
     Line(out, "rdb_changes_since_last_save", s.wal_appended);
-    Line(out, "rdb_bgsave_in_progress", uint64_t{s.save_in_progress ? 1u : 0u});
+    // A KV.PREFIX.SAVE counts from the moment it is accepted (queued for the
+    // background thread) until just before its reply.
+    bool saving = s.save_in_progress || server.save_running();
+    Line(out, "rdb_bgsave_in_progress", uint64_t{saving ? 1u : 0u});
     Line(out, "rdb_last_save_time", static_cast<uint64_t>(s.last_save_unix));
     Line(out, "rdb_last_bgsave_status", std::string(s.last_save_ok ? "ok" : "err"));
     Line(out, "rdb_saves", s.saves);

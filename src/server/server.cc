@@ -30,6 +30,8 @@ constexpr int kListenBacklog = 4096;
 constexpr uint64_t kShutdownDrainMs = 5000;
 // Buffers cached per worker, in all: the slack the memory target allows.
 constexpr size_t kPoolBytesTotal = 64u << 20;
+// Background threads: a SAVE (at most one at a time) never delays a COMMIT.
+constexpr int kBackgroundThreads = 2;
 
 std::string RandomHex(size_t n) {
   std::random_device rd;
@@ -98,7 +100,8 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
       maxclients_(cfg_.maxclients),
       timeout_s_(cfg_.timeout),
       output_limit_(cfg_.client_output_buffer_limit),
-      maxmemory_(cfg_.maxmemory) {
+      maxmemory_(cfg_.maxmemory),
+      background_(kBackgroundThreads, "pion-bg") {
   start_time_us_ = MonotonicUs();
   run_id_ = RandomHex(40);
   if (cfg_.kvcache) {
@@ -111,6 +114,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
 
 Server::~Server() {
   StopWorkers();
+  background_.Stop();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (shutdown_fd_ >= 0) ::close(shutdown_fd_);
 }
@@ -128,6 +132,7 @@ Status Server::Start() {
     workers_.push_back(std::make_unique<Worker>(this, i, pool));
     PION_RETURN_IF_ERROR(workers_.back()->Init(listen_fd_));
   }
+  background_.Start();
   for (auto& w : workers_) w->Start();
   return Status::OK();
 }
@@ -194,9 +199,12 @@ void Server::StopWorkers() {
     std::unique_lock<std::mutex> lk(mu);
     cv.wait(lk, [&] { return acked == workers_.size(); });
   }
-  // 2. Make everything acknowledged durable so held replies can go out.
+  // 2. Finish background work (a running SAVE completes; its reply is posted
+  //    to its worker, sent below). Nothing new is queued: no worker reads.
+  background_.Stop();
+  // 3. Make everything acknowledged durable so held replies can go out.
   if (hooks_.flush_on_exit) hooks_.flush_on_exit();
-  // 3. Send what is queued, close, stop.
+  // 4. Send what is queued, close, stop.
   for (auto& w : workers_) w->FinishShutdown(kShutdownDrainMs);
   for (auto& w : workers_) w->Join();
 }

@@ -17,6 +17,13 @@
 // (its fsync thread, typically): it publishes the new durable LSN and wakes
 // each worker that holds replies, through the worker loop's eventfd. Without
 // persistence nothing is logged, every wait_lsn is 0 and nothing is held.
+//
+// Background work (replies completed later). Work that must not block a worker
+// (KV.PREFIX.SAVE's snapshot, COMMIT's fsync) runs on background(), a small
+// fixed TaskRunner; the handler took a DeferredReply (ctx.Defer()) and the task
+// completes it. Shutdown stops reading first, then lets background() finish
+// what is queued (a running SAVE completes and its reply is sent), then flushes
+// the log and closes the clients.
 #pragma once
 
 #include <atomic>
@@ -32,6 +39,7 @@
 #include "server/command_table.h"
 #include "server/config.h"
 #include "server/receipt.h"
+#include "server/task_runner.h"
 #include "store/store.h"
 
 namespace pion::persist {
@@ -128,6 +136,15 @@ class Server {
   void SetPersistenceHooks(PersistenceHooks h) { hooks_ = std::move(h); }
   const PersistenceHooks& hooks() const { return hooks_; }
 
+  // Background tasks (see the file comment). Post() fails once shutting down.
+  TaskRunner& background() { return background_; }
+  // KV.PREFIX.SAVE runs one at a time: TryBeginSave() is false while one is
+  // queued or running (the caller answers "Background save already in
+  // progress"); EndSave() when it finished, before its reply is sent.
+  bool TryBeginSave() { return !save_running_.exchange(true, std::memory_order_acq_rel); }
+  void EndSave() { save_running_.store(false, std::memory_order_release); }
+  bool save_running() const { return save_running_.load(std::memory_order_acquire); }
+
   // Client registry.
   uint64_t NextClientId() { return next_client_id_.fetch_add(1, std::memory_order_relaxed); }
   void RegisterClient(ClientInfo* c);
@@ -172,6 +189,8 @@ class Server {
 
   std::atomic<uint64_t> durable_lsn_{0};
   PersistenceHooks hooks_;
+  TaskRunner background_;
+  std::atomic<bool> save_running_{false};
 
   int listen_fd_ = -1;
   int port_ = 0;

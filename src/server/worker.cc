@@ -150,6 +150,14 @@ void Worker::Kill(uint64_t client_id) {
   });
 }
 
+void Worker::CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn) {
+  loop_.Post([this, client_id, slot, fn = std::move(fn)] {
+    // By id, not by pointer: the client may have gone (and been freed) since.
+    auto it = conns_.find(client_id);
+    if (it != conns_.end()) it->second->FinishDeferred(slot, fn);
+  });
+}
+
 void Worker::WaitDurable(Connection* c, uint64_t lsn) {
   waiting_.insert(c);
   uint64_t cur = min_wait_lsn_.load(std::memory_order_relaxed);

@@ -4,8 +4,8 @@
 // worker, which owns it for its lifetime. Any worker serves any command: the
 // store is shared, so there are no redirects.
 //
-// Cross-thread entry points (Adopt, Kill, WakeDurable, BeginShutdown,
-// FinishShutdown) post a task to the loop; everything else runs on the worker's
+// Cross-thread entry points (Adopt, Kill, WakeDurable, CompleteDeferred,
+// BeginShutdown, FinishShutdown) post a task to the loop; everything else runs on the worker's
 // own thread.
 #pragma once
 
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "server/buffer.h"
+#include "server/deferred_reply.h"
 #include "server/event_loop.h"
 
 namespace pion::server {
@@ -63,6 +64,9 @@ class Worker {
   void Adopt(int fd);  // take ownership of an accepted socket
   void Kill(uint64_t client_id);
   void WakeDurable(uint64_t durable_lsn);  // only wakes if a reply waits for <= it
+  // A DeferredReply's completion: writes it to client `client_id` if that
+  // connection still exists (dropped otherwise).
+  void CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn);
   // Stops accepting and reading; calls `done` on the worker thread afterwards.
   void BeginShutdown(std::function<void()> done);
   // Closes every connection once its queued replies are sent (at most

@@ -1,0 +1,28 @@
+// DeferredReply: see deferred_reply.h.
+#include "server/deferred_reply.h"
+
+#include <utility>
+
+#include "server/worker.h"
+
+namespace pion::server {
+
+DeferredReply::~DeferredReply() {
+  if (!completed())
+    Complete([](ReplyBuilder& r) { r.Error("ERR internal error: deferred reply abandoned"); });
+}
+
+void DeferredReply::Complete(WriteFn fn) {
+  if (done_.exchange(true, std::memory_order_acq_rel)) return;
+  worker_->CompleteDeferred(client_id_, slot_, std::move(fn));
+}
+
+void DeferredReply::SimpleString(std::string s) {
+  Complete([s = std::move(s)](ReplyBuilder& r) { r.SimpleString(s); });
+}
+
+void DeferredReply::Error(Status st) {
+  Complete([st = std::move(st)](ReplyBuilder& r) { r.Error(st); });
+}
+
+}  // namespace pion::server
