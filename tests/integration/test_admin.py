@@ -268,6 +268,12 @@ def test_config_set(server, raw_factory):
 def test_config_set_maxclients_applies(server_factory, raw_factory):
     s = server_factory(kvcache=False)
     c = raw_factory(s)
+    # The fixture's readiness connection may still be closing on the server side:
+    # wait (with a deadline) until this is the only client before lowering the cap.
+    deadline = time.monotonic() + 30
+    while len([l for l in c.call("CLIENT", "LIST").splitlines() if l.strip()]) > 1:
+        assert time.monotonic() < deadline, "other clients never went away"
+        time.sleep(0.01)
     assert c.call("CONFIG", "SET", "maxclients", "2") == "OK"
     second = raw_factory(s)
     assert second.call("PING") == "PONG"
