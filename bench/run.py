@@ -874,7 +874,8 @@ def render_md(rows, meta):
             continue
         L.append('## %s' % suite)
         L.append('')
-        L.append('| workload | pion | peer | ratio | ceiling | % of ceiling | target (§14) | met |')
+        L.append('| workload | pion | peer | ratio | ceiling | % of ceiling | target (§14) '
+                 '| met |')
         L.append('|---|---|---|---|---|---|---|---|')
         for r in srows:
             f = unit_fmt(r.unit)
