@@ -56,12 +56,21 @@ class Namespace {
 };
 
 void BlockTable::Finish() {
-  sorted = hashes;
-  std::sort(sorted.begin(), sorted.end());
-}
-
-bool BlockTable::Contains(uint64_t h) const {
-  return std::binary_search(sorted.begin(), sorted.end(), h);
+  index_bits_ = 4;
+  while ((size_t{1} << index_bits_) < 2 * hashes.size()) ++index_bits_;
+  index_.assign(size_t{1} << index_bits_, 0);
+  has_zero_ = false;
+  const size_t mask = index_.size() - 1;
+  for (uint64_t h : hashes) {
+    if (h == 0) {
+      has_zero_ = true;
+      continue;
+    }
+    size_t i = Slot(h);
+    while (index_[i] != 0 && index_[i] != h) i = (i + 1) & mask;
+    index_[i] = h;
+  }
+  finished_ = true;
 }
 
 Store::Store(StoreConfig cfg) : cfg_(cfg) {}
@@ -139,7 +148,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   std::shared_ptr<const BlockTable> table;
   if (a.blocks) {
     auto t = std::make_shared<BlockTable>(*a.blocks);
-    if (t->sorted.size() != t->hashes.size()) t->Finish();
+    if (!t->finished()) t->Finish();
     table = std::move(t);
   }
   auto it = map_.find(std::string(a.ns));
@@ -577,7 +586,7 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   std::shared_ptr<const BlockTable> table;
   if (blocks) {
     auto t = std::make_shared<BlockTable>(*blocks);
-    if (t->sorted.size() != t->hashes.size()) t->Finish();
+    if (!t->finished()) t->Finish();
     table = std::move(t);
   }
   auto it = map_.find(std::string(ns));

@@ -52,11 +52,35 @@ inline constexpr uint64_t kMaxHashCount = 1048576;
 struct BlockTable {
   uint32_t block_size = 0;
   std::vector<uint64_t> hashes;  // registration (token) order
-  std::vector<uint64_t> sorted;  // sorted copy, for membership probes
-  // Builds `sorted` from `hashes`.
+
+  // Builds the membership index from `hashes`: an open-addressing hash set
+  // (linear probing, load <= 0.5, Fibonacci hashing of the already-hashed
+  // values) that fits in L1/L2 for typical tables (1,562 hashes -> 32 KiB), so a
+  // probe costs about one cache hit instead of log2(N) dependent branches.
   void Finish();
-  // True iff `h` is in the table. O(log N).
-  bool Contains(uint64_t h) const;
+  bool finished() const { return finished_; }
+  // True iff `h` is in the table. Expected O(1). REQUIRES: finished().
+  bool Contains(uint64_t h) const {
+    if (h == 0) return has_zero_;
+    if (index_.empty()) return false;
+    const size_t mask = index_.size() - 1;
+    size_t i = Slot(h);
+    while (true) {
+      uint64_t v = index_[i];
+      if (v == h) return true;
+      if (v == 0) return false;
+      i = (i + 1) & mask;
+    }
+  }
+
+ private:
+  size_t Slot(uint64_t h) const {
+    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ull) >> (64 - index_bits_));
+  }
+  std::vector<uint64_t> index_;  // 0 = empty slot (hash 0 is tracked by has_zero_)
+  uint32_t index_bits_ = 0;
+  bool has_zero_ = false;
+  bool finished_ = false;
 };
 
 struct StoreConfig {

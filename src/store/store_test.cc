@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "base/fp16.h"
@@ -106,6 +107,28 @@ TEST(Store, PrefillAndBlocks) {
   ASSERT_TRUE(st.Register(a3, &lsn).ok());
   EXPECT_FALSE(st.Blocks("ns"));
   EXPECT_FALSE(st.Blocks("nope"));
+}
+
+TEST(BlockTable, MembershipMatchesASet) {
+  std::mt19937_64 rng(11);
+  for (size_t n : {0u, 1u, 7u, 1562u, 100000u}) {
+    BlockTable t;
+    std::set<uint64_t> ref;
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t h = i % 5 == 0 ? i : rng();  // structured and random values, and 0
+      t.hashes.push_back(h);
+      ref.insert(h);
+    }
+    if (n > 1) t.hashes.push_back(t.hashes[1]);  // a duplicate
+    t.Finish();
+    ASSERT_TRUE(t.finished());
+    for (uint64_t h : ref) ASSERT_TRUE(t.Contains(h)) << n << " " << h;
+    for (int i = 0; i < 20000; ++i) {
+      uint64_t h = (i % 2) ? rng() : static_cast<uint64_t>(i) * 3 + 1;
+      ASSERT_EQ(t.Contains(h), ref.count(h) == 1) << n << " " << h;
+    }
+    EXPECT_EQ(t.Contains(0), n > 0);
+  }
 }
 
 TEST(Store, RowsRoundTripGapsOverwrite) {
