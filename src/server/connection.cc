@@ -134,17 +134,24 @@ void Connection::HandleRead() {
         parser_.DirectFilled(static_cast<size_t>(n));
         stats.Add(stats.net_in, n);
         if (!parser_.WantsDirectRead()) ProcessInput();
+        if (static_cast<size_t>(n) < t.size()) break;  // drained (see below)
         continue;
       }
     } else {
       size_t want = std::max<size_t>(kQueryBufferBytes,
                                      std::min<size_t>(parser_.BytesWanted(), kBigArgBytes + 64));
       EnsureReadSpace(want);
-      n = ::read(fd_, in_.data() + in_end_, in_.capacity() - in_end_);
+      size_t space = in_.capacity() - in_end_;
+      n = ::read(fd_, in_.data() + in_end_, space);
       if (n > 0) {
         in_end_ += static_cast<size_t>(n);
         stats.Add(stats.net_in, n);
         ProcessInput();
+        // A short read means the socket had no more bytes: stop without the
+        // extra read(2) that would only return EAGAIN (one syscall of three
+        // per small request). Bytes arriving after this read raise a new edge
+        // (the socket's wakeup fires on every arrival), so none are missed.
+        if (static_cast<size_t>(n) < space) break;
         continue;
       }
     }
