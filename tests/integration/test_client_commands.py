@@ -106,7 +106,8 @@ def _start_with_password(server_factory, password: str):
     while True:
         assert s.proc.poll() is None, s.log()
         try:
-            if c.ping():
+            # PING is answered while recovery runs; data commands only after it.
+            if c.ping() and int(c.info("persistence").get("loading", 1)) == 0:
                 break
         except (PionConnectionError, LoadingError):
             assert time.monotonic() < deadline, s.log()
