@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "server/client_info.h"
+#include "server/cmd_util.h"
 #include "server/command_table.h"
 #include "server/server.h"
 
@@ -25,14 +26,6 @@ namespace {
 
 constexpr const char* kSections[] = {"server", "clients", "memory",  "persistence",
                                      "stats",  "pion",    "keyspace"};
-
-void Field(std::string* out, const char* name, const std::string& v) {
-  out->append(name);
-  out->push_back(':');
-  out->append(v);
-  out->append("\r\n");
-}
-void Field(std::string* out, const char* name, uint64_t v) { Field(out, name, std::to_string(v)); }
 
 std::string Human(uint64_t bytes) {
   char buf[32];
@@ -65,104 +58,105 @@ void ServerSection(Server& s, std::string* out) {
     return std::string(u.sysname) + " " + u.release + " " + u.machine;
   }();
   uint64_t up = (MonotonicUs() - s.start_time_us()) / 1000000;
-  Field(out, "redis_version", std::string("7.0.0"));
-  Field(out, "pion_version", std::string(PION_VERSION "+" PION_BUILD_ID));
-  Field(out, "redis_mode", std::string("standalone"));
-  Field(out, "os", os);
-  Field(out, "arch_bits", uint64_t{64});
-  Field(out, "multiplexing_api", std::string("epoll"));
-  Field(out, "gcc_version", std::string(__VERSION__).substr(0, std::string(__VERSION__).find(' ')));
-  Field(out, "process_id", static_cast<uint64_t>(::getpid()));
-  Field(out, "run_id", s.run_id());
-  Field(out, "tcp_port", static_cast<uint64_t>(s.port()));
-  Field(out, "server_time_usec", UnixMicros());
-  Field(out, "uptime_in_seconds", up);
-  Field(out, "uptime_in_days", up / 86400);
-  Field(out, "workers", static_cast<uint64_t>(s.num_workers()));
-  Field(out, "kvcache", std::string(s.store() != nullptr ? "yes" : "no"));
-  Field(out, "config_file", s.config().config_file);
+  InfoField(out, "redis_version", std::string("7.0.0"));
+  InfoField(out, "pion_version", std::string(PION_VERSION "+" PION_BUILD_ID));
+  InfoField(out, "redis_mode", std::string("standalone"));
+  InfoField(out, "os", os);
+  InfoField(out, "arch_bits", uint64_t{64});
+  InfoField(out, "multiplexing_api", std::string("epoll"));
+  InfoField(out, "gcc_version",
+            std::string(__VERSION__).substr(0, std::string(__VERSION__).find(' ')));
+  InfoField(out, "process_id", static_cast<uint64_t>(::getpid()));
+  InfoField(out, "run_id", s.run_id());
+  InfoField(out, "tcp_port", static_cast<uint64_t>(s.port()));
+  InfoField(out, "server_time_usec", UnixMicros());
+  InfoField(out, "uptime_in_seconds", up);
+  InfoField(out, "uptime_in_days", up / 86400);
+  InfoField(out, "workers", static_cast<uint64_t>(s.num_workers()));
+  InfoField(out, "kvcache", std::string(s.store() != nullptr ? "yes" : "no"));
+  InfoField(out, "config_file", s.config().config_file);
 }
 
 void ClientsSection(Server& s, std::string* out) {
-  Field(out, "connected_clients", s.connected_clients());
-  Field(out, "maxclients", s.maxclients());
-  Field(out, "blocked_clients", uint64_t{0});
-  Field(out, "tracking_clients", uint64_t{0});
+  InfoField(out, "connected_clients", s.connected_clients());
+  InfoField(out, "maxclients", s.maxclients());
+  InfoField(out, "blocked_clients", uint64_t{0});
+  InfoField(out, "tracking_clients", uint64_t{0});
 }
 
 void MemorySection(Server& s, std::string* out) {
   uint64_t rss = RssBytes();
   uint64_t max = s.maxmemory();
-  Field(out, "used_memory", rss);
-  Field(out, "used_memory_human", Human(rss));
-  Field(out, "used_memory_rss", rss);
-  Field(out, "used_memory_rss_human", Human(rss));
-  Field(out, "maxmemory", max);
-  Field(out, "maxmemory_human", Human(max));
-  Field(out, "maxmemory_policy", std::string("allkeys-lru"));
+  InfoField(out, "used_memory", rss);
+  InfoField(out, "used_memory_human", Human(rss));
+  InfoField(out, "used_memory_rss", rss);
+  InfoField(out, "used_memory_rss_human", Human(rss));
+  InfoField(out, "maxmemory", max);
+  InfoField(out, "maxmemory_human", Human(max));
+  InfoField(out, "maxmemory_policy", std::string("allkeys-lru"));
   if (store::Store* st = s.store()) {
     store::StoreStats ss = st->Stats();
-    Field(out, "vstore_bytes", ss.bytes);
-    Field(out, "vstore_bytes_human", Human(ss.bytes));
+    InfoField(out, "vstore_bytes", ss.bytes);
+    InfoField(out, "vstore_bytes_human", Human(ss.bytes));
   }
-  Field(out, "mem_allocator", std::string("libc"));
+  InfoField(out, "mem_allocator", std::string("libc"));
 }
 
 void PersistenceSection(Server& s, std::string* out) {
-  Field(out, "loading", uint64_t{s.loading() ? 1u : 0u});
-  Field(out, "async_loading", uint64_t{0});
+  InfoField(out, "loading", uint64_t{s.loading() ? 1u : 0u});
+  InfoField(out, "async_loading", uint64_t{0});
   if (s.hooks().info) s.hooks().info(out);
 }
 
 void StatsSection(Server& s, std::string* out) {
   ServerStats st = s.Stats();
-  Field(out, "total_connections_received", st.connections_received);
-  Field(out, "total_commands_processed", st.commands_processed);
-  Field(out, "total_net_input_bytes", st.net_input_bytes);
-  Field(out, "total_net_output_bytes", st.net_output_bytes);
-  Field(out, "rejected_connections", st.rejected_connections);
-  Field(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
-  Field(out, "total_protocol_errors", st.protocol_errors);
-  Field(out, "total_error_replies", st.error_replies);
-  Field(out, "expired_keys", uint64_t{0});
+  InfoField(out, "total_connections_received", st.connections_received);
+  InfoField(out, "total_commands_processed", st.commands_processed);
+  InfoField(out, "total_net_input_bytes", st.net_input_bytes);
+  InfoField(out, "total_net_output_bytes", st.net_output_bytes);
+  InfoField(out, "rejected_connections", st.rejected_connections);
+  InfoField(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
+  InfoField(out, "total_protocol_errors", st.protocol_errors);
+  InfoField(out, "total_error_replies", st.error_replies);
+  InfoField(out, "expired_keys", uint64_t{0});
   uint64_t evicted = 0;
   if (store::Store* sto = s.store()) evicted = sto->Stats().evictions / 2;
-  Field(out, "evicted_keys", evicted);
+  InfoField(out, "evicted_keys", evicted);
 }
 
 void PionSection(Server& s, int worker, std::string* out) {
   ReceiptSnapshot r = s.receipt().Read();
-  Field(out, "stats_scope", std::string("server"));
-  Field(out, "worker_id", static_cast<uint64_t>(worker));
-  Field(out, "kvprefix_hits", r.hits);
-  Field(out, "kvprefix_misses", r.misses);
-  Field(out, "kvprefix_hits_measured", r.hits_measured);
-  Field(out, "kvprefix_tokens_served", r.tokens_served);
-  Field(out, "kvprefix_bytes_served", r.bytes_served);
-  Field(out, "prefill_seconds_avoided", Receipt::SecondsText(r.prefill_us_saved));
-  Field(out, "prefill_seconds_avoided_measured", Receipt::SecondsText(r.prefill_us_measured));
-  Field(out, "semantic_hits", r.semantic_hits);
-  Field(out, "semantic_misses", r.semantic_misses);
-  Field(out, "moe_hits", r.moe_hits);
-  Field(out, "moe_misses", r.moe_misses);
-  Field(out, "vector_queries", r.vector_queries);
+  InfoField(out, "stats_scope", std::string("server"));
+  InfoField(out, "worker_id", static_cast<uint64_t>(worker));
+  InfoField(out, "kvprefix_hits", r.hits);
+  InfoField(out, "kvprefix_misses", r.misses);
+  InfoField(out, "kvprefix_hits_measured", r.hits_measured);
+  InfoField(out, "kvprefix_tokens_served", r.tokens_served);
+  InfoField(out, "kvprefix_bytes_served", r.bytes_served);
+  InfoField(out, "prefill_seconds_avoided", Receipt::SecondsText(r.prefill_us_saved));
+  InfoField(out, "prefill_seconds_avoided_measured", Receipt::SecondsText(r.prefill_us_measured));
+  InfoField(out, "semantic_hits", r.semantic_hits);
+  InfoField(out, "semantic_misses", r.semantic_misses);
+  InfoField(out, "moe_hits", r.moe_hits);
+  InfoField(out, "moe_misses", r.moe_misses);
+  InfoField(out, "vector_queries", r.vector_queries);
   if (store::Store* st = s.store()) {
     store::StoreStats ss = st->Stats();
-    Field(out, "registered_prefixes", ss.registered_prefixes);
-    Field(out, "total_prefix_tokens", ss.total_prefix_tokens);
-    Field(out, "vstore_sessions", ss.sessions);
-    Field(out, "vstore_max_sessions", ss.max_sessions);
-    Field(out, "vstore_bytes", ss.bytes);
-    Field(out, "vstore_max_bytes", ss.max_bytes);
-    Field(out, "vstore_evictions", ss.evictions);
-    Field(out, "vstore_total_fetches", ss.total_fetches);
+    InfoField(out, "registered_prefixes", ss.registered_prefixes);
+    InfoField(out, "total_prefix_tokens", ss.total_prefix_tokens);
+    InfoField(out, "vstore_sessions", ss.sessions);
+    InfoField(out, "vstore_max_sessions", ss.max_sessions);
+    InfoField(out, "vstore_bytes", ss.bytes);
+    InfoField(out, "vstore_max_bytes", ss.max_bytes);
+    InfoField(out, "vstore_evictions", ss.evictions);
+    InfoField(out, "vstore_total_fetches", ss.total_fetches);
   }
 }
 
 void KeyspaceSection(Server& s, std::string* out) {
   store::Store* st = s.store();
   uint64_t n = st != nullptr ? st->NamespaceCount() : 0;
-  if (n > 0) Field(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
+  if (n > 0) InfoField(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
 }
 
 void Info(CommandContext& ctx) {

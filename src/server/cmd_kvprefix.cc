@@ -206,12 +206,7 @@ void KvMembership(CommandContext& ctx) {
 void KvInfo(CommandContext& ctx) {
   store::StoreStats s = ctx.server->store()->Stats();
   std::string out;
-  auto line = [&](const char* k, uint64_t v) {
-    out += k;
-    out += ':';
-    out += std::to_string(v);
-    out += "\r\n";
-  };
+  auto line = [&](std::string_view k, uint64_t v) { InfoField(&out, k, v); };
   line("registered_prefixes", s.registered_prefixes);
   line("total_prefix_tokens", s.total_prefix_tokens);
   line("vstore_sessions", s.sessions);

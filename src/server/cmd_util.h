@@ -33,6 +33,18 @@ inline bool IsKeyword(std::string_view arg, std::string_view kw) {
   return EqualsIgnoreCase(arg, kw);
 }
 
+// Appends one "name:value\r\n" line of an INFO-style body (INFO sections,
+// KV.PREFIX.INFO, V.INFO).
+inline void InfoField(std::string* out, std::string_view name, std::string_view value) {
+  out->append(name);
+  out->push_back(':');
+  out->append(value);
+  out->append("\r\n");
+}
+inline void InfoField(std::string* out, std::string_view name, uint64_t value) {
+  InfoField(out, name, std::to_string(value));
+}
+
 inline void ReplyStatus(CommandContext& ctx, const Status& st) {
   ctx.reply->Error(StatusToError(st));
 }

@@ -258,12 +258,7 @@ void VFetch(CommandContext& ctx) {
 
 void VInfo(CommandContext& ctx) {
   std::string out;
-  auto line = [&](std::string_view k, std::string_view v) {
-    out.append(k);
-    out += ':';
-    out.append(v);
-    out += "\r\n";
-  };
+  auto line = [&](std::string_view k, std::string_view v) { InfoField(&out, k, v); };
   store::Store* st = ctx.server->store();
   if (ctx.args.size() == 1) {
     store::StoreStats s = st->Stats();

@@ -4,19 +4,9 @@
 #include <string>
 
 #include "base/log.h"
+#include "server/cmd_util.h"
 
 namespace pion::server {
-namespace {
-
-void Line(std::string* out, const char* k, const std::string& v) {
-  *out += k;
-  *out += ':';
-  *out += v;
-  *out += "\r\n";
-}
-void Line(std::string* out, const char* k, uint64_t v) { Line(out, k, std::to_string(v)); }
-
-}  // namespace
 
 persist::SyncPolicy ToSyncPolicy(FsyncPolicy p) {
   switch (p) {
@@ -52,26 +42,26 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server) {
   h.info = [pp, &server](std::string* out) {
     if (server.loading()) return;
     persist::PersistStats s = pp->Stats();
-    Line(out, "rdb_changes_since_last_save", s.wal_appended);
+    InfoField(out, "rdb_changes_since_last_save", s.wal_appended);
     // A KV.PREFIX.SAVE counts from the moment it is accepted (queued for the
     // background thread) until just before its reply.
     bool saving = s.save_in_progress || server.save_running();
-    Line(out, "rdb_bgsave_in_progress", uint64_t{saving ? 1u : 0u});
-    Line(out, "rdb_last_save_time", static_cast<uint64_t>(s.last_save_unix));
-    Line(out, "rdb_last_bgsave_status", std::string(s.last_save_ok ? "ok" : "err"));
-    Line(out, "rdb_saves", s.saves);
-    Line(out, "rdb_last_save_seconds", std::to_string(s.last_save_seconds));
-    Line(out, "rdb_snapshot_bytes", s.snapshot_bytes);
-    Line(out, "aof_enabled", uint64_t{s.wal_enabled ? 1u : 0u});
-    Line(out, "aof_current_size", s.wal_bytes);
-    Line(out, "aof_last_write_status", std::string(s.wal_broken ? "err" : "ok"));
-    Line(out, "wal_generation", s.wal_generation);
-    Line(out, "wal_appended", s.wal_appended);
-    Line(out, "wal_replayed", s.wal_replayed);
-    Line(out, "wal_last_lsn", s.last_lsn);
-    Line(out, "wal_durable_lsn", s.durable_lsn);
-    Line(out, "auto_save_wal_bytes", s.auto_save_threshold);
-    Line(out, "loading_last_seconds", std::to_string(s.recovery_seconds));
+    InfoField(out, "rdb_bgsave_in_progress", uint64_t{saving ? 1u : 0u});
+    InfoField(out, "rdb_last_save_time", static_cast<uint64_t>(s.last_save_unix));
+    InfoField(out, "rdb_last_bgsave_status", std::string(s.last_save_ok ? "ok" : "err"));
+    InfoField(out, "rdb_saves", s.saves);
+    InfoField(out, "rdb_last_save_seconds", std::to_string(s.last_save_seconds));
+    InfoField(out, "rdb_snapshot_bytes", s.snapshot_bytes);
+    InfoField(out, "aof_enabled", uint64_t{s.wal_enabled ? 1u : 0u});
+    InfoField(out, "aof_current_size", s.wal_bytes);
+    InfoField(out, "aof_last_write_status", std::string(s.wal_broken ? "err" : "ok"));
+    InfoField(out, "wal_generation", s.wal_generation);
+    InfoField(out, "wal_appended", s.wal_appended);
+    InfoField(out, "wal_replayed", s.wal_replayed);
+    InfoField(out, "wal_last_lsn", s.last_lsn);
+    InfoField(out, "wal_durable_lsn", s.durable_lsn);
+    InfoField(out, "auto_save_wal_bytes", s.auto_save_threshold);
+    InfoField(out, "loading_last_seconds", std::to_string(s.recovery_seconds));
   };
   server.SetPersistenceHooks(std::move(h));
   server.set_loading(true);
