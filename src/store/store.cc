@@ -92,7 +92,7 @@ bool Store::ParseSessionId(std::string_view sid, std::string_view* ns, Side* sid
 
 Store::NsPtr Store::Find(std::string_view ns) const {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(std::string(ns));
+  auto it = map_.find(ns);
   return it == map_.end() ? nullptr : it->second;
 }
 
@@ -151,7 +151,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
     if (!t->finished()) t->Finish();
     table = std::move(t);
   }
-  auto it = map_.find(std::string(a.ns));
+  auto it = map_.find(a.ns);
   if (it != map_.end()) {
     Namespace& n = *it->second;
     if (n.dim != a.kv_dim || n.fmt != a.fmt) {
@@ -193,7 +193,7 @@ LookupResult Store::Lookup(std::string_view ns) {
   NsPtr n;
   {
     std::lock_guard<std::mutex> l(mu_);
-    auto it = map_.find(std::string(ns));
+    auto it = map_.find(ns);
     if (it == map_.end()) return res;
     n = it->second;
     res.prefill_us = n->prefill_us;
@@ -212,7 +212,7 @@ Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* 
   std::lock_guard<std::mutex> l(mu_);
   uint64_t dropped = 0;
   for (std::string_view name : names) {
-    auto it = map_.find(std::string(name));
+    auto it = map_.find(name);
     if (it == map_.end()) continue;
     NsPtr n = it->second;
     PION_RETURN_IF_ERROR(RemoveLocked(n, DropReason::kDrop, lsn));
@@ -223,7 +223,7 @@ Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* 
 
 std::shared_ptr<const BlockTable> Store::Blocks(std::string_view ns) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(std::string(ns));
+  auto it = map_.find(ns);
   if (it == map_.end()) return nullptr;
   Touch(*it->second);
   const auto& t = it->second->blocks;
@@ -271,6 +271,11 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
     return Status::InvalidArgument(buf);
   }
   size_t out_bytes = count * n->row_bytes;
+  if (n->fmt == quant::Format::kFp16 && in.type == RowInput::Type::kF16) {
+    // F16 rows into an fp16 namespace are already in stored form: no encode copy.
+    return StoreEncoded(n, side, layer, start, count,
+                        {static_cast<const uint8_t*>(in.data), out_bytes}, true, lsn);
+  }
   std::vector<uint8_t>& scratch = tl_scratch;
   if (scratch.size() < out_bytes) scratch.resize(out_bytes);
   Status st = in.type == RowInput::Type::kF32
@@ -589,7 +594,7 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
     if (!t->finished()) t->Finish();
     table = std::move(t);
   }
-  auto it = map_.find(std::string(ns));
+  auto it = map_.find(ns);
   if (it != map_.end()) {
     NsPtr n = it->second;
     if (n->incarnation == incarnation && n->dim == kv_dim && n->fmt == fmt) {
@@ -625,7 +630,7 @@ Status Store::ApplyStored(std::string_view ns, uint64_t incarnation, Side side, 
 
 void Store::ApplyDrop(std::string_view ns, uint64_t incarnation) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(std::string(ns));
+  auto it = map_.find(ns);
   if (it == map_.end() || it->second->incarnation != incarnation) return;
   NsPtr n = it->second;
   uint64_t unused = 0;

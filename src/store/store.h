@@ -256,9 +256,16 @@ class Store {
   MutationSink* sink_ = nullptr;
   mutable std::shared_mutex gate_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, NsPtr> map_;  // guarded by mu_
-  uint64_t bytes_ = 0;                          // guarded by mu_
-  uint64_t evictions_ = 0;                      // guarded by mu_
+  // Transparent hashing: lookups by string_view allocate nothing.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  std::unordered_map<std::string, NsPtr, NameHash, std::equal_to<>> map_;  // guarded by mu_
+  uint64_t bytes_ = 0;                                                     // guarded by mu_
+  uint64_t evictions_ = 0;                                                 // guarded by mu_
   std::atomic<uint64_t> lru_clock_{0};
   std::atomic<uint64_t> total_fetches_{0};
   uint64_t next_incarnation_ = 1;  // guarded by mu_
