@@ -10,11 +10,18 @@ std::optional<uint64_t> ParseUint64Strict(std::string_view s) {
   if (s.empty() || s.size() > 20) return std::nullopt;
   if (s.size() > 1 && s[0] == '0') return std::nullopt;
   uint64_t v = 0;
+  if (s.size() < 20) {  // at most 19 digits: cannot overflow (every RESP length takes this path)
+    for (char c : s) {
+      unsigned d = static_cast<unsigned char>(c) - static_cast<unsigned>('0');
+      if (d > 9) return std::nullopt;
+      v = v * 10 + d;
+    }
+    return v;
+  }
   for (char c : s) {
-    if (c < '0' || c > '9') return std::nullopt;
-    uint64_t d = static_cast<uint64_t>(c - '0');
-    if (v > (UINT64_MAX - d) / 10) return std::nullopt;
-    v = v * 10 + d;
+    unsigned d = static_cast<unsigned char>(c) - static_cast<unsigned>('0');
+    if (d > 9) return std::nullopt;
+    if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, d, &v)) return std::nullopt;
   }
   return v;
 }

@@ -196,6 +196,9 @@ void Connection::ReleaseIdleBuffers() {
 }
 
 void Connection::ProcessInput() {
+  // Activity is stamped once per batch of input (as Redis does on read), not per
+  // command: a clock read per pipelined command was ~2 % of a -P 16 PING profile.
+  info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
   while (!closed_ && !stop_reading_ && !paused_ && out_.pending_slots() == 0) {
     RespParser::Result r = parser_.Parse(in_.data() + in_start_, in_end_ - in_start_);
     if (r == RespParser::Result::kNeedMore) break;
@@ -234,7 +237,6 @@ void Connection::ProcessInput() {
 void Connection::RunCommand(std::span<const std::string_view> args) {
   WorkerStats& stats = worker_->stats();
   stats.Add(stats.commands);
-  info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
   uint64_t errors_before = writer_.errors();
   const CommandSpec* spec = AdmitCommand(*server_, args, authenticated_, &writer_);
   if (spec != nullptr) {
