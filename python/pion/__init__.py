@@ -19,6 +19,7 @@ from typing import Any
 
 from .blocks import DEFAULT_BLOCK_SIZE, block_hashes, pack_hashes, unpack_bitmap, unpack_hashes
 from .client import STATS_FIELDS, VQUANTS, BlockTable, PionClient, parse_info, parse_stats
+from .errors import __all__ as _errors_all
 from .errors import (
     ClientError,
     ColdMissError,
@@ -57,24 +58,9 @@ __all__ = [
     "parse_stats",
     "from_past_key_values",
     "to_past_key_values",
-    "PionError",
-    "CommandError",
-    "SessionNotFoundError",
-    "NotEnabledError",
-    "PersistenceNotEnabledError",
-    "UnknownCommandError",
-    "WrongArityError",
-    "OutOfMemoryError",
-    "LoadingError",
-    "NoAuthError",
-    "WrongPassError",
-    "NoProtoError",
-    "ColdMissError",
-    "PionConnectionError",
-    "ClientError",
-    "UnexpectedReplyError",
-    "IncompletePrefixError",
 ]
+# Every exception class, named after the error code word (see pion.errors).
+__all__ += [n for n in _errors_all if n.endswith("Error")]
 
 
 def __getattr__(name: str) -> Any:  # lazy torch adapters (PEP 562)
