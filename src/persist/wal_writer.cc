@@ -35,17 +35,7 @@ Status WalWriter::Create(const std::string& name, uint64_t generation, uint64_t 
   PION_RETURN_IF_ERROR((*f)->WriteAt(0, hdr));
   PION_RETURN_IF_ERROR((*f)->Sync());
   PION_RETURN_IF_ERROR(env_->SyncDir(dir_));
-  std::lock_guard<std::mutex> w(write_mu_);
-  std::lock_guard<std::mutex> l(state_mu_);
-  cur_ = std::make_shared<File>(File{name, std::move(f).value()});
-  sync_cur_ = cur_;
-  active_name_ = name;
-  generation_ = generation_seen_ = generation;
-  next_lsn_ = first_lsn;
-  end_ = kWalHeaderSize;
-  written_lsn_ = durable_lsn_ = reserved_lsn_ = first_lsn - 1;
-  bytes_ = end_;
-  appended_ = 0;
+  Adopt(name, std::move(f).value(), generation, first_lsn, kWalHeaderSize);
   return Status::OK();
 }
 
@@ -53,9 +43,15 @@ Status WalWriter::Continue(const std::string& name, uint64_t generation, uint64_
                            uint64_t end) {
   auto f = env_->ReopenWritableFile(JoinPath(dir_, name));
   if (!f.ok()) return f.status();
+  Adopt(name, std::move(f).value(), generation, next_lsn, end);
+  return Status::OK();
+}
+
+void WalWriter::Adopt(const std::string& name, std::unique_ptr<WritableFile> f, uint64_t generation,
+                      uint64_t next_lsn, uint64_t end) {
   std::lock_guard<std::mutex> w(write_mu_);
   std::lock_guard<std::mutex> l(state_mu_);
-  cur_ = std::make_shared<File>(File{name, std::move(f).value()});
+  cur_ = std::make_shared<File>(File{name, std::move(f)});
   sync_cur_ = cur_;
   active_name_ = name;
   generation_ = generation_seen_ = generation;
@@ -64,7 +60,6 @@ Status WalWriter::Continue(const std::string& name, uint64_t generation, uint64_
   written_lsn_ = durable_lsn_ = reserved_lsn_ = next_lsn - 1;
   bytes_ = end_;
   appended_ = 0;
-  return Status::OK();
 }
 
 void WalWriter::Start() {

@@ -121,6 +121,10 @@ class WalWriter final : public store::MutationSink {
     std::string name;
     std::unique_ptr<WritableFile> f;
   };
+  // Makes `f` (named `name`, holding records up to byte `end`) the file appends go
+  // to, with the next record numbered `next_lsn`; resets the counters.
+  void Adopt(const std::string& name, std::unique_ptr<WritableFile> f, uint64_t generation,
+             uint64_t next_lsn, uint64_t end);
   Result<uint64_t> Append(RecordType t, std::span<const uint8_t> prefix,
                           std::span<const uint8_t> rows);
   // Records the outcome of the write of `lsn` (at `off` in `file`); returns
