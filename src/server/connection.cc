@@ -77,6 +77,7 @@ void Connection::SetAuthenticated(bool v) {
 
 void Connection::OnEvent(uint32_t events) {
   if (closed_) return;
+  if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) peer_hup_ = true;
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) HandleRead();
   if (closed_) return;
   if (events & EPOLLOUT) Flush();
@@ -134,7 +135,7 @@ void Connection::HandleRead() {
         parser_.DirectFilled(static_cast<size_t>(n));
         stats.Add(stats.net_in, n);
         if (!parser_.WantsDirectRead()) ProcessInput();
-        if (static_cast<size_t>(n) < t.size()) break;  // drained (see below)
+        if (static_cast<size_t>(n) < t.size() && !peer_hup_) break;  // drained (see below)
         continue;
       }
     } else {
@@ -151,7 +152,9 @@ void Connection::HandleRead() {
         // extra read(2) that would only return EAGAIN (one syscall of three
         // per small request). Bytes arriving after this read raise a new edge
         // (the socket's wakeup fires on every arrival), so none are missed.
-        if (static_cast<size_t>(n) < space) break;
+        // A FIN that arrived before this read raised no new edge, though: once
+        // an event has reported it, keep reading until read(2) returns 0.
+        if (static_cast<size_t>(n) < space && !peer_hup_) break;
         continue;
       }
     }

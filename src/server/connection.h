@@ -105,6 +105,8 @@ class Connection {
   bool closed_ = false;
   bool close_after_reply_ = false;
   bool read_eof_ = false;
+  // The peer's FIN (or an error) was reported: read to EOF even after a short read.
+  bool peer_hup_ = false;
   bool paused_ = false;           // output backpressure
   bool stop_reading_ = false;     // protocol error, QUIT, shutdown
   bool in_read_ = false;          // re-entrancy guard
