@@ -9,44 +9,82 @@
 namespace pion::server {
 
 namespace {
-constexpr size_t kArenaInitial = 16 * 1024;
+constexpr size_t kArenaBlockBytes = 16 * 1024;
+
+IoBuf NewBuf(BufferPool* pool, size_t n) { return pool != nullptr ? pool->Get(n) : IoBuf(n); }
 }  // namespace
 
 OutputQueue::~OutputQueue() {
   while (!segs_.empty()) {
-    if (segs_.front().kind == Kind::kOwned && pool_ != nullptr)
-      pool_->Put(std::move(segs_.front().owned));
+    Release(segs_.front());
     segs_.pop_front();
   }
-  if (pool_ != nullptr && !arena_.empty()) pool_->Put(std::move(arena_));
+  if (pool_ != nullptr)
+    for (Block& b : blocks_) pool_->Put(std::move(b.buf));
 }
 
-void OutputQueue::GrowArena(size_t need) {
-  size_t cap = std::max(kArenaInitial, arena_.capacity());
-  while (cap < arena_used_ + need) cap *= 2;
-  IoBuf nb = pool_ != nullptr ? pool_->Get(cap) : IoBuf(cap);
-  if (arena_used_ > 0) std::memcpy(nb.data(), arena_.data(), arena_used_);
-  if (pool_ != nullptr && !arena_.empty()) pool_->Put(std::move(arena_));
-  arena_ = std::move(nb);
+OutputQueue::Block& OutputQueue::TailBlock(size_t n) {
+  if (!blocks_.empty()) {
+    Block& t = blocks_.back();
+    if (t.refs == 0) t.used = 0;  // everything in it was written: reuse from the start
+    if (t.buf.capacity() - t.used >= n) return t;
+  }
+  Block b;
+  b.buf = NewBuf(pool_, std::max(kArenaBlockBytes, n));
+  block_bytes_ += b.buf.capacity();
+  blocks_.push_back(std::move(b));
+  FreeUnusedBlocks();
+  return blocks_.back();
+}
+
+void OutputQueue::FreeUnusedBlocks() {
+  // Blocks fill in order and segments are written in order, so the unused
+  // blocks are a prefix; the tail block is kept for the next reply.
+  while (blocks_.size() > 1 && blocks_.front().refs == 0) {
+    block_bytes_ -= blocks_.front().buf.capacity();
+    if (pool_ != nullptr) pool_->Put(std::move(blocks_.front().buf));
+    blocks_.pop_front();
+    ++first_block_;
+  }
+}
+
+const char* OutputQueue::Base(const Segment& s) const {
+  if (s.kind != Kind::kArena) return s.ptr;
+  return blocks_[s.block - first_block_].buf.data() + s.off;
+}
+
+void OutputQueue::Release(Segment& s) {
+  if (s.kind == Kind::kArena) {
+    Block& b = blocks_[s.block - first_block_];
+    PION_DCHECK(b.refs > 0);
+    --b.refs;
+  } else if (s.kind == Kind::kOwned) {
+    owned_bytes_ -= s.owned.capacity();
+    if (pool_ != nullptr) pool_->Put(std::move(s.owned));
+  }
 }
 
 char* OutputQueue::AppendSpace(size_t n) {
-  if (arena_used_ + n > arena_.capacity()) GrowArena(n);
-  char* p = arena_.data() + arena_used_;
+  Block& b = TailBlock(n);
+  uint64_t seq = first_block_ + blocks_.size() - 1;
+  char* p = b.buf.data() + b.used;
   Segment* last = segs_.empty() ? nullptr : &segs_.back();
-  if (last != nullptr && last->kind == Kind::kArena && last->off + last->len == arena_used_ &&
-      last->hold == hold_lsn_) {
+  if (last != nullptr && last->kind == Kind::kArena && last->block == seq &&
+      last->off + last->len == b.used && last->hold == hold_lsn_) {
     last->len += n;
   } else {
     Segment s;
     s.kind = Kind::kArena;
-    s.off = arena_used_;
+    s.block = seq;
+    s.off = b.used;
     s.len = n;
     s.hold = hold_lsn_;
+    ++b.refs;
     segs_.push_back(std::move(s));
   }
-  arena_used_ += n;
+  b.used += n;
   bytes_ += n;
+  appended_total_ += n;
   return p;
 }
 
@@ -56,14 +94,26 @@ void OutputQueue::Append(const char* p, size_t n) {
 }
 
 char* OutputQueue::AppendOwned(size_t n) {
+  IoBuf buf = NewBuf(pool_, std::max<size_t>(n, 1));
+  return AdoptOwned(std::move(buf), n);
+}
+
+IoBuf OutputQueue::TryAllocate(size_t n) {
+  return pool_ != nullptr ? pool_->TryGet(std::max<size_t>(n, 1))
+                          : IoBuf::TryAllocate(std::max<size_t>(n, 1));
+}
+
+char* OutputQueue::AdoptOwned(IoBuf buf, size_t n) {
   Segment s;
   s.kind = Kind::kOwned;
-  s.owned = pool_ != nullptr ? pool_->Get(std::max<size_t>(n, 1)) : IoBuf(std::max<size_t>(n, 1));
+  s.owned = std::move(buf);
   s.ptr = s.owned.data();
   s.len = n;
   s.hold = hold_lsn_;
   char* p = s.owned.data();
   bytes_ += n;
+  appended_total_ += n;
+  owned_bytes_ += s.owned.capacity();
   segs_.push_back(std::move(s));
   return p;
 }
@@ -78,6 +128,7 @@ void OutputQueue::AppendExternal(std::span<const iovec> parts, std::shared_ptr<c
     s.len = v.iov_len;
     s.hold = hold_lsn_;
     bytes_ += v.iov_len;
+    appended_total_ += v.iov_len;
     segs_.push_back(std::move(s));
   }
   // The last part carries the pin: parts are written (and released) in order.
@@ -110,9 +161,11 @@ void OutputQueue::HoldFrom(const Mark& m, uint64_t lsn) {
       if (idx == 0 && head_off_ > keep) keep = head_off_;  // never split written bytes
       Segment tail;
       tail.kind = Kind::kArena;
+      tail.block = s.block;
       tail.off = s.off + keep;
       tail.len = s.len - keep;
       s.len = keep;
+      ++blocks_[s.block - first_block_].refs;
       segs_.insert(segs_.begin() + static_cast<long>(idx) + 1, std::move(tail));
     }
     ++idx;
@@ -138,15 +191,16 @@ bool OutputQueue::FillSlot(uint64_t id, std::string_view bytes) {
       // Nothing to send: drop the placeholder. (No Mark is outstanding here:
       // marks live only while a handler runs.)
       segs_.erase(segs_.begin() + static_cast<long>(i));
-      if (segs_.empty()) arena_used_ = 0;
       return true;
     }
     s.kind = Kind::kOwned;
-    s.owned = pool_ != nullptr ? pool_->Get(bytes.size()) : IoBuf(bytes.size());
+    s.owned = NewBuf(pool_, bytes.size());
     std::memcpy(s.owned.data(), bytes.data(), bytes.size());
     s.ptr = s.owned.data();
     s.len = bytes.size();
     bytes_ += bytes.size();
+    appended_total_ += bytes.size();
+    owned_bytes_ += s.owned.capacity();
     return true;
   }
   return false;
@@ -158,8 +212,7 @@ std::string OutputQueue::CopyAll() const {
   size_t skip = head_off_;
   for (const Segment& s : segs_) {
     if (s.kind == Kind::kSlot) continue;
-    const char* base = s.kind == Kind::kArena ? arena_.data() + s.off : s.ptr;
-    out.append(base + skip, s.len - skip);
+    out.append(Base(s) + skip, s.len - skip);
     skip = 0;
   }
   return out;
@@ -170,8 +223,7 @@ int OutputQueue::Writable(uint64_t durable_lsn, iovec* iov, int max) const {
   size_t skip = head_off_;
   for (const Segment& s : segs_) {
     if (n == max || s.hold > durable_lsn || s.kind == Kind::kSlot) break;
-    const char* base = s.kind == Kind::kArena ? arena_.data() + s.off : s.ptr;
-    iov[n].iov_base = const_cast<char*>(base + skip);
+    iov[n].iov_base = const_cast<char*>(Base(s) + skip);
     iov[n].iov_len = s.len - skip;
     skip = 0;
     if (iov[n].iov_len > 0) ++n;
@@ -184,6 +236,7 @@ uint64_t OutputQueue::HeadHold() const { return segs_.empty() ? 0 : segs_.front(
 void OutputQueue::Consume(size_t n) {
   PION_DCHECK(n <= bytes_);
   bytes_ -= n;
+  consumed_total_ += n;
   while (n > 0) {
     Segment& s = segs_.front();
     size_t left = s.len - head_off_;
@@ -193,24 +246,26 @@ void OutputQueue::Consume(size_t n) {
     }
     n -= left;
     head_off_ = 0;
-    if (s.kind == Kind::kOwned && pool_ != nullptr) pool_->Put(std::move(s.owned));
+    Release(s);
     segs_.pop_front();
     ++popped_;
   }
-  // Drop fully written zero-length leftovers and reset the arena when idle.
+  // Drop fully written zero-length leftovers.
   while (!segs_.empty() && segs_.front().len == 0 && segs_.front().kind != Kind::kSlot) {
+    Release(segs_.front());
     segs_.pop_front();
     ++popped_;
   }
-  if (segs_.empty()) arena_used_ = 0;
+  FreeUnusedBlocks();
 }
 
 void OutputQueue::ShrinkIdle(size_t keep) {
-  if (segs_.empty() && arena_.capacity() > keep) {
-    arena_used_ = 0;
-    if (pool_ != nullptr) pool_->Put(std::move(arena_));
-    arena_ = IoBuf();
-  }
+  if (!segs_.empty() || block_bytes_ <= keep) return;
+  if (pool_ != nullptr)
+    for (Block& b : blocks_) pool_->Put(std::move(b.buf));
+  first_block_ += blocks_.size();
+  blocks_.clear();
+  block_bytes_ = 0;
 }
 
 }  // namespace pion::server

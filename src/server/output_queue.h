@@ -1,8 +1,11 @@
 // OutputQueue: the bytes a connection still has to send, in reply order, as a
 // queue of segments that writev(2) sends without coalescing copies:
 //
-//   * arena segments: small replies appended to one reusable byte arena
-//     (consecutive small replies merge into one segment);
+//   * arena segments: small replies appended to a chain of fixed-size arena
+//     blocks (consecutive small replies merge into one segment). A block is
+//     returned to the pool as soon as every segment in it has been written, so
+//     a client that pipelines steadily while reading slowly holds only its
+//     unsent bytes plus one partly filled block, never the bytes already sent;
 //   * owned segments: an exactly-sized IoBuf (BulkReserve, large Bulk copies),
 //     returned to the worker's BufferPool once written;
 //   * external segments: memory owned elsewhere (stored chunks), kept alive by
@@ -61,6 +64,10 @@ class OutputQueue {
   char* AppendSpace(size_t n);
   // An owned buffer of exactly `n` bytes, queued now, filled by the caller.
   char* AppendOwned(size_t n);
+  // A buffer for AppendOwned(buf, n), or an empty one when the memory cannot
+  // be had; then AppendOwned(std::move(buf), n) queues it.
+  IoBuf TryAllocate(size_t n);
+  char* AppendOwned(IoBuf buf, size_t n) { return AdoptOwned(std::move(buf), n); }
   // Memory owned elsewhere; `pin` is released once the last part is written.
   void AppendExternal(std::span<const iovec> parts, std::shared_ptr<const void> pin);
 
@@ -88,16 +95,28 @@ class OutputQueue {
   void Consume(size_t n);
 
   bool empty() const { return segs_.empty(); }
+  // Unsent bytes (arena, owned and external).
   size_t bytes() const { return bytes_; }
-  size_t arena_capacity() const { return arena_.capacity(); }
-  // Frees an idle arena larger than `keep` bytes (back to the pool).
+  // Bytes ever queued / ever written (for per-reply accounting by the caller).
+  uint64_t appended_total() const { return appended_total_; }
+  uint64_t consumed_total() const { return consumed_total_; }
+  // Memory this queue allocated and holds: arena blocks and owned buffers.
+  size_t allocated_bytes() const { return block_bytes_ + owned_bytes_; }
+  size_t arena_capacity() const { return block_bytes_; }
+  // Frees the idle arena blocks when they add up to more than `keep` bytes.
   void ShrinkIdle(size_t keep);
 
  private:
   enum class Kind : uint8_t { kArena, kOwned, kExternal, kSlot };
+  struct Block {
+    IoBuf buf;
+    size_t used = 0;
+    uint32_t refs = 0;  // segments pointing into it
+  };
   struct Segment {
     Kind kind;
-    size_t off = 0;             // arena offset (kArena)
+    uint64_t block = 0;         // kArena: block sequence number
+    size_t off = 0;             // kArena: offset in that block
     const char* ptr = nullptr;  // kOwned, kExternal
     size_t len = 0;
     uint64_t hold = 0;
@@ -106,12 +125,22 @@ class OutputQueue {
     std::shared_ptr<const void> pin;
   };
 
-  void GrowArena(size_t need);
+  // The arena block that can take `n` more bytes (a new one if needed).
+  Block& TailBlock(size_t n);
+  const char* Base(const Segment& s) const;
+  char* AdoptOwned(IoBuf buf, size_t n);
+  // Drops a written segment: its block reference or its owned buffer.
+  void Release(Segment& s);
+  void FreeUnusedBlocks();
 
   BufferPool* pool_;
   std::deque<Segment> segs_;
-  IoBuf arena_;
-  size_t arena_used_ = 0;
+  std::deque<Block> blocks_;  // oldest first; blocks_[i] has sequence first_block_ + i
+  uint64_t first_block_ = 0;
+  size_t block_bytes_ = 0;  // capacity of blocks_
+  size_t owned_bytes_ = 0;  // capacity of owned segments
+  uint64_t appended_total_ = 0;
+  uint64_t consumed_total_ = 0;
   size_t head_off_ = 0;  // bytes of segs_.front() already written
   size_t bytes_ = 0;     // queued, not yet written
   uint64_t hold_lsn_ = 0;
