@@ -23,6 +23,16 @@ IoBuf::IoBuf(size_t size) {
   PION_CHECK_MSG(data_ != nullptr, "out of memory");
 }
 
+IoBuf IoBuf::TryAllocate(size_t size) {
+  IoBuf b;
+  if (size == 0) return b;
+  size_t cap = RoundCapacity(size);
+  if (cap < size) return b;  // overflow
+  b.data_ = static_cast<char*>(std::aligned_alloc(kIoBufAlign, cap));
+  if (b.data_ != nullptr) b.capacity_ = cap;
+  return b;
+}
+
 IoBuf::~IoBuf() { std::free(data_); }
 
 IoBuf& IoBuf::operator=(IoBuf&& o) noexcept {
@@ -34,7 +44,7 @@ IoBuf& IoBuf::operator=(IoBuf&& o) noexcept {
   return *this;
 }
 
-IoBuf BufferPool::Get(size_t size) {
+IoBuf BufferPool::TakeCached(size_t size) {
   auto it = free_.lower_bound(size);
   if (it != free_.end() && it->first <= 2 * size + 4096) {
     IoBuf b = std::move(it->second);
@@ -42,7 +52,17 @@ IoBuf BufferPool::Get(size_t size) {
     free_.erase(it);
     return b;
   }
-  return IoBuf(size);
+  return IoBuf();
+}
+
+IoBuf BufferPool::Get(size_t size) {
+  IoBuf b = TakeCached(size);
+  return b.empty() ? IoBuf(size) : std::move(b);
+}
+
+IoBuf BufferPool::TryGet(size_t size) {
+  IoBuf b = TakeCached(size);
+  return b.empty() ? IoBuf::TryAllocate(size) : std::move(b);
 }
 
 void BufferPool::Put(IoBuf buf) {

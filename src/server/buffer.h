@@ -22,6 +22,9 @@ class IoBuf {
   IoBuf() = default;
   // Capacity is `size` rounded up to 64 bytes (to 4 KiB from 64 KiB up).
   explicit IoBuf(size_t size);
+  // The same, but an empty IoBuf when the memory cannot be had (no abort):
+  // for sizes a client chose.
+  static IoBuf TryAllocate(size_t size);
   ~IoBuf();
   IoBuf(IoBuf&& o) noexcept : data_(o.data_), capacity_(o.capacity_) {
     o.data_ = nullptr;
@@ -49,6 +52,10 @@ class BufferPool {
   // A buffer of at least `size` bytes: a cached one no larger than 2 * size if
   // there is one, else a new one.
   IoBuf Get(size_t size);
+  // The same, or an empty IoBuf when the memory cannot be had.
+  IoBuf TryGet(size_t size);
+  // A cached buffer of at least `size` bytes, or an empty IoBuf (never allocates).
+  IoBuf TakeCached(size_t size);
   // Returns a buffer for reuse (or frees it when the cache is full).
   void Put(IoBuf buf);
 

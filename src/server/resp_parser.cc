@@ -130,13 +130,11 @@ RespParser::Result RespParser::Fail(std::string msg) {
 }
 
 void RespParser::ConsumeCommand() {
-  if (pool_ != nullptr) {
-    for (auto& b : bigs_) pool_->Put(std::move(b));
-    if (!big_buf_.empty()) pool_->Put(std::move(big_buf_));
-  }
-  bigs_.clear();
-  big_buf_ = IoBuf();
-  big_need_ = big_filled_ = 0;
+  ReleaseBigs();
+  if (pool_ != nullptr && !skip_buf_.empty()) pool_->Put(std::move(skip_buf_));
+  skip_buf_ = IoBuf();
+  skip_left_ = 0;
+  reject_ = Reject::kNone;
   big_total_ = 0;
   refs_.clear();
   views_.clear();
@@ -146,9 +144,77 @@ void RespParser::ConsumeCommand() {
   args_left_ = bulk_len_ = 0;
 }
 
+void RespParser::ReleaseBigs() {
+  if (pool_ != nullptr) {
+    for (auto& b : bigs_) pool_->Put(std::move(b));
+    if (!big_buf_.empty()) pool_->Put(std::move(big_buf_));
+  }
+  bigs_.clear();
+  big_buf_ = IoBuf();
+  big_need_ = big_filled_ = 0;
+}
+
+void RespParser::ShrinkIdle() {
+  if (state_ != State::kIdle) return;
+  constexpr size_t kKeepArgs = 1024;
+  if (refs_.capacity() > kKeepArgs) std::vector<ArgRef>().swap(refs_);
+  if (views_.capacity() > kKeepArgs) std::vector<std::string_view>().swap(views_);
+  if (bigs_.capacity() > kKeepArgs) std::vector<IoBuf>().swap(bigs_);
+}
+
+size_t RespParser::allocated_bytes() const {
+  size_t n = big_buf_.capacity() + skip_buf_.capacity();
+  for (const IoBuf& b : bigs_) n += b.capacity();
+  return n;
+}
+
+IoBuf RespParser::AllocBig(size_t need, size_t have, Reject* why) {
+  IoBuf b;
+  if (pool_ != nullptr) b = pool_->TakeCached(need);
+  size_t want = b.empty() ? std::min(need, std::max(kBigInitialBytes, 2 * have)) : b.capacity();
+  if (gate_ != nullptr && !gate_->Reserve(want)) {
+    if (pool_ != nullptr && !b.empty()) pool_->Put(std::move(b));
+    *why = Reject::kGate;
+    return IoBuf();
+  }
+  if (b.empty()) b = pool_ != nullptr ? pool_->TryGet(want) : IoBuf::TryAllocate(want);
+  if (b.empty()) *why = Reject::kNoMemory;
+  return b;
+}
+
+bool RespParser::GrowBig() {
+  Reject why = Reject::kNone;
+  IoBuf nb = AllocBig(big_need_, big_buf_.capacity(), &why);
+  if (nb.empty()) {
+    RejectCommand(why, big_need_ - big_filled_);
+    return false;
+  }
+  std::memcpy(nb.data(), big_buf_.data(), big_filled_);
+  if (pool_ != nullptr) pool_->Put(std::move(big_buf_));
+  big_buf_ = std::move(nb);
+  return true;
+}
+
+void RespParser::RejectCommand(Reject why, uint64_t left) {
+  ReleaseBigs();
+  refs_.clear();
+  reject_ = why;
+  skip_left_ = left;
+  state_ = State::kSkipBody;
+}
+
 std::span<char> RespParser::DirectTarget() {
   PION_DCHECK(WantsDirectRead());
-  return {big_buf_.data() + big_filled_, big_need_ - big_filled_};
+  if (state_ == State::kBigBody) {
+    if (big_filled_ == std::min(big_buf_.capacity(), big_need_)) GrowBig();
+    if (state_ == State::kBigBody) {
+      size_t room = std::min(big_buf_.capacity(), big_need_) - big_filled_;
+      return {big_buf_.data() + big_filled_, room};
+    }
+  }
+  constexpr size_t kSkipBufBytes = 64 * 1024;
+  if (skip_buf_.empty()) skip_buf_ = pool_ != nullptr ? pool_->Get(kSkipBufBytes) : IoBuf(kSkipBufBytes);
+  return {skip_buf_.data(), static_cast<size_t>(std::min<uint64_t>(skip_left_, skip_buf_.capacity()))};
 }
 
 size_t RespParser::BytesWanted() const {
@@ -190,23 +256,38 @@ RespParser::Result RespParser::Parse(const char* data, size_t len) {
         if (len - pos_ < bulk_len_ + 2) return Result::kNeedMore;
         if (data[pos_ + bulk_len_] != '\r' || data[pos_ + bulk_len_ + 1] != '\n')
           return Fail("expected CRLF after bulk argument");
-        refs_.push_back({Where::kRegion, 0, pos_, bulk_len_});
+        if (reject_ == Reject::kNone) refs_.push_back({Where::kRegion, 0, pos_, bulk_len_});
         pos_ += bulk_len_ + 2;
         Result r = ArgDone(data);
         if (r != Result::kNeedMore) return r;
         break;
       }
       case State::kBigBody: {
-        if (big_filled_ < big_need_ && pos_ < len) {
-          size_t n = std::min(len - pos_, big_need_ - big_filled_);
+        while (big_filled_ < big_need_ && pos_ < len) {
+          size_t room = std::min(big_buf_.capacity(), big_need_) - big_filled_;
+          if (room == 0) {
+            if (!GrowBig()) break;  // rejected: now in kSkipBody
+            continue;
+          }
+          size_t n = std::min(len - pos_, room);
           std::memcpy(big_buf_.data() + big_filled_, data + pos_, n);
           big_filled_ += n;
           pos_ += n;
         }
+        if (state_ == State::kSkipBody) break;
         if (big_filled_ < big_need_) return Result::kNeedMore;
         Result r = FinishBig();
         if (r == Result::kError) return r;
         r = ArgDone(data);
+        if (r != Result::kNeedMore) return r;
+        break;
+      }
+      case State::kSkipBody: {
+        uint64_t n = std::min<uint64_t>(len - pos_, skip_left_);
+        pos_ += n;
+        skip_left_ -= n;
+        if (skip_left_ > 0) return Result::kNeedMore;
+        Result r = ArgDone(data);
         if (r != Result::kNeedMore) return r;
         break;
       }
@@ -302,12 +383,19 @@ RespParser::Result RespParser::ParseBulkLen(const char* data, size_t len) {
   // is checked before the argument's buffer is allocated.
   if (pos_ + big_total_ + blen + 2 > limits_.max_query_bytes)
     return Fail("client query buffer limit exceeded");
-  if (blen >= kBigArgBytes) {
+  if (blen >= kBigArgBytes && reject_ != Reject::kNone) {
+    skip_left_ = blen + 2;  // a rejected command: discard the argument
+    state_ = State::kSkipBody;
+  } else if (blen >= kBigArgBytes) {
     big_need_ = blen + 2;
     big_filled_ = 0;
-    big_buf_ = pool_ != nullptr ? pool_->Get(big_need_) : IoBuf(big_need_);
     big_total_ += big_need_;
-    state_ = State::kBigBody;
+    Reject why = Reject::kNone;
+    big_buf_ = AllocBig(big_need_, 0, &why);
+    if (big_buf_.empty())
+      RejectCommand(why, big_need_);
+    else
+      state_ = State::kBigBody;
   } else {
     bulk_len_ = blen;
     state_ = State::kBulkBody;

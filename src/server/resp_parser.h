@@ -17,6 +17,15 @@
 // into DirectTarget() and reports it with DirectFilled(), so a 16 MiB argument
 // is never copied again.
 //
+// Memory for a big argument is taken as its bytes arrive: a cached buffer of
+// the whole size when the pool has one, else kBigInitialBytes growing by
+// doubling, so a header alone (`$1073741824`) never reserves its whole size.
+// Every allocation first asks the admission gate (set_gate; the connection's
+// share of maxmemory-clients). When the gate refuses, or the allocation fails,
+// the command is rejected, not the connection: the rest of its bytes are read
+// and discarded, and Parse() returns kCommand with rejected() set and no args,
+// so the caller answers an error and carries on with the next command.
+//
 // Errors use Redis' texts ("Protocol error: invalid bulk length"); after one the
 // parser stays in the error state and the caller replies and closes.
 //
@@ -36,6 +45,7 @@ namespace pion::server {
 
 inline constexpr size_t kInlineMaxBytes = 64 * 1024;  // PROTO_INLINE_MAX_SIZE
 inline constexpr size_t kBigArgBytes = 32 * 1024;     // PROTO_MBULK_BIG_ARG
+inline constexpr size_t kBigInitialBytes = 4u << 20;  // first buffer of a big argument
 
 struct ParserLimits {
   uint64_t max_bulk_len = 1ull << 30;     // proto-max-bulk-len
@@ -43,9 +53,17 @@ struct ParserLimits {
   uint64_t max_query_bytes = 2ull << 30;  // client-query-buffer-limit (one command)
 };
 
+// Asked before the parser allocates a big-argument buffer; false refuses it.
+class BufferGate {
+ public:
+  virtual ~BufferGate() = default;
+  virtual bool Reserve(size_t bytes) = 0;
+};
+
 class RespParser {
  public:
   enum class Result { kNeedMore, kCommand, kError };
+  enum class Reject : uint8_t { kNone, kGate, kNoMemory };
 
   // `pool` (may be null) supplies big-argument buffers and takes them back.
   explicit RespParser(BufferPool* pool = nullptr) : pool_(pool) {}
@@ -57,6 +75,7 @@ class RespParser {
   // Unauthenticated clients get Redis' tighter header limits (10 args, 16 KiB
   // bulks) so they cannot make the server allocate before AUTH.
   void set_auth_required(bool v) { auth_required_ = v; }
+  void set_gate(BufferGate* g) { gate_ = g; }
 
   // Parses the region [data, data + len) that starts at the current command.
   Result Parse(const char* data, size_t len);
@@ -68,18 +87,35 @@ class RespParser {
   // Drops the command's state (big buffers go back to the pool).
   void ConsumeCommand();
 
+  // After kCommand: the command was read but its arguments were dropped (see
+  // the file comment); why.
+  bool rejected() const { return reject_ != Reject::kNone; }
+  Reject reject_reason() const { return reject_; }
+
   // After kError: the reply text without '-', e.g. "ERR Protocol error: ...".
   const std::string& error() const { return error_; }
 
   // True while the rest of a big argument should be read straight into
   // DirectTarget() (the region has nothing more for it).
-  bool WantsDirectRead() const { return state_ == State::kBigBody && big_filled_ < big_need_; }
+  bool WantsDirectRead() const {
+    return (state_ == State::kBigBody && big_filled_ < big_need_) ||
+           (state_ == State::kSkipBody && skip_left_ > 0);
+  }
   std::span<char> DirectTarget();
-  void DirectFilled(size_t n) { big_filled_ += n; }
+  void DirectFilled(size_t n) {
+    if (state_ == State::kSkipBody)
+      skip_left_ -= n;
+    else
+      big_filled_ += n;
+  }
   // How many more bytes the current command needs at least (a read size hint).
   size_t BytesWanted() const;
   // Bytes of the pending command held outside the region (big arguments).
   uint64_t big_bytes() const { return big_total_; }
+  // Memory held for the pending command (big-argument and discard buffers).
+  size_t allocated_bytes() const;
+  // Between commands: frees argument vectors grown by a huge command.
+  void ShrinkIdle();
 
  private:
   enum class State : uint8_t {
@@ -89,6 +125,7 @@ class RespParser {
     kBulkLen,
     kBulkBody,
     kBigBody,
+    kSkipBody,  // a rejected command's argument bytes, discarded
     kDone,
     kError
   };
@@ -104,12 +141,25 @@ class RespParser {
   Result ParseArrayLen(const char* data, size_t len);
   Result ParseBulkLen(const char* data, size_t len);
   Result FinishBig();
+  // Makes room for more of the current big argument; false if refused.
+  bool GrowBig();
+  // Rejects the current command: the rest of this argument (`left` bytes) and
+  // every later argument of the command are discarded.
+  void RejectCommand(Reject why, uint64_t left);
+  // A buffer for a big argument of `need` bytes of which `have` are held:
+  // cached whole, or growing; empty (and `*why` set) when refused.
+  IoBuf AllocBig(size_t need, size_t have, Reject* why);
+  void ReleaseBigs();
   Result ArgDone(const char* data);
   void Materialize(const char* data);
 
   BufferPool* pool_;
   ParserLimits limits_;
   bool auth_required_ = false;
+  BufferGate* gate_ = nullptr;
+  Reject reject_ = Reject::kNone;
+  uint64_t skip_left_ = 0;
+  IoBuf skip_buf_;
   State state_ = State::kIdle;
   size_t pos_ = 0;   // parse position within the region
   size_t scan_ = 0;  // where the search for a line end resumes
