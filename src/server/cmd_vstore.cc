@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "server/buffer.h"
 #include "server/cmd_util.h"
+#include "server/connection.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -27,8 +29,29 @@ constexpr uint64_t kMaxReplyBytes = 1ull << 30;
 
 enum class OutFmt { kF32, kF16, kNative };
 
-// Zeros sent by reference for rows never written.
-alignas(64) const uint8_t kZeros[64 * 1024] = {};
+// Zeros sent by reference for rows never written: a reply over rows nobody
+// stored costs no memory however long it is (untouched pages of this block all
+// map the kernel's zero page).
+alignas(4096) const uint8_t kZeros[1u << 20] = {};
+
+// Appends iovecs covering `n` zero bytes.
+void ZeroParts(size_t n, std::vector<iovec>* iov) {
+  while (n > 0) {
+    size_t k = std::min(n, sizeof(kZeros));
+    iov->push_back({const_cast<uint8_t*>(kZeros), k});
+    n -= k;
+  }
+}
+
+// Decoded rows of a reply that also sends zeros by reference: a private
+// buffer, counted as client memory until the reply has been written.
+struct DecodedRows {
+  IoBuf buf;
+  Server* server = nullptr;
+  ~DecodedRows() {
+    if (server != nullptr) server->AdjustClientMemory(-static_cast<int64_t>(buf.capacity()));
+  }
+};
 
 bool ParseOutFmt(CommandContext& ctx, std::string_view v, OutFmt* out) {
   if (IsKeyword(v, "F32")) {
@@ -51,11 +74,30 @@ bool ParseLayer(CommandContext& ctx, std::string_view arg, uint32_t* layer) {
   return true;
 }
 
-// Bytes of the reply body for `plan` in `fmt`.
-uint64_t BodyBytes(const FetchPlan& p, OutFmt fmt) {
+// Bytes of one output element of `plan` in `fmt`.
+uint64_t ElemBytes(const FetchPlan& p, OutFmt fmt) {
   bool raw = p.fmt == quant::Format::kFp16 && fmt != OutFmt::kF32;
-  uint64_t elem = raw || fmt == OutFmt::kF16 ? 2 : 4;
-  return p.rows * p.dim * elem;
+  return raw || fmt == OutFmt::kF16 ? 2 : 4;
+}
+
+// Bytes of the reply body for `plan` in `fmt`.
+uint64_t BodyBytes(const FetchPlan& p, OutFmt fmt) { return p.rows * p.dim * ElemBytes(p, fmt); }
+
+// Bytes the reply must allocate: decoded stored rows (fp16 sent as stored and
+// zeros go by reference).
+uint64_t DecodedBytes(const FetchPlan& p, OutFmt fmt) {
+  if (p.fmt == quant::Format::kFp16 && fmt != OutFmt::kF32) return 0;
+  uint64_t rows = 0;
+  for (const FetchSegment& s : p.segments)
+    if (s.data) rows += s.rows;
+  return rows * p.dim * ElemBytes(p, fmt);
+}
+
+void DecodeSegment(const FetchPlan& plan, const FetchSegment& s, size_t elem, uint8_t* out) {
+  if (elem == 4)
+    quant::DecodeRows(plan.fmt, s.data, s.rows, plan.dim, reinterpret_cast<float*>(out));
+  else
+    quant::DecodeRowsF16(plan.fmt, s.data, s.rows, plan.dim, reinterpret_cast<uint16_t*>(out));
 }
 
 // Writes one layer's rows as a bulk string, or a null if no requested row is
@@ -74,39 +116,74 @@ uint64_t ReplyPlan(CommandContext& ctx, FetchPlan&& plan, OutFmt fmt) {
     iov.reserve(pin->size());
     for (const FetchSegment& s : *pin) {
       size_t n = s.rows * plan.row_bytes;
-      if (s.data) {
+      if (s.data)
         iov.push_back({const_cast<uint8_t*>(s.data), n});
-        continue;
-      }
-      while (n > 0) {
-        size_t k = std::min(n, sizeof(kZeros));
-        iov.push_back({const_cast<uint8_t*>(kZeros), k});
-        n -= k;
-      }
+      else
+        ZeroParts(n, &iov);
     }
     ctx.reply->BulkExternal(len, iov, std::move(pin));
     return len;
   }
-  uint8_t* out = ctx.reply->BulkReserve(len);
   const size_t elem = fmt == OutFmt::kF32 || fmt == OutFmt::kNative ? 4 : 2;
-  for (const FetchSegment& s : plan.segments) {
-    size_t n = s.rows * plan.dim * elem;
-    if (!s.data) {
-      std::memset(out, 0, n);
-    } else if (elem == 4) {
-      quant::DecodeRows(plan.fmt, s.data, s.rows, plan.dim, reinterpret_cast<float*>(out));
-    } else {
-      quant::DecodeRowsF16(plan.fmt, s.data, s.rows, plan.dim, reinterpret_cast<uint16_t*>(out));
+  const uint64_t decoded = DecodedBytes(plan, fmt);
+  if (decoded < len) {
+    // Some rows were never written: decode the stored ones into a private
+    // buffer and send the gaps as zeros by reference.
+    auto rows = std::make_shared<DecodedRows>();
+    rows->buf = IoBuf::TryAllocate(decoded);
+    if (rows->buf.empty()) {
+      ctx.reply->Error(kErrNoMemory);
+      return 0;
     }
-    out += n;
+    rows->server = ctx.server;
+    ctx.server->AdjustClientMemory(static_cast<int64_t>(rows->buf.capacity()));
+    uint8_t* out = reinterpret_cast<uint8_t*>(rows->buf.data());
+    std::vector<iovec> iov;
+    for (const FetchSegment& s : plan.segments) {
+      size_t n = s.rows * plan.dim * elem;
+      if (!s.data) {
+        ZeroParts(n, &iov);
+        continue;
+      }
+      DecodeSegment(plan, s, elem, out);
+      iov.push_back({out, n});
+      out += n;
+    }
+    ctx.reply->BulkExternal(len, iov, std::move(rows));
+    return len;
+  }
+  uint8_t* out = ctx.reply->TryBulkReserve(len);
+  if (out == nullptr) {
+    ctx.reply->Error(kErrNoMemory);
+    return 0;
+  }
+  for (const FetchSegment& s : plan.segments) {
+    DecodeSegment(plan, s, elem, out);
+    out += s.rows * plan.dim * elem;
   }
   return len;
 }
 
-bool CheckReplySize(CommandContext& ctx, const FetchPlan& p, OutFmt fmt, uint64_t layers) {
-  if (BodyBytes(p, fmt) * layers > kMaxReplyBytes) {
+// The reply's size limit, and the client memory its decoded rows need
+// (maxmemory-clients); false (and replied) when either refuses it.
+bool CheckReply(CommandContext& ctx, std::span<const FetchPlan> plans, OutFmt fmt) {
+  uint64_t body = 0, decoded = 0;
+  for (const FetchPlan& p : plans) {
+    body += BodyBytes(p, fmt);
+    decoded += DecodedBytes(p, fmt);
+  }
+  if (body > kMaxReplyBytes) {
     ctx.reply->Error("ERR V.FETCH reply would exceed 1073741824 bytes (fetch fewer rows)");
     return false;
+  }
+  constexpr uint64_t kGated = 1u << 20;
+  if (decoded >= kGated) {
+    Connection* c = ctx.client != nullptr ? ctx.client->conn : nullptr;
+    bool ok = c != nullptr ? c->ReserveMemory(decoded) : ctx.server->ReserveClientMemory(decoded);
+    if (!ok) {
+      ctx.reply->Error(kErrClientMemory);
+      return false;
+    }
   }
   return true;
 }
@@ -177,7 +254,7 @@ void VFetchRange(CommandContext& ctx, std::span<const std::string_view> a, OutFm
   auto plan = ctx.server->store()->FetchRange(a[1], layer, static_cast<uint64_t>(start),
                                               static_cast<uint64_t>(end));
   if (!plan.ok()) return ReplyStatus(ctx, plan.status());
-  if (!CheckReplySize(ctx, *plan, fmt, 1)) return;
+  if (!CheckReply(ctx, std::span<const FetchPlan>(&*plan, 1), fmt)) return;
   ctx.server->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fmt));
 }
 
@@ -208,7 +285,7 @@ void VFetchBatch(CommandContext& ctx, std::span<const std::string_view> a, OutFm
       return ctx.reply->Error("ERR V.FETCH BATCH: session has no stored layers");
     return ReplyStatus(ctx, plans.status());
   }
-  if (!CheckReplySize(ctx, plans->front(), fmt, plans->size())) return;
+  if (!CheckReply(ctx, *plans, fmt)) return;
   ctx.reply->ArrayHeader(plans->size());
   uint64_t served = 0;
   for (FetchPlan& p : *plans) served += ReplyPlan(ctx, std::move(p), fmt);
@@ -240,6 +317,7 @@ void VFetchIds(CommandContext& ctx, std::span<const std::string_view> a, OutFmt 
   }
   auto plan = ctx.server->store()->FetchIds(a[1], layer, ids);
   if (!plan.ok()) return ReplyStatus(ctx, plan.status());
+  if (!CheckReply(ctx, std::span<const FetchPlan>(&*plan, 1), fmt)) return;
   ctx.server->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fmt));
 }
 

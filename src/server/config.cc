@@ -77,7 +77,13 @@ const std::vector<ConfigOption> kOptions = {
     {"client-query-buffer-limit", false, false,
      [](const Config& c) { return U64(c.client_query_buffer_limit); }},
     {"client-output-buffer-limit", true, false,
-     [](const Config& c) { return U64(c.client_output_buffer_limit); }},
+     [](const Config& c) {
+       return "normal " + U64(c.client_output_buffer_limit) + " " +
+              U64(c.client_output_buffer_soft_limit) + " " +
+              U64(c.client_output_buffer_soft_seconds);
+     }},
+    {"maxmemory-clients", true, false, [](const Config& c) { return U64(c.maxmemory_clients); }},
+    {"protected-mode", false, false, [](const Config& c) { return YesNo(c.protected_mode); }},
     {"auto-save-wal-bytes", false, false,
      [](const Config& c) { return U64(c.auto_save_wal_bytes); }},
     {"wal-repair", false, true, [](const Config& c) { return YesNo(c.wal_repair); }},
@@ -118,6 +124,46 @@ Status LoadFile(Config* cfg, const std::string& path) {
   return Status::OK();
 }
 
+// A nonzero output limit below this would cut every client that pipelines.
+constexpr uint64_t kMinOutputLimit = 1ull << 20;
+constexpr uint64_t kMinClientsMemory = 64ull << 20;
+
+Result<uint64_t> OutputLimitArg(const std::string& name, const std::string& v) {
+  auto n = ParseBytes(v);
+  if (!n.has_value() || (*n != 0 && *n < kMinOutputLimit))
+    return Bad(name, v, "0 (no limit) or a byte size of at least 1mb");
+  return *n;
+}
+
+// "<hard>" (pion's short form) or Redis' "normal <hard> <soft> <seconds>", as
+// separate values or as one space-separated value (CONFIG SET).
+Status ApplyOutputLimit(Config* cfg, const std::string& name, std::vector<std::string> values) {
+  if (values.size() == 1 && values[0].find(' ') != std::string::npos) {
+    std::vector<std::string> parts;
+    if (!SplitLine(values[0], &parts)) return Bad(name, values[0], "normal <hard> <soft> <seconds>");
+    values = std::move(parts);
+  }
+  if (values.size() == 1) {
+    auto hard = OutputLimitArg(name, values[0]);
+    if (!hard.ok()) return hard.status();
+    cfg->client_output_buffer_limit = *hard;
+    return Status::OK();
+  }
+  if (values.size() != 4 || !EqualsIgnoreCase(values[0], "normal"))
+    return Status::InvalidArgument("option '" + name +
+                                   "' takes <bytes> or 'normal <hard> <soft> <seconds>'");
+  auto hard = OutputLimitArg(name, values[1]);
+  if (!hard.ok()) return hard.status();
+  auto soft = OutputLimitArg(name, values[2]);
+  if (!soft.ok()) return soft.status();
+  auto secs = UintArg(name, values[3], 0, 100ull * 365 * 86400);
+  if (!secs.ok()) return secs.status();
+  cfg->client_output_buffer_limit = *hard;
+  cfg->client_output_buffer_soft_limit = *soft;
+  cfg->client_output_buffer_soft_seconds = *secs;
+  return Status::OK();
+}
+
 }  // namespace
 
 const std::vector<ConfigOption>& ConfigOptions() { return kOptions; }
@@ -138,15 +184,7 @@ Status ApplySetting(Config* cfg, const std::string& raw_name,
     if (name == "wal-repair") cfg->wal_repair = true;
     return Status::OK();
   }
-  if (name == "client-output-buffer-limit") {
-    // Also accepts Redis' "normal <hard> <soft> <seconds>": the hard limit applies.
-    if (values.size() == 4 && EqualsIgnoreCase(values[0], "normal")) {
-      auto r = BytesArg(name, values[1], 0);
-      if (!r.ok()) return r.status();
-      cfg->client_output_buffer_limit = *r;
-      return Status::OK();
-    }
-  }
+  if (name == "client-output-buffer-limit") return ApplyOutputLimit(cfg, name, values);
   if (values.size() != 1) {
     return Status::InvalidArgument("option '" + name + "' takes exactly one value (" +
                                    std::to_string(values.size()) + " given)");
@@ -211,10 +249,16 @@ Status ApplySetting(Config* cfg, const std::string& raw_name,
     auto r = BytesArg(name, v, 1024);
     if (!r.ok()) return r.status();
     cfg->client_query_buffer_limit = *r;
-  } else if (name == "client-output-buffer-limit") {
+  } else if (name == "maxmemory-clients") {
     auto r = BytesArg(name, v, 0);
     if (!r.ok()) return r.status();
-    cfg->client_output_buffer_limit = *r;
+    if (*r != 0 && *r < kMinClientsMemory)
+      return Bad(name, v, "0 (no limit) or a byte size of at least 64mb");
+    cfg->maxmemory_clients = *r;
+  } else if (name == "protected-mode") {
+    auto r = BoolArg(name, v);
+    if (!r.ok()) return r.status();
+    cfg->protected_mode = *r;
   } else if (name == "auto-save-wal-bytes") {
     auto r = BytesArg(name, v, 0);
     if (!r.ok()) return r.status();
@@ -249,7 +293,10 @@ std::string ConfigUsage() {
          "  --maxclients N                 connection cap (default 10000)\n"
          "  --proto-max-bulk-len BYTES     largest bulk string (default 1gb)\n"
          "  --client-query-buffer-limit BYTES  largest pending command (default 2gb)\n"
-         "  --client-output-buffer-limit BYTES queued replies before disconnect (default 1gb)\n"
+         "  --client-output-buffer-limit 'normal HARD SOFT SECONDS' (or HARD): unsent replies\n"
+         "                                 before disconnect (default normal 1gb 0 0)\n"
+         "  --maxmemory-clients BYTES      all clients' buffers together (default 2gb, 0 = none)\n"
+         "  --protected-mode yes|no        refuse remote clients without requirepass (default yes)\n"
          "  --auto-save-wal-bytes BYTES    WAL size that triggers a snapshot (default 0 = auto)\n"
          "  --wal-repair                   start even if the WAL is corrupt mid-file\n"
          "  --appendonly yes|no            WAL and snapshots for --kvcache (default yes)\n"

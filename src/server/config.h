@@ -32,7 +32,13 @@ struct Config {
   uint64_t proto_max_bulk_len = 1ull << 30;
   uint64_t max_multibulk_len = 1ull << 20;  // arguments per command
   uint64_t client_query_buffer_limit = 2ull << 30;
-  uint64_t client_output_buffer_limit = 1ull << 30;  // bytes queued for a slow reader
+  // client-output-buffer-limit normal <hard> <soft> <soft-seconds> (0 = none).
+  uint64_t client_output_buffer_limit = 1ull << 30;  // hard: disconnect at once
+  uint64_t client_output_buffer_soft_limit = 0;      // soft: for longer than ...
+  uint64_t client_output_buffer_soft_seconds = 0;    // ... this many seconds
+  // All clients' buffers together (query, big arguments, unsent replies).
+  uint64_t maxmemory_clients = 2ull << 30;
+  bool protected_mode = true;
   uint64_t maxclients = 10000;
   uint64_t timeout = 0;              // idle seconds before closing a client; 0 = never
   uint64_t auto_save_wal_bytes = 0;  // 0 = max(64 MiB, last snapshot size)

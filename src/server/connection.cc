@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/dispatch.h"
+#include "server/errors.h"
 #include "server/server.h"
 #include "server/worker.h"
 
@@ -21,6 +22,11 @@ namespace pion::server {
 namespace {
 constexpr int kMaxIov = IOV_MAX < 1024 ? IOV_MAX : 1024;
 constexpr int kMaxReadsPerEvent = 64;  // then yield to other sockets
+// Buffers from this size up ask the client-memory gate before they are taken.
+constexpr size_t kGatedBytes = 1u << 20;
+// A connection reports what it holds when that moved by this much (so small
+// commands touch no shared counter).
+constexpr int64_t kReportSlack = 64 * 1024;
 }  // namespace
 
 Connection::Connection(Worker* worker, int fd, uint64_t id, std::string addr, std::string laddr)
@@ -44,6 +50,7 @@ Connection::Connection(Worker* worker, int fd, uint64_t id, std::string addr, st
   lim.max_args = cfg.max_multibulk_len;
   lim.max_query_bytes = cfg.client_query_buffer_limit;
   parser_.set_limits(lim);
+  parser_.set_gate(this);
   SetAuthenticated(cfg.requirepass.empty());
 }
 
@@ -80,7 +87,29 @@ void Connection::OnEvent(uint32_t events) {
   if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) peer_hup_ = true;
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) HandleRead();
   if (closed_) return;
-  if (events & EPOLLOUT) Flush();
+  if (events & EPOLLOUT) {
+    uint64_t sent = out_.consumed_total();
+    Flush();
+    // A reply draining to a slow reader is activity (idle timeout).
+    if (!closed_ && out_.consumed_total() != sent)
+      info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
+  }
+}
+
+bool Connection::Reserve(size_t n) {
+  if (!server_->ReserveClientMemory(n)) return false;
+  mem_reported_ += static_cast<int64_t>(n);
+  return true;
+}
+
+void Connection::ReportMemory() {
+  if (closed_) return;
+  int64_t held = static_cast<int64_t>(out_.allocated_bytes() + parser_.allocated_bytes() +
+                                      in_.capacity());
+  int64_t delta = held - mem_reported_;
+  if (delta > -kReportSlack && delta < kReportSlack) return;
+  server_->AdjustClientMemory(delta);
+  mem_reported_ = held;
 }
 
 bool Connection::EnsureReadSpace(size_t want) {
@@ -100,7 +129,9 @@ bool Connection::EnsureReadSpace(size_t want) {
   }
   size_t cap = in_.capacity();
   while (cap - len < want) cap *= 2;
-  IoBuf nb = worker_->pool().Get(cap);
+  if (cap >= kGatedBytes && !Reserve(cap)) return false;
+  IoBuf nb = worker_->pool().TryGet(cap);
+  if (nb.empty()) return false;
   std::memcpy(nb.data(), in_.data() + in_start_, len);
   worker_->pool().Put(std::move(in_));
   in_ = std::move(nb);
@@ -114,10 +145,19 @@ void Connection::HandleRead() {
   in_read_ = true;
   WorkerStats& stats = worker_->stats();
   int reads = 0;
-  while (!closed_ && !paused_ && !stop_reading_ && !read_eof_) {
+  while (!closed_ && !stop_reading_ && !read_eof_) {
     // A deferred reply is pending: its client's later commands wait unparsed;
     // buffer some (to see EOF and errors) but not without bound.
     if (out_.pending_slots() > 0 && in_end_ - in_start_ >= kQueryBufferBytes) break;
+    // Output paused: commands wait, input is still read (see the header).
+    if (paused_ && in_end_ - in_start_ >= server_->config().client_query_buffer_limit) {
+      LOG_WARNING("Closing client id=%llu addr=%s that reached max query buffer length (%zu bytes)",
+                  static_cast<unsigned long long>(info_.id), info_.addr.c_str(),
+                  in_end_ - in_start_);
+      in_read_ = false;
+      Close("query buffer limit");
+      return;
+    }
     if (++reads > kMaxReadsPerEvent) {
       // Edge-triggered: there may be more; come back after other sockets.
       worker_->loop().Defer([this, id = info_.id, w = worker_] {
@@ -134,6 +174,8 @@ void Connection::HandleRead() {
       if (n > 0) {
         parser_.DirectFilled(static_cast<size_t>(n));
         stats.Add(stats.net_in, n);
+        // A big argument arriving is activity (idle timeout) before it completes.
+        info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
         if (!parser_.WantsDirectRead()) ProcessInput();
         if (static_cast<size_t>(n) < t.size() && !peer_hup_) break;  // drained (see below)
         continue;
@@ -141,7 +183,16 @@ void Connection::HandleRead() {
     } else {
       size_t want = std::max<size_t>(kQueryBufferBytes,
                                      std::min<size_t>(parser_.BytesWanted(), kBigArgBytes + 64));
-      EnsureReadSpace(want);
+      if (!EnsureReadSpace(want)) {
+        if (paused_) break;  // resumes once the output drained (MaybeResume)
+        // One command's header or small arguments do not fit client memory.
+        LOG_WARNING("client id=%llu addr=%s: query buffer: no client memory left",
+                    static_cast<unsigned long long>(info_.id), info_.addr.c_str());
+        writer_.Error(kErrClientMemory);
+        stop_reading_ = true;
+        close_after_reply_ = true;
+        break;
+      }
       size_t space = in_.capacity() - in_end_;
       n = ::read(fd_, in_.data() + in_end_, space);
       if (n > 0) {
@@ -187,6 +238,7 @@ void Connection::HandleRead() {
   }
   info_.qbuf.store(in_end_ - in_start_ + parser_.big_bytes(), std::memory_order_relaxed);
   ReleaseIdleBuffers();
+  ReportMemory();
 }
 
 void Connection::ReleaseIdleBuffers() {
@@ -196,6 +248,7 @@ void Connection::ReleaseIdleBuffers() {
     in_start_ = in_end_ = 0;
   }
   out_.ShrinkIdle(1u << 20);
+  parser_.ShrinkIdle();
 }
 
 void Connection::ProcessInput() {
@@ -215,27 +268,65 @@ void Connection::ProcessInput() {
       close_after_reply_ = true;
       break;
     }
-    if (!parser_.args().empty()) RunCommand(parser_.args());
+    if (parser_.rejected())
+      RejectedCommand();
+    else if (!parser_.args().empty())
+      RunCommand(parser_.args());
     in_start_ += parser_.command_bytes();
     parser_.ConsumeCommand();
     if (in_start_ == in_end_) in_start_ = in_end_ = 0;
     if (closed_) return;
     if (close_after_reply_) stop_reading_ = true;
-    // Output limits.
-    uint64_t limit = server_->output_limit();
-    if (limit > 0 && out_.bytes() > limit) {
-      WorkerStats& stats = worker_->stats();
-      stats.Add(stats.output_limit_disconnects);
-      LOG_WARNING(
-          "Client id=%llu addr=%s closed for overcoming of output buffer limits (%zu > %llu bytes)",
-          static_cast<unsigned long long>(info_.id), info_.addr.c_str(), out_.bytes(),
-          static_cast<unsigned long long>(limit));
-      Close("output buffer limit");
-      return;
-    }
+    if (!CheckOutputLimits(0)) return;
     if (out_.bytes() > kPauseOutputBytes) paused_ = true;
   }
 }
+
+void Connection::RejectedCommand() {
+  WorkerStats& stats = worker_->stats();
+  stats.Add(stats.commands);
+  stats.Add(stats.error_replies);
+  writer_.Error(parser_.reject_reason() == RespParser::Reject::kGate ? kErrClientMemory
+                                                                     : kErrNoMemory);
+}
+
+bool Connection::CheckOutputLimits(uint64_t now_us) {
+  uint64_t held = out_.bytes();
+  if (held == 0) {
+    soft_since_us_ = 0;
+    return true;
+  }
+  uint64_t consumed = out_.consumed_total();
+  uint64_t exempt =
+      big_reply_end_ > consumed ? std::min(big_reply_len_, big_reply_end_ - consumed) : 0;
+  uint64_t counted = held > exempt ? held - exempt : 0;
+  uint64_t hard = server_->output_limit();
+  uint64_t soft = server_->output_soft_limit();
+  uint64_t limit = 0;
+  if (hard > 0 && counted > hard) {
+    limit = hard;
+  } else if (soft > 0 && counted > soft) {
+    if (now_us == 0) now_us = MonotonicUs();
+    if (soft_since_us_ == 0)
+      soft_since_us_ = now_us;
+    else if (now_us - soft_since_us_ > server_->output_soft_seconds() * 1000000ull)
+      limit = soft;
+  } else {
+    soft_since_us_ = 0;
+  }
+  if (limit == 0) return true;
+  WorkerStats& stats = worker_->stats();
+  stats.Add(stats.output_limit_disconnects);
+  LOG_WARNING(
+      "Client id=%llu addr=%s closed for overcoming of output buffer limits (%llu > %llu bytes%s)",
+      static_cast<unsigned long long>(info_.id), info_.addr.c_str(),
+      static_cast<unsigned long long>(counted), static_cast<unsigned long long>(limit),
+      limit == hard ? "" : ", soft limit");
+  Close("output buffer limit");
+  return false;
+}
+
+bool Connection::Cron(uint64_t now_us) { return closed_ || CheckOutputLimits(now_us); }
 
 void Connection::RunCommand(std::span<const std::string_view> args) {
   WorkerStats& stats = worker_->stats();
@@ -245,6 +336,7 @@ void Connection::RunCommand(std::span<const std::string_view> args) {
   if (spec != nullptr) {
     info_.last_cmd.store(spec->name, std::memory_order_relaxed);
     OutputQueue::Mark mark = out_.GetMark();
+    uint64_t appended = out_.appended_total();
     CommandContext ctx;
     ctx.args = args;
     ctx.reply = &writer_;
@@ -252,6 +344,12 @@ void Connection::RunCommand(std::span<const std::string_view> args) {
     ctx.client = &info_;
     spec->handler(ctx);
     if (ctx.wait_lsn > server_->durable_lsn()) out_.HoldFrom(mark, ctx.wait_lsn);
+    // Track the largest reply still queued (exempt from the output limits).
+    uint64_t len = out_.appended_total() - appended;
+    if (len > 0 && (big_reply_end_ <= out_.consumed_total() || len >= big_reply_len_)) {
+      big_reply_len_ = len;
+      big_reply_end_ = out_.appended_total();
+    }
   }
   if (writer_.errors() != errors_before) stats.Add(stats.error_replies);
 }
@@ -280,6 +378,7 @@ void Connection::Flush() {
     if (static_cast<size_t>(w) < want) break;  // the socket buffer is full
   }
   info_.omem.store(out_.bytes(), std::memory_order_relaxed);
+  ReportMemory();
   if (out_.empty()) {
     if (close_after_reply_) {
       Close(stop_reading_ ? "closed after reply" : "client closed connection");
@@ -364,6 +463,8 @@ void Connection::Close(const char* why) {
             info_.addr.c_str(), why);
   worker_->loop().Remove(fd_);
   ::close(fd_);
+  server_->AdjustClientMemory(-mem_reported_);
+  mem_reported_ = 0;
   server_->UnregisterClient(&info_);
   server_->ReleaseClientSlot();
   worker_->Release(this);

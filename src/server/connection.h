@@ -1,16 +1,30 @@
 // Connection: one client socket and its read -> parse -> dispatch -> write
 // cycle (docs/ARCHITECTURE.md, "Life of a request").
 //
-//  * Reading: edge-triggered epoll; the socket is read until EAGAIN into a
-//    64-byte-aligned query buffer taken from the worker's BufferPool, or, while
-//    the parser is inside a big argument, straight into that argument's buffer.
+//  * Reading: edge-triggered epoll; the socket is read until a short read (or,
+//    once the peer's FIN was reported, until EOF) into a 64-byte-aligned query
+//    buffer taken from the worker's BufferPool, or, while the parser is inside a
+//    big argument, straight into that argument's buffer.
 //  * Every complete command is dispatched at once (pipelining of any depth);
 //    replies queue in request order in the OutputQueue and the whole batch is
 //    sent with writev(2) after the read batch.
 //  * Backpressure: when more than kPauseOutputBytes are queued the connection
-//    stops parsing and reading (TCP pushes back on the client) and resumes below
-//    kResumeOutputBytes; more than the client-output-buffer-limit disconnects
-//    the client (logged).
+//    stops executing commands (not reading: a client that writes its whole
+//    pipeline before it reads must not deadlock) and resumes below
+//    kResumeOutputBytes. While paused, input is buffered up to
+//    client-query-buffer-limit (a client past it is closed, as Redis does) and
+//    while maxmemory-clients allows (else reading waits: TCP pushes back).
+//  * Output limits (client-output-buffer-limit normal <hard> <soft> <secs>):
+//    what the client holds (unsent reply bytes, by reference ones included)
+//    counts, except the largest reply still being sent, so one large reply to a
+//    client that reads is never cut. Above hard, or above soft for longer than
+//    secs (checked per command, per write and by the worker's cron), the client
+//    is disconnected (logged).
+//  * Memory: every buffer a connection holds (query buffer, big-argument
+//    buffers, output arena and owned replies) is counted in the server-wide
+//    client memory (Server::client_memory(), bounded by maxmemory-clients);
+//    big allocations ask first (BufferGate) and a refusal is an -OOM reply to
+//    that command, never a crash.
 //  * Deferred replies: see OutputQueue and Server (durable LSN). A held
 //    connection registers with its worker, which calls OnDurable().
 //  * Replies completed later (ctx.Defer(), DeferredReply): the reply's place
@@ -48,7 +62,7 @@ inline constexpr size_t kPauseOutputBytes = 32u << 20;
 inline constexpr size_t kResumeOutputBytes = 8u << 20;
 inline constexpr size_t kQueryBufferBytes = 16 * 1024;
 
-class Connection {
+class Connection final : private BufferGate {
  public:
   Connection(Worker* worker, int fd, uint64_t id, std::string addr, std::string laddr);
   ~Connection();
@@ -82,6 +96,13 @@ class Connection {
   void StopReading();
   void CloseWhenDrained();
   uint64_t hold_lsn() const { return out_.HeadHold(); }
+  // The worker's once-a-second check: the soft output limit of a client that
+  // is not reading. False if it closed the client.
+  bool Cron(uint64_t now_us);
+  bool has_pending_reply() const { return out_.pending_slots() > 0; }
+  // Reserves `n` bytes of client memory for a reply the handler is about to
+  // build (counted until this connection reports what it holds).
+  bool ReserveMemory(size_t n) { return Reserve(n); }
 
  private:
   void HandleRead();
@@ -91,6 +112,12 @@ class Connection {
   bool EnsureReadSpace(size_t want);
   void MaybeResume();
   void ReleaseIdleBuffers();
+  bool Reserve(size_t n) override;
+  // Publishes what this connection holds to the server-wide client memory.
+  void ReportMemory();
+  // Enforces client-output-buffer-limit; false if it closed the client.
+  bool CheckOutputLimits(uint64_t now_us);
+  void RejectedCommand();
 
   Worker* worker_;
   Server* server_;
@@ -112,6 +139,12 @@ class Connection {
   bool in_read_ = false;          // re-entrancy guard
   bool waiting_durable_ = false;  // registered with the worker
   uint64_t next_slot_ = 0;        // DeferredReply slot ids
+  int64_t mem_reported_ = 0;      // bytes of client memory counted for this client
+  // The largest reply still being sent (exempt from the output limits): its
+  // size and the queue's appended_total() at its end.
+  uint64_t big_reply_len_ = 0;
+  uint64_t big_reply_end_ = 0;
+  uint64_t soft_since_us_ = 0;  // above the soft limit since (0 = not above)
 };
 
 }  // namespace pion::server

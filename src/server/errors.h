@@ -16,6 +16,12 @@ inline constexpr std::string_view kErrNotInteger = "ERR value is not an integer 
 inline constexpr std::string_view kErrSessionNotFound = "ERR session not found";
 inline constexpr std::string_view kErrOom =
     "OOM command not allowed when used memory > 'maxmemory'.";
+// A command whose large argument or reply would take client memory past
+// maxmemory-clients, or that the allocator refused (the client stays connected).
+inline constexpr std::string_view kErrClientMemory =
+    "OOM command not allowed when client buffers exceed 'maxmemory-clients' (retry later)";
+inline constexpr std::string_view kErrNoMemory =
+    "OOM command not allowed: out of memory for an argument or reply of this size";
 inline constexpr std::string_view kErrLoading = "LOADING pion is loading the dataset in memory";
 inline constexpr std::string_view kErrNoAuth = "NOAUTH Authentication required.";
 inline constexpr std::string_view kErrNoProto = "NOPROTO unsupported protocol version";

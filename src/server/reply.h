@@ -45,6 +45,8 @@ class ReplyBuilder {
   // A bulk string of `len` bytes whose body the caller writes into the returned
   // buffer before the next call on this builder.
   virtual uint8_t* BulkReserve(size_t len) = 0;
+  // The same, or nullptr with nothing written when the memory cannot be had.
+  virtual uint8_t* TryBulkReserve(size_t len) = 0;
   // A bulk string whose body is `parts` (total `len` bytes), sent by reference.
   // `pin` keeps the memory alive until the bytes have been written to the socket.
   virtual void BulkExternal(size_t len, std::span<const iovec> parts,

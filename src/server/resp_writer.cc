@@ -132,6 +132,16 @@ uint8_t* RespWriter::BulkReserve(size_t len) {
   return reinterpret_cast<uint8_t*>(p);
 }
 
+uint8_t* RespWriter::TryBulkReserve(size_t len) {
+  // Allocated before the header is queued, so a failure leaves no trace.
+  IoBuf buf = out_->TryAllocate(len);
+  if (buf.empty()) return nullptr;
+  Header('$', len);
+  char* p = out_->AppendOwned(std::move(buf), len);
+  out_->Append("\r\n");
+  return reinterpret_cast<uint8_t*>(p);
+}
+
 void RespWriter::BulkExternal(size_t len, std::span<const iovec> parts,
                               std::shared_ptr<const void> pin) {
   Header('$', len);

@@ -38,6 +38,7 @@ class RespWriter final : public ReplyBuilder {
   void Boolean(bool v) override;
   void Verbatim(std::string_view body) override;
   uint8_t* BulkReserve(size_t len) override;
+  uint8_t* TryBulkReserve(size_t len) override;
   void BulkExternal(size_t len, std::span<const iovec> parts,
                     std::shared_ptr<const void> pin) override;
 

@@ -100,6 +100,9 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
       maxclients_(cfg_.maxclients),
       timeout_s_(cfg_.timeout),
       output_limit_(cfg_.client_output_buffer_limit),
+      output_soft_limit_(cfg_.client_output_buffer_soft_limit),
+      output_soft_seconds_(cfg_.client_output_buffer_soft_seconds),
+      maxmemory_clients_(cfg_.maxmemory_clients),
       maxmemory_(cfg_.maxmemory),
       background_(kBackgroundThreads, "pion-bg") {
   start_time_us_ = MonotonicUs();
@@ -284,6 +287,14 @@ void Server::ResetStats() {
   }
 }
 
+bool Server::ReserveClientMemory(uint64_t n) {
+  uint64_t limit = maxmemory_clients();
+  int64_t cur = client_memory_.load(std::memory_order_relaxed);
+  if (limit > 0 && static_cast<uint64_t>(cur < 0 ? 0 : cur) + n > limit) return false;
+  client_memory_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+  return true;
+}
+
 Config Server::ConfigSnapshot() const {
   std::lock_guard<std::mutex> lk(config_mu_);
   return cfg_;
@@ -321,6 +332,12 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   cfg_.timeout = next.timeout;
   cfg_.maxclients = next.maxclients;
   cfg_.client_output_buffer_limit = next.client_output_buffer_limit;
+  cfg_.client_output_buffer_soft_limit = next.client_output_buffer_soft_limit;
+  cfg_.client_output_buffer_soft_seconds = next.client_output_buffer_soft_seconds;
+  cfg_.maxmemory_clients = next.maxmemory_clients;
+  output_soft_limit_.store(next.client_output_buffer_soft_limit, std::memory_order_relaxed);
+  output_soft_seconds_.store(next.client_output_buffer_soft_seconds, std::memory_order_relaxed);
+  maxmemory_clients_.store(next.maxmemory_clients, std::memory_order_relaxed);
   maxmemory_.store(next.maxmemory, std::memory_order_relaxed);
   timeout_s_.store(next.timeout, std::memory_order_relaxed);
   maxclients_.store(next.maxclients, std::memory_order_relaxed);

@@ -123,6 +123,10 @@ class Server {
   uint64_t maxclients() const { return maxclients_.load(std::memory_order_relaxed); }
   uint64_t timeout_s() const { return timeout_s_.load(std::memory_order_relaxed); }
   uint64_t output_limit() const { return output_limit_.load(std::memory_order_relaxed); }
+  uint64_t output_soft_limit() const { return output_soft_limit_.load(std::memory_order_relaxed); }
+  uint64_t output_soft_seconds() const {
+    return output_soft_seconds_.load(std::memory_order_relaxed);
+  }
   uint64_t maxmemory() const { return maxmemory_.load(std::memory_order_relaxed); }
   // A copy of the current configuration (CONFIG GET).
   Config ConfigSnapshot() const;
@@ -166,6 +170,20 @@ class Server {
   void ReleaseClientSlot() { connected_.fetch_sub(1, std::memory_order_relaxed); }
   uint64_t connected_clients() const { return connected_.load(std::memory_order_relaxed); }
 
+  // Memory held by all clients' buffers (query buffers, big arguments, unsent
+  // replies), bounded by maxmemory-clients. Reserve() admits `n` more bytes if
+  // the bound allows (and counts them); Adjust() corrects the count by what a
+  // connection actually holds.
+  bool ReserveClientMemory(uint64_t n);
+  void AdjustClientMemory(int64_t delta) {
+    client_memory_.fetch_add(delta, std::memory_order_relaxed);
+  }
+  uint64_t client_memory() const {
+    int64_t v = client_memory_.load(std::memory_order_relaxed);
+    return v < 0 ? 0 : static_cast<uint64_t>(v);
+  }
+  uint64_t maxmemory_clients() const { return maxmemory_clients_.load(std::memory_order_relaxed); }
+
   ServerStats Stats() const;
   void ResetStats();
 
@@ -185,6 +203,10 @@ class Server {
   std::atomic<uint64_t> maxclients_;
   std::atomic<uint64_t> timeout_s_;
   std::atomic<uint64_t> output_limit_;
+  std::atomic<uint64_t> output_soft_limit_;
+  std::atomic<uint64_t> output_soft_seconds_;
+  std::atomic<uint64_t> maxmemory_clients_;
+  std::atomic<int64_t> client_memory_{0};
   std::atomic<uint64_t> maxmemory_;
 
   std::atomic<uint64_t> durable_lsn_{0};

@@ -191,14 +191,20 @@ void Worker::CheckDurable() {
 
 void Worker::Cron() {
   uint64_t timeout = server_->timeout_s();
-  if (timeout > 0 && !shutting_down_) {
-    uint64_t now = MonotonicUs();
-    std::vector<Connection*> idle;
-    for (auto& [id, c] : conns_) {
-      uint64_t last = c->info().last_active_us.load(std::memory_order_relaxed);
-      if (!c->closed() && now > last && now - last > timeout * 1000000ull) idle.push_back(c.get());
-    }
-    for (Connection* c : idle) {
+  uint64_t now = MonotonicUs();
+  std::vector<Connection*> check;
+  check.reserve(conns_.size());
+  for (auto& [id, c] : conns_)
+    if (!c->closed()) check.push_back(c.get());
+  for (Connection* c : check) {
+    // Soft output limit of clients that stopped reading (no command runs then).
+    if (!c->Cron(now)) continue;
+    if (timeout == 0 || shutting_down_ || c->has_pending_reply()) continue;
+    // Idle: no command and no byte moving either way (reads of a big argument
+    // and writes to a slow reader stamp it too) for `timeout` seconds. A client
+    // waiting for a reply completed later (SAVE) is not idle.
+    uint64_t last = c->info().last_active_us.load(std::memory_order_relaxed);
+    if (now > last && now - last > timeout * 1000000ull) {
       LOG_VERBOSE("Closing idle client id=%llu addr=%s", static_cast<unsigned long long>(c->id()),
                   c->info().addr.c_str());
       c->Close("idle timeout");
