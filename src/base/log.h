@@ -3,6 +3,7 @@
 // where an error is handled, never where it is passed on.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 namespace pion {
@@ -18,6 +19,36 @@ LogLevel GetLogLevel();
 bool SetLogFile(std::string_view path);
 
 void LogLine(LogLevel l, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// For a line that a fault can repeat in a tight loop (accept() failing with
+// EMFILE): Allow(now) is true at most once per interval; the lines it refused
+// since are counted, for the next line to report. Not thread-safe: one per
+// thread or call site.
+class LogRateLimit {
+ public:
+  explicit LogRateLimit(uint64_t interval_us) : interval_us_(interval_us) {}
+  bool Allow(uint64_t now_us) {
+    if (logged_ && now_us - last_us_ < interval_us_) {
+      ++suppressed_;
+      return false;
+    }
+    logged_ = true;
+    last_us_ = now_us;
+    return true;
+  }
+  // Lines refused since the last allowed one (and resets the count).
+  uint64_t TakeSuppressed() {
+    uint64_t n = suppressed_;
+    suppressed_ = 0;
+    return n;
+  }
+
+ private:
+  uint64_t interval_us_;
+  uint64_t last_us_ = 0;
+  uint64_t suppressed_ = 0;
+  bool logged_ = false;
+};
 
 }  // namespace pion
 

@@ -94,6 +94,9 @@ void MemorySection(Server& s, std::string* out) {
   InfoField(out, "maxmemory", max);
   InfoField(out, "maxmemory_human", Human(max));
   InfoField(out, "maxmemory_policy", std::string("allkeys-lru"));
+  // Client buffers (query, big arguments, unsent replies): maxmemory-clients.
+  InfoField(out, "mem_clients_normal", s.client_memory());
+  InfoField(out, "maxmemory_clients", s.maxmemory_clients());
   if (store::Store* st = s.store()) {
     store::StoreStats ss = st->Stats();
     InfoField(out, "vstore_bytes", ss.bytes);

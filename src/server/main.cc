@@ -15,7 +15,9 @@
 #include "base/cpu.h"
 #include "base/log.h"
 #include "server/config.h"
+#include "server/fd_limit.h"
 #include "server/persist_glue.h"
+#include "server/protected_mode.h"
 #include "server/server.h"
 
 namespace {
@@ -96,6 +98,16 @@ int main(int argc, char** argv) {
     LOG_WARNING("signalfd: %s", std::strerror(errno));
     return 1;
   }
+
+  // Descriptors for maxclients connections, or fewer clients (as Redis does).
+  FdLimit fds = AdjustOpenFileLimit(cfg.maxclients);
+  if (!fds.warning.empty()) LOG_WARNING("%s", fds.warning.c_str());
+  cfg.maxclients = fds.maxclients;
+  if (cfg.protected_mode && cfg.requirepass.empty() && !IsLoopbackBind(cfg.bind))
+    LOG_WARNING(
+        "protected mode: bound to %s with no requirepass, so only clients on the loopback "
+        "interface are served (others get -DENIED); set --requirepass, or --protected-mode no",
+        cfg.bind.c_str());
 
   Server server(std::move(cfg));
   const Config& c = server.config();

@@ -172,7 +172,8 @@ IoBuf RespParser::AllocBig(size_t need, size_t have, Reject* why) {
   IoBuf b;
   if (pool_ != nullptr) b = pool_->TakeCached(need);
   size_t want = b.empty() ? std::min(need, std::max(kBigInitialBytes, 2 * have)) : b.capacity();
-  if (gate_ != nullptr && !gate_->Reserve(want)) {
+  // The gate is asked for what grows: the buffer being replaced is freed next.
+  if (gate_ != nullptr && want > have && !gate_->Reserve(want - have)) {
     if (pool_ != nullptr && !b.empty()) pool_->Put(std::move(b));
     *why = Reject::kGate;
     return IoBuf();

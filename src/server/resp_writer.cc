@@ -66,7 +66,13 @@ void RespWriter::Integer(int64_t v) {
 
 void RespWriter::Bulk(std::string_view s) {
   if (s.size() >= kCopyThreshold) {
-    std::memcpy(BulkReserve(s.size()), s.data(), s.size());
+    // A client-sized copy (ECHO of a big argument): its failure is an error
+    // for this reply, not an abort.
+    uint8_t* p = TryBulkReserve(s.size());
+    if (p == nullptr)
+      Error(kErrNoMemory);
+    else
+      std::memcpy(p, s.data(), s.size());
     return;
   }
   char hdr[24];

@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include "server/fd_limit.h"
+
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -318,6 +320,11 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
     Status st = ApplySetting(&next, name, {value});
     if (!st.ok()) return Status::InvalidArgument(prefix + std::string(st.message()));
   }
+  if (next.maxclients != cfg_.maxclients && next.maxclients > MaxClientsForCurrentLimit())
+    return Status::InvalidArgument(
+        "ERR CONFIG SET failed (possibly related to argument 'maxclients') - the open file "
+        "limit (ulimit -n) allows at most " + std::to_string(MaxClientsForCurrentLimit()) +
+        " clients");
   // Everything validated: apply.
   if (next.maxmemory != cfg_.maxmemory && store_ != nullptr) {
     Status st = store_->SetMaxBytes(next.maxmemory, lsn);

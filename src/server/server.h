@@ -128,6 +128,8 @@ class Server {
     return output_soft_seconds_.load(std::memory_order_relaxed);
   }
   uint64_t maxmemory() const { return maxmemory_.load(std::memory_order_relaxed); }
+  // protected-mode yes and no requirepass: only loopback peers are served.
+  bool protected_mode() const { return cfg_.protected_mode && cfg_.requirepass.empty(); }
   // A copy of the current configuration (CONFIG GET).
   Config ConfigSnapshot() const;
   // CONFIG SET: validates every pair, then applies them all or none. `*lsn`

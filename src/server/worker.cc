@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/connection.h"
+#include "server/protected_mode.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -21,6 +22,7 @@ namespace pion::server {
 namespace {
 
 constexpr int kAcceptBatch = 16;
+constexpr uint64_t kAcceptPauseMs = 100;
 constexpr char kMaxClientsError[] = "-ERR max number of clients reached\r\n";
 
 std::string SockAddrText(const sockaddr_storage& ss) {
@@ -89,16 +91,48 @@ void Worker::Join() {
   if (thread_.joinable()) thread_.join();
 }
 
+void Worker::PauseAccepting() {
+  if (accept_paused_ || listen_fd_ < 0) return;
+  accept_paused_ = true;
+  loop_.Remove(listen_fd_);
+  loop_.AddTimer(kAcceptPauseMs, false, [this] {
+    accept_paused_ = false;
+    if (shutting_down_) return;
+    Status st = loop_.Add(listen_fd_, EPOLLIN | EPOLLEXCLUSIVE, [this](uint32_t) { OnAccept(); });
+    if (!st.ok()) LOG_WARNING("listener: %s", st.ToString().c_str());
+  });
+}
+
 void Worker::OnAccept() {
   for (int i = 0; i < kAcceptBatch; ++i) {
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof(peer);
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED)
-        LOG_WARNING("accept: %s", std::strerror(errno));
+      int err = errno;
+      if (err == EINTR) continue;
+      if (err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED) return;
+      bool resource = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+      if (accept_log_.Allow(MonotonicUs())) {
+        uint64_t more = accept_log_.TakeSuppressed();
+        LOG_WARNING("accept: %s%s (%llu more like it since the last line)",
+                    std::strerror(err),
+                    resource ? "; not accepting for 100 ms (raise ulimit -n or lower maxclients)"
+                             : "",
+                    static_cast<unsigned long long>(more));
+      }
+      if (resource) PauseAccepting();
       return;
     }
     stats_.Add(stats_.connections_received);
+    if (server_->protected_mode() && !IsLoopbackPeer(peer)) {
+      stats_.Add(stats_.rejected);
+      ssize_t n = ::write(fd, kDeniedReply.data(), kDeniedReply.size());
+      (void)n;
+      ::close(fd);
+      continue;
+    }
     if (!server_->TryAcquireClientSlot()) {
       stats_.Add(stats_.rejected);
       ssize_t n = ::write(fd, kMaxClientsError, sizeof(kMaxClientsError) - 1);
@@ -217,7 +251,7 @@ void Worker::Cron() {
 void Worker::BeginShutdown(std::function<void()> done) {
   loop_.Post([this, done = std::move(done)] {
     shutting_down_ = true;
-    if (listen_fd_ >= 0) loop_.Remove(listen_fd_);
+    if (listen_fd_ >= 0) loop_.Remove(listen_fd_);  // no-op while accepts are paused
     for (auto& [id, c] : conns_) c->StopReading();
     done();
   });

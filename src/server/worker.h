@@ -21,6 +21,7 @@
 
 #include "server/buffer.h"
 #include "server/deferred_reply.h"
+#include "base/log.h"
 #include "server/event_loop.h"
 
 namespace pion::server {
@@ -79,6 +80,10 @@ class Worker {
   size_t num_connections() const { return conns_.size(); }
 
  private:
+  void WatchListener();
+  // Stops accepting for a moment when accept() cannot get a descriptor or
+  // memory (the listener is level-triggered: retrying at once would spin).
+  void PauseAccepting();
   void OnAccept();
   void AddConnection(int fd);
   void Cron();
@@ -88,6 +93,8 @@ class Worker {
   Server* server_;
   int index_;
   int listen_fd_ = -1;
+  bool accept_paused_ = false;            // after EMFILE & co. (see OnAccept)
+  LogRateLimit accept_log_{1000000};      // at most one accept error line a second
   EventLoop loop_;
   BufferPool pool_;
   WorkerStats stats_;
