@@ -27,6 +27,7 @@ constexpr size_t kGatedBytes = 1u << 20;
 // A connection reports what it holds when that moved by this much (so small
 // commands touch no shared counter).
 constexpr int64_t kReportSlack = 64 * 1024;
+constexpr uint64_t kMinExemptReply = 64 * 1024;
 }  // namespace
 
 Connection::Connection(Worker* worker, int fd, uint64_t id, std::string addr, std::string laddr)
@@ -256,6 +257,9 @@ void Connection::ProcessInput() {
   // Activity is stamped once per batch of input (as Redis does on read), not per
   // command: a clock read per pipelined command was ~2 % of a -P 16 PING profile.
   info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
+  // Below the smallest output limit no check is needed (two loads per batch,
+  // one compare per command).
+  const uint64_t check_above = server_->output_check_threshold();
   while (!closed_ && !stop_reading_ && !paused_ && out_.pending_slots() == 0) {
     RespParser::Result r = parser_.Parse(in_.data() + in_start_, in_end_ - in_start_);
     if (r == RespParser::Result::kNeedMore) break;
@@ -278,7 +282,7 @@ void Connection::ProcessInput() {
     if (in_start_ == in_end_) in_start_ = in_end_ = 0;
     if (closed_) return;
     if (close_after_reply_) stop_reading_ = true;
-    if (!CheckOutputLimits(0)) return;
+    if (out_.bytes() > check_above && !CheckOutputLimits(0)) return;
     if (out_.bytes() > kPauseOutputBytes) paused_ = true;
   }
 }
@@ -345,9 +349,11 @@ void Connection::RunCommand(std::span<const std::string_view> args) {
     ctx.client = &info_;
     spec->handler(ctx);
     if (ctx.wait_lsn > server_->durable_lsn()) out_.HoldFrom(mark, ctx.wait_lsn);
-    // Track the largest reply still queued (exempt from the output limits).
+    // Track the largest reply still queued (exempt from the output limits;
+    // smaller replies than the smallest limit allowed need no exemption).
     uint64_t len = out_.appended_total() - appended;
-    if (len > 0 && (big_reply_end_ <= out_.consumed_total() || len >= big_reply_len_)) {
+    if (len >= kMinExemptReply &&
+        (big_reply_end_ <= out_.consumed_total() || len >= big_reply_len_)) {
       big_reply_len_ = len;
       big_reply_end_ = out_.appended_total();
     }
@@ -381,6 +387,7 @@ void Connection::Flush() {
   info_.omem.store(out_.bytes(), std::memory_order_relaxed);
   ReportMemory();
   if (out_.empty()) {
+    soft_since_us_ = 0;  // drained: a later excess starts the soft-limit clock anew
     if (close_after_reply_) {
       Close(stop_reading_ ? "closed after reply" : "client closed connection");
       return;

@@ -24,17 +24,21 @@ OutputQueue::~OutputQueue() {
 }
 
 OutputQueue::Block& OutputQueue::TailBlock(size_t n) {
-  if (!blocks_.empty()) {
-    Block& t = blocks_.back();
-    if (t.refs == 0) t.used = 0;  // everything in it was written: reuse from the start
-    if (t.buf.capacity() - t.used >= n) return t;
+  if (tail_ != nullptr) {
+    if (tail_->buf.capacity() - tail_->used >= n) return *tail_;
+    if (tail_->refs == 0) {  // everything in it was written: reuse from the start
+      tail_->used = 0;
+      if (tail_->buf.capacity() >= n) return *tail_;
+    }
   }
   Block b;
   b.buf = NewBuf(pool_, std::max(kArenaBlockBytes, n));
   block_bytes_ += b.buf.capacity();
   blocks_.push_back(std::move(b));
+  tail_ = &blocks_.back();
+  tail_seq_ = first_block_ + blocks_.size() - 1;
   FreeUnusedBlocks();
-  return blocks_.back();
+  return *tail_;
 }
 
 void OutputQueue::FreeUnusedBlocks() {
@@ -66,7 +70,7 @@ void OutputQueue::Release(Segment& s) {
 
 char* OutputQueue::AppendSpace(size_t n) {
   Block& b = TailBlock(n);
-  uint64_t seq = first_block_ + blocks_.size() - 1;
+  const uint64_t seq = tail_seq_;
   char* p = b.buf.data() + b.used;
   Segment* last = segs_.empty() ? nullptr : &segs_.back();
   if (last != nullptr && last->kind == Kind::kArena && last->block == seq &&
@@ -265,6 +269,7 @@ void OutputQueue::ShrinkIdle(size_t keep) {
     for (Block& b : blocks_) pool_->Put(std::move(b.buf));
   first_block_ += blocks_.size();
   blocks_.clear();
+  tail_ = nullptr;
   block_bytes_ = 0;
 }
 

@@ -137,6 +137,8 @@ class OutputQueue {
   std::deque<Segment> segs_;
   std::deque<Block> blocks_;  // oldest first; blocks_[i] has sequence first_block_ + i
   uint64_t first_block_ = 0;
+  Block* tail_ = nullptr;  // blocks_.back(), or nullptr when there is none
+  uint64_t tail_seq_ = 0;
   size_t block_bytes_ = 0;  // capacity of blocks_
   size_t owned_bytes_ = 0;  // capacity of owned segments
   uint64_t appended_total_ = 0;

@@ -130,9 +130,11 @@ RespParser::Result RespParser::Fail(std::string msg) {
 }
 
 void RespParser::ConsumeCommand() {
-  ReleaseBigs();
-  if (pool_ != nullptr && !skip_buf_.empty()) pool_->Put(std::move(skip_buf_));
-  skip_buf_ = IoBuf();
+  if (!bigs_.empty() || !big_buf_.empty()) ReleaseBigs();
+  if (!skip_buf_.empty()) {
+    if (pool_ != nullptr) pool_->Put(std::move(skip_buf_));
+    skip_buf_ = IoBuf();
+  }
   skip_left_ = 0;
   reject_ = Reject::kNone;
   big_total_ = 0;

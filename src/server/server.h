@@ -124,6 +124,13 @@ class Server {
   uint64_t timeout_s() const { return timeout_s_.load(std::memory_order_relaxed); }
   uint64_t output_limit() const { return output_limit_.load(std::memory_order_relaxed); }
   uint64_t output_soft_limit() const { return output_soft_limit_.load(std::memory_order_relaxed); }
+  // The smallest nonzero output limit (UINT64_MAX when there is none).
+  uint64_t output_check_threshold() const {
+    uint64_t h = output_limit(), s = output_soft_limit();
+    if (h == 0) h = UINT64_MAX;
+    if (s == 0) s = UINT64_MAX;
+    return h < s ? h : s;
+  }
   uint64_t output_soft_seconds() const {
     return output_soft_seconds_.load(std::memory_order_relaxed);
   }
