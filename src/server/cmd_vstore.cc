@@ -19,6 +19,7 @@ namespace pion::server {
 
 namespace {
 
+using store::Chunk;
 using store::FetchPlan;
 using store::FetchSegment;
 
@@ -114,14 +115,23 @@ uint64_t ReplyPlan(CommandContext& ctx, FetchPlan&& plan, OutFmt fmt) {
     auto pin = std::make_shared<std::vector<FetchSegment>>(std::move(plan.segments));
     std::vector<iovec> iov;
     iov.reserve(pin->size());
+    // Whole chunks: a pin keeps dropped or evicted rows alive.
+    std::vector<PinnedBlock> blocks;
     for (const FetchSegment& s : *pin) {
       size_t n = s.rows * plan.row_bytes;
-      if (s.data)
-        iov.push_back({const_cast<uint8_t*>(s.data), n});
-      else
+      if (!s.data) {
         ZeroParts(n, &iov);
+        continue;
+      }
+      iov.push_back({const_cast<uint8_t*>(s.data), n});
+      const void* id = s.chunk != nullptr ? static_cast<const void*>(s.chunk.get()) : s.data;
+      if (blocks.empty() || blocks.back().id != id)
+        blocks.push_back({id, s.chunk != nullptr ? s.chunk->bytes() : n});
     }
-    ctx.reply->BulkExternal(len, iov, std::move(pin));
+    if (blocks.empty())
+      ctx.reply->BulkExternal(len, iov, std::move(pin));
+    else
+      ctx.reply->BulkPinned(len, iov, std::move(pin), blocks);
     return len;
   }
   const size_t elem = fmt == OutFmt::kF32 || fmt == OutFmt::kNative ? 4 : 2;
@@ -149,7 +159,8 @@ uint64_t ReplyPlan(CommandContext& ctx, FetchPlan&& plan, OutFmt fmt) {
       iov.push_back({out, n});
       out += n;
     }
-    ctx.reply->BulkExternal(len, iov, std::move(rows));
+    const PinnedBlock block{rows.get(), rows->buf.capacity()};
+    ctx.reply->BulkPinned(len, iov, std::move(rows), {&block, 1});
     return len;
   }
   uint8_t* out = ctx.reply->TryBulkReserve(len);

@@ -282,7 +282,7 @@ void Connection::ProcessInput() {
     if (in_start_ == in_end_) in_start_ = in_end_ = 0;
     if (closed_) return;
     if (close_after_reply_) stop_reading_ = true;
-    if (out_.bytes() > check_above && !CheckOutputLimits(0)) return;
+    if (out_.held_bytes() > check_above && !CheckOutputLimits(0)) return;
     if (out_.bytes() > kPauseOutputBytes) paused_ = true;
   }
 }
@@ -296,14 +296,12 @@ void Connection::RejectedCommand() {
 }
 
 bool Connection::CheckOutputLimits(uint64_t now_us) {
-  uint64_t held = out_.bytes();
+  uint64_t held = out_.held_bytes();
   if (held == 0) {
     soft_since_us_ = 0;
     return true;
   }
-  uint64_t consumed = out_.consumed_total();
-  uint64_t exempt =
-      big_reply_end_ > consumed ? std::min(big_reply_len_, big_reply_end_ - consumed) : 0;
+  uint64_t exempt = big_reply_end_ > out_.consumed_total() ? big_reply_len_ : 0;
   uint64_t counted = held > exempt ? held - exempt : 0;
   uint64_t hard = server_->output_limit();
   uint64_t soft = server_->output_soft_limit();
@@ -342,6 +340,7 @@ void Connection::RunCommand(std::span<const std::string_view> args) {
     info_.last_cmd.store(spec->name, std::memory_order_relaxed);
     OutputQueue::Mark mark = out_.GetMark();
     uint64_t appended = out_.appended_total();
+    uint64_t held_before = out_.held_bytes();
     CommandContext ctx;
     ctx.args = args;
     ctx.reply = &writer_;
@@ -352,9 +351,11 @@ void Connection::RunCommand(std::span<const std::string_view> args) {
     // Track the largest reply still queued (exempt from the output limits;
     // smaller replies than the smallest limit allowed need no exemption).
     uint64_t len = out_.appended_total() - appended;
+    uint64_t held_after = len >= kMinExemptReply ? out_.held_bytes() : 0;
+    uint64_t held_len = held_after > held_before ? held_after - held_before : 0;
     if (len >= kMinExemptReply &&
-        (big_reply_end_ <= out_.consumed_total() || len >= big_reply_len_)) {
-      big_reply_len_ = len;
+        (big_reply_end_ <= out_.consumed_total() || held_len >= big_reply_len_)) {
+      big_reply_len_ = held_len;
       big_reply_end_ = out_.appended_total();
     }
   }

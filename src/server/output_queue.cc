@@ -65,6 +65,16 @@ void OutputQueue::Release(Segment& s) {
   } else if (s.kind == Kind::kOwned) {
     owned_bytes_ -= s.owned.capacity();
     if (pool_ != nullptr) pool_->Put(std::move(s.owned));
+  } else if (s.kind == Kind::kExternal) {
+    if (s.by_pin) pinned_ref_bytes_ -= s.len;
+    for (const PinnedBlock& b : s.blocks) {
+      auto it = pins_.find(b.id);
+      PION_DCHECK(it != pins_.end());
+      if (--it->second.refs == 0) {
+        pinned_bytes_ -= it->second.bytes;
+        pins_.erase(it);
+      }
+    }
   }
 }
 
@@ -122,7 +132,9 @@ char* OutputQueue::AdoptOwned(IoBuf buf, size_t n) {
   return p;
 }
 
-void OutputQueue::AppendExternal(std::span<const iovec> parts, std::shared_ptr<const void> pin) {
+void OutputQueue::AppendExternal(std::span<const iovec> parts, std::shared_ptr<const void> pin,
+                                 std::span<const PinnedBlock> blocks) {
+  const bool by_pin = !blocks.empty();
   size_t first = segs_.size();
   for (const iovec& v : parts) {
     if (v.iov_len == 0) continue;
@@ -131,12 +143,26 @@ void OutputQueue::AppendExternal(std::span<const iovec> parts, std::shared_ptr<c
     s.ptr = static_cast<const char*>(v.iov_base);
     s.len = v.iov_len;
     s.hold = hold_lsn_;
+    if (by_pin) {
+      s.by_pin = true;
+      pinned_ref_bytes_ += v.iov_len;
+    }
     bytes_ += v.iov_len;
     appended_total_ += v.iov_len;
     segs_.push_back(std::move(s));
   }
   // The last part carries the pin: parts are written (and released) in order.
-  if (segs_.size() > first) segs_.back().pin = std::move(pin);
+  if (segs_.size() > first) {
+    segs_.back().pin = std::move(pin);
+    segs_.back().blocks.assign(blocks.begin(), blocks.end());
+    for (const PinnedBlock& b : blocks) {
+      PinCount& c = pins_[b.id];
+      if (c.refs++ == 0) {
+        c.bytes = b.bytes;
+        pinned_bytes_ += b.bytes;
+      }
+    }
+  }
 }
 
 OutputQueue::Mark OutputQueue::GetMark() const {

@@ -38,8 +38,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "server/buffer.h"
+#include "server/pinned_block.h"
 
 namespace pion::server {
 
@@ -69,7 +72,10 @@ class OutputQueue {
   IoBuf TryAllocate(size_t n);
   char* AppendOwned(IoBuf buf, size_t n) { return AdoptOwned(std::move(buf), n); }
   // Memory owned elsewhere; `pin` is released once the last part is written.
-  void AppendExternal(std::span<const iovec> parts, std::shared_ptr<const void> pin);
+  // `blocks` is the memory the pin keeps alive (see held_bytes()); when empty,
+  // the parts count by their own length.
+  void AppendExternal(std::span<const iovec> parts, std::shared_ptr<const void> pin,
+                      std::span<const PinnedBlock> blocks = {});
 
   Mark GetMark() const;
   // Holds everything appended since `m` (and all later appends) until the
@@ -97,6 +103,15 @@ class OutputQueue {
   bool empty() const { return segs_.empty(); }
   // Unsent bytes (arena, owned and external).
   size_t bytes() const { return bytes_; }
+  // What the client holds for its limits: unsent bytes, except that replies
+  // sent by reference count the memory their pins keep alive instead of the
+  // bytes they reference (a one-row fetch pins its whole chunk; zeros sent from
+  // the shared zero block pin nothing).
+  size_t held_bytes() const {
+    // (The partly written head part still counts whole in pinned_ref_bytes_.)
+    size_t own = bytes_ > pinned_ref_bytes_ ? bytes_ - pinned_ref_bytes_ : 0;
+    return own + pinned_bytes_;
+  }
   // Bytes ever queued / ever written (for per-reply accounting by the caller).
   uint64_t appended_total() const { return appended_total_; }
   uint64_t consumed_total() const { return consumed_total_; }
@@ -123,6 +138,8 @@ class OutputQueue {
     uint64_t slot = 0;  // kSlot: the id given to AddSlot
     IoBuf owned;
     std::shared_ptr<const void> pin;
+    std::vector<PinnedBlock> blocks;  // kExternal with a pin: what it keeps alive
+    bool by_pin = false;              // kExternal: counted through blocks, not its length
   };
 
   // The arena block that can take `n` more bytes (a new one if needed).
@@ -141,6 +158,13 @@ class OutputQueue {
   uint64_t tail_seq_ = 0;
   size_t block_bytes_ = 0;  // capacity of blocks_
   size_t owned_bytes_ = 0;  // capacity of owned segments
+  struct PinCount {
+    uint32_t refs = 0;
+    size_t bytes = 0;
+  };
+  std::unordered_map<const void*, PinCount> pins_;  // distinct blocks queued pins keep alive
+  size_t pinned_bytes_ = 0;      // their bytes
+  size_t pinned_ref_bytes_ = 0;  // unsent bytes of the parts those pins cover
   uint64_t appended_total_ = 0;
   uint64_t consumed_total_ = 0;
   size_t head_off_ = 0;  // bytes of segs_.front() already written

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "server/pinned_block.h"
 
 namespace pion::server {
 
@@ -51,6 +52,13 @@ class ReplyBuilder {
   // `pin` keeps the memory alive until the bytes have been written to the socket.
   virtual void BulkExternal(size_t len, std::span<const iovec> parts,
                             std::shared_ptr<const void> pin) = 0;
+  // The same, where `pin` keeps `blocks` alive (whole stored chunks, a private
+  // buffer): those count against the client's output limits instead of `len`,
+  // each distinct block once however many replies pin it (parts outside them,
+  // such as shared zeros, count nothing).
+  virtual void BulkPinned(size_t len, std::span<const iovec> parts,
+                          std::shared_ptr<const void> pin,
+                          std::span<const PinnedBlock> blocks) = 0;
 };
 
 }  // namespace pion::server

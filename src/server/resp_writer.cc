@@ -148,6 +148,14 @@ uint8_t* RespWriter::TryBulkReserve(size_t len) {
   return reinterpret_cast<uint8_t*>(p);
 }
 
+void RespWriter::BulkPinned(size_t len, std::span<const iovec> parts,
+                            std::shared_ptr<const void> pin,
+                            std::span<const PinnedBlock> blocks) {
+  Header('$', len);
+  out_->AppendExternal(parts, std::move(pin), blocks);
+  out_->Append("\r\n");
+}
+
 void RespWriter::BulkExternal(size_t len, std::span<const iovec> parts,
                               std::shared_ptr<const void> pin) {
   Header('$', len);

@@ -39,6 +39,8 @@ class RespWriter final : public ReplyBuilder {
   void Verbatim(std::string_view body) override;
   uint8_t* BulkReserve(size_t len) override;
   uint8_t* TryBulkReserve(size_t len) override;
+  void BulkPinned(size_t len, std::span<const iovec> parts, std::shared_ptr<const void> pin,
+                  std::span<const PinnedBlock> blocks) override;
   void BulkExternal(size_t len, std::span<const iovec> parts,
                     std::shared_ptr<const void> pin) override;
 

@@ -186,6 +186,39 @@ def test_largest_reply_is_delivered_with_default_limits(server, raw_factory):
     assert c.call("PING") == "PONG"
 
 
+def test_pinned_chunks_count_against_the_output_limit(server_factory, raw_factory):
+    """A one-row fetch sent by reference pins its whole stored chunk (dropped or evicted
+    rows stay alive while unsent): the limit counts each pinned chunk once, not the row."""
+    s = server_factory(["--client-output-buffer-limit", "4mb", "-w", "1"])
+    c = raw_factory(s, timeout=60)
+    assert c.call("KV.PREFIX.REGISTER", "pin", 16, "fp16") == "OK"
+    rows = 1 << 19  # 16 MiB of fp16 rows: 64 full chunks of 8192 rows
+    data = np.ones((rows, 16), dtype=np.float16).tobytes()
+    assert c.call("V.STOREBATCH", "pin_pk", 0, 0, rows, data, "FMT", "F16") == "OK"
+    def fetches(chunks):
+        return b"".join(RawConn.encode("V.FETCH", "pin_pk", 0, "RANGE", (i % chunks) * 8192,
+                                       (i % chunks) * 8192 + 1, "FMT", "NATIVE")
+                        for i in range(256))
+    # A client far behind on replies that pin one chunk (256 KiB) is under the limit.
+    reader = raw_factory(s, timeout=60)
+    reader.send(fetches(1) * 8)
+    for _ in range(256 * 8):
+        assert reader.read() == np.ones(16, dtype=np.float16).tobytes()
+    one = fetches(64)
+    # One that never reads is cut once its unsent replies pin more than 4 MiB.
+    slow = raw_factory(s, timeout=60)
+    slow.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        for _ in range(80):  # 20480 fetches of 32 bytes each
+            slow.send(one)
+    except OSError:
+        pass  # closed by the server
+    r = s.client()
+    assert poll(lambda: r.info("stats")["client_output_buffer_limit_disconnections"] >= 1)
+    assert "closed for overcoming of output buffer limits" in s.log()
+    assert c.call("PING") == "PONG"
+
+
 # ------------------------------------------------ 4. reply amplification, bulks in flight
 
 def test_fetch_of_unwritten_rows_costs_no_memory(server_factory, raw_factory):
