@@ -5,6 +5,7 @@
 
 #include "base/crc32c.h"
 #include "base/fp16.h"
+#include "base/log.h"
 #include "base/status.h"
 #include "base/strutil.h"
 
@@ -26,6 +27,18 @@ TEST(Status, OkAndError) {
   Result<int> bad = Status::NotFound("x");
   EXPECT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), Code::kNotFound);
+}
+
+TEST(LogRateLimit, OneLineAnIntervalAndACountOfTheRest) {
+  LogRateLimit rl(1000000);
+  EXPECT_TRUE(rl.Allow(5));
+  for (uint64_t t = 6; t < 1000005; t += 1000) EXPECT_FALSE(rl.Allow(t));
+  EXPECT_EQ(rl.TakeSuppressed(), 1000u);
+  EXPECT_EQ(rl.TakeSuppressed(), 0u);
+  EXPECT_TRUE(rl.Allow(1000005));
+  EXPECT_FALSE(rl.Allow(1000006));
+  EXPECT_TRUE(rl.Allow(2000006));
+  EXPECT_EQ(rl.TakeSuppressed(), 1u);
 }
 
 TEST(StrUtil, StrictIntegers) {
