@@ -21,6 +21,16 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(os.environ.get("PION_BIN_DIR", ROOT / "build" / "release" / "bin"))
 
 
+def poll(fn, timeout=15.0, interval=0.01):
+    """Calls fn until it returns a truthy value or the deadline passes; returns the value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v or time.monotonic() > deadline:
+            return v
+        time.sleep(interval)  # polling interval of a deadline loop, not synchronisation
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

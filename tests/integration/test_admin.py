@@ -11,16 +11,7 @@ import time
 import pytest
 import redis
 
-from conftest import BIN_DIR, RawConn, Verbatim
-
-
-def poll(fn, timeout=15.0, interval=0.01):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v or time.monotonic() > deadline:
-            return v
-        time.sleep(interval)  # polling interval of a deadline loop
+from conftest import BIN_DIR, RawConn, Verbatim, poll
 
 
 # ---------------------------------------------------------------- AUTH / HELLO

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import redis
 
-from conftest import BIN_DIR, RawConn, RawError
+from conftest import BIN_DIR, RawConn, RawError, poll
 
 MiB = 1 << 20
 # Under ASan/TSan (make test-sanitize) the behaviour is checked but not the memory
@@ -29,14 +29,6 @@ def assert_memory(value_mb: float, bound_mb: float, what: str) -> None:
     if not SANITIZED:
         assert value_mb < bound_mb, f"{value_mb:.0f} MB {what} (bound {bound_mb} MB)"
 
-
-def poll(fn, timeout=30.0, interval=0.01):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v or time.monotonic() > deadline:
-            return v
-        time.sleep(interval)  # polling interval of a deadline loop
 
 
 def status_kb(server, field: str) -> int:

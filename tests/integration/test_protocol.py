@@ -14,17 +14,7 @@ import time
 import pytest
 import redis
 
-from conftest import RawConn, RawError, Verbatim
-
-
-def poll(fn, timeout=15.0, interval=0.01):
-    """Calls fn until it returns a truthy value or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v or time.monotonic() > deadline:
-            return v
-        time.sleep(interval)  # polling interval of a deadline loop
+from conftest import RawConn, RawError, Verbatim, poll
 
 
 def assert_alive(server):
