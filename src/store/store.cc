@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "base/check.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace pion::store {
 
@@ -55,11 +59,44 @@ class Namespace {
   uint64_t prefill_us = 0;
 };
 
+namespace {
+
+// The per-process secret of the block index: from the kernel's random source
+// (getrandom via std::random_device) once, on first use.
+uint64_t IndexSeed() {
+  static const uint64_t seed = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  return seed;
+}
+
+}  // namespace
+
+size_t BlockTable::Slot(uint64_t h) const {
+  return static_cast<size_t>(XXH3_64bits_withSeed(&h, sizeof(h), IndexSeed()) >>
+                             (64 - index_bits_));
+}
+
+bool BlockTable::Contains(uint64_t h) const {
+  if (h == 0) return has_zero_;
+  if (index_.empty()) return false;
+  const size_t mask = index_.size() - 1;
+  size_t i = Slot(h);
+  while (true) {
+    uint64_t v = index_[i];
+    if (v == h) return true;
+    if (v == 0) return false;
+    i = (i + 1) & mask;
+  }
+}
+
 void BlockTable::Finish() {
   index_bits_ = 4;
   while ((size_t{1} << index_bits_) < 2 * hashes.size()) ++index_bits_;
   index_.assign(size_t{1} << index_bits_, 0);
   has_zero_ = false;
+  build_probes_ = 0;
   const size_t mask = index_.size() - 1;
   for (uint64_t h : hashes) {
     if (h == 0) {
@@ -67,8 +104,25 @@ void BlockTable::Finish() {
       continue;
     }
     size_t i = Slot(h);
-    while (index_[i] != 0 && index_[i] != h) i = (i + 1) & mask;
+    ++build_probes_;
+    while (index_[i] != 0 && index_[i] != h) {
+      i = (i + 1) & mask;
+      ++build_probes_;
+    }
     index_[i] = h;
+  }
+  // Longest run of occupied slots, wrapping around (the table is at most half
+  // full, so there is always an empty slot).
+  max_run_ = 0;
+  size_t first_empty = 0;
+  while (index_[first_empty] != 0) ++first_empty;
+  uint64_t run = 0;
+  for (size_t k = 1; k <= index_.size(); ++k) {
+    if (index_[(first_empty + k) & mask] != 0) {
+      max_run_ = std::max(max_run_, ++run);
+    } else {
+      run = 0;
+    }
   }
   finished_ = true;
 }

@@ -131,6 +131,28 @@ TEST(BlockTable, MembershipMatchesASet) {
   }
 }
 
+// Hash flooding (issue 17 item 7): hashes are client input. These 65,536 values
+// all land in slot 0 under the old public Fibonacci multiplier (k times its
+// inverse mod 2^64, so h * M = k), which made Finish() cost 2^31 probes. With a
+// per-process random seed they must spread like random keys: building does
+// about one probe per hash and no run of occupied slots gets long.
+TEST(BlockTable, CraftedCollisionsStaySmall) {
+  constexpr uint64_t kM = 0x9E3779B97F4A7C15ull;
+  uint64_t inv = kM;  // Newton's iteration for the inverse mod 2^64
+  for (int i = 0; i < 6; ++i) inv *= 2 - kM * inv;
+  ASSERT_EQ(kM * inv, 1u);
+  constexpr uint64_t kN = 65536;
+  BlockTable t;
+  for (uint64_t k = 1; k <= kN; ++k) t.hashes.push_back(k * inv);
+  t.Finish();
+  // Random keys at load 0.5 average 1.5 probes per insert; the longest run is
+  // O(log n) (about 30 here). The old multiplier gave kN^2/2 probes and a run of kN.
+  EXPECT_LE(t.build_probes(), 4 * kN);
+  EXPECT_LE(t.max_run(), 128u);
+  for (uint64_t k = 1; k <= kN; ++k) ASSERT_TRUE(t.Contains(k * inv));
+  EXPECT_FALSE(t.Contains((kN + 1) * inv));
+}
+
 TEST(Store, RowsRoundTripGapsOverwrite) {
   Store st({});
   const uint32_t dim = 64;
