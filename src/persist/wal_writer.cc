@@ -77,41 +77,54 @@ void WalWriter::DrainLocked(std::unique_lock<std::mutex>& l) {
   drain_cv_.wait(l, [&] { return in_flight_ == 0; });
 }
 
+Result<WalWriter::Reserved> WalWriter::Reserve(RecordType t, std::span<const uint8_t> prefix,
+                                               uint64_t body_len) {
+  uint64_t len = prefix.size() + body_len;
+  if (len > kMaxPayload) return Status::InvalidArgument("record too large for the WAL");
+  Reserved r;
+  r.type = t;
+  r.len = len;
+  // The header and the prefix are framed here, outside write_mu_ (the CRC is
+  // only known once the body is written, see Write).
+  r.head.resize(kRecordHeaderSize + prefix.size());
+  if (!prefix.empty()) std::memcpy(r.head.data() + kRecordHeaderSize, prefix.data(), prefix.size());
+  // Reserve the LSN and the byte range; nothing else happens under write_mu_.
+  std::lock_guard<std::mutex> w(write_mu_);
+  std::lock_guard<std::mutex> l(state_mu_);
+  PION_RETURN_IF_ERROR(BrokenLocked());
+  r.lsn = next_lsn_++;
+  r.off = end_;
+  end_ += kRecordHeaderSize + len;
+  r.gen = generation_;
+  r.file = cur_;
+  reserved_lsn_ = r.lsn;
+  bytes_ = end_;
+  ++in_flight_;
+  return r;
+}
+
+Result<uint64_t> WalWriter::Write(Reserved& r, std::span<const uint8_t> body) {
+  PION_CHECK(r.head.size() - kRecordHeaderSize + body.size() == r.len);
+  // Frame (checksum over the body) and write with no lock held, concurrently
+  // with other appends. Body first, header last: a record whose header is on
+  // the disk had its body written first, and space whose header is still zero
+  // reads as a hole (docs/wal_format.md §5).
+  uint8_t* hdr = r.head.data();
+  EncodeRecordHeader(hdr, r.type, r.lsn, static_cast<uint32_t>(r.len));
+  std::span<const uint8_t> pieces[2] = {
+      {r.head.data() + kRecordHeaderSize, r.head.size() - kRecordHeaderSize}, body};
+  PutU32(hdr, RecordCrc(r.gen, hdr, pieces));
+  Status s;
+  if (!body.empty()) s = r.file->f->WriteAt(r.off + r.head.size(), body);
+  if (s.ok()) s = r.file->f->WriteAt(r.off, r.head);
+  return Complete(r.lsn, r.off, r.file, s);
+}
+
 Result<uint64_t> WalWriter::Append(RecordType t, std::span<const uint8_t> prefix,
                                    std::span<const uint8_t> rows) {
-  uint64_t len = prefix.size() + rows.size();
-  if (len > kMaxPayload) return Status::InvalidArgument("record too large for the WAL");
-  // Reserve the LSN and the byte range; nothing else happens under write_mu_.
-  uint64_t lsn, off, gen;
-  std::shared_ptr<File> file;
-  {
-    std::lock_guard<std::mutex> w(write_mu_);
-    std::lock_guard<std::mutex> l(state_mu_);
-    PION_RETURN_IF_ERROR(BrokenLocked());
-    lsn = next_lsn_++;
-    off = end_;
-    end_ += kRecordHeaderSize + len;
-    gen = generation_;
-    file = cur_;
-    reserved_lsn_ = lsn;
-    bytes_ = end_;
-    ++in_flight_;
-  }
-  // Frame (checksum over the rows) and write with no lock held, concurrently
-  // with other appends. Rows first, header last: a record whose header is on
-  // the disk had its rows written first, and space whose header is still zero
-  // reads as a hole (docs/wal_format.md §5).
-  uint8_t hdr[kRecordHeaderSize];
-  EncodeRecordHeader(hdr, t, lsn, static_cast<uint32_t>(len));
-  std::span<const uint8_t> pieces[2] = {prefix, rows};
-  PutU32(hdr, RecordCrc(gen, hdr, pieces));
-  std::vector<uint8_t> head(kRecordHeaderSize + prefix.size());
-  std::memcpy(head.data(), hdr, kRecordHeaderSize);
-  if (!prefix.empty()) std::memcpy(head.data() + kRecordHeaderSize, prefix.data(), prefix.size());
-  Status s;
-  if (!rows.empty()) s = file->f->WriteAt(off + head.size(), rows);
-  if (s.ok()) s = file->f->WriteAt(off, head);
-  return Complete(lsn, off, file, s);
+  auto r = Reserve(t, prefix, rows.size());
+  if (!r.ok()) return r.status();
+  return Write(*r, rows);
 }
 
 Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shared_ptr<File>& file,
@@ -179,8 +192,10 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
   return ret;
 }
 
-Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                       quant::Format fmt, const store::BlockTable* blocks) {
+namespace {
+
+RegisterRec MakeRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                         quant::Format fmt, const store::BlockTable* blocks, bool with_hashes) {
   RegisterRec r;
   r.ns = ns;
   r.incarnation = incarnation;
@@ -190,17 +205,13 @@ Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation
     r.has_blocks = true;
     r.block_size = blocks->block_size;
     r.hash_count = blocks->hashes.size();
-    r.hashes = reinterpret_cast<const uint8_t*>(blocks->hashes.data());
+    if (with_hashes) r.hashes = reinterpret_cast<const uint8_t*>(blocks->hashes.data());
   }
-  std::vector<uint8_t> p;
-  EncodeRegister(r, &p);
-  return Append(RecordType::kRegister, p, {});
+  return r;
 }
 
-Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, store::Side side,
-                                    uint32_t layer, uint64_t start, uint64_t count,
-                                    std::span<const uint8_t> stored) {
-  PION_CHECK(count > 0 && stored.size() % count == 0);
+StoreRec MakeStore(std::string_view ns, uint64_t incarnation, store::Side side, uint32_t layer,
+                   uint64_t start, uint64_t count, uint32_t row_bytes) {
   StoreRec r;
   r.ns = ns;
   r.incarnation = incarnation;
@@ -208,10 +219,72 @@ Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, s
   r.layer = layer;
   r.start = start;
   r.count = count;
-  r.row_bytes = static_cast<uint32_t>(stored.size() / count);
+  r.row_bytes = row_bytes;
+  return r;
+}
+
+}  // namespace
+
+Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                       quant::Format fmt, const store::BlockTable* blocks) {
   std::vector<uint8_t> p;
-  EncodeStorePrefix(r, &p);
+  EncodeRegister(MakeRegister(ns, incarnation, kv_dim, fmt, blocks, false), &p);
+  std::span<const uint8_t> hashes;
+  if (blocks != nullptr)
+    hashes = {reinterpret_cast<const uint8_t*>(blocks->hashes.data()), blocks->hashes.size() * 8};
+  return Append(RecordType::kRegister, p, hashes);
+}
+
+Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, store::Side side,
+                                    uint32_t layer, uint64_t start, uint64_t count,
+                                    std::span<const uint8_t> stored) {
+  PION_CHECK(count > 0 && stored.size() % count == 0);
+  std::vector<uint8_t> p;
+  EncodeStorePrefix(MakeStore(ns, incarnation, side, layer, start, count,
+                              static_cast<uint32_t>(stored.size() / count)),
+                    &p);
   return Append(RecordType::kStore, p, stored);
+}
+
+Status WalWriter::Reserved::Into(WalWriter* w, Result<Reserved> r, store::PendingRecord* out) {
+  if (!r.ok()) return r.status();
+  // A reservation dropped unwritten (a bug) fails like a write error instead
+  // of being counted in flight for ever.
+  struct Held {
+    WalWriter* w = nullptr;
+    Reserved r;
+    bool done = false;
+    ~Held() {
+      if (!done) (void)w->Complete(r.lsn, r.off, r.file, Status::IOError("record never written"));
+    }
+  };
+  out->lsn = r->lsn;
+  auto held = std::make_shared<Held>();  // built in place: a temporary would "abandon" it
+  held->w = w;
+  held->r = std::move(r).value();
+  out->write = [held](std::span<const uint8_t> body) {
+    held->done = true;
+    return held->w->Write(held->r, body);
+  };
+  return Status::OK();
+}
+
+Status WalWriter::ReserveStore(std::string_view ns, uint64_t incarnation, store::Side side,
+                               uint32_t layer, uint64_t start, uint64_t count, uint32_t row_bytes,
+                               store::PendingRecord* out) {
+  PION_CHECK(count > 0 && row_bytes > 0);
+  std::vector<uint8_t> p;
+  EncodeStorePrefix(MakeStore(ns, incarnation, side, layer, start, count, row_bytes), &p);
+  return Reserved::Into(this, Reserve(RecordType::kStore, p, count * row_bytes), out);
+}
+
+Status WalWriter::ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                  quant::Format fmt, std::shared_ptr<const store::BlockTable> blocks,
+                                  store::PendingRecord* out) {
+  std::vector<uint8_t> p;
+  EncodeRegister(MakeRegister(ns, incarnation, kv_dim, fmt, blocks.get(), false), &p);
+  uint64_t body = blocks ? blocks->hashes.size() * 8 : 0;
+  return Reserved::Into(this, Reserve(RecordType::kRegister, p, body), out);
 }
 
 Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation,

@@ -79,6 +79,12 @@ class WalWriter final : public store::MutationSink {
   Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation,
                           store::DropReason reason) override;
   Result<uint64_t> OnFlushAll() override;
+  Status ReserveStore(std::string_view ns, uint64_t incarnation, store::Side side, uint32_t layer,
+                      uint64_t start, uint64_t count, uint32_t row_bytes,
+                      store::PendingRecord* out) override;
+  Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                         quant::Format fmt, std::shared_ptr<const store::BlockTable> blocks,
+                         store::PendingRecord* out) override;
 
   // Snapshot barrier (no appends run meanwhile): every later record goes to a
   // new file "<base>.<G>" of generation G = current + 1. Sets G, the new file's
@@ -125,6 +131,18 @@ class WalWriter final : public store::MutationSink {
   // to, with the next record numbered `next_lsn`; resets the counters.
   void Adopt(const std::string& name, std::unique_ptr<WritableFile> f, uint64_t generation,
              uint64_t next_lsn, uint64_t end);
+  // A record whose LSN and byte range are reserved (and counted in flight) but
+  // not yet written; Write must be called exactly once.
+  struct Reserved {
+    RecordType type = RecordType::kStore;
+    uint64_t lsn = 0, off = 0, gen = 0, len = 0;
+    std::shared_ptr<File> file;
+    std::vector<uint8_t> head;  // record header (filled by Write) + payload prefix
+    // Wraps a reservation as the store's PendingRecord.
+    static Status Into(WalWriter* w, Result<Reserved> r, store::PendingRecord* out);
+  };
+  Result<Reserved> Reserve(RecordType t, std::span<const uint8_t> prefix, uint64_t body_len);
+  Result<uint64_t> Write(Reserved& r, std::span<const uint8_t> body);
   Result<uint64_t> Append(RecordType t, std::span<const uint8_t> prefix,
                           std::span<const uint8_t> rows);
   // Records the outcome of the write of `lsn` (at `off` in `file`); returns

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -106,7 +107,9 @@ struct RegisterArgs {
   std::string_view ns;
   uint32_t kv_dim = 0;
   quant::Format fmt = quant::Format::kFp16;
-  const BlockTable* blocks = nullptr;  // nullptr: keep any existing table
+  // nullptr: keep any existing table. Finished (BlockTable::Finish) by the
+  // caller, ideally: otherwise Register copies it to build the index.
+  std::shared_ptr<const BlockTable> blocks;
   bool has_prefill = false;
   uint64_t prefill_us = 0;  // replaces the stored time (0 if !has_prefill)
 };
@@ -248,6 +251,10 @@ class Store {
   Status RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn);
   // REQUIRES mu_. Evicts LRU namespaces other than `keep` until `fits` holds.
   Status EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn);
+  // A change reserved in the log but not yet written and applied; the
+  // snapshot barrier waits for none to be left.
+  void BeginPending();
+  void EndPending();
   Status StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start, uint64_t count,
                       std::span<const uint8_t> stored, bool log, uint64_t* lsn);
   Result<FetchPlan> FetchRangeOf(Namespace& n, Side side, uint32_t layer, uint64_t start,
@@ -256,7 +263,11 @@ class Store {
   StoreConfig cfg_;
   MutationSink* sink_ = nullptr;
   mutable std::shared_mutex gate_;
+  std::mutex reg_mu_;  // serialises Register and FlushAll (held across the register's write)
   mutable std::mutex mu_;
+  std::mutex pending_mu_;
+  std::condition_variable pending_cv_;
+  uint64_t pending_ = 0;  // guarded by pending_mu_
   // Transparent hashing: lookups by string_view allocate nothing.
   struct NameHash {
     using is_transparent = void;
