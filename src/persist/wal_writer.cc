@@ -70,7 +70,8 @@ void WalWriter::Start() {
 Status WalWriter::BrokenLocked() const {
   if (broken_.ok()) return Status::OK();
   return Status::IOError(std::string("write-ahead log unavailable after an I/O error (") +
-                         std::string(broken_.message()) + "); writes refused");
+                         std::string(broken_.message()) +
+                         "); writes refused until a snapshot (KV.PREFIX.SAVE) succeeds");
 }
 
 void WalWriter::DrainLocked(std::unique_lock<std::mutex>& l) {
@@ -139,7 +140,7 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
     --in_flight_;
     ++appended_;
     if (!s.ok()) {
-      LOG_WARNING("WAL append of lsn %llu failed, refusing further writes: %s",
+      LOG_WARNING("WAL append of lsn %llu failed: %s",
                   static_cast<unsigned long long>(lsn), s.ToString().c_str());
       if (broken_.ok()) broken_ = s;
       if (lsn < fail_lsn_) {
@@ -155,6 +156,7 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
       ret = Status::IOError("WAL append refused: an earlier record failed to write (" +
                             std::string(broken_.message()) + ")");
     } else {
+      max_ok_lsn_ = std::max(max_ok_lsn_, lsn);
       // Advance the contiguous mark over every record finished in order.
       if (lsn == written_lsn_ + 1) {
         written_lsn_ = lsn;
@@ -183,13 +185,46 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
   }
   if (truncate) {
     Status ts = truncate->f->Truncate(truncate_at);
-    if (!ts.ok())
+    if (!ts.ok()) {
       LOG_WARNING("WAL: cutting off the failed record at offset %llu failed: %s",
                   static_cast<unsigned long long>(truncate_at), ts.ToString().c_str());
+    } else {
+      ResumeAfterCleanCut(truncate);
+    }
   }
   if (wake) work_cv_.notify_one();
   if (ack != 0 && on_ack_) on_ack_(ack);
   return ret;
+}
+
+void WalWriter::ResumeAfterCleanCut(const std::shared_ptr<File>& file) {
+  std::lock_guard<std::mutex> w(write_mu_);
+  std::lock_guard<std::mutex> l(state_mu_);
+  // Clean iff the file ends at the failed record again, nothing is in flight,
+  // no fsync failed, and no record after the failed one was reported written
+  // (it could have been applied; then only a snapshot makes the log whole).
+  if (broken_.ok() || sync_failed_ || fail_file_ != file || file != cur_ || in_flight_ != 0 ||
+      max_ok_lsn_ >= fail_lsn_ || written_lsn_ + 1 != fail_lsn_)
+    return;
+  LOG_WARNING("WAL: failed record (lsn %llu) cut off at offset %llu of %s; appends resume",
+              static_cast<unsigned long long>(fail_lsn_),
+              static_cast<unsigned long long>(fail_off_), file->name.c_str());
+  next_lsn_ = fail_lsn_;
+  end_ = fail_off_;
+  reserved_lsn_ = fail_lsn_ - 1;
+  bytes_ = end_;
+  done_.clear();
+  ClearFailureLocked();
+  ++resumes_;
+}
+
+void WalWriter::ClearFailureLocked() {
+  broken_ = Status::OK();
+  fail_lsn_ = UINT64_MAX;
+  fail_off_ = 0;
+  fail_file_.reset();
+  fail_truncated_ = false;
+  sync_failed_ = false;
 }
 
 namespace {
@@ -306,31 +341,39 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
                          std::string* out_name) {
   std::lock_guard<std::mutex> r(rotate_mu_);
   std::lock_guard<std::mutex> w(write_mu_);
+  bool healing;
   {
     // Appends reserved in the old file finish there first (at the store's
     // barrier there are none), so a rotated-out file is complete.
     std::unique_lock<std::mutex> l(state_mu_);
     DrainLocked(l);
-    PION_RETURN_IF_ERROR(BrokenLocked());
+    healing = !broken_.ok();
   }
   uint64_t gen = generation_ + 1;
   const std::string name = base + "." + std::to_string(gen);
-  auto f = env_->NewWritableFile(JoinPath(dir_, name));
+  const std::string path = JoinPath(dir_, name);
+  auto f = env_->NewWritableFile(path);
   if (!f.ok()) return f.status();
   uint8_t hdr[kWalHeaderSize];
   EncodeWalHeader({gen, next_lsn_}, hdr);
   Status s = (*f)->WriteAt(0, hdr);
+  // A broken WAL is not synced by the sync thread: the snapshot that heals it
+  // (FinishRotation) needs the new file durable before it replaces anything.
+  if (s.ok() && healing) s = (*f)->Sync();
+  if (s.ok() && healing) s = env_->SyncDir(dir_);
   if (!s.ok()) {
-    (void)env_->RemoveFile(JoinPath(dir_, name));
+    (void)(*f)->Close();
+    (void)env_->RemoveFile(path);
     return s;
   }
   auto nf = std::make_shared<File>(File{name, std::move(f).value()});
+  rot_ = Rotation{cur_, generation_, end_, active_name_, next_lsn_, healing, true};
   {
     std::lock_guard<std::mutex> l(state_mu_);
     old_files_.push_back(cur_);
     cur_ = nf;
     sync_cur_ = nf;
-    dir_dirty_ = true;
+    dir_dirty_ = !healing;
     generation_seen_ = gen;
     bytes_ = kWalHeaderSize;
     appended_ = 0;
@@ -342,6 +385,39 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
   *first_lsn = next_lsn_;
   *out_name = name;
   return Status::OK();
+}
+
+bool WalWriter::RotationHeals() {
+  std::lock_guard<std::mutex> w(write_mu_);
+  return rot_.active && rot_.healing;
+}
+
+Status WalWriter::AbortRotation() {
+  std::lock_guard<std::mutex> r(rotate_mu_);
+  std::shared_ptr<File> dropped;
+  {
+    std::lock_guard<std::mutex> w(write_mu_);
+    std::lock_guard<std::mutex> l(state_mu_);
+    if (!rot_.active) return Status::OK();
+    rot_.active = false;
+    // Records went to the new file since the barrier: it is live, keep it
+    // (the next successful save removes it).
+    if (next_lsn_ != rot_.first_lsn || in_flight_ != 0 || cur_->name != active_name_)
+      return Status::OK();
+    dropped = cur_;
+    cur_ = rot_.prev;
+    sync_cur_ = cur_;
+    auto it = std::find(old_files_.begin(), old_files_.end(), cur_);
+    if (it != old_files_.end()) old_files_.erase(it);
+    generation_ = generation_seen_ = rot_.prev_generation;
+    end_ = bytes_ = rot_.prev_end;
+    active_name_ = rot_.prev_name;
+    dir_dirty_ = true;
+  }
+  (void)dropped->f->Close();
+  Status s = env_->RemoveFile(JoinPath(dir_, dropped->name));
+  if (s.ok()) s = env_->SyncDir(dir_);
+  return s;
 }
 
 Status WalWriter::FinishRotation(const std::string& final_name,
@@ -363,10 +439,37 @@ Status WalWriter::FinishRotation(const std::string& final_name,
     active_name_ = final_name;
     std::lock_guard<std::mutex> l(state_mu_);
     cur->name = final_name;
+    // Later errors about this file name the file that exists.
+    cur->f->Renamed(JoinPath(dir_, final_name));
   }
   for (const auto& n : obsolete)
     if (n != final_name) (void)env_->RemoveFile(JoinPath(dir_, n));
-  return env_->SyncDir(dir_);
+  PION_RETURN_IF_ERROR(env_->SyncDir(dir_));
+  uint64_t ack = 0;
+  {
+    std::lock_guard<std::mutex> w(write_mu_);
+    bool heal = rot_.active && rot_.healing;
+    rot_.active = false;
+    if (heal) {
+      // The snapshot holds every change the store applied, durably: the WAL
+      // is whole again from the new generation on (nothing was appended to it
+      // meanwhile: appends were refused while broken).
+      std::lock_guard<std::mutex> l(state_mu_);
+      LOG_NOTICE("WAL: snapshot durable, writes resume in %s (generation %llu)",
+                 final_name.c_str(), static_cast<unsigned long long>(generation_));
+      ClearFailureLocked();
+      done_.clear();
+      old_files_.clear();
+      written_lsn_ = durable_lsn_ = reserved_lsn_ = next_lsn_ - 1;
+      max_ok_lsn_ = written_lsn_;
+      ack = durable_lsn_;
+      ++resumes_;
+      durable_cv_.notify_all();
+    }
+  }
+  // Replies held for records before the barrier are covered by the snapshot.
+  if (ack != 0 && on_ack_) on_ack_(ack);
+  return Status::OK();
 }
 
 uint64_t WalWriter::last_lsn() const {
@@ -434,6 +537,7 @@ WalStats WalWriter::Stats() const {
   s.durable_lsn = durable_lsn_;
   s.syncs = syncs_;
   s.broken = !broken_.ok();
+  s.resumes = resumes_;
   return s;
 }
 
@@ -480,8 +584,10 @@ void WalWriter::SyncLoop() {
     ++syncs_;
     next_tick = Clock::now() + std::chrono::seconds(1);
     if (!s.ok()) {
-      LOG_WARNING("WAL fsync failed, refusing further writes: %s", s.ToString().c_str());
+      LOG_WARNING("WAL fsync failed, refusing writes until a snapshot succeeds: %s",
+                  s.ToString().c_str());
       broken_ = s;
+      sync_failed_ = true;
       durable_cv_.notify_all();
       continue;
     }

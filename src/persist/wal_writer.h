@@ -53,6 +53,7 @@ struct WalStats {
   uint64_t durable_lsn = 0;
   uint64_t syncs = 0;
   bool broken = false;
+  uint64_t resumes = 0;  // times appends resumed after a failure without a restart
 };
 
 class WalWriter final : public store::MutationSink {
@@ -91,10 +92,19 @@ class WalWriter final : public store::MutationSink {
   // first LSN and its name.
   Status Rotate(const std::string& base, uint64_t* generation, uint64_t* first_lsn,
                 std::string* name);
+  // After Rotate: true if the WAL was broken at the barrier, so that the
+  // snapshot being written is what heals it (the new file is already durable;
+  // appends stay refused until FinishRotation). Persistence skips its Commit then.
+  bool RotationHeals();
+  // The snapshot after Rotate failed: if nothing was appended to the new file,
+  // removes it and makes the previous file active again (no stray
+  // "<base>.<G>" file is left); otherwise keeps it (it holds records).
+  Status AbortRotation();
   // The active generation and the LSN the next record will get.
   void Position(uint64_t* generation, uint64_t* next_lsn);
   // After the snapshot of the active generation is durable: renames the active
-  // file to `final_name`, removes `obsolete` files, syncs the directory.
+  // file to `final_name`, removes `obsolete` files, syncs the directory; a
+  // WAL broken at the barrier accepts appends again.
   Status FinishRotation(const std::string& final_name, const std::vector<std::string>& obsolete);
 
   // Durability. last_lsn() is the contiguous written mark (see above).
@@ -153,6 +163,11 @@ class WalWriter final : public store::MutationSink {
   void DrainLocked(std::unique_lock<std::mutex>& l);
   void SyncLoop();
   Status BrokenLocked() const;
+  // After the failed record was cut off `file`: appends resume at its LSN and
+  // offset if that is clean (see wal_format.md §6).
+  void ResumeAfterCleanCut(const std::shared_ptr<File>& file);
+  // REQUIRES write_mu_ and state_mu_.
+  void ClearFailureLocked();
 
   Env* env_;
   std::string dir_;
@@ -169,6 +184,16 @@ class WalWriter final : public store::MutationSink {
   std::string active_name_;    // guarded by write_mu_ (and rotate_mu_ to change)
   // Serialises Rotate and FinishRotation (the latter does file I/O without write_mu_).
   std::mutex rotate_mu_;
+  // The rotation of the save in progress, to heal or undo it. Guarded by write_mu_.
+  struct Rotation {
+    std::shared_ptr<File> prev;
+    uint64_t prev_generation = 0;
+    uint64_t prev_end = 0;
+    std::string prev_name;
+    uint64_t first_lsn = 0;
+    bool healing = false;
+    bool active = false;
+  } rot_;
 
   // Small shared state for the sync thread and waiters.
   mutable std::mutex state_mu_;
@@ -187,6 +212,9 @@ class WalWriter final : public store::MutationSink {
   uint64_t fail_off_ = 0;
   std::shared_ptr<File> fail_file_;
   bool fail_truncated_ = false;
+  bool sync_failed_ = false;   // an fdatasync failed: only a snapshot heals
+  uint64_t max_ok_lsn_ = 0;    // the largest LSN whose append reported success
+  uint64_t resumes_ = 0;
   uint64_t durable_lsn_ = 0;
   uint64_t requested_lsn_ = 0;
   uint64_t generation_seen_ = 0;
