@@ -414,7 +414,8 @@ Status WalWriter::AbortRotation() {
     active_name_ = rot_.prev_name;
     dir_dirty_ = true;
   }
-  (void)dropped->f->Close();
+  // Not closed here: the sync thread may still hold it for a sync (closed with
+  // its last reference).
   Status s = env_->RemoveFile(JoinPath(dir_, dropped->name));
   if (s.ok()) s = env_->SyncDir(dir_);
   return s;
@@ -592,7 +593,12 @@ void WalWriter::SyncLoop() {
       continue;
     }
     // Closed files synced above are no longer needed (a rotation may have added more).
-    old_files_.erase(old_files_.begin(), old_files_.begin() + static_cast<long>(old.size()));
+    // (A heal or an undone rotation may have changed the list meanwhile: remove
+    // exactly the files synced.)
+    for (const auto& f : old) {
+      auto it = std::find(old_files_.begin(), old_files_.end(), f);
+      if (it != old_files_.end()) old_files_.erase(it);
+    }
     if (target > durable_lsn_) durable_lsn_ = target;
     uint64_t d = durable_lsn_;
     durable_cv_.notify_all();

@@ -15,13 +15,20 @@
 // fdatasync serves every write that completed meanwhile). Waiters block in
 // WaitDurable or are told through the ack callback.
 //
-// A failed write (ENOSPC, EIO) breaks the WAL until restart: that append and
-// every append reserved after it return an error (the store applies nothing),
-// the contiguous mark never passes the failed record, and once the appends in
-// flight have finished the file is truncated at the failed record so that no
-// valid record follows a gap. A failed fdatasync also breaks it (the kernel may
-// have dropped the dirty pages). Reads continue. TODO(persist): preallocate
-// (fallocate) at reservation so that ENOSPC is a clean, retryable refusal.
+// A failed write (ENOSPC, EIO): that append and every append reserved after it
+// return an error (the store applies nothing), the contiguous mark never passes
+// the failed record, and once the appends in flight have finished the file is
+// truncated at the failed record so that no valid record follows a gap. If no
+// record after it had been reported written, appends then resume at its LSN and
+// offset (a clean cut). Otherwise, and after a failed fdatasync (the kernel may
+// have dropped the dirty pages), the WAL refuses appends until a snapshot heals
+// it: Rotate at its barrier makes the new file durable itself, and
+// FinishRotation reopens the WAL for appends (docs/wal_format.md §6). Reads
+// continue throughout. TODO(persist): preallocate (fallocate) at reservation so
+// that ENOSPC is refused before anything is written.
+//
+// Two-phase appends (ReserveStore/ReserveRegister) let the store fix a record's
+// LSN under its locks and write the body after releasing them.
 //
 // Thread-safety: all public methods may be called from any thread.
 #pragma once

@@ -80,6 +80,10 @@ const std::vector<ConfigOption> kOptions = {
      [](const Config& c) { return U64(c.client_output_buffer_limit); }},
     {"auto-save-wal-bytes", false, false,
      [](const Config& c) { return U64(c.auto_save_wal_bytes); }},
+    {"auto-save-retry-min", false, false,
+     [](const Config& c) { return U64(c.auto_save_retry_min); }},
+    {"auto-save-retry-max", false, false,
+     [](const Config& c) { return U64(c.auto_save_retry_max); }},
     {"wal-repair", false, true, [](const Config& c) { return YesNo(c.wal_repair); }},
     {"appendonly", false, false, [](const Config& c) { return YesNo(c.appendonly); }},
 };
@@ -219,6 +223,14 @@ Status ApplySetting(Config* cfg, const std::string& raw_name,
     auto r = BytesArg(name, v, 0);
     if (!r.ok()) return r.status();
     cfg->auto_save_wal_bytes = *r;
+  } else if (name == "auto-save-retry-min") {
+    auto r = UintArg(name, v, 1, 86400);
+    if (!r.ok()) return r.status();
+    cfg->auto_save_retry_min = *r;
+  } else if (name == "auto-save-retry-max") {
+    auto r = UintArg(name, v, 1, 86400);
+    if (!r.ok()) return r.status();
+    cfg->auto_save_retry_max = *r;
   } else if (name == "wal-repair") {
     auto r = BoolArg(name, v);
     if (!r.ok()) return r.status();
@@ -251,6 +263,8 @@ std::string ConfigUsage() {
          "  --client-query-buffer-limit BYTES  largest pending command (default 2gb)\n"
          "  --client-output-buffer-limit BYTES queued replies before disconnect (default 1gb)\n"
          "  --auto-save-wal-bytes BYTES    WAL size that triggers a snapshot (default 0 = auto)\n"
+         "  --auto-save-retry-min SECONDS  first retry of a failed automatic snapshot (default 1)\n"
+         "  --auto-save-retry-max SECONDS  longest retry interval, doubling from min (default 300)\n"
          "  --wal-repair                   start even if the WAL is corrupt mid-file\n"
          "  --appendonly yes|no            WAL and snapshots for --kvcache (default yes)\n"
          "  --help, --version\n"

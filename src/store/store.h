@@ -5,19 +5,24 @@
 // for the locking design, summarised here:
 //
 //  * mu_ (one mutex) guards the namespace map, the byte and session accounting
-//    and eviction. It is held only for map/accounting updates and for logging
-//    small records (register, drop).
+//    (rows and block tables) and eviction. It is held only for map/accounting
+//    updates, reservations and logging small records (drop, flushall).
 //  * Each side of a namespace has its own mutex guarding its layer tables. A
 //    store encodes rows with *no* lock held, then takes the side lock, reserves
-//    bytes under mu_ (lock order: side -> mu_, never the reverse), logs the
-//    stored rows and copies them into chunks.
+//    bytes under mu_ (lock order: side -> mu_, never the reverse) and its log
+//    record, releases the locks, writes the record, and applies the rows under
+//    the side lock in reservation order (tickets). A register reserves under
+//    mu_, writes holding only reg_mu_ (registrations are serialised), applies
+//    under mu_. No store lock is held while a payload is written to the log.
 //  * Rows live in fixed-capacity chunks held by shared_ptr. A fetch takes
 //    references to the chunks it needs under the side lock and releases the
 //    lock before decoding or sending, so eviction, DROP or an overwrite never
 //    frees or changes bytes still in flight: a writer modifies a chunk in place
 //    only when it holds the only reference, else it copies it first (COW).
-//  * gate_ (shared_mutex) is held shared by every mutation and exclusively by
-//    CaptureSnapshot, so a snapshot sees a state that matches one log position.
+//  * gate_ (shared_mutex) is held shared by every mutation while it reserves and
+//    exclusively by CaptureSnapshot, which also waits until no reserved change
+//    is still to be applied, so a snapshot sees a state that matches one log
+//    position.
 //
 // LRU: every namespace has a stamp from a global counter, bumped by register,
 // lookup, blocks/membership, store and fetch (either side). Eviction removes
