@@ -230,7 +230,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   PendingRecord rec;
   NsPtr existing;
   uint64_t inc = 0;
-  uint64_t delta = 0;  // table bytes added (a replaced table's bytes are given back on apply)
+  uint64_t delta = 0;  // bytes the registration adds: its table less a replaced one
   {
     std::shared_lock<std::shared_mutex> gate(gate_);
     std::lock_guard<std::mutex> l(mu_);
@@ -266,7 +266,9 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
     if (sink_) {
       PION_RETURN_IF_ERROR(sink_->ReserveRegister(a.ns, inc, a.kv_dim, a.fmt, table, &rec));
     }
-    // Reserved until the apply below (or given back on failure).
+    // Counted now as if applied (a replaced table's bytes already given back);
+    // undone below if the write fails. reg_mu_ keeps `replaced` current.
+    delta -= replaced;  // modulo 2^64: may "subtract"
     bytes_ += delta;
     if (existing) existing->bytes += delta;
     BeginPending();
@@ -288,34 +290,25 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
     std::lock_guard<std::mutex> l(mu_);
     if (existing) {
       // A drop or eviction meanwhile (logged after this record) took the
-      // namespace's bytes out already; otherwise settle them.
-      if (!existing->dropped) {
+      // namespace's bytes out of the total already.
+      if (!st.ok() && !existing->dropped) {
         existing->bytes -= delta;
         bytes_ -= delta;
       }
       if (st.ok()) {
-        if (table) {
-          if (!existing->dropped) {
-            uint64_t old = TableBytes(existing->blocks);
-            existing->bytes += delta - old;
-            bytes_ += delta - old;
-          }
-          existing->blocks = std::move(table);
-        }
+        if (table) existing->blocks = std::move(table);
         existing->prefill_us = a.has_prefill ? a.prefill_us : 0;
         Touch(*existing);
       }
-    } else {
+    } else if (!st.ok()) {
       bytes_ -= delta;
-      if (st.ok()) {
-        auto n = std::make_shared<Namespace>(std::string(a.ns), inc, a.kv_dim, a.fmt);
-        n->blocks = std::move(table);
-        n->bytes = delta;
-        bytes_ += delta;
-        n->prefill_us = a.has_prefill ? a.prefill_us : 0;
-        Touch(*n);
-        map_.emplace(n->name, std::move(n));
-      }
+    } else {
+      auto n = std::make_shared<Namespace>(std::string(a.ns), inc, a.kv_dim, a.fmt);
+      n->blocks = std::move(table);
+      n->bytes = delta;
+      n->prefill_us = a.has_prefill ? a.prefill_us : 0;
+      Touch(*n);
+      map_.emplace(n->name, std::move(n));
     }
   }
   EndPending();
