@@ -569,6 +569,27 @@ TEST(Store, SinkSeesEveryMutationAndReplayReproducesState) {
   EXPECT_EQ(replayed.FetchRange("b_pv", 1, 0, 12)->stored_rows, 0u);
 }
 
+// A registration whose log write fails changes nothing, bytes included.
+TEST(Store, FailedRegisterWriteKeepsTableAndBytes) {
+  RecordingSink sink;
+  Store st({256, 0});
+  st.SetSink(&sink);
+  auto t1 = Table(1000, 1);
+  ASSERT_TRUE(RegBlocks(st, "a", t1).ok());
+  const uint64_t bytes = st.Stats().bytes;
+  ASSERT_EQ(bytes, t1->MemoryBytes());
+  sink.fail = true;
+  EXPECT_EQ(RegBlocks(st, "a", Table(5000, 2)).code(), Code::kIOError);
+  EXPECT_EQ(RegBlocks(st, "b", Table(5000, 3)).code(), Code::kIOError);
+  sink.fail = false;
+  EXPECT_EQ(st.Stats().bytes, bytes);
+  EXPECT_FALSE(st.Lookup("b").hit);
+  EXPECT_EQ(st.Blocks("a")->hashes, t1->hashes);
+  Store replayed({256, 0});
+  Replay(sink.recs, &replayed);
+  EXPECT_EQ(replayed.Stats().bytes, bytes);
+}
+
 TEST(Store, SnapshotCaptureIsConsistentAndPinned) {
   Store st({});
   const uint32_t dim = 64;
