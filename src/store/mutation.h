@@ -4,7 +4,10 @@
 // only sent once the LSN is durable as the fsync policy requires
 // (MutationSink::WaitDurable / the server's deferred replies). If the sink fails
 // (disk full, I/O error) the change is not applied and the command answers the
-// error: the store never holds state the log does not describe.
+// error: the store never holds state the log does not describe. (One window:
+// a record written while an earlier one fails is cut off the file with it; the
+// WAL then refuses writes until a snapshot, which holds that state, succeeds -
+// docs/wal_format.md §6.)
 //
 // Records carry rows in their *stored* form, so replay never re-quantizes.
 //
@@ -13,8 +16,9 @@
 // applies a record only to the same incarnation. This makes a race harmless in
 // which a store to a namespace that is concurrently dropped and re-registered is
 // logged after the new registration: live, it went to the dropped object; on
-// replay it is skipped. (Stores are logged under the namespace's side lock, not
-// the global lock, so that large payloads never block other namespaces.)
+// replay it is skipped. (Stores are reserved under the namespace's side lock, not
+// the global lock, and written with neither, so that large payloads never
+// block other namespaces.)
 // Two-phase appends (docs/ARCHITECTURE.md "Store", "Locks"): the records with a
 // large body (STORE rows, a REGISTER's block table) are *reserved* with the
 // store's locks held, which fixes their LSN and log position (and so the
