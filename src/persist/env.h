@@ -34,6 +34,8 @@ class WritableFile {
   virtual Result<uint64_t> Size() = 0;
   // Closes the file; later calls are bugs. Also done by the destructor.
   virtual Status Close() = 0;
+  // The file was renamed to `path` (error messages name the file that exists).
+  virtual void Renamed(const std::string& path) { (void)path; }
 };
 
 class ReadableFile {

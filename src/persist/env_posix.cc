@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "persist/env.h"
@@ -27,6 +28,11 @@ Status PosixError(std::string_view what, const std::string& path, int err) {
 class PosixWritableFile final : public WritableFile {
  public:
   PosixWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  // Errors name the file by its current name (the WAL renames its active file).
+  std::string path() const {
+    std::lock_guard<std::mutex> l(path_mu_);
+    return path_;
+  }
   ~PosixWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -38,9 +44,9 @@ class PosixWritableFile final : public WritableFile {
       ssize_t n = ::pwrite(fd_, p, left, static_cast<off_t>(offset));
       if (n < 0) {
         if (errno == EINTR) continue;
-        return PosixError("write", path_, errno);
+        return PosixError("write", path(), errno);
       }
-      if (n == 0) return PosixError("write", path_, ENOSPC);
+      if (n == 0) return PosixError("write", path(), ENOSPC);
       p += n;
       left -= static_cast<size_t>(n);
       offset += static_cast<uint64_t>(n);
@@ -48,28 +54,33 @@ class PosixWritableFile final : public WritableFile {
     return Status::OK();
   }
   Status Sync() override {
-    if (::fdatasync(fd_) != 0) return PosixError("fdatasync", path_, errno);
+    if (::fdatasync(fd_) != 0) return PosixError("fdatasync", path(), errno);
     return Status::OK();
   }
   Status Truncate(uint64_t size) override {
     if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
-      return PosixError("ftruncate", path_, errno);
+      return PosixError("ftruncate", path(), errno);
     return Status::OK();
   }
   Result<uint64_t> Size() override {
     struct stat st;
-    if (::fstat(fd_, &st) != 0) return PosixError("fstat", path_, errno);
+    if (::fstat(fd_, &st) != 0) return PosixError("fstat", path(), errno);
     return static_cast<uint64_t>(st.st_size);
+  }
+  void Renamed(const std::string& path) override {
+    std::lock_guard<std::mutex> l(path_mu_);
+    path_ = path;
   }
   Status Close() override {
     int fd = fd_;
     fd_ = -1;
-    if (fd >= 0 && ::close(fd) != 0) return PosixError("close", path_, errno);
+    if (fd >= 0 && ::close(fd) != 0) return PosixError("close", path(), errno);
     return Status::OK();
   }
 
  private:
-  std::string path_;
+  mutable std::mutex path_mu_;
+  std::string path_;  // guarded by path_mu_
   int fd_;
 };
 

@@ -7,15 +7,21 @@ namespace pion::persist {
 
 class FaultWritableFile final : public WritableFile {
  public:
-  FaultWritableFile(FaultEnv* env, std::shared_ptr<FaultEnv::Node> n)
-      : env_(env), n_(std::move(n)) {}
+  FaultWritableFile(FaultEnv* env, std::shared_ptr<FaultEnv::Node> n, std::string path)
+      : env_(env), n_(std::move(n)), path_(std::move(path)) {}
+  // Errors name the file as PosixEnv's do: by the path it was opened or last
+  // renamed to.
   Status WriteAt(uint64_t offset, std::span<const uint8_t> data) override {
     std::lock_guard<std::mutex> l(env_->mu_);
-    return env_->WriteLocked(n_, offset, data);
+    return env_->WriteLocked(n_, path_, offset, data);
   }
   Status Sync() override {
     std::lock_guard<std::mutex> l(env_->mu_);
-    return env_->SyncLocked(n_);
+    return env_->SyncLocked(n_, path_);
+  }
+  void Renamed(const std::string& path) override {
+    std::lock_guard<std::mutex> l(env_->mu_);
+    path_ = path;
   }
   Status Truncate(uint64_t size) override {
     std::lock_guard<std::mutex> l(env_->mu_);
@@ -32,6 +38,7 @@ class FaultWritableFile final : public WritableFile {
  private:
   FaultEnv* env_;
   std::shared_ptr<FaultEnv::Node> n_;
+  std::string path_;  // guarded by env_->mu_
 };
 
 class FaultReadableFile final : public ReadableFile {
@@ -85,9 +92,16 @@ void FaultEnv::CrashAfterNthSync(uint64_t n, CrashMode mode) {
   crash_at_ = syncs_ + n;
   crash_mode_ = mode;
 }
+void FaultEnv::SetDiskFull(bool full, bool partial, std::string_view msg) {
+  std::lock_guard<std::mutex> l(mu_);
+  full_ = full;
+  fail_partial_ = partial;
+  fail_write_msg_ = std::string(msg);
+}
 void FaultEnv::ClearFaults() {
   std::lock_guard<std::mutex> l(mu_);
   fail_write_at_ = fail_sync_at_ = crash_at_ = 0;
+  full_ = false;
 }
 void FaultEnv::CrashNow(CrashMode mode) {
   std::lock_guard<std::mutex> l(mu_);
@@ -134,23 +148,24 @@ Status FaultEnv::DeadLocked() const {
   return Status::OK();
 }
 
-Status FaultEnv::WriteLocked(const NodePtr& n, uint64_t off, std::span<const uint8_t> data) {
+Status FaultEnv::WriteLocked(const NodePtr& n, const std::string& path, uint64_t off,
+                             std::span<const uint8_t> data) {
   PION_RETURN_IF_ERROR(DeadLocked());
   ++writes_;
   size_t len = data.size();
-  bool fail = fail_write_at_ != 0 && writes_ == fail_write_at_;
+  bool fail = (fail_write_at_ != 0 && writes_ == fail_write_at_) || full_;
   if (fail) len = fail_partial_ ? data.size() / 2 : 0;
   if (n->data.size() < off + len) n->data.resize(off + len);
   std::copy_n(data.data(), len, n->data.data() + off);
-  if (fail) return Status::IOError("write: " + fail_write_msg_);
+  if (fail) return Status::IOError("write " + path + ": " + fail_write_msg_);
   return Status::OK();
 }
 
-Status FaultEnv::SyncLocked(const NodePtr& n) {
+Status FaultEnv::SyncLocked(const NodePtr& n, const std::string& path) {
   PION_RETURN_IF_ERROR(DeadLocked());
   ++syncs_;
   if (fail_sync_at_ != 0 && syncs_ == fail_sync_at_)
-    return Status::IOError("fdatasync: " + fail_sync_msg_);
+    return Status::IOError("fdatasync " + path + ": " + fail_sync_msg_);
   n->synced = n->data;
   AfterSyncLocked();
   return Status::OK();
@@ -189,14 +204,14 @@ Result<std::unique_ptr<WritableFile>> FaultEnv::NewWritableFile(const std::strin
   PION_RETURN_IF_ERROR(DeadLocked());
   auto n = std::make_shared<Node>();
   files_[path] = n;
-  return std::unique_ptr<WritableFile>(new FaultWritableFile(this, n));
+  return std::unique_ptr<WritableFile>(new FaultWritableFile(this, n, path));
 }
 Result<std::unique_ptr<WritableFile>> FaultEnv::ReopenWritableFile(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
   PION_RETURN_IF_ERROR(DeadLocked());
   auto it = files_.find(path);
   if (it == files_.end()) return Status::NotFound(path);
-  return std::unique_ptr<WritableFile>(new FaultWritableFile(this, it->second));
+  return std::unique_ptr<WritableFile>(new FaultWritableFile(this, it->second, path));
 }
 Result<std::unique_ptr<ReadableFile>> FaultEnv::NewReadableFile(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);

@@ -46,6 +46,10 @@ class FaultEnv final : public Env {
   void FailNthWrite(uint64_t n, bool partial = true,
                     std::string_view msg = "No space left on device");
   void FailNthSync(uint64_t n, std::string_view msg = "Input/output error");
+  // While full, every write fails (writing half of its bytes when `partial`)
+  // with `msg`, as on a full disk; SetDiskFull(false) frees space again.
+  void SetDiskFull(bool full, bool partial = true,
+                   std::string_view msg = "No space left on device");
   void CrashAfterNthSync(uint64_t n, CrashMode mode);
   void ClearFaults();
   // Simulates a crash now.
@@ -85,8 +89,9 @@ class FaultEnv final : public Env {
   using NodePtr = std::shared_ptr<Node>;
 
   Status DeadLocked() const;
-  Status WriteLocked(const NodePtr& n, uint64_t off, std::span<const uint8_t> data);
-  Status SyncLocked(const NodePtr& n);
+  Status WriteLocked(const NodePtr& n, const std::string& path, uint64_t off,
+                     std::span<const uint8_t> data);
+  Status SyncLocked(const NodePtr& n, const std::string& path);
   void AfterSyncLocked();
   void TakeImageLocked(CrashMode mode);
 
@@ -97,6 +102,7 @@ class FaultEnv final : public Env {
   uint64_t syncs_ = 0, writes_ = 0;
   uint64_t fail_write_at_ = 0, fail_sync_at_ = 0, crash_at_ = 0;
   bool fail_partial_ = true;
+  bool full_ = false;
   std::string fail_write_msg_, fail_sync_msg_;
   CrashMode crash_mode_ = CrashMode::kDropUnsynced;
   bool dead_ = false;

@@ -129,11 +129,30 @@ Status Persistence::SaveLocked(std::string_view path) {
         &barrier);
   }
   if (!barrier.ok()) return barrier;
+  // A failed save removes the WAL file its barrier created when nothing was
+  // logged to it since (else it holds records and stays live).
+  auto undo_rotation = [&] {
+    if (!compact) return;
+    Status u = wal_->AbortRotation();
+    if (!u.ok()) LOG_WARNING("SAVE: removing %s failed: %s", new_name.c_str(), u.ToString().c_str());
+    if (wal_->active_name() != new_name)
+      live_wal_names_.erase(std::remove(live_wal_names_.begin(), live_wal_names_.end(), new_name),
+                            live_wal_names_.end());
+  };
   if (compact) {
     live_wal_names_.push_back(new_name);
     // Make the new WAL file (its header and directory entry) and everything the
-    // snapshot holds durable before the snapshot can replace anything.
-    PION_RETURN_IF_ERROR(wal_->Commit());
+    // snapshot holds durable before the snapshot can replace anything. (When
+    // this snapshot heals a broken WAL, Rotate synced the new file itself and
+    // the snapshot is what makes the rest durable.)
+    if (!wal_->RotationHeals()) {
+      Status c = wal_->Commit();
+      if (!c.ok()) {
+        views.clear();
+        undo_rotation();
+        return c;
+      }
+    }
   }
   hdr.created_unix = static_cast<uint64_t>(UnixSeconds());
   hdr.namespace_count = views.size();
@@ -144,6 +163,7 @@ Status Persistence::SaveLocked(std::string_view path) {
   if (!s.ok()) {
     LOG_WARNING("SAVE to %s failed: %s (previous snapshot and WAL kept)", target.c_str(),
                 s.ToString().c_str());
+    undo_rotation();
     return Status::IOError(std::string("KV.PREFIX.SAVE failed: ") + std::string(s.message()));
   }
   if (compact) {
@@ -200,6 +220,47 @@ uint64_t Persistence::AutoSaveThreshold() const {
   return std::max<uint64_t>(64ull << 20, stats_.snapshot_bytes);
 }
 
+uint64_t Persistence::AutoSaveBackoffMs(uint64_t failures) const {
+  if (failures == 0) return 0;
+  uint64_t d = std::max<uint64_t>(opt_.auto_save_retry_min_ms, 1);
+  for (uint64_t i = 1; i < failures && d < opt_.auto_save_retry_max_ms; ++i) d *= 2;
+  return std::min(d, std::max(opt_.auto_save_retry_max_ms, opt_.auto_save_retry_min_ms));
+}
+
+bool Persistence::AutoSaveTick(uint64_t now_ms) {
+  if (!wal_) return false;
+  WalStats ws = wal_->Stats();
+  // A broken WAL is healed by a snapshot (docs/wal_format.md §6); a long one
+  // is compacted.
+  if (!ws.broken && ws.bytes <= AutoSaveThreshold()) return false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (now_ms < next_auto_save_ms_) return false;
+  }
+  if (ws.broken) {
+    LOG_NOTICE("WAL refuses writes after an I/O error: snapshot to resume");
+  } else {
+    LOG_NOTICE("WAL is %llu bytes (> %llu): automatic snapshot",
+               static_cast<unsigned long long>(ws.bytes),
+               static_cast<unsigned long long>(AutoSaveThreshold()));
+  }
+  Status s = Save("");
+  std::lock_guard<std::mutex> l(mu_);
+  ++stats_.auto_save_attempts;
+  if (s.ok()) {
+    stats_.auto_save_failures = 0;
+    next_auto_save_ms_ = 0;
+  } else {
+    // Back off on repeated failure (a full disk): min, 2x min, ... up to max.
+    uint64_t d = AutoSaveBackoffMs(++stats_.auto_save_failures);
+    next_auto_save_ms_ = now_ms + d;
+    LOG_WARNING("automatic snapshot failed (%llu in a row), next try in %.1f s: %s",
+                static_cast<unsigned long long>(stats_.auto_save_failures),
+                static_cast<double>(d) / 1000.0, s.ToString().c_str());
+  }
+  return true;
+}
+
 void Persistence::BackgroundLoop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
@@ -215,21 +276,7 @@ void Persistence::BackgroundLoop() {
     cv_.wait_for(l, std::chrono::milliseconds(100));
     if (stop_ || !jobs_.empty()) continue;
     l.unlock();
-    uint64_t threshold = AutoSaveThreshold();
-    WalStats ws = wal_->Stats();
-    if (ws.bytes > threshold && !ws.broken) {
-      LOG_NOTICE("WAL is %llu bytes (> %llu): automatic snapshot",
-                 static_cast<unsigned long long>(ws.bytes),
-                 static_cast<unsigned long long>(threshold));
-      Status s = Save("");
-      if (!s.ok()) {
-        LOG_WARNING("automatic snapshot failed: %s", s.ToString().c_str());
-        // Do not retry in a tight loop on a full disk.
-        l.lock();
-        cv_.wait_for(l, std::chrono::seconds(10), [&] { return stop_; });
-        continue;
-      }
-    }
+    (void)AutoSaveTick(MonotonicNs() / 1000000);
     l.lock();
   }
   // Finish queued saves (SHUTDOWN SAVE waits on them) before leaving.
@@ -277,6 +324,7 @@ PersistStats Persistence::Stats() const {
     s.last_lsn = w.last_lsn;
     s.durable_lsn = w.durable_lsn;
     s.wal_broken = w.broken;
+    s.wal_resumes = w.resumes;
   }
   return s;
 }

@@ -35,6 +35,10 @@ struct PersistOptions {
   bool wal_repair = false;
   Env* env = nullptr;      // nullptr = PosixEnv()
   bool background = true;  // auto-save thread (tests may turn it off)
+  // Automatic snapshot after a failure (full disk): retried after min, then
+  // twice as long each time, at most max (milliseconds).
+  uint64_t auto_save_retry_min_ms = 1000;
+  uint64_t auto_save_retry_max_ms = 300000;
 };
 
 struct PersistStats {
@@ -46,6 +50,7 @@ struct PersistStats {
   uint64_t last_lsn = 0;
   uint64_t durable_lsn = 0;
   bool wal_broken = false;
+  uint64_t wal_resumes = 0;  // writes resumed after a WAL failure without a restart
   int64_t last_save_unix = 0;
   bool last_save_ok = true;
   bool save_in_progress = false;
@@ -56,6 +61,8 @@ struct PersistStats {
   double recovery_seconds = 0;
   uint64_t loaded_namespaces = 0;
   uint64_t loaded_rows = 0;
+  uint64_t auto_save_attempts = 0;
+  uint64_t auto_save_failures = 0;  // consecutive failed automatic snapshots
 };
 
 class Persistence {
@@ -100,6 +107,14 @@ class Persistence {
   PersistStats Stats() const;
   WalWriter* wal() { return wal_.get(); }
 
+  // One step of the automatic snapshot (the background thread calls it every
+  // 100 ms; tests call it with their own clock): snapshots when the WAL passed
+  // its threshold or is broken (a snapshot heals it), unless a failure's
+  // back-off runs until after `now_ms`. True if it tried.
+  bool AutoSaveTick(uint64_t now_ms);
+  // The back-off after `failures` consecutive failed automatic snapshots.
+  uint64_t AutoSaveBackoffMs(uint64_t failures) const;
+
  private:
   Status SaveLocked(std::string_view path);
   void BackgroundLoop();
@@ -122,6 +137,7 @@ class Persistence {
   bool closed_ = false;
   std::thread bg_;
   PersistStats stats_;  // save/recovery fields, guarded by mu_
+  uint64_t next_auto_save_ms_ = 0;  // guarded by mu_
   std::atomic<bool> saving_{false};
 };
 

@@ -40,16 +40,16 @@ Status Fill(store::Store& s, const std::string& ns, quant::Format fmt, uint32_t 
             uint32_t layers, uint64_t start, uint64_t rows, uint64_t seed, uint64_t* lsn,
             bool blocks) {
   uint64_t l = 0;
-  store::BlockTable bt;
+  auto bt = std::make_shared<store::BlockTable>();
   store::RegisterArgs ra;
   ra.ns = ns;
   ra.kv_dim = dim;
   ra.fmt = fmt;
   if (blocks) {
-    bt.block_size = 16;
-    for (uint64_t i = 0; i < 5; ++i) bt.hashes.push_back(seed * 1000003 + i * 7919);
-    bt.Finish();
-    ra.blocks = &bt;
+    bt->block_size = 16;
+    for (uint64_t i = 0; i < 5; ++i) bt->hashes.push_back(seed * 1000003 + i * 7919);
+    bt->Finish();
+    ra.blocks = bt;
   }
   PION_RETURN_IF_ERROR(s.Register(ra, &l));
   *lsn = std::max(*lsn, l);

@@ -172,7 +172,7 @@ void EncodeRegister(const RegisterRec& r, std::vector<uint8_t>* out) {
     w.U32(r.block_size);
     w.U32(0);
     w.U64(r.hash_count);
-    w.Raw(r.hashes, r.hash_count * 8);
+    if (r.hashes != nullptr) w.Raw(r.hashes, r.hash_count * 8);
   }
 }
 

@@ -127,7 +127,8 @@ struct SnapEndRec {
 };
 
 // Encoders append to `out`. For STORE/ROWS only the fixed part before the rows
-// is encoded (the rows are written from the caller's memory).
+// is encoded (the rows are written from the caller's memory); likewise a
+// REGISTER whose `hashes` is nullptr stops before the hash_count hashes.
 void EncodeRegister(const RegisterRec& r, std::vector<uint8_t>* out);
 void EncodeSnapNamespace(const RegisterRec& r, std::vector<uint8_t>* out);
 void EncodeStorePrefix(const StoreRec& r, std::vector<uint8_t>* out);

@@ -70,48 +70,62 @@ void WalWriter::Start() {
 Status WalWriter::BrokenLocked() const {
   if (broken_.ok()) return Status::OK();
   return Status::IOError(std::string("write-ahead log unavailable after an I/O error (") +
-                         std::string(broken_.message()) + "); writes refused");
+                         std::string(broken_.message()) +
+                         "); writes refused until a snapshot (KV.PREFIX.SAVE) succeeds");
 }
 
 void WalWriter::DrainLocked(std::unique_lock<std::mutex>& l) {
   drain_cv_.wait(l, [&] { return in_flight_ == 0; });
 }
 
+Result<WalWriter::Reserved> WalWriter::Reserve(RecordType t, std::span<const uint8_t> prefix,
+                                               uint64_t body_len) {
+  uint64_t len = prefix.size() + body_len;
+  if (len > kMaxPayload) return Status::InvalidArgument("record too large for the WAL");
+  Reserved r;
+  r.type = t;
+  r.len = len;
+  // The header and the prefix are framed here, outside write_mu_ (the CRC is
+  // only known once the body is written, see Write).
+  r.head.resize(kRecordHeaderSize + prefix.size());
+  if (!prefix.empty()) std::memcpy(r.head.data() + kRecordHeaderSize, prefix.data(), prefix.size());
+  // Reserve the LSN and the byte range; nothing else happens under write_mu_.
+  std::lock_guard<std::mutex> w(write_mu_);
+  std::lock_guard<std::mutex> l(state_mu_);
+  PION_RETURN_IF_ERROR(BrokenLocked());
+  r.lsn = next_lsn_++;
+  r.off = end_;
+  end_ += kRecordHeaderSize + len;
+  r.gen = generation_;
+  r.file = cur_;
+  reserved_lsn_ = r.lsn;
+  bytes_ = end_;
+  ++in_flight_;
+  return r;
+}
+
+Result<uint64_t> WalWriter::Write(Reserved& r, std::span<const uint8_t> body) {
+  PION_CHECK(r.head.size() - kRecordHeaderSize + body.size() == r.len);
+  // Frame (checksum over the body) and write with no lock held, concurrently
+  // with other appends. Body first, header last: a record whose header is on
+  // the disk had its body written first, and space whose header is still zero
+  // reads as a hole (docs/wal_format.md §5).
+  uint8_t* hdr = r.head.data();
+  EncodeRecordHeader(hdr, r.type, r.lsn, static_cast<uint32_t>(r.len));
+  std::span<const uint8_t> pieces[2] = {
+      {r.head.data() + kRecordHeaderSize, r.head.size() - kRecordHeaderSize}, body};
+  PutU32(hdr, RecordCrc(r.gen, hdr, pieces));
+  Status s;
+  if (!body.empty()) s = r.file->f->WriteAt(r.off + r.head.size(), body);
+  if (s.ok()) s = r.file->f->WriteAt(r.off, r.head);
+  return Complete(r.lsn, r.off, r.file, s);
+}
+
 Result<uint64_t> WalWriter::Append(RecordType t, std::span<const uint8_t> prefix,
                                    std::span<const uint8_t> rows) {
-  uint64_t len = prefix.size() + rows.size();
-  if (len > kMaxPayload) return Status::InvalidArgument("record too large for the WAL");
-  // Reserve the LSN and the byte range; nothing else happens under write_mu_.
-  uint64_t lsn, off, gen;
-  std::shared_ptr<File> file;
-  {
-    std::lock_guard<std::mutex> w(write_mu_);
-    std::lock_guard<std::mutex> l(state_mu_);
-    PION_RETURN_IF_ERROR(BrokenLocked());
-    lsn = next_lsn_++;
-    off = end_;
-    end_ += kRecordHeaderSize + len;
-    gen = generation_;
-    file = cur_;
-    reserved_lsn_ = lsn;
-    bytes_ = end_;
-    ++in_flight_;
-  }
-  // Frame (checksum over the rows) and write with no lock held, concurrently
-  // with other appends. Rows first, header last: a record whose header is on
-  // the disk had its rows written first, and space whose header is still zero
-  // reads as a hole (docs/wal_format.md §5).
-  uint8_t hdr[kRecordHeaderSize];
-  EncodeRecordHeader(hdr, t, lsn, static_cast<uint32_t>(len));
-  std::span<const uint8_t> pieces[2] = {prefix, rows};
-  PutU32(hdr, RecordCrc(gen, hdr, pieces));
-  std::vector<uint8_t> head(kRecordHeaderSize + prefix.size());
-  std::memcpy(head.data(), hdr, kRecordHeaderSize);
-  if (!prefix.empty()) std::memcpy(head.data() + kRecordHeaderSize, prefix.data(), prefix.size());
-  Status s;
-  if (!rows.empty()) s = file->f->WriteAt(off + head.size(), rows);
-  if (s.ok()) s = file->f->WriteAt(off, head);
-  return Complete(lsn, off, file, s);
+  auto r = Reserve(t, prefix, rows.size());
+  if (!r.ok()) return r.status();
+  return Write(*r, rows);
 }
 
 Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shared_ptr<File>& file,
@@ -126,7 +140,7 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
     --in_flight_;
     ++appended_;
     if (!s.ok()) {
-      LOG_WARNING("WAL append of lsn %llu failed, refusing further writes: %s",
+      LOG_WARNING("WAL append of lsn %llu failed: %s",
                   static_cast<unsigned long long>(lsn), s.ToString().c_str());
       if (broken_.ok()) broken_ = s;
       if (lsn < fail_lsn_) {
@@ -142,6 +156,7 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
       ret = Status::IOError("WAL append refused: an earlier record failed to write (" +
                             std::string(broken_.message()) + ")");
     } else {
+      max_ok_lsn_ = std::max(max_ok_lsn_, lsn);
       // Advance the contiguous mark over every record finished in order.
       if (lsn == written_lsn_ + 1) {
         written_lsn_ = lsn;
@@ -170,17 +185,52 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
   }
   if (truncate) {
     Status ts = truncate->f->Truncate(truncate_at);
-    if (!ts.ok())
+    if (!ts.ok()) {
       LOG_WARNING("WAL: cutting off the failed record at offset %llu failed: %s",
                   static_cast<unsigned long long>(truncate_at), ts.ToString().c_str());
+    } else {
+      ResumeAfterCleanCut(truncate);
+    }
   }
   if (wake) work_cv_.notify_one();
   if (ack != 0 && on_ack_) on_ack_(ack);
   return ret;
 }
 
-Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                       quant::Format fmt, const store::BlockTable* blocks) {
+void WalWriter::ResumeAfterCleanCut(const std::shared_ptr<File>& file) {
+  std::lock_guard<std::mutex> w(write_mu_);
+  std::lock_guard<std::mutex> l(state_mu_);
+  // Clean iff the file ends at the failed record again, nothing is in flight,
+  // no fsync failed, and no record after the failed one was reported written
+  // (it could have been applied; then only a snapshot makes the log whole).
+  if (broken_.ok() || sync_failed_ || fail_file_ != file || file != cur_ || in_flight_ != 0 ||
+      max_ok_lsn_ >= fail_lsn_ || written_lsn_ + 1 != fail_lsn_)
+    return;
+  LOG_WARNING("WAL: failed record (lsn %llu) cut off at offset %llu of %s; appends resume",
+              static_cast<unsigned long long>(fail_lsn_),
+              static_cast<unsigned long long>(fail_off_), file->name.c_str());
+  next_lsn_ = fail_lsn_;
+  end_ = fail_off_;
+  reserved_lsn_ = fail_lsn_ - 1;
+  bytes_ = end_;
+  done_.clear();
+  ClearFailureLocked();
+  ++resumes_;
+}
+
+void WalWriter::ClearFailureLocked() {
+  broken_ = Status::OK();
+  fail_lsn_ = UINT64_MAX;
+  fail_off_ = 0;
+  fail_file_.reset();
+  fail_truncated_ = false;
+  sync_failed_ = false;
+}
+
+namespace {
+
+RegisterRec MakeRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                         quant::Format fmt, const store::BlockTable* blocks, bool with_hashes) {
   RegisterRec r;
   r.ns = ns;
   r.incarnation = incarnation;
@@ -190,17 +240,13 @@ Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation
     r.has_blocks = true;
     r.block_size = blocks->block_size;
     r.hash_count = blocks->hashes.size();
-    r.hashes = reinterpret_cast<const uint8_t*>(blocks->hashes.data());
+    if (with_hashes) r.hashes = reinterpret_cast<const uint8_t*>(blocks->hashes.data());
   }
-  std::vector<uint8_t> p;
-  EncodeRegister(r, &p);
-  return Append(RecordType::kRegister, p, {});
+  return r;
 }
 
-Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, store::Side side,
-                                    uint32_t layer, uint64_t start, uint64_t count,
-                                    std::span<const uint8_t> stored) {
-  PION_CHECK(count > 0 && stored.size() % count == 0);
+StoreRec MakeStore(std::string_view ns, uint64_t incarnation, store::Side side, uint32_t layer,
+                   uint64_t start, uint64_t count, uint32_t row_bytes) {
   StoreRec r;
   r.ns = ns;
   r.incarnation = incarnation;
@@ -208,10 +254,72 @@ Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, s
   r.layer = layer;
   r.start = start;
   r.count = count;
-  r.row_bytes = static_cast<uint32_t>(stored.size() / count);
+  r.row_bytes = row_bytes;
+  return r;
+}
+
+}  // namespace
+
+Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                       quant::Format fmt, const store::BlockTable* blocks) {
   std::vector<uint8_t> p;
-  EncodeStorePrefix(r, &p);
+  EncodeRegister(MakeRegister(ns, incarnation, kv_dim, fmt, blocks, false), &p);
+  std::span<const uint8_t> hashes;
+  if (blocks != nullptr)
+    hashes = {reinterpret_cast<const uint8_t*>(blocks->hashes.data()), blocks->hashes.size() * 8};
+  return Append(RecordType::kRegister, p, hashes);
+}
+
+Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, store::Side side,
+                                    uint32_t layer, uint64_t start, uint64_t count,
+                                    std::span<const uint8_t> stored) {
+  PION_CHECK(count > 0 && stored.size() % count == 0);
+  std::vector<uint8_t> p;
+  EncodeStorePrefix(MakeStore(ns, incarnation, side, layer, start, count,
+                              static_cast<uint32_t>(stored.size() / count)),
+                    &p);
   return Append(RecordType::kStore, p, stored);
+}
+
+Status WalWriter::Reserved::Into(WalWriter* w, Result<Reserved> r, store::PendingRecord* out) {
+  if (!r.ok()) return r.status();
+  // A reservation dropped unwritten (a bug) fails like a write error instead
+  // of being counted in flight for ever.
+  struct Held {
+    WalWriter* w = nullptr;
+    Reserved r;
+    bool done = false;
+    ~Held() {
+      if (!done) (void)w->Complete(r.lsn, r.off, r.file, Status::IOError("record never written"));
+    }
+  };
+  out->lsn = r->lsn;
+  auto held = std::make_shared<Held>();  // built in place: a temporary would "abandon" it
+  held->w = w;
+  held->r = std::move(r).value();
+  out->write = [held](std::span<const uint8_t> body) {
+    held->done = true;
+    return held->w->Write(held->r, body);
+  };
+  return Status::OK();
+}
+
+Status WalWriter::ReserveStore(std::string_view ns, uint64_t incarnation, store::Side side,
+                               uint32_t layer, uint64_t start, uint64_t count, uint32_t row_bytes,
+                               store::PendingRecord* out) {
+  PION_CHECK(count > 0 && row_bytes > 0);
+  std::vector<uint8_t> p;
+  EncodeStorePrefix(MakeStore(ns, incarnation, side, layer, start, count, row_bytes), &p);
+  return Reserved::Into(this, Reserve(RecordType::kStore, p, count * row_bytes), out);
+}
+
+Status WalWriter::ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                  quant::Format fmt, std::shared_ptr<const store::BlockTable> blocks,
+                                  store::PendingRecord* out) {
+  std::vector<uint8_t> p;
+  EncodeRegister(MakeRegister(ns, incarnation, kv_dim, fmt, blocks.get(), false), &p);
+  uint64_t body = blocks ? blocks->hashes.size() * 8 : 0;
+  return Reserved::Into(this, Reserve(RecordType::kRegister, p, body), out);
 }
 
 Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation,
@@ -233,31 +341,39 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
                          std::string* out_name) {
   std::lock_guard<std::mutex> r(rotate_mu_);
   std::lock_guard<std::mutex> w(write_mu_);
+  bool healing;
   {
     // Appends reserved in the old file finish there first (at the store's
     // barrier there are none), so a rotated-out file is complete.
     std::unique_lock<std::mutex> l(state_mu_);
     DrainLocked(l);
-    PION_RETURN_IF_ERROR(BrokenLocked());
+    healing = !broken_.ok();
   }
   uint64_t gen = generation_ + 1;
   const std::string name = base + "." + std::to_string(gen);
-  auto f = env_->NewWritableFile(JoinPath(dir_, name));
+  const std::string path = JoinPath(dir_, name);
+  auto f = env_->NewWritableFile(path);
   if (!f.ok()) return f.status();
   uint8_t hdr[kWalHeaderSize];
   EncodeWalHeader({gen, next_lsn_}, hdr);
   Status s = (*f)->WriteAt(0, hdr);
+  // A broken WAL is not synced by the sync thread: the snapshot that heals it
+  // (FinishRotation) needs the new file durable before it replaces anything.
+  if (s.ok() && healing) s = (*f)->Sync();
+  if (s.ok() && healing) s = env_->SyncDir(dir_);
   if (!s.ok()) {
-    (void)env_->RemoveFile(JoinPath(dir_, name));
+    (void)(*f)->Close();
+    (void)env_->RemoveFile(path);
     return s;
   }
   auto nf = std::make_shared<File>(File{name, std::move(f).value()});
+  rot_ = Rotation{cur_, generation_, end_, active_name_, next_lsn_, healing, true};
   {
     std::lock_guard<std::mutex> l(state_mu_);
     old_files_.push_back(cur_);
     cur_ = nf;
     sync_cur_ = nf;
-    dir_dirty_ = true;
+    dir_dirty_ = !healing;
     generation_seen_ = gen;
     bytes_ = kWalHeaderSize;
     appended_ = 0;
@@ -269,6 +385,40 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
   *first_lsn = next_lsn_;
   *out_name = name;
   return Status::OK();
+}
+
+bool WalWriter::RotationHeals() {
+  std::lock_guard<std::mutex> w(write_mu_);
+  return rot_.active && rot_.healing;
+}
+
+Status WalWriter::AbortRotation() {
+  std::lock_guard<std::mutex> r(rotate_mu_);
+  std::shared_ptr<File> dropped;
+  {
+    std::lock_guard<std::mutex> w(write_mu_);
+    std::lock_guard<std::mutex> l(state_mu_);
+    if (!rot_.active) return Status::OK();
+    rot_.active = false;
+    // Records went to the new file since the barrier: it is live, keep it
+    // (the next successful save removes it).
+    if (next_lsn_ != rot_.first_lsn || in_flight_ != 0 || cur_->name != active_name_)
+      return Status::OK();
+    dropped = cur_;
+    cur_ = rot_.prev;
+    sync_cur_ = cur_;
+    auto it = std::find(old_files_.begin(), old_files_.end(), cur_);
+    if (it != old_files_.end()) old_files_.erase(it);
+    generation_ = generation_seen_ = rot_.prev_generation;
+    end_ = bytes_ = rot_.prev_end;
+    active_name_ = rot_.prev_name;
+    dir_dirty_ = true;
+  }
+  // Not closed here: the sync thread may still hold it for a sync (closed with
+  // its last reference).
+  Status s = env_->RemoveFile(JoinPath(dir_, dropped->name));
+  if (s.ok()) s = env_->SyncDir(dir_);
+  return s;
 }
 
 Status WalWriter::FinishRotation(const std::string& final_name,
@@ -290,10 +440,37 @@ Status WalWriter::FinishRotation(const std::string& final_name,
     active_name_ = final_name;
     std::lock_guard<std::mutex> l(state_mu_);
     cur->name = final_name;
+    // Later errors about this file name the file that exists.
+    cur->f->Renamed(JoinPath(dir_, final_name));
   }
   for (const auto& n : obsolete)
     if (n != final_name) (void)env_->RemoveFile(JoinPath(dir_, n));
-  return env_->SyncDir(dir_);
+  PION_RETURN_IF_ERROR(env_->SyncDir(dir_));
+  uint64_t ack = 0;
+  {
+    std::lock_guard<std::mutex> w(write_mu_);
+    bool heal = rot_.active && rot_.healing;
+    rot_.active = false;
+    if (heal) {
+      // The snapshot holds every change the store applied, durably: the WAL
+      // is whole again from the new generation on (nothing was appended to it
+      // meanwhile: appends were refused while broken).
+      std::lock_guard<std::mutex> l(state_mu_);
+      LOG_NOTICE("WAL: snapshot durable, writes resume in %s (generation %llu)",
+                 final_name.c_str(), static_cast<unsigned long long>(generation_));
+      ClearFailureLocked();
+      done_.clear();
+      old_files_.clear();
+      written_lsn_ = durable_lsn_ = reserved_lsn_ = next_lsn_ - 1;
+      max_ok_lsn_ = written_lsn_;
+      ack = durable_lsn_;
+      ++resumes_;
+      durable_cv_.notify_all();
+    }
+  }
+  // Replies held for records before the barrier are covered by the snapshot.
+  if (ack != 0 && on_ack_) on_ack_(ack);
+  return Status::OK();
 }
 
 uint64_t WalWriter::last_lsn() const {
@@ -361,6 +538,7 @@ WalStats WalWriter::Stats() const {
   s.durable_lsn = durable_lsn_;
   s.syncs = syncs_;
   s.broken = !broken_.ok();
+  s.resumes = resumes_;
   return s;
 }
 
@@ -407,13 +585,20 @@ void WalWriter::SyncLoop() {
     ++syncs_;
     next_tick = Clock::now() + std::chrono::seconds(1);
     if (!s.ok()) {
-      LOG_WARNING("WAL fsync failed, refusing further writes: %s", s.ToString().c_str());
+      LOG_WARNING("WAL fsync failed, refusing writes until a snapshot succeeds: %s",
+                  s.ToString().c_str());
       broken_ = s;
+      sync_failed_ = true;
       durable_cv_.notify_all();
       continue;
     }
     // Closed files synced above are no longer needed (a rotation may have added more).
-    old_files_.erase(old_files_.begin(), old_files_.begin() + static_cast<long>(old.size()));
+    // (A heal or an undone rotation may have changed the list meanwhile: remove
+    // exactly the files synced.)
+    for (const auto& f : old) {
+      auto it = std::find(old_files_.begin(), old_files_.end(), f);
+      if (it != old_files_.end()) old_files_.erase(it);
+    }
     if (target > durable_lsn_) durable_lsn_ = target;
     uint64_t d = durable_lsn_;
     durable_cv_.notify_all();

@@ -15,13 +15,20 @@
 // fdatasync serves every write that completed meanwhile). Waiters block in
 // WaitDurable or are told through the ack callback.
 //
-// A failed write (ENOSPC, EIO) breaks the WAL until restart: that append and
-// every append reserved after it return an error (the store applies nothing),
-// the contiguous mark never passes the failed record, and once the appends in
-// flight have finished the file is truncated at the failed record so that no
-// valid record follows a gap. A failed fdatasync also breaks it (the kernel may
-// have dropped the dirty pages). Reads continue. TODO(persist): preallocate
-// (fallocate) at reservation so that ENOSPC is a clean, retryable refusal.
+// A failed write (ENOSPC, EIO): that append and every append reserved after it
+// return an error (the store applies nothing), the contiguous mark never passes
+// the failed record, and once the appends in flight have finished the file is
+// truncated at the failed record so that no valid record follows a gap. If no
+// record after it had been reported written, appends then resume at its LSN and
+// offset (a clean cut). Otherwise, and after a failed fdatasync (the kernel may
+// have dropped the dirty pages), the WAL refuses appends until a snapshot heals
+// it: Rotate at its barrier makes the new file durable itself, and
+// FinishRotation reopens the WAL for appends (docs/wal_format.md §6). Reads
+// continue throughout. TODO(persist): preallocate (fallocate) at reservation so
+// that ENOSPC is refused before anything is written.
+//
+// Two-phase appends (ReserveStore/ReserveRegister) let the store fix a record's
+// LSN under its locks and write the body after releasing them.
 //
 // Thread-safety: all public methods may be called from any thread.
 #pragma once
@@ -53,6 +60,7 @@ struct WalStats {
   uint64_t durable_lsn = 0;
   uint64_t syncs = 0;
   bool broken = false;
+  uint64_t resumes = 0;  // times appends resumed after a failure without a restart
 };
 
 class WalWriter final : public store::MutationSink {
@@ -79,16 +87,31 @@ class WalWriter final : public store::MutationSink {
   Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation,
                           store::DropReason reason) override;
   Result<uint64_t> OnFlushAll() override;
+  Status ReserveStore(std::string_view ns, uint64_t incarnation, store::Side side, uint32_t layer,
+                      uint64_t start, uint64_t count, uint32_t row_bytes,
+                      store::PendingRecord* out) override;
+  Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                         quant::Format fmt, std::shared_ptr<const store::BlockTable> blocks,
+                         store::PendingRecord* out) override;
 
   // Snapshot barrier (no appends run meanwhile): every later record goes to a
   // new file "<base>.<G>" of generation G = current + 1. Sets G, the new file's
   // first LSN and its name.
   Status Rotate(const std::string& base, uint64_t* generation, uint64_t* first_lsn,
                 std::string* name);
+  // After Rotate: true if the WAL was broken at the barrier, so that the
+  // snapshot being written is what heals it (the new file is already durable;
+  // appends stay refused until FinishRotation). Persistence skips its Commit then.
+  bool RotationHeals();
+  // The snapshot after Rotate failed: if nothing was appended to the new file,
+  // removes it and makes the previous file active again (no stray
+  // "<base>.<G>" file is left); otherwise keeps it (it holds records).
+  Status AbortRotation();
   // The active generation and the LSN the next record will get.
   void Position(uint64_t* generation, uint64_t* next_lsn);
   // After the snapshot of the active generation is durable: renames the active
-  // file to `final_name`, removes `obsolete` files, syncs the directory.
+  // file to `final_name`, removes `obsolete` files, syncs the directory; a
+  // WAL broken at the barrier accepts appends again.
   Status FinishRotation(const std::string& final_name, const std::vector<std::string>& obsolete);
 
   // Durability. last_lsn() is the contiguous written mark (see above).
@@ -125,6 +148,18 @@ class WalWriter final : public store::MutationSink {
   // to, with the next record numbered `next_lsn`; resets the counters.
   void Adopt(const std::string& name, std::unique_ptr<WritableFile> f, uint64_t generation,
              uint64_t next_lsn, uint64_t end);
+  // A record whose LSN and byte range are reserved (and counted in flight) but
+  // not yet written; Write must be called exactly once.
+  struct Reserved {
+    RecordType type = RecordType::kStore;
+    uint64_t lsn = 0, off = 0, gen = 0, len = 0;
+    std::shared_ptr<File> file;
+    std::vector<uint8_t> head;  // record header (filled by Write) + payload prefix
+    // Wraps a reservation as the store's PendingRecord.
+    static Status Into(WalWriter* w, Result<Reserved> r, store::PendingRecord* out);
+  };
+  Result<Reserved> Reserve(RecordType t, std::span<const uint8_t> prefix, uint64_t body_len);
+  Result<uint64_t> Write(Reserved& r, std::span<const uint8_t> body);
   Result<uint64_t> Append(RecordType t, std::span<const uint8_t> prefix,
                           std::span<const uint8_t> rows);
   // Records the outcome of the write of `lsn` (at `off` in `file`); returns
@@ -135,6 +170,11 @@ class WalWriter final : public store::MutationSink {
   void DrainLocked(std::unique_lock<std::mutex>& l);
   void SyncLoop();
   Status BrokenLocked() const;
+  // After the failed record was cut off `file`: appends resume at its LSN and
+  // offset if that is clean (see wal_format.md §6).
+  void ResumeAfterCleanCut(const std::shared_ptr<File>& file);
+  // REQUIRES write_mu_ and state_mu_.
+  void ClearFailureLocked();
 
   Env* env_;
   std::string dir_;
@@ -151,6 +191,16 @@ class WalWriter final : public store::MutationSink {
   std::string active_name_;    // guarded by write_mu_ (and rotate_mu_ to change)
   // Serialises Rotate and FinishRotation (the latter does file I/O without write_mu_).
   std::mutex rotate_mu_;
+  // The rotation of the save in progress, to heal or undo it. Guarded by write_mu_.
+  struct Rotation {
+    std::shared_ptr<File> prev;
+    uint64_t prev_generation = 0;
+    uint64_t prev_end = 0;
+    std::string prev_name;
+    uint64_t first_lsn = 0;
+    bool healing = false;
+    bool active = false;
+  } rot_;
 
   // Small shared state for the sync thread and waiters.
   mutable std::mutex state_mu_;
@@ -169,6 +219,9 @@ class WalWriter final : public store::MutationSink {
   uint64_t fail_off_ = 0;
   std::shared_ptr<File> fail_file_;
   bool fail_truncated_ = false;
+  bool sync_failed_ = false;   // an fdatasync failed: only a snapshot heals
+  uint64_t max_ok_lsn_ = 0;    // the largest LSN whose append reported success
+  uint64_t resumes_ = 0;
   uint64_t durable_lsn_ = 0;
   uint64_t requested_lsn_ = 0;
   uint64_t generation_seen_ = 0;

@@ -62,7 +62,7 @@ void KvRegister(CommandContext& ctx) {
   ra.ns = a[1];
   ra.kv_dim = static_cast<uint32_t>(dim);
   ra.fmt = *fmt;
-  BlockTable table;
+  auto table = std::make_shared<BlockTable>();  // handed to the store, not copied
   bool have_blocks = false;
   for (size_t i = 4; i < a.size();) {
     if (IsKeyword(a[i], "BLOCKS")) {
@@ -79,10 +79,10 @@ void KvRegister(CommandContext& ctx) {
                       "ERR BLOCKS block_size out of range (1..65536)", &bs))
         return;
       if (!ParseHashes(ctx, a[i + 2], a[i + 3], "ERR BLOCKS hash_count out of range (0..1048576)",
-                       "ERR BLOCKS hash_blob length mismatch", &table.hashes))
+                       "ERR BLOCKS hash_blob length mismatch", &table->hashes))
         return;
-      table.block_size = static_cast<uint32_t>(bs);
-      table.Finish();
+      table->block_size = static_cast<uint32_t>(bs);
+      table->Finish();  // no store lock held
       have_blocks = true;
       i += 4;
     } else if (IsKeyword(a[i], "PREFILL_MS")) {
@@ -107,7 +107,7 @@ void KvRegister(CommandContext& ctx) {
       return;
     }
   }
-  if (have_blocks) ra.blocks = &table;
+  if (have_blocks) ra.blocks = std::move(table);
   uint64_t lsn = 0;
   Status st = ctx.server->store()->Register(ra, &lsn);
   ctx.wait_lsn = lsn;

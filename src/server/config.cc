@@ -86,6 +86,10 @@ const std::vector<ConfigOption> kOptions = {
     {"protected-mode", false, false, [](const Config& c) { return YesNo(c.protected_mode); }},
     {"auto-save-wal-bytes", false, false,
      [](const Config& c) { return U64(c.auto_save_wal_bytes); }},
+    {"auto-save-retry-min", false, false,
+     [](const Config& c) { return U64(c.auto_save_retry_min); }},
+    {"auto-save-retry-max", false, false,
+     [](const Config& c) { return U64(c.auto_save_retry_max); }},
     {"wal-repair", false, true, [](const Config& c) { return YesNo(c.wal_repair); }},
     {"appendonly", false, false, [](const Config& c) { return YesNo(c.appendonly); }},
 };
@@ -263,6 +267,14 @@ Status ApplySetting(Config* cfg, const std::string& raw_name,
     auto r = BytesArg(name, v, 0);
     if (!r.ok()) return r.status();
     cfg->auto_save_wal_bytes = *r;
+  } else if (name == "auto-save-retry-min") {
+    auto r = UintArg(name, v, 1, 86400);
+    if (!r.ok()) return r.status();
+    cfg->auto_save_retry_min = *r;
+  } else if (name == "auto-save-retry-max") {
+    auto r = UintArg(name, v, 1, 86400);
+    if (!r.ok()) return r.status();
+    cfg->auto_save_retry_max = *r;
   } else if (name == "wal-repair") {
     auto r = BoolArg(name, v);
     if (!r.ok()) return r.status();
@@ -298,6 +310,8 @@ std::string ConfigUsage() {
          "  --maxmemory-clients BYTES      all clients' buffers together (default 2gb, 0 = none)\n"
          "  --protected-mode yes|no        refuse remote clients without requirepass (default yes)\n"
          "  --auto-save-wal-bytes BYTES    WAL size that triggers a snapshot (default 0 = auto)\n"
+         "  --auto-save-retry-min SECONDS  first retry of a failed automatic snapshot (default 1)\n"
+         "  --auto-save-retry-max SECONDS  longest retry interval, doubling from min (default 300)\n"
          "  --wal-repair                   start even if the WAL is corrupt mid-file\n"
          "  --appendonly yes|no            WAL and snapshots for --kvcache (default yes)\n"
          "  --help, --version\n"

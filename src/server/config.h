@@ -42,6 +42,10 @@ struct Config {
   uint64_t maxclients = 10000;
   uint64_t timeout = 0;              // idle seconds before closing a client; 0 = never
   uint64_t auto_save_wal_bytes = 0;  // 0 = max(64 MiB, last snapshot size)
+  // A failed automatic snapshot (a full disk) is retried after min seconds,
+  // then twice as long each time, at most max.
+  uint64_t auto_save_retry_min = 1;
+  uint64_t auto_save_retry_max = 300;
   bool wal_repair = false;
   bool appendonly = true;  // write-ahead log + snapshots (--kvcache); no = memory only
 

@@ -80,6 +80,21 @@ TEST(Config, FlagWithExplicitBool) {
   EXPECT_EQ(c->port, 1);
 }
 
+TEST(Config, AutoSaveRetry) {
+  auto c = Parse({});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->auto_save_retry_min, 1u);
+  EXPECT_EQ(c->auto_save_retry_max, 300u);
+  c = Parse({"--auto-save-retry-min", "5", "--auto-save-retry-max", "60"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->auto_save_retry_min, 5u);
+  EXPECT_EQ(c->auto_save_retry_max, 60u);
+  c = Parse({"--auto-save-retry-min", "0"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("auto-save-retry-min"), std::string_view::npos);
+  EXPECT_FALSE(Parse({"--auto-save-retry-max", "86401"}).ok());
+}
+
 TEST(Config, ErrorsNameTheOption) {
   auto c = Parse({"--maxmemory", "lots"});
   ASSERT_FALSE(c.ok());

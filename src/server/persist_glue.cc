@@ -27,6 +27,8 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server) {
   o.dir = c.dir;
   o.policy = ToSyncPolicy(c.appendfsync);
   o.auto_save_wal_bytes = c.auto_save_wal_bytes;
+  o.auto_save_retry_min_ms = c.auto_save_retry_min * 1000;
+  o.auto_save_retry_max_ms = c.auto_save_retry_max * 1000;
   o.wal_repair = c.wal_repair;
   auto p = std::make_unique<persist::Persistence>(server.store(), o);
   persist::Persistence* pp = p.get();
@@ -61,6 +63,8 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server) {
     InfoField(out, "wal_last_lsn", s.last_lsn);
     InfoField(out, "wal_durable_lsn", s.durable_lsn);
     InfoField(out, "auto_save_wal_bytes", s.auto_save_threshold);
+    InfoField(out, "auto_save_failures", s.auto_save_failures);
+    InfoField(out, "wal_resumes", s.wal_resumes);
     InfoField(out, "loading_last_seconds", std::to_string(s.recovery_seconds));
   };
   server.SetPersistenceHooks(std::move(h));

@@ -4,7 +4,10 @@
 // only sent once the LSN is durable as the fsync policy requires
 // (MutationSink::WaitDurable / the server's deferred replies). If the sink fails
 // (disk full, I/O error) the change is not applied and the command answers the
-// error: the store never holds state the log does not describe.
+// error: the store never holds state the log does not describe. (One window:
+// a record written while an earlier one fails is cut off the file with it; the
+// WAL then refuses writes until a snapshot, which holds that state, succeeds -
+// docs/wal_format.md §6.)
 //
 // Records carry rows in their *stored* form, so replay never re-quantizes.
 //
@@ -13,16 +16,28 @@
 // applies a record only to the same incarnation. This makes a race harmless in
 // which a store to a namespace that is concurrently dropped and re-registered is
 // logged after the new registration: live, it went to the dropped object; on
-// replay it is skipped. (Stores are logged under the namespace's side lock, not
-// the global lock, so that large payloads never block other namespaces.)
+// replay it is skipped. (Stores are reserved under the namespace's side lock, not
+// the global lock, and written with neither, so that large payloads never
+// block other namespaces.)
+// Two-phase appends (docs/ARCHITECTURE.md "Store", "Locks"): the records with a
+// large body (STORE rows, a REGISTER's block table) are *reserved* with the
+// store's locks held, which fixes their LSN and log position (and so the
+// replay order), and *written* (checksummed and copied into the log) after
+// those locks are released. The store applies such a change only once its
+// write succeeded, in reservation order per namespace side, so it still never
+// holds state the log does not describe. Every successful reservation is
+// written exactly once (a sink may wait for reserved records, e.g. to rotate).
 // Thread-safety: the sink is called concurrently from worker threads; it must
-// serialise appends itself. Calls are made with store locks held (never while
-// waiting on disk: a sink only copies bytes into the log in its call).
+// serialise reservations itself. The one-shot calls and the reservations are
+// made with store locks held (never while waiting on disk); the writes of
+// reserved records with none.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
@@ -34,6 +49,14 @@ struct BlockTable;
 
 enum class Side : uint8_t { kKeys = 0, kValues = 1 };  // "<ns>_pk", "<ns>_pv"
 enum class DropReason : uint8_t { kDrop = 0, kEviction = 1 };
+
+// A reserved record: its LSN (0 if the sink assigns it only when writing) and
+// the call that writes it with its body (the rows, or the block table's hashes
+// as little-endian u64s) and returns its LSN or the write's error.
+struct PendingRecord {
+  uint64_t lsn = 0;
+  std::function<Result<uint64_t>(std::span<const uint8_t> body)> write;
+};
 
 class MutationSink {
  public:
@@ -51,6 +74,32 @@ class MutationSink {
                                    std::span<const uint8_t> stored) = 0;
   virtual Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) = 0;
   virtual Result<uint64_t> OnFlushAll() = 0;
+
+  // Two-phase forms. The defaults defer to the one-shot calls at write time
+  // (fine for a sink with no ordering of its own, e.g. a test recorder); the
+  // WAL overrides them to reserve the LSN and file space here.
+  virtual Status ReserveStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
+                              uint64_t start, uint64_t count, uint32_t row_bytes,
+                              PendingRecord* out) {
+    (void)row_bytes;
+    out->lsn = 0;
+    out->write = [this, n = std::string(ns), incarnation, side, layer, start,
+                  count](std::span<const uint8_t> body) {
+      return OnStore(n, incarnation, side, layer, start, count, body);
+    };
+    return Status::OK();
+  }
+  // `blocks` as for OnRegister; kept alive until the write.
+  virtual Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                 quant::Format fmt, std::shared_ptr<const BlockTable> blocks,
+                                 PendingRecord* out) {
+    out->lsn = 0;
+    out->write = [this, n = std::string(ns), incarnation, kv_dim, fmt,
+                  b = std::move(blocks)](std::span<const uint8_t>) {
+      return OnRegister(n, incarnation, kv_dim, fmt, b.get());
+    };
+    return Status::OK();
+  }
 };
 
 }  // namespace pion::store

@@ -1,11 +1,16 @@
 #include "store/store.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "base/check.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace pion::store {
 
@@ -20,6 +25,14 @@ struct SideData {
   mutable std::mutex mu;
   std::vector<Layer> layers;  // size = highest layer written + 1
   uint64_t total_rows = 0;    // sum of Layer::rows
+  // Stores reserve (rows counted in the budget, log record reserved) in one
+  // hold of `mu` and apply in a later one, after their record is written; they
+  // apply in reservation order (tickets), which is their LSN order.
+  std::condition_variable turn;
+  uint64_t next_ticket = 0;             // handed out at reservation
+  uint64_t applied_ticket = 0;          // every ticket below it has applied or failed
+  std::vector<uint64_t> reserved_rows;  // per layer: high-water mark including reservations
+  uint64_t reserved_total = 0;          // sum of reserved_rows (>= total_rows)
 };
 
 // Encoded rows of the store in progress. Kept per thread so large uploads do
@@ -55,11 +68,47 @@ class Namespace {
   uint64_t prefill_us = 0;
 };
 
+namespace {
+
+// The per-process secret of the block index: from the kernel's random source
+// (getrandom via std::random_device) once, on first use.
+uint64_t IndexSeed() {
+  static const uint64_t seed = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  return seed;
+}
+
+}  // namespace
+
+size_t BlockTable::Slot(uint64_t h) const {
+  return static_cast<size_t>(XXH3_64bits_withSeed(&h, sizeof(h), IndexSeed()) >>
+                             (64 - index_bits_));
+}
+
+bool BlockTable::Contains(uint64_t h) const {
+  if (h == 0) return has_zero_;
+  if (index_.empty()) return false;
+  const size_t mask = index_.size() - 1;
+  size_t i = Slot(h);
+  while (true) {
+    uint64_t v = index_[i];
+    if (v == h) return true;
+    if (v == 0) return false;
+    i = (i + 1) & mask;
+  }
+}
+
 void BlockTable::Finish() {
+  // What is held is what is counted (MemoryBytes). shrink_to_fit() is a no-op
+  // in libstdc++ without exceptions, so copy when there is slack.
+  if (hashes.capacity() > hashes.size()) hashes = std::vector<uint64_t>(hashes.begin(), hashes.end());
   index_bits_ = 4;
   while ((size_t{1} << index_bits_) < 2 * hashes.size()) ++index_bits_;
   index_.assign(size_t{1} << index_bits_, 0);
   has_zero_ = false;
+  build_probes_ = 0;
   const size_t mask = index_.size() - 1;
   for (uint64_t h : hashes) {
     if (h == 0) {
@@ -67,8 +116,25 @@ void BlockTable::Finish() {
       continue;
     }
     size_t i = Slot(h);
-    while (index_[i] != 0 && index_[i] != h) i = (i + 1) & mask;
+    ++build_probes_;
+    while (index_[i] != 0 && index_[i] != h) {
+      i = (i + 1) & mask;
+      ++build_probes_;
+    }
     index_[i] = h;
+  }
+  // Longest run of occupied slots, wrapping around (the table is at most half
+  // full, so there is always an empty slot).
+  max_run_ = 0;
+  size_t first_empty = 0;
+  while (index_[first_empty] != 0) ++first_empty;
+  uint64_t run = 0;
+  for (size_t k = 1; k <= index_.size(); ++k) {
+    if (index_[(first_empty + k) & mask] != 0) {
+      max_run_ = std::max(max_run_, ++run);
+    } else {
+      run = 0;
+    }
   }
   finished_ = true;
 }
@@ -134,6 +200,12 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
   return Status::OutOfBudget("");
 }
 
+namespace {
+
+uint64_t TableBytes(const std::shared_ptr<const BlockTable>& t) { return t ? t->MemoryBytes() : 0; }
+
+}  // namespace
+
 Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   *lsn = 0;
   if (a.ns.empty() || a.ns.size() > kMaxNamespaceBytes)
@@ -143,49 +215,104 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   if (!quant::DimSupported(a.fmt, a.kv_dim))
     return Status::InvalidArgument("vquant " + std::string(quant::FormatName(a.fmt)) +
                                    " needs kv_dim divisible by 32");
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
-  std::shared_ptr<const BlockTable> table;
-  if (a.blocks) {
-    auto t = std::make_shared<BlockTable>(*a.blocks);
-    if (!t->finished()) t->Finish();
+  // The table is built (and its index finished) before any lock is taken.
+  std::shared_ptr<const BlockTable> table = a.blocks;
+  if (table && !table->finished()) {
+    auto t = std::make_shared<BlockTable>(*table);
+    t->Finish();
     table = std::move(t);
   }
-  auto it = map_.find(a.ns);
-  if (it != map_.end()) {
-    Namespace& n = *it->second;
-    if (n.dim != a.kv_dim || n.fmt != a.fmt) {
-      char buf[128];
-      std::string_view q = quant::FormatName(n.fmt);
-      std::snprintf(buf, sizeof(buf), "namespace already registered with kv_dim %u vquant %.*s",
-                    n.dim, static_cast<int>(q.size()), q.data());
-      return Status::InvalidArgument(buf);
+  // Registrations (and FLUSHALL) are serialised by reg_mu_, held while the
+  // record is written, so that no other change to the namespace map can come
+  // between this one's log position and its apply; mu_ is held only to
+  // reserve and to apply.
+  std::lock_guard<std::mutex> reg(reg_mu_);
+  PendingRecord rec;
+  NsPtr existing;
+  uint64_t inc = 0;
+  uint64_t delta = 0;  // bytes the registration adds: its table less a replaced one
+  {
+    std::shared_lock<std::shared_mutex> gate(gate_);
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = map_.find(a.ns);
+    if (it != map_.end()) {
+      existing = it->second;
+      Namespace& n = *existing;
+      if (n.dim != a.kv_dim || n.fmt != a.fmt) {
+        char buf[128];
+        std::string_view q = quant::FormatName(n.fmt);
+        std::snprintf(buf, sizeof(buf), "namespace already registered with kv_dim %u vquant %.*s",
+                      n.dim, static_cast<int>(q.size()), q.data());
+        return Status::InvalidArgument(buf);
+      }
+      inc = n.incarnation;
+    } else if (cfg_.max_sessions < 2) {
+      return Status::OutOfBudget("");
+    }
+    // Block tables count in vstore_bytes and against --maxmemory like rows.
+    delta = TableBytes(table);
+    const uint64_t replaced = existing && table ? TableBytes(existing->blocks) : 0;
+    if (cfg_.max_bytes > 0 && delta > replaced) {
+      const uint64_t own = existing ? existing->bytes - replaced : 0;
+      if (own + delta > cfg_.max_bytes) return Status::OutOfBudget("");
+      PION_RETURN_IF_ERROR(EvictLocked(
+          existing.get(), [&] { return bytes_ - replaced + delta <= cfg_.max_bytes; }, lsn));
+    }
+    if (!existing) {
+      PION_RETURN_IF_ERROR(EvictLocked(
+          nullptr, [&] { return 2 * (map_.size() + 1) <= cfg_.max_sessions; }, lsn));
+      inc = next_incarnation_++;
     }
     if (sink_) {
-      auto r = sink_->OnRegister(n.name, n.incarnation, n.dim, n.fmt, a.blocks);
-      if (!r.ok()) return r.status();
-      *lsn = std::max(*lsn, *r);
+      PION_RETURN_IF_ERROR(sink_->ReserveRegister(a.ns, inc, a.kv_dim, a.fmt, table, &rec));
     }
-    if (table) n.blocks = std::move(table);
-    n.prefill_us = a.has_prefill ? a.prefill_us : 0;
-    Touch(n);
-    return Status::OK();
+    // Counted now as if applied (a replaced table's bytes already given back);
+    // undone below if the write fails. reg_mu_ keeps `replaced` current.
+    delta -= replaced;  // modulo 2^64: may "subtract"
+    bytes_ += delta;
+    if (existing) existing->bytes += delta;
+    BeginPending();
   }
-  if (cfg_.max_sessions < 2) return Status::OutOfBudget("");
-  PION_RETURN_IF_ERROR(EvictLocked(
-      nullptr, [&] { return 2 * (map_.size() + 1) <= cfg_.max_sessions; }, lsn));
-  uint64_t inc = next_incarnation_++;
+  // Checksum and write the record (up to 8 MiB of hashes) with only reg_mu_ held.
+  Status st;
   if (sink_) {
-    auto r = sink_->OnRegister(a.ns, inc, a.kv_dim, a.fmt, a.blocks);
-    if (!r.ok()) return r.status();
-    *lsn = std::max(*lsn, *r);
+    std::span<const uint8_t> body;
+    if (table)
+      body = {reinterpret_cast<const uint8_t*>(table->hashes.data()), table->hashes.size() * 8};
+    auto r = rec.write(body);
+    if (r.ok()) {
+      *lsn = std::max(*lsn, *r);
+    } else {
+      st = r.status();
+    }
   }
-  auto n = std::make_shared<Namespace>(std::string(a.ns), inc, a.kv_dim, a.fmt);
-  n->blocks = std::move(table);
-  n->prefill_us = a.has_prefill ? a.prefill_us : 0;
-  Touch(*n);
-  map_.emplace(n->name, std::move(n));
-  return Status::OK();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (existing) {
+      // A drop or eviction meanwhile (logged after this record) took the
+      // namespace's bytes out of the total already.
+      if (!st.ok() && !existing->dropped) {
+        existing->bytes -= delta;
+        bytes_ -= delta;
+      }
+      if (st.ok()) {
+        if (table) existing->blocks = std::move(table);
+        existing->prefill_us = a.has_prefill ? a.prefill_us : 0;
+        Touch(*existing);
+      }
+    } else if (!st.ok()) {
+      bytes_ -= delta;
+    } else {
+      auto n = std::make_shared<Namespace>(std::string(a.ns), inc, a.kv_dim, a.fmt);
+      n->blocks = std::move(table);
+      n->bytes = delta;
+      n->prefill_us = a.has_prefill ? a.prefill_us : 0;
+      Touch(*n);
+      map_.emplace(n->name, std::move(n));
+    }
+  }
+  EndPending();
+  return st;
 }
 
 LookupResult Store::Lookup(std::string_view ns) {
@@ -233,6 +360,7 @@ std::shared_ptr<const BlockTable> Store::Blocks(std::string_view ns) {
 
 Status Store::FlushAll(uint64_t* lsn) {
   *lsn = 0;
+  std::lock_guard<std::mutex> reg(reg_mu_);  // not between a registration's log and apply
   std::shared_lock<std::shared_mutex> gate(gate_);
   std::lock_guard<std::mutex> l(mu_);
   if (sink_) {
@@ -289,43 +417,16 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
   return st;
 }
 
-Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start,
-                           uint64_t count, std::span<const uint8_t> stored, bool log,
-                           uint64_t* lsn) {
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  SideData& sd = n->sides[static_cast<int>(side)];
-  std::lock_guard<std::mutex> sl(sd.mu);
+// REQUIRES sd.mu. Copies stored rows into the layer's chunks (copy on write).
+static void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
+                            uint64_t count, std::span<const uint8_t> stored) {
   const uint64_t end = start + count;
-  const uint64_t old_rows = layer < sd.layers.size() ? sd.layers[layer].rows : 0;
-  const uint64_t new_rows = std::max(old_rows, end);
-  const uint64_t delta = (new_rows - old_rows) * n->row_bytes;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (n->dropped) return Status::NotFound("session not found");
-    if (delta > 0 && cfg_.max_bytes > 0) {
-      if (n->bytes + delta > cfg_.max_bytes) return Status::OutOfBudget("");
-      PION_RETURN_IF_ERROR(EvictLocked(
-          n.get(), [&] { return bytes_ + delta <= cfg_.max_bytes; }, lsn));
-    }
-    n->bytes += delta;
-    bytes_ += delta;
-  }
-  if (log && sink_) {
-    auto r = sink_->OnStore(n->name, n->incarnation, side, layer, start, count, stored);
-    if (!r.ok()) {
-      std::lock_guard<std::mutex> l(mu_);
-      if (!n->dropped) {
-        n->bytes -= delta;
-        bytes_ -= delta;
-      }
-      return r.status();
-    }
-    *lsn = std::max(*lsn, *r);
-  }
   if (sd.layers.size() <= layer) sd.layers.resize(layer + 1);
   Layer& L = sd.layers[layer];
-  const uint32_t R = n->rows_per_chunk;
-  const size_t rb = n->row_bytes;
+  const uint64_t old_rows = L.rows;
+  const uint64_t new_rows = std::max(old_rows, end);
+  const uint32_t R = n.rows_per_chunk;
+  const size_t rb = n.row_bytes;
   uint64_t r = start;
   while (r < end) {
     uint64_t ci = r / R;
@@ -347,7 +448,88 @@ Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t s
   }
   sd.total_rows += new_rows - old_rows;
   L.rows = new_rows;
-  return Status::OK();
+}
+
+void Store::BeginPending() {
+  std::lock_guard<std::mutex> l(pending_mu_);
+  ++pending_;
+}
+
+void Store::EndPending() {
+  std::lock_guard<std::mutex> l(pending_mu_);
+  if (--pending_ == 0) pending_cv_.notify_all();
+}
+
+Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start,
+                           uint64_t count, std::span<const uint8_t> stored, bool log,
+                           uint64_t* lsn) {
+  SideData& sd = n->sides[static_cast<int>(side)];
+  const uint64_t end = start + count;
+  const size_t rb = n->row_bytes;
+  PendingRecord rec;
+  const bool write = log && sink_ != nullptr;
+  uint64_t ticket;
+  {
+    // Reserve: budget and log position, under the gate (a snapshot waits for
+    // pending stores, see CaptureSnapshot) and the side lock (fixes the order).
+    std::shared_lock<std::shared_mutex> gate(gate_);
+    std::lock_guard<std::mutex> sl(sd.mu);
+    if (sd.reserved_rows.size() <= layer) sd.reserved_rows.resize(layer + 1, 0);
+    const uint64_t old_rows = sd.reserved_rows[layer];
+    const uint64_t new_rows = std::max(old_rows, end);
+    const uint64_t delta = (new_rows - old_rows) * rb;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (n->dropped) return Status::NotFound("session not found");
+      if (delta > 0 && cfg_.max_bytes > 0) {
+        if (n->bytes + delta > cfg_.max_bytes) return Status::OutOfBudget("");
+        PION_RETURN_IF_ERROR(EvictLocked(
+            n.get(), [&] { return bytes_ + delta <= cfg_.max_bytes; }, lsn));
+      }
+      if (write) {
+        PION_RETURN_IF_ERROR(sink_->ReserveStore(n->name, n->incarnation, side, layer, start,
+                                                 count, static_cast<uint32_t>(rb), &rec));
+      }
+      n->bytes += delta;
+      bytes_ += delta;
+    }
+    sd.reserved_rows[layer] = new_rows;
+    sd.reserved_total += new_rows - old_rows;
+    ticket = sd.next_ticket++;
+    BeginPending();
+  }
+  // Checksum and copy the rows into the log with no store lock held.
+  Status st;
+  if (write) {
+    auto r = rec.write(stored);
+    if (r.ok()) {
+      *lsn = std::max(*lsn, *r);
+    } else {
+      st = r.status();
+    }
+  }
+  {
+    std::unique_lock<std::mutex> sl(sd.mu);
+    sd.turn.wait(sl, [&] { return sd.applied_ticket == ticket; });
+    if (st.ok()) ApplyRowsLocked(*n, sd, layer, start, count, stored);
+    ++sd.applied_ticket;
+    if (sd.applied_ticket == sd.next_ticket && sd.reserved_total != sd.total_rows) {
+      // Nothing pending on this side and some reservation failed: give back
+      // the rows it counted.
+      uint64_t over = (sd.reserved_total - sd.total_rows) * rb;
+      sd.reserved_rows.resize(sd.layers.size());
+      for (size_t i = 0; i < sd.layers.size(); ++i) sd.reserved_rows[i] = sd.layers[i].rows;
+      sd.reserved_total = sd.total_rows;
+      std::lock_guard<std::mutex> l(mu_);
+      if (!n->dropped) {
+        n->bytes -= over;
+        bytes_ -= over;
+      }
+    }
+    sd.turn.notify_all();
+  }
+  EndPending();
+  return st;
 }
 
 namespace {
@@ -506,7 +688,10 @@ StoreStats Store::Stats() const {
     s.bytes = bytes_;
     s.max_bytes = cfg_.max_bytes;
     all.reserve(map_.size());
-    for (auto& [name, n] : map_) all.push_back(n);
+    for (auto& [name, n] : map_) {
+      all.push_back(n);
+      s.allocated_bytes += TableBytes(n->blocks);
+    }
   }
   s.total_fetches = total_fetches_.load(std::memory_order_relaxed);
   for (const NsPtr& n : all) {
@@ -541,6 +726,12 @@ uint64_t Store::max_bytes() const {
 std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>& at_barrier,
                                                   Status* barrier_status) {
   std::unique_lock<std::shared_mutex> gate(gate_);
+  {
+    // Changes reserved before the barrier are in the log before it; wait for
+    // them to be written and applied (new ones cannot start: they need the gate).
+    std::unique_lock<std::mutex> l(pending_mu_);
+    pending_cv_.wait(l, [&] { return pending_ == 0; });
+  }
   *barrier_status = at_barrier ? at_barrier() : Status::OK();
   std::vector<NamespaceView> views;
   if (!barrier_status->ok()) return views;
@@ -586,19 +777,34 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   if (ns.empty() || ns.size() > kMaxNamespaceBytes || kv_dim < 1 || kv_dim > quant::kMaxDim ||
       !quant::DimSupported(fmt, kv_dim))
     return Status::Corruption("register record with invalid namespace, kv_dim or format");
-  std::lock_guard<std::mutex> l(mu_);
-  next_incarnation_ = std::max(next_incarnation_, incarnation + 1);
   std::shared_ptr<const BlockTable> table;
   if (blocks) {
     auto t = std::make_shared<BlockTable>(*blocks);
     if (!t->finished()) t->Finish();
     table = std::move(t);
   }
+  std::lock_guard<std::mutex> l(mu_);
+  next_incarnation_ = std::max(next_incarnation_, incarnation + 1);
+  // Replay never refuses what was logged; it evicts as the live server did
+  // (a smaller --maxmemory than before the restart evicts more).
+  auto fit_bytes = [&](const Namespace* keep, uint64_t add) {
+    if (cfg_.max_bytes == 0) return;
+    uint64_t unused = 0;
+    (void)EvictLocked(keep, [&] { return bytes_ + add <= cfg_.max_bytes; }, &unused);
+  };
   auto it = map_.find(ns);
   if (it != map_.end()) {
     NsPtr n = it->second;
     if (n->incarnation == incarnation && n->dim == kv_dim && n->fmt == fmt) {
-      if (table) n->blocks = std::move(table);
+      if (table) {
+        uint64_t old = TableBytes(n->blocks), add = TableBytes(table);
+        n->bytes -= old;
+        bytes_ -= old;
+        fit_bytes(n.get(), add);
+        n->bytes += add;
+        bytes_ += add;
+        n->blocks = std::move(table);
+      }
       Touch(*n);
       return Status::OK();
     }
@@ -609,8 +815,11 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   PION_RETURN_IF_ERROR(EvictLocked(
       nullptr, [&] { return 2 * (map_.size() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2); },
       &unused));
+  fit_bytes(nullptr, TableBytes(table));
   auto n = std::make_shared<Namespace>(std::string(ns), incarnation, kv_dim, fmt);
   n->blocks = std::move(table);
+  n->bytes = TableBytes(n->blocks);
+  bytes_ += n->bytes;
   Touch(*n);
   map_.emplace(n->name, std::move(n));
   return Status::OK();

@@ -5,19 +5,24 @@
 // for the locking design, summarised here:
 //
 //  * mu_ (one mutex) guards the namespace map, the byte and session accounting
-//    and eviction. It is held only for map/accounting updates and for logging
-//    small records (register, drop).
+//    (rows and block tables) and eviction. It is held only for map/accounting
+//    updates, reservations and logging small records (drop, flushall).
 //  * Each side of a namespace has its own mutex guarding its layer tables. A
 //    store encodes rows with *no* lock held, then takes the side lock, reserves
-//    bytes under mu_ (lock order: side -> mu_, never the reverse), logs the
-//    stored rows and copies them into chunks.
+//    bytes under mu_ (lock order: side -> mu_, never the reverse) and its log
+//    record, releases the locks, writes the record, and applies the rows under
+//    the side lock in reservation order (tickets). A register reserves under
+//    mu_, writes holding only reg_mu_ (registrations are serialised), applies
+//    under mu_. No store lock is held while a payload is written to the log.
 //  * Rows live in fixed-capacity chunks held by shared_ptr. A fetch takes
 //    references to the chunks it needs under the side lock and releases the
 //    lock before decoding or sending, so eviction, DROP or an overwrite never
 //    frees or changes bytes still in flight: a writer modifies a chunk in place
 //    only when it holds the only reference, else it copies it first (COW).
-//  * gate_ (shared_mutex) is held shared by every mutation and exclusively by
-//    CaptureSnapshot, so a snapshot sees a state that matches one log position.
+//  * gate_ (shared_mutex) is held shared by every mutation while it reserves and
+//    exclusively by CaptureSnapshot, which also waits until no reserved change
+//    is still to be applied, so a snapshot sees a state that matches one log
+//    position.
 //
 // LRU: every namespace has a stamp from a global counter, bumped by register,
 // lookup, blocks/membership, store and fetch (either side). Eviction removes
@@ -25,6 +30,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,33 +60,34 @@ struct BlockTable {
   std::vector<uint64_t> hashes;  // registration (token) order
 
   // Builds the membership index from `hashes`: an open-addressing hash set
-  // (linear probing, load <= 0.5, Fibonacci hashing of the already-hashed
-  // values) that fits in L1/L2 for typical tables (1,562 hashes -> 32 KiB), so a
-  // probe costs about one cache hit instead of log2(N) dependent branches.
+  // (linear probing, load <= 0.5) that fits in L1/L2 for typical tables (1,562
+  // hashes -> 32 KiB), so a probe costs about one cache hit instead of log2(N)
+  // dependent branches. Slots come from XXH3 of the hash under a per-process
+  // random seed, so hashes chosen by a client cannot be made to collide (the
+  // values are client-supplied; a public multiplier let 64k crafted hashes
+  // cost 2^31 probes).
   void Finish();
   bool finished() const { return finished_; }
   // True iff `h` is in the table. Expected O(1). REQUIRES: finished().
-  bool Contains(uint64_t h) const {
-    if (h == 0) return has_zero_;
-    if (index_.empty()) return false;
-    const size_t mask = index_.size() - 1;
-    size_t i = Slot(h);
-    while (true) {
-      uint64_t v = index_[i];
-      if (v == h) return true;
-      if (v == 0) return false;
-      i = (i + 1) & mask;
-    }
+  bool Contains(uint64_t h) const;
+
+  // Probe statistics of the last Finish(), for tests and INFO: slots examined
+  // by all inserts, and the longest run of occupied slots (bounds any lookup).
+  uint64_t build_probes() const { return build_probes_; }
+  uint64_t max_run() const { return max_run_; }
+  // Heap bytes held by the table (hashes and index); counted in vstore_bytes.
+  uint64_t MemoryBytes() const {
+    return (hashes.capacity() + index_.capacity()) * sizeof(uint64_t);
   }
 
  private:
-  size_t Slot(uint64_t h) const {
-    return static_cast<size_t>((h * 0x9E3779B97F4A7C15ull) >> (64 - index_bits_));
-  }
+  size_t Slot(uint64_t h) const;
   std::vector<uint64_t> index_;  // 0 = empty slot (hash 0 is tracked by has_zero_)
   uint32_t index_bits_ = 0;
   bool has_zero_ = false;
   bool finished_ = false;
+  uint64_t build_probes_ = 0;
+  uint64_t max_run_ = 0;
 };
 
 struct StoreConfig {
@@ -105,7 +112,9 @@ struct RegisterArgs {
   std::string_view ns;
   uint32_t kv_dim = 0;
   quant::Format fmt = quant::Format::kFp16;
-  const BlockTable* blocks = nullptr;  // nullptr: keep any existing table
+  // nullptr: keep any existing table. Finished (BlockTable::Finish) by the
+  // caller, ideally: otherwise Register copies it to build the index.
+  std::shared_ptr<const BlockTable> blocks;
   bool has_prefill = false;
   uint64_t prefill_us = 0;  // replaces the stored time (0 if !has_prefill)
 };
@@ -247,6 +256,10 @@ class Store {
   Status RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn);
   // REQUIRES mu_. Evicts LRU namespaces other than `keep` until `fits` holds.
   Status EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn);
+  // A change reserved in the log but not yet written and applied; the
+  // snapshot barrier waits for none to be left.
+  void BeginPending();
+  void EndPending();
   Status StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start, uint64_t count,
                       std::span<const uint8_t> stored, bool log, uint64_t* lsn);
   Result<FetchPlan> FetchRangeOf(Namespace& n, Side side, uint32_t layer, uint64_t start,
@@ -255,7 +268,11 @@ class Store {
   StoreConfig cfg_;
   MutationSink* sink_ = nullptr;
   mutable std::shared_mutex gate_;
+  std::mutex reg_mu_;  // serialises Register and FlushAll (held across the register's write)
   mutable std::mutex mu_;
+  std::mutex pending_mu_;
+  std::condition_variable pending_cv_;
+  uint64_t pending_ = 0;  // guarded by pending_mu_
   // Transparent hashing: lookups by string_view allocate nothing.
   struct NameHash {
     using is_transparent = void;

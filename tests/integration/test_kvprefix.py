@@ -255,3 +255,35 @@ def test_kv_info_fields(r):
     assert info["total_prefix_tokens"] == 50
     assert info["vstore_bytes"] == 70 * (4 + 18 * 1024 // 32)  # turbo4 bytes per row
     assert info["vstore_total_fetches"] == 50
+
+
+def test_block_tables_count_against_maxmemory(server_factory):
+    # Issue 17 item 10: 40 full tables used to take 1 GiB of RSS under --maxmemory 64mb
+    # while vstore_bytes said 0. A table of n hashes holds 8n bytes of hashes plus an
+    # index of the next power of two >= 2n slots of 8 bytes.
+    n = 1048576
+    table_bytes = 8 * n + 8 * 2 * n  # 24 MiB
+    s = server_factory(["--maxmemory", "64mb"])
+    r = s.client()
+    rng = np.random.default_rng(7)
+    for i in range(6):
+        blob = rng.integers(1, 2**63, size=n, dtype=np.uint64).tobytes()
+        assert r.execute_command("KV.PREFIX.REGISTER", f"t{i}", 64, "fp16", "BLOCKS", 16, n,
+                                 blob) == b"OK"
+        kept = min(i + 1, 2)  # two tables fit in 64 MiB; each new one evicts the oldest
+        assert r.info("memory")["vstore_bytes"] == kept * table_bytes
+        assert kv_info(r)["vstore_bytes"] == kept * table_bytes
+        assert kv_info(r)["registered_prefixes"] == kept
+    assert r.execute_command("KV.PREFIX.LOOKUP", "t0") == b"MISS"
+    assert r.execute_command("KV.PREFIX.LOOKUP", "t5") == b"HIT"
+    assert kv_info(r)["vstore_evictions"] == 2 * 4
+    # Dropping gives the bytes back.
+    assert r.execute_command("KV.PREFIX.DROP", "t4", "t5") == 2
+    assert kv_info(r)["vstore_bytes"] == 0
+    # A table larger than the whole budget is refused and changes nothing.
+    r.config_set("maxmemory", "16mb")
+    blob = rng.integers(1, 2**63, size=n, dtype=np.uint64).tobytes()
+    assert err(r, "KV.PREFIX.REGISTER", "huge", 64, "fp16", "BLOCKS", 16, n, blob) == (
+        "OOM command not allowed when used memory > 'maxmemory'.")
+    assert r.execute_command("KV.PREFIX.LOOKUP", "huge") == b"MISS"
+    assert kv_info(r)["vstore_bytes"] == 0
