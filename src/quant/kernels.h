@@ -9,6 +9,11 @@
 
 namespace pion::quant {
 
+// Row kernels get naturally aligned float arrays (dispatch.cc stages a caller's
+// misaligned row through an aligned scratch row), so they may index `x` / `dst`
+// directly; stored rows (`src` / `dst` bytes) have no alignment and are read with
+// the Load/Store helpers below.
+//
 // Encodes one row of `dim` floats into RowBytes(f, dim) bytes. Returns false (dst
 // unspecified) when the row holds a non-finite value and the format refuses them.
 using EncodeRowFn = bool (*)(const float* x, uint32_t dim, uint8_t* dst);

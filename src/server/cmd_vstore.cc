@@ -94,9 +94,9 @@ uint64_t ReplyPlan(CommandContext& ctx, FetchPlan&& plan, OutFmt fmt) {
     if (!s.data) {
       std::memset(out, 0, n);
     } else if (elem == 4) {
-      quant::DecodeRows(plan.fmt, s.data, s.rows, plan.dim, reinterpret_cast<float*>(out));
+      quant::DecodeRows(plan.fmt, s.data, s.rows, plan.dim, out);  // any alignment
     } else {
-      quant::DecodeRowsF16(plan.fmt, s.data, s.rows, plan.dim, reinterpret_cast<uint16_t*>(out));
+      quant::DecodeRowsF16(plan.fmt, s.data, s.rows, plan.dim, out);
     }
     out += n;
   }
