@@ -45,8 +45,8 @@ test-asan: deps
 	cmake --build --preset dev
 	ctest --preset sanitize
 
-# ThreadSanitizer: store and persist unit tests and the pytest tests marked
-# `concurrency`. setarch -R: TSan's fixed memory layout breaks under kernels with
+# ThreadSanitizer: store, persist and connection unit tests and the pytest tests
+# marked `concurrency`. setarch -R: TSan's fixed memory layout breaks under kernels with
 # 30+ bits of mmap randomisation; without ASLR it always fits.
 test-tsan: deps
 	@test -f build/tsan/build.ninja || cmake --preset tsan
