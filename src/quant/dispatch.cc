@@ -122,10 +122,11 @@ struct KernelSet {
   std::array<RowKernels, kNumFormats> rows;
   F32ToF16Fn to_f16;
   F16ToF32Fn to_f32;
+  bool any_alignment;  // the kernels take f32/f16 arrays at any address (kernels.h)
 };
 
 KernelSet MakeRefSet() {
-  KernelSet k{"scalar", {}, F32ToF16Ref, F16ToF32Ref};
+  KernelSet k{"scalar", {}, F32ToF16Ref, F16ToF32Ref, false};
   for (int i = 0; i < kNumFormats; ++i) k.rows[i] = kTraits[i].ref;
   return k;
 }
@@ -138,6 +139,7 @@ KernelSet PickFastSet() {
     for (int i = 0; i < kNumFormats; ++i) k.rows[i] = kTraits[i].avx2;
     k.to_f16 = x86::F32ToF16Avx2;
     k.to_f32 = x86::F16ToF32Avx2;
+    k.any_alignment = true;
   }
 #endif
   return k;
@@ -163,10 +165,12 @@ uint16_t* ScratchHalfRow() {
   return buf;
 }
 
-// Callers' f32/f16 arrays may start at any byte (format.h); the kernels index them as
-// float / uint16_t arrays, so a misaligned array is never cast: each row is copied
-// to or from an aligned scratch row with memcpy instead.
-bool Aligned(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
+// Callers' f32/f16 arrays may start at any byte (format.h). The AVX2 kernels take
+// them where they are; for the scalar references, which index them as float /
+// uint16_t arrays, a misaligned row is copied to or from an aligned scratch row.
+bool Usable(const KernelSet& k, const void* p, size_t align) {
+  return k.any_alignment || reinterpret_cast<uintptr_t>(p) % align == 0;
+}
 
 Status NonFinite(size_t row) {
   return Status::InvalidArgument("non-finite value in row " + std::to_string(row));
@@ -177,7 +181,7 @@ Status Encode(const KernelSet& k, Format f, const void* src, size_t rows, uint32
   PION_DCHECK(DimSupported(f, dim));
   const size_t rb = RowBytes(f, dim);
   const EncodeRowFn enc = k.rows[static_cast<size_t>(f)].encode;
-  if (Aligned(src, alignof(float))) {
+  if (Usable(k, src, alignof(float))) {
     const float* x = static_cast<const float*>(src);
     for (size_t r = 0; r < rows; ++r) {
       if (!enc(x + r * dim, dim, dst + r * rb)) return NonFinite(r);
@@ -203,14 +207,14 @@ Status EncodeF16(const KernelSet& k, Format f, const void* src, size_t rows, uin
   }
   const size_t rb = RowBytes(f, dim);
   const EncodeRowFn enc = k.rows[static_cast<size_t>(f)].encode;
-  const bool aligned = Aligned(src, alignof(uint16_t));
+  const bool direct = Usable(k, src, alignof(uint16_t));
   const uint8_t* in = static_cast<const uint8_t*>(src);
   const size_t in_bytes = size_t{dim} * sizeof(uint16_t);
   float* tmp = ScratchRow();
   uint16_t* half = ScratchHalfRow();
   for (size_t r = 0; r < rows; ++r) {
     const uint16_t* h = half;
-    if (aligned) {
+    if (direct) {
       h = static_cast<const uint16_t*>(src) + r * dim;
     } else {
       std::memcpy(half, in + r * in_bytes, in_bytes);
@@ -226,7 +230,7 @@ void Decode(const KernelSet& k, Format f, const uint8_t* src, size_t rows, uint3
   PION_DCHECK(DimSupported(f, dim));
   const size_t rb = RowBytes(f, dim);
   const DecodeRowFn dec = k.rows[static_cast<size_t>(f)].decode;
-  if (Aligned(dst, alignof(float))) {
+  if (Usable(k, dst, alignof(float))) {
     float* y = static_cast<float*>(dst);
     for (size_t r = 0; r < rows; ++r) dec(src + r * rb, dim, y + r * dim);
     return;
@@ -249,14 +253,14 @@ void DecodeF16(const KernelSet& k, Format f, const uint8_t* src, size_t rows, ui
   }
   const size_t rb = RowBytes(f, dim);
   const DecodeRowFn dec = k.rows[static_cast<size_t>(f)].decode;
-  const bool aligned = Aligned(dst, alignof(uint16_t));
+  const bool direct = Usable(k, dst, alignof(uint16_t));
   uint8_t* out = static_cast<uint8_t*>(dst);
   const size_t out_bytes = size_t{dim} * sizeof(uint16_t);
   float* tmp = ScratchRow();
   uint16_t* half = ScratchHalfRow();
   for (size_t r = 0; r < rows; ++r) {
     dec(src + r * rb, dim, tmp);
-    if (aligned) {
+    if (direct) {
       k.to_f16(tmp, dim, static_cast<uint16_t*>(dst) + r * dim);
     } else {
       k.to_f16(tmp, dim, half);
