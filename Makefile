@@ -1,5 +1,9 @@
 # The two commands of the README: `make run` and `make test`. Both install what is
 # missing (Debian packages, as root), configure and build with CMake presets first.
+# `make test` runs every CTest entry of the release build, then the libFuzzer targets
+# for a bounded time each (fuzz preset, clang); `make test-sanitize` runs the unit and
+# integration suites under ASan+UBSan (dev preset) and the store, persist and
+# concurrency tests under TSan (tsan preset). CONTRIBUTING.md has the details.
 PRESET ?= release
 BUILD  := build/$(PRESET)
 BIN    := $(BUILD)/bin
@@ -8,7 +12,8 @@ DATA   ?= data
 ARGS   ?=
 SUITE  ?=
 
-.PHONY: all deps configure build test test-unit run bench bench-quant format clean
+.PHONY: all deps configure build test test-unit test-fuzz test-sanitize test-asan test-tsan \
+        run bench bench-quant format clean
 
 all: build
 
@@ -23,6 +28,30 @@ build: configure
 
 test: build
 	ctest --preset $(PRESET)
+	@$(MAKE) --no-print-directory test-fuzz
+
+# libFuzzer targets, PION_FUZZ_SECONDS (30) each, seeds from tests/fuzz/corpus.
+test-fuzz: deps
+	@test -f build/fuzz/build.ninja || cmake --preset fuzz
+	cmake --build --preset fuzz
+	ctest --preset fuzz
+
+test-sanitize: test-asan test-tsan
+
+# Debug + AddressSanitizer + UBSan: unit and integration suites (the pytest files
+# run against build/dev/bin/pion-server; a sanitizer report fails the test).
+test-asan: deps
+	@test -f build/dev/build.ninja || cmake --preset dev
+	cmake --build --preset dev
+	ctest --preset sanitize
+
+# ThreadSanitizer: store, persist and connection unit tests and the pytest tests
+# marked `concurrency`. setarch -R: TSan's fixed memory layout breaks under kernels with
+# 30+ bits of mmap randomisation; without ASLR it always fits.
+test-tsan: deps
+	@test -f build/tsan/build.ninja || cmake --preset tsan
+	cmake --build --preset tsan
+	setarch $$(uname -m) -R ctest --preset tsan
 
 test-unit: build
 	ctest --preset $(PRESET) -L unit

@@ -4,6 +4,7 @@
 // else -> the scalar references. ref.h exposes the reference path unconditionally.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -121,10 +122,11 @@ struct KernelSet {
   std::array<RowKernels, kNumFormats> rows;
   F32ToF16Fn to_f16;
   F16ToF32Fn to_f32;
+  bool any_alignment;  // the kernels take f32/f16 arrays at any address (kernels.h)
 };
 
 KernelSet MakeRefSet() {
-  KernelSet k{"scalar", {}, F32ToF16Ref, F16ToF32Ref};
+  KernelSet k{"scalar", {}, F32ToF16Ref, F16ToF32Ref, false};
   for (int i = 0; i < kNumFormats; ++i) k.rows[i] = kTraits[i].ref;
   return k;
 }
@@ -137,6 +139,7 @@ KernelSet PickFastSet() {
     for (int i = 0; i < kNumFormats; ++i) k.rows[i] = kTraits[i].avx2;
     k.to_f16 = x86::F32ToF16Avx2;
     k.to_f32 = x86::F16ToF32Avx2;
+    k.any_alignment = true;
   }
 #endif
   return k;
@@ -151,28 +154,51 @@ const KernelSet& FastSet() {
   return k;
 }
 
-// Scratch row for the f16 entry points (kMaxDim floats per thread).
+// Scratch rows (kMaxDim values per thread): the f32 row between an f16 conversion
+// and a row kernel, and the aligned copy of a caller's misaligned row.
 float* ScratchRow() {
   alignas(64) static thread_local float buf[kMaxDim];
   return buf;
+}
+uint16_t* ScratchHalfRow() {
+  alignas(64) static thread_local uint16_t buf[kMaxDim];
+  return buf;
+}
+
+// Callers' f32/f16 arrays may start at any byte (format.h). The AVX2 kernels take
+// them where they are; for the scalar references, which index them as float /
+// uint16_t arrays, a misaligned row is copied to or from an aligned scratch row.
+bool Usable(const KernelSet& k, const void* p, size_t align) {
+  return k.any_alignment || reinterpret_cast<uintptr_t>(p) % align == 0;
 }
 
 Status NonFinite(size_t row) {
   return Status::InvalidArgument("non-finite value in row " + std::to_string(row));
 }
 
-Status Encode(const KernelSet& k, Format f, const float* src, size_t rows, uint32_t dim,
+Status Encode(const KernelSet& k, Format f, const void* src, size_t rows, uint32_t dim,
               uint8_t* dst) {
   PION_DCHECK(DimSupported(f, dim));
   const size_t rb = RowBytes(f, dim);
   const EncodeRowFn enc = k.rows[static_cast<size_t>(f)].encode;
+  if (Usable(k, src, alignof(float))) {
+    const float* x = static_cast<const float*>(src);
+    for (size_t r = 0; r < rows; ++r) {
+      if (!enc(x + r * dim, dim, dst + r * rb)) return NonFinite(r);
+    }
+    return Status::OK();
+  }
+  const uint8_t* in = static_cast<const uint8_t*>(src);
+  const size_t in_bytes = size_t{dim} * sizeof(float);
+  float* tmp = ScratchRow();
   for (size_t r = 0; r < rows; ++r) {
-    if (!enc(src + r * dim, dim, dst + r * rb)) return NonFinite(r);
+    std::memcpy(tmp, in + r * in_bytes, in_bytes);
+    if (!enc(tmp, dim, dst + r * rb)) return NonFinite(r);
   }
   return Status::OK();
 }
 
-Status EncodeF16(const KernelSet& k, Format f, const uint16_t* src, size_t rows, uint32_t dim,
+Status EncodeF16(const KernelSet& k, Format f, const void* src, size_t rows, uint32_t dim,
                  uint8_t* dst) {
   PION_DCHECK(DimSupported(f, dim));
   if (f == Format::kFp16) {
@@ -181,24 +207,45 @@ Status EncodeF16(const KernelSet& k, Format f, const uint16_t* src, size_t rows,
   }
   const size_t rb = RowBytes(f, dim);
   const EncodeRowFn enc = k.rows[static_cast<size_t>(f)].encode;
+  const bool direct = Usable(k, src, alignof(uint16_t));
+  const uint8_t* in = static_cast<const uint8_t*>(src);
+  const size_t in_bytes = size_t{dim} * sizeof(uint16_t);
   float* tmp = ScratchRow();
+  uint16_t* half = ScratchHalfRow();
   for (size_t r = 0; r < rows; ++r) {
-    k.to_f32(src + r * dim, dim, tmp);
+    const uint16_t* h = half;
+    if (direct) {
+      h = static_cast<const uint16_t*>(src) + r * dim;
+    } else {
+      std::memcpy(half, in + r * in_bytes, in_bytes);
+    }
+    k.to_f32(h, dim, tmp);
     if (!enc(tmp, dim, dst + r * rb)) return NonFinite(r);
   }
   return Status::OK();
 }
 
 void Decode(const KernelSet& k, Format f, const uint8_t* src, size_t rows, uint32_t dim,
-            float* dst) {
+            void* dst) {
   PION_DCHECK(DimSupported(f, dim));
   const size_t rb = RowBytes(f, dim);
   const DecodeRowFn dec = k.rows[static_cast<size_t>(f)].decode;
-  for (size_t r = 0; r < rows; ++r) dec(src + r * rb, dim, dst + r * dim);
+  if (Usable(k, dst, alignof(float))) {
+    float* y = static_cast<float*>(dst);
+    for (size_t r = 0; r < rows; ++r) dec(src + r * rb, dim, y + r * dim);
+    return;
+  }
+  uint8_t* out = static_cast<uint8_t*>(dst);
+  const size_t out_bytes = size_t{dim} * sizeof(float);
+  float* tmp = ScratchRow();
+  for (size_t r = 0; r < rows; ++r) {
+    dec(src + r * rb, dim, tmp);
+    std::memcpy(out + r * out_bytes, tmp, out_bytes);
+  }
 }
 
 void DecodeF16(const KernelSet& k, Format f, const uint8_t* src, size_t rows, uint32_t dim,
-               uint16_t* dst) {
+               void* dst) {
   PION_DCHECK(DimSupported(f, dim));
   if (f == Format::kFp16) {
     std::memcpy(dst, src, rows * dim * sizeof(uint16_t));
@@ -206,10 +253,19 @@ void DecodeF16(const KernelSet& k, Format f, const uint8_t* src, size_t rows, ui
   }
   const size_t rb = RowBytes(f, dim);
   const DecodeRowFn dec = k.rows[static_cast<size_t>(f)].decode;
+  const bool direct = Usable(k, dst, alignof(uint16_t));
+  uint8_t* out = static_cast<uint8_t*>(dst);
+  const size_t out_bytes = size_t{dim} * sizeof(uint16_t);
   float* tmp = ScratchRow();
+  uint16_t* half = ScratchHalfRow();
   for (size_t r = 0; r < rows; ++r) {
     dec(src + r * rb, dim, tmp);
-    k.to_f16(tmp, dim, dst + r * dim);
+    if (direct) {
+      k.to_f16(tmp, dim, static_cast<uint16_t*>(dst) + r * dim);
+    } else {
+      k.to_f16(tmp, dim, half);
+      std::memcpy(out + r * out_bytes, half, out_bytes);
+    }
   }
 }
 
@@ -234,31 +290,31 @@ bool DimSupported(Format f, uint32_t dim) {
   return dim >= 1 && dim <= kMaxDim && dim % Traits(f).dim_multiple == 0;
 }
 
-Status EncodeRows(Format f, const float* src, size_t rows, uint32_t dim, uint8_t* dst) {
+Status EncodeRows(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst) {
   return Encode(FastSet(), f, src, rows, dim, dst);
 }
-Status EncodeRowsF16(Format f, const uint16_t* src, size_t rows, uint32_t dim, uint8_t* dst) {
+Status EncodeRowsF16(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst) {
   return EncodeF16(FastSet(), f, src, rows, dim, dst);
 }
-void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, float* dst) {
+void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst) {
   Decode(FastSet(), f, src, rows, dim, dst);
 }
-void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, uint16_t* dst) {
+void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst) {
   DecodeF16(FastSet(), f, src, rows, dim, dst);
 }
 std::string_view KernelName() { return FastSet().name; }
 
 namespace ref {
-Status EncodeRows(Format f, const float* src, size_t rows, uint32_t dim, uint8_t* dst) {
+Status EncodeRows(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst) {
   return Encode(RefSet(), f, src, rows, dim, dst);
 }
-Status EncodeRowsF16(Format f, const uint16_t* src, size_t rows, uint32_t dim, uint8_t* dst) {
+Status EncodeRowsF16(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst) {
   return EncodeF16(RefSet(), f, src, rows, dim, dst);
 }
-void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, float* dst) {
+void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst) {
   Decode(RefSet(), f, src, rows, dim, dst);
 }
-void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, uint16_t* dst) {
+void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst) {
   DecodeF16(RefSet(), f, src, rows, dim, dst);
 }
 }  // namespace ref

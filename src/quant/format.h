@@ -42,20 +42,24 @@ size_t RowBytes(Format f, uint32_t dim);
 // 32-block formats need dim % 32 == 0.
 bool DimSupported(Format f, uint32_t dim);
 
+// Buffers may start at any byte offset (a payload inside a network buffer, a reply
+// after its RESP header): `src` and `dst` of the f32/f16 arrays below have no
+// alignment requirement, and stored rows are byte arrays.
+//
 // Encodes `rows` rows of `dim` f32 values (row-major) into rows * RowBytes bytes
 // at `dst`. Quantized formats refuse a non-finite input with InvalidArgument
 // "non-finite value in row <i>" (i counted from 0 within this call) and then the
 // contents of dst are unspecified; fp16 keeps IEEE semantics (never fails).
 // REQUIRES: DimSupported(f, dim).
-Status EncodeRows(Format f, const float* src, size_t rows, uint32_t dim, uint8_t* dst);
+Status EncodeRows(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst);
 // Same, from IEEE binary16 input (FMT F16 uploads). fp16 copies the bytes
 // unchanged (bit-exact); other formats widen to f32 and encode.
-Status EncodeRowsF16(Format f, const uint16_t* src, size_t rows, uint32_t dim, uint8_t* dst);
+Status EncodeRowsF16(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst);
 
 // Decodes stored rows to f32 / to f16 (f32 decode rounded to nearest even;
 // fp16 rows are copied unchanged).
-void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, float* dst);
-void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, uint16_t* dst);
+void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst);
+void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst);
 
 // Name of the implementation chosen at start-up ("avx2+f16c+fma" or "scalar").
 std::string_view KernelName();

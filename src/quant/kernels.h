@@ -9,6 +9,13 @@
 
 namespace pion::quant {
 
+// Alignment: stored rows (`src` / `dst` bytes) have none and are read with the
+// Load/Store helpers below. The f32 arrays (`x`, and `dst` of a decode) come from
+// callers at any byte offset too. The AVX2 kernels (x86/) accept that: they touch
+// the arrays only through unaligned vector loads/stores and memcpy in their tails.
+// The scalar references index them as float arrays, so dispatch.cc hands them only
+// naturally aligned ones, staging a misaligned row through an aligned scratch row.
+//
 // Encodes one row of `dim` floats into RowBytes(f, dim) bytes. Returns false (dst
 // unspecified) when the row holds a non-finite value and the format refuses them.
 using EncodeRowFn = bool (*)(const float* x, uint32_t dim, uint8_t* dst);

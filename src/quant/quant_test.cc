@@ -338,6 +338,61 @@ TEST(QuantFastPath, BitIdenticalToReference) {
   }
 }
 
+// Payloads are decoded in place: the f32/f16 input of a store sits at any byte of a
+// network buffer and a fetch decodes into a reply right after its RESP header. Every
+// entry point, on the fast and the reference path, must give the same bytes from and
+// into buffers at every offset mod 8 (and run clean under UBSan's alignment check).
+TEST(QuantFastPath, MisalignedBuffersGiveTheSameBytes) {
+  for (Format f : kAll) {
+    for (uint32_t dim : {37u, 64u, 200u}) {
+      if (!DimSupported(f, dim)) continue;
+      constexpr size_t kRows = 3;
+      const size_t rb = RowBytes(f, dim), n = kRows * dim;
+      const std::vector<float> x = GaussianRows(kRows, dim, /*seed=*/dim + 7);
+      std::vector<uint16_t> h(n);
+      for (size_t i = 0; i < n; ++i) h[i] = F32ToF16(x[i]);
+      // Aligned results to compare against.
+      std::vector<uint8_t> enc(kRows * rb), enc16(kRows * rb);
+      ASSERT_TRUE(ref::EncodeRows(f, x.data(), kRows, dim, enc.data()).ok());
+      ASSERT_TRUE(ref::EncodeRowsF16(f, h.data(), kRows, dim, enc16.data()).ok());
+      std::vector<float> dec(n);
+      std::vector<uint16_t> dec16(n);
+      ref::DecodeRows(f, enc.data(), kRows, dim, dec.data());
+      ref::DecodeRowsF16(f, enc.data(), kRows, dim, dec16.data());
+
+      for (int path = 0; path < 2; ++path) {
+        auto encode = path == 0 ? &EncodeRows : &ref::EncodeRows;
+        auto encode16 = path == 0 ? &EncodeRowsF16 : &ref::EncodeRowsF16;
+        auto decode = path == 0 ? &DecodeRows : &ref::DecodeRows;
+        auto decode16 = path == 0 ? &DecodeRowsF16 : &ref::DecodeRowsF16;
+        for (size_t off = 1; off < 8; ++off) {
+          SCOPED_TRACE(std::string(FormatName(f)) + " dim " + std::to_string(dim) + " offset " +
+                       std::to_string(off) + (path == 0 ? " fast" : " ref"));
+          // 8-byte aligned storage, used from byte `off` on.
+          std::vector<uint64_t> in_store(n / 2 + 2), row_store(kRows * rb / 8 + 2),
+              out_store(n / 2 + 2);
+          uint8_t* in = reinterpret_cast<uint8_t*>(in_store.data()) + off;
+          uint8_t* rows = reinterpret_cast<uint8_t*>(row_store.data()) + off;
+          uint8_t* out = reinterpret_cast<uint8_t*>(out_store.data()) + off;
+
+          std::memcpy(in, x.data(), n * 4);
+          ASSERT_TRUE(encode(f, in, kRows, dim, rows).ok());
+          EXPECT_EQ(0, std::memcmp(rows, enc.data(), enc.size())) << "encode f32";
+          std::memcpy(in, h.data(), n * 2);
+          ASSERT_TRUE(encode16(f, in, kRows, dim, rows).ok());
+          EXPECT_EQ(0, std::memcmp(rows, enc16.data(), enc16.size())) << "encode f16";
+
+          std::memcpy(rows, enc.data(), enc.size());
+          decode(f, rows, kRows, dim, out);
+          EXPECT_EQ(0, std::memcmp(out, dec.data(), n * 4)) << "decode f32";
+          decode16(f, rows, kRows, dim, out);
+          EXPECT_EQ(0, std::memcmp(out, dec16.data(), n * 2)) << "decode f16";
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantFastPath, BatchEqualsRowByRow) {  // 10,000-row batch vs single-row calls
   constexpr uint32_t kDim = 128;
   constexpr size_t kRows = 10000;

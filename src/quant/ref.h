@@ -11,9 +11,9 @@
 
 namespace pion::quant::ref {
 
-Status EncodeRows(Format f, const float* src, size_t rows, uint32_t dim, uint8_t* dst);
-Status EncodeRowsF16(Format f, const uint16_t* src, size_t rows, uint32_t dim, uint8_t* dst);
-void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, float* dst);
-void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, uint16_t* dst);
+Status EncodeRows(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst);
+Status EncodeRowsF16(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst);
+void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst);
+void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst);
 
 }  // namespace pion::quant::ref

@@ -96,9 +96,9 @@ uint64_t DecodedBytes(const FetchPlan& p, OutFmt fmt) {
 
 void DecodeSegment(const FetchPlan& plan, const FetchSegment& s, size_t elem, uint8_t* out) {
   if (elem == 4)
-    quant::DecodeRows(plan.fmt, s.data, s.rows, plan.dim, reinterpret_cast<float*>(out));
+    quant::DecodeRows(plan.fmt, s.data, s.rows, plan.dim, out);  // any alignment
   else
-    quant::DecodeRowsF16(plan.fmt, s.data, s.rows, plan.dim, reinterpret_cast<uint16_t*>(out));
+    quant::DecodeRowsF16(plan.fmt, s.data, s.rows, plan.dim, out);
 }
 
 // Writes one layer's rows as a bulk string, or a null if no requested row is

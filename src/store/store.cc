@@ -407,10 +407,8 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
   std::vector<uint8_t>& scratch = tl_scratch;
   if (scratch.size() < out_bytes) scratch.resize(out_bytes);
   Status st = in.type == RowInput::Type::kF32
-                  ? quant::EncodeRows(n->fmt, static_cast<const float*>(in.data), count, n->dim,
-                                      scratch.data())
-                  : quant::EncodeRowsF16(n->fmt, static_cast<const uint16_t*>(in.data), count,
-                                         n->dim, scratch.data());
+                  ? quant::EncodeRows(n->fmt, in.data, count, n->dim, scratch.data())
+                  : quant::EncodeRowsF16(n->fmt, in.data, count, n->dim, scratch.data());
   if (st.ok())
     st = StoreEncoded(n, side, layer, start, count, {scratch.data(), out_bytes}, true, lsn);
   if (scratch.size() > kScratchKeepBytes) std::vector<uint8_t>().swap(scratch);

@@ -2,11 +2,13 @@
 
 Every test gets a fresh server unless it asks for the module-scoped one. Readiness is
 polled with a deadline (no fixed sleeps). The binary comes from $PION_BIN_DIR (set by
-CTest) or build/release/bin.
+CTest to its build tree: build/dev/bin under ASan+UBSan, build/tsan/bin under TSan) or
+build/release/bin. A sanitizer report in a server's log fails the test that started it.
 """
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -29,6 +31,12 @@ def poll(fn, timeout=15.0, interval=0.01):
         if v or time.monotonic() > deadline:
             return v
         time.sleep(interval)  # polling interval of a deadline loop, not synchronisation
+
+
+# First line of an ASan / LSan / TSan / UBSan report in a server's stderr.
+SANITIZER_REPORT = re.compile(
+    r"^(==\d+==ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|\S+:\d+:\d+: runtime error: )",
+    re.M)
 
 
 def free_port() -> int:
@@ -101,6 +109,12 @@ class PionServer:
             return self.log_path.read_text(errors="replace")
         except FileNotFoundError:
             return ""
+
+    def sanitizer_report(self) -> str | None:
+        """The log from the first sanitizer report on (None without one)."""
+        text = self.log()
+        m = SANITIZER_REPORT.search(text)
+        return text[m.start():m.start() + 8000] if m else None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
         if self.proc is None or self.proc.poll() is not None:
@@ -268,8 +282,14 @@ def server_factory(tmpdir_path):
         return s.start() if start else s
 
     yield make
+    reports = []
     for s in started:
         s.stop(signal.SIGKILL)
+        rep = s.sanitizer_report()
+        if rep:
+            reports.append(f"{s.log_path}:\n{rep}")
+    if reports:
+        pytest.fail("sanitizer report in the server log:\n" + "\n".join(reports), pytrace=False)
 
 
 @pytest.fixture

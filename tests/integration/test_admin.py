@@ -162,6 +162,7 @@ def test_client_kill_filters(server, raw_factory):
     assert v3.call("PING") == "PONG"
 
 
+@pytest.mark.concurrency
 def test_client_kill_across_workers(server_factory, raw_factory):
     s = server_factory(["-w", "4"], kvcache=False)
     admin = raw_factory(s)

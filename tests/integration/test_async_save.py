@@ -9,6 +9,7 @@ import select
 import time
 
 import numpy as np
+import pytest
 
 from conftest import RawConn, RawError
 
@@ -86,6 +87,7 @@ def wait_info(c: RawConn, want: str, timeout: float = 30.0) -> None:
         time.sleep(0.01)  # polling interval of a deadline loop
 
 
+@pytest.mark.concurrency
 def test_save_then_disconnect_and_shutdown(server_factory, raw_factory):
     s = server_factory(args=["-w", "1"])
     a = raw_factory(s, timeout=60)

@@ -136,6 +136,7 @@ def test_sigkill_100_rounds(server_factory, request):
 
 # --- SAVE, restart, snapshot + WAL -------------------------------------------
 
+@pytest.mark.concurrency
 def test_save_while_8_clients_write_then_restart(server_factory):
     s = server_factory(args=["--appendfsync", "everysec"])
     setup = s.client()

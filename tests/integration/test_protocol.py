@@ -377,6 +377,7 @@ def test_thousand_connections(server_factory, raw_factory):
     assert poll(lambda: r.info("clients")["connected_clients"] == 1)
 
 
+@pytest.mark.concurrency
 def test_workers_4(server_factory, raw_factory):
     s = server_factory(["-w", "4"], kvcache=False)
     assert s.client().info("server")["workers"] == 4

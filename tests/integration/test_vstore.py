@@ -217,6 +217,7 @@ def test_lru_eviction_by_bytes_and_oom(server_factory):
     assert r.execute_command("KV.PREFIX.LOOKUP", "c") == b"HIT"
 
 
+@pytest.mark.concurrency
 def test_many_clients_many_workers_no_wrong_byte(server_factory):
     s = server_factory(["-w", "4", "--max-sessions", "1024"])
     d = 128

@@ -27,9 +27,12 @@ bool EncodeRowInt8Avx2(const float* x, uint32_t dim, uint8_t* dst) {
   if (abits >= kInfBits) return false;
   float a;
   std::memcpy(&a, &abits, 4);
+  // x may sit at any address (kernels.h): the tails read it through memcpy.
+  const uint8_t* xb = reinterpret_cast<const uint8_t*>(x);
   for (; i < dim; ++i) {
-    if (!IsFinite(x[i])) return false;
-    const float ax = std::fabs(x[i]);
+    const float xi = LoadF32(xb + 4 * i);
+    if (!IsFinite(xi)) return false;
+    const float ax = std::fabs(xi);
     a = ax > a ? ax : a;
   }
   int8_t* q = reinterpret_cast<int8_t*>(dst + sizeof(RowHeaderInt8));
@@ -56,7 +59,7 @@ bool EncodeRowInt8Avx2(const float* x, uint32_t dim, uint8_t* dst) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), b);
   }
   for (; i < dim; ++i) {
-    float v = std::nearbyint(x[i] * inv);
+    float v = std::nearbyint(LoadF32(xb + 4 * i) * inv);
     v = v < -127.0f ? -127.0f : v;
     v = v > 127.0f ? 127.0f : v;
     q[i] = static_cast<int8_t>(v);
@@ -85,7 +88,8 @@ void DecodeRowInt8Avx2(const uint8_t* src, uint32_t dim, float* dst) {
     __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
     _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(a)), vs));
   }
-  for (; i < dim; ++i) dst[i] = static_cast<float>(q[i]) * scale;
+  uint8_t* db = reinterpret_cast<uint8_t*>(dst);  // any address, as x above
+  for (; i < dim; ++i) StoreF32(db + 4 * i, static_cast<float>(q[i]) * scale);
 }
 
 }  // namespace pion::quant::x86
