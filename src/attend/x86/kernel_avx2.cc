@@ -17,6 +17,8 @@
 namespace pion::attend::internal::x86 {
 namespace {
 
+constexpr int64_t kPrefetchTiles = 4;
+
 template <Precision P>
 inline __m256 Load8(const void* base, size_t idx) {
   if constexpr (P == Precision::kF32) {
@@ -132,8 +134,24 @@ void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uin
              uint32_t d, RowJob* jobs, uint32_t n_jobs) {
   alignas(32) float s[kTile];
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
   for (uint32_t t0 = 0; t0 < n; t0 += kTile) {
     const int64_t t1 = std::min<int64_t>(n, t0 + kTile);
+    // Software prefetch kPrefetchTiles ahead: K and V are two streams far apart, and
+    // the hardware prefetcher alone leaves the loads waiting on DRAM.
+    {
+      const int64_t p0 = t0 + kPrefetchTiles * kTile;
+      const int64_t p1 = std::min<int64_t>(n, p0 + kTile);
+      if (p0 < p1) {
+        const char* kp = static_cast<const char*>(k) + p0 * row_bytes;
+        const char* vp = static_cast<const char*>(v) + p0 * row_bytes;
+        const size_t len = static_cast<size_t>(p1 - p0) * row_bytes;
+        for (size_t o = 0; o < len; o += 64) {
+          _mm_prefetch(kp + o, _MM_HINT_T1);
+          _mm_prefetch(vp + o, _MM_HINT_T1);
+        }
+      }
+    }
     for (uint32_t j = 0; j < n_jobs; ++j) {
       RowJob& job = jobs[j];
       const int64_t a = std::max<int64_t>(job.lo, t0), b = std::min<int64_t>(job.hi, t1);
