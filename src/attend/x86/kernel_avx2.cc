@@ -17,7 +17,9 @@
 namespace pion::attend::internal::x86 {
 namespace {
 
-constexpr int64_t kPrefetchTiles = 4;
+// Software prefetch distance in positions (one tile): K and V are two streams far
+// apart read in row-interleaved order, which the hardware prefetchers follow poorly.
+constexpr int64_t kPrefetchAhead = kTile;
 
 template <Precision P>
 inline __m256 Load8(const void* base, size_t idx) {
@@ -67,12 +69,23 @@ inline __m256 Exp(__m256 x) {
 }
 
 // Scores of 8 consecutive rows: out[j] = q . K[j].
+// With pk/pv set, also prefetches the 8 K rows and 8 V rows starting there, spread
+// over the loop (ElementBytes(P) lines of each per step).
 template <Precision P>
-inline __m256 Dot8(const float* q, const void* k, size_t row0, uint32_t d) {
+inline __m256 Dot8(const float* q, const void* k, size_t row0, uint32_t d, const char* pk,
+                   const char* pv) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
          a7 = a0;
   const size_t b = row0 * d;
+  constexpr uint32_t kLines = ElementBytes(P);
   for (uint32_t x = 0; x < d; x += 8) {
+    if (pk != nullptr) {
+      const size_t o = static_cast<size_t>(x) * 8 * kLines;
+      for (uint32_t i = 0; i < kLines; ++i) {
+        _mm_prefetch(pk + o + 64 * i, _MM_HINT_T0);
+        _mm_prefetch(pv + o + 64 * i, _MM_HINT_T0);
+      }
+    }
     const __m256 qv = _mm256_loadu_ps(q + x);
     a0 = _mm256_fmadd_ps(qv, Load8<P>(k, b + x), a0);
     a1 = _mm256_fmadd_ps(qv, Load8<P>(k, b + d + x), a1);
@@ -137,28 +150,21 @@ void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uin
   const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
   for (uint32_t t0 = 0; t0 < n; t0 += kTile) {
     const int64_t t1 = std::min<int64_t>(n, t0 + kTile);
-    // Software prefetch kPrefetchTiles ahead: K and V are two streams far apart, and
-    // the hardware prefetcher alone leaves the loads waiting on DRAM.
-    {
-      const int64_t p0 = t0 + kPrefetchTiles * kTile;
-      const int64_t p1 = std::min<int64_t>(n, p0 + kTile);
-      if (p0 < p1) {
-        const char* kp = static_cast<const char*>(k) + p0 * row_bytes;
-        const char* vp = static_cast<const char*>(v) + p0 * row_bytes;
-        const size_t len = static_cast<size_t>(p1 - p0) * row_bytes;
-        for (size_t o = 0; o < len; o += 64) {
-          _mm_prefetch(kp + o, _MM_HINT_T1);
-          _mm_prefetch(vp + o, _MM_HINT_T1);
-        }
-      }
-    }
     for (uint32_t j = 0; j < n_jobs; ++j) {
       RowJob& job = jobs[j];
       const int64_t a = std::max<int64_t>(job.lo, t0), b = std::min<int64_t>(job.hi, t1);
       if (a >= b) continue;
       const int64_t cnt = b - a;
       int64_t i = 0;
-      for (; i + 8 <= cnt; i += 8) _mm256_store_ps(s + i, Dot8<P>(job.q, k, a + i, d));
+      for (; i + 8 <= cnt; i += 8) {
+        const char* pk = nullptr;
+        const char* pv = nullptr;
+        if (j == 0 && a + i + kPrefetchAhead + 8 <= n) {
+          pk = static_cast<const char*>(k) + (a + i + kPrefetchAhead) * row_bytes;
+          pv = static_cast<const char*>(v) + (a + i + kPrefetchAhead) * row_bytes;
+        }
+        _mm256_store_ps(s + i, Dot8<P>(job.q, k, a + i, d, pk, pv));
+      }
       for (; i < cnt; ++i) s[i] = Dot1<P>(job.q, k, a + i, d);
       // Pad the last group of 8 with -inf so whole vectors can be used below.
       const int64_t padded = (cnt + 7) & ~int64_t{7};
