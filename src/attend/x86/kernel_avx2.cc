@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "attend/kernel.h"
 
@@ -142,81 +143,136 @@ inline void AccumulateV(float* acc, const void* v, size_t row0, const float* w, 
   }
 }
 
+// One job over positions [a, b) of K/V stored as L (absolute row indices), scores into
+// `s` (kTile floats). kScaled: apply the int8 row scales ks/vs (same indices). With
+// pk/pv set, prefetches the rows kPrefetchAhead positions ahead while computing.
+template <Precision L, bool kScaled>
+inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks,
+                    const float* vs, int64_t a, int64_t b, uint32_t d, const char* pk,
+                    const char* pv, size_t pf_row_bytes, float* s) {
+  const int64_t cnt = b - a;
+  int64_t i = 0;
+  for (; i + 8 <= cnt; i += 8) {
+    const char* qk = pk ? pk + (i + kPrefetchAhead) * pf_row_bytes : nullptr;
+    const char* qv = pv ? pv + (i + kPrefetchAhead) * pf_row_bytes : nullptr;
+    _mm256_store_ps(s + i, Dot8<L>(job.q, k, a + i, d, qk, qv));
+  }
+  for (; i < cnt; ++i) s[i] = Dot1<L>(job.q, k, a + i, d);
+  // Pad the last group of 8 with -inf so whole vectors can be used below.
+  const int64_t padded = (cnt + 7) & ~int64_t{7};
+  for (int64_t z = cnt; z < padded; ++z) s[z] = -std::numeric_limits<float>::infinity();
+  __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t z = 0; z < padded; z += 8) {
+    __m256 sv = _mm256_load_ps(s + z);
+    if constexpr (kScaled) {  // the K scale, once per score
+      if (z + 8 <= cnt) {
+        sv = _mm256_mul_ps(sv, _mm256_loadu_ps(ks + a + z));
+      } else {
+        for (int64_t y = z; y < cnt; ++y) s[y] *= ks[a + y];
+        sv = _mm256_load_ps(s + z);
+      }
+      _mm256_store_ps(s + z, sv);
+    }
+    vmax = _mm256_max_ps(vmax, sv);
+  }
+  const float tmax = HMax(vmax);
+  if (tmax > *job.m) {
+    const float c = std::exp(*job.m - tmax);
+    *job.l *= c;
+    const __m256 cv = _mm256_set1_ps(c);
+    for (uint32_t x = 0; x < d; x += 8) {
+      _mm256_storeu_ps(job.acc + x, _mm256_mul_ps(cv, _mm256_loadu_ps(job.acc + x)));
+    }
+    *job.m = tmax;
+  }
+  const __m256 mv = _mm256_set1_ps(*job.m);
+  __m256 lsum = _mm256_setzero_ps();
+  for (int64_t z = 0; z < padded; z += 8) {
+    __m256 p = Exp(_mm256_sub_ps(_mm256_load_ps(s + z), mv));
+    if (z + 8 > cnt) {  // zero the padding lanes
+      const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      const __m256i lim = _mm256_set1_epi32(static_cast<int>(cnt - z));
+      p = _mm256_and_ps(p, _mm256_castsi256_ps(_mm256_cmpgt_epi32(lim, idx)));
+    }
+    lsum = _mm256_add_ps(lsum, p);
+    if constexpr (kScaled) {  // the V scale folded into the weight
+      if (z + 8 <= cnt) {
+        p = _mm256_mul_ps(p, _mm256_loadu_ps(vs + a + z));
+        _mm256_store_ps(s + z, p);
+      } else {
+        _mm256_store_ps(s + z, p);
+        for (int64_t y = z; y < cnt; ++y) s[y] *= vs[a + y];
+      }
+    } else {
+      _mm256_store_ps(s + z, p);
+    }
+  }
+  *job.l += HSum(lsum);
+  AccumulateV<L>(job.acc, v, a, s, cnt, d);
+}
+
+// Widens rows [t0, t1) of K and V to f32 (exact: f16 and int8 values are f32 values)
+// into kt / vt, prefetching the rows kPrefetchAhead further on.
+template <Precision P>
+inline void Widen(const void* k, const void* v, int64_t t0, int64_t t1, uint32_t n,
+                  uint32_t d, float* kt, float* vt) {
+  const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
+  for (int64_t r = t0; r < t1; ++r) {
+    if (r + kPrefetchAhead < n) {
+      const char* pk = static_cast<const char*>(k) + (r + kPrefetchAhead) * row_bytes;
+      const char* pv = static_cast<const char*>(v) + (r + kPrefetchAhead) * row_bytes;
+      for (size_t o = 0; o < row_bytes; o += 64) {
+        _mm_prefetch(pk + o, _MM_HINT_T0);
+        _mm_prefetch(pv + o, _MM_HINT_T0);
+      }
+    }
+    float* ko = kt + (r - t0) * d;
+    float* vo = vt + (r - t0) * d;
+    for (uint32_t x = 0; x < d; x += 8) {
+      _mm256_storeu_ps(ko + x, Load8<P>(k, r * d + x));
+      _mm256_storeu_ps(vo + x, Load8<P>(v, r * d + x));
+    }
+  }
+}
+
 template <Precision P>
 void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uint32_t n,
              uint32_t d, RowJob* jobs, uint32_t n_jobs) {
   alignas(32) float s[kTile];
-  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  constexpr bool kScaled = P == Precision::kInt8;
   const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
+  // Several jobs (M > 1, GQA): widen each tile to f32 once instead of once per job.
+  const bool widen = P != Precision::kF32 && n_jobs > 1;
+  thread_local std::vector<float> scratch;
+  if (widen && scratch.size() < 2 * static_cast<size_t>(kTile) * d) {
+    scratch.resize(2 * static_cast<size_t>(kTile) * d);
+  }
   for (uint32_t t0 = 0; t0 < n; t0 += kTile) {
     const int64_t t1 = std::min<int64_t>(n, t0 + kTile);
+    if (widen) {
+      float* kt = scratch.data();
+      float* vt = kt + static_cast<size_t>(kTile) * d;
+      Widen<P>(k, v, t0, t1, n, d, kt, vt);
+      for (uint32_t j = 0; j < n_jobs; ++j) {
+        RowJob& job = jobs[j];
+        const int64_t a = std::max<int64_t>(job.lo, t0), b = std::min<int64_t>(job.hi, t1);
+        if (a >= b) continue;
+        JobTile<Precision::kF32, kScaled>(job, kt, vt, kScaled ? ks + t0 : nullptr,
+                                          kScaled ? vs + t0 : nullptr, a - t0, b - t0, d,
+                                          nullptr, nullptr, 0, s);
+      }
+      continue;
+    }
     for (uint32_t j = 0; j < n_jobs; ++j) {
       RowJob& job = jobs[j];
       const int64_t a = std::max<int64_t>(job.lo, t0), b = std::min<int64_t>(job.hi, t1);
       if (a >= b) continue;
-      const int64_t cnt = b - a;
-      int64_t i = 0;
-      for (; i + 8 <= cnt; i += 8) {
-        const char* pk = nullptr;
-        const char* pv = nullptr;
-        if (j == 0 && a + i + kPrefetchAhead + 8 <= n) {
-          pk = static_cast<const char*>(k) + (a + i + kPrefetchAhead) * row_bytes;
-          pv = static_cast<const char*>(v) + (a + i + kPrefetchAhead) * row_bytes;
-        }
-        _mm256_store_ps(s + i, Dot8<P>(job.q, k, a + i, d, pk, pv));
-      }
-      for (; i < cnt; ++i) s[i] = Dot1<P>(job.q, k, a + i, d);
-      // Pad the last group of 8 with -inf so whole vectors can be used below.
-      const int64_t padded = (cnt + 7) & ~int64_t{7};
-      for (int64_t z = cnt; z < padded; ++z) s[z] = -std::numeric_limits<float>::infinity();
-      __m256 vmax = neg_inf;
-      for (int64_t z = 0; z < padded; z += 8) {
-        __m256 sv = _mm256_load_ps(s + z);
-        if constexpr (P == Precision::kInt8) {
-          if (z + 8 <= cnt) {
-            sv = _mm256_mul_ps(sv, _mm256_loadu_ps(ks + a + z));
-          } else {
-            for (int64_t y = z; y < cnt; ++y) s[y] *= ks[a + y];
-            sv = _mm256_load_ps(s + z);
-          }
-          _mm256_store_ps(s + z, sv);
-        }
-        vmax = _mm256_max_ps(vmax, sv);
-      }
-      const float tmax = HMax(vmax);
-      if (tmax > *job.m) {
-        const float c = std::exp(*job.m - tmax);
-        *job.l *= c;
-        const __m256 cv = _mm256_set1_ps(c);
-        for (uint32_t x = 0; x < d; x += 8) {
-          _mm256_storeu_ps(job.acc + x, _mm256_mul_ps(cv, _mm256_loadu_ps(job.acc + x)));
-        }
-        *job.m = tmax;
-      }
-      const __m256 mv = _mm256_set1_ps(*job.m);
-      __m256 lsum = _mm256_setzero_ps();
-      for (int64_t z = 0; z < padded; z += 8) {
-        __m256 p = Exp(_mm256_sub_ps(_mm256_load_ps(s + z), mv));
-        if (z + 8 > cnt) {  // zero the padding lanes
-          const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-          const __m256i lim = _mm256_set1_epi32(static_cast<int>(cnt - z));
-          p = _mm256_and_ps(p, _mm256_castsi256_ps(_mm256_cmpgt_epi32(lim, idx)));
-        }
-        lsum = _mm256_add_ps(lsum, p);
-        if constexpr (P == Precision::kInt8) {
-          if (z + 8 <= cnt) {
-            p = _mm256_mul_ps(p, _mm256_loadu_ps(vs + a + z));
-            _mm256_store_ps(s + z, p);
-          } else {
-            _mm256_store_ps(s + z, p);
-            for (int64_t y = z; y < cnt; ++y) s[y] *= vs[a + y];
-          }
-        } else {
-          _mm256_store_ps(s + z, p);
-        }
-      }
-      *job.l += HSum(lsum);
-      AccumulateV<P>(job.acc, v, a, s, cnt, d);
+      // The first job prefetches for all (prefetching past the run's end is only
+      // skipped near it).
+      const bool pf = j == 0 && b + kPrefetchAhead <= n;
+      const char* pk = pf ? static_cast<const char*>(k) + a * row_bytes : nullptr;
+      const char* pv = pf ? static_cast<const char*>(v) + a * row_bytes : nullptr;
+      JobTile<P, kScaled>(job, k, v, ks, vs, a, b, d, pk, pv, row_bytes, s);
     }
   }
 }
