@@ -4,6 +4,7 @@
 //   dense/<prec>/<N>        M = 1, H = 8, D = 128, one thread: µs/query, GB/s of K/V read
 //   stream/<prec>/<N>       StreamRead over the same slot buffer (bytes/s ceiling)
 //   threads/<T>/<N>         dense f16 on a T-thread ThreadPoolExecutor (split-KV)
+//   stream_threads/<T>/<N>  the streaming read cut over T threads (the pool's ceiling)
 //   multi/<N>               M = 16, H_q = 32 over H_kv = 8, f16: GFLOP/s, bytes = one pass
 //   sparse/<sel>/<N>        sparse auto, B = 64, K_top * B = N / 8, H = 8, f16, planted
 //                           needle; counters recall (needle block picked) and mass (dense
@@ -122,6 +123,23 @@ void BmThreads(benchmark::State& st, uint32_t threads, uint32_t n) {
   Finish(st, f);
 }
 
+// The 2-thread ceiling: the same read-only pass cut in halves on the pool.
+void BmStreamThreads(benchmark::State& st, uint32_t threads, uint32_t n) {
+  const Fixture& f = Get(Precision::kF16, n, false);
+  ThreadPoolExecutor pool(threads);
+  const size_t bytes = f.slot->kv_bytes();
+  const size_t part = (bytes / threads + 63) / 64 * 64;
+  std::vector<uint64_t> sink(threads);
+  for (auto _ : st) {
+    pool.ParallelFor(threads, [&](uint32_t i) {
+      const size_t b0 = std::min(bytes, part * i), b1 = std::min(bytes, b0 + part);
+      sink[i] = StreamRead(f.slot->data() + b0, b1 - b0);
+    });
+    benchmark::DoNotOptimize(sink.data());
+  }
+  Finish(st, f);
+}
+
 void BmMulti(benchmark::State& st, uint32_t n) {
   const Fixture& f = Get(Precision::kF16, n, false);
   AttendRequest r = Dense(f, 32, 16);
@@ -207,6 +225,12 @@ void Register() {
   for (uint32_t t : {1u, 2u}) {
     benchmark::RegisterBenchmark(("threads/" + std::to_string(t) + "/32768").c_str(), BmThreads,
                                  t, 32768u)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  }
+  for (uint32_t t : {1u, 2u}) {
+    benchmark::RegisterBenchmark(("stream_threads/" + std::to_string(t) + "/32768").c_str(),
+                                 BmStreamThreads, t, 32768u)
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
   }

@@ -926,6 +926,10 @@ def attend_rows(j):
                   '1 thread', '≥ 1.6×')
         row.pion = gbs('threads/2/32768')
         row.peer = gbs('threads/1/32768')
+        if 'stream_threads/2/32768' in runs:
+            s1, s2 = gbs('stream_threads/1/32768'), gbs('stream_threads/2/32768')
+            row.ceiling, row.ceiling_name = s2, 'stream on 2 threads'
+            row.extra['stream 2 vs 1 thread'] = [b / a for a, b in zip(s1, s2) if a]
         rt = row.ratios()
         if rt:
             row.met = statistics.median(rt) >= 1.6
