@@ -222,11 +222,13 @@ void Register() {
       benchmark::RegisterBenchmark(("stream/" + tag).c_str(), BmStream, p, n)->Unit(benchmark::kMicrosecond);
     }
   }
-  for (uint32_t t : {1u, 2u}) {
-    benchmark::RegisterBenchmark(("threads/" + std::to_string(t) + "/32768").c_str(), BmThreads,
-                                 t, 32768u)
-        ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime();
+  for (uint32_t n : {2048u, 32768u}) {
+    for (uint32_t t : {1u, 2u}) {
+      benchmark::RegisterBenchmark(
+          ("threads/" + std::to_string(t) + "/" + std::to_string(n)).c_str(), BmThreads, t, n)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
   }
   for (uint32_t t : {1u, 2u}) {
     benchmark::RegisterBenchmark(("stream_threads/" + std::to_string(t) + "/32768").c_str(),
