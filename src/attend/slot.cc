@@ -370,19 +370,30 @@ std::shared_ptr<const BlockStats> Slot::BlockStatsFor(uint32_t block, Selector s
   st->a.assign(per_head * h_, 0.0f);
   if (sel == Selector::kQuest) st->b.assign(per_head * h_, 0.0f);
   std::vector<double> sum(d_);
-  std::vector<float> lo(d_), hi(d_);
+  std::vector<float> lo(d_), hi(d_), row(d_);
   for (uint32_t hh = 0; hh < h_; ++hh) {
+    const uint8_t* kb = static_cast<const uint8_t*>(k(hh));
+    const float* ks = k_scale(hh);
     for (uint32_t b = 0; b < st->n_blocks; ++b) {
       const uint32_t t0 = b * block, t1 = std::min<uint32_t>(n_, t0 + block);
       std::fill(sum.begin(), sum.end(), 0.0);
       std::fill(lo.begin(), lo.end(), std::numeric_limits<float>::infinity());
       std::fill(hi.begin(), hi.end(), -std::numeric_limits<float>::infinity());
       for (uint32_t t = t0; t < t1; ++t) {
+        // One stored row to f32 (the values the kernels attend to).
+        const size_t r = static_cast<size_t>(t) * d_;
+        if (prec_ == Precision::kF32) {
+          std::memcpy(row.data(), kb + r * 4, static_cast<size_t>(d_) * 4);
+        } else if (prec_ == Precision::kF16) {
+          quant::DecodeRows(quant::Format::kFp16, kb + r * 2, 1, d_, row.data());
+        } else {
+          const int8_t* q = reinterpret_cast<const int8_t*>(kb) + r;
+          for (uint32_t i = 0; i < d_; ++i) row[i] = static_cast<float>(q[i]) * ks[t];
+        }
         for (uint32_t i = 0; i < d_; ++i) {
-          const float x = KAt(hh, t, i);
-          sum[i] += x;
-          lo[i] = std::min(lo[i], x);
-          hi[i] = std::max(hi[i], x);
+          sum[i] += row[i];
+          lo[i] = std::min(lo[i], row[i]);
+          hi[i] = std::max(hi[i], row[i]);
         }
       }
       float* a = st->a.data() + (static_cast<size_t>(hh) * st->n_blocks + b) * d_;

@@ -20,7 +20,7 @@ namespace {
 
 // Software prefetch distance in positions (one tile): K and V are two streams far
 // apart read in row-interleaved order, which the hardware prefetchers follow poorly.
-constexpr int64_t kPrefetchAhead = kTile;
+constexpr int64_t kPrefetchAhead = 2 * kTile;
 
 template <Precision P>
 inline __m256 Load8(const void* base, size_t idx) {
