@@ -141,7 +141,7 @@ Status SelectBlocks(const Slot& slot, const AttendRequest& req, std::vector<uint
   blocks->clear();
   const std::vector<float> qs = ScaledQ(req);
   if (SelectFast(slot, sh, req, qs, Kernels(opt, sh.d), blocks)) {
-    const uint32_t nb = (sh.n + req.block - 1) / req.block;
+    const uint32_t nb = static_cast<uint32_t>((uint64_t{sh.n} + req.block - 1) / req.block);
     blocks->resize(nb);
     std::iota(blocks->begin(), blocks->end(), 0u);
   }
@@ -175,7 +175,8 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
     std::vector<uint32_t> blocks;
     if (req.sparse_auto && !SelectFast(slot, sh, req, qs, ks, &blocks)) {
       for (uint32_t b : blocks) {
-        const uint32_t a = b * req.block, e = std::min<uint32_t>(sh.n, a + req.block);
+        const uint32_t a = b * req.block;  // < N: b < ceil(N / B)
+        const uint32_t e = static_cast<uint32_t>(std::min<uint64_t>(sh.n, uint64_t{a} + req.block));
         if (!seg_lists[0].empty() && seg_lists[0].back().b == a) {
           seg_lists[0].back().b = e;
         } else {

@@ -26,7 +26,8 @@ std::vector<double> RefBlockScores(const Slot& slot, const Shape& sh, const Atte
   for (uint32_t hq = 0; hq < sh.h_q; ++hq) {
     const uint32_t g = sh.kv[hq];
     for (uint32_t b = 0; b < nb; ++b) {
-      const uint32_t t0 = b * B, t1 = std::min<uint32_t>(sh.n, t0 + B);
+      const uint32_t t0 = b * B;
+      const uint32_t t1 = static_cast<uint32_t>(std::min<uint64_t>(sh.n, uint64_t{t0} + B));
       std::fill(mean.begin(), mean.end(), 0.0);
       std::fill(lo.begin(), lo.end(), std::numeric_limits<double>::infinity());
       std::fill(hi.begin(), hi.end(), -std::numeric_limits<double>::infinity());
@@ -99,7 +100,8 @@ Status AttendReference(const Slot& slot, const AttendRequest& req, float* out, f
     PION_RETURN_IF_ERROR(SelectBlocksReference(slot, req, &blocks, nullptr));
     auto_mask.assign(N, false);
     for (uint32_t b : blocks) {
-      for (uint32_t t = b * req.block; t < std::min<uint32_t>(N, (b + 1) * req.block); ++t) {
+      const uint64_t end = std::min<uint64_t>(N, (uint64_t{b} + 1) * req.block);
+      for (uint64_t t = uint64_t{b} * req.block; t < end; ++t) {
         auto_mask[t] = true;
       }
     }

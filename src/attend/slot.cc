@@ -375,7 +375,8 @@ std::shared_ptr<const BlockStats> Slot::BlockStatsFor(uint32_t block, Selector s
     const uint8_t* kb = static_cast<const uint8_t*>(k(hh));
     const float* ks = k_scale(hh);
     for (uint32_t b = 0; b < st->n_blocks; ++b) {
-      const uint32_t t0 = b * block, t1 = std::min<uint32_t>(n_, t0 + block);
+      const uint32_t t0 = b * block;
+      const uint32_t t1 = static_cast<uint32_t>(std::min<uint64_t>(n_, uint64_t{t0} + block));
       std::fill(sum.begin(), sum.end(), 0.0);
       std::fill(lo.begin(), lo.end(), std::numeric_limits<float>::infinity());
       std::fill(hi.begin(), hi.end(), -std::numeric_limits<float>::infinity());
