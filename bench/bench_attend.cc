@@ -18,9 +18,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -150,8 +150,8 @@ void BmMulti(benchmark::State& st, uint32_t n) {
   }
   Finish(st, f);
   // QK^T and PV: 2 multiply-adds per (query row, position, dim).
-  st.counters["GFLOP/s"] = benchmark::Counter(
-      4.0 * 32 * 16 * n * kD * st.iterations() * 1e-9, benchmark::Counter::kIsRate);
+  st.counters["GFLOP/s"] = benchmark::Counter(4.0 * 32 * 16 * n * kD * st.iterations() * 1e-9,
+                                              benchmark::Counter::kIsRate);
 }
 
 // Dense softmax mass (double) of the positions in `blocks`, mean over heads.
@@ -163,14 +163,16 @@ double RetainedMass(const Fixture& f, const std::vector<uint32_t>& blocks) {
     double mx = -1e300;
     for (uint32_t t = 0; t < f.n; ++t) {
       double dot = 0.0;
-      for (uint32_t x = 0; x < kD; ++x) dot += f.q[h * kD + x] * static_cast<double>(s.KAt(h, t, x));
+      for (uint32_t x = 0; x < kD; ++x)
+        dot += f.q[h * kD + x] * static_cast<double>(s.KAt(h, t, x));
       sc[t] = dot / std::sqrt(static_cast<double>(kD));
       mx = std::max(mx, sc[t]);
     }
     double sum = 0.0, kept = 0.0;
     for (uint32_t t = 0; t < f.n; ++t) sum += std::exp(sc[t] - mx);
     for (uint32_t b : blocks) {
-      for (uint32_t t = b * kBlock; t < (b + 1) * kBlock && t < f.n; ++t) kept += std::exp(sc[t] - mx);
+      for (uint32_t t = b * kBlock; t < (b + 1) * kBlock && t < f.n; ++t)
+        kept += std::exp(sc[t] - mx);
     }
     total += kept / sum;
   }
@@ -218,8 +220,10 @@ void Register() {
     for (uint32_t n : {2048u, 32768u}) {
       const std::string tag = std::string(PrecisionName(p)) + "/" + std::to_string(n);
       // Stream right after dense on the same slot: same bytes, same run.
-      benchmark::RegisterBenchmark(("dense/" + tag).c_str(), BmDense, p, n)->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(("stream/" + tag).c_str(), BmStream, p, n)->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("dense/" + tag).c_str(), BmDense, p, n)
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("stream/" + tag).c_str(), BmStream, p, n)
+          ->Unit(benchmark::kMicrosecond);
     }
   }
   for (uint32_t n : {2048u, 32768u}) {
@@ -240,7 +244,8 @@ void Register() {
     benchmark::RegisterBenchmark(("multi/" + std::to_string(n)).c_str(), BmMulti, n)
         ->Unit(benchmark::kMicrosecond);
   }
-  benchmark::RegisterBenchmark("sparse_dense/32768", BmSparseDense, 32768u)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("sparse_dense/32768", BmSparseDense, 32768u)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("sparse/block_mean/32768", BmSparse, Selector::kBlockMean, 32768u)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("sparse/quest/32768", BmSparse, Selector::kQuest, 32768u)

@@ -28,10 +28,10 @@ struct Seg {
 };
 
 struct Unit {
-  uint32_t g;                   // kv head
-  std::vector<uint32_t> rows;   // query rows, as hq * M + m
+  uint32_t g;                  // kv head
+  std::vector<uint32_t> rows;  // query rows, as hq * M + m
   const std::vector<Seg>* segs;
-  uint64_t positions;           // total positions of segs
+  uint64_t positions;  // total positions of segs
 };
 
 std::vector<Seg> SegmentsOf(std::vector<uint32_t> idx) {
@@ -211,7 +211,8 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
     splits = opt.splits;
   } else if (conc > 1 && !units.empty()) {
     const uint32_t want = static_cast<uint32_t>((2 * conc + units.size() - 1) / units.size());
-    const uint64_t cap = std::max<uint64_t>(1, max_pos / std::max<uint32_t>(1, opt.min_split_tokens));
+    const uint64_t cap =
+        std::max<uint64_t>(1, max_pos / std::max<uint32_t>(1, opt.min_split_tokens));
     splits = static_cast<uint32_t>(std::min<uint64_t>(want, cap));
   }
   splits = std::max<uint32_t>(1, std::min<uint64_t>(splits, std::max<uint64_t>(1, max_pos)));
@@ -248,8 +249,12 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
         for (size_t r = 0; r < nr; ++r) {
           const uint32_t row = u.rows[r];
           const internal::Visible& vr = vis[row % M];
-          jobs[r] = RowJob{qs.data() + static_cast<size_t>(row) * d, vr.lo - a, vr.hi - a,
-                           &pm[base + r], &pl[base + r], &pacc[(base + r) * d]};
+          jobs[r] = RowJob{qs.data() + static_cast<size_t>(row) * d,
+                           vr.lo - a,
+                           vr.hi - a,
+                           &pm[base + r],
+                           &pl[base + r],
+                           &pacc[(base + r) * d]};
         }
         run(k + static_cast<size_t>(a) * d * eb, v + static_cast<size_t>(a) * d * eb,
             kscale ? kscale + a : nullptr, vscale ? vscale + a : nullptr, n, d, jobs.data(),
@@ -293,8 +298,12 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
       for (size_t r = 0; r < nr; ++r) {
         const uint32_t row = u.rows[r];
         const internal::Visible& vr = vis[row % M];
-        jobs[r] = RowJob{qs.data() + static_cast<size_t>(row) * d, vr.slo, vr.shi,
-                         &pm[base + r], &pl[base + r], &pacc[(base + r) * d]};
+        jobs[r] = RowJob{qs.data() + static_cast<size_t>(row) * d,
+                         vr.slo,
+                         vr.shi,
+                         &pm[base + r],
+                         &pl[base + r],
+                         &pacc[(base + r) * d]};
       }
       const size_t off = static_cast<size_t>(u.g) * sh.s * d;
       run_f32(req.k_suf + off, req.v_suf + off, nullptr, nullptr, sh.s, d, jobs.data(),

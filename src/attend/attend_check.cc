@@ -48,9 +48,10 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const auto prec = ParsePrecision(argv[2]);
   if (!prec) return Fail("unknown precision");
-  const uint32_t h_kv = std::strtoul(argv[3], nullptr, 10), h_q = std::strtoul(argv[4], nullptr, 10),
-                 n = std::strtoul(argv[5], nullptr, 10), d = std::strtoul(argv[6], nullptr, 10),
-                 m = std::strtoul(argv[7], nullptr, 10), s = std::strtoul(argv[8], nullptr, 10);
+  const uint32_t h_kv = std::strtoul(argv[3], nullptr, 10),
+                 h_q = std::strtoul(argv[4], nullptr, 10), n = std::strtoul(argv[5], nullptr, 10),
+                 d = std::strtoul(argv[6], nullptr, 10), m = std::strtoul(argv[7], nullptr, 10),
+                 s = std::strtoul(argv[8], nullptr, 10);
   const int32_t window = std::atoi(argv[9]);
   std::vector<float> k, v, q, ks, vs;
   const size_t kv = static_cast<size_t>(h_kv) * n * d;

@@ -8,6 +8,8 @@
 // vector exp). lse: 3e-5 * max(1, |lse|). Storage error (reference on the f16/int8 slot
 // vs reference on the f32 slot of the same inputs, |V| <= 1): f16 <= 2e-3, int8 <= 2e-2;
 // the measured values are printed and recorded in docs/attention.md.
+#include "attend/attend.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "attend/attend.h"
 #include "base/cpu.h"
 #include "base/fp16.h"
 #include "quant/format.h"
@@ -48,8 +49,8 @@ struct Case {
   Precision p;
   std::string Name() const {
     char b[160];
-    std::snprintf(b, sizeof b, "H_kv=%u ratio=%u N=%u D=%u M=%u S=%u W=%d %s", h_kv, ratio, n,
-                  d, m, s, window, std::string(PrecisionName(p)).c_str());
+    std::snprintf(b, sizeof b, "H_kv=%u ratio=%u N=%u D=%u M=%u S=%u W=%d %s", h_kv, ratio, n, d, m,
+                  s, window, std::string(PrecisionName(p)).c_str());
     return b;
   }
 };
@@ -209,14 +210,17 @@ TEST(AttendSlot, FromStage1RowsInEveryVquant) {
     for (uint32_t t = 0; t < n; ++t) {
       for (uint32_t hh = 0; hh < h; ++hh) {
         for (uint32_t x = 0; x < d; ++x) {
-          kt[(static_cast<size_t>(hh) * n + t) * d + x] = kd[static_cast<size_t>(t) * kv_dim + hh * d + x];
-          vt[(static_cast<size_t>(hh) * n + t) * d + x] = vd[static_cast<size_t>(t) * kv_dim + hh * d + x];
+          kt[(static_cast<size_t>(hh) * n + t) * d + x] =
+              kd[static_cast<size_t>(t) * kv_dim + hh * d + x];
+          vt[(static_cast<size_t>(hh) * n + t) * d + x] =
+              vd[static_cast<size_t>(t) * kv_dim + hh * d + x];
         }
       }
     }
     // K in two chunks, V in three: the spans need not line up.
     const RowSpan ks[] = {{kb.data(), 33}, {kb.data() + 33 * rb, n - 33}};
-    const RowSpan vs[] = {{vb.data(), 10}, {vb.data() + 10 * rb, 50}, {vb.data() + 60 * rb, n - 60}};
+    const RowSpan vs[] = {
+        {vb.data(), 10}, {vb.data() + 10 * rb, 50}, {vb.data() + 60 * rb, n - 60}};
     for (Precision p : kPrecisions) {
       Slot a, b;
       ASSERT_TRUE(a.StoreRows(p, h, d, f, ks, vs).ok()) << quant::FormatName(f);
@@ -294,8 +298,8 @@ TEST(AttendKernels, NamedCasesEveryPrecision) {
       {1, 1, 7, 3, 1, 1, 0, Precision::kF32},       // odd D (scalar path)
       {2, 1, 64, 80, 3, 9, 0, Precision::kF32},     // D % 32 != 0
       {1, 4, 1000, 256, 1, 0, 999, Precision::kF32},
-      {1, 1, 64, 64, 1, 0, 69, Precision::kF32},    // W = N + 5
-      {32, 1, 64, 64, 1, 1, 1, Precision::kF32},    // W = 1 with a suffix: itself only
+      {1, 1, 64, 64, 1, 0, 69, Precision::kF32},  // W = N + 5
+      {32, 1, 64, 64, 1, 1, 1, Precision::kF32},  // W = 1 with a suffix: itself only
   };
   for (Case c : cases) {
     for (Precision p : kPrecisions) {
@@ -587,8 +591,9 @@ TEST(AttendSparse, BlockStatsAreCachedAndRecomputedAfterReStore) {
   for (Selector sel : {Selector::kBlockMean, Selector::kQuest}) {
     Needle first(61, 10), second(61, 50);
     Slot s;
-    ASSERT_TRUE(s.StoreF32(Precision::kF16, first.h, first.n, first.d, first.k.data(),
-                           first.v.data()).ok());
+    ASSERT_TRUE(
+        s.StoreF32(Precision::kF16, first.h, first.n, first.d, first.k.data(), first.v.data())
+            .ok());
     AttendRequest r;
     r.q = first.q.data();  // both needles are aligned with the same Q
     r.h_q = first.h;
@@ -604,8 +609,9 @@ TEST(AttendSparse, BlockStatsAreCachedAndRecomputedAfterReStore) {
     EXPECT_GT(with_stats, s.kv_bytes());  // the cache is counted
     ASSERT_TRUE(SelectBlocks(s, r, &blocks).ok());
     EXPECT_EQ(s.block_stats_builds(), 1u);  // cached
-    ASSERT_TRUE(s.StoreF32(Precision::kF16, second.h, second.n, second.d, second.k.data(),
-                           second.v.data()).ok());
+    ASSERT_TRUE(
+        s.StoreF32(Precision::kF16, second.h, second.n, second.d, second.k.data(), second.v.data())
+            .ok());
     EXPECT_EQ(s.bytes(), s.kv_bytes());  // dropped
     ASSERT_TRUE(SelectBlocks(s, r, &blocks).ok());
     EXPECT_EQ(blocks, std::vector<uint32_t>{50});
@@ -686,9 +692,10 @@ TEST(AttendPrecision, StorageErrorIsBounded) {
     float err = 0.0f, lerr = 0.0f;
     for (size_t i = 0; i < out.size(); ++i) err = std::max(err, std::fabs(out[i] - exact[i]));
     for (size_t i = 0; i < lse.size(); ++i) lerr = std::max(lerr, std::fabs(lse[i] - lexact[i]));
-    std::printf("storage error %s (H=8 N=2048 D=128 GQA 4, |K|,|V|<=1, |Q|<=3): "
-                "max|out| %.3g, max|lse| %.3g\n",
-                std::string(PrecisionName(p)).c_str(), err, lerr);
+    std::printf(
+        "storage error %s (H=8 N=2048 D=128 GQA 4, |K|,|V|<=1, |Q|<=3): "
+        "max|out| %.3g, max|lse| %.3g\n",
+        std::string(PrecisionName(p)).c_str(), err, lerr);
     EXPECT_LE(err, limits[static_cast<int>(p)]);
     EXPECT_LE(lerr, 10 * limits[static_cast<int>(p)]);
   }

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <limits>
 
+#include "attend/kernel.h"
 #include "base/cpu.h"
 #include "base/fp16.h"
-#include "attend/kernel.h"
 
 namespace pion::attend::internal {
 namespace {

@@ -33,8 +33,8 @@ Status Validate(const Slot& slot, const AttendRequest& req, Shape* sh) {
   }
   const uint32_t h_kv = req.h_kv == 0 ? slot.heads() : req.h_kv;
   if (h_kv != slot.heads()) {
-    return Status::InvalidArgument("H_kv " + std::to_string(h_kv) +
-                                   " does not match the slot's " + std::to_string(slot.heads()));
+    return Status::InvalidArgument("H_kv " + std::to_string(h_kv) + " does not match the slot's " +
+                                   std::to_string(slot.heads()));
   }
   if (req.window < 0) return Status::InvalidArgument("window must be >= 0");
   sh->h_q = req.h_q;

@@ -50,8 +50,8 @@ Status NonFinite(const char* what, uint32_t h, size_t n) {
                                  std::to_string(h) + " token " + std::to_string(n));
 }
 Status F16Range(const char* what, uint32_t h, size_t n) {
-  return Status::InvalidArgument(std::string("value beyond the f16 range in ") + what +
-                                 " head " + std::to_string(h) + " token " + std::to_string(n));
+  return Status::InvalidArgument(std::string("value beyond the f16 range in ") + what + " head " +
+                                 std::to_string(h) + " token " + std::to_string(n));
 }
 
 bool HalfFinite(uint16_t x) { return (x & 0x7C00u) != 0x7C00u; }
@@ -96,8 +96,8 @@ Status PutRowF32(Precision p, const float* x, uint32_t d, uint8_t* dst, float* s
   return Status::OK();
 }
 
-Status PutRowF16(Precision p, const uint16_t* x, uint32_t d, uint8_t* dst, float* scale,
-                 float* tmp, const char* what, uint32_t h, size_t n) {
+Status PutRowF16(Precision p, const uint16_t* x, uint32_t d, uint8_t* dst, float* scale, float* tmp,
+                 const char* what, uint32_t h, size_t n) {
   for (uint32_t i = 0; i < d; ++i) {
     if (!HalfFinite(x[i])) return NonFinite(what, h, n);
   }
@@ -148,8 +148,8 @@ Slot::Layout Slot::MakeLayout(Precision p, uint32_t h, uint32_t n, uint32_t d) {
 
 namespace {
 // Zeroes the alignment padding after each region (deterministic bytes; never read).
-uint8_t* ZeroPadding(uint8_t* buf, Precision p, uint32_t h, uint32_t n, uint32_t d,
-                     size_t k_off, size_t v_off, size_t ks_off, size_t vs_off, size_t total) {
+uint8_t* ZeroPadding(uint8_t* buf, Precision p, uint32_t h, uint32_t n, uint32_t d, size_t k_off,
+                     size_t v_off, size_t ks_off, size_t vs_off, size_t total) {
   if (buf == nullptr) return nullptr;
   const size_t used = static_cast<size_t>(h) * n * d * ElementBytes(p);
   std::memset(buf + k_off + used, 0, v_off - k_off - used);
@@ -170,8 +170,7 @@ uint8_t* Slot::Allocate(const Layout& l, Precision p, uint32_t h, uint32_t n, ui
                      l.k_off, l.v_off, l.ks_off, l.vs_off, l.total);
 }
 
-void Slot::Adopt(uint8_t* buf, const Layout& l, Precision p, uint32_t h, uint32_t n,
-                 uint32_t d) {
+void Slot::Adopt(uint8_t* buf, const Layout& l, Precision p, uint32_t h, uint32_t n, uint32_t d) {
   std::free(buf_);
   buf_ = buf;
   alloc_bytes_ = l.total;
@@ -244,10 +243,10 @@ Status Slot::StoreF32(Precision p, uint32_t h, uint32_t n, uint32_t d, const flo
   for (uint32_t hh = 0; hh < h; ++hh) {
     for (uint32_t t = 0; t < n; ++t) {
       const size_t row = static_cast<size_t>(hh) * n + t;
-      PION_RETURN_IF_ERROR(PutRowF32(p, k + row * d, d, buf.get() + l.k_off + row * d * eb,
-                                     ks + row, "K", hh, t));
-      PION_RETURN_IF_ERROR(PutRowF32(p, v + row * d, d, buf.get() + l.v_off + row * d * eb,
-                                     vs + row, "V", hh, t));
+      PION_RETURN_IF_ERROR(
+          PutRowF32(p, k + row * d, d, buf.get() + l.k_off + row * d * eb, ks + row, "K", hh, t));
+      PION_RETURN_IF_ERROR(
+          PutRowF32(p, v + row * d, d, buf.get() + l.v_off + row * d * eb, vs + row, "V", hh, t));
     }
   }
   Adopt(buf.release(), l, p, h, n, d);
@@ -282,8 +281,7 @@ namespace {
 // Decodes the rows of `spans` in batches and writes each head's slice into the slot
 // region (K or V) at [h][n][:].
 Status WriteRows(Precision p, uint32_t h, uint32_t d, uint32_t n, quant::Format f,
-                 std::span<const RowSpan> spans, uint8_t* region, float* scales,
-                 const char* what) {
+                 std::span<const RowSpan> spans, uint8_t* region, float* scales, const char* what) {
   constexpr size_t kBatch = 16;
   const uint32_t kv_dim = h * d;
   const size_t rb = quant::RowBytes(f, kv_dim);
@@ -310,8 +308,8 @@ Status WriteRows(Precision p, uint32_t h, uint32_t d, uint32_t n, quant::Format 
             }
             std::memcpy(dst, x, static_cast<size_t>(d) * 2);
           } else {
-            PION_RETURN_IF_ERROR(PutRowF32(p, f32.data() + r * kv_dim + hh * d, d, dst,
-                                           scales + row, what, hh, t));
+            PION_RETURN_IF_ERROR(
+                PutRowF32(p, f32.data() + r * kv_dim + hh * d, d, dst, scales + row, what, hh, t));
           }
         }
       }

@@ -63,8 +63,7 @@ class Slot {
   // K and V are [H][N][D] (head-major), f32 or IEEE half. Errors (nothing changes):
   // H or D out of 1..kMaxHeads / 1..kMaxHeadDim, a non-finite value, a value beyond
   // the f16 range when the precision is f16.
-  Status StoreF32(Precision p, uint32_t h, uint32_t n, uint32_t d, const float* k,
-                  const float* v);
+  Status StoreF32(Precision p, uint32_t h, uint32_t n, uint32_t d, const float* k, const float* v);
   Status StoreF16(Precision p, uint32_t h, uint32_t n, uint32_t d, const uint16_t* k,
                   const uint16_t* v);
   // From Stage-1 rows [N][H*D] stored in vquant `f` (any format quant decodes): each

@@ -27,8 +27,8 @@ inline __m256 Load8(const void* base, size_t idx) {
   if constexpr (P == Precision::kF32) {
     return _mm256_loadu_ps(static_cast<const float*>(base) + idx);
   } else if constexpr (P == Precision::kF16) {
-    return _mm256_cvtph_ps(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx)));
+    return _mm256_cvtph_ps(_mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx)));
   } else {
     const int8_t* p = static_cast<const int8_t*>(base) + idx;
     return _mm256_cvtepi32_ps(
@@ -64,8 +64,8 @@ inline __m256 Exp(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
   const __m256 r2 = _mm256_mul_ps(r, r);
   p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i e = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -75,8 +75,7 @@ inline __m256 Exp(__m256 x) {
 template <Precision P>
 inline __m256 Dot8(const float* q, const void* k, size_t row0, uint32_t d, const char* pk,
                    const char* pv) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-         a7 = a0;
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   const size_t b = row0 * d;
   constexpr uint32_t kLines = ElementBytes(P);
   for (uint32_t x = 0; x < d; x += 8) {
@@ -99,8 +98,7 @@ inline __m256 Dot8(const float* q, const void* k, size_t row0, uint32_t d, const
   }
   const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
   const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a4, a5), _mm256_hadd_ps(a6, a7));
-  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20),
-                       _mm256_permute2f128_ps(t0, t1, 0x31));
+  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
 template <Precision P>
@@ -147,9 +145,9 @@ inline void AccumulateV(float* acc, const void* v, size_t row0, const float* w, 
 // `s` (kTile floats). kScaled: apply the int8 row scales ks/vs (same indices). With
 // pk/pv set, prefetches the rows kPrefetchAhead positions ahead while computing.
 template <Precision L, bool kScaled>
-inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks,
-                    const float* vs, int64_t a, int64_t b, uint32_t d, const char* pk,
-                    const char* pv, size_t pf_row_bytes, float* s) {
+inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks, const float* vs,
+                    int64_t a, int64_t b, uint32_t d, const char* pk, const char* pv,
+                    size_t pf_row_bytes, float* s) {
   const int64_t cnt = b - a;
   int64_t i = 0;
   for (; i + 8 <= cnt; i += 8) {
@@ -214,8 +212,8 @@ inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks,
 // Widens rows [t0, t1) of K and V to f32 (exact: f16 and int8 values are f32 values)
 // into kt / vt, prefetching the rows kPrefetchAhead further on.
 template <Precision P>
-inline void Widen(const void* k, const void* v, int64_t t0, int64_t t1, uint32_t n,
-                  uint32_t d, float* kt, float* vt) {
+inline void Widen(const void* k, const void* v, int64_t t0, int64_t t1, uint32_t n, uint32_t d,
+                  float* kt, float* vt) {
   const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
   for (int64_t r = t0; r < t1; ++r) {
     if (r + kPrefetchAhead < n) {
@@ -236,8 +234,8 @@ inline void Widen(const void* k, const void* v, int64_t t0, int64_t t1, uint32_t
 }
 
 template <Precision P>
-void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uint32_t n,
-             uint32_t d, RowJob* jobs, uint32_t n_jobs) {
+void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uint32_t n, uint32_t d,
+             RowJob* jobs, uint32_t n_jobs) {
   alignas(32) float s[kTile];
   constexpr bool kScaled = P == Precision::kInt8;
   const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
@@ -258,8 +256,8 @@ void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uin
         const int64_t a = std::max<int64_t>(job.lo, t0), b = std::min<int64_t>(job.hi, t1);
         if (a >= b) continue;
         JobTile<Precision::kF32, kScaled>(job, kt, vt, kScaled ? ks + t0 : nullptr,
-                                          kScaled ? vs + t0 : nullptr, a - t0, b - t0, d,
-                                          nullptr, nullptr, 0, s);
+                                          kScaled ? vs + t0 : nullptr, a - t0, b - t0, d, nullptr,
+                                          nullptr, 0, s);
       }
       continue;
     }
@@ -280,7 +278,8 @@ void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uin
 float DotAvx2(const float* a, const float* b, uint32_t d) {
   __m256 acc = _mm256_setzero_ps();
   uint32_t i = 0;
-  for (; i + 8 <= d; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+  for (; i + 8 <= d; i += 8)
+    acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
   float s = HSum(acc);
   for (; i < d; ++i) s += a[i] * b[i];
   return s;
