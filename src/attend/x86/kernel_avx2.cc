@@ -141,21 +141,13 @@ inline void AccumulateV(float* acc, const void* v, size_t row0, const float* w, 
   }
 }
 
-// One job over positions [a, b) of K/V stored as L (absolute row indices), scores into
-// `s` (kTile floats). kScaled: apply the int8 row scales ks/vs (same indices). With
-// pk/pv set, prefetches the rows kPrefetchAhead positions ahead while computing.
-template <Precision L, bool kScaled>
-inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks, const float* vs,
-                    int64_t a, int64_t b, uint32_t d, const char* pk, const char* pv,
-                    size_t pf_row_bytes, float* s) {
-  const int64_t cnt = b - a;
-  int64_t i = 0;
-  for (; i + 8 <= cnt; i += 8) {
-    const char* qk = pk ? pk + (i + kPrefetchAhead) * pf_row_bytes : nullptr;
-    const char* qv = pv ? pv + (i + kPrefetchAhead) * pf_row_bytes : nullptr;
-    _mm256_store_ps(s + i, Dot8<L>(job.q, k, a + i, d, qk, qv));
-  }
-  for (; i < cnt; ++i) s[i] = Dot1<L>(job.q, k, a + i, d);
+// Softmax step of one job over cnt scores in s (kTile floats, raw dots): applies the
+// int8 K scale (kScaled), updates the running max/sum (rescaling acc when the max grows)
+// and turns s into the V weights (with the int8 V scale folded in). ks/vs start at the
+// first score.
+template <bool kScaled>
+inline void SoftmaxTile(RowJob& job, float* s, int64_t cnt, const float* ks, const float* vs,
+                        uint32_t d) {
   // Pad the last group of 8 with -inf so whole vectors can be used below.
   const int64_t padded = (cnt + 7) & ~int64_t{7};
   for (int64_t z = cnt; z < padded; ++z) s[z] = -std::numeric_limits<float>::infinity();
@@ -164,9 +156,9 @@ inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks, 
     __m256 sv = _mm256_load_ps(s + z);
     if constexpr (kScaled) {  // the K scale, once per score
       if (z + 8 <= cnt) {
-        sv = _mm256_mul_ps(sv, _mm256_loadu_ps(ks + a + z));
+        sv = _mm256_mul_ps(sv, _mm256_loadu_ps(ks + z));
       } else {
-        for (int64_t y = z; y < cnt; ++y) s[y] *= ks[a + y];
+        for (int64_t y = z; y < cnt; ++y) s[y] *= ks[y];
         sv = _mm256_load_ps(s + z);
       }
       _mm256_store_ps(s + z, sv);
@@ -195,18 +187,123 @@ inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks, 
     lsum = _mm256_add_ps(lsum, p);
     if constexpr (kScaled) {  // the V scale folded into the weight
       if (z + 8 <= cnt) {
-        p = _mm256_mul_ps(p, _mm256_loadu_ps(vs + a + z));
+        p = _mm256_mul_ps(p, _mm256_loadu_ps(vs + z));
         _mm256_store_ps(s + z, p);
       } else {
         _mm256_store_ps(s + z, p);
-        for (int64_t y = z; y < cnt; ++y) s[y] *= vs[a + y];
+        for (int64_t y = z; y < cnt; ++y) s[y] *= vs[y];
       }
     } else {
       _mm256_store_ps(s + z, p);
     }
   }
   *job.l += HSum(lsum);
+}
+
+// One job over positions [a, b) of K/V stored as L (absolute row indices), scores into
+// `s` (kTile floats). kScaled: apply the int8 row scales ks/vs (same indices). With
+// pk/pv set, prefetches the rows kPrefetchAhead positions ahead while computing.
+template <Precision L, bool kScaled>
+inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks, const float* vs,
+                    int64_t a, int64_t b, uint32_t d, const char* pk, const char* pv,
+                    size_t pf_row_bytes, float* s) {
+  const int64_t cnt = b - a;
+  int64_t i = 0;
+  for (; i + 8 <= cnt; i += 8) {
+    const char* qk = pk ? pk + (i + kPrefetchAhead) * pf_row_bytes : nullptr;
+    const char* qv = pv ? pv + (i + kPrefetchAhead) * pf_row_bytes : nullptr;
+    _mm256_store_ps(s + i, Dot8<L>(job.q, k, a + i, d, qk, qv));
+  }
+  for (; i < cnt; ++i) s[i] = Dot1<L>(job.q, k, a + i, d);
+  SoftmaxTile<kScaled>(job, s, cnt, kScaled ? ks + a : nullptr, kScaled ? vs + a : nullptr, d);
   AccumulateV<L>(job.acc, v, a, s, cnt, d);
+}
+
+// Two jobs with the same range over f32 rows (a widened tile): every K and V load feeds
+// both. Scores of 4 positions for 2 query rows use 8 accumulators.
+inline void Dot4x2(const float* q0, const float* q1, const float* k, size_t row0, uint32_t d,
+                   float* s0, float* s1) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  const float* r = k + row0 * d;
+  for (uint32_t x = 0; x < d; x += 8) {
+    const __m256 u = _mm256_loadu_ps(q0 + x), w = _mm256_loadu_ps(q1 + x);
+    const __m256 k0 = _mm256_loadu_ps(r + x), k1 = _mm256_loadu_ps(r + d + x);
+    const __m256 k2 = _mm256_loadu_ps(r + 2 * d + x), k3 = _mm256_loadu_ps(r + 3 * d + x);
+    a0 = _mm256_fmadd_ps(u, k0, a0);
+    b0 = _mm256_fmadd_ps(w, k0, b0);
+    a1 = _mm256_fmadd_ps(u, k1, a1);
+    b1 = _mm256_fmadd_ps(w, k1, b1);
+    a2 = _mm256_fmadd_ps(u, k2, a2);
+    b2 = _mm256_fmadd_ps(w, k2, b2);
+    a3 = _mm256_fmadd_ps(u, k3, a3);
+    b3 = _mm256_fmadd_ps(w, k3, b3);
+  }
+  // hadd(hadd(a0, a1), hadd(a2, a3)) holds the low-half sums of a0..a3 in lanes 0-3 and
+  // the high-half sums in lanes 4-7.
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(b0, b1), _mm256_hadd_ps(b2, b3));
+  _mm_storeu_ps(s0, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+  _mm_storeu_ps(s1, _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
+}
+
+// acc0 += sum_j w0[j] V[row0 + j], acc1 likewise (V f32), sharing each load.
+inline void AccumulateV2(float* acc0, float* acc1, const float* v, size_t row0, const float* w0,
+                         const float* w1, int64_t cnt, uint32_t d) {
+  uint32_t x = 0;
+  for (; x + 32 <= d; x += 32) {
+    __m256 a0 = _mm256_loadu_ps(acc0 + x), a1 = _mm256_loadu_ps(acc0 + x + 8),
+           a2 = _mm256_loadu_ps(acc0 + x + 16), a3 = _mm256_loadu_ps(acc0 + x + 24);
+    __m256 b0 = _mm256_loadu_ps(acc1 + x), b1 = _mm256_loadu_ps(acc1 + x + 8),
+           b2 = _mm256_loadu_ps(acc1 + x + 16), b3 = _mm256_loadu_ps(acc1 + x + 24);
+    for (int64_t j = 0; j < cnt; ++j) {
+      const __m256 p = _mm256_broadcast_ss(w0 + j), q = _mm256_broadcast_ss(w1 + j);
+      const float* r = v + (row0 + j) * d + x;
+      const __m256 v0 = _mm256_loadu_ps(r), v1 = _mm256_loadu_ps(r + 8);
+      const __m256 v2 = _mm256_loadu_ps(r + 16), v3 = _mm256_loadu_ps(r + 24);
+      a0 = _mm256_fmadd_ps(p, v0, a0);
+      b0 = _mm256_fmadd_ps(q, v0, b0);
+      a1 = _mm256_fmadd_ps(p, v1, a1);
+      b1 = _mm256_fmadd_ps(q, v1, b1);
+      a2 = _mm256_fmadd_ps(p, v2, a2);
+      b2 = _mm256_fmadd_ps(q, v2, b2);
+      a3 = _mm256_fmadd_ps(p, v3, a3);
+      b3 = _mm256_fmadd_ps(q, v3, b3);
+    }
+    _mm256_storeu_ps(acc0 + x, a0);
+    _mm256_storeu_ps(acc0 + x + 8, a1);
+    _mm256_storeu_ps(acc0 + x + 16, a2);
+    _mm256_storeu_ps(acc0 + x + 24, a3);
+    _mm256_storeu_ps(acc1 + x, b0);
+    _mm256_storeu_ps(acc1 + x + 8, b1);
+    _mm256_storeu_ps(acc1 + x + 16, b2);
+    _mm256_storeu_ps(acc1 + x + 24, b3);
+  }
+  for (; x < d; x += 8) {
+    __m256 a0 = _mm256_loadu_ps(acc0 + x), b0 = _mm256_loadu_ps(acc1 + x);
+    for (int64_t j = 0; j < cnt; ++j) {
+      const __m256 vv = _mm256_loadu_ps(v + (row0 + j) * d + x);
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(w0 + j), vv, a0);
+      b0 = _mm256_fmadd_ps(_mm256_broadcast_ss(w1 + j), vv, b0);
+    }
+    _mm256_storeu_ps(acc0 + x, a0);
+    _mm256_storeu_ps(acc1 + x, b0);
+  }
+}
+
+// Two jobs over the same positions [a, b) of f32 rows (a widened tile).
+template <bool kScaled>
+inline void JobPairTile(RowJob& j0, RowJob& j1, const float* k, const float* v, const float* ks,
+                        const float* vs, int64_t a, int64_t b, uint32_t d, float* s0, float* s1) {
+  const int64_t cnt = b - a;
+  int64_t i = 0;
+  for (; i + 4 <= cnt; i += 4) Dot4x2(j0.q, j1.q, k, a + i, d, s0 + i, s1 + i);
+  for (; i < cnt; ++i) {
+    s0[i] = Dot1<Precision::kF32>(j0.q, k, a + i, d);
+    s1[i] = Dot1<Precision::kF32>(j1.q, k, a + i, d);
+  }
+  SoftmaxTile<kScaled>(j0, s0, cnt, kScaled ? ks + a : nullptr, kScaled ? vs + a : nullptr, d);
+  SoftmaxTile<kScaled>(j1, s1, cnt, kScaled ? ks + a : nullptr, kScaled ? vs + a : nullptr, d);
+  AccumulateV2(j0.acc, j1.acc, v, a, s0, s1, cnt, d);
 }
 
 // Widens rows [t0, t1) of K and V to f32 (exact: f16 and int8 values are f32 values)
@@ -237,6 +334,7 @@ template <Precision P>
 void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uint32_t n, uint32_t d,
              RowJob* jobs, uint32_t n_jobs) {
   alignas(32) float s[kTile];
+  alignas(32) float s2[kTile];
   constexpr bool kScaled = P == Precision::kInt8;
   const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
   // Several jobs (M > 1, GQA): widen each tile to f32 once instead of once per job.
@@ -251,12 +349,22 @@ void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uin
       float* kt = scratch.data();
       float* vt = kt + static_cast<size_t>(kTile) * d;
       Widen<P>(k, v, t0, t1, n, d, kt, vt);
+      const float* kst = kScaled ? ks + t0 : nullptr;
+      const float* vst = kScaled ? vs + t0 : nullptr;
       for (uint32_t j = 0; j < n_jobs; ++j) {
         RowJob& job = jobs[j];
         const int64_t a = std::max<int64_t>(job.lo, t0), b = std::min<int64_t>(job.hi, t1);
         if (a >= b) continue;
-        JobTile<Precision::kF32, kScaled>(job, kt, vt, kScaled ? ks + t0 : nullptr,
-                                          kScaled ? vs + t0 : nullptr, a - t0, b - t0, d, nullptr,
+        // Pair with the next job when it sees the same positions of this tile.
+        if (j + 1 < n_jobs) {
+          RowJob& nx = jobs[j + 1];
+          if (std::max<int64_t>(nx.lo, t0) == a && std::min<int64_t>(nx.hi, t1) == b) {
+            JobPairTile<kScaled>(job, nx, kt, vt, kst, vst, a - t0, b - t0, d, s, s2);
+            ++j;
+            continue;
+          }
+        }
+        JobTile<Precision::kF32, kScaled>(job, kt, vt, kst, vst, a - t0, b - t0, d, nullptr,
                                           nullptr, 0, s);
       }
       continue;
