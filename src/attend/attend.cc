@@ -195,12 +195,27 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
       if (!u.rows.empty()) units.push_back(std::move(u));
     }
   }
+  std::vector<internal::Visible> vis(M);
+  for (uint32_t m = 0; m < M; ++m) vis[m] = internal::VisibleOf(sh, m);
+  // Clip the segments to the prefix positions some row sees (a window), so split-KV
+  // chunks are cut from work that exists.
+  int64_t ulo = sh.n, uhi = 0;
+  for (const internal::Visible& v : vis) {
+    if (v.lo >= v.hi) continue;
+    ulo = std::min(ulo, v.lo);
+    uhi = std::max(uhi, v.hi);
+  }
+  for (std::vector<Seg>& list : seg_lists) {
+    std::vector<Seg> clipped;
+    for (const Seg& s : list) {
+      const int64_t a = std::max<int64_t>(s.a, ulo), b = std::min<int64_t>(s.b, uhi);
+      if (a < b) clipped.push_back({static_cast<uint32_t>(a), static_cast<uint32_t>(b)});
+    }
+    list = std::move(clipped);
+  }
   for (Unit& u : units) {
     for (const Seg& s : *u.segs) u.positions += s.b - s.a;
   }
-
-  std::vector<internal::Visible> vis(M);
-  for (uint32_t m = 0; m < M; ++m) vis[m] = internal::VisibleOf(sh, m);
 
   // Split-KV: chunks per unit.
   uint32_t splits = 1;

@@ -626,7 +626,8 @@ TEST(AttendSplit, SplitEqualsUnsplit) {
   const Case cases[] = {{1, 8, 4096, 128, 1, 0, 0, Precision::kF16},
                         {2, 4, 1000, 64, 3, 9, 17, Precision::kInt8},
                         {8, 1, 64, 80, 16, 0, 0, Precision::kF32},
-                        {1, 1, 7, 3, 1, 1, 0, Precision::kF32}};
+                        {1, 1, 7, 3, 1, 1, 0, Precision::kF32},
+                        {1, 4, 4096, 128, 1, 0, 1000, Precision::kF16}};  // windowed
   for (const Case& c : cases) {
     Inputs in = MakeInputs(c, 71);
     Slot s;
