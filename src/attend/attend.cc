@@ -255,7 +255,9 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
     const float* kscale = slot.k_scale(u.g);
     const float* vscale = slot.v_scale(u.g);
     uint64_t off = 0;
-    for (const Seg& s : *u.segs) {
+    const std::vector<Seg>& segs = *u.segs;
+    for (size_t si = 0; si < segs.size(); ++si) {
+      const Seg& s = segs[si];
       const uint64_t len = s.b - s.a;
       const uint64_t lo = std::max(off, c0), hi = std::min(off + len, c1);
       if (lo < hi) {
@@ -271,9 +273,18 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
                            &pl[base + r],
                            &pacc[(base + r) * d]};
         }
+        // The next segment of this chunk, so the kernel prefetches across the gap.
+        internal::RunNext next{};
+        const bool has_next = hi == off + len && hi < c1 && si + 1 < segs.size();
+        if (has_next) {
+          const Seg& nseg = segs[si + 1];
+          const uint32_t tn = static_cast<uint32_t>(std::min<uint64_t>(nseg.b - nseg.a, c1 - hi));
+          next = {k + static_cast<size_t>(nseg.a) * d * eb,
+                  v + static_cast<size_t>(nseg.a) * d * eb, tn};
+        }
         run(k + static_cast<size_t>(a) * d * eb, v + static_cast<size_t>(a) * d * eb,
             kscale ? kscale + a : nullptr, vscale ? vscale + a : nullptr, n, d, jobs.data(),
-            static_cast<uint32_t>(nr));
+            static_cast<uint32_t>(nr), has_next ? &next : nullptr);
       }
       off += len;
       if (off >= c1) break;
@@ -322,7 +333,7 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
       }
       const size_t off = static_cast<size_t>(u.g) * sh.s * d;
       run_f32(req.k_suf + off, req.v_suf + off, nullptr, nullptr, sh.s, d, jobs.data(),
-              static_cast<uint32_t>(nr));
+              static_cast<uint32_t>(nr), nullptr);
     }
     for (size_t r = 0; r < nr; ++r) {
       const uint32_t row = u.rows[r];

@@ -24,9 +24,17 @@ struct RowJob {
   float* acc;      // d floats: sum of exp(s - m) * V
 };
 
+// Where the caller goes next (sparse runs are short): rows past the end of this run
+// are prefetched from there. Null when nothing follows.
+struct RunNext {
+  const void* k;
+  const void* v;
+  uint32_t n;
+};
+
 // ks / vs: the per-row int8 scales of the run (null for f32/f16).
 using RunFn = void (*)(const void* k, const void* v, const float* ks, const float* vs, uint32_t n,
-                       uint32_t d, RowJob* jobs, uint32_t n_jobs);
+                       uint32_t d, RowJob* jobs, uint32_t n_jobs, const RunNext* next);
 using DotFn = float (*)(const float* a, const float* b, uint32_t d);
 // sum_d max(q_d * lo_d, q_d * hi_d) (the Quest bound).
 using QuestFn = float (*)(const float* q, const float* lo, const float* hi, uint32_t d);

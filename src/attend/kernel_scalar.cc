@@ -26,7 +26,7 @@ inline float At(const void* base, size_t idx) {
 
 template <Precision P>
 void RunScalar(const void* k, const void* v, const float* ks, const float* vs, uint32_t n,
-               uint32_t d, RowJob* jobs, uint32_t n_jobs) {
+               uint32_t d, RowJob* jobs, uint32_t n_jobs, const RunNext* /*next*/) {
   float s[kTile];
   for (uint32_t t0 = 0; t0 < n; t0 += kTile) {
     const int64_t t1 = std::min<int64_t>(n, t0 + kTile);

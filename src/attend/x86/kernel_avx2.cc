@@ -200,18 +200,43 @@ inline void SoftmaxTile(RowJob& job, float* s, int64_t cnt, const float* ks, con
   *job.l += HSum(lsum);
 }
 
+// The rows to prefetch: this run's, then the next run's (RunNext) past its end.
+struct Ahead {
+  const char* k;
+  const char* v;
+  int64_t n;
+  const char* kn;
+  const char* vn;
+  int64_t nn;
+  size_t rb;
+  // Rows [r, r + g) in this run's numbering; false when they straddle or run off the end.
+  bool At(int64_t r, int64_t g, const char** pk, const char** pv) const {
+    if (r + g <= n) {
+      *pk = k + r * rb;
+      *pv = v + r * rb;
+      return true;
+    }
+    if (kn != nullptr && r >= n && r - n + g <= nn) {
+      *pk = kn + (r - n) * rb;
+      *pv = vn + (r - n) * rb;
+      return true;
+    }
+    return false;
+  }
+};
+
 // One job over positions [a, b) of K/V stored as L (absolute row indices), scores into
 // `s` (kTile floats). kScaled: apply the int8 row scales ks/vs (same indices). With
-// pk/pv set, prefetches the rows kPrefetchAhead positions ahead while computing.
+// `pf` set, prefetches the rows kPrefetchAhead positions ahead while computing.
 template <Precision L, bool kScaled>
 inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks, const float* vs,
-                    int64_t a, int64_t b, uint32_t d, const char* pk, const char* pv,
-                    size_t pf_row_bytes, float* s) {
+                    int64_t a, int64_t b, uint32_t d, const Ahead* pf, float* s) {
   const int64_t cnt = b - a;
   int64_t i = 0;
   for (; i + 8 <= cnt; i += 8) {
-    const char* qk = pk ? pk + (i + kPrefetchAhead) * pf_row_bytes : nullptr;
-    const char* qv = pv ? pv + (i + kPrefetchAhead) * pf_row_bytes : nullptr;
+    const char* qk = nullptr;
+    const char* qv = nullptr;
+    if (pf != nullptr && !pf->At(a + i + kPrefetchAhead, 8, &qk, &qv)) qk = qv = nullptr;
     _mm256_store_ps(s + i, Dot8<L>(job.q, k, a + i, d, qk, qv));
   }
   for (; i < cnt; ++i) s[i] = Dot1<L>(job.q, k, a + i, d);
@@ -309,13 +334,13 @@ inline void JobPairTile(RowJob& j0, RowJob& j1, const float* k, const float* v, 
 // Widens rows [t0, t1) of K and V to f32 (exact: f16 and int8 values are f32 values)
 // into kt / vt, prefetching the rows kPrefetchAhead further on.
 template <Precision P>
-inline void Widen(const void* k, const void* v, int64_t t0, int64_t t1, uint32_t n, uint32_t d,
+inline void Widen(const void* k, const void* v, int64_t t0, int64_t t1, const Ahead& pf, uint32_t d,
                   float* kt, float* vt) {
   const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
   for (int64_t r = t0; r < t1; ++r) {
-    if (r + kPrefetchAhead < n) {
-      const char* pk = static_cast<const char*>(k) + (r + kPrefetchAhead) * row_bytes;
-      const char* pv = static_cast<const char*>(v) + (r + kPrefetchAhead) * row_bytes;
+    const char* pk;
+    const char* pv;
+    if (pf.At(r + kPrefetchAhead, 1, &pk, &pv)) {
       for (size_t o = 0; o < row_bytes; o += 64) {
         _mm_prefetch(pk + o, _MM_HINT_T0);
         _mm_prefetch(pv + o, _MM_HINT_T0);
@@ -332,11 +357,18 @@ inline void Widen(const void* k, const void* v, int64_t t0, int64_t t1, uint32_t
 
 template <Precision P>
 void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uint32_t n, uint32_t d,
-             RowJob* jobs, uint32_t n_jobs) {
+             RowJob* jobs, uint32_t n_jobs, const RunNext* next) {
   alignas(32) float s[kTile];
   alignas(32) float s2[kTile];
   constexpr bool kScaled = P == Precision::kInt8;
   const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
+  const Ahead ahead{static_cast<const char*>(k),
+                    static_cast<const char*>(v),
+                    n,
+                    next ? static_cast<const char*>(next->k) : nullptr,
+                    next ? static_cast<const char*>(next->v) : nullptr,
+                    next ? int64_t{next->n} : 0,
+                    row_bytes};
   // Several jobs (M > 1, GQA): widen each tile to f32 once instead of once per job.
   const bool widen = P != Precision::kF32 && n_jobs > 1;
   thread_local std::vector<float> scratch;
@@ -348,7 +380,7 @@ void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uin
     if (widen) {
       float* kt = scratch.data();
       float* vt = kt + static_cast<size_t>(kTile) * d;
-      Widen<P>(k, v, t0, t1, n, d, kt, vt);
+      Widen<P>(k, v, t0, t1, ahead, d, kt, vt);
       const float* kst = kScaled ? ks + t0 : nullptr;
       const float* vst = kScaled ? vs + t0 : nullptr;
       for (uint32_t j = 0; j < n_jobs; ++j) {
@@ -364,8 +396,7 @@ void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uin
             continue;
           }
         }
-        JobTile<Precision::kF32, kScaled>(job, kt, vt, kst, vst, a - t0, b - t0, d, nullptr,
-                                          nullptr, 0, s);
+        JobTile<Precision::kF32, kScaled>(job, kt, vt, kst, vst, a - t0, b - t0, d, nullptr, s);
       }
       continue;
     }
@@ -373,12 +404,8 @@ void RunAvx2(const void* k, const void* v, const float* ks, const float* vs, uin
       RowJob& job = jobs[j];
       const int64_t a = std::max<int64_t>(job.lo, t0), b = std::min<int64_t>(job.hi, t1);
       if (a >= b) continue;
-      // The first job prefetches for all (prefetching past the run's end is only
-      // skipped near it).
-      const bool pf = j == 0 && b + kPrefetchAhead <= n;
-      const char* pk = pf ? static_cast<const char*>(k) + a * row_bytes : nullptr;
-      const char* pv = pf ? static_cast<const char*>(v) + a * row_bytes : nullptr;
-      JobTile<P, kScaled>(job, k, v, ks, vs, a, b, d, pk, pv, row_bytes, s);
+      // The first job prefetches for all.
+      JobTile<P, kScaled>(job, k, v, ks, vs, a, b, d, j == 0 ? &ahead : nullptr, s);
     }
   }
 }
