@@ -83,7 +83,7 @@ inline __m256 Dot8(const float* q, const void* k, size_t row0, uint32_t d, const
       const size_t o = static_cast<size_t>(x) * 8 * kLines;
       for (uint32_t i = 0; i < kLines; ++i) {
         _mm_prefetch(pk + o + 64 * i, _MM_HINT_T0);
-        _mm_prefetch(pv + o + 64 * i, _MM_HINT_T0);
+        if (pv != nullptr) _mm_prefetch(pv + o + 64 * i, _MM_HINT_T0);
       }
     }
     const __m256 qv = _mm256_loadu_ps(q + x);
@@ -112,14 +112,22 @@ inline float Dot1(const float* q, const void* k, size_t row, uint32_t d) {
 }
 
 // acc[0..d) += sum_j w[j] * V[row0 + j][0..d) for j < cnt.
+// With pv set (V row row0 + kPrefetchAhead, same stride), also prefetches the V rows
+// that far ahead, one 32-dimension slice per step.
 template <Precision P>
 inline void AccumulateV(float* acc, const void* v, size_t row0, const float* w, int64_t cnt,
-                        uint32_t d) {
+                        uint32_t d, const char* pv = nullptr) {
+  const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
   uint32_t x = 0;
   for (; x + 32 <= d; x += 32) {
     __m256 a0 = _mm256_loadu_ps(acc + x), a1 = _mm256_loadu_ps(acc + x + 8),
            a2 = _mm256_loadu_ps(acc + x + 16), a3 = _mm256_loadu_ps(acc + x + 24);
     for (int64_t j = 0; j < cnt; ++j) {
+      if (pv != nullptr) {
+        const char* p = pv + j * row_bytes + static_cast<size_t>(x) * ElementBytes(P);
+        _mm_prefetch(p, _MM_HINT_T0);
+        if constexpr (ElementBytes(P) == 4) _mm_prefetch(p + 64, _MM_HINT_T0);
+      }
       const __m256 wj = _mm256_broadcast_ss(w + j);
       const size_t b = (row0 + j) * d + x;
       a0 = _mm256_fmadd_ps(wj, Load8<P>(v, b), a0);
@@ -232,16 +240,23 @@ template <Precision L, bool kScaled>
 inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks, const float* vs,
                     int64_t a, int64_t b, uint32_t d, const Ahead* pf, float* s) {
   const int64_t cnt = b - a;
+  // When the rows kPrefetchAhead on lie in one run, K is prefetched during the score
+  // loop and V during the V loop (half the density each); otherwise both in the score
+  // loop, group by group.
+  const char* vk = nullptr;
+  const char* vv = nullptr;
+  const bool split = pf != nullptr && d % 32 == 0 && pf->At(a + kPrefetchAhead, cnt, &vk, &vv);
   int64_t i = 0;
   for (; i + 8 <= cnt; i += 8) {
     const char* qk = nullptr;
     const char* qv = nullptr;
     if (pf != nullptr && !pf->At(a + i + kPrefetchAhead, 8, &qk, &qv)) qk = qv = nullptr;
+    if (split) qv = nullptr;
     _mm256_store_ps(s + i, Dot8<L>(job.q, k, a + i, d, qk, qv));
   }
   for (; i < cnt; ++i) s[i] = Dot1<L>(job.q, k, a + i, d);
   SoftmaxTile<kScaled>(job, s, cnt, kScaled ? ks + a : nullptr, kScaled ? vs + a : nullptr, d);
-  AccumulateV<L>(job.acc, v, a, s, cnt, d);
+  AccumulateV<L>(job.acc, v, a, s, cnt, d, split ? vv : nullptr);
 }
 
 // Two jobs with the same range over f32 rows (a widened tile): every K and V load feeds
