@@ -300,7 +300,7 @@ TEST(AttendKernels, NamedCasesEveryPrecision) {
       {1, 4, 1000, 256, 1, 0, 999, Precision::kF32},
       {1, 1, 64, 64, 1, 0, 69, Precision::kF32},   // W = N + 5
       {32, 1, 64, 64, 1, 1, 1, Precision::kF32},   // W = 1 with a suffix: itself only
-      {1, 4, 40, 1024, 2, 1, 0, Precision::kF32},  // the largest head dim
+      {1, 4, 40, 1024, 2, 2, 0, Precision::kF32},  // the largest head dim
       {1, 2, 40, 1000, 1, 0, 0, Precision::kF32},  // large, D % 8 != 0 (scalar path)
   };
   for (Case c : cases) {
