@@ -11,7 +11,8 @@ better (throughput pion/peer, latency peer/pion).
 
     /usr/bin/python3 bench/run.py --build build/release [--suite NAME] [--smoke]
 
-Suites: small, bulk, membership, quant, formats (see docs/benchmarks.md).
+Suites: small, bulk, membership, quant, formats, attend (see docs/benchmarks.md and
+docs/attention.md).
 Only the standard library is needed, plus matplotlib for the chart.
 """
 
@@ -28,7 +29,7 @@ import sys
 import tempfile
 import time
 
-SUITES = ['small', 'bulk', 'membership', 'quant', 'formats']
+SUITES = ['small', 'bulk', 'membership', 'quant', 'formats', 'attend']
 KIB = 1024
 MIB = 1024 * 1024
 VQUANTS = ['fp16', 'fp8', 'int8', 'mlx4g32', 'turbo4', 'turbo3', 'turbo2']
@@ -836,8 +837,148 @@ def make_f16_rows(rows, d):
     return out
 
 
+def suite_attend(ctx):
+    """bench_attend (Google Benchmark): the stage2.md §6 kernel rows next to a
+    read-only streaming pass over the same slot bytes in the same run."""
+    exe = ctx.tool('bench_attend', required=False)
+    if exe is None:
+        ctx.notes.append('attend suite skipped: bench_attend not built in %s' % ctx.bin)
+        return []
+    args = [exe, '--benchmark_format=json',
+            '--benchmark_min_time=%s' % ('0.01' if ctx.smoke else '0.3')]
+    if not ctx.smoke:
+        args.append('--benchmark_repetitions=%d' % ctx.reps)
+    else:
+        args.append('--benchmark_filter=/2048$')
+    # Not pinned: the 2-thread row needs both cores.
+    try:
+        r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=120 if ctx.smoke else 1800)
+    except subprocess.TimeoutExpired:
+        raise BenchError('bench_attend timed out')
+    if r.returncode != 0:
+        raise BenchError('bench_attend failed (rc %d): %s' % (
+            r.returncode, r.stderr.decode(errors='replace')[-800:]))
+    rows = attend_rows(json.loads(r.stdout.decode()))
+    if not rows:
+        row = Row('attend', 'bench_attend', 'B/s', 'stream', '—')
+        row.error = 'bench_attend reported no recognisable rows'
+        rows = [row]
+    return rows
+
+
+def attend_rows(j):
+    """Rows of the attend suite from bench_attend's JSON (per repetition)."""
+    runs = {}
+    for b in j.get('benchmarks', []):
+        if b.get('run_type') == 'aggregate' or b.get('error_occurred'):
+            continue
+        name = (b.get('run_name') or b['name']).replace('/real_time', '')
+        runs.setdefault(name, []).append(b)
+
+    def col(name, key):
+        return [b.get(key) for b in runs.get(name, [])]
+
+    def us(name):  # µs per query, from the real time per iteration
+        out = []
+        for b in runs.get(name, []):
+            t = b['real_time']
+            unit = b.get('time_unit', 'ns')
+            out.append(t * {'ns': 1e-3, 'us': 1.0, 'ms': 1e3, 's': 1e6}[unit])
+        return out
+
+    def gbs(name):  # K/V bytes per real second
+        return [b['kv_bytes'] / (u * 1e-6) for b, u in zip(runs.get(name, []), us(name))]
+
+    rows = []
+    for prec in ('f32', 'f16', 'int8'):
+        for n in (2048, 32768):
+            name = 'dense/%s/%d' % (prec, n)
+            if name not in runs:
+                continue
+            target = '≥ 70% of stream' if n == 32768 else '—'
+            row = Row('attend', 'dense %s N=%d (H=8 D=128 M=1, 1 thread)' % (prec, n), 'B/s',
+                      'stream (same bytes)', target)
+            row.pion = gbs(name)
+            row.peer = gbs('stream/%s/%d' % (prec, n))
+            row.ceiling, row.ceiling_name = row.peer, 'stream'
+            row.extra['µs/query'] = us(name)
+            row.extra['stream µs'] = us('stream/%s/%d' % (prec, n))
+            rt = row.ratios()
+            if n == 32768 and rt:
+                med = statistics.median(rt)
+                row.met = med >= 0.70
+                row.met_note = '%.0f%% of stream' % (100 * med)
+            else:
+                row.met_note = 'info (L3-resident)'
+            rows.append(row)
+            if prec == 'f16' and n == 2048:
+                lat = Row('attend', 'dense f16 N=2048 latency', 'µs', 'Metal (original)',
+                          '≤ 440 µs', higher_better=False)
+                lat.pion = us(name)
+                lat.peer = [440.0] * len(lat.pion)
+                med = statistics.median(lat.pion) if lat.pion else None
+                lat.met = med is not None and med <= 440.0
+                lat.met_note = '%.0f µs' % med if med is not None else ''
+                rows.append(lat)
+    for n in (32768, 2048):
+        if 'threads/1/%d' % n not in runs or 'threads/2/%d' % n not in runs:
+            continue
+        row = Row('attend', 'dense f16 N=%d: 2 threads vs 1 (split-KV pool)' % n, 'B/s',
+                  '1 thread', '≥ 1.6×' if n == 32768 else 'info (L3-resident)')
+        row.pion = gbs('threads/2/%d' % n)
+        row.peer = gbs('threads/1/%d' % n)
+        if n == 32768 and 'stream_threads/2/32768' in runs:
+            s1, s2 = gbs('stream_threads/1/32768'), gbs('stream_threads/2/32768')
+            row.ceiling, row.ceiling_name = s2, 'stream on 2 threads'
+            row.extra['stream 2 vs 1 thread'] = [b / a for a, b in zip(s1, s2) if a]
+        rt = row.ratios()
+        if rt and n == 32768:
+            row.met = statistics.median(rt) >= 1.6
+            row.met_note = '%.2f×' % statistics.median(rt)
+        elif rt:
+            row.met_note = '%.2f×' % statistics.median(rt)
+        rows.append(row)
+    for n in (2048, 32768):
+        name = 'multi/%d' % n
+        if name not in runs:
+            continue
+        row = Row('attend', 'M=16, GQA 32/8, f16, N=%d' % n, 'B/s', 'stream (f16 slot)', 'info')
+        row.pion = gbs(name)
+        row.peer = gbs('stream/f16/%d' % n)
+        row.ceiling, row.ceiling_name = row.peer, 'stream'
+        row.extra['GFLOP/s'] = [g / 1e9 if g > 1e6 else g for g in col(name, 'GFLOP/s')]
+        row.extra['µs/query'] = us(name)
+        row.met_note = 'bytes = one pass over the 8 KV heads'
+        rows.append(row)
+    dense = us('sparse_dense/32768')
+    for sel in ('block_mean', 'quest'):
+        name = 'sparse/%s/32768' % sel
+        if name not in runs:
+            continue
+        row = Row('attend', 'sparse auto %s N=32768 B=64 K_top·B=N/8 (speed-up)' % sel, 'x',
+                  'dense f16', '≥ 4×, recall 100%, mass ≥ 0.95')
+        sp = us(name)
+        row.pion = [d / s for d, s in zip(dense, sp) if s]
+        row.peer = [1.0] * len(row.pion)
+        recall = col(name, 'recall')
+        mass = col(name, 'mass')
+        row.extra['µs/query'] = sp
+        row.extra['dense µs'] = dense
+        row.extra['recall'] = recall
+        row.extra['mass'] = mass
+        if row.pion:
+            med = statistics.median(row.pion)
+            ok = med >= 4.0 and min(recall) >= 1.0 and min(mass) >= 0.95
+            row.met = ok
+            row.met_note = '%.1f×, recall %.0f%%, mass %.3f' % (med, 100 * min(recall), min(mass))
+        rows.append(row)
+    return rows
+
+
 SUITE_FNS = {'small': suite_small, 'bulk': suite_bulk, 'membership': suite_membership,
-             'quant': suite_quant, 'formats': suite_formats}
+             'quant': suite_quant, 'formats': suite_formats,
+             'attend': suite_attend}
 
 
 # ------------------------------------------------------------------ report
@@ -853,6 +994,8 @@ def unit_fmt(unit):
         return lambda x: '%.2f' % x
     if unit == 'B':
         return lambda x: '%.1f B' % x
+    if unit == 'x':
+        return lambda x: '%.2f×' % x
     return fmt_num
 
 
