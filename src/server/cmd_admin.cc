@@ -203,7 +203,7 @@ void ConfigCmd(CommandContext& ctx) {
     ctx.server->ResetStats();
     ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "REWRITE")) {
-    ctx.reply->Error("ERR CONFIG REWRITE is not supported: edit the config file");
+    ctx.reply->Error(kErrConfigRewrite);
   } else if (EqualsIgnoreCase(sub, "HELP")) {
     static const char* kLines[] = {
         "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -232,7 +232,7 @@ void DbSize(CommandContext& ctx) {
 void FlushAll(CommandContext& ctx) {
   if (ctx.args.size() > 2 || (ctx.args.size() == 2 && !EqualsIgnoreCase(ctx.args[1], "ASYNC") &&
                               !EqualsIgnoreCase(ctx.args[1], "SYNC"))) {
-    ctx.reply->Error("ERR syntax error");
+    ctx.reply->Error(kErrSyntaxError);
     return;
   }
   if (store::Store* st = ctx.server->store()) {
@@ -260,15 +260,15 @@ void Shutdown(CommandContext& ctx) {
     } else if (EqualsIgnoreCase(a, "FORCE")) {
       force = true;
     } else if (EqualsIgnoreCase(a, "ABORT")) {
-      ctx.reply->Error("ERR No shutdown in progress.");
+      ctx.reply->Error(kErrNoShutdownInProgress);
       return;
     } else {
-      ctx.reply->Error("ERR syntax error");
+      ctx.reply->Error(kErrSyntaxError);
       return;
     }
   }
   if (save && nosave) {
-    ctx.reply->Error("ERR syntax error");
+    ctx.reply->Error(kErrSyntaxError);
     return;
   }
   if (save) {
@@ -276,7 +276,7 @@ void Shutdown(CommandContext& ctx) {
     if (!st.ok()) {
       LOG_WARNING("SHUTDOWN SAVE failed: %s", st.ToString().c_str());
       if (!force) {
-        ctx.reply->Error("ERR Errors trying to SHUTDOWN. Check logs.");
+        ctx.reply->Error(kErrShutdownFailed);
         return;
       }
     }

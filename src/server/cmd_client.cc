@@ -20,9 +20,6 @@ namespace pion::server {
 
 namespace {
 
-constexpr std::string_view kErrBadName =
-    "ERR Client names cannot contain spaces, newlines or special characters.";
-
 bool ValidName(std::string_view name) {
   for (char c : name)
     if (c < '!' || c > '~') return false;
@@ -60,7 +57,7 @@ void ClientList(CommandContext& ctx) {
   bool filter_ids = false;
   for (size_t i = 2; i < ctx.args.size(); i += 2) {
     if (i + 1 >= ctx.args.size()) {
-      ctx.reply->Error("ERR syntax error");
+      ctx.reply->Error(kErrSyntaxError);
       return;
     }
     if (EqualsIgnoreCase(ctx.args[i], "TYPE")) {
@@ -71,7 +68,7 @@ void ClientList(CommandContext& ctx) {
         ctx.reply->Bulk("");
         return;
       }
-      ctx.reply->Error("ERR Unknown client type '" + std::string(t) + "'");
+      ctx.reply->Error(UnknownClientTypeError(t));
       return;
     }
     if (EqualsIgnoreCase(ctx.args[i], "ID")) {
@@ -79,14 +76,14 @@ void ClientList(CommandContext& ctx) {
       for (size_t j = i + 1; j < ctx.args.size(); ++j) {
         auto id = ParseInt64Strict(ctx.args[j]);
         if (!id.has_value() || *id <= 0) {
-          ctx.reply->Error("ERR Invalid client ID");
+          ctx.reply->Error(kErrInvalidClientId);
           return;
         }
         ids.push_back(static_cast<uint64_t>(*id));
       }
       break;
     }
-    ctx.reply->Error("ERR syntax error");
+    ctx.reply->Error(kErrSyntaxError);
     return;
   }
   std::string out;
@@ -136,7 +133,7 @@ void ClientKill(CommandContext& ctx) {
     f.skipme = false;
   } else {
     if ((ctx.args.size() - 2) % 2 != 0) {
-      ctx.reply->Error("ERR syntax error");
+      ctx.reply->Error(kErrSyntaxError);
       return;
     }
     for (size_t i = 2; i < ctx.args.size(); i += 2) {
@@ -144,7 +141,7 @@ void ClientKill(CommandContext& ctx) {
       if (EqualsIgnoreCase(k, "ID")) {
         auto id = ParseInt64Strict(v);
         if (!id.has_value() || *id <= 0) {
-          ctx.reply->Error("ERR client-id should be greater than 0");
+          ctx.reply->Error(kErrClientIdNotPositive);
           return;
         }
         f.has_id = true;
@@ -161,7 +158,7 @@ void ClientKill(CommandContext& ctx) {
         } else if (EqualsIgnoreCase(v, "no")) {
           f.skipme = false;
         } else {
-          ctx.reply->Error("ERR syntax error");
+          ctx.reply->Error(kErrSyntaxError);
           return;
         }
       } else if (EqualsIgnoreCase(k, "TYPE")) {
@@ -169,7 +166,7 @@ void ClientKill(CommandContext& ctx) {
             EqualsIgnoreCase(v, "slave") || EqualsIgnoreCase(v, "pubsub")) {
           f.type_matches_none = true;
         } else if (!EqualsIgnoreCase(v, "normal")) {
-          ctx.reply->Error("ERR Unknown client type '" + std::string(v) + "'");
+          ctx.reply->Error(UnknownClientTypeError(v));
           return;
         }
       } else if (EqualsIgnoreCase(k, "MAXAGE")) {
@@ -181,7 +178,7 @@ void ClientKill(CommandContext& ctx) {
         f.has_maxage = true;
         f.maxage = static_cast<uint64_t>(*a);
       } else {
-        ctx.reply->Error("ERR syntax error");
+        ctx.reply->Error(kErrSyntaxError);
         return;
       }
     }
@@ -210,7 +207,7 @@ void ClientKill(CommandContext& ctx) {
   }
   if (old_style) {
     if (killed == 0)
-      ctx.reply->Error("ERR No such client");
+      ctx.reply->Error(kErrNoSuchClient);
     else
       ctx.reply->SimpleString("OK");
   } else {
@@ -263,7 +260,7 @@ void Client(CommandContext& ctx) {
   } else if (EqualsIgnoreCase(sub, "SETNAME")) {
     if (!arity(n == 3)) return;
     if (!ValidName(ctx.args[2])) {
-      ctx.reply->Error(kErrBadName);
+      ctx.reply->Error(kErrBadClientName);
       return;
     }
     ctx.server->SetClientName(ctx.client, std::string(ctx.args[2]));
@@ -279,19 +276,19 @@ void Client(CommandContext& ctx) {
     if (EqualsIgnoreCase(ctx.args[2], "ON") || EqualsIgnoreCase(ctx.args[2], "OFF"))
       ctx.reply->SimpleString("OK");
     else
-      ctx.reply->Error("ERR syntax error");
+      ctx.reply->Error(kErrSyntaxError);
   } else if (EqualsIgnoreCase(sub, "SETINFO")) {
     if (!arity(n == 4)) return;
     if (EqualsIgnoreCase(ctx.args[2], "LIB-NAME") || EqualsIgnoreCase(ctx.args[2], "LIB-VER"))
       ctx.reply->SimpleString("OK");
     else
-      ctx.reply->Error("ERR Unrecognized option '" + std::string(ctx.args[2]) + "'");
+      ctx.reply->Error(UnrecognizedOptionError(ctx.args[2]));
   } else if (EqualsIgnoreCase(sub, "REPLY")) {
     if (!arity(n == 3)) return;
     if (EqualsIgnoreCase(ctx.args[2], "ON"))
       ctx.reply->SimpleString("OK");
     else
-      ctx.reply->Error("ERR CLIENT REPLY OFF|SKIP is not supported");
+      ctx.reply->Error(kErrClientReplyOffSkip);
   } else if (EqualsIgnoreCase(sub, "HELP")) {
     ClientHelp(ctx);
   } else {

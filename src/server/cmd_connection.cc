@@ -14,15 +14,6 @@ namespace pion::server {
 
 namespace {
 
-constexpr std::string_view kErrWrongPass =
-    "WRONGPASS invalid username-password pair or user is disabled.";
-constexpr std::string_view kErrAuthNoPassword =
-    "ERR Client sent AUTH, but no password is set. Did you mean AUTH <username> <password>?";
-constexpr std::string_view kErrHelloNoAuth =
-    "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
-    "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
-    "RESP protocol version at the same time";
-
 // Compares without an early exit so timing does not leak the password.
 bool SecretEquals(std::string_view a, std::string_view b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -62,7 +53,7 @@ void Hello(CommandContext& ctx) {
   if (ctx.args.size() >= 2) {
     auto v = ParseInt64Strict(ctx.args[1]);
     if (!v.has_value()) {
-      ctx.reply->Error("ERR Protocol version is not an integer or out of range");
+      ctx.reply->Error(kErrHelloProtoNotInteger);
       return;
     }
     if (*v < 2 || *v > 3) {
@@ -89,18 +80,14 @@ void Hello(CommandContext& ctx) {
       name = ctx.args[j + 1];
       for (char c : name) {
         if (c < '!' || c > '~') {
-          ctx.reply->Error(
-              "ERR Client names cannot contain spaces, newlines or special characters.");
+          ctx.reply->Error(kErrBadClientName);
           return;
         }
       }
       set_name = true;
       ++j;
     } else {
-      std::string m = "ERR Syntax error in HELLO option '";
-      m.append(opt);
-      m += '\'';
-      ctx.reply->Error(m);
+      ctx.reply->Error(HelloOptionError(opt));
       return;
     }
   }
@@ -132,7 +119,7 @@ void Hello(CommandContext& ctx) {
 
 void Auth(CommandContext& ctx) {
   if (ctx.args.size() > 3) {
-    ctx.reply->Error("ERR syntax error");
+    ctx.reply->Error(kErrSyntaxError);
     return;
   }
   std::string_view user = "default";
@@ -159,7 +146,7 @@ void Select(CommandContext& ctx) {
     return;
   }
   if (*db != 0) {
-    ctx.reply->Error("ERR DB index is out of range");
+    ctx.reply->Error(kErrDbIndexOutOfRange);
     return;
   }
   ctx.reply->SimpleString("OK");

@@ -21,7 +21,7 @@ constexpr int64_t kMaxLookupTokens = 100000000;
 
 bool CheckNsLength(CommandContext& ctx, std::string_view ns) {
   if (ns.empty() || ns.size() > store::kMaxNamespaceBytes) {
-    ctx.reply->Error("ERR ns_key length must be 1..512");
+    ctx.reply->Error(kErrNsKeyLength);
     return false;
   }
   return true;
@@ -46,16 +46,14 @@ void KvRegister(CommandContext& ctx) {
   auto a = ctx.args;
   if (!CheckNsLength(ctx, a[1])) return;
   int64_t dim;
-  if (!ArgInRange(ctx, a[2], 1, quant::kMaxDim, "ERR kv_dim out of range (1..16384)", &dim)) return;
+  if (!ArgInRange(ctx, a[2], 1, quant::kMaxDim, kErrKvDimRange, &dim)) return;
   auto fmt = quant::ParseFormat(a[3]);
   if (!fmt) {
-    ctx.reply->Error("ERR KV.PREFIX.REGISTER: unknown vquant '" + std::string(a[3]) +
-                     "' (want int8|turbo4|turbo3|turbo2|fp16|fp8|mlx4g32)");
+    ctx.reply->Error(UnknownVquantError(a[3]));
     return;
   }
   if (!quant::DimSupported(*fmt, static_cast<uint32_t>(dim))) {
-    ctx.reply->Error("ERR vquant " + std::string(quant::FormatName(*fmt)) +
-                     " needs kv_dim divisible by 32");
+    ctx.reply->Error(VquantDimError(quant::FormatName(*fmt)));
     return;
   }
   store::RegisterArgs ra;
@@ -67,19 +65,18 @@ void KvRegister(CommandContext& ctx) {
   for (size_t i = 4; i < a.size();) {
     if (IsKeyword(a[i], "BLOCKS")) {
       if (have_blocks) {
-        ctx.reply->Error("ERR KV.PREFIX.REGISTER option BLOCKS given twice");
+        ctx.reply->Error(kErrRegisterBlocksTwice);
         return;
       }
       if (i + 3 >= a.size()) {
-        ctx.reply->Error("ERR BLOCKS requires: block_size hash_count hash_blob");
+        ctx.reply->Error(kErrBlocksArgs);
         return;
       }
       int64_t bs;
-      if (!ArgInRange(ctx, a[i + 1], 1, store::kMaxBlockSize,
-                      "ERR BLOCKS block_size out of range (1..65536)", &bs))
+      if (!ArgInRange(ctx, a[i + 1], 1, store::kMaxBlockSize, kErrBlocksBlockSizeRange, &bs))
         return;
-      if (!ParseHashes(ctx, a[i + 2], a[i + 3], "ERR BLOCKS hash_count out of range (0..1048576)",
-                       "ERR BLOCKS hash_blob length mismatch", &table->hashes))
+      if (!ParseHashes(ctx, a[i + 2], a[i + 3], kErrBlocksHashCountRange, kErrBlocksHashBlobLength,
+                       &table->hashes))
         return;
       table->block_size = static_cast<uint32_t>(bs);
       table->Finish();  // no store lock held
@@ -87,23 +84,20 @@ void KvRegister(CommandContext& ctx) {
       i += 4;
     } else if (IsKeyword(a[i], "PREFILL_MS")) {
       if (ra.has_prefill) {
-        ctx.reply->Error("ERR KV.PREFIX.REGISTER option PREFILL_MS given twice");
+        ctx.reply->Error(kErrRegisterPrefillTwice);
         return;
       }
       if (i + 1 >= a.size()) {
-        ctx.reply->Error("ERR PREFILL_MS requires a value");
+        ctx.reply->Error(kErrPrefillNeedsValue);
         return;
       }
       int64_t ms;
-      if (!ArgInRange(ctx, a[i + 1], 0, kMaxPrefillMs, "ERR PREFILL_MS out of range (0..86400000)",
-                      &ms))
-        return;
+      if (!ArgInRange(ctx, a[i + 1], 0, kMaxPrefillMs, kErrPrefillRange, &ms)) return;
       ra.has_prefill = true;
       ra.prefill_us = static_cast<uint64_t>(ms) * 1000;
       i += 2;
     } else {
-      ctx.reply->Error("ERR KV.PREFIX.REGISTER unknown option '" + std::string(a[i]) +
-                       "' (BLOCKS, PREFILL_MS)");
+      ctx.reply->Error(RegisterOptionError(a[i]));
       return;
     }
   }
@@ -122,22 +116,18 @@ void KvLookup(CommandContext& ctx) {
   for (size_t i = 2; i < a.size(); i += 2) {
     bool is_tokens = IsKeyword(a[i], "TOKENS");
     if (!is_tokens && !IsKeyword(a[i], "PREFILL_MS")) {
-      ctx.reply->Error("ERR KV.PREFIX.LOOKUP unknown option (TOKENS, PREFILL_MS)");
+      ctx.reply->Error(kErrLookupUnknownOption);
       return;
     }
     if (i + 1 >= a.size()) {
-      ctx.reply->Error("ERR KV.PREFIX.LOOKUP option needs a value");
+      ctx.reply->Error(kErrLookupOptionNeedsValue);
       return;
     }
     if (is_tokens) {
-      if (!ArgInRange(ctx, a[i + 1], 0, kMaxLookupTokens, "ERR TOKENS out of range (0..100000000)",
-                      &tokens))
-        return;
+      if (!ArgInRange(ctx, a[i + 1], 0, kMaxLookupTokens, kErrTokensRange, &tokens)) return;
       has_tokens = true;
     } else {
-      if (!ArgInRange(ctx, a[i + 1], 0, kMaxPrefillMs, "ERR PREFILL_MS out of range (0..86400000)",
-                      &prefill_ms))
-        return;
+      if (!ArgInRange(ctx, a[i + 1], 0, kMaxPrefillMs, kErrPrefillRange, &prefill_ms)) return;
       has_prefill = true;
     }
   }
@@ -188,9 +178,7 @@ void KvMembership(CommandContext& ctx) {
   auto a = ctx.args;
   if (!CheckNsLength(ctx, a[1])) return;
   std::vector<uint64_t> probes;
-  if (!ParseHashes(ctx, a[2], a[3], "ERR hash_count out of range (0..1048576)",
-                   "ERR hash_blob length mismatch", &probes))
-    return;
+  if (!ParseHashes(ctx, a[2], a[3], kErrHashCountRange, kErrHashBlobLength, &probes)) return;
   auto table = ctx.server->store()->Blocks(a[1]);
   if (!table) {
     ctx.reply->SimpleString("UNKNOWN");
@@ -231,9 +219,6 @@ void KvInfo(CommandContext& ctx) {
   ctx.reply->Bulk(out);
 }
 
-constexpr char kErrSaveInProgress[] = "ERR Background save already in progress";
-constexpr char kErrShuttingDown[] = "ERR server is shutting down";
-
 void KvSave(CommandContext& ctx) {
   // Snapshot to pion.vstore (or a relative path in --dir); see src/persist/persistence.h.
   // Runs on a background thread and the reply is completed from there: this
@@ -243,7 +228,7 @@ void KvSave(CommandContext& ctx) {
   // is refused, as Redis refuses a second BGSAVE.
   persist::Persistence* p = ctx.server->hooks().persistence;
   if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
-  if (ctx.args.size() > 2) return ctx.reply->Error("ERR syntax error");
+  if (ctx.args.size() > 2) return ctx.reply->Error(kErrSyntaxError);
   std::string path = ctx.args.size() == 2 ? std::string(ctx.args[1]) : std::string();
   if (!path.empty()) {
     Status st = persist::Persistence::ValidateSavePath(path);

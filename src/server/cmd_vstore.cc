@@ -62,7 +62,7 @@ bool ParseOutFmt(CommandContext& ctx, std::string_view v, OutFmt* out) {
   } else if (IsKeyword(v, "NATIVE")) {
     *out = OutFmt::kNative;
   } else {
-    ctx.reply->Error("ERR V.FETCH: unknown FMT '" + std::string(v) + "' (want NATIVE|F32|F16)");
+    ctx.reply->Error(FetchFormatError(v));
     return false;
   }
   return true;
@@ -70,7 +70,7 @@ bool ParseOutFmt(CommandContext& ctx, std::string_view v, OutFmt* out) {
 
 bool ParseLayer(CommandContext& ctx, std::string_view arg, uint32_t* layer) {
   int64_t v;
-  if (!ArgInRange(ctx, arg, 0, kMaxLayer, "ERR layer out of range (0..255)", &v)) return false;
+  if (!ArgInRange(ctx, arg, 0, kMaxLayer, kErrLayerRange, &v)) return false;
   *layer = static_cast<uint32_t>(v);
   return true;
 }
@@ -184,7 +184,7 @@ bool CheckReply(CommandContext& ctx, std::span<const FetchPlan> plans, OutFmt fm
     decoded += DecodedBytes(p, fmt);
   }
   if (body > kMaxReplyBytes) {
-    ctx.reply->Error("ERR V.FETCH reply would exceed 1073741824 bytes (fetch fewer rows)");
+    ctx.reply->Error(kErrFetchReplyTooBig);
     return false;
   }
   constexpr uint64_t kGated = 1u << 20;
@@ -204,10 +204,10 @@ void VStoreBatch(CommandContext& ctx) {
   uint32_t layer;
   if (!ParseLayer(ctx, a[2], &layer)) return;
   int64_t start, count;
-  if (!ArgInRange(ctx, a[3], 0, kMaxTokens, "ERR invalid start (0..16777216)", &start)) return;
-  if (!ArgInRange(ctx, a[4], 1, kMaxTokens, "ERR invalid count (1..16777216)", &count)) return;
+  if (!ArgInRange(ctx, a[3], 0, kMaxTokens, kErrStoreStartRange, &start)) return;
+  if (!ArgInRange(ctx, a[4], 1, kMaxTokens, kErrStoreCountRange, &count)) return;
   if (start + count > kMaxTokens) {
-    ctx.reply->Error("ERR start + count exceeds 16777216 tokens");
+    ctx.reply->Error(kErrStoreEndRange);
     return;
   }
   store::RowInput in;
@@ -215,7 +215,7 @@ void VStoreBatch(CommandContext& ctx) {
   if (a.size() > 6) {
     if (a.size() != 8 || !IsKeyword(a[6], "FMT") ||
         !(IsKeyword(a[7], "F32") || IsKeyword(a[7], "F16"))) {
-      ctx.reply->Error("ERR V.STOREBATCH: unknown option (expected FMT F32|F16)");
+      ctx.reply->Error(kErrStoreBatchOption);
       return;
     }
     if (IsKeyword(a[7], "F16")) in.type = store::RowInput::Type::kF16;
@@ -228,7 +228,7 @@ void VStoreBatch(CommandContext& ctx) {
   ctx.wait_lsn = lsn;
   if (!st.ok()) {
     if (st.message().starts_with("blob size"))
-      return ctx.reply->Error("ERR V.STOREBATCH: " + std::string(st.message()));
+      return ctx.reply->Error(StoreBatchError(st.message()));
     return ReplyStatus(ctx, st);
   }
   ctx.reply->SimpleString("OK");
@@ -248,18 +248,17 @@ bool TakeFmt(CommandContext& ctx, std::span<const std::string_view>* args, OutFm
 void VFetchRange(CommandContext& ctx, std::span<const std::string_view> a, OutFmt fmt) {
   // a: V.FETCH sid layer RANGE start end
   if (a.size() != 6) {
-    ctx.reply->Error("ERR V.FETCH RANGE requires: session_id layer_id RANGE start end");
+    ctx.reply->Error(kErrFetchRangeArgs);
     return;
   }
   uint32_t layer;
   if (!ParseLayer(ctx, a[2], &layer)) return;
   int64_t start, end;
-  if (!ArgInRange(ctx, a[4], 0, kMaxTokens, "ERR invalid RANGE: end must exceed start (>=0)",
-                  &start) ||
-      !ArgInRange(ctx, a[5], 0, kMaxTokens, "ERR invalid RANGE: end must exceed start (>=0)", &end))
+  if (!ArgInRange(ctx, a[4], 0, kMaxTokens, kErrFetchRangeOrder, &start) ||
+      !ArgInRange(ctx, a[5], 0, kMaxTokens, kErrFetchRangeOrder, &end))
     return;
   if (end <= start) {
-    ctx.reply->Error("ERR invalid RANGE: end must exceed start (>=0)");
+    ctx.reply->Error(kErrFetchRangeOrder);
     return;
   }
   auto plan = ctx.server->store()->FetchRange(a[1], layer, static_cast<uint64_t>(start),
@@ -272,28 +271,25 @@ void VFetchRange(CommandContext& ctx, std::span<const std::string_view> a, OutFm
 void VFetchBatch(CommandContext& ctx, std::span<const std::string_view> a, OutFmt fmt) {
   // a: V.FETCH sid BATCH start end [num_layers]
   if (a.size() != 5 && a.size() != 6) {
-    ctx.reply->Error(
-        "ERR V.FETCH BATCH requires: session_id BATCH start end [num_layers] [FMT fmt]");
+    ctx.reply->Error(kErrFetchBatchArgs);
     return;
   }
   int64_t start, end, layers = 0;
-  const char* kRangeErr = "ERR V.FETCH BATCH invalid range: end must exceed start (>=0)";
-  if (!ArgInRange(ctx, a[3], 0, kMaxTokens, kRangeErr, &start) ||
-      !ArgInRange(ctx, a[4], 0, kMaxTokens, kRangeErr, &end))
+  if (!ArgInRange(ctx, a[3], 0, kMaxTokens, kErrFetchBatchOrder, &start) ||
+      !ArgInRange(ctx, a[4], 0, kMaxTokens, kErrFetchBatchOrder, &end))
     return;
   if (end <= start) {
-    ctx.reply->Error(kRangeErr);
+    ctx.reply->Error(kErrFetchBatchOrder);
     return;
   }
-  if (a.size() == 6 &&
-      !ArgInRange(ctx, a[5], 1, store::kMaxLayers, "ERR num_layers out of range (1..256)", &layers))
+  if (a.size() == 6 && !ArgInRange(ctx, a[5], 1, store::kMaxLayers, kErrNumLayersRange, &layers))
     return;
   auto plans =
       ctx.server->store()->FetchBatch(a[1], static_cast<uint64_t>(start),
                                       static_cast<uint64_t>(end), static_cast<uint32_t>(layers));
   if (!plans.ok()) {
     if (plans.status().message() == "session has no stored layers")
-      return ctx.reply->Error("ERR V.FETCH BATCH: session has no stored layers");
+      return ctx.reply->Error(kErrFetchBatchNoLayers);
     return ReplyStatus(ctx, plans.status());
   }
   if (!CheckReply(ctx, *plans, fmt)) return;
@@ -306,24 +302,23 @@ void VFetchBatch(CommandContext& ctx, std::span<const std::string_view> a, OutFm
 void VFetchIds(CommandContext& ctx, std::span<const std::string_view> a, OutFmt fmt) {
   // a: V.FETCH sid layer id [id ...]
   if (fmt == OutFmt::kNative) {
-    ctx.reply->Error("ERR FMT NATIVE requires the RANGE or BATCH form");
+    ctx.reply->Error(kErrNativeNeedsRange);
     return;
   }
   uint32_t layer;
   if (!ParseLayer(ctx, a[2], &layer)) return;
   if (a.size() < 4) {
-    ctx.reply->Error("ERR no token IDs provided");
+    ctx.reply->Error(kErrNoTokenIds);
     return;
   }
   if (a.size() - 3 > kMaxIds) {
-    ctx.reply->Error("ERR too many token IDs (at most 4096; use RANGE)");
+    ctx.reply->Error(kErrTooManyTokenIds);
     return;
   }
   std::vector<uint64_t> ids(a.size() - 3);
   for (size_t i = 3; i < a.size(); ++i) {
     int64_t v;
-    if (!ArgInRange(ctx, a[i], 0, kMaxTokens - 1, "ERR token id out of range (0..16777215)", &v))
-      return;
+    if (!ArgInRange(ctx, a[i], 0, kMaxTokens - 1, kErrTokenIdRange, &v)) return;
     ids[i - 3] = static_cast<uint64_t>(v);
   }
   auto plan = ctx.server->store()->FetchIds(a[1], layer, ids);
@@ -337,7 +332,7 @@ void VFetch(CommandContext& ctx) {
   OutFmt fmt;
   if (!TakeFmt(ctx, &a, &fmt)) return;
   if (a.size() < 3) {
-    ctx.reply->Error("ERR V.FETCH requires: session_id layer_id token_id [...]");
+    ctx.reply->Error(kErrFetchArgs);
     return;
   }
   if (IsKeyword(a[2], "BATCH")) return VFetchBatch(ctx, a, fmt);

@@ -4,6 +4,48 @@
 
 namespace pion::server {
 
+namespace {
+std::string Quoted(std::string_view prefix, std::string_view arg, std::string_view suffix = "") {
+  std::string s(prefix);
+  s += '\'';
+  s.append(arg);
+  s += '\'';
+  s.append(suffix);
+  return s;
+}
+}  // namespace
+
+std::string HelloOptionError(std::string_view opt) {
+  return Quoted("ERR Syntax error in HELLO option ", opt);
+}
+std::string UnknownClientTypeError(std::string_view type) {
+  return Quoted("ERR Unknown client type ", type);
+}
+std::string UnrecognizedOptionError(std::string_view opt) {
+  return Quoted("ERR Unrecognized option ", opt);
+}
+std::string UnknownVquantError(std::string_view name) {
+  return Quoted("ERR KV.PREFIX.REGISTER: unknown vquant ", name,
+                " (want int8|turbo4|turbo3|turbo2|fp16|fp8|mlx4g32)");
+}
+std::string VquantDimError(std::string_view format) {
+  std::string s = "ERR vquant ";
+  s.append(format);
+  s += " needs kv_dim divisible by 32";
+  return s;
+}
+std::string RegisterOptionError(std::string_view opt) {
+  return Quoted("ERR KV.PREFIX.REGISTER unknown option ", opt, " (BLOCKS, PREFILL_MS)");
+}
+std::string FetchFormatError(std::string_view fmt) {
+  return Quoted("ERR V.FETCH: unknown FMT ", fmt, " (want NATIVE|F32|F16)");
+}
+std::string StoreBatchError(std::string_view why) {
+  std::string s = "ERR V.STOREBATCH: ";
+  s.append(why);
+  return s;
+}
+
 std::string WrongArity(std::string_view cmd) {
   std::string s = "ERR wrong number of arguments for '";
   s += ToLower(cmd);

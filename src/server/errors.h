@@ -27,6 +27,93 @@ inline constexpr std::string_view kErrNoAuth = "NOAUTH Authentication required."
 inline constexpr std::string_view kErrNoProto = "NOPROTO unsupported protocol version";
 inline constexpr std::string_view kErrNoPersistence = "ERR persistence is not enabled";
 
+// Command texts (Redis' wording where Redis has the command; pion's own otherwise).
+inline constexpr std::string_view kErrConfigRewrite =
+    "ERR CONFIG REWRITE is not supported: edit the config file";
+inline constexpr std::string_view kErrSyntaxError = "ERR syntax error";
+inline constexpr std::string_view kErrNoShutdownInProgress = "ERR No shutdown in progress.";
+inline constexpr std::string_view kErrShutdownFailed = "ERR Errors trying to SHUTDOWN. Check logs.";
+inline constexpr std::string_view kErrInvalidClientId = "ERR Invalid client ID";
+inline constexpr std::string_view kErrClientIdNotPositive =
+    "ERR client-id should be greater than 0";
+inline constexpr std::string_view kErrNoSuchClient = "ERR No such client";
+inline constexpr std::string_view kErrClientReplyOffSkip =
+    "ERR CLIENT REPLY OFF|SKIP is not supported";
+inline constexpr std::string_view kErrHelloProtoNotInteger =
+    "ERR Protocol version is not an integer or out of range";
+inline constexpr std::string_view kErrBadClientName =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+inline constexpr std::string_view kErrDbIndexOutOfRange = "ERR DB index is out of range";
+inline constexpr std::string_view kErrNsKeyLength = "ERR ns_key length must be 1..512";
+inline constexpr std::string_view kErrKvDimRange = "ERR kv_dim out of range (1..16384)";
+inline constexpr std::string_view kErrRegisterBlocksTwice =
+    "ERR KV.PREFIX.REGISTER option BLOCKS given twice";
+inline constexpr std::string_view kErrBlocksArgs =
+    "ERR BLOCKS requires: block_size hash_count hash_blob";
+inline constexpr std::string_view kErrBlocksBlockSizeRange =
+    "ERR BLOCKS block_size out of range (1..65536)";
+inline constexpr std::string_view kErrBlocksHashCountRange =
+    "ERR BLOCKS hash_count out of range (0..1048576)";
+inline constexpr std::string_view kErrBlocksHashBlobLength = "ERR BLOCKS hash_blob length mismatch";
+inline constexpr std::string_view kErrRegisterPrefillTwice =
+    "ERR KV.PREFIX.REGISTER option PREFILL_MS given twice";
+inline constexpr std::string_view kErrPrefillNeedsValue = "ERR PREFILL_MS requires a value";
+inline constexpr std::string_view kErrPrefillRange = "ERR PREFILL_MS out of range (0..86400000)";
+inline constexpr std::string_view kErrLookupUnknownOption =
+    "ERR KV.PREFIX.LOOKUP unknown option (TOKENS, PREFILL_MS)";
+inline constexpr std::string_view kErrLookupOptionNeedsValue =
+    "ERR KV.PREFIX.LOOKUP option needs a value";
+inline constexpr std::string_view kErrTokensRange = "ERR TOKENS out of range (0..100000000)";
+inline constexpr std::string_view kErrHashCountRange = "ERR hash_count out of range (0..1048576)";
+inline constexpr std::string_view kErrHashBlobLength = "ERR hash_blob length mismatch";
+inline constexpr std::string_view kErrLayerRange = "ERR layer out of range (0..255)";
+inline constexpr std::string_view kErrFetchReplyTooBig =
+    "ERR V.FETCH reply would exceed 1073741824 bytes (fetch fewer rows)";
+inline constexpr std::string_view kErrStoreStartRange = "ERR invalid start (0..16777216)";
+inline constexpr std::string_view kErrStoreCountRange = "ERR invalid count (1..16777216)";
+inline constexpr std::string_view kErrStoreEndRange = "ERR start + count exceeds 16777216 tokens";
+inline constexpr std::string_view kErrStoreBatchOption =
+    "ERR V.STOREBATCH: unknown option (expected FMT F32|F16)";
+inline constexpr std::string_view kErrFetchRangeArgs =
+    "ERR V.FETCH RANGE requires: session_id layer_id RANGE start end";
+inline constexpr std::string_view kErrFetchRangeOrder =
+    "ERR invalid RANGE: end must exceed start (>=0)";
+inline constexpr std::string_view kErrFetchBatchArgs =
+    "ERR V.FETCH BATCH requires: session_id BATCH start end [num_layers] [FMT fmt]";
+inline constexpr std::string_view kErrFetchBatchOrder =
+    "ERR V.FETCH BATCH invalid range: end must exceed start (>=0)";
+inline constexpr std::string_view kErrNumLayersRange = "ERR num_layers out of range (1..256)";
+inline constexpr std::string_view kErrFetchBatchNoLayers =
+    "ERR V.FETCH BATCH: session has no stored layers";
+inline constexpr std::string_view kErrNativeNeedsRange =
+    "ERR FMT NATIVE requires the RANGE or BATCH form";
+inline constexpr std::string_view kErrNoTokenIds = "ERR no token IDs provided";
+inline constexpr std::string_view kErrTooManyTokenIds =
+    "ERR too many token IDs (at most 4096; use RANGE)";
+inline constexpr std::string_view kErrTokenIdRange = "ERR token id out of range (0..16777215)";
+inline constexpr std::string_view kErrFetchArgs =
+    "ERR V.FETCH requires: session_id layer_id token_id [...]";
+inline constexpr std::string_view kErrWrongPass =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+inline constexpr std::string_view kErrAuthNoPassword =
+    "ERR Client sent AUTH, but no password is set. Did you mean AUTH <username> <password>?";
+inline constexpr std::string_view kErrHelloNoAuth =
+    "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
+    "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
+    "RESP protocol version at the same time";
+inline constexpr std::string_view kErrSaveInProgress = "ERR Background save already in progress";
+inline constexpr std::string_view kErrShuttingDown = "ERR server is shutting down";
+
+// Texts with a part from the request.
+std::string HelloOptionError(std::string_view opt);         // Syntax error in HELLO option 'x'
+std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
+std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized option 'x'
+std::string UnknownVquantError(std::string_view name);      // KV.PREFIX.REGISTER: unknown vquant
+std::string VquantDimError(std::string_view format);        // vquant x needs kv_dim % 32 == 0
+std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option
+std::string FetchFormatError(std::string_view fmt);         // V.FETCH: unknown FMT 'x'
+std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <store's reason>
+
 // "-ERR wrong number of arguments for '<cmd>' command" (without the '-').
 std::string WrongArity(std::string_view cmd);
 // The RESP error line (without '-' and CRLF) for a non-OK status.
