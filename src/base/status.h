@@ -1,7 +1,7 @@
 // Status and Result<T>: expected failures travel as values (docs/ARCHITECTURE.md,
 // "Errors"). A Status is a code plus a human-readable message; OK costs one
 // null pointer. The server maps codes to RESP error words in one table
-// (src/server/errors.cc); everything below the command layer only returns values.
+// (src/server/commands/errors.cc); everything below the command layer only returns values.
 #pragma once
 
 #include <memory>

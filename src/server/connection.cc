@@ -12,8 +12,8 @@
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "server/dispatch.h"
-#include "server/errors.h"
+#include "server/commands/dispatch.h"
+#include "server/commands/errors.h"
 #include "server/server.h"
 #include "server/worker.h"
 

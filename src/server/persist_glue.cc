@@ -4,7 +4,7 @@
 #include <string>
 
 #include "base/log.h"
-#include "server/cmd_util.h"
+#include "server/commands/args.h"
 
 namespace pion::server {
 

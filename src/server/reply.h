@@ -29,7 +29,7 @@ class ReplyBuilder {
   virtual void SimpleString(std::string_view s) = 0;  // +s
   // `text` is the whole error line without '-' and CRLF, e.g. "ERR wrong number ...".
   virtual void Error(std::string_view text) = 0;
-  // Maps a non-OK Status through the one error table (src/server/errors.h).
+  // Maps a non-OK Status through the one error table (src/server/commands/errors.h).
   virtual void Error(const Status& st) = 0;
   virtual void Integer(int64_t v) = 0;
   virtual void Bulk(std::string_view s) = 0;

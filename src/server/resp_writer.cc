@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "server/errors.h"
+#include "server/commands/errors.h"
 
 namespace pion::server {
 

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "server/client_info.h"
-#include "server/command_table.h"
+#include "server/commands/command_table.h"
 #include "server/config.h"
 #include "server/receipt.h"
 #include "server/task_runner.h"

@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "base/strutil.h"
-#include "server/command.h"
-#include "server/errors.h"
+#include "server/commands/command.h"
+#include "server/commands/errors.h"
 
 namespace pion::server {
 

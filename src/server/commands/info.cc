@@ -12,8 +12,8 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "server/client_info.h"
-#include "server/cmd_util.h"
-#include "server/command_table.h"
+#include "server/commands/args.h"
+#include "server/commands/command_table.h"
 #include "server/server.h"
 
 #ifndef PION_BUILD_ID

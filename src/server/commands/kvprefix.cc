@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "persist/persistence.h"
-#include "server/cmd_util.h"
+#include "server/commands/args.h"
 #include "server/server.h"
 
 namespace pion::server {

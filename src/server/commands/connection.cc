@@ -5,9 +5,9 @@
 
 #include "base/strutil.h"
 #include "server/client_info.h"
-#include "server/command_table.h"
+#include "server/commands/command_table.h"
 #include "server/connection.h"
-#include "server/errors.h"
+#include "server/commands/errors.h"
 #include "server/server.h"
 
 namespace pion::server {

@@ -1,9 +1,9 @@
-#include "server/dispatch.h"
+#include "server/commands/dispatch.h"
 
 #include <algorithm>
 
 #include "base/strutil.h"
-#include "server/errors.h"
+#include "server/commands/errors.h"
 #include "server/server.h"
 
 namespace pion::server {

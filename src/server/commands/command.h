@@ -62,8 +62,8 @@ struct CommandSpec {
   const char* summary;  // one line, for COMMAND DOCS
 };
 
-// Adds the KV.PREFIX.*, V.* and PION.STATS commands (src/server/cmd_kvprefix.cc,
-// cmd_vstore.cc, cmd_stats.cc).
+// Adds the KV.PREFIX.*, V.* and PION.STATS commands (src/server/commands/kvprefix.cc,
+// vstore.cc, stats.cc).
 void AddKvPrefixCommands(std::vector<CommandSpec>* out);
 void AddVStoreCommands(std::vector<CommandSpec>* out);
 void AddStatsCommands(std::vector<CommandSpec>* out);

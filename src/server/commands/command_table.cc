@@ -1,4 +1,4 @@
-#include "server/command_table.h"
+#include "server/commands/command_table.h"
 
 #include <cstring>
 

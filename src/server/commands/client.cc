@@ -10,10 +10,10 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "server/client_info.h"
-#include "server/command_table.h"
+#include "server/commands/command_table.h"
 #include "server/connection.h"
-#include "server/dispatch.h"
-#include "server/errors.h"
+#include "server/commands/dispatch.h"
+#include "server/commands/errors.h"
 #include "server/server.h"
 
 namespace pion::server {

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "server/command.h"
+#include "server/commands/command.h"
 
 namespace pion::server {
 
@@ -27,8 +27,8 @@ class CommandTable {
   std::unordered_map<std::string_view, const CommandSpec*> by_name_;
 };
 
-// The connection and admin commands (cmd_connection.cc, cmd_client.cc,
-// cmd_admin.cc, cmd_info.cc).
+// The connection and admin commands (commands/connection.cc, client.cc,
+// admin.cc, info.cc).
 void AddConnectionCommands(std::vector<CommandSpec>* out);
 void AddClientCommands(std::vector<CommandSpec>* out);
 void AddAdminCommands(std::vector<CommandSpec>* out);

@@ -1,4 +1,4 @@
-#include "server/errors.h"
+#include "server/commands/errors.h"
 
 #include "base/strutil.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "server/buffer.h"
-#include "server/cmd_util.h"
+#include "server/commands/args.h"
 #include "server/connection.h"
 #include "server/server.h"
 

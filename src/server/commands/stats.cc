@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "server/cmd_util.h"
+#include "server/commands/args.h"
 #include "server/server.h"
 
 namespace pion::server {

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "server/command.h"
-#include "server/command_table.h"
+#include "server/commands/command.h"
+#include "server/commands/command_table.h"
 
 namespace pion::server {
 
