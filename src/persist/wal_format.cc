@@ -262,7 +262,7 @@ Status DecodeStore(std::span<const uint8_t> p, StoreRec* r) {
     return Bad("truncated store record");
   if (side > 1) return Bad("bad side");
   if (res8 != 0 || res16 != 0) return Bad("reserved bytes not zero");
-  r->side = static_cast<store::Side>(side);
+  r->side = static_cast<Side>(side);
   if (r->count == 0 || r->row_bytes == 0) return Bad("empty store record");
   if (r->count > rd.left() / r->row_bytes || r->count * r->row_bytes != rd.left())
     return Bad("store record size does not match count * row_bytes");
@@ -276,7 +276,7 @@ Status DecodeDrop(std::span<const uint8_t> p, DropRec* r) {
   if (!rd.Name(&r->ns)) return Bad("bad namespace name");
   if (!rd.U64(&r->incarnation) || !rd.U8(&reason)) return Bad("truncated drop record");
   if (reason > 1) return Bad("bad drop reason");
-  r->reason = static_cast<store::DropReason>(reason);
+  r->reason = static_cast<DropReason>(reason);
   if (rd.left() != 0) return Bad("trailing bytes in drop record");
   return Status::OK();
 }
@@ -287,6 +287,14 @@ Status DecodeSnapEnd(std::span<const uint8_t> p, SnapEndRec* r) {
       !rd.U64(&r->total_row_bytes) || rd.left() != 0)
     return Bad("bad end section");
   return Status::OK();
+}
+
+BlockRecord BlockRecordOf(const RegisterRec& r) {
+  BlockRecord b;
+  b.block_size = r.block_size;
+  b.hashes.resize(r.hash_count);
+  if (r.hash_count) std::memcpy(b.hashes.data(), r.hashes, r.hash_count * 8);
+  return b;
 }
 
 Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p) {

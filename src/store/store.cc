@@ -102,6 +102,14 @@ bool BlockTable::Contains(uint64_t h) const {
   }
 }
 
+std::shared_ptr<const BlockTable> BlockTable::Finished(const persist::BlockRecord& r) {
+  auto t = std::make_shared<BlockTable>();
+  t->block_size = r.block_size;
+  t->hashes = r.hashes;
+  t->Finish();
+  return t;
+}
+
 void BlockTable::Finish() {
   // What is held is what is counted (MemoryBytes). shrink_to_fit() is a no-op
   // in libstdc++ without exceptions, so copy when there is slack.
@@ -219,11 +227,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
                                    " needs kv_dim divisible by 32");
   // The table is built (and its index finished) before any lock is taken.
   std::shared_ptr<const BlockTable> table = a.blocks;
-  if (table && !table->finished()) {
-    auto t = std::make_shared<BlockTable>(*table);
-    t->Finish();
-    table = std::move(t);
-  }
+  if (table && !table->finished()) table = BlockTable::Finished(*table);
   // Registrations (and FLUSHALL) are serialised by reg_mu_, held while the
   // record is written, so that no other change to the namespace map can come
   // between this one's log position and its apply; mu_ is held only to
@@ -773,16 +777,12 @@ std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>&
 }
 
 Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                            quant::Format fmt, const BlockTable* blocks) {
+                            quant::Format fmt, const persist::BlockRecord* blocks) {
   if (ns.empty() || ns.size() > kMaxNamespaceBytes || kv_dim < 1 || kv_dim > quant::kMaxDim ||
       !quant::DimSupported(fmt, kv_dim))
     return Status::Corruption("register record with invalid namespace, kv_dim or format");
   std::shared_ptr<const BlockTable> table;
-  if (blocks) {
-    auto t = std::make_shared<BlockTable>(*blocks);
-    if (!t->finished()) t->Finish();
-    table = std::move(t);
-  }
+  if (blocks) table = BlockTable::Finished(*blocks);
   std::lock_guard<std::mutex> l(mu_);
   next_incarnation_ = std::max(next_incarnation_, incarnation + 1);
   // Replay never refuses what was logged; it evicts as the live server did

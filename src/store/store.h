@@ -55,9 +55,9 @@ inline constexpr size_t kMaxNamespaceBytes = 512;
 inline constexpr uint32_t kMaxBlockSize = 65536;
 inline constexpr uint64_t kMaxHashCount = 1048576;
 
-struct BlockTable {
-  uint32_t block_size = 0;
-  std::vector<uint64_t> hashes;  // registration (token) order
+// block_size and hashes (registration, i.e. token, order) are the logged
+// record (persist::BlockRecord); the membership index is the store's.
+struct BlockTable : persist::BlockRecord {
 
   // Builds the membership index from `hashes`: an open-addressing hash set
   // (linear probing, load <= 0.5) that fits in L1/L2 for typical tables (1,562
@@ -68,6 +68,8 @@ struct BlockTable {
   // cost 2^31 probes).
   void Finish();
   bool finished() const { return finished_; }
+  // A finished table holding `r`'s block size and hashes.
+  static std::shared_ptr<const BlockTable> Finished(const persist::BlockRecord& r);
   // True iff `h` is in the table. Expected O(1). REQUIRES: finished().
   bool Contains(uint64_t h) const;
 
@@ -235,7 +237,7 @@ class Store {
   // Records of another incarnation than the namespace's current one are skipped
   // (ApplyStored returns NotFound, ApplyDrop does nothing).
   Status ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                       quant::Format fmt, const BlockTable* blocks);
+                       quant::Format fmt, const persist::BlockRecord* blocks);
   Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                      uint64_t start, uint64_t count, std::span<const uint8_t> stored);
   void ApplyDrop(std::string_view ns, uint64_t incarnation);

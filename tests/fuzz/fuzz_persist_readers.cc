@@ -23,6 +23,7 @@
 #include "persist/snapshot.h"
 #include "persist/wal_format.h"
 #include "persist/wal_reader.h"
+#include "store/persist_adapter.h"
 #include "store/store.h"
 
 namespace {
