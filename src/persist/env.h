@@ -1,7 +1,7 @@
 // Env: the small filesystem interface persistence is written against, so that
 // tests can swap the disk for one that fails or "crashes" (LevelDB's Env and
 // fault_injection_test, SQLite's test6.c). Two implementations: PosixEnv (the
-// real one) and FaultEnv (fault_env.h, in memory, for tests).
+// real one) and FaultEnv (testing/fault_env.h, in memory, test-only library pion_persist_testing).
 //
 // Files are addressed by path. A WritableFile supports positioned writes (so a
 // writer can overwrite a failed tail) and Sync (fdatasync). Directory entries

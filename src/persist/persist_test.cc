@@ -17,13 +17,13 @@
 #include <set>
 #include <thread>
 
-#include "persist/fault_env.h"
+#include "persist/testing/fault_env.h"
 #include "persist/persistence.h"
 #include "persist/recovery.h"
 #include "persist/snapshot.h"
 #include "persist/wal_reader.h"
 #include "persist/wal_writer.h"
-#include "test_util.h"
+#include "persist/testing/test_util.h"
 
 namespace pion::persist {
 namespace {

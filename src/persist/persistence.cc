@@ -10,8 +10,8 @@
 
 namespace pion::persist {
 
-Persistence::Persistence(store::Store* store, PersistOptions opt)
-    : store_(store), opt_(std::move(opt)), env_(opt_.env ? opt_.env : PosixEnv()) {}
+Persistence::Persistence(std::unique_ptr<PersistHost> host, PersistOptions opt)
+    : host_(std::move(host)), opt_(std::move(opt)), env_(opt_.env ? opt_.env : PosixEnv()) {}
 
 Persistence::~Persistence() { (void)Close(); }
 
@@ -20,7 +20,7 @@ Status Persistence::Recover() {
   RecoveryResult r;
   RecoveryOptions ro;
   ro.wal_repair = opt_.wal_repair;
-  PION_RETURN_IF_ERROR(persist::Recover(env_, opt_.dir, store_, ro, &r));
+  PION_RETURN_IF_ERROR(persist::Recover(env_, opt_.dir, host_.get(), ro, &r));
   auto wal = std::make_unique<WalWriter>(env_, opt_.dir, opt_.policy);
   if (on_ack_) {
     wal->SetAckCallback([this](uint64_t lsn) {
@@ -38,7 +38,7 @@ Status Persistence::Recover() {
   }
   wal->Start();
   wal_ = std::move(wal);
-  store_->SetSink(wal_.get());
+  host_->AttachLog(wal_.get());
   {
     std::lock_guard<std::mutex> l(save_mu_);
     live_wal_names_ = r.live_wal_names;
@@ -47,21 +47,21 @@ Status Persistence::Recover() {
     std::lock_guard<std::mutex> l(mu_);
     stats_.wal_replayed = r.wal_replayed;
     stats_.recovery_seconds = r.seconds;
-    stats_.loaded_namespaces = store_->NamespaceCount();
-    stats_.loaded_rows = store_->Stats().total_tokens;
+    HostCounts c = host_->Counts();
+    stats_.loaded_namespaces = c.namespaces;
+    stats_.loaded_rows = c.rows;
     if (r.snapshot_loaded) {
       stats_.snapshot_bytes = r.snapshot.file_bytes;
       stats_.last_save_unix = static_cast<int64_t>(r.snapshot.header.created_unix);
     }
   }
-  auto st = store_->Stats();
+  HostCounts st = host_->Counts();
   LOG_NOTICE(
       "recovery done: %llu namespaces (%llu sessions), %llu rows, %llu bytes in %.3f s (%.0f "
       "MB/s); "
       "%llu WAL records replayed; WAL %s, generation %llu, next lsn %llu",
-      static_cast<unsigned long long>(store_->NamespaceCount()),
-      static_cast<unsigned long long>(st.sessions),
-      static_cast<unsigned long long>(st.total_tokens), static_cast<unsigned long long>(st.bytes),
+      static_cast<unsigned long long>(st.namespaces), static_cast<unsigned long long>(st.sessions),
+      static_cast<unsigned long long>(st.rows), static_cast<unsigned long long>(st.bytes),
       r.seconds, r.seconds > 0 ? static_cast<double>(st.bytes) / 1e6 / r.seconds : 0.0,
       static_cast<unsigned long long>(r.wal_replayed), r.active_name.c_str(),
       static_cast<unsigned long long>(r.generation), static_cast<unsigned long long>(r.next_lsn));
@@ -113,15 +113,15 @@ Status Persistence::SaveLocked(std::string_view path) {
   SnapHeader hdr;
   Status barrier;
   std::string new_name;
-  std::vector<store::NamespaceView> views;
+  std::vector<SnapshotNamespace> views;
   if (compact) {
-    views = store_->CaptureSnapshot(
+    views = host_->CaptureSnapshot(
         [&]() -> Status {
           return wal_->Rotate(kWalName, &hdr.generation, &hdr.next_lsn, &new_name);
         },
         &barrier);
   } else {
-    views = store_->CaptureSnapshot(
+    views = host_->CaptureSnapshot(
         [&]() -> Status {
           wal_->Position(&hdr.generation, &hdr.next_lsn);
           return Status::OK();

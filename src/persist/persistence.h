@@ -1,5 +1,5 @@
 // Persistence: the durability layer as the server sees it. It owns the WAL
-// writer (the store's MutationSink), runs recovery at start-up, takes snapshots
+// writer (the log the store's changes go to), runs recovery at start-up, takes snapshots
 // (KV.PREFIX.SAVE, automatic compaction when the WAL passes
 // --auto-save-wal-bytes, SHUTDOWN SAVE) in a background thread while clients
 // keep being served, and reports the counters of KV.PREFIX.INFO and
@@ -19,12 +19,13 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "base/status.h"
 #include "persist/env.h"
+#include "persist/records.h"
 #include "persist/recovery.h"
 #include "persist/wal_writer.h"
-#include "store/store.h"
 
 namespace pion::persist {
 
@@ -67,13 +68,19 @@ struct PersistStats {
 
 class Persistence {
  public:
-  Persistence(store::Store* store, PersistOptions opt);
+  // `host` is the data persisted (the store, through its adapter).
+  Persistence(std::unique_ptr<PersistHost> host, PersistOptions opt);
+  // A data object of another type (the store), adapted by MakePersistHost(data),
+  // found by argument-dependent lookup (persist/records.h).
+  template <class Data>
+    requires(!std::is_convertible_v<Data*, PersistHost*>)
+  Persistence(Data* data, PersistOptions opt) : Persistence(MakePersistHost(data), std::move(opt)) {}
   ~Persistence();  // Close()
   Persistence(const Persistence&) = delete;
   Persistence& operator=(const Persistence&) = delete;
 
-  // Loads the snapshot, replays the WAL, opens it for appending and installs
-  // the writer as the store's sink. Corruption stops start-up (the message
+  // Loads the snapshot, replays the WAL, opens it for appending and attaches
+  // the writer as the host's log. Corruption stops start-up (the message
   // names file and offset).
   Status Recover();
 
@@ -120,7 +127,7 @@ class Persistence {
   void BackgroundLoop();
   uint64_t AutoSaveThreshold() const;
 
-  store::Store* store_;
+  std::unique_ptr<PersistHost> host_;
   PersistOptions opt_;
   Env* env_;
   std::unique_ptr<WalWriter> wal_;

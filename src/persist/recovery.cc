@@ -20,26 +20,20 @@ struct WalFile {
   WalHeader header;
 };
 
-Status ApplyRecord(store::Store* store, const WalRecord& rec, bool* applied) {
+Status ApplyRecord(RecordSink* sink, const WalRecord& rec, bool* applied) {
   *applied = true;
   switch (rec.type) {
     case RecordType::kRegister: {
       RegisterRec r;
       PION_RETURN_IF_ERROR(DecodeRegister(rec.payload, &r));
-      store::BlockTable bt;
-      if (r.has_blocks) {
-        bt.block_size = r.block_size;
-        bt.hashes.resize(r.hash_count);
-        if (r.hash_count) std::memcpy(bt.hashes.data(), r.hashes, r.hash_count * 8);
-        bt.Finish();
-      }
-      return store->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt,
-                                  r.has_blocks ? &bt : nullptr);
+      if (!r.has_blocks) return sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, nullptr);
+      BlockRecord b = BlockRecordOf(r);
+      return sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, &b);
     }
     case RecordType::kStore: {
       StoreRec r;
       PION_RETURN_IF_ERROR(DecodeStore(rec.payload, &r));
-      Status s = store->ApplyStored(r.ns, r.incarnation, r.side, r.layer, r.start, r.count, r.rows);
+      Status s = sink->ApplyStored(r.ns, r.incarnation, r.side, r.layer, r.start, r.count, r.rows);
       if (s.code() == Code::kNotFound) {
         *applied = false;
         return Status::OK();
@@ -49,11 +43,11 @@ Status ApplyRecord(store::Store* store, const WalRecord& rec, bool* applied) {
     case RecordType::kDrop: {
       DropRec r;
       PION_RETURN_IF_ERROR(DecodeDrop(rec.payload, &r));
-      store->ApplyDrop(r.ns, r.incarnation);
+      sink->ApplyDrop(r.ns, r.incarnation);
       return Status::OK();
     }
     case RecordType::kFlushAll:
-      store->ApplyFlushAll();
+      sink->ApplyFlushAll();
       return Status::OK();
     default:
       return Status::Corruption("unknown record type");
@@ -96,7 +90,7 @@ bool IsWalFileName(std::string_view name) {
   return true;
 }
 
-Status Recover(Env* env, const std::string& dir, store::Store* store, const RecoveryOptions& opt,
+Status Recover(Env* env, const std::string& dir, RecordSink* sink, const RecoveryOptions& opt,
                RecoveryResult* out) {
   uint64_t t0 = MonotonicNs();
   RecoveryResult res;
@@ -115,7 +109,7 @@ Status Recover(Env* env, const std::string& dir, store::Store* store, const Reco
       auto sz = env->FileSize(snap_path);
       if (sz.ok()) PrefaultHeap(*sz);
     }
-    PION_RETURN_IF_ERROR(LoadSnapshot(env, snap_path, store, &res.snapshot));
+    PION_RETURN_IF_ERROR(LoadSnapshot(env, snap_path, sink, &res.snapshot));
     snap = res.snapshot.header;
     res.snapshot_loaded = true;
     LOG_NOTICE("snapshot loaded: %llu namespaces, %llu rows, %llu bytes in %.3f s (%.0f MB/s)",
@@ -226,7 +220,7 @@ Status Recover(Env* env, const std::string& dir, store::Store* store, const Reco
         continue;
       }
       bool applied = false;
-      Status s = ApplyRecord(store, rec, &applied);
+      Status s = ApplyRecord(sink, rec, &applied);
       if (!s.ok()) {
         std::string why = "WAL " + p + " record at offset " + std::to_string(rec.offset) +
                           " (lsn " + std::to_string(rec.lsn) +

@@ -12,8 +12,8 @@
 
 #include "base/status.h"
 #include "persist/env.h"
+#include "persist/records.h"
 #include "persist/snapshot.h"
-#include "store/store.h"
 
 namespace pion::persist {
 
@@ -44,7 +44,7 @@ struct RecoveryResult {
 // True for "pion.vstore.wal" and "pion.vstore.wal.<digits>".
 bool IsWalFileName(std::string_view name);
 
-Status Recover(Env* env, const std::string& dir, store::Store* store, const RecoveryOptions& opt,
+Status Recover(Env* env, const std::string& dir, RecordSink* sink, const RecoveryOptions& opt,
                RecoveryResult* out);
 
 }  // namespace pion::persist

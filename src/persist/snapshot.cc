@@ -72,8 +72,8 @@ class SnapWriter {
   uint64_t seq_ = 0;
 };
 
-Status WriteLayer(SnapWriter& sw, const store::NamespaceView& v, store::Side side,
-                  const store::NamespaceView::LayerView& lv, size_t row_bytes, SnapshotStats* st) {
+Status WriteLayer(SnapWriter& sw, const SnapshotNamespace& v, Side side,
+                  const SnapshotNamespace::Layer& lv, size_t row_bytes, SnapshotStats* st) {
   static const std::vector<uint8_t> kZeroRow(quant::RowBytes(quant::Format::kFp16, quant::kMaxDim) *
                                              2);
   PION_CHECK(row_bytes <= kZeroRow.size());
@@ -134,7 +134,7 @@ Status WriteLayer(SnapWriter& sw, const store::NamespaceView& v, store::Side sid
 }
 
 Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
-                const std::vector<store::NamespaceView>& views, SnapshotStats* st) {
+                const std::vector<SnapshotNamespace>& views, SnapshotStats* st) {
   SnapWriter sw(f, header.generation);
   uint8_t hdr[kSnapHeaderSize];
   EncodeSnapHeader(header, hdr);
@@ -162,7 +162,7 @@ Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
     size_t rb = quant::RowBytes(v.fmt, v.kv_dim);
     for (int side = 0; side < 2; ++side)
       for (const auto& lv : v.layers[side])
-        PION_RETURN_IF_ERROR(WriteLayer(sw, v, static_cast<store::Side>(side), lv, rb, st));
+        PION_RETURN_IF_ERROR(WriteLayer(sw, v, static_cast<Side>(side), lv, rb, st));
   }
   SnapEndRec end{st->namespaces, sw.sections() - st->namespaces, st->rows, st->row_bytes};
   std::vector<uint8_t> p;
@@ -184,7 +184,7 @@ Status BadAt(const std::string& path, uint64_t off, std::string_view why, uint64
 }  // namespace
 
 Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
-                     const std::vector<store::NamespaceView>& views, SnapshotStats* stats) {
+                     const std::vector<SnapshotNamespace>& views, SnapshotStats* stats) {
   uint64_t t0 = MonotonicNs();
   SnapshotStats st;
   st.header = header;
@@ -206,7 +206,7 @@ Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header
   return Status::OK();
 }
 
-Status LoadSnapshot(Env* env, const std::string& path, store::Store* store, SnapshotStats* stats,
+Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, SnapshotStats* stats,
                     uint64_t* bad_offset) {
   uint64_t t0 = MonotonicNs();
   auto fr = env->NewReadableFile(path);
@@ -261,16 +261,13 @@ Status LoadSnapshot(Env* env, const std::string& path, store::Store* store, Snap
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
         if (!quant::DimSupported(r.fmt, r.kv_dim))
           return BadAt(path, off, "kv_dim not supported by the format", bad_offset);
-        if (store) {
-          store::BlockTable bt;
+        if (sink) {
           if (r.has_blocks) {
-            bt.block_size = r.block_size;
-            bt.hashes.resize(r.hash_count);
-            if (r.hash_count) std::memcpy(bt.hashes.data(), r.hashes, r.hash_count * 8);
-            bt.Finish();
+            BlockRecord b = BlockRecordOf(r);
+            s = sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, &b);
+          } else {
+            s = sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, nullptr);
           }
-          s = store->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt,
-                                   r.has_blocks ? &bt : nullptr);
           if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
           stamps.emplace_back(std::string(r.ns), r.lru_stamp);
         }
@@ -289,8 +286,8 @@ Status LoadSnapshot(Env* env, const std::string& path, store::Store* store, Snap
           return BadAt(path, off, "rows of a namespace not declared before them", bad_offset);
         if (r.row_bytes != cur_rb)
           return BadAt(path, off, "row size does not match the format", bad_offset);
-        if (store) {
-          s = store->ApplyStored(r.ns, r.incarnation, r.side, r.layer, r.start, r.count, r.rows);
+        if (sink) {
+          s = sink->ApplyStored(r.ns, r.incarnation, r.side, r.layer, r.start, r.count, r.rows);
           // NotFound: the namespace was evicted while loading (a smaller --max-sessions).
           if (!s.ok() && s.code() != Code::kNotFound)
             return BadAt(path, off, s.message(), bad_offset);
@@ -315,7 +312,7 @@ Status LoadSnapshot(Env* env, const std::string& path, store::Store* store, Snap
     }
     ++seq;
     off += kRecordHeaderSize + len;
-    if (store && MonotonicNs() >= next_log) {
+    if (sink && MonotonicNs() >= next_log) {
       next_log = MonotonicNs() + 1000000000ull;
       double secs = static_cast<double>(MonotonicNs() - t0) / 1e9;
       LOG_NOTICE("loading snapshot: %.1f%% (%llu of %llu bytes, %llu namespaces, %.0f MB/s)",
@@ -326,11 +323,11 @@ Status LoadSnapshot(Env* env, const std::string& path, store::Store* store, Snap
     }
   }
   if (!ended) return BadAt(path, off, "missing end section (truncated file)", bad_offset);
-  if (store) {
+  if (sink) {
     // Oldest first, so stamps (and the store's clock) come out in the saved order.
     std::sort(stamps.begin(), stamps.end(),
               [](const auto& a, const auto& b) { return a.second < b.second; });
-    for (const auto& [ns, stamp] : stamps) store->SetLruStamp(ns, stamp);
+    for (const auto& [ns, stamp] : stamps) sink->SetLruStamp(ns, stamp);
   }
   st.sections = seq;
   st.file_bytes = size;

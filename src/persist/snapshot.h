@@ -1,20 +1,21 @@
 // Snapshot writer and loader (docs/snapshot_format.md). The writer takes the
-// pinned NamespaceViews of Store::CaptureSnapshot and writes them with no store
-// lock held (clients keep reading and writing): `<path>.tmp`, every write
-// checked, fdatasync, rename over `<path>`, fsync of the directory. The loader
-// checks every section before applying it to the store with the recovery API.
+// pinned views of a SnapshotSource and writes them with no store lock held
+// (clients keep reading and writing): `<path>.tmp`, every write checked,
+// fdatasync, rename over `<path>`, fsync of the directory. The loader checks
+// every section before applying it to a RecordSink.
 //
 // Thread-safety: free functions; concurrent calls must use different paths.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "base/status.h"
 #include "persist/env.h"
+#include "persist/records.h"
 #include "persist/wal_format.h"
-#include "store/store.h"
 
 namespace pion::persist {
 
@@ -31,12 +32,29 @@ struct SnapshotStats {
 // Writes a snapshot of `views` to `path` atomically (temp file + rename). On any
 // failure the temp file is removed and `path` is untouched.
 Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
-                     const std::vector<store::NamespaceView>& views, SnapshotStats* stats);
+                     const std::vector<SnapshotNamespace>& views, SnapshotStats* stats);
+// Views of another type (the store's), converted by ToSnapshotNamespaces(views),
+// found by argument-dependent lookup (persist/records.h).
+template <class View>
+  requires(!std::is_same_v<View, SnapshotNamespace>)
+Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
+                     const std::vector<View>& views, SnapshotStats* stats) {
+  return WriteSnapshot(env, path, header, ToSnapshotNamespaces(views), stats);
+}
 
-// Reads and checks `path`; applies it to `store` unless store is nullptr (check
+// Reads and checks `path`; applies it to `sink` unless sink is nullptr (check
 // only, pion-check). Corruption names the offset. *bad_offset gets the offset of
 // the first bad byte on failure.
-Status LoadSnapshot(Env* env, const std::string& path, store::Store* store, SnapshotStats* stats,
+Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, SnapshotStats* stats,
                     uint64_t* bad_offset = nullptr);
+// Into a data object of another type (the store), through MakeRecordSink(data),
+// found by argument-dependent lookup.
+template <class Data>
+  requires(!std::is_convertible_v<Data*, RecordSink*>)
+Status LoadSnapshot(Env* env, const std::string& path, Data* data, SnapshotStats* stats,
+                    uint64_t* bad_offset = nullptr) {
+  auto sink = MakeRecordSink(data);
+  return LoadSnapshot(env, path, sink.get(), stats, bad_offset);
+}
 
 }  // namespace pion::persist

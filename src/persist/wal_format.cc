@@ -1,6 +1,9 @@
 // Codecs for docs/wal_format.md and docs/snapshot_format.md.
 #include "persist/wal_format.h"
 
+#include <initializer_list>
+#include <string>
+
 #include "base/crc32c.h"
 
 namespace pion::persist {
@@ -94,50 +97,71 @@ std::optional<quant::Format> FormatFromTag(uint8_t tag) {
   return std::nullopt;
 }
 
+namespace {
+
+// The file header both formats share: magic (8 bytes), version (u32), a zero
+// flags word, `fields` u64s from offset 16, a zero word, and the CRC32C of every
+// byte before it in the last 4 bytes. `what` names the file in errors.
+struct FileHeader {
+  const char* magic;
+  uint32_t version;
+  size_t size;
+  const char* what;
+};
+constexpr FileHeader kWalFile{kWalMagic, kWalVersion, kWalHeaderSize, "WAL"};
+constexpr FileHeader kSnapFile{kSnapMagic, kSnapVersion, kSnapHeaderSize, "snapshot"};
+
+void EncodeFileHeader(const FileHeader& f, std::initializer_list<uint64_t> fields, uint8_t* out) {
+  std::memset(out, 0, f.size);
+  std::memcpy(out, f.magic, 8);
+  PutU32(out + 8, f.version);
+  size_t off = 16;
+  for (uint64_t v : fields) {
+    PutU64(out + off, v);
+    off += 8;
+  }
+  PutU32(out + f.size - 4, crc32c::Value(out, f.size - 4));
+}
+
+Status DecodeFileHeader(const FileHeader& f, const uint8_t* p, size_t n,
+                        std::initializer_list<uint64_t*> fields) {
+  const std::string what = f.what;
+  if (n < f.size) return Bad("file shorter than the " + what + " header");
+  if (std::memcmp(p, f.magic, 8) != 0) return Bad("bad magic (not a pion " + what + ")");
+  if (GetU32(p + f.size - 4) != crc32c::Value(p, f.size - 4))
+    return Bad(what + " header checksum mismatch");
+  if (GetU32(p + 8) != f.version) return Bad("unsupported " + what + " version");
+  if (GetU32(p + 12) != 0 || GetU32(p + f.size - 8) != 0)
+    return Bad("unknown " + what + " header flags");
+  size_t off = 16;
+  for (uint64_t* v : fields) {
+    *v = GetU64(p + off);
+    off += 8;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 void EncodeWalHeader(const WalHeader& h, uint8_t out[kWalHeaderSize]) {
-  std::memset(out, 0, kWalHeaderSize);
-  std::memcpy(out, kWalMagic, 8);
-  PutU32(out + 8, kWalVersion);
-  PutU64(out + 16, h.generation);
-  PutU64(out + 24, h.first_lsn);
-  PutU32(out + 36, crc32c::Value(out, 36));
+  EncodeFileHeader(kWalFile, {h.generation, h.first_lsn}, out);
 }
 
 Status DecodeWalHeader(const uint8_t* p, size_t n, WalHeader* h) {
-  if (n < kWalHeaderSize) return Bad("file shorter than the WAL header");
-  if (std::memcmp(p, kWalMagic, 8) != 0) return Bad("bad magic (not a pion WAL)");
-  if (GetU32(p + 36) != crc32c::Value(p, 36)) return Bad("WAL header checksum mismatch");
-  if (GetU32(p + 8) != kWalVersion) return Bad("unsupported WAL version");
-  if (GetU32(p + 12) != 0 || GetU32(p + 32) != 0) return Bad("unknown WAL header flags");
-  h->generation = GetU64(p + 16);
-  h->first_lsn = GetU64(p + 24);
+  PION_RETURN_IF_ERROR(DecodeFileHeader(kWalFile, p, n, {&h->generation, &h->first_lsn}));
   if (h->generation == 0 || h->first_lsn == 0) return Bad("WAL header with zero generation/lsn");
   return Status::OK();
 }
 
 void EncodeSnapHeader(const SnapHeader& h, uint8_t out[kSnapHeaderSize]) {
-  std::memset(out, 0, kSnapHeaderSize);
-  std::memcpy(out, kSnapMagic, 8);
-  PutU32(out + 8, kSnapVersion);
-  PutU64(out + 16, h.generation);
-  PutU64(out + 24, h.next_lsn);
-  PutU64(out + 32, h.lru_clock);
-  PutU64(out + 40, h.created_unix);
-  PutU64(out + 48, h.namespace_count);
-  PutU32(out + 60, crc32c::Value(out, 60));
+  EncodeFileHeader(kSnapFile,
+                   {h.generation, h.next_lsn, h.lru_clock, h.created_unix, h.namespace_count}, out);
 }
 
 Status DecodeSnapHeader(const uint8_t* p, size_t n, SnapHeader* h) {
-  if (n < kSnapHeaderSize) return Bad("file shorter than the snapshot header");
-  if (std::memcmp(p, kSnapMagic, 8) != 0) return Bad("bad magic (not a pion snapshot)");
-  if (GetU32(p + 60) != crc32c::Value(p, 60)) return Bad("snapshot header checksum mismatch");
-  if (GetU32(p + 8) != kSnapVersion) return Bad("unsupported snapshot version");
-  if (GetU32(p + 12) != 0 || GetU32(p + 56) != 0) return Bad("unknown snapshot header flags");
-  h->generation = GetU64(p + 16);
-  h->next_lsn = GetU64(p + 24);
-  h->lru_clock = GetU64(p + 32);
-  h->created_unix = GetU64(p + 40);
-  h->namespace_count = GetU64(p + 48);
+  PION_RETURN_IF_ERROR(DecodeFileHeader(
+      kSnapFile, p, n,
+      {&h->generation, &h->next_lsn, &h->lru_clock, &h->created_unix, &h->namespace_count}));
   if (h->next_lsn == 0) return Bad("snapshot header with next_lsn 0");
   return Status::OK();
 }
@@ -161,36 +185,40 @@ uint32_t RecordCrc(uint64_t generation, const uint8_t hdr[kRecordHeaderSize],
   return c;
 }
 
-void EncodeRegister(const RegisterRec& r, std::vector<uint8_t>* out) {
-  Writer w(out);
+namespace {
+
+// The fields REGISTER and the snapshot's NAMESPACE share, up to has_blocks.
+void EncodeNamespaceHead(Writer& w, const RegisterRec& r) {
   w.Name(r.ns);
   w.U64(r.incarnation);
   w.U32(r.kv_dim);
   w.U8(FormatTag(r.fmt));
   w.U8(r.has_blocks ? 1 : 0);
-  if (r.has_blocks) {
-    w.U32(r.block_size);
-    w.U32(0);
-    w.U64(r.hash_count);
-    if (r.hashes != nullptr) w.Raw(r.hashes, r.hash_count * 8);
-  }
+}
+
+// The block table both end with (the hashes only when `r.hashes` is set).
+void EncodeBlocks(Writer& w, const RegisterRec& r) {
+  if (!r.has_blocks) return;
+  w.U32(r.block_size);
+  w.U32(0);
+  w.U64(r.hash_count);
+  if (r.hashes != nullptr) w.Raw(r.hashes, r.hash_count * 8);
+}
+
+}  // namespace
+
+void EncodeRegister(const RegisterRec& r, std::vector<uint8_t>* out) {
+  Writer w(out);
+  EncodeNamespaceHead(w, r);
+  EncodeBlocks(w, r);
 }
 
 void EncodeSnapNamespace(const RegisterRec& r, std::vector<uint8_t>* out) {
   Writer w(out);
-  w.Name(r.ns);
-  w.U64(r.incarnation);
-  w.U32(r.kv_dim);
-  w.U8(FormatTag(r.fmt));
-  w.U8(r.has_blocks ? 1 : 0);
+  EncodeNamespaceHead(w, r);
   w.U16(0);
   w.U64(r.lru_stamp);
-  if (r.has_blocks) {
-    w.U32(r.block_size);
-    w.U32(0);
-    w.U64(r.hash_count);
-    w.Raw(r.hashes, r.hash_count * 8);
-  }
+  EncodeBlocks(w, r);
 }
 
 void EncodeStorePrefix(const StoreRec& r, std::vector<uint8_t>* out) {
@@ -262,7 +290,7 @@ Status DecodeStore(std::span<const uint8_t> p, StoreRec* r) {
     return Bad("truncated store record");
   if (side > 1) return Bad("bad side");
   if (res8 != 0 || res16 != 0) return Bad("reserved bytes not zero");
-  r->side = static_cast<store::Side>(side);
+  r->side = static_cast<Side>(side);
   if (r->count == 0 || r->row_bytes == 0) return Bad("empty store record");
   if (r->count > rd.left() / r->row_bytes || r->count * r->row_bytes != rd.left())
     return Bad("store record size does not match count * row_bytes");
@@ -276,7 +304,7 @@ Status DecodeDrop(std::span<const uint8_t> p, DropRec* r) {
   if (!rd.Name(&r->ns)) return Bad("bad namespace name");
   if (!rd.U64(&r->incarnation) || !rd.U8(&reason)) return Bad("truncated drop record");
   if (reason > 1) return Bad("bad drop reason");
-  r->reason = static_cast<store::DropReason>(reason);
+  r->reason = static_cast<DropReason>(reason);
   if (rd.left() != 0) return Bad("trailing bytes in drop record");
   return Status::OK();
 }
@@ -287,6 +315,14 @@ Status DecodeSnapEnd(std::span<const uint8_t> p, SnapEndRec* r) {
       !rd.U64(&r->total_row_bytes) || rd.left() != 0)
     return Bad("bad end section");
   return Status::OK();
+}
+
+BlockRecord BlockRecordOf(const RegisterRec& r) {
+  BlockRecord b;
+  b.block_size = r.block_size;
+  b.hashes.resize(r.hash_count);
+  if (r.hash_count) std::memcpy(b.hashes.data(), r.hashes, r.hash_count * 8);
+  return b;
 }
 
 Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p) {

@@ -16,7 +16,7 @@
 
 #include "base/status.h"
 #include "quant/format.h"
-#include "store/mutation.h"
+#include "persist/records.h"
 
 namespace pion::persist {
 
@@ -107,7 +107,7 @@ struct RegisterRec {
 struct StoreRec {
   std::string_view ns;
   uint64_t incarnation = 0;
-  store::Side side = store::Side::kKeys;
+  Side side = Side::kKeys;
   uint32_t layer = 0;
   uint64_t start = 0;
   uint64_t count = 0;
@@ -117,7 +117,7 @@ struct StoreRec {
 struct DropRec {
   std::string_view ns;
   uint64_t incarnation = 0;
-  store::DropReason reason = store::DropReason::kDrop;
+  DropReason reason = DropReason::kDrop;
 };
 struct SnapEndRec {
   uint64_t namespaces = 0;
@@ -141,6 +141,8 @@ Status DecodeSnapNamespace(std::span<const uint8_t> p, RegisterRec* r);
 Status DecodeStore(std::span<const uint8_t> p, StoreRec* r);
 Status DecodeDrop(std::span<const uint8_t> p, DropRec* r);
 Status DecodeSnapEnd(std::span<const uint8_t> p, SnapEndRec* r);
+// The block table a decoded REGISTER or NAMESPACE carries (REQUIRES r.has_blocks).
+BlockRecord BlockRecordOf(const RegisterRec& r);
 // Validates a WAL record payload of the given type.
 Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p);
 

@@ -7,7 +7,6 @@
 #include <functional>
 
 #include "base/log.h"
-#include "store/store.h"
 
 namespace pion::persist {
 
@@ -230,7 +229,7 @@ void WalWriter::ClearFailureLocked() {
 namespace {
 
 RegisterRec MakeRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                         quant::Format fmt, const store::BlockTable* blocks, bool with_hashes) {
+                         quant::Format fmt, const BlockRecord* blocks, bool with_hashes) {
   RegisterRec r;
   r.ns = ns;
   r.incarnation = incarnation;
@@ -245,7 +244,7 @@ RegisterRec MakeRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_
   return r;
 }
 
-StoreRec MakeStore(std::string_view ns, uint64_t incarnation, store::Side side, uint32_t layer,
+StoreRec MakeStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                    uint64_t start, uint64_t count, uint32_t row_bytes) {
   StoreRec r;
   r.ns = ns;
@@ -261,7 +260,7 @@ StoreRec MakeStore(std::string_view ns, uint64_t incarnation, store::Side side, 
 }  // namespace
 
 Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                       quant::Format fmt, const store::BlockTable* blocks) {
+                                       quant::Format fmt, const BlockRecord* blocks) {
   std::vector<uint8_t> p;
   EncodeRegister(MakeRegister(ns, incarnation, kv_dim, fmt, blocks, false), &p);
   std::span<const uint8_t> hashes;
@@ -270,7 +269,7 @@ Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation
   return Append(RecordType::kRegister, p, hashes);
 }
 
-Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, store::Side side,
+Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, Side side,
                                     uint32_t layer, uint64_t start, uint64_t count,
                                     std::span<const uint8_t> stored) {
   PION_CHECK(count > 0 && stored.size() % count == 0);
@@ -281,7 +280,7 @@ Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, s
   return Append(RecordType::kStore, p, stored);
 }
 
-Status WalWriter::Reserved::Into(WalWriter* w, Result<Reserved> r, store::PendingRecord* out) {
+Status WalWriter::Reserved::Into(WalWriter* w, Result<Reserved> r, PendingRecord* out) {
   if (!r.ok()) return r.status();
   // A reservation dropped unwritten (a bug) fails like a write error instead
   // of being counted in flight for ever.
@@ -304,9 +303,9 @@ Status WalWriter::Reserved::Into(WalWriter* w, Result<Reserved> r, store::Pendin
   return Status::OK();
 }
 
-Status WalWriter::ReserveStore(std::string_view ns, uint64_t incarnation, store::Side side,
+Status WalWriter::ReserveStore(std::string_view ns, uint64_t incarnation, Side side,
                                uint32_t layer, uint64_t start, uint64_t count, uint32_t row_bytes,
-                               store::PendingRecord* out) {
+                               PendingRecord* out) {
   PION_CHECK(count > 0 && row_bytes > 0);
   std::vector<uint8_t> p;
   EncodeStorePrefix(MakeStore(ns, incarnation, side, layer, start, count, row_bytes), &p);
@@ -314,8 +313,8 @@ Status WalWriter::ReserveStore(std::string_view ns, uint64_t incarnation, store:
 }
 
 Status WalWriter::ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                  quant::Format fmt, std::shared_ptr<const store::BlockTable> blocks,
-                                  store::PendingRecord* out) {
+                                  quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
+                                  PendingRecord* out) {
   std::vector<uint8_t> p;
   EncodeRegister(MakeRegister(ns, incarnation, kv_dim, fmt, blocks.get(), false), &p);
   uint64_t body = blocks ? blocks->hashes.size() * 8 : 0;
@@ -323,7 +322,7 @@ Status WalWriter::ReserveRegister(std::string_view ns, uint64_t incarnation, uin
 }
 
 Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation,
-                                   store::DropReason reason) {
+                                   DropReason reason) {
   std::vector<uint8_t> p;
   EncodeDrop({ns, incarnation, reason}, &p);
   return Append(RecordType::kDrop, p, {});

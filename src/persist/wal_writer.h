@@ -1,6 +1,6 @@
 // WalWriter: appends store mutations to the write-ahead log
 // (docs/wal_format.md) and makes them durable according to the fsync policy.
-// It is the store's MutationSink.
+// It is the RecordLog the store's MutationSink is adapted onto.
 //
 // Appending is split in two (docs/wal_format.md §6). Under write_mu_ an
 // append only reserves its LSN and its byte range at the file's end (and is
@@ -46,7 +46,7 @@
 #include "base/status.h"
 #include "persist/env.h"
 #include "persist/wal_format.h"
-#include "store/mutation.h"
+#include "persist/records.h"
 
 namespace pion::persist {
 
@@ -63,7 +63,7 @@ struct WalStats {
   uint64_t resumes = 0;  // times appends resumed after a failure without a restart
 };
 
-class WalWriter final : public store::MutationSink {
+class WalWriter final : public RecordLog {
  public:
   WalWriter(Env* env, std::string dir, SyncPolicy policy);
   ~WalWriter() override;  // syncs what was appended, stops the sync thread
@@ -78,21 +78,21 @@ class WalWriter final : public store::MutationSink {
   // Starts the sync thread. REQUIRES: Create or Continue succeeded.
   void Start();
 
-  // store::MutationSink
+  // RecordLog
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                              quant::Format fmt, const store::BlockTable* blocks) override;
-  Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, store::Side side,
+                              quant::Format fmt, const BlockRecord* blocks) override;
+  Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side,
                            uint32_t layer, uint64_t start, uint64_t count,
                            std::span<const uint8_t> stored) override;
   Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation,
-                          store::DropReason reason) override;
+                          DropReason reason) override;
   Result<uint64_t> OnFlushAll() override;
-  Status ReserveStore(std::string_view ns, uint64_t incarnation, store::Side side, uint32_t layer,
+  Status ReserveStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                       uint64_t start, uint64_t count, uint32_t row_bytes,
-                      store::PendingRecord* out) override;
+                      PendingRecord* out) override;
   Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                         quant::Format fmt, std::shared_ptr<const store::BlockTable> blocks,
-                         store::PendingRecord* out) override;
+                         quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
+                         PendingRecord* out) override;
 
   // Snapshot barrier (no appends run meanwhile): every later record goes to a
   // new file "<base>.<G>" of generation G = current + 1. Sets G, the new file's
@@ -156,7 +156,7 @@ class WalWriter final : public store::MutationSink {
     std::shared_ptr<File> file;
     std::vector<uint8_t> head;  // record header (filled by Write) + payload prefix
     // Wraps a reservation as the store's PendingRecord.
-    static Status Into(WalWriter* w, Result<Reserved> r, store::PendingRecord* out);
+    static Status Into(WalWriter* w, Result<Reserved> r, PendingRecord* out);
   };
   Result<Reserved> Reserve(RecordType t, std::span<const uint8_t> prefix, uint64_t body_len);
   Result<uint64_t> Write(Reserved& r, std::span<const uint8_t> body);

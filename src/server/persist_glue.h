@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "persist/persistence.h"
+#include "store/persist_adapter.h"
 #include "server/server.h"
 
 namespace pion::server {

@@ -41,22 +41,18 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "persist/records.h"
 #include "quant/format.h"
 
 namespace pion::store {
 
 struct BlockTable;
 
-enum class Side : uint8_t { kKeys = 0, kValues = 1 };  // "<ns>_pk", "<ns>_pv"
-enum class DropReason : uint8_t { kDrop = 0, kEviction = 1 };
-
-// A reserved record: its LSN (0 if the sink assigns it only when writing) and
-// the call that writes it with its body (the rows, or the block table's hashes
-// as little-endian u64s) and returns its LSN or the write's error.
-struct PendingRecord {
-  uint64_t lsn = 0;
-  std::function<Result<uint64_t>(std::span<const uint8_t> body)> write;
-};
+// The record vocabulary is persistence's (persist/records.h); the store uses it
+// as its own.
+using Side = persist::Side;  // "<ns>_pk", "<ns>_pv"
+using DropReason = persist::DropReason;
+using PendingRecord = persist::PendingRecord;
 
 class MutationSink {
  public:

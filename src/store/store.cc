@@ -4,36 +4,15 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <utility>
 
 #include "base/check.h"
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "store/layer_rows.h"
+#include "store/namespace.h"
 
 namespace pion::store {
 
 namespace {
-
-struct Layer {
-  uint64_t rows = 0;  // high-water mark: rows [0, rows) exist (unwritten ones read as zeros)
-  std::vector<std::shared_ptr<Chunk>> chunks;
-};
-
-struct SideData {
-  mutable std::mutex mu;
-  std::vector<Layer> layers;  // size = highest layer written + 1
-  uint64_t total_rows = 0;    // sum of Layer::rows
-  // Stores reserve (rows counted in the budget, log record reserved) in one
-  // hold of `mu` and apply in a later one, after their record is written; they
-  // apply in reservation order (tickets), which is their LSN order.
-  std::condition_variable turn;
-  uint64_t next_ticket = 0;             // handed out at reservation
-  uint64_t applied_ticket = 0;          // every ticket below it has applied or failed
-  std::vector<uint64_t> reserved_rows;  // per layer: high-water mark including reservations
-  uint64_t reserved_total = 0;          // sum of reserved_rows (>= total_rows)
-};
 
 // Encoded rows of the store in progress. Kept per thread so large uploads do
 // not fault in fresh pages each time; trimmed after unusually large ones. 16 MiB
@@ -44,119 +23,8 @@ constexpr size_t kScratchKeepBytes = 16u << 20;
 
 }  // namespace
 
-class Namespace {
- public:
-  Namespace(std::string n, uint64_t inc, uint32_t d, quant::Format f)
-      : name(std::move(n)),
-        incarnation(inc),
-        dim(d),
-        fmt(f),
-        row_bytes(quant::RowBytes(f, d)),
-        rows_per_chunk(RowsPerChunk(row_bytes)) {}
-
-  const std::string name;
-  const uint64_t incarnation;
-  const uint32_t dim;
-  const quant::Format fmt;
-  const size_t row_bytes;
-  const uint32_t rows_per_chunk;
-  SideData sides[2];
-  std::atomic<uint64_t> stamp{0};
-
-  // Guarded by Store::mu_.
-  bool dropped = false;
-  uint64_t bytes = 0;
-  std::shared_ptr<const BlockTable> blocks;
-  uint64_t prefill_us = 0;
-};
-
-namespace {
-
-// The per-process secret of the block index: from the kernel's random source
-// (getrandom via std::random_device) once, on first use.
-uint64_t IndexSeed() {
-  static const uint64_t seed = [] {
-    std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  }();
-  return seed;
-}
-
-}  // namespace
-
-size_t BlockTable::Slot(uint64_t h) const {
-  return static_cast<size_t>(XXH3_64bits_withSeed(&h, sizeof(h), IndexSeed()) >>
-                             (64 - index_bits_));
-}
-
-bool BlockTable::Contains(uint64_t h) const {
-  if (h == 0) return has_zero_;
-  if (index_.empty()) return false;
-  const size_t mask = index_.size() - 1;
-  size_t i = Slot(h);
-  while (true) {
-    uint64_t v = index_[i];
-    if (v == h) return true;
-    if (v == 0) return false;
-    i = (i + 1) & mask;
-  }
-}
-
-void BlockTable::Finish() {
-  // What is held is what is counted (MemoryBytes). shrink_to_fit() is a no-op
-  // in libstdc++ without exceptions, so copy when there is slack.
-  if (hashes.capacity() > hashes.size()) hashes = std::vector<uint64_t>(hashes.begin(), hashes.end());
-  index_bits_ = 4;
-  while ((size_t{1} << index_bits_) < 2 * hashes.size()) ++index_bits_;
-  index_.assign(size_t{1} << index_bits_, 0);
-  has_zero_ = false;
-  build_probes_ = 0;
-  const size_t mask = index_.size() - 1;
-  for (uint64_t h : hashes) {
-    if (h == 0) {
-      has_zero_ = true;
-      continue;
-    }
-    size_t i = Slot(h);
-    ++build_probes_;
-    while (index_[i] != 0 && index_[i] != h) {
-      i = (i + 1) & mask;
-      ++build_probes_;
-    }
-    index_[i] = h;
-  }
-  // Longest run of occupied slots, wrapping around (the table is at most half
-  // full, so there is always an empty slot).
-  max_run_ = 0;
-  size_t first_empty = 0;
-  while (index_[first_empty] != 0) ++first_empty;
-  uint64_t run = 0;
-  for (size_t k = 1; k <= index_.size(); ++k) {
-    if (index_[(first_empty + k) & mask] != 0) {
-      max_run_ = std::max(max_run_, ++run);
-    } else {
-      run = 0;
-    }
-  }
-  finished_ = true;
-}
-
 Store::Store(StoreConfig cfg) : cfg_(cfg) {}
 Store::~Store() = default;
-
-bool Store::ParseSessionId(std::string_view sid, std::string_view* ns, Side* side) {
-  if (sid.size() < 4) return false;
-  std::string_view suffix = sid.substr(sid.size() - 3);
-  if (suffix == "_pk") {
-    *side = Side::kKeys;
-  } else if (suffix == "_pv") {
-    *side = Side::kValues;
-  } else {
-    return false;
-  }
-  *ns = sid.substr(0, sid.size() - 3);
-  return true;
-}
 
 Store::NsPtr Store::Find(std::string_view ns) const {
   std::lock_guard<std::mutex> l(mu_);
@@ -164,49 +32,11 @@ Store::NsPtr Store::Find(std::string_view ns) const {
   return it == map_.end() ? nullptr : it->second;
 }
 
-void Store::Touch(Namespace& n) {
-  n.stamp.store(lru_clock_.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
 Store::NsPtr Store::FindAndTouch(std::string_view ns) {
   NsPtr n = Find(ns);
   if (n) Touch(*n);
   return n;
 }
-
-Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
-  if (sink_) {
-    auto r = sink_->OnDrop(n->name, n->incarnation, reason);
-    if (!r.ok()) return r.status();
-    *lsn = std::max(*lsn, *r);
-  }
-  map_.erase(n->name);
-  n->dropped = true;
-  bytes_ -= n->bytes;
-  if (reason == DropReason::kEviction) evictions_ += 2;
-  return Status::OK();
-}
-
-Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn) {
-  if (fits()) return Status::OK();
-  std::vector<std::pair<uint64_t, NsPtr>> order;
-  order.reserve(map_.size());
-  for (auto& [name, n] : map_)
-    if (n.get() != keep) order.emplace_back(n->stamp.load(std::memory_order_relaxed), n);
-  std::sort(order.begin(), order.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [stamp, n] : order) {
-    PION_RETURN_IF_ERROR(RemoveLocked(n, DropReason::kEviction, lsn));
-    if (fits()) return Status::OK();
-  }
-  return Status::OutOfBudget("");
-}
-
-namespace {
-
-uint64_t TableBytes(const std::shared_ptr<const BlockTable>& t) { return t ? t->MemoryBytes() : 0; }
-
-}  // namespace
 
 Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   *lsn = 0;
@@ -219,11 +49,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
                                    " needs kv_dim divisible by 32");
   // The table is built (and its index finished) before any lock is taken.
   std::shared_ptr<const BlockTable> table = a.blocks;
-  if (table && !table->finished()) {
-    auto t = std::make_shared<BlockTable>(*table);
-    t->Finish();
-    table = std::move(t);
-  }
+  if (table && !table->finished()) table = BlockTable::Finished(*table);
   // Registrations (and FLUSHALL) are serialised by reg_mu_, held while the
   // record is written, so that no other change to the namespace map can come
   // between this one's log position and its apply; mu_ is held only to
@@ -417,49 +243,6 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
   return st;
 }
 
-// REQUIRES sd.mu. Copies stored rows into the layer's chunks (copy on write).
-static void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
-                            uint64_t count, std::span<const uint8_t> stored) {
-  const uint64_t end = start + count;
-  if (sd.layers.size() <= layer) sd.layers.resize(layer + 1);
-  Layer& L = sd.layers[layer];
-  const uint64_t old_rows = L.rows;
-  const uint64_t new_rows = std::max(old_rows, end);
-  const uint32_t R = n.rows_per_chunk;
-  const size_t rb = n.row_bytes;
-  uint64_t r = start;
-  while (r < end) {
-    uint64_t ci = r / R;
-    uint32_t off = static_cast<uint32_t>(r % R);
-    uint32_t run = static_cast<uint32_t>(std::min<uint64_t>(R - off, end - r));
-    if (L.chunks.size() <= ci) L.chunks.resize(ci + 1);
-    std::shared_ptr<Chunk>& c = L.chunks[ci];
-    uint32_t need = off + run;
-    if (!c) {
-      c = Chunk::Make(GrowCapacity(0, need, R), rb);
-    } else if (c->capacity_rows < need) {
-      c = c->Clone(GrowCapacity(c->capacity_rows, need, R));
-    } else if (c.use_count() > 1) {  // pinned by a fetch or snapshot: copy on write
-      c = c->Clone(c->capacity_rows);
-    }
-    std::memcpy(c->data + static_cast<size_t>(off) * rb, stored.data() + (r - start) * rb,
-                static_cast<size_t>(run) * rb);
-    r += run;
-  }
-  sd.total_rows += new_rows - old_rows;
-  L.rows = new_rows;
-}
-
-void Store::BeginPending() {
-  std::lock_guard<std::mutex> l(pending_mu_);
-  ++pending_;
-}
-
-void Store::EndPending() {
-  std::lock_guard<std::mutex> l(pending_mu_);
-  if (--pending_ == 0) pending_cv_.notify_all();
-}
-
 Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start,
                            uint64_t count, std::span<const uint8_t> stored, bool log,
                            uint64_t* lsn) {
@@ -531,41 +314,6 @@ Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t s
   EndPending();
   return st;
 }
-
-namespace {
-
-// Appends segments covering rows [start, end) of `L` (may be null) to `out`.
-void AppendSegments(const Layer* L, uint32_t R, size_t rb, uint64_t start, uint64_t end,
-                    std::vector<FetchSegment>* out) {
-  auto zeros = [&](uint64_t rows) {
-    if (rows == 0) return;
-    if (!out->empty() && out->back().data == nullptr) {
-      out->back().rows += rows;
-    } else {
-      out->push_back(FetchSegment{nullptr, nullptr, rows});
-    }
-  };
-  uint64_t r = start;
-  while (r < end) {
-    if (L == nullptr || r >= L->rows) {
-      zeros(end - r);
-      return;
-    }
-    uint64_t ci = r / R;
-    uint32_t off = static_cast<uint32_t>(r % R);
-    uint64_t run = std::min<uint64_t>(R - off, end - r);
-    const std::shared_ptr<Chunk>* c = ci < L->chunks.size() ? &L->chunks[ci] : nullptr;
-    uint64_t avail = 0;
-    if (c && *c && (*c)->capacity_rows > off)
-      avail = std::min<uint64_t>(run, (*c)->capacity_rows - off);
-    if (avail > 0)
-      out->push_back(FetchSegment{*c, (*c)->data + static_cast<size_t>(off) * rb, avail});
-    zeros(run - avail);
-    r += run;
-  }
-}
-
-}  // namespace
 
 Result<FetchPlan> Store::FetchRangeOf(Namespace& n, Side side, uint32_t layer, uint64_t start,
                                       uint64_t end) {
@@ -706,161 +454,6 @@ StoreStats Store::Stats() const {
     }
   }
   return s;
-}
-
-Status Store::SetMaxBytes(uint64_t max_bytes, uint64_t* lsn) {
-  *lsn = 0;
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
-  cfg_.max_bytes = max_bytes;
-  if (max_bytes == 0) return Status::OK();
-  return EvictLocked(
-      nullptr, [&] { return bytes_ <= max_bytes; }, lsn);
-}
-
-uint64_t Store::max_bytes() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return cfg_.max_bytes;
-}
-
-std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>& at_barrier,
-                                                  Status* barrier_status) {
-  std::unique_lock<std::shared_mutex> gate(gate_);
-  {
-    // Changes reserved before the barrier are in the log before it; wait for
-    // them to be written and applied (new ones cannot start: they need the gate).
-    std::unique_lock<std::mutex> l(pending_mu_);
-    pending_cv_.wait(l, [&] { return pending_ == 0; });
-  }
-  *barrier_status = at_barrier ? at_barrier() : Status::OK();
-  std::vector<NamespaceView> views;
-  if (!barrier_status->ok()) return views;
-  std::vector<NsPtr> all;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    all.reserve(map_.size());
-    for (auto& [name, n] : map_) all.push_back(n);
-    views.resize(all.size());
-    for (size_t i = 0; i < all.size(); ++i) views[i].blocks = all[i]->blocks;
-  }
-  for (size_t i = 0; i < all.size(); ++i) {
-    Namespace& n = *all[i];
-    NamespaceView& v = views[i];
-    v.ns = n.name;
-    v.kv_dim = n.dim;
-    v.fmt = n.fmt;
-    v.incarnation = n.incarnation;
-    v.lru_stamp = n.stamp.load(std::memory_order_relaxed);
-    for (int side = 0; side < 2; ++side) {
-      const SideData& sd = n.sides[side];
-      std::lock_guard<std::mutex> l(sd.mu);
-      for (uint32_t li = 0; li < sd.layers.size(); ++li) {
-        const Layer& L = sd.layers[li];
-        if (L.rows == 0) continue;
-        NamespaceView::LayerView lv;
-        lv.layer = li;
-        lv.rows = L.rows;
-        AppendSegments(&L, n.rows_per_chunk, n.row_bytes, 0, L.rows, &lv.segments);
-        v.layers[side].push_back(std::move(lv));
-      }
-    }
-  }
-  // Oldest first, so a loader that replays in order restores the LRU order.
-  std::sort(views.begin(), views.end(), [](const NamespaceView& a, const NamespaceView& b) {
-    return a.lru_stamp < b.lru_stamp;
-  });
-  return views;
-}
-
-Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                            quant::Format fmt, const BlockTable* blocks) {
-  if (ns.empty() || ns.size() > kMaxNamespaceBytes || kv_dim < 1 || kv_dim > quant::kMaxDim ||
-      !quant::DimSupported(fmt, kv_dim))
-    return Status::Corruption("register record with invalid namespace, kv_dim or format");
-  std::shared_ptr<const BlockTable> table;
-  if (blocks) {
-    auto t = std::make_shared<BlockTable>(*blocks);
-    if (!t->finished()) t->Finish();
-    table = std::move(t);
-  }
-  std::lock_guard<std::mutex> l(mu_);
-  next_incarnation_ = std::max(next_incarnation_, incarnation + 1);
-  // Replay never refuses what was logged; it evicts as the live server did
-  // (a smaller --maxmemory than before the restart evicts more).
-  auto fit_bytes = [&](const Namespace* keep, uint64_t add) {
-    if (cfg_.max_bytes == 0) return;
-    uint64_t unused = 0;
-    (void)EvictLocked(keep, [&] { return bytes_ + add <= cfg_.max_bytes; }, &unused);
-  };
-  auto it = map_.find(ns);
-  if (it != map_.end()) {
-    NsPtr n = it->second;
-    if (n->incarnation == incarnation && n->dim == kv_dim && n->fmt == fmt) {
-      if (table) {
-        uint64_t old = TableBytes(n->blocks), add = TableBytes(table);
-        n->bytes -= old;
-        bytes_ -= old;
-        fit_bytes(n.get(), add);
-        n->bytes += add;
-        bytes_ += add;
-        n->blocks = std::move(table);
-      }
-      Touch(*n);
-      return Status::OK();
-    }
-    uint64_t unused = 0;
-    PION_RETURN_IF_ERROR(RemoveLocked(n, DropReason::kDrop, &unused));
-  }
-  uint64_t unused = 0;
-  PION_RETURN_IF_ERROR(EvictLocked(
-      nullptr, [&] { return 2 * (map_.size() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2); },
-      &unused));
-  fit_bytes(nullptr, TableBytes(table));
-  auto n = std::make_shared<Namespace>(std::string(ns), incarnation, kv_dim, fmt);
-  n->blocks = std::move(table);
-  n->bytes = TableBytes(n->blocks);
-  bytes_ += n->bytes;
-  Touch(*n);
-  map_.emplace(n->name, std::move(n));
-  return Status::OK();
-}
-
-Status Store::ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                          uint64_t start, uint64_t count, std::span<const uint8_t> stored) {
-  NsPtr n = Find(ns);
-  if (!n || n->incarnation != incarnation) return Status::NotFound("namespace not present");
-  if (layer >= kMaxLayers || count == 0 || start > kMaxTokens || count > kMaxTokens - start ||
-      stored.size() != count * n->row_bytes)
-    return Status::Corruption("store record does not match its namespace");
-  Touch(*n);
-  uint64_t unused = 0;
-  return StoreEncoded(n, side, layer, start, count, stored, false, &unused);
-}
-
-void Store::ApplyDrop(std::string_view ns, uint64_t incarnation) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(ns);
-  if (it == map_.end() || it->second->incarnation != incarnation) return;
-  NsPtr n = it->second;
-  uint64_t unused = 0;
-  Status st = RemoveLocked(n, DropReason::kDrop, &unused);
-  PION_CHECK(st.ok());
-}
-
-void Store::ApplyFlushAll() {
-  std::lock_guard<std::mutex> l(mu_);
-  for (auto& [name, n] : map_) n->dropped = true;
-  map_.clear();
-  bytes_ = 0;
-}
-
-void Store::SetLruStamp(std::string_view ns, uint64_t stamp) {
-  NsPtr n = Find(ns);
-  if (!n) return;
-  n->stamp.store(stamp, std::memory_order_relaxed);
-  uint64_t cur = lru_clock_.load(std::memory_order_relaxed);
-  while (cur < stamp && !lru_clock_.compare_exchange_weak(cur, stamp)) {
-  }
 }
 
 }  // namespace pion::store

@@ -27,6 +27,12 @@
 // LRU: every namespace has a stamp from a global counter, bumped by register,
 // lookup, blocks/membership, store and fetch (either side). Eviction removes
 // whole namespaces (both sides) in stamp order, never the one being written.
+//
+// Files: store.cc (registry, stores and fetches), namespace.h (a namespace's
+// in-memory form), layer_rows.cc (chunked rows, copy on write, pinning),
+// block_index.cc (BlockTable), session_id.cc, eviction.cc (LRU and budgets),
+// snapshot_capture.cc, recovery_apply.cc (the recovery API), persist_adapter.cc
+// (the seam to src/persist).
 #pragma once
 
 #include <atomic>
@@ -44,8 +50,10 @@
 
 #include "base/status.h"
 #include "quant/format.h"
+#include "store/block_index.h"
 #include "store/chunk.h"
 #include "store/mutation.h"
+#include "store/session_id.h"
 
 namespace pion::store {
 
@@ -54,41 +62,6 @@ inline constexpr uint64_t kMaxTokens = 16777216;  // start + count <= kMaxTokens
 inline constexpr size_t kMaxNamespaceBytes = 512;
 inline constexpr uint32_t kMaxBlockSize = 65536;
 inline constexpr uint64_t kMaxHashCount = 1048576;
-
-struct BlockTable {
-  uint32_t block_size = 0;
-  std::vector<uint64_t> hashes;  // registration (token) order
-
-  // Builds the membership index from `hashes`: an open-addressing hash set
-  // (linear probing, load <= 0.5) that fits in L1/L2 for typical tables (1,562
-  // hashes -> 32 KiB), so a probe costs about one cache hit instead of log2(N)
-  // dependent branches. Slots come from XXH3 of the hash under a per-process
-  // random seed, so hashes chosen by a client cannot be made to collide (the
-  // values are client-supplied; a public multiplier let 64k crafted hashes
-  // cost 2^31 probes).
-  void Finish();
-  bool finished() const { return finished_; }
-  // True iff `h` is in the table. Expected O(1). REQUIRES: finished().
-  bool Contains(uint64_t h) const;
-
-  // Probe statistics of the last Finish(), for tests and INFO: slots examined
-  // by all inserts, and the longest run of occupied slots (bounds any lookup).
-  uint64_t build_probes() const { return build_probes_; }
-  uint64_t max_run() const { return max_run_; }
-  // Heap bytes held by the table (hashes and index); counted in vstore_bytes.
-  uint64_t MemoryBytes() const {
-    return (hashes.capacity() + index_.capacity()) * sizeof(uint64_t);
-  }
-
- private:
-  size_t Slot(uint64_t h) const;
-  std::vector<uint64_t> index_;  // 0 = empty slot (hash 0 is tracked by has_zero_)
-  uint32_t index_bits_ = 0;
-  bool has_zero_ = false;
-  bool finished_ = false;
-  uint64_t build_probes_ = 0;
-  uint64_t max_run_ = 0;
-};
 
 struct StoreConfig {
   uint64_t max_sessions = 256;  // a namespace uses two sessions
@@ -235,7 +208,7 @@ class Store {
   // Records of another incarnation than the namespace's current one are skipped
   // (ApplyStored returns NotFound, ApplyDrop does nothing).
   Status ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                       quant::Format fmt, const BlockTable* blocks);
+                       quant::Format fmt, const persist::BlockRecord* blocks);
   Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                      uint64_t start, uint64_t count, std::span<const uint8_t> stored);
   void ApplyDrop(std::string_view ns, uint64_t incarnation);
@@ -243,8 +216,10 @@ class Store {
   // Restores a namespace's LRU stamp (snapshot load); keeps the counter above it.
   void SetLruStamp(std::string_view ns, uint64_t stamp);
 
-  // Splits "<ns>_pk"/"<ns>_pv"; false for any other id.
-  static bool ParseSessionId(std::string_view sid, std::string_view* ns, Side* side);
+  // Splits "<ns>_pk"/"<ns>_pv"; false for any other id (store/session_id.h).
+  static bool ParseSessionId(std::string_view sid, std::string_view* ns, Side* side) {
+    return store::ParseSessionId(sid, ns, side);
+  }
 
  private:
   using NsPtr = std::shared_ptr<Namespace>;

@@ -12,9 +12,9 @@
 #include <functional>
 
 #include "base/log.h"
-#include "persist/fault_env.h"
+#include "persist/testing/fault_env.h"
 #include "persist/persistence.h"
-#include "test_util.h"
+#include "persist/testing/test_util.h"
 
 namespace pion::persist {
 namespace {

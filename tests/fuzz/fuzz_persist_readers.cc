@@ -19,10 +19,11 @@
 #include <span>
 #include <vector>
 
-#include "persist/fault_env.h"
+#include "persist/testing/fault_env.h"
 #include "persist/snapshot.h"
 #include "persist/wal_format.h"
 #include "persist/wal_reader.h"
+#include "store/persist_adapter.h"
 #include "store/store.h"
 
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "store/persist_adapter.h"
 #include "store/store.h"
 
 namespace pion::persist::testing {

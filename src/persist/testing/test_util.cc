@@ -1,5 +1,5 @@
 // Test helpers: see test_util.h.
-#include "test_util.h"
+#include "persist/testing/test_util.h"
 
 #include <cstring>
 #include <random>

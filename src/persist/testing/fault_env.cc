@@ -1,5 +1,5 @@
 // FaultEnv implementation: see fault_env.h.
-#include "persist/fault_env.h"
+#include "persist/testing/fault_env.h"
 
 #include <algorithm>
 

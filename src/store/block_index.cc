@@ -1,0 +1,91 @@
+// The block index: see block_index.h.
+#include "store/block_index.h"
+
+#include <algorithm>
+#include <random>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace pion::store {
+
+namespace {
+
+// The per-process secret of the block index: from the kernel's random source
+// (getrandom via std::random_device) once, on first use.
+uint64_t IndexSeed() {
+  static const uint64_t seed = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  return seed;
+}
+
+}  // namespace
+
+size_t BlockTable::Slot(uint64_t h) const {
+  return static_cast<size_t>(XXH3_64bits_withSeed(&h, sizeof(h), IndexSeed()) >>
+                             (64 - index_bits_));
+}
+
+bool BlockTable::Contains(uint64_t h) const {
+  if (h == 0) return has_zero_;
+  if (index_.empty()) return false;
+  const size_t mask = index_.size() - 1;
+  size_t i = Slot(h);
+  while (true) {
+    uint64_t v = index_[i];
+    if (v == h) return true;
+    if (v == 0) return false;
+    i = (i + 1) & mask;
+  }
+}
+
+std::shared_ptr<const BlockTable> BlockTable::Finished(const persist::BlockRecord& r) {
+  auto t = std::make_shared<BlockTable>();
+  t->block_size = r.block_size;
+  t->hashes = r.hashes;
+  t->Finish();
+  return t;
+}
+
+void BlockTable::Finish() {
+  // What is held is what is counted (MemoryBytes). shrink_to_fit() is a no-op
+  // in libstdc++ without exceptions, so copy when there is slack.
+  if (hashes.capacity() > hashes.size()) hashes = std::vector<uint64_t>(hashes.begin(), hashes.end());
+  index_bits_ = 4;
+  while ((size_t{1} << index_bits_) < 2 * hashes.size()) ++index_bits_;
+  index_.assign(size_t{1} << index_bits_, 0);
+  has_zero_ = false;
+  build_probes_ = 0;
+  const size_t mask = index_.size() - 1;
+  for (uint64_t h : hashes) {
+    if (h == 0) {
+      has_zero_ = true;
+      continue;
+    }
+    size_t i = Slot(h);
+    ++build_probes_;
+    while (index_[i] != 0 && index_[i] != h) {
+      i = (i + 1) & mask;
+      ++build_probes_;
+    }
+    index_[i] = h;
+  }
+  // Longest run of occupied slots, wrapping around (the table is at most half
+  // full, so there is always an empty slot).
+  max_run_ = 0;
+  size_t first_empty = 0;
+  while (index_[first_empty] != 0) ++first_empty;
+  uint64_t run = 0;
+  for (size_t k = 1; k <= index_.size(); ++k) {
+    if (index_[(first_empty + k) & mask] != 0) {
+      max_run_ = std::max(max_run_, ++run);
+    } else {
+      run = 0;
+    }
+  }
+  finished_ = true;
+}
+
+}  // namespace pion::store

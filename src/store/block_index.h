@@ -1,0 +1,53 @@
+// BlockTable: a namespace's block hashes (the logged record,
+// persist::BlockRecord) and the membership index built over them.
+//
+// Thread-safety: built (Finish) by one thread, then read-only and shared.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "persist/records.h"
+
+namespace pion::store {
+
+// block_size and hashes (registration, i.e. token, order) are the logged
+// record (persist::BlockRecord); the membership index is the store's.
+struct BlockTable : persist::BlockRecord {
+
+  // Builds the membership index from `hashes`: an open-addressing hash set
+  // (linear probing, load <= 0.5) that fits in L1/L2 for typical tables (1,562
+  // hashes -> 32 KiB), so a probe costs about one cache hit instead of log2(N)
+  // dependent branches. Slots come from XXH3 of the hash under a per-process
+  // random seed, so hashes chosen by a client cannot be made to collide (the
+  // values are client-supplied; a public multiplier let 64k crafted hashes
+  // cost 2^31 probes).
+  void Finish();
+  bool finished() const { return finished_; }
+  // A finished table holding `r`'s block size and hashes.
+  static std::shared_ptr<const BlockTable> Finished(const persist::BlockRecord& r);
+  // True iff `h` is in the table. Expected O(1). REQUIRES: finished().
+  bool Contains(uint64_t h) const;
+
+  // Probe statistics of the last Finish(), for tests and INFO: slots examined
+  // by all inserts, and the longest run of occupied slots (bounds any lookup).
+  uint64_t build_probes() const { return build_probes_; }
+  uint64_t max_run() const { return max_run_; }
+  // Heap bytes held by the table (hashes and index); counted in vstore_bytes.
+  uint64_t MemoryBytes() const {
+    return (hashes.capacity() + index_.capacity()) * sizeof(uint64_t);
+  }
+
+ private:
+  size_t Slot(uint64_t h) const;
+  std::vector<uint64_t> index_;  // 0 = empty slot (hash 0 is tracked by has_zero_)
+  uint32_t index_bits_ = 0;
+  bool has_zero_ = false;
+  bool finished_ = false;
+  uint64_t build_probes_ = 0;
+  uint64_t max_run_ = 0;
+};
+
+}  // namespace pion::store

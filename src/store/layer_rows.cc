@@ -1,0 +1,73 @@
+// Chunked rows: see layer_rows.h and store/chunk.h.
+#include "store/layer_rows.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace pion::store {
+
+// REQUIRES sd.mu. Copies stored rows into the layer's chunks (copy on write).
+void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
+                     uint64_t count, std::span<const uint8_t> stored) {
+  const uint64_t end = start + count;
+  if (sd.layers.size() <= layer) sd.layers.resize(layer + 1);
+  Layer& L = sd.layers[layer];
+  const uint64_t old_rows = L.rows;
+  const uint64_t new_rows = std::max(old_rows, end);
+  const uint32_t R = n.rows_per_chunk;
+  const size_t rb = n.row_bytes;
+  uint64_t r = start;
+  while (r < end) {
+    uint64_t ci = r / R;
+    uint32_t off = static_cast<uint32_t>(r % R);
+    uint32_t run = static_cast<uint32_t>(std::min<uint64_t>(R - off, end - r));
+    if (L.chunks.size() <= ci) L.chunks.resize(ci + 1);
+    std::shared_ptr<Chunk>& c = L.chunks[ci];
+    uint32_t need = off + run;
+    if (!c) {
+      c = Chunk::Make(GrowCapacity(0, need, R), rb);
+    } else if (c->capacity_rows < need) {
+      c = c->Clone(GrowCapacity(c->capacity_rows, need, R));
+    } else if (c.use_count() > 1) {  // pinned by a fetch or snapshot: copy on write
+      c = c->Clone(c->capacity_rows);
+    }
+    std::memcpy(c->data + static_cast<size_t>(off) * rb, stored.data() + (r - start) * rb,
+                static_cast<size_t>(run) * rb);
+    r += run;
+  }
+  sd.total_rows += new_rows - old_rows;
+  L.rows = new_rows;
+}
+
+// Appends segments covering rows [start, end) of `L` (may be null) to `out`.
+void AppendSegments(const Layer* L, uint32_t R, size_t rb, uint64_t start, uint64_t end,
+                    std::vector<FetchSegment>* out) {
+  auto zeros = [&](uint64_t rows) {
+    if (rows == 0) return;
+    if (!out->empty() && out->back().data == nullptr) {
+      out->back().rows += rows;
+    } else {
+      out->push_back(FetchSegment{nullptr, nullptr, rows});
+    }
+  };
+  uint64_t r = start;
+  while (r < end) {
+    if (L == nullptr || r >= L->rows) {
+      zeros(end - r);
+      return;
+    }
+    uint64_t ci = r / R;
+    uint32_t off = static_cast<uint32_t>(r % R);
+    uint64_t run = std::min<uint64_t>(R - off, end - r);
+    const std::shared_ptr<Chunk>* c = ci < L->chunks.size() ? &L->chunks[ci] : nullptr;
+    uint64_t avail = 0;
+    if (c && *c && (*c)->capacity_rows > off)
+      avail = std::min<uint64_t>(run, (*c)->capacity_rows - off);
+    if (avail > 0)
+      out->push_back(FetchSegment{*c, (*c)->data + static_cast<size_t>(off) * rb, avail});
+    zeros(run - avail);
+    r += run;
+  }
+}
+
+}  // namespace pion::store

@@ -1,0 +1,24 @@
+// Internal to src/store: the rows of one layer in chunks - writing with copy
+// on write, and pinning runs of them for a fetch or a snapshot.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "store/namespace.h"
+#include "store/store.h"
+
+namespace pion::store {
+
+// REQUIRES sd.mu. Copies stored rows into the layer's chunks; a chunk someone
+// else holds a reference to (a fetch, a snapshot) is copied first.
+void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start, uint64_t count,
+                     std::span<const uint8_t> stored);
+
+// REQUIRES the side's mu. Appends segments covering rows [start, end) of `L`
+// (may be null) to `out`, `R` rows per chunk of `rb` bytes each.
+void AppendSegments(const Layer* L, uint32_t R, size_t rb, uint64_t start, uint64_t end,
+                    std::vector<FetchSegment>* out);
+
+}  // namespace pion::store

@@ -1,0 +1,71 @@
+// Internal to src/store: a namespace's in-memory form. Each side holds its
+// layers of rows in chunks (store/chunk.h) under its own mutex; the fields
+// marked so are guarded by Store::mu_ (see store.h for the lock order).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "quant/format.h"
+#include "store/block_index.h"
+#include "store/chunk.h"
+
+namespace pion::store {
+
+struct Layer {
+  uint64_t rows = 0;  // high-water mark: rows [0, rows) exist (unwritten ones read as zeros)
+  std::vector<std::shared_ptr<Chunk>> chunks;
+};
+
+struct SideData {
+  mutable std::mutex mu;
+  std::vector<Layer> layers;  // size = highest layer written + 1
+  uint64_t total_rows = 0;    // sum of Layer::rows
+  // Stores reserve (rows counted in the budget, log record reserved) in one
+  // hold of `mu` and apply in a later one, after their record is written; they
+  // apply in reservation order (tickets), which is their LSN order.
+  std::condition_variable turn;
+  uint64_t next_ticket = 0;             // handed out at reservation
+  uint64_t applied_ticket = 0;          // every ticket below it has applied or failed
+  std::vector<uint64_t> reserved_rows;  // per layer: high-water mark including reservations
+  uint64_t reserved_total = 0;          // sum of reserved_rows (>= total_rows)
+};
+
+class Namespace {
+ public:
+  Namespace(std::string n, uint64_t inc, uint32_t d, quant::Format f)
+      : name(std::move(n)),
+        incarnation(inc),
+        dim(d),
+        fmt(f),
+        row_bytes(quant::RowBytes(f, d)),
+        rows_per_chunk(RowsPerChunk(row_bytes)) {}
+
+  const std::string name;
+  const uint64_t incarnation;
+  const uint32_t dim;
+  const quant::Format fmt;
+  const size_t row_bytes;
+  const uint32_t rows_per_chunk;
+  SideData sides[2];
+  std::atomic<uint64_t> stamp{0};
+
+  // Guarded by Store::mu_.
+  bool dropped = false;
+  uint64_t bytes = 0;
+  std::shared_ptr<const BlockTable> blocks;
+  uint64_t prefill_us = 0;
+};
+
+// Heap bytes of a block table (0 for none), counted in vstore_bytes.
+inline uint64_t TableBytes(const std::shared_ptr<const BlockTable>& t) {
+  return t ? t->MemoryBytes() : 0;
+}
+
+}  // namespace pion::store

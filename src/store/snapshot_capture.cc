@@ -1,0 +1,72 @@
+// Snapshot capture: the barrier (every mutation blocked, every reserved
+// change applied) and the pinned views of every namespace. See store.h.
+#include <algorithm>
+#include <mutex>
+#include <shared_mutex>
+
+#include "store/layer_rows.h"
+#include "store/namespace.h"
+#include "store/store.h"
+
+namespace pion::store {
+
+void Store::BeginPending() {
+  std::lock_guard<std::mutex> l(pending_mu_);
+  ++pending_;
+}
+
+void Store::EndPending() {
+  std::lock_guard<std::mutex> l(pending_mu_);
+  if (--pending_ == 0) pending_cv_.notify_all();
+}
+
+std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>& at_barrier,
+                                                  Status* barrier_status) {
+  std::unique_lock<std::shared_mutex> gate(gate_);
+  {
+    // Changes reserved before the barrier are in the log before it; wait for
+    // them to be written and applied (new ones cannot start: they need the gate).
+    std::unique_lock<std::mutex> l(pending_mu_);
+    pending_cv_.wait(l, [&] { return pending_ == 0; });
+  }
+  *barrier_status = at_barrier ? at_barrier() : Status::OK();
+  std::vector<NamespaceView> views;
+  if (!barrier_status->ok()) return views;
+  std::vector<NsPtr> all;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    all.reserve(map_.size());
+    for (auto& [name, n] : map_) all.push_back(n);
+    views.resize(all.size());
+    for (size_t i = 0; i < all.size(); ++i) views[i].blocks = all[i]->blocks;
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    Namespace& n = *all[i];
+    NamespaceView& v = views[i];
+    v.ns = n.name;
+    v.kv_dim = n.dim;
+    v.fmt = n.fmt;
+    v.incarnation = n.incarnation;
+    v.lru_stamp = n.stamp.load(std::memory_order_relaxed);
+    for (int side = 0; side < 2; ++side) {
+      const SideData& sd = n.sides[side];
+      std::lock_guard<std::mutex> l(sd.mu);
+      for (uint32_t li = 0; li < sd.layers.size(); ++li) {
+        const Layer& L = sd.layers[li];
+        if (L.rows == 0) continue;
+        NamespaceView::LayerView lv;
+        lv.layer = li;
+        lv.rows = L.rows;
+        AppendSegments(&L, n.rows_per_chunk, n.row_bytes, 0, L.rows, &lv.segments);
+        v.layers[side].push_back(std::move(lv));
+      }
+    }
+  }
+  // Oldest first, so a loader that replays in order restores the LRU order.
+  std::sort(views.begin(), views.end(), [](const NamespaceView& a, const NamespaceView& b) {
+    return a.lru_stamp < b.lru_stamp;
+  });
+  return views;
+}
+
+}  // namespace pion::store
