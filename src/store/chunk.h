@@ -28,6 +28,13 @@ struct Chunk {
   uint32_t capacity_rows = 0;
   size_t row_bytes = 0;
   uint8_t* data = nullptr;
+  // Captured by a snapshot: never written in place again (guarded by the
+  // owning side's mutex). The use count alone cannot say when a snapshot
+  // thread's reads are over: a reference dropped on another thread orders
+  // nothing before a writer's later relaxed use_count() read, so a write in
+  // place after it would race with the snapshot's last reads (ThreadSanitizer
+  // reported it); a frozen chunk is copied instead.
+  mutable bool frozen = false;
 
   Chunk() = default;
   Chunk(const Chunk&) = delete;

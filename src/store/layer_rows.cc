@@ -28,7 +28,7 @@ void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
       c = Chunk::Make(GrowCapacity(0, need, R), rb);
     } else if (c->capacity_rows < need) {
       c = c->Clone(GrowCapacity(c->capacity_rows, need, R));
-    } else if (c.use_count() > 1) {  // pinned by a fetch or snapshot: copy on write
+    } else if (c->frozen || c.use_count() > 1) {  // pinned, or a snapshot's: copy on write
       c = c->Clone(c->capacity_rows);
     }
     std::memcpy(c->data + static_cast<size_t>(off) * rb, stored.data() + (r - start) * rb,

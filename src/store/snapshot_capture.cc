@@ -58,6 +58,8 @@ std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>&
         lv.layer = li;
         lv.rows = L.rows;
         AppendSegments(&L, n.rows_per_chunk, n.row_bytes, 0, L.rows, &lv.segments);
+        for (const FetchSegment& s : lv.segments)
+          if (s.chunk != nullptr) s.chunk->frozen = true;  // see Chunk::frozen
         v.layers[side].push_back(std::move(lv));
       }
     }
