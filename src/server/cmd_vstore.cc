@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "server/buffer.h"
+#include "net/buffer.h"
 #include "server/cmd_util.h"
 #include "server/connection.h"
 #include "server/server.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "server/deferred_reply.h"
-#include "server/reply.h"
+#include "server/net_types.h"
 
 namespace pion::server {
 

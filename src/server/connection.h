@@ -46,12 +46,9 @@
 #include <memory>
 #include <string>
 
-#include "server/buffer.h"
+#include "server/net_types.h"
 #include "server/client_info.h"
 #include "server/deferred_reply.h"
-#include "server/output_queue.h"
-#include "server/resp_parser.h"
-#include "server/resp_writer.h"
 
 namespace pion::server {
 

@@ -25,7 +25,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "server/reply.h"
+#include "server/net_types.h"
 
 namespace pion::server {
 

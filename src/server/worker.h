@@ -19,10 +19,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "server/buffer.h"
-#include "server/deferred_reply.h"
 #include "base/log.h"
-#include "server/event_loop.h"
+#include "server/deferred_reply.h"
+#include "server/net_types.h"
 
 namespace pion::server {
 
