@@ -11,7 +11,7 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
-#include "server/client_info.h"
+#include "net/client_info.h"
 #include "server/cmd_util.h"
 #include "server/command_table.h"
 #include "server/server.h"

@@ -12,7 +12,7 @@
 
 #include "net/buffer.h"
 #include "server/cmd_util.h"
-#include "server/connection.h"
+#include "net/connection.h"
 #include "server/server.h"
 
 namespace pion::server {

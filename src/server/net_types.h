@@ -4,17 +4,24 @@
 #pragma once
 
 #include "net/buffer.h"
+#include "net/client_info.h"
+#include "net/connection.h"
+#include "net/deferred_reply.h"
 #include "net/event_loop.h"
 #include "net/output_queue.h"
 #include "net/pinned_block.h"
 #include "net/reply.h"
 #include "net/resp_parser.h"
 #include "net/resp_writer.h"
+#include "net/service.h"
 
 namespace pion::server {
 
 using net::BufferGate;
 using net::BufferPool;
+using net::ClientInfo;
+using net::Connection;
+using net::DeferredReply;
 using net::EventLoop;
 using net::FormatDouble;
 using net::IoBuf;
