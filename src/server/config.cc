@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "base/strutil.h"
-#include "server/resp_parser.h"
+#include "server/net_types.h"
 
 namespace pion::server {
 

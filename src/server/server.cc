@@ -2,7 +2,6 @@
 
 #include "server/fd_limit.h"
 
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -22,13 +21,13 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/strutil.h"
+#include "net/listener.h"
 #include "server/worker.h"
 
 namespace pion::server {
 
 namespace {
 
-constexpr int kListenBacklog = 4096;
 constexpr uint64_t kShutdownDrainMs = 5000;
 // Buffers cached per worker, in all: the slack the memory target allows.
 constexpr size_t kPoolBytesTotal = 64u << 20;
@@ -42,46 +41,6 @@ std::string RandomHex(size_t n) {
   std::string s(n, '0');
   for (auto& c : s) c = kHex[gen() & 15];
   return s;
-}
-
-Result<int> Listen(const std::string& bind, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
-  addrinfo* res = nullptr;
-  std::string host = bind == "*" ? "0.0.0.0" : bind;
-  std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res);
-  if (rc != 0)
-    return Status::InvalidArgument("bad bind address '" + bind + "': " + gai_strerror(rc));
-  std::string err;
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      err = std::strerror(errno);
-      continue;
-    }
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, kListenBacklog) != 0) {
-      err = std::strerror(errno);
-      ::close(fd);
-      continue;
-    }
-    ::freeaddrinfo(res);
-    return fd;
-  }
-  ::freeaddrinfo(res);
-  return Status::IOError("could not listen on " + bind + ":" + service + ": " + err);
-}
-
-int BoundPort(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof(ss);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
-  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
 }
 
 }  // namespace
@@ -126,10 +85,10 @@ Server::~Server() {
 
 Status Server::Start() {
   PION_CHECK(workers_.empty());
-  auto fd = Listen(cfg_.bind, cfg_.port);
+  auto fd = net::Listen(cfg_.bind, cfg_.port);
   if (!fd.ok()) return fd.status();
   listen_fd_ = *fd;
-  port_ = BoundPort(listen_fd_);
+  port_ = net::BoundPort(listen_fd_);
   shutdown_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (shutdown_fd_ < 0) return Status::IOError(std::string("eventfd: ") + std::strerror(errno));
   size_t pool = std::max<size_t>(16u << 20, kPoolBytesTotal / static_cast<size_t>(cfg_.workers));

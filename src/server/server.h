@@ -35,7 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "server/client_info.h"
+#include "server/command_service.h"
 #include "server/commands/command_table.h"
 #include "server/config.h"
 #include "server/receipt.h"
@@ -96,6 +96,8 @@ class Server {
   void set_loading(bool v) { loading_.store(v, std::memory_order_release); }
   uint64_t start_time_us() const { return start_time_us_; }
   const CommandTable& commands() const { return commands_; }
+  // What the workers' connections serve (net::Service).
+  net::Service* service() { return &service_; }
 
   // Binds the listening socket and starts the workers.
   Status Start();
@@ -234,6 +236,7 @@ class Server {
   std::atomic<uint64_t> next_worker_{0};
   std::mutex clients_mu_;
   std::unordered_map<uint64_t, ClientInfo*> clients_;  // guarded by clients_mu_
+  CommandService service_{this};
 };
 
 }  // namespace pion::server

@@ -1,7 +1,7 @@
 // TaskRunner: a small fixed pool of background threads owned by the Server for
 // work a worker must not block on (KV.PREFIX.SAVE's snapshot write, COMMIT's
 // fsync). Tasks run in FIFO order on whichever thread is free; a handler that
-// posts one usually holds a DeferredReply (deferred_reply.h) and completes it
+// posts one usually holds a DeferredReply (net/deferred_reply.h) and completes it
 // from the task. Not a thread per request: the pool size is fixed at
 // construction.
 //

@@ -13,7 +13,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "server/connection.h"
+#include "net/connection.h"
 #include "server/protected_mode.h"
 #include "server/server.h"
 
@@ -162,7 +162,8 @@ void Worker::AddConnection(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   uint64_t id = server_->NextClientId();
-  auto conn = std::make_unique<Connection>(this, fd, id, PeerText(fd, false), PeerText(fd, true));
+  auto conn = std::make_unique<Connection>(this, server_->service(), fd, id, PeerText(fd, false),
+                                           PeerText(fd, true));
   Connection* c = conn.get();
   conns_.emplace(id, std::move(conn));
   if (c->Start()) c->OnEvent(EPOLLIN);  // data may have arrived before registration

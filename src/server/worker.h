@@ -19,31 +19,23 @@
 #include <unordered_set>
 #include <vector>
 
-#include "server/buffer.h"
-#include "server/deferred_reply.h"
 #include "base/log.h"
-#include "server/event_loop.h"
+#include "server/net_types.h"
 
 namespace pion::server {
 
-class Connection;
 class Server;
 
 // Per-worker counters, summed by Server::Stats(). Relaxed atomics: written by
 // the worker, read by INFO on any thread.
-struct alignas(64) WorkerStats {
+// The transport's own counters (commands, bytes, errors) are net::ConnStats.
+struct alignas(64) WorkerStats : net::ConnStats {
   std::atomic<uint64_t> connections_received{0};
-  std::atomic<uint64_t> commands{0};
-  std::atomic<uint64_t> net_in{0};
-  std::atomic<uint64_t> net_out{0};
   std::atomic<uint64_t> rejected{0};
-  std::atomic<uint64_t> output_limit_disconnects{0};
-  std::atomic<uint64_t> protocol_errors{0};
-  std::atomic<uint64_t> error_replies{0};
-  void Add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 };
 
-class Worker {
+// The ConnHost of the connections it owns (net/service.h).
+class Worker final : public net::ConnHost {
  public:
   Worker(Server* server, int index, size_t pool_bytes);
   ~Worker();
@@ -55,11 +47,11 @@ class Worker {
   void Start();  // spawns the thread
   void Join();
 
-  int index() const { return index_; }
+  int index() const override { return index_; }
   Server* server() { return server_; }
-  EventLoop& loop() { return loop_; }
-  BufferPool& pool() { return pool_; }
-  WorkerStats& stats() { return stats_; }
+  EventLoop& loop() override { return loop_; }
+  BufferPool& pool() override { return pool_; }
+  WorkerStats& stats() override { return stats_; }
 
   // Any thread.
   void Adopt(int fd);  // take ownership of an accepted socket
@@ -67,7 +59,7 @@ class Worker {
   void WakeDurable(uint64_t durable_lsn);  // only wakes if a reply waits for <= it
   // A DeferredReply's completion: writes it to client `client_id` if that
   // connection still exists (dropped otherwise).
-  void CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn);
+  void CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn) override;
   // Stops accepting and reading; calls `done` on the worker thread afterwards.
   void BeginShutdown(std::function<void()> done);
   // Closes every connection once its queued replies are sent (at most
@@ -75,8 +67,8 @@ class Worker {
   void FinishShutdown(uint64_t deadline_ms);
 
   // Worker thread.
-  void Release(Connection* c);  // a closed connection: free it after the batch
-  void WaitDurable(Connection* c, uint64_t lsn);
+  void Release(Connection* c) override;  // a closed connection: free it after the batch
+  void WaitDurable(Connection* c, uint64_t lsn) override;
   size_t num_connections() const { return conns_.size(); }
 
  private:

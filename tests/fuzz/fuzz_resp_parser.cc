@@ -1,4 +1,4 @@
-// libFuzzer target for the RESP request parser (src/server/resp_parser.h).
+// libFuzzer target for the RESP request parser (src/net/resp_parser.h).
 // The first two input bytes choose the feeding pattern (chunk size, whether big
 // arguments are read "directly", tight limits, unauthenticated mode); the rest
 // is the byte stream a client sends. Checks the parser's contract: no crash,
@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "base/check.h"
-#include "server/resp_parser.h"
+#include "net/resp_parser.h"
 
 namespace {
 
-using pion::server::BufferPool;
-using pion::server::ParserLimits;
-using pion::server::RespParser;
+using pion::net::BufferPool;
+using pion::net::ParserLimits;
+using pion::net::RespParser;
 
 struct Result {
   std::vector<std::string> cmds;  // arguments joined with '\0' markers

@@ -9,9 +9,9 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
-#include "server/client_info.h"
+#include "net/client_info.h"
 #include "server/commands/command_table.h"
-#include "server/connection.h"
+#include "net/connection.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
 #include "server/server.h"

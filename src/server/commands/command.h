@@ -5,7 +5,7 @@
 // durable before the reply may be sent (the connection holds it until then).
 // A handler whose work must not block the worker (a snapshot, an fsync) calls
 // ctx.Defer() instead of replying and completes the ticket later from a
-// background thread (deferred_reply.h).
+// background thread (net/deferred_reply.h).
 #pragma once
 
 #include <cstdint>
@@ -15,13 +15,11 @@
 #include <string_view>
 #include <vector>
 
-#include "server/deferred_reply.h"
-#include "server/reply.h"
+#include "server/net_types.h"
 
 namespace pion::server {
 
 class Server;
-struct ClientInfo;
 
 struct CommandContext {
   std::span<const std::string_view> args;  // args[0] is the command name as sent
@@ -34,7 +32,7 @@ struct CommandContext {
   // Takes the reply's place in the connection's output and returns the ticket
   // that completes it (at most once per call; write nothing through `reply`
   // then). ctx.args are views into the input and die with the call: copy what
-  // the background work needs. Implemented in connection.cc.
+  // the background work needs. Implemented in command_service.cc.
   std::shared_ptr<DeferredReply> Defer();
 };
 

@@ -53,25 +53,4 @@ std::string WrongArity(std::string_view cmd) {
   return s;
 }
 
-std::string StatusToError(const Status& st) {
-  std::string_view word;
-  switch (st.code()) {
-    case Code::kOutOfBudget:
-      word = "OOM";
-      break;
-    case Code::kLoading:
-      word = "LOADING";
-      break;
-    default:
-      word = "ERR";
-      break;
-  }
-  std::string_view msg = st.message();
-  if (st.code() == Code::kOutOfBudget && msg.empty()) return std::string(kErrOom);
-  std::string s(word);
-  s += ' ';
-  s += msg;
-  return s;
-}
-
 }  // namespace pion::server

@@ -11,7 +11,7 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
-#include "server/client_info.h"
+#include "net/client_info.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/server.h"

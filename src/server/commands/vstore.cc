@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "server/buffer.h"
+#include "net/buffer.h"
 #include "server/commands/args.h"
-#include "server/connection.h"
+#include "net/connection.h"
 #include "server/server.h"
 
 namespace pion::server {

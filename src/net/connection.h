@@ -1,9 +1,12 @@
 // Connection: one client socket and its read -> parse -> dispatch -> write
-// cycle (docs/ARCHITECTURE.md, "Life of a request").
+// cycle (docs/ARCHITECTURE.md, "Life of a request"). The transport only: what a
+// command does is the Service's (net/service.h: Dispatch, the durable LSN, the
+// limits, the client-memory budget); the event-loop thread that owns the
+// connection is its ConnHost.
 //
 //  * Reading: edge-triggered epoll; the socket is read until a short read (or,
 //    once the peer's FIN was reported, until EOF) into a 64-byte-aligned query
-//    buffer taken from the worker's BufferPool, or, while the parser is inside a
+//    buffer taken from the host's BufferPool, or, while the parser is inside a
 //    big argument, straight into that argument's buffer.
 //  * Every complete command is dispatched at once (pipelining of any depth);
 //    replies queue in request order in the OutputQueue and the whole batch is
@@ -18,45 +21,49 @@
 //    what the client holds (unsent reply bytes, by reference ones included)
 //    counts, except the largest reply still being sent, so one large reply to a
 //    client that reads is never cut. Above hard, or above soft for longer than
-//    secs (checked per command, per write and by the worker's cron), the client
+//    secs (checked per command, per write and by the host's cron), the client
 //    is disconnected (logged).
 //  * Memory: every buffer a connection holds (query buffer, big-argument
 //    buffers, output arena and owned replies) is counted in the server-wide
-//    client memory (Server::client_memory(), bounded by maxmemory-clients);
+//    client memory (Service::ReserveClientMemory/AdjustClientMemory, bounded by
+//    maxmemory-clients);
 //    big allocations ask first (BufferGate) and a refusal is an -OOM reply to
 //    that command, never a crash.
-//  * Deferred replies: see OutputQueue and Server (durable LSN). A held
-//    connection registers with its worker, which calls OnDurable().
-//  * Replies completed later (ctx.Defer(), DeferredReply): the reply's place
+//  * Held replies: Service::Dispatch returns the LSN a reply must be held
+//    until (see OutputQueue); a held connection registers with its host
+//    (ConnHost::WaitDurable), which calls OnDurable().
+//  * Replies completed later (BeginDeferred(), DeferredReply): the reply's place
 //    is a slot in the OutputQueue; until it is filled the connection executes
 //    none of the client's later commands (they stay buffered; reading stops
 //    once kQueryBufferBytes are buffered), exactly as if the command had run
-//    synchronously, while the worker serves every other connection. The
-//    worker calls FinishDeferred() with the reply, which resumes the client.
+//    synchronously, while the host serves every other connection. The
+//    host calls FinishDeferred() with the reply, which resumes the client.
 //    A client that disconnects meanwhile is freed at once; its reply is
-//    dropped (the worker finds no connection with that id).
+//    dropped (the host finds no connection with that id).
 //  * A protocol error is answered, then the connection closes once the reply
 //    is flushed; nothing else is read from it.
 //
-// Thread-safety: a connection lives on one worker thread; every method runs
-// there. Other threads see it only through its ClientInfo.
+// Thread-safety: a connection lives on one host (event-loop) thread; every
+// method runs there. Other threads see it only through its ClientInfo.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
-#include "server/buffer.h"
-#include "server/client_info.h"
-#include "server/deferred_reply.h"
-#include "server/output_queue.h"
-#include "server/resp_parser.h"
-#include "server/resp_writer.h"
+#include "net/buffer.h"
+#include "net/client_info.h"
+#include "net/deferred_reply.h"
+#include "net/output_queue.h"
+#include "net/resp_parser.h"
+#include "net/resp_writer.h"
 
-namespace pion::server {
+namespace pion::net {
 
-class Server;
-class Worker;
+class ConnHost;
+class Service;
 
 inline constexpr size_t kPauseOutputBytes = 32u << 20;
 inline constexpr size_t kResumeOutputBytes = 8u << 20;
@@ -64,12 +71,13 @@ inline constexpr size_t kQueryBufferBytes = 16 * 1024;
 
 class Connection final : private BufferGate {
  public:
-  Connection(Worker* worker, int fd, uint64_t id, std::string addr, std::string laddr);
+  Connection(ConnHost* host, Service* service, int fd, uint64_t id, std::string addr,
+             std::string laddr);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Registers with the loop and the client registry.
+  // Registers with the loop and tells the service (OnOpen).
   bool Start();
 
   ClientInfo& info() { return info_; }
@@ -77,16 +85,16 @@ class Connection final : private BufferGate {
   bool closed() const { return closed_; }
   bool has_output() const { return !out_.empty(); }
 
-  // For handlers (worker thread).
+  // For the service's handlers (host thread).
   int proto() const { return writer_.proto(); }
   void SetProto(int p);
   bool authenticated() const { return authenticated_; }
   void SetAuthenticated(bool v);
   void CloseAfterReply() { close_after_reply_ = true; }
-  // ctx.Defer(): reserves the reply's place and returns its ticket.
+  // Reserves the reply's place and returns its ticket (the server's ctx.Defer()).
   std::shared_ptr<DeferredReply> BeginDeferred();
 
-  // For the worker.
+  // For the host.
   void OnEvent(uint32_t events);
   void OnDurable();  // the durable LSN advanced: send what is no longer held
   // A DeferredReply was completed: write it at `slot` and resume the client.
@@ -96,7 +104,7 @@ class Connection final : private BufferGate {
   void StopReading();
   void CloseWhenDrained();
   uint64_t hold_lsn() const { return out_.HeadHold(); }
-  // The worker's once-a-second check: the soft output limit of a client that
+  // The host's once-a-second check: the soft output limit of a client that
   // is not reading. False if it closed the client.
   bool Cron(uint64_t now_us);
   bool has_pending_reply() const { return out_.pending_slots() > 0; }
@@ -119,8 +127,8 @@ class Connection final : private BufferGate {
   bool CheckOutputLimits(uint64_t now_us);
   void RejectedCommand();
 
-  Worker* worker_;
-  Server* server_;
+  ConnHost* host_;
+  Service* service_;
   int fd_;
   ClientInfo info_;
   RespParser parser_;
@@ -137,7 +145,7 @@ class Connection final : private BufferGate {
   bool paused_ = false;           // output backpressure
   bool stop_reading_ = false;     // protocol error, QUIT, shutdown
   bool in_read_ = false;          // re-entrancy guard
-  bool waiting_durable_ = false;  // registered with the worker
+  bool waiting_durable_ = false;  // registered with the host
   uint64_t next_slot_ = 0;        // DeferredReply slot ids
   int64_t mem_reported_ = 0;      // bytes of client memory counted for this client
   // The largest reply still being sent (exempt from the output limits): its
@@ -147,4 +155,4 @@ class Connection final : private BufferGate {
   uint64_t soft_since_us_ = 0;  // above the soft limit since (0 = not above)
 };
 
-}  // namespace pion::server
+}  // namespace pion::net

@@ -1,11 +1,11 @@
 // DeferredReply: see deferred_reply.h.
-#include "server/deferred_reply.h"
+#include "net/deferred_reply.h"
 
 #include <utility>
 
-#include "server/worker.h"
+#include "net/service.h"
 
-namespace pion::server {
+namespace pion::net {
 
 DeferredReply::~DeferredReply() {
   if (!completed())
@@ -14,7 +14,7 @@ DeferredReply::~DeferredReply() {
 
 void DeferredReply::Complete(WriteFn fn) {
   if (done_.exchange(true, std::memory_order_acq_rel)) return;
-  worker_->CompleteDeferred(client_id_, slot_, std::move(fn));
+  host_->CompleteDeferred(client_id_, slot_, std::move(fn));
 }
 
 void DeferredReply::SimpleString(std::string s) {
@@ -25,4 +25,4 @@ void DeferredReply::Error(Status st) {
   Complete([st = std::move(st)](ReplyBuilder& r) { r.Error(st); });
 }
 
-}  // namespace pion::server
+}  // namespace pion::net

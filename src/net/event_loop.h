@@ -17,7 +17,7 @@
 
 #include "base/status.h"
 
-namespace pion::server {
+namespace pion::net {
 
 class EventLoop {
  public:
@@ -88,4 +88,4 @@ class EventLoop {
   std::atomic<uint64_t> thread_id_{0};
 };
 
-}  // namespace pion::server
+}  // namespace pion::net

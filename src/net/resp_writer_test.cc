@@ -1,15 +1,15 @@
 // RespWriter + OutputQueue: RESP2/RESP3 encodings, BulkReserve/BulkExternal
 // ordering and pin release, partial writes, and deferred-reply holds.
-#include "server/resp_writer.h"
+#include "net/resp_writer.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 
-#include "server/output_queue.h"
+#include "net/output_queue.h"
 
-namespace pion::server {
+namespace pion::net {
 namespace {
 
 // Everything writable at `durable`, concatenated, consumed.
@@ -194,4 +194,4 @@ TEST(BufferPool, ReusesAndCaps) {
 }
 
 }  // namespace
-}  // namespace pion::server
+}  // namespace pion::net

@@ -1,4 +1,4 @@
-#include "server/resp_parser.h"
+#include "net/resp_parser.h"
 
 #include <cstring>
 #include <utility>
@@ -6,7 +6,7 @@
 #include "base/check.h"
 #include "base/strutil.h"
 
-namespace pion::server {
+namespace pion::net {
 
 namespace {
 
@@ -438,4 +438,4 @@ void RespParser::Materialize(const char* data) {
   }
 }
 
-}  // namespace pion::server
+}  // namespace pion::net

@@ -41,10 +41,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "server/buffer.h"
-#include "server/pinned_block.h"
+#include "net/buffer.h"
+#include "net/pinned_block.h"
 
-namespace pion::server {
+namespace pion::net {
 
 class OutputQueue {
  public:
@@ -174,4 +174,4 @@ class OutputQueue {
   size_t pending_slots_ = 0;
 };
 
-}  // namespace pion::server
+}  // namespace pion::net

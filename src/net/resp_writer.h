@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
-#include "server/output_queue.h"
-#include "server/reply.h"
+#include "net/output_queue.h"
+#include "net/reply.h"
 
-namespace pion::server {
+namespace pion::net {
 
 class RespWriter final : public ReplyBuilder {
  public:
@@ -59,4 +59,4 @@ class RespWriter final : public ReplyBuilder {
 // else the shortest text that round-trips).
 std::string FormatDouble(double v);
 
-}  // namespace pion::server
+}  // namespace pion::net

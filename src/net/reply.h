@@ -16,9 +16,9 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "server/pinned_block.h"
+#include "net/pinned_block.h"
 
-namespace pion::server {
+namespace pion::net {
 
 class ReplyBuilder {
  public:
@@ -29,7 +29,7 @@ class ReplyBuilder {
   virtual void SimpleString(std::string_view s) = 0;  // +s
   // `text` is the whole error line without '-' and CRLF, e.g. "ERR wrong number ...".
   virtual void Error(std::string_view text) = 0;
-  // Maps a non-OK Status through the one error table (src/server/commands/errors.h).
+  // Maps a non-OK Status through the one error table (src/net/resp_errors.h; the command layer re-exports it).
   virtual void Error(const Status& st) = 0;
   virtual void Integer(int64_t v) = 0;
   virtual void Bulk(std::string_view s) = 0;
@@ -61,4 +61,4 @@ class ReplyBuilder {
                           std::span<const PinnedBlock> blocks) = 0;
 };
 
-}  // namespace pion::server
+}  // namespace pion::net

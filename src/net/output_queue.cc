@@ -1,4 +1,4 @@
-#include "server/output_queue.h"
+#include "net/output_queue.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "base/check.h"
 
-namespace pion::server {
+namespace pion::net {
 
 namespace {
 constexpr size_t kArenaBlockBytes = 16 * 1024;
@@ -299,4 +299,4 @@ void OutputQueue::ShrinkIdle(size_t keep) {
   block_bytes_ = 0;
 }
 
-}  // namespace pion::server
+}  // namespace pion::net

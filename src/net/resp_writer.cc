@@ -1,12 +1,12 @@
-#include "server/resp_writer.h"
+#include "net/resp_writer.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstring>
 
-#include "server/commands/errors.h"
+#include "net/resp_errors.h"
 
-namespace pion::server {
+namespace pion::net {
 
 namespace {
 
@@ -163,4 +163,4 @@ void RespWriter::BulkExternal(size_t len, std::span<const iovec> parts,
   out_->Append("\r\n");
 }
 
-}  // namespace pion::server
+}  // namespace pion::net

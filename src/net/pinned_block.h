@@ -5,11 +5,11 @@
 
 #include <cstddef>
 
-namespace pion::server {
+namespace pion::net {
 
 struct PinnedBlock {
   const void* id;
   size_t bytes;
 };
 
-}  // namespace pion::server
+}  // namespace pion::net

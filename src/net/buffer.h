@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <map>
 
-namespace pion::server {
+namespace pion::net {
 
 inline constexpr size_t kIoBufAlign = 64;
 
@@ -68,4 +68,4 @@ class BufferPool {
   size_t max_cached_;
 };
 
-}  // namespace pion::server
+}  // namespace pion::net

@@ -1,38 +1,39 @@
 // ClientInfo: the part of a connection that other threads may read (CLIENT
 // LIST/INFO/KILL on any worker, INFO clients). Immutable fields are set before
 // the client is registered; counters are relaxed atomics written by the owning
-// worker; `name` is guarded by Server's client registry mutex. The registry
-// guarantees a ClientInfo outlives every reader holding that mutex.
+// worker; `name` is guarded by the client registry's mutex (the Service's
+// OnOpen/OnClose register and unregister it). The registry guarantees a
+// ClientInfo outlives every reader holding that mutex.
 //
-// `conn` is the owning connection: only its worker thread may use it (command
-// handlers run on that thread, so they may).
+// `conn` is the owning connection: only its event-loop thread may use it
+// (command handlers run on that thread, so they may).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <string>
 
-namespace pion::server {
+namespace pion::net {
 
 class Connection;
 
 struct ClientInfo {
   uint64_t id = 0;
   int fd = -1;
-  int worker = 0;
+  int worker = 0;           // index of the owning event-loop thread
   std::string addr;         // "ip:port" of the peer
   std::string laddr;        // "ip:port" of our side
   uint64_t created_us = 0;  // MonotonicUs()
   Connection* conn = nullptr;
 
-  std::string name;  // guarded by Server::clients_mu_
+  std::string name;  // guarded by the client registry's mutex
 
   std::atomic<uint64_t> last_active_us{0};    // MonotonicUs() of the last command
-  std::atomic<const char*> last_cmd{"NULL"};  // static CommandSpec name
+  std::atomic<const char*> last_cmd{"NULL"};  // a static string (the command's name)
   std::atomic<int> proto{2};
   std::atomic<bool> authenticated{true};
   std::atomic<uint64_t> qbuf{0};  // unparsed input bytes
   std::atomic<uint64_t> omem{0};  // queued output bytes
 };
 
-}  // namespace pion::server
+}  // namespace pion::net

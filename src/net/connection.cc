@@ -1,4 +1,4 @@
-#include "server/connection.h"
+#include "net/connection.h"
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -12,12 +12,10 @@
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "server/commands/dispatch.h"
-#include "server/commands/errors.h"
-#include "server/server.h"
-#include "server/worker.h"
+#include "net/resp_errors.h"
+#include "net/service.h"
 
-namespace pion::server {
+namespace pion::net {
 
 namespace {
 constexpr int kMaxIov = IOV_MAX < 1024 ? IOV_MAX : 1024;
@@ -30,39 +28,35 @@ constexpr int64_t kReportSlack = 64 * 1024;
 constexpr uint64_t kMinExemptReply = 64 * 1024;
 }  // namespace
 
-Connection::Connection(Worker* worker, int fd, uint64_t id, std::string addr, std::string laddr)
-    : worker_(worker),
-      server_(worker->server()),
+Connection::Connection(ConnHost* host, Service* service, int fd, uint64_t id, std::string addr,
+                       std::string laddr)
+    : host_(host),
+      service_(service),
       fd_(fd),
-      parser_(&worker->pool()),
+      parser_(&host->pool()),
       writer_(&out_),
-      out_(&worker->pool()) {
+      out_(&host->pool()) {
   info_.id = id;
   info_.fd = fd;
-  info_.worker = worker->index();
+  info_.worker = host->index();
   info_.addr = std::move(addr);
   info_.laddr = std::move(laddr);
   info_.created_us = MonotonicUs();
   info_.last_active_us.store(info_.created_us, std::memory_order_relaxed);
   info_.conn = this;
-  const Config& cfg = server_->config();
-  ParserLimits lim;
-  lim.max_bulk_len = cfg.proto_max_bulk_len;
-  lim.max_args = cfg.max_multibulk_len;
-  lim.max_query_bytes = cfg.client_query_buffer_limit;
-  parser_.set_limits(lim);
+  parser_.set_limits(service->parser_limits());
   parser_.set_gate(this);
-  SetAuthenticated(cfg.requirepass.empty());
+  SetAuthenticated(!service->auth_required());
 }
 
 Connection::~Connection() {
   PION_CHECK(closed_);
-  if (!in_.empty()) worker_->pool().Put(std::move(in_));
+  if (!in_.empty()) host_->pool().Put(std::move(in_));
 }
 
 bool Connection::Start() {
-  server_->RegisterClient(&info_);
-  Status st = worker_->loop().Add(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+  service_->OnOpen(&info_);
+  Status st = host_->loop().Add(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
                                   [this](uint32_t ev) { OnEvent(ev); });
   if (!st.ok()) {
     LOG_WARNING("client %s: %s", info_.addr.c_str(), st.ToString().c_str());
@@ -99,7 +93,7 @@ void Connection::OnEvent(uint32_t events) {
 
 bool Connection::Reserve(size_t n) {
   ReportMemory();  // count what is held now, so buffers about to be replaced do not pile up
-  if (!server_->ReserveClientMemory(n)) return false;
+  if (!service_->ReserveClientMemory(n)) return false;
   mem_reported_ += static_cast<int64_t>(n);
   return true;
 }
@@ -110,14 +104,14 @@ void Connection::ReportMemory() {
                                       in_.capacity());
   int64_t delta = held - mem_reported_;
   if (delta > -kReportSlack && delta < kReportSlack) return;
-  server_->AdjustClientMemory(delta);
+  service_->AdjustClientMemory(delta);
   mem_reported_ = held;
 }
 
 bool Connection::EnsureReadSpace(size_t want) {
   size_t len = in_end_ - in_start_;
   if (in_.empty()) {
-    in_ = worker_->pool().Get(std::max(kQueryBufferBytes, want));
+    in_ = host_->pool().Get(std::max(kQueryBufferBytes, want));
     in_start_ = in_end_ = 0;
     return true;
   }
@@ -132,10 +126,10 @@ bool Connection::EnsureReadSpace(size_t want) {
   size_t cap = in_.capacity();
   while (cap - len < want) cap *= 2;
   if (cap >= kGatedBytes && !Reserve(cap)) return false;
-  IoBuf nb = worker_->pool().TryGet(cap);
+  IoBuf nb = host_->pool().TryGet(cap);
   if (nb.empty()) return false;
   std::memcpy(nb.data(), in_.data() + in_start_, len);
-  worker_->pool().Put(std::move(in_));
+  host_->pool().Put(std::move(in_));
   in_ = std::move(nb);
   in_start_ = 0;
   in_end_ = len;
@@ -145,14 +139,14 @@ bool Connection::EnsureReadSpace(size_t want) {
 void Connection::HandleRead() {
   if (in_read_) return;
   in_read_ = true;
-  WorkerStats& stats = worker_->stats();
+  ConnStats& stats = host_->stats();
   int reads = 0;
   while (!closed_ && !stop_reading_ && !read_eof_) {
     // A deferred reply is pending: its client's later commands wait unparsed;
     // buffer some (to see EOF and errors) but not without bound.
     if (out_.pending_slots() > 0 && in_end_ - in_start_ >= kQueryBufferBytes) break;
     // Output paused: commands wait, input is still read (see the header).
-    if (paused_ && in_end_ - in_start_ >= server_->config().client_query_buffer_limit) {
+    if (paused_ && in_end_ - in_start_ >= service_->query_buffer_limit()) {
       LOG_WARNING("Closing client id=%llu addr=%s that reached max query buffer length (%zu bytes)",
                   static_cast<unsigned long long>(info_.id), info_.addr.c_str(),
                   in_end_ - in_start_);
@@ -162,7 +156,7 @@ void Connection::HandleRead() {
     }
     if (++reads > kMaxReadsPerEvent) {
       // Edge-triggered: there may be more; come back after other sockets.
-      worker_->loop().Defer([this, id = info_.id, w = worker_] {
+      host_->loop().Defer([this, id = info_.id, w = host_] {
         (void)w;
         (void)id;
         if (!closed_) HandleRead();
@@ -245,7 +239,7 @@ void Connection::HandleRead() {
 
 void Connection::ReleaseIdleBuffers() {
   if (in_start_ == in_end_ && !in_.empty() && !parser_.WantsDirectRead()) {
-    worker_->pool().Put(std::move(in_));
+    host_->pool().Put(std::move(in_));
     in_ = IoBuf();
     in_start_ = in_end_ = 0;
   }
@@ -259,12 +253,12 @@ void Connection::ProcessInput() {
   info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
   // Below the smallest output limit no check is needed (two loads per batch,
   // one compare per command).
-  const uint64_t check_above = server_->output_check_threshold();
+  const uint64_t check_above = service_->output_check_threshold();
   while (!closed_ && !stop_reading_ && !paused_ && out_.pending_slots() == 0) {
     RespParser::Result r = parser_.Parse(in_.data() + in_start_, in_end_ - in_start_);
     if (r == RespParser::Result::kNeedMore) break;
     if (r == RespParser::Result::kError) {
-      WorkerStats& stats = worker_->stats();
+      ConnStats& stats = host_->stats();
       stats.Add(stats.protocol_errors);
       LOG_VERBOSE("client id=%llu addr=%s: %s", static_cast<unsigned long long>(info_.id),
                   info_.addr.c_str(), parser_.error().c_str());
@@ -288,7 +282,7 @@ void Connection::ProcessInput() {
 }
 
 void Connection::RejectedCommand() {
-  WorkerStats& stats = worker_->stats();
+  ConnStats& stats = host_->stats();
   stats.Add(stats.commands);
   stats.Add(stats.error_replies);
   writer_.Error(parser_.reject_reason() == RespParser::Reject::kGate ? kErrClientMemory
@@ -303,8 +297,8 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
   }
   uint64_t exempt = big_reply_end_ > out_.consumed_total() ? big_reply_len_ : 0;
   uint64_t counted = held > exempt ? held - exempt : 0;
-  uint64_t hard = server_->output_limit();
-  uint64_t soft = server_->output_soft_limit();
+  uint64_t hard = service_->output_limit();
+  uint64_t soft = service_->output_soft_limit();
   uint64_t limit = 0;
   if (hard > 0 && counted > hard) {
     limit = hard;
@@ -312,13 +306,13 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
     if (now_us == 0) now_us = MonotonicUs();
     if (soft_since_us_ == 0)
       soft_since_us_ = now_us;
-    else if (now_us - soft_since_us_ > server_->output_soft_seconds() * 1000000ull)
+    else if (now_us - soft_since_us_ > service_->output_soft_seconds() * 1000000ull)
       limit = soft;
   } else {
     soft_since_us_ = 0;
   }
   if (limit == 0) return true;
-  WorkerStats& stats = worker_->stats();
+  ConnStats& stats = host_->stats();
   stats.Add(stats.output_limit_disconnects);
   LOG_WARNING(
       "Client id=%llu addr=%s closed for overcoming of output buffer limits (%llu > %llu bytes%s)",
@@ -332,40 +326,32 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
 bool Connection::Cron(uint64_t now_us) { return closed_ || CheckOutputLimits(now_us); }
 
 void Connection::RunCommand(std::span<const std::string_view> args) {
-  WorkerStats& stats = worker_->stats();
+  ConnStats& stats = host_->stats();
   stats.Add(stats.commands);
   uint64_t errors_before = writer_.errors();
-  const CommandSpec* spec = AdmitCommand(*server_, args, authenticated_, &writer_);
-  if (spec != nullptr) {
-    info_.last_cmd.store(spec->name, std::memory_order_relaxed);
-    OutputQueue::Mark mark = out_.GetMark();
-    uint64_t appended = out_.appended_total();
-    uint64_t held_before = out_.held_bytes();
-    CommandContext ctx;
-    ctx.args = args;
-    ctx.reply = &writer_;
-    ctx.server = server_;
-    ctx.client = &info_;
-    spec->handler(ctx);
-    if (ctx.wait_lsn > server_->durable_lsn()) out_.HoldFrom(mark, ctx.wait_lsn);
-    // Track the largest reply still queued (exempt from the output limits;
-    // smaller replies than the smallest limit allowed need no exemption).
-    uint64_t len = out_.appended_total() - appended;
-    uint64_t held_after = len >= kMinExemptReply ? out_.held_bytes() : 0;
-    uint64_t held_len = held_after > held_before ? held_after - held_before : 0;
-    if (len >= kMinExemptReply &&
-        (big_reply_end_ <= out_.consumed_total() || held_len >= big_reply_len_)) {
-      big_reply_len_ = held_len;
-      big_reply_end_ = out_.appended_total();
-    }
+  OutputQueue::Mark mark = out_.GetMark();
+  uint64_t appended = out_.appended_total();
+  uint64_t held_before = out_.held_bytes();
+  ConnContext ctx{this, &info_, authenticated_};
+  uint64_t hold_until = service_->Dispatch(args, writer_, ctx);
+  if (hold_until > service_->durable_lsn()) out_.HoldFrom(mark, hold_until);
+  // Track the largest reply still queued (exempt from the output limits;
+  // smaller replies than the smallest limit allowed need no exemption).
+  uint64_t len = out_.appended_total() - appended;
+  uint64_t held_after = len >= kMinExemptReply ? out_.held_bytes() : 0;
+  uint64_t held_len = held_after > held_before ? held_after - held_before : 0;
+  if (len >= kMinExemptReply &&
+      (big_reply_end_ <= out_.consumed_total() || held_len >= big_reply_len_)) {
+    big_reply_len_ = held_len;
+    big_reply_end_ = out_.appended_total();
   }
   if (writer_.errors() != errors_before) stats.Add(stats.error_replies);
 }
 
 void Connection::Flush() {
   if (closed_) return;
-  uint64_t durable = server_->durable_lsn();
-  WorkerStats& stats = worker_->stats();
+  uint64_t durable = service_->durable_lsn();
+  ConnStats& stats = host_->stats();
   iovec iov[kMaxIov];
   while (true) {
     int n = out_.Writable(durable, iov, kMaxIov);
@@ -395,7 +381,7 @@ void Connection::Flush() {
     }
   } else if (out_.HeadHold() > durable && !waiting_durable_) {
     waiting_durable_ = true;
-    worker_->WaitDurable(this, out_.HeadHold());
+    host_->WaitDurable(this, out_.HeadHold());
   }
   MaybeResume();
 }
@@ -405,23 +391,17 @@ void Connection::MaybeResume() {
   paused_ = false;
   // Parse what is already buffered, then read again (edge-triggered: no new
   // event comes for bytes that arrived while paused).
-  worker_->loop().Defer([this] {
+  host_->loop().Defer([this] {
     if (closed_ || paused_) return;
     ProcessInput();
     if (!closed_) HandleRead();
   });
 }
 
-std::shared_ptr<DeferredReply> CommandContext::Defer() {
-  PION_CHECK(client != nullptr && client->conn != nullptr && !deferred);
-  deferred = true;
-  return client->conn->BeginDeferred();
-}
-
 std::shared_ptr<DeferredReply> Connection::BeginDeferred() {
   uint64_t slot = ++next_slot_;
   out_.AddSlot(slot);
-  return std::make_shared<DeferredReply>(worker_, info_.id, slot);
+  return std::make_shared<DeferredReply>(host_, info_.id, slot);
 }
 
 void Connection::FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& write) {
@@ -432,7 +412,7 @@ void Connection::FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& wri
   w.set_proto(writer_.proto());
   write(w);
   if (w.errors() > 0) {
-    WorkerStats& stats = worker_->stats();
+    ConnStats& stats = host_->stats();
     stats.Add(stats.error_replies);
   }
   if (!out_.FillSlot(slot, scratch.CopyAll())) return;
@@ -441,7 +421,7 @@ void Connection::FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& wri
   if (closed_ || out_.pending_slots() > 0) return;
   // Run the commands that arrived meanwhile, then read again (edge-triggered:
   // no new event comes for bytes left unread while the reply was pending).
-  worker_->loop().Defer([this] {
+  host_->loop().Defer([this] {
     if (closed_ || out_.pending_slots() > 0) return;
     ProcessInput();
     if (!closed_) HandleRead();
@@ -470,13 +450,12 @@ void Connection::Close(const char* why) {
   closed_ = true;
   LOG_DEBUG("client id=%llu addr=%s closed: %s", static_cast<unsigned long long>(info_.id),
             info_.addr.c_str(), why);
-  worker_->loop().Remove(fd_);
+  host_->loop().Remove(fd_);
   ::close(fd_);
-  server_->AdjustClientMemory(-mem_reported_);
+  service_->AdjustClientMemory(-mem_reported_);
   mem_reported_ = 0;
-  server_->UnregisterClient(&info_);
-  server_->ReleaseClientSlot();
-  worker_->Release(this);
+  service_->OnClose(&info_);
+  host_->Release(this);
 }
 
-}  // namespace pion::server
+}  // namespace pion::net

@@ -1,11 +1,11 @@
-#include "server/buffer.h"
+#include "net/buffer.h"
 
 #include <cstdlib>
 #include <utility>
 
 #include "base/check.h"
 
-namespace pion::server {
+namespace pion::net {
 
 namespace {
 
@@ -81,4 +81,4 @@ void BufferPool::Put(IoBuf buf) {
   free_.emplace(cap, std::move(buf));
 }
 
-}  // namespace pion::server
+}  // namespace pion::net

@@ -1,4 +1,4 @@
-#include "server/event_loop.h"
+#include "net/event_loop.h"
 
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -12,7 +12,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 
-namespace pion::server {
+namespace pion::net {
 
 namespace {
 uint64_t SelfId() { return static_cast<uint64_t>(pthread_self()); }
@@ -175,4 +175,4 @@ void EventLoop::Run() {
   RunDeferred();
 }
 
-}  // namespace pion::server
+}  // namespace pion::net

@@ -39,9 +39,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/buffer.h"
+#include "net/buffer.h"
 
-namespace pion::server {
+namespace pion::net {
 
 inline constexpr size_t kInlineMaxBytes = 64 * 1024;  // PROTO_INLINE_MAX_SIZE
 inline constexpr size_t kBigArgBytes = 32 * 1024;     // PROTO_MBULK_BIG_ARG
@@ -182,4 +182,4 @@ class RespParser {
 // views to `out`. False on unbalanced quotes.
 bool SplitInlineArgs(std::string_view line, std::string* arena, std::vector<std::string_view>* out);
 
-}  // namespace pion::server
+}  // namespace pion::net

@@ -1,7 +1,7 @@
 // RespParser: every malformed case of Redis' tests/unit/protocol.tcl and more,
 // each input also fed split at every byte boundary, pipelines, big arguments
 // (copied and read directly) and limits.
-#include "server/resp_parser.h"
+#include "net/resp_parser.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace pion::server {
+namespace pion::net {
 namespace {
 
 struct Outcome {
@@ -335,4 +335,4 @@ TEST(RespParser, SplitInlineArgsNulEndsLine) {
 }
 
 }  // namespace
-}  // namespace pion::server
+}  // namespace pion::net

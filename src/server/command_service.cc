@@ -1,0 +1,63 @@
+#include "server/command_service.h"
+
+#include "base/check.h"
+#include "server/commands/dispatch.h"
+#include "server/server.h"
+
+namespace pion::server {
+
+uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyBuilder& reply,
+                                  net::ConnContext& c) {
+  const CommandSpec* spec = AdmitCommand(*server_, args, c.authenticated, &reply);
+  if (spec == nullptr) return 0;
+  c.info->last_cmd.store(spec->name, std::memory_order_relaxed);
+  CommandContext ctx;
+  ctx.args = args;
+  ctx.reply = &reply;
+  ctx.server = server_;
+  ctx.client = c.info;
+  spec->handler(ctx);
+  return ctx.wait_lsn;
+}
+
+uint64_t CommandService::durable_lsn() const { return server_->durable_lsn(); }
+
+ParserLimits CommandService::parser_limits() const {
+  const Config& cfg = server_->config();
+  ParserLimits lim;
+  lim.max_bulk_len = cfg.proto_max_bulk_len;
+  lim.max_args = cfg.max_multibulk_len;
+  lim.max_query_bytes = cfg.client_query_buffer_limit;
+  return lim;
+}
+
+bool CommandService::auth_required() const { return !server_->config().requirepass.empty(); }
+
+uint64_t CommandService::query_buffer_limit() const {
+  return server_->config().client_query_buffer_limit;
+}
+
+uint64_t CommandService::output_limit() const { return server_->output_limit(); }
+uint64_t CommandService::output_soft_limit() const { return server_->output_soft_limit(); }
+uint64_t CommandService::output_soft_seconds() const { return server_->output_soft_seconds(); }
+uint64_t CommandService::output_check_threshold() const {
+  return server_->output_check_threshold();
+}
+
+bool CommandService::ReserveClientMemory(uint64_t n) { return server_->ReserveClientMemory(n); }
+void CommandService::AdjustClientMemory(int64_t delta) { server_->AdjustClientMemory(delta); }
+
+void CommandService::OnOpen(ClientInfo* info) { server_->RegisterClient(info); }
+
+void CommandService::OnClose(ClientInfo* info) {
+  server_->UnregisterClient(info);
+  server_->ReleaseClientSlot();
+}
+
+std::shared_ptr<DeferredReply> CommandContext::Defer() {
+  PION_CHECK(client != nullptr && client->conn != nullptr && !deferred);
+  deferred = true;
+  return client->conn->BeginDeferred();
+}
+
+}  // namespace pion::server

@@ -1,0 +1,42 @@
+// CommandService: the server as the network layer's Service (net/service.h).
+// Dispatch admits a request (dispatch.h), runs its handler with a
+// CommandContext and returns the handler's wait_lsn as the hold-until ticket;
+// limits, the client-memory budget and the client registry come from Server.
+//
+// Thread-safety: as Server (called on every worker thread).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "server/net_types.h"
+
+namespace pion::server {
+
+class Server;
+
+class CommandService final : public net::Service {
+ public:
+  explicit CommandService(Server* server) : server_(server) {}
+
+  uint64_t Dispatch(std::span<const std::string_view> args, ReplyBuilder& reply,
+                    net::ConnContext& ctx) override;
+  uint64_t durable_lsn() const override;
+  ParserLimits parser_limits() const override;
+  bool auth_required() const override;
+  uint64_t query_buffer_limit() const override;
+  uint64_t output_limit() const override;
+  uint64_t output_soft_limit() const override;
+  uint64_t output_soft_seconds() const override;
+  uint64_t output_check_threshold() const override;
+  bool ReserveClientMemory(uint64_t n) override;
+  void AdjustClientMemory(int64_t delta) override;
+  void OnOpen(ClientInfo* info) override;
+  void OnClose(ClientInfo* info) override;
+
+ private:
+  Server* server_;
+};
+
+}  // namespace pion::server
