@@ -57,7 +57,7 @@ Connection::~Connection() {
 bool Connection::Start() {
   service_->OnOpen(&info_);
   Status st = host_->loop().Add(fd_, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-                                  [this](uint32_t ev) { OnEvent(ev); });
+                                [this](uint32_t ev) { OnEvent(ev); });
   if (!st.ok()) {
     LOG_WARNING("client %s: %s", info_.addr.c_str(), st.ToString().c_str());
     Close("register failed");
@@ -100,8 +100,8 @@ bool Connection::Reserve(size_t n) {
 
 void Connection::ReportMemory() {
   if (closed_) return;
-  int64_t held = static_cast<int64_t>(out_.allocated_bytes() + parser_.allocated_bytes() +
-                                      in_.capacity());
+  int64_t held =
+      static_cast<int64_t>(out_.allocated_bytes() + parser_.allocated_bytes() + in_.capacity());
   int64_t delta = held - mem_reported_;
   if (delta > -kReportSlack && delta < kReportSlack) return;
   service_->AdjustClientMemory(delta);

@@ -163,8 +163,8 @@ class OutputQueue {
     size_t bytes = 0;
   };
   std::unordered_map<const void*, PinCount> pins_;  // distinct blocks queued pins keep alive
-  size_t pinned_bytes_ = 0;      // their bytes
-  size_t pinned_ref_bytes_ = 0;  // unsent bytes of the parts those pins cover
+  size_t pinned_bytes_ = 0;                         // their bytes
+  size_t pinned_ref_bytes_ = 0;                     // unsent bytes of the parts those pins cover
   uint64_t appended_total_ = 0;
   uint64_t consumed_total_ = 0;
   size_t head_off_ = 0;  // bytes of segs_.front() already written

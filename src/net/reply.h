@@ -29,7 +29,8 @@ class ReplyBuilder {
   virtual void SimpleString(std::string_view s) = 0;  // +s
   // `text` is the whole error line without '-' and CRLF, e.g. "ERR wrong number ...".
   virtual void Error(std::string_view text) = 0;
-  // Maps a non-OK Status through the one error table (src/net/resp_errors.h; the command layer re-exports it).
+  // Maps a non-OK Status through the one error table (src/net/resp_errors.h; the command layer
+  // re-exports it).
   virtual void Error(const Status& st) = 0;
   virtual void Integer(int64_t v) = 0;
   virtual void Bulk(std::string_view s) = 0;
@@ -56,8 +57,7 @@ class ReplyBuilder {
   // buffer): those count against the client's output limits instead of `len`,
   // each distinct block once however many replies pin it (parts outside them,
   // such as shared zeros, count nothing).
-  virtual void BulkPinned(size_t len, std::span<const iovec> parts,
-                          std::shared_ptr<const void> pin,
+  virtual void BulkPinned(size_t len, std::span<const iovec> parts, std::shared_ptr<const void> pin,
                           std::span<const PinnedBlock> blocks) = 0;
 };
 

@@ -216,8 +216,10 @@ std::span<char> RespParser::DirectTarget() {
     }
   }
   constexpr size_t kSkipBufBytes = 64 * 1024;
-  if (skip_buf_.empty()) skip_buf_ = pool_ != nullptr ? pool_->Get(kSkipBufBytes) : IoBuf(kSkipBufBytes);
-  return {skip_buf_.data(), static_cast<size_t>(std::min<uint64_t>(skip_left_, skip_buf_.capacity()))};
+  if (skip_buf_.empty())
+    skip_buf_ = pool_ != nullptr ? pool_->Get(kSkipBufBytes) : IoBuf(kSkipBufBytes);
+  return {skip_buf_.data(),
+          static_cast<size_t>(std::min<uint64_t>(skip_left_, skip_buf_.capacity()))};
 }
 
 size_t RespParser::BytesWanted() const {

@@ -149,8 +149,7 @@ uint8_t* RespWriter::TryBulkReserve(size_t len) {
 }
 
 void RespWriter::BulkPinned(size_t len, std::span<const iovec> parts,
-                            std::shared_ptr<const void> pin,
-                            std::span<const PinnedBlock> blocks) {
+                            std::shared_ptr<const void> pin, std::span<const PinnedBlock> blocks) {
   Header('$', len);
   out_->AppendExternal(parts, std::move(pin), blocks);
   out_->Append("\r\n");

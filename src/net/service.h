@@ -96,8 +96,7 @@ class ConnHost {
   virtual void WaitDurable(Connection* c, uint64_t lsn) = 0;
   // Any thread: run c->FinishDeferred(slot, fn) on the host's thread if client
   // `client_id` still exists there (dropped otherwise).
-  virtual void CompleteDeferred(uint64_t client_id, uint64_t slot,
-                                DeferredReply::WriteFn fn) = 0;
+  virtual void CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn) = 0;
 
  protected:
   ~ConnHost() = default;

@@ -17,13 +17,13 @@
 #include <set>
 #include <thread>
 
-#include "persist/testing/fault_env.h"
 #include "persist/persistence.h"
 #include "persist/recovery.h"
 #include "persist/snapshot.h"
+#include "persist/testing/fault_env.h"
+#include "persist/testing/test_util.h"
 #include "persist/wal_reader.h"
 #include "persist/wal_writer.h"
-#include "persist/testing/test_util.h"
 
 namespace pion::persist {
 namespace {
@@ -881,9 +881,9 @@ TEST(Concurrency, OverlappingStoresToOneSideReplayExactly) {
           std::vector<float> rows(count * 64);
           for (auto& x : rows) x = nd(rng);
           uint64_t l = 0;
-          Status s = n.store.StoreRows(i % 2 ? "s_pk" : "s_pv", rng() % 2, start, count,
-                                       {store::RowInput::Type::kF32, rows.data(), rows.size() * 4},
-                                       &l);
+          Status s =
+              n.store.StoreRows(i % 2 ? "s_pk" : "s_pv", rng() % 2, start, count,
+                                {store::RowInput::Type::kF32, rows.data(), rows.size() * 4}, &l);
           if (!s.ok()) errors++;
           if (t == 0 && i % 50 == 25 && !n.persist->Save("").ok()) errors++;
         }

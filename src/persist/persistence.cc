@@ -134,7 +134,8 @@ Status Persistence::SaveLocked(std::string_view path) {
   auto undo_rotation = [&] {
     if (!compact) return;
     Status u = wal_->AbortRotation();
-    if (!u.ok()) LOG_WARNING("SAVE: removing %s failed: %s", new_name.c_str(), u.ToString().c_str());
+    if (!u.ok())
+      LOG_WARNING("SAVE: removing %s failed: %s", new_name.c_str(), u.ToString().c_str());
     if (wal_->active_name() != new_name)
       live_wal_names_.erase(std::remove(live_wal_names_.begin(), live_wal_names_.end(), new_name),
                             live_wal_names_.end());

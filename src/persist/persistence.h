@@ -73,8 +73,8 @@ class Persistence {
   // A data object of another type (the store), adapted by MakePersistHost(data),
   // found by argument-dependent lookup (persist/records.h).
   template <class Data>
-    requires(!std::is_convertible_v<Data*, PersistHost*>)
-  Persistence(Data* data, PersistOptions opt) : Persistence(MakePersistHost(data), std::move(opt)) {}
+  requires(!std::is_convertible_v<Data*, PersistHost*>) Persistence(Data* data, PersistOptions opt)
+      : Persistence(MakePersistHost(data), std::move(opt)) {}
   ~Persistence();  // Close()
   Persistence(const Persistence&) = delete;
   Persistence& operator=(const Persistence&) = delete;
@@ -143,7 +143,7 @@ class Persistence {
   bool stop_ = false;
   bool closed_ = false;
   std::thread bg_;
-  PersistStats stats_;  // save/recovery fields, guarded by mu_
+  PersistStats stats_;              // save/recovery fields, guarded by mu_
   uint64_t next_auto_save_ms_ = 0;  // guarded by mu_
   std::atomic<bool> saving_{false};
 };

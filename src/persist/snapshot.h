@@ -36,9 +36,9 @@ Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header
 // Views of another type (the store's), converted by ToSnapshotNamespaces(views),
 // found by argument-dependent lookup (persist/records.h).
 template <class View>
-  requires(!std::is_same_v<View, SnapshotNamespace>)
-Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
-                     const std::vector<View>& views, SnapshotStats* stats) {
+requires(!std::is_same_v<View, SnapshotNamespace>) Status
+    WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
+                  const std::vector<View>& views, SnapshotStats* stats) {
   return WriteSnapshot(env, path, header, ToSnapshotNamespaces(views), stats);
 }
 
@@ -50,9 +50,9 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
 // Into a data object of another type (the store), through MakeRecordSink(data),
 // found by argument-dependent lookup.
 template <class Data>
-  requires(!std::is_convertible_v<Data*, RecordSink*>)
-Status LoadSnapshot(Env* env, const std::string& path, Data* data, SnapshotStats* stats,
-                    uint64_t* bad_offset = nullptr) {
+requires(!std::is_convertible_v<Data*, RecordSink*>) Status
+    LoadSnapshot(Env* env, const std::string& path, Data* data, SnapshotStats* stats,
+                 uint64_t* bad_offset = nullptr) {
   auto sink = MakeRecordSink(data);
   return LoadSnapshot(env, path, sink.get(), stats, bad_offset);
 }

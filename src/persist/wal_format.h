@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "quant/format.h"
 #include "persist/records.h"
+#include "quant/format.h"
 
 namespace pion::persist {
 

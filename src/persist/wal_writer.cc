@@ -139,8 +139,8 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
     --in_flight_;
     ++appended_;
     if (!s.ok()) {
-      LOG_WARNING("WAL append of lsn %llu failed: %s",
-                  static_cast<unsigned long long>(lsn), s.ToString().c_str());
+      LOG_WARNING("WAL append of lsn %llu failed: %s", static_cast<unsigned long long>(lsn),
+                  s.ToString().c_str());
       if (broken_.ok()) broken_ = s;
       if (lsn < fail_lsn_) {
         fail_lsn_ = lsn;
@@ -303,8 +303,8 @@ Status WalWriter::Reserved::Into(WalWriter* w, Result<Reserved> r, PendingRecord
   return Status::OK();
 }
 
-Status WalWriter::ReserveStore(std::string_view ns, uint64_t incarnation, Side side,
-                               uint32_t layer, uint64_t start, uint64_t count, uint32_t row_bytes,
+Status WalWriter::ReserveStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
+                               uint64_t start, uint64_t count, uint32_t row_bytes,
                                PendingRecord* out) {
   PION_CHECK(count > 0 && row_bytes > 0);
   std::vector<uint8_t> p;
@@ -321,8 +321,7 @@ Status WalWriter::ReserveRegister(std::string_view ns, uint64_t incarnation, uin
   return Reserved::Into(this, Reserve(RecordType::kRegister, p, body), out);
 }
 
-Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation,
-                                   DropReason reason) {
+Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) {
   std::vector<uint8_t> p;
   EncodeDrop({ns, incarnation, reason}, &p);
   return Append(RecordType::kDrop, p, {});
@@ -455,8 +454,8 @@ Status WalWriter::FinishRotation(const std::string& final_name,
       // is whole again from the new generation on (nothing was appended to it
       // meanwhile: appends were refused while broken).
       std::lock_guard<std::mutex> l(state_mu_);
-      LOG_NOTICE("WAL: snapshot durable, writes resume in %s (generation %llu)",
-                 final_name.c_str(), static_cast<unsigned long long>(generation_));
+      LOG_NOTICE("WAL: snapshot durable, writes resume in %s (generation %llu)", final_name.c_str(),
+                 static_cast<unsigned long long>(generation_));
       ClearFailureLocked();
       done_.clear();
       old_files_.clear();

@@ -45,8 +45,8 @@
 
 #include "base/status.h"
 #include "persist/env.h"
-#include "persist/wal_format.h"
 #include "persist/records.h"
+#include "persist/wal_format.h"
 
 namespace pion::persist {
 
@@ -81,11 +81,10 @@ class WalWriter final : public RecordLog {
   // RecordLog
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                               quant::Format fmt, const BlockRecord* blocks) override;
-  Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side,
-                           uint32_t layer, uint64_t start, uint64_t count,
+  Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
+                           uint64_t start, uint64_t count,
                            std::span<const uint8_t> stored) override;
-  Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation,
-                          DropReason reason) override;
+  Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) override;
   Result<uint64_t> OnFlushAll() override;
   Status ReserveStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                       uint64_t start, uint64_t count, uint32_t row_bytes,
@@ -219,8 +218,8 @@ class WalWriter final : public RecordLog {
   uint64_t fail_off_ = 0;
   std::shared_ptr<File> fail_file_;
   bool fail_truncated_ = false;
-  bool sync_failed_ = false;   // an fdatasync failed: only a snapshot heals
-  uint64_t max_ok_lsn_ = 0;    // the largest LSN whose append reported success
+  bool sync_failed_ = false;  // an fdatasync failed: only a snapshot heals
+  uint64_t max_ok_lsn_ = 0;   // the largest LSN whose append reported success
   uint64_t resumes_ = 0;
   uint64_t durable_lsn_ = 0;
   uint64_t requested_lsn_ = 0;

@@ -144,7 +144,8 @@ Result<uint64_t> OutputLimitArg(const std::string& name, const std::string& v) {
 Status ApplyOutputLimit(Config* cfg, const std::string& name, std::vector<std::string> values) {
   if (values.size() == 1 && values[0].find(' ') != std::string::npos) {
     std::vector<std::string> parts;
-    if (!SplitLine(values[0], &parts)) return Bad(name, values[0], "normal <hard> <soft> <seconds>");
+    if (!SplitLine(values[0], &parts))
+      return Bad(name, values[0], "normal <hard> <soft> <seconds>");
     values = std::move(parts);
   }
   if (values.size() == 1) {
@@ -308,10 +309,12 @@ std::string ConfigUsage() {
          "  --client-output-buffer-limit 'normal HARD SOFT SECONDS' (or HARD): unsent replies\n"
          "                                 before disconnect (default normal 1gb 0 0)\n"
          "  --maxmemory-clients BYTES      all clients' buffers together (default 2gb, 0 = none)\n"
-         "  --protected-mode yes|no        refuse remote clients without requirepass (default yes)\n"
+         "  --protected-mode yes|no        refuse remote clients without requirepass (default "
+         "yes)\n"
          "  --auto-save-wal-bytes BYTES    WAL size that triggers a snapshot (default 0 = auto)\n"
          "  --auto-save-retry-min SECONDS  first retry of a failed automatic snapshot (default 1)\n"
-         "  --auto-save-retry-max SECONDS  longest retry interval, doubling from min (default 300)\n"
+         "  --auto-save-retry-max SECONDS  longest retry interval, doubling from min (default "
+         "300)\n"
          "  --wal-repair                   start even if the WAL is corrupt mid-file\n"
          "  --appendonly yes|no            WAL and snapshots for --kvcache (default yes)\n"
          "  --help, --version\n"

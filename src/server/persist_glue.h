@@ -12,8 +12,8 @@
 
 #include "base/status.h"
 #include "persist/persistence.h"
-#include "store/persist_adapter.h"
 #include "server/server.h"
+#include "store/persist_adapter.h"
 
 namespace pion::server {
 

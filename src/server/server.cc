@@ -1,7 +1,5 @@
 #include "server/server.h"
 
-#include "server/fd_limit.h"
-
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -22,6 +20,7 @@
 #include "base/log.h"
 #include "base/strutil.h"
 #include "net/listener.h"
+#include "server/fd_limit.h"
 #include "server/worker.h"
 
 namespace pion::server {
@@ -282,8 +281,8 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (next.maxclients != cfg_.maxclients && next.maxclients > MaxClientsForCurrentLimit())
     return Status::InvalidArgument(
         "ERR CONFIG SET failed (possibly related to argument 'maxclients') - the open file "
-        "limit (ulimit -n) allows at most " + std::to_string(MaxClientsForCurrentLimit()) +
-        " clients");
+        "limit (ulimit -n) allows at most " +
+        std::to_string(MaxClientsForCurrentLimit()) + " clients");
   // Everything validated: apply.
   if (next.maxmemory != cfg_.maxmemory && store_ != nullptr) {
     Status st = store_->SetMaxBytes(next.maxmemory, lsn);

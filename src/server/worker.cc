@@ -116,11 +116,10 @@ void Worker::OnAccept() {
       bool resource = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
       if (accept_log_.Allow(MonotonicUs())) {
         uint64_t more = accept_log_.TakeSuppressed();
-        LOG_WARNING("accept: %s%s (%llu more like it since the last line)",
-                    std::strerror(err),
-                    resource ? "; not accepting for 100 ms (raise ulimit -n or lower maxclients)"
-                             : "",
-                    static_cast<unsigned long long>(more));
+        LOG_WARNING(
+            "accept: %s%s (%llu more like it since the last line)", std::strerror(err),
+            resource ? "; not accepting for 100 ms (raise ulimit -n or lower maxclients)" : "",
+            static_cast<unsigned long long>(more));
       }
       if (resource) PauseAccepting();
       return;

@@ -85,8 +85,8 @@ class Worker final : public net::ConnHost {
   Server* server_;
   int index_;
   int listen_fd_ = -1;
-  bool accept_paused_ = false;            // after EMFILE & co. (see OnAccept)
-  LogRateLimit accept_log_{1000000};      // at most one accept error line a second
+  bool accept_paused_ = false;        // after EMFILE & co. (see OnAccept)
+  LogRateLimit accept_log_{1000000};  // at most one accept error line a second
   EventLoop loop_;
   BufferPool pool_;
   WorkerStats stats_;

@@ -52,7 +52,8 @@ std::shared_ptr<const BlockTable> BlockTable::Finished(const persist::BlockRecor
 void BlockTable::Finish() {
   // What is held is what is counted (MemoryBytes). shrink_to_fit() is a no-op
   // in libstdc++ without exceptions, so copy when there is slack.
-  if (hashes.capacity() > hashes.size()) hashes = std::vector<uint64_t>(hashes.begin(), hashes.end());
+  if (hashes.capacity() > hashes.size())
+    hashes = std::vector<uint64_t>(hashes.begin(), hashes.end());
   index_bits_ = 4;
   while ((size_t{1} << index_bits_) < 2 * hashes.size()) ++index_bits_;
   index_.assign(size_t{1} << index_bits_, 0);

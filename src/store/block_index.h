@@ -16,7 +16,6 @@ namespace pion::store {
 // block_size and hashes (registration, i.e. token, order) are the logged
 // record (persist::BlockRecord); the membership index is the store's.
 struct BlockTable : persist::BlockRecord {
-
   // Builds the membership index from `hashes`: an open-addressing hash set
   // (linear probing, load <= 0.5) that fits in L1/L2 for typical tables (1,562
   // hashes -> 32 KiB), so a probe costs about one cache hit instead of log2(N)

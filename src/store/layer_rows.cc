@@ -7,8 +7,8 @@
 namespace pion::store {
 
 // REQUIRES sd.mu. Copies stored rows into the layer's chunks (copy on write).
-void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
-                     uint64_t count, std::span<const uint8_t> stored) {
+void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start, uint64_t count,
+                     std::span<const uint8_t> stored) {
   const uint64_t end = start + count;
   if (sd.layers.size() <= layer) sd.layers.resize(layer + 1);
   Layer& L = sd.layers[layer];

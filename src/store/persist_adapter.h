@@ -25,7 +25,8 @@ class LogSink final : public MutationSink {
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                               quant::Format fmt, const BlockTable* blocks) override;
   Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                           uint64_t start, uint64_t count, std::span<const uint8_t> stored) override;
+                           uint64_t start, uint64_t count,
+                           std::span<const uint8_t> stored) override;
   Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) override;
   Result<uint64_t> OnFlushAll() override;
   Status ReserveStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,

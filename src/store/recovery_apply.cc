@@ -23,7 +23,8 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   auto fit_bytes = [&](const Namespace* keep, uint64_t add) {
     if (cfg_.max_bytes == 0) return;
     uint64_t unused = 0;
-    (void)EvictLocked(keep, [&] { return bytes_ + add <= cfg_.max_bytes; }, &unused);
+    (void)EvictLocked(
+        keep, [&] { return bytes_ + add <= cfg_.max_bytes; }, &unused);
   };
   auto it = map_.find(ns);
   if (it != map_.end()) {

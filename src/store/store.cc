@@ -270,8 +270,8 @@ Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t s
             n.get(), [&] { return bytes_ + delta <= cfg_.max_bytes; }, lsn));
       }
       if (write) {
-        PION_RETURN_IF_ERROR(sink_->ReserveStore(n->name, n->incarnation, side, layer, start,
-                                                 count, static_cast<uint32_t>(rb), &rec));
+        PION_RETURN_IF_ERROR(sink_->ReserveStore(n->name, n->incarnation, side, layer, start, count,
+                                                 static_cast<uint32_t>(rb), &rec));
       }
       n->bytes += delta;
       bytes_ += delta;

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <future>
 #include <cstring>
+#include <future>
 #include <map>
 #include <random>
 #include <set>
@@ -309,8 +309,8 @@ TEST(Store, BlockTablesCountInBytesAndBudget) {
   ASSERT_TRUE(RegBlocks(st, "b", nullptr).ok());
   EXPECT_EQ(st.Stats().bytes, tb + small);
   // Rows and the table share the namespace's budget.
-  const uint32_t dim = 64;  // 128 bytes per row
-  const uint64_t rows = (2 * tb + tb / 2 - small) / 128 - 10;  // b fits alone, not with c
+  const uint32_t dim = 64;                                               // 128 bytes per row
+  const uint64_t rows = (2 * tb + tb / 2 - small) / 128 - 10;            // b fits alone, not with c
   ASSERT_TRUE(Put(st, "b_pk", 0, 0, HalfRows(rows, dim, 6), dim).ok());  // evicts c
   EXPECT_FALSE(st.Lookup("c").hit);
   EXPECT_EQ(st.Stats().bytes, small + rows * 128);
@@ -393,16 +393,18 @@ TEST(Store, LogWritesRunWithoutStoreLocks) {
   // registry serves registers and drops.
   std::future<void> other;
   sink.while_parked = [&] {
-    return FinishesWhileParked([&] {
-      auto p = st.FetchRange("a_pk", 0, 0, 10);
-      EXPECT_TRUE(p.ok());
-      EXPECT_EQ(p->stored_rows, 10u);  // the parked store is not visible yet
-      EXPECT_TRUE(Reg(st, "b", dim).ok());
-      std::string_view names[] = {"b"};
-      uint64_t lsn;
-      EXPECT_TRUE(st.Drop(names, &lsn).ok());
-      (void)st.Stats();
-    }, &other);
+    return FinishesWhileParked(
+        [&] {
+          auto p = st.FetchRange("a_pk", 0, 0, 10);
+          EXPECT_TRUE(p.ok());
+          EXPECT_EQ(p->stored_rows, 10u);  // the parked store is not visible yet
+          EXPECT_TRUE(Reg(st, "b", dim).ok());
+          std::string_view names[] = {"b"};
+          uint64_t lsn;
+          EXPECT_TRUE(st.Drop(names, &lsn).ok());
+          (void)st.Stats();
+        },
+        &other);
   };
   ASSERT_TRUE(Put(st, "a_pk", 0, 0, HalfRows(2000, dim, 2), dim).ok());
   other.wait();
@@ -411,12 +413,14 @@ TEST(Store, LogWritesRunWithoutStoreLocks) {
   // A register with a big table is being written: other namespaces are served.
   sink.other_finished = false;
   sink.while_parked = [&] {
-    return FinishesWhileParked([&] {
-      EXPECT_TRUE(st.Lookup("a").hit);
-      EXPECT_FALSE(st.Lookup("c").hit);  // applied only once its record is written
-      EXPECT_TRUE(Put(st, "a_pv", 0, 0, HalfRows(10, dim, 3), dim).ok());
-      (void)st.Stats();
-    }, &other);
+    return FinishesWhileParked(
+        [&] {
+          EXPECT_TRUE(st.Lookup("a").hit);
+          EXPECT_FALSE(st.Lookup("c").hit);  // applied only once its record is written
+          EXPECT_TRUE(Put(st, "a_pv", 0, 0, HalfRows(10, dim, 3), dim).ok());
+          (void)st.Stats();
+        },
+        &other);
   };
   ASSERT_TRUE(RegBlocks(st, "c", Table(5000, 7)).ok());
   other.wait();
@@ -429,8 +433,8 @@ TEST(Store, LogWritesRunWithoutStoreLocks) {
 // the second must still apply after the first (replay applies by LSN).
 class ReorderingSink : public ParkingSink {
  public:
-  Status ReserveStore(std::string_view, uint64_t, Side, uint32_t, uint64_t, uint64_t,
-                      uint32_t, PendingRecord* out) override {
+  Status ReserveStore(std::string_view, uint64_t, Side, uint32_t, uint64_t, uint64_t, uint32_t,
+                      PendingRecord* out) override {
     uint64_t l = ++lsn_;
     out->lsn = l;
     {

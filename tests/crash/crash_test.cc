@@ -12,8 +12,8 @@
 #include <functional>
 
 #include "base/log.h"
-#include "persist/testing/fault_env.h"
 #include "persist/persistence.h"
+#include "persist/testing/fault_env.h"
 #include "persist/testing/test_util.h"
 
 namespace pion::persist {

@@ -19,8 +19,8 @@
 #include <span>
 #include <vector>
 
-#include "persist/testing/fault_env.h"
 #include "persist/snapshot.h"
+#include "persist/testing/fault_env.h"
 #include "persist/wal_format.h"
 #include "persist/wal_reader.h"
 #include "store/persist_adapter.h"
@@ -41,9 +41,8 @@ struct Rec {
 // (unknown types).
 uint8_t MapType(uint8_t b) {
   static constexpr RecordType kTypes[] = {
-      RecordType::kRegister,      RecordType::kStore,    RecordType::kDrop,
-      RecordType::kFlushAll,      RecordType::kSnapNamespace, RecordType::kSnapRows,
-      RecordType::kSnapEnd};
+      RecordType::kRegister,      RecordType::kStore,    RecordType::kDrop,   RecordType::kFlushAll,
+      RecordType::kSnapNamespace, RecordType::kSnapRows, RecordType::kSnapEnd};
   return b < 0xF0 ? static_cast<uint8_t>(kTypes[b % 7]) : b;
 }
 
@@ -109,7 +108,8 @@ void FramedMode(FaultEnv* env, const uint8_t* data, size_t size) {
     sh.namespace_count += r.type == static_cast<uint8_t>(RecordType::kSnapNamespace);
   std::vector<uint8_t> snap(kSnapHeaderSize);
   EncodeSnapHeader(sh, snap.data());
-  for (size_t i = 0; i < recs.size(); ++i) AppendFramed(&snap, recs[i].type, 1 + i, recs[i].payload);
+  for (size_t i = 0; i < recs.size(); ++i)
+    AppendFramed(&snap, recs[i].type, 1 + i, recs[i].payload);
   env->SetFile("/f/snap", snap);
   SnapshotStats st;
   (void)LoadSnapshot(env, "/f/snap", nullptr, &st);

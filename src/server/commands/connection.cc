@@ -1,12 +1,13 @@
 // Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET
 // (docs/protocol.md "Connection"). They run on the client's worker thread and
 // may change that connection's state through ClientInfo::conn.
+#include "net/connection.h"
+
 #include <string>
 
 #include "base/strutil.h"
 #include "net/client_info.h"
 #include "server/commands/command_table.h"
-#include "net/connection.h"
 #include "server/commands/errors.h"
 #include "server/server.h"
 

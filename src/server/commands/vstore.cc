@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "net/buffer.h"
-#include "server/commands/args.h"
 #include "net/connection.h"
+#include "server/commands/args.h"
 #include "server/server.h"
 
 namespace pion::server {
