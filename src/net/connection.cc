@@ -28,13 +28,24 @@ constexpr int64_t kReportSlack = 64 * 1024;
 constexpr uint64_t kMinExemptReply = 64 * 1024;
 }  // namespace
 
+namespace {
+template <typename P>
+std::unique_ptr<P> MakeParserIf(bool want, BufferPool* pool) {
+  return want ? std::make_unique<P>(pool) : nullptr;
+}
+}  // namespace
+
 Connection::Connection(ConnHost* host, Service* service, int fd, uint64_t id, std::string addr,
-                       std::string laddr)
+                       std::string laddr, Protocol protocol)
     : host_(host),
       service_(service),
       fd_(fd),
-      parser_(&host->pool()),
+      protocol_(protocol),
+      resp_(MakeParserIf<RespParser>(protocol == Protocol::kResp, &host->pool())),
+      frames_(MakeParserIf<FrameParser>(protocol == Protocol::kFastLane, &host->pool())),
+      parser_(resp_ ? static_cast<RequestParser&>(*resp_) : *frames_),
       writer_(&out_),
+      frame_writer_(&out_),
       out_(&host->pool()) {
   info_.id = id;
   info_.fd = fd;
@@ -184,7 +195,7 @@ void Connection::HandleRead() {
         // One command's header or small arguments do not fit client memory.
         LOG_WARNING("client id=%llu addr=%s: query buffer: no client memory left",
                     static_cast<unsigned long long>(info_.id), info_.addr.c_str());
-        writer_.Error(kErrClientMemory);
+        reply().Error(kErrClientMemory);
         stop_reading_ = true;
         close_after_reply_ = true;
         break;
@@ -255,22 +266,22 @@ void Connection::ProcessInput() {
   // one compare per command).
   const uint64_t check_above = service_->output_check_threshold();
   while (!closed_ && !stop_reading_ && !paused_ && out_.pending_slots() == 0) {
-    RespParser::Result r = parser_.Parse(in_.data() + in_start_, in_end_ - in_start_);
-    if (r == RespParser::Result::kNeedMore) break;
-    if (r == RespParser::Result::kError) {
+    RequestParser::Result r = parser_.Parse(in_.data() + in_start_, in_end_ - in_start_);
+    if (r == RequestParser::Result::kNeedMore) break;
+    if (r == RequestParser::Result::kError) {
       ConnStats& stats = host_->stats();
       stats.Add(stats.protocol_errors);
       LOG_VERBOSE("client id=%llu addr=%s: %s", static_cast<unsigned long long>(info_.id),
                   info_.addr.c_str(), parser_.error().c_str());
-      writer_.Error(parser_.error());
+      reply().Error(parser_.error());
       stop_reading_ = true;
       close_after_reply_ = true;
       break;
     }
     if (parser_.rejected())
       RejectedCommand();
-    else if (!parser_.args().empty())
-      RunCommand(parser_.args());
+    else
+      RunRequest();
     in_start_ += parser_.command_bytes();
     parser_.ConsumeCommand();
     if (in_start_ == in_end_) in_start_ = in_end_ = 0;
@@ -285,8 +296,8 @@ void Connection::RejectedCommand() {
   ConnStats& stats = host_->stats();
   stats.Add(stats.commands);
   stats.Add(stats.error_replies);
-  writer_.Error(parser_.reject_reason() == RespParser::Reject::kGate ? kErrClientMemory
-                                                                     : kErrNoMemory);
+  reply().Error(parser_.reject_reason() == RequestParser::Reject::kGate ? kErrClientMemory
+                                                                        : kErrNoMemory);
 }
 
 bool Connection::CheckOutputLimits(uint64_t now_us) {
@@ -325,15 +336,18 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
 
 bool Connection::Cron(uint64_t now_us) { return closed_ || CheckOutputLimits(now_us); }
 
-void Connection::RunCommand(std::span<const std::string_view> args) {
+void Connection::RunRequest() {
+  // An empty RESP command (`*0`, a blank inline line) is skipped.
+  if (resp_ != nullptr && resp_->args().empty()) return;
   ConnStats& stats = host_->stats();
   stats.Add(stats.commands);
-  uint64_t errors_before = writer_.errors();
+  uint64_t errors_before = reply_errors();
   OutputQueue::Mark mark = out_.GetMark();
   uint64_t appended = out_.appended_total();
   uint64_t held_before = out_.held_bytes();
   ConnContext ctx{this, &info_, authenticated_};
-  uint64_t hold_until = service_->Dispatch(args, writer_, ctx);
+  uint64_t hold_until = resp_ != nullptr ? service_->Dispatch(resp_->args(), writer_, ctx)
+                                         : service_->DispatchFrame(frames_->frame(), frame_writer_, ctx);
   if (hold_until > service_->durable_lsn()) out_.HoldFrom(mark, hold_until);
   // Track the largest reply still queued (exempt from the output limits;
   // smaller replies than the smallest limit allowed need no exemption).
@@ -345,7 +359,7 @@ void Connection::RunCommand(std::span<const std::string_view> args) {
     big_reply_len_ = held_len;
     big_reply_end_ = out_.appended_total();
   }
-  if (writer_.errors() != errors_before) stats.Add(stats.error_replies);
+  if (reply_errors() != errors_before) stats.Add(stats.error_replies);
 }
 
 void Connection::Flush() {
@@ -408,10 +422,18 @@ void Connection::FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& wri
   if (closed_) return;
   // Encode into a scratch queue (same protocol), then place it at the slot.
   OutputQueue scratch(nullptr);
-  RespWriter w(&scratch);
-  w.set_proto(writer_.proto());
-  write(w);
-  if (w.errors() > 0) {
+  uint64_t errors = 0;
+  if (protocol_ == Protocol::kResp) {
+    RespWriter w(&scratch);
+    w.set_proto(writer_.proto());
+    write(w);
+    errors = w.errors();
+  } else {
+    FrameWriter w(&scratch);
+    write(w);
+    errors = w.errors();
+  }
+  if (errors > 0) {
     ConnStats& stats = host_->stats();
     stats.Add(stats.error_replies);
   }

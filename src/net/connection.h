@@ -42,6 +42,12 @@
 //    dropped (the host finds no connection with that id).
 //  * A protocol error is answered, then the connection closes once the reply
 //    is flushed; nothing else is read from it.
+//  * Protocols (net/protocol.h): a RESP connection parses with RespParser and
+//    answers through RespWriter, and hands each command's arguments to
+//    Service::Dispatch; a fast-lane connection parses frames (FrameParser),
+//    answers with response frames (FrameWriter) and hands each frame to
+//    Service::DispatchFrame. Everything else above (pipelining, backpressure,
+//    limits, client memory, held and deferred replies, idle time) is shared.
 //
 // Thread-safety: a connection lives on one host (event-loop) thread; every
 // method runs there. Other threads see it only through its ClientInfo.
@@ -56,7 +62,10 @@
 #include "net/buffer.h"
 #include "net/client_info.h"
 #include "net/deferred_reply.h"
+#include "net/frame_parser.h"
+#include "net/frame_writer.h"
 #include "net/output_queue.h"
+#include "net/protocol.h"
 #include "net/resp_parser.h"
 #include "net/resp_writer.h"
 
@@ -72,7 +81,7 @@ inline constexpr size_t kQueryBufferBytes = 16 * 1024;
 class Connection final : private BufferGate {
  public:
   Connection(ConnHost* host, Service* service, int fd, uint64_t id, std::string addr,
-             std::string laddr);
+             std::string laddr, Protocol protocol = Protocol::kResp);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -86,6 +95,7 @@ class Connection final : private BufferGate {
   bool has_output() const { return !out_.empty(); }
 
   // For the service's handlers (host thread).
+  Protocol protocol() const { return protocol_; }
   int proto() const { return writer_.proto(); }
   void SetProto(int p);
   bool authenticated() const { return authenticated_; }
@@ -115,7 +125,15 @@ class Connection final : private BufferGate {
  private:
   void HandleRead();
   void ProcessInput();
-  void RunCommand(std::span<const std::string_view> args);
+  // Runs the request the parser completed (arguments or a frame).
+  void RunRequest();
+  // The reply builder of this connection's protocol, and its error count.
+  ReplyBuilder& reply() {
+    return protocol_ == Protocol::kResp ? static_cast<ReplyBuilder&>(writer_) : frame_writer_;
+  }
+  uint64_t reply_errors() const {
+    return protocol_ == Protocol::kResp ? writer_.errors() : frame_writer_.errors();
+  }
   void Flush();
   bool EnsureReadSpace(size_t want);
   void MaybeResume();
@@ -131,8 +149,13 @@ class Connection final : private BufferGate {
   Service* service_;
   int fd_;
   ClientInfo info_;
-  RespParser parser_;
+  Protocol protocol_;
+  // The protocol's parser: resp_ or frames_ (the other one stays empty).
+  std::unique_ptr<RespParser> resp_;
+  std::unique_ptr<FrameParser> frames_;
+  RequestParser& parser_;
   RespWriter writer_;
+  FrameWriter frame_writer_;
   OutputQueue out_;
   IoBuf in_;
   size_t in_start_ = 0, in_end_ = 0;

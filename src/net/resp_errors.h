@@ -21,6 +21,25 @@ inline constexpr std::string_view kErrClientMemory =
 inline constexpr std::string_view kErrNoMemory =
     "OOM command not allowed: out of memory for an argument or reply of this size";
 
+// The fast lane's protocol errors (net/frame_parser.h; the connection closes
+// after the ERROR frame). The unknown-command and too-long texts get details.
+inline constexpr std::string_view kErrFrameBadMagic =
+    "ERR Protocol error: bad fast-lane frame magic (expected 0xCA5E)";
+inline constexpr std::string_view kErrFrameUnknownCommand =
+    "ERR Protocol error: unknown fast-lane command";
+inline constexpr std::string_view kErrFrameTooLong =
+    "ERR Protocol error: fast-lane frame body too long";
+inline constexpr std::string_view kErrFrameUnauthenticated =
+    "ERR Protocol error: unauthenticated fast-lane frame body (at most 16384 bytes before AUTH)";
+inline constexpr std::string_view kErrQueryBufferLimit =
+    "ERR Protocol error: client query buffer limit exceeded";
+// A reply that a response frame (u32 body length) cannot carry.
+inline constexpr std::string_view kErrFrameReplyTooLong =
+    "ERR reply too large for a fast-lane frame";
+// The error code word that the lane answers with status COLDMISS (3) instead of
+// ERROR (the code word, never the rest of the text, is looked at).
+inline constexpr std::string_view kColdMissCodeWord = "COLDMISS";
+
 // The RESP error line (without '-' and CRLF) for a non-OK status:
 // kOutOfBudget -> OOM (kErrOom when the message is empty), kLoading -> LOADING,
 // every other code -> ERR.

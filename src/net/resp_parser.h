@@ -40,30 +40,14 @@
 #include <vector>
 
 #include "net/buffer.h"
+#include "net/request_parser.h"
 
 namespace pion::net {
 
 inline constexpr size_t kInlineMaxBytes = 64 * 1024;  // PROTO_INLINE_MAX_SIZE
-inline constexpr size_t kBigArgBytes = 32 * 1024;     // PROTO_MBULK_BIG_ARG
-inline constexpr size_t kBigInitialBytes = 4u << 20;  // first buffer of a big argument
 
-struct ParserLimits {
-  uint64_t max_bulk_len = 1ull << 30;     // proto-max-bulk-len
-  uint64_t max_args = 1ull << 20;         // arguments per command
-  uint64_t max_query_bytes = 2ull << 30;  // client-query-buffer-limit (one command)
-};
-
-// Asked before the parser allocates a big-argument buffer; false refuses it.
-class BufferGate {
+class RespParser final : public RequestParser {
  public:
-  virtual ~BufferGate() = default;
-  virtual bool Reserve(size_t bytes) = 0;
-};
-
-class RespParser {
- public:
-  enum class Result { kNeedMore, kCommand, kError };
-  enum class Reject : uint8_t { kNone, kGate, kNoMemory };
 
   // `pool` (may be null) supplies big-argument buffers and takes them back.
   explicit RespParser(BufferPool* pool = nullptr) : pool_(pool) {}
@@ -71,51 +55,51 @@ class RespParser {
   RespParser(const RespParser&) = delete;
   RespParser& operator=(const RespParser&) = delete;
 
-  void set_limits(const ParserLimits& l) { limits_ = l; }
+  void set_limits(const ParserLimits& l) override { limits_ = l; }
   // Unauthenticated clients get Redis' tighter header limits (10 args, 16 KiB
   // bulks) so they cannot make the server allocate before AUTH.
-  void set_auth_required(bool v) { auth_required_ = v; }
-  void set_gate(BufferGate* g) { gate_ = g; }
+  void set_auth_required(bool v) override { auth_required_ = v; }
+  void set_gate(BufferGate* g) override { gate_ = g; }
 
   // Parses the region [data, data + len) that starts at the current command.
-  Result Parse(const char* data, size_t len);
+  Result Parse(const char* data, size_t len) override;
 
   // After kCommand. A command may be empty (`*0`, `*-1`, an empty inline line):
   // the caller skips it.
   std::span<const std::string_view> args() const { return views_; }
-  size_t command_bytes() const { return pos_; }
+  size_t command_bytes() const override { return pos_; }
   // Drops the command's state (big buffers go back to the pool).
-  void ConsumeCommand();
+  void ConsumeCommand() override;
 
   // After kCommand: the command was read but its arguments were dropped (see
   // the file comment); why.
-  bool rejected() const { return reject_ != Reject::kNone; }
-  Reject reject_reason() const { return reject_; }
+  bool rejected() const override { return reject_ != Reject::kNone; }
+  Reject reject_reason() const override { return reject_; }
 
   // After kError: the reply text without '-', e.g. "ERR Protocol error: ...".
-  const std::string& error() const { return error_; }
+  const std::string& error() const override { return error_; }
 
   // True while the rest of a big argument should be read straight into
   // DirectTarget() (the region has nothing more for it).
-  bool WantsDirectRead() const {
+  bool WantsDirectRead() const override {
     return (state_ == State::kBigBody && big_filled_ < big_need_) ||
            (state_ == State::kSkipBody && skip_left_ > 0);
   }
-  std::span<char> DirectTarget();
-  void DirectFilled(size_t n) {
+  std::span<char> DirectTarget() override;
+  void DirectFilled(size_t n) override {
     if (state_ == State::kSkipBody)
       skip_left_ -= n;
     else
       big_filled_ += n;
   }
   // How many more bytes the current command needs at least (a read size hint).
-  size_t BytesWanted() const;
+  size_t BytesWanted() const override;
   // Bytes of the pending command held outside the region (big arguments).
-  uint64_t big_bytes() const { return big_total_; }
+  uint64_t big_bytes() const override { return big_total_; }
   // Memory held for the pending command (big-argument and discard buffers).
-  size_t allocated_bytes() const;
+  size_t allocated_bytes() const override;
   // Between commands: frees argument vectors grown by a huge command.
-  void ShrinkIdle();
+  void ShrinkIdle() override;
 
  private:
   enum class State : uint8_t {

@@ -19,6 +19,7 @@
 #include "net/client_info.h"
 #include "net/deferred_reply.h"
 #include "net/event_loop.h"
+#include "net/frame_parser.h"
 #include "net/reply.h"
 #include "net/resp_parser.h"
 
@@ -43,11 +44,16 @@ class Service {
   // durable_lsn() reaches it; 0 holds nothing.
   virtual uint64_t Dispatch(std::span<const std::string_view> args, ReplyBuilder& reply,
                             ConnContext& ctx) = 0;
+  // The same for one fast-lane frame (net/frame_parser.h): the service maps it
+  // to its request (what the body means is the service's), writes exactly one
+  // reply through `reply` (a FrameWriter: one response frame) or defers it,
+  // and calls ctx.conn->CloseAfterReply() for a body it cannot read.
+  virtual uint64_t DispatchFrame(const Frame& frame, ReplyBuilder& reply, ConnContext& ctx) = 0;
   // The LSN up to which effects are durable (replies held until it reach it).
   virtual uint64_t durable_lsn() const = 0;
 
-  // Limits, read when the connection opens: parser limits and whether the
-  // client must authenticate first.
+  // Limits, read when the connection opens: parser limits (both protocols'),
+  // and whether the client must authenticate first.
   virtual ParserLimits parser_limits() const = 0;
   virtual bool auth_required() const = 0;
   // Limits read while serving (they may change at run time): the query buffer

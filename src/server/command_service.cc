@@ -2,6 +2,7 @@
 
 #include "base/check.h"
 #include "server/commands/dispatch.h"
+#include "server/fastlane.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -20,6 +21,18 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   return ctx.wait_lsn;
 }
 
+uint64_t CommandService::DispatchFrame(const net::Frame& frame, ReplyBuilder& reply,
+                                       net::ConnContext& c) {
+  LaneRequest req;
+  std::string error;
+  if (!FrameToRequest(frame, &req, &error)) {
+    reply.Error(error);
+    c.conn->CloseAfterReply();
+    return 0;
+  }
+  return Dispatch(req.args(), reply, c);
+}
+
 uint64_t CommandService::durable_lsn() const { return server_->durable_lsn(); }
 
 ParserLimits CommandService::parser_limits() const {
@@ -28,6 +41,7 @@ ParserLimits CommandService::parser_limits() const {
   lim.max_bulk_len = cfg.proto_max_bulk_len;
   lim.max_args = cfg.max_multibulk_len;
   lim.max_query_bytes = cfg.client_query_buffer_limit;
+  lim.max_frame_body = cfg.fastlane_max_frame_len;
   return lim;
 }
 

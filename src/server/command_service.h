@@ -22,6 +22,9 @@ class CommandService final : public net::Service {
 
   uint64_t Dispatch(std::span<const std::string_view> args, ReplyBuilder& reply,
                     net::ConnContext& ctx) override;
+  // A fast-lane frame: dispatched as its RESP twin (server/fastlane.h).
+  uint64_t DispatchFrame(const net::Frame& frame, ReplyBuilder& reply,
+                         net::ConnContext& ctx) override;
   uint64_t durable_lsn() const override;
   ParserLimits parser_limits() const override;
   bool auth_required() const override;

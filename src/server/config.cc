@@ -92,6 +92,9 @@ const std::vector<ConfigOption> kOptions = {
      [](const Config& c) { return U64(c.auto_save_retry_max); }},
     {"wal-repair", false, true, [](const Config& c) { return YesNo(c.wal_repair); }},
     {"appendonly", false, false, [](const Config& c) { return YesNo(c.appendonly); }},
+    {"fastlane-port", false, false, [](const Config& c) { return std::to_string(c.fastlane_port); }},
+    {"fastlane-max-frame-len", false, false,
+     [](const Config& c) { return U64(c.fastlane_max_frame_len); }},
 };
 
 // Splits a config file line into tokens: whitespace separated, with "double"
@@ -284,6 +287,20 @@ Status ApplySetting(Config* cfg, const std::string& raw_name,
     auto r = BoolArg(name, v);
     if (!r.ok()) return r.status();
     cfg->appendonly = *r;
+  } else if (name == "fastlane-port") {
+    if (v == "-1") {
+      cfg->fastlane_port = -1;
+    } else {
+      auto r = UintArg(name, v, 0, 65535);
+      if (!r.ok()) return Bad(name, v, "-1 (port + 1), 0 (off) or a port up to 65535");
+      cfg->fastlane_port = static_cast<int>(*r);
+    }
+  } else if (name == "fastlane-max-frame-len") {
+    // At most 2 GiB: every reply to a frame then fits a response frame's u32 length.
+    auto r = BytesArg(name, v, 1024);
+    if (!r.ok()) return r.status();
+    if (*r > (2ull << 30)) return Bad(name, v, "a byte size from 1kb to 2gb");
+    cfg->fastlane_max_frame_len = *r;
   }
   return Status::OK();
 }
@@ -317,6 +334,10 @@ std::string ConfigUsage() {
          "300)\n"
          "  --wal-repair                   start even if the WAL is corrupt mid-file\n"
          "  --appendonly yes|no            WAL and snapshots for --kvcache (default yes)\n"
+         "  --fastlane-port N              binary fast lane port, with --kvcache (default -1 =\n"
+         "                                 port + 1, 0 = off)\n"
+         "  --fastlane-max-frame-len BYTES largest fast-lane frame body (default 1gb, at most "
+         "2gb)\n"
          "  --help, --version\n"
          "\n"
          "A config file holds the same names without dashes, one 'name value' per line.\n";

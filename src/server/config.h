@@ -48,6 +48,11 @@ struct Config {
   uint64_t auto_save_retry_max = 300;
   bool wal_repair = false;
   bool appendonly = true;  // write-ahead log + snapshots (--kvcache); no = memory only
+  // The binary fast lane (docs/protocol.md): its port, -1 = port + 1, 0 = off
+  // (only with --kvcache; once listening, the port actually bound), and the
+  // largest frame body a client may send.
+  int fastlane_port = -1;
+  uint64_t fastlane_max_frame_len = 1ull << 30;
 
   // Not settings: what the command line asked for besides them.
   std::string config_file;  // the config file read, if any (INFO config_file)

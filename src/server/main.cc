@@ -119,9 +119,13 @@ int main(int argc, char** argv) {
     LOG_WARNING("cannot start: %s", st.ToString().c_str());
     return 1;
   }
-  LOG_NOTICE("pion-server %s listening on %s:%d, %d workers, dir %s, kvcache %s, cpu: %s",
-             PION_VERSION, c.bind.c_str(), server.port(), server.num_workers(), c.dir.c_str(),
-             c.kvcache ? "on" : "off", CpuSummary().c_str());
+  LOG_NOTICE(
+      "pion-server %s listening on %s:%d, %d workers, dir %s, kvcache %s, fast lane %s, cpu: %s",
+      PION_VERSION, c.bind.c_str(), server.port(), server.num_workers(), c.dir.c_str(),
+      c.kvcache ? "on" : "off",
+      server.fastlane_port() > 0 ? ("port " + std::to_string(server.fastlane_port())).c_str()
+                                 : "off",
+      CpuSummary().c_str());
   st = RecoverPersistence(server, persistence.get());
   if (!st.ok()) {
     LOG_WARNING("cannot start: %s", st.ToString().c_str());

@@ -79,6 +79,7 @@ Server::~Server() {
   StopWorkers();
   background_.Stop();
   if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (fastlane_fd_ >= 0) ::close(fastlane_fd_);
   if (shutdown_fd_ >= 0) ::close(shutdown_fd_);
 }
 
@@ -88,15 +89,49 @@ Status Server::Start() {
   if (!fd.ok()) return fd.status();
   listen_fd_ = *fd;
   port_ = net::BoundPort(listen_fd_);
+  PION_RETURN_IF_ERROR(ListenFastLane());
+  std::vector<ListenSocket> listeners = {{listen_fd_, net::Protocol::kResp}};
+  if (fastlane_fd_ >= 0) listeners.push_back({fastlane_fd_, net::Protocol::kFastLane});
   shutdown_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (shutdown_fd_ < 0) return Status::IOError(std::string("eventfd: ") + std::strerror(errno));
   size_t pool = std::max<size_t>(16u << 20, kPoolBytesTotal / static_cast<size_t>(cfg_.workers));
   for (int i = 0; i < cfg_.workers; ++i) {
     workers_.push_back(std::make_unique<Worker>(this, i, pool));
-    PION_RETURN_IF_ERROR(workers_.back()->Init(listen_fd_));
+    PION_RETURN_IF_ERROR(workers_.back()->Init(listeners));
   }
   background_.Start();
   for (auto& w : workers_) w->Start();
+  return Status::OK();
+}
+
+Status Server::ListenFastLane() {
+  // Off without --kvcache (the lane serves the attention commands) or when 0.
+  const bool defaulted = cfg_.fastlane_port < 0;
+  if (!cfg_.kvcache || cfg_.fastlane_port == 0) {
+    if (!cfg_.kvcache && cfg_.fastlane_port > 0)
+      LOG_WARNING("fastlane-port %d ignored: the fast lane needs --kvcache", cfg_.fastlane_port);
+    cfg_.fastlane_port = 0;
+    return Status::OK();
+  }
+  int want = defaulted ? port_ + 1 : cfg_.fastlane_port;
+  if (want > 65535) {
+    LOG_WARNING("fast lane off: port + 1 (%d) is not a TCP port; set --fastlane-port", want);
+    cfg_.fastlane_port = 0;
+    return Status::OK();
+  }
+  auto fd = net::Listen(cfg_.bind, want);
+  if (!fd.ok()) {
+    // A port asked for is a start-up error; the default one is only a warning
+    // (another server may hold port + 1), and the lane stays off.
+    if (!defaulted) return fd.status();
+    LOG_WARNING("fast lane off: %s (set --fastlane-port, or 0 to silence this)",
+                fd.status().ToString().c_str());
+    cfg_.fastlane_port = 0;
+    return Status::OK();
+  }
+  fastlane_fd_ = *fd;
+  fastlane_port_ = net::BoundPort(fastlane_fd_);
+  cfg_.fastlane_port = fastlane_port_;
   return Status::OK();
 }
 

@@ -99,7 +99,8 @@ class Server {
   // What the workers' connections serve (net::Service).
   net::Service* service() { return &service_; }
 
-  // Binds the listening socket and starts the workers.
+  // Binds the listening sockets (RESP; the fast lane with --kvcache) and starts
+  // the workers.
   Status Start();
   // Blocks until SIGTERM/SIGINT arrives on `signal_fd` (a signalfd; -1 for
   // none) or a SHUTDOWN command, then shuts down gracefully: stop accepting,
@@ -117,6 +118,9 @@ class Server {
 
   // The TCP port actually bound (differs from config().port when that is 0).
   int port() const { return port_; }
+  // The fast lane's bound port, 0 when it is off (also config().fastlane_port
+  // once started).
+  int fastlane_port() const { return fastlane_port_; }
   int num_workers() const { return static_cast<int>(workers_.size()); }
   Worker* worker(int i) { return workers_[i].get(); }
   const std::string& run_id() const { return run_id_; }
@@ -201,6 +205,8 @@ class Server {
  private:
   friend class Worker;
   void StopWorkers();
+  // Binds the fast lane's socket as configured (fastlane_port_, fastlane_fd_).
+  Status ListenFastLane();
 
   Config cfg_;
   mutable std::mutex config_mu_;  // guards cfg_'s run-time fields during CONFIG SET/GET
@@ -227,6 +233,8 @@ class Server {
 
   int listen_fd_ = -1;
   int port_ = 0;
+  int fastlane_fd_ = -1;
+  int fastlane_port_ = 0;
   int shutdown_fd_ = -1;  // eventfd written by RequestShutdown
   std::atomic<bool> shutting_down_{false};
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -23,7 +23,27 @@ namespace {
 
 constexpr int kAcceptBatch = 16;
 constexpr uint64_t kAcceptPauseMs = 100;
-constexpr char kMaxClientsError[] = "-ERR max number of clients reached\r\n";
+constexpr std::string_view kMaxClientsError = "ERR max number of clients reached";
+
+// A refusal sent before closing an accepted socket: a RESP error line, or an
+// ERROR frame on the fast lane.
+void RefuseAndClose(int fd, net::Protocol protocol, std::string_view resp_line) {
+  std::string msg;
+  if (protocol == net::Protocol::kResp) {
+    msg = resp_line;
+  } else {
+    std::string_view text = resp_line.substr(1);  // without '-' ...
+    if (text.size() >= 2 && text.substr(text.size() - 2) == "\r\n")
+      text.remove_suffix(2);  // ... and CRLF
+    msg.resize(net::kFrameHeaderBytes);
+    net::EncodeFrameHeader(msg.data(), net::FrameStatus::kError,
+                           static_cast<uint32_t>(text.size()));
+    msg.append(text);
+  }
+  ssize_t n = ::write(fd, msg.data(), msg.size());
+  (void)n;
+  ::close(fd);
+}
 
 std::string SockAddrText(const sockaddr_storage& ss) {
   char host[INET6_ADDRSTRLEN] = "?";
@@ -63,14 +83,20 @@ Worker::~Worker() {
   conns_.clear();
 }
 
-Status Worker::Init(int listen_fd) {
+Status Worker::Init(const std::vector<ListenSocket>& listeners) {
   PION_RETURN_IF_ERROR(loop_.Init());
-  listen_fd_ = listen_fd;
-  if (listen_fd_ >= 0) {
-    PION_RETURN_IF_ERROR(
-        loop_.Add(listen_fd_, EPOLLIN | EPOLLEXCLUSIVE, [this](uint32_t) { OnAccept(); }));
-  }
+  listeners_ = listeners;
+  PION_RETURN_IF_ERROR(WatchListeners());
   loop_.AddTimer(1000, true, [this] { Cron(); });
+  return Status::OK();
+}
+
+Status Worker::WatchListeners() {
+  for (size_t i = 0; i < listeners_.size(); ++i) {
+    if (listeners_[i].fd < 0) continue;
+    PION_RETURN_IF_ERROR(loop_.Add(listeners_[i].fd, EPOLLIN | EPOLLEXCLUSIVE,
+                                   [this, i](uint32_t) { OnAccept(listeners_[i]); }));
+  }
   return Status::OK();
 }
 
@@ -92,22 +118,23 @@ void Worker::Join() {
 }
 
 void Worker::PauseAccepting() {
-  if (accept_paused_ || listen_fd_ < 0) return;
+  if (accept_paused_ || listeners_.empty()) return;
   accept_paused_ = true;
-  loop_.Remove(listen_fd_);
+  for (const ListenSocket& l : listeners_)
+    if (l.fd >= 0) loop_.Remove(l.fd);
   loop_.AddTimer(kAcceptPauseMs, false, [this] {
     accept_paused_ = false;
     if (shutting_down_) return;
-    Status st = loop_.Add(listen_fd_, EPOLLIN | EPOLLEXCLUSIVE, [this](uint32_t) { OnAccept(); });
+    Status st = WatchListeners();
     if (!st.ok()) LOG_WARNING("listener: %s", st.ToString().c_str());
   });
 }
 
-void Worker::OnAccept() {
+void Worker::OnAccept(const ListenSocket& l) {
   for (int i = 0; i < kAcceptBatch; ++i) {
     sockaddr_storage peer{};
     socklen_t peer_len = sizeof(peer);
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+    int fd = ::accept4(l.fd, reinterpret_cast<sockaddr*>(&peer), &peer_len,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       int err = errno;
@@ -127,32 +154,28 @@ void Worker::OnAccept() {
     stats_.Add(stats_.connections_received);
     if (server_->protected_mode() && !IsLoopbackPeer(peer)) {
       stats_.Add(stats_.rejected);
-      ssize_t n = ::write(fd, kDeniedReply.data(), kDeniedReply.size());
-      (void)n;
-      ::close(fd);
+      RefuseAndClose(fd, l.protocol, kDeniedReply);
       continue;
     }
     if (!server_->TryAcquireClientSlot()) {
       stats_.Add(stats_.rejected);
-      ssize_t n = ::write(fd, kMaxClientsError, sizeof(kMaxClientsError) - 1);
-      (void)n;
-      ::close(fd);
+      RefuseAndClose(fd, l.protocol, "-" + std::string(kMaxClientsError) + "\r\n");
       continue;
     }
     // Hand the connection round-robin so every worker gets its share.
     int target = server_->NextWorker();
     if (target == index_)
-      AddConnection(fd);
+      AddConnection(fd, l.protocol);
     else
-      server_->worker(target)->Adopt(fd);
+      server_->worker(target)->Adopt(fd, l.protocol);
   }
 }
 
-void Worker::Adopt(int fd) {
-  loop_.Post([this, fd] { AddConnection(fd); });
+void Worker::Adopt(int fd, net::Protocol protocol) {
+  loop_.Post([this, fd, protocol] { AddConnection(fd, protocol); });
 }
 
-void Worker::AddConnection(int fd) {
+void Worker::AddConnection(int fd, net::Protocol protocol) {
   if (shutting_down_) {
     ::close(fd);
     server_->ReleaseClientSlot();
@@ -162,7 +185,7 @@ void Worker::AddConnection(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   uint64_t id = server_->NextClientId();
   auto conn = std::make_unique<Connection>(this, server_->service(), fd, id, PeerText(fd, false),
-                                           PeerText(fd, true));
+                                           PeerText(fd, true), protocol);
   Connection* c = conn.get();
   conns_.emplace(id, std::move(conn));
   if (c->Start()) c->OnEvent(EPOLLIN);  // data may have arrived before registration
@@ -251,7 +274,8 @@ void Worker::Cron() {
 void Worker::BeginShutdown(std::function<void()> done) {
   loop_.Post([this, done = std::move(done)] {
     shutting_down_ = true;
-    if (listen_fd_ >= 0) loop_.Remove(listen_fd_);  // no-op while accepts are paused
+    for (const ListenSocket& l : listeners_)
+      if (l.fd >= 0) loop_.Remove(l.fd);  // no-op while accepts are paused
     for (auto& [id, c] : conns_) c->StopReading();
     done();
   });

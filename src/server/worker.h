@@ -1,6 +1,6 @@
 // Worker: one thread running one EventLoop and the connections it owns. All
-// workers watch the one listening socket (EPOLLEXCLUSIVE, so one wakes per
-// incoming connection); whichever accepts hands the socket round-robin to a
+// workers watch every listening socket (RESP, and the fast lane with
+// --kvcache; EPOLLEXCLUSIVE, so one wakes per incoming connection); whichever accepts hands the socket round-robin to a
 // worker, which owns it for its lifetime. Any worker serves any command: the
 // store is shared, so there are no redirects.
 //
@@ -26,6 +26,12 @@ namespace pion::server {
 
 class Server;
 
+// A listening socket and the protocol its connections speak.
+struct ListenSocket {
+  int fd;
+  net::Protocol protocol;
+};
+
 // Per-worker counters, summed by Server::Stats(). Relaxed atomics: written by
 // the worker, read by INFO on any thread.
 // The transport's own counters (commands, bytes, errors) are net::ConnStats.
@@ -42,8 +48,8 @@ class Worker final : public net::ConnHost {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Creates the loop and watches `listen_fd` for connections.
-  Status Init(int listen_fd);
+  // Creates the loop and watches the listeners for connections.
+  Status Init(const std::vector<ListenSocket>& listeners);
   void Start();  // spawns the thread
   void Join();
 
@@ -54,7 +60,7 @@ class Worker final : public net::ConnHost {
   WorkerStats& stats() override { return stats_; }
 
   // Any thread.
-  void Adopt(int fd);  // take ownership of an accepted socket
+  void Adopt(int fd, net::Protocol protocol);  // take ownership of an accepted socket
   void Kill(uint64_t client_id);
   void WakeDurable(uint64_t durable_lsn);  // only wakes if a reply waits for <= it
   // A DeferredReply's completion: writes it to client `client_id` if that
@@ -72,19 +78,19 @@ class Worker final : public net::ConnHost {
   size_t num_connections() const { return conns_.size(); }
 
  private:
-  void WatchListener();
   // Stops accepting for a moment when accept() cannot get a descriptor or
   // memory (the listener is level-triggered: retrying at once would spin).
   void PauseAccepting();
-  void OnAccept();
-  void AddConnection(int fd);
+  Status WatchListeners();
+  void OnAccept(const ListenSocket& l);
+  void AddConnection(int fd, net::Protocol protocol);
   void Cron();
   void CheckDurable();
   void MaybeStop();
 
   Server* server_;
   int index_;
-  int listen_fd_ = -1;
+  std::vector<ListenSocket> listeners_;
   bool accept_paused_ = false;        // after EMFILE & co. (see OnAccept)
   LogRateLimit accept_log_{1000000};  // at most one accept error line a second
   EventLoop loop_;

@@ -3,6 +3,7 @@
 changing a harness's input layout; the files are small and deterministic).
 
 corpus/resp:    [mode byte][chunk byte] + a RESP byte stream (fuzz_resp_parser.cc).
+corpus/frame:   [mode byte][chunk byte] + a fast-lane frame stream (fuzz_frame_parser.cc).
 corpus/persist: [0] + a whole WAL or snapshot file (raw mode), or [1] + its records
                 as [type u8][length u32 LE][payload] (framed mode, fuzz_persist_readers.cc),
                 taken from the golden files in tests/testdata.
@@ -39,6 +40,34 @@ def resp_seeds() -> dict[str, bytes]:
     }
 
 
+def frame(cmd: int, body: bytes) -> bytes:
+    return struct.pack("<HBI", 0xCA5E, cmd, len(body)) + body
+
+
+def frame_seeds() -> dict[str, bytes]:
+    hq, d, hkv, m, s_suf = 4, 8, 2, 1, 2
+    fused = (struct.pack("<H", 6) + b"ns_att" + struct.pack("<HHHHII", 3, hq, d, hkv, m, s_suf)
+             + b"\x01" * (hq * m * d * 4) + b"\x02" * (hkv * s_suf * d * 4) * 2
+             + bytes([0, 0, 1, 1]))
+    query = (struct.pack("<H", 2) + b"s1" + struct.pack("<HHHI", 0, 2, 8, 3)
+             + b"\x03" * (2 * 3 * 8 * 4))
+    big = b"\x05" * (40 * 1024)
+    return {
+        "ping": b"\x00\x00" + frame(0xFF, b""),
+        "pipeline_chunked": b"\x00\x07" + frame(0xFF, b"a") + frame(0x37, b"pw") + frame(0xFF, b""),
+        "auth_user": b"\x02\x03" + frame(0x37, b"default\x00pw") + frame(0xFF, b""),
+        "query_fused": b"\x00\x10" + frame(0x24, fused),
+        "query_fused_window": b"\x01\x21" + frame(0x24, fused + struct.pack("<i", 64)),
+        "query": b"\x00\xc8" + frame(0x25, query) + frame(0x25, query + struct.pack("<i", -1)),
+        "big_direct": b"\x04\x30" + frame(0xFF, big),
+        "big_denied": b"\x0c\x30" + frame(0x24, big) + frame(0xFF, b""),
+        "bad_magic": b"\x00\x00" + b"*1\r\n$4\r\nPING\r\n",
+        "unknown_cmd": b"\x00\x00" + frame(0x01, b""),
+        "too_long": b"\x01\x00" + struct.pack("<HBI", 0xCA5E, 0x24, 0xFFFFFFFF),
+        "malformed_body": b"\x00\x00" + frame(0x24, b"\x05\x00abc"),
+    }
+
+
 def records(data: bytes, header: int):
     off = header
     while off + 20 <= len(data):
@@ -67,7 +96,8 @@ def persist_seeds() -> dict[str, bytes]:
 
 
 def main() -> None:
-    for name, seeds in (("resp", resp_seeds()), ("persist", persist_seeds())):
+    for name, seeds in (("resp", resp_seeds()), ("frame", frame_seeds()),
+                        ("persist", persist_seeds())):
         d = HERE / "corpus" / name
         d.mkdir(parents=True, exist_ok=True)
         for f, data in seeds.items():

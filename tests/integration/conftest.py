@@ -68,6 +68,10 @@ class PionServer:
         c = [self.binary, "--port", str(self.port), "--dir", str(self.dir)]
         if self.kvcache:
             c.append("--kvcache")
+            # The fast lane's default port (port + 1) may be another test's free port:
+            # off unless the test asks for it (test_fastlane.py picks a free one).
+            if "--fastlane-port" not in self.args:
+                c += ["--fastlane-port", "0"]
         return c + self.args
 
     def start(self, wait: bool = True, timeout: float = 60.0) -> "PionServer":

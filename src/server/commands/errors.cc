@@ -53,4 +53,13 @@ std::string WrongArity(std::string_view cmd) {
   return s;
 }
 
+std::string FrameBodyError(std::string_view cmd, std::string_view what) {
+  std::string s = "ERR Protocol error: malformed fast-lane ";
+  s.append(cmd);
+  s += " frame body (";
+  s.append(what);
+  s += ')';
+  return s;
+}
+
 }  // namespace pion::server

@@ -109,6 +109,11 @@ std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <st
 
 // "-ERR wrong number of arguments for '<cmd>' command" (without the '-').
 std::string WrongArity(std::string_view cmd);
+
+// The fast lane (src/server/fastlane.h): a frame body that does not follow its
+// command's layout, "ERR Protocol error: malformed fast-lane <CMD> frame body
+// (<what>)"; the connection closes after it.
+std::string FrameBodyError(std::string_view cmd, std::string_view what);
 // The transport's texts and the Status -> error line table (src/net/resp_errors.h).
 using net::kErrClientMemory;
 using net::kErrNoMemory;

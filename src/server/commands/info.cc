@@ -69,6 +69,7 @@ void ServerSection(Server& s, std::string* out) {
   InfoField(out, "process_id", static_cast<uint64_t>(::getpid()));
   InfoField(out, "run_id", s.run_id());
   InfoField(out, "tcp_port", static_cast<uint64_t>(s.port()));
+  InfoField(out, "fastlane_port", static_cast<uint64_t>(s.fastlane_port()));
   InfoField(out, "server_time_usec", UnixMicros());
   InfoField(out, "uptime_in_seconds", up);
   InfoField(out, "uptime_in_days", up / 86400);
