@@ -976,9 +976,30 @@ def attend_rows(j):
     return rows
 
 
+def suite_attend_lane(ctx):
+    """QUERY_FUSED over the binary fast lane vs over RESP (bench/fastlane_bench.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import fastlane_bench
+    return fastlane_bench.suite(ctx, sys.modules[__name__])
+
+
+def suite_attend_all(ctx):
+    rows = []
+    for fn in (suite_attend, suite_attend_lane):
+        try:
+            rows += fn(ctx)
+        except BenchError as e:
+            r = Row('attend', '(%s)' % fn.__name__, '', '', '—')
+            r.error = str(e)
+            rows.append(r)
+        finally:
+            PROCS.stop_all()
+    return rows
+
+
 SUITE_FNS = {'small': suite_small, 'bulk': suite_bulk, 'membership': suite_membership,
              'quant': suite_quant, 'formats': suite_formats,
-             'attend': suite_attend}
+             'attend': suite_attend_all}
 
 
 # ------------------------------------------------------------------ report
