@@ -346,8 +346,9 @@ void Connection::RunRequest() {
   uint64_t appended = out_.appended_total();
   uint64_t held_before = out_.held_bytes();
   ConnContext ctx{this, &info_, authenticated_};
-  uint64_t hold_until = resp_ != nullptr ? service_->Dispatch(resp_->args(), writer_, ctx)
-                                         : service_->DispatchFrame(frames_->frame(), frame_writer_, ctx);
+  uint64_t hold_until = resp_ != nullptr
+                            ? service_->Dispatch(resp_->args(), writer_, ctx)
+                            : service_->DispatchFrame(frames_->frame(), frame_writer_, ctx);
   if (hold_until > service_->durable_lsn()) out_.HoldFrom(mark, hold_until);
   // Track the largest reply still queued (exempt from the output limits;
   // smaller replies than the smallest limit allowed need no exemption).

@@ -261,8 +261,8 @@ std::vector<Resp> Decode(const OutputQueue& q) {
     EXPECT_EQ(static_cast<uint8_t>(all[off]), 0x5E);
     EXPECT_EQ(static_cast<uint8_t>(all[off + 1]), 0xCA);
     uint32_t len = 0;
-    for (int i = 0; i < 4; ++i) len |= static_cast<uint32_t>(static_cast<uint8_t>(all[off + 3 + i]))
-                                      << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      len |= static_cast<uint32_t>(static_cast<uint8_t>(all[off + 3 + i])) << (8 * i);
     out.push_back({static_cast<uint8_t>(all[off + 2]), all.substr(off + 7, len)});
     off += kFrameHeaderBytes + len;
     EXPECT_LE(off, all.size());

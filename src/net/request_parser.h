@@ -26,10 +26,10 @@ inline constexpr size_t kBigArgBytes = 32 * 1024;     // PROTO_MBULK_BIG_ARG
 inline constexpr size_t kBigInitialBytes = 4u << 20;  // first buffer of a big argument
 
 struct ParserLimits {
-  uint64_t max_bulk_len = 1ull << 30;        // proto-max-bulk-len
-  uint64_t max_args = 1ull << 20;            // arguments per command
-  uint64_t max_query_bytes = 2ull << 30;     // client-query-buffer-limit (one command)
-  uint64_t max_frame_body = 1ull << 30;      // fastlane-max-frame-len (one frame's body)
+  uint64_t max_bulk_len = 1ull << 30;     // proto-max-bulk-len
+  uint64_t max_args = 1ull << 20;         // arguments per command
+  uint64_t max_query_bytes = 2ull << 30;  // client-query-buffer-limit (one command)
+  uint64_t max_frame_body = 1ull << 30;   // fastlane-max-frame-len (one frame's body)
 };
 
 // Asked before the parser allocates a big-argument buffer; false refuses it.

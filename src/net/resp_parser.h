@@ -48,10 +48,9 @@ inline constexpr size_t kInlineMaxBytes = 64 * 1024;  // PROTO_INLINE_MAX_SIZE
 
 class RespParser final : public RequestParser {
  public:
-
   // `pool` (may be null) supplies big-argument buffers and takes them back.
   explicit RespParser(BufferPool* pool = nullptr) : pool_(pool) {}
-  ~RespParser();
+  ~RespParser() override;
   RespParser(const RespParser&) = delete;
   RespParser& operator=(const RespParser&) = delete;
 

@@ -92,7 +92,8 @@ const std::vector<ConfigOption> kOptions = {
      [](const Config& c) { return U64(c.auto_save_retry_max); }},
     {"wal-repair", false, true, [](const Config& c) { return YesNo(c.wal_repair); }},
     {"appendonly", false, false, [](const Config& c) { return YesNo(c.appendonly); }},
-    {"fastlane-port", false, false, [](const Config& c) { return std::to_string(c.fastlane_port); }},
+    {"fastlane-port", false, false,
+     [](const Config& c) { return std::to_string(c.fastlane_port); }},
     {"fastlane-max-frame-len", false, false,
      [](const Config& c) { return U64(c.fastlane_max_frame_len); }},
 };

@@ -12,7 +12,9 @@
 namespace pion::server {
 namespace {
 
-std::string U16(uint32_t v) { return std::string{static_cast<char>(v & 0xFF), static_cast<char>(v >> 8)}; }
+std::string U16(uint32_t v) {
+  return std::string{static_cast<char>(v & 0xFF), static_cast<char>(v >> 8)};
+}
 std::string U32(uint32_t v) {
   std::string s(4, '\0');
   for (int i = 0; i < 4; ++i) s[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
@@ -28,9 +30,9 @@ std::vector<std::string> Args(net::FrameCommand cmd, const std::string& body, st
   return out;
 }
 
-std::string FusedBody(const std::string& sid, uint32_t layer, uint32_t hq, uint32_t d,
-                      uint32_t hkv, uint32_t m, uint32_t s, const std::string& q,
-                      const std::string& k, const std::string& v, const std::string& hm) {
+std::string FusedBody(const std::string& sid, uint32_t layer, uint32_t hq, uint32_t d, uint32_t hkv,
+                      uint32_t m, uint32_t s, const std::string& q, const std::string& k,
+                      const std::string& v, const std::string& hm) {
   return U16(static_cast<uint32_t>(sid.size())) + sid + U16(layer) + U16(hq) + U16(d) + U16(hkv) +
          U32(m) + U32(s) + q + k + v + hm;
 }
@@ -56,8 +58,8 @@ TEST(FastLane, QueryFusedEveryField) {
   std::string sid("s\0id", 4);
   std::string body = FusedBody(sid, 513, 4, 2, 2, 1, 3, q, k, v, hm);
   std::string err;
-  std::vector<std::string> want = {"ATTEND.PREFIX.QUERY_FUSED", sid, "513", "4", "2", "3", "2",
-                                   q, k, v, hm};
+  std::vector<std::string> want = {
+      "ATTEND.PREFIX.QUERY_FUSED", sid, "513", "4", "2", "3", "2", q, k, v, hm};
   EXPECT_EQ(Args(net::FrameCommand::kQueryFused, body, &err), want);
   EXPECT_EQ(err, "");
   // With fa_window (i32: 0xFFFFFFFF is -1).
@@ -69,8 +71,8 @@ TEST(FastLane, QueryFusedEveryField) {
   std::string min = FusedBody("", 0, 0, 0, 0, 0, 0, "", "", "", "");
   EXPECT_EQ(min.size(), 18u);
   EXPECT_EQ(Args(net::FrameCommand::kQueryFused, min, &err),
-            (std::vector<std::string>{"ATTEND.PREFIX.QUERY_FUSED", "", "0", "0", "0", "0", "0",
-                                      "", "", "", ""}));
+            (std::vector<std::string>{"ATTEND.PREFIX.QUERY_FUSED", "", "0", "0", "0", "0", "0", "",
+                                      "", "", ""}));
 }
 
 TEST(FastLane, QueryFusedMalformed) {
@@ -91,7 +93,8 @@ TEST(FastLane, QueryFusedMalformed) {
     EXPECT_NE(err.find("fa_window"), std::string::npos);
   }
   // Shape fields whose product overflows 64 bits are only "shorter than".
-  std::string huge = FusedBody("", 0, 65535, 65535, 65535, 0xFFFFFFFFu, 0xFFFFFFFFu, "", "", "", "");
+  std::string huge =
+      FusedBody("", 0, 65535, 65535, 65535, 0xFFFFFFFFu, 0xFFFFFFFFu, "", "", "", "");
   EXPECT_TRUE(Args(net::FrameCommand::kQueryFused, huge, &err).empty());
   EXPECT_NE(err.find("shorter"), std::string::npos);
 }

@@ -1,8 +1,8 @@
 // Worker: one thread running one EventLoop and the connections it owns. All
 // workers watch every listening socket (RESP, and the fast lane with
-// --kvcache; EPOLLEXCLUSIVE, so one wakes per incoming connection); whichever accepts hands the socket round-robin to a
-// worker, which owns it for its lifetime. Any worker serves any command: the
-// store is shared, so there are no redirects.
+// --kvcache; EPOLLEXCLUSIVE, so one wakes per incoming connection); whichever accepts hands the
+// socket round-robin to a worker, which owns it for its lifetime. Any worker serves any command:
+// the store is shared, so there are no redirects.
 //
 // Cross-thread entry points (Adopt, Kill, WakeDurable, CompleteDeferred,
 // BeginShutdown, FinishShutdown) post a task to the loop; everything else runs on the worker's
