@@ -332,7 +332,7 @@ void Connection::RunCommand(std::span<const std::string_view> args) {
   OutputQueue::Mark mark = out_.GetMark();
   uint64_t appended = out_.appended_total();
   uint64_t held_before = out_.held_bytes();
-  ConnContext ctx{this, &info_, authenticated_};
+  ConnContext ctx{this, &info_, authenticated_, this};
   uint64_t hold_until = service_->Dispatch(args, writer_, ctx);
   if (hold_until > service_->durable_lsn()) out_.HoldFrom(mark, hold_until);
   // Track the largest reply still queued (exempt from the output limits;
