@@ -439,3 +439,322 @@ def test_command_entries(s32, raw_factory):
         entry = got[0]
         assert entry[0].decode().lower() == name and entry[1] == arity
         assert entry[3:6] == [1, 1, 1], (name, entry)
+
+
+# ------------------------------------------------- warm/cold tier, WARM
+
+
+def put_rows(r, ns, layer, rows_k, rows_v, start=0):
+    n = rows_k.shape[0]
+    assert r.execute_command("V.STOREBATCH", ns + "_pk", layer, start, n, f32(rows_k)) == b"OK"
+    assert r.execute_command("V.STOREBATCH", ns + "_pv", layer, start, n, f32(rows_v)) == b"OK"
+
+
+def fetched(r, sid, layer, n, h, d):
+    """The V-store's dequantized rows [N, H*D] as [H, N, D] (what WARM stores)."""
+    a = np.frombuffer(r.execute_command("V.FETCH", sid, layer, "RANGE", 0, n), "<f4")
+    return a.reshape(n, h, d).transpose(1, 0, 2).copy()
+
+
+def query(r, sid, layer, q):
+    h, m, d = q.shape
+    rep = r.execute_command("ATTEND.PREFIX.QUERY", sid, layer, h, d, 1, f32(q))
+    return out_of(rep, h, m, d, lse=True)[0] if m > 1 else out_of(rep, h, m, d)
+
+
+def test_state_machine_demote_coldmiss_warm(server_factory):
+    s = server_factory(F32 + ["--attend-max-slots", "2"])
+    r = s.client()
+    h, d, n = 2, 32, 24
+    assert r.execute_command("KV.PREFIX.REGISTER", "ns", h * d, "fp16") == b"OK"
+    rk, rv = rand((n, h * d), 90), rand((n, h * d), 91)
+    put_rows(r, "ns", 0, rk, rv)
+    k, v = fetched(r, "ns_pk", 0, n, h, d), fetched(r, "ns_pv", 0, n, h, d)
+    q = rand((h, 1, d), 92)
+    store(r, "ns_attn", 0, k, v)
+    store(r, "ns_attn", 1, rand((h, 5, d), 93), rand((h, 5, d), 94))
+    store(r, "ns_attn", 2, rand((h, 5, d), 95), rand((h, 5, d), 96))  # demotes layer 0
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "ns_attn", 0) == b"COLD"
+    i = info(r)
+    assert (i["sdpa_warm"], i["sdpa_cold"], i["sdpa_demotions"]) == ("2", "1", "1")
+    cold = "COLDMISS session evicted to cold tier (call KV.PREFIX.WARM)"
+    assert err(r, "ATTEND.PREFIX.QUERY", "ns_attn", 0, h, d, 1, f32(q)) == cold
+    # COLDMISS comes before blob validation everywhere but QUERY (as the original).
+    assert err(r, "ATTEND.PREFIX.QUERY", "ns_attn", 0, h, d, 1, b"xx").startswith("Q blob size")
+    assert err(r, "ATTEND.PREFIX.QUERY_FUSED", "ns_attn", 0, h, d, 0, h, b"xx", b"", b"",
+               b"") == cold
+    assert err(r, "ATTEND.PREFIX.QUERY_SPARSE", "ns_attn", 0, h, d, 1, b"", b"", b"") == cold
+    assert err(r, "ATTEND.PREFIX.QUERY_SPARSE_AUTO", "ns_attn", 0, h, d, 4, 1, h, b"",
+               b"") == cold
+    assert err(r, "ATTEND.PREFIX.QUERY_SPARSE_AUTO_FUSED", "ns_attn", 0, h, d, 4, 1, h, 0, b"",
+               b"", b"", b"") == cold
+    # The raw reply carries the COLDMISS code word (not ERR).
+    c = socket.create_connection(("127.0.0.1", s.port))
+    c.sendall(b"*7\r\n$19\r\nATTEND.PREFIX.QUERY\r\n$7\r\nns_attn\r\n$1\r\n0\r\n$1\r\n2\r\n"
+              b"$2\r\n32\r\n$1\r\n1\r\n$256\r\n" + f32(q) + b"\r\n")
+    got = b""
+    while not got.endswith(b"\r\n"):
+        chunk = c.recv(4096)
+        assert chunk
+        got += chunk
+    c.close()
+    assert got == b"-" + cold.encode() + b"\r\n"
+    assert r.execute_command("KV.PREFIX.WARM", "ns", h, d, "ns_attn") == b"1"
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "ns_attn", 0) == b"HIT"
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "ns_attn", 1) == b"COLD"  # LRU went
+    close(query(r, "ns_attn", 0, q), reference(k, v, q)[0], v)
+    i = info(r)
+    assert i["sdpa_rehydrates"] == "1" and i["sdpa_demotions"] == "2"
+    # Cold-registry overflow forgets the oldest: COLD -> MISSING.
+    assert r.execute_command("CONFIG", "SET", "attend-cold-slots", "0") == b"OK"
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "ns_attn", 1) == b"MISS"
+    assert err(r, "ATTEND.PREFIX.QUERY", "ns_attn", 1, h, d, 1, f32(q)).startswith(
+        "ATTEND.PREFIX.QUERY failed")
+    # A re-STORE of a cold key also rehydrates.
+    r.execute_command("CONFIG", "SET", "attend-cold-slots", "10")
+    store(r, "x", 0, k, v)  # demotes ns_attn/2
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "ns_attn", 2) == b"COLD"
+    store(r, "ns_attn", 2, k, v)
+    assert info(r)["sdpa_rehydrates"] == "2"
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "int8", "fp8", "mlx4g32", "turbo4"])
+def test_warm_from_every_vquant(server_factory, fmt):
+    s = server_factory(F32)
+    r = s.client()
+    h, d = 4, 64
+    ns = "w_" + fmt
+    assert r.execute_command("KV.PREFIX.REGISTER", ns, h * d, fmt) == b"OK"
+    put_rows(r, ns, 0, rand((50, h * d), 100), rand((50, h * d), 101))
+    # Layer 2 starts at row 5 (rows 0..4 never written read as zeros); layer 1 is empty.
+    put_rows(r, ns, 2, rand((20, h * d), 102), rand((20, h * d), 103), start=5)
+    # Layer 3: K longer than V -> N = min.
+    assert r.execute_command("V.STOREBATCH", ns + "_pk", 3, 0, 9, f32(rand((9, h * d), 1))) \
+        == b"OK"
+    assert r.execute_command("V.STOREBATCH", ns + "_pv", 3, 0, 7, f32(rand((7, h * d), 2))) \
+        == b"OK"
+    assert r.execute_command("KV.PREFIX.WARM", ns, 2, 64) == b"0 skipped_dim=3"
+    assert r.execute_command("KV.PREFIX.WARM", ns, h, d) == b"3"
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", ns, 1) == b"MISS"
+    q = rand((h, 2, d), 104)
+    for layer, n in ((0, 50), (2, 25), (3, 7)):
+        k, v = fetched(r, ns + "_pk", layer, n, h, d), fetched(r, ns + "_pv", layer, n, h, d)
+        close(query(r, ns, layer, q), reference(k, v, q)[0], v)
+
+
+def test_warm_after_restart(server_factory):
+    s = server_factory(F32)
+    r = s.client()
+    h, d, n = 2, 32, 30
+    r.execute_command("KV.PREFIX.REGISTER", "p", h * d, "int8")
+    put_rows(r, "p", 0, rand((n, h * d), 110), rand((n, h * d), 111))
+    assert r.execute_command("KV.PREFIX.WARM", "p", h, d, "p_attn") == b"1"
+    q = rand((h, 1, d), 112)
+    before = query(r, "p_attn", 0, q)
+    r.close()
+    s.restart()
+    r = s.client()
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "p_attn", 0) == b"MISS"  # memory only
+    assert info(r)["sdpa_warm"] == "0"
+    assert r.execute_command("KV.PREFIX.WARM", "p", h, d, "p_attn") == b"1"
+    assert np.array_equal(query(r, "p_attn", 0, q), before)
+
+
+def test_drop_flushall_and_eviction(server_factory):
+    s = server_factory(F32 + ["--max-sessions", "2"])
+    r = s.client()
+    k, v = rand((1, 4, 8), 120), rand((1, 4, 8), 121)
+    for sid in ("a", "a_attn", "ab"):
+        for layer in (0, 1):
+            store(r, sid, layer, k, v)
+    assert r.execute_command("ATTEND.PREFIX.DROP", "ab", 1) == 1
+    assert r.execute_command("ATTEND.PREFIX.DROP", "ab", 1) == 0
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "ab", 0) == b"HIT"
+    # KV.PREFIX.DROP <ns> drops the slots of <ns> and <ns>_attn (not of "ab").
+    r.execute_command("KV.PREFIX.REGISTER", "a", 8, "fp16")
+    assert r.execute_command("KV.PREFIX.DROP", "a") == 1
+    for sid in ("a", "a_attn"):
+        assert r.execute_command("ATTEND.PREFIX.LOOKUP", sid, 0) == b"MISS"
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "ab", 0) == b"HIT"
+    # Eviction of a namespace (the session cap holds one) drops its slots too.
+    r.execute_command("KV.PREFIX.REGISTER", "e1", 8, "fp16")
+    store(r, "e1_attn", 0, k, v)
+    store(r, "e1", 3, k, v)
+    r.execute_command("KV.PREFIX.REGISTER", "e2", 8, "fp16")  # evicts e1
+    assert r.execute_command("KV.PREFIX.LOOKUP", "e1") == b"MISS"
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "e1_attn", 0) == b"MISS"
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "e1", 3) == b"MISS"
+    # DROP of a whole sid counts warm and cold entries.
+    r.execute_command("CONFIG", "SET", "attend-max-slots", "1")
+    store(r, "z", 0, k, v)
+    store(r, "z", 1, k, v)  # z/0 cold, ab/0 cold
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "z", 0) == b"COLD"
+    assert r.execute_command("ATTEND.PREFIX.DROP", "z") == 2
+    # FLUSHALL drops every slot, warm and cold.
+    r.execute_command("CONFIG", "SET", "attend-max-slots", "100")
+    store(r, "f", 0, k, v)
+    assert r.execute_command("FLUSHALL")
+    i = info(r)
+    assert (i["sdpa_warm"], i["sdpa_cold"], i["sdpa_bytes"]) == ("0", "0", "0")
+
+
+def test_config_get_set(server_factory):
+    s = server_factory(["--attend-max-slots", "3", "--attend-maxmemory", "1mb"])
+    r = s.client()
+    assert r.config_get("attend-*") == {
+        "attend-max-slots": "3", "attend-maxmemory": str(1 << 20), "attend-cold-slots": "65536",
+        "attend-precision": "f16", "attend-threads": "0", "attend-pool-min-bytes": str(1 << 20)}
+    h, n, d = 4, 64, 64  # 4*64*64*2 bytes per f16 region: 2 slots fit in 1 MiB... 3 do not
+    k, v = rand((h, n, d), 130), rand((h, n, d), 131)
+    for layer in range(4):
+        store(r, "m", layer, k, v)
+    i = info(r)
+    assert int(i["sdpa_bytes"]) <= 1 << 20 and i["sdpa_warm"] == "3"
+    big = rand((h, 1024, d), 132)
+    e = err(r, "ATTEND.PREFIX.STORE", "m", 0, h, 1024, d, f32(big), f32(big))
+    assert e.startswith("OOM ATTEND.PREFIX.STORE")
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "m", 0) == b"COLD"
+    r.config_set("attend-max-slots", "1")
+    assert info(r)["sdpa_warm"] == "1"
+    r.config_set("attend-precision", "INT8")
+    assert r.config_get("attend-precision") == {"attend-precision": "int8"}
+    store(r, "i8", 0, k, v)
+    q = rand((h, 1, d), 133)
+    close(query(r, "i8", 0, q), reference(k, v, q)[0], v, tol=3e-2)
+    assert info(r)["attend_precision"] == "int8"
+    with pytest.raises(redis.ResponseError):
+        r.config_set("attend-precision", "f8")
+    with pytest.raises(redis.ResponseError):
+        r.config_set("attend-threads", "2")  # fixed at start
+
+
+# --------------------------------------------- threads, deferral, ordering
+
+
+def test_pipelined_queries_answered_in_order(server_factory, raw_factory):
+    # Every query on the pool (pool-min-bytes 0): replies completed later keep their place.
+    s = server_factory(F32 + ["-w", "1", "--attend-pool-min-bytes", "0"])
+    r = s.client()
+    h, n, d = 2, 300, 16
+    data = []
+    for i in range(6):
+        k, v = rand((h, n, d), 140 + i), rand((h, n, d), 150 + i)
+        store(r, "o", i, k, v)
+        data.append((k, v))
+    q = rand((h, 1, d), 160)
+    c = raw_factory(s)
+    cmds = b""
+    for rep in range(3):
+        for i in range(6):
+            cmds += c.encode("ATTEND.PREFIX.QUERY", "o", i, h, d, 1, f32(q))
+            cmds += c.encode("PING")
+    c.send(cmds)
+    for rep in range(3):
+        for i in range(6):
+            got = out_of(c.read(), h, 1, d)
+            close(got, reference(*data[i], q)[0], data[i][1])
+            assert c.read() == "PONG"
+
+
+def test_ping_answered_before_long_query_finishes(server_factory, raw_factory):
+    # One worker, one compute thread. Client A's query (M = 512 rows over 8192 tokens,
+    # ~8.6 GFLOP) runs on the pool; the worker keeps serving client B meanwhile.
+    # Ordering, not timing: B sees A's query in flight (CLIENT LIST) and gets its PONG
+    # while A still has no reply. Run inline on the worker instead, B's commands would
+    # wait behind the query and A would have its reply before B's CLIENT LIST answer.
+    s = server_factory(["-w", "1", "--attend-threads", "1"])
+    r = s.client()
+    h, n, d, m = 8, 8192, 128, 512
+    k16 = rand((h, n, d), 170).astype(np.float16)
+    assert r.execute_command("ATTEND.PREFIX.STORE", "long", 0, h, n, d, k16.tobytes(),
+                             k16.tobytes(), "FMT", "F16") == b"OK"
+    r.close()
+    a, b = raw_factory(s), raw_factory(s)
+    a_id = a.call("CLIENT", "ID")
+    a.send(a.encode("ATTEND.PREFIX.QUERY", "long", 0, h, d, 1, f32(rand((h, m, d), 171))))
+
+    def a_in_query():
+        for line in b.call("CLIENT", "LIST").decode().splitlines():
+            if f"id={a_id} " in line:
+                return "cmd=attend.prefix.query" in line.lower()
+        return False
+
+    assert poll(a_in_query, timeout=60)
+    assert b.call("PING") == "PONG"
+    a.sock.setblocking(False)
+    try:
+        early = a.sock.recv(1 << 20)
+    except BlockingIOError:
+        early = None
+    a.sock.setblocking(True)
+    assert early is None, "A's reply came before B's PONG"
+    assert len(a.read()) == h * m * d * 4 + h * m * 4
+
+
+@pytest.mark.concurrency
+def test_concurrent_queries_and_restores(server_factory):
+    # 8 clients on 4 workers: 4 query slot c, 2 re-store it with A or B, 2 store other
+    # slots so c is demoted now and then (max 3 slots). Every answer is A's or B's
+    # result, or COLDMISS; nothing crashes.
+    s = server_factory(F32 + ["-w", "4", "--attend-threads", "2", "--attend-max-slots", "3",
+                              "--attend-pool-min-bytes", "64kb"])
+    h, n, d = 4, 512, 32
+    ka, va, kb, vb = (rand((h, n, d), 180 + i) for i in range(4))
+    q = rand((h, 1, d), 190)
+    want = [reference(ka, va, q)[0], reference(kb, vb, q)[0]]
+    r0 = s.client()
+    store(r0, "c", 0, ka, va)
+    errors, results = [], {"A": 0, "B": 0, "cold": 0}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def querier():
+        r = s.client()
+        try:
+            for _ in range(60):
+                try:
+                    got = query(r, "c", 0, q)
+                except redis.ResponseError as e:
+                    ok = str(e).startswith(("COLDMISS", "ATTEND.PREFIX.QUERY failed"))
+                    with lock:
+                        results["cold"] += 1
+                        if not ok:
+                            errors.append(str(e))
+                    continue
+                da = np.abs(got - want[0]).max()
+                db = np.abs(got - want[1]).max()
+                with lock:
+                    if min(da, db) > 1e-4:
+                        errors.append(f"answer matches neither slot ({da}, {db})")
+                    results["A" if da <= db else "B"] += 1
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    def restorer(i):
+        r = s.client()
+        j = 0
+        while not stop.is_set() and j < 200:
+            k, v = (ka, va) if (i + j) % 2 == 0 else (kb, vb)
+            store(r, "c", 0, k, v)
+            j += 1
+
+    def other(i):
+        r = s.client()
+        j = 0
+        while not stop.is_set() and j < 200:
+            store(r, f"o{i}", j % 3, ka[:, :8], va[:, :8])
+            j += 1
+
+    qs = [threading.Thread(target=querier) for _ in range(4)]
+    bg = [threading.Thread(target=restorer, args=(i,)) for i in range(2)]
+    bg += [threading.Thread(target=other, args=(i,)) for i in range(2)]
+    for t in qs + bg:
+        t.start()
+    for t in qs:
+        t.join(120)
+    stop.set()
+    for t in bg:
+        t.join(120)
+    assert not errors, errors[:5]
+    assert results["A"] + results["B"] > 0
+    assert r0.ping()
