@@ -160,6 +160,12 @@ def test_store_lookup_dense_query(r32):
     i = info(r32)
     assert i["sdpa_warm"] == "1" and int(i["sdpa_bytes"]) >= 2 * h * n * d * 4
     assert i["sdpa_queries"] == "1" and i["attend_precision"] == "f32"
+    assert int(i["attend_threads"]) >= 1
+    # INFO's # Pion section carries the same fields.
+    pion = r32.info("pion")
+    assert (pion["sdpa_warm"], pion["sdpa_cold"], pion["sdpa_demotions"]) == (1, 0, 0)
+    assert (pion["sdpa_rehydrates"], pion["sdpa_queries"]) == (0, 1)
+    assert pion["attend_precision"] == "f32" and pion["sdpa_bytes"] == int(i["sdpa_bytes"])
 
 
 def test_query_multi_row_lse_and_window(r32):
