@@ -859,12 +859,212 @@ def suite_attend(ctx):
     if r.returncode != 0:
         raise BenchError('bench_attend failed (rc %d): %s' % (
             r.returncode, r.stderr.decode(errors='replace')[-800:]))
-    rows = attend_rows(json.loads(r.stdout.decode()))
+    kernel = json.loads(r.stdout.decode())
+    rows = attend_rows(kernel)
     if not rows:
         row = Row('attend', 'bench_attend', 'B/s', 'stream', '—')
         row.error = 'bench_attend reported no recognisable rows'
         rows = [row]
+    rows += attend_e2e_rows(ctx, kernel)
     return rows
+
+
+def kernel_us(j, name):
+    """Median µs per query of one bench_attend benchmark (None if absent)."""
+    vals = []
+    for b in j.get('benchmarks', []):
+        if b.get('run_type') == 'aggregate' or b.get('error_occurred'):
+            continue
+        if (b.get('run_name') or b['name']).replace('/real_time', '') != name:
+            continue
+        vals.append(b['real_time'] * {'ns': 1e-3, 'us': 1.0, 'ms': 1e3, 's': 1e6}[
+            b.get('time_unit', 'ns')])
+    return statistics.median(vals) if vals else None
+
+
+def pct(vals, p):
+    v = sorted(vals)
+    return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))]
+
+
+def timed_calls(c, payload, count, reply_len):
+    """Sends `payload` (one encoded command) `count` times, one at a time; µs each."""
+    out = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        c.sock.sendall(payload)
+        kind, body = c.read()
+        out.append((time.perf_counter() - t0) * 1e6)
+        if kind == 'error' or (reply_len is not None and len(body) != reply_len):
+            raise BenchError('unexpected reply %r' % ((kind, str(body)[:80]),))
+    return out
+
+
+def start_pion_attend(ctx, extra):
+    """pion-server for the end-to-end attend rows: not pinned (the compute pool needs a
+    core of its own), one worker, f16 slots."""
+    port = free_port()
+    d = tempfile.mkdtemp(prefix='pion-attend-', dir=ctx.tmp)
+    args = [ctx.tool('pion-server'), '--kvcache', '--port', str(port), '--bind', '127.0.0.1',
+            '--dir', d, '--appendonly', 'no', '--workers', '1', '--attend-precision', 'f16']
+    p = PROCS.start(args + extra, log_path=os.path.join(d, 'log'), name='pion-server')
+    wait_ready(port, p)
+    return Server('pion', port, p)
+
+
+def f16_blob(n_elems, seed):
+    """n_elems IEEE halves in (-1, 1), a 4096-element pattern repeated (values do not
+    change the timing)."""
+    import struct
+    pat = [0x3800 | ((j * 40503 + seed * 977) & 0x3ff) | (0x8000 if j & 1 else 0)
+           for j in range(4096)]
+    one = struct.pack('<4096H', *pat)
+    return (one * (n_elems // 4096 + 1))[:2 * n_elems]
+
+
+def attend_e2e_rows(ctx, kernel):
+    """stage2.md §6 end to end over loopback: QUERY p50/p99 vs the kernel time plus a
+    same-size round trip (ECHO of the Q bytes), KV.PREFIX.WARM GB/s, and a client's PING
+    p99 on the same worker while another client runs 32K-token queries."""
+    rows = []
+    h, d = 8, 128
+    qbytes = struct_f32(h * d)
+    srv = start_pion_attend(ctx, ['--attend-threads', '1'])
+    try:
+        c = Resp(srv.port, timeout=120)
+        sizes = (2048,) if ctx.smoke else (2048, 32768)
+        for n in sizes:
+            blob = f16_blob(h * n * d, n)
+            c.expect(('status', 'OK'), 'ATTEND.PREFIX.STORE', 'e2e', n, h, n, d, blob, blob,
+                     'FMT', 'F16')
+            count = 200 if ctx.smoke else (3000 if n == 2048 else 300)
+            q = resp_encode(['ATTEND.PREFIX.QUERY', 'e2e', str(n), str(h), str(d), '1', qbytes])
+            echo = resp_encode(['ECHO', qbytes])
+            timed_calls(c, q, 20, h * d * 4)  # warm-up
+            row = Row('attend', 'QUERY f16 N=%d H=8 D=128 over loopback (p50)' % n, 'µs',
+                      'kernel + ECHO round trip', 'info', higher_better=False)
+            for _ in range(ctx.reps):
+                qs = timed_calls(c, q, count, h * d * 4)
+                es = timed_calls(c, echo, count, len(qbytes))
+                k = kernel_us(kernel, 'dense/f16/%d' % n)
+                row.pion.append(pct(qs, 50))
+                row.peer.append(pct(es, 50) + (k or 0.0))
+                row.extra.setdefault('QUERY p99 µs', []).append(pct(qs, 99))
+                row.extra.setdefault('ECHO p50 µs', []).append(pct(es, 50))
+                row.extra.setdefault('kernel µs (1 thread)', []).append(k)
+            rt = row.ratios()
+            row.met_note = 'QUERY / (kernel + round trip) = %.2f' % (1 / statistics.median(rt)) \
+                if rt else ''
+            rows.append(row)
+        c.close()
+    finally:
+        srv.stop()
+
+    # WARM: 32 layers x 2048 tokens x kv_dim 1024 from the V-store into f16 slots.
+    srv = start_pion_attend(ctx, [])
+    try:
+        c = Resp(srv.port, timeout=300)
+        layers, n = (4, 512) if ctx.smoke else (32, 2048)
+        rowblob = struct_f32(n * h * d)
+        for fmt in ('fp16', 'int8', 'turbo4'):
+            ns = 'warm_' + fmt
+            c.expect(('status', 'OK'), 'KV.PREFIX.REGISTER', ns, h * d, fmt)
+            for layer in range(layers):
+                for side in ('_pk', '_pv'):
+                    c.expect(('status', 'OK'), 'V.STOREBATCH', ns + side, layer, 0, n, rowblob)
+            row = Row('attend', 'KV.PREFIX.WARM from %s (%d layers x %d tokens, kv_dim 1024, '
+                      'f16 slots)' % (fmt, layers, n), 'B/s', 'target 2 GB/s', '≥ 2 GB/s')
+            slot_bytes = layers * 2 * n * h * d * 2
+            for _ in range(ctx.reps):
+                t0 = time.perf_counter()
+                got = c.call('KV.PREFIX.WARM', ns, h, d)
+                dt = time.perf_counter() - t0
+                if got != ('status', str(layers)):
+                    raise BenchError('KV.PREFIX.WARM: %r' % (got,))
+                row.pion.append(slot_bytes / dt)
+                row.peer.append(2e9)
+                row.extra.setdefault('ms', []).append(dt * 1e3)
+            med = statistics.median(row.pion)
+            row.met = med >= 2e9
+            row.met_note = '%.2f GB/s of slot bytes' % (med / 1e9)
+            rows.append(row)
+            c.call('ATTEND.PREFIX.DROP', ns)
+        c.close()
+    finally:
+        srv.stop()
+
+    # PING p99 on the worker that runs another client's 32K-token queries.
+    n = 4096 if ctx.smoke else 32768
+    srv = start_pion_attend(ctx, ['--attend-threads', '1'])
+    try:
+        c = Resp(srv.port, timeout=120)
+        blob = f16_blob(h * n * d, 7)
+        c.expect(('status', 'OK'), 'ATTEND.PREFIX.STORE', 'long', 0, h, n, d, blob, blob,
+                 'FMT', 'F16')
+        ping = resp_encode(['PING'])
+        count = 500 if ctx.smoke else 5000
+        row = Row('attend', 'PING p99 while another client runs N=%d queries (same worker)' % n,
+                  'µs', 'PING p99 idle', '< 2 ms', higher_better=False)
+        loader = subprocess.Popen(
+            [sys.executable, '-c', ATTEND_LOADER, str(srv.port), str(n)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            line = loader.stdout.readline()  # "ready" after its first query
+            if not line.startswith(b'ready'):
+                raise BenchError('attend loader: %r %r' % (line, loader.stderr.read()[-400:]))
+            for _ in range(ctx.reps):
+                busy = timed_calls(c, ping, count, None)
+                row.pion.append(pct(busy, 99))
+                row.extra.setdefault('PING p50 µs (busy)', []).append(pct(busy, 50))
+        finally:
+            loader.terminate()
+            loader.wait(10)
+        for _ in range(ctx.reps):
+            row.peer.append(pct(timed_calls(c, ping, count, None), 99))
+        med = statistics.median(row.pion)
+        row.met = med < 2000
+        row.met_note = 'p99 %.0f µs busy' % med
+        rows.append(row)
+        c.close()
+    finally:
+        srv.stop()
+    return rows
+
+
+def struct_f32(count):
+    import struct
+    vals = [((i * 2654435761) % 2001 - 1000) / 1000.0 for i in range(min(count, 4096))]
+    one = struct.pack('<%df' % len(vals), *vals)
+    return (one * (count // len(vals) + 1))[:4 * count]
+
+
+ATTEND_LOADER = r"""
+import socket, sys, struct
+port, n = int(sys.argv[1]), int(sys.argv[2])
+h, d = 8, 128
+q = struct.pack('<%df' % (h * d), *[((i * 7) % 13 - 6) / 6.0 for i in range(h * d)])
+def enc(args):
+    out = [b'*%d\r\n' % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
+    return b''.join(out)
+cmd = enc(['ATTEND.PREFIX.QUERY', 'long', 0, h, d, 1, q])
+want = len(b'$%d\r\n' % (h * d * 4)) + h * d * 4 + 2
+s = socket.create_connection(('127.0.0.1', port))
+first = True
+while True:
+    s.sendall(cmd)
+    got = 0
+    while got < want:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            sys.exit(1)
+        got += len(chunk)
+    if first:
+        print('ready', flush=True)
+        first = False
+"""
 
 
 def attend_rows(j):

@@ -78,7 +78,7 @@ inline constexpr size_t kPauseOutputBytes = 32u << 20;
 inline constexpr size_t kResumeOutputBytes = 8u << 20;
 inline constexpr size_t kQueryBufferBytes = 16 * 1024;
 
-class Connection final : private BufferGate {
+class Connection final : public DeferSource, private BufferGate {
  public:
   Connection(ConnHost* host, Service* service, int fd, uint64_t id, std::string addr,
              std::string laddr, Protocol protocol = Protocol::kResp);
@@ -102,7 +102,7 @@ class Connection final : private BufferGate {
   void SetAuthenticated(bool v);
   void CloseAfterReply() { close_after_reply_ = true; }
   // Reserves the reply's place and returns its ticket (the server's ctx.Defer()).
-  std::shared_ptr<DeferredReply> BeginDeferred();
+  std::shared_ptr<DeferredReply> BeginDeferred() override;
 
   // For the host.
   void OnEvent(uint32_t events);

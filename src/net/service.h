@@ -32,6 +32,9 @@ struct ConnContext {
   Connection* conn;
   ClientInfo* info;
   bool authenticated;
+  // Where a handler that completes its reply later gets its ticket; null when the
+  // caller cannot defer (then such handlers do their work inline).
+  DeferSource* defer = nullptr;
 };
 
 class Service {

@@ -17,6 +17,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   ctx.reply = &reply;
   ctx.server = server_;
   ctx.client = c.info;
+  ctx.defer_source = c.defer;
   spec->handler(ctx);
   return ctx.wait_lsn;
 }
@@ -69,9 +70,12 @@ void CommandService::OnClose(ClientInfo* info) {
 }
 
 std::shared_ptr<DeferredReply> CommandContext::Defer() {
-  PION_CHECK(client != nullptr && client->conn != nullptr && !deferred);
+  PION_CHECK(!deferred);
+  net::DeferSource* src = defer_source;
+  if (src == nullptr && client != nullptr) src = client->conn;
+  PION_CHECK(src != nullptr);
   deferred = true;
-  return client->conn->BeginDeferred();
+  return src->BeginDeferred();
 }
 
 }  // namespace pion::server

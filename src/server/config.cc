@@ -96,6 +96,14 @@ const std::vector<ConfigOption> kOptions = {
      [](const Config& c) { return std::to_string(c.fastlane_port); }},
     {"fastlane-max-frame-len", false, false,
      [](const Config& c) { return U64(c.fastlane_max_frame_len); }},
+    {"attend-max-slots", true, false, [](const Config& c) { return U64(c.attend_max_slots); }},
+    {"attend-maxmemory", true, false, [](const Config& c) { return U64(c.attend_maxmemory); }},
+    {"attend-cold-slots", true, false, [](const Config& c) { return U64(c.attend_cold_slots); }},
+    {"attend-precision", true, false, [](const Config& c) { return c.attend_precision; }},
+    {"attend-threads", false, false,
+     [](const Config& c) { return std::to_string(c.attend_threads); }},
+    {"attend-pool-min-bytes", true, false,
+     [](const Config& c) { return U64(c.attend_pool_min_bytes); }},
 };
 
 // Splits a config file line into tokens: whitespace separated, with "double"
@@ -302,6 +310,30 @@ Status ApplySetting(Config* cfg, const std::string& raw_name,
     if (!r.ok()) return r.status();
     if (*r > (2ull << 30)) return Bad(name, v, "a byte size from 1kb to 2gb");
     cfg->fastlane_max_frame_len = *r;
+  } else if (name == "attend-max-slots") {
+    auto r = UintArg(name, v, 1, 1ull << 24);
+    if (!r.ok()) return r.status();
+    cfg->attend_max_slots = *r;
+  } else if (name == "attend-maxmemory") {
+    auto r = BytesArg(name, v, 0);
+    if (!r.ok()) return r.status();
+    cfg->attend_maxmemory = *r;
+  } else if (name == "attend-cold-slots") {
+    auto r = UintArg(name, v, 0, 1ull << 24);
+    if (!r.ok()) return r.status();
+    cfg->attend_cold_slots = *r;
+  } else if (name == "attend-precision") {
+    std::string p = ToLower(v);
+    if (p != "f32" && p != "f16" && p != "int8") return Bad(name, v, "f32, f16 or int8");
+    cfg->attend_precision = p;
+  } else if (name == "attend-threads") {
+    auto r = UintArg(name, v, 0, 256);
+    if (!r.ok()) return r.status();
+    cfg->attend_threads = static_cast<int>(*r);
+  } else if (name == "attend-pool-min-bytes") {
+    auto r = BytesArg(name, v, 0);
+    if (!r.ok()) return r.status();
+    cfg->attend_pool_min_bytes = *r;
   }
   return Status::OK();
 }
@@ -339,6 +371,14 @@ std::string ConfigUsage() {
          "                                 port + 1, 0 = off)\n"
          "  --fastlane-max-frame-len BYTES largest fast-lane frame body (default 1gb, at most "
          "2gb)\n"
+         "  --attend-max-slots N           warm attention slots, one per (sid, layer) (default "
+         "4096)\n"
+         "  --attend-maxmemory BYTES       bytes of warm attention slots (default 0 = none)\n"
+         "  --attend-cold-slots N          cold-registry entries (default 65536)\n"
+         "  --attend-precision f32|f16|int8  precision of new attention slots (default f16)\n"
+         "  --attend-threads N             attention compute pool threads (default 0 = cores)\n"
+         "  --attend-pool-min-bytes BYTES  queries reading at least this much K/V run on the\n"
+         "                                 compute pool (default 1mb; 0 = always)\n"
          "  --help, --version\n"
          "\n"
          "A config file holds the same names without dashes, one 'name value' per line.\n";

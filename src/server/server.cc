@@ -69,7 +69,16 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
   run_id_ = RandomHex(40);
   if (cfg_.kvcache) {
     store_ = std::make_unique<store::Store>(store::StoreConfig{cfg_.max_sessions, cfg_.maxmemory});
+    store_->SetRemovalObserver(&attend_observer_);
   }
+  attend_cache_.SetLimits({cfg_.attend_max_slots, cfg_.attend_maxmemory, cfg_.attend_cold_slots});
+  if (auto p = attend::ParsePrecision(cfg_.attend_precision))
+    attend_precision_.store(static_cast<uint8_t>(*p), std::memory_order_relaxed);
+  attend_pool_min_bytes_.store(cfg_.attend_pool_min_bytes, std::memory_order_relaxed);
+  int at = cfg_.attend_threads;
+  if (at <= 0) at = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  attend_threads_ = static_cast<uint32_t>(at);
+  attend_pool_ = std::make_unique<attend::ComputePool>(attend_threads_, "pion-attend");
   int n = cfg_.workers;
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cfg_.workers = std::min(n, 64);
@@ -77,6 +86,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
 
 Server::~Server() {
   StopWorkers();
+  attend_pool_->Stop();
   background_.Stop();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (fastlane_fd_ >= 0) ::close(fastlane_fd_);
@@ -199,6 +209,8 @@ void Server::StopWorkers() {
   }
   // 2. Finish background work (a running SAVE completes; its reply is posted
   //    to its worker, sent below). Nothing new is queued: no worker reads.
+  //    Queries and WARMs on the compute pool finish the same way.
+  attend_pool_->Stop();
   background_.Stop();
   // 3. Make everything acknowledged durable so held replies can go out.
   if (hooks_.flush_on_exit) hooks_.flush_on_exit();
@@ -335,6 +347,15 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   cfg_.client_output_buffer_soft_limit = next.client_output_buffer_soft_limit;
   cfg_.client_output_buffer_soft_seconds = next.client_output_buffer_soft_seconds;
   cfg_.maxmemory_clients = next.maxmemory_clients;
+  cfg_.attend_max_slots = next.attend_max_slots;
+  cfg_.attend_maxmemory = next.attend_maxmemory;
+  cfg_.attend_cold_slots = next.attend_cold_slots;
+  cfg_.attend_precision = next.attend_precision;
+  cfg_.attend_pool_min_bytes = next.attend_pool_min_bytes;
+  attend_cache_.SetLimits({next.attend_max_slots, next.attend_maxmemory, next.attend_cold_slots});
+  if (auto p = attend::ParsePrecision(next.attend_precision))
+    attend_precision_.store(static_cast<uint8_t>(*p), std::memory_order_relaxed);
+  attend_pool_min_bytes_.store(next.attend_pool_min_bytes, std::memory_order_relaxed);
   output_soft_limit_.store(next.client_output_buffer_soft_limit, std::memory_order_relaxed);
   output_soft_seconds_.store(next.client_output_buffer_soft_seconds, std::memory_order_relaxed);
   maxmemory_clients_.store(next.maxmemory_clients, std::memory_order_relaxed);

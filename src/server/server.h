@@ -35,6 +35,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "attend/compute_pool.h"
+#include "attend/precision.h"
+#include "attend/slot_cache.h"
 #include "server/command_service.h"
 #include "server/commands/command_table.h"
 #include "server/config.h"
@@ -202,6 +205,21 @@ class Server {
   ServerStats Stats() const;
   void ResetStats();
 
+  // Stage 2 (src/server/commands/attend.cc). The warm/cold slot cache and the compute
+  // pool exist for the whole life of the server; the slots of namespace <ns> and
+  // <ns>_attn go when the store drops or evicts <ns>, all of them on FLUSHALL.
+  attend::SlotCache& attend_cache() { return attend_cache_; }
+  attend::ComputePool& attend_pool() { return *attend_pool_; }
+  attend::Precision attend_precision() const {
+    return static_cast<attend::Precision>(attend_precision_.load(std::memory_order_relaxed));
+  }
+  uint64_t attend_pool_min_bytes() const {
+    return attend_pool_min_bytes_.load(std::memory_order_relaxed);
+  }
+  uint32_t attend_threads() const { return attend_threads_; }
+  void CountAttendQuery() { attend_queries_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t attend_queries() const { return attend_queries_.load(std::memory_order_relaxed); }
+
  private:
   friend class Worker;
   void StopWorkers();
@@ -245,6 +263,24 @@ class Server {
   std::mutex clients_mu_;
   std::unordered_map<uint64_t, ClientInfo*> clients_;  // guarded by clients_mu_
   CommandService service_{this};
+
+  // Stage 2.
+  class AttendObserver final : public store::RemovalObserver {
+   public:
+    explicit AttendObserver(attend::SlotCache* c) : cache_(c) {}
+    void OnNamespaceRemoved(std::string_view ns) override { cache_->DropNamespace(ns); }
+    void OnFlushAll() override { cache_->Clear(); }
+
+   private:
+    attend::SlotCache* cache_;
+  };
+  attend::SlotCache attend_cache_;
+  AttendObserver attend_observer_{&attend_cache_};
+  uint32_t attend_threads_ = 1;
+  std::unique_ptr<attend::ComputePool> attend_pool_;
+  std::atomic<uint8_t> attend_precision_{static_cast<uint8_t>(attend::Precision::kF16)};
+  std::atomic<uint64_t> attend_pool_min_bytes_{0};
+  std::atomic<uint64_t> attend_queries_{0};
 };
 
 }  // namespace pion::server

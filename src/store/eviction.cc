@@ -19,6 +19,7 @@ Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }
+  if (observer_) observer_->OnNamespaceRemoved(n->name);
   map_.erase(n->name);
   n->dropped = true;
   bytes_ -= n->bytes;

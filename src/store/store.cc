@@ -196,6 +196,7 @@ Status Store::FlushAll(uint64_t* lsn) {
     if (!r.ok()) return r.status();
     *lsn = *r;
   }
+  if (observer_) observer_->OnFlushAll();
   for (auto& [name, n] : map_) n->dropped = true;
   map_.clear();
   bytes_ = 0;

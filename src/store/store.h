@@ -150,6 +150,19 @@ struct NamespaceView {
 
 class Namespace;
 
+// Told when namespaces leave the store (DROP, LRU eviction, replayed drops) and on
+// FLUSHALL, so that what is derived from them (the attention slots of <ns> and
+// <ns>_attn) goes too. Called with the store's lock held: it must not call back into
+// the store.
+class RemovalObserver {
+ public:
+  virtual void OnNamespaceRemoved(std::string_view ns) = 0;
+  virtual void OnFlushAll() = 0;
+
+ protected:
+  ~RemovalObserver() = default;
+};
+
 class Store {
  public:
   explicit Store(StoreConfig cfg);
@@ -159,6 +172,8 @@ class Store {
 
   // Persistence hook; nullptr (the default) logs nothing. Set before serving.
   void SetSink(MutationSink* sink) { sink_ = sink; }
+  // Removal hook; nullptr (the default) tells nobody. Set before serving.
+  void SetRemovalObserver(RemovalObserver* o) { observer_ = o; }
 
   // Each mutating call sets *lsn to the largest log sequence number it appended
   // (0 if nothing was logged); the caller waits for it before acknowledging.
@@ -242,6 +257,7 @@ class Store {
 
   StoreConfig cfg_;
   MutationSink* sink_ = nullptr;
+  RemovalObserver* observer_ = nullptr;
   mutable std::shared_mutex gate_;
   std::mutex reg_mu_;  // serialises Register and FlushAll (held across the register's write)
   mutable std::mutex mu_;

@@ -25,7 +25,9 @@ def stats(r) -> dict:
 
 def kv_info(r) -> dict:
     body = r.execute_command("KV.PREFIX.INFO").decode()
-    return {k: int(v) for k, v in (l.split(":", 1) for l in body.split("\r\n") if l)}
+    # Numbers as int; the Stage-2 words (attend_precision) as text.
+    return {k: int(v) if v.lstrip("-").isdigit() else v
+            for k, v in (l.split(":", 1) for l in body.split("\r\n") if l)}
 
 
 def test_not_enabled_without_kvcache(server_factory):

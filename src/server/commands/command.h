@@ -26,8 +26,15 @@ struct CommandContext {
   ReplyBuilder* reply = nullptr;
   Server* server = nullptr;
   ClientInfo* client = nullptr;
+  // Where Defer() takes its ticket (the connection, or another transport such as the
+  // binary fast lane); null when this caller cannot defer: see CanDefer().
+  net::DeferSource* defer_source = nullptr;
   uint64_t wait_lsn = 0;
   bool deferred = false;  // set by Defer()
+
+  // Whether Defer() may be called. Handlers whose deferral is an optimisation (the
+  // attention queries, KV.PREFIX.WARM) do their work inline when it is false.
+  bool CanDefer() const { return defer_source != nullptr && !deferred; }
 
   // Takes the reply's place in the connection's output and returns the ticket
   // that completes it (at most once per call; write nothing through `reply`
@@ -49,6 +56,9 @@ enum CommandFlags : uint32_t {
   kCmdStale = 1u << 6,
   kCmdKvcache = 1u << 7,  // needs --kvcache ("-ERR V-store not enabled (use --kvcache)")
   kCmdDenyOom = 1u << 8,
+  // The handler checks its own argument count (the original's "requires: ..." texts);
+  // `arity` stays what COMMAND reports, admission only insists on the name.
+  kCmdOwnArity = 1u << 9,
 };
 
 struct CommandSpec {
@@ -60,9 +70,12 @@ struct CommandSpec {
   const char* summary;  // one line, for COMMAND DOCS
 };
 
-// Adds the KV.PREFIX.*, V.* and PION.STATS commands (src/server/commands/kvprefix.cc,
-// vstore.cc, stats.cc).
+// Adds the KV.PREFIX.*, V.*, PION.STATS and ATTEND.PREFIX.* commands
+// (src/server/commands/kvprefix.cc, vstore.cc, stats.cc, attend.cc).
 void AddKvPrefixCommands(std::vector<CommandSpec>* out);
+void AddAttendCommands(std::vector<CommandSpec>* out);
+// The Stage-2 lines ("sdpa_warm:..." etc.) of KV.PREFIX.INFO and INFO's # Pion section.
+void AppendAttendInfo(Server& s, std::string* out);
 void AddVStoreCommands(std::vector<CommandSpec>* out);
 void AddStatsCommands(std::vector<CommandSpec>* out);
 

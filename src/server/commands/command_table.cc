@@ -37,6 +37,7 @@ std::vector<CommandSpec> AllCommands() {
   AddKvPrefixCommands(&v);
   AddVStoreCommands(&v);
   AddStatsCommands(&v);
+  AddAttendCommands(&v);
   return v;
 }
 

@@ -40,7 +40,9 @@ const CommandSpec* AdmitCommand(Server& server, std::span<const std::string_view
     return nullptr;
   }
   int argc = static_cast<int>(args.size());
-  if ((spec->arity > 0 && spec->arity != argc) || (spec->arity < 0 && argc < -spec->arity)) {
+  const bool own_arity = (spec->flags & kCmdOwnArity) != 0;
+  if (!own_arity &&
+      ((spec->arity > 0 && spec->arity != argc) || (spec->arity < 0 && argc < -spec->arity))) {
     rb->Error(WrongArity(spec->name));
     return nullptr;
   }

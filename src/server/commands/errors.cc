@@ -46,6 +46,18 @@ std::string StoreBatchError(std::string_view why) {
   return s;
 }
 
+std::string AttendStoreError(std::string_view why) {
+  std::string s = "ERR ATTEND.PREFIX.STORE failed (";
+  s.append(why);
+  s += ')';
+  return s;
+}
+std::string AttendStoreOomError(std::string_view why) {
+  std::string s = "OOM ATTEND.PREFIX.STORE: ";
+  s.append(why);
+  return s;
+}
+
 std::string WrongArity(std::string_view cmd) {
   std::string s = "ERR wrong number of arguments for '";
   s += ToLower(cmd);

@@ -97,6 +97,83 @@ inline constexpr std::string_view kErrHelloNoAuth =
 inline constexpr std::string_view kErrSaveInProgress = "ERR Background save already in progress";
 inline constexpr std::string_view kErrShuttingDown = "ERR server is shutting down";
 
+// Stage 2 (ATTEND.PREFIX.*, KV.PREFIX.WARM): reference §3.10 / §3.17 texts, plus ours
+// for ATTEND.PREFIX.DROP, FMT, LSE, fa_window and the slot-size bound. The cold-tier
+// error has its own code word, COLDMISS, so a transport (the binary fast lane) maps it
+// to its own status by the code word, never by the text.
+inline constexpr std::string_view kErrCodeColdMiss = "COLDMISS";
+inline constexpr std::string_view kErrColdMiss =
+    "COLDMISS session evicted to cold tier (call KV.PREFIX.WARM)";
+inline constexpr std::string_view kErrAttendStoreArgs =
+    "ERR ATTEND.PREFIX.STORE requires: session_id layer_id H N D K_blob V_blob";
+inline constexpr std::string_view kErrAttendStoreShape = "ERR invalid H/N/D (must be > 0)";
+inline constexpr std::string_view kErrAttendStoreBlobs =
+    "ERR K/V blob size mismatch (expected H*N*D*4 each)";
+inline constexpr std::string_view kErrAttendStoreBlobsF16 =
+    "ERR K/V blob size mismatch (expected H*N*D*2 each with FMT F16)";
+inline constexpr std::string_view kErrAttendStoreOption =
+    "ERR ATTEND.PREFIX.STORE: unknown option (expected FMT F32|F16)";
+inline constexpr std::string_view kErrAttendLookupArgs =
+    "ERR ATTEND.PREFIX.LOOKUP requires: session_id layer_id";
+inline constexpr std::string_view kErrAttendLayer = "ERR invalid layer_id (must be >= 0)";
+inline constexpr std::string_view kErrAttendDropArgs =
+    "ERR ATTEND.PREFIX.DROP requires: session_id [layer_id]";
+inline constexpr std::string_view kErrAttendWindow =
+    "ERR invalid fa_window (-1 = none, 0 = full, W > 0)";
+inline constexpr std::string_view kErrAttendQueryArgs =
+    "ERR ATTEND.PREFIX.QUERY requires: session_id layer_id H D top_k Q_blob [fa_window]";
+inline constexpr std::string_view kErrAttendQueryShape = "ERR invalid H/D/top_k (must be > 0)";
+inline constexpr std::string_view kErrAttendQueryQ =
+    "ERR Q blob size must be a positive multiple of H*D*4";
+inline constexpr std::string_view kErrAttendQueryFailed =
+    "ERR ATTEND.PREFIX.QUERY failed (session not found, or unsupported D)";
+inline constexpr std::string_view kErrAttendFusedArgs =
+    "ERR ATTEND.PREFIX.QUERY_FUSED requires: session_id layer_id H_q D S_suf H_kv Q K_suf V_suf "
+    "head_map [fa_window]";
+inline constexpr std::string_view kErrAttendFusedShape =
+    "ERR invalid H_q/D/H_kv (must be > 0) or S_suf (>= 0)";
+inline constexpr std::string_view kErrAttendGqa = "ERR H_q must be a multiple of H_kv (GQA)";
+inline constexpr std::string_view kErrAttendFusedQ =
+    "ERR Q blob size must be a positive multiple of H_q*D*4";
+inline constexpr std::string_view kErrAttendSuffix =
+    "ERR K_suf / V_suf size mismatch (expected H_kv*S_suf*D*4 each)";
+inline constexpr std::string_view kErrAttendHeadMap = "ERR head_map size mismatch (expected H_q bytes)";
+inline constexpr std::string_view kErrAttendRowsBeyondSuffix =
+    "ERR Q has more rows than the suffix (M must be <= S_suf when S_suf > 0)";
+inline constexpr std::string_view kErrAttendFusedFailed =
+    "ERR ATTEND.PREFIX.QUERY_FUSED failed (session not found, GQA mismatch, or unsupported D)";
+inline constexpr std::string_view kErrAttendSparseArgs =
+    "ERR ATTEND.PREFIX.QUERY_SPARSE requires: session_id layer_id H D K_sparse_max Q indices "
+    "counts [fa_window]";
+inline constexpr std::string_view kErrAttendSparseShape =
+    "ERR invalid H/D/K_sparse_max (must be > 0)";
+inline constexpr std::string_view kErrAttendSparseQ = "ERR Q blob size must be H*D*4";
+inline constexpr std::string_view kErrAttendSparseIndices =
+    "ERR indices blob size must be H*K_sparse_max*4";
+inline constexpr std::string_view kErrAttendSparseCounts = "ERR counts blob size must be H*4";
+inline constexpr std::string_view kErrAttendSparseFailed =
+    "ERR ATTEND.PREFIX.QUERY_SPARSE failed (session not found, K_sparse_max=0, or unsupported D)";
+inline constexpr std::string_view kErrAttendAutoArgs =
+    "ERR ATTEND.PREFIX.QUERY_SPARSE_AUTO requires: session_id layer_id H_q D B K_top H_kv Q "
+    "head_map [fa_window]";
+inline constexpr std::string_view kErrAttendAutoShape =
+    "ERR invalid H_q/D/B/K_top/H_kv (must be > 0)";
+inline constexpr std::string_view kErrAttendAutoQ = "ERR Q blob size must be H_q*D*4";
+inline constexpr std::string_view kErrAttendAutoHeadMap =
+    "ERR head_map size must be 0 (identity) or H_q bytes";
+inline constexpr std::string_view kErrAttendAutoFailed =
+    "ERR ATTEND.PREFIX.QUERY_SPARSE_AUTO failed (session not found, B=0, K_top=0, or unsupported "
+    "D)";
+inline constexpr std::string_view kErrAttendAutoFusedArgs =
+    "ERR ATTEND.PREFIX.QUERY_SPARSE_AUTO_FUSED requires: sid layer H_q D B K_top H_kv S_suf Q "
+    "K_suf V_suf head_map [fa_window]";
+inline constexpr std::string_view kErrAttendSuffixNegative = "ERR S_suf must be >= 0";
+inline constexpr std::string_view kErrAttendAutoFusedFailed =
+    "ERR ATTEND.PREFIX.QUERY_SPARSE_AUTO_FUSED failed (session not found, invalid params, or "
+    "unsupported D)";
+inline constexpr std::string_view kErrWarmArgs = "ERR KV.PREFIX.WARM requires: ns_key H D";
+inline constexpr std::string_view kErrWarmShape = "ERR invalid H/D (1..256 / 1..512)";
+
 // Texts with a part from the request.
 std::string HelloOptionError(std::string_view opt);         // Syntax error in HELLO option 'x'
 std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
@@ -106,6 +183,11 @@ std::string VquantDimError(std::string_view format);        // vquant x needs kv
 std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option
 std::string FetchFormatError(std::string_view fmt);         // V.FETCH: unknown FMT 'x'
 std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <store's reason>
+// ERR ATTEND.PREFIX.STORE failed (<why>); `why` names the bad value (an unsupported D,
+// a non-finite element, no memory).
+std::string AttendStoreError(std::string_view why);
+// OOM ATTEND.PREFIX.STORE: <why> (the slot is larger than attend-maxmemory).
+std::string AttendStoreOomError(std::string_view why);
 
 // "-ERR wrong number of arguments for '<cmd>' command" (without the '-').
 std::string WrongArity(std::string_view cmd);

@@ -155,6 +155,7 @@ void PionSection(Server& s, int worker, std::string* out) {
     InfoField(out, "vstore_evictions", ss.evictions);
     InfoField(out, "vstore_total_fetches", ss.total_fetches);
   }
+  AppendAttendInfo(s, out);
 }
 
 void KeyspaceSection(Server& s, std::string* out) {

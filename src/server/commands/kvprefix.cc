@@ -211,11 +211,8 @@ void KvInfo(CommandContext& ctx) {
   line("wal_appended", ps.wal_appended);
   line("wal_replayed", ps.wal_replayed);
   line("last_save_unix", static_cast<uint64_t>(ps.last_save_unix));
-  // Stage 2 (server-side attention) is not built yet: no attention cache exists.
-  line("sdpa_warm", 0);
-  line("sdpa_cold", 0);
-  line("sdpa_demotions", 0);
-  line("sdpa_rehydrates", 0);
+  // Stage 2: the warm/cold attention slots (commands/attend.cc).
+  AppendAttendInfo(*ctx.server, &out);
   ctx.reply->Bulk(out);
 }
 
