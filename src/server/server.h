@@ -201,6 +201,8 @@ class Server {
  private:
   friend class Worker;
   void StopWorkers();
+  // Copies cfg_'s run-time settings into the atomics the accessors read.
+  void PublishRuntimeSettings();
 
   Config cfg_;
   mutable std::mutex config_mu_;  // guards cfg_'s run-time fields during CONFIG SET/GET
@@ -211,14 +213,14 @@ class Server {
   uint64_t start_time_us_ = 0;
   std::string run_id_;
 
-  std::atomic<uint64_t> maxclients_;
-  std::atomic<uint64_t> timeout_s_;
-  std::atomic<uint64_t> output_limit_;
-  std::atomic<uint64_t> output_soft_limit_;
-  std::atomic<uint64_t> output_soft_seconds_;
-  std::atomic<uint64_t> maxmemory_clients_;
+  std::atomic<uint64_t> maxclients_{0};
+  std::atomic<uint64_t> timeout_s_{0};
+  std::atomic<uint64_t> output_limit_{0};
+  std::atomic<uint64_t> output_soft_limit_{0};
+  std::atomic<uint64_t> output_soft_seconds_{0};
+  std::atomic<uint64_t> maxmemory_clients_{0};
   std::atomic<int64_t> client_memory_{0};
-  std::atomic<uint64_t> maxmemory_;
+  std::atomic<uint64_t> maxmemory_{0};
 
   std::atomic<uint64_t> durable_lsn_{0};
   PersistenceHooks hooks_;
