@@ -89,6 +89,7 @@ Status Server::Start() {
   for (int i = 0; i < cfg_.workers; ++i) {
     workers_.push_back(std::make_unique<Worker>(this, i, pool));
     PION_RETURN_IF_ERROR(workers_.back()->Init(listen_fd_));
+    durability_.Watch(&workers_.back()->held_replies());
   }
   background_.Start();
   for (auto& w : workers_) w->Start();
@@ -167,51 +168,10 @@ void Server::StopWorkers() {
   for (auto& w : workers_) w->Join();
 }
 
-void Server::NotifyDurable(uint64_t lsn) {
-  uint64_t cur = durable_lsn_.load(std::memory_order_relaxed);
-  while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_seq_cst)) {
-  }
-  for (auto& w : workers_) w->WakeDurable(lsn);
-}
-
-void Server::RegisterClient(ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  clients_[c->id] = c;
-}
-
-void Server::UnregisterClient(ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  clients_.erase(c->id);
-}
-
-void Server::SetClientName(ClientInfo* c, std::string name) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  c->name = std::move(name);
-}
-
-std::string Server::ClientName(const ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  return c->name;
-}
-
 bool Server::KillClient(uint64_t id) {
-  int worker;
-  {
-    std::lock_guard<std::mutex> lk(clients_mu_);
-    auto it = clients_.find(id);
-    if (it == clients_.end()) return false;
-    worker = it->second->worker;
-  }
+  int worker = clients_.WorkerOf(id);
+  if (worker < 0) return false;
   workers_[worker]->Kill(id);
-  return true;
-}
-
-bool Server::TryAcquireClientSlot() {
-  uint64_t max = maxclients();
-  uint64_t cur = connected_.load(std::memory_order_relaxed);
-  do {
-    if (cur >= max) return false;
-  } while (!connected_.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed));
   return true;
 }
 
@@ -240,14 +200,6 @@ void Server::ResetStats() {
                     &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies})
       c->store(0, kR);
   }
-}
-
-bool Server::ReserveClientMemory(uint64_t n) {
-  uint64_t limit = maxmemory_clients();
-  int64_t cur = client_memory_.load(std::memory_order_relaxed);
-  if (limit > 0 && static_cast<uint64_t>(cur < 0 ? 0 : cur) + n > limit) return false;
-  client_memory_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
-  return true;
 }
 
 Config Server::ConfigSnapshot() const {

@@ -97,7 +97,7 @@ void Hello(CommandContext& ctx) {
     return;
   }
   conn->SetAuthenticated(true);
-  if (set_name) ctx.server->SetClientName(ctx.client, std::string(name));
+  if (set_name) ctx.server->clients().SetName(ctx.client, std::string(name));
   // The protocol switches before the reply is written.
   if (ver != 0) conn->SetProto(static_cast<int>(ver));
   ReplyBuilder* rb = ctx.reply;
@@ -161,7 +161,7 @@ void Quit(CommandContext& ctx) {
 void Reset(CommandContext& ctx) {
   Connection* conn = ctx.client->conn;
   conn->SetProto(2);
-  ctx.server->SetClientName(ctx.client, "");
+  ctx.server->clients().SetName(ctx.client, "");
   conn->SetAuthenticated(ctx.server->config().requirepass.empty());
   ctx.reply->SimpleString("RESET");
 }
