@@ -55,9 +55,9 @@ void CommandService::OnClose(ClientInfo* info) {
 }
 
 std::shared_ptr<DeferredReply> CommandContext::Defer() {
-  PION_CHECK(client != nullptr && client->conn != nullptr && !deferred);
+  PION_CHECK(client != nullptr && client->control != nullptr && !deferred);
   deferred = true;
-  return client->conn->BeginDeferred();
+  return client->control->BeginDeferred();
 }
 
 }  // namespace pion::server

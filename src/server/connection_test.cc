@@ -54,17 +54,27 @@ std::shared_ptr<DeferredReply> TakeTicket() {
   return t;
 }
 
-// TEST.BG: completes +BG from a background task after 300 ms.
-std::atomic<int> g_bg_posted{0};
+// TEST.BG: a background task that completes +BG once the test opens the gate
+// (after it asked for the shutdown), so the shutdown finds it running.
+struct BgGate {
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0;
+  bool open = false;
+};
+BgGate g_bg;
 
 void BgCmd(CommandContext& ctx) {
   std::shared_ptr<DeferredReply> t = ctx.Defer();
   bool ok = ctx.server->background().Post([t] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::unique_lock<std::mutex> lk(g_bg.mu);
+    ++g_bg.started;
+    g_bg.cv.notify_all();
+    g_bg.cv.wait_for(lk, std::chrono::seconds(30), [] { return g_bg.open; });
+    lk.unlock();
     t->SimpleString("BG");
   });
   EXPECT_TRUE(ok);
-  g_bg_posted.fetch_add(1);
 }
 
 class ServerFixture : public ::testing::Test {
@@ -265,12 +275,29 @@ TEST_F(ServerFixture, AbandonedTicketRepliesWithAnError) {
 
 TEST_F(ServerFixture, ShutdownFinishesBackgroundWorkAndSendsItsReply) {
   int fd = Connect();
-  int before = g_bg_posted.load();
+  int before;
+  {
+    std::lock_guard<std::mutex> lk(g_bg.mu);
+    before = g_bg.started;
+    g_bg.open = false;
+  }
   Send(fd, "TEST.BG\r\n");
-  uint64_t deadline = MonotonicNs() + 5000000000ull;
-  while (g_bg_posted.load() == before && MonotonicNs() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  {
+    std::unique_lock<std::mutex> lk(g_bg.mu);
+    ASSERT_TRUE(
+        g_bg.cv.wait_for(lk, std::chrono::seconds(5), [&] { return g_bg.started > before; }));
+  }
   server_->RequestShutdown();
+  // Let the task finish only once the shutdown has begun.
+  uint64_t deadline = MonotonicNs() + 5000000000ull;
+  while (!server_->shutting_down() && MonotonicNs() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(server_->shutting_down());
+  {
+    std::lock_guard<std::mutex> lk(g_bg.mu);
+    g_bg.open = true;
+  }
+  g_bg.cv.notify_all();
   // The reply, then the close of a server that finished its work.
   std::string got;
   EXPECT_TRUE(ReadToEof(fd, 5000, &got)) << "connection not closed at shutdown";

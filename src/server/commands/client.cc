@@ -199,7 +199,7 @@ void ClientKill(CommandContext& ctx) {
   size_t killed = 0;
   for (uint64_t id : victims) {
     if (id == ctx.client->id) {
-      ctx.client->conn->CloseAfterReply();  // after this reply is sent
+      ctx.client->control->CloseAfterReply();  // after this reply is sent
       ++killed;
     } else if (ctx.server->KillClient(id)) {
       ++killed;

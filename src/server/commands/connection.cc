@@ -48,7 +48,7 @@ void Ping(CommandContext& ctx) {
 void Echo(CommandContext& ctx) { ctx.reply->Bulk(ctx.args[1]); }
 
 void Hello(CommandContext& ctx) {
-  Connection* conn = ctx.client->conn;
+  ClientControl* conn = ctx.client->control;
   int64_t ver = 0;
   size_t j = 1;
   if (ctx.args.size() >= 2) {
@@ -136,7 +136,7 @@ void Auth(CommandContext& ctx) {
     ctx.reply->Error(kErrWrongPass);
     return;
   }
-  ctx.client->conn->SetAuthenticated(true);
+  ctx.client->control->SetAuthenticated(true);
   ctx.reply->SimpleString("OK");
 }
 
@@ -155,11 +155,11 @@ void Select(CommandContext& ctx) {
 
 void Quit(CommandContext& ctx) {
   ctx.reply->SimpleString("OK");
-  ctx.client->conn->CloseAfterReply();
+  ctx.client->control->CloseAfterReply();
 }
 
 void Reset(CommandContext& ctx) {
-  Connection* conn = ctx.client->conn;
+  ClientControl* conn = ctx.client->control;
   conn->SetProto(2);
   ctx.server->clients().SetName(ctx.client, "");
   conn->SetAuthenticated(ctx.server->config().requirepass.empty());

@@ -189,7 +189,7 @@ bool CheckReply(CommandContext& ctx, std::span<const FetchPlan> plans, OutFmt fm
   }
   constexpr uint64_t kGated = 1u << 20;
   if (decoded >= kGated) {
-    Connection* c = ctx.client != nullptr ? ctx.client->conn : nullptr;
+    ClientControl* c = ctx.client != nullptr ? ctx.client->control : nullptr;
     bool ok = c != nullptr ? c->ReserveMemory(decoded) : ctx.server->ReserveClientMemory(decoded);
     if (!ok) {
       ctx.reply->Error(kErrClientMemory);
