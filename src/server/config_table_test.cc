@@ -132,7 +132,9 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
     if (o.runtime) runtime.insert(o.name);
   EXPECT_EQ(runtime,
             (std::set<std::string>{"maxmemory", "appendfsync", "loglevel", "timeout", "maxclients",
-                                   "client-output-buffer-limit", "maxmemory-clients"}));
+                                   "client-output-buffer-limit", "maxmemory-clients",
+                                   "attend-max-slots", "attend-maxmemory", "attend-cold-slots",
+                                   "attend-precision", "attend-pool-min-bytes"}));
 }
 
 }  // namespace
