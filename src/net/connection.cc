@@ -43,7 +43,7 @@ Connection::Connection(ConnHost* host, Service* service, int fd, uint64_t id, st
   info_.laddr = std::move(laddr);
   info_.created_us = MonotonicUs();
   info_.last_active_us.store(info_.created_us, std::memory_order_relaxed);
-  info_.conn = this;
+  info_.control = this;
   parser_.set_limits(service->parser_limits());
   parser_.set_gate(this);
   SetAuthenticated(!service->auth_required());
@@ -332,7 +332,7 @@ void Connection::RunCommand(std::span<const std::string_view> args) {
   OutputQueue::Mark mark = out_.GetMark();
   uint64_t appended = out_.appended_total();
   uint64_t held_before = out_.held_bytes();
-  ConnContext ctx{this, &info_, authenticated_, this};
+  ConnContext ctx{this, &info_, authenticated_};
   uint64_t hold_until = service_->Dispatch(args, writer_, ctx);
   if (hold_until > service_->durable_lsn()) out_.HoldFrom(mark, hold_until);
   // Track the largest reply still queued (exempt from the output limits;
