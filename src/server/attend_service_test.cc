@@ -1,7 +1,7 @@
 // The ATTEND.PREFIX handlers reached through the Service the way another transport
 // (the binary fast lane) reaches them: args of the RESP twin, its own ReplyBuilder, and
-// no ClientControl to defer through. Big queries then run inline (still split over the compute pool), the
-// reply is written exactly once, and the cold-tier error carries its own code word.
+// no ClientControl to defer through. Big queries then run inline (still split over the compute
+// pool), the reply is written exactly once, and the cold-tier error carries its own code word.
 #include <gtest/gtest.h>
 
 #include <cmath>

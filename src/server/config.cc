@@ -308,15 +308,14 @@ const std::vector<ConfigOption>& Table() {
        "warm attention slots, one per (sid, layer)"},
       {"attend-maxmemory", Bytes(&Config::attend_maxmemory, 0), "0", kRuntime, "BYTES",
        "bytes of warm attention slots", "0 = none"},
-      {"attend-cold-slots", Uint(&Config::attend_cold_slots, 0, 1ull << 24), "65536", kRuntime,
-       "N", "cold-registry entries (demoted slots remembered)"},
+      {"attend-cold-slots", Uint(&Config::attend_cold_slots, 0, 1ull << 24), "65536", kRuntime, "N",
+       "cold-registry entries (demoted slots remembered)"},
       {"attend-precision", Precision(&Config::attend_precision), "f16", kRuntime, "f32|f16|int8",
        "precision of new attention slots"},
       {"attend-threads", Int(&Config::attend_threads, 0, 256), "0", kStartup, "N",
        "attention compute pool threads", "0 = cores"},
-      {"attend-pool-min-bytes", Bytes(&Config::attend_pool_min_bytes, 0), "1mb", kRuntime,
-       "BYTES", "queries reading at least this much K/V run on the compute pool",
-       "1mb, 0 = always"},
+      {"attend-pool-min-bytes", Bytes(&Config::attend_pool_min_bytes, 0), "1mb", kRuntime, "BYTES",
+       "queries reading at least this much K/V run on the compute pool", "1mb, 0 = always"},
   };
   return kOptions;
 }
