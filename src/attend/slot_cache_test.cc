@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <future>
+#include <thread>
 #include <vector>
 
 #include "attend/compute_pool.h"
@@ -128,6 +129,23 @@ TEST(ComputePool, TasksAndNestedParallelFor) {
   EXPECT_FALSE(pool.Post([] {}));
   pool.ParallelFor(3, [&](uint32_t) { n.fetch_add(1); });  // inline after stop
   EXPECT_EQ(n.load(), 8);
+}
+
+TEST(ComputePool, ConcurrentParallelForFromOutside) {
+  ComputePool pool(2, "t-attend");
+  std::vector<std::thread> callers;
+  std::atomic<uint64_t> total{0};
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 50; ++rep) {
+        std::vector<uint32_t> hit(10, 0);
+        pool.ParallelFor(10, [&](uint32_t i) { hit[i] += 1; });
+        for (uint32_t h : hit) total.fetch_add(h);
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(total.load(), 4u * 50u * 10u);  // every index exactly once per call
 }
 
 }  // namespace

@@ -23,7 +23,6 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 
 #include "base/status.h"
@@ -32,20 +31,6 @@
 namespace pion::net {
 
 class ConnHost;
-class DeferredReply;
-
-// Whatever a Service's caller can hand out deferred-reply tickets from for the request
-// being dispatched: the RESP Connection, or another transport (the binary fast lane)
-// that completes tickets through its own ConnHost. Used on the caller's thread, during
-// Dispatch only.
-class DeferSource {
- public:
-  // Reserves the reply's place in the caller's output and returns its ticket.
-  virtual std::shared_ptr<DeferredReply> BeginDeferred() = 0;
-
- protected:
-  ~DeferSource() = default;
-};
 
 class DeferredReply {
  public:

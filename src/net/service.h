@@ -33,9 +33,6 @@ struct ConnContext {
   ClientControl* conn;
   ClientInfo* info;
   bool authenticated;
-  // Where a handler that completes its reply later gets its ticket; null when the
-  // caller cannot defer (then such handlers do their work inline).
-  DeferSource* defer = nullptr;
 };
 
 class Service {

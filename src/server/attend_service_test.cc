@@ -1,7 +1,7 @@
 // The ATTEND.PREFIX handlers reached through the Service the way another transport
 // (the binary fast lane) reaches them: args of the RESP twin, its own ReplyBuilder, and
-// no DeferSource. Big queries then run inline (still split over the compute pool), the
-// reply is written exactly once, and the cold-tier error carries its own code word.
+// no ClientControl to defer through. Big queries then run inline (still split over the compute
+// pool), the reply is written exactly once, and the cold-tier error carries its own code word.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -77,14 +77,14 @@ class AttendService : public ::testing::Test {
     std::vector<std::string_view> views(args.begin(), args.end());
     CaptureReply r;
     ClientInfo info;
-    net::ConnContext c{nullptr, &info, true, nullptr};
+    net::ConnContext c{nullptr, &info, true};  // no ClientControl: nothing can defer
     server_.service()->Dispatch(views, r, c);
     return r;
   }
   Server server_;
 };
 
-TEST_F(AttendService, QueriesRunInlineWithoutDeferSource) {
+TEST_F(AttendService, QueriesRunInlineWithoutClientControl) {
   const int h = 2, n = 3000, d = 8;
   std::vector<float> k(h * n * d), v(h * n * d), q(h * d, 0.0f);
   for (size_t i = 0; i < k.size(); ++i) {
@@ -117,7 +117,7 @@ TEST_F(AttendService, QueriesRunInlineWithoutDeferSource) {
   EXPECT_EQ(cold.type, "-");
   EXPECT_EQ(cold.body, kErrColdMiss);
   EXPECT_EQ(cold.body.substr(0, cold.body.find(' ')), kErrCodeColdMiss);
-  // KV.PREFIX.WARM without a DeferSource answers inline too.
+  // KV.PREFIX.WARM without a ClientControl answers inline too.
   CaptureReply w = Call({"KV.PREFIX.WARM", "none", "2", "8"});
   EXPECT_EQ(w.type + w.body, "+0");
 }

@@ -17,7 +17,6 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   ctx.reply = &reply;
   ctx.server = server_;
   ctx.client = c.info;
-  ctx.defer_source = c.defer;
   spec->handler(ctx);
   return ctx.wait_lsn;
 }

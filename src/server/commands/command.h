@@ -26,15 +26,14 @@ struct CommandContext {
   ReplyBuilder* reply = nullptr;
   Server* server = nullptr;
   ClientInfo* client = nullptr;
-  // Where Defer() takes its ticket (the connection, or another transport such as the
-  // binary fast lane); null when this caller cannot defer: see CanDefer().
-  net::DeferSource* defer_source = nullptr;
   uint64_t wait_lsn = 0;
   bool deferred = false;  // set by Defer()
 
-  // Whether Defer() may be called. Handlers whose deferral is an optimisation (the
-  // attention queries, KV.PREFIX.WARM) do their work inline when it is false.
-  bool CanDefer() const { return defer_source != nullptr && !deferred; }
+  // Whether Defer() may be called: the client has a ClientControl (the RESP connection,
+  // or another transport such as the binary fast lane, net/client_control.h) to take
+  // the ticket from. Handlers whose deferral is an optimisation (the attention queries,
+  // KV.PREFIX.WARM) do their work inline when it is false.
+  bool CanDefer() const { return client != nullptr && client->control != nullptr && !deferred; }
 
   // Takes the reply's place in the connection's output and returns the ticket
   // that completes it (at most once per call; write nothing through `reply`
