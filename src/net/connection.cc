@@ -345,7 +345,7 @@ void Connection::RunRequest() {
   OutputQueue::Mark mark = out_.GetMark();
   uint64_t appended = out_.appended_total();
   uint64_t held_before = out_.held_bytes();
-  ConnContext ctx{this, &info_, authenticated_, this};
+  ConnContext ctx{this, &info_, authenticated_};
   uint64_t hold_until = resp_ != nullptr
                             ? service_->Dispatch(resp_->args(), writer_, ctx)
                             : service_->DispatchFrame(frames_->frame(), frame_writer_, ctx);

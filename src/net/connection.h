@@ -79,7 +79,7 @@ inline constexpr size_t kPauseOutputBytes = 32u << 20;
 inline constexpr size_t kResumeOutputBytes = 8u << 20;
 inline constexpr size_t kQueryBufferBytes = 16 * 1024;
 
-class Connection final : public ClientControl, public DeferSource, private BufferGate {
+class Connection final : public ClientControl, private BufferGate {
  public:
   Connection(ConnHost* host, Service* service, int fd, uint64_t id, std::string addr,
              std::string laddr, Protocol protocol = Protocol::kResp);

@@ -69,12 +69,8 @@ void CommandService::OnClose(ClientInfo* info) {
 }
 
 std::shared_ptr<DeferredReply> CommandContext::Defer() {
-  PION_CHECK(!deferred);
+  PION_CHECK(client != nullptr && client->control != nullptr && !deferred);
   deferred = true;
-  // The caller's own ticket source when it gave one (net::ConnContext::defer),
-  // else the client connection's.
-  if (defer_source != nullptr) return defer_source->BeginDeferred();
-  PION_CHECK(client != nullptr && client->control != nullptr);
   return client->control->BeginDeferred();
 }
 
