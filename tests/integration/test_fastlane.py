@@ -295,16 +295,19 @@ def test_maxclients_shared_with_resp(server_factory, lanes, raw_factory):
     r2 = raw_factory(s)
     assert r2.read() == "ERR max number of clients reached"
     # A slot freed by a lane client is usable by either.
+    # (Until the server has seen the close, a new client is still refused.)
     a.close()
-    assert poll(lambda: s.client().info("clients")["connected_clients"] <= 3 and
-                _lane_ping_ok(s.lane_port))
+    assert poll(lambda: _lane_ping_ok(s.lane_port))
 
 
 def _lane_ping_ok(port: int) -> bool:
-    c = Lane(port, timeout=5)
+    try:
+        c = Lane(port, timeout=5)
+    except OSError:
+        return False
     try:
         return c.call(PING) == (OK, b"")
-    except ConnectionError:
+    except OSError:  # refused (ERROR frame, then closed) while still full
         return False
     finally:
         c.close()
