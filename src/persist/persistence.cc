@@ -194,17 +194,6 @@ Status Persistence::SaveLocked(std::string_view path) {
   return Status::OK();
 }
 
-void Persistence::SaveAsync(std::string path, std::function<void(Status)> done) {
-  if (!opt_.background || !bg_.joinable()) {
-    Status s = Save(path);
-    if (done) done(s);
-    return;
-  }
-  std::lock_guard<std::mutex> l(mu_);
-  jobs_.emplace_back(std::move(path), std::move(done));
-  cv_.notify_all();
-}
-
 Status Persistence::Commit() {
   if (!wal_) return Status::NotSupported("persistence is not enabled");
   return wal_->Commit();
@@ -265,27 +254,10 @@ bool Persistence::AutoSaveTick(uint64_t now_ms) {
 void Persistence::BackgroundLoop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
-    if (!jobs_.empty()) {
-      auto job = std::move(jobs_.front());
-      jobs_.pop_front();
-      l.unlock();
-      Status s = Save(job.first);
-      if (job.second) job.second(s);
-      l.lock();
-      continue;
-    }
     cv_.wait_for(l, std::chrono::milliseconds(100));
-    if (stop_ || !jobs_.empty()) continue;
+    if (stop_) break;
     l.unlock();
     (void)AutoSaveTick(MonotonicNs() / 1000000);
-    l.lock();
-  }
-  // Finish queued saves (SHUTDOWN SAVE waits on them) before leaving.
-  while (!jobs_.empty()) {
-    auto job = std::move(jobs_.front());
-    jobs_.pop_front();
-    l.unlock();
-    if (job.second) job.second(Status::IOError("server shutting down"));
     l.lock();
   }
 }

@@ -73,7 +73,6 @@ class Worker final : public net::ConnHost {
   HeldReplies& held_replies() { return held_; }
 
  private:
-  void WatchListener();
   // Stops accepting for a moment when accept() cannot get a descriptor or
   // memory (the listener is level-triggered: retrying at once would spin).
   void PauseAccepting();
