@@ -20,6 +20,7 @@ Status Persistence::Recover() {
   RecoveryResult r;
   RecoveryOptions ro;
   ro.wal_repair = opt_.wal_repair;
+  ro.keep_freed_heap = opt_.keep_freed_heap;
   PION_RETURN_IF_ERROR(persist::Recover(env_, opt_.dir, host_.get(), ro, &r));
   auto wal = std::make_unique<WalWriter>(env_, opt_.dir, opt_.policy);
   if (on_ack_) {

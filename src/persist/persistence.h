@@ -39,6 +39,8 @@ struct PersistOptions {
   // twice as long each time, at most max (milliseconds).
   uint64_t auto_save_retry_min_ms = 1000;
   uint64_t auto_save_retry_max_ms = 300000;
+  // Passed to recovery (RecoveryOptions::keep_freed_heap).
+  std::function<void(uint64_t snapshot_bytes)> keep_freed_heap;
 };
 
 struct PersistStats {
