@@ -26,11 +26,20 @@ enum class Code : unsigned char {
   kLoading,          // recovery still running -> -LOADING
 };
 
+// A finer reason than the code, for the few failures a caller must tell apart
+// without reading the message (the command layer words them its own way).
+enum class ErrorId : unsigned char {
+  kNone = 0,
+  kSizeMismatch,   // an input's length does not match the shape it declares
+  kNothingStored,  // the named thing exists but holds nothing to return
+};
+
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(Code code, std::string_view msg)
-      : rep_(code == Code::kOk ? nullptr : std::make_unique<Rep>(Rep{code, std::string(msg)})) {}
+  Status(Code code, std::string_view msg, ErrorId id = ErrorId::kNone)
+      : rep_(code == Code::kOk ? nullptr : std::make_unique<Rep>(Rep{code, id, std::string(msg)})) {
+  }
   Status(const Status& o) : rep_(o.rep_ ? std::make_unique<Rep>(*o.rep_) : nullptr) {}
   Status& operator=(const Status& o) {
     rep_ = o.rep_ ? std::make_unique<Rep>(*o.rep_) : nullptr;
@@ -51,6 +60,7 @@ class [[nodiscard]] Status {
 
   bool ok() const { return rep_ == nullptr; }
   Code code() const { return rep_ ? rep_->code : Code::kOk; }
+  ErrorId id() const { return rep_ ? rep_->id : ErrorId::kNone; }
   // The message without any code word ("non-finite value in row 3").
   std::string_view message() const { return rep_ ? std::string_view(rep_->msg) : ""; }
   std::string ToString() const;
@@ -58,6 +68,7 @@ class [[nodiscard]] Status {
  private:
   struct Rep {
     Code code;
+    ErrorId id;
     std::string msg;
   };
   std::unique_ptr<Rep> rep_;

@@ -14,7 +14,8 @@ std::optional<int64_t> ParseInt64Strict(std::string_view s);
 std::optional<uint64_t> ParseUint64Strict(std::string_view s);
 // Strict double ("1.5", "-2", "1e3"); rejects spaces, empty, nan.
 std::optional<double> ParseDouble(std::string_view s);
-// Byte sizes as in redis.conf: "100", "1kb"/"1k" (1024), "5mb", "2gb" (case-insensitive).
+// Byte sizes as in redis.conf: "100", "1kb" (1024), "1k" (1000), "5mb", "5m",
+// "2gb", "2g" (case-insensitive).
 std::optional<uint64_t> ParseBytes(std::string_view s);
 
 // ASCII case folding only.

@@ -1,6 +1,5 @@
 #include "net/event_loop.h"
 
-#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -13,10 +12,6 @@
 #include "base/log.h"
 
 namespace pion::net {
-
-namespace {
-uint64_t SelfId() { return static_cast<uint64_t>(pthread_self()); }
-}  // namespace
 
 EventLoop::EventLoop() = default;
 
@@ -49,17 +44,6 @@ Status EventLoop::Add(int fd, uint32_t events, IoCallback cb) {
   return Status::OK();
 }
 
-Status EventLoop::Modify(int fd, uint32_t events) {
-  auto it = handlers_.find(fd);
-  PION_CHECK(it != handlers_.end());
-  epoll_event ev{};
-  ev.events = events;
-  ev.data.ptr = it->second.get();
-  if (::epoll_ctl(epfd_, EPOLL_CTL_MOD, fd, &ev) != 0)
-    return Status::IOError(std::string("epoll_ctl mod: ") + std::strerror(errno));
-  return Status::OK();
-}
-
 void EventLoop::Remove(int fd) {
   auto it = handlers_.find(fd);
   if (it == handlers_.end()) return;
@@ -77,8 +61,6 @@ uint64_t EventLoop::AddTimer(uint64_t delay_ms, bool repeat, Task t) {
   timers_.push(Timer{MonotonicNs() + delay_ms * 1000000ull, id});
   return id;
 }
-
-void EventLoop::CancelTimer(uint64_t id) { timer_info_.erase(id); }
 
 void EventLoop::Post(Task t) {
   bool wake;
@@ -110,10 +92,6 @@ void EventLoop::Stop() {
   uint64_t one = 1;
   ssize_t n = ::write(wakefd_, &one, sizeof(one));
   (void)n;
-}
-
-bool EventLoop::InLoopThread() const {
-  return thread_id_.load(std::memory_order_relaxed) == SelfId();
 }
 
 int EventLoop::NextTimeoutMs() const {
@@ -151,7 +129,6 @@ void EventLoop::RunDeferred() {
 }
 
 void EventLoop::Run() {
-  thread_id_.store(SelfId(), std::memory_order_relaxed);
   constexpr int kMaxEvents = 256;
   epoll_event events[kMaxEvents];
   while (!stop_.load(std::memory_order_acquire)) {

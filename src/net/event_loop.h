@@ -34,13 +34,11 @@ class EventLoop {
   // Registers `fd` for `events` (EPOLLIN, EPOLLOUT, EPOLLET, ...). The callback
   // may Remove() its own or any other fd.
   Status Add(int fd, uint32_t events, IoCallback cb);
-  Status Modify(int fd, uint32_t events);
   // Stops watching `fd` (does not close it). Pending events for it are dropped.
   void Remove(int fd);
 
   // Runs `t` once after `delay_ms`, or every `delay_ms` when `repeat`.
   uint64_t AddTimer(uint64_t delay_ms, bool repeat, Task t);
-  void CancelTimer(uint64_t id);
 
   // Runs `t` on the loop thread soon (thread-safe, wakes the loop).
   void Post(Task t);
@@ -49,7 +47,6 @@ class EventLoop {
 
   void Run();
   void Stop();  // thread-safe
-  bool InLoopThread() const;
 
  private:
   struct Handler {
@@ -85,7 +82,6 @@ class EventLoop {
   std::vector<Task> posted_;   // guarded by post_mu_
   bool wake_pending_ = false;  // guarded by post_mu_
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> thread_id_{0};
 };
 
 }  // namespace pion::net

@@ -327,24 +327,37 @@ RespParser::Result RespParser::ParseInline(const char* data, size_t len) {
   return Result::kCommand;
 }
 
-RespParser::Result RespParser::ParseArrayLen(const char* data, size_t len) {
+bool RespParser::LengthLine(const char* data, size_t len, const char* too_long, Result* wait,
+                            std::optional<int64_t>* n) {
   const char* cr = FindByte(data, std::max(scan_, pos_ + 1), len, '\r');
   if (cr == nullptr) {
-    if (len - pos_ > kInlineMaxBytes) return Fail("too big mbulk count string");
+    if (len - pos_ > kInlineMaxBytes) {
+      *wait = Fail(too_long);
+      return false;
+    }
     scan_ = len;
-    return Result::kNeedMore;
+    *wait = Result::kNeedMore;
+    return false;
   }
   size_t cr_at = cr - data;
   if (cr_at + 1 >= len) {
     scan_ = cr_at;
-    return Result::kNeedMore;
+    *wait = Result::kNeedMore;
+    return false;
   }
-  auto n = ParseInt64Strict(std::string_view(data + pos_ + 1, cr_at - pos_ - 1));
-  if (!n.has_value() || data[cr_at + 1] != '\n' || *n > 2147483647 ||
-      (*n > 0 && static_cast<uint64_t>(*n) > limits_.max_args))
+  *n = ParseInt64Strict(std::string_view(data + pos_ + 1, cr_at - pos_ - 1));
+  if (data[cr_at + 1] != '\n') n->reset();
+  pos_ = cr_at + 2;
+  return true;
+}
+
+RespParser::Result RespParser::ParseArrayLen(const char* data, size_t len) {
+  Result wait;
+  std::optional<int64_t> n;
+  if (!LengthLine(data, len, "too big mbulk count string", &wait, &n)) return wait;
+  if (!n.has_value() || *n > 2147483647 || (*n > 0 && static_cast<uint64_t>(*n) > limits_.max_args))
     return Fail("invalid multibulk length");
   if (*n > 10 && auth_required_) return Fail("unauthenticated multibulk length");
-  pos_ = cr_at + 2;
   scan_ = pos_;
   if (*n <= 0) {  // an empty command, ignored as Redis does
     state_ = State::kDone;
@@ -365,24 +378,13 @@ RespParser::Result RespParser::ParseBulkLen(const char* data, size_t len) {
     msg += '\'';
     return Fail(std::move(msg));
   }
-  const char* cr = FindByte(data, std::max(scan_, pos_ + 1), len, '\r');
-  if (cr == nullptr) {
-    if (len - pos_ > kInlineMaxBytes) return Fail("too big bulk count string");
-    scan_ = len;
-    return Result::kNeedMore;
-  }
-  size_t cr_at = cr - data;
-  if (cr_at + 1 >= len) {
-    scan_ = cr_at;
-    return Result::kNeedMore;
-  }
-  auto n = ParseInt64Strict(std::string_view(data + pos_ + 1, cr_at - pos_ - 1));
-  if (!n.has_value() || data[cr_at + 1] != '\n' || *n < 0 ||
-      static_cast<uint64_t>(*n) > limits_.max_bulk_len)
+  Result wait;
+  std::optional<int64_t> n;
+  if (!LengthLine(data, len, "too big bulk count string", &wait, &n)) return wait;
+  if (!n.has_value() || *n < 0 || static_cast<uint64_t>(*n) > limits_.max_bulk_len)
     return Fail("invalid bulk length");
   uint64_t blen = static_cast<uint64_t>(*n);
   if (blen > 16384 && auth_required_) return Fail("unauthenticated bulk length");
-  pos_ = cr_at + 2;
   scan_ = pos_;
   // The whole command so far plus this argument must fit the query limit; this
   // is checked before the argument's buffer is allocated.

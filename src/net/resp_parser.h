@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -121,6 +122,12 @@ class RespParser final : public RequestParser {
 
   Result Fail(std::string msg);
   Result ParseInline(const char* data, size_t len);
+  // The "*<n>\r\n" / "$<n>\r\n" line at pos_ (its type byte checked): false
+  // with *wait set (kNeedMore, or the failure `too_long` once kInlineMaxBytes
+  // passed without a CR) until the line is complete; then true, pos_ past the
+  // line, and *n the number (nullopt when it is not one or the LF is missing).
+  bool LengthLine(const char* data, size_t len, const char* too_long, Result* wait,
+                  std::optional<int64_t>* n);
   Result ParseArrayLen(const char* data, size_t len);
   Result ParseBulkLen(const char* data, size_t len);
   Result FinishBig();

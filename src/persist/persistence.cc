@@ -20,6 +20,7 @@ Status Persistence::Recover() {
   RecoveryResult r;
   RecoveryOptions ro;
   ro.wal_repair = opt_.wal_repair;
+  ro.keep_freed_heap = opt_.keep_freed_heap;
   PION_RETURN_IF_ERROR(persist::Recover(env_, opt_.dir, host_.get(), ro, &r));
   auto wal = std::make_unique<WalWriter>(env_, opt_.dir, opt_.policy);
   if (on_ack_) {
@@ -194,17 +195,6 @@ Status Persistence::SaveLocked(std::string_view path) {
   return Status::OK();
 }
 
-void Persistence::SaveAsync(std::string path, std::function<void(Status)> done) {
-  if (!opt_.background || !bg_.joinable()) {
-    Status s = Save(path);
-    if (done) done(s);
-    return;
-  }
-  std::lock_guard<std::mutex> l(mu_);
-  jobs_.emplace_back(std::move(path), std::move(done));
-  cv_.notify_all();
-}
-
 Status Persistence::Commit() {
   if (!wal_) return Status::NotSupported("persistence is not enabled");
   return wal_->Commit();
@@ -265,27 +255,10 @@ bool Persistence::AutoSaveTick(uint64_t now_ms) {
 void Persistence::BackgroundLoop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
-    if (!jobs_.empty()) {
-      auto job = std::move(jobs_.front());
-      jobs_.pop_front();
-      l.unlock();
-      Status s = Save(job.first);
-      if (job.second) job.second(s);
-      l.lock();
-      continue;
-    }
     cv_.wait_for(l, std::chrono::milliseconds(100));
-    if (stop_ || !jobs_.empty()) continue;
+    if (stop_) break;
     l.unlock();
     (void)AutoSaveTick(MonotonicNs() / 1000000);
-    l.lock();
-  }
-  // Finish queued saves (SHUTDOWN SAVE waits on them) before leaving.
-  while (!jobs_.empty()) {
-    auto job = std::move(jobs_.front());
-    jobs_.pop_front();
-    l.unlock();
-    if (job.second) job.second(Status::IOError("server shutting down"));
     l.lock();
   }
 }

@@ -13,7 +13,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -40,6 +39,8 @@ struct PersistOptions {
   // twice as long each time, at most max (milliseconds).
   uint64_t auto_save_retry_min_ms = 1000;
   uint64_t auto_save_retry_max_ms = 300000;
+  // Passed to recovery (RecoveryOptions::keep_freed_heap).
+  std::function<void(uint64_t snapshot_bytes)> keep_freed_heap;
 };
 
 struct PersistStats {
@@ -88,8 +89,6 @@ class Persistence {
   // `path` empty = pion.vstore in --dir and compaction of the WAL; otherwise a
   // relative path inside --dir (ValidateSavePath) and the WAL is untouched.
   Status Save(std::string_view path);
-  // Same in the background thread; `done` runs there when it finished.
-  void SaveAsync(std::string path, std::function<void(Status)> done);
   // Refuses absolute paths, '~', '..' components, control bytes and WAL names.
   static Status ValidateSavePath(std::string_view path);
 
@@ -139,7 +138,6 @@ class Persistence {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<std::string, std::function<void(Status)>>> jobs_;  // guarded by mu_
   bool stop_ = false;
   bool closed_ = false;
   std::thread bg_;

@@ -1,7 +1,6 @@
 // Recovery: see recovery.h and docs/wal_format.md §5.
 #include "persist/recovery.h"
 
-#include <malloc.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -59,13 +58,13 @@ Status ApplyRecord(RecordSink* sink, const WalRecord& rec, bool* applied) {
 // the arena once and populating it in the kernel (MADV_POPULATE_WRITE), then
 // handing it back to malloc, removes the guest's page-fault cost: a 537 MB load
 // went from 3.6 s to 2.1 s here. What remains is the virtual machine's own
-// first-write cost (~350 MB/s measured with memset on fresh pages, see
-// ../shared/reference/env-baseline.md §1c). Best effort: any failure just leaves
-// the ordinary path.
-void PrefaultHeap(uint64_t bytes) {
+// first-write cost (~350 MB/s measured with memset on fresh pages). Best
+// effort: any failure just leaves the ordinary path.
+void PrefaultHeap(uint64_t bytes, const std::function<void(uint64_t)>& keep_freed_heap) {
   constexpr size_t kBlock = 16u << 20;  // below the mmap threshold: from the heap
   if (bytes < (64u << 20)) return;
-  mallopt(M_TRIM_THRESHOLD, static_cast<int>(std::min<uint64_t>(bytes * 2, 1ull << 31) - 1));
+  // The freed blocks must stay in the arena (not be trimmed back to the OS).
+  if (keep_freed_heap) keep_freed_heap(bytes);
   std::vector<void*> blocks;
   for (uint64_t done = 0; done < bytes; done += kBlock) {
     void* p = std::malloc(kBlock);
@@ -107,7 +106,7 @@ Status Recover(Env* env, const std::string& dir, RecordSink* sink, const Recover
     LOG_NOTICE("loading snapshot %s", snap_path.c_str());
     if (env == PosixEnv()) {
       auto sz = env->FileSize(snap_path);
-      if (sz.ok()) PrefaultHeap(*sz);
+      if (sz.ok()) PrefaultHeap(*sz, opt.keep_freed_heap);
     }
     PION_RETURN_IF_ERROR(LoadSnapshot(env, snap_path, sink, &res.snapshot));
     snap = res.snapshot.header;
@@ -292,7 +291,7 @@ Status Recover(Env* env, const std::string& dir, RecordSink* sink, const Recover
   }
   if (!obsolete.empty() || res.torn_bytes > 0) PION_RETURN_IF_ERROR(env->SyncDir(dir));
   res.live_wal_names = std::move(live);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);  // the server's setting (src/server/main.cc)
+  if (opt.keep_freed_heap) opt.keep_freed_heap(0);  // back to the process's own setting
   res.seconds = static_cast<double>(MonotonicNs() - t0) / 1e9;
   if (res.wal_files > 0)
     LOG_NOTICE("WAL replayed: %llu records applied, %llu skipped, %llu bytes, %.3f s",

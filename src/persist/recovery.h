@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ namespace pion::persist {
 
 struct RecoveryOptions {
   bool wal_repair = false;
+  // Called with a large snapshot's size (>= 64 MiB) before the heap is grown
+  // for it, and with 0 when recovery ends: the process sets how much freed heap
+  // malloc keeps (a process-wide mallopt, so main's to make). nullptr: the
+  // setting is left alone.
+  std::function<void(uint64_t snapshot_bytes)> keep_freed_heap;
 };
 
 struct RecoveryResult {

@@ -1,5 +1,5 @@
-// The seven storage formats of a K/V row (docs/quant_formats.md is the contract;
-// ../shared/spec/quant-formats.md the research behind it). A row is one token's
+// The seven storage formats of a K/V row (docs/quant_formats.md is the contract).
+// A row is one token's
 // kv_dim values of one layer. Every format is row-by-row and deterministic: the
 // same input gives the same bytes on every run and on every code path (the AVX2
 // kernels are bit-identical to the scalar references in quant/<format>.cc, which

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -44,6 +46,22 @@ bool MakeDirs(const std::string& path, std::string* err) {
     return false;
   }
   return true;
+}
+
+// Freed memory malloc keeps instead of returning it to the OS.
+constexpr int kTrimThreshold = 1 << 30;
+
+// Before a large snapshot loads, recovery grows the heap once and hands it back
+// to malloc (persist/recovery.cc): keep up to twice the snapshot's size freed
+// so those pages are reused by the load instead of being trimmed. 0: recovery
+// ended, back to the server's setting.
+void KeepFreedHeap(uint64_t snapshot_bytes) {
+  if (snapshot_bytes == 0) {
+    mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
+    return;
+  }
+  mallopt(M_TRIM_THRESHOLD,
+          static_cast<int>(std::min<uint64_t>(snapshot_bytes * 2, 1ull << 31) - 1));
 }
 
 }  // namespace
@@ -83,7 +101,7 @@ int main(int argc, char** argv) {
   // Keep freed memory for reuse: big buffers are recycled instead of being
   // unmapped and faulted in again (~1 GB/s first touch here).
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
 
   // SIGPIPE off (a write to a closed socket returns EPIPE instead); SIGTERM and
   // SIGINT are blocked in every thread and read from a signalfd by Serve().
@@ -113,7 +131,7 @@ int main(int argc, char** argv) {
   const Config& c = server.config();
   // Durability (--kvcache): hooks first; recovery runs once the server listens,
   // answering -LOADING meanwhile.
-  std::unique_ptr<persist::Persistence> persistence = SetUpPersistence(server);
+  std::unique_ptr<persist::Persistence> persistence = SetUpPersistence(server, KeepFreedHeap);
   Status st = server.Start();
   if (!st.ok()) {
     LOG_WARNING("cannot start: %s", st.ToString().c_str());

@@ -20,7 +20,8 @@ persist::SyncPolicy ToSyncPolicy(FsyncPolicy p) {
   return persist::SyncPolicy::kEverySec;
 }
 
-std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server) {
+std::unique_ptr<persist::Persistence> SetUpPersistence(
+    Server& server, std::function<void(uint64_t)> keep_freed_heap) {
   if (server.store() == nullptr || !server.config().appendonly) return nullptr;
   const Config& c = server.config();
   persist::PersistOptions o;
@@ -30,6 +31,7 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server) {
   o.auto_save_retry_min_ms = c.auto_save_retry_min * 1000;
   o.auto_save_retry_max_ms = c.auto_save_retry_max * 1000;
   o.wal_repair = c.wal_repair;
+  o.keep_freed_heap = std::move(keep_freed_heap);
   auto p = std::make_unique<persist::Persistence>(server.store(), o);
   persist::Persistence* pp = p.get();
   pp->SetAckCallback([&server](uint64_t lsn) { server.durability().NotifyDurable(lsn); });

@@ -8,6 +8,7 @@
 // after it, both from the main thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "base/status.h"
@@ -18,7 +19,9 @@
 namespace pion::server {
 
 // nullptr (nothing to persist) without --kvcache. Sets the hooks and loading.
-std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server);
+// `keep_freed_heap` is handed to recovery (persist::RecoveryOptions).
+std::unique_ptr<persist::Persistence> SetUpPersistence(
+    Server& server, std::function<void(uint64_t)> keep_freed_heap = nullptr);
 // Loads the snapshot and replays the WAL, then clears loading. An error means
 // the server must not serve (corruption names the file and offset).
 Status RecoverPersistence(Server& server, persist::Persistence* p);

@@ -225,7 +225,7 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
     std::snprintf(buf, sizeof(buf), "blob size %zu != expected %llu (count=%llu x kv_dim=%u x %zu)",
                   in.bytes, static_cast<unsigned long long>(count * n->dim * in_elem),
                   static_cast<unsigned long long>(count), n->dim, in_elem);
-    return Status::InvalidArgument(buf);
+    return Status(Code::kInvalidArgument, buf, ErrorId::kSizeMismatch);
   }
   size_t out_bytes = count * n->row_bytes;
   if (n->fmt == quant::Format::kFp16 && in.type == RowInput::Type::kF16) {
@@ -387,7 +387,8 @@ Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t 
     std::lock_guard<std::mutex> l(sd.mu);
     uint32_t L =
         num_layers > 0 ? std::min(num_layers, kMaxLayers) : static_cast<uint32_t>(sd.layers.size());
-    if (L == 0) return Status::NotFound("session has no stored layers");
+    if (L == 0)
+      return Status(Code::kNotFound, "session has no stored layers", ErrorId::kNothingStored);
     plans.resize(L);
     for (uint32_t i = 0; i < L; ++i) {
       FetchPlan& p = plans[i];

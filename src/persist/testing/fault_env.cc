@@ -98,15 +98,6 @@ void FaultEnv::SetDiskFull(bool full, bool partial, std::string_view msg) {
   fail_partial_ = partial;
   fail_write_msg_ = std::string(msg);
 }
-void FaultEnv::ClearFaults() {
-  std::lock_guard<std::mutex> l(mu_);
-  fail_write_at_ = fail_sync_at_ = crash_at_ = 0;
-  full_ = false;
-}
-void FaultEnv::CrashNow(CrashMode mode) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (!dead_) TakeImageLocked(mode);
-}
 bool FaultEnv::crashed() const {
   std::lock_guard<std::mutex> l(mu_);
   return dead_;

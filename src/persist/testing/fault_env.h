@@ -51,9 +51,6 @@ class FaultEnv final : public Env {
   void SetDiskFull(bool full, bool partial = true,
                    std::string_view msg = "No space left on device");
   void CrashAfterNthSync(uint64_t n, CrashMode mode);
-  void ClearFaults();
-  // Simulates a crash now.
-  void CrashNow(CrashMode mode);
 
   bool crashed() const;
   uint64_t syncs() const;  // total Sync + SyncDir calls so far

@@ -24,9 +24,6 @@ namespace pion::server {
 
 namespace {
 
-constexpr const char* kSections[] = {"server", "clients", "memory",  "persistence",
-                                     "stats",  "pion",    "keyspace"};
-
 std::string Human(uint64_t bytes) {
   char buf[32];
   double b = static_cast<double>(bytes);
@@ -51,7 +48,7 @@ uint64_t RssBytes() {
   return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-void ServerSection(Server& s, std::string* out) {
+void ServerSection(Server& s, int /*worker*/, std::string* out) {
   static const std::string os = [] {
     utsname u{};
     if (::uname(&u) != 0) return std::string("Linux");
@@ -78,14 +75,14 @@ void ServerSection(Server& s, std::string* out) {
   InfoField(out, "config_file", s.config().config_file);
 }
 
-void ClientsSection(Server& s, std::string* out) {
+void ClientsSection(Server& s, int /*worker*/, std::string* out) {
   InfoField(out, "connected_clients", s.clients().connected());
   InfoField(out, "maxclients", s.maxclients());
   InfoField(out, "blocked_clients", uint64_t{0});
   InfoField(out, "tracking_clients", uint64_t{0});
 }
 
-void MemorySection(Server& s, std::string* out) {
+void MemorySection(Server& s, int /*worker*/, std::string* out) {
   uint64_t rss = RssBytes();
   uint64_t max = s.maxmemory();
   InfoField(out, "used_memory", rss);
@@ -106,13 +103,13 @@ void MemorySection(Server& s, std::string* out) {
   InfoField(out, "mem_allocator", std::string("libc"));
 }
 
-void PersistenceSection(Server& s, std::string* out) {
+void PersistenceSection(Server& s, int /*worker*/, std::string* out) {
   InfoField(out, "loading", uint64_t{s.loading() ? 1u : 0u});
   InfoField(out, "async_loading", uint64_t{0});
   if (s.hooks().info) s.hooks().info(out);
 }
 
-void StatsSection(Server& s, std::string* out) {
+void StatsSection(Server& s, int /*worker*/, std::string* out) {
   ServerStats st = s.Stats();
   InfoField(out, "total_connections_received", st.connections_received);
   InfoField(out, "total_commands_processed", st.commands_processed);
@@ -158,11 +155,24 @@ void PionSection(Server& s, int worker, std::string* out) {
   AppendAttendInfo(s, out);
 }
 
-void KeyspaceSection(Server& s, std::string* out) {
+void KeyspaceSection(Server& s, int /*worker*/, std::string* out) {
   store::Store* st = s.store();
   uint64_t n = st != nullptr ? st->NamespaceCount() : 0;
   if (n > 0) InfoField(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
 }
+
+// INFO's sections in output order: the name a client asks for, the title.
+struct Section {
+  const char* name;
+  const char* title;
+  void (*fill)(Server& s, int worker, std::string* out);
+};
+constexpr Section kSections[] = {
+    {"server", "Server", ServerSection},       {"clients", "Clients", ClientsSection},
+    {"memory", "Memory", MemorySection},       {"persistence", "Persistence", PersistenceSection},
+    {"stats", "Stats", StatsSection},          {"pion", "Pion", PionSection},
+    {"keyspace", "Keyspace", KeyspaceSection},
+};
 
 void Info(CommandContext& ctx) {
   bool want[std::size(kSections)] = {};
@@ -177,7 +187,7 @@ void Info(CommandContext& ctx) {
       continue;
     }
     for (size_t k = 0; k < std::size(kSections); ++k)
-      if (EqualsIgnoreCase(a, kSections[k])) want[k] = true;
+      if (EqualsIgnoreCase(a, kSections[k].name)) want[k] = true;
   }
   Server& s = *ctx.server;
   std::string out;
@@ -185,33 +195,9 @@ void Info(CommandContext& ctx) {
   for (size_t k = 0; k < std::size(kSections); ++k) {
     if (!want[k]) continue;
     std::string body;
-    switch (k) {
-      case 0:
-        ServerSection(s, &body);
-        break;
-      case 1:
-        ClientsSection(s, &body);
-        break;
-      case 2:
-        MemorySection(s, &body);
-        break;
-      case 3:
-        PersistenceSection(s, &body);
-        break;
-      case 4:
-        StatsSection(s, &body);
-        break;
-      case 5:
-        PionSection(s, ctx.client != nullptr ? ctx.client->worker : 0, &body);
-        break;
-      case 6:
-        KeyspaceSection(s, &body);
-        break;
-    }
+    kSections[k].fill(s, ctx.client != nullptr ? ctx.client->worker : 0, &body);
     if (!out.empty()) out.append("\r\n");
-    std::string title = kSections[k];
-    title[0] = static_cast<char>(title[0] - 32);
-    out.append("# ").append(title).append("\r\n").append(body);
+    out.append("# ").append(kSections[k].title).append("\r\n").append(body);
   }
   ctx.reply->Verbatim(out);
 }

@@ -227,8 +227,7 @@ void VStoreBatch(CommandContext& ctx) {
                                              static_cast<uint64_t>(count), in, &lsn);
   ctx.wait_lsn = lsn;
   if (!st.ok()) {
-    if (st.message().starts_with("blob size"))
-      return ctx.reply->Error(StoreBatchError(st.message()));
+    if (st.id() == ErrorId::kSizeMismatch) return ctx.reply->Error(StoreBatchError(st.message()));
     return ReplyStatus(ctx, st);
   }
   ctx.reply->SimpleString("OK");
@@ -288,7 +287,7 @@ void VFetchBatch(CommandContext& ctx, std::span<const std::string_view> a, OutFm
       ctx.server->store()->FetchBatch(a[1], static_cast<uint64_t>(start),
                                       static_cast<uint64_t>(end), static_cast<uint32_t>(layers));
   if (!plans.ok()) {
-    if (plans.status().message() == "session has no stored layers")
+    if (plans.status().id() == ErrorId::kNothingStored)
       return ctx.reply->Error(kErrFetchBatchNoLayers);
     return ReplyStatus(ctx, plans.status());
   }
