@@ -75,8 +75,6 @@ def role_writer(port: int, n: int, store: bool) -> dict:
 
 
 def role_reader(port: int, n: int, ns: str) -> dict:
-    import torch
-
     from pion import PionPromptCache
     from pion.reference_model import ReferenceDecoder
     from pion.server_decode import ServerAttentionDecoder
@@ -116,7 +114,6 @@ def role_reader(port: int, n: int, ns: str) -> dict:
         tok = int(dec.forward([tok])[0, -1].argmax())
         dts.append((time.perf_counter() - t) * 1000.0)
     s2_tok = statistics.median(dts)
-    del torch
     return {"s1_ms": s1_ms, "s2_ms": s2_ms, "s1_tok_ms": s1_tok, "s2_tok_ms": s2_tok, "first1": first1,
             "first2": first2, "last1": toks1, "last2": tok, "lane_queries": c2.lane_queries,
             "bytes_fetched": c1.bytes_fetched}
