@@ -91,8 +91,8 @@ TEST_F(AttendService, QueriesRunInlineWithoutDeferSource) {
     k[i] = std::sin(0.001f * i);
     v[i] = static_cast<float>(i % 7);
   }
-  CaptureReply st = Call({"ATTEND.PREFIX.STORE", "lane", "0", std::to_string(h),
-                          std::to_string(n), std::to_string(d), Blob(k), Blob(v)});
+  CaptureReply st = Call({"ATTEND.PREFIX.STORE", "lane", "0", std::to_string(h), std::to_string(n),
+                          std::to_string(d), Blob(k), Blob(v)});
   ASSERT_EQ(st.type + st.body, "+OK");
   // Q = 0: uniform softmax, so every output is the mean of V over N.
   CaptureReply r = Call({"ATTEND.PREFIX.QUERY_FUSED", "lane", "0", std::to_string(h),
@@ -112,8 +112,8 @@ TEST_F(AttendService, QueriesRunInlineWithoutDeferSource) {
   // A second slot demotes the first (max 1 slot): the reply is the COLDMISS code word.
   ASSERT_EQ(Call({"ATTEND.PREFIX.STORE", "other", "0", "1", "1", "1", Blob({1}), Blob({1})}).type,
             "+");
-  CaptureReply cold = Call({"ATTEND.PREFIX.QUERY", "lane", "0", std::to_string(h),
-                            std::to_string(d), "1", Blob(q)});
+  CaptureReply cold = Call(
+      {"ATTEND.PREFIX.QUERY", "lane", "0", std::to_string(h), std::to_string(d), "1", Blob(q)});
   EXPECT_EQ(cold.type, "-");
   EXPECT_EQ(cold.body, kErrColdMiss);
   EXPECT_EQ(cold.body.substr(0, cold.body.find(' ')), kErrCodeColdMiss);

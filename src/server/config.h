@@ -54,11 +54,11 @@ struct Config {
   int fastlane_port = -1;
   uint64_t fastlane_max_frame_len = 1ull << 30;
   // Stage 2 (server-side attention, stage2.md §2; docs/attention.md "Warm and cold slots").
-  uint64_t attend_max_slots = 4096;          // runtime: warm (sid, layer) slots
-  uint64_t attend_maxmemory = 0;             // runtime: bytes of warm slots, 0 = none
-  uint64_t attend_cold_slots = 65536;        // runtime: cold-registry entries
-  std::string attend_precision = "f16";      // runtime (new slots): f32, f16 or int8
-  int attend_threads = 0;                    // compute pool threads; 0 = number of cores
+  uint64_t attend_max_slots = 4096;           // runtime: warm (sid, layer) slots
+  uint64_t attend_maxmemory = 0;              // runtime: bytes of warm slots, 0 = none
+  uint64_t attend_cold_slots = 65536;         // runtime: cold-registry entries
+  std::string attend_precision = "f16";       // runtime (new slots): f32, f16 or int8
+  int attend_threads = 0;                     // compute pool threads; 0 = number of cores
   uint64_t attend_pool_min_bytes = 1u << 20;  // runtime: queries reading less run inline
 
   // Not settings: what the command line asked for besides them.

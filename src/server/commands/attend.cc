@@ -13,6 +13,8 @@
 // reply is completed from there (ctx.Defer()): the worker keeps serving its other
 // clients, and this client's later commands wait, so pipelined replies stay in order.
 // A caller that cannot defer (ctx.CanDefer() false) gets the same work done inline.
+#include "attend/attend.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -22,7 +24,6 @@
 #include <string>
 #include <vector>
 
-#include "attend/attend.h"
 #include "server/commands/args.h"
 #include "server/server.h"
 
@@ -208,8 +209,8 @@ void AttendStore(CommandContext& ctx) {
   int64_t h, n, d;
   if (!Int(ctx, a[3], &h) || !Int(ctx, a[4], &n) || !Int(ctx, a[5], &d)) return;
   if (h <= 0 || n <= 0 || d <= 0) return ctx.reply->Error(kErrAttendStoreShape);
-  const u128 want = static_cast<u128>(h) * static_cast<u128>(n) * static_cast<u128>(d) *
-                    (f16 ? 2u : 4u);
+  const u128 want =
+      static_cast<u128>(h) * static_cast<u128>(n) * static_cast<u128>(d) * (f16 ? 2u : 4u);
   if (a[6].size() != want || a[7].size() != want)
     return ctx.reply->Error(f16 ? kErrAttendStoreBlobsF16 : kErrAttendStoreBlobs);
   if (h > attend::kMaxHeads || d > attend::kMaxHeadDim || n > std::numeric_limits<uint32_t>::max())
@@ -232,8 +233,7 @@ void AttendStore(CommandContext& ctx) {
     st = slot->StoreF32(p, uh, un, ud, Aligned(a[6], &tk), Aligned(a[7], &tv));
   }
   if (!st.ok()) {
-    if (st.code() == Code::kOutOfBudget)
-      return ctx.reply->Error(AttendStoreOomError(st.message()));
+    if (st.code() == Code::kOutOfBudget) return ctx.reply->Error(AttendStoreOomError(st.message()));
     return ctx.reply->Error(AttendStoreError(st.message()));
   }
   server->attend_cache().Put(a[1], layer, std::move(slot));
@@ -543,10 +543,10 @@ void KvWarm(CommandContext& ctx) {
   const auto uh = static_cast<uint32_t>(h), ud = static_cast<uint32_t>(d);
   if (!ctx.CanDefer()) return ctx.reply->SimpleString(WarmReply(Warm(server, ns, uh, ud, sid)));
   std::shared_ptr<DeferredReply> done = ctx.Defer();
-  bool queued = server->attend_pool().Post([server, ns = std::move(ns), sid = std::move(sid), uh,
-                                            ud, done] {
-    done->SimpleString(WarmReply(Warm(server, ns, uh, ud, sid)));
-  });
+  bool queued =
+      server->attend_pool().Post([server, ns = std::move(ns), sid = std::move(sid), uh, ud, done] {
+        done->SimpleString(WarmReply(Warm(server, ns, uh, ud, sid)));
+      });
   if (!queued) done->Complete([](ReplyBuilder& r) { r.Error(kErrShuttingDown); });
 }
 

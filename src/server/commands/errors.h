@@ -137,7 +137,8 @@ inline constexpr std::string_view kErrAttendFusedQ =
     "ERR Q blob size must be a positive multiple of H_q*D*4";
 inline constexpr std::string_view kErrAttendSuffix =
     "ERR K_suf / V_suf size mismatch (expected H_kv*S_suf*D*4 each)";
-inline constexpr std::string_view kErrAttendHeadMap = "ERR head_map size mismatch (expected H_q bytes)";
+inline constexpr std::string_view kErrAttendHeadMap =
+    "ERR head_map size mismatch (expected H_q bytes)";
 inline constexpr std::string_view kErrAttendRowsBeyondSuffix =
     "ERR Q has more rows than the suffix (M must be <= S_suf when S_suf > 0)";
 inline constexpr std::string_view kErrAttendFusedFailed =
