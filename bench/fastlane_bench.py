@@ -6,7 +6,7 @@ One pion-server (--kvcache, persistence off, one worker, pinned to the server co
 one slot ATTEND.PREFIX.STORE'd with H_kv = 8, N = 2048, D = 128 (f32), and one client
 (pinned to the client core) sending the same ATTEND.PREFIX.QUERY_FUSED (H_q = 32,
 S_suf = 1, M = 1, head_map h -> h / 4) alternately as a lane frame and as a RESP
-command, one request in flight, reading exactly the reply's bytes. The replies are
+command (which goes first alternates), one request in flight, reading exactly the reply's bytes. The replies are
 checked equal first. Reported per repetition: p50 and p99 of the request latency
 (send to last reply byte) for each protocol; the ratio RESP / lane is the lane's
 advantage (target ≥ 1.2 at p50).
@@ -68,7 +68,7 @@ def read_resp_reply(sock):
     return rest[:n], rest[n + 2:]
 
 
-def measure(port, lane_port, iters, warmup):
+def measure(port, lane_port, iters, warmup, n=N):
     """The client side (run pinned): returns the latency lists and a correctness flag."""
     import random
     rnd = random.Random(7)
@@ -78,9 +78,9 @@ def measure(port, lane_port, iters, warmup):
 
     r = socket.create_connection(('127.0.0.1', port))
     r.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    k = floats(HKV * N * D)
-    v = floats(HKV * N * D)
-    r.sendall(resp_encode([b'ATTEND.PREFIX.STORE', SID, 0, HKV, N, D, k, v]))
+    k = floats(HKV * n * D)
+    v = floats(HKV * n * D)
+    r.sendall(resp_encode([b'ATTEND.PREFIX.STORE', SID, 0, HKV, n, D, k, v]))
     reply, _ = read_resp_reply(r)
     if reply != b'+OK':
         raise RuntimeError('ATTEND.PREFIX.STORE: %r' % reply[:200])
@@ -110,9 +110,10 @@ def measure(port, lane_port, iters, warmup):
     same = got_resp[len(b'$%d\r\n' % out_bytes):-2] == got_lane[7:]
 
     lat = {'lane': [], 'resp': []}
+    pair = (('lane', lane, lane_req, lane_len), ('resp', r, resp_req, resp_len))
     for i in range(warmup + iters):
-        for name, sock, req, n in (('lane', lane, lane_req, lane_len),
-                                   ('resp', r, resp_req, resp_len)):
+        # Which protocol goes first alternates, so neither always follows the other.
+        for name, sock, req, n in (pair if i % 2 == 0 else pair[::-1]):
             t0 = time.perf_counter_ns()
             sock.sendall(req)
             read_exact(sock, buf, n)
@@ -175,18 +176,24 @@ def suite(ctx, run):
     except RuntimeError as e:
         p50.error = str(e)
         return [p50]
+    # The same request against a 16-token prefix: the kernel is then a few µs, so the
+    # row shows what the transport alone saves.
+    small = Row('attend', 'QUERY_FUSED p50, lane vs RESP, N=16 (transport cost only)', 'µs',
+                'RESP', 'info', higher_better=False)
     iters = 30 if ctx.smoke else 400
     same = True
     for _ in range(ctx.reps):
-        out = ctx.run_client([sys.executable, os.path.abspath(__file__), '--measure',
-                              '--port', str(port), '--lane-port', str(lane_port),
-                              '--iters', str(iters)], timeout=900)
-        m = json.loads(out)
-        same = same and m['same_bytes']
-        p50.pion.append(pct(m['lane_us'], 50))
-        p50.peer.append(pct(m['resp_us'], 50))
-        p99.pion.append(pct(m['lane_us'], 99))
-        p99.peer.append(pct(m['resp_us'], 99))
+        for n, rows in ((N, (p50, p99)), (16, (small,))):
+            out = ctx.run_client([sys.executable, os.path.abspath(__file__), '--measure',
+                                  '--port', str(port), '--lane-port', str(lane_port),
+                                  '--iters', str(iters), '--n', str(n)], timeout=900)
+            m = json.loads(out)
+            same = same and m['same_bytes']
+            rows[0].pion.append(pct(m['lane_us'], 50))
+            rows[0].peer.append(pct(m['resp_us'], 50))
+            if len(rows) > 1:
+                rows[1].pion.append(pct(m['lane_us'], 99))
+                rows[1].peer.append(pct(m['resp_us'], 99))
     run.PROCS.stop(proc)
     ratio = run.mmm(p50.ratios())
     if not same:
@@ -196,7 +203,7 @@ def suite(ctx, run):
         p50.met_note = '%.2f× at p50' % ratio[1]
     ctx.notes.append('QUERY_FUSED lane vs RESP: %d requests per protocol per repetition, '
                      'alternating, one in flight; replies byte-identical: %s' % (iters, same))
-    return [p50, p99]
+    return [p50, p99, small]
 
 
 def main():
@@ -206,10 +213,11 @@ def main():
     ap.add_argument('--lane-port', type=int)
     ap.add_argument('--iters', type=int, default=400)
     ap.add_argument('--warmup', type=int, default=20)
+    ap.add_argument('--n', type=int, default=N, help='prefix tokens (default 2048)')
     ap.add_argument('--build', default='build/release')
     args = ap.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.port, args.lane_port, args.iters, args.warmup)))
+        print(json.dumps(measure(args.port, args.lane_port, args.iters, args.warmup, args.n)))
         return 0
     exe = os.path.join(args.build, 'bin', 'pion-server')
     d = tempfile.mkdtemp(prefix='pion-lane-')
@@ -222,7 +230,7 @@ def main():
 
     try:
         _, port, lane_port = start_server(exe, d, start_proc)
-        m = measure(port, lane_port, args.iters, args.warmup)
+        m = measure(port, lane_port, args.iters, args.warmup, args.n)
     finally:
         for p in procs:
             p.kill()

@@ -253,8 +253,8 @@ def test_auth_required_with_requirepass(server_factory, lanes):
     s = lane_server(server_factory, "--requirepass", "s3cret")
     c = lanes(s.lane_port)
     assert c.call(PING) == (ERROR, b"NOAUTH Authentication required.")
-    st, body = c.call(QUERY, query_body(b"x", 0, 1, 4, 1, b"\0" * 16))
-    assert st == ERROR and body.startswith((b"NOAUTH", b"ERR unknown command")), body
+    assert c.call(QUERY, query_body(b"x", 0, 1, 4, 1, b"\0" * 16)) == (
+        ERROR, b"NOAUTH Authentication required.")
     assert c.call(AUTH, b"wrong") == (
         ERROR, b"WRONGPASS invalid username-password pair or user is disabled.")
     assert c.call(AUTH, b"default\x00wrong")[0] == ERROR
@@ -328,3 +328,144 @@ def test_lane_clients_in_client_list_and_kill(server_factory, lanes):
     assert len(mine) == 1 and mine[0]["cmd"] == "ping"
     r.client_kill_filter(_id=mine[0]["id"])
     assert c.at_eof()
+
+
+# ---------------------------------------------------------------- the ATTEND commands
+
+def _f32(rng, *shape) -> bytes:
+    import numpy as np
+    return rng.standard_normal(shape).astype(np.float32).tobytes()
+
+
+def _store(r, sid: bytes, layer: int, h: int, n: int, d: int, rng) -> None:
+    assert r.execute_command("ATTEND.PREFIX.STORE", sid, layer, h, n, d,
+                             _f32(rng, h, n, d), _f32(rng, h, n, d)) in (b"OK", "OK", True)
+
+
+def _resp_raw(raw, *args):
+    """The RESP twin's reply: bytes for a bulk, RawError for an error."""
+    return raw.call(*args)
+
+
+def test_query_fused_equals_resp_twin(server_factory, lanes, raw_factory):
+    import numpy as np
+    rng = np.random.default_rng(1)
+    s = lane_server(server_factory)
+    r = s.client()
+    hq, hkv, d, n = 8, 2, 16, 40
+    sid = b"ns_attn"
+    _store(r, sid, 3, hkv, n, d, rng)
+    c = lanes(s.lane_port)
+    raw = raw_factory(s)
+    head_map = bytes(h * hkv // hq for h in range(hq))
+    for m, s_suf, window in ((1, 1, None), (1, 0, None), (2, 3, None), (1, 2, 8), (3, 4, 0)):
+        q = _f32(rng, hq, m, d)
+        k = _f32(rng, hkv, s_suf, d)
+        v = _f32(rng, hkv, s_suf, d)
+        body = query_fused_body(sid, 3, hq, d, hkv, m, s_suf, q, k, v, head_map, window)
+        st, out = c.call(QUERY_FUSED, body)
+        args = ["ATTEND.PREFIX.QUERY_FUSED", sid, 3, hq, d, s_suf, hkv, q, k, v, head_map]
+        if window is not None:
+            args.append(window)
+        want = _resp_raw(raw, *args)
+        assert isinstance(want, bytes), want
+        assert (st, out) == (OK, want), (m, s_suf, window)
+        assert len(out) == hq * m * d * 4
+
+
+def test_query_equals_resp_twin(server_factory, lanes, raw_factory):
+    import numpy as np
+    rng = np.random.default_rng(2)
+    s = lane_server(server_factory)
+    r = s.client()
+    h, d, n = 4, 8, 33
+    _store(r, b"q_attn", 0, h, n, d, rng)
+    c = lanes(s.lane_port)
+    raw = raw_factory(s)
+    for m, window in ((1, None), (3, None), (2, 5)):
+        q = _f32(rng, h, m, d)
+        st, out = c.call(QUERY, query_body(b"q_attn", 0, h, d, m, q, window))
+        args = ["ATTEND.PREFIX.QUERY", b"q_attn", 0, h, d, 1, q]
+        if window is not None:
+            args.append(window)
+        want = _resp_raw(raw, *args)
+        assert isinstance(want, bytes), want
+        assert (st, out) == (OK, want), (m, window)
+        # out (H·M·D f32), then the LSE (H·M f32) when M > 1.
+        assert len(out) == h * m * d * 4 + (h * m * 4 if m > 1 else 0)
+
+
+def test_command_errors_equal_resp_twin(server_factory, lanes, raw_factory):
+    import numpy as np
+    rng = np.random.default_rng(3)
+    s = lane_server(server_factory)
+    _store(s.client(), b"e_attn", 0, 2, 8, 4, rng)
+    c = lanes(s.lane_port)
+    raw = raw_factory(s)
+    z = b"\0"
+    cases = [
+        # H_q = 0; H_q % H_kv != 0; M = 0 (empty Q); unknown session; D mismatch.
+        (0, 4, 2, 1, 0, b"", b"", b"", b""),
+        (3, 4, 2, 1, 0, z * 48, b"", b"", z * 3),
+        (2, 4, 2, 0, 0, b"", b"", b"", z * 2),
+        (2, 8, 2, 1, 1, z * 64, z * 64, z * 64, z * 2),
+    ]
+    for sid in (b"e_attn", b"nosuch_attn"):
+        for hq, d, hkv, m, s_suf, q, k, v, hm in cases:
+            st, body = c.call(QUERY_FUSED, query_fused_body(sid, 0, hq, d, hkv, m, s_suf, q, k,
+                                                            v, hm))
+            want = _resp_raw(raw, "ATTEND.PREFIX.QUERY_FUSED", sid, 0, hq, d, s_suf, hkv, q, k,
+                             v, hm)
+            assert isinstance(want, str), want
+            assert (st, body) == (ERROR, want.encode()), (sid, hq, m)
+    # QUERY with H = 0 and with a missing session.
+    for sid, h in ((b"e_attn", 0), (b"nosuch_attn", 2)):
+        q = z * (h * 4 * 4)
+        st, body = c.call(QUERY, query_body(sid, 0, h, 4, 1, q))
+        want = _resp_raw(raw, "ATTEND.PREFIX.QUERY", sid, 0, h, 4, 1, q)
+        assert (st, body) == (ERROR, str(want).encode())
+    assert c.call(PING) == (OK, b"")  # still open
+
+
+def test_coldmiss_is_status_3(server_factory, lanes, raw_factory):
+    import numpy as np
+    rng = np.random.default_rng(4)
+    s = lane_server(server_factory, "--attend-max-slots", "1")
+    r = s.client()
+    h, d, n = 2, 8, 16
+    _store(r, b"a_attn", 0, h, n, d, rng)
+    _store(r, b"b_attn", 0, h, n, d, rng)  # past the cap: a is demoted
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", b"a_attn", 0) in (b"COLD", "COLD")
+    c = lanes(s.lane_port)
+    raw = raw_factory(s)
+    q = _f32(rng, h, 1, d)
+    st, body = c.call(QUERY, query_body(b"a_attn", 0, h, d, 1, q))
+    want = raw.call("ATTEND.PREFIX.QUERY", b"a_attn", 0, h, d, 1, q)
+    assert want.startswith("COLDMISS"), want
+    assert (st, body) == (COLDMISS, want.encode())
+    st, body = c.call(QUERY_FUSED, query_fused_body(b"a_attn", 0, h, d, h, 1, 0, q, b"", b"",
+                                                    bytes(range(h))))
+    assert st == COLDMISS and body.startswith(b"COLDMISS"), body
+    # The connection stays; a re-STORE brings the slot back.
+    _store(r, b"a_attn", 0, h, n, d, rng)
+    st, body = c.call(QUERY, query_body(b"a_attn", 0, h, d, 1, q))
+    assert st == OK and len(body) == h * d * 4
+
+
+def test_pipelined_queries_and_pings_in_order(server_factory, lanes):
+    import numpy as np
+    rng = np.random.default_rng(5)
+    s = lane_server(server_factory, "--attend-threads", "2")
+    h, d, n = 8, 64, 8192  # big enough to run on the compute pool (deferred reply)
+    _store(s.client(), b"p_attn", 0, h, n, d, rng)
+    c = lanes(s.lane_port)
+    q = _f32(rng, h, 1, d)
+    req = frame(QUERY, query_body(b"p_attn", 0, h, d, 1, q))
+    c.send(b"".join(req + frame(PING, b"%d" % i) for i in range(20)))
+    first = None
+    for i in range(20):
+        st, out = c.read()
+        assert st == OK and len(out) == h * d * 4
+        first = first or out
+        assert out == first
+        assert c.read() == (OK, b"%d" % i)
