@@ -34,7 +34,7 @@ uint64_t CommandService::DispatchFrame(const net::Frame& frame, ReplyBuilder& re
   return Dispatch(req.args(), reply, c);
 }
 
-uint64_t CommandService::durable_lsn() const { return server_->durable_lsn(); }
+uint64_t CommandService::durable_lsn() const { return server_->durability().durable_lsn(); }
 
 ParserLimits CommandService::parser_limits() const {
   const Config& cfg = server_->config();
@@ -60,22 +60,23 @@ uint64_t CommandService::output_check_threshold() const {
 }
 
 bool CommandService::ReserveClientMemory(uint64_t n) { return server_->ReserveClientMemory(n); }
-void CommandService::AdjustClientMemory(int64_t delta) { server_->AdjustClientMemory(delta); }
+void CommandService::AdjustClientMemory(int64_t delta) { server_->clients().AdjustMemory(delta); }
 
-void CommandService::OnOpen(ClientInfo* info) { server_->RegisterClient(info); }
+void CommandService::OnOpen(ClientInfo* info) { server_->clients().Register(info); }
 
 void CommandService::OnClose(ClientInfo* info) {
-  server_->UnregisterClient(info);
-  server_->ReleaseClientSlot();
+  server_->clients().Unregister(info);
+  server_->clients().ReleaseSlot();
 }
 
 std::shared_ptr<DeferredReply> CommandContext::Defer() {
   PION_CHECK(!deferred);
-  net::DeferSource* src = defer_source;
-  if (src == nullptr && client != nullptr) src = client->conn;
-  PION_CHECK(src != nullptr);
   deferred = true;
-  return src->BeginDeferred();
+  // The caller's own ticket source when it gave one (net::ConnContext::defer),
+  // else the client connection's.
+  if (defer_source != nullptr) return defer_source->BeginDeferred();
+  PION_CHECK(client != nullptr && client->control != nullptr);
+  return client->control->BeginDeferred();
 }
 
 }  // namespace pion::server

@@ -7,6 +7,10 @@
 
 namespace pion::server {
 
+// The lane answers COLDMISS (status 3) for the code word the commands use.
+static_assert(kErrCodeColdMiss == net::kColdMissCodeWord);
+static_assert(kErrColdMiss.substr(0, kErrCodeColdMiss.size()) == kErrCodeColdMiss);
+
 namespace {
 
 // Reads the body's little-endian fields in order, checking every length.

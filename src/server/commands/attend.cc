@@ -163,8 +163,8 @@ void RunQuery(CommandContext& ctx, std::unique_ptr<QueryJob> job) {
   WriteFloats(*ctx.reply, out);
 }
 
-// The slot of (sid, layer) for a query: null after replying COLDMISS (cold) or
-// `failed` (missing; unless `missing_ok`, then the caller checks later).
+// The slot of (sid, layer) for a query, stamped most recent: null after replying
+// COLDMISS (cold) or `failed` (missing).
 std::shared_ptr<const Slot> Resolve(CommandContext& ctx, std::string_view sid, uint32_t layer,
                                     std::string_view failed) {
   SlotState st;

@@ -12,6 +12,8 @@
 
 namespace pion::server {
 
+struct ConfigSetError;
+
 inline constexpr std::string_view kErrNotEnabled = "ERR V-store not enabled (use --kvcache)";
 inline constexpr std::string_view kErrNotInteger = "ERR value is not an integer or out of range";
 inline constexpr std::string_view kErrSessionNotFound = "ERR session not found";
@@ -189,6 +191,10 @@ std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <st
 std::string AttendStoreError(std::string_view why);
 // OOM ATTEND.PREFIX.STORE: <why> (the slot is larger than attend-maxmemory).
 std::string AttendStoreOomError(std::string_view why);
+// CONFIG SET refused: unknown option, or "CONFIG SET failed (... 'name') - why".
+std::string ConfigSetErrorText(const ConfigSetError& e);
+// CONFIG SET maxclients above what RLIMIT_NOFILE allows.
+std::string ConfigSetFdLimitError(uint64_t max_clients);
 
 // "-ERR wrong number of arguments for '<cmd>' command" (without the '-').
 std::string WrongArity(std::string_view cmd);
