@@ -157,3 +157,14 @@ def test_lookup_rebuilds_missing_slot_with_warm(server_factory):
     plain = PionPromptCache(port=s.port, n_kv_heads=H_KV, head_dim=D)
     assert plain.lookup("s2c") and not plain.lookup("absent")
     assert not c.lookup("absent")
+
+
+def test_lane_authenticates_with_the_client_password(server_factory, monkeypatch):
+    monkeypatch.delenv("PION_PROMPT_CACHE_NO_BINARY", raising=False)
+    s = server_factory(["--attend-precision", "f32", "--requirepass", "s3cret", "--fastlane-port", str(free_port())])
+    c, k, v = stored(s, password="s3cret")
+    q = rand((H_KV, 2, D), 14)
+    out, lse = c.attend_query("s2c", 0, q, with_lse=True)  # M > 1 over the lane: out then LSE
+    ro, rl = ref_attend(k[0], v[0], q, np.arange(H_KV))
+    assert np.abs(out - ro).max() < 1e-5 and np.abs(lse - rl).max() < 1e-5
+    assert c.lane_active and c.stats()["lane_queries"] == 1
