@@ -143,6 +143,11 @@ class FastLane:
         if status == ST_MISS:
             raise E.UnexpectedReplyError("fast lane: MISS status for a query")
         if status == ST_ERROR:
+            if text.startswith("ERR Protocol error"):
+                # the server closes the lane connection after a frame it could not take
+                # (e.g. over fastlane-max-frame-len): a transport failure, not the command's
+                self.close()
+                raise E.PionConnectionError(f"fast lane: {text}")
             raise E.error_from_reply(text)
         self.close()
         raise E.PionConnectionError(f"fast lane: unknown status {status}")
