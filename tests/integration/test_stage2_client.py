@@ -168,3 +168,14 @@ def test_lane_authenticates_with_the_client_password(server_factory, monkeypatch
     ro, rl = ref_attend(k[0], v[0], q, np.arange(H_KV))
     assert np.abs(out - ro).max() < 1e-5 and np.abs(lse - rl).max() < 1e-5
     assert c.lane_active and c.stats()["lane_queries"] == 1
+
+
+def test_lane_frame_refused_falls_back_to_resp(server_factory, monkeypatch):
+    monkeypatch.delenv("PION_PROMPT_CACHE_NO_BINARY", raising=False)
+    s = server_factory(["--attend-precision", "f32", "--fastlane-port", str(free_port()),
+                        "--fastlane-max-frame-len", "1024"])
+    c, k, v = stored(s)
+    q = rand((H_KV, 8, D), 15)  # a 2 KiB Q: over the lane's frame limit, fine over RESP
+    out, _ = c.attend_query("s2c", 0, q, with_lse=True)
+    assert np.abs(out - ref_attend(k[0], v[0], q, np.arange(H_KV))[0]).max() < 1e-5
+    assert not c.lane_active and c.stats()["lane_queries"] == 0
