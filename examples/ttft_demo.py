@@ -16,6 +16,12 @@ Start a server first (README: `make run`, i.e. `pion-server --kvcache --port 197
   the same request: ``get_or_prefill`` hits, fetches the K/V (one round trip for K
   and V), the suffix runs and the first token comes out. Warm TTFT = lookup +
   fetch + first token, for B's first request and for a second identical one.
+* Stage 2 (same process B): the prefix stays on the server (A stored it with
+  ``stage2=True``: attention slots ``<ns>_attn`` too); B looks it up (V-store hit and
+  slot warm) and runs the suffix with every layer's attention over the prefix computed
+  by the server (``ServerAttentionDecoder``: one ``attend_query_fused`` per layer, over
+  the binary fast lane when the server has one). Stage-2 TTFT = lookup + those calls +
+  first token; nothing of the prefix crosses the wire.
 
 Both must produce the same first token (bit-identical for fp16 up to the
 fp16 rounding of the cached K/V; see the printout). The script then prints the
@@ -53,7 +59,8 @@ def role_main(args: argparse.Namespace) -> dict:
     model = ReferenceDecoder(num_threads=args.threads)
     ids = _prompt(args.seed, args.prefix_len + args.suffix_len)
     prefix, suffix = ids[: args.prefix_len], ids[args.prefix_len:]
-    cache = PionPromptCache(model, vquant=args.vquant, host=args.host, port=args.port)
+    cache = PionPromptCache(model, vquant=args.vquant, host=args.host, port=args.port,
+                            stage2=args.role == "writer")
     ns = args.namespace
     # warm up torch kernels on a tiny input so one-time initialisation is not timed
     model.forward(prefix[:8], None, last_only=True)
@@ -78,6 +85,17 @@ def role_main(args: argparse.Namespace) -> dict:
         # A serving process answers many requests: time a second one too (connection
         # already open), so a one-off first-request cost would show.
         again_ms = request()[0]
+    s2_ms = s2_first = None
+    if args.role == "reader":
+        from pion.server_decode import ServerAttentionDecoder
+
+        c2 = PionPromptCache(model, vquant=args.vquant, host=args.host, port=args.port, stage2=True)
+        c2.client.ping()  # connection set-up is not part of either TTFT
+        t0 = time.perf_counter()
+        if not c2.lookup(ns):
+            raise RuntimeError("Stage 2: the prefix is not on the server")
+        s2_first = int(ServerAttentionDecoder(model, c2, ns, len(prefix)).forward(suffix)[0, -1].argmax())
+        s2_ms = (time.perf_counter() - t0) * 1000.0
     rest = model.generate([first], past2, args.gen - 1)[0].tolist() if args.gen > 1 else []
     st = cache.stats()
     return {
@@ -85,6 +103,8 @@ def role_main(args: argparse.Namespace) -> dict:
         "hit": cache.last_hit,
         "ttft_ms": ttft_ms,
         "ttft_again_ms": again_ms,
+        "stage2_ttft_ms": s2_ms,
+        "stage2_first_token": s2_first,
         "prefill_ms": st["last_prefill_ms"],
         "store_ms": st["store_ms_total"],
         "fetch_ms": st["fetch_ms_total"],
@@ -154,6 +174,9 @@ def main() -> int:
     print(f"warm / cold: {100.0 * b['ttft_ms'] / a['ttft_ms']:.1f}% first request, "
           f"{100.0 * b['ttft_again_ms'] / a['ttft_ms']:.1f}% second request "
           f"(speed-up {a['ttft_ms'] / b['ttft_ms']:.1f}x / {a['ttft_ms'] / b['ttft_again_ms']:.1f}x)")
+    print(f"process B (Stage 2): TTFT {b['stage2_ttft_ms']:7.1f} ms  (lookup + server-side attention per "
+          f"layer, no fetch; first token {b['stage2_first_token']}; Stage 2 / Stage 1 "
+          f"{b['stage2_ttft_ms'] / b['ttft_ms']:.2f})")
     same = sum(x == y for x, y in zip(a["tokens"], b["tokens"]))
     print(f"first token: A {a['first_token']}  B {b['first_token']}  "
           f"({same}/{len(a['tokens'])} greedy tokens identical)")

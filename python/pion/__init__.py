@@ -8,7 +8,9 @@ Quick use (a server started with ``pion-server --kvcache`` on 127.0.0.1:1974)::
     k, v = cache.get_or_prefill(prefix_ids, ns, prefill_fn)   # [L, H, N, D] arrays
 
 Modules: :mod:`pion.client` (``PionClient``, one method per server command),
-:mod:`pion.prompt_cache` (``PionPromptCache``), :mod:`pion.blocks` (chained
+:mod:`pion.prompt_cache` (``PionPromptCache``; its Stage-2 methods in
+:mod:`pion.attend`, the binary fast lane in :mod:`pion.fastlane`, decode through
+server-side attention in :mod:`pion.server_decode`), :mod:`pion.blocks` (chained
 block hashes), :mod:`pion.errors` (exceptions named after the error code words),
 :mod:`pion.torch_adapters` and :mod:`pion.reference_model` (need torch; imported
 lazily, so ``import pion`` works without torch).
@@ -39,6 +41,7 @@ from .errors import (
     WrongArityError,
     WrongPassError,
 )
+from .fastlane import FastLane
 from .prompt_cache import PionPromptCache
 
 __version__ = "0.1.0"
@@ -46,6 +49,7 @@ __version__ = "0.1.0"
 __all__ = [
     "PionPromptCache",
     "PionClient",
+    "FastLane",
     "BlockTable",
     "VQUANTS",
     "STATS_FIELDS",

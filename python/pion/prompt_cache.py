@@ -4,9 +4,10 @@ This is the original client's API (reference §11.1) minus what only applies on
 Apple hardware (MLX caches, the in-process and binary lanes, ``V.EXPORT``):
 
 * the original's constructor arguments that apply here: ``model``, ``vquant``,
-  ``host``, ``port``, ``admission_threshold``. ``stage2`` is not accepted yet:
-  the Stage-2 attention calls (``attend_*``, ``-COLDMISS`` rehydration) arrive
-  with the Stage-2 work. ``boundary_protect`` (needs ``V.CREATE ... SCHEMA``),
+  ``host``, ``port``, ``stage2``, ``admission_threshold``. Stage 2 (attention
+  over the cached prefix on the server: ``attend_*``, ``warm``, ``-COLDMISS``
+  rehydration, the binary fast lane) is in :mod:`pion.attend`; the decode helper
+  for the reference model in :mod:`pion.server_decode`. ``boundary_protect`` (needs ``V.CREATE ... SCHEMA``),
   ``prefill_chunk_size`` and ``softmax_bitexact`` (MLX prefill details) have no
   meaning for a caller-supplied ``prefill_fn`` and are not offered;
 * ``make_namespace``, ``register``, ``lookup``, ``store`` / ``fetch`` of whole
@@ -29,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import errors as E
+from .attend import AttendMixin
 from .blocks import DEFAULT_BLOCK_SIZE, block_hashes
 from .client import VQUANTS, BlockTable, PionClient
 
@@ -69,7 +71,7 @@ def _layout_of(model: Any) -> Tuple[Optional[int], Optional[int], Optional[int]]
     return None, None, None
 
 
-class PionPromptCache:
+class PionPromptCache(AttendMixin):
     """Prompt-prefix K/V cache on a pion-server (``--kvcache``).
 
     Args:
@@ -81,6 +83,10 @@ class PionPromptCache:
             for fp16 models), ``fp8``, ``int8``, ``mlx4g32``, ``turbo4``,
             ``turbo3``, ``turbo2``.
         host, port: the server (default ``127.0.0.1:1974``).
+        stage2: also keep every stored prefix as server-side attention slots
+            (``<ns>_attn``, one per layer) and require them in :meth:`lookup`
+            (rebuilt with ``KV.PREFIX.WARM`` when the V-store hits but the slot
+            is cold or missing). The ``attend_*`` methods work either way.
         admission_threshold: a namespace is stored only once it has missed this
             many times in this object (1 = store on the first miss); misses below
             the threshold return the local prefill and count ``admission_skips``.
@@ -94,6 +100,8 @@ class PionPromptCache:
             ``"F16"`` halves the bytes of dequantized formats.
         client: an existing :class:`PionClient` (else one is made from host/port
             and ``client_kwargs``).
+        lane_port: the binary fast lane's port (default: ``CONFIG GET
+            fastlane-port`` on first use; 0 = never use the lane).
         **client_kwargs: passed to :class:`PionClient` (password, socket_timeout, ...).
 
     The object is not thread-safe (its counters are plain ints); the underlying
@@ -106,6 +114,7 @@ class PionPromptCache:
         vquant: str = "fp16",
         host: str = "127.0.0.1",
         port: int = 1974,
+        stage2: bool = False,
         admission_threshold: int = 1,
         *,
         n_layers: Optional[int] = None,
@@ -115,6 +124,7 @@ class PionPromptCache:
         block_seed: int = 0,
         fetch_fmt: Optional[str] = None,
         client: Optional[PionClient] = None,
+        lane_port: Optional[int] = None,
         **client_kwargs: Any,
     ) -> None:
         vq = vquant.lower()
@@ -125,6 +135,7 @@ class PionPromptCache:
         if fetch_fmt is not None and fetch_fmt.upper() not in ("NATIVE", "F16", "F32"):
             raise ValueError("fetch_fmt must be NATIVE, F16 or F32")
         self.model = model
+        self.stage2 = bool(stage2)
         self.vquant = vq
         self.admission_threshold = int(admission_threshold)
         self.block_size = block_size
@@ -146,6 +157,7 @@ class PionPromptCache:
         self.bytes_fetched = 0
         self.last_hit: Optional[bool] = None
         self._miss_counts: Dict[str, int] = {}
+        self._init_attend(lane_port)
 
     # ------------------------------------------------------------------ helpers
 
@@ -215,9 +227,26 @@ class PionPromptCache:
 
     def lookup(self, namespace: str, *, tokens: Optional[int] = None,
                prefill_ms: Optional[float] = None) -> bool:
-        """KV.PREFIX.LOOKUP: True if both sides of the namespace exist (a receipt hit)."""
+        """KV.PREFIX.LOOKUP: True if both sides of the namespace exist (a receipt hit).
+
+        With ``stage2`` the attention slot must be usable too: ``ATTEND.PREFIX.LOOKUP
+        <ns>_attn 0`` is ``+HIT``, or (``+COLD`` / ``+MISS``, e.g. after a demotion
+        or a server restart) ``KV.PREFIX.WARM`` rebuilds the slots from the V-store
+        (counted in ``warm_rebuilds``; no prefill). False if that stores no layer.
+        """
         ms = None if prefill_ms is None else int(round(prefill_ms))
-        return self.client.kv_prefix_lookup(namespace, tokens=tokens, prefill_ms=ms)
+        if not self.client.kv_prefix_lookup(namespace, tokens=tokens, prefill_ms=ms):
+            return False
+        if not self.stage2:
+            return True
+        if self.attend_lookup(namespace, 0) == "HIT":
+            return True
+        if not self.n_kv_heads or not self.head_dim:
+            return False
+        if self.warm(namespace) < 1:
+            return False
+        self.warm_rebuilds += 1
+        return True
 
     def store(self, namespace: str, k: Any, v: Optional[np.ndarray] = None, *,
               register: bool = True, prefix_ids: Optional[TokenIds] = None,
@@ -229,6 +258,12 @@ class PionPromptCache:
                 ``past_key_values`` as ``k`` with ``v=None``.
             register: send KV.PREFIX.REGISTER first (same pipeline).
             prefix_ids, prefill_ms: passed to the REGISTER (BLOCKS table, PREFILL_MS).
+
+        With ``stage2`` every layer is also sent as ``ATTEND.PREFIX.STORE
+        <ns>_attn <layer> H N D K V`` in the same pipeline, with the values the
+        V-store keeps for an fp16 namespace (float16, ``FMT F16``) so a slot
+        rebuilt later by ``KV.PREFIX.WARM`` holds exactly the same numbers;
+        float32 for the other formats.
 
         Upload format: float16 rows go as ``FMT F16``. For an fp16 namespace,
         float32 rows are rounded to float16 here (IEEE round-to-nearest-even,
@@ -269,6 +304,14 @@ class PionPromptCache:
                     rows = rows_all[layer, s:s + step]
                     cmds.append(PionClient._storebatch_args(sid, layer, s, rows))
                     sent += rows.nbytes
+        if self.stage2:
+            wire_attn = np.float16 if wire == np.float16 else np.float32
+            ka = np.ascontiguousarray(k, dtype=wire_attn)
+            va = np.ascontiguousarray(v, dtype=wire_attn)
+            keep += [ka, va]
+            for layer in range(n_layers):
+                cmds.append(self._attend_store_args(namespace, layer, ka[layer], va[layer]))
+                sent += ka[layer].nbytes + va[layer].nbytes
         replies = self.client.pipeline(cmds)
         self.client.raise_first(replies)
         self.store_ms_total += (time.perf_counter() - t0) * 1000.0
@@ -469,10 +512,19 @@ class PionPromptCache:
             "last_prefill_ms": self.last_prefill_ms,
             "bytes_stored": self.bytes_stored,
             "bytes_fetched": self.bytes_fetched,
+            "cold_rehydrates_observed": self.cold_rehydrates_observed,
+            "attend_query_ms_total": self.attend_query_ms_total,
+            "attend_query_calls": self.attend_query_calls,
+            "lane_queries": self.lane_queries,
+            "warm_rebuilds": self.warm_rebuilds,
+            "layer_rebuilds": self.layer_rebuilds,
         }
 
     def close(self) -> None:
-        """Closes the connection pool."""
+        """Closes the connection pool (and the fast-lane connection)."""
+        if self._lane is not None:
+            self._lane.close()
+            self._lane = None
         self.client.close()
 
     def __enter__(self) -> "PionPromptCache":
