@@ -138,9 +138,9 @@ class PionServer:
         return self.start()
 
 
-class RawConn:
-    """A raw socket speaking RESP: exact bytes on the wire, RESP2 and RESP3 replies
-    parsed into Python values (errors come back as RawError, not raised)."""
+class RawSocket:
+    """A raw client socket: exact bytes on the wire, a receive buffer, and EOF
+    detection. RawConn (RESP) and the fast-lane tests' frame client build on it."""
 
     def __init__(self, port: int, timeout: float = 30.0):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
@@ -151,6 +151,37 @@ class RawConn:
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("connection closed by server")
+        self.buf += chunk
+
+    def _need(self, n: int) -> None:
+        while len(self.buf) < n:
+            self._fill()
+
+    def at_eof(self, timeout: float = 10.0) -> bool:
+        """True once the server closed the connection (within `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except socket.timeout:
+                continue
+            except (ConnectionResetError, BrokenPipeError):
+                return True
+            if not chunk:
+                return True
+            self.buf += chunk
+        return False
+
+
+class RawConn(RawSocket):
+    """A raw socket speaking RESP: exact bytes on the wire, RESP2 and RESP3 replies
+    parsed into Python values (errors come back as RawError, not raised)."""
 
     @staticmethod
     def encode(*args) -> bytes:
@@ -163,12 +194,6 @@ class RawConn:
     def call(self, *args):
         self.send(self.encode(*args))
         return self.read()
-
-    def _fill(self) -> None:
-        chunk = self.sock.recv(1 << 20)
-        if not chunk:
-            raise ConnectionError("connection closed by server")
-        self.buf += chunk
 
     def _line(self) -> bytes:
         while b"\r\n" not in self.buf:
@@ -220,22 +245,6 @@ class RawConn:
         if t == b",":
             return float(rest)
         raise AssertionError(f"bad reply type {line!r}")
-
-    def at_eof(self, timeout: float = 10.0) -> bool:
-        """True once the server closed the connection (within `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            try:
-                chunk = self.sock.recv(1 << 20)
-            except socket.timeout:
-                continue
-            except (ConnectionResetError, BrokenPipeError):
-                return True
-            if not chunk:
-                return True
-            self.buf += chunk
-        return False
 
 
 class RawError(str):

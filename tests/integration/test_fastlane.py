@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import socket
 import struct
-import time
 
 import pytest
 
-from conftest import free_port, poll
+from conftest import RawSocket, free_port, poll
 
 MAGIC = 0xCA5E
 PING, AUTH, QUERY_FUSED, QUERY = 0xFF, 0x37, 0x24, 0x25
@@ -20,25 +19,8 @@ def frame(cmd: int, body: bytes = b"") -> bytes:
     return struct.pack("<HBI", MAGIC, cmd, len(body)) + body
 
 
-class Lane:
+class Lane(RawSocket):
     """A raw fast-lane connection: exact frames on the wire."""
-
-    def __init__(self, port: int, timeout: float = 30.0):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.buf = b""
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def _need(self, n: int) -> None:
-        while len(self.buf) < n:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("connection closed by server")
-            self.buf += chunk
 
     def read(self) -> tuple[int, bytes]:
         self._need(7)
@@ -51,22 +33,6 @@ class Lane:
     def call(self, cmd: int, body: bytes = b"") -> tuple[int, bytes]:
         self.send(frame(cmd, body))
         return self.read()
-
-    def at_eof(self, timeout: float = 10.0) -> bool:
-        """True once the server closed the connection (within `timeout`)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            try:
-                chunk = self.sock.recv(1 << 20)
-            except socket.timeout:
-                continue
-            except (ConnectionResetError, BrokenPipeError):
-                return True
-            if not chunk:
-                return True
-            self.buf += chunk
-        return False
 
 
 def query_fused_body(sid: bytes, layer: int, hq: int, d: int, hkv: int, m: int, s_suf: int,
