@@ -1,5 +1,7 @@
 #include "server/config.h"
 
+#include "store/strings.h"
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -65,6 +67,7 @@ const std::vector<ConfigOption> kOptions = {
     {"workers", false, false, [](const Config& c) { return std::to_string(c.workers); }},
     {"max-sessions", false, false, [](const Config& c) { return U64(c.max_sessions); }},
     {"maxmemory", true, false, [](const Config& c) { return U64(c.maxmemory); }},
+    {"maxmemory-policy", true, false, [](const Config& c) { return c.maxmemory_policy; }},
     {"appendfsync", true, false,
      [](const Config& c) { return std::string(FsyncName(c.appendfsync)); }},
     {"requirepass", false, false, [](const Config& c) { return c.requirepass; }},
@@ -221,6 +224,12 @@ Status ApplySetting(Config* cfg, const std::string& raw_name,
     auto r = BytesArg(name, v, 0);
     if (!r.ok()) return r.status();
     cfg->maxmemory = *r;
+  } else if (name == "maxmemory-policy") {
+    store::EvictPolicy p;
+    if (!store::ParseEvictPolicy(v, &p))
+      return Status::InvalidArgument(
+          "maxmemory-policy must be allkeys-lru, noeviction, volatile-lru or allkeys-random");
+    cfg->maxmemory_policy = store::EvictPolicyName(p);
   } else if (name == "appendfsync") {
     if (EqualsIgnoreCase(v, "always"))
       cfg->appendfsync = FsyncPolicy::kAlways;
@@ -308,6 +317,7 @@ std::string ConfigUsage() {
          "  --client-query-buffer-limit BYTES  largest pending command (default 2gb)\n"
          "  --client-output-buffer-limit 'normal HARD SOFT SECONDS' (or HARD): unsent replies\n"
          "                                 before disconnect (default normal 1gb 0 0)\n"
+         "  --maxmemory-policy P           allkeys-lru (default), noeviction, volatile-lru, allkeys-random\n"
          "  --maxmemory-clients BYTES      all clients' buffers together (default 2gb, 0 = none)\n"
          "  --protected-mode yes|no        refuse remote clients without requirepass (default "
          "yes)\n"

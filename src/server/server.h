@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -173,6 +174,8 @@ class Server {
   }
   // Sets a client's name (under the registry mutex).
   void SetClientName(ClientInfo* c, std::string name);
+  // Held shared by every command, exclusively by EXEC (commands/transaction.h).
+  std::shared_mutex& exec_mu() { return exec_mu_; }
   std::string ClientName(const ClientInfo* c);
   // Asks the owning worker to close client `id`; false if there is none.
   bool KillClient(uint64_t id);
@@ -203,6 +206,7 @@ class Server {
   void StopWorkers();
 
   Config cfg_;
+  std::shared_mutex exec_mu_;
   mutable std::mutex config_mu_;  // guards cfg_'s run-time fields during CONFIG SET/GET
   std::unique_ptr<store::Store> store_;
   Receipt receipt_;

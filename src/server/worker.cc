@@ -1,5 +1,7 @@
 #include "server/worker.h"
 
+#include <shared_mutex>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -57,6 +59,12 @@ std::string PeerText(int fd, bool local) {
 Worker::Worker(Server* server, int index, size_t pool_bytes)
     : server_(server), index_(index), pool_(pool_bytes) {}
 
+namespace {
+// Active expiry: worker 0 removes up to this many expired string keys this often.
+constexpr uint64_t kActiveExpireMs = 100;
+constexpr uint64_t kActiveExpireKeys = 1000;
+}  // namespace
+
 Worker::~Worker() {
   for (auto& [id, c] : conns_)
     if (!c->closed()) c->Close("server exit");
@@ -71,6 +79,15 @@ Status Worker::Init(int listen_fd) {
         loop_.Add(listen_fd_, EPOLLIN | EPOLLEXCLUSIVE, [this](uint32_t) { OnAccept(); }));
   }
   loop_.AddTimer(1000, true, [this] { Cron(); });
+  if (index_ == 0) {
+    // Active expiry of string keys (lazy expiry covers keys that are read).
+    loop_.AddTimer(kActiveExpireMs, true, [this] {
+      store::Store* st = server_->store();
+      if (st == nullptr || server_->loading()) return;
+      std::shared_lock<std::shared_mutex> l(server_->exec_mu());  // not inside an EXEC
+      (void)st->ExpireActive(kActiveExpireKeys);
+    });
+  }
   return Status::OK();
 }
 
@@ -223,7 +240,7 @@ void Worker::CheckDurable() {
   for (Connection* c : ready) c->OnDurable();  // may register again for a later LSN
 }
 
-void Worker::Cron() {
+void Worker::Cron() {  // once a second
   uint64_t timeout = server_->timeout_s();
   uint64_t now = MonotonicUs();
   std::vector<Connection*> check;

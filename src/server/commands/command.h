@@ -49,6 +49,8 @@ enum CommandFlags : uint32_t {
   kCmdStale = 1u << 6,
   kCmdKvcache = 1u << 7,  // needs --kvcache ("-ERR V-store not enabled (use --kvcache)")
   kCmdDenyOom = 1u << 8,
+  kCmdTxControl = 1u << 9,  // runs at once inside MULTI and takes no exec lock (MULTI, EXEC, ...)
+  kCmdNoMulti = 1u << 10,   // refused inside MULTI (its reply is completed later)
 };
 
 struct CommandSpec {
@@ -65,5 +67,9 @@ struct CommandSpec {
 void AddKvPrefixCommands(std::vector<CommandSpec>* out);
 void AddVStoreCommands(std::vector<CommandSpec>* out);
 void AddStatsCommands(std::vector<CommandSpec>* out);
+// String and generic key commands (commands/strings.cc) and transactions
+// (commands/transaction.cc).
+void AddStringCommands(std::vector<CommandSpec>* out);
+void AddTransactionCommands(std::vector<CommandSpec>* out);
 
 }  // namespace pion::server

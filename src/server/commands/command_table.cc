@@ -37,6 +37,8 @@ std::vector<CommandSpec> AllCommands() {
   AddKvPrefixCommands(&v);
   AddVStoreCommands(&v);
   AddStatsCommands(&v);
+  AddStringCommands(&v);
+  AddTransactionCommands(&v);
   return v;
 }
 
