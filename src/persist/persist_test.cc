@@ -671,8 +671,8 @@ TEST(Golden, Version2FilesMatchAndLoad) {
   EXPECT_EQ(want["string:s:plain"], "exp=0 hello world");
   EXPECT_EQ(want.count("string:s:gone"), 0u);
   EXPECT_EQ(want.count("string:s:moved"), 0u);
-  EXPECT_EQ(want["string:s:dest"], "exp=" + std::to_string(kGoldenExpireMs + 1000) +
-                                       " value that moves");
+  EXPECT_EQ(want["string:s:dest"],
+            "exp=" + std::to_string(kGoldenExpireMs + 1000) + " value that moves");
   auto wal = env.GetFile(kWal);
   auto snap = env.GetFile("/db/golden.vstore");
   const std::string dir = PION_TESTDATA_DIR;

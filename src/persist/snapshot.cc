@@ -325,8 +325,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         Status s = DecodeSnapEnd(payload, &e);
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
         if (e.strings != st.strings || (!e.has_strings && st.strings != 0))
-          return BadAt(path, off, "end section string count does not match the file",
-                       bad_offset);
+          return BadAt(path, off, "end section string count does not match the file", bad_offset);
         if (e.namespaces != st.namespaces || e.total_rows != st.rows ||
             e.total_row_bytes != st.row_bytes ||
             e.rows_sections != seq - st.namespaces - st.strings ||

@@ -22,8 +22,8 @@ namespace pion::persist {
 
 inline constexpr char kWalMagic[8] = {'P', 'I', 'O', 'N', 'W', 'A', 'L', '\0'};
 inline constexpr char kSnapMagic[8] = {'P', 'I', 'O', 'N', 'S', 'N', 'P', '\0'};
-inline constexpr uint32_t kWalVersion = 2;  // 2: string-key records 5-8
-inline constexpr uint32_t kSnapVersion = 2;  // 2: STRING sections, END string_count
+inline constexpr uint32_t kWalVersion = 2;     // 2: string-key records 5-8
+inline constexpr uint32_t kSnapVersion = 2;    // 2: STRING sections, END string_count
 inline constexpr uint32_t kOldestVersion = 1;  // readers accept kOldestVersion..current
 inline constexpr size_t kMaxStrKey = 65536;
 inline constexpr size_t kWalHeaderSize = 40;
@@ -132,7 +132,7 @@ struct SnapEndRec {
   uint64_t rows_sections = 0;
   uint64_t total_rows = 0;
   uint64_t total_row_bytes = 0;
-  uint64_t strings = 0;  // version 2
+  uint64_t strings = 0;     // version 2
   bool has_strings = true;  // decoded: false for a version 1 END
 };
 // STRSET (WAL) and STRING (snapshot; with lru_stamp). `value` views the payload.

@@ -36,7 +36,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   return ctx.wait_lsn;
 }
 
-uint64_t CommandService::durable_lsn() const { return server_->durable_lsn(); }
+uint64_t CommandService::durable_lsn() const { return server_->durability().durable_lsn(); }
 
 ParserLimits CommandService::parser_limits() const {
   const Config& cfg = server_->config();
@@ -61,20 +61,20 @@ uint64_t CommandService::output_check_threshold() const {
 }
 
 bool CommandService::ReserveClientMemory(uint64_t n) { return server_->ReserveClientMemory(n); }
-void CommandService::AdjustClientMemory(int64_t delta) { server_->AdjustClientMemory(delta); }
+void CommandService::AdjustClientMemory(int64_t delta) { server_->clients().AdjustMemory(delta); }
 
-void CommandService::OnOpen(ClientInfo* info) { server_->RegisterClient(info); }
+void CommandService::OnOpen(ClientInfo* info) { server_->clients().Register(info); }
 
 void CommandService::OnClose(ClientInfo* info) {
   TxFree(info);
-  server_->UnregisterClient(info);
-  server_->ReleaseClientSlot();
+  server_->clients().Unregister(info);
+  server_->clients().ReleaseSlot();
 }
 
 std::shared_ptr<DeferredReply> CommandContext::Defer() {
-  PION_CHECK(client != nullptr && client->conn != nullptr && !deferred);
+  PION_CHECK(client != nullptr && client->control != nullptr && !deferred);
   deferred = true;
-  return client->conn->BeginDeferred();
+  return client->control->BeginDeferred();
 }
 
 }  // namespace pion::server

@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "base/strutil.h"
 #include "net/listener.h"
+#include "server/commands/errors.h"
 #include "server/fd_limit.h"
 #include "server/worker.h"
 
@@ -57,14 +58,8 @@ Server::Server(Config cfg) : Server(std::move(cfg), {}) {}
 Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     : cfg_(std::move(cfg)),
       commands_(WithExtra(std::move(extra_commands))),
-      maxclients_(cfg_.maxclients),
-      timeout_s_(cfg_.timeout),
-      output_limit_(cfg_.client_output_buffer_limit),
-      output_soft_limit_(cfg_.client_output_buffer_soft_limit),
-      output_soft_seconds_(cfg_.client_output_buffer_soft_seconds),
-      maxmemory_clients_(cfg_.maxmemory_clients),
-      maxmemory_(cfg_.maxmemory),
       background_(kBackgroundThreads, "pion-bg") {
+  PublishRuntimeSettings();
   start_time_us_ = MonotonicUs();
   run_id_ = RandomHex(40);
   if (cfg_.kvcache) {
@@ -97,6 +92,7 @@ Status Server::Start() {
   for (int i = 0; i < cfg_.workers; ++i) {
     workers_.push_back(std::make_unique<Worker>(this, i, pool));
     PION_RETURN_IF_ERROR(workers_.back()->Init(listen_fd_));
+    durability_.Watch(&workers_.back()->held_replies());
   }
   background_.Start();
   for (auto& w : workers_) w->Start();
@@ -175,51 +171,10 @@ void Server::StopWorkers() {
   for (auto& w : workers_) w->Join();
 }
 
-void Server::NotifyDurable(uint64_t lsn) {
-  uint64_t cur = durable_lsn_.load(std::memory_order_relaxed);
-  while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_seq_cst)) {
-  }
-  for (auto& w : workers_) w->WakeDurable(lsn);
-}
-
-void Server::RegisterClient(ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  clients_[c->id] = c;
-}
-
-void Server::UnregisterClient(ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  clients_.erase(c->id);
-}
-
-void Server::SetClientName(ClientInfo* c, std::string name) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  c->name = std::move(name);
-}
-
-std::string Server::ClientName(const ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  return c->name;
-}
-
 bool Server::KillClient(uint64_t id) {
-  int worker;
-  {
-    std::lock_guard<std::mutex> lk(clients_mu_);
-    auto it = clients_.find(id);
-    if (it == clients_.end()) return false;
-    worker = it->second->worker;
-  }
+  int worker = clients_.WorkerOf(id);
+  if (worker < 0) return false;
   workers_[worker]->Kill(id);
-  return true;
-}
-
-bool Server::TryAcquireClientSlot() {
-  uint64_t max = maxclients();
-  uint64_t cur = connected_.load(std::memory_order_relaxed);
-  do {
-    if (cur >= max) return false;
-  } while (!connected_.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed));
   return true;
 }
 
@@ -251,14 +206,6 @@ void Server::ResetStats() {
   if (store_ != nullptr) store_->ResetKeyStats();
 }
 
-bool Server::ReserveClientMemory(uint64_t n) {
-  uint64_t limit = maxmemory_clients();
-  int64_t cur = client_memory_.load(std::memory_order_relaxed);
-  if (limit > 0 && static_cast<uint64_t>(cur < 0 ? 0 : cur) + n > limit) return false;
-  client_memory_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
-  return true;
-}
-
 Config Server::ConfigSnapshot() const {
   std::lock_guard<std::mutex> lk(config_mu_);
   return cfg_;
@@ -269,24 +216,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   *lsn = 0;
   std::lock_guard<std::mutex> lk(config_mu_);
   Config next = cfg_;
-  std::set<std::string> seen;
-  for (const auto& [name, value] : pairs) {
-    const ConfigOption* opt = FindConfigOption(name);
-    if (opt == nullptr)
-      return Status::InvalidArgument("ERR Unknown option or number of args for CONFIG SET - '" +
-                                     name + "'");
-    std::string prefix = "ERR CONFIG SET failed (possibly related to argument '" + name + "') - ";
-    if (!seen.insert(opt->name).second)
-      return Status::InvalidArgument(prefix + "duplicate parameter");
-    if (!opt->runtime) return Status::InvalidArgument(prefix + "can't set immutable config");
-    Status st = ApplySetting(&next, name, {value});
-    if (!st.ok()) return Status::InvalidArgument(prefix + std::string(st.message()));
-  }
+  ConfigSetError err = ApplyConfigSet(pairs, &next);
+  if (!err.ok()) return Status::InvalidArgument(ConfigSetErrorText(err));
   if (next.maxclients != cfg_.maxclients && next.maxclients > MaxClientsForCurrentLimit())
-    return Status::InvalidArgument(
-        "ERR CONFIG SET failed (possibly related to argument 'maxclients') - the open file "
-        "limit (ulimit -n) allows at most " +
-        std::to_string(MaxClientsForCurrentLimit()) + " clients");
+    return Status::InvalidArgument(ConfigSetFdLimitError(MaxClientsForCurrentLimit()));
   // Everything validated: apply.
   if (next.maxmemory != cfg_.maxmemory && store_ != nullptr) {
     Status st = store_->SetMaxBytes(next.maxmemory, lsn);
@@ -301,23 +234,20 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)
     hooks_.set_appendfsync(next.appendfsync);
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
-  cfg_.maxmemory = next.maxmemory;
-  cfg_.appendfsync = next.appendfsync;
-  cfg_.loglevel = next.loglevel;
-  cfg_.timeout = next.timeout;
-  cfg_.maxclients = next.maxclients;
-  cfg_.client_output_buffer_limit = next.client_output_buffer_limit;
-  cfg_.client_output_buffer_soft_limit = next.client_output_buffer_soft_limit;
-  cfg_.client_output_buffer_soft_seconds = next.client_output_buffer_soft_seconds;
-  cfg_.maxmemory_clients = next.maxmemory_clients;
-  output_soft_limit_.store(next.client_output_buffer_soft_limit, std::memory_order_relaxed);
-  output_soft_seconds_.store(next.client_output_buffer_soft_seconds, std::memory_order_relaxed);
-  maxmemory_clients_.store(next.maxmemory_clients, std::memory_order_relaxed);
-  maxmemory_.store(next.maxmemory, std::memory_order_relaxed);
-  timeout_s_.store(next.timeout, std::memory_order_relaxed);
-  maxclients_.store(next.maxclients, std::memory_order_relaxed);
-  output_limit_.store(next.client_output_buffer_limit, std::memory_order_relaxed);
+  CopyRuntimeSettings(next, &cfg_);
+  PublishRuntimeSettings();
   return Status::OK();
+}
+
+void Server::PublishRuntimeSettings() {
+  constexpr auto kR = std::memory_order_relaxed;
+  maxclients_.store(cfg_.maxclients, kR);
+  timeout_s_.store(cfg_.timeout, kR);
+  output_limit_.store(cfg_.client_output_buffer_limit, kR);
+  output_soft_limit_.store(cfg_.client_output_buffer_soft_limit, kR);
+  output_soft_seconds_.store(cfg_.client_output_buffer_soft_seconds, kR);
+  maxmemory_clients_.store(cfg_.maxmemory_clients, kR);
+  maxmemory_.store(cfg_.maxmemory, kR);
 }
 
 }  // namespace pion::server

@@ -52,7 +52,8 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
     if (policy_ == EvictPolicy::kAllKeysRandom) {
       uint64_t total = strings_.size() + map_.size();
       if (total == 0) break;
-      rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7, rand_state_ ^= rand_state_ << 17;
+      rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
+          rand_state_ ^= rand_state_ << 17;
       uint64_t r = rand_state_ % total;
       if (r < strings_.size()) {
         // A random bucket, then the first key from it on.

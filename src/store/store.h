@@ -230,14 +230,12 @@ class Store {
   // (LRU shared with the namespaces), never the key being written; a value
   // that cannot fit even then, or any write under noeviction when full, is
   // OutOfBudget.
-  Result<SetOutcome> StrSet(std::string_view key, StrRef value, const SetOptions& o,
-                            uint64_t* lsn);
+  Result<SetOutcome> StrSet(std::string_view key, StrRef value, const SetOptions& o, uint64_t* lsn);
   // nullptr on a miss. Counts a hit or a miss; touches the LRU.
   Result<StrRef> StrGet(std::string_view key);
   Result<StrRef> StrGetDel(std::string_view key, uint64_t* lsn);
   // GETEX: persist removes the TTL, expire_at_ms > 0 sets it, else unchanged.
-  Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms,
-                          uint64_t* lsn);
+  Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms, uint64_t* lsn);
   // APPEND: the new length.
   Result<uint64_t> StrAppend(std::string_view key, std::string_view tail, uint64_t* lsn);
   // MGET: nullptr for a missing key or one of another type.
@@ -309,7 +307,8 @@ class Store {
                      std::string_view keep_key = {}, bool keep_key_set = false);
   // REQUIRES mu_. Evicts LRU namespaces other than `keep` until `fits` holds
   // (the session cap).
-  Status EvictNamespacesLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn);
+  Status EvictNamespacesLocked(const Namespace* keep, const std::function<bool()>& fits,
+                               uint64_t* lsn);
   // A change reserved in the log but not yet written and applied; the
   // snapshot barrier waits for none to be left.
   void BeginPending();

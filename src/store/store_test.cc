@@ -783,7 +783,6 @@ TEST(Store, ConcurrentStoreFetchDropIsSafe) {
   EXPECT_EQ(errors.load(), 0);
 }
 
-
 // ---- string keys ----
 
 Status SetStr(Store& st, std::string_view k, std::string_view v, int64_t exp = 0) {

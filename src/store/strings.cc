@@ -30,7 +30,9 @@ int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
 
 uint64_t KeyHash(std::string_view k) { return XXH3_64bits(k.data(), k.size()); }
 
-bool Expired(const StrEntry& e, int64_t now) { return e.expire_at_ms != 0 && e.expire_at_ms <= now; }
+bool Expired(const StrEntry& e, int64_t now) {
+  return e.expire_at_ms != 0 && e.expire_at_ms <= now;
+}
 
 }  // namespace
 
@@ -618,7 +620,8 @@ std::optional<std::string> Store::RandomKey() {
   std::lock_guard<std::mutex> l(mu_);
   uint64_t total = strings_.size() + map_.size();
   if (total == 0) return std::nullopt;
-  rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7, rand_state_ ^= rand_state_ << 17;
+  rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
+      rand_state_ ^= rand_state_ << 17;
   uint64_t r = rand_state_ % total;
   if (r >= strings_.size()) {
     auto it = map_.begin();
@@ -712,8 +715,8 @@ void Store::ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru
     if (it != strings_.end()) StrEraseLocked(it);
     return;
   }
-  auto v = StrValue::Copy(
-      std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
+  auto v =
+      StrValue::Copy(std::string_view(reinterpret_cast<const char*>(value.data()), value.size()));
   PION_CHECK(v != nullptr);
   if (IsNamespaceKeyLocked(key)) return;  // cannot happen in a log the server wrote
   uint64_t need = StrCharge(key, v);

@@ -26,9 +26,7 @@ struct StrValue {
   StrValue& operator=(const StrValue&) = delete;
   ~StrValue() { std::free(data); }
 
-  std::string_view view() const {
-    return {reinterpret_cast<const char*>(data), size};
-  }
+  std::string_view view() const { return {reinterpret_cast<const char*>(data), size}; }
   // An uninitialised value of `n` bytes, or nullptr when the memory cannot be had.
   static std::shared_ptr<StrValue> TryMake(size_t n);
   // A copy of `s` (nullptr when the memory cannot be had).

@@ -42,10 +42,10 @@ struct Rec {
 // (unknown types).
 uint8_t MapType(uint8_t b) {
   static constexpr RecordType kTypes[] = {
-      RecordType::kRegister,   RecordType::kStore,       RecordType::kDrop,
-      RecordType::kFlushAll,   RecordType::kSnapNamespace, RecordType::kSnapRows,
-      RecordType::kSnapEnd,    RecordType::kStrSet,      RecordType::kStrDel,
-      RecordType::kStrExpire,  RecordType::kStrRename,   RecordType::kSnapString};
+      RecordType::kRegister,  RecordType::kStore,         RecordType::kDrop,
+      RecordType::kFlushAll,  RecordType::kSnapNamespace, RecordType::kSnapRows,
+      RecordType::kSnapEnd,   RecordType::kStrSet,        RecordType::kStrDel,
+      RecordType::kStrExpire, RecordType::kStrRename,     RecordType::kSnapString};
   constexpr size_t n = sizeof(kTypes) / sizeof(kTypes[0]);
   return b < 0xF0 ? static_cast<uint8_t>(kTypes[b % n]) : b;
 }

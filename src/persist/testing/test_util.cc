@@ -35,8 +35,8 @@ StoreDump Dump(store::Store& s) {
   }
   // String keys (captured at the same barrier), with their expiry.
   for (const store::StrView& k : s.TakeCapturedStrings())
-    out["string:" + k.key] = "exp=" + std::to_string(k.expire_at_ms) + " " +
-                             std::string(k.value->view());
+    out["string:" + k.key] =
+        "exp=" + std::to_string(k.expire_at_ms) + " " + std::string(k.value->view());
   return out;
 }
 

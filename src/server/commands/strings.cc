@@ -253,7 +253,8 @@ void GetRange(CommandContext& ctx) {
     ctx.reply->Bulk("");
     return;
   }
-  ctx.reply->Bulk((*r)->view().substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
+  ctx.reply->Bulk(
+      (*r)->view().substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
 }
 
 void Exists(CommandContext& ctx) {
@@ -509,28 +510,28 @@ void AddStringCommands(std::vector<CommandSpec>* out) {
   out->push_back({"SETEX", 4, kWd, 1, 1, 1, SetEx, "SETEX key seconds value."});
   out->push_back({"PSETEX", 4, kWd, 1, 1, 1, PSetEx, "PSETEX key milliseconds value."});
   out->push_back({"SETNX", 3, kWd | kCmdFast, 1, 1, 1, SetNx, "Sets a key only if it is absent."});
-  out->push_back({"GETDEL", 2, kW | kCmdFast, 1, 1, 1, GetDel, "Gets a value and deletes the key."});
+  out->push_back(
+      {"GETDEL", 2, kW | kCmdFast, 1, 1, 1, GetDel, "Gets a value and deletes the key."});
   out->push_back({"GETEX", -2, kW | kCmdFast, 1, 1, 1, GetEx,
                   "GETEX key [EX s|PX ms|EXAT ts|PXAT ts|PERSIST]."});
   out->push_back({"MGET", -2, kR | kCmdFast, 1, -1, 1, MGet, "Gets the values of several keys."});
   out->push_back({"MSET", -3, kWd, 1, -1, 2, MSet, "Sets several keys atomically."});
-  out->push_back({"MSETNX", -3, kWd, 1, -1, 2, MSetNx,
-                  "Sets several keys atomically only if none exists."});
+  out->push_back(
+      {"MSETNX", -3, kWd, 1, -1, 2, MSetNx, "Sets several keys atomically only if none exists."});
   out->push_back({"APPEND", 3, kWd, 1, 1, 1, Append, "Appends to a string value."});
   out->push_back({"STRLEN", 2, kR | kCmdFast, 1, 1, 1, StrLen, "Length of a string value."});
   out->push_back({"GETRANGE", 4, kR, 1, 1, 1, GetRange, "A substring of a string value."});
   out->push_back({"EXISTS", -2, kR | kCmdFast, 1, -1, 1, Exists, "How many of the keys exist."});
-  out->push_back({"DEL", -2, kW, 1, -1, 1, Del,
-                  "Deletes keys (a namespace key: KV.PREFIX.DROP)."});
+  out->push_back({"DEL", -2, kW, 1, -1, 1, Del, "Deletes keys (a namespace key: KV.PREFIX.DROP)."});
   out->push_back({"UNLINK", -2, kW | kCmdFast, 1, -1, 1, Del, "DEL (memory is freed lazily)."});
-  out->push_back({"TYPE", 2, kR | kCmdFast, 1, 1, 1, Type,
-                  "Type of a key: string, pion-kvprefix or none."});
+  out->push_back(
+      {"TYPE", 2, kR | kCmdFast, 1, 1, 1, Type, "Type of a key: string, pion-kvprefix or none."});
   out->push_back({"RENAME", 3, kW, 1, 2, 1, Rename, "Renames a string key."});
   out->push_back({"RENAMENX", 3, kW | kCmdFast, 1, 2, 1, RenameNx,
                   "Renames a string key if the new name is free."});
   out->push_back({"KEYS", 2, kR, 0, 0, 0, Keys, "Every key matching a glob pattern."});
-  out->push_back({"SCAN", -2, kR, 0, 0, 0, Scan,
-                  "SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]."});
+  out->push_back(
+      {"SCAN", -2, kR, 0, 0, 0, Scan, "SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]."});
   out->push_back({"RANDOMKEY", 1, kR, 0, 0, 0, RandomKey, "A random key."});
   out->push_back({"EXPIRE", -3, kW | kCmdFast, 1, 1, 1, Expire, "Sets a TTL in seconds."});
   out->push_back({"PEXPIRE", -3, kW | kCmdFast, 1, 1, 1, PExpire, "Sets a TTL in milliseconds."});
@@ -540,8 +541,8 @@ void AddStringCommands(std::vector<CommandSpec>* out) {
                   "Sets the expiry as a unix time in milliseconds."});
   out->push_back({"TTL", 2, kR | kCmdFast, 1, 1, 1, Ttl, "Seconds to live (-1 none, -2 missing)."});
   out->push_back({"PTTL", 2, kR | kCmdFast, 1, 1, 1, PTtl, "Milliseconds to live."});
-  out->push_back({"EXPIRETIME", 2, kR | kCmdFast, 1, 1, 1, ExpireTime,
-                  "Expiry as a unix time in seconds."});
+  out->push_back(
+      {"EXPIRETIME", 2, kR | kCmdFast, 1, 1, 1, ExpireTime, "Expiry as a unix time in seconds."});
   out->push_back({"PEXPIRETIME", 2, kR | kCmdFast, 1, 1, 1, PExpireTime,
                   "Expiry as a unix time in milliseconds."});
   out->push_back({"PERSIST", 2, kW | kCmdFast, 1, 1, 1, Persist, "Removes a key's TTL."});

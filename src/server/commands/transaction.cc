@@ -133,8 +133,8 @@ void AddTransactionCommands(std::vector<CommandSpec>* out) {
   out->push_back({"MULTI", 1, kTx, 0, 0, 0, Multi, "Starts a transaction."});
   out->push_back({"EXEC", 1, kTx, 0, 0, 0, Exec, "Runs the queued commands atomically."});
   out->push_back({"DISCARD", 1, kTx, 0, 0, 0, Discard, "Drops the queued commands."});
-  out->push_back({"WATCH", -2, kTx, 1, -1, 1, Watch,
-                  "EXEC fails if one of these keys changes before it."});
+  out->push_back(
+      {"WATCH", -2, kTx, 1, -1, 1, Watch, "EXEC fails if one of these keys changes before it."});
   out->push_back({"UNWATCH", 1, kTx, 0, 0, 0, Unwatch, "Forgets every watched key."});
 }
 
