@@ -52,6 +52,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "net/buffer.h"
 #include "net/client_info.h"
@@ -93,6 +94,14 @@ class Connection final : private BufferGate {
   void CloseAfterReply() { close_after_reply_ = true; }
   // Reserves the reply's place and returns its ticket (the server's ctx.Defer()).
   std::shared_ptr<DeferredReply> BeginDeferred();
+  // CLIENT REPLY: kOff drops every reply from this command on (this one
+  // included), kSkip drops this command's reply and the next command's, kOn
+  // sends replies again from this one on.
+  enum class ReplyMode { kOn, kOff, kSkip };
+  void SetReplyMode(ReplyMode m);
+  // Bytes that are not a reply to a command (MONITOR lines): queued after
+  // everything queued so far and sent (host thread).
+  void PushRaw(std::string_view bytes);
 
   // For the host.
   void OnEvent(uint32_t events);
@@ -126,6 +135,8 @@ class Connection final : private BufferGate {
   // Enforces client-output-buffer-limit; false if it closed the client.
   bool CheckOutputLimits(uint64_t now_us);
   void RejectedCommand();
+  void BeginDiscard();
+  void EndDiscard();
 
   ConnHost* host_;
   Service* service_;
@@ -153,6 +164,12 @@ class Connection final : private BufferGate {
   uint64_t big_reply_len_ = 0;
   uint64_t big_reply_end_ = 0;
   uint64_t soft_since_us_ = 0;  // above the soft limit since (0 = not above)
+  // CLIENT REPLY: replies are written to discard_ (then dropped) instead of out_.
+  bool reply_off_ = false;
+  bool skip_next_ = false;      // drop the next command's reply
+  bool skip_set_now_ = false;   // SKIP was set by the command running now
+  std::unique_ptr<OutputQueue> discard_;
+  std::vector<uint64_t> discard_slots_;  // deferred replies to drop
 };
 
 }  // namespace pion::net

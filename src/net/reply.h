@@ -59,6 +59,12 @@ class ReplyBuilder {
   // such as shared zeros, count nothing).
   virtual void BulkPinned(size_t len, std::span<const iovec> parts, std::shared_ptr<const void> pin,
                           std::span<const PinnedBlock> blocks) = 0;
+
+  // Error replies written through this builder so far, and the code word of
+  // the last one ("ERR", "WRONGTYPE"; empty before the first): what the
+  // service counts per command (INFO commandstats/errorstats).
+  virtual uint64_t error_count() const { return 0; }
+  virtual std::string_view last_error_code() const { return {}; }
 };
 
 }  // namespace pion::net

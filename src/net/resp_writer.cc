@@ -50,6 +50,11 @@ void RespWriter::SimpleString(std::string_view s) { AppendLine(out_, '+', s); }
 
 void RespWriter::Error(std::string_view text) {
   ++errors_;
+  size_t n = 0;
+  while (n < text.size() && n < kMaxCode && text[n] != ' ' && text[n] != '\r' && text[n] != '\n')
+    ++n;
+  std::memcpy(last_code_, text.data(), n);
+  last_code_len_ = n;
   AppendLine(out_, '-', text);
 }
 

@@ -46,6 +46,14 @@ class RespWriter final : public ReplyBuilder {
 
   // Replies written through this builder (one per command normally).
   uint64_t errors() const { return errors_; }
+  uint64_t error_count() const override { return errors_; }
+  std::string_view last_error_code() const override {
+    return std::string_view(last_code_, last_code_len_);
+  }
+  // Where replies go: the connection's queue, or a scratch queue whose bytes
+  // are dropped (CLIENT REPLY OFF|SKIP).
+  void set_out(OutputQueue* out) { out_ = out; }
+  OutputQueue* out() const { return out_; }
 
  private:
   void Header(char type, uint64_t n);
@@ -53,6 +61,10 @@ class RespWriter final : public ReplyBuilder {
   OutputQueue* out_;
   int proto_ = 2;
   uint64_t errors_ = 0;
+  // The first word of the last error (at most kMaxCode bytes).
+  static constexpr size_t kMaxCode = 32;
+  char last_code_[kMaxCode] = {};
+  size_t last_code_len_ = 0;
 };
 
 // Formats a double as Redis does for RESP3 doubles ("inf", "-inf", "nan",

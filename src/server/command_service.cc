@@ -1,22 +1,40 @@
 #include "server/command_service.h"
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "server/commands/dispatch.h"
 #include "server/server.h"
+#include "server/worker.h"
 
 namespace pion::server {
 
 uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyBuilder& reply,
                                   net::ConnContext& c) {
+  const CommandTable& table = server_->commands();
+  // Counted per worker (INFO commandstats/errorstats): no shared cache line.
+  CommandStats& stats = server_->worker(c.info->worker)->cmdstats();
+  uint64_t errors = reply.error_count();
   const CommandSpec* spec = AdmitCommand(*server_, args, c.authenticated, &reply);
-  if (spec == nullptr) return 0;
-  c.info->last_cmd.store(spec->name, std::memory_order_relaxed);
+  if (spec == nullptr) {
+    // Refused before it ran (arity, NOAUTH, LOADING...): rejected_calls.
+    if (const CommandSpec* known = table.Find(args[0])) stats.Reject(table.StatIndex(known, args));
+    if (reply.error_count() != errors) stats.CountError(reply.last_error_code());
+    return 0;
+  }
+  size_t slot = table.StatIndex(spec, args);
+  c.info->last_cmd.store(table.stat_name(slot).c_str(), std::memory_order_relaxed);
   CommandContext ctx;
   ctx.args = args;
   ctx.reply = &reply;
   ctx.server = server_;
   ctx.client = c.info;
+  uint64_t start = MonotonicUs();
   spec->handler(ctx);
+  uint64_t usec = MonotonicUs() - start;
+  bool failed = reply.error_count() != errors;
+  stats.Record(slot, usec, failed);
+  if (failed) stats.CountError(reply.last_error_code());
+  server_->AfterCommand(args, *spec, usec, *c.info);
   return ctx.wait_lsn;
 }
 

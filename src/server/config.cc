@@ -92,6 +92,12 @@ const std::vector<ConfigOption> kOptions = {
      [](const Config& c) { return U64(c.auto_save_retry_max); }},
     {"wal-repair", false, true, [](const Config& c) { return YesNo(c.wal_repair); }},
     {"appendonly", false, false, [](const Config& c) { return YesNo(c.appendonly); }},
+    {"slowlog-log-slower-than", true, false,
+     [](const Config& c) { return std::to_string(c.slowlog_log_slower_than); }},
+    {"slowlog-max-len", true, false, [](const Config& c) { return U64(c.slowlog_max_len); }},
+    {"latency-monitor-threshold", true, false,
+     [](const Config& c) { return U64(c.latency_monitor_threshold); }},
+    {"metrics-port", false, false, [](const Config& c) { return std::to_string(c.metrics_port); }},
 };
 
 // Splits a config file line into tokens: whitespace separated, with "double"
@@ -284,6 +290,23 @@ Status ApplySetting(Config* cfg, const std::string& raw_name,
     auto r = BoolArg(name, v);
     if (!r.ok()) return r.status();
     cfg->appendonly = *r;
+  } else if (name == "slowlog-log-slower-than") {
+    auto n = ParseInt64Strict(v);
+    if (!n.has_value() || *n < -1 || *n > 3600ll * 1000000)
+      return Bad(name, v, "microseconds from -1 (off) to 3600000000 (0 logs every command)");
+    cfg->slowlog_log_slower_than = *n;
+  } else if (name == "slowlog-max-len") {
+    auto r = UintArg(name, v, 0, 1000000);
+    if (!r.ok()) return r.status();
+    cfg->slowlog_max_len = *r;
+  } else if (name == "latency-monitor-threshold") {
+    auto r = UintArg(name, v, 0, 86400000);
+    if (!r.ok()) return r.status();
+    cfg->latency_monitor_threshold = *r;
+  } else if (name == "metrics-port") {
+    auto r = UintArg(name, v, 0, 65535);
+    if (!r.ok()) return r.status();
+    cfg->metrics_port = static_cast<int>(*r);
   }
   return Status::OK();
 }
@@ -317,6 +340,11 @@ std::string ConfigUsage() {
          "300)\n"
          "  --wal-repair                   start even if the WAL is corrupt mid-file\n"
          "  --appendonly yes|no            WAL and snapshots for --kvcache (default yes)\n"
+         "  --slowlog-log-slower-than US   SLOWLOG threshold in microseconds (default 10000;\n"
+         "                                 0 logs every command, -1 none)\n"
+         "  --slowlog-max-len N            SLOWLOG entries kept (default 128)\n"
+         "  --latency-monitor-threshold MS LATENCY monitor threshold (default 0 = off)\n"
+         "  --metrics-port N               Prometheus GET /metrics on --bind:N (default 0 = off)\n"
          "  --help, --version\n"
          "\n"
          "A config file holds the same names without dashes, one 'name value' per line.\n";

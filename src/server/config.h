@@ -48,6 +48,11 @@ struct Config {
   uint64_t auto_save_retry_max = 300;
   bool wal_repair = false;
   bool appendonly = true;  // write-ahead log + snapshots (--kvcache); no = memory only
+  // Observability (docs/operations.md).
+  int64_t slowlog_log_slower_than = 10000;  // microseconds; 0 logs every command, <0 none
+  uint64_t slowlog_max_len = 128;
+  uint64_t latency_monitor_threshold = 0;  // milliseconds; 0 = off
+  int metrics_port = 0;                    // Prometheus GET /metrics; 0 = off
 
   // Not settings: what the command line asked for besides them.
   std::string config_file;  // the config file read, if any (INFO config_file)

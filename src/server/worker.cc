@@ -55,7 +55,10 @@ std::string PeerText(int fd, bool local) {
 }  // namespace
 
 Worker::Worker(Server* server, int index, size_t pool_bytes)
-    : server_(server), index_(index), pool_(pool_bytes) {}
+    : server_(server),
+      index_(index),
+      pool_(pool_bytes),
+      cmdstats_(server->commands().num_stat_names()) {}
 
 Worker::~Worker() {
   for (auto& [id, c] : conns_)
@@ -71,7 +74,16 @@ Status Worker::Init(int listen_fd) {
         loop_.Add(listen_fd_, EPOLLIN | EPOLLEXCLUSIVE, [this](uint32_t) { OnAccept(); }));
   }
   loop_.AddTimer(1000, true, [this] { Cron(); });
+  // instantaneous_ops_per_sec & co. are sampled by one worker.
+  if (index_ == 0) loop_.AddTimer(100, true, [this] { server_->SampleRates(); });
   return Status::OK();
+}
+
+void Worker::PushMonitor(uint64_t client_id, std::shared_ptr<const std::string> line) {
+  loop_.Post([this, client_id, line = std::move(line)] {
+    auto it = conns_.find(client_id);
+    if (it != conns_.end() && !it->second->closed()) it->second->PushRaw(*line);
+  });
 }
 
 void Worker::Start() {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "server/command_stats.h"
 #include "server/net_types.h"
 
 namespace pion::server {
@@ -52,10 +53,15 @@ class Worker final : public net::ConnHost {
   EventLoop& loop() override { return loop_; }
   BufferPool& pool() override { return pool_; }
   WorkerStats& stats() override { return stats_; }
+  // Per-command counters (written by this worker only; see command_stats.h).
+  CommandStats& cmdstats() { return cmdstats_; }
+  const CommandStats& cmdstats() const { return cmdstats_; }
 
   // Any thread.
   void Adopt(int fd);  // take ownership of an accepted socket
   void Kill(uint64_t client_id);
+  // A MONITOR line for client `client_id` (dropped if it is gone).
+  void PushMonitor(uint64_t client_id, std::shared_ptr<const std::string> line);
   void WakeDurable(uint64_t durable_lsn);  // only wakes if a reply waits for <= it
   // A DeferredReply's completion: writes it to client `client_id` if that
   // connection still exists (dropped otherwise).
@@ -90,6 +96,7 @@ class Worker final : public net::ConnHost {
   EventLoop loop_;
   BufferPool pool_;
   WorkerStats stats_;
+  CommandStats cmdstats_;
   std::thread thread_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
   std::unordered_set<Connection*> waiting_;  // replies held for durability

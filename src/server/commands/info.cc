@@ -1,7 +1,10 @@
 // INFO [section ...]: Redis-style "# Section" blocks of "field:value" lines.
-// Sections: server, clients, memory, persistence, stats, pion, keyspace;
-// "default" and "all" name them all, "everything" too. RESP3 gets a verbatim
-// string, RESP2 a bulk string. Counters are server-wide (every worker).
+// Sections: server, clients, memory, persistence, stats, replication, cpu,
+// commandstats, errorstats, pion, cluster, keyspace; "default" (or no
+// argument) is all but commandstats, "all" and "everything" are all of them.
+// RESP3 gets a verbatim string, RESP2 a bulk string. Counters are
+// server-wide (every worker).
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -24,8 +27,19 @@ namespace pion::server {
 
 namespace {
 
-constexpr const char* kSections[] = {"server", "clients", "memory",  "persistence",
-                                     "stats",  "pion",    "keyspace"};
+
+std::string Fixed2(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+std::string Seconds6(const timeval& tv) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%ld.%06ld", static_cast<long>(tv.tv_sec),
+                static_cast<long>(tv.tv_usec));
+  return buf;
+}
 
 std::string Human(uint64_t bytes) {
   char buf[32];
@@ -86,11 +100,19 @@ void ClientsSection(Server& s, std::string* out) {
 
 void MemorySection(Server& s, std::string* out) {
   uint64_t rss = RssBytes();
+  uint64_t used = s.UsedMemory();
+  uint64_t peak = s.used_memory_peak();
   uint64_t max = s.maxmemory();
-  InfoField(out, "used_memory", rss);
-  InfoField(out, "used_memory_human", Human(rss));
+  InfoField(out, "used_memory", used);
+  InfoField(out, "used_memory_human", Human(used));
   InfoField(out, "used_memory_rss", rss);
   InfoField(out, "used_memory_rss_human", Human(rss));
+  InfoField(out, "used_memory_peak", peak);
+  InfoField(out, "used_memory_peak_human", Human(peak));
+  char ratio[32];
+  std::snprintf(ratio, sizeof(ratio), "%.2f",
+                used > 0 ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
+  InfoField(out, "mem_fragmentation_ratio", std::string(ratio));
   InfoField(out, "maxmemory", max);
   InfoField(out, "maxmemory_human", Human(max));
   InfoField(out, "maxmemory_policy", std::string("allkeys-lru"));
@@ -115,8 +137,11 @@ void StatsSection(Server& s, std::string* out) {
   ServerStats st = s.Stats();
   InfoField(out, "total_connections_received", st.connections_received);
   InfoField(out, "total_commands_processed", st.commands_processed);
+  InfoField(out, "instantaneous_ops_per_sec", s.instantaneous_ops());
   InfoField(out, "total_net_input_bytes", st.net_input_bytes);
   InfoField(out, "total_net_output_bytes", st.net_output_bytes);
+  InfoField(out, "instantaneous_input_kbps", Fixed2(s.instantaneous_input_kbps()));
+  InfoField(out, "instantaneous_output_kbps", Fixed2(s.instantaneous_output_kbps()));
   InfoField(out, "rejected_connections", st.rejected_connections);
   InfoField(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
   InfoField(out, "total_protocol_errors", st.protocol_errors);
@@ -162,20 +187,103 @@ void KeyspaceSection(Server& s, std::string* out) {
   if (n > 0) InfoField(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
 }
 
+void ReplicationSection(Server& s, std::string* out) {
+  InfoField(out, "role", std::string("master"));
+  InfoField(out, "connected_slaves", uint64_t{0});
+  InfoField(out, "master_failover_state", std::string("no-failover"));
+  InfoField(out, "master_replid", s.replid());
+  InfoField(out, "master_replid2", std::string(40, '0'));
+  InfoField(out, "master_repl_offset", uint64_t{0});
+  InfoField(out, "second_repl_offset", std::string("-1"));
+  InfoField(out, "repl_backlog_active", uint64_t{0});
+  InfoField(out, "repl_backlog_size", uint64_t{0});
+  InfoField(out, "repl_backlog_first_byte_offset", uint64_t{0});
+  InfoField(out, "repl_backlog_histlen", uint64_t{0});
+}
+
+void CpuSection(Server&, std::string* out) {
+  rusage self{}, children{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  InfoField(out, "used_cpu_sys", Seconds6(self.ru_stime));
+  InfoField(out, "used_cpu_user", Seconds6(self.ru_utime));
+  InfoField(out, "used_cpu_sys_children", Seconds6(children.ru_stime));
+  InfoField(out, "used_cpu_user_children", Seconds6(children.ru_utime));
+}
+
+void CommandStatsSection(Server& s, std::string* out) {
+  std::vector<CommandCounters> all = s.CommandCountersAll();
+  const CommandTable& t = s.commands();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const CommandCounters& c = all[i];
+    if (c.calls == 0 && c.rejected == 0 && c.failed == 0) continue;
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,failed_calls=%llu",
+                  static_cast<unsigned long long>(c.calls), static_cast<unsigned long long>(c.usec),
+                  c.calls > 0 ? static_cast<double>(c.usec) / static_cast<double>(c.calls) : 0.0,
+                  static_cast<unsigned long long>(c.rejected),
+                  static_cast<unsigned long long>(c.failed));
+    InfoField(out, "cmdstat_" + t.stat_name(i), std::string(buf));
+  }
+}
+
+void ErrorStatsSection(Server& s, std::string* out) {
+  for (const auto& [code, n] : s.ErrorCounts())
+    InfoField(out, "errorstat_" + code, "count=" + std::to_string(n));
+}
+
+void ClusterSection(Server&, std::string* out) { InfoField(out, "cluster_enabled", uint64_t{0}); }
+
+struct Section {
+  const char* name;
+  const char* title;
+  bool in_default;
+  void (*fn)(Server&, CommandContext&, std::string*);
+};
+
+const Section kSections[] = {
+    {"server", "Server", true, [](Server& s, CommandContext&, std::string* o) { ServerSection(s, o); }},
+    {"clients", "Clients", true,
+     [](Server& s, CommandContext&, std::string* o) { ClientsSection(s, o); }},
+    {"memory", "Memory", true, [](Server& s, CommandContext&, std::string* o) { MemorySection(s, o); }},
+    {"persistence", "Persistence", true,
+     [](Server& s, CommandContext&, std::string* o) { PersistenceSection(s, o); }},
+    {"stats", "Stats", true, [](Server& s, CommandContext&, std::string* o) { StatsSection(s, o); }},
+    {"replication", "Replication", true,
+     [](Server& s, CommandContext&, std::string* o) { ReplicationSection(s, o); }},
+    {"cpu", "CPU", true, [](Server& s, CommandContext&, std::string* o) { CpuSection(s, o); }},
+    {"commandstats", "Commandstats", false,
+     [](Server& s, CommandContext&, std::string* o) { CommandStatsSection(s, o); }},
+    {"errorstats", "Errorstats", true,
+     [](Server& s, CommandContext&, std::string* o) { ErrorStatsSection(s, o); }},
+    {"pion", "Pion", true,
+     [](Server& s, CommandContext& ctx, std::string* o) {
+       PionSection(s, ctx.client != nullptr ? ctx.client->worker : 0, o);
+     }},
+    {"cluster", "Cluster", true,
+     [](Server& s, CommandContext&, std::string* o) { ClusterSection(s, o); }},
+    {"keyspace", "Keyspace", true,
+     [](Server& s, CommandContext&, std::string* o) { KeyspaceSection(s, o); }},
+};
+
 void Info(CommandContext& ctx) {
   bool want[std::size(kSections)] = {};
   if (ctx.args.size() == 1) {
-    for (bool& w : want) w = true;
+    for (size_t k = 0; k < std::size(kSections); ++k) want[k] = kSections[k].in_default;
   }
   for (size_t i = 1; i < ctx.args.size(); ++i) {
     std::string_view a = ctx.args[i];
-    if (EqualsIgnoreCase(a, "all") || EqualsIgnoreCase(a, "default") ||
-        EqualsIgnoreCase(a, "everything")) {
+    if (EqualsIgnoreCase(a, "all") || EqualsIgnoreCase(a, "everything")) {
       for (bool& w : want) w = true;
       continue;
     }
+    if (EqualsIgnoreCase(a, "default")) {
+      for (size_t k = 0; k < std::size(kSections); ++k) want[k] |= kSections[k].in_default;
+      continue;
+    }
     for (size_t k = 0; k < std::size(kSections); ++k)
-      if (EqualsIgnoreCase(a, kSections[k])) want[k] = true;
+      if (EqualsIgnoreCase(a, kSections[k].name)) want[k] = true;
   }
   Server& s = *ctx.server;
   std::string out;
@@ -183,33 +291,9 @@ void Info(CommandContext& ctx) {
   for (size_t k = 0; k < std::size(kSections); ++k) {
     if (!want[k]) continue;
     std::string body;
-    switch (k) {
-      case 0:
-        ServerSection(s, &body);
-        break;
-      case 1:
-        ClientsSection(s, &body);
-        break;
-      case 2:
-        MemorySection(s, &body);
-        break;
-      case 3:
-        PersistenceSection(s, &body);
-        break;
-      case 4:
-        StatsSection(s, &body);
-        break;
-      case 5:
-        PionSection(s, ctx.client != nullptr ? ctx.client->worker : 0, &body);
-        break;
-      case 6:
-        KeyspaceSection(s, &body);
-        break;
-    }
+    kSections[k].fn(s, ctx, &body);
     if (!out.empty()) out.append("\r\n");
-    std::string title = kSections[k];
-    title[0] = static_cast<char>(title[0] - 32);
-    out.append("# ").append(title).append("\r\n").append(body);
+    out.append("# ").append(kSections[k].title).append("\r\n").append(body);
   }
   ctx.reply->Verbatim(out);
 }
