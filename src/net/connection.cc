@@ -5,10 +5,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <algorithm>
 
 #include "base/check.h"
 #include "base/clock.h"
@@ -288,8 +288,12 @@ void Connection::RejectedCommand() {
   ConnStats& stats = host_->stats();
   stats.Add(stats.commands);
   stats.Add(stats.error_replies);
+  bool skip = skip_next_;  // CLIENT REPLY OFF|SKIP applies to refused commands too
+  skip_next_ = false;
+  if (reply_off_ || skip) BeginDiscard();
   writer_.Error(parser_.reject_reason() == RespParser::Reject::kGate ? kErrClientMemory
                                                                      : kErrNoMemory);
+  if (writer_.out() != &out_) EndDiscard();
 }
 
 bool Connection::CheckOutputLimits(uint64_t now_us) {

@@ -166,8 +166,8 @@ class Connection final : private BufferGate {
   uint64_t soft_since_us_ = 0;  // above the soft limit since (0 = not above)
   // CLIENT REPLY: replies are written to discard_ (then dropped) instead of out_.
   bool reply_off_ = false;
-  bool skip_next_ = false;      // drop the next command's reply
-  bool skip_set_now_ = false;   // SKIP was set by the command running now
+  bool skip_next_ = false;     // drop the next command's reply
+  bool skip_set_now_ = false;  // SKIP was set by the command running now
   std::unique_ptr<OutputQueue> discard_;
   std::vector<uint64_t> discard_slots_;  // deferred replies to drop
 };

@@ -12,8 +12,7 @@
 
 namespace pion::net {
 
-HttpResponder::HttpResponder(HttpHandler* handler, Options opts)
-    : handler_(handler), opts_(opts) {}
+HttpResponder::HttpResponder(HttpHandler* handler, Options opts) : handler_(handler), opts_(opts) {}
 
 HttpResponder::~HttpResponder() { Stop(); }
 

@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <span>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -10,8 +10,8 @@ void LatencyMonitor::Add(const char* event, uint64_t ms) {
   Event& e = events_[event];
   if (ms > e.max_ms) e.max_ms = ms;
   if (!e.samples.empty()) {
-    size_t last = e.samples.size() < kHistory ? e.samples.size() - 1
-                                               : (e.head + kHistory - 1) % kHistory;
+    size_t last =
+        e.samples.size() < kHistory ? e.samples.size() - 1 : (e.head + kHistory - 1) % kHistory;
     LatencySample& s = e.samples[last];
     if (s.unix_s == now) {
       if (ms > s.ms) s.ms = ms;
@@ -31,8 +31,8 @@ std::vector<LatencyEventInfo> LatencyMonitor::Latest() const {
   std::vector<LatencyEventInfo> out;
   for (const auto& [name, e] : events_) {
     if (e.samples.empty()) continue;
-    size_t last = e.samples.size() < kHistory ? e.samples.size() - 1
-                                               : (e.head + kHistory - 1) % kHistory;
+    size_t last =
+        e.samples.size() < kHistory ? e.samples.size() - 1 : (e.head + kHistory - 1) % kHistory;
     out.push_back({name, e.samples[last], e.max_ms});
   }
   return out;

@@ -38,8 +38,8 @@ class Writer {
   }
   // A histogram from per-bucket counts with upper bounds 2^i microseconds
   // (the last bucket +Inf), reported in seconds.
-  void Histogram(std::string_view name, std::string_view labels, const uint64_t* buckets,
-                 size_t n, uint64_t sum_us) {
+  void Histogram(std::string_view name, std::string_view labels, const uint64_t* buckets, size_t n,
+                 uint64_t sum_us) {
     uint64_t cum = 0;
     std::string base(name);
     for (size_t i = 0; i < n; ++i) {
@@ -118,8 +118,7 @@ std::string MetricsText(Server& s) {
   w.One("pion_instantaneous_ops_per_second", "gauge", "Commands per second (sampled).",
         s.instantaneous_ops());
   w.One("pion_net_input_bytes_total", "counter", "Bytes read from clients.", st.net_input_bytes);
-  w.One("pion_net_output_bytes_total", "counter", "Bytes written to clients.",
-        st.net_output_bytes);
+  w.One("pion_net_output_bytes_total", "counter", "Bytes written to clients.", st.net_output_bytes);
   w.One("pion_error_replies_total", "counter", "Error replies sent.", st.error_replies);
   w.One("pion_protocol_errors_total", "counter", "Connections closed on a protocol error.",
         st.protocol_errors);
@@ -183,7 +182,8 @@ std::string MetricsText(Server& s) {
   const CommandTable& t = s.commands();
   w.Head("pion_command_calls_total", "counter", "Calls per command.");
   for (size_t i = 0; i < cmds.size(); ++i)
-    if (cmds[i].calls > 0) w.Value("pion_command_calls_total", Label("cmd", t.stat_name(i)), cmds[i].calls);
+    if (cmds[i].calls > 0)
+      w.Value("pion_command_calls_total", Label("cmd", t.stat_name(i)), cmds[i].calls);
   w.Head("pion_command_failed_calls_total", "counter", "Calls that replied with an error.");
   for (size_t i = 0; i < cmds.size(); ++i)
     if (cmds[i].calls > 0)
@@ -199,7 +199,8 @@ std::string MetricsText(Server& s) {
       w.Histogram("pion_command_duration_seconds", Label("cmd", t.stat_name(i)),
                   cmds[i].hist.data(), kLatencyBuckets, cmds[i].usec);
   w.Head("pion_errors_total", "counter", "Error replies per error code.");
-  for (const auto& [code, n] : s.ErrorCounts()) w.Value("pion_errors_total", Label("code", code), n);
+  for (const auto& [code, n] : s.ErrorCounts())
+    w.Value("pion_errors_total", Label("code", code), n);
   return out;
 }
 

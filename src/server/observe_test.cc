@@ -45,8 +45,9 @@ TEST(DocSyntax, EveryTableEntryParsesAndSubcommandsHaveParents) {
   for (const CommandDoc& d : CommandDocs()) {
     ParseDocSyntax(d.syntax);
     std::string_view n = d.name;
-    if (size_t bar = n.find('|'); bar != std::string_view::npos)
+    if (size_t bar = n.find('|'); bar != std::string_view::npos) {
       EXPECT_NE(FindCommandDoc(n.substr(0, bar)), nullptr) << d.name;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <malloc.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -7,13 +8,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <malloc.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <set>
@@ -198,8 +197,8 @@ void Server::UnregisterClient(ClientInfo* c) {
   }
   if (c->monitor.load(std::memory_order_relaxed)) {
     std::lock_guard<std::mutex> lk(monitors_mu_);
-    auto it = std::find(monitor_list_.begin(), monitor_list_.end(),
-                        std::make_pair(c->worker, c->id));
+    auto it =
+        std::find(monitor_list_.begin(), monitor_list_.end(), std::make_pair(c->worker, c->id));
     if (it != monitor_list_.end()) {
       monitor_list_.erase(it);
       monitors_.fetch_sub(1, std::memory_order_relaxed);
@@ -222,13 +221,27 @@ void AppendRepr(std::string* out, std::string_view s) {
   out->push_back('"');
   for (unsigned char c : s) {
     switch (c) {
-      case '\\': out->append("\\\\"); break;
-      case '"': out->append("\\\""); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      case '\a': out->append("\\a"); break;
-      case '\b': out->append("\\b"); break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\a':
+        out->append("\\a");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
       default:
         if (c >= 0x20 && c < 0x7f) {
           out->push_back(static_cast<char>(c));
@@ -249,7 +262,8 @@ constexpr size_t kMonitorArgBytes = 4096;
 void Server::FeedMonitors(const ClientInfo& from, std::span<const std::string_view> args) {
   uint64_t us = UnixMicros();
   char head[96];
-  std::snprintf(head, sizeof(head), "+%llu.%06llu [0 ", static_cast<unsigned long long>(us / 1000000),
+  std::snprintf(head, sizeof(head), "+%llu.%06llu [0 ",
+                static_cast<unsigned long long>(us / 1000000),
                 static_cast<unsigned long long>(us % 1000000));
   auto line = std::make_shared<std::string>(head);
   line->append(from.addr).append("]");
@@ -284,8 +298,7 @@ void Server::FeedMonitors(const ClientInfo& from, std::span<const std::string_vi
 }
 
 void Server::AfterCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
-                              uint64_t usec, const ClientInfo& client, int64_t slow,
-                              uint64_t lat) {
+                              uint64_t usec, const ClientInfo& client, int64_t slow, uint64_t lat) {
   if (monitors_.load(std::memory_order_relaxed) > 0 && !(spec.flags & kCmdAdmin) &&
       !client.monitor.load(std::memory_order_relaxed))
     FeedMonitors(client, args);

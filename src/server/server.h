@@ -29,8 +29,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "server/command_service.h"
-#include "server/commands/command_table.h"
 #include "server/command_stats.h"
+#include "server/commands/command_table.h"
 #include "server/config.h"
 #include "server/latency_monitor.h"
 #include "server/receipt.h"
@@ -212,8 +212,8 @@ class Server {
   // After a command's handler returned (worker thread): the slow log, the
   // latency monitor and MONITOR clients, each only when enabled (three
   // relaxed loads otherwise).
-  void AfterCommand(std::span<const std::string_view> args, const CommandSpec& spec,
-                    uint64_t usec, const ClientInfo& client) {
+  void AfterCommand(std::span<const std::string_view> args, const CommandSpec& spec, uint64_t usec,
+                    const ClientInfo& client) {
     int64_t slow = slowlog_slower_than_.load(std::memory_order_relaxed);
     uint64_t lat = latency_threshold_ms_.load(std::memory_order_relaxed);
     if ((slow >= 0 && usec >= static_cast<uint64_t>(slow)) || (lat > 0 && usec >= lat * 1000) ||

@@ -297,6 +297,7 @@ def test_redis_cli_argument_hints_from_command_docs(server):
 MONITOR_LINE = re.compile(r'^\d+\.\d{6} \[0 127\.0\.0\.1:\d+\] "ECHO" "from-(\d)"$')
 
 
+@pytest.mark.concurrency
 def test_monitor_sees_every_workers_clients(server_factory, raw_factory):
     s = server_factory(["--workers", "2"])
     mon = raw_factory(s)

@@ -327,9 +327,10 @@ void Client(CommandContext& ctx) {
 }  // namespace
 
 void AddClientCommands(std::vector<CommandSpec>* out) {
-  out->push_back({"CLIENT", -2, kCmdLoading | kCmdStale, 0, 0, 0, Client,
-                  "Connection introspection and control: ID, SETNAME, GETNAME, INFO, LIST, KILL, SETINFO, "
-                  "REPLY, NO-EVICT, NO-TOUCH."});
+  out->push_back(
+      {"CLIENT", -2, kCmdLoading | kCmdStale, 0, 0, 0, Client,
+       "Connection introspection and control: ID, SETNAME, GETNAME, INFO, LIST, KILL, SETINFO, "
+       "REPLY, NO-EVICT, NO-TOUCH."});
 }
 
 }  // namespace pion::server

@@ -13,8 +13,8 @@ const CommandDoc kDocs[] = {
     // connection
     {"PING", "connection", "1.0.0", "[message]", nullptr},
     {"ECHO", "connection", "1.0.0", "message", nullptr},
-    {"HELLO", "connection", "6.0.0",
-     "[protover [AUTH username password] [SETNAME clientname]]", nullptr},
+    {"HELLO", "connection", "6.0.0", "[protover [AUTH username password] [SETNAME clientname]]",
+     nullptr},
     {"AUTH", "connection", "1.0.0", "[username] password", nullptr},
     {"SELECT", "connection", "1.0.0", "index", nullptr},
     {"QUIT", "connection", "1.0.0", "", nullptr},
@@ -22,20 +22,17 @@ const CommandDoc kDocs[] = {
     {"CLIENT", "connection", "2.4.0", "", nullptr},
     {"CLIENT|ID", "connection", "5.0.0", "", "Returns the unique client ID of the connection."},
     {"CLIENT|GETNAME", "connection", "2.6.9", "", "Returns the name of the connection."},
-    {"CLIENT|SETNAME", "connection", "2.6.9", "connection-name",
-     "Sets the connection name."},
+    {"CLIENT|SETNAME", "connection", "2.6.9", "connection-name", "Sets the connection name."},
     {"CLIENT|INFO", "connection", "6.2.0", "", "Returns information about the connection."},
     {"CLIENT|LIST", "connection", "2.4.0",
-     "[TYPE NORMAL | MASTER | REPLICA | PUBSUB] [ID client-id...]",
-     "Lists open connections."},
+     "[TYPE NORMAL | MASTER | REPLICA | PUBSUB] [ID client-id...]", "Lists open connections."},
     {"CLIENT|KILL", "connection", "2.4.0",
      "[ip:port] [ID client-id] [TYPE NORMAL | MASTER | REPLICA | PUBSUB] [USER username] "
      "[ADDR ip:port] [LADDR ip:port] [SKIPME YES | NO] [MAXAGE maxage]",
      "Terminates open connections."},
     {"CLIENT|NO-EVICT", "connection", "7.0.0", "ON | OFF",
      "Accepted for compatibility (pion never evicts clients)."},
-    {"CLIENT|NO-TOUCH", "connection", "7.2.0", "ON | OFF",
-     "Accepted for compatibility."},
+    {"CLIENT|NO-TOUCH", "connection", "7.2.0", "ON | OFF", "Accepted for compatibility."},
     {"CLIENT|SETINFO", "connection", "7.2.0", "LIB-NAME libname | LIB-VER libver",
      "Sets the client library name or version (shown by CLIENT LIST)."},
     {"CLIENT|REPLY", "connection", "3.2.0", "ON | OFF | SKIP",
@@ -148,12 +145,27 @@ const CommandDoc kDocs[] = {
 };
 
 bool IsIntegerName(std::string_view n) {
-  static const char* kInts[] = {"seconds",   "milliseconds", "unix-time-seconds",
-                                "unix-time-milliseconds",   "count",      "cursor",
-                                "start",     "end",          "index",     "protover",
-                                "client-id", "maxage",       "kv_dim",    "layer",
-                                "n",         "ms",           "hash_count", "block_size",
-                                "num_layers", "id",          "sid"};
+  static const char* kInts[] = {"seconds",
+                                "milliseconds",
+                                "unix-time-seconds",
+                                "unix-time-milliseconds",
+                                "count",
+                                "cursor",
+                                "start",
+                                "end",
+                                "index",
+                                "protover",
+                                "client-id",
+                                "maxage",
+                                "kv_dim",
+                                "layer",
+                                "n",
+                                "ms",
+                                "hash_count",
+                                "block_size",
+                                "num_layers",
+                                "id",
+                                "sid"};
   for (const char* k : kInts)
     if (n == k) return true;
   return false;

@@ -29,8 +29,7 @@ CommandTable::CommandTable(std::vector<CommandSpec> specs) : specs_(std::move(sp
     if (bar == std::string_view::npos) continue;
     const CommandSpec* parent = Find(n.substr(0, bar));
     if (parent == nullptr) continue;
-    subs_[parent - specs_.data()].emplace_back(std::string(n.substr(bar + 1)),
-                                               stat_names_.size());
+    subs_[parent - specs_.data()].emplace_back(std::string(n.substr(bar + 1)), stat_names_.size());
     stat_names_.push_back(ToLower(n));
   }
 }

@@ -27,7 +27,6 @@ namespace pion::server {
 
 namespace {
 
-
 std::string Fixed2(double v) {
   char buf[48];
   std::snprintf(buf, sizeof(buf), "%.2f", v);
@@ -243,13 +242,16 @@ struct Section {
 };
 
 const Section kSections[] = {
-    {"server", "Server", true, [](Server& s, CommandContext&, std::string* o) { ServerSection(s, o); }},
+    {"server", "Server", true,
+     [](Server& s, CommandContext&, std::string* o) { ServerSection(s, o); }},
     {"clients", "Clients", true,
      [](Server& s, CommandContext&, std::string* o) { ClientsSection(s, o); }},
-    {"memory", "Memory", true, [](Server& s, CommandContext&, std::string* o) { MemorySection(s, o); }},
+    {"memory", "Memory", true,
+     [](Server& s, CommandContext&, std::string* o) { MemorySection(s, o); }},
     {"persistence", "Persistence", true,
      [](Server& s, CommandContext&, std::string* o) { PersistenceSection(s, o); }},
-    {"stats", "Stats", true, [](Server& s, CommandContext&, std::string* o) { StatsSection(s, o); }},
+    {"stats", "Stats", true,
+     [](Server& s, CommandContext&, std::string* o) { StatsSection(s, o); }},
     {"replication", "Replication", true,
      [](Server& s, CommandContext&, std::string* o) { ReplicationSection(s, o); }},
     {"cpu", "CPU", true, [](Server& s, CommandContext&, std::string* o) { CpuSection(s, o); }},
