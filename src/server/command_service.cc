@@ -4,7 +4,6 @@
 #include "base/clock.h"
 #include "server/commands/dispatch.h"
 #include "server/server.h"
-#include "server/worker.h"
 
 namespace pion::server {
 
@@ -12,7 +11,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
                                   net::ConnContext& c) {
   const CommandTable& table = server_->commands();
   // Counted per worker (INFO commandstats/errorstats): no shared cache line.
-  CommandStats& stats = server_->worker(c.info->worker)->cmdstats();
+  CommandStats& stats = server_->cmdstats_of(c.info->worker);
   uint64_t errors = reply.error_count();
   const CommandSpec* spec = AdmitCommand(*server_, args, c.authenticated, &reply);
   if (spec == nullptr) {
@@ -38,7 +37,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   return ctx.wait_lsn;
 }
 
-uint64_t CommandService::durable_lsn() const { return server_->durable_lsn(); }
+uint64_t CommandService::durable_lsn() const { return server_->durability().durable_lsn(); }
 
 ParserLimits CommandService::parser_limits() const {
   const Config& cfg = server_->config();
@@ -63,19 +62,20 @@ uint64_t CommandService::output_check_threshold() const {
 }
 
 bool CommandService::ReserveClientMemory(uint64_t n) { return server_->ReserveClientMemory(n); }
-void CommandService::AdjustClientMemory(int64_t delta) { server_->AdjustClientMemory(delta); }
+void CommandService::AdjustClientMemory(int64_t delta) { server_->clients().AdjustMemory(delta); }
 
-void CommandService::OnOpen(ClientInfo* info) { server_->RegisterClient(info); }
+void CommandService::OnOpen(ClientInfo* info) { server_->clients().Register(info); }
 
 void CommandService::OnClose(ClientInfo* info) {
-  server_->UnregisterClient(info);
-  server_->ReleaseClientSlot();
+  server_->clients().Unregister(info);
+  server_->RemoveMonitor(info);
+  server_->clients().ReleaseSlot();
 }
 
 std::shared_ptr<DeferredReply> CommandContext::Defer() {
-  PION_CHECK(client != nullptr && client->conn != nullptr && !deferred);
+  PION_CHECK(client != nullptr && client->control != nullptr && !deferred);
   deferred = true;
-  return client->conn->BeginDeferred();
+  return client->control->BeginDeferred();
 }
 
 }  // namespace pion::server

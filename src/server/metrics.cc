@@ -105,7 +105,7 @@ std::string MetricsText(Server& s) {
          static_cast<double>(MonotonicUs() - s.start_time_us()) / 1e6);
   w.One("pion_loading", "gauge", "1 while the dataset is being recovered.", s.loading() ? 1 : 0);
   // Connections.
-  w.One("pion_connected_clients", "gauge", "Client connections open now.", s.connected_clients());
+  w.One("pion_connected_clients", "gauge", "Client connections open now.", s.clients().connected());
   w.One("pion_maxclients", "gauge", "The maxclients setting.", s.maxclients());
   w.One("pion_connections_received_total", "counter", "Connections accepted.",
         st.connections_received);
@@ -129,7 +129,7 @@ std::string MetricsText(Server& s) {
   w.One("pion_memory_peak_bytes", "gauge", "Largest pion_memory_used_bytes seen.",
         s.used_memory_peak());
   w.One("pion_maxmemory_bytes", "gauge", "The maxmemory budget (0 = none).", s.maxmemory());
-  w.One("pion_client_memory_bytes", "gauge", "Memory held by client buffers.", s.client_memory());
+  w.One("pion_client_memory_bytes", "gauge", "Memory held by client buffers.", s.clients().memory());
   // The receipt.
   ReceiptSnapshot r = s.receipt().Read();
   w.One("pion_kvprefix_hits_total", "counter", "KV.PREFIX.LOOKUP hits.", r.hits);

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/strutil.h"
 #include "net/listener.h"
+#include "server/commands/errors.h"
 #include "server/fd_limit.h"
 #include "server/worker.h"
 
@@ -59,20 +60,12 @@ Server::Server(Config cfg) : Server(std::move(cfg), {}) {}
 Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     : cfg_(std::move(cfg)),
       commands_(WithExtra(std::move(extra_commands))),
-      maxclients_(cfg_.maxclients),
-      timeout_s_(cfg_.timeout),
-      output_limit_(cfg_.client_output_buffer_limit),
-      output_soft_limit_(cfg_.client_output_buffer_soft_limit),
-      output_soft_seconds_(cfg_.client_output_buffer_soft_seconds),
-      maxmemory_clients_(cfg_.maxmemory_clients),
-      maxmemory_(cfg_.maxmemory),
-      background_(kBackgroundThreads, "pion-bg"),
-      slowlog_slower_than_(cfg_.slowlog_log_slower_than),
-      slowlog_max_len_(cfg_.slowlog_max_len),
-      latency_threshold_ms_(cfg_.latency_monitor_threshold) {
+      background_(kBackgroundThreads, "pion-bg") {
+  PublishRuntimeSettings();
   start_time_us_ = MonotonicUs();
   run_id_ = RandomHex(40);
   replid_ = RandomHex(40);
+  spare_stats_ = std::make_unique<CommandStats>(commands_.num_stat_names());
   if (cfg_.kvcache) {
     store_ = std::make_unique<store::Store>(store::StoreConfig{cfg_.max_sessions, cfg_.maxmemory});
   }
@@ -100,6 +93,7 @@ Status Server::Start() {
   for (int i = 0; i < cfg_.workers; ++i) {
     workers_.push_back(std::make_unique<Worker>(this, i, pool));
     PION_RETURN_IF_ERROR(workers_.back()->Init(listen_fd_));
+    durability_.Watch(&workers_.back()->held_replies());
   }
   background_.Start();
   for (auto& w : workers_) w->Start();
@@ -178,31 +172,13 @@ void Server::StopWorkers() {
   for (auto& w : workers_) w->Join();
 }
 
-void Server::NotifyDurable(uint64_t lsn) {
-  uint64_t cur = durable_lsn_.load(std::memory_order_relaxed);
-  while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_seq_cst)) {
-  }
-  for (auto& w : workers_) w->WakeDurable(lsn);
-}
-
-void Server::RegisterClient(ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  clients_[c->id] = c;
-}
-
-void Server::UnregisterClient(ClientInfo* c) {
-  {
-    std::lock_guard<std::mutex> lk(clients_mu_);
-    clients_.erase(c->id);
-  }
-  if (c->monitor.load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> lk(monitors_mu_);
-    auto it =
-        std::find(monitor_list_.begin(), monitor_list_.end(), std::make_pair(c->worker, c->id));
-    if (it != monitor_list_.end()) {
-      monitor_list_.erase(it);
-      monitors_.fetch_sub(1, std::memory_order_relaxed);
-    }
+void Server::RemoveMonitor(ClientInfo* c) {
+  if (!c->monitor.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lk(monitors_mu_);
+  auto it = std::find(monitor_list_.begin(), monitor_list_.end(), std::make_pair(c->worker, c->id));
+  if (it != monitor_list_.end()) {
+    monitor_list_.erase(it);
+    monitors_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
@@ -305,27 +281,29 @@ void Server::AfterCommandSlow(std::span<const std::string_view> args, const Comm
   if (slow >= 0 && usec >= static_cast<uint64_t>(slow)) {
     size_t max = slowlog_max_len_.load(std::memory_order_relaxed);
     if (max > 0) {
-      std::string name;
-      {
-        std::lock_guard<std::mutex> lk(clients_mu_);
-        name = client.name;
-      }
-      slowlog_.Add(args, usec, client.addr, std::move(name), max);
+      slowlog_.Add(args, usec, client.addr, clients_.Name(&client), max);
     }
   }
   if (lat > 0 && usec >= lat * 1000)
     latency_.Add((spec.flags & kCmdFast) ? "fast-command" : "command", usec / 1000);
 }
 
+CommandStats& Server::cmdstats_of(int w) {
+  if (w >= 0 && static_cast<size_t>(w) < workers_.size()) return workers_[w]->cmdstats();
+  return *spare_stats_;
+}
+
 std::vector<CommandCounters> Server::CommandCountersAll() const {
   std::vector<CommandCounters> out(commands_.num_stat_names());
   for (auto& w : workers_) w->cmdstats().AddTo(&out);
+  spare_stats_->AddTo(&out);
   return out;
 }
 
 std::map<std::string, uint64_t> Server::ErrorCounts() const {
   std::map<std::string, uint64_t> out;
   for (auto& w : workers_) w->cmdstats().AddErrorsTo(&out);
+  spare_stats_->AddErrorsTo(&out);
   return out;
 }
 
@@ -365,39 +343,10 @@ void Server::SampleRates() {
   if (++rate_ticks_ % 10 == 0) UsedMemory();  // keeps used_memory_peak current
 }
 
-void Server::SetClientName(ClientInfo* c, std::string name) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  c->name = std::move(name);
-}
-
-void Server::SetClientLibInfo(ClientInfo* c, bool name, std::string value) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  (name ? c->lib_name : c->lib_ver) = std::move(value);
-}
-
-std::string Server::ClientName(const ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  return c->name;
-}
-
 bool Server::KillClient(uint64_t id) {
-  int worker;
-  {
-    std::lock_guard<std::mutex> lk(clients_mu_);
-    auto it = clients_.find(id);
-    if (it == clients_.end()) return false;
-    worker = it->second->worker;
-  }
+  int worker = clients_.WorkerOf(id);
+  if (worker < 0) return false;
   workers_[worker]->Kill(id);
-  return true;
-}
-
-bool Server::TryAcquireClientSlot() {
-  uint64_t max = maxclients();
-  uint64_t cur = connected_.load(std::memory_order_relaxed);
-  do {
-    if (cur >= max) return false;
-  } while (!connected_.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed));
   return true;
 }
 
@@ -420,6 +369,7 @@ ServerStats Server::Stats() const {
 
 void Server::ResetStats() {
   constexpr auto kR = std::memory_order_relaxed;
+  spare_stats_->Reset();
   for (auto& w : workers_) {
     w->cmdstats().Reset();
     WorkerStats& ws = w->stats();
@@ -427,14 +377,6 @@ void Server::ResetStats() {
                     &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies})
       c->store(0, kR);
   }
-}
-
-bool Server::ReserveClientMemory(uint64_t n) {
-  uint64_t limit = maxmemory_clients();
-  int64_t cur = client_memory_.load(std::memory_order_relaxed);
-  if (limit > 0 && static_cast<uint64_t>(cur < 0 ? 0 : cur) + n > limit) return false;
-  client_memory_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
-  return true;
 }
 
 Config Server::ConfigSnapshot() const {
@@ -447,32 +389,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   *lsn = 0;
   std::lock_guard<std::mutex> lk(config_mu_);
   Config next = cfg_;
-  std::set<std::string> seen;
-  for (const auto& [name, value] : pairs) {
-    // pion has no save points: `save ""` (what test suites and benchmarks
-    // send to turn them off) is what it already does.
-    if (name == "save" && value.empty() && seen.insert(name).second) continue;
-    const ConfigOption* opt = FindConfigOption(name);
-    if (opt == nullptr)
-      return Status::InvalidArgument("ERR Unknown option or number of args for CONFIG SET - '" +
-                                     name + "'");
-    std::string prefix = "ERR CONFIG SET failed (possibly related to argument '" + name + "') - ";
-    if (!seen.insert(opt->name).second)
-      return Status::InvalidArgument(prefix + "duplicate parameter");
-    if (!opt->runtime) {
-      // Setting an immutable option to the value it has is a no-op (Redis).
-      Config same = cfg_;
-      if (ApplySetting(&same, name, {value}).ok() && opt->get(same) == opt->get(cfg_)) continue;
-      return Status::InvalidArgument(prefix + "can't set immutable config");
-    }
-    Status st = ApplySetting(&next, name, {value});
-    if (!st.ok()) return Status::InvalidArgument(prefix + std::string(st.message()));
-  }
+  ConfigSetError err = ApplyConfigSet(pairs, &next);
+  if (!err.ok()) return Status::InvalidArgument(ConfigSetErrorText(err));
   if (next.maxclients != cfg_.maxclients && next.maxclients > MaxClientsForCurrentLimit())
-    return Status::InvalidArgument(
-        "ERR CONFIG SET failed (possibly related to argument 'maxclients') - the open file "
-        "limit (ulimit -n) allows at most " +
-        std::to_string(MaxClientsForCurrentLimit()) + " clients");
+    return Status::InvalidArgument(ConfigSetFdLimitError(MaxClientsForCurrentLimit()));
   // Everything validated: apply.
   if (next.maxmemory != cfg_.maxmemory && store_ != nullptr) {
     Status st = store_->SetMaxBytes(next.maxmemory, lsn);
@@ -481,30 +401,24 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)
     hooks_.set_appendfsync(next.appendfsync);
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
-  cfg_.maxmemory = next.maxmemory;
-  cfg_.appendfsync = next.appendfsync;
-  cfg_.loglevel = next.loglevel;
-  cfg_.timeout = next.timeout;
-  cfg_.maxclients = next.maxclients;
-  cfg_.client_output_buffer_limit = next.client_output_buffer_limit;
-  cfg_.client_output_buffer_soft_limit = next.client_output_buffer_soft_limit;
-  cfg_.client_output_buffer_soft_seconds = next.client_output_buffer_soft_seconds;
-  cfg_.maxmemory_clients = next.maxmemory_clients;
-  output_soft_limit_.store(next.client_output_buffer_soft_limit, std::memory_order_relaxed);
-  output_soft_seconds_.store(next.client_output_buffer_soft_seconds, std::memory_order_relaxed);
-  maxmemory_clients_.store(next.maxmemory_clients, std::memory_order_relaxed);
-  maxmemory_.store(next.maxmemory, std::memory_order_relaxed);
-  timeout_s_.store(next.timeout, std::memory_order_relaxed);
-  maxclients_.store(next.maxclients, std::memory_order_relaxed);
-  output_limit_.store(next.client_output_buffer_limit, std::memory_order_relaxed);
-  cfg_.slowlog_log_slower_than = next.slowlog_log_slower_than;
-  cfg_.slowlog_max_len = next.slowlog_max_len;
-  cfg_.latency_monitor_threshold = next.latency_monitor_threshold;
-  slowlog_slower_than_.store(next.slowlog_log_slower_than, std::memory_order_relaxed);
-  slowlog_max_len_.store(next.slowlog_max_len, std::memory_order_relaxed);
-  latency_threshold_ms_.store(next.latency_monitor_threshold, std::memory_order_relaxed);
-  slowlog_.Trim(next.slowlog_max_len);
+  CopyRuntimeSettings(next, &cfg_);
+  PublishRuntimeSettings();
+  slowlog_.Trim(cfg_.slowlog_max_len);
   return Status::OK();
+}
+
+void Server::PublishRuntimeSettings() {
+  constexpr auto kR = std::memory_order_relaxed;
+  maxclients_.store(cfg_.maxclients, kR);
+  timeout_s_.store(cfg_.timeout, kR);
+  output_limit_.store(cfg_.client_output_buffer_limit, kR);
+  output_soft_limit_.store(cfg_.client_output_buffer_soft_limit, kR);
+  output_soft_seconds_.store(cfg_.client_output_buffer_soft_seconds, kR);
+  maxmemory_clients_.store(cfg_.maxmemory_clients, kR);
+  maxmemory_.store(cfg_.maxmemory, kR);
+  slowlog_slower_than_.store(cfg_.slowlog_log_slower_than, kR);
+  slowlog_max_len_.store(cfg_.slowlog_max_len, kR);
+  latency_threshold_ms_.store(cfg_.latency_monitor_threshold, kR);
 }
 
 }  // namespace pion::server

@@ -1,0 +1,47 @@
+// ClientControl: what a command handler may do to the client connection its
+// request came on: read and switch the protocol version and the
+// authentication state, close after the reply, stop reading (SHUTDOWN),
+// reserve client memory for a large reply, take a deferred reply's ticket, and
+// turn replies off (CLIENT REPLY).
+// Connection implements it; the in-process command tests implement it without
+// a socket (src/server/commands/testing/command_fixture.h).
+//
+// Thread-safety: the owning host's thread only (handlers run there).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "net/deferred_reply.h"
+
+namespace pion::net {
+
+// CLIENT REPLY: kOff drops every reply from this command on (this one
+// included), kSkip drops this command's reply and the next command's, kOn
+// sends replies again from this one on.
+enum class ReplyMode { kOn, kOff, kSkip };
+
+class ClientControl {
+ public:
+  virtual int proto() const = 0;  // 2 or 3
+  // Switches the protocol of this reply and every later one.
+  virtual void SetProto(int p) = 0;
+  virtual bool authenticated() const = 0;
+  virtual void SetAuthenticated(bool v) = 0;
+  // Closes the connection once this reply is sent.
+  virtual void CloseAfterReply() = 0;
+  // Shutdown: stop reading; close once everything queued is sent.
+  virtual void StopReading() = 0;
+  // Reserves `n` bytes of client memory for a reply the handler is about to
+  // build; false when maxmemory-clients does not allow them.
+  virtual bool ReserveMemory(size_t n) = 0;
+  // Reserves the reply's place and returns its ticket (the server's ctx.Defer()).
+  virtual std::shared_ptr<DeferredReply> BeginDeferred() = 0;
+  // CLIENT REPLY ON|OFF|SKIP (see ReplyMode).
+  virtual void SetReplyMode(ReplyMode m) = 0;
+
+ protected:
+  ~ClientControl() = default;
+};
+
+}  // namespace pion::net
