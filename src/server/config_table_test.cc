@@ -130,11 +130,10 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
   std::set<std::string> runtime;
   for (const ConfigOption& o : ConfigOptions())
     if (o.runtime) runtime.insert(o.name);
-  EXPECT_EQ(runtime,
-            (std::set<std::string>{"maxmemory", "appendfsync", "loglevel", "timeout", "maxclients",
-                                   "client-output-buffer-limit", "maxmemory-clients",
-                                   "slowlog-log-slower-than", "slowlog-max-len",
-                                   "latency-monitor-threshold"}));
+  EXPECT_EQ(runtime, (std::set<std::string>{"maxmemory", "appendfsync", "loglevel", "timeout",
+                                            "maxclients", "client-output-buffer-limit",
+                                            "maxmemory-clients", "slowlog-log-slower-than",
+                                            "slowlog-max-len", "latency-monitor-threshold"}));
 }
 
 }  // namespace

@@ -129,7 +129,8 @@ std::string MetricsText(Server& s) {
   w.One("pion_memory_peak_bytes", "gauge", "Largest pion_memory_used_bytes seen.",
         s.used_memory_peak());
   w.One("pion_maxmemory_bytes", "gauge", "The maxmemory budget (0 = none).", s.maxmemory());
-  w.One("pion_client_memory_bytes", "gauge", "Memory held by client buffers.", s.clients().memory());
+  w.One("pion_client_memory_bytes", "gauge", "Memory held by client buffers.",
+        s.clients().memory());
   // The receipt.
   ReceiptSnapshot r = s.receipt().Read();
   w.One("pion_kvprefix_hits_total", "counter", "KV.PREFIX.LOOKUP hits.", r.hits);

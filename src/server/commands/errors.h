@@ -104,15 +104,15 @@ inline constexpr std::string_view kErrSaveInProgress = "ERR Background save alre
 inline constexpr std::string_view kErrShuttingDown = "ERR server is shutting down";
 
 // Texts with a part from the request.
-std::string HelloOptionError(std::string_view opt);         // Syntax error in HELLO option 'x'
-std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
-std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized option 'x'
+std::string HelloOptionError(std::string_view opt);             // Syntax error in HELLO option 'x'
+std::string UnknownClientTypeError(std::string_view type);      // Unknown client type 'x'
+std::string UnrecognizedOptionError(std::string_view opt);      // Unrecognized option 'x'
 std::string ClientSetInfoBadValueError(std::string_view attr);  // lib-name cannot contain ...
-std::string UnknownVquantError(std::string_view name);      // KV.PREFIX.REGISTER: unknown vquant
-std::string VquantDimError(std::string_view format);        // vquant x needs kv_dim % 32 == 0
-std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option
-std::string FetchFormatError(std::string_view fmt);         // V.FETCH: unknown FMT 'x'
-std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <store's reason>
+std::string UnknownVquantError(std::string_view name);  // KV.PREFIX.REGISTER: unknown vquant
+std::string VquantDimError(std::string_view format);    // vquant x needs kv_dim % 32 == 0
+std::string RegisterOptionError(std::string_view opt);  // KV.PREFIX.REGISTER unknown option
+std::string FetchFormatError(std::string_view fmt);     // V.FETCH: unknown FMT 'x'
+std::string StoreBatchError(std::string_view why);      // V.STOREBATCH: <store's reason>
 // CONFIG SET refused: unknown option, or "CONFIG SET failed (... 'name') - why".
 std::string ConfigSetErrorText(const ConfigSetError& e);
 // CONFIG SET maxclients above what RLIMIT_NOFILE allows.

@@ -37,8 +37,8 @@ TEST_F(InfoCommand, AllSectionsInOrder) {
         r.str.substr(p + (p == 0 ? 2 : 4), r.str.find("\r\n", p + 4) - p - (p == 0 ? 2 : 4)));
   // The default set: everything but Commandstats (as Redis).
   EXPECT_EQ(titles, (std::vector<std::string>{"Server", "Clients", "Memory", "Persistence", "Stats",
-                                              "Replication", "CPU", "Errorstats", "Pion",
-                                              "Cluster", "Keyspace"}));
+                                              "Replication", "CPU", "Errorstats", "Pion", "Cluster",
+                                              "Keyspace"}));
   auto s = Sections(r.str);
   EXPECT_EQ(s["Server"]["tcp_port"], "0");  // nothing bound in process
   EXPECT_EQ(s["Server"]["run_id"].size(), 40u);
