@@ -29,13 +29,21 @@ struct ClientInfo {
   void* service_data = nullptr;
 
   std::string name;  // guarded by the client registry's mutex
+  // CLIENT SETINFO lib-name / lib-ver: guarded by the client registry's mutex.
+  std::string lib_name;
+  std::string lib_ver;
 
-  std::atomic<uint64_t> last_active_us{0};    // MonotonicUs() of the last command
-  std::atomic<const char*> last_cmd{"NULL"};  // a static string (the command's name)
+  std::atomic<uint64_t> last_active_us{0};  // MonotonicUs() of the last command
+  // A string that lives as long as the server: the last command's name in
+  // lower case, with its subcommand for container commands ("client|list").
+  std::atomic<const char*> last_cmd{"NULL"};
   std::atomic<int> proto{2};
   std::atomic<bool> authenticated{true};
-  std::atomic<uint64_t> qbuf{0};  // unparsed input bytes
-  std::atomic<uint64_t> omem{0};  // queued output bytes
+  std::atomic<uint64_t> qbuf{0};       // unparsed input bytes
+  std::atomic<uint64_t> qbuf_free{0};  // free bytes in the query buffer
+  std::atomic<uint64_t> omem{0};       // queued output bytes
+  std::atomic<uint64_t> tot_mem{0};    // every buffer the connection holds
+  std::atomic<bool> monitor{false};    // MONITOR issued on this connection
 };
 
 }  // namespace pion::net

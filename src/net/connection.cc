@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -113,6 +114,7 @@ void Connection::ReportMemory() {
   if (closed_) return;
   int64_t held =
       static_cast<int64_t>(out_.allocated_bytes() + parser_.allocated_bytes() + in_.capacity());
+  info_.tot_mem.store(static_cast<uint64_t>(held), std::memory_order_relaxed);
   int64_t delta = held - mem_reported_;
   if (delta > -kReportSlack && delta < kReportSlack) return;
   service_->AdjustClientMemory(delta);
@@ -244,6 +246,7 @@ void Connection::HandleRead() {
     close_after_reply_ = true;
   }
   info_.qbuf.store(in_end_ - in_start_ + parser_.big_bytes(), std::memory_order_relaxed);
+  info_.qbuf_free.store(in_.empty() ? 0 : in_.capacity() - in_end_, std::memory_order_relaxed);
   ReleaseIdleBuffers();
   ReportMemory();
 }
@@ -296,8 +299,12 @@ void Connection::RejectedCommand() {
   ConnStats& stats = host_->stats();
   stats.Add(stats.commands);
   stats.Add(stats.error_replies);
+  bool skip = skip_next_;  // CLIENT REPLY OFF|SKIP applies to refused commands too
+  skip_next_ = false;
+  if (reply_off_ || skip) BeginDiscard();
   reply().Error(parser_.reject_reason() == RequestParser::Reject::kGate ? kErrClientMemory
                                                                         : kErrNoMemory);
+  if (writer_.out() != &out_) EndDiscard();
 }
 
 bool Connection::CheckOutputLimits(uint64_t now_us) {
@@ -346,9 +353,18 @@ void Connection::RunRequest() {
   uint64_t appended = out_.appended_total();
   uint64_t held_before = out_.held_bytes();
   ConnContext ctx{this, &info_, authenticated_};
+  // CLIENT REPLY OFF|SKIP (RESP only): this command's reply goes to a scratch queue.
+  bool skip = skip_next_;
+  skip_next_ = false;
+  if (reply_off_ || skip) BeginDiscard();
   uint64_t hold_until = resp_ != nullptr
                             ? service_->Dispatch(resp_->args(), writer_, ctx)
                             : service_->DispatchFrame(frames_->frame(), frame_writer_, ctx);
+  if (skip_set_now_) {
+    skip_set_now_ = false;
+    skip_next_ = true;
+  }
+  if (writer_.out() != &out_) EndDiscard();
   if (hold_until > service_->durable_lsn()) out_.HoldFrom(mark, hold_until);
   // Track the largest reply still queued (exempt from the output limits;
   // smaller replies than the smallest limit allowed need no exemption).
@@ -370,7 +386,7 @@ void Connection::Flush() {
   iovec iov[kMaxIov];
   while (true) {
     int n = out_.Writable(durable, iov, kMaxIov);
-    if (n == 0) break;
+    if (n <= 0) break;
     size_t want = 0;
     for (int i = 0; i < n; ++i) want += iov[i].iov_len;
     ssize_t w = ::writev(fd_, iov, n);
@@ -413,9 +429,45 @@ void Connection::MaybeResume() {
   });
 }
 
+void Connection::BeginDiscard() {
+  if (!discard_) discard_ = std::make_unique<OutputQueue>(nullptr);
+  writer_.set_out(discard_.get());
+}
+
+void Connection::EndDiscard() {
+  writer_.set_out(&out_);
+  discard_.reset();  // the dropped replies (and any pins they held)
+}
+
+void Connection::SetReplyMode(ReplyMode m) {
+  switch (m) {
+    case ReplyMode::kOn:
+      reply_off_ = false;
+      skip_next_ = false;
+      writer_.set_out(&out_);  // this command's own reply (+OK) is sent
+      break;
+    case ReplyMode::kOff:
+      reply_off_ = true;
+      BeginDiscard();
+      break;
+    case ReplyMode::kSkip:
+      skip_set_now_ = true;
+      BeginDiscard();
+      break;
+  }
+}
+
+void Connection::PushRaw(std::string_view bytes) {
+  if (closed_) return;
+  out_.Append(bytes);
+  if (!CheckOutputLimits(0)) return;
+  Flush();
+}
+
 std::shared_ptr<DeferredReply> Connection::BeginDeferred() {
   uint64_t slot = ++next_slot_;
   out_.AddSlot(slot);
+  if (writer_.out() != &out_) discard_slots_.push_back(slot);
   return std::make_shared<DeferredReply>(host_, info_.id, slot);
 }
 
@@ -438,7 +490,13 @@ void Connection::FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& wri
     ConnStats& stats = host_->stats();
     stats.Add(stats.error_replies);
   }
-  if (!out_.FillSlot(slot, scratch.CopyAll())) return;
+  std::string bytes = scratch.CopyAll();
+  auto drop = std::find(discard_slots_.begin(), discard_slots_.end(), slot);
+  if (drop != discard_slots_.end()) {
+    discard_slots_.erase(drop);
+    bytes.clear();  // CLIENT REPLY OFF|SKIP when it was issued
+  }
+  if (!out_.FillSlot(slot, bytes)) return;
   info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
   Flush();
   if (closed_ || out_.pending_slots() > 0) return;

@@ -58,6 +58,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "net/buffer.h"
 #include "net/client_control.h"
@@ -105,6 +106,10 @@ class Connection final : public ClientControl, private BufferGate {
   std::shared_ptr<DeferredReply> BeginDeferred() override;
   void StopReading() override;
   bool ReserveMemory(size_t n) override { return Reserve(n); }
+  void SetReplyMode(ReplyMode m) override;
+  // Bytes that are not a reply to a command (MONITOR lines): queued after
+  // everything queued so far and sent (host thread).
+  void PushRaw(std::string_view bytes);
 
   // For the host.
   void OnEvent(uint32_t events);
@@ -141,6 +146,8 @@ class Connection final : public ClientControl, private BufferGate {
   // Enforces client-output-buffer-limit; false if it closed the client.
   bool CheckOutputLimits(uint64_t now_us);
   void RejectedCommand();
+  void BeginDiscard();
+  void EndDiscard();
 
   ConnHost* host_;
   Service* service_;
@@ -173,6 +180,12 @@ class Connection final : public ClientControl, private BufferGate {
   uint64_t big_reply_len_ = 0;
   uint64_t big_reply_end_ = 0;
   uint64_t soft_since_us_ = 0;  // above the soft limit since (0 = not above)
+  // CLIENT REPLY: replies are written to discard_ (then dropped) instead of out_.
+  bool reply_off_ = false;
+  bool skip_next_ = false;     // drop the next command's reply
+  bool skip_set_now_ = false;  // SKIP was set by the command running now
+  std::unique_ptr<OutputQueue> discard_;
+  std::vector<uint64_t> discard_slots_;  // deferred replies to drop
 };
 
 }  // namespace pion::net

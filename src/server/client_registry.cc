@@ -43,4 +43,9 @@ bool ClientRegistry::ReserveMemory(uint64_t n, uint64_t limit) {
   return true;
 }
 
+void ClientRegistry::SetLibInfo(net::ClientInfo* c, bool lib_name, std::string value) {
+  std::lock_guard<std::mutex> lk(mu_);
+  (lib_name ? c->lib_name : c->lib_ver) = std::move(value);
+}
+
 }  // namespace pion::server

@@ -33,6 +33,8 @@ class ClientRegistry {
   }
   void SetName(net::ClientInfo* c, std::string name);
   std::string Name(const net::ClientInfo* c);
+  // CLIENT SETINFO lib-name (`lib_name` true) or lib-ver.
+  void SetLibInfo(net::ClientInfo* c, bool lib_name, std::string value);
   // The index of the worker that owns client `id`; -1 if there is none.
   int WorkerOf(uint64_t id);
 

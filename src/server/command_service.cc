@@ -4,6 +4,7 @@
 #include <shared_mutex>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "server/commands/dispatch.h"
 #include "server/fastlane.h"
 #include "server/commands/transaction.h"
@@ -13,27 +14,48 @@ namespace pion::server {
 
 uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyBuilder& reply,
                                   net::ConnContext& c) {
+  const CommandTable& table = server_->commands();
+  // Counted per worker (INFO commandstats/errorstats): no shared cache line.
+  CommandStats& stats = server_->cmdstats_of(c.info->worker);
+  uint64_t errors = reply.error_count();
   const CommandSpec* spec = AdmitCommand(*server_, args, c.authenticated, &reply);
   TxState* tx = TxOf(c.info);
   if (spec == nullptr) {
     if (tx != nullptr && tx->in_multi) tx->dirty = true;  // EXEC answers EXECABORT
+    // Refused before it ran (arity, NOAUTH, LOADING...): rejected_calls.
+    if (const CommandSpec* known = table.Find(args[0])) stats.Reject(table.StatIndex(known, args));
+    if (reply.error_count() != errors) stats.CountError(reply.last_error_code());
     return 0;
   }
-  c.info->last_cmd.store(spec->name, std::memory_order_relaxed);
+  size_t slot = table.StatIndex(spec, args);
+  c.info->last_cmd.store(table.stat_name(slot).c_str(), std::memory_order_relaxed);
   CommandContext ctx;
   ctx.args = args;
   ctx.reply = &reply;
   ctx.server = server_;
   ctx.client = c.info;
+  if (!(spec->flags & kCmdTxControl) && tx != nullptr && tx->in_multi) {
+    // Queued: counted when it runs (EXEC), refused (kCmdNoMulti) as rejected.
+    TxQueue(ctx, spec, *tx);
+    if (reply.error_count() != errors) {
+      stats.Reject(slot);
+      stats.CountError(reply.last_error_code());
+    }
+    return 0;
+  }
+  uint64_t start = MonotonicUs();
   if (spec->flags & kCmdTxControl) {
     spec->handler(ctx);  // EXEC takes the exec lock itself
-  } else if (tx != nullptr && tx->in_multi) {
-    TxQueue(ctx, spec, *tx);
   } else {
     // Shared: no transaction of another client runs meanwhile (transaction.h).
     std::shared_lock<std::shared_mutex> l(server_->exec_mu());
     spec->handler(ctx);
   }
+  uint64_t usec = MonotonicUs() - start;
+  bool failed = reply.error_count() != errors;
+  stats.Record(slot, usec, failed);
+  if (failed) stats.CountError(reply.last_error_code());
+  server_->AfterCommand(args, *spec, usec, *c.info);
   return ctx.wait_lsn;
 }
 
@@ -82,6 +104,7 @@ void CommandService::OnOpen(ClientInfo* info) { server_->clients().Register(info
 void CommandService::OnClose(ClientInfo* info) {
   TxFree(info);
   server_->clients().Unregister(info);
+  server_->RemoveMonitor(info);
   server_->clients().ReleaseSlot();
 }
 

@@ -73,6 +73,11 @@ struct Config {
   std::string attend_precision;        // runtime (new slots): f32, f16 or int8
   int attend_threads = 0;              // compute pool threads; 0 = number of cores
   uint64_t attend_pool_min_bytes = 0;  // runtime: queries reading less run inline
+  // Observability (docs/operations.md).
+  int64_t slowlog_log_slower_than = 10000;  // microseconds; 0 logs every command, <0 none
+  uint64_t slowlog_max_len = 128;
+  uint64_t latency_monitor_threshold = 0;  // milliseconds; 0 = off
+  int metrics_port = 0;                    // Prometheus GET /metrics; 0 = off
 
   // Not settings: what the command line asked for besides them.
   std::string config_file;  // the config file read, if any (INFO config_file)

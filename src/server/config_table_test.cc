@@ -131,8 +131,10 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
   for (const ConfigOption& o : ConfigOptions())
     if (o.runtime) runtime.insert(o.name);
   EXPECT_EQ(runtime,
-            (std::set<std::string>{"maxmemory", "appendfsync", "loglevel", "timeout", "maxclients",
-                                   "client-output-buffer-limit", "maxmemory-clients",
+            (std::set<std::string>{"maxmemory", "maxmemory-policy", "appendfsync", "loglevel",
+                                   "timeout", "maxclients", "client-output-buffer-limit",
+                                   "maxmemory-clients", "slowlog-log-slower-than",
+                                   "slowlog-max-len", "latency-monitor-threshold",
                                    "attend-max-slots", "attend-maxmemory", "attend-cold-slots",
                                    "attend-precision", "attend-pool-min-bytes"}));
 }

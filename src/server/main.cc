@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "server/config.h"
 #include "server/fd_limit.h"
+#include "server/metrics.h"
 #include "server/persist_glue.h"
 #include "server/protected_mode.h"
 #include "server/server.h"
@@ -144,6 +145,18 @@ int main(int argc, char** argv) {
       server.fastlane_port() > 0 ? ("port " + std::to_string(server.fastlane_port())).c_str()
                                  : "off",
       CpuSummary().c_str());
+  // Prometheus GET /metrics (its own thread; never a worker's).
+  std::unique_ptr<MetricsEndpoint> metrics;
+  if (c.metrics_port > 0) {
+    metrics = std::make_unique<MetricsEndpoint>(&server);
+    st = metrics->Start(c.bind, c.metrics_port);
+    if (!st.ok()) {
+      LOG_WARNING("cannot serve metrics on %s:%d: %s", c.bind.c_str(), c.metrics_port,
+                  st.ToString().c_str());
+      ::_exit(1);
+    }
+    LOG_NOTICE("metrics on http://%s:%d/metrics", c.bind.c_str(), metrics->port());
+  }
   st = RecoverPersistence(server, persistence.get());
   if (!st.ok()) {
     LOG_WARNING("cannot start: %s", st.ToString().c_str());
@@ -151,6 +164,7 @@ int main(int argc, char** argv) {
   }
   LOG_NOTICE("Ready to accept connections tcp");
   int rc = server.Serve(sfd);
+  if (metrics) metrics->Stop();
   ::close(sfd);
   return rc;
 }

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <malloc.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <set>
@@ -62,6 +64,8 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
   PublishRuntimeSettings();
   start_time_us_ = MonotonicUs();
   run_id_ = RandomHex(40);
+  replid_ = RandomHex(40);
+  spare_stats_ = std::make_unique<CommandStats>(commands_.num_stat_names());
   if (cfg_.kvcache) {
     store_ = std::make_unique<store::Store>(store::StoreConfig{cfg_.max_sessions, cfg_.maxmemory});
     store_->SetRemovalObserver(&attend_observer_);
@@ -214,6 +218,187 @@ void Server::StopWorkers() {
   for (auto& w : workers_) w->Join();
 }
 
+void Server::RemoveMonitor(ClientInfo* c) {
+  if (!c->monitor.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lk(monitors_mu_);
+  auto it = std::find(monitor_list_.begin(), monitor_list_.end(), std::make_pair(c->worker, c->id));
+  if (it != monitor_list_.end()) {
+    monitor_list_.erase(it);
+    monitors_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void Server::AddMonitor(ClientInfo* c) {
+  if (c->monitor.exchange(true)) return;
+  std::lock_guard<std::mutex> lk(monitors_mu_);
+  monitor_list_.emplace_back(c->worker, c->id);
+  monitors_.fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+// Redis' sdscatrepr: a double-quoted string with \\ \" \n \r \t \a \b
+// escapes and \xHH for other unprintable bytes.
+void AppendRepr(std::string* out, std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\a':
+        out->append("\\a");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      default:
+        if (c >= 0x20 && c < 0x7f) {
+          out->push_back(static_cast<char>(c));
+        } else {
+          out->append("\\x");
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 15]);
+        }
+    }
+  }
+  out->push_back('"');
+}
+// MONITOR shows at most this much of one argument (a 16 MiB blob would
+// otherwise cost every monitor 64 MiB of escaped text).
+constexpr size_t kMonitorArgBytes = 4096;
+}  // namespace
+
+void Server::FeedMonitors(const ClientInfo& from, std::span<const std::string_view> args) {
+  uint64_t us = UnixMicros();
+  char head[96];
+  std::snprintf(head, sizeof(head), "+%llu.%06llu [0 ",
+                static_cast<unsigned long long>(us / 1000000),
+                static_cast<unsigned long long>(us % 1000000));
+  auto line = std::make_shared<std::string>(head);
+  line->append(from.addr).append("]");
+  bool redact = EqualsIgnoreCase(args[0], "AUTH");
+  bool hello = EqualsIgnoreCase(args[0], "HELLO");
+  for (size_t i = 0; i < args.size(); ++i) {
+    line->push_back(' ');
+    if ((redact && i > 0) || (hello && i > 1 && EqualsIgnoreCase(args[i - 1], "AUTH"))) {
+      line->append("\"(redacted)\"");
+      if (hello && i + 1 < args.size()) {
+        line->append(" \"(redacted)\"");
+        ++i;
+      }
+      continue;
+    }
+    std::string_view a = args[i];
+    if (a.size() > kMonitorArgBytes) {
+      AppendRepr(line.get(), a.substr(0, kMonitorArgBytes));
+      line->append("... (" + std::to_string(a.size() - kMonitorArgBytes) + " more bytes)");
+    } else {
+      AppendRepr(line.get(), a);
+    }
+  }
+  line->append("\r\n");
+  std::vector<std::pair<int, uint64_t>> to;
+  {
+    std::lock_guard<std::mutex> lk(monitors_mu_);
+    to = monitor_list_;
+  }
+  for (auto& [w, id] : to)
+    if (id != from.id) workers_[w]->PushMonitor(id, line);
+}
+
+void Server::AfterCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
+                              uint64_t usec, const ClientInfo& client, int64_t slow, uint64_t lat) {
+  if (monitors_.load(std::memory_order_relaxed) > 0 && !(spec.flags & kCmdAdmin) &&
+      !client.monitor.load(std::memory_order_relaxed))
+    FeedMonitors(client, args);
+  if (slow >= 0 && usec >= static_cast<uint64_t>(slow)) {
+    size_t max = slowlog_max_len_.load(std::memory_order_relaxed);
+    if (max > 0) {
+      slowlog_.Add(args, usec, client.addr, clients_.Name(&client), max);
+    }
+  }
+  if (lat > 0 && usec >= lat * 1000)
+    latency_.Add((spec.flags & kCmdFast) ? "fast-command" : "command", usec / 1000);
+}
+
+CommandStats& Server::cmdstats_of(int w) {
+  if (w >= 0 && static_cast<size_t>(w) < workers_.size()) return workers_[w]->cmdstats();
+  return *spare_stats_;
+}
+
+std::vector<CommandCounters> Server::CommandCountersAll() const {
+  std::vector<CommandCounters> out(commands_.num_stat_names());
+  for (auto& w : workers_) w->cmdstats().AddTo(&out);
+  spare_stats_->AddTo(&out);
+  return out;
+}
+
+std::map<std::string, uint64_t> Server::ErrorCounts() const {
+  std::map<std::string, uint64_t> out;
+  for (auto& w : workers_) w->cmdstats().AddErrorsTo(&out);
+  spare_stats_->AddErrorsTo(&out);
+  return out;
+}
+
+uint64_t Server::UsedMemory() {
+  struct mallinfo2 mi = ::mallinfo2();
+  uint64_t used = mi.uordblks + mi.hblkhd;
+  if (used == 0) {
+    // An allocator mallinfo2 does not see (the sanitizers'): the resident set instead.
+    FILE* f = std::fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, resident = 0;
+    if (f != nullptr) {
+      if (std::fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
+      std::fclose(f);
+    }
+    used = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  }
+  uint64_t peak = mem_peak_.load(std::memory_order_relaxed);
+  while (used > peak && !mem_peak_.compare_exchange_weak(peak, used, std::memory_order_relaxed)) {
+  }
+  return used;
+}
+
+void Server::SampleRates() {
+  ServerStats st = Stats();
+  RateSample now{MonotonicUs(), st.commands_processed, st.net_input_bytes, st.net_output_bytes};
+  if (rate_last_.t_us != 0 && now.t_us > rate_last_.t_us) {
+    RateSample d{now.t_us - rate_last_.t_us, now.ops - rate_last_.ops, now.in - rate_last_.in,
+                 now.out - rate_last_.out};
+    if (now.ops < rate_last_.ops || now.in < rate_last_.in || now.out < rate_last_.out)
+      d = RateSample{d.t_us, 0, 0, 0};  // CONFIG RESETSTAT in between
+    rate_ring_[rate_pos_] = d;
+    rate_pos_ = (rate_pos_ + 1) % kRateSamples;
+    if (rate_count_ < kRateSamples) ++rate_count_;
+    // Redis: the mean of the per-interval rates.
+    double ops = 0, in = 0, out = 0;
+    for (int i = 0; i < rate_count_; ++i) {
+      double secs = static_cast<double>(rate_ring_[i].t_us) / 1e6;
+      ops += static_cast<double>(rate_ring_[i].ops) / secs;
+      in += static_cast<double>(rate_ring_[i].in) / secs;
+      out += static_cast<double>(rate_ring_[i].out) / secs;
+    }
+    inst_ops_.store(static_cast<uint64_t>(ops / rate_count_), std::memory_order_relaxed);
+    inst_in_bps_.store(static_cast<uint64_t>(in / rate_count_), std::memory_order_relaxed);
+    inst_out_bps_.store(static_cast<uint64_t>(out / rate_count_), std::memory_order_relaxed);
+  }
+  rate_last_ = now;
+  if (++rate_ticks_ % 10 == 0) UsedMemory();  // keeps used_memory_peak current
+}
+
 bool Server::KillClient(uint64_t id) {
   int worker = clients_.WorkerOf(id);
   if (worker < 0) return false;
@@ -240,7 +425,9 @@ ServerStats Server::Stats() const {
 
 void Server::ResetStats() {
   constexpr auto kR = std::memory_order_relaxed;
+  spare_stats_->Reset();
   for (auto& w : workers_) {
+    w->cmdstats().Reset();
     WorkerStats& ws = w->stats();
     for (auto* c : {&ws.connections_received, &ws.commands, &ws.net_in, &ws.net_out, &ws.rejected,
                     &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies})
@@ -279,6 +466,7 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
   CopyRuntimeSettings(next, &cfg_);
   PublishRuntimeSettings();
+  slowlog_.Trim(cfg_.slowlog_max_len);
   return Status::OK();
 }
 
@@ -295,6 +483,9 @@ void Server::PublishRuntimeSettings() {
   if (auto p = attend::ParsePrecision(cfg_.attend_precision))
     attend_precision_.store(static_cast<uint8_t>(*p), kR);
   attend_pool_min_bytes_.store(cfg_.attend_pool_min_bytes, kR);
+  slowlog_slower_than_.store(cfg_.slowlog_log_slower_than, kR);
+  slowlog_max_len_.store(cfg_.slowlog_max_len, kR);
+  latency_threshold_ms_.store(cfg_.latency_monitor_threshold, kR);
 }
 
 }  // namespace pion::server

@@ -27,9 +27,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,10 +40,13 @@
 #include "attend/slot_cache.h"
 #include "server/client_registry.h"
 #include "server/command_service.h"
+#include "server/command_stats.h"
 #include "server/commands/command_table.h"
 #include "server/config.h"
 #include "server/durability_gate.h"
+#include "server/latency_monitor.h"
 #include "server/receipt.h"
+#include "server/slowlog.h"
 #include "server/task_runner.h"
 #include "store/store.h"
 
@@ -195,8 +200,51 @@ class Server {
   uint32_t attend_threads() const { return attend_threads_; }
   void CountAttendQuery() { attend_queries_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t attend_queries() const { return attend_queries_.load(std::memory_order_relaxed); }
+  // Observability (docs/operations.md). Per-command counters, summed over
+  // the workers (slots as commands().stat_name()), and error-code counts.
+  std::vector<CommandCounters> CommandCountersAll() const;
+  // Worker `w`'s counters; before the workers run (in-process command tests)
+  // one spare table, for the one thread that dispatches then.
+  CommandStats& cmdstats_of(int w);
+  std::map<std::string, uint64_t> ErrorCounts() const;
+  // After a command's handler returned (worker thread): the slow log, the
+  // latency monitor and MONITOR clients, each only when enabled (three
+  // relaxed loads otherwise).
+  void AfterCommand(std::span<const std::string_view> args, const CommandSpec& spec, uint64_t usec,
+                    const ClientInfo& client) {
+    int64_t slow = slowlog_slower_than_.load(std::memory_order_relaxed);
+    uint64_t lat = latency_threshold_ms_.load(std::memory_order_relaxed);
+    if ((slow >= 0 && usec >= static_cast<uint64_t>(slow)) || (lat > 0 && usec >= lat * 1000) ||
+        monitors_.load(std::memory_order_relaxed) > 0)
+      AfterCommandSlow(args, spec, usec, client, slow, lat);
+  }
+  SlowLog& slowlog() { return slowlog_; }
+  LatencyMonitor& latency() { return latency_; }
+  // MONITOR: `c` (on its own worker thread) receives every later command.
+  void AddMonitor(ClientInfo* c);
+  // A closing client stops monitoring (CommandService::OnClose).
+  void RemoveMonitor(ClientInfo* c);
+  // 40 hex digits, random per start (INFO replication, ROLE).
+  const std::string& replid() const { return replid_; }
+  // Sampled every 100 ms by worker 0 (Redis' instantaneous_* fields).
+  void SampleRates();
+  uint64_t instantaneous_ops() const { return inst_ops_.load(std::memory_order_relaxed); }
+  double instantaneous_input_kbps() const {
+    return static_cast<double>(inst_in_bps_.load(std::memory_order_relaxed)) / 1024.0;
+  }
+  double instantaneous_output_kbps() const {
+    return static_cast<double>(inst_out_bps_.load(std::memory_order_relaxed)) / 1024.0;
+  }
+  // Bytes the allocator has handed out (mallinfo2: arenas in use + mmapped
+  // blocks), and the largest value seen (updated here and by the sampler).
+  uint64_t UsedMemory();
+  uint64_t used_memory_peak() const { return mem_peak_.load(std::memory_order_relaxed); }
 
  private:
+  void AfterCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
+                        uint64_t usec, const ClientInfo& client, int64_t slow, uint64_t lat);
+  void FeedMonitors(const ClientInfo& from, std::span<const std::string_view> args);
+
   void StopWorkers();
   // Binds the fast lane's socket as configured (fastlane_port_, fastlane_fd_).
   Status ListenFastLane();
@@ -255,6 +303,27 @@ class Server {
   std::atomic<uint8_t> attend_precision_{static_cast<uint8_t>(attend::Precision::kF16)};
   std::atomic<uint64_t> attend_pool_min_bytes_{0};
   std::atomic<uint64_t> attend_queries_{0};
+  // Observability.
+  std::atomic<int64_t> slowlog_slower_than_{0};
+  std::atomic<uint64_t> slowlog_max_len_{0};
+  std::atomic<uint64_t> latency_threshold_ms_{0};
+  SlowLog slowlog_;
+  LatencyMonitor latency_;
+  std::string replid_;
+  std::atomic<int> monitors_{0};
+  std::mutex monitors_mu_;
+  std::vector<std::pair<int, uint64_t>> monitor_list_;  // (worker, client id); monitors_mu_
+  // The rate sampler's ring (worker 0's thread only) and its results.
+  static constexpr int kRateSamples = 16;
+  struct RateSample {
+    uint64_t t_us = 0, ops = 0, in = 0, out = 0;
+  };
+  RateSample rate_last_{};
+  RateSample rate_ring_[kRateSamples]{};  // per-interval deltas
+  int rate_pos_ = 0, rate_count_ = 0, rate_ticks_ = 0;
+  std::atomic<uint64_t> inst_ops_{0}, inst_in_bps_{0}, inst_out_bps_{0};
+  std::atomic<uint64_t> mem_peak_{0};
+  std::unique_ptr<CommandStats> spare_stats_;  // see cmdstats_of()
 };
 
 }  // namespace pion::server

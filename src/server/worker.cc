@@ -76,7 +76,11 @@ std::string PeerText(int fd, bool local) {
 }  // namespace
 
 Worker::Worker(Server* server, int index, size_t pool_bytes)
-    : server_(server), index_(index), pool_(pool_bytes), held_(&server->durability(), &loop_) {}
+    : server_(server),
+      index_(index),
+      pool_(pool_bytes),
+      cmdstats_(server->commands().num_stat_names()),
+      held_(&server->durability(), &loop_) {}
 
 namespace {
 // Active expiry: worker 0 removes up to this many expired string keys this often.
@@ -103,6 +107,8 @@ Status Worker::Init(const std::vector<ListenSocket>& listeners) {
       std::shared_lock<std::shared_mutex> l(server_->exec_mu());  // not inside an EXEC
       (void)st->ExpireActive(kActiveExpireKeys);
     });
+    // instantaneous_ops_per_sec & co. are sampled by one worker.
+    loop_.AddTimer(100, true, [this] { server_->SampleRates(); });
   }
   return Status::OK();
 }
@@ -114,6 +120,13 @@ Status Worker::WatchListeners() {
                                    [this, i](uint32_t) { OnAccept(listeners_[i]); }));
   }
   return Status::OK();
+}
+
+void Worker::PushMonitor(uint64_t client_id, std::shared_ptr<const std::string> line) {
+  loop_.Post([this, client_id, line = std::move(line)] {
+    auto it = conns_.find(client_id);
+    if (it != conns_.end() && !it->second->closed()) it->second->PushRaw(*line);
+  });
 }
 
 void Worker::Start() {

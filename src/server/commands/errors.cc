@@ -25,6 +25,9 @@ std::string UnknownClientTypeError(std::string_view type) {
 std::string UnrecognizedOptionError(std::string_view opt) {
   return Quoted("ERR Unrecognized option ", opt);
 }
+std::string ClientSetInfoBadValueError(std::string_view attr) {
+  return "ERR " + ToLower(attr) + " cannot contain spaces, newlines or special characters.";
+}
 std::string UnknownVquantError(std::string_view name) {
   return Quoted("ERR KV.PREFIX.REGISTER: unknown vquant ", name,
                 " (want int8|turbo4|turbo3|turbo2|fp16|fp8|mlx4g32)");

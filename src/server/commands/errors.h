@@ -32,8 +32,12 @@ inline constexpr std::string_view kErrInvalidClientId = "ERR Invalid client ID";
 inline constexpr std::string_view kErrClientIdNotPositive =
     "ERR client-id should be greater than 0";
 inline constexpr std::string_view kErrNoSuchClient = "ERR No such client";
-inline constexpr std::string_view kErrClientReplyOffSkip =
-    "ERR CLIENT REPLY OFF|SKIP is not supported";
+inline constexpr std::string_view kErrNoKeyArguments = "ERR The command has no key arguments";
+inline constexpr std::string_view kErrInvalidCommand = "ERR Invalid command specified";
+inline constexpr std::string_view kErrInvalidArgCount =
+    "ERR Invalid number of arguments specified for command";
+inline constexpr std::string_view kErrSlowlogCount =
+    "ERR count should be greater than or equal to -1";
 inline constexpr std::string_view kErrHelloProtoNotInteger =
     "ERR Protocol version is not an integer or out of range";
 inline constexpr std::string_view kErrBadClientName =
@@ -199,6 +203,7 @@ std::string UnsupportedOptionError(std::string_view opt);   // Unsupported optio
 std::string HelloOptionError(std::string_view opt);         // Syntax error in HELLO option 'x'
 std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
 std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized option 'x'
+std::string ClientSetInfoBadValueError(std::string_view attr);  // lib-name cannot contain ...
 std::string UnknownVquantError(std::string_view name);      // KV.PREFIX.REGISTER: unknown vquant
 std::string VquantDimError(std::string_view format);        // vquant x needs kv_dim % 32 == 0
 std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option

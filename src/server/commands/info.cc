@@ -1,7 +1,10 @@
 // INFO [section ...]: Redis-style "# Section" blocks of "field:value" lines.
-// Sections: server, clients, memory, persistence, stats, pion, keyspace;
-// "default" and "all" name them all, "everything" too. RESP3 gets a verbatim
-// string, RESP2 a bulk string. Counters are server-wide (every worker).
+// Sections: server, clients, memory, persistence, stats, replication, cpu,
+// commandstats, errorstats, pion, cluster, keyspace; "default" (or no
+// argument) is all but commandstats, "all" and "everything" are all of them.
+// RESP3 gets a verbatim string, RESP2 a bulk string. Counters are
+// server-wide (every worker).
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -23,6 +26,19 @@
 namespace pion::server {
 
 namespace {
+
+std::string Fixed2(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+std::string Seconds6(const timeval& tv) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%ld.%06ld", static_cast<long>(tv.tv_sec),
+                static_cast<long>(tv.tv_usec));
+  return buf;
+}
 
 std::string Human(uint64_t bytes) {
   char buf[32];
@@ -84,11 +100,19 @@ void ClientsSection(Server& s, int /*worker*/, std::string* out) {
 
 void MemorySection(Server& s, int /*worker*/, std::string* out) {
   uint64_t rss = RssBytes();
+  uint64_t used = s.UsedMemory();
+  uint64_t peak = s.used_memory_peak();
   uint64_t max = s.maxmemory();
-  InfoField(out, "used_memory", rss);
-  InfoField(out, "used_memory_human", Human(rss));
+  InfoField(out, "used_memory", used);
+  InfoField(out, "used_memory_human", Human(used));
   InfoField(out, "used_memory_rss", rss);
   InfoField(out, "used_memory_rss_human", Human(rss));
+  InfoField(out, "used_memory_peak", peak);
+  InfoField(out, "used_memory_peak_human", Human(peak));
+  char ratio[32];
+  std::snprintf(ratio, sizeof(ratio), "%.2f",
+                used > 0 ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
+  InfoField(out, "mem_fragmentation_ratio", std::string(ratio));
   InfoField(out, "maxmemory", max);
   InfoField(out, "maxmemory_human", Human(max));
   InfoField(out, "maxmemory_policy",
@@ -125,8 +149,11 @@ void StatsSection(Server& s, int /*worker*/, std::string* out) {
   ServerStats st = s.Stats();
   InfoField(out, "total_connections_received", st.connections_received);
   InfoField(out, "total_commands_processed", st.commands_processed);
+  InfoField(out, "instantaneous_ops_per_sec", s.instantaneous_ops());
   InfoField(out, "total_net_input_bytes", st.net_input_bytes);
   InfoField(out, "total_net_output_bytes", st.net_output_bytes);
+  InfoField(out, "instantaneous_input_kbps", Fixed2(s.instantaneous_input_kbps()));
+  InfoField(out, "instantaneous_output_kbps", Fixed2(s.instantaneous_output_kbps()));
   InfoField(out, "rejected_connections", st.rejected_connections);
   InfoField(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
   InfoField(out, "total_protocol_errors", st.protocol_errors);
@@ -174,29 +201,90 @@ void KeyspaceSection(Server& s, int /*worker*/, std::string* out) {
                   ",avg_ttl=" + std::to_string(k.avg_ttl_ms));
 }
 
-// INFO's sections in output order: the name a client asks for, the title.
+void ReplicationSection(Server& s, int /*worker*/, std::string* out) {
+  InfoField(out, "role", std::string("master"));
+  InfoField(out, "connected_slaves", uint64_t{0});
+  InfoField(out, "master_failover_state", std::string("no-failover"));
+  InfoField(out, "master_replid", s.replid());
+  InfoField(out, "master_replid2", std::string(40, '0'));
+  InfoField(out, "master_repl_offset", uint64_t{0});
+  InfoField(out, "second_repl_offset", std::string("-1"));
+  InfoField(out, "repl_backlog_active", uint64_t{0});
+  InfoField(out, "repl_backlog_size", uint64_t{0});
+  InfoField(out, "repl_backlog_first_byte_offset", uint64_t{0});
+  InfoField(out, "repl_backlog_histlen", uint64_t{0});
+}
+
+void CpuSection(Server&, int /*worker*/, std::string* out) {
+  rusage self{}, children{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  InfoField(out, "used_cpu_sys", Seconds6(self.ru_stime));
+  InfoField(out, "used_cpu_user", Seconds6(self.ru_utime));
+  InfoField(out, "used_cpu_sys_children", Seconds6(children.ru_stime));
+  InfoField(out, "used_cpu_user_children", Seconds6(children.ru_utime));
+}
+
+void CommandStatsSection(Server& s, int /*worker*/, std::string* out) {
+  std::vector<CommandCounters> all = s.CommandCountersAll();
+  const CommandTable& t = s.commands();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const CommandCounters& c = all[i];
+    if (c.calls == 0 && c.rejected == 0 && c.failed == 0) continue;
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,failed_calls=%llu",
+                  static_cast<unsigned long long>(c.calls), static_cast<unsigned long long>(c.usec),
+                  c.calls > 0 ? static_cast<double>(c.usec) / static_cast<double>(c.calls) : 0.0,
+                  static_cast<unsigned long long>(c.rejected),
+                  static_cast<unsigned long long>(c.failed));
+    InfoField(out, "cmdstat_" + t.stat_name(i), std::string(buf));
+  }
+}
+
+void ErrorStatsSection(Server& s, int /*worker*/, std::string* out) {
+  for (const auto& [code, n] : s.ErrorCounts())
+    InfoField(out, "errorstat_" + code, "count=" + std::to_string(n));
+}
+
+void ClusterSection(Server&, int /*worker*/, std::string* out) { InfoField(out, "cluster_enabled", uint64_t{0}); }
+
+// INFO's sections in output order: the name a client asks for, the title, whether
+// INFO without a section (or `default`) includes it.
 struct Section {
   const char* name;
   const char* title;
+  bool in_default;
   void (*fill)(Server& s, int worker, std::string* out);
 };
 constexpr Section kSections[] = {
-    {"server", "Server", ServerSection},       {"clients", "Clients", ClientsSection},
-    {"memory", "Memory", MemorySection},       {"persistence", "Persistence", PersistenceSection},
-    {"stats", "Stats", StatsSection},          {"pion", "Pion", PionSection},
-    {"keyspace", "Keyspace", KeyspaceSection},
+    {"server", "Server", true, ServerSection},
+    {"clients", "Clients", true, ClientsSection},
+    {"memory", "Memory", true, MemorySection},
+    {"persistence", "Persistence", true, PersistenceSection},
+    {"stats", "Stats", true, StatsSection},
+    {"replication", "Replication", true, ReplicationSection},
+    {"cpu", "CPU", true, CpuSection},
+    {"commandstats", "Commandstats", false, CommandStatsSection},
+    {"errorstats", "Errorstats", true, ErrorStatsSection},
+    {"pion", "Pion", true, PionSection},
+    {"cluster", "Cluster", true, ClusterSection},
+    {"keyspace", "Keyspace", true, KeyspaceSection},
 };
 
 void Info(CommandContext& ctx) {
   bool want[std::size(kSections)] = {};
   if (ctx.args.size() == 1) {
-    for (bool& w : want) w = true;
+    for (size_t k = 0; k < std::size(kSections); ++k) want[k] = kSections[k].in_default;
   }
   for (size_t i = 1; i < ctx.args.size(); ++i) {
     std::string_view a = ctx.args[i];
-    if (EqualsIgnoreCase(a, "all") || EqualsIgnoreCase(a, "default") ||
-        EqualsIgnoreCase(a, "everything")) {
+    if (EqualsIgnoreCase(a, "all") || EqualsIgnoreCase(a, "everything")) {
       for (bool& w : want) w = true;
+      continue;
+    }
+    if (EqualsIgnoreCase(a, "default")) {
+      for (size_t k = 0; k < std::size(kSections); ++k) want[k] |= kSections[k].in_default;
       continue;
     }
     for (size_t k = 0; k < std::size(kSections); ++k)
