@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace pion::net {
@@ -27,6 +28,12 @@ struct ClientInfo {
   Connection* conn = nullptr;
 
   std::string name;  // guarded by the client registry's mutex
+  std::string user = "default";  // who it is authenticated as; guarded like `name`
+
+  // The Service's per-client state (who the client is, for its permission
+  // checks), opaque to the transport. Only the owning thread uses these.
+  std::shared_ptr<const void> principal;
+  uint64_t principal_epoch = 0;
 
   std::atomic<uint64_t> last_active_us{0};    // MonotonicUs() of the last command
   std::atomic<const char*> last_cmd{"NULL"};  // a static string (the command's name)

@@ -1,7 +1,9 @@
 #include "server/command_service.h"
 
 #include "base/check.h"
+#include "base/strutil.h"
 #include "server/commands/dispatch.h"
+#include "server/commands/errors.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -10,6 +12,14 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
                                   net::ConnContext& c) {
   const CommandSpec* spec = AdmitCommand(*server_, args, c.authenticated, &reply);
   if (spec == nullptr) return 0;
+  // ACL: one epoch load and one flag test for an unrestricted user (the
+  // default user); AUTH, HELLO, QUIT and RESET are open to everyone.
+  if (!(spec->flags & kCmdNoAuth)) {
+    const AclUser* user = server_->ClientUser(c.info);
+    if (user == nullptr || !user->unrestricted) {
+      if (!CheckAcl(user, *spec, args, c, reply)) return 0;
+    }
+  }
   c.info->last_cmd.store(spec->name, std::memory_order_relaxed);
   CommandContext ctx;
   ctx.args = args;
@@ -18,6 +28,30 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   ctx.client = c.info;
   spec->handler(ctx);
   return ctx.wait_lsn;
+}
+
+bool CommandService::CheckAcl(const AclUser* user, const CommandSpec& spec,
+                              std::span<const std::string_view> args, net::ConnContext& c,
+                              ReplyBuilder& reply) {
+  if (user == nullptr) {
+    // The user this client authenticated as was deleted (ACL DELUSER / LOAD):
+    // nothing is allowed; the client is being closed.
+    reply.Error(NoPermCommandError(spec.name));
+    c.conn->CloseAfterReply();
+    return false;
+  }
+  std::string_view key;
+  size_t index = static_cast<size_t>(&spec - server_->commands().specs().data());
+  AclDenial d = Acl::Check(*user, spec, index, args, &key);
+  if (d == AclDenial::kNone) return true;
+  if (d == AclDenial::kCommand) {
+    reply.Error(NoPermCommandError(spec.name));
+    server_->acl().Log("command", ToLower(spec.name), user->name, server_->ClientLine(c.info));
+  } else {
+    reply.Error(kErrNoPermKey);
+    server_->acl().Log("key", key, user->name, server_->ClientLine(c.info));
+  }
+  return false;
 }
 
 uint64_t CommandService::durable_lsn() const { return server_->durable_lsn(); }
@@ -31,7 +65,7 @@ ParserLimits CommandService::parser_limits() const {
   return lim;
 }
 
-bool CommandService::auth_required() const { return !server_->config().requirepass.empty(); }
+bool CommandService::auth_required() const { return !server_->default_user_open(); }
 
 uint64_t CommandService::query_buffer_limit() const {
   return server_->config().client_query_buffer_limit;
@@ -47,7 +81,10 @@ uint64_t CommandService::output_check_threshold() const {
 bool CommandService::ReserveClientMemory(uint64_t n) { return server_->ReserveClientMemory(n); }
 void CommandService::AdjustClientMemory(int64_t delta) { server_->AdjustClientMemory(delta); }
 
-void CommandService::OnOpen(ClientInfo* info) { server_->RegisterClient(info); }
+void CommandService::OnOpen(ClientInfo* info) {
+  server_->RegisterClient(info);
+  server_->SetClientUser(info, server_->acl().Default());
+}
 
 void CommandService::OnClose(ClientInfo* info) {
   server_->UnregisterClient(info);

@@ -92,6 +92,16 @@ const std::vector<ConfigOption> kOptions = {
      [](const Config& c) { return U64(c.auto_save_retry_max); }},
     {"wal-repair", false, true, [](const Config& c) { return YesNo(c.wal_repair); }},
     {"appendonly", false, false, [](const Config& c) { return YesNo(c.appendonly); }},
+    {"aclfile", false, false, [](const Config& c) { return c.aclfile; }},
+    {"acllog-max-len", true, false, [](const Config& c) { return U64(c.acllog_max_len); }},
+    {"tls-port", false, false, [](const Config& c) { return std::to_string(c.tls_port); }},
+    {"tls-cert-file", true, false, [](const Config& c) { return c.tls_cert_file; }},
+    {"tls-key-file", true, false, [](const Config& c) { return c.tls_key_file; }},
+    {"tls-ca-cert-file", true, false, [](const Config& c) { return c.tls_ca_cert_file; }},
+    {"tls-auth-clients", true, false, [](const Config& c) { return c.tls_auth_clients; }},
+    {"tls-protocols", true, false, [](const Config& c) { return c.tls_protocols; }},
+    {"tls-ciphers", true, false, [](const Config& c) { return c.tls_ciphers; }},
+    {"tls-ciphersuites", true, false, [](const Config& c) { return c.tls_ciphersuites; }},
 };
 
 // Splits a config file line into tokens: whitespace separated, with "double"
@@ -182,6 +192,14 @@ const ConfigOption* FindConfigOption(std::string_view name) {
 Status ApplySetting(Config* cfg, const std::string& raw_name,
                     const std::vector<std::string>& values) {
   std::string name = ToLower(raw_name);
+  if (name == "user") {
+    // A config-file (or --user) ACL line; parsed with the others at start.
+    if (values.empty()) return Status::InvalidArgument("option 'user' needs a user name");
+    std::string line = "user";
+    for (const std::string& v : values) line += " " + v;
+    cfg->users.push_back(std::move(line));
+    return Status::OK();
+  }
   const ConfigOption* opt = FindConfigOption(name);
   if (opt == nullptr) return Status::InvalidArgument("unknown option '" + raw_name + "'");
   if (opt->is_flag && values.empty()) {
@@ -232,6 +250,43 @@ Status ApplySetting(Config* cfg, const std::string& raw_name,
       return Bad(name, v, "always, everysec or no");
   } else if (name == "requirepass") {
     cfg->requirepass = v;
+  } else if (name == "aclfile") {
+    cfg->aclfile = v;
+  } else if (name == "acllog-max-len") {
+    auto r = UintArg(name, v, 0, 1ull << 20);
+    if (!r.ok()) return r.status();
+    cfg->acllog_max_len = *r;
+  } else if (name == "tls-port") {
+    auto r = UintArg(name, v, 0, 65535);
+    if (!r.ok()) return r.status();
+    cfg->tls_port = static_cast<int>(*r);
+  } else if (name == "tls-cert-file") {
+    cfg->tls_cert_file = v;
+  } else if (name == "tls-key-file") {
+    cfg->tls_key_file = v;
+  } else if (name == "tls-ca-cert-file") {
+    cfg->tls_ca_cert_file = v;
+  } else if (name == "tls-auth-clients") {
+    std::string l = ToLower(v);
+    if (l != "yes" && l != "no" && l != "optional") return Bad(name, v, "yes, no or optional");
+    cfg->tls_auth_clients = l;
+  } else if (name == "tls-protocols") {
+    std::vector<std::string> words;
+    std::string w;
+    for (char c : v + " ") {
+      if (c == ' ') {
+        if (!w.empty() && w != "TLSv1.2" && w != "TLSv1.3")
+          return Bad(name, v, "TLSv1.2 and/or TLSv1.3");
+        w.clear();
+      } else {
+        w += c;
+      }
+    }
+    cfg->tls_protocols = v;
+  } else if (name == "tls-ciphers") {
+    cfg->tls_ciphers = v;
+  } else if (name == "tls-ciphersuites") {
+    cfg->tls_ciphersuites = v;
   } else if (name == "loglevel") {
     LogLevel l;
     if (!ParseLogLevel(ToLower(v), &l)) return Bad(name, v, "debug, verbose, notice or warning");
@@ -317,6 +372,17 @@ std::string ConfigUsage() {
          "300)\n"
          "  --wal-repair                   start even if the WAL is corrupt mid-file\n"
          "  --appendonly yes|no            WAL and snapshots for --kvcache (default yes)\n"
+         "  --user 'NAME RULES...'         an ACL user (repeatable; config file: user NAME RULES...)\n"
+         "  --aclfile PATH                 ACL users file (ACL LOAD / SAVE; not with user lines)\n"
+         "  --acllog-max-len N             ACL LOG entries kept (default 128)\n"
+         "  --tls-port N                   TLS listener (default 0 = none; --port 0: TLS only)\n"
+         "  --tls-cert-file PATH           server certificate (PEM)\n"
+         "  --tls-key-file PATH            its private key (PEM)\n"
+         "  --tls-ca-cert-file PATH        CA that signs client certificates\n"
+         "  --tls-auth-clients yes|no|optional   client certificate required (default yes)\n"
+         "  --tls-protocols 'TLSv1.2 TLSv1.3'    protocols allowed (default both)\n"
+         "  --tls-ciphers LIST             TLS 1.2 ciphers (default OpenSSL's)\n"
+         "  --tls-ciphersuites LIST        TLS 1.3 cipher suites (default OpenSSL's)\n"
          "  --help, --version\n"
          "\n"
          "A config file holds the same names without dashes, one 'name value' per line.\n";
@@ -356,9 +422,10 @@ Result<Config> ParseConfig(int argc, char** argv) {
                                      "' (options start with --; the config file comes first)");
     }
     const ConfigOption* opt = FindConfigOption(name);
-    if (opt == nullptr) return Status::InvalidArgument("unknown option '" + a + "' (see --help)");
+    if (opt == nullptr && name != "user")
+      return Status::InvalidArgument("unknown option '" + a + "' (see --help)");
     if (values.empty()) {
-      if (opt->is_flag) {
+      if (opt != nullptr && opt->is_flag) {
         // A flag takes an explicit yes/no only if one follows.
         if (i + 1 < argc && BoolArg(name, argv[i + 1]).ok()) values.push_back(argv[++i]);
       } else if (name == "client-output-buffer-limit" && i + 4 < argc &&

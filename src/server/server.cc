@@ -57,6 +57,7 @@ Server::Server(Config cfg) : Server(std::move(cfg), {}) {}
 Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     : cfg_(std::move(cfg)),
       commands_(WithExtra(std::move(extra_commands))),
+      acl_(&commands_),
       maxclients_(cfg_.maxclients),
       timeout_s_(cfg_.timeout),
       output_limit_(cfg_.client_output_buffer_limit),
@@ -84,6 +85,7 @@ Server::~Server() {
 
 Status Server::Start() {
   PION_CHECK(workers_.empty());
+  PION_RETURN_IF_ERROR(InitAcl());
   auto fd = net::Listen(cfg_.bind, cfg_.port);
   if (!fd.ok()) return fd.status();
   listen_fd_ = *fd;
@@ -177,6 +179,76 @@ void Server::NotifyDurable(uint64_t lsn) {
   while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_seq_cst)) {
   }
   for (auto& w : workers_) w->WakeDurable(lsn);
+}
+
+Status Server::InitAcl() {
+  if (!cfg_.aclfile.empty() && !cfg_.users.empty())
+    return Status::InvalidArgument(
+        "users are defined in the config file ('user' lines) and an aclfile is set: use one");
+  if (!cfg_.aclfile.empty()) {
+    auto lines = ReadAclFile(cfg_.aclfile);
+    if (!lines.ok()) return lines.status();
+    PION_RETURN_IF_ERROR(acl_.LoadLines(*lines, cfg_.aclfile));
+  } else if (!cfg_.users.empty()) {
+    PION_RETURN_IF_ERROR(acl_.LoadLines(cfg_.users, cfg_.config_file.empty() ? "config"
+                                                                              : cfg_.config_file));
+  }
+  if (!cfg_.requirepass.empty()) acl_.SetDefaultPassword(cfg_.requirepass);
+  acl_.set_log_max_len(cfg_.acllog_max_len);
+  return Status::OK();
+}
+
+bool Server::default_user_open() const {
+  auto u = acl_.Default();
+  return u != nullptr && u->enabled && u->nopass;
+}
+
+const AclUser* Server::ClientUser(ClientInfo* c) {
+  uint64_t e = acl_.epoch();
+  if (c->principal_epoch != e) {
+    c->principal_epoch = e;
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lk(clients_mu_);
+      name = c->user;
+    }
+    std::shared_ptr<const AclUser> u = acl_.Find(name);
+    c->principal = u;
+  }
+  return static_cast<const AclUser*>(c->principal.get());
+}
+
+void Server::SetClientUser(ClientInfo* c, std::shared_ptr<const AclUser> u) {
+  {
+    std::lock_guard<std::mutex> lk(clients_mu_);
+    c->user = u->name;
+  }
+  c->principal_epoch = acl_.epoch();
+  c->principal = std::move(u);
+}
+
+std::string Server::ClientUserName(const ClientInfo* c) {
+  std::lock_guard<std::mutex> lk(clients_mu_);
+  return c->user;
+}
+
+std::string Server::ClientLine(const ClientInfo* c) {
+  std::string s;
+  std::lock_guard<std::mutex> lk(clients_mu_);
+  AppendClientLine(*c, &s);
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lk(clients_mu_);
+    for (auto& [id, c] : clients_)
+      for (const std::string& n : names)
+        if (c->user == n) ids.push_back(id);
+  }
+  for (uint64_t id : ids) KillClient(id);
 }
 
 void Server::RegisterClient(ClientInfo* c) {
@@ -291,6 +363,8 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)
     hooks_.set_appendfsync(next.appendfsync);
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
+  if (next.acllog_max_len != cfg_.acllog_max_len) acl_.set_log_max_len(next.acllog_max_len);
+  cfg_.acllog_max_len = next.acllog_max_len;
   cfg_.maxmemory = next.maxmemory;
   cfg_.appendfsync = next.appendfsync;
   cfg_.loglevel = next.loglevel;

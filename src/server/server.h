@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/acl.h"
 #include "server/command_service.h"
 #include "server/commands/command_table.h"
 #include "server/config.h"
@@ -96,6 +97,22 @@ class Server {
   void set_loading(bool v) { loading_.store(v, std::memory_order_release); }
   uint64_t start_time_us() const { return start_time_us_; }
   const CommandTable& commands() const { return commands_; }
+  // Users and permissions (server/acl.h).
+  Acl& acl() { return acl_; }
+  // Whether the default user needs no password (new connections start
+  // authenticated as it).
+  bool default_user_open() const;
+  // The user a client is authenticated as: its cached user, refreshed when
+  // the ACL changed since (nullptr once that user was deleted). Owning thread.
+  const AclUser* ClientUser(ClientInfo* c);
+  void SetClientUser(ClientInfo* c, std::shared_ptr<const AclUser> u);
+  std::string ClientUserName(const ClientInfo* c);
+  // The client's CLIENT LIST line (for ACL LOG).
+  std::string ClientLine(const ClientInfo* c);
+  // Closes every client authenticated as one of `names` (ACL DELUSER, LOAD).
+  void KillClientsOfUsers(const std::vector<std::string>& names);
+  // Applies the `user` config lines, --aclfile and --requirepass (Start()).
+  Status InitAcl();
   // What the workers' connections serve (net::Service).
   net::Service* service() { return &service_; }
 
@@ -138,7 +155,7 @@ class Server {
   }
   uint64_t maxmemory() const { return maxmemory_.load(std::memory_order_relaxed); }
   // protected-mode yes and no requirepass: only loopback peers are served.
-  bool protected_mode() const { return cfg_.protected_mode && cfg_.requirepass.empty(); }
+  bool protected_mode() const { return cfg_.protected_mode && default_user_open(); }
   // A copy of the current configuration (CONFIG GET).
   Config ConfigSnapshot() const;
   // CONFIG SET: validates every pair, then applies them all or none. `*lsn`
@@ -207,6 +224,7 @@ class Server {
   std::unique_ptr<store::Store> store_;
   Receipt receipt_;
   CommandTable commands_;
+  Acl acl_;
   std::atomic<bool> loading_{false};
   uint64_t start_time_us_ = 0;
   std::string run_id_;

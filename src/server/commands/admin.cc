@@ -9,6 +9,7 @@
 #include "base/strutil.h"
 #include "net/client_info.h"
 #include "net/connection.h"
+#include "server/acl.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
@@ -48,11 +49,11 @@ void CommandInfoReply(ReplyBuilder* rb, const CommandSpec& s) {
   rb->Integer(s.last_key);
   rb->Integer(s.key_step);
   // ACL categories.
-  const char* group = CommandGroup(s);
-  bool admin = s.flags & kCmdAdmin;
-  rb->SetHeader(admin ? 2 : 1);
-  rb->SimpleString(std::string("@") + (std::string_view(group) == "pion" ? "pion" : group));
-  if (admin) rb->SimpleString("@admin");
+  uint32_t cats = CommandCategories(s);
+  auto names = AclCategoryNames();
+  rb->SetHeader(static_cast<size_t>(__builtin_popcount(cats)));
+  for (size_t i = 0; i < names.size(); ++i)
+    if (cats & (1u << i)) rb->SimpleString(std::string("@") + names[i]);
   rb->ArrayHeader(0);  // tips
   rb->ArrayHeader(0);  // key specs
   rb->ArrayHeader(0);  // subcommands
@@ -226,7 +227,16 @@ void ConfigCmd(CommandContext& ctx) {
 
 void DbSize(CommandContext& ctx) {
   store::Store* st = ctx.server->store();
-  ctx.reply->Integer(st != nullptr ? static_cast<int64_t>(st->NamespaceCount()) : 0);
+  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  if (st == nullptr) {
+    ctx.reply->Integer(0);
+  } else if (u != nullptr && u->allkeys) {
+    ctx.reply->Integer(static_cast<int64_t>(st->NamespaceCount()));
+  } else {
+    // A user with key patterns counts only the namespaces it may read.
+    auto names = AclVisibleKeys(u, st->NamespaceNames(), kAclPermRead);
+    ctx.reply->Integer(static_cast<int64_t>(names.size()));
+  }
 }
 
 void FlushAll(CommandContext& ctx) {
@@ -237,7 +247,17 @@ void FlushAll(CommandContext& ctx) {
   }
   if (store::Store* st = ctx.server->store()) {
     uint64_t lsn = 0;
-    Status s = st->FlushAll(&lsn);
+    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    Status s;
+    if (u != nullptr && u->allkeys) {
+      s = st->FlushAll(&lsn);
+    } else {
+      // A user with key patterns flushes only the namespaces it may write.
+      auto names = AclVisibleKeys(u, st->NamespaceNames(), kAclPermWrite);
+      std::vector<std::string_view> views(names.begin(), names.end());
+      auto n = st->Drop(views, &lsn);
+      if (!n.ok()) s = n.status();
+    }
     if (!s.ok()) {
       ctx.reply->Error(s);
       return;
@@ -298,6 +318,7 @@ void Time(CommandContext& ctx) {
 }  // namespace
 
 void AddAdminCommands(std::vector<CommandSpec>* out) {
+  size_t first = out->size();
   out->push_back({"COMMAND", -1, kCmdLoading | kCmdStale, 0, 0, 0, Command,
                   "Command table introspection: COUNT, INFO, DOCS, LIST."});
   out->push_back({"CONFIG", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, ConfigCmd,
@@ -310,6 +331,13 @@ void AddAdminCommands(std::vector<CommandSpec>* out) {
                   "Stops the server gracefully: SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE]."});
   out->push_back({"TIME", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, Time,
                   "Server time: [unix seconds, microseconds]."});
+  for (size_t i = first; i < out->size(); ++i) {
+    CommandSpec& s = (*out)[i];
+    std::string_view n = s.name;
+    if (n == "COMMAND") s.acl_categories |= kAclConnection;
+    if (n == "DBSIZE") s.acl_categories |= kAclKeyspace;
+    if (n == "FLUSHALL") s.acl_categories |= kAclKeyspace | kAclDangerous;
+  }
 }
 
 }  // namespace pion::server

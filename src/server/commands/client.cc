@@ -26,6 +26,8 @@ bool ValidName(std::string_view name) {
   return true;
 }
 
+}  // namespace
+
 // One CLIENT LIST line (Redis 7 field order; fields pion does not have are
 // reported as Redis reports them for an idle normal client). Registry locked.
 void AppendClientLine(const ClientInfo& c, std::string* out) {
@@ -43,14 +45,17 @@ void AppendClientLine(const ClientInfo& c, std::string* out) {
   std::snprintf(buf, sizeof(buf),
                 " age=%llu idle=%llu flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=%llu "
                 "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%llu "
-                "tot-mem=%llu events=r cmd=%s user=default redir=-1 resp=%d worker=%d\n",
+                "tot-mem=%llu events=r cmd=%s user=%s redir=-1 resp=%d worker=%d\n",
                 static_cast<unsigned long long>((now - c.created_us) / 1000000),
                 static_cast<unsigned long long>(now > last ? (now - last) / 1000000 : 0),
                 static_cast<unsigned long long>(qbuf), static_cast<unsigned long long>(omem),
-                static_cast<unsigned long long>(qbuf + omem), cmd.c_str(), c.proto.load(kR),
+                static_cast<unsigned long long>(qbuf + omem), cmd.c_str(), c.user.c_str(),
+                c.proto.load(kR),
                 c.worker);
   out->append(buf);
 }
+
+namespace {
 
 void ClientList(CommandContext& ctx) {
   std::vector<uint64_t> ids;
@@ -190,7 +195,7 @@ void ClientKill(CommandContext& ctx) {
       if (f.has_id && c.id != f.id) return;
       if (!f.addr.empty() && c.addr != f.addr) return;
       if (!f.laddr.empty() && c.laddr != f.laddr) return;
-      if (!f.user.empty() && f.user != "default") return;
+      if (!f.user.empty() && f.user != c.user) return;
       if (f.has_maxage && (now - c.created_us) / 1000000 < f.maxage) return;
       if (f.skipme && c.id == ctx.client->id) return;
       victims.push_back(c.id);

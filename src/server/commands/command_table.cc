@@ -34,6 +34,7 @@ std::vector<CommandSpec> AllCommands() {
   AddClientCommands(&v);
   AddAdminCommands(&v);
   AddInfoCommands(&v);
+  AddAclCommands(&v);
   AddKvPrefixCommands(&v);
   AddVStoreCommands(&v);
   AddStatsCommands(&v);

@@ -4,6 +4,7 @@
 // afterwards, so any thread may use it.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +34,12 @@ void AddConnectionCommands(std::vector<CommandSpec>* out);
 void AddClientCommands(std::vector<CommandSpec>* out);
 void AddAdminCommands(std::vector<CommandSpec>* out);
 void AddInfoCommands(std::vector<CommandSpec>* out);
+
+// One CLIENT LIST line for `c` (client.cc); the client registry must be locked.
+void AppendClientLine(const ClientInfo& c, std::string* out);
+
+// The ACL commands (commands/acl.cc).
+void AddAclCommands(std::vector<CommandSpec>* out);
 
 // The full table: admin commands first, then the data families.
 std::vector<CommandSpec> AllCommands();

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "net/client_info.h"
+#include "server/acl.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/server.h"
@@ -156,9 +157,13 @@ void PionSection(Server& s, int worker, std::string* out) {
   }
 }
 
-void KeyspaceSection(Server& s, std::string* out) {
+void KeyspaceSection(Server& s, const AclUser* u, std::string* out) {
   store::Store* st = s.store();
-  uint64_t n = st != nullptr ? st->NamespaceCount() : 0;
+  uint64_t n = 0;
+  if (st != nullptr && u != nullptr && u->allkeys)
+    n = st->NamespaceCount();
+  else if (st != nullptr)  // only the namespaces this user may read
+    n = AclVisibleKeys(u, st->NamespaceNames(), kAclPermRead).size();
   if (n > 0) InfoField(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
 }
 
@@ -203,7 +208,7 @@ void Info(CommandContext& ctx) {
         PionSection(s, ctx.client != nullptr ? ctx.client->worker : 0, &body);
         break;
       case 6:
-        KeyspaceSection(s, &body);
+        KeyspaceSection(s, s.ClientUser(ctx.client), &body);
         break;
     }
     if (!out.empty()) out.append("\r\n");
@@ -219,6 +224,7 @@ void Info(CommandContext& ctx) {
 void AddInfoCommands(std::vector<CommandSpec>* out) {
   out->push_back({"INFO", -1, kCmdLoading | kCmdStale, 0, 0, 0, Info,
                   "Server information and statistics, by section."});
+  out->back().acl_categories |= kAclDangerous;  // server-wide state (as Redis)
 }
 
 }  // namespace pion::server
