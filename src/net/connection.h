@@ -64,6 +64,7 @@ namespace pion::net {
 
 class ConnHost;
 class Service;
+class TlsSession;
 
 inline constexpr size_t kPauseOutputBytes = 32u << 20;
 inline constexpr size_t kResumeOutputBytes = 8u << 20;
@@ -77,6 +78,10 @@ class Connection final : private BufferGate {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  // A TLS connection (before Start): the handshake runs first, driven by
+  // the socket's events; every read and write then goes through `tls`.
+  void SetTls(std::unique_ptr<TlsSession> tls);
+  bool tls() const { return tls_ != nullptr; }
   // Registers with the loop and tells the service (OnOpen).
   bool Start();
 
@@ -126,10 +131,13 @@ class Connection final : private BufferGate {
   // Enforces client-output-buffer-limit; false if it closed the client.
   bool CheckOutputLimits(uint64_t now_us);
   void RejectedCommand();
+  ssize_t ReadSome(void* buf, size_t n);
+  ssize_t WriteSome(const iovec* iov, int n);
 
   ConnHost* host_;
   Service* service_;
   int fd_;
+  std::unique_ptr<TlsSession> tls_;
   ClientInfo info_;
   RespParser parser_;
   RespWriter writer_;

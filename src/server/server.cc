@@ -27,6 +27,24 @@ namespace pion::server {
 
 namespace {
 
+net::TlsConfig TlsConfigOf(const Config& c) {
+  net::TlsConfig t;
+  t.cert_file = c.tls_cert_file;
+  t.key_file = c.tls_key_file;
+  t.ca_cert_file = c.tls_ca_cert_file;
+  t.auth_clients = c.tls_auth_clients == "no"         ? net::TlsClientAuth::kNo
+                   : c.tls_auth_clients == "optional" ? net::TlsClientAuth::kOptional
+                                                      : net::TlsClientAuth::kYes;
+  t.protocols = c.tls_protocols;
+  t.ciphers = c.tls_ciphers;
+  t.ciphersuites = c.tls_ciphersuites;
+  return t;
+}
+
+}  // namespace
+
+namespace {
+
 constexpr uint64_t kShutdownDrainMs = 5000;
 // Buffers cached per worker, in all: the slack the memory target allows.
 constexpr size_t kPoolBytesTotal = 64u << 20;
@@ -80,22 +98,36 @@ Server::~Server() {
   StopWorkers();
   background_.Stop();
   if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (tls_listen_fd_ >= 0) ::close(tls_listen_fd_);
   if (shutdown_fd_ >= 0) ::close(shutdown_fd_);
 }
 
 Status Server::Start() {
   PION_CHECK(workers_.empty());
   PION_RETURN_IF_ERROR(InitAcl());
-  auto fd = net::Listen(cfg_.bind, cfg_.port);
-  if (!fd.ok()) return fd.status();
-  listen_fd_ = *fd;
-  port_ = net::BoundPort(listen_fd_);
+  if (cfg_.tls_port != 0) {
+    auto ctx = net::TlsContext::Create(TlsConfigOf(cfg_));
+    if (!ctx.ok()) return ctx.status();
+    tls_ctx_ = *ctx;
+    auto tfd = net::Listen(cfg_.bind, cfg_.tls_port);
+    if (!tfd.ok()) return tfd.status();
+    tls_listen_fd_ = *tfd;
+    tls_port_ = net::BoundPort(tls_listen_fd_);
+  }
+  // --port 0 with a TLS port: TLS only (as Redis). Without one, port 0 binds
+  // an ephemeral port (tests).
+  if (cfg_.port != 0 || cfg_.tls_port == 0) {
+    auto fd = net::Listen(cfg_.bind, cfg_.port);
+    if (!fd.ok()) return fd.status();
+    listen_fd_ = *fd;
+    port_ = net::BoundPort(listen_fd_);
+  }
   shutdown_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (shutdown_fd_ < 0) return Status::IOError(std::string("eventfd: ") + std::strerror(errno));
   size_t pool = std::max<size_t>(16u << 20, kPoolBytesTotal / static_cast<size_t>(cfg_.workers));
   for (int i = 0; i < cfg_.workers; ++i) {
     workers_.push_back(std::make_unique<Worker>(this, i, pool));
-    PION_RETURN_IF_ERROR(workers_.back()->Init(listen_fd_));
+    PION_RETURN_IF_ERROR(workers_.back()->Init(listen_fd_, tls_listen_fd_));
   }
   background_.Start();
   for (auto& w : workers_) w->Start();
@@ -179,6 +211,11 @@ void Server::NotifyDurable(uint64_t lsn) {
   while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_seq_cst)) {
   }
   for (auto& w : workers_) w->WakeDurable(lsn);
+}
+
+std::shared_ptr<const net::TlsContext> Server::tls_context() const {
+  std::lock_guard<std::mutex> lk(tls_mu_);
+  return tls_ctx_;
 }
 
 Status Server::InitAcl() {
@@ -355,6 +392,26 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
         "ERR CONFIG SET failed (possibly related to argument 'maxclients') - the open file "
         "limit (ulimit -n) allows at most " +
         std::to_string(MaxClientsForCurrentLimit()) + " clients");
+  // TLS settings: build the new context before anything changes (a bad
+  // certificate refuses the whole CONFIG SET).
+  std::shared_ptr<const net::TlsContext> new_tls;
+  bool tls_changed = next.tls_cert_file != cfg_.tls_cert_file ||
+                     next.tls_key_file != cfg_.tls_key_file ||
+                     next.tls_ca_cert_file != cfg_.tls_ca_cert_file ||
+                     next.tls_auth_clients != cfg_.tls_auth_clients ||
+                     next.tls_protocols != cfg_.tls_protocols ||
+                     next.tls_ciphers != cfg_.tls_ciphers ||
+                     next.tls_ciphersuites != cfg_.tls_ciphersuites;
+  // Setting the same file again reloads it (a renewed certificate).
+  for (const auto& [name, value] : pairs)
+    if (ToLower(name).starts_with("tls-")) tls_changed = true;
+  if (tls_changed && tls_listen_fd_ >= 0) {
+    auto ctx = net::TlsContext::Create(TlsConfigOf(next));
+    if (!ctx.ok())
+      return Status::InvalidArgument("ERR CONFIG SET failed - Unable to update TLS configuration: " +
+                                     std::string(ctx.status().message()));
+    new_tls = *ctx;
+  }
   // Everything validated: apply.
   if (next.maxmemory != cfg_.maxmemory && store_ != nullptr) {
     Status st = store_->SetMaxBytes(next.maxmemory, lsn);
@@ -365,6 +422,17 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
   if (next.acllog_max_len != cfg_.acllog_max_len) acl_.set_log_max_len(next.acllog_max_len);
   cfg_.acllog_max_len = next.acllog_max_len;
+  cfg_.tls_cert_file = next.tls_cert_file;
+  cfg_.tls_key_file = next.tls_key_file;
+  cfg_.tls_ca_cert_file = next.tls_ca_cert_file;
+  cfg_.tls_auth_clients = next.tls_auth_clients;
+  cfg_.tls_protocols = next.tls_protocols;
+  cfg_.tls_ciphers = next.tls_ciphers;
+  cfg_.tls_ciphersuites = next.tls_ciphersuites;
+  if (new_tls != nullptr) {
+    std::lock_guard<std::mutex> tlk(tls_mu_);
+    tls_ctx_ = std::move(new_tls);
+  }
   cfg_.maxmemory = next.maxmemory;
   cfg_.appendfsync = next.appendfsync;
   cfg_.loglevel = next.loglevel;

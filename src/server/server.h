@@ -41,6 +41,7 @@
 #include "server/config.h"
 #include "server/receipt.h"
 #include "server/task_runner.h"
+#include "net/tls.h"
 #include "store/store.h"
 
 namespace pion::persist {
@@ -134,6 +135,10 @@ class Server {
 
   // The TCP port actually bound (differs from config().port when that is 0).
   int port() const { return port_; }
+  int tls_port() const { return tls_port_; }
+  // The TLS context new TLS connections use (nullptr without --tls-port).
+  // CONFIG SET tls-cert-file & co. replace it; open connections keep theirs.
+  std::shared_ptr<const net::TlsContext> tls_context() const;
   int num_workers() const { return static_cast<int>(workers_.size()); }
   Worker* worker(int i) { return workers_[i].get(); }
   const std::string& run_id() const { return run_id_; }
@@ -245,6 +250,10 @@ class Server {
 
   int listen_fd_ = -1;
   int port_ = 0;
+  int tls_listen_fd_ = -1;
+  int tls_port_ = 0;
+  mutable std::mutex tls_mu_;
+  std::shared_ptr<const net::TlsContext> tls_ctx_;  // guarded by tls_mu_
   int shutdown_fd_ = -1;  // eventfd written by RequestShutdown
   std::atomic<bool> shutting_down_{false};
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "net/connection.h"
+#include "net/tls.h"
 #include "server/protected_mode.h"
 #include "server/server.h"
 
@@ -63,14 +64,24 @@ Worker::~Worker() {
   conns_.clear();
 }
 
-Status Worker::Init(int listen_fd) {
+Status Worker::Init(int listen_fd, int tls_listen_fd) {
   PION_RETURN_IF_ERROR(loop_.Init());
   listen_fd_ = listen_fd;
-  if (listen_fd_ >= 0) {
-    PION_RETURN_IF_ERROR(
-        loop_.Add(listen_fd_, EPOLLIN | EPOLLEXCLUSIVE, [this](uint32_t) { OnAccept(); }));
-  }
+  tls_listen_fd_ = tls_listen_fd;
+  PION_RETURN_IF_ERROR(WatchListeners());
   loop_.AddTimer(1000, true, [this] { Cron(); });
+  return Status::OK();
+}
+
+Status Worker::WatchListeners() {
+  if (listen_fd_ >= 0) {
+    PION_RETURN_IF_ERROR(loop_.Add(listen_fd_, EPOLLIN | EPOLLEXCLUSIVE,
+                                   [this](uint32_t) { OnAccept(listen_fd_, false); }));
+  }
+  if (tls_listen_fd_ >= 0) {
+    PION_RETURN_IF_ERROR(loop_.Add(tls_listen_fd_, EPOLLIN | EPOLLEXCLUSIVE,
+                                   [this](uint32_t) { OnAccept(tls_listen_fd_, true); }));
+  }
   return Status::OK();
 }
 
@@ -92,22 +103,23 @@ void Worker::Join() {
 }
 
 void Worker::PauseAccepting() {
-  if (accept_paused_ || listen_fd_ < 0) return;
+  if (accept_paused_ || (listen_fd_ < 0 && tls_listen_fd_ < 0)) return;
   accept_paused_ = true;
-  loop_.Remove(listen_fd_);
+  if (listen_fd_ >= 0) loop_.Remove(listen_fd_);
+  if (tls_listen_fd_ >= 0) loop_.Remove(tls_listen_fd_);
   loop_.AddTimer(kAcceptPauseMs, false, [this] {
     accept_paused_ = false;
     if (shutting_down_) return;
-    Status st = loop_.Add(listen_fd_, EPOLLIN | EPOLLEXCLUSIVE, [this](uint32_t) { OnAccept(); });
+    Status st = WatchListeners();
     if (!st.ok()) LOG_WARNING("listener: %s", st.ToString().c_str());
   });
 }
 
-void Worker::OnAccept() {
+void Worker::OnAccept(int listen_fd, bool tls) {
   for (int i = 0; i < kAcceptBatch; ++i) {
     sockaddr_storage peer{};
     socklen_t peer_len = sizeof(peer);
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+    int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &peer_len,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       int err = errno;
@@ -142,17 +154,17 @@ void Worker::OnAccept() {
     // Hand the connection round-robin so every worker gets its share.
     int target = server_->NextWorker();
     if (target == index_)
-      AddConnection(fd);
+      AddConnection(fd, tls);
     else
-      server_->worker(target)->Adopt(fd);
+      server_->worker(target)->Adopt(fd, tls);
   }
 }
 
-void Worker::Adopt(int fd) {
-  loop_.Post([this, fd] { AddConnection(fd); });
+void Worker::Adopt(int fd, bool tls) {
+  loop_.Post([this, fd, tls] { AddConnection(fd, tls); });
 }
 
-void Worker::AddConnection(int fd) {
+void Worker::AddConnection(int fd, bool tls) {
   if (shutting_down_) {
     ::close(fd);
     server_->ReleaseClientSlot();
@@ -160,10 +172,21 @@ void Worker::AddConnection(int fd) {
   }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  std::unique_ptr<net::TlsSession> session;
+  if (tls) {
+    if (auto ctx = server_->tls_context()) session = net::TlsSession::Accept(std::move(ctx), fd);
+    if (session == nullptr) {
+      LOG_WARNING("TLS: cannot start a session for a new client; closing it");
+      ::close(fd);
+      server_->ReleaseClientSlot();
+      return;
+    }
+  }
   uint64_t id = server_->NextClientId();
   auto conn = std::make_unique<Connection>(this, server_->service(), fd, id, PeerText(fd, false),
                                            PeerText(fd, true));
   Connection* c = conn.get();
+  if (session) c->SetTls(std::move(session));
   conns_.emplace(id, std::move(conn));
   if (c->Start()) c->OnEvent(EPOLLIN);  // data may have arrived before registration
 }
@@ -252,6 +275,7 @@ void Worker::BeginShutdown(std::function<void()> done) {
   loop_.Post([this, done = std::move(done)] {
     shutting_down_ = true;
     if (listen_fd_ >= 0) loop_.Remove(listen_fd_);  // no-op while accepts are paused
+    if (tls_listen_fd_ >= 0) loop_.Remove(tls_listen_fd_);
     for (auto& [id, c] : conns_) c->StopReading();
     done();
   });

@@ -42,8 +42,9 @@ class Worker final : public net::ConnHost {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Creates the loop and watches `listen_fd` for connections.
-  Status Init(int listen_fd);
+  // Creates the loop and watches `listen_fd` (plaintext) and `tls_listen_fd`
+  // (TLS) for connections; -1 for none.
+  Status Init(int listen_fd, int tls_listen_fd = -1);
   void Start();  // spawns the thread
   void Join();
 
@@ -54,7 +55,7 @@ class Worker final : public net::ConnHost {
   WorkerStats& stats() override { return stats_; }
 
   // Any thread.
-  void Adopt(int fd);  // take ownership of an accepted socket
+  void Adopt(int fd, bool tls = false);  // take ownership of an accepted socket
   void Kill(uint64_t client_id);
   void WakeDurable(uint64_t durable_lsn);  // only wakes if a reply waits for <= it
   // A DeferredReply's completion: writes it to client `client_id` if that
@@ -76,8 +77,9 @@ class Worker final : public net::ConnHost {
   // Stops accepting for a moment when accept() cannot get a descriptor or
   // memory (the listener is level-triggered: retrying at once would spin).
   void PauseAccepting();
-  void OnAccept();
-  void AddConnection(int fd);
+  void OnAccept(int listen_fd, bool tls);
+  void AddConnection(int fd, bool tls);
+  Status WatchListeners();
   void Cron();
   void CheckDurable();
   void MaybeStop();
@@ -85,6 +87,7 @@ class Worker final : public net::ConnHost {
   Server* server_;
   int index_;
   int listen_fd_ = -1;
+  int tls_listen_fd_ = -1;
   bool accept_paused_ = false;        // after EMFILE & co. (see OnAccept)
   LogRateLimit accept_log_{1000000};  // at most one accept error line a second
   EventLoop loop_;
