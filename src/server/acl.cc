@@ -361,7 +361,7 @@ Status Acl::LoadLines(const std::vector<std::string>& lines, std::string_view or
   std::unordered_map<std::string, std::shared_ptr<const AclUser>> fresh;
   std::vector<std::string> seen;
   for (size_t i = 0; i < lines.size(); ++i) {
-    std::string where = std::string(origin) + ":" + std::to_string(i + 1) + ": ";
+    std::string where = "ERR " + std::string(origin) + ":" + std::to_string(i + 1) + ": ";
     std::vector<std::string_view> toks;
     std::string_view line = lines[i];
     size_t p = 0;

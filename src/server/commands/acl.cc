@@ -21,6 +21,14 @@ namespace pion::server {
 
 namespace {
 
+// ACL's InvalidArgument statuses carry the whole reply text (as CONFIG SET's).
+void ReplyStatus(CommandContext& ctx, const Status& st) {
+  if (st.code() == Code::kInvalidArgument)
+    ctx.reply->Error(st.message());
+  else
+    ctx.reply->Error(st);
+}
+
 bool SubArity(CommandContext& ctx, std::string_view sub, size_t min, size_t max) {
   size_t n = ctx.args.size();
   if (n < min || n > max) {
@@ -34,7 +42,7 @@ void SetUser(CommandContext& ctx) {
   std::vector<std::string_view> rules(ctx.args.begin() + 3, ctx.args.end());
   Status st = ctx.server->acl().SetUser(ctx.args[2], rules);
   if (!st.ok()) {
-    ctx.reply->Error(st);
+    ReplyStatus(ctx, st);
     return;
   }
   ctx.reply->SimpleString("OK");
@@ -70,7 +78,7 @@ void DelUser(CommandContext& ctx) {
   std::vector<std::string_view> names(ctx.args.begin() + 2, ctx.args.end());
   auto n = ctx.server->acl().DelUsers(names);
   if (!n.ok()) {
-    ctx.reply->Error(n.status());
+    ReplyStatus(ctx, n.status());
     return;
   }
   // Clients authenticated as a deleted user are closed (as Redis does).
@@ -180,7 +188,7 @@ void Load(CommandContext& ctx) {
   for (const auto& u : ctx.server->acl().Users()) before.push_back(u->name);
   Status st = ctx.server->acl().LoadLines(*lines, path);
   if (!st.ok()) {
-    ctx.reply->Error(st);
+    ReplyStatus(ctx, st);
     return;
   }
   // Users that no longer exist lose their clients.
