@@ -278,6 +278,14 @@ void Acl::Finish(AclUser* u) const {
   bool all = true;
   for (size_t i = 0; i < ncommands_ && all; ++i) all = u->CommandAllowed(i);
   u->unrestricted = u->enabled && all && u->allkeys;
+  u->full_categories = 0;
+  for (size_t b = 0; b < std::size(kCategoryNames); ++b) {
+    uint32_t bit = 1u << b;
+    bool every = true;
+    for (size_t i = 0; i < ncommands_ && every; ++i)
+      if (CommandCategories(commands_->specs()[i]) & bit) every = u->CommandAllowed(i);
+    if (every) u->full_categories |= bit;
+  }
 }
 
 std::shared_ptr<const AclUser> Acl::Find(std::string_view name) const {

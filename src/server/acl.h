@@ -74,6 +74,9 @@ struct AclUser {
   std::vector<AclKeyPattern> keys;     // when !allkeys
   bool allchannels = false;            // &* (accepted for compatibility; pion has no pub/sub)
   bool unrestricted = false;           // every command on every key: no check at all
+  // Categories every command of which this user may run (for subcommands that
+  // Redis files under a category of their own: CLIENT LIST / KILL are @admin).
+  uint32_t full_categories = 0;
 
   bool CommandAllowed(size_t index) const {
     return index / 64 < allowed.size() && (allowed[index / 64] >> (index % 64) & 1);

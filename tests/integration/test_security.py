@@ -97,6 +97,10 @@ def test_tenant_sees_only_its_namespaces_in_keyspace_counts(tenants):
     assert err(alice.execute_command, "PION.STATS") == noperm_cmd("pion.stats")
     assert err(alice.execute_command, "V.INFO") == NOPERM_KEY
     assert err(alice.flushall) == noperm_cmd("flushall")
+    # Other clients are not a tenant's business either.
+    assert err(alice.execute_command, "CLIENT", "LIST") == noperm_cmd("client|list")
+    assert err(alice.execute_command, "CLIENT", "KILL", "ID", 1) == noperm_cmd("client|kill")
+    assert alice.execute_command("CLIENT", "SETNAME", "a1") == b"OK"
     # A tenant allowed @dangerous still only sees and flushes its own namespaces.
     admin.execute_command("ACL", "SETUSER", "alice", "+@dangerous")
     keyspace = alice.info("keyspace")

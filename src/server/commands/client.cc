@@ -13,6 +13,7 @@
 #include "net/connection.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
+#include "server/acl.h"
 #include "server/commands/errors.h"
 #include "server/server.h"
 
@@ -272,10 +273,20 @@ void Client(CommandContext& ctx) {
     ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "INFO")) {
     if (arity(n == 2)) ClientInfoCmd(ctx);
-  } else if (EqualsIgnoreCase(sub, "LIST")) {
-    ClientList(ctx);
-  } else if (EqualsIgnoreCase(sub, "KILL")) {
-    if (arity(n >= 3)) ClientKill(ctx);
+  } else if (EqualsIgnoreCase(sub, "LIST") || EqualsIgnoreCase(sub, "KILL")) {
+    // Other clients (and other tenants) are @admin's business, as in Redis
+    // where client|list and client|kill are @admin @dangerous.
+    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    if (u == nullptr || !(u->unrestricted || (u->full_categories & kAclAdmin))) {
+      ctx.reply->Error(NoPermCommandError("client|" + ToLower(sub)));
+      ctx.server->acl().Log("command", "client|" + ToLower(sub), u ? u->name : "",
+                            ctx.server->ClientLine(ctx.client));
+      return;
+    }
+    if (EqualsIgnoreCase(sub, "LIST"))
+      ClientList(ctx);
+    else if (arity(n >= 3))
+      ClientKill(ctx);
   } else if (EqualsIgnoreCase(sub, "NO-EVICT") || EqualsIgnoreCase(sub, "NO-TOUCH")) {
     if (!arity(n == 3)) return;
     if (EqualsIgnoreCase(ctx.args[2], "ON") || EqualsIgnoreCase(ctx.args[2], "OFF"))
@@ -306,6 +317,7 @@ void Client(CommandContext& ctx) {
 void AddClientCommands(std::vector<CommandSpec>* out) {
   out->push_back({"CLIENT", -2, kCmdLoading | kCmdStale, 0, 0, 0, Client,
                   "Connection introspection: ID, SETNAME, GETNAME, INFO, LIST, KILL."});
+  out->back().acl_categories |= kAclConnection;
 }
 
 }  // namespace pion::server
