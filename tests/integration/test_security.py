@@ -225,7 +225,7 @@ def test_command_permissions_and_whoami(server_factory):
         login(s, "off", "o").ping()
     r = s.client()
     assert r.execute_command("AUTH", "ops", "o") is True
-    assert r.execute_command("CLIENT", "LIST").decode().count("user=ops") == 2
+    assert c.execute_command("CLIENT", "LIST").decode().count("user=ops") == 2
     # HELLO 3 AUTH user pass.
     raw = socket.create_connection(("127.0.0.1", s.port), timeout=10)
     raw.sendall(b"HELLO 3 AUTH ops wrong\r\n")
