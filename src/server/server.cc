@@ -341,6 +341,7 @@ ServerStats Server::Stats() const {
     s.rejected_connections += ws.rejected.load(kR);
     s.output_limit_disconnections += ws.output_limit_disconnects.load(kR);
     s.protocol_errors += ws.protocol_errors.load(kR);
+    s.tls_handshake_failures += ws.tls_handshake_failures.load(kR);
     s.error_replies += ws.error_replies.load(kR);
   }
   return s;
@@ -351,7 +352,8 @@ void Server::ResetStats() {
   for (auto& w : workers_) {
     WorkerStats& ws = w->stats();
     for (auto* c : {&ws.connections_received, &ws.commands, &ws.net_in, &ws.net_out, &ws.rejected,
-                    &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies})
+                    &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies,
+                    &ws.tls_handshake_failures})
       c->store(0, kR);
   }
 }

@@ -77,6 +77,7 @@ struct ServerStats {
   uint64_t rejected_connections = 0;
   uint64_t output_limit_disconnections = 0;
   uint64_t protocol_errors = 0;
+  uint64_t tls_handshake_failures = 0;
   uint64_t error_replies = 0;
 };
 

@@ -447,6 +447,7 @@ def test_plaintext_client_on_tls_port_is_refused_without_affecting_others(server
     raw.close()
     assert good.ping() is True
     assert good.execute_command("KV.PREFIX.REGISTER", "after|x", 64, "fp16") == b"OK"
+    assert poll(lambda: good.info("stats")["tls_handshake_failures"] >= 1)
 
 
 def test_stalled_handshake_does_not_delay_others(server_factory, certs):

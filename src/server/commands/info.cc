@@ -121,6 +121,7 @@ void StatsSection(Server& s, std::string* out) {
   InfoField(out, "rejected_connections", st.rejected_connections);
   InfoField(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
   InfoField(out, "total_protocol_errors", st.protocol_errors);
+  InfoField(out, "tls_handshake_failures", st.tls_handshake_failures);
   InfoField(out, "total_error_replies", st.error_replies);
   InfoField(out, "expired_keys", uint64_t{0});
   uint64_t evicted = 0;
