@@ -105,9 +105,9 @@ def main():
         x = np.random.default_rng(0).random((8192, 1024), dtype=np.float32).astype(np.float16)
         pion.execute_command("KV.PREFIX.REGISTER", "b", 1024, "fp16")
         pion.execute_command("V.STOREBATCH", "b_pk", 0, 0, 8192, x.tobytes(), "FMT", "F16")
-        assert len(pion.execute_command("V.FETCH", "b_pk", 0, "RANGE", 0, 8192)) == 16 << 20
+        assert len(pion.execute_command("V.FETCH", "b_pk", 0, "RANGE", 0, 8192, "FMT", "NATIVE")) == 16 << 20
         redis.Redis(port=rp).set("b", x.tobytes())
-        fetch = ["V.FETCH", "b_pk", "0", "RANGE", "0", "8192"]
+        fetch = ["V.FETCH", "b_pk", "0", "RANGE", "0", "8192", "FMT", "NATIVE"]
         print("16 MiB bulk fetch, one client, ms/request (median of %d runs of %d)" %
               (args.reps, args.n))
         rows = {}

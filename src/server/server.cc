@@ -240,18 +240,14 @@ bool Server::default_user_open() const {
   return u != nullptr && u->enabled && u->nopass;
 }
 
-const AclUser* Server::ClientUser(ClientInfo* c) {
-  uint64_t e = acl_.epoch();
-  if (c->principal_epoch != e) {
-    c->principal_epoch = e;
-    std::string name;
-    {
-      std::lock_guard<std::mutex> lk(clients_mu_);
-      name = c->user;
-    }
-    std::shared_ptr<const AclUser> u = acl_.Find(name);
-    c->principal = u;
+const AclUser* Server::RefreshClientUser(ClientInfo* c) {
+  c->principal_epoch = acl_.epoch();
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lk(clients_mu_);
+    name = c->user;
   }
+  c->principal = acl_.Find(name);  // nullptr once the user was deleted
   return static_cast<const AclUser*>(c->principal.get());
 }
 

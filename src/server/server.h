@@ -106,7 +106,12 @@ class Server {
   bool default_user_open() const;
   // The user a client is authenticated as: its cached user, refreshed when
   // the ACL changed since (nullptr once that user was deleted). Owning thread.
-  const AclUser* ClientUser(ClientInfo* c);
+  const AclUser* ClientUser(ClientInfo* c) {
+    if (c->principal_epoch == acl_.epoch()) [[likely]]
+      return static_cast<const AclUser*>(c->principal.get());
+    return RefreshClientUser(c);
+  }
+  const AclUser* RefreshClientUser(ClientInfo* c);
   void SetClientUser(ClientInfo* c, std::shared_ptr<const AclUser> u);
   std::string ClientUserName(const ClientInfo* c);
   // The client's CLIENT LIST line (for ACL LOG).

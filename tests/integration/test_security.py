@@ -394,9 +394,11 @@ def test_redis_py_tls_round_trip_16mib(server_factory, certs):
     assert len(got) == 16 << 20
     assert np.array_equal(np.frombuffer(got, np.float32).reshape(x.shape),
                           x.astype(np.float16).astype(np.float32))
-    native = r.execute_command("V.FETCH", "tls|a_pk", 0, "RANGE", 0, 4096)
+    native = r.execute_command("V.FETCH", "tls|a_pk", 0, "RANGE", 0, 4096, "FMT", "NATIVE")
+    assert native == x.astype(np.float16).tobytes()
     # The same bytes over plaintext.
-    assert s.client().execute_command("V.FETCH", "tls|a_pk", 0, "RANGE", 0, 4096) == native
+    assert s.client().execute_command("V.FETCH", "tls|a_pk", 0, "RANGE", 0, 4096, "FMT",
+                                      "NATIVE") == native
 
 
 def test_redis_cli_tls_round_trip_16mib(server_factory, certs, tmp_path):
