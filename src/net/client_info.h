@@ -5,8 +5,8 @@
 // OnOpen/OnClose register and unregister it). The registry guarantees a
 // ClientInfo outlives every reader holding that mutex.
 //
-// `conn` is the owning connection: only its event-loop thread may use it
-// (command handlers run on that thread, so they may).
+// `control` is the owning connection as command handlers may use it
+// (client_control.h): only its event-loop thread may (handlers run there).
 #pragma once
 
 #include <atomic>
@@ -16,7 +16,7 @@
 
 namespace pion::net {
 
-class Connection;
+class ClientControl;
 
 struct ClientInfo {
   uint64_t id = 0;
@@ -25,7 +25,7 @@ struct ClientInfo {
   std::string addr;         // "ip:port" of the peer
   std::string laddr;        // "ip:port" of our side
   uint64_t created_us = 0;  // MonotonicUs()
-  Connection* conn = nullptr;
+  ClientControl* control = nullptr;
 
   std::string name;  // guarded by the client registry's mutex
   std::string user = "default";  // who it is authenticated as; guarded like `name`

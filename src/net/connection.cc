@@ -45,7 +45,7 @@ Connection::Connection(ConnHost* host, Service* service, int fd, uint64_t id, st
   info_.laddr = std::move(laddr);
   info_.created_us = MonotonicUs();
   info_.last_active_us.store(info_.created_us, std::memory_order_relaxed);
-  info_.conn = this;
+  info_.control = this;
   parser_.set_limits(service->parser_limits());
   parser_.set_gate(this);
   SetAuthenticated(!service->auth_required());

@@ -54,6 +54,7 @@
 #include <string_view>
 
 #include "net/buffer.h"
+#include "net/client_control.h"
 #include "net/client_info.h"
 #include "net/deferred_reply.h"
 #include "net/output_queue.h"
@@ -70,7 +71,7 @@ inline constexpr size_t kPauseOutputBytes = 32u << 20;
 inline constexpr size_t kResumeOutputBytes = 8u << 20;
 inline constexpr size_t kQueryBufferBytes = 16 * 1024;
 
-class Connection final : private BufferGate {
+class Connection final : public ClientControl, private BufferGate {
  public:
   Connection(ConnHost* host, Service* service, int fd, uint64_t id, std::string addr,
              std::string laddr);
@@ -90,14 +91,15 @@ class Connection final : private BufferGate {
   bool closed() const { return closed_; }
   bool has_output() const { return !out_.empty(); }
 
-  // For the service's handlers (host thread).
-  int proto() const { return writer_.proto(); }
-  void SetProto(int p);
-  bool authenticated() const { return authenticated_; }
-  void SetAuthenticated(bool v);
-  void CloseAfterReply() { close_after_reply_ = true; }
-  // Reserves the reply's place and returns its ticket (the server's ctx.Defer()).
-  std::shared_ptr<DeferredReply> BeginDeferred();
+  // For the service's handlers (host thread): net/client_control.h.
+  int proto() const override { return writer_.proto(); }
+  void SetProto(int p) override;
+  bool authenticated() const override { return authenticated_; }
+  void SetAuthenticated(bool v) override;
+  void CloseAfterReply() override { close_after_reply_ = true; }
+  std::shared_ptr<DeferredReply> BeginDeferred() override;
+  void StopReading() override;
+  bool ReserveMemory(size_t n) override { return Reserve(n); }
 
   // For the host.
   void OnEvent(uint32_t events);
@@ -105,17 +107,12 @@ class Connection final : private BufferGate {
   // A DeferredReply was completed: write it at `slot` and resume the client.
   void FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& write);
   void Close(const char* why);
-  // Shutdown: stop reading and parsing; close once everything queued is sent.
-  void StopReading();
-  void CloseWhenDrained();
+  void CloseWhenDrained();  // shutdown: close once everything queued is sent
   uint64_t hold_lsn() const { return out_.HeadHold(); }
   // The host's once-a-second check: the soft output limit of a client that
   // is not reading. False if it closed the client.
   bool Cron(uint64_t now_us);
   bool has_pending_reply() const { return out_.pending_slots() > 0; }
-  // Reserves `n` bytes of client memory for a reply the handler is about to
-  // build (counted until this connection reports what it holds).
-  bool ReserveMemory(size_t n) { return Reserve(n); }
 
  private:
   void HandleRead();

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "net/buffer.h"
+#include "net/client_control.h"
 #include "net/client_info.h"
 #include "net/deferred_reply.h"
 #include "net/event_loop.h"
@@ -28,7 +29,7 @@ class Connection;
 
 // What a Service may use of the connection a request came on, during Dispatch.
 struct ConnContext {
-  Connection* conn;
+  ClientControl* conn;
   ClientInfo* info;
   bool authenticated;
 };

@@ -54,7 +54,7 @@ bool CommandService::CheckAcl(const AclUser* user, const CommandSpec& spec,
   return false;
 }
 
-uint64_t CommandService::durable_lsn() const { return server_->durable_lsn(); }
+uint64_t CommandService::durable_lsn() const { return server_->durability().durable_lsn(); }
 
 ParserLimits CommandService::parser_limits() const {
   const Config& cfg = server_->config();
@@ -79,22 +79,22 @@ uint64_t CommandService::output_check_threshold() const {
 }
 
 bool CommandService::ReserveClientMemory(uint64_t n) { return server_->ReserveClientMemory(n); }
-void CommandService::AdjustClientMemory(int64_t delta) { server_->AdjustClientMemory(delta); }
+void CommandService::AdjustClientMemory(int64_t delta) { server_->clients().AdjustMemory(delta); }
 
 void CommandService::OnOpen(ClientInfo* info) {
-  server_->RegisterClient(info);
+  server_->clients().Register(info);
   server_->SetClientUser(info, server_->acl().Default());
 }
 
 void CommandService::OnClose(ClientInfo* info) {
-  server_->UnregisterClient(info);
-  server_->ReleaseClientSlot();
+  server_->clients().Unregister(info);
+  server_->clients().ReleaseSlot();
 }
 
 std::shared_ptr<DeferredReply> CommandContext::Defer() {
-  PION_CHECK(client != nullptr && client->conn != nullptr && !deferred);
+  PION_CHECK(client != nullptr && client->control != nullptr && !deferred);
   deferred = true;
-  return client->conn->BeginDeferred();
+  return client->control->BeginDeferred();
 }
 
 }  // namespace pion::server

@@ -3,29 +3,23 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "base/check.h"
 #include "base/strutil.h"
-#include "server/net_types.h"
+#include "net/resp_parser.h"
 
 namespace pion::server {
 
 namespace {
 
-std::string U64(uint64_t v) { return std::to_string(v); }
-std::string YesNo(bool v) { return v ? "yes" : "no"; }
+constexpr uint64_t kHundredYears = 100ull * 365 * 86400;
+// A nonzero output limit below this would cut every client that pipelines.
+constexpr uint64_t kMinOutputLimit = 1ull << 20;
+constexpr uint64_t kMinClientsMemory = 64ull << 20;
 
-std::string_view FsyncName(FsyncPolicy p) {
-  switch (p) {
-    case FsyncPolicy::kAlways:
-      return "always";
-    case FsyncPolicy::kEverySec:
-      return "everysec";
-    case FsyncPolicy::kNo:
-      return "no";
-  }
-  return "everysec";
-}
+using Values = std::vector<std::string>;
 
 Status Bad(const std::string& name, const std::string& value, std::string_view expected) {
   std::string m = "invalid value '" + value + "' for '" + name + "': expected ";
@@ -57,90 +51,139 @@ Result<bool> BoolArg(const std::string& name, const std::string& v) {
   return Bad(name, v, "yes or no");
 }
 
-const std::vector<ConfigOption> kOptions = {
-    {"port", false, false, [](const Config& c) { return std::to_string(c.port); }},
-    {"bind", false, false, [](const Config& c) { return c.bind; }},
-    {"dir", false, false, [](const Config& c) { return c.dir; }},
-    {"kvcache", false, true, [](const Config& c) { return YesNo(c.kvcache); }},
-    {"workers", false, false, [](const Config& c) { return std::to_string(c.workers); }},
-    {"max-sessions", false, false, [](const Config& c) { return U64(c.max_sessions); }},
-    {"maxmemory", true, false, [](const Config& c) { return U64(c.maxmemory); }},
-    {"appendfsync", true, false,
-     [](const Config& c) { return std::string(FsyncName(c.appendfsync)); }},
-    {"requirepass", false, false, [](const Config& c) { return c.requirepass; }},
-    {"loglevel", true, false,
-     [](const Config& c) { return std::string(LogLevelName(c.loglevel)); }},
-    {"logfile", false, false, [](const Config& c) { return c.logfile; }},
-    {"timeout", true, false, [](const Config& c) { return U64(c.timeout); }},
-    {"maxclients", true, false, [](const Config& c) { return U64(c.maxclients); }},
-    {"proto-max-bulk-len", false, false, [](const Config& c) { return U64(c.proto_max_bulk_len); }},
-    {"client-query-buffer-limit", false, false,
-     [](const Config& c) { return U64(c.client_query_buffer_limit); }},
-    {"client-output-buffer-limit", true, false,
-     [](const Config& c) {
-       return "normal " + U64(c.client_output_buffer_limit) + " " +
-              U64(c.client_output_buffer_soft_limit) + " " +
-              U64(c.client_output_buffer_soft_seconds);
-     }},
-    {"maxmemory-clients", true, false, [](const Config& c) { return U64(c.maxmemory_clients); }},
-    {"protected-mode", false, false, [](const Config& c) { return YesNo(c.protected_mode); }},
-    {"auto-save-wal-bytes", false, false,
-     [](const Config& c) { return U64(c.auto_save_wal_bytes); }},
-    {"auto-save-retry-min", false, false,
-     [](const Config& c) { return U64(c.auto_save_retry_min); }},
-    {"auto-save-retry-max", false, false,
-     [](const Config& c) { return U64(c.auto_save_retry_max); }},
-    {"wal-repair", false, true, [](const Config& c) { return YesNo(c.wal_repair); }},
-    {"appendonly", false, false, [](const Config& c) { return YesNo(c.appendonly); }},
-    {"aclfile", false, false, [](const Config& c) { return c.aclfile; }},
-    {"acllog-max-len", true, false, [](const Config& c) { return U64(c.acllog_max_len); }},
-    {"tls-port", false, false, [](const Config& c) { return std::to_string(c.tls_port); }},
-    {"tls-cert-file", true, false, [](const Config& c) { return c.tls_cert_file; }},
-    {"tls-key-file", true, false, [](const Config& c) { return c.tls_key_file; }},
-    {"tls-ca-cert-file", true, false, [](const Config& c) { return c.tls_ca_cert_file; }},
-    {"tls-auth-clients", true, false, [](const Config& c) { return c.tls_auth_clients; }},
-    {"tls-protocols", true, false, [](const Config& c) { return c.tls_protocols; }},
-    {"tls-ciphers", true, false, [](const Config& c) { return c.tls_ciphers; }},
-    {"tls-ciphersuites", true, false, [](const Config& c) { return c.tls_ciphersuites; }},
-};
-
 // Splits a config file line into tokens: whitespace separated, with "double"
 // or 'single' quotes for values holding spaces (redis.conf rules).
-bool SplitLine(const std::string& line, std::vector<std::string>* out) {
+bool SplitLine(const std::string& line, Values* out) {
   std::string arena;
   std::vector<std::string_view> views;
-  if (!SplitInlineArgs(line, &arena, &views)) return false;
+  if (!net::SplitInlineArgs(line, &arena, &views)) return false;
   for (auto v : views) out->emplace_back(v);
   return true;
 }
 
-Status LoadFile(Config* cfg, const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::InvalidArgument("cannot open config file '" + path + "'");
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    size_t first = line.find_first_not_of(" \t");
-    if (first == std::string::npos || line[first] == '#') continue;
-    std::vector<std::string> toks;
-    if (!SplitLine(line, &toks))
-      return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": unbalanced quotes");
-    if (toks.empty()) continue;
-    std::string name = ToLower(toks[0]);
-    std::vector<std::string> values(toks.begin() + 1, toks.end());
-    Status st = ApplySetting(cfg, name, values);
-    if (!st.ok())
-      return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": " +
-                                     std::string(st.message()));
-  }
-  return Status::OK();
+// ---------------------------------------------------------------- codecs
+// A codec for one field: `parse` turns the single value into T (or an error
+// naming the option), `print` turns T back into the text CONFIG GET shows.
+
+template <typename T, typename Parse, typename Print>
+ConfigCodec Scalar(T Config::*field, Parse parse, Print print) {
+  ConfigCodec c;
+  c.set = [field, parse](Config* cfg, const std::string& name, const Values& values) -> Status {
+    if (values.size() != 1) {
+      return Status::InvalidArgument("option '" + name + "' takes exactly one value (" +
+                                     std::to_string(values.size()) + " given)");
+    }
+    Result<T> r = parse(name, values[0]);
+    if (!r.ok()) return r.status();
+    cfg->*field = *r;
+    return Status::OK();
+  };
+  c.get = [field, print](const Config& cfg) { return print(cfg.*field); };
+  c.copy = [field](const Config& from, Config* to) { to->*field = from.*field; };
+  return c;
 }
 
-// A nonzero output limit below this would cut every client that pipelines.
-constexpr uint64_t kMinOutputLimit = 1ull << 20;
-constexpr uint64_t kMinClientsMemory = 64ull << 20;
+std::string PrintU64(uint64_t v) { return std::to_string(v); }
+std::string PrintYesNo(bool v) { return v ? "yes" : "no"; }
+
+// An integer from min to max.
+ConfigCodec Uint(uint64_t Config::*field, uint64_t min, uint64_t max) {
+  return Scalar(
+      field, [=](const std::string& n, const std::string& v) { return UintArg(n, v, min, max); },
+      PrintU64);
+}
+ConfigCodec Int(int Config::*field, int min, int max) {
+  return Scalar(
+      field,
+      [=](const std::string& n, const std::string& v) -> Result<int> {
+        auto r = UintArg(n, v, static_cast<uint64_t>(min), static_cast<uint64_t>(max));
+        if (!r.ok()) return r.status();
+        return static_cast<int>(*r);
+      },
+      [](int v) { return std::to_string(v); });
+}
+
+// A byte size (100mb) of at least min.
+ConfigCodec Bytes(uint64_t Config::*field, uint64_t min) {
+  return Scalar(
+      field, [=](const std::string& n, const std::string& v) { return BytesArg(n, v, min); },
+      PrintU64);
+}
+
+// 0 (no limit) or a byte size of at least min; `expected` words the rule.
+ConfigCodec BytesOrZero(uint64_t Config::*field, uint64_t min, const char* expected) {
+  return Scalar(
+      field,
+      [=](const std::string& n, const std::string& v) -> Result<uint64_t> {
+        auto r = BytesArg(n, v, 0);
+        if (!r.ok()) return r.status();
+        if (*r != 0 && *r < min) return Bad(n, v, expected);
+        return *r;
+      },
+      PrintU64);
+}
+
+ConfigCodec Bool(bool Config::*field) { return Scalar(field, BoolArg, PrintYesNo); }
+
+// A boolean that may be given without a value (--kvcache means yes).
+ConfigCodec Flag(bool Config::*field) {
+  ConfigCodec c = Bool(field);
+  ConfigCodec::SetFn parse_value = std::move(c.set);
+  c.set = [field, parse_value](Config* cfg, const std::string& name, const Values& values) {
+    if (values.empty()) {
+      cfg->*field = true;
+      return Status::OK();
+    }
+    return parse_value(cfg, name, values);
+  };
+  c.is_flag = true;
+  return c;
+}
+
+// Any text; `nonempty` (when set) is what an empty value should have been.
+ConfigCodec String(std::string Config::*field, const char* nonempty = nullptr) {
+  return Scalar(
+      field,
+      [=](const std::string& n, const std::string& v) -> Result<std::string> {
+        if (nonempty != nullptr && v.empty()) return Bad(n, v, nonempty);
+        return v;
+      },
+      [](const std::string& v) { return v; });
+}
+
+std::string_view FsyncName(FsyncPolicy p) {
+  switch (p) {
+    case FsyncPolicy::kAlways:
+      return "always";
+    case FsyncPolicy::kEverySec:
+      return "everysec";
+    case FsyncPolicy::kNo:
+      return "no";
+  }
+  return "everysec";
+}
+
+ConfigCodec Fsync(FsyncPolicy Config::*field) {
+  return Scalar(
+      field,
+      [](const std::string& n, const std::string& v) -> Result<FsyncPolicy> {
+        for (FsyncPolicy p : {FsyncPolicy::kAlways, FsyncPolicy::kEverySec, FsyncPolicy::kNo})
+          if (EqualsIgnoreCase(v, FsyncName(p))) return p;
+        return Bad(n, v, "always, everysec or no");
+      },
+      [](FsyncPolicy p) { return std::string(FsyncName(p)); });
+}
+
+ConfigCodec Level(LogLevel Config::*field) {
+  return Scalar(
+      field,
+      [](const std::string& n, const std::string& v) -> Result<LogLevel> {
+        LogLevel l;
+        if (!ParseLogLevel(ToLower(v), &l)) return Bad(n, v, "debug, verbose, notice or warning");
+        return l;
+      },
+      [](LogLevel l) { return std::string(LogLevelName(l)); });
+}
 
 Result<uint64_t> OutputLimitArg(const std::string& name, const std::string& v) {
   auto n = ParseBytes(v);
@@ -149,11 +192,12 @@ Result<uint64_t> OutputLimitArg(const std::string& name, const std::string& v) {
   return *n;
 }
 
-// "<hard>" (pion's short form) or Redis' "normal <hard> <soft> <seconds>", as
-// separate values or as one space-separated value (CONFIG SET).
-Status ApplyOutputLimit(Config* cfg, const std::string& name, std::vector<std::string> values) {
+// client-output-buffer-limit: "<hard>" (pion's short form) or Redis' "normal
+// <hard> <soft> <seconds>", as separate values or as one space-separated value
+// (CONFIG SET).
+Status SetOutputLimit(Config* cfg, const std::string& name, Values values) {
   if (values.size() == 1 && values[0].find(' ') != std::string::npos) {
-    std::vector<std::string> parts;
+    Values parts;
     if (!SplitLine(values[0], &parts))
       return Bad(name, values[0], "normal <hard> <soft> <seconds>");
     values = std::move(parts);
@@ -171,7 +215,7 @@ Status ApplyOutputLimit(Config* cfg, const std::string& name, std::vector<std::s
   if (!hard.ok()) return hard.status();
   auto soft = OutputLimitArg(name, values[2]);
   if (!soft.ok()) return soft.status();
-  auto secs = UintArg(name, values[3], 0, 100ull * 365 * 86400);
+  auto secs = UintArg(name, values[3], 0, kHundredYears);
   if (!secs.ok()) return secs.status();
   cfg->client_output_buffer_limit = *hard;
   cfg->client_output_buffer_soft_limit = *soft;
@@ -179,213 +223,230 @@ Status ApplyOutputLimit(Config* cfg, const std::string& name, std::vector<std::s
   return Status::OK();
 }
 
+ConfigCodec OutputLimit() {
+  ConfigCodec c;
+  c.set = SetOutputLimit;
+  c.get = [](const Config& cfg) {
+    return "normal " + PrintU64(cfg.client_output_buffer_limit) + " " +
+           PrintU64(cfg.client_output_buffer_soft_limit) + " " +
+           PrintU64(cfg.client_output_buffer_soft_seconds);
+  };
+  c.copy = [](const Config& from, Config* to) {
+    to->client_output_buffer_limit = from.client_output_buffer_limit;
+    to->client_output_buffer_soft_limit = from.client_output_buffer_soft_limit;
+    to->client_output_buffer_soft_seconds = from.client_output_buffer_soft_seconds;
+  };
+  c.list_keyword = "normal";
+  return c;
+}
+
+// One of a fixed set of lower-case words.
+ConfigCodec Choice(std::string Config::*field, std::vector<std::string> words,
+                   const char* expected) {
+  return Scalar(
+      field,
+      [=](const std::string& n, const std::string& v) -> Result<std::string> {
+        std::string l = ToLower(v);
+        for (const std::string& w : words)
+          if (l == w) return l;
+        return Bad(n, v, expected);
+      },
+      [](const std::string& v) { return v; });
+}
+
+// tls-protocols: space-separated TLSv1.2 / TLSv1.3 (empty = both).
+ConfigCodec TlsProtocols(std::string Config::*field) {
+  return Scalar(
+      field,
+      [](const std::string& n, const std::string& v) -> Result<std::string> {
+        Values words;
+        if (!SplitLine(v, &words)) return Bad(n, v, "TLSv1.2 and/or TLSv1.3");
+        for (const std::string& w : words)
+          if (w != "TLSv1.2" && w != "TLSv1.3") return Bad(n, v, "TLSv1.2 and/or TLSv1.3");
+        return v;
+      },
+      [](const std::string& v) { return v; });
+}
+
+constexpr bool kRuntime = true;
+constexpr bool kStartup = false;
+
+// The option table: one row per setting, in pion.conf order. Adding an option
+// is a field in Config, a row here and its documented line in pion.conf.
+const std::vector<ConfigOption>& Table() {
+  static const std::vector<ConfigOption> kOptions = {
+      {"port", Int(&Config::port, 0, 65535), "1974", kStartup, "N", "TCP port"},
+      {"bind", String(&Config::bind, "an IP address"), "127.0.0.1", kStartup, "ADDR",
+       "listening address"},
+      {"dir", String(&Config::dir, "a directory"), ".", kStartup, "PATH",
+       "data directory, created if missing"},
+      {"kvcache", Flag(&Config::kvcache), "no", kStartup, "",
+       "enable the KV.PREFIX / V.* commands"},
+      {"workers", Int(&Config::workers, 0, 64), "0", kStartup, "N", "event-loop threads",
+       "0 = cores, at most 64", 'w'},
+      {"max-sessions", Uint(&Config::max_sessions, 2, 1ull << 32), "256", kStartup, "N",
+       "session cap; a namespace uses two"},
+      {"maxmemory", Bytes(&Config::maxmemory, 0), "0", kRuntime, "BYTES",
+       "budget for stored K/V, e.g. 4gb", "0 = none"},
+      {"appendfsync", Fsync(&Config::appendfsync), "everysec", kRuntime, "always|everysec|no",
+       "WAL fsync policy"},
+      {"requirepass", String(&Config::requirepass), "", kStartup, "PASS", "require AUTH"},
+      {"loglevel", Level(&Config::loglevel), "notice", kRuntime, "debug|verbose|notice|warning",
+       "log verbosity"},
+      {"logfile", String(&Config::logfile), "", kStartup, "PATH", "log file", "stderr"},
+      {"timeout", Uint(&Config::timeout, 0, kHundredYears), "0", kRuntime, "SECONDS",
+       "close idle clients", "0 = never"},
+      {"maxclients", Uint(&Config::maxclients, 1, 1000000), "10000", kRuntime, "N",
+       "connection cap"},
+      {"proto-max-bulk-len", Bytes(&Config::proto_max_bulk_len, 1), "1gb", kStartup, "BYTES",
+       "largest bulk string"},
+      {"client-query-buffer-limit", Bytes(&Config::client_query_buffer_limit, 1024), "2gb",
+       kStartup, "BYTES", "largest pending command"},
+      {"client-output-buffer-limit", OutputLimit(), "normal 1gb 0 0", kRuntime,
+       "'normal HARD SOFT SECONDS' (or HARD)", "unsent replies before disconnect"},
+      {"maxmemory-clients",
+       BytesOrZero(&Config::maxmemory_clients, kMinClientsMemory,
+                   "0 (no limit) or a byte size of at least 64mb"),
+       "2gb", kRuntime, "BYTES", "all clients' buffers together", "2gb, 0 = none"},
+      {"protected-mode", Bool(&Config::protected_mode), "yes", kStartup, "yes|no",
+       "refuse remote clients without requirepass"},
+      // ACL (docs/security.md). `user NAME RULES...` lines are not a setting:
+      // ApplySetting collects them (also --user 'NAME RULES...').
+      {"aclfile", String(&Config::aclfile), "", kStartup, "PATH",
+       "ACL users file for ACL LOAD / SAVE (not with user lines)", "none"},
+      {"acllog-max-len", Uint(&Config::acllog_max_len, 0, 1ull << 20), "128", kRuntime, "N",
+       "ACL LOG entries kept"},
+      // TLS (docs/security.md); CONFIG SET of a tls-* setting reloads the context.
+      {"tls-port", Int(&Config::tls_port, 0, 65535), "0", kStartup, "N",
+       "TLS listener; with --port 0, TLS only", "0 = none"},
+      {"tls-cert-file", String(&Config::tls_cert_file), "", kRuntime, "PATH",
+       "server certificate chain (PEM)", "none"},
+      {"tls-key-file", String(&Config::tls_key_file), "", kRuntime, "PATH",
+       "its private key (PEM)", "none"},
+      {"tls-ca-cert-file", String(&Config::tls_ca_cert_file), "", kRuntime, "PATH",
+       "CA bundle that signs client certificates", "none"},
+      {"tls-auth-clients",
+       Choice(&Config::tls_auth_clients, {"yes", "no", "optional"}, "yes, no or optional"), "yes",
+       kRuntime, "yes|no|optional", "client certificate required / not asked / checked if sent"},
+      {"tls-protocols", TlsProtocols(&Config::tls_protocols), "", kRuntime, "'TLSv1.2 TLSv1.3'",
+       "TLS protocols allowed", "both"},
+      {"tls-ciphers", String(&Config::tls_ciphers), "", kRuntime, "LIST",
+       "TLS 1.2 cipher list (OpenSSL syntax)", "OpenSSL's"},
+      {"tls-ciphersuites", String(&Config::tls_ciphersuites), "", kRuntime, "LIST",
+       "TLS 1.3 cipher suites (OpenSSL syntax)", "OpenSSL's"},
+      {"auto-save-wal-bytes", Bytes(&Config::auto_save_wal_bytes, 0), "0", kStartup, "BYTES",
+       "WAL size that triggers a snapshot", "0 = auto"},
+      {"auto-save-retry-min", Uint(&Config::auto_save_retry_min, 1, 86400), "1", kStartup,
+       "SECONDS", "first retry of a failed automatic snapshot"},
+      {"auto-save-retry-max", Uint(&Config::auto_save_retry_max, 1, 86400), "300", kStartup,
+       "SECONDS", "longest retry interval, doubling from min"},
+      {"wal-repair", Flag(&Config::wal_repair), "no", kStartup, "",
+       "start even if the WAL is corrupt mid-file"},
+      {"appendonly", Bool(&Config::appendonly), "yes", kStartup, "yes|no",
+       "WAL and snapshots for --kvcache"},
+  };
+  return kOptions;
+}
+
+Status LoadFile(Config* cfg, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::InvalidArgument("cannot open config file '" + path + "'");
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    Values toks;
+    if (!SplitLine(line, &toks))
+      return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": unbalanced quotes");
+    if (toks.empty()) continue;
+    std::string name = ToLower(toks[0]);
+    Values values(toks.begin() + 1, toks.end());
+    Status st = ApplySetting(cfg, name, values);
+    if (!st.ok())
+      return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": " +
+                                     std::string(st.message()));
+  }
+  return Status::OK();
+}
+
+// Appends `words` to `out` wrapped at `width` columns, continuation lines
+// indented by `indent` spaces.
+void AppendWrapped(std::string* out, size_t col, const std::string& words, size_t indent,
+                   size_t width) {
+  std::istringstream in(words);
+  std::string w;
+  bool first = true;
+  while (in >> w) {
+    if (!first && col + 1 + w.size() > width) {
+      out->append("\n").append(indent, ' ');
+      col = indent;
+    } else if (!first) {
+      out->push_back(' ');
+      ++col;
+    }
+    out->append(w);
+    col += w.size();
+    first = false;
+  }
+  out->push_back('\n');
+}
+
 }  // namespace
 
-const std::vector<ConfigOption>& ConfigOptions() { return kOptions; }
+Config::Config() {
+  for (const ConfigOption& o : Table()) {
+    Status st = o.codec.set(this, o.name, {o.default_value});
+    PION_CHECK_MSG(st.ok(), o.name);
+  }
+}
+
+const std::vector<ConfigOption>& ConfigOptions() { return Table(); }
 
 const ConfigOption* FindConfigOption(std::string_view name) {
-  for (const ConfigOption& o : kOptions)
+  for (const ConfigOption& o : Table())
     if (EqualsIgnoreCase(name, o.name)) return &o;
   return nullptr;
 }
 
-Status ApplySetting(Config* cfg, const std::string& raw_name,
-                    const std::vector<std::string>& values) {
-  std::string name = ToLower(raw_name);
-  if (name == "user") {
-    // A config-file (or --user) ACL line; parsed with the others at start.
+Status ApplySetting(Config* cfg, const std::string& raw_name, const Values& values) {
+  if (EqualsIgnoreCase(raw_name, "user")) {
+    // An ACL user line (config file, or --user 'NAME RULES...'): kept whole,
+    // parsed with the others when the server starts.
     if (values.empty()) return Status::InvalidArgument("option 'user' needs a user name");
     std::string line = "user";
     for (const std::string& v : values) line += " " + v;
     cfg->users.push_back(std::move(line));
     return Status::OK();
   }
-  const ConfigOption* opt = FindConfigOption(name);
+  const ConfigOption* opt = FindConfigOption(raw_name);
   if (opt == nullptr) return Status::InvalidArgument("unknown option '" + raw_name + "'");
-  if (opt->is_flag && values.empty()) {
-    if (name == "kvcache") cfg->kvcache = true;
-    if (name == "wal-repair") cfg->wal_repair = true;
-    return Status::OK();
-  }
-  if (name == "client-output-buffer-limit") return ApplyOutputLimit(cfg, name, values);
-  if (values.size() != 1) {
-    return Status::InvalidArgument("option '" + name + "' takes exactly one value (" +
-                                   std::to_string(values.size()) + " given)");
-  }
-  const std::string& v = values[0];
-  if (name == "port") {
-    auto r = UintArg(name, v, 0, 65535);
-    if (!r.ok()) return r.status();
-    cfg->port = static_cast<int>(*r);
-  } else if (name == "bind") {
-    if (v.empty()) return Bad(name, v, "an IP address");
-    cfg->bind = v;
-  } else if (name == "dir") {
-    if (v.empty()) return Bad(name, v, "a directory");
-    cfg->dir = v;
-  } else if (name == "kvcache") {
-    auto r = BoolArg(name, v);
-    if (!r.ok()) return r.status();
-    cfg->kvcache = *r;
-  } else if (name == "workers") {
-    auto r = UintArg(name, v, 0, 64);
-    if (!r.ok()) return r.status();
-    cfg->workers = static_cast<int>(*r);
-  } else if (name == "max-sessions") {
-    auto r = UintArg(name, v, 2, 1ull << 32);
-    if (!r.ok()) return r.status();
-    cfg->max_sessions = *r;
-  } else if (name == "maxmemory") {
-    auto r = BytesArg(name, v, 0);
-    if (!r.ok()) return r.status();
-    cfg->maxmemory = *r;
-  } else if (name == "appendfsync") {
-    if (EqualsIgnoreCase(v, "always"))
-      cfg->appendfsync = FsyncPolicy::kAlways;
-    else if (EqualsIgnoreCase(v, "everysec"))
-      cfg->appendfsync = FsyncPolicy::kEverySec;
-    else if (EqualsIgnoreCase(v, "no"))
-      cfg->appendfsync = FsyncPolicy::kNo;
-    else
-      return Bad(name, v, "always, everysec or no");
-  } else if (name == "requirepass") {
-    cfg->requirepass = v;
-  } else if (name == "aclfile") {
-    cfg->aclfile = v;
-  } else if (name == "acllog-max-len") {
-    auto r = UintArg(name, v, 0, 1ull << 20);
-    if (!r.ok()) return r.status();
-    cfg->acllog_max_len = *r;
-  } else if (name == "tls-port") {
-    auto r = UintArg(name, v, 0, 65535);
-    if (!r.ok()) return r.status();
-    cfg->tls_port = static_cast<int>(*r);
-  } else if (name == "tls-cert-file") {
-    cfg->tls_cert_file = v;
-  } else if (name == "tls-key-file") {
-    cfg->tls_key_file = v;
-  } else if (name == "tls-ca-cert-file") {
-    cfg->tls_ca_cert_file = v;
-  } else if (name == "tls-auth-clients") {
-    std::string l = ToLower(v);
-    if (l != "yes" && l != "no" && l != "optional") return Bad(name, v, "yes, no or optional");
-    cfg->tls_auth_clients = l;
-  } else if (name == "tls-protocols") {
-    std::vector<std::string> words;
-    std::string w;
-    for (char c : v + " ") {
-      if (c == ' ') {
-        if (!w.empty() && w != "TLSv1.2" && w != "TLSv1.3")
-          return Bad(name, v, "TLSv1.2 and/or TLSv1.3");
-        w.clear();
-      } else {
-        w += c;
-      }
-    }
-    cfg->tls_protocols = v;
-  } else if (name == "tls-ciphers") {
-    cfg->tls_ciphers = v;
-  } else if (name == "tls-ciphersuites") {
-    cfg->tls_ciphersuites = v;
-  } else if (name == "loglevel") {
-    LogLevel l;
-    if (!ParseLogLevel(ToLower(v), &l)) return Bad(name, v, "debug, verbose, notice or warning");
-    cfg->loglevel = l;
-  } else if (name == "logfile") {
-    cfg->logfile = v;
-  } else if (name == "timeout") {
-    auto r = UintArg(name, v, 0, 100ull * 365 * 86400);
-    if (!r.ok()) return r.status();
-    cfg->timeout = *r;
-  } else if (name == "maxclients") {
-    auto r = UintArg(name, v, 1, 1000000);
-    if (!r.ok()) return r.status();
-    cfg->maxclients = *r;
-  } else if (name == "proto-max-bulk-len") {
-    auto r = BytesArg(name, v, 1);
-    if (!r.ok()) return r.status();
-    cfg->proto_max_bulk_len = *r;
-  } else if (name == "client-query-buffer-limit") {
-    auto r = BytesArg(name, v, 1024);
-    if (!r.ok()) return r.status();
-    cfg->client_query_buffer_limit = *r;
-  } else if (name == "maxmemory-clients") {
-    auto r = BytesArg(name, v, 0);
-    if (!r.ok()) return r.status();
-    if (*r != 0 && *r < kMinClientsMemory)
-      return Bad(name, v, "0 (no limit) or a byte size of at least 64mb");
-    cfg->maxmemory_clients = *r;
-  } else if (name == "protected-mode") {
-    auto r = BoolArg(name, v);
-    if (!r.ok()) return r.status();
-    cfg->protected_mode = *r;
-  } else if (name == "auto-save-wal-bytes") {
-    auto r = BytesArg(name, v, 0);
-    if (!r.ok()) return r.status();
-    cfg->auto_save_wal_bytes = *r;
-  } else if (name == "auto-save-retry-min") {
-    auto r = UintArg(name, v, 1, 86400);
-    if (!r.ok()) return r.status();
-    cfg->auto_save_retry_min = *r;
-  } else if (name == "auto-save-retry-max") {
-    auto r = UintArg(name, v, 1, 86400);
-    if (!r.ok()) return r.status();
-    cfg->auto_save_retry_max = *r;
-  } else if (name == "wal-repair") {
-    auto r = BoolArg(name, v);
-    if (!r.ok()) return r.status();
-    cfg->wal_repair = *r;
-  } else if (name == "appendonly") {
-    auto r = BoolArg(name, v);
-    if (!r.ok()) return r.status();
-    cfg->appendonly = *r;
-  }
-  return Status::OK();
+  return opt->codec.set(cfg, opt->name, values);
 }
 
 std::string ConfigUsage() {
-  return "Usage: pion-server [/path/to/pion.conf] [--option value ...]\n"
-         "\n"
-         "  --port N                       TCP port (default 1974)\n"
-         "  --bind ADDR                    listening address (default 127.0.0.1)\n"
-         "  --dir PATH                     data directory, created if missing (default .)\n"
-         "  --kvcache                      enable the KV.PREFIX / V.* commands\n"
-         "  -w, --workers N                event-loop threads (default: cores, at most 64)\n"
-         "  --max-sessions N               session cap; a namespace uses two (default 256)\n"
-         "  --maxmemory BYTES              budget for stored K/V, e.g. 4gb (default 0 = none)\n"
-         "  --appendfsync always|everysec|no   WAL fsync policy (default everysec)\n"
-         "  --requirepass PASS             require AUTH\n"
-         "  --loglevel debug|verbose|notice|warning   (default notice)\n"
-         "  --logfile PATH                 log file (default stderr)\n"
-         "  --timeout SECONDS              close idle clients (default 0 = never)\n"
-         "  --maxclients N                 connection cap (default 10000)\n"
-         "  --proto-max-bulk-len BYTES     largest bulk string (default 1gb)\n"
-         "  --client-query-buffer-limit BYTES  largest pending command (default 2gb)\n"
-         "  --client-output-buffer-limit 'normal HARD SOFT SECONDS' (or HARD): unsent replies\n"
-         "                                 before disconnect (default normal 1gb 0 0)\n"
-         "  --maxmemory-clients BYTES      all clients' buffers together (default 2gb, 0 = none)\n"
-         "  --protected-mode yes|no        refuse remote clients without requirepass (default "
-         "yes)\n"
-         "  --auto-save-wal-bytes BYTES    WAL size that triggers a snapshot (default 0 = auto)\n"
-         "  --auto-save-retry-min SECONDS  first retry of a failed automatic snapshot (default 1)\n"
-         "  --auto-save-retry-max SECONDS  longest retry interval, doubling from min (default "
-         "300)\n"
-         "  --wal-repair                   start even if the WAL is corrupt mid-file\n"
-         "  --appendonly yes|no            WAL and snapshots for --kvcache (default yes)\n"
-         "  --user 'NAME RULES...'         an ACL user (repeatable; config file: user NAME RULES...)\n"
-         "  --aclfile PATH                 ACL users file (ACL LOAD / SAVE; not with user lines)\n"
-         "  --acllog-max-len N             ACL LOG entries kept (default 128)\n"
-         "  --tls-port N                   TLS listener (default 0 = none; --port 0: TLS only)\n"
-         "  --tls-cert-file PATH           server certificate (PEM)\n"
-         "  --tls-key-file PATH            its private key (PEM)\n"
-         "  --tls-ca-cert-file PATH        CA that signs client certificates\n"
-         "  --tls-auth-clients yes|no|optional   client certificate required (default yes)\n"
-         "  --tls-protocols 'TLSv1.2 TLSv1.3'    protocols allowed (default both)\n"
-         "  --tls-ciphers LIST             TLS 1.2 ciphers (default OpenSSL's)\n"
-         "  --tls-ciphersuites LIST        TLS 1.3 cipher suites (default OpenSSL's)\n"
-         "  --help, --version\n"
-         "\n"
-         "A config file holds the same names without dashes, one 'name value' per line.\n";
+  constexpr size_t kHelpColumn = 33, kWidth = 100;
+  std::string out = "Usage: pion-server [/path/to/pion.conf] [--option value ...]\n\n";
+  for (const ConfigOption& o : Table()) {
+    std::string line = "  ";
+    if (o.short_flag != 0) line.append("-").append(1, o.short_flag).append(", ");
+    line.append("--").append(o.name);
+    if (*o.arg != '\0') line.append(" ").append(o.arg);
+    line.append(line.size() + 2 <= kHelpColumn ? kHelpColumn - line.size() : 2, ' ');
+    std::string help = o.help;
+    const char* shown = o.shown_default != nullptr ? o.shown_default : o.default_value;
+    if (!o.is_flag() && *shown != '\0') help.append(" (default ").append(shown).append(")");
+    out.append(line);
+    AppendWrapped(&out, line.size(), help, kHelpColumn, kWidth);
+  }
+  out.append(
+      "  --user 'NAME RULES...'         an ACL user (repeatable; config file: user NAME RULES...)\n"
+      "  --help, --version\n"
+      "\n"
+      "A config file holds the same names without dashes, one 'name value' per line.\n");
+  return out;
 }
 
 Result<Config> ParseConfig(int argc, char** argv) {
@@ -406,40 +467,66 @@ Result<Config> ParseConfig(int argc, char** argv) {
       cfg.show_version = true;
       continue;
     }
-    std::string name;
-    std::vector<std::string> values;
-    if (a == "-w") {
-      name = "workers";
+    const ConfigOption* opt = nullptr;
+    Values values;
+    if (a.size() == 2 && a[0] == '-' && a[1] != '-') {
+      for (const ConfigOption& o : Table())
+        if (o.short_flag == a[1]) opt = &o;
     } else if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
-      name = a.substr(2);
+      std::string name = a.substr(2);
       size_t eq = name.find('=');
       if (eq != std::string::npos) {
         values.push_back(name.substr(eq + 1));
         name.resize(eq);
       }
+      opt = FindConfigOption(name);
+      if (opt == nullptr && name == "user") {
+        if (values.empty()) {
+          if (i + 1 >= argc) return Status::InvalidArgument("option '" + a + "' needs a value");
+          values.push_back(argv[++i]);
+        }
+        PION_RETURN_IF_ERROR(ApplySetting(&cfg, name, values));
+        continue;
+      }
     } else {
       return Status::InvalidArgument("unexpected argument '" + a +
                                      "' (options start with --; the config file comes first)");
     }
-    const ConfigOption* opt = FindConfigOption(name);
-    if (opt == nullptr && name != "user")
-      return Status::InvalidArgument("unknown option '" + a + "' (see --help)");
+    if (opt == nullptr) return Status::InvalidArgument("unknown option '" + a + "' (see --help)");
     if (values.empty()) {
-      if (opt != nullptr && opt->is_flag) {
+      const char* list = opt->codec.list_keyword;
+      if (opt->is_flag()) {
         // A flag takes an explicit yes/no only if one follows.
-        if (i + 1 < argc && BoolArg(name, argv[i + 1]).ok()) values.push_back(argv[++i]);
-      } else if (name == "client-output-buffer-limit" && i + 4 < argc &&
-                 EqualsIgnoreCase(argv[i + 1], "normal")) {
+        if (i + 1 < argc && BoolArg(opt->name, argv[i + 1]).ok()) values.push_back(argv[++i]);
+      } else if (list != nullptr && i + 4 < argc && EqualsIgnoreCase(argv[i + 1], list)) {
         for (int k = 0; k < 4; ++k) values.push_back(argv[++i]);
       } else {
         if (i + 1 >= argc) return Status::InvalidArgument("option '" + a + "' needs a value");
         values.push_back(argv[++i]);
       }
     }
-    Status st = ApplySetting(&cfg, name, values);
-    if (!st.ok()) return st;
+    PION_RETURN_IF_ERROR(opt->codec.set(&cfg, opt->name, values));
   }
   return cfg;
+}
+
+ConfigSetError ApplyConfigSet(const std::vector<std::pair<std::string, std::string>>& pairs,
+                              Config* next) {
+  std::set<std::string_view> seen;
+  for (const auto& [name, value] : pairs) {
+    const ConfigOption* opt = FindConfigOption(name);
+    if (opt == nullptr) return {ConfigSetError::kUnknown, name, ""};
+    if (!seen.insert(opt->name).second) return {ConfigSetError::kDuplicate, name, ""};
+    if (!opt->runtime) return {ConfigSetError::kImmutable, name, ""};
+    Status st = opt->codec.set(next, opt->name, {value});
+    if (!st.ok()) return {ConfigSetError::kInvalid, name, std::string(st.message())};
+  }
+  return {};
+}
+
+void CopyRuntimeSettings(const Config& from, Config* to) {
+  for (const ConfigOption& o : Table())
+    if (o.runtime) o.codec.copy(from, to);
 }
 
 }  // namespace pion::server

@@ -1,13 +1,22 @@
 // Config: every server setting, filled from a config file (first positional
 // argument, redis.conf style "name value" lines) and then the command line
-// (--name value), validated once. Settings marked "runtime" can change through
-// CONFIG SET and are read with relaxed atomics by the workers.
+// (--name value), validated once.
+//
+// Each setting is one row of the option table (config.cc, kOptions): its name,
+// how its value is parsed and printed (which Config field, limits), its
+// default, whether CONFIG SET may change it, and its --help line. The table
+// generates the command-line and config-file parser, the usage text, CONFIG
+// GET / SET's validation, and the defaults a Config is constructed with;
+// config_table_test checks that pion.conf lists every row with its default.
+// Settings marked runtime are read by the workers through relaxed-atomic
+// accessors on Server (Server::SetConfig publishes them).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/log.h"
@@ -17,37 +26,40 @@ namespace pion::server {
 
 enum class FsyncPolicy : uint8_t { kAlways, kEverySec, kNo };
 
+// The values; defaults come from the option table (Config() applies them).
 struct Config {
-  int port = 1974;
-  std::string bind = "127.0.0.1";
-  std::string dir = ".";
+  Config();
+
+  int port = 0;
+  std::string bind;
+  std::string dir;
   bool kvcache = false;
   int workers = 0;  // 0 = number of cores (at most 64)
-  uint64_t max_sessions = 256;
+  uint64_t max_sessions = 0;
   uint64_t maxmemory = 0;                            // runtime
   FsyncPolicy appendfsync = FsyncPolicy::kEverySec;  // runtime
   std::string requirepass;
   LogLevel loglevel = LogLevel::kNotice;  // runtime
   std::string logfile;
-  uint64_t proto_max_bulk_len = 1ull << 30;
-  uint64_t max_multibulk_len = 1ull << 20;  // arguments per command
-  uint64_t client_query_buffer_limit = 2ull << 30;
+  uint64_t proto_max_bulk_len = 0;
+  uint64_t client_query_buffer_limit = 0;
+  uint64_t max_multibulk_len = 1ull << 20;  // arguments per command (fixed, not an option)
   // client-output-buffer-limit normal <hard> <soft> <soft-seconds> (0 = none).
-  uint64_t client_output_buffer_limit = 1ull << 30;  // hard: disconnect at once
-  uint64_t client_output_buffer_soft_limit = 0;      // soft: for longer than ...
-  uint64_t client_output_buffer_soft_seconds = 0;    // ... this many seconds
+  uint64_t client_output_buffer_limit = 0;         // hard: disconnect at once
+  uint64_t client_output_buffer_soft_limit = 0;    // soft: for longer than ...
+  uint64_t client_output_buffer_soft_seconds = 0;  // ... this many seconds
   // All clients' buffers together (query, big arguments, unsent replies).
-  uint64_t maxmemory_clients = 2ull << 30;
-  bool protected_mode = true;
-  uint64_t maxclients = 10000;
+  uint64_t maxmemory_clients = 0;
+  bool protected_mode = false;
+  uint64_t maxclients = 0;
   uint64_t timeout = 0;              // idle seconds before closing a client; 0 = never
   uint64_t auto_save_wal_bytes = 0;  // 0 = max(64 MiB, last snapshot size)
   // A failed automatic snapshot (a full disk) is retried after min seconds,
   // then twice as long each time, at most max.
-  uint64_t auto_save_retry_min = 1;
-  uint64_t auto_save_retry_max = 300;
+  uint64_t auto_save_retry_min = 0;
+  uint64_t auto_save_retry_max = 0;
   bool wal_repair = false;
-  bool appendonly = true;  // write-ahead log + snapshots (--kvcache); no = memory only
+  bool appendonly = false;  // write-ahead log + snapshots (--kvcache); no = memory only
 
   // ACL (docs/security.md): `user <name> <rules...>` lines of the config
   // file (each kept whole), or an ACL file of such lines (not both).
@@ -72,12 +84,38 @@ struct Config {
   bool show_version = false;
 };
 
-// One setting as CONFIG GET / CONFIG SET and the config file know it.
+// How one option's value is read into and printed from a Config (built by the
+// helpers in config.cc: an integer field with limits, a byte size, yes/no, ...).
+struct ConfigCodec {
+  using SetFn =
+      std::function<Status(Config*, const std::string& name, const std::vector<std::string>&)>;
+  // Parses `values` (one value; a flag may have none) into the field. Errors
+  // name the option and the value.
+  SetFn set;
+  // The value as CONFIG GET prints it; it parses back through set.
+  std::function<std::string(const Config&)> get;
+  // Copies the field(s) from one Config to another (CONFIG SET's apply step).
+  std::function<void(const Config& from, Config* to)> copy;
+  bool is_flag = false;  // a boolean that may be given without a value (--kvcache)
+  // On the command line the value may also be this word and three more
+  // arguments ("normal" for client-output-buffer-limit); nullptr for none.
+  const char* list_keyword = nullptr;
+};
+
+// One row of the option table.
 struct ConfigOption {
   const char* name;  // lower case, as in pion.conf: "maxmemory"
-  bool runtime;      // CONFIG SET may change it
-  bool is_flag;      // a boolean that may be given without a value (--kvcache)
-  std::string (*get)(const Config&);
+  ConfigCodec codec;
+  const char* default_value;  // as pion.conf writes it: "1gb", "normal 1gb 0 0"
+  bool runtime;               // CONFIG SET may change it
+  const char* arg;            // --help's value placeholder ("N", "BYTES"); "" for a flag
+  const char* help;           // --help's description
+  // What --help says the default is, when not default_value ("" = say nothing).
+  const char* shown_default = nullptr;
+  char short_flag = 0;  // a one-letter alias ('w' for -w), 0 for none
+
+  bool is_flag() const { return codec.is_flag; }
+  std::string get(const Config& c) const { return codec.get(c); }
 };
 
 // Every setting, in pion.conf order.
@@ -91,5 +129,21 @@ std::string ConfigUsage();
 Result<Config> ParseConfig(int argc, char** argv);
 // Applies one "name value" setting (config file line, --name value, CONFIG SET).
 Status ApplySetting(Config* cfg, const std::string& name, const std::vector<std::string>& values);
+
+// Why a CONFIG SET request was refused (the command layer words the reply).
+struct ConfigSetError {
+  enum Kind : uint8_t { kNone, kUnknown, kDuplicate, kImmutable, kInvalid };
+  Kind kind = kNone;
+  std::string name;    // the option as the client spelled it
+  std::string detail;  // kInvalid: the parser's message
+  bool ok() const { return kind == kNone; }
+};
+// CONFIG SET's validation: applies every (name, value) pair to `*next` (a copy
+// of the current config), refusing unknown, repeated and start-up-only names
+// and bad values. On error `*next` is partly changed and must be dropped.
+ConfigSetError ApplyConfigSet(const std::vector<std::pair<std::string, std::string>>& pairs,
+                              Config* next);
+// Copies every runtime setting from `from` into `to` (CONFIG SET's apply).
+void CopyRuntimeSettings(const Config& from, Config* to);
 
 }  // namespace pion::server

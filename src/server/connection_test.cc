@@ -1,6 +1,6 @@
 // A real Server on an ephemeral port with a test command that sets
 // ctx.wait_lsn: replies are held until a fake durability notifier calls
-// Server::NotifyDurable, and released in request order. Also pipelining and
+// DurabilityGate::NotifyDurable, and released in request order. Also pipelining and
 // protocol-error close through the whole read/dispatch/write path. Replies
 // completed later (ctx.Defer()): completed from another thread, in request
 // order with the client's pipelined commands and LSN holds, after the client
@@ -54,17 +54,27 @@ std::shared_ptr<DeferredReply> TakeTicket() {
   return t;
 }
 
-// TEST.BG: completes +BG from a background task after 300 ms.
-std::atomic<int> g_bg_posted{0};
+// TEST.BG: a background task that completes +BG once the test opens the gate
+// (after it asked for the shutdown), so the shutdown finds it running.
+struct BgGate {
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0;
+  bool open = false;
+};
+BgGate g_bg;
 
 void BgCmd(CommandContext& ctx) {
   std::shared_ptr<DeferredReply> t = ctx.Defer();
   bool ok = ctx.server->background().Post([t] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::unique_lock<std::mutex> lk(g_bg.mu);
+    ++g_bg.started;
+    g_bg.cv.notify_all();
+    g_bg.cv.wait_for(lk, std::chrono::seconds(30), [] { return g_bg.open; });
+    lk.unlock();
     t->SimpleString("BG");
   });
   EXPECT_TRUE(ok);
-  g_bg_posted.fetch_add(1);
 }
 
 class ServerFixture : public ::testing::Test {
@@ -146,9 +156,9 @@ TEST_F(ServerFixture, DeferredRepliesWaitForDurableLsn) {
   EXPECT_EQ(Read(fd, 7, 5000), "+PONG\r\n");
   // Held: nothing more arrives while the LSN is not durable.
   EXPECT_EQ(Read(fd, 1, 100), "");
-  server_->NotifyDurable(4);
+  server_->durability().NotifyDurable(4);
   EXPECT_EQ(Read(fd, 1, 100), "");
-  server_->NotifyDurable(5);
+  server_->durability().NotifyDurable(5);
   EXPECT_EQ(Read(fd, 12, 5000), "+OK\r\n+PONG\r\n");
   // Already durable: not held.
   Send(fd, "TEST.WAIT 3\r\n");
@@ -162,7 +172,7 @@ TEST_F(ServerFixture, OtherClientsAreNotHeld) {
   Send(b, "PING\r\n");
   EXPECT_EQ(Read(b, 7, 5000), "+PONG\r\n");
   EXPECT_EQ(Read(a, 1, 50), "");
-  server_->NotifyDurable(100);
+  server_->durability().NotifyDurable(100);
   EXPECT_EQ(Read(a, 5, 5000), "+OK\r\n");
   ::close(a);
   ::close(b);
@@ -216,7 +226,7 @@ TEST_F(ServerFixture, DeferredReplyAndLsnHoldKeepOrder) {
   std::thread([t] { t->Complete([](ReplyBuilder& r) { r.Error("ERR boom"); }); }).join();
   // Completed, but behind a reply that waits for LSN 5.
   EXPECT_EQ(Read(fd, 1, 100), "");
-  server_->NotifyDurable(5);
+  server_->durability().NotifyDurable(5);
   EXPECT_EQ(Read(fd, 23, 5000), "+OK\r\n-ERR boom\r\n+PONG\r\n");
   // The other way round: durable first, the deferred reply still holds PING.
   Send(fd, "TEST.DEFER\r\nTEST.WAIT 7\r\nPING\r\n");
@@ -226,7 +236,7 @@ TEST_F(ServerFixture, DeferredReplyAndLsnHoldKeepOrder) {
   t->SimpleString("D");
   EXPECT_EQ(Read(fd, 4, 5000), "+D\r\n");
   EXPECT_EQ(Read(fd, 1, 100), "");  // TEST.WAIT 7 ran after the completion
-  server_->NotifyDurable(7);
+  server_->durability().NotifyDurable(7);
   EXPECT_EQ(Read(fd, 12, 5000), "+OK\r\n+PONG\r\n");
   ::close(fd);
 }
@@ -241,9 +251,9 @@ TEST_F(ServerFixture, DeferredReplyAfterClientDisconnected) {
   ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
   ::close(fd);
   uint64_t deadline = MonotonicNs() + 5000000000ull;
-  while (server_->connected_clients() != 0 && MonotonicNs() < deadline)
+  while (server_->clients().connected() != 0 && MonotonicNs() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(server_->connected_clients(), 0u);
+  EXPECT_EQ(server_->clients().connected(), 0u);
   std::thread([t] { t->SimpleString("LATE"); }).join();
   // The completion found no connection; the server carries on.
   int b = Connect();
@@ -265,12 +275,29 @@ TEST_F(ServerFixture, AbandonedTicketRepliesWithAnError) {
 
 TEST_F(ServerFixture, ShutdownFinishesBackgroundWorkAndSendsItsReply) {
   int fd = Connect();
-  int before = g_bg_posted.load();
+  int before;
+  {
+    std::lock_guard<std::mutex> lk(g_bg.mu);
+    before = g_bg.started;
+    g_bg.open = false;
+  }
   Send(fd, "TEST.BG\r\n");
-  uint64_t deadline = MonotonicNs() + 5000000000ull;
-  while (g_bg_posted.load() == before && MonotonicNs() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  {
+    std::unique_lock<std::mutex> lk(g_bg.mu);
+    ASSERT_TRUE(
+        g_bg.cv.wait_for(lk, std::chrono::seconds(5), [&] { return g_bg.started > before; }));
+  }
   server_->RequestShutdown();
+  // Let the task finish only once the shutdown has begun.
+  uint64_t deadline = MonotonicNs() + 5000000000ull;
+  while (!server_->shutting_down() && MonotonicNs() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(server_->shutting_down());
+  {
+    std::lock_guard<std::mutex> lk(g_bg.mu);
+    g_bg.open = true;
+  }
+  g_bg.cv.notify_all();
   // The reply, then the close of a server that finished its work.
   std::string got;
   EXPECT_TRUE(ReadToEof(fd, 5000, &got)) << "connection not closed at shutdown";

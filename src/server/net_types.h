@@ -4,6 +4,7 @@
 #pragma once
 
 #include "net/buffer.h"
+#include "net/client_control.h"
 #include "net/client_info.h"
 #include "net/connection.h"
 #include "net/deferred_reply.h"
@@ -19,6 +20,7 @@ namespace pion::server {
 
 using net::BufferGate;
 using net::BufferPool;
+using net::ClientControl;
 using net::ClientInfo;
 using net::Connection;
 using net::DeferredReply;

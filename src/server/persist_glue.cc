@@ -32,7 +32,7 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(Server& server) {
   o.wal_repair = c.wal_repair;
   auto p = std::make_unique<persist::Persistence>(server.store(), o);
   persist::Persistence* pp = p.get();
-  pp->SetAckCallback([&server](uint64_t lsn) { server.NotifyDurable(lsn); });
+  pp->SetAckCallback([&server](uint64_t lsn) { server.durability().NotifyDurable(lsn); });
   PersistenceHooks h;
   h.persistence = pp;
   h.save = [pp] { return pp->Save(""); };

@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "base/strutil.h"
 #include "net/listener.h"
+#include "server/commands/errors.h"
 #include "server/fd_limit.h"
 #include "server/worker.h"
 
@@ -76,14 +77,12 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     : cfg_(std::move(cfg)),
       commands_(WithExtra(std::move(extra_commands))),
       acl_(&commands_),
-      maxclients_(cfg_.maxclients),
-      timeout_s_(cfg_.timeout),
-      output_limit_(cfg_.client_output_buffer_limit),
-      output_soft_limit_(cfg_.client_output_buffer_soft_limit),
-      output_soft_seconds_(cfg_.client_output_buffer_soft_seconds),
-      maxmemory_clients_(cfg_.maxmemory_clients),
-      maxmemory_(cfg_.maxmemory),
       background_(kBackgroundThreads, "pion-bg") {
+  // requirepass is the default user's password from the start (Start() loads
+  // the user lines / aclfile and applies it again over them).
+  if (!cfg_.requirepass.empty()) acl_.SetDefaultPassword(cfg_.requirepass);
+  acl_.set_log_max_len(cfg_.acllog_max_len);
+  PublishRuntimeSettings();
   start_time_us_ = MonotonicUs();
   run_id_ = RandomHex(40);
   if (cfg_.kvcache) {
@@ -128,6 +127,7 @@ Status Server::Start() {
   for (int i = 0; i < cfg_.workers; ++i) {
     workers_.push_back(std::make_unique<Worker>(this, i, pool));
     PION_RETURN_IF_ERROR(workers_.back()->Init(listen_fd_, tls_listen_fd_));
+    durability_.Watch(&workers_.back()->held_replies());
   }
   background_.Start();
   for (auto& w : workers_) w->Start();
@@ -206,13 +206,6 @@ void Server::StopWorkers() {
   for (auto& w : workers_) w->Join();
 }
 
-void Server::NotifyDurable(uint64_t lsn) {
-  uint64_t cur = durable_lsn_.load(std::memory_order_relaxed);
-  while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_seq_cst)) {
-  }
-  for (auto& w : workers_) w->WakeDurable(lsn);
-}
-
 std::shared_ptr<const net::TlsContext> Server::tls_context() const {
   std::lock_guard<std::mutex> lk(tls_mu_);
   return tls_ctx_;
@@ -242,86 +235,39 @@ bool Server::default_user_open() const {
 
 const AclUser* Server::RefreshClientUser(ClientInfo* c) {
   c->principal_epoch = acl_.epoch();
-  std::string name;
-  {
-    std::lock_guard<std::mutex> lk(clients_mu_);
-    name = c->user;
-  }
-  c->principal = acl_.Find(name);  // nullptr once the user was deleted
+  c->principal = acl_.Find(clients_.User(c));  // nullptr once the user was deleted
   return static_cast<const AclUser*>(c->principal.get());
 }
 
 void Server::SetClientUser(ClientInfo* c, std::shared_ptr<const AclUser> u) {
-  {
-    std::lock_guard<std::mutex> lk(clients_mu_);
-    c->user = u->name;
-  }
+  clients_.SetUser(c, u->name);
   c->principal_epoch = acl_.epoch();
   c->principal = std::move(u);
 }
 
-std::string Server::ClientUserName(const ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  return c->user;
-}
+std::string Server::ClientUserName(const ClientInfo* c) { return clients_.User(c); }
 
 std::string Server::ClientLine(const ClientInfo* c) {
   std::string s;
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  AppendClientLine(*c, &s);
+  clients_.With(c, [&](const ClientInfo& ci) { AppendClientLine(ci, &s); });
   if (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
 }
 
 void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
   std::vector<uint64_t> ids;
-  {
-    std::lock_guard<std::mutex> lk(clients_mu_);
-    for (auto& [id, c] : clients_)
-      for (const std::string& n : names)
-        if (c->user == n) ids.push_back(id);
-  }
+  clients_.ForEach([&](const ClientInfo& c) {
+    for (const std::string& n : names)
+      if (c.user == n) ids.push_back(c.id);
+  });
   for (uint64_t id : ids) KillClient(id);
 }
 
-void Server::RegisterClient(ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  clients_[c->id] = c;
-}
-
-void Server::UnregisterClient(ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  clients_.erase(c->id);
-}
-
-void Server::SetClientName(ClientInfo* c, std::string name) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  c->name = std::move(name);
-}
-
-std::string Server::ClientName(const ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(clients_mu_);
-  return c->name;
-}
 
 bool Server::KillClient(uint64_t id) {
-  int worker;
-  {
-    std::lock_guard<std::mutex> lk(clients_mu_);
-    auto it = clients_.find(id);
-    if (it == clients_.end()) return false;
-    worker = it->second->worker;
-  }
+  int worker = clients_.WorkerOf(id);
+  if (worker < 0) return false;
   workers_[worker]->Kill(id);
-  return true;
-}
-
-bool Server::TryAcquireClientSlot() {
-  uint64_t max = maxclients();
-  uint64_t cur = connected_.load(std::memory_order_relaxed);
-  do {
-    if (cur >= max) return false;
-  } while (!connected_.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed));
   return true;
 }
 
@@ -354,14 +300,6 @@ void Server::ResetStats() {
   }
 }
 
-bool Server::ReserveClientMemory(uint64_t n) {
-  uint64_t limit = maxmemory_clients();
-  int64_t cur = client_memory_.load(std::memory_order_relaxed);
-  if (limit > 0 && static_cast<uint64_t>(cur < 0 ? 0 : cur) + n > limit) return false;
-  client_memory_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
-  return true;
-}
-
 Config Server::ConfigSnapshot() const {
   std::lock_guard<std::mutex> lk(config_mu_);
   return cfg_;
@@ -372,24 +310,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   *lsn = 0;
   std::lock_guard<std::mutex> lk(config_mu_);
   Config next = cfg_;
-  std::set<std::string> seen;
-  for (const auto& [name, value] : pairs) {
-    const ConfigOption* opt = FindConfigOption(name);
-    if (opt == nullptr)
-      return Status::InvalidArgument("ERR Unknown option or number of args for CONFIG SET - '" +
-                                     name + "'");
-    std::string prefix = "ERR CONFIG SET failed (possibly related to argument '" + name + "') - ";
-    if (!seen.insert(opt->name).second)
-      return Status::InvalidArgument(prefix + "duplicate parameter");
-    if (!opt->runtime) return Status::InvalidArgument(prefix + "can't set immutable config");
-    Status st = ApplySetting(&next, name, {value});
-    if (!st.ok()) return Status::InvalidArgument(prefix + std::string(st.message()));
-  }
+  ConfigSetError err = ApplyConfigSet(pairs, &next);
+  if (!err.ok()) return Status::InvalidArgument(ConfigSetErrorText(err));
   if (next.maxclients != cfg_.maxclients && next.maxclients > MaxClientsForCurrentLimit())
-    return Status::InvalidArgument(
-        "ERR CONFIG SET failed (possibly related to argument 'maxclients') - the open file "
-        "limit (ulimit -n) allows at most " +
-        std::to_string(MaxClientsForCurrentLimit()) + " clients");
+    return Status::InvalidArgument(ConfigSetFdLimitError(MaxClientsForCurrentLimit()));
   // TLS settings: build the new context before anything changes (a bad
   // certificate refuses the whole CONFIG SET).
   std::shared_ptr<const net::TlsContext> new_tls;
@@ -419,35 +343,24 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
     hooks_.set_appendfsync(next.appendfsync);
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
   if (next.acllog_max_len != cfg_.acllog_max_len) acl_.set_log_max_len(next.acllog_max_len);
-  cfg_.acllog_max_len = next.acllog_max_len;
-  cfg_.tls_cert_file = next.tls_cert_file;
-  cfg_.tls_key_file = next.tls_key_file;
-  cfg_.tls_ca_cert_file = next.tls_ca_cert_file;
-  cfg_.tls_auth_clients = next.tls_auth_clients;
-  cfg_.tls_protocols = next.tls_protocols;
-  cfg_.tls_ciphers = next.tls_ciphers;
-  cfg_.tls_ciphersuites = next.tls_ciphersuites;
+  CopyRuntimeSettings(next, &cfg_);
+  PublishRuntimeSettings();
   if (new_tls != nullptr) {
     std::lock_guard<std::mutex> tlk(tls_mu_);
     tls_ctx_ = std::move(new_tls);
   }
-  cfg_.maxmemory = next.maxmemory;
-  cfg_.appendfsync = next.appendfsync;
-  cfg_.loglevel = next.loglevel;
-  cfg_.timeout = next.timeout;
-  cfg_.maxclients = next.maxclients;
-  cfg_.client_output_buffer_limit = next.client_output_buffer_limit;
-  cfg_.client_output_buffer_soft_limit = next.client_output_buffer_soft_limit;
-  cfg_.client_output_buffer_soft_seconds = next.client_output_buffer_soft_seconds;
-  cfg_.maxmemory_clients = next.maxmemory_clients;
-  output_soft_limit_.store(next.client_output_buffer_soft_limit, std::memory_order_relaxed);
-  output_soft_seconds_.store(next.client_output_buffer_soft_seconds, std::memory_order_relaxed);
-  maxmemory_clients_.store(next.maxmemory_clients, std::memory_order_relaxed);
-  maxmemory_.store(next.maxmemory, std::memory_order_relaxed);
-  timeout_s_.store(next.timeout, std::memory_order_relaxed);
-  maxclients_.store(next.maxclients, std::memory_order_relaxed);
-  output_limit_.store(next.client_output_buffer_limit, std::memory_order_relaxed);
   return Status::OK();
+}
+
+void Server::PublishRuntimeSettings() {
+  constexpr auto kR = std::memory_order_relaxed;
+  maxclients_.store(cfg_.maxclients, kR);
+  timeout_s_.store(cfg_.timeout, kR);
+  output_limit_.store(cfg_.client_output_buffer_limit, kR);
+  output_soft_limit_.store(cfg_.client_output_buffer_soft_limit, kR);
+  output_soft_seconds_.store(cfg_.client_output_buffer_soft_seconds, kR);
+  maxmemory_clients_.store(cfg_.maxmemory_clients, kR);
+  maxmemory_.store(cfg_.maxmemory, kR);
 }
 
 }  // namespace pion::server

@@ -1,8 +1,9 @@
-// Server: the process-wide state every worker shares. It owns the config, the
-// store (only with --kvcache), the receipt, the command table, the client
-// registry, the workers and the listening socket, and, once the durability
-// layer exists, the hooks into persistence. Passed explicitly to handlers
-// through CommandContext::server (no globals).
+// Server: process orchestration. It owns the config, the store (only with
+// --kvcache), the receipt, the command table, the client registry
+// (client_registry.h), the durability gate (durability_gate.h), the
+// background task runner, the workers and the listening socket, and the hooks
+// into persistence. Passed explicitly to handlers through
+// CommandContext::server (no globals).
 //
 // Thread-safety: everything here may be used from any worker thread unless a
 // comment says otherwise. Settings that CONFIG SET can change at run time are
@@ -10,13 +11,10 @@
 // output_limit(), maxmemory()); config() holds the values given at start-up
 // and CONFIG SET keeps it in step under config_mu_ for CONFIG GET.
 //
-// Durability (deferred replies). A handler that changed state sets
-// ctx.wait_lsn to the LSN its change was logged at. The connection then holds
-// that reply, and every later one, until durable_lsn() >= wait_lsn. The
-// persistence layer reports progress with NotifyDurable(lsn) from any thread
-// (its fsync thread, typically): it publishes the new durable LSN and wakes
-// each worker that holds replies, through the worker loop's eventfd. Without
-// persistence nothing is logged, every wait_lsn is 0 and nothing is held.
+// Durability (deferred replies): a handler that changed state sets
+// ctx.wait_lsn to the LSN its change was logged at and the reply is held until
+// durability().durable_lsn() reaches it; the persistence layer reports
+// progress with durability().NotifyDurable(lsn) (see durability_gate.h).
 //
 // Background work (replies completed later). Work that must not block a worker
 // (KV.PREFIX.SAVE's snapshot, COMMIT's fsync) runs on background(), a small
@@ -32,13 +30,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "server/acl.h"
+#include "server/client_registry.h"
 #include "server/command_service.h"
 #include "server/commands/command_table.h"
 #include "server/config.h"
+#include "server/durability_gate.h"
 #include "server/receipt.h"
 #include "server/task_runner.h"
 #include "net/tls.h"
@@ -173,9 +172,8 @@ class Server {
   // gets the log position of any eviction it caused. Errors are reply texts.
   Status SetConfig(const std::vector<std::pair<std::string, std::string>>& pairs, uint64_t* lsn);
 
-  // Durability.
-  uint64_t durable_lsn() const { return durable_lsn_.load(std::memory_order_acquire); }
-  void NotifyDurable(uint64_t lsn);
+  // Durability: the acknowledged LSN and the workers' held replies.
+  DurabilityGate& durability() { return durability_; }
   void SetPersistenceHooks(PersistenceHooks h) { hooks_ = std::move(h); }
   const PersistenceHooks& hooks() const { return hooks_; }
 
@@ -188,47 +186,23 @@ class Server {
   void EndSave() { save_running_.store(false, std::memory_order_release); }
   bool save_running() const { return save_running_.load(std::memory_order_acquire); }
 
-  // Client registry.
-  uint64_t NextClientId() { return next_client_id_.fetch_add(1, std::memory_order_relaxed); }
-  void RegisterClient(ClientInfo* c);
-  void UnregisterClient(ClientInfo* c);
-  // Calls fn(const ClientInfo&) for every client with the registry locked (fn
-  // may read `name`; it must not call back into the registry).
-  template <typename Fn>
-  void ForEachClient(Fn&& fn) {
-    std::lock_guard<std::mutex> lk(clients_mu_);
-    for (auto& [id, c] : clients_) fn(*c);
-  }
-  // Sets a client's name (under the registry mutex).
-  void SetClientName(ClientInfo* c, std::string name);
-  std::string ClientName(const ClientInfo* c);
+  // The connected clients, their slots and their buffers' memory.
+  ClientRegistry& clients() { return clients_; }
   // Asks the owning worker to close client `id`; false if there is none.
   bool KillClient(uint64_t id);
-  // Connection slots: TryAcquire fails at maxclients.
-  bool TryAcquireClientSlot();
-  void ReleaseClientSlot() { connected_.fetch_sub(1, std::memory_order_relaxed); }
-  uint64_t connected_clients() const { return connected_.load(std::memory_order_relaxed); }
-
-  // Memory held by all clients' buffers (query buffers, big arguments, unsent
-  // replies), bounded by maxmemory-clients. Reserve() admits `n` more bytes if
-  // the bound allows (and counts them); Adjust() corrects the count by what a
-  // connection actually holds.
-  bool ReserveClientMemory(uint64_t n);
-  void AdjustClientMemory(int64_t delta) {
-    client_memory_.fetch_add(delta, std::memory_order_relaxed);
-  }
-  uint64_t client_memory() const {
-    int64_t v = client_memory_.load(std::memory_order_relaxed);
-    return v < 0 ? 0 : static_cast<uint64_t>(v);
-  }
+  // Connection slots: fails at maxclients.
+  bool TryAcquireClientSlot() { return clients_.TryAcquireSlot(maxclients()); }
+  // Admits `n` more bytes of client buffers within maxmemory-clients.
+  bool ReserveClientMemory(uint64_t n) { return clients_.ReserveMemory(n, maxmemory_clients()); }
   uint64_t maxmemory_clients() const { return maxmemory_clients_.load(std::memory_order_relaxed); }
 
   ServerStats Stats() const;
   void ResetStats();
 
  private:
-  friend class Worker;
   void StopWorkers();
+  // Copies cfg_'s run-time settings into the atomics the accessors read.
+  void PublishRuntimeSettings();
 
   Config cfg_;
   mutable std::mutex config_mu_;  // guards cfg_'s run-time fields during CONFIG SET/GET
@@ -240,16 +214,16 @@ class Server {
   uint64_t start_time_us_ = 0;
   std::string run_id_;
 
-  std::atomic<uint64_t> maxclients_;
-  std::atomic<uint64_t> timeout_s_;
-  std::atomic<uint64_t> output_limit_;
-  std::atomic<uint64_t> output_soft_limit_;
-  std::atomic<uint64_t> output_soft_seconds_;
-  std::atomic<uint64_t> maxmemory_clients_;
-  std::atomic<int64_t> client_memory_{0};
-  std::atomic<uint64_t> maxmemory_;
+  std::atomic<uint64_t> maxclients_{0};
+  std::atomic<uint64_t> timeout_s_{0};
+  std::atomic<uint64_t> output_limit_{0};
+  std::atomic<uint64_t> output_soft_limit_{0};
+  std::atomic<uint64_t> output_soft_seconds_{0};
+  std::atomic<uint64_t> maxmemory_clients_{0};
+  std::atomic<uint64_t> maxmemory_{0};
 
-  std::atomic<uint64_t> durable_lsn_{0};
+  DurabilityGate durability_;
+  ClientRegistry clients_;
   PersistenceHooks hooks_;
   TaskRunner background_;
   std::atomic<bool> save_running_{false};
@@ -264,11 +238,7 @@ class Server {
   std::atomic<bool> shutting_down_{false};
   std::vector<std::unique_ptr<Worker>> workers_;
 
-  std::atomic<uint64_t> next_client_id_{1};
-  std::atomic<uint64_t> connected_{0};
   std::atomic<uint64_t> next_worker_{0};
-  std::mutex clients_mu_;
-  std::unordered_map<uint64_t, ClientInfo*> clients_;  // guarded by clients_mu_
   CommandService service_{this};
 };
 

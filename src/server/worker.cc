@@ -56,7 +56,7 @@ std::string PeerText(int fd, bool local) {
 }  // namespace
 
 Worker::Worker(Server* server, int index, size_t pool_bytes)
-    : server_(server), index_(index), pool_(pool_bytes) {}
+    : server_(server), index_(index), pool_(pool_bytes), held_(&server->durability(), &loop_) {}
 
 Worker::~Worker() {
   for (auto& [id, c] : conns_)
@@ -167,7 +167,7 @@ void Worker::Adopt(int fd, bool tls) {
 void Worker::AddConnection(int fd, bool tls) {
   if (shutting_down_) {
     ::close(fd);
-    server_->ReleaseClientSlot();
+    server_->clients().ReleaseSlot();
     return;
   }
   int one = 1;
@@ -178,11 +178,11 @@ void Worker::AddConnection(int fd, bool tls) {
     if (session == nullptr) {
       LOG_WARNING("TLS: cannot start a session for a new client; closing it");
       ::close(fd);
-      server_->ReleaseClientSlot();
+      server_->clients().ReleaseSlot();
       return;
     }
   }
-  uint64_t id = server_->NextClientId();
+  uint64_t id = server_->clients().NextId();
   auto conn = std::make_unique<Connection>(this, server_->service(), fd, id, PeerText(fd, false),
                                            PeerText(fd, true));
   Connection* c = conn.get();
@@ -192,7 +192,7 @@ void Worker::AddConnection(int fd, bool tls) {
 }
 
 void Worker::Release(Connection* c) {
-  waiting_.erase(c);
+  held_.Drop(c);
   uint64_t id = c->id();
   loop_.Defer([this, id] {
     conns_.erase(id);
@@ -215,36 +215,7 @@ void Worker::CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::
   });
 }
 
-void Worker::WaitDurable(Connection* c, uint64_t lsn) {
-  waiting_.insert(c);
-  uint64_t cur = min_wait_lsn_.load(std::memory_order_relaxed);
-  // seq_cst on both sides (here: store min, load durable; NotifyDurable: store
-  // durable, load min) so that at least one of the two sees the other.
-  if (lsn < cur) min_wait_lsn_.store(lsn, std::memory_order_seq_cst);
-  if (server_->durable_lsn_.load(std::memory_order_seq_cst) >= lsn)
-    loop_.Defer([this] { CheckDurable(); });
-}
-
-void Worker::WakeDurable(uint64_t durable_lsn) {
-  if (min_wait_lsn_.load(std::memory_order_seq_cst) > durable_lsn) return;
-  loop_.Post([this] { CheckDurable(); });
-}
-
-void Worker::CheckDurable() {
-  uint64_t durable = server_->durable_lsn();
-  uint64_t min_left = UINT64_MAX;
-  std::vector<Connection*> ready;
-  for (Connection* c : waiting_) {
-    uint64_t h = c->hold_lsn();
-    if (h <= durable)
-      ready.push_back(c);
-    else
-      min_left = std::min(min_left, h);
-  }
-  for (Connection* c : ready) waiting_.erase(c);
-  min_wait_lsn_.store(min_left, std::memory_order_seq_cst);
-  for (Connection* c : ready) c->OnDurable();  // may register again for a later LSN
-}
+void Worker::WaitDurable(Connection* c, uint64_t lsn) { held_.Hold(c, lsn); }
 
 void Worker::Cron() {
   uint64_t timeout = server_->timeout_s();
@@ -268,7 +239,7 @@ void Worker::Cron() {
     }
   }
   // Safety net for a missed wakeup.
-  if (!waiting_.empty()) CheckDurable();
+  if (!held_.empty()) held_.Release();
 }
 
 void Worker::BeginShutdown(std::function<void()> done) {

@@ -4,9 +4,9 @@
 // worker, which owns it for its lifetime. Any worker serves any command: the
 // store is shared, so there are no redirects.
 //
-// Cross-thread entry points (Adopt, Kill, WakeDurable, CompleteDeferred,
-// BeginShutdown, FinishShutdown) post a task to the loop; everything else runs on the worker's
-// own thread.
+// Cross-thread entry points (Adopt, Kill, CompleteDeferred, BeginShutdown,
+// FinishShutdown, and held_replies().Wake) post a task to the loop; everything
+// else runs on the worker's own thread.
 #pragma once
 
 #include <atomic>
@@ -16,10 +16,10 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "base/log.h"
+#include "server/durability_gate.h"
 #include "server/net_types.h"
 
 namespace pion::server {
@@ -57,7 +57,6 @@ class Worker final : public net::ConnHost {
   // Any thread.
   void Adopt(int fd, bool tls = false);  // take ownership of an accepted socket
   void Kill(uint64_t client_id);
-  void WakeDurable(uint64_t durable_lsn);  // only wakes if a reply waits for <= it
   // A DeferredReply's completion: writes it to client `client_id` if that
   // connection still exists (dropped otherwise).
   void CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn) override;
@@ -71,6 +70,8 @@ class Worker final : public net::ConnHost {
   void Release(Connection* c) override;  // a closed connection: free it after the batch
   void WaitDurable(Connection* c, uint64_t lsn) override;
   size_t num_connections() const { return conns_.size(); }
+  // Its connections that hold replies for durability (the gate wakes it).
+  HeldReplies& held_replies() { return held_; }
 
  private:
   void WatchListener();
@@ -81,7 +82,6 @@ class Worker final : public net::ConnHost {
   void AddConnection(int fd, bool tls);
   Status WatchListeners();
   void Cron();
-  void CheckDurable();
   void MaybeStop();
 
   Server* server_;
@@ -95,8 +95,7 @@ class Worker final : public net::ConnHost {
   WorkerStats stats_;
   std::thread thread_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
-  std::unordered_set<Connection*> waiting_;  // replies held for durability
-  std::atomic<uint64_t> min_wait_lsn_{UINT64_MAX};
+  HeldReplies held_;
   bool shutting_down_ = false;
   bool stopping_ = false;
 };

@@ -304,7 +304,7 @@ void Shutdown(CommandContext& ctx) {
   LOG_NOTICE("SHUTDOWN requested by client id=%llu addr=%s",
              static_cast<unsigned long long>(ctx.client->id), ctx.client->addr.c_str());
   // As Redis: no reply; the connection is closed by the shutdown.
-  ctx.client->conn->StopReading();
+  ctx.client->control->StopReading();
   ctx.server->RequestShutdown();
 }
 

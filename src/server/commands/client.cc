@@ -93,7 +93,7 @@ void ClientList(CommandContext& ctx) {
     return;
   }
   std::string out;
-  ctx.server->ForEachClient([&](const ClientInfo& c) {
+  ctx.server->clients().ForEach([&](const ClientInfo& c) {
     if (filter_ids && std::find(ids.begin(), ids.end(), c.id) == ids.end()) return;
     AppendClientLine(c, &out);
   });
@@ -115,7 +115,7 @@ void ClientList(CommandContext& ctx) {
 
 void ClientInfoCmd(CommandContext& ctx) {
   std::string out;
-  ctx.server->ForEachClient([&](const ClientInfo& c) {
+  ctx.server->clients().ForEach([&](const ClientInfo& c) {
     if (c.id == ctx.client->id) AppendClientLine(c, &out);
   });
   ctx.reply->Verbatim(out);
@@ -192,7 +192,7 @@ void ClientKill(CommandContext& ctx) {
   std::vector<uint64_t> victims;
   uint64_t now = MonotonicUs();
   if (!f.type_matches_none) {
-    ctx.server->ForEachClient([&](const ClientInfo& c) {
+    ctx.server->clients().ForEach([&](const ClientInfo& c) {
       if (f.has_id && c.id != f.id) return;
       if (!f.addr.empty() && c.addr != f.addr) return;
       if (!f.laddr.empty() && c.laddr != f.laddr) return;
@@ -205,7 +205,7 @@ void ClientKill(CommandContext& ctx) {
   size_t killed = 0;
   for (uint64_t id : victims) {
     if (id == ctx.client->id) {
-      ctx.client->conn->CloseAfterReply();  // after this reply is sent
+      ctx.client->control->CloseAfterReply();  // after this reply is sent
       ++killed;
     } else if (ctx.server->KillClient(id)) {
       ++killed;
@@ -258,7 +258,7 @@ void Client(CommandContext& ctx) {
     if (arity(n == 2)) ctx.reply->Integer(static_cast<int64_t>(ctx.client->id));
   } else if (EqualsIgnoreCase(sub, "GETNAME")) {
     if (!arity(n == 2)) return;
-    std::string name = ctx.server->ClientName(ctx.client);
+    std::string name = ctx.server->clients().Name(ctx.client);
     if (name.empty())
       ctx.reply->Null();
     else
@@ -269,7 +269,7 @@ void Client(CommandContext& ctx) {
       ctx.reply->Error(kErrBadClientName);
       return;
     }
-    ctx.server->SetClientName(ctx.client, std::string(ctx.args[2]));
+    ctx.server->clients().SetName(ctx.client, std::string(ctx.args[2]));
     ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "INFO")) {
     if (arity(n == 2)) ClientInfoCmd(ctx);

@@ -42,7 +42,7 @@ void Ping(CommandContext& ctx) {
 void Echo(CommandContext& ctx) { ctx.reply->Bulk(ctx.args[1]); }
 
 void Hello(CommandContext& ctx) {
-  Connection* conn = ctx.client->conn;
+  ClientControl* conn = ctx.client->control;
   int64_t ver = 0;
   size_t j = 1;
   if (ctx.args.size() >= 2) {
@@ -91,7 +91,7 @@ void Hello(CommandContext& ctx) {
     return;
   }
   conn->SetAuthenticated(true);
-  if (set_name) ctx.server->SetClientName(ctx.client, std::string(name));
+  if (set_name) ctx.server->clients().SetName(ctx.client, std::string(name));
   // The protocol switches before the reply is written.
   if (ver != 0) conn->SetProto(static_cast<int>(ver));
   ReplyBuilder* rb = ctx.reply;
@@ -130,7 +130,7 @@ void Auth(CommandContext& ctx) {
     ctx.reply->Error(kErrWrongPass);
     return;
   }
-  ctx.client->conn->SetAuthenticated(true);
+  ctx.client->control->SetAuthenticated(true);
   ctx.reply->SimpleString("OK");
 }
 
@@ -149,13 +149,13 @@ void Select(CommandContext& ctx) {
 
 void Quit(CommandContext& ctx) {
   ctx.reply->SimpleString("OK");
-  ctx.client->conn->CloseAfterReply();
+  ctx.client->control->CloseAfterReply();
 }
 
 void Reset(CommandContext& ctx) {
-  Connection* conn = ctx.client->conn;
+  ClientControl* conn = ctx.client->control;
   conn->SetProto(2);
-  ctx.server->SetClientName(ctx.client, "");
+  ctx.server->clients().SetName(ctx.client, "");
   ctx.server->SetClientUser(ctx.client, ctx.server->acl().Default());
   conn->SetAuthenticated(ctx.server->default_user_open());
   ctx.reply->SimpleString("RESET");

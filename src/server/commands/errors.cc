@@ -1,6 +1,7 @@
 #include "server/commands/errors.h"
 
 #include "base/strutil.h"
+#include "server/config.h"
 
 namespace pion::server {
 
@@ -69,6 +70,34 @@ std::string StoreBatchError(std::string_view why) {
   std::string s = "ERR V.STOREBATCH: ";
   s.append(why);
   return s;
+}
+
+namespace {
+std::string ConfigSetFailed(std::string_view name, std::string_view why) {
+  std::string s = Quoted("ERR CONFIG SET failed (possibly related to argument ", name, ") - ");
+  s.append(why);
+  return s;
+}
+}  // namespace
+
+std::string ConfigSetErrorText(const ConfigSetError& e) {
+  switch (e.kind) {
+    case ConfigSetError::kUnknown:
+      return Quoted("ERR Unknown option or number of args for CONFIG SET - ", e.name);
+    case ConfigSetError::kDuplicate:
+      return ConfigSetFailed(e.name, "duplicate parameter");
+    case ConfigSetError::kImmutable:
+      return ConfigSetFailed(e.name, "can't set immutable config");
+    case ConfigSetError::kInvalid:
+    case ConfigSetError::kNone:
+      break;
+  }
+  return ConfigSetFailed(e.name, e.detail);
+}
+
+std::string ConfigSetFdLimitError(uint64_t max_clients) {
+  return ConfigSetFailed("maxclients", "the open file limit (ulimit -n) allows at most " +
+                                           std::to_string(max_clients) + " clients");
 }
 
 std::string WrongArity(std::string_view cmd) {

@@ -12,6 +12,8 @@
 
 namespace pion::server {
 
+struct ConfigSetError;
+
 inline constexpr std::string_view kErrNotEnabled = "ERR V-store not enabled (use --kvcache)";
 inline constexpr std::string_view kErrNotInteger = "ERR value is not an integer or out of range";
 inline constexpr std::string_view kErrSessionNotFound = "ERR session not found";
@@ -133,6 +135,10 @@ std::string VquantDimError(std::string_view format);        // vquant x needs kv
 std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option
 std::string FetchFormatError(std::string_view fmt);         // V.FETCH: unknown FMT 'x'
 std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <store's reason>
+// CONFIG SET refused: unknown option, or "CONFIG SET failed (... 'name') - why".
+std::string ConfigSetErrorText(const ConfigSetError& e);
+// CONFIG SET maxclients above what RLIMIT_NOFILE allows.
+std::string ConfigSetFdLimitError(uint64_t max_clients);
 
 // ACL texts that quote the request.
 std::string NoPermCommandError(std::string_view cmd);  // NOPERM ... run the 'x' command

@@ -79,7 +79,7 @@ void ServerSection(Server& s, std::string* out) {
 }
 
 void ClientsSection(Server& s, std::string* out) {
-  InfoField(out, "connected_clients", s.connected_clients());
+  InfoField(out, "connected_clients", s.clients().connected());
   InfoField(out, "maxclients", s.maxclients());
   InfoField(out, "blocked_clients", uint64_t{0});
   InfoField(out, "tracking_clients", uint64_t{0});
@@ -96,7 +96,7 @@ void MemorySection(Server& s, std::string* out) {
   InfoField(out, "maxmemory_human", Human(max));
   InfoField(out, "maxmemory_policy", std::string("allkeys-lru"));
   // Client buffers (query, big arguments, unsent replies): maxmemory-clients.
-  InfoField(out, "mem_clients_normal", s.client_memory());
+  InfoField(out, "mem_clients_normal", s.clients().memory());
   InfoField(out, "maxmemory_clients", s.maxmemory_clients());
   if (store::Store* st = s.store()) {
     store::StoreStats ss = st->Stats();

@@ -50,7 +50,7 @@ struct DecodedRows {
   IoBuf buf;
   Server* server = nullptr;
   ~DecodedRows() {
-    if (server != nullptr) server->AdjustClientMemory(-static_cast<int64_t>(buf.capacity()));
+    if (server != nullptr) server->clients().AdjustMemory(-static_cast<int64_t>(buf.capacity()));
   }
 };
 
@@ -146,7 +146,7 @@ uint64_t ReplyPlan(CommandContext& ctx, FetchPlan&& plan, OutFmt fmt) {
       return 0;
     }
     rows->server = ctx.server;
-    ctx.server->AdjustClientMemory(static_cast<int64_t>(rows->buf.capacity()));
+    ctx.server->clients().AdjustMemory(static_cast<int64_t>(rows->buf.capacity()));
     uint8_t* out = reinterpret_cast<uint8_t*>(rows->buf.data());
     std::vector<iovec> iov;
     for (const FetchSegment& s : plan.segments) {
@@ -189,7 +189,7 @@ bool CheckReply(CommandContext& ctx, std::span<const FetchPlan> plans, OutFmt fm
   }
   constexpr uint64_t kGated = 1u << 20;
   if (decoded >= kGated) {
-    Connection* c = ctx.client != nullptr ? ctx.client->conn : nullptr;
+    ClientControl* c = ctx.client != nullptr ? ctx.client->control : nullptr;
     bool ok = c != nullptr ? c->ReserveMemory(decoded) : ctx.server->ReserveClientMemory(decoded);
     if (!ok) {
       ctx.reply->Error(kErrClientMemory);

@@ -1,0 +1,39 @@
+// ClientControl: what a command handler may do to the client connection its
+// request came on: read and switch the protocol version and the
+// authentication state, close after the reply, stop reading (SHUTDOWN),
+// reserve client memory for a large reply, and take a deferred reply's ticket.
+// Connection implements it; the in-process command tests implement it without
+// a socket (src/server/commands/testing/command_fixture.h).
+//
+// Thread-safety: the owning host's thread only (handlers run there).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "net/deferred_reply.h"
+
+namespace pion::net {
+
+class ClientControl {
+ public:
+  virtual int proto() const = 0;  // 2 or 3
+  // Switches the protocol of this reply and every later one.
+  virtual void SetProto(int p) = 0;
+  virtual bool authenticated() const = 0;
+  virtual void SetAuthenticated(bool v) = 0;
+  // Closes the connection once this reply is sent.
+  virtual void CloseAfterReply() = 0;
+  // Shutdown: stop reading; close once everything queued is sent.
+  virtual void StopReading() = 0;
+  // Reserves `n` bytes of client memory for a reply the handler is about to
+  // build; false when maxmemory-clients does not allow them.
+  virtual bool ReserveMemory(size_t n) = 0;
+  // Reserves the reply's place and returns its ticket (the server's ctx.Defer()).
+  virtual std::shared_ptr<DeferredReply> BeginDeferred() = 0;
+
+ protected:
+  ~ClientControl() = default;
+};
+
+}  // namespace pion::net

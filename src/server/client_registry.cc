@@ -1,0 +1,56 @@
+#include "server/client_registry.h"
+
+namespace pion::server {
+
+void ClientRegistry::Register(net::ClientInfo* c) {
+  std::lock_guard<std::mutex> lk(mu_);
+  clients_[c->id] = c;
+}
+
+void ClientRegistry::Unregister(net::ClientInfo* c) {
+  std::lock_guard<std::mutex> lk(mu_);
+  clients_.erase(c->id);
+}
+
+void ClientRegistry::SetName(net::ClientInfo* c, std::string name) {
+  std::lock_guard<std::mutex> lk(mu_);
+  c->name = std::move(name);
+}
+
+std::string ClientRegistry::Name(const net::ClientInfo* c) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return c->name;
+}
+
+void ClientRegistry::SetUser(net::ClientInfo* c, std::string user) {
+  std::lock_guard<std::mutex> lk(mu_);
+  c->user = std::move(user);
+}
+
+std::string ClientRegistry::User(const net::ClientInfo* c) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return c->user;
+}
+
+int ClientRegistry::WorkerOf(uint64_t id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = clients_.find(id);
+  return it == clients_.end() ? -1 : it->second->worker;
+}
+
+bool ClientRegistry::TryAcquireSlot(uint64_t max) {
+  uint64_t cur = connected_.load(std::memory_order_relaxed);
+  do {
+    if (cur >= max) return false;
+  } while (!connected_.compare_exchange_weak(cur, cur + 1, std::memory_order_relaxed));
+  return true;
+}
+
+bool ClientRegistry::ReserveMemory(uint64_t n, uint64_t limit) {
+  int64_t cur = memory_.load(std::memory_order_relaxed);
+  if (limit > 0 && static_cast<uint64_t>(cur < 0 ? 0 : cur) + n > limit) return false;
+  memory_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace pion::server

@@ -1,0 +1,72 @@
+// ClientRegistry: who is connected and what they hold, shared by every worker.
+// It keeps the connected clients by id (CLIENT LIST / INFO / KILL read them
+// from any worker), hands out client ids, counts connection slots against
+// maxclients and the memory of all clients' buffers against
+// maxmemory-clients. The limits are the caller's (Server's run-time settings).
+//
+// Thread-safety: every method may be called from any thread. A registered
+// ClientInfo stays valid while the registry's mutex is held (ForEach); its
+// `name` is only read or written under that mutex.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "net/client_info.h"
+
+namespace pion::server {
+
+class ClientRegistry {
+ public:
+  uint64_t NextId() { return next_id_.fetch_add(1, std::memory_order_relaxed); }
+  void Register(net::ClientInfo* c);
+  void Unregister(net::ClientInfo* c);
+  // Calls fn(const ClientInfo&) for every client with the registry locked (fn
+  // may read `name`; it must not call back into the registry).
+  template <typename Fn>
+  void ForEach(Fn&& fn) {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& [id, c] : clients_) fn(*c);
+  }
+  void SetName(net::ClientInfo* c, std::string name);
+  std::string Name(const net::ClientInfo* c);
+  // The ACL user a client is authenticated as (guarded like `name`).
+  void SetUser(net::ClientInfo* c, std::string user);
+  std::string User(const net::ClientInfo* c);
+  // Calls fn(const ClientInfo&) for `c` with the registry locked.
+  template <typename Fn>
+  void With(const net::ClientInfo* c, Fn&& fn) {
+    std::lock_guard<std::mutex> lk(mu_);
+    fn(*c);
+  }
+  // The index of the worker that owns client `id`; -1 if there is none.
+  int WorkerOf(uint64_t id);
+
+  // Connection slots: TryAcquireSlot fails when `max` are taken.
+  bool TryAcquireSlot(uint64_t max);
+  void ReleaseSlot() { connected_.fetch_sub(1, std::memory_order_relaxed); }
+  uint64_t connected() const { return connected_.load(std::memory_order_relaxed); }
+
+  // Memory held by all clients' buffers (query buffers, big arguments, unsent
+  // replies). ReserveMemory() admits `n` more bytes if that stays within
+  // `limit` (0 = none) and counts them; AdjustMemory() corrects the count by
+  // what a connection actually holds.
+  bool ReserveMemory(uint64_t n, uint64_t limit);
+  void AdjustMemory(int64_t delta) { memory_.fetch_add(delta, std::memory_order_relaxed); }
+  uint64_t memory() const {
+    int64_t v = memory_.load(std::memory_order_relaxed);
+    return v < 0 ? 0 : static_cast<uint64_t>(v);
+  }
+
+ private:
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<uint64_t> connected_{0};
+  std::atomic<int64_t> memory_{0};
+  std::mutex mu_;
+  std::unordered_map<uint64_t, net::ClientInfo*> clients_;  // guarded by mu_
+};
+
+}  // namespace pion::server

@@ -1,0 +1,70 @@
+// INFO in process: section selection, titles and fields a client relies on.
+#include <map>
+#include <sstream>
+
+#include "server/commands/testing/command_fixture.h"
+
+namespace pion::server::testing {
+namespace {
+
+// "# Title" -> {field -> value}.
+std::map<std::string, std::map<std::string, std::string>> Sections(const std::string& body) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  std::istringstream in(body);
+  std::string line, current;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (line.rfind("# ", 0) == 0) {
+      current = line.substr(2);
+      out[current];
+      continue;
+    }
+    size_t colon = line.find(':');
+    if (colon != std::string::npos) out[current][line.substr(0, colon)] = line.substr(colon + 1);
+  }
+  return out;
+}
+
+class InfoCommand : public CommandTest {};
+
+TEST_F(InfoCommand, AllSectionsInOrder) {
+  RespValue r = Run({"INFO"});
+  ASSERT_EQ(r.type, RespValue::Type::kBulk);
+  std::vector<std::string> titles;
+  for (size_t p = r.str.find("# "); p != std::string::npos; p = r.str.find("\r\n# ", p + 1))
+    titles.push_back(
+        r.str.substr(p + (p == 0 ? 2 : 4), r.str.find("\r\n", p + 4) - p - (p == 0 ? 2 : 4)));
+  EXPECT_EQ(titles, (std::vector<std::string>{"Server", "Clients", "Memory", "Persistence", "Stats",
+                                              "Pion", "Keyspace"}));
+  auto s = Sections(r.str);
+  EXPECT_EQ(s["Server"]["tcp_port"], "0");  // nothing bound in process
+  EXPECT_EQ(s["Server"]["run_id"].size(), 40u);
+  EXPECT_EQ(s["Clients"]["connected_clients"], "0");  // no connection took a slot
+  EXPECT_TRUE(s["Keyspace"].empty());
+}
+
+TEST_F(InfoCommand, ChosenSectionsOnly) {
+  auto s = Sections(Run({"INFO", "clients", "STATS", "nope"}).str);
+  EXPECT_EQ(s.size(), 2u);
+  EXPECT_TRUE(s.count("Clients"));
+  EXPECT_TRUE(s.count("Stats"));
+  EXPECT_EQ(s["Clients"]["maxclients"], "10000");
+  Run({"CONFIG", "SET", "maxmemory-clients", "128mb"});
+  EXPECT_EQ(Sections(Run({"INFO", "memory"}).str)["Memory"]["maxmemory_clients"],
+            std::to_string(128ull << 20));
+  EXPECT_EQ(Sections(Run({"INFO", "nope"}).str).size(), 0u);
+  EXPECT_EQ(Sections(Run({"INFO", "everything"}).str).size(), 7u);
+}
+
+class InfoKvCommand : public KvTest {};
+
+TEST_F(InfoKvCommand, KeyspaceAndPionCountNamespaces) {
+  Run({"KV.PREFIX.REGISTER", "a", "32", "fp16"});
+  auto s = Sections(Run({"INFO", "keyspace", "pion"}).str);
+  EXPECT_EQ(s["Keyspace"]["db0"], "keys=1,expires=0,avg_ttl=0");
+  EXPECT_EQ(s["Pion"]["vstore_sessions"], "2");  // a namespace's K and V sides
+}
+
+}  // namespace
+}  // namespace pion::server::testing
