@@ -27,7 +27,7 @@ struct ClientInfo {
   uint64_t created_us = 0;  // MonotonicUs()
   ClientControl* control = nullptr;
 
-  std::string name;  // guarded by the client registry's mutex
+  std::string name;              // guarded by the client registry's mutex
   std::string user = "default";  // who it is authenticated as; guarded like `name`
 
   // The Service's per-client state (who the client is, for its permission

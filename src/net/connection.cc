@@ -1,7 +1,5 @@
 #include "net/connection.h"
 
-#include "net/tls.h"
-
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -16,6 +14,7 @@
 #include "base/log.h"
 #include "net/resp_errors.h"
 #include "net/service.h"
+#include "net/tls.h"
 
 namespace pion::net {
 

@@ -1,8 +1,7 @@
 #include "server/acl.h"
 
-#include <openssl/sha.h>
-
 #include <fcntl.h>
+#include <openssl/sha.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,10 +19,10 @@ namespace pion::server {
 namespace {
 
 constexpr const char* kCategoryNames[] = {
-    "keyspace", "read",      "write",   "set",        "sortedset",   "list",
-    "hash",     "string",    "bitmap",  "hyperloglog", "geo",        "stream",
-    "pubsub",   "admin",     "fast",    "slow",       "blocking",    "dangerous",
-    "connection", "transaction", "scripting", "kvcache", "attend"};
+    "keyspace",   "read",        "write",     "set",         "sortedset", "list",
+    "hash",       "string",      "bitmap",    "hyperloglog", "geo",       "stream",
+    "pubsub",     "admin",       "fast",      "slow",        "blocking",  "dangerous",
+    "connection", "transaction", "scripting", "kvcache",     "attend"};
 
 bool IsLowerHex(std::string_view s) {
   if (s.size() != 64) return false;
@@ -136,8 +135,7 @@ std::string AclUser::Describe() const {
   return s;
 }
 
-Acl::Acl(const CommandTable* commands)
-    : commands_(commands), ncommands_(commands->specs().size()) {
+Acl::Acl(const CommandTable* commands) : commands_(commands), ncommands_(commands->specs().size()) {
   auto def = std::make_shared<AclUser>();
   def->name = "default";
   def->allowed.assign((ncommands_ + 63) / 64, 0);

@@ -95,8 +95,8 @@ enum class AclDenial : uint8_t { kNone, kCommand, kKey };
 
 struct AclLogEntry {
   uint64_t count = 1;
-  std::string reason;   // "command", "key", "auth"
-  std::string object;   // command name (lower case), key, or "AUTH"
+  std::string reason;  // "command", "key", "auth"
+  std::string object;  // command name (lower case), key, or "AUTH"
   std::string username;
   uint64_t created_us = 0, updated_us = 0;
   std::string client_info;

@@ -70,9 +70,9 @@ struct Config {
   // TLS (docs/security.md). tls_port 0 = no TLS listener; port 0 with a
   // tls_port = TLS only. Cert, key and CA files are reloaded by CONFIG SET.
   int tls_port = 0;
-  std::string tls_cert_file;     // runtime
-  std::string tls_key_file;      // runtime
-  std::string tls_ca_cert_file;  // runtime
+  std::string tls_cert_file;             // runtime
+  std::string tls_key_file;              // runtime
+  std::string tls_ca_cert_file;          // runtime
   std::string tls_auth_clients = "yes";  // yes | no | optional; runtime
   std::string tls_protocols;             // "TLSv1.2 TLSv1.3" (empty = both); runtime
   std::string tls_ciphers;               // TLS 1.2 cipher list (empty = OpenSSL's default); runtime

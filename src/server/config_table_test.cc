@@ -130,12 +130,11 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
   std::set<std::string> runtime;
   for (const ConfigOption& o : ConfigOptions())
     if (o.runtime) runtime.insert(o.name);
-  EXPECT_EQ(runtime,
-            (std::set<std::string>{"maxmemory", "appendfsync", "loglevel", "timeout", "maxclients",
-                                   "client-output-buffer-limit", "maxmemory-clients",
-                                   "acllog-max-len", "tls-cert-file", "tls-key-file",
-                                   "tls-ca-cert-file", "tls-auth-clients", "tls-protocols",
-                                   "tls-ciphers", "tls-ciphersuites"}));
+  EXPECT_EQ(runtime, (std::set<std::string>{"maxmemory", "appendfsync", "loglevel", "timeout",
+                                            "maxclients", "client-output-buffer-limit",
+                                            "maxmemory-clients", "acllog-max-len", "tls-cert-file",
+                                            "tls-key-file", "tls-ca-cert-file", "tls-auth-clients",
+                                            "tls-protocols", "tls-ciphers", "tls-ciphersuites"}));
 }
 
 }  // namespace

@@ -220,8 +220,8 @@ Status Server::InitAcl() {
     if (!lines.ok()) return lines.status();
     PION_RETURN_IF_ERROR(acl_.LoadLines(*lines, cfg_.aclfile));
   } else if (!cfg_.users.empty()) {
-    PION_RETURN_IF_ERROR(acl_.LoadLines(cfg_.users, cfg_.config_file.empty() ? "config"
-                                                                              : cfg_.config_file));
+    PION_RETURN_IF_ERROR(
+        acl_.LoadLines(cfg_.users, cfg_.config_file.empty() ? "config" : cfg_.config_file));
   }
   if (!cfg_.requirepass.empty()) acl_.SetDefaultPassword(cfg_.requirepass);
   acl_.set_log_max_len(cfg_.acllog_max_len);
@@ -262,7 +262,6 @@ void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
   });
   for (uint64_t id : ids) KillClient(id);
 }
-
 
 bool Server::KillClient(uint64_t id) {
   int worker = clients_.WorkerOf(id);
@@ -317,21 +316,20 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   // TLS settings: build the new context before anything changes (a bad
   // certificate refuses the whole CONFIG SET).
   std::shared_ptr<const net::TlsContext> new_tls;
-  bool tls_changed = next.tls_cert_file != cfg_.tls_cert_file ||
-                     next.tls_key_file != cfg_.tls_key_file ||
-                     next.tls_ca_cert_file != cfg_.tls_ca_cert_file ||
-                     next.tls_auth_clients != cfg_.tls_auth_clients ||
-                     next.tls_protocols != cfg_.tls_protocols ||
-                     next.tls_ciphers != cfg_.tls_ciphers ||
-                     next.tls_ciphersuites != cfg_.tls_ciphersuites;
+  bool tls_changed =
+      next.tls_cert_file != cfg_.tls_cert_file || next.tls_key_file != cfg_.tls_key_file ||
+      next.tls_ca_cert_file != cfg_.tls_ca_cert_file ||
+      next.tls_auth_clients != cfg_.tls_auth_clients || next.tls_protocols != cfg_.tls_protocols ||
+      next.tls_ciphers != cfg_.tls_ciphers || next.tls_ciphersuites != cfg_.tls_ciphersuites;
   // Setting the same file again reloads it (a renewed certificate).
   for (const auto& [name, value] : pairs)
     if (ToLower(name).starts_with("tls-")) tls_changed = true;
   if (tls_changed && tls_listen_fd_ >= 0) {
     auto ctx = net::TlsContext::Create(TlsConfigOf(next));
     if (!ctx.ok())
-      return Status::InvalidArgument("ERR CONFIG SET failed - Unable to update TLS configuration: " +
-                                     std::string(ctx.status().message()));
+      return Status::InvalidArgument(
+          "ERR CONFIG SET failed - Unable to update TLS configuration: " +
+          std::string(ctx.status().message()));
     new_tls = *ctx;
   }
   // Everything validated: apply.

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "net/tls.h"
 #include "server/acl.h"
 #include "server/client_registry.h"
 #include "server/command_service.h"
@@ -40,7 +41,6 @@
 #include "server/durability_gate.h"
 #include "server/receipt.h"
 #include "server/task_runner.h"
-#include "net/tls.h"
 #include "store/store.h"
 
 namespace pion::persist {
@@ -234,7 +234,7 @@ class Server {
   int tls_port_ = 0;
   mutable std::mutex tls_mu_;
   std::shared_ptr<const net::TlsContext> tls_ctx_;  // guarded by tls_mu_
-  int shutdown_fd_ = -1;  // eventfd written by RequestShutdown
+  int shutdown_fd_ = -1;                            // eventfd written by RequestShutdown
   std::atomic<bool> shutting_down_{false};
   std::vector<std::unique_ptr<Worker>> workers_;
 

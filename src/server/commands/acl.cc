@@ -2,6 +2,8 @@
 // LOG / LOAD / SAVE / GENPASS / HELP (docs/protocol.md "ACL", docs/security.md).
 // The users and the checks live in server/acl.h; these handlers parse and
 // reply with Redis 7.0's shapes and texts.
+#include "server/acl.h"
+
 #include <openssl/rand.h>
 
 #include <string>
@@ -11,7 +13,6 @@
 #include "base/strutil.h"
 #include "net/client_info.h"
 #include "net/connection.h"
-#include "server/acl.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
@@ -125,8 +126,8 @@ void DryRun(CommandContext& ctx) {
   }
   std::string_view key;
   size_t index = static_cast<size_t>(spec - table.specs().data());
-  AclDenial d = (spec->flags & kCmdNoAuth) ? AclDenial::kNone
-                                            : Acl::Check(*u, *spec, index, args, &key);
+  AclDenial d =
+      (spec->flags & kCmdNoAuth) ? AclDenial::kNone : Acl::Check(*u, *spec, index, args, &key);
   if (d == AclDenial::kNone)
     ctx.reply->SimpleString("OK");
   else if (d == AclDenial::kCommand)

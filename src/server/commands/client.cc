@@ -11,9 +11,9 @@
 #include "base/strutil.h"
 #include "net/client_info.h"
 #include "net/connection.h"
+#include "server/acl.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
-#include "server/acl.h"
 #include "server/commands/errors.h"
 #include "server/server.h"
 
@@ -51,8 +51,7 @@ void AppendClientLine(const ClientInfo& c, std::string* out) {
                 static_cast<unsigned long long>(now > last ? (now - last) / 1000000 : 0),
                 static_cast<unsigned long long>(qbuf), static_cast<unsigned long long>(omem),
                 static_cast<unsigned long long>(qbuf + omem), cmd.c_str(), c.user.c_str(),
-                c.proto.load(kR),
-                c.worker);
+                c.proto.load(kR), c.worker);
   out->append(buf);
 }
 

@@ -143,11 +143,11 @@ std::string ConfigSetFdLimitError(uint64_t max_clients);
 // ACL texts that quote the request.
 std::string NoPermCommandError(std::string_view cmd);  // NOPERM ... run the 'x' command
 std::string AclSetUserError(std::string_view rule, std::string_view why);
-std::string AclUserNotFoundError(std::string_view user);       // User 'x' not found
-std::string AclCommandNotFoundError(std::string_view cmd);     // Command 'x' not found
-std::string AclUnknownCategoryError(std::string_view cat);     // Unknown category 'x'
-std::string AclDryRunCommandError(std::string_view cmd);       // ... run the 'x' command
-std::string AclDryRunKeyError(std::string_view key);           // ... access the 'x' key
+std::string AclUserNotFoundError(std::string_view user);    // User 'x' not found
+std::string AclCommandNotFoundError(std::string_view cmd);  // Command 'x' not found
+std::string AclUnknownCategoryError(std::string_view cat);  // Unknown category 'x'
+std::string AclDryRunCommandError(std::string_view cmd);    // ... run the 'x' command
+std::string AclDryRunKeyError(std::string_view key);        // ... access the 'x' key
 // "ERR unknown subcommand or wrong number of arguments for 'sub'. Try CMD HELP."
 std::string UnknownSubcommandOrArityError(std::string_view cmd, std::string_view sub);
 
