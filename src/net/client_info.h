@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace pion::net {
@@ -28,10 +29,16 @@ struct ClientInfo {
   // The Service's own per-client state (opaque here; the Service frees it in OnClose).
   void* service_data = nullptr;
 
-  std::string name;  // guarded by the client registry's mutex
+  std::string name;              // guarded by the client registry's mutex
+  std::string user = "default";  // who it is authenticated as; guarded like `name`
   // CLIENT SETINFO lib-name / lib-ver: guarded by the client registry's mutex.
   std::string lib_name;
   std::string lib_ver;
+
+  // The Service's per-client state (who the client is, for its permission
+  // checks), opaque to the transport. Only the owning thread uses these.
+  std::shared_ptr<const void> principal;
+  uint64_t principal_epoch = 0;
 
   std::atomic<uint64_t> last_active_us{0};  // MonotonicUs() of the last command
   // A string that lives as long as the server: the last command's name in

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "net/resp_errors.h"
 #include "net/service.h"
+#include "net/tls.h"
 
 namespace pion::net {
 
@@ -61,6 +62,16 @@ Connection::Connection(ConnHost* host, Service* service, int fd, uint64_t id, st
   SetAuthenticated(!service->auth_required());
 }
 
+void Connection::SetTls(std::unique_ptr<TlsSession> tls) { tls_ = std::move(tls); }
+
+ssize_t Connection::ReadSome(void* buf, size_t n) {
+  return tls_ ? tls_->Read(buf, n) : ::read(fd_, buf, n);
+}
+
+ssize_t Connection::WriteSome(const iovec* iov, int n) {
+  return tls_ ? tls_->Writev(iov, n) : ::writev(fd_, iov, n);
+}
+
 Connection::~Connection() {
   PION_CHECK(closed_);
   if (!in_.empty()) host_->pool().Put(std::move(in_));
@@ -91,6 +102,21 @@ void Connection::SetAuthenticated(bool v) {
 
 void Connection::OnEvent(uint32_t events) {
   if (closed_) return;
+  if (tls_ && !tls_->handshake_done()) {
+    // Non-blocking: each event advances the handshake as far as the bytes
+    // that arrived allow; a stalled peer holds only this connection.
+    TlsSession::HandshakeResult r = tls_->Handshake();
+    if (r == TlsSession::kFailed) {
+      host_->stats().Add(host_->stats().tls_handshake_failures);
+      LOG_VERBOSE("client id=%llu addr=%s: TLS handshake failed: %s",
+                  static_cast<unsigned long long>(info_.id), info_.addr.c_str(),
+                  tls_->error().c_str());
+      Close("TLS handshake failed");
+      return;
+    }
+    if (r == TlsSession::kWant) return;
+    events |= EPOLLIN | EPOLLOUT;  // read what followed the handshake; send what is queued
+  }
   if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) peer_hup_ = true;
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) HandleRead();
   if (closed_) return;
@@ -179,14 +205,15 @@ void Connection::HandleRead() {
     ssize_t n;
     if (parser_.WantsDirectRead()) {
       std::span<char> t = parser_.DirectTarget();
-      n = ::read(fd_, t.data(), t.size());
+      n = ReadSome(t.data(), t.size());
       if (n > 0) {
         parser_.DirectFilled(static_cast<size_t>(n));
         stats.Add(stats.net_in, n);
         // A big argument arriving is activity (idle timeout) before it completes.
         info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
         if (!parser_.WantsDirectRead()) ProcessInput();
-        if (static_cast<size_t>(n) < t.size() && !peer_hup_) break;  // drained (see below)
+        // Drained (see below); TLS returns one record per read, so it reads to EAGAIN.
+        if (static_cast<size_t>(n) < t.size() && !peer_hup_ && !tls_) break;
         continue;
       }
     } else {
@@ -203,7 +230,7 @@ void Connection::HandleRead() {
         break;
       }
       size_t space = in_.capacity() - in_end_;
-      n = ::read(fd_, in_.data() + in_end_, space);
+      n = ReadSome(in_.data() + in_end_, space);
       if (n > 0) {
         in_end_ += static_cast<size_t>(n);
         stats.Add(stats.net_in, n);
@@ -214,7 +241,7 @@ void Connection::HandleRead() {
         // (the socket's wakeup fires on every arrival), so none are missed.
         // A FIN that arrived before this read raised no new edge, though: once
         // an event has reported it, keep reading until read(2) returns 0.
-        if (static_cast<size_t>(n) < space && !peer_hup_) break;
+        if (static_cast<size_t>(n) < space && !peer_hup_ && !tls_) break;
         continue;
       }
     }
@@ -389,7 +416,7 @@ void Connection::Flush() {
     if (n <= 0) break;
     size_t want = 0;
     for (int i = 0; i < n; ++i) want += iov[i].iov_len;
-    ssize_t w = ::writev(fd_, iov, n);
+    ssize_t w = WriteSome(iov, n);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;  // EPOLLOUT will follow

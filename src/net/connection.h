@@ -75,6 +75,7 @@ namespace pion::net {
 
 class ConnHost;
 class Service;
+class TlsSession;
 
 inline constexpr size_t kPauseOutputBytes = 32u << 20;
 inline constexpr size_t kResumeOutputBytes = 8u << 20;
@@ -88,6 +89,10 @@ class Connection final : public ClientControl, private BufferGate {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  // A TLS connection (before Start): the handshake runs first, driven by
+  // the socket's events; every read and write then goes through `tls`.
+  void SetTls(std::unique_ptr<TlsSession> tls);
+  bool tls() const { return tls_ != nullptr; }
   // Registers with the loop and tells the service (OnOpen).
   bool Start();
 
@@ -148,10 +153,13 @@ class Connection final : public ClientControl, private BufferGate {
   void RejectedCommand();
   void BeginDiscard();
   void EndDiscard();
+  ssize_t ReadSome(void* buf, size_t n);
+  ssize_t WriteSome(const iovec* iov, int n);
 
   ConnHost* host_;
   Service* service_;
   int fd_;
+  std::unique_ptr<TlsSession> tls_;
   ClientInfo info_;
   Protocol protocol_;
   // The protocol's parser: resp_ or frames_ (the other one stays empty).

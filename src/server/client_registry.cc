@@ -22,6 +22,16 @@ std::string ClientRegistry::Name(const net::ClientInfo* c) {
   return c->name;
 }
 
+void ClientRegistry::SetUser(net::ClientInfo* c, std::string user) {
+  std::lock_guard<std::mutex> lk(mu_);
+  c->user = std::move(user);
+}
+
+std::string ClientRegistry::User(const net::ClientInfo* c) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return c->user;
+}
+
 int ClientRegistry::WorkerOf(uint64_t id) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = clients_.find(id);

@@ -135,8 +135,11 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
                                    "timeout", "maxclients", "client-output-buffer-limit",
                                    "maxmemory-clients", "slowlog-log-slower-than",
                                    "slowlog-max-len", "latency-monitor-threshold",
-                                   "attend-max-slots", "attend-maxmemory", "attend-cold-slots",
-                                   "attend-precision", "attend-pool-min-bytes"}));
+                                   "acllog-max-len", "tls-cert-file", "tls-key-file",
+                                   "tls-ca-cert-file", "tls-auth-clients", "tls-protocols",
+                                   "tls-ciphers", "tls-ciphersuites", "attend-max-slots",
+                                   "attend-maxmemory", "attend-cold-slots", "attend-precision",
+                                   "attend-pool-min-bytes"}));
 }
 
 }  // namespace

@@ -30,6 +30,24 @@ namespace pion::server {
 
 namespace {
 
+net::TlsConfig TlsConfigOf(const Config& c) {
+  net::TlsConfig t;
+  t.cert_file = c.tls_cert_file;
+  t.key_file = c.tls_key_file;
+  t.ca_cert_file = c.tls_ca_cert_file;
+  t.auth_clients = c.tls_auth_clients == "no"         ? net::TlsClientAuth::kNo
+                   : c.tls_auth_clients == "optional" ? net::TlsClientAuth::kOptional
+                                                      : net::TlsClientAuth::kYes;
+  t.protocols = c.tls_protocols;
+  t.ciphers = c.tls_ciphers;
+  t.ciphersuites = c.tls_ciphersuites;
+  return t;
+}
+
+}  // namespace
+
+namespace {
+
 constexpr uint64_t kShutdownDrainMs = 5000;
 // Buffers cached per worker, in all: the slack the memory target allows.
 constexpr size_t kPoolBytesTotal = 64u << 20;
@@ -60,7 +78,12 @@ Server::Server(Config cfg) : Server(std::move(cfg), {}) {}
 Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     : cfg_(std::move(cfg)),
       commands_(WithExtra(std::move(extra_commands))),
+      acl_(&commands_),
       background_(kBackgroundThreads, "pion-bg") {
+  // requirepass is the default user's password from the start (Start() loads
+  // the user lines / aclfile and applies it again over them).
+  if (!cfg_.requirepass.empty()) acl_.SetDefaultPassword(cfg_.requirepass);
+  acl_.set_log_max_len(cfg_.acllog_max_len);
   PublishRuntimeSettings();
   start_time_us_ = MonotonicUs();
   run_id_ = RandomHex(40);
@@ -88,17 +111,34 @@ Server::~Server() {
   background_.Stop();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (fastlane_fd_ >= 0) ::close(fastlane_fd_);
+  if (tls_listen_fd_ >= 0) ::close(tls_listen_fd_);
   if (shutdown_fd_ >= 0) ::close(shutdown_fd_);
 }
 
 Status Server::Start() {
   PION_CHECK(workers_.empty());
-  auto fd = net::Listen(cfg_.bind, cfg_.port);
-  if (!fd.ok()) return fd.status();
-  listen_fd_ = *fd;
-  port_ = net::BoundPort(listen_fd_);
+  PION_RETURN_IF_ERROR(InitAcl());
+  if (cfg_.tls_port != 0) {
+    auto ctx = net::TlsContext::Create(TlsConfigOf(cfg_));
+    if (!ctx.ok()) return ctx.status();
+    tls_ctx_ = *ctx;
+    auto tfd = net::Listen(cfg_.bind, cfg_.tls_port);
+    if (!tfd.ok()) return tfd.status();
+    tls_listen_fd_ = *tfd;
+    tls_port_ = net::BoundPort(tls_listen_fd_);
+  }
+  // --port 0 with a TLS port: TLS only (as Redis). Without one, port 0 binds
+  // an ephemeral port (tests).
+  if (cfg_.port != 0 || cfg_.tls_port == 0) {
+    auto fd = net::Listen(cfg_.bind, cfg_.port);
+    if (!fd.ok()) return fd.status();
+    listen_fd_ = *fd;
+    port_ = net::BoundPort(listen_fd_);
+  }
   PION_RETURN_IF_ERROR(ListenFastLane());
-  std::vector<ListenSocket> listeners = {{listen_fd_, net::Protocol::kResp}};
+  std::vector<ListenSocket> listeners;
+  if (listen_fd_ >= 0) listeners.push_back({listen_fd_, net::Protocol::kResp});
+  if (tls_listen_fd_ >= 0) listeners.push_back({tls_listen_fd_, net::Protocol::kResp, true});
   if (fastlane_fd_ >= 0) listeners.push_back({fastlane_fd_, net::Protocol::kFastLane});
   shutdown_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (shutdown_fd_ < 0) return Status::IOError(std::string("eventfd: ") + std::strerror(errno));
@@ -119,6 +159,11 @@ Status Server::ListenFastLane() {
   if (!cfg_.kvcache || cfg_.fastlane_port == 0) {
     if (!cfg_.kvcache && cfg_.fastlane_port > 0)
       LOG_WARNING("fastlane-port %d ignored: the fast lane needs --kvcache", cfg_.fastlane_port);
+    cfg_.fastlane_port = 0;
+    return Status::OK();
+  }
+  if (defaulted && listen_fd_ < 0) {
+    // TLS only (--port 0): no plaintext port for a plaintext lane to follow.
     cfg_.fastlane_port = 0;
     return Status::OK();
   }
@@ -399,6 +444,63 @@ void Server::SampleRates() {
   if (++rate_ticks_ % 10 == 0) UsedMemory();  // keeps used_memory_peak current
 }
 
+std::shared_ptr<const net::TlsContext> Server::tls_context() const {
+  std::lock_guard<std::mutex> lk(tls_mu_);
+  return tls_ctx_;
+}
+
+Status Server::InitAcl() {
+  if (!cfg_.aclfile.empty() && !cfg_.users.empty())
+    return Status::InvalidArgument(
+        "users are defined in the config file ('user' lines) and an aclfile is set: use one");
+  if (!cfg_.aclfile.empty()) {
+    auto lines = ReadAclFile(cfg_.aclfile);
+    if (!lines.ok()) return lines.status();
+    PION_RETURN_IF_ERROR(acl_.LoadLines(*lines, cfg_.aclfile));
+  } else if (!cfg_.users.empty()) {
+    PION_RETURN_IF_ERROR(
+        acl_.LoadLines(cfg_.users, cfg_.config_file.empty() ? "config" : cfg_.config_file));
+  }
+  if (!cfg_.requirepass.empty()) acl_.SetDefaultPassword(cfg_.requirepass);
+  acl_.set_log_max_len(cfg_.acllog_max_len);
+  return Status::OK();
+}
+
+bool Server::default_user_open() const {
+  auto u = acl_.Default();
+  return u != nullptr && u->enabled && u->nopass;
+}
+
+const AclUser* Server::RefreshClientUser(ClientInfo* c) {
+  c->principal_epoch = acl_.epoch();
+  c->principal = acl_.Find(clients_.User(c));  // nullptr once the user was deleted
+  return static_cast<const AclUser*>(c->principal.get());
+}
+
+void Server::SetClientUser(ClientInfo* c, std::shared_ptr<const AclUser> u) {
+  clients_.SetUser(c, u->name);
+  c->principal_epoch = acl_.epoch();
+  c->principal = std::move(u);
+}
+
+std::string Server::ClientUserName(const ClientInfo* c) { return clients_.User(c); }
+
+std::string Server::ClientLine(const ClientInfo* c) {
+  std::string s;
+  clients_.With(c, [&](const ClientInfo& ci) { AppendClientLine(ci, &s); });
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
+  std::vector<uint64_t> ids;
+  clients_.ForEach([&](const ClientInfo& c) {
+    for (const std::string& n : names)
+      if (c.user == n) ids.push_back(c.id);
+  });
+  for (uint64_t id : ids) KillClient(id);
+}
+
 bool Server::KillClient(uint64_t id) {
   int worker = clients_.WorkerOf(id);
   if (worker < 0) return false;
@@ -418,6 +520,7 @@ ServerStats Server::Stats() const {
     s.rejected_connections += ws.rejected.load(kR);
     s.output_limit_disconnections += ws.output_limit_disconnects.load(kR);
     s.protocol_errors += ws.protocol_errors.load(kR);
+    s.tls_handshake_failures += ws.tls_handshake_failures.load(kR);
     s.error_replies += ws.error_replies.load(kR);
   }
   return s;
@@ -430,7 +533,8 @@ void Server::ResetStats() {
     w->cmdstats().Reset();
     WorkerStats& ws = w->stats();
     for (auto* c : {&ws.connections_received, &ws.commands, &ws.net_in, &ws.net_out, &ws.rejected,
-                    &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies})
+                    &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies,
+                    &ws.tls_handshake_failures})
       c->store(0, kR);
   }
   if (store_ != nullptr) store_->ResetKeyStats();
@@ -450,6 +554,25 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (!err.ok()) return Status::InvalidArgument(ConfigSetErrorText(err));
   if (next.maxclients != cfg_.maxclients && next.maxclients > MaxClientsForCurrentLimit())
     return Status::InvalidArgument(ConfigSetFdLimitError(MaxClientsForCurrentLimit()));
+  // TLS settings: build the new context before anything changes (a bad
+  // certificate refuses the whole CONFIG SET).
+  std::shared_ptr<const net::TlsContext> new_tls;
+  bool tls_changed =
+      next.tls_cert_file != cfg_.tls_cert_file || next.tls_key_file != cfg_.tls_key_file ||
+      next.tls_ca_cert_file != cfg_.tls_ca_cert_file ||
+      next.tls_auth_clients != cfg_.tls_auth_clients || next.tls_protocols != cfg_.tls_protocols ||
+      next.tls_ciphers != cfg_.tls_ciphers || next.tls_ciphersuites != cfg_.tls_ciphersuites;
+  // Setting the same file again reloads it (a renewed certificate).
+  for (const auto& [name, value] : pairs)
+    if (ToLower(name).starts_with("tls-")) tls_changed = true;
+  if (tls_changed && tls_listen_fd_ >= 0) {
+    auto ctx = net::TlsContext::Create(TlsConfigOf(next));
+    if (!ctx.ok())
+      return Status::InvalidArgument(
+          "ERR CONFIG SET failed - Unable to update TLS configuration: " +
+          std::string(ctx.status().message()));
+    new_tls = *ctx;
+  }
   // Everything validated: apply.
   if (next.maxmemory != cfg_.maxmemory && store_ != nullptr) {
     Status st = store_->SetMaxBytes(next.maxmemory, lsn);
@@ -464,9 +587,14 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)
     hooks_.set_appendfsync(next.appendfsync);
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
+  if (next.acllog_max_len != cfg_.acllog_max_len) acl_.set_log_max_len(next.acllog_max_len);
   CopyRuntimeSettings(next, &cfg_);
   PublishRuntimeSettings();
   slowlog_.Trim(cfg_.slowlog_max_len);
+  if (new_tls != nullptr) {
+    std::lock_guard<std::mutex> tlk(tls_mu_);
+    tls_ctx_ = std::move(new_tls);
+  }
   return Status::OK();
 }
 

@@ -38,6 +38,8 @@
 #include "attend/compute_pool.h"
 #include "attend/precision.h"
 #include "attend/slot_cache.h"
+#include "net/tls.h"
+#include "server/acl.h"
 #include "server/client_registry.h"
 #include "server/command_service.h"
 #include "server/command_stats.h"
@@ -83,6 +85,7 @@ struct ServerStats {
   uint64_t rejected_connections = 0;
   uint64_t output_limit_disconnections = 0;
   uint64_t protocol_errors = 0;
+  uint64_t tls_handshake_failures = 0;
   uint64_t error_replies = 0;
 };
 
@@ -104,6 +107,27 @@ class Server {
   void set_loading(bool v) { loading_.store(v, std::memory_order_release); }
   uint64_t start_time_us() const { return start_time_us_; }
   const CommandTable& commands() const { return commands_; }
+  // Users and permissions (server/acl.h).
+  Acl& acl() { return acl_; }
+  // Whether the default user needs no password (new connections start
+  // authenticated as it).
+  bool default_user_open() const;
+  // The user a client is authenticated as: its cached user, refreshed when
+  // the ACL changed since (nullptr once that user was deleted). Owning thread.
+  const AclUser* ClientUser(ClientInfo* c) {
+    if (c->principal_epoch == acl_.epoch()) [[likely]]
+      return static_cast<const AclUser*>(c->principal.get());
+    return RefreshClientUser(c);
+  }
+  const AclUser* RefreshClientUser(ClientInfo* c);
+  void SetClientUser(ClientInfo* c, std::shared_ptr<const AclUser> u);
+  std::string ClientUserName(const ClientInfo* c);
+  // The client's CLIENT LIST line (for ACL LOG).
+  std::string ClientLine(const ClientInfo* c);
+  // Closes every client authenticated as one of `names` (ACL DELUSER, LOAD).
+  void KillClientsOfUsers(const std::vector<std::string>& names);
+  // Applies the `user` config lines, --aclfile and --requirepass (Start()).
+  Status InitAcl();
   // What the workers' connections serve (net::Service).
   net::Service* service() { return &service_; }
 
@@ -129,6 +153,10 @@ class Server {
   // The fast lane's bound port, 0 when it is off (also config().fastlane_port
   // once started).
   int fastlane_port() const { return fastlane_port_; }
+  int tls_port() const { return tls_port_; }
+  // The TLS context new TLS connections use (nullptr without --tls-port).
+  // CONFIG SET tls-cert-file & co. replace it; open connections keep theirs.
+  std::shared_ptr<const net::TlsContext> tls_context() const;
   int num_workers() const { return static_cast<int>(workers_.size()); }
   Worker* worker(int i) { return workers_[i].get(); }
   const std::string& run_id() const { return run_id_; }
@@ -150,7 +178,7 @@ class Server {
   }
   uint64_t maxmemory() const { return maxmemory_.load(std::memory_order_relaxed); }
   // protected-mode yes and no requirepass: only loopback peers are served.
-  bool protected_mode() const { return cfg_.protected_mode && cfg_.requirepass.empty(); }
+  bool protected_mode() const { return cfg_.protected_mode && default_user_open(); }
   // A copy of the current configuration (CONFIG GET).
   Config ConfigSnapshot() const;
   // CONFIG SET: validates every pair, then applies them all or none. `*lsn`
@@ -257,6 +285,7 @@ class Server {
   std::unique_ptr<store::Store> store_;
   Receipt receipt_;
   CommandTable commands_;
+  Acl acl_;
   std::atomic<bool> loading_{false};
   uint64_t start_time_us_ = 0;
   std::string run_id_;
@@ -279,7 +308,11 @@ class Server {
   int port_ = 0;
   int fastlane_fd_ = -1;
   int fastlane_port_ = 0;
-  int shutdown_fd_ = -1;  // eventfd written by RequestShutdown
+  int tls_listen_fd_ = -1;
+  int tls_port_ = 0;
+  mutable std::mutex tls_mu_;
+  std::shared_ptr<const net::TlsContext> tls_ctx_;  // guarded by tls_mu_
+  int shutdown_fd_ = -1;                            // eventfd written by RequestShutdown
   std::atomic<bool> shutting_down_{false};
   std::vector<std::unique_ptr<Worker>> workers_;
 

@@ -31,6 +31,7 @@ class Server;
 struct ListenSocket {
   int fd;
   net::Protocol protocol;
+  bool tls = false;  // a TLS session runs under the protocol
 };
 
 // Per-worker counters, summed by Server::Stats(). Relaxed atomics: written by
@@ -64,7 +65,7 @@ class Worker final : public net::ConnHost {
   const CommandStats& cmdstats() const { return cmdstats_; }
 
   // Any thread.
-  void Adopt(int fd, net::Protocol protocol);  // take ownership of an accepted socket
+  void Adopt(int fd, ListenSocket l);  // take ownership of an accepted socket
   void Kill(uint64_t client_id);
   // A MONITOR line for client `client_id` (dropped if it is gone).
   void PushMonitor(uint64_t client_id, std::shared_ptr<const std::string> line);
@@ -90,7 +91,7 @@ class Worker final : public net::ConnHost {
   void PauseAccepting();
   Status WatchListeners();
   void OnAccept(const ListenSocket& l);
-  void AddConnection(int fd, net::Protocol protocol);
+  void AddConnection(int fd, ListenSocket l);
   void Cron();
   void MaybeStop();
 

@@ -10,6 +10,7 @@
 #include "net/client_info.h"
 #include "net/connection.h"
 #include "server/commands/command_docs.h"
+#include "server/acl.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
@@ -31,22 +32,6 @@ const char* CommandGroup(const CommandSpec& s) {
   return "server";
 }
 
-// ACL categories: the group's, plus what the flags imply (Redis' rules).
-std::vector<std::string> CommandCategories(const CommandSpec& s) {
-  std::vector<std::string> c;
-  std::string_view g = CommandGroup(s);
-  if (s.flags & kCmdWrite) c.push_back("@write");
-  if (s.flags & kCmdReadonly) c.push_back("@read");
-  if (s.flags & kCmdAdmin) {
-    c.push_back("@admin");
-    c.push_back("@dangerous");
-  }
-  c.push_back((s.flags & kCmdFast) ? "@fast" : "@slow");
-  if (g == "generic") g = "keyspace";
-  if (g != "server") c.push_back("@" + std::string(g));
-  return c;
-}
-
 void CommandInfoReply(ReplyBuilder* rb, const CommandSpec& s) {
   rb->ArrayHeader(10);
   rb->Bulk(ToLower(s.name));
@@ -65,9 +50,12 @@ void CommandInfoReply(ReplyBuilder* rb, const CommandSpec& s) {
   rb->Integer(s.first_key);
   rb->Integer(s.last_key);
   rb->Integer(s.key_step);
-  std::vector<std::string> cats = CommandCategories(s);
-  rb->SetHeader(cats.size());
-  for (const std::string& c : cats) rb->SimpleString(c);
+  // ACL categories.
+  uint32_t cats = CommandCategories(s);
+  auto names = AclCategoryNames();
+  rb->SetHeader(static_cast<size_t>(__builtin_popcount(cats)));
+  for (size_t i = 0; i < names.size(); ++i)
+    if (cats & (1u << i)) rb->SimpleString(std::string("@") + names[i]);
   rb->ArrayHeader(0);  // tips
   rb->ArrayHeader(0);  // key specs
   rb->ArrayHeader(0);  // subcommands
@@ -221,9 +209,8 @@ void CommandList(CommandContext& ctx) {
     if (EqualsIgnoreCase(by, "MODULE")) break;  // pion has no modules
     bool cat_ok = true;
     if (EqualsIgnoreCase(by, "ACLCAT")) {
-      cat_ok = false;
-      for (const std::string& c : CommandCategories(s))
-        if (EqualsIgnoreCase(std::string_view(c).substr(1), value)) cat_ok = true;
+      uint32_t bit = AclCategoryBit(value);
+      cat_ok = bit != 0 && (CommandCategories(s) & bit) != 0;
     }
     auto add = [&](const std::string& n) {
       if (!cat_ok) return;
@@ -402,7 +389,16 @@ void ConfigCmd(CommandContext& ctx) {
 
 void DbSize(CommandContext& ctx) {
   store::Store* st = ctx.server->store();
-  ctx.reply->Integer(st != nullptr ? static_cast<int64_t>(st->DbSize()) : 0);
+  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  if (st == nullptr) {
+    ctx.reply->Integer(0);
+  } else if (u != nullptr && u->allkeys) {
+    ctx.reply->Integer(static_cast<int64_t>(st->DbSize()));
+  } else {
+    // A user with key patterns counts only the keys (string keys, namespaces) it may read.
+    auto names = AclVisibleKeys(u, st->Keys("*"), kAclPermRead);
+    ctx.reply->Integer(static_cast<int64_t>(names.size()));
+  }
 }
 
 void FlushAll(CommandContext& ctx) {
@@ -413,7 +409,17 @@ void FlushAll(CommandContext& ctx) {
   }
   if (store::Store* st = ctx.server->store()) {
     uint64_t lsn = 0;
-    Status s = st->FlushAll(&lsn);
+    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    Status s;
+    if (u != nullptr && u->allkeys) {
+      s = st->FlushAll(&lsn);
+    } else {
+      // A user with key patterns flushes only the namespaces it may write.
+      auto names = AclVisibleKeys(u, st->NamespaceNames(), kAclPermWrite);
+      std::vector<std::string_view> views(names.begin(), names.end());
+      auto n = st->Drop(views, &lsn);
+      if (!n.ok()) s = n.status();
+    }
     if (!s.ok()) {
       ctx.reply->Error(s);
       return;
@@ -474,6 +480,7 @@ void Time(CommandContext& ctx) {
 }  // namespace
 
 void AddAdminCommands(std::vector<CommandSpec>* out) {
+  size_t first = out->size();
   out->push_back({"COMMAND", -1, kCmdLoading | kCmdStale, 0, 0, 0, Command,
                   "Command table introspection: COUNT, INFO, DOCS, LIST, GETKEYS."});
   out->push_back({"CONFIG", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, ConfigCmd,
@@ -489,6 +496,13 @@ void AddAdminCommands(std::vector<CommandSpec>* out) {
                   "Stops the server gracefully: SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE]."});
   out->push_back({"TIME", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, Time,
                   "Server time: [unix seconds, microseconds]."});
+  for (size_t i = first; i < out->size(); ++i) {
+    CommandSpec& s = (*out)[i];
+    std::string_view n = s.name;
+    if (n == "COMMAND") s.acl_categories |= kAclConnection;
+    if (n == "DBSIZE") s.acl_categories |= kAclKeyspace;
+    if (n == "FLUSHALL") s.acl_categories |= kAclKeyspace | kAclDangerous;
+  }
 }
 
 }  // namespace pion::server

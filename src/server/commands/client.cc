@@ -11,6 +11,7 @@
 #include "base/strutil.h"
 #include "net/client_info.h"
 #include "net/connection.h"
+#include "server/acl.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
@@ -25,6 +26,8 @@ bool ValidName(std::string_view name) {
     if (c < '!' || c > '~') return false;
   return true;
 }
+
+}  // namespace
 
 // One CLIENT LIST line (Redis 7 field order; fields pion does not have are
 // reported as Redis reports them for an idle normal client). Registry locked.
@@ -44,12 +47,12 @@ void AppendClientLine(const ClientInfo& c, std::string* out) {
   std::snprintf(buf, sizeof(buf),
                 " age=%llu idle=%llu flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=%llu "
                 "qbuf-free=%llu argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%llu "
-                "tot-mem=%llu events=r cmd=%s user=default redir=-1 resp=%d lib-name=",
+                "tot-mem=%llu events=r cmd=%s user=%s redir=-1 resp=%d lib-name=",
                 static_cast<unsigned long long>((now - c.created_us) / 1000000),
                 static_cast<unsigned long long>(now > last ? (now - last) / 1000000 : 0),
                 c.monitor.load(kR) ? "O" : "N", static_cast<unsigned long long>(qbuf),
                 static_cast<unsigned long long>(qfree), static_cast<unsigned long long>(omem),
-                static_cast<unsigned long long>(tot), cmd, c.proto.load(kR));
+                static_cast<unsigned long long>(tot), cmd, c.user.c_str(), c.proto.load(kR));
   out->append(buf);
   out->append(c.lib_name);
   out->append(" lib-ver=");
@@ -57,6 +60,8 @@ void AppendClientLine(const ClientInfo& c, std::string* out) {
   std::snprintf(buf, sizeof(buf), " worker=%d\n", c.worker);
   out->append(buf);
 }
+
+namespace {
 
 void ClientList(CommandContext& ctx) {
   std::vector<uint64_t> ids;
@@ -196,7 +201,7 @@ void ClientKill(CommandContext& ctx) {
       if (f.has_id && c.id != f.id) return;
       if (!f.addr.empty() && c.addr != f.addr) return;
       if (!f.laddr.empty() && c.laddr != f.laddr) return;
-      if (!f.user.empty() && f.user != "default") return;
+      if (!f.user.empty() && f.user != c.user) return;
       if (f.has_maxage && (now - c.created_us) / 1000000 < f.maxage) return;
       if (f.skipme && c.id == ctx.client->id) return;
       victims.push_back(c.id);
@@ -279,10 +284,20 @@ void Client(CommandContext& ctx) {
     ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "INFO")) {
     if (arity(n == 2)) ClientInfoCmd(ctx);
-  } else if (EqualsIgnoreCase(sub, "LIST")) {
-    ClientList(ctx);
-  } else if (EqualsIgnoreCase(sub, "KILL")) {
-    if (arity(n >= 3)) ClientKill(ctx);
+  } else if (EqualsIgnoreCase(sub, "LIST") || EqualsIgnoreCase(sub, "KILL")) {
+    // Other clients (and other tenants) are @admin's business, as in Redis
+    // where client|list and client|kill are @admin @dangerous.
+    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    if (u == nullptr || !(u->unrestricted || (u->full_categories & kAclAdmin))) {
+      ctx.reply->Error(NoPermCommandError("client|" + ToLower(sub)));
+      ctx.server->acl().Log("command", "client|" + ToLower(sub), u ? u->name : "",
+                            ctx.server->ClientLine(ctx.client));
+      return;
+    }
+    if (EqualsIgnoreCase(sub, "LIST"))
+      ClientList(ctx);
+    else if (arity(n >= 3))
+      ClientKill(ctx);
   } else if (EqualsIgnoreCase(sub, "NO-EVICT") || EqualsIgnoreCase(sub, "NO-TOUCH")) {
     if (!arity(n == 3)) return;
     if (EqualsIgnoreCase(ctx.args[2], "ON") || EqualsIgnoreCase(ctx.args[2], "OFF"))
@@ -331,6 +346,7 @@ void AddClientCommands(std::vector<CommandSpec>* out) {
       {"CLIENT", -2, kCmdLoading | kCmdStale, 0, 0, 0, Client,
        "Connection introspection and control: ID, SETNAME, GETNAME, INFO, LIST, KILL, SETINFO, "
        "REPLY, NO-EVICT, NO-TOUCH."});
+  out->back().acl_categories |= kAclConnection;
 }
 
 }  // namespace pion::server

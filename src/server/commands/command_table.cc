@@ -62,6 +62,7 @@ std::vector<CommandSpec> AllCommands() {
   AddAdminCommands(&v);
   AddInfoCommands(&v);
   AddObserveCommands(&v);
+  AddAclCommands(&v);
   AddKvPrefixCommands(&v);
   AddVStoreCommands(&v);
   AddStatsCommands(&v);

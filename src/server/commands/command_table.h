@@ -57,6 +57,12 @@ void AddInfoCommands(std::vector<CommandSpec>* out);
 // SLOWLOG, LATENCY, MONITOR, ROLE, LASTSAVE (commands/observe.cc).
 void AddObserveCommands(std::vector<CommandSpec>* out);
 
+// One CLIENT LIST line for `c` (client.cc); the client registry must be locked.
+void AppendClientLine(const ClientInfo& c, std::string* out);
+
+// The ACL commands (commands/acl.cc).
+void AddAclCommands(std::vector<CommandSpec>* out);
+
 // The full table: admin commands first, then the data families.
 std::vector<CommandSpec> AllCommands();
 

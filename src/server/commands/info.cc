@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "net/client_info.h"
+#include "server/acl.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/server.h"
@@ -26,6 +27,13 @@
 namespace pion::server {
 
 namespace {
+
+// Who asks: the worker (the per-worker lines of # Pion) and the ACL user (# Keyspace
+// counts only what that user may read).
+struct InfoFor {
+  int worker;
+  const AclUser* user;
+};
 
 std::string Fixed2(double v) {
   char buf[48];
@@ -64,7 +72,7 @@ uint64_t RssBytes() {
   return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-void ServerSection(Server& s, int /*worker*/, std::string* out) {
+void ServerSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   static const std::string os = [] {
     utsname u{};
     if (::uname(&u) != 0) return std::string("Linux");
@@ -91,14 +99,14 @@ void ServerSection(Server& s, int /*worker*/, std::string* out) {
   InfoField(out, "config_file", s.config().config_file);
 }
 
-void ClientsSection(Server& s, int /*worker*/, std::string* out) {
+void ClientsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "connected_clients", s.clients().connected());
   InfoField(out, "maxclients", s.maxclients());
   InfoField(out, "blocked_clients", uint64_t{0});
   InfoField(out, "tracking_clients", uint64_t{0});
 }
 
-void MemorySection(Server& s, int /*worker*/, std::string* out) {
+void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
   uint64_t rss = RssBytes();
   uint64_t used = s.UsedMemory();
   uint64_t peak = s.used_memory_peak();
@@ -129,7 +137,7 @@ void MemorySection(Server& s, int /*worker*/, std::string* out) {
   InfoField(out, "mem_allocator", std::string("libc"));
 }
 
-void PersistenceSection(Server& s, int /*worker*/, std::string* out) {
+void PersistenceSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "loading", uint64_t{s.loading() ? 1u : 0u});
   InfoField(out, "async_loading", uint64_t{0});
   if (s.hooks().info) s.hooks().info(out);
@@ -145,7 +153,7 @@ void KeyspaceStatsFields(Server& s, std::string* out) {
   InfoField(out, "keyspace_misses", k.misses);
 }
 
-void StatsSection(Server& s, int /*worker*/, std::string* out) {
+void StatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   ServerStats st = s.Stats();
   InfoField(out, "total_connections_received", st.connections_received);
   InfoField(out, "total_commands_processed", st.commands_processed);
@@ -157,14 +165,15 @@ void StatsSection(Server& s, int /*worker*/, std::string* out) {
   InfoField(out, "rejected_connections", st.rejected_connections);
   InfoField(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
   InfoField(out, "total_protocol_errors", st.protocol_errors);
+  InfoField(out, "tls_handshake_failures", st.tls_handshake_failures);
   InfoField(out, "total_error_replies", st.error_replies);
   KeyspaceStatsFields(s, out);
 }
 
-void PionSection(Server& s, int worker, std::string* out) {
+void PionSection(Server& s, const InfoFor& who, std::string* out) {
   ReceiptSnapshot r = s.receipt().Read();
   InfoField(out, "stats_scope", std::string("server"));
-  InfoField(out, "worker_id", static_cast<uint64_t>(worker));
+  InfoField(out, "worker_id", static_cast<uint64_t>(who.worker));
   InfoField(out, "kvprefix_hits", r.hits);
   InfoField(out, "kvprefix_misses", r.misses);
   InfoField(out, "kvprefix_hits_measured", r.hits_measured);
@@ -191,17 +200,25 @@ void PionSection(Server& s, int worker, std::string* out) {
   AppendAttendInfo(s, out);
 }
 
-void KeyspaceSection(Server& s, int /*worker*/, std::string* out) {
+void KeyspaceSection(Server& s, const InfoFor& who, std::string* out) {
   store::Store* st = s.store();
   if (st == nullptr) return;
-  store::KeyspaceStats k = st->KeyStats();
-  if (k.keys > 0)
-    InfoField(out, "db0",
-              "keys=" + std::to_string(k.keys) + ",expires=" + std::to_string(k.expires) +
-                  ",avg_ttl=" + std::to_string(k.avg_ttl_ms));
+  const AclUser* u = who.user;
+  if (u != nullptr && u->allkeys) {
+    store::KeyspaceStats k = st->KeyStats();
+    if (k.keys > 0)
+      InfoField(out, "db0",
+                "keys=" + std::to_string(k.keys) + ",expires=" + std::to_string(k.expires) +
+                    ",avg_ttl=" + std::to_string(k.avg_ttl_ms));
+    return;
+  }
+  // A user with key patterns counts only the keys (string keys and namespaces) it may
+  // read, and gets no TTL figures: those would describe other tenants' keys too.
+  uint64_t n = AclVisibleKeys(u, st->Keys("*"), kAclPermRead).size();
+  if (n > 0) InfoField(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
 }
 
-void ReplicationSection(Server& s, int /*worker*/, std::string* out) {
+void ReplicationSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "role", std::string("master"));
   InfoField(out, "connected_slaves", uint64_t{0});
   InfoField(out, "master_failover_state", std::string("no-failover"));
@@ -215,7 +232,7 @@ void ReplicationSection(Server& s, int /*worker*/, std::string* out) {
   InfoField(out, "repl_backlog_histlen", uint64_t{0});
 }
 
-void CpuSection(Server&, int /*worker*/, std::string* out) {
+void CpuSection(Server&, const InfoFor& /*who*/, std::string* out) {
   rusage self{}, children{};
   ::getrusage(RUSAGE_SELF, &self);
   ::getrusage(RUSAGE_CHILDREN, &children);
@@ -225,7 +242,7 @@ void CpuSection(Server&, int /*worker*/, std::string* out) {
   InfoField(out, "used_cpu_user_children", Seconds6(children.ru_utime));
 }
 
-void CommandStatsSection(Server& s, int /*worker*/, std::string* out) {
+void CommandStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   std::vector<CommandCounters> all = s.CommandCountersAll();
   const CommandTable& t = s.commands();
   for (size_t i = 0; i < all.size(); ++i) {
@@ -242,12 +259,12 @@ void CommandStatsSection(Server& s, int /*worker*/, std::string* out) {
   }
 }
 
-void ErrorStatsSection(Server& s, int /*worker*/, std::string* out) {
+void ErrorStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   for (const auto& [code, n] : s.ErrorCounts())
     InfoField(out, "errorstat_" + code, "count=" + std::to_string(n));
 }
 
-void ClusterSection(Server&, int /*worker*/, std::string* out) { InfoField(out, "cluster_enabled", uint64_t{0}); }
+void ClusterSection(Server&, const InfoFor& /*who*/, std::string* out) { InfoField(out, "cluster_enabled", uint64_t{0}); }
 
 // INFO's sections in output order: the name a client asks for, the title, whether
 // INFO without a section (or `default`) includes it.
@@ -255,7 +272,7 @@ struct Section {
   const char* name;
   const char* title;
   bool in_default;
-  void (*fill)(Server& s, int worker, std::string* out);
+  void (*fill)(Server& s, const InfoFor& who, std::string* out);
 };
 constexpr Section kSections[] = {
     {"server", "Server", true, ServerSection},
@@ -296,7 +313,8 @@ void Info(CommandContext& ctx) {
   for (size_t k = 0; k < std::size(kSections); ++k) {
     if (!want[k]) continue;
     std::string body;
-    kSections[k].fill(s, ctx.client != nullptr ? ctx.client->worker : 0, &body);
+    InfoFor who{ctx.client != nullptr ? ctx.client->worker : 0, s.ClientUser(ctx.client)};
+    kSections[k].fill(s, who, &body);
     if (!out.empty()) out.append("\r\n");
     out.append("# ").append(kSections[k].title).append("\r\n").append(body);
   }
@@ -308,6 +326,7 @@ void Info(CommandContext& ctx) {
 void AddInfoCommands(std::vector<CommandSpec>* out) {
   out->push_back({"INFO", -1, kCmdLoading | kCmdStale, 0, 0, 0, Info,
                   "Server information and statistics, by section."});
+  out->back().acl_categories |= kAclDangerous;  // server-wide state (as Redis)
 }
 
 }  // namespace pion::server
