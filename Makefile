@@ -56,7 +56,9 @@ test-tsan: deps
 test-unit: build
 	ctest --preset $(PRESET) -L unit
 
-run: build
+# Builds only the server (not the tests and benchmarks `make test` builds).
+run: configure
+	cmake --build --preset $(PRESET) --target pion-server
 	mkdir -p $(DATA)
 	$(BIN)/pion-server --kvcache --port $(PORT) --dir $(DATA) $(ARGS)
 
