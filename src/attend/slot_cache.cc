@@ -1,5 +1,6 @@
 #include "attend/slot_cache.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace pion::attend {
@@ -11,7 +12,17 @@ void SlotCache::SetLimits(const SlotCacheLimits& limits) {
   limits_ = limits;
   EnforceLocked(nullptr);
   TrimColdLocked();
+  UpdateArenaLocked();
 }
+
+void SlotCache::UpdateArenaLocked() {
+  peak_bytes_ = std::max(peak_bytes_, bytes_);
+  uint64_t keep = peak_bytes_;
+  if (limits_.max_bytes != 0) keep = limits_.max_bytes > bytes_ ? limits_.max_bytes - bytes_ : 0;
+  arena_->SetKeepLimit(keep);
+}
+
+void SlotCache::ReleaseArena() { arena_->Clear(); }
 
 SlotCacheLimits SlotCache::limits() const {
   std::lock_guard<std::mutex> l(mu_);
@@ -55,6 +66,7 @@ Status SlotCache::Admit(uint64_t bytes) const {
 
 void SlotCache::Put(std::string_view sid, uint32_t layer, std::shared_ptr<const Slot> slot) {
   const uint64_t b = slot->bytes();
+  std::shared_ptr<const Slot> old;  // released after the lock (its memory goes to the arena)
   std::lock_guard<std::mutex> l(mu_);
   KeyView k{sid, layer};
   auto c = cold_.find(k);
@@ -68,6 +80,7 @@ void SlotCache::Put(std::string_view sid, uint32_t layer, std::shared_ptr<const 
   } else {
     warm_lru_.erase(it->second.stamp);
     bytes_ -= it->second.bytes;
+    old = std::move(it->second.slot);
   }
   it->second.slot = std::move(slot);
   it->second.bytes = b;
@@ -75,6 +88,7 @@ void SlotCache::Put(std::string_view sid, uint32_t layer, std::shared_ptr<const 
   bytes_ += b;
   warm_lru_.emplace(it->second.stamp, &it->first);
   EnforceLocked(&it->first);
+  UpdateArenaLocked();
 }
 
 void SlotCache::Recount(std::string_view sid, uint32_t layer, const Slot* slot) {
@@ -85,6 +99,7 @@ void SlotCache::Recount(std::string_view sid, uint32_t layer, const Slot* slot) 
   bytes_ = bytes_ - it->second.bytes + b;
   it->second.bytes = b;
   EnforceLocked(&it->first);
+  UpdateArenaLocked();
 }
 
 void SlotCache::EnforceLocked(const Key* keep) {
@@ -158,14 +173,18 @@ uint64_t SlotCache::DropLocked(std::string_view sid, std::optional<uint32_t> lay
 
 uint64_t SlotCache::Drop(std::string_view sid, std::optional<uint32_t> layer) {
   std::lock_guard<std::mutex> l(mu_);
-  return DropLocked(sid, layer);
+  uint64_t n = DropLocked(sid, layer);
+  UpdateArenaLocked();
+  return n;
 }
 
 uint64_t SlotCache::DropNamespace(std::string_view ns) {
   std::string attn(ns);
   attn += "_attn";
   std::lock_guard<std::mutex> l(mu_);
-  return DropLocked(ns, std::nullopt) + DropLocked(attn, std::nullopt);
+  uint64_t n = DropLocked(ns, std::nullopt) + DropLocked(attn, std::nullopt);
+  UpdateArenaLocked();
+  return n;
 }
 
 void SlotCache::Clear() {
@@ -175,6 +194,8 @@ void SlotCache::Clear() {
   cold_lru_.clear();
   cold_.clear();
   bytes_ = 0;
+  peak_bytes_ = 0;
+  UpdateArenaLocked();  // keeps nothing until slots are stored again
 }
 
 SlotCacheStats SlotCache::Stats() const {
@@ -186,6 +207,7 @@ SlotCacheStats SlotCache::Stats() const {
   s.rehydrates = rehydrates_;
   s.cold_forgotten = cold_forgotten_;
   s.bytes = bytes_;
+  s.arena = arena_->Stats();
   return s;
 }
 

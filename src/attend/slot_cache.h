@@ -16,6 +16,13 @@
 //    (which installs a new object), a demotion or a drop never frees memory a query is
 //    reading; the old slot goes when its last reader finishes.
 //
+//  * Slot memory (attend/slot_arena.h): slots built with arena() take the memory of
+//    freed slots back. The arena keeps at most attend-maxmemory minus the warm bytes
+//    (max_bytes > 0: warm + kept never exceeds it), else at most the peak warm bytes
+//    seen (freed slot memory is never more than the slots once held); Clear() and
+//    ReleaseArena() free everything it keeps. Its limit follows every change of the
+//    warm bytes.
+//
 // Thread-safety: every method may be called from any thread (one mutex; no slot is
 // built or attended under it).
 #pragma once
@@ -48,6 +55,7 @@ struct SlotCacheStats {
   uint64_t rehydrates = 0;  // lifetime COLD -> WARM
   uint64_t cold_forgotten = 0;
   uint64_t bytes = 0;  // Slot::bytes() over the warm slots, as last counted
+  SlotArenaStats arena;
 };
 
 // What the cold registry remembers of a demoted slot.
@@ -86,6 +94,11 @@ class SlotCache {
   void Clear();  // FLUSHALL: everything, warm and cold
 
   SlotCacheStats Stats() const;
+  // The arena slots for this cache are built with (it outlives the cache while slots
+  // hold it).
+  const std::shared_ptr<SlotArena>& arena() const { return arena_; }
+  // Frees the arena's kept memory now (memory pressure elsewhere).
+  void ReleaseArena();
   std::optional<ColdInfo> Cold(std::string_view sid, uint32_t layer) const;
 
  private:
@@ -123,6 +136,8 @@ class SlotCache {
   void EraseColdLocked(ColdMap::iterator it);
   void TrimColdLocked();
   uint64_t DropLocked(std::string_view sid, std::optional<uint32_t> layer);
+  // The arena's keep limit for the current warm bytes and limits.
+  void UpdateArenaLocked();
 
   mutable std::mutex mu_;
   SlotCacheLimits limits_;
@@ -132,6 +147,8 @@ class SlotCache {
   ColdMap cold_;
   std::map<uint64_t, const Key*> cold_lru_;  // last access -> key in cold_
   uint64_t bytes_ = 0;
+  uint64_t peak_bytes_ = 0;
+  const std::shared_ptr<SlotArena> arena_ = std::make_shared<SlotArena>();
   uint64_t demotions_ = 0, rehydrates_ = 0, cold_forgotten_ = 0;
 };
 

@@ -221,7 +221,7 @@ void AttendStore(CommandContext& ctx) {
   if (!adm.ok()) return ctx.reply->Error(AttendStoreOomError(adm.message()));
   // A new slot object: queries on the old one keep reading it; on failure the old
   // one stays installed.
-  auto slot = std::make_shared<Slot>();
+  auto slot = std::make_shared<Slot>(server->attend_cache().arena());
   const auto uh = static_cast<uint32_t>(h), un = static_cast<uint32_t>(n),
              ud = static_cast<uint32_t>(d);
   Status st;
@@ -514,7 +514,7 @@ WarmResult Warm(Server* server, const std::string& ns, uint32_t h, uint32_t d,
     std::vector<attend::RowSpan> kr, vr;
     Spans(*kp, &kr);
     Spans(*vp, &vr);
-    auto slot = std::make_shared<Slot>();
+    auto slot = std::make_shared<Slot>(server->attend_cache().arena());
     if (!slot->StoreRows(p, h, d, kp->fmt, kr, vr).ok()) return;
     server->attend_cache().Put(attend_sid, layer, std::move(slot));
     stored.fetch_add(1, std::memory_order_relaxed);
@@ -559,6 +559,8 @@ void AppendAttendInfo(Server& s, std::string* out) {
   InfoField(out, "sdpa_demotions", st.demotions);
   InfoField(out, "sdpa_rehydrates", st.rehydrates);
   InfoField(out, "sdpa_bytes", st.bytes);
+  InfoField(out, "sdpa_arena_bytes", st.arena.kept_bytes);
+  InfoField(out, "sdpa_arena_reused", st.arena.reused);
   InfoField(out, "sdpa_queries", s.attend_queries());
   InfoField(out, "attend_precision", std::string(attend::PrecisionName(s.attend_precision())));
   InfoField(out, "attend_threads", static_cast<uint64_t>(s.attend_threads()));
