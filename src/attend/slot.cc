@@ -86,8 +86,7 @@ Status RowError(const float* x, uint32_t d, const char* what, uint32_t h, size_t
 // Writes one row of f32 values into the slot element at `dst` (and its scale).
 Status PutRowF32(Precision p, const float* x, uint32_t d, uint8_t* dst, float* scale,
                  const char* what, uint32_t h, size_t n) {
-  const float limit =
-      p == Precision::kF16 ? kF16Overflow : std::numeric_limits<float>::infinity();
+  const float limit = p == Precision::kF16 ? kF16Overflow : std::numeric_limits<float>::infinity();
   if (!K().abs_below(x, d, limit)) return RowError(x, d, what, h, n);
   switch (p) {
     case Precision::kF32:
@@ -167,7 +166,6 @@ Slot::Layout Slot::MakeLayout(Precision p, uint32_t h, uint32_t n, uint32_t d) {
   if (l.total == 0) l.total = kAlign;  // N = 0: one aligned line, never null
   return l;
 }
-
 
 void Slot::ZeroPadding(uint8_t* buf, Precision p, uint32_t h, uint32_t n, uint32_t d,
                        const Layout& l) {
@@ -313,17 +311,24 @@ Status WriteRows(Precision p, uint32_t h, uint32_t d, uint32_t n, quant::Format 
       const size_t nr = std::min(kBatch, s.rows - r0);
       const size_t vals = nr * kv_dim;
       if (p == Precision::kF16) {
-        quant::DecodeRowsF16(f, s.data + r0 * rb, nr, kv_dim, f16.data());
-        if (!K().finite_f16(f16.data(), vals)) {
+        // fp16 rows are already the slot's bits: read them in place (when aligned).
+        const uint16_t* batch = f16.data();
+        const uint8_t* src = s.data + r0 * rb;
+        if (f == quant::Format::kFp16 && reinterpret_cast<uintptr_t>(src) % 2 == 0) {
+          batch = reinterpret_cast<const uint16_t*>(src);
+        } else {
+          quant::DecodeRowsF16(f, src, nr, kv_dim, f16.data());
+        }
+        if (!K().finite_f16(batch, vals)) {
           for (size_t r = 0; r < nr; ++r) {
             for (uint32_t hh = 0; hh < h; ++hh) {
-              if (!K().finite_f16(f16.data() + r * kv_dim + static_cast<size_t>(hh) * d, d))
+              if (!K().finite_f16(batch + r * kv_dim + static_cast<size_t>(hh) * d, d))
                 return NonFinite(what, hh, t + r);
             }
           }
         }
         for (size_t r = 0; r < nr; ++r, ++t) {
-          const uint16_t* x = f16.data() + r * kv_dim;
+          const uint16_t* x = batch + r * kv_dim;
           uint8_t* dst = region + t * row_bytes;
           for (uint32_t hh = 0; hh < h; ++hh) {
             std::memcpy(dst, x, row_bytes);
@@ -334,8 +339,7 @@ Status WriteRows(Precision p, uint32_t h, uint32_t d, uint32_t n, quant::Format 
         continue;
       }
       quant::DecodeRows(f, s.data + r0 * rb, nr, kv_dim, f32.data());
-      const bool checked =
-          K().abs_below(f32.data(), vals, std::numeric_limits<float>::infinity());
+      const bool checked = K().abs_below(f32.data(), vals, std::numeric_limits<float>::infinity());
       for (size_t r = 0; r < nr; ++r, ++t) {
         for (uint32_t hh = 0; hh < h; ++hh) {
           const size_t row = static_cast<size_t>(hh) * n + t;

@@ -20,8 +20,8 @@ uint8_t* SlotArena::AllocateFresh(size_t bytes, size_t* capacity) {
   if (bytes >= kMapBytes) {
     const size_t pg = PageSize();
     const size_t cap = (bytes + pg - 1) / pg * pg;
-    void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                     -1, 0);
+    void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) return nullptr;
     *capacity = cap;
     return static_cast<uint8_t*>(p);

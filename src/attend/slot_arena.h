@@ -32,10 +32,10 @@
 namespace pion::attend {
 
 struct SlotArenaStats {
-  uint64_t kept_bytes = 0;    // free buffers held for reuse
+  uint64_t kept_bytes = 0;  // free buffers held for reuse
   uint64_t kept_buffers = 0;
-  uint64_t reused = 0;        // lifetime allocations served from a kept buffer
-  uint64_t fresh = 0;         // lifetime allocations of new memory
+  uint64_t reused = 0;  // lifetime allocations served from a kept buffer
+  uint64_t fresh = 0;   // lifetime allocations of new memory
   uint64_t keep_limit = 0;
 };
 

@@ -43,7 +43,6 @@ void SlotCache::UpdateArenaLocked() {
   arena_->SetKeepLimit(keep);
 }
 
-
 SlotCacheLimits SlotCache::limits() const {
   std::lock_guard<std::mutex> l(mu_);
   return limits_;
