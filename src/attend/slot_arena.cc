@@ -17,7 +17,10 @@ size_t PageSize() {
 }  // namespace
 
 uint8_t* SlotArena::AllocateFresh(size_t bytes, size_t* capacity) {
-  if (bytes >= kMapBytes) {
+  // The capacity alone tells FreeBuffer how a buffer was made: mapped ones are
+  // >= kMapBytes, allocated ones below it.
+  const size_t cap64 = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (cap64 >= kMapBytes) {
     const size_t pg = PageSize();
     const size_t cap = (bytes + pg - 1) / pg * pg;
     void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE,
@@ -26,9 +29,8 @@ uint8_t* SlotArena::AllocateFresh(size_t bytes, size_t* capacity) {
     *capacity = cap;
     return static_cast<uint8_t*>(p);
   }
-  const size_t cap = (bytes + kAlign - 1) / kAlign * kAlign;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlign, cap));
-  if (p != nullptr) *capacity = cap;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlign, cap64));
+  if (p != nullptr) *capacity = cap64;
   return p;
 }
 

@@ -184,6 +184,12 @@ TEST(SlotArena, FitReuseAndLimit) {
   EXPECT_EQ(q2, q1);
   EXPECT_EQ(q2[m1 - 1], 2);  // reused as it was (the slot zeroes its own padding)
   a.Release(q2, m2);
+  // Just below kMapBytes, rounded up to 64 bytes it reaches it: mapped (freed by munmap).
+  size_t e = 0;
+  uint8_t* q3 = SlotArena::AllocateFresh(SlotArena::kMapBytes - 10, &e);
+  ASSERT_NE(q3, nullptr);
+  EXPECT_GE(e, SlotArena::kMapBytes);
+  SlotArena::FreeBuffer(q3, e);
   a.Clear();
   EXPECT_EQ(a.Stats().kept_bytes, 0u);
 }
