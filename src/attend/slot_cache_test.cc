@@ -280,6 +280,43 @@ TEST(SlotCache, ArenaWithinAttendMaxmemory) {
   EXPECT_EQ(u.Stats().arena.kept_bytes, 0u);
 }
 
+// Readers, re-stores, drops and demotions at once on slots built in the shared arena:
+// every slot a reader holds stays whole (all K = v, all V = -v for its own v), so no
+// memory was reused while it was held.
+TEST(SlotCache, ArenaReuseUnderConcurrentReadersAndRestores) {
+  SlotCache c({3, 0, 16});
+  constexpr int kThreads = 4, kIters = 150;
+  constexpr uint32_t h = 2, n = 64, d = 16;
+  std::atomic<int> bad{0}, reads{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        const float v = static_cast<float>(t * 1000 + i + 1);
+        const uint32_t layer = static_cast<uint32_t>((t + i) % 5);
+        c.Put("s", layer, ArenaSlot(c, h, n, d, v));
+        std::shared_ptr<const Slot> r = c.Acquire("s", static_cast<uint32_t>(i % 5), nullptr);
+        if (i % 7 == 0) c.Drop("s", static_cast<uint32_t>((i + 1) % 5));
+        if (!r) continue;
+        const float want = r->KAt(0, 0, 0);
+        for (uint32_t hh = 0; hh < h; ++hh) {
+          for (uint32_t x = 0; x < n; x += 7) {
+            if (r->KAt(hh, x, d - 1) != want || r->VAt(hh, x, 0) != -want) ++bad;
+          }
+        }
+        ++reads;
+      }
+    });
+  }
+  for (auto& th : ts) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+  SlotCacheStats s = c.Stats();
+  EXPECT_LE(s.warm, 3u);
+  EXPECT_GT(s.arena.reused, 0u);
+  EXPECT_LE(s.arena.kept_bytes, s.arena.keep_limit);
+}
+
 // The batch checks of StoreRows (vector pass, then a rescan for the error's place).
 TEST(Slot, StoreRowsRejectsNonFiniteWhereItIs) {
   const uint32_t h = 4, d = 16, n = 40;
