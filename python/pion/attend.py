@@ -116,7 +116,6 @@ class AttendMixin:
         self.attend_query_calls = 0
         self.lane_queries = 0
         self.warm_rebuilds = 0
-        self.layer_rebuilds = 0
         self._lane: Optional[FastLane] = None
         self._lane_port = lane_port
         self._lane_disabled = os.environ.get("PION_PROMPT_CACHE_NO_BINARY", "") not in ("", "0")
@@ -197,32 +196,12 @@ class AttendMixin:
             self.attend_query_calls += 1
 
     def _rehydrate(self, namespace: str, layer: int, h_kv: int, d: int) -> None:
-        """``KV.PREFIX.WARM <ns> <H_kv> <D> <ns>_attn``; if the queried layer is still not warm
-        afterwards (``attend-max-slots`` / ``attend-maxmemory`` smaller than the namespace's
-        layers: the WARM itself demoted it again), that one layer is rebuilt from the same
-        V-store rows (``V.FETCH ... FMT NATIVE`` of K and V, ``ATTEND.PREFIX.STORE``), which
-        leaves it the most recent slot. Nothing is done when the V-store lacks the namespace
-        (the retry then raises ColdMissError)."""
-        if self.warm(namespace, h_kv, d) < 1:
-            return
-        if self.attend_lookup(namespace, layer) == "HIT":
-            return
-        self.layer_rebuilds += 1
-        sid_k, sid_v = namespace + "_pk", namespace + "_pv"
-        key = f"layer_{layer}_tokens"
-        n = min(int(self.client.v_info(sid_k).get(key, 0)), int(self.client.v_info(sid_v).get(key, 0)))
-        if n < 1:
-            return
-        kd = h_kv * d
-        rows = self.client.fetch_pipeline([["V.FETCH", sid, str(layer), "RANGE", "0", str(n), "FMT", "NATIVE"]
-                                           for sid in (sid_k, sid_v)])
-        self.client.raise_first(rows)
-        k = self.client.decode_rows(rows[0], n, kd, "NATIVE")
-        v = self.client.decode_rows(rows[1], n, kd, "NATIVE")
-        if k is None or v is None:
-            return
-        self.attend_store_layer(namespace, layer, k.reshape(n, h_kv, d).transpose(1, 0, 2),
-                                v.reshape(n, h_kv, d).transpose(1, 0, 2))
+        """``KV.PREFIX.WARM <ns> <H_kv> <D> <ns>_attn``. The server installs the layers in
+        their last-access order and the COLDMISS that led here stamped ``layer``, so the
+        queried layer is the most recent slot afterwards even when ``attend-max-slots`` /
+        ``attend-maxmemory`` hold fewer slots than the namespace has layers. Nothing is
+        rebuilt when the V-store lacks the namespace (the retry then raises ColdMissError)."""
+        self.warm(namespace, h_kv, d)
 
     # ------------------------------------------------------------------ slots
 

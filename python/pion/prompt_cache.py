@@ -517,7 +517,6 @@ class PionPromptCache(AttendMixin):
             "attend_query_calls": self.attend_query_calls,
             "lane_queries": self.lane_queries,
             "warm_rebuilds": self.warm_rebuilds,
-            "layer_rebuilds": self.layer_rebuilds,
         }
 
     def close(self) -> None:

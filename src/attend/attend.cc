@@ -250,6 +250,15 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
     const size_t nr = u.rows.size();
     const size_t base = (row_base[ui] * splits) + c * nr;
     std::vector<RowJob> jobs(nr);
+    // The running state lives in this task's own memory while the kernel updates it every
+    // tile, and is copied out once at the end: the shared pm/pl arrays pack the states
+    // of all tasks into a few cache lines, and two threads updating neighbouring entries
+    // every tile would bounce those lines between the cores (false sharing).
+    std::vector<float> state(nr * (2 + static_cast<size_t>(d)), 0.0f);
+    float* tm = state.data();
+    float* tl = tm + nr;
+    float* tacc = tl + nr;
+    std::fill(tm, tm + nr, kNegInf);
     const uint8_t* k = static_cast<const uint8_t*>(slot.k(u.g));
     const uint8_t* v = static_cast<const uint8_t*>(slot.v(u.g));
     const float* kscale = slot.k_scale(u.g);
@@ -269,9 +278,9 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
           jobs[r] = RowJob{qs.data() + static_cast<size_t>(row) * d,
                            vr.lo - a,
                            vr.hi - a,
-                           &pm[base + r],
-                           &pl[base + r],
-                           &pacc[(base + r) * d]};
+                           &tm[r],
+                           &tl[r],
+                           &tacc[r * d]};
         }
         // The next segment of this chunk, so the kernel prefetches across the gap.
         internal::RunNext next{};
@@ -289,6 +298,9 @@ Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse
       off += len;
       if (off >= c1) break;
     }
+    std::copy(tm, tm + nr, pm.begin() + static_cast<ptrdiff_t>(base));
+    std::copy(tl, tl + nr, pl.begin() + static_cast<ptrdiff_t>(base));
+    std::copy(tacc, tacc + nr * d, pacc.begin() + static_cast<ptrdiff_t>(base * d));
   };
   if (opt.executor != nullptr && n_tasks > 1) {
     opt.executor->ParallelFor(static_cast<uint32_t>(n_tasks), task);

@@ -39,6 +39,10 @@ using DotFn = float (*)(const float* a, const float* b, uint32_t d);
 // sum_d max(q_d * lo_d, q_d * hi_d) (the Quest bound).
 using QuestFn = float (*)(const float* q, const float* lo, const float* hi, uint32_t d);
 using StreamFn = uint64_t (*)(const void* p, size_t bytes);
+// Slot fill checks over n values at any address: every IEEE half finite; every f32
+// x with |x| < limit (NaN fails; limit = +inf tests finiteness, 65520 the f16 range).
+using FiniteF16Fn = bool (*)(const uint16_t* x, size_t n);
+using AbsBelowFn = bool (*)(const float* x, size_t n, float limit);
 
 struct KernelSet {
   std::string_view name;
@@ -47,6 +51,8 @@ struct KernelSet {
   DotFn dot;
   QuestFn quest;
   StreamFn stream;
+  FiniteF16Fn finite_f16;
+  AbsBelowFn abs_below;
 };
 
 // Scalar kernels (f32 accumulation, any d): the fallback and the "SIMD disabled" path.

@@ -89,13 +89,28 @@ uint64_t StreamScalar(const void* p, size_t bytes) {
   return a ^ b ^ c ^ e;
 }
 
+bool FiniteF16Scalar(const uint16_t* x, size_t n) {
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad |= (x[i] & 0x7C00u) == 0x7C00u;
+  return bad == 0;
+}
+
+bool AbsBelowScalar(const float* x, size_t n, float limit) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!(std::fabs(x[i]) < limit)) return false;
+  }
+  return true;
+}
+
 const KernelSet kScalar = {
     "scalar",
     {RunScalar<Precision::kF32>, RunScalar<Precision::kF16>, RunScalar<Precision::kInt8>},
     1,
     DotScalar,
     QuestScalar,
-    StreamScalar};
+    StreamScalar,
+    FiniteF16Scalar,
+    AbsBelowScalar};
 
 const KernelSet& PickFast() {
 #if PION_ATTEND_X86

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "attend/kernel.h"
 #include "base/check.h"
 #include "base/fp16.h"
 
@@ -54,8 +55,6 @@ Status F16Range(const char* what, uint32_t h, size_t n) {
                                  std::to_string(h) + " token " + std::to_string(n));
 }
 
-bool HalfFinite(uint16_t x) { return (x & 0x7C00u) != 0x7C00u; }
-
 // int8 row: s = absmax/127, q = clamp(rint(x * 127/absmax)).
 void QuantizeInt8(const float* x, uint32_t d, int8_t* q, float* scale) {
   float amax = 0.0f;
@@ -74,20 +73,26 @@ void QuantizeInt8(const float* x, uint32_t d, int8_t* q, float* scale) {
   *scale = amax / 127.0f;
 }
 
-// Writes one row of f32 values into the slot element at `dst` (and its scale).
-Status PutRowF32(Precision p, const float* x, uint32_t d, uint8_t* dst, float* scale,
-                 const char* what, uint32_t h, size_t n) {
+const internal::KernelSet& K() { return internal::FastKernels(); }
+
+// The error for an f32 row that failed the range check (limit +inf: finiteness only).
+Status RowError(const float* x, uint32_t d, const char* what, uint32_t h, size_t n) {
   for (uint32_t i = 0; i < d; ++i) {
     if (!std::isfinite(x[i])) return NonFinite(what, h, n);
   }
+  return F16Range(what, h, n);
+}
+
+// Writes one row of f32 values into the slot element at `dst` (and its scale).
+Status PutRowF32(Precision p, const float* x, uint32_t d, uint8_t* dst, float* scale,
+                 const char* what, uint32_t h, size_t n) {
+  const float limit = p == Precision::kF16 ? kF16Overflow : std::numeric_limits<float>::infinity();
+  if (!K().abs_below(x, d, limit)) return RowError(x, d, what, h, n);
   switch (p) {
     case Precision::kF32:
       std::memcpy(dst, x, static_cast<size_t>(d) * 4);
       return Status::OK();
     case Precision::kF16:
-      for (uint32_t i = 0; i < d; ++i) {
-        if (std::fabs(x[i]) >= kF16Overflow) return F16Range(what, h, n);
-      }
       return quant::EncodeRows(quant::Format::kFp16, x, 1, d, dst);
     case Precision::kInt8:
       QuantizeInt8(x, d, reinterpret_cast<int8_t*>(dst), scale);
@@ -98,9 +103,7 @@ Status PutRowF32(Precision p, const float* x, uint32_t d, uint8_t* dst, float* s
 
 Status PutRowF16(Precision p, const uint16_t* x, uint32_t d, uint8_t* dst, float* scale, float* tmp,
                  const char* what, uint32_t h, size_t n) {
-  for (uint32_t i = 0; i < d; ++i) {
-    if (!HalfFinite(x[i])) return NonFinite(what, h, n);
-  }
+  if (!K().finite_f16(x, d)) return NonFinite(what, h, n);
   if (p == Precision::kF16) {
     std::memcpy(dst, x, static_cast<size_t>(d) * 2);
     return Status::OK();
@@ -119,14 +122,32 @@ Status CheckShape(uint32_t h, uint32_t d) {
   return Status::OK();
 }
 
-struct BufFree {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using Buf = std::unique_ptr<uint8_t, BufFree>;
-
 }  // namespace
 
-Slot::~Slot() { std::free(buf_); }
+Slot::Buffer::Buffer(SlotArena* arena, size_t bytes) : arena_(arena) {
+  p_ = arena_ ? arena_->Allocate(bytes, &cap_) : SlotArena::AllocateFresh(bytes, &cap_);
+}
+
+Slot::Buffer::~Buffer() {
+  if (p_ == nullptr) return;
+  if (arena_) {
+    arena_->Release(p_, cap_);
+  } else {
+    SlotArena::FreeBuffer(p_, cap_);
+  }
+}
+
+void Slot::FreeBuf() {
+  if (buf_ == nullptr) return;
+  if (arena_) {
+    arena_->Release(buf_, cap_bytes_);
+  } else {
+    SlotArena::FreeBuffer(buf_, cap_bytes_);
+  }
+  buf_ = nullptr;
+}
+
+Slot::~Slot() { FreeBuf(); }
 
 Slot::Layout Slot::MakeLayout(Precision p, uint32_t h, uint32_t n, uint32_t d) {
   Layout l{};
@@ -146,33 +167,24 @@ Slot::Layout Slot::MakeLayout(Precision p, uint32_t h, uint32_t n, uint32_t d) {
   return l;
 }
 
-namespace {
-// Zeroes the alignment padding after each region (deterministic bytes; never read).
-uint8_t* ZeroPadding(uint8_t* buf, Precision p, uint32_t h, uint32_t n, uint32_t d, size_t k_off,
-                     size_t v_off, size_t ks_off, size_t vs_off, size_t total) {
-  if (buf == nullptr) return nullptr;
+void Slot::ZeroPadding(uint8_t* buf, Precision p, uint32_t h, uint32_t n, uint32_t d,
+                       const Layout& l) {
   const size_t used = static_cast<size_t>(h) * n * d * ElementBytes(p);
-  std::memset(buf + k_off + used, 0, v_off - k_off - used);
-  std::memset(buf + v_off + used, 0, ks_off - v_off - used);
+  std::memset(buf + l.k_off + used, 0, l.v_off - l.k_off - used);
+  std::memset(buf + l.v_off + used, 0, l.ks_off - l.v_off - used);
   if (p == Precision::kInt8) {
     const size_t sc = static_cast<size_t>(h) * n * sizeof(float);
-    std::memset(buf + ks_off + sc, 0, vs_off - ks_off - sc);
-    std::memset(buf + vs_off + sc, 0, total - vs_off - sc);
+    std::memset(buf + l.ks_off + sc, 0, l.vs_off - l.ks_off - sc);
+    std::memset(buf + l.vs_off + sc, 0, l.total - l.vs_off - sc);
   } else {
-    std::memset(buf + ks_off, 0, total - ks_off);
+    std::memset(buf + l.ks_off, 0, l.total - l.ks_off);
   }
-  return buf;
-}
-}  // namespace
-
-uint8_t* Slot::Allocate(const Layout& l, Precision p, uint32_t h, uint32_t n, uint32_t d) {
-  return ZeroPadding(static_cast<uint8_t*>(std::aligned_alloc(kAlign, l.total)), p, h, n, d,
-                     l.k_off, l.v_off, l.ks_off, l.vs_off, l.total);
 }
 
-void Slot::Adopt(uint8_t* buf, const Layout& l, Precision p, uint32_t h, uint32_t n, uint32_t d) {
-  std::free(buf_);
-  buf_ = buf;
+void Slot::Adopt(Buffer* buf, const Layout& l, Precision p, uint32_t h, uint32_t n, uint32_t d) {
+  FreeBuf();
+  cap_bytes_ = buf->capacity();
+  buf_ = buf->release();
   alloc_bytes_ = l.total;
   k_off_ = l.k_off;
   v_off_ = l.v_off;
@@ -196,7 +208,7 @@ const float* Slot::v_scale(uint32_t head) const {
 }
 
 size_t Slot::bytes() const {
-  size_t b = alloc_bytes_;
+  size_t b = cap_bytes_;
   std::lock_guard<std::mutex> lock(stats_mu_);
   for (const auto& s : stats_) b += s->bytes();
   return b;
@@ -235,8 +247,9 @@ Status Slot::StoreF32(Precision p, uint32_t h, uint32_t n, uint32_t d, const flo
                       const float* v) {
   PION_RETURN_IF_ERROR(CheckShape(h, d));
   const Layout l = MakeLayout(p, h, n, d);
-  Buf buf(Allocate(l, p, h, n, d));
-  if (!buf) return Status::OutOfBudget("cannot allocate the slot");
+  Buffer buf(arena_.get(), l.total);
+  if (!buf.get()) return Status::OutOfBudget("cannot allocate the slot");
+  ZeroPadding(buf.get(), p, h, n, d, l);
   const uint32_t eb = ElementBytes(p);
   float* ks = reinterpret_cast<float*>(buf.get() + l.ks_off);
   float* vs = reinterpret_cast<float*>(buf.get() + l.vs_off);
@@ -249,7 +262,7 @@ Status Slot::StoreF32(Precision p, uint32_t h, uint32_t n, uint32_t d, const flo
           PutRowF32(p, v + row * d, d, buf.get() + l.v_off + row * d * eb, vs + row, "V", hh, t));
     }
   }
-  Adopt(buf.release(), l, p, h, n, d);
+  Adopt(&buf, l, p, h, n, d);
   return Status::OK();
 }
 
@@ -257,8 +270,9 @@ Status Slot::StoreF16(Precision p, uint32_t h, uint32_t n, uint32_t d, const uin
                       const uint16_t* v) {
   PION_RETURN_IF_ERROR(CheckShape(h, d));
   const Layout l = MakeLayout(p, h, n, d);
-  Buf buf(Allocate(l, p, h, n, d));
-  if (!buf) return Status::OutOfBudget("cannot allocate the slot");
+  Buffer buf(arena_.get(), l.total);
+  if (!buf.get()) return Status::OutOfBudget("cannot allocate the slot");
+  ZeroPadding(buf.get(), p, h, n, d, l);
   const uint32_t eb = ElementBytes(p);
   float* ks = reinterpret_cast<float*>(buf.get() + l.ks_off);
   float* vs = reinterpret_cast<float*>(buf.get() + l.vs_off);
@@ -272,44 +286,69 @@ Status Slot::StoreF16(Precision p, uint32_t h, uint32_t n, uint32_t d, const uin
                                      vs + row, tmp.data(), "V", hh, t));
     }
   }
-  Adopt(buf.release(), l, p, h, n, d);
+  Adopt(&buf, l, p, h, n, d);
   return Status::OK();
 }
 
 namespace {
 
-// Decodes the rows of `spans` in batches and writes each head's slice into the slot
-// region (K or V) at [h][n][:].
+// Decodes the rows of `spans` in batches (into scratch that stays in L1/L2), checks a
+// whole batch at once with the vector kernels, and writes each head's slice into the
+// slot region (K or V) at [h][n][:]. Only a batch that fails the check is scanned row
+// by row, for the error's head and token.
 Status WriteRows(Precision p, uint32_t h, uint32_t d, uint32_t n, quant::Format f,
                  std::span<const RowSpan> spans, uint8_t* region, float* scales, const char* what) {
   constexpr size_t kBatch = 16;
   const uint32_t kv_dim = h * d;
   const size_t rb = quant::RowBytes(f, kv_dim);
   const uint32_t eb = ElementBytes(p);
+  const size_t row_bytes = static_cast<size_t>(d) * eb;
   std::vector<float> f32(p == Precision::kF16 ? 0 : kBatch * kv_dim);
   std::vector<uint16_t> f16(p == Precision::kF16 ? kBatch * kv_dim : 0);
   size_t t = 0;
   for (const RowSpan& s : spans) {
     for (size_t r0 = 0; r0 < s.rows; r0 += kBatch) {
       const size_t nr = std::min(kBatch, s.rows - r0);
+      const size_t vals = nr * kv_dim;
       if (p == Precision::kF16) {
-        quant::DecodeRowsF16(f, s.data + r0 * rb, nr, kv_dim, f16.data());
-      } else {
-        quant::DecodeRows(f, s.data + r0 * rb, nr, kv_dim, f32.data());
+        // fp16 rows are already the slot's bits: read them in place (when aligned).
+        const uint16_t* batch = f16.data();
+        const uint8_t* src = s.data + r0 * rb;
+        if (f == quant::Format::kFp16 && reinterpret_cast<uintptr_t>(src) % 2 == 0) {
+          batch = reinterpret_cast<const uint16_t*>(src);
+        } else {
+          quant::DecodeRowsF16(f, src, nr, kv_dim, f16.data());
+        }
+        if (!K().finite_f16(batch, vals)) {
+          for (size_t r = 0; r < nr; ++r) {
+            for (uint32_t hh = 0; hh < h; ++hh) {
+              if (!K().finite_f16(batch + r * kv_dim + static_cast<size_t>(hh) * d, d))
+                return NonFinite(what, hh, t + r);
+            }
+          }
+        }
+        for (size_t r = 0; r < nr; ++r, ++t) {
+          const uint16_t* x = batch + r * kv_dim;
+          uint8_t* dst = region + t * row_bytes;
+          for (uint32_t hh = 0; hh < h; ++hh) {
+            std::memcpy(dst, x, row_bytes);
+            x += d;
+            dst += static_cast<size_t>(n) * row_bytes;
+          }
+        }
+        continue;
       }
+      quant::DecodeRows(f, s.data + r0 * rb, nr, kv_dim, f32.data());
+      const bool checked = K().abs_below(f32.data(), vals, std::numeric_limits<float>::infinity());
       for (size_t r = 0; r < nr; ++r, ++t) {
         for (uint32_t hh = 0; hh < h; ++hh) {
           const size_t row = static_cast<size_t>(hh) * n + t;
-          uint8_t* dst = region + row * d * eb;
-          if (p == Precision::kF16) {
-            const uint16_t* x = f16.data() + r * kv_dim + static_cast<size_t>(hh) * d;
-            for (uint32_t i = 0; i < d; ++i) {
-              if (!HalfFinite(x[i])) return NonFinite(what, hh, t);
-            }
-            std::memcpy(dst, x, static_cast<size_t>(d) * 2);
+          const float* x = f32.data() + r * kv_dim + static_cast<size_t>(hh) * d;
+          uint8_t* dst = region + row * row_bytes;
+          if (checked && p == Precision::kF32) {
+            std::memcpy(dst, x, row_bytes);
           } else {
-            PION_RETURN_IF_ERROR(
-                PutRowF32(p, f32.data() + r * kv_dim + hh * d, d, dst, scales + row, what, hh, t));
+            PION_RETURN_IF_ERROR(PutRowF32(p, x, d, dst, scales + row, what, hh, t));
           }
         }
       }
@@ -344,13 +383,14 @@ Status Slot::StoreRows(Precision p, uint32_t h, uint32_t d, quant::Format f,
   }
   const uint32_t n = static_cast<uint32_t>(nk);
   const Layout l = MakeLayout(p, h, n, d);
-  Buf buf(Allocate(l, p, h, n, d));
-  if (!buf) return Status::OutOfBudget("cannot allocate the slot");
+  Buffer buf(arena_.get(), l.total);
+  if (!buf.get()) return Status::OutOfBudget("cannot allocate the slot");
+  ZeroPadding(buf.get(), p, h, n, d, l);
   float* ks = reinterpret_cast<float*>(buf.get() + l.ks_off);
   float* vs = reinterpret_cast<float*>(buf.get() + l.vs_off);
   PION_RETURN_IF_ERROR(WriteRows(p, h, d, n, f, k_rows, buf.get() + l.k_off, ks, "K"));
   PION_RETURN_IF_ERROR(WriteRows(p, h, d, n, f, v_rows, buf.get() + l.v_off, vs, "V"));
-  Adopt(buf.release(), l, p, h, n, d);
+  Adopt(&buf, l, p, h, n, d);
   return Status::OK();
 }
 

@@ -12,6 +12,10 @@
 // (block size, selector), cached with the slot, counted in bytes(), and dropped by
 // every Store*() call.
 //
+// Memory: the buffer comes from the slot's SlotArena when it has one (attend/slot_arena.h:
+// reused memory of freed slots) and goes back to it when the slot dies; bytes() counts
+// the buffer's capacity (at most 1/8 above the layout's size).
+//
 // Thread-safety: const methods (queries, BlockStatsFor) may run concurrently; Store*()
 // needs exclusive access (the server replaces or locks the slot around a re-store).
 // A failed Store*() leaves the previous contents (and stats) intact.
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "attend/precision.h"
+#include "attend/slot_arena.h"
 #include "base/status.h"
 #include "quant/format.h"
 
@@ -55,7 +60,8 @@ struct RowSpan {
 
 class Slot {
  public:
-  Slot() = default;
+  // `arena`: where the buffer comes from and goes back to (null: plain allocation).
+  explicit Slot(std::shared_ptr<SlotArena> arena = nullptr) : arena_(std::move(arena)) {}
   ~Slot();
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
@@ -107,13 +113,37 @@ class Slot {
   size_t RowOffset(uint32_t head) const {
     return static_cast<size_t>(head) * n_ * d_ * ElementBytes(prec_);
   }
-  // A buffer for `l` with its alignment padding zeroed (null when out of memory).
-  static uint8_t* Allocate(const Layout& l, Precision p, uint32_t h, uint32_t n, uint32_t d);
-  // Adopts a filled buffer (frees the old one, drops cached stats).
-  void Adopt(uint8_t* buf, const Layout& l, Precision p, uint32_t h, uint32_t n, uint32_t d);
+  // A buffer being filled: handed back to the arena unless adopted.
+  class Buffer {
+   public:
+    Buffer(SlotArena* arena, size_t bytes);
+    ~Buffer();
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    uint8_t* get() const { return p_; }
+    size_t capacity() const { return cap_; }
+    uint8_t* release() {
+      uint8_t* p = p_;
+      p_ = nullptr;
+      return p;
+    }
 
+   private:
+    SlotArena* arena_;
+    uint8_t* p_ = nullptr;
+    size_t cap_ = 0;
+  };
+  // Zeroes the alignment padding after each region of `l` (deterministic bytes).
+  static void ZeroPadding(uint8_t* buf, Precision p, uint32_t h, uint32_t n, uint32_t d,
+                          const Layout& l);
+  // Adopts a filled buffer (frees the old one, drops cached stats).
+  void Adopt(Buffer* buf, const Layout& l, Precision p, uint32_t h, uint32_t n, uint32_t d);
+  void FreeBuf();
+
+  std::shared_ptr<SlotArena> arena_;
   uint8_t* buf_ = nullptr;
   size_t alloc_bytes_ = 0;
+  size_t cap_bytes_ = 0;
   size_t k_off_ = 0, v_off_ = 0, ks_off_ = 0, vs_off_ = 0;
   Precision prec_ = Precision::kF16;
   uint32_t h_ = 0, n_ = 0, d_ = 0;

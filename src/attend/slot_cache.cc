@@ -1,16 +1,46 @@
 #include "attend/slot_cache.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace pion::attend {
 
 SlotCache::SlotCache(SlotCacheLimits limits) : limits_(limits) {}
 
+// Holds mu_ for one change. On exit: the arena's keep limit follows the new warm bytes,
+// mu_ is released, and only then the slots the change removed are let go (the last
+// reference frees into the arena under the new limit, outside the lock).
+class SlotCache::Mutation {
+ public:
+  explicit Mutation(SlotCache* c) : c_(c), l_(c->mu_) {}
+  ~Mutation() {
+    c_->UpdateArenaLocked();
+    dead_.swap(c_->dead_);
+    l_.unlock();
+    dead_.clear();
+  }
+  Mutation(const Mutation&) = delete;
+  Mutation& operator=(const Mutation&) = delete;
+
+ private:
+  SlotCache* c_;
+  std::unique_lock<std::mutex> l_;
+  std::vector<std::shared_ptr<const Slot>> dead_;
+};
+
 void SlotCache::SetLimits(const SlotCacheLimits& limits) {
-  std::lock_guard<std::mutex> l(mu_);
+  Mutation m(this);
   limits_ = limits;
   EnforceLocked(nullptr);
   TrimColdLocked();
+}
+
+void SlotCache::UpdateArenaLocked() {
+  peak_bytes_ = std::max(peak_bytes_, bytes_);
+  uint64_t keep = peak_bytes_;
+  if (limits_.max_bytes != 0) keep = limits_.max_bytes > bytes_ ? limits_.max_bytes - bytes_ : 0;
+  if (cleared_) keep = 0;
+  arena_->SetKeepLimit(keep);
 }
 
 SlotCacheLimits SlotCache::limits() const {
@@ -32,7 +62,13 @@ std::shared_ptr<const Slot> SlotCache::Acquire(std::string_view sid, uint32_t la
   KeyView k{sid, layer};
   auto it = warm_.find(k);
   if (it == warm_.end()) {
-    if (state) *state = cold_.find(k) != cold_.end() ? SlotState::kCold : SlotState::kMissing;
+    auto c = cold_.find(k);
+    if (state) *state = c != cold_.end() ? SlotState::kCold : SlotState::kMissing;
+    if (c != cold_.end()) {
+      cold_lru_.erase(c->second.last_access);
+      c->second.last_access = ++clock_;
+      cold_lru_.emplace(c->second.last_access, &c->first);
+    }
     return nullptr;
   }
   warm_lru_.erase(it->second.stamp);
@@ -40,6 +76,14 @@ std::shared_ptr<const Slot> SlotCache::Acquire(std::string_view sid, uint32_t la
   warm_lru_.emplace(it->second.stamp, &it->first);
   if (state) *state = SlotState::kWarm;
   return it->second.slot;
+}
+
+uint64_t SlotCache::LastAccess(std::string_view sid, uint32_t layer) const {
+  std::lock_guard<std::mutex> l(mu_);
+  KeyView k{sid, layer};
+  if (auto it = warm_.find(k); it != warm_.end()) return it->second.stamp;
+  if (auto it = cold_.find(k); it != cold_.end()) return it->second.last_access;
+  return 0;
 }
 
 Status SlotCache::Admit(uint64_t bytes) const {
@@ -55,7 +99,8 @@ Status SlotCache::Admit(uint64_t bytes) const {
 
 void SlotCache::Put(std::string_view sid, uint32_t layer, std::shared_ptr<const Slot> slot) {
   const uint64_t b = slot->bytes();
-  std::lock_guard<std::mutex> l(mu_);
+  Mutation m(this);
+  cleared_ = false;
   KeyView k{sid, layer};
   auto c = cold_.find(k);
   if (c != cold_.end()) {
@@ -68,6 +113,7 @@ void SlotCache::Put(std::string_view sid, uint32_t layer, std::shared_ptr<const 
   } else {
     warm_lru_.erase(it->second.stamp);
     bytes_ -= it->second.bytes;
+    dead_.push_back(std::move(it->second.slot));
   }
   it->second.slot = std::move(slot);
   it->second.bytes = b;
@@ -79,7 +125,7 @@ void SlotCache::Put(std::string_view sid, uint32_t layer, std::shared_ptr<const 
 
 void SlotCache::Recount(std::string_view sid, uint32_t layer, const Slot* slot) {
   const uint64_t b = slot->bytes();
-  std::lock_guard<std::mutex> l(mu_);
+  Mutation m(this);
   auto it = warm_.find(KeyView{sid, layer});
   if (it == warm_.end() || it->second.slot.get() != slot || it->second.bytes == b) return;
   bytes_ = bytes_ - it->second.bytes + b;
@@ -118,7 +164,8 @@ void SlotCache::DemoteLocked(WarmMap::iterator it) {
 void SlotCache::EraseWarmLocked(WarmMap::iterator it) {
   warm_lru_.erase(it->second.stamp);
   bytes_ -= it->second.bytes;
-  warm_.erase(it);  // the slot itself goes when its last query releases it
+  dead_.push_back(std::move(it->second.slot));  // freed when its last query releases it
+  warm_.erase(it);
 }
 
 void SlotCache::EraseColdLocked(ColdMap::iterator it) {
@@ -157,24 +204,30 @@ uint64_t SlotCache::DropLocked(std::string_view sid, std::optional<uint32_t> lay
 }
 
 uint64_t SlotCache::Drop(std::string_view sid, std::optional<uint32_t> layer) {
-  std::lock_guard<std::mutex> l(mu_);
+  Mutation m(this);
   return DropLocked(sid, layer);
 }
 
 uint64_t SlotCache::DropNamespace(std::string_view ns) {
   std::string attn(ns);
   attn += "_attn";
-  std::lock_guard<std::mutex> l(mu_);
+  Mutation m(this);
   return DropLocked(ns, std::nullopt) + DropLocked(attn, std::nullopt);
 }
 
 void SlotCache::Clear() {
-  std::lock_guard<std::mutex> l(mu_);
-  warm_lru_.clear();
-  warm_.clear();
-  cold_lru_.clear();
-  cold_.clear();
-  bytes_ = 0;
+  {
+    Mutation m(this);
+    for (auto& [k, w] : warm_) dead_.push_back(std::move(w.slot));
+    warm_lru_.clear();
+    warm_.clear();
+    cold_lru_.clear();
+    cold_.clear();
+    bytes_ = 0;
+    peak_bytes_ = 0;
+    cleared_ = true;  // slots still held by queries are freed, not kept
+  }
+  arena_->Clear();  // FLUSHALL gives the memory back too
 }
 
 SlotCacheStats SlotCache::Stats() const {
@@ -186,6 +239,7 @@ SlotCacheStats SlotCache::Stats() const {
   s.rehydrates = rehydrates_;
   s.cold_forgotten = cold_forgotten_;
   s.bytes = bytes_;
+  s.arena = arena_->Stats();
   return s;
 }
 

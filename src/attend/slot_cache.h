@@ -5,7 +5,10 @@
 // States of a key: WARM (a slot is resident), COLD (it was demoted: only its shape and
 // last access are remembered, the caller must rebuild it, e.g. KV.PREFIX.WARM), MISSING.
 //
-//  * LRU: every Put() and Acquire() stamps the key most recent (a global counter).
+//  * LRU: every Put() and Acquire() stamps the key most recent (a global counter). An
+//    Acquire() of a COLD key stamps its cold entry (the query that met COLDMISS wants it
+//    back), so a rebuild of the session that puts its layers in LastAccess() order
+//    (KV.PREFIX.WARM) leaves the layer the client is waiting for the most recent slot.
 //  * Limits (SetLimits, at any time): at most max_slots warm slots and, when max_bytes
 //    is not 0, at most max_bytes of slot memory (Slot::bytes(): K, V, scales, cached
 //    block statistics). Reaching either demotes least-recently-used slots to the cold
@@ -15,6 +18,14 @@
 //  * Slots are shared_ptr<const Slot>: a query holds its own reference, so a re-store
 //    (which installs a new object), a demotion or a drop never frees memory a query is
 //    reading; the old slot goes when its last reader finishes.
+//
+//  * Slot memory (attend/slot_arena.h): slots built with arena() take the memory of
+//    freed slots back. The arena keeps at most attend-maxmemory minus the warm bytes
+//    (max_bytes > 0: warm + kept never exceeds it), else at most the peak warm bytes
+//    seen (freed slot memory is never more than the slots once held); lowering
+//    the limits trims it and Clear() frees everything it keeps. Its limit follows every
+//    change of the warm bytes, and removed slots are released only after that (and
+//    outside the lock).
 //
 // Thread-safety: every method may be called from any thread (one mutex; no slot is
 // built or attended under it).
@@ -48,6 +59,7 @@ struct SlotCacheStats {
   uint64_t rehydrates = 0;  // lifetime COLD -> WARM
   uint64_t cold_forgotten = 0;
   uint64_t bytes = 0;  // Slot::bytes() over the warm slots, as last counted
+  SlotArenaStats arena;
 };
 
 // What the cold registry remembers of a demoted slot.
@@ -70,6 +82,9 @@ class SlotCache {
   // The warm slot of (sid, layer), stamped most recent; null when COLD or MISSING
   // (`*state` says which; may be null).
   std::shared_ptr<const Slot> Acquire(std::string_view sid, uint32_t layer, SlotState* state);
+  // The last stamp of (sid, layer): its warm LRU stamp, its cold entry's last access, or
+  // 0 when MISSING. Larger = more recent.
+  uint64_t LastAccess(std::string_view sid, uint32_t layer) const;
   // Whether a slot of `bytes` could be held at all (max_bytes): OutOfBudget if not.
   Status Admit(uint64_t bytes) const;
   // Installs `slot` as (sid, layer) (replacing a warm one), stamped most recent, then
@@ -86,6 +101,9 @@ class SlotCache {
   void Clear();  // FLUSHALL: everything, warm and cold
 
   SlotCacheStats Stats() const;
+  // The arena slots for this cache are built with (it outlives the cache while slots
+  // hold it).
+  const std::shared_ptr<SlotArena>& arena() const { return arena_; }
   std::optional<ColdInfo> Cold(std::string_view sid, uint32_t layer) const;
 
  private:
@@ -116,6 +134,8 @@ class SlotCache {
   using WarmMap = std::map<Key, Warm, KeyLess>;
   using ColdMap = std::map<Key, ColdInfo, KeyLess>;
 
+  class Mutation;
+
   // All REQUIRE mu_.
   void EnforceLocked(const Key* keep);
   void DemoteLocked(WarmMap::iterator it);
@@ -123,6 +143,8 @@ class SlotCache {
   void EraseColdLocked(ColdMap::iterator it);
   void TrimColdLocked();
   uint64_t DropLocked(std::string_view sid, std::optional<uint32_t> layer);
+  // The arena's keep limit for the current warm bytes and limits.
+  void UpdateArenaLocked();
 
   mutable std::mutex mu_;
   SlotCacheLimits limits_;
@@ -132,6 +154,12 @@ class SlotCache {
   ColdMap cold_;
   std::map<uint64_t, const Key*> cold_lru_;  // last access -> key in cold_
   uint64_t bytes_ = 0;
+  uint64_t peak_bytes_ = 0;
+  bool cleared_ = false;  // Clear() ran and no Put() since: the arena keeps nothing
+  const std::shared_ptr<SlotArena> arena_ = std::make_shared<SlotArena>();
+  // Slots removed under mu_, released by the Mutation after the arena's limit was
+  // updated and mu_ unlocked (their memory goes back to the arena outside the lock).
+  std::vector<std::shared_ptr<const Slot>> dead_;
   uint64_t demotions_ = 0, rehydrates_ = 0, cold_forgotten_ = 0;
 };
 

@@ -566,6 +566,87 @@ def test_warm_after_restart(server_factory):
     assert np.array_equal(query(r, "p_attn", 0, q), before)
 
 
+def test_warm_leaves_the_coldmiss_layer_warm(server_factory):
+    # Fewer slots than layers: WARM installs the layers in last-access order, and the
+    # query that met COLDMISS stamped its layer, so that layer is the one left warm.
+    s = server_factory(F32 + ["--attend-max-slots", "2"])
+    r = s.client()
+    h, d, n, layers = 2, 32, 16, 5
+    r.execute_command("KV.PREFIX.REGISTER", "lw", h * d, "fp16")
+    for layer in range(layers):
+        put_rows(r, "lw", layer, rand((n, h * d), 200 + layer), rand((n, h * d), 300 + layer))
+    kv = [(fetched(r, "lw_pk", l, n, h, d), fetched(r, "lw_pv", l, n, h, d)) for l in range(layers)]
+    assert r.execute_command("KV.PREFIX.WARM", "lw", h, d, "lw_attn") == str(layers).encode()
+    # Nothing was accessed before: layer order, the last two stay.
+    state = [r.execute_command("ATTEND.PREFIX.LOOKUP", "lw_attn", l) for l in range(layers)]
+    assert state == [b"COLD"] * 3 + [b"HIT"] * 2
+    q = rand((h, 1, d), 210)
+    cold = "COLDMISS session evicted to cold tier (call KV.PREFIX.WARM)"
+    for layer in (0, 2, 1, 0):  # each one cold at the time it is asked for
+        assert r.execute_command("ATTEND.PREFIX.LOOKUP", "lw_attn", layer) == b"COLD"
+        assert err(r, "ATTEND.PREFIX.QUERY", "lw_attn", layer, h, d, 1, f32(q)) == cold
+        assert r.execute_command("KV.PREFIX.WARM", "lw", h, d, "lw_attn") == str(layers).encode()
+        assert r.execute_command("ATTEND.PREFIX.LOOKUP", "lw_attn", layer) == b"HIT"
+        k, v = kv[layer]
+        close(query(r, "lw_attn", layer, q), reference(k, v, q)[0], v)
+        # The next layer asked for is demoted by a store of another session.
+        store(r, "other", layer, rand((h, 3, d), 220), rand((h, 3, d), 221))
+        store(r, "other", layer + 10, rand((h, 3, d), 222), rand((h, 3, d), 223))
+    # A WARM with no COLDMISS before it keeps the session's own LRU order: the last
+    # queried layer (0) and the one installed just before it stay warm.
+    assert r.execute_command("KV.PREFIX.WARM", "lw", h, d, "lw_attn") == str(layers).encode()
+    assert r.execute_command("ATTEND.PREFIX.LOOKUP", "lw_attn", 0) == b"HIT"
+    assert info(r)["sdpa_warm"] == "2"
+
+
+def test_warm_reuses_freed_slot_memory(server_factory):
+    # 2 MiB f32 slots: freed slot memory (DROP, demotion) is kept and the next slots of
+    # the same size are built in it; results stay exact and the accounting consistent.
+    s = server_factory(F32)
+    r = s.client()
+    h, d, n, layers = 8, 128, 256, 4
+    r.execute_command("KV.PREFIX.REGISTER", "ar", h * d, "int8")
+    for layer in range(layers):
+        put_rows(r, "ar", layer, rand((n, h * d), 400 + layer), rand((n, h * d), 500 + layer))
+    assert r.execute_command("KV.PREFIX.WARM", "ar", h, d) == str(layers).encode()
+    i = info(r)
+    slot_bytes = int(i["sdpa_bytes"])
+    assert slot_bytes >= layers * 2 * h * n * d * 4 and int(i["sdpa_arena_reused"]) == 0
+    q = rand((h, 1, d), 410)
+    before = [query(r, "ar", l, q) for l in range(layers)]
+    assert r.execute_command("ATTEND.PREFIX.DROP", "ar") == layers
+    # The last query's job may still hold its slot for a moment after its reply.
+    assert poll(lambda: int(info(r)["sdpa_arena_bytes"]) == slot_bytes)
+    assert info(r)["sdpa_bytes"] == "0"
+    assert r.execute_command("KV.PREFIX.WARM", "ar", h, d) == str(layers).encode()
+    i = info(r)
+    assert int(i["sdpa_arena_reused"]) == layers and i["sdpa_arena_bytes"] == "0"
+    assert int(i["sdpa_bytes"]) == slot_bytes
+    for l in range(layers):
+        assert np.array_equal(query(r, "ar", l, q), before[l])
+    # Demotion frees into the arena too; a STORE of the same size reuses it.
+    r.config_set("attend-max-slots", "2")
+    assert poll(lambda: int(info(r)["sdpa_arena_bytes"]) == slot_bytes // 2)
+    k, v = rand((h, n, d), 420), rand((h, n, d), 421)
+    store(r, "st", 0, k, v)
+    assert int(info(r)["sdpa_arena_reused"]) == layers + 1
+    close(query(r, "st", 0, q), reference(k, v, q)[0], v)
+    # Within attend-maxmemory, warm + kept never pass the bound.
+    r.config_set("attend-max-slots", "100")
+    assert r.execute_command("ATTEND.PREFIX.DROP", "st") == 1
+    r.config_set("attend-maxmemory", str(slot_bytes))
+    i = info(r)
+    assert int(i["sdpa_bytes"]) + int(i["sdpa_arena_bytes"]) <= slot_bytes
+    assert r.execute_command("KV.PREFIX.WARM", "ar", h, d) == str(layers).encode()
+    i = info(r)
+    assert int(i["sdpa_bytes"]) + int(i["sdpa_arena_bytes"]) <= slot_bytes
+    for l in range(layers):
+        assert np.array_equal(query(r, "ar", l, q), before[l])
+    assert r.execute_command("FLUSHALL")
+    i = info(r)
+    assert (i["sdpa_bytes"], i["sdpa_arena_bytes"]) == ("0", "0")
+
+
 def test_drop_flushall_and_eviction(server_factory):
     s = server_factory(F32 + ["--max-sessions", "2"])
     r = s.client()

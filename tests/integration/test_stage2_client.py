@@ -128,6 +128,27 @@ def test_lane_used_and_coldmiss_status3_once(server_factory, monkeypatch):
     assert c.stats()["cold_rehydrates_observed"] == 3
 
 
+def test_coldmiss_retry_with_fewer_slots_than_layers(server_factory, monkeypatch):
+    # attend-max-slots 2 < 4 layers: every query on a cold layer costs one WARM and one
+    # retry, and the server leaves that layer warm (no client-side layer rebuild).
+    monkeypatch.setenv("PION_PROMPT_CACHE_NO_BINARY", "1")
+    s = server_factory(["--attend-precision", "f32", "--attend-max-slots", "2"])
+    c, k, v = stored(s, ns="few", layers=4)
+    assert [c.attend_lookup("few", l) for l in range(4)] == ["COLD", "COLD", "HIT", "HIT"]
+    q = rand((H_KV, 1, D), 30)
+    colds = 0
+    for layer in (0, 1, 3, 2, 0, 1):
+        colds += c.attend_lookup("few", layer) == "COLD"
+        out = c.attend_query("few", layer, q)
+        assert np.abs(out - ref_attend(k[layer], v[layer], q, np.arange(H_KV))[0]).max() < 1e-5
+        assert c.attend_lookup("few", layer) == "HIT"
+    st = c.stats()
+    # One WARM per cold query, and the retry after it always hit.
+    assert colds >= 3 and st["cold_rehydrates_observed"] == colds
+    assert "layer_rebuilds" not in st
+    assert not hasattr(c, "layer_rebuilds")
+
+
 def test_lane_fallback_and_env_switch(server_factory, monkeypatch):
     s = server_factory(["--attend-precision", "f32", "--fastlane-port", str(free_port())])
     c, k, v = stored(s, lane_port=free_port())  # nothing listens there: RESP, lane disabled

@@ -189,7 +189,7 @@ def test_cold_path_decode_unchanged(stage2_env, lane):
     r = _reader(stage2_env, "cold", env_extra=None if lane else {"PION_PROMPT_CACHE_NO_BINARY": "1"})
     st = r["stats"]
     print(f"\ncold path ({'lane' if lane else 'RESP'}): {st['cold_rehydrates_observed']} rehydrations, "
-          f"{st['layer_rebuilds']} single-layer rebuilds, {st['lane_queries']} lane queries, "
+          f"{st['lane_queries']} lane queries, "
           f"{st['attend_query_calls']} queries")
     assert r["hit"]
     assert st["cold_rehydrates_observed"] > 0

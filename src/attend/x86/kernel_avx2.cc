@@ -467,6 +467,50 @@ uint64_t StreamAvx2(const void* p, size_t bytes) {
   return r;
 }
 
+// (x & 0x7C00) == 0x7C00 marks an inf/NaN half; four vectors per step, one test at
+// the end (the check is on the KV.PREFIX.WARM path for every value).
+bool FiniteF16Avx2(const uint16_t* x, size_t n) {
+  const __m256i m = _mm256_set1_epi16(0x7C00);
+  __m256i b0 = _mm256_setzero_si256(), b1 = b0, b2 = b0, b3 = b0;
+  auto at = [&](size_t i) {
+    return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), m);
+  };
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    b0 = _mm256_or_si256(b0, _mm256_cmpeq_epi16(at(i), m));
+    b1 = _mm256_or_si256(b1, _mm256_cmpeq_epi16(at(i + 16), m));
+    b2 = _mm256_or_si256(b2, _mm256_cmpeq_epi16(at(i + 32), m));
+    b3 = _mm256_or_si256(b3, _mm256_cmpeq_epi16(at(i + 48), m));
+  }
+  for (; i + 16 <= n; i += 16) b0 = _mm256_or_si256(b0, _mm256_cmpeq_epi16(at(i), m));
+  b0 = _mm256_or_si256(_mm256_or_si256(b0, b1), _mm256_or_si256(b2, b3));
+  uint32_t bad = _mm256_testz_si256(b0, b0) ? 0u : 1u;
+  for (; i < n; ++i) bad |= (x[i] & 0x7C00u) == 0x7C00u;
+  return bad == 0;
+}
+
+// |x| < limit, ordered (a NaN compares false and fails).
+bool AbsBelowAvx2(const float* x, size_t n, float limit) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), lim = _mm256_set1_ps(limit);
+  __m256 ok0 = _mm256_castsi256_ps(_mm256_set1_epi32(-1)), ok1 = ok0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i));
+    __m256 b = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i + 8));
+    ok0 = _mm256_and_ps(ok0, _mm256_cmp_ps(a, lim, _CMP_LT_OQ));
+    ok1 = _mm256_and_ps(ok1, _mm256_cmp_ps(b, lim, _CMP_LT_OQ));
+  }
+  for (; i + 8 <= n; i += 8) {
+    __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i));
+    ok0 = _mm256_and_ps(ok0, _mm256_cmp_ps(a, lim, _CMP_LT_OQ));
+  }
+  if (_mm256_movemask_ps(_mm256_and_ps(ok0, ok1)) != 0xFF) return false;
+  for (; i < n; ++i) {
+    if (!(std::fabs(x[i]) < limit)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const KernelSet kAvx2Kernels = {
@@ -475,6 +519,8 @@ const KernelSet kAvx2Kernels = {
     8,
     DotAvx2,
     QuestAvx2,
-    StreamAvx2};
+    StreamAvx2,
+    FiniteF16Avx2,
+    AbsBelowAvx2};
 
 }  // namespace pion::attend::internal::x86

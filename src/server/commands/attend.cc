@@ -16,10 +16,10 @@
 #include "attend/attend.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -221,7 +221,7 @@ void AttendStore(CommandContext& ctx) {
   if (!adm.ok()) return ctx.reply->Error(AttendStoreOomError(adm.message()));
   // A new slot object: queries on the old one keep reading it; on failure the old
   // one stays installed.
-  auto slot = std::make_shared<Slot>();
+  auto slot = std::make_shared<Slot>(server->attend_cache().arena());
   const auto uh = static_cast<uint32_t>(h), un = static_cast<uint32_t>(n),
              ud = static_cast<uint32_t>(d);
   Status st;
@@ -484,6 +484,15 @@ struct WarmResult {
 
 // Rebuilds the slots (attend_sid, layer) of every layer held in both <ns>_pk and
 // <ns>_pv (reference §3.10), in parallel over the layers on the compute pool.
+//
+// Order: the layers are installed (Put, which stamps them most recent and may demote)
+// in the order of their last access, least recent first (missing layers first, by
+// layer index), so the rebuild keeps the session's own LRU order. When the cache holds
+// fewer slots than the namespace has layers, the layer a query just met COLDMISS on
+// (SlotCache::Acquire stamps the cold entry) goes in last and stays warm for the
+// client's retry. Slots are built in parallel but installed strictly in that order: a
+// slot finished ahead of its turn waits (a few slots at most: the pool claims layers in
+// order) and the thread that installs the one before it installs it too.
 WarmResult Warm(Server* server, const std::string& ns, uint32_t h, uint32_t d,
                 const std::string& attend_sid) {
   WarmResult res;
@@ -491,7 +500,13 @@ WarmResult Warm(Server* server, const std::string& ns, uint32_t h, uint32_t d,
   auto ik = st->Info(ns + "_pk");
   auto iv = st->Info(ns + "_pv");
   if (!ik.ok() || !iv.ok()) return res;
-  std::vector<std::pair<uint32_t, uint64_t>> layers;  // (layer, N)
+  struct Layer {
+    uint32_t layer;
+    uint64_t n;
+    uint64_t last;
+  };
+  std::vector<Layer> layers;
+  attend::SlotCache& cache = server->attend_cache();
   const uint32_t nl = std::min(ik->num_layers, iv->num_layers);
   for (uint32_t l = 0; l < nl; ++l) {
     uint64_t n = std::min(ik->layer_tokens[l], iv->layer_tokens[l]);
@@ -500,26 +515,44 @@ WarmResult Warm(Server* server, const std::string& ns, uint32_t h, uint32_t d,
       ++res.skipped_dim;
       continue;
     }
-    layers.emplace_back(l, n);
+    layers.push_back({l, n, cache.LastAccess(attend_sid, l)});
   }
+  std::stable_sort(layers.begin(), layers.end(),
+                   [](const Layer& x, const Layer& y) { return x.last < y.last; });
   const attend::Precision p = server->attend_precision();
-  std::atomic<uint64_t> stored{0};
   const std::string ks = ns + "_pk", vs = ns + "_pv";
-  server->attend_pool().ParallelFor(static_cast<uint32_t>(layers.size()), [&](uint32_t i) {
-    auto [layer, n] = layers[i];
-    if (!server->attend_cache().Admit(EstimateSlotBytes(p, h, n, d)).ok()) return;
+  std::mutex mu;  // guards built, ready, next
+  std::vector<std::shared_ptr<Slot>> built(layers.size());
+  std::vector<char> ready(layers.size(), 0);
+  size_t next = 0;
+  uint64_t stored = 0;
+  auto build = [&](uint32_t i) -> std::shared_ptr<Slot> {
+    const uint32_t layer = layers[i].layer;
+    const uint64_t n = layers[i].n;
+    if (!cache.Admit(EstimateSlotBytes(p, h, n, d)).ok()) return nullptr;
     auto kp = st->FetchRange(ks, layer, 0, n);
     auto vp = st->FetchRange(vs, layer, 0, n);
-    if (!kp.ok() || !vp.ok() || kp->rows != n || vp->rows != n || kp->fmt != vp->fmt) return;
+    if (!kp.ok() || !vp.ok() || kp->rows != n || vp->rows != n || kp->fmt != vp->fmt)
+      return nullptr;
     std::vector<attend::RowSpan> kr, vr;
     Spans(*kp, &kr);
     Spans(*vp, &vr);
-    auto slot = std::make_shared<Slot>();
-    if (!slot->StoreRows(p, h, d, kp->fmt, kr, vr).ok()) return;
-    server->attend_cache().Put(attend_sid, layer, std::move(slot));
-    stored.fetch_add(1, std::memory_order_relaxed);
+    auto slot = std::make_shared<Slot>(cache.arena());
+    if (!slot->StoreRows(p, h, d, kp->fmt, kr, vr).ok()) return nullptr;
+    return slot;
+  };
+  server->attend_pool().ParallelFor(static_cast<uint32_t>(layers.size()), [&](uint32_t i) {
+    std::shared_ptr<Slot> slot = build(i);
+    std::lock_guard<std::mutex> l(mu);
+    built[i] = std::move(slot);
+    ready[i] = 1;
+    for (; next < layers.size() && ready[next]; ++next) {
+      if (!built[next]) continue;
+      cache.Put(attend_sid, layers[next].layer, std::move(built[next]));
+      ++stored;
+    }
   });
-  res.stored = stored.load();
+  res.stored = stored;
   return res;
 }
 
@@ -559,6 +592,8 @@ void AppendAttendInfo(Server& s, std::string* out) {
   InfoField(out, "sdpa_demotions", st.demotions);
   InfoField(out, "sdpa_rehydrates", st.rehydrates);
   InfoField(out, "sdpa_bytes", st.bytes);
+  InfoField(out, "sdpa_arena_bytes", st.arena.kept_bytes);
+  InfoField(out, "sdpa_arena_reused", st.arena.reused);
   InfoField(out, "sdpa_queries", s.attend_queries());
   InfoField(out, "attend_precision", std::string(attend::PrecisionName(s.attend_precision())));
   InfoField(out, "attend_threads", static_cast<uint64_t>(s.attend_threads()));
