@@ -414,10 +414,11 @@ void FlushAll(CommandContext& ctx) {
     if (u != nullptr && u->allkeys) {
       s = st->FlushAll(&lsn);
     } else {
-      // A user with key patterns flushes only the namespaces it may write.
-      auto names = AclVisibleKeys(u, st->NamespaceNames(), kAclPermWrite);
+      // A user with key patterns flushes only the keys (namespaces and string
+      // keys) it may write, each deletion logged as a DEL would be.
+      auto names = AclVisibleKeys(u, st->Keys("*"), kAclPermWrite);
       std::vector<std::string_view> views(names.begin(), names.end());
-      auto n = st->Drop(views, &lsn);
+      auto n = st->KeysDelete(views, &lsn);
       if (!n.ok()) s = n.status();
     }
     if (!s.ok()) {
@@ -501,7 +502,7 @@ void AddAdminCommands(std::vector<CommandSpec>* out) {
     std::string_view n = s.name;
     if (n == "COMMAND") s.acl_categories |= kAclConnection;
     if (n == "DBSIZE") s.acl_categories |= kAclKeyspace;
-    if (n == "FLUSHALL") s.acl_categories |= kAclKeyspace | kAclDangerous;
+    if (n == "FLUSHALL" || n == "FLUSHDB") s.acl_categories |= kAclKeyspace | kAclDangerous;
   }
 }
 

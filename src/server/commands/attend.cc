@@ -568,6 +568,7 @@ void AddAttendCommands(std::vector<CommandSpec>* out) {
   // kCmdOwnArity: the handlers answer the original's "requires: ..." texts; the
   // arity below is what COMMAND reports.
   const uint32_t f = kCmdKvcache | kCmdOwnArity;
+  size_t first = out->size();
   out->push_back({"ATTEND.PREFIX.STORE", -8, kCmdWrite | kCmdDenyOom | f, 1, 1, 1, AttendStore,
                   "Store one layer's K/V [H,N,D] (f32, or f16 with FMT F16) as a warm slot"});
   out->push_back({"ATTEND.PREFIX.LOOKUP", 3, kCmdReadonly | kCmdFast | f, 1, 1, 1, AttendLookup,
@@ -588,6 +589,13 @@ void AddAttendCommands(std::vector<CommandSpec>* out) {
                   "Drop a session's slots (one layer or all), warm and cold; returns how many"});
   out->push_back({"KV.PREFIX.WARM", -4, kCmdWrite | f, 1, 1, 1, KvWarm,
                   "Rebuild the warm slots of a namespace from the V-store (any vquant)"});
+  // The session id (ATTEND.*) is checked as the namespace it belongs to
+  // ("<ns>_attn" -> <ns>), KV.PREFIX.WARM's namespace as itself.
+  for (size_t i = first; i < out->size(); ++i) {
+    CommandSpec& s = (*out)[i];
+    s.acl_key_flags |= kAclKeyNamespace;
+    s.acl_categories |= std::string_view(s.name).starts_with("ATTEND.") ? kAclAttend : kAclKvcache;
+  }
 }
 
 }  // namespace pion::server
