@@ -633,7 +633,7 @@ def test_fast_lane_frames_are_checked_like_their_resp_twins(server_factory):
         assert existing == missing == (ERROR, b"NOPERM " + NOPERM_KEY.encode())
         st, out = c.call(QUERY, query_body(b"a|x_attn", 0, 2, 8, 1, q))
         assert st == OK and len(out) == 2 * 8 * 4
-        assert c.call(PING) == (OK, b"PONG")
+        assert c.call(PING, b"hi") == (OK, b"hi")
     finally:
         c.close()
     e = Lane(port)
