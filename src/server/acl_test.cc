@@ -158,6 +158,10 @@ TEST_F(AclTest, KeyPositionsCoverEveryKeyArgument) {
   EXPECT_EQ(Check("a", {"ATTEND.PREFIX.LOOKUP", "a|x_attn", "0"}), AclDenial::kNone);
   EXPECT_EQ(Check("a", {"ATTEND.PREFIX.LOOKUP", "b|x_attn", "0"}), AclDenial::kKey);
   EXPECT_EQ(Check("a", {"KV.PREFIX.WARM", "b|x", "0", "1"}), AclDenial::kKey);
+  // WARM's optional attend_sid (argument 4) is a key too: its slots are written.
+  EXPECT_EQ(Check("a", {"KV.PREFIX.WARM", "a|x", "8", "64"}), AclDenial::kNone);
+  EXPECT_EQ(Check("a", {"KV.PREFIX.WARM", "a|x", "8", "64", "b|y_attn"}), AclDenial::kKey);
+  EXPECT_EQ(Check("a", {"KV.PREFIX.WARM", "a|x", "8", "64", "a|y_attn"}), AclDenial::kNone);
   EXPECT_EQ(Check("a", {"KEYS", "*"}), AclDenial::kCommand);  // @dangerous
   EXPECT_EQ(Check("a", {"SCAN", "0"}), AclDenial::kNone);     // filters instead
 }

@@ -643,8 +643,13 @@ def test_fast_lane_frames_are_checked_like_their_resp_twins(server_factory):
             ERROR, b"NOPERM " + noperm_cmd("attend.prefix.query").encode())
     finally:
         e.close()
+    # KV.PREFIX.WARM's attend_sid is a key too: alice cannot warm into bob's slots.
+    ra = login(s, "alice", "pa")
+    for sid in ("b|x_attn", "b|none_attn"):
+        assert err(ra.execute_command, "KV.PREFIX.WARM", "a|x", 2, 8, sid) == NOPERM_KEY
     log = [dict(zip(x[0::2], x[1::2])) for x in admin.execute_command("ACL", "LOG")]
     assert any(x[b"reason"] == b"key" and x[b"username"] == b"alice" for x in log)
+
 
 
 def test_fast_lane_over_tls(server_factory, certs):

@@ -587,7 +587,10 @@ void AddAttendCommands(std::vector<CommandSpec>* out) {
                   "Sparse-auto attention over a warm slot plus a dense caller suffix"});
   out->push_back({"ATTEND.PREFIX.DROP", -2, kCmdWrite | f, 1, 1, 1, AttendDrop,
                   "Drop a session's slots (one layer or all), warm and cold; returns how many"});
-  out->push_back({"KV.PREFIX.WARM", -4, kCmdWrite | f, 1, 1, 1, KvWarm,
+  // KV.PREFIX.WARM ns H D [attend_sid]: both ns (1) and attend_sid (4) are keys
+  // (step 3); it copies ns's rows into attend_sid's slots, so both need read and
+  // write permission (kAclKeyAccess below).
+  out->push_back({"KV.PREFIX.WARM", -4, kCmdWrite | f, 1, 4, 3, KvWarm,
                   "Rebuild the warm slots of a namespace from the V-store (any vquant)"});
   // The session id (ATTEND.*) is checked as the namespace it belongs to
   // ("<ns>_attn" -> <ns>), KV.PREFIX.WARM's namespace as itself.
@@ -595,6 +598,7 @@ void AddAttendCommands(std::vector<CommandSpec>* out) {
     CommandSpec& s = (*out)[i];
     s.acl_key_flags |= kAclKeyNamespace;
     s.acl_categories |= std::string_view(s.name).starts_with("ATTEND.") ? kAclAttend : kAclKvcache;
+    if (std::string_view(s.name) == "KV.PREFIX.WARM") s.acl_key_flags |= kAclKeyAccess;
   }
 }
 
