@@ -119,7 +119,8 @@ TEST_F(AclTest, EveryCommandHasCategoriesConsistentWithItsFlags) {
     // A family category besides the flags' (what +@<family> grants).
     uint32_t family = kAclKeyspace | kAclString | kAclKvcache | kAclAttend | kAclConnection |
                       kAclTransaction | kAclAdmin | kAclDangerous;
-    if (n != "TIME") EXPECT_NE(c & family, 0u) << "no family category";  // TIME: @fast only, as Redis
+    if (n != "TIME")
+      EXPECT_NE(c & family, 0u) << "no family category";  // TIME: @fast only, as Redis
     if (s.flags & kCmdKvcache)
       EXPECT_NE(c & (kAclKvcache | kAclAttend | kAclString | kAclKeyspace), 0u);
     if (n.starts_with("KV.PREFIX.") || n.starts_with("V.")) EXPECT_TRUE(c & kAclKvcache);

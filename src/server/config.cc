@@ -1,7 +1,5 @@
 #include "server/config.h"
 
-#include "store/strings.h"
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -11,6 +9,7 @@
 #include "base/check.h"
 #include "base/strutil.h"
 #include "net/resp_parser.h"
+#include "store/strings.h"
 
 namespace pion::server {
 

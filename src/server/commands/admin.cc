@@ -9,8 +9,8 @@
 #include "base/strutil.h"
 #include "net/client_info.h"
 #include "net/connection.h"
-#include "server/commands/command_docs.h"
 #include "server/acl.h"
+#include "server/commands/command_docs.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
@@ -486,15 +486,14 @@ void AddAdminCommands(std::vector<CommandSpec>* out) {
                   "Command table introspection: COUNT, INFO, DOCS, LIST, GETKEYS."});
   out->push_back({"CONFIG", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, ConfigCmd,
                   "CONFIG GET <pattern>, CONFIG SET <name> <value>, CONFIG RESETSTAT."});
-  out->push_back(
-      {"DBSIZE", 1, kCmdReadonly | kCmdFast, 0, 0, 0, DbSize, "Number of keys: string keys and namespaces."});
+  out->push_back({"DBSIZE", 1, kCmdReadonly | kCmdFast, 0, 0, 0, DbSize,
+                  "Number of keys: string keys and namespaces."});
   out->push_back({"FLUSHALL", -1, kCmdWrite, 0, 0, 0, FlushAll,
                   "Drops every namespace, session and string key (logged)."});
-  out->push_back({"FLUSHDB", -1, kCmdWrite, 0, 0, 0, FlushAll,
-                  "FLUSHALL (database 0 is the only one)."});
+  out->push_back(
+      {"FLUSHDB", -1, kCmdWrite, 0, 0, 0, FlushAll, "FLUSHALL (database 0 is the only one)."});
   out->push_back({"SHUTDOWN", -1, kCmdAdmin | kCmdLoading | kCmdStale | kCmdNoMulti, 0, 0, 0,
-                  Shutdown,
-                  "Stops the server gracefully: SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE]."});
+                  Shutdown, "Stops the server gracefully: SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE]."});
   out->push_back({"TIME", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, Time,
                   "Server time: [unix seconds, microseconds]."});
   for (size_t i = first; i < out->size(); ++i) {

@@ -63,8 +63,8 @@ enum CommandFlags : uint32_t {
   // The handler checks its own argument count (the original's "requires: ..." texts);
   // `arity` stays what COMMAND reports, admission only insists on the name.
   kCmdOwnArity = 1u << 9,
-  kCmdTxControl = 1u << 10, // runs at once inside MULTI and takes no exec lock (MULTI, EXEC, ...)
-  kCmdNoMulti = 1u << 11,   // refused inside MULTI (its reply is completed later)
+  kCmdTxControl = 1u << 10,  // runs at once inside MULTI and takes no exec lock (MULTI, EXEC, ...)
+  kCmdNoMulti = 1u << 11,    // refused inside MULTI (its reply is completed later)
 };
 
 // ACL categories (ACL CAT, +@<category>), as COMMAND INFO lists them. A spec's
