@@ -46,7 +46,6 @@ uint32_t CommandCategories(const CommandSpec& s) {
   if (s.flags & kCmdReadonly) c |= kAclRead;
   if (s.flags & kCmdAdmin) c |= kAclAdmin | kAclDangerous;
   c |= (s.flags & kCmdFast) ? kAclFast : kAclSlow;
-  if (s.flags & kCmdKvcache) c |= kAclKvcache;
   return c;
 }
 
@@ -426,13 +425,23 @@ AclDenial Acl::Check(const AclUser& u, const CommandSpec& spec, size_t index,
   int last = spec.last_key < 0 ? argc + spec.last_key : spec.last_key;
   if (last >= argc) last = argc - 1;
   int step = spec.key_step > 0 ? spec.key_step : 1;
-  uint8_t perm = (spec.flags & kCmdWrite)      ? kAclPermWrite
+  const uint32_t kf = spec.acl_key_flags;
+  uint8_t perm = (kf & kAclKeyReadOnly)        ? kAclPermRead
+                 : (spec.flags & kCmdWrite)    ? kAclPermWrite
                  : (spec.flags & kCmdReadonly) ? kAclPermRead
                                                : (kAclPermRead | kAclPermWrite);
+  if (kf & kAclKeyAccess) perm |= kAclPermRead;
+  if (kf & kAclKeyAccessIfGet) {
+    for (size_t i = 3; i < args.size(); ++i)
+      if (EqualsIgnoreCase(args[i], "GET")) perm |= kAclPermRead;
+  }
   for (int i = spec.first_key; i <= last; i += step) {
     std::string_view key = args[i];
-    if (spec.acl_key_flags & kAclKeyNamespace) key = AclKeyOwner(key);
-    if (!u.KeyAllowed(key, perm)) {
+    if (kf & kAclKeyNamespace) key = AclKeyOwner(key);
+    bool ok = u.KeyAllowed(key, perm);
+    if (ok && (kf & kAclKeyAlsoOwner) && AclKeyOwner(key) != key)
+      ok = u.KeyAllowed(AclKeyOwner(key), perm);
+    if (!ok) {
       *denied_key = args[i];
       return AclDenial::kKey;
     }

@@ -1,7 +1,5 @@
 #include "server/config.h"
 
-#include "store/strings.h"
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -11,6 +9,7 @@
 #include "base/check.h"
 #include "base/strutil.h"
 #include "net/resp_parser.h"
+#include "store/strings.h"
 
 namespace pion::server {
 
@@ -390,6 +389,8 @@ const std::vector<ConfigOption>& Table() {
        "TLS 1.2 cipher list (OpenSSL syntax)", "OpenSSL's"},
       {"tls-ciphersuites", String(&Config::tls_ciphersuites), "", kRuntime, "LIST",
        "TLS 1.3 cipher suites (OpenSSL syntax)", "OpenSSL's"},
+      {"tls-fastlane", Bool(&Config::tls_fastlane), "no", kStartup, "yes|no",
+       "the binary fast lane speaks TLS (same certificates)"},
       {"auto-save-wal-bytes", Bytes(&Config::auto_save_wal_bytes, 0), "0", kStartup, "BYTES",
        "WAL size that triggers a snapshot", "0 = auto"},
       {"auto-save-retry-min", Uint(&Config::auto_save_retry_min, 1, 86400), "1", kStartup,

@@ -95,6 +95,7 @@ struct Config {
   std::string tls_protocols;             // "TLSv1.2 TLSv1.3" (empty = both); runtime
   std::string tls_ciphers;               // TLS 1.2 cipher list (empty = OpenSSL's default); runtime
   std::string tls_ciphersuites;          // TLS 1.3 suites (empty = default); runtime
+  bool tls_fastlane = false;             // the fast-lane listener speaks TLS (startup)
 
   // Not settings: what the command line asked for besides them.
   std::string config_file;  // the config file read, if any (INFO config_file)

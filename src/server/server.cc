@@ -118,10 +118,14 @@ Server::~Server() {
 Status Server::Start() {
   PION_CHECK(workers_.empty());
   PION_RETURN_IF_ERROR(InitAcl());
-  if (cfg_.tls_port != 0) {
+  // A TLS context for the TLS port and/or a TLS fast lane (--tls-fastlane yes
+  // without certificates is a start-up error, as the TLS port's).
+  if (cfg_.tls_port != 0 || (cfg_.tls_fastlane && cfg_.kvcache && cfg_.fastlane_port != 0)) {
     auto ctx = net::TlsContext::Create(TlsConfigOf(cfg_));
     if (!ctx.ok()) return ctx.status();
     tls_ctx_ = *ctx;
+  }
+  if (cfg_.tls_port != 0) {
     auto tfd = net::Listen(cfg_.bind, cfg_.tls_port);
     if (!tfd.ok()) return tfd.status();
     tls_listen_fd_ = *tfd;
@@ -139,7 +143,8 @@ Status Server::Start() {
   std::vector<ListenSocket> listeners;
   if (listen_fd_ >= 0) listeners.push_back({listen_fd_, net::Protocol::kResp});
   if (tls_listen_fd_ >= 0) listeners.push_back({tls_listen_fd_, net::Protocol::kResp, true});
-  if (fastlane_fd_ >= 0) listeners.push_back({fastlane_fd_, net::Protocol::kFastLane});
+  if (fastlane_fd_ >= 0)
+    listeners.push_back({fastlane_fd_, net::Protocol::kFastLane, cfg_.tls_fastlane});
   shutdown_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (shutdown_fd_ < 0) return Status::IOError(std::string("eventfd: ") + std::strerror(errno));
   size_t pool = std::max<size_t>(16u << 20, kPoolBytesTotal / static_cast<size_t>(cfg_.workers));
@@ -162,12 +167,14 @@ Status Server::ListenFastLane() {
     cfg_.fastlane_port = 0;
     return Status::OK();
   }
-  if (defaulted && listen_fd_ < 0) {
+  if (defaulted && listen_fd_ < 0 && !cfg_.tls_fastlane) {
     // TLS only (--port 0): no plaintext port for a plaintext lane to follow.
     cfg_.fastlane_port = 0;
     return Status::OK();
   }
-  int want = defaulted ? port_ + 1 : cfg_.fastlane_port;
+  // A TLS lane on a TLS-only server follows the TLS port.
+  int base = listen_fd_ >= 0 ? port_ : tls_port_;
+  int want = defaulted ? base + 1 : cfg_.fastlane_port;
   if (want > 65535) {
     LOG_WARNING("fast lane off: port + 1 (%d) is not a TCP port; set --fastlane-port", want);
     cfg_.fastlane_port = 0;
@@ -565,7 +572,7 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   // Setting the same file again reloads it (a renewed certificate).
   for (const auto& [name, value] : pairs)
     if (ToLower(name).starts_with("tls-")) tls_changed = true;
-  if (tls_changed && tls_listen_fd_ >= 0) {
+  if (tls_changed && (tls_listen_fd_ >= 0 || (fastlane_fd_ >= 0 && cfg_.tls_fastlane))) {
     auto ctx = net::TlsContext::Create(TlsConfigOf(next));
     if (!ctx.ok())
       return Status::InvalidArgument(

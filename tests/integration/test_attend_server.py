@@ -444,7 +444,9 @@ def test_command_entries(s32, raw_factory):
         assert got and got[0], name
         entry = got[0]
         assert entry[0].decode().lower() == name and entry[1] == arity
-        assert entry[3:6] == [1, 1, 1], (name, entry)
+        # KV.PREFIX.WARM ns H D [attend_sid]: keys 1 and 4 (ACL checks both).
+        want = [1, 4, 3] if name == "kv.prefix.warm" else [1, 1, 1]
+        assert entry[3:6] == want, (name, entry)
 
 
 # ------------------------------------------------- warm/cold tier, WARM

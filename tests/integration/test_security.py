@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import ssl
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -515,3 +516,197 @@ def test_tls_bad_settings_refuse_to_start(server_factory, certs):
                        kvcache=False, sub="p")
     r = subprocess.run(s.cmdline(), capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and "tls-protocols" in r.stdout + r.stderr
+
+
+# ------------------------------------------------- string keys, observability, the lane
+
+def string_probes(key: str):
+    """Every string/generic command a tenant could use to learn about `key`."""
+    return [
+        ("GET", key), ("EXISTS", key), ("TYPE", key), ("TTL", key), ("PTTL", key),
+        ("EXPIRETIME", key), ("STRLEN", key), ("GETRANGE", key, 0, -1), ("MGET", "a|s", key),
+        ("MEMORY", "USAGE", key), ("SET", key, "v", "NX"), ("SETNX", key, "v"),
+        ("APPEND", key, "v"), ("GETDEL", key), ("GETEX", key), ("EXPIRE", key, 100),
+        ("PERSIST", key), ("DEL", key), ("UNLINK", "a|s", key), ("RENAME", "a|s", key),
+        ("RENAMENX", key, "a|new"), ("MSET", "a|s", "v", key, "v"), ("MSETNX", key, "v"),
+        ("WATCH", key),
+    ]
+
+
+def test_tenant_cannot_learn_other_tenants_string_keys(tenants):
+    s, admin, x = tenants
+    admin.set("a|s", "mine", ex=1000)
+    admin.set("b|s", "theirs", ex=1000)
+    alice = login(s, "alice", "pa")
+    for existing, missing in zip(string_probes("b|s"), string_probes("b|nothing-here")):
+        e1 = err(alice.execute_command, *existing)
+        e2 = err(alice.execute_command, *missing)
+        assert e1 == e2 == NOPERM_KEY, (existing[0], e1, e2)
+    assert admin.get("b|s") == b"theirs" and admin.get("a|s") == b"mine"
+    # The listing commands show only alice's keys; KEYS is @dangerous (as Redis).
+    assert err(alice.keys, "*") == noperm_cmd("keys")
+    seen, cur = set(), 0
+    for _ in range(100):
+        cur, keys = alice.scan(cur, count=1)
+        seen |= set(keys)
+        if cur == 0:
+            break
+    assert cur == 0 and seen == {b"a|s", b"a|x"}
+    assert set(alice.scan(0, match="b|*", count=1000)[1]) == set()
+    assert {alice.randomkey() for _ in range(20)} <= {b"a|s", b"a|x"}
+    assert alice.dbsize() == 2 and admin.dbsize() == 4
+    # Allowed @dangerous: KEYS and FLUSHALL/FLUSHDB still only see alice's keys.
+    admin.execute_command("ACL", "SETUSER", "alice", "+@dangerous")
+    assert set(alice.keys("*")) == {b"a|s", b"a|x"}
+    assert alice.info("keyspace")["db0"]["keys"] == 2
+    assert alice.flushdb() is True
+    assert alice.dbsize() == 0 and alice.randomkey() is None
+    assert set(admin.keys("*")) == {b"b|s", b"b|x"}
+
+
+def test_tenant_flush_is_logged(server_factory):
+    s = server_factory([])
+    admin = s.client()
+    admin.execute_command("ACL", "SETUSER", "alice", "on", ">pa", "~a|*", "+@all")
+    for k in ("a|1", "a|2", "b|1"):
+        admin.set(k, "v")
+    admin.execute_command("KV.PREFIX.REGISTER", "a|ns", 64, "fp16")
+    admin.execute_command("KV.PREFIX.REGISTER", "b|ns", 64, "fp16")
+    assert login(s, "alice", "pa").flushall() is True
+    s.restart()
+    assert sorted(s.client().keys("*")) == [b"b|1", b"b|ns"]
+
+
+def test_observability_is_not_for_tenants(tenants):
+    s, admin, x = tenants
+    alice = login(s, "alice", "pa")
+    alice.client_setname("alice-conn")
+    for cmd in (("MONITOR",), ("SLOWLOG", "GET"), ("LATENCY", "LATEST"), ("CONFIG", "GET", "*"),
+                ("ACL", "LOG"), ("FLUSHALL",), ("FLUSHDB",), ("KEYS", "*")):
+        assert err(alice.execute_command, *cmd) == noperm_cmd(cmd[0].lower()), cmd
+    # The admin sees which user each connection is.
+    mine = [c for c in admin.client_list() if c.get("name") == "alice-conn"]
+    assert len(mine) == 1 and mine[0]["user"] == "alice"
+    assert any(c["user"] == "default" for c in admin.client_list())
+
+
+def test_categories_of_the_newer_commands(server_factory, raw_factory):
+    s = server_factory(kvcache=False)
+    names = ("GET", "DEL", "KEYS", "MULTI", "WATCH", "MONITOR", "SLOWLOG",
+             "ATTEND.PREFIX.QUERY", "KV.PREFIX.WARM", "V.FETCH")
+    info = raw_factory(s).call("COMMAND", "INFO", *names)
+    cats = {n: {c.encode() if isinstance(c, str) else c for c in x[6]} for n, x in zip(names, info)}
+    assert {b"@read", b"@string", b"@fast"} <= cats["GET"]
+    assert {b"@write", b"@keyspace"} <= cats["DEL"] and b"@kvcache" not in cats["GET"]
+    assert {b"@keyspace", b"@dangerous"} <= cats["KEYS"]
+    assert b"@transaction" in cats["MULTI"] and b"@transaction" in cats["WATCH"]
+    assert {b"@admin", b"@dangerous"} <= cats["MONITOR"] and b"@dangerous" in cats["SLOWLOG"]
+    assert b"@attend" in cats["ATTEND.PREFIX.QUERY"] and b"@kvcache" not in cats["ATTEND.PREFIX.QUERY"]
+    assert b"@kvcache" in cats["KV.PREFIX.WARM"] and b"@kvcache" in cats["V.FETCH"]
+    # ACL CAT lists them.
+    r = s.client()
+    assert b"get" in r.execute_command("ACL", "CAT", "string")
+    assert b"attend.prefix.query" in r.execute_command("ACL", "CAT", "attend")
+
+
+def _lane_attn(admin, sid: bytes, h=2, n=4, d=8):
+    k = np.random.default_rng(5).random((h, n, d), dtype=np.float32).tobytes()
+    assert admin.execute_command("ATTEND.PREFIX.STORE", sid, 0, h, n, d, k, k) in (b"OK", True)
+
+
+def test_fast_lane_frames_are_checked_like_their_resp_twins(server_factory):
+    from test_fastlane import AUTH, ERROR, OK, PING, QUERY, Lane, query_body
+    port = free_port()
+    s = server_factory(["--appendonly", "no", "--fastlane-port", str(port)])
+    admin = s.client()
+    admin.execute_command("ACL", "SETUSER", "alice", "on", ">pa", "~a|*", "+@all", "-@dangerous")
+    admin.execute_command("ACL", "SETUSER", "eve", "on", ">pe", "~*", "+@all", "-@attend")
+    _lane_attn(admin, b"b|x_attn")
+    _lane_attn(admin, b"a|x_attn")
+    q = np.zeros((2, 1, 8), np.float32).tobytes()
+    c = Lane(port)
+    try:
+        assert c.call(AUTH, b"alice\x00wrong")[0] == ERROR
+        assert c.call(AUTH, b"alice\x00pa") == (OK, b"")
+        existing = c.call(QUERY, query_body(b"b|x_attn", 0, 2, 8, 1, q))
+        missing = c.call(QUERY, query_body(b"b|none_attn", 0, 2, 8, 1, q))
+        assert existing == missing == (ERROR, b"NOPERM " + NOPERM_KEY.encode())
+        st, out = c.call(QUERY, query_body(b"a|x_attn", 0, 2, 8, 1, q))
+        assert st == OK and len(out) == 2 * 8 * 4
+        assert c.call(PING, b"hi") == (OK, b"hi")
+    finally:
+        c.close()
+    e = Lane(port)
+    try:
+        assert e.call(AUTH, b"eve\x00pe") == (OK, b"")
+        assert e.call(QUERY, query_body(b"a|x_attn", 0, 2, 8, 1, q)) == (
+            ERROR, b"NOPERM " + noperm_cmd("attend.prefix.query").encode())
+    finally:
+        e.close()
+    # KV.PREFIX.WARM's attend_sid is a key too: alice cannot warm into bob's slots.
+    ra = login(s, "alice", "pa")
+    for sid in ("b|x_attn", "b|none_attn"):
+        assert err(ra.execute_command, "KV.PREFIX.WARM", "a|x", 2, 8, sid) == NOPERM_KEY
+    log = [dict(zip(x[0::2], x[1::2])) for x in admin.execute_command("ACL", "LOG")]
+    assert any(x[b"reason"] == b"key" and x[b"username"] == b"alice" for x in log)
+
+
+
+def test_fast_lane_over_tls(server_factory, certs):
+    from test_fastlane import AUTH, ERROR, OK, PING, QUERY, Lane, query_body
+    lane_port = free_port()
+    s = server_factory([*tls_args(certs), "--fastlane-port", str(lane_port), "--tls-fastlane",
+                        "yes", "--requirepass", "pw"])
+    admin = s.client(password="pw")
+    assert admin.config_get("tls-fastlane") == {"tls-fastlane": "yes"}
+    _lane_attn(admin, b"t|x_attn")
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+    c = Lane.__new__(Lane)
+    c.sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", lane_port), timeout=30),
+                             server_hostname="localhost")
+    c.buf = b""
+    try:
+        assert c.call(PING)[0] == ERROR  # NOAUTH
+        assert c.call(AUTH, b"default\x00pw") == (OK, b"")
+        assert c.call(PING, b"x" * 100_000) == (OK, b"x" * 100_000)
+        q = np.ones((2, 3, 8), np.float32).tobytes()
+        st, out = c.call(QUERY, query_body(b"t|x_attn", 0, 2, 8, 3, q))
+        want = admin.execute_command("ATTEND.PREFIX.QUERY", b"t|x_attn", 0, 2, 8, 1, q)
+        assert (st, out) == (OK, want)
+    finally:
+        c.close()
+    # A plaintext frame client on the TLS lane is refused; others are unaffected.
+    plain = Lane(lane_port)
+    try:
+        plain.send(struct.pack("<HBI", 0xCA5E, PING, 0))
+        assert plain.at_eof()
+    finally:
+        plain.close()
+    assert admin.ping() is True
+    # Without certificates a TLS lane refuses to start.
+    bad = server_factory(["--fastlane-port", str(free_port()), "--tls-fastlane", "yes"],
+                         start=False, sub="bad")
+    r = subprocess.run(bad.cmdline(), capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+
+
+def test_exec_checks_permissions_again(tenants):
+    s, admin, x = tenants
+    alice = login(s, "alice", "pa")
+    conn = alice.connection_pool.get_connection("MULTI")
+    try:
+        conn.send_command("MULTI")
+        assert conn.read_response() in (b"OK", "OK")
+        conn.send_command("SET", "a|1", "v")
+        assert conn.read_response() in (b"QUEUED", "QUEUED")
+        conn.send_command("GET", "a|1")
+        assert conn.read_response() in (b"QUEUED", "QUEUED")
+        # Narrowed between queueing and EXEC.
+        admin.execute_command("ACL", "SETUSER", "alice", "-set")
+        conn.send_command("EXEC")
+        out = conn.read_response()
+        assert isinstance(out[0], redis.ResponseError) and "'set' command" in str(out[0])
+        assert out[1] is None
+    finally:
+        alice.connection_pool.release(conn)
+    assert admin.get("a|1") is None

@@ -9,8 +9,8 @@
 #include "base/strutil.h"
 #include "net/client_info.h"
 #include "net/connection.h"
-#include "server/commands/command_docs.h"
 #include "server/acl.h"
+#include "server/commands/command_docs.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
@@ -414,10 +414,11 @@ void FlushAll(CommandContext& ctx) {
     if (u != nullptr && u->allkeys) {
       s = st->FlushAll(&lsn);
     } else {
-      // A user with key patterns flushes only the namespaces it may write.
-      auto names = AclVisibleKeys(u, st->NamespaceNames(), kAclPermWrite);
+      // A user with key patterns flushes only the keys (namespaces and string
+      // keys) it may write, each deletion logged as a DEL would be.
+      auto names = AclVisibleKeys(u, st->Keys("*"), kAclPermWrite);
       std::vector<std::string_view> views(names.begin(), names.end());
-      auto n = st->Drop(views, &lsn);
+      auto n = st->KeysDelete(views, &lsn);
       if (!n.ok()) s = n.status();
     }
     if (!s.ok()) {
@@ -485,15 +486,14 @@ void AddAdminCommands(std::vector<CommandSpec>* out) {
                   "Command table introspection: COUNT, INFO, DOCS, LIST, GETKEYS."});
   out->push_back({"CONFIG", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, ConfigCmd,
                   "CONFIG GET <pattern>, CONFIG SET <name> <value>, CONFIG RESETSTAT."});
-  out->push_back(
-      {"DBSIZE", 1, kCmdReadonly | kCmdFast, 0, 0, 0, DbSize, "Number of keys: string keys and namespaces."});
+  out->push_back({"DBSIZE", 1, kCmdReadonly | kCmdFast, 0, 0, 0, DbSize,
+                  "Number of keys: string keys and namespaces."});
   out->push_back({"FLUSHALL", -1, kCmdWrite, 0, 0, 0, FlushAll,
                   "Drops every namespace, session and string key (logged)."});
-  out->push_back({"FLUSHDB", -1, kCmdWrite, 0, 0, 0, FlushAll,
-                  "FLUSHALL (database 0 is the only one)."});
+  out->push_back(
+      {"FLUSHDB", -1, kCmdWrite, 0, 0, 0, FlushAll, "FLUSHALL (database 0 is the only one)."});
   out->push_back({"SHUTDOWN", -1, kCmdAdmin | kCmdLoading | kCmdStale | kCmdNoMulti, 0, 0, 0,
-                  Shutdown,
-                  "Stops the server gracefully: SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE]."});
+                  Shutdown, "Stops the server gracefully: SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE]."});
   out->push_back({"TIME", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, Time,
                   "Server time: [unix seconds, microseconds]."});
   for (size_t i = first; i < out->size(); ++i) {
@@ -501,7 +501,7 @@ void AddAdminCommands(std::vector<CommandSpec>* out) {
     std::string_view n = s.name;
     if (n == "COMMAND") s.acl_categories |= kAclConnection;
     if (n == "DBSIZE") s.acl_categories |= kAclKeyspace;
-    if (n == "FLUSHALL") s.acl_categories |= kAclKeyspace | kAclDangerous;
+    if (n == "FLUSHALL" || n == "FLUSHDB") s.acl_categories |= kAclKeyspace | kAclDangerous;
   }
 }
 

@@ -63,15 +63,16 @@ enum CommandFlags : uint32_t {
   // The handler checks its own argument count (the original's "requires: ..." texts);
   // `arity` stays what COMMAND reports, admission only insists on the name.
   kCmdOwnArity = 1u << 9,
-  kCmdTxControl = 1u << 10, // runs at once inside MULTI and takes no exec lock (MULTI, EXEC, ...)
-  kCmdNoMulti = 1u << 11,   // refused inside MULTI (its reply is completed later)
+  kCmdTxControl = 1u << 10,  // runs at once inside MULTI and takes no exec lock (MULTI, EXEC, ...)
+  kCmdNoMulti = 1u << 11,    // refused inside MULTI (its reply is completed later)
 };
 
 // ACL categories (ACL CAT, +@<category>), as COMMAND INFO lists them. A spec's
 // categories are its `acl_categories` plus those its flags imply (see
 // CommandCategories in server/acl.h): kCmdWrite -> @write, kCmdReadonly ->
-// @read, kCmdAdmin -> @admin @dangerous, kCmdFast -> @fast (else @slow),
-// kCmdKvcache -> @kvcache. Bit order is ACL CAT's order; never renumber.
+// @read, kCmdAdmin -> @admin @dangerous, kCmdFast -> @fast (else @slow).
+// @kvcache, @attend, @string, @keyspace are named per family (kCmdKvcache only
+// says the command needs the store). Bit order is ACL CAT's order; never renumber.
 enum AclCategory : uint32_t {
   kAclKeyspace = 1u << 0,
   kAclRead = 1u << 1,
@@ -100,6 +101,16 @@ enum AclCategory : uint32_t {
 
 enum AclKeyFlags : uint32_t {
   kAclKeyNamespace = 1u << 0,  // a key argument may be a derived sid (see CommandSpec)
+  // A key is checked as given and, when it is a sid, as its namespace too (DEL of
+  // "<ns>_pk" drops the namespace <ns>).
+  kAclKeyAlsoOwner = 1u << 1,
+  // The command returns the keys' values although it writes them (GETDEL, GETEX, RENAME's
+  // source): read permission as well as write (Redis's ACCESS key-spec flag).
+  kAclKeyAccess = 1u << 2,
+  // kAclKeyAccess only when a GET argument follows the value (SET ... GET).
+  kAclKeyAccessIfGet = 1u << 3,
+  // The keys need read permission only (WATCH: it reveals whether a key changed).
+  kAclKeyReadOnly = 1u << 4,
 };
 
 struct CommandSpec {

@@ -297,6 +297,7 @@ void AddKvPrefixCommands(std::vector<CommandSpec>* out) {
   for (size_t i = first; i < out->size(); ++i) {
     CommandSpec& s = (*out)[i];
     s.acl_key_flags |= kAclKeyNamespace;
+    s.acl_categories |= kAclKvcache;
     std::string_view n = s.name;
     if (n == "KV.PREFIX.DROP") s.acl_categories |= kAclKeyspace;
     // Server-wide counters and the snapshot: not for a tenant (-@dangerous).

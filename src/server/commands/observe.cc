@@ -169,6 +169,9 @@ void AddObserveCommands(std::vector<CommandSpec>* out) {
                   "Replication role: always master."});
   out->push_back({"LASTSAVE", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, LastSave,
                   "Unix time of the last successful snapshot (or of the start)."});
+  // As Redis 7: ROLE and LASTSAVE are @admin @dangerous (server state, not a tenant's).
+  for (size_t i = out->size() - 2; i < out->size(); ++i)
+    (*out)[i].acl_categories |= kAclAdmin | kAclDangerous;
 }
 
 }  // namespace pion::server

@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
+#include "server/acl.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
@@ -308,8 +309,16 @@ void RenameCommon(CommandContext& ctx, bool nx) {
 void Rename(CommandContext& ctx) { RenameCommon(ctx, false); }
 void RenameNx(CommandContext& ctx) { RenameCommon(ctx, true); }
 
+// The keys of `keys` the client's user may read: all of them (no copy, no
+// check) for a user without key patterns.
+std::vector<std::string> VisibleKeys(CommandContext& ctx, std::vector<std::string> keys) {
+  const AclUser* u = ctx.client != nullptr ? ctx.server->ClientUser(ctx.client) : nullptr;
+  if (ctx.client == nullptr || (u != nullptr && u->allkeys)) return keys;
+  return AclVisibleKeys(u, std::move(keys), kAclPermRead);
+}
+
 void Keys(CommandContext& ctx) {
-  auto keys = ctx.server->store()->Keys(ctx.args[1]);
+  auto keys = VisibleKeys(ctx, ctx.server->store()->Keys(ctx.args[1]));
   ctx.reply->ArrayHeader(keys.size());
   for (const auto& k : keys) ctx.reply->Bulk(k);
 }
@@ -357,6 +366,9 @@ void Scan(CommandContext& ctx) {
     }
   }
   store::ScanResult r = ctx.server->store()->Scan(*cur, count, match, type);
+  // A user with key patterns sees only the keys it may read (a call may return
+  // fewer than COUNT, even none, with a cursor that goes on: as Redis allows).
+  r.keys = VisibleKeys(ctx, std::move(r.keys));
   ctx.reply->ArrayHeader(2);
   ctx.reply->Bulk(std::to_string(r.cursor));
   if (unknown_type) {
@@ -369,6 +381,14 @@ void Scan(CommandContext& ctx) {
 
 void RandomKey(CommandContext& ctx) {
   auto k = ctx.server->store()->RandomKey();
+  const AclUser* u = ctx.client != nullptr ? ctx.server->ClientUser(ctx.client) : nullptr;
+  if (k && ctx.client != nullptr && (u == nullptr || !u->allkeys) &&
+      (u == nullptr || !u->KeyAllowed(*k, kAclPermRead))) {
+    // A user with key patterns: a random key among those it may read.
+    auto keys = AclVisibleKeys(u, ctx.server->store()->Keys("*"), kAclPermRead);
+    k.reset();
+    if (!keys.empty()) k = std::move(keys[UnixMicros() % keys.size()]);
+  }
   if (!k)
     ctx.reply->Null();
   else
@@ -504,6 +524,7 @@ void AddStringCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kR = kCmdReadonly | kCmdKvcache;
   constexpr uint32_t kW = kCmdWrite | kCmdKvcache;
   constexpr uint32_t kWd = kW | kCmdDenyOom;
+  size_t first = out->size();
   out->push_back({"GET", 2, kR | kCmdFast, 1, 1, 1, Get, "Gets the value of a string key."});
   out->push_back({"SET", -3, kWd, 1, 1, 1, Set,
                   "SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL]."});
@@ -546,7 +567,24 @@ void AddStringCommands(std::vector<CommandSpec>* out) {
   out->push_back({"PEXPIRETIME", 2, kR | kCmdFast, 1, 1, 1, PExpireTime,
                   "Expiry as a unix time in milliseconds."});
   out->push_back({"PERSIST", 2, kW | kCmdFast, 1, 1, 1, Persist, "Removes a key's TTL."});
-  out->push_back({"MEMORY", -2, kCmdReadonly, 0, 0, 0, Memory, "MEMORY USAGE key, MEMORY HELP."});
+  // MEMORY USAGE's key is argument 2 (MEMORY HELP has none: the range is empty).
+  out->push_back({"MEMORY", -2, kCmdReadonly, 2, 2, 1, Memory, "MEMORY USAGE key, MEMORY HELP."});
+  // ACL: string commands are @string, generic key commands @keyspace (as Redis);
+  // KEYS lists the whole keyspace (@dangerous, as Redis; it filters anyway).
+  for (size_t i = first; i < out->size(); ++i) {
+    CommandSpec& s = (*out)[i];
+    std::string_view n = s.name;
+    bool str = n == "GET" || n == "SET" || n == "SETEX" || n == "PSETEX" || n == "SETNX" ||
+               n == "GETDEL" || n == "GETEX" || n == "MGET" || n == "MSET" || n == "MSETNX" ||
+               n == "APPEND" || n == "STRLEN" || n == "GETRANGE";
+    s.acl_categories |= str ? kAclString : kAclKeyspace;
+    if (n == "KEYS") s.acl_categories |= kAclDangerous;
+    if (n == "GETDEL" || n == "GETEX" || n == "RENAME" || n == "RENAMENX")
+      s.acl_key_flags |= kAclKeyAccess;
+    if (n == "SET") s.acl_key_flags |= kAclKeyAccessIfGet;
+    // DEL of "<ns>_pk" drops the namespace <ns>: checked as both.
+    if (n == "DEL" || n == "UNLINK") s.acl_key_flags |= kAclKeyAlsoOwner;
+  }
 }
 
 }  // namespace pion::server

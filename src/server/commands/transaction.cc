@@ -5,7 +5,10 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "base/strutil.h"
 #include "net/client_info.h"
+#include "server/acl.h"
+#include "server/commands/command_table.h"
 #include "server/commands/errors.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -102,6 +105,27 @@ void Exec(CommandContext& ctx) {
     sub.server = ctx.server;
     sub.client = ctx.client;
     sub.in_exec = true;
+    // As Redis 7: permissions are checked again at EXEC (ACL SETUSER may have
+    // narrowed them since the command was queued).
+    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    if (u == nullptr || !u->unrestricted) {
+      std::string_view key;
+      size_t index = static_cast<size_t>(q.spec - ctx.server->commands().specs().data());
+      AclDenial d =
+          u == nullptr ? AclDenial::kCommand : Acl::Check(*u, *q.spec, index, views, &key);
+      if (d != AclDenial::kNone) {
+        std::string who = u != nullptr ? u->name : std::string();
+        if (d == AclDenial::kCommand) {
+          ctx.reply->Error(NoPermCommandError(q.spec->name));
+          ctx.server->acl().Log("command", ToLower(q.spec->name), who,
+                                ctx.server->ClientLine(ctx.client));
+        } else {
+          ctx.reply->Error(kErrNoPermKey);
+          ctx.server->acl().Log("key", key, who, ctx.server->ClientLine(ctx.client));
+        }
+        continue;
+      }
+    }
     q.spec->handler(sub);
     ctx.wait_lsn = std::max(ctx.wait_lsn, sub.wait_lsn);
   }
@@ -137,6 +161,9 @@ void AddTransactionCommands(std::vector<CommandSpec>* out) {
   out->push_back(
       {"WATCH", -2, kTx, 1, -1, 1, Watch, "EXEC fails if one of these keys changes before it."});
   out->push_back({"UNWATCH", 1, kTx, 0, 0, 0, Unwatch, "Forgets every watched key."});
+  for (size_t i = out->size() - 5; i < out->size(); ++i)
+    (*out)[i].acl_categories |= kAclTransaction;
+  out->at(out->size() - 2).acl_key_flags |= kAclKeyReadOnly;  // WATCH
 }
 
 }  // namespace pion::server

@@ -385,7 +385,10 @@ void AddVStoreCommands(std::vector<CommandSpec>* out) {
                   "Fetch rows: RANGE, BATCH or an id list (FMT NATIVE|F32|F16)"});
   out->push_back({"V.INFO", -1, kCmdReadonly | kCmdFast | kv, 1, 1, 1, VInfo,
                   "V-store counters, or one session's layout"});
-  for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_key_flags |= kAclKeyNamespace;
+  for (size_t i = first; i < out->size(); ++i) {
+    (*out)[i].acl_key_flags |= kAclKeyNamespace;
+    (*out)[i].acl_categories |= kAclKvcache;
+  }
 }
 
 }  // namespace pion::server
