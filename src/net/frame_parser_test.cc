@@ -31,11 +31,9 @@ std::string Req(uint8_t cmd, const std::string& body) {
   return s + body;
 }
 
-struct Outcome {
+struct Outcome : testing::FeedResult {                  // + error, complete
   std::vector<std::pair<uint8_t, std::string>> frames;  // in order
   size_t rejected = 0;
-  std::string error;  // "" if none
-  bool complete = true;
 };
 
 class DenyGate : public BufferGate {
@@ -48,27 +46,26 @@ Outcome Feed(const std::vector<std::string>& chunks, ParserLimits lim = {}, bool
              bool direct = false, BufferGate* gate = nullptr, BufferPool* pool = nullptr) {
   FrameParser p(pool);
   Outcome out;
-  testing::FeedResult r =
-      testing::FeedParser(p, chunks, {lim, auth, direct, gate}, [&](const FrameParser& fp) {
-        if (fp.rejected())
-          ++out.rejected;
-        else
-          out.frames.emplace_back(static_cast<uint8_t>(fp.frame().command),
-                                  std::string(fp.frame().body));
-      });
-  out.error = r.error;
-  out.complete = r.complete;
+  testing::FeedParser(p, chunks, {lim, auth, direct, gate}, &out,
+                      [&](const FrameParser& fp, const std::string&) {
+                        if (fp.rejected())
+                          ++out.rejected;
+                        else
+                          out.frames.emplace_back(static_cast<uint8_t>(fp.frame().command),
+                                                  std::string(fp.frame().body));
+                      });
   return out;
+}
+
+void ExpectSame(const Outcome& o, const Outcome& whole, const std::string& where) {
+  EXPECT_EQ(o.frames, whole.frames) << where;
+  EXPECT_EQ(o.error, whole.error) << where;
 }
 
 // Whole, split at every boundary, and byte by byte: all must agree.
 Outcome FeedAllSplits(const std::string& in, ParserLimits lim = {}, bool auth = false) {
-  return testing::FeedAllSplits(
-      in, [&](const std::vector<std::string>& chunks) { return Feed(chunks, lim, auth); },
-      [](const Outcome& o, const Outcome& whole, const std::string& where) {
-        EXPECT_EQ(o.frames, whole.frames) << where;
-        EXPECT_EQ(o.error, whole.error) << where;
-      });
+  auto feed = [&](const std::vector<std::string>& chunks) { return Feed(chunks, lim, auth); };
+  return testing::FeedAllSplits(in, feed, ExpectSame);
 }
 
 TEST(FrameParser, PingEmptyBody) {

@@ -14,12 +14,10 @@
 namespace pion::net {
 namespace {
 
-struct Outcome {
+struct Outcome : testing::FeedResult {             // + error, complete
   std::vector<std::vector<std::string>> commands;  // non-empty commands, in order
   size_t empty_commands = 0;
   size_t rejected = 0;  // read but refused (the gate): no args
-  std::string error;     // "" if none
-  bool complete = true;  // false if input ended mid-command
 };
 
 // Feeds `chunks` as a connection would (net/testing/parser_feed.h): the region
@@ -29,32 +27,29 @@ Outcome Feed(const std::vector<std::string>& chunks, ParserLimits lim = {},
              BufferGate* gate = nullptr) {
   RespParser p(pool);
   Outcome out;
-  testing::FeedResult r = testing::FeedParser(
-      p, chunks, {lim, auth_required, direct, gate}, [&](const RespParser& rp) {
-        if (rp.rejected()) ++out.rejected;
-        if (rp.args().empty()) {
-          ++out.empty_commands;
-        } else {
-          std::vector<std::string> cmd;
-          for (auto a : rp.args()) cmd.emplace_back(a);
-          out.commands.push_back(std::move(cmd));
-        }
-      });
-  out.error = r.error;
-  out.complete = r.complete;
+  testing::FeedParser(p, chunks, {lim, auth_required, direct, gate}, &out,
+                      [&](const RespParser& rp, const std::string&) {
+                        if (rp.rejected()) ++out.rejected;
+                        if (rp.args().empty()) {
+                          ++out.empty_commands;
+                          return;
+                        }
+                        out.commands.emplace_back(rp.args().begin(), rp.args().end());
+                      });
   return out;
+}
+
+void ExpectSame(const Outcome& o, const Outcome& whole, const std::string& where) {
+  EXPECT_EQ(o.commands, whole.commands) << where;
+  EXPECT_EQ(o.error, whole.error) << where;
+  EXPECT_EQ(o.empty_commands, whole.empty_commands) << where;
 }
 
 // Feeds the input whole, then split at every byte boundary (two pieces), then
 // one byte at a time; all must agree.
 Outcome FeedAllSplits(const std::string& in, ParserLimits lim = {}, bool auth = false) {
-  return testing::FeedAllSplits(
-      in, [&](const std::vector<std::string>& chunks) { return Feed(chunks, lim, auth); },
-      [](const Outcome& o, const Outcome& whole, const std::string& where) {
-        EXPECT_EQ(o.commands, whole.commands) << where;
-        EXPECT_EQ(o.error, whole.error) << where;
-        EXPECT_EQ(o.empty_commands, whole.empty_commands) << where;
-      });
+  auto feed = [&](const std::vector<std::string>& chunks) { return Feed(chunks, lim, auth); };
+  return testing::FeedAllSplits(in, feed, ExpectSame);
 }
 
 using Cmds = std::vector<std::vector<std::string>>;
@@ -307,9 +302,8 @@ TEST(RespParser, GateRefusalRejectsTheCommandNotTheStream) {
   const size_t small_big = kBigArgBytes + 5, grown = kBigInitialBytes + 1000;
   std::string rejected = "*5\r\n$3\r\nSET\r\n" + std::string("$") + std::to_string(small_big) +
                          "\r\n" + std::string(small_big, 'a') + "\r\n$" + std::to_string(grown) +
-                         "\r\n" + std::string(grown, 'b') + "\r\n$" +
-                         std::to_string(kBigArgBytes) + "\r\n" + std::string(kBigArgBytes, 'c') +
-                         "\r\n$1\r\nv\r\n";
+                         "\r\n" + std::string(grown, 'b') + "\r\n$" + std::to_string(kBigArgBytes) +
+                         "\r\n" + std::string(kBigArgBytes, 'c') + "\r\n$1\r\nv\r\n";
   std::string in = rejected + "*2\r\n$4\r\nECHO\r\n$5\r\nafter\r\n";
   // 0: refused at once; the other budget admits the first argument and the
   // second one's first buffer, and refuses its growth.

@@ -5,8 +5,9 @@
 // Each chunk is one "socket read": while the parser WantsDirectRead() (and
 // direct reads are on) its bytes go straight into DirectTarget(), else they are
 // appended to the region; after each step the region is parsed until the parser
-// needs more. Every complete request is handed to `on_request(parser)` before
-// command_bytes() are dropped from the region's front and ConsumeCommand().
+// needs more. Every complete request is handed to `on_request(parser, region)`
+// before command_bytes() are dropped from the region's front and
+// ConsumeCommand().
 // Header-only, no GoogleTest: the fuzz targets use it too.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "net/request_parser.h"
@@ -33,14 +35,16 @@ struct FeedResult {
   std::string region;    // the unconsumed input (after kError: from the bad request)
 };
 
-// `chunks`: a container of std::string or std::string_view.
+// `chunks`: a container of std::string or std::string_view. `out` (a
+// FeedResult, or a test's outcome type derived from it) gets the error, the
+// completeness and the region.
 template <class Parser, class Chunks, class OnRequest>
-FeedResult FeedParser(Parser& p, const Chunks& chunks, const FeedOptions& opt,
-                      OnRequest&& on_request) {
+void FeedParser(Parser& p, const Chunks& chunks, const FeedOptions& opt, FeedResult* result,
+                OnRequest&& on_request) {
   p.set_limits(opt.limits);
   p.set_auth_required(opt.auth_required);
   p.set_gate(opt.gate);
-  FeedResult out;
+  FeedResult& out = *result;
   std::string& region = out.region;
   auto drain = [&]() -> bool {
     while (true) {
@@ -51,7 +55,7 @@ FeedResult FeedParser(Parser& p, const Chunks& chunks, const FeedOptions& opt,
         out.error = p.error();
         return false;
       }
-      on_request(p);
+      on_request(p, std::as_const(region));
       region.erase(0, p.command_bytes());
       p.ConsumeCommand();
     }
@@ -69,11 +73,10 @@ FeedResult FeedParser(Parser& p, const Chunks& chunks, const FeedOptions& opt,
         region.append(c.substr(used));
         used = c.size();
       }
-      if (!drain()) return out;
+      if (!drain()) return;
     }
   }
   out.complete = region.empty() && !p.WantsDirectRead();
-  return out;
 }
 
 // Feeds `in` whole, then split in two at every byte boundary, then one byte at
