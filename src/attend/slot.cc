@@ -231,8 +231,9 @@ float Slot::VAt(uint32_t head, uint32_t n, uint32_t d) const {
   return ElementAt(prec_, static_cast<const uint8_t*>(v(head)), v_scale(head), n, d_, d);
 }
 
-Status Slot::StoreF32(Precision p, uint32_t h, uint32_t n, uint32_t d, const float* k,
-                      const float* v) {
+template <class T, class PutRow>
+Status Slot::StoreDense(Precision p, uint32_t h, uint32_t n, uint32_t d, const T* k, const T* v,
+                        PutRow put_row) {
   PION_RETURN_IF_ERROR(CheckShape(h, d));
   const Layout l = MakeLayout(p, h, n, d);
   Buf buf(Allocate(l, p, h, n, d));
@@ -244,36 +245,32 @@ Status Slot::StoreF32(Precision p, uint32_t h, uint32_t n, uint32_t d, const flo
     for (uint32_t t = 0; t < n; ++t) {
       const size_t row = static_cast<size_t>(hh) * n + t;
       PION_RETURN_IF_ERROR(
-          PutRowF32(p, k + row * d, d, buf.get() + l.k_off + row * d * eb, ks + row, "K", hh, t));
+          put_row(k + row * d, buf.get() + l.k_off + row * d * eb, ks + row, "K", hh, t));
       PION_RETURN_IF_ERROR(
-          PutRowF32(p, v + row * d, d, buf.get() + l.v_off + row * d * eb, vs + row, "V", hh, t));
+          put_row(v + row * d, buf.get() + l.v_off + row * d * eb, vs + row, "V", hh, t));
     }
   }
   Adopt(buf.release(), l, p, h, n, d);
   return Status::OK();
 }
 
+Status Slot::StoreF32(Precision p, uint32_t h, uint32_t n, uint32_t d, const float* k,
+                      const float* v) {
+  return StoreDense(
+      p, h, n, d, k, v,
+      [&](const float* src, uint8_t* dst, float* scale, const char* what, uint32_t head,
+          uint32_t t) { return PutRowF32(p, src, d, dst, scale, what, head, t); });
+}
+
 Status Slot::StoreF16(Precision p, uint32_t h, uint32_t n, uint32_t d, const uint16_t* k,
                       const uint16_t* v) {
-  PION_RETURN_IF_ERROR(CheckShape(h, d));
-  const Layout l = MakeLayout(p, h, n, d);
-  Buf buf(Allocate(l, p, h, n, d));
-  if (!buf) return Status::OutOfBudget("cannot allocate the slot");
-  const uint32_t eb = ElementBytes(p);
-  float* ks = reinterpret_cast<float*>(buf.get() + l.ks_off);
-  float* vs = reinterpret_cast<float*>(buf.get() + l.vs_off);
-  std::vector<float> tmp(d);
-  for (uint32_t hh = 0; hh < h; ++hh) {
-    for (uint32_t t = 0; t < n; ++t) {
-      const size_t row = static_cast<size_t>(hh) * n + t;
-      PION_RETURN_IF_ERROR(PutRowF16(p, k + row * d, d, buf.get() + l.k_off + row * d * eb,
-                                     ks + row, tmp.data(), "K", hh, t));
-      PION_RETURN_IF_ERROR(PutRowF16(p, v + row * d, d, buf.get() + l.v_off + row * d * eb,
-                                     vs + row, tmp.data(), "V", hh, t));
-    }
-  }
-  Adopt(buf.release(), l, p, h, n, d);
-  return Status::OK();
+  std::vector<float> tmp;  // sized once the shape has been checked
+  return StoreDense(p, h, n, d, k, v,
+                    [&](const uint16_t* src, uint8_t* dst, float* scale, const char* what,
+                        uint32_t head, uint32_t t) {
+                      if (tmp.empty()) tmp.resize(d);
+                      return PutRowF16(p, src, d, dst, scale, tmp.data(), what, head, t);
+                    });
 }
 
 namespace {

@@ -111,6 +111,12 @@ class Slot {
   static uint8_t* Allocate(const Layout& l, Precision p, uint32_t h, uint32_t n, uint32_t d);
   // Adopts a filled buffer (frees the old one, drops cached stats).
   void Adopt(uint8_t* buf, const Layout& l, Precision p, uint32_t h, uint32_t n, uint32_t d);
+  // StoreF32/StoreF16: a new buffer whose K and V rows (row r of [H][N][D]) are
+  // each written by put_row(src row, its bytes in the slot, its scale, "K" or
+  // "V", head, token), adopted only when every row was valid.
+  template <class T, class PutRow>
+  Status StoreDense(Precision p, uint32_t h, uint32_t n, uint32_t d, const T* k, const T* v,
+                    PutRow put_row);
 
   uint8_t* buf_ = nullptr;
   size_t alloc_bytes_ = 0;
