@@ -495,6 +495,18 @@ struct Needle {
       }
     }
   }
+  // A sparse-auto request over this needle's shape, Q and blocks.
+  AttendRequest SparseRequest(Selector sel, uint32_t k_top) const {
+    AttendRequest r;
+    r.q = q.data();
+    r.h_q = h;
+    r.d = d;
+    r.sparse_auto = true;
+    r.block = block;
+    r.k_top = k_top;
+    r.selector = sel;
+    return r;
+  }
 };
 
 TEST(AttendSparse, AutoPicksThePlantedBlockAndMatchesReference) {
@@ -503,14 +515,7 @@ TEST(AttendSparse, AutoPicksThePlantedBlockAndMatchesReference) {
       Needle nd(31);
       Slot s;
       ASSERT_TRUE(s.StoreF32(p, nd.h, nd.n, nd.d, nd.k.data(), nd.v.data()).ok());
-      AttendRequest r;
-      r.q = nd.q.data();
-      r.h_q = nd.h;
-      r.d = nd.d;
-      r.sparse_auto = true;
-      r.block = nd.block;
-      r.k_top = 8;
-      r.selector = sel;
+      AttendRequest r = nd.SparseRequest(sel, 8);
       std::vector<uint32_t> fast, ref;
       std::vector<double> scores;
       ASSERT_TRUE(SelectBlocks(s, r, &fast).ok());
@@ -596,14 +601,7 @@ TEST(AttendSparse, BlockStatsAreCachedAndRecomputedAfterReStore) {
     ASSERT_TRUE(
         s.StoreF32(Precision::kF16, first.h, first.n, first.d, first.k.data(), first.v.data())
             .ok());
-    AttendRequest r;
-    r.q = first.q.data();  // both needles are aligned with the same Q
-    r.h_q = first.h;
-    r.d = first.d;
-    r.sparse_auto = true;
-    r.block = first.block;
-    r.k_top = 1;
-    r.selector = sel;
+    AttendRequest r = first.SparseRequest(sel, 1);  // both needles share one Q
     std::vector<uint32_t> blocks;
     ASSERT_TRUE(SelectBlocks(s, r, &blocks).ok());
     EXPECT_EQ(blocks, std::vector<uint32_t>{10});

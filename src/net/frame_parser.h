@@ -11,9 +11,10 @@
 //
 // FrameParser implements RequestParser (net/request_parser.h) with the same
 // input model as RespParser: a body below kBigArgBytes is a view into the
-// caller's region; a larger one is read into a buffer of its own (taken as its
-// bytes arrive, from kBigInitialBytes doubling, each growth admitted by the
-// gate; a refusal discards the body and rejects the frame, not the connection).
+// caller's region; a larger one is read into a buffer of its own by the half
+// both parsers share (net/big_arg_parser.h: taken as its bytes arrive, each
+// growth admitted by the gate; a refusal discards the body and rejects the
+// frame, not the connection).
 // A bad magic, an unknown command or a body over the limits is a protocol
 // error (checked on the header alone, before any body byte is awaited).
 //
@@ -22,10 +23,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string>
 #include <string_view>
 
+#include "net/big_arg_parser.h"
 #include "net/buffer.h"
 #include "net/request_parser.h"
 
@@ -57,63 +58,37 @@ struct Frame {
 // Writes a response frame header into `p` (kFrameHeaderBytes bytes).
 void EncodeFrameHeader(char* p, FrameStatus status, uint32_t body_len);
 
-class FrameParser final : public RequestParser {
+class FrameParser final : public BigArgParser {
  public:
-  // `pool` (may be null) supplies big-body buffers and takes them back.
-  explicit FrameParser(BufferPool* pool = nullptr) : pool_(pool) {}
-  ~FrameParser() override;
-  FrameParser(const FrameParser&) = delete;
-  FrameParser& operator=(const FrameParser&) = delete;
-
-  void set_limits(const ParserLimits& l) override { limits_ = l; }
-  void set_auth_required(bool v) override { auth_required_ = v; }
-  void set_gate(BufferGate* g) override { gate_ = g; }
+  explicit FrameParser(BufferPool* pool = nullptr) : BigArgParser(pool) {}
 
   Result Parse(const char* data, size_t len) override;
   // After kCommand (and not rejected()).
   const Frame& frame() const { return frame_; }
   size_t command_bytes() const override { return pos_; }
   void ConsumeCommand() override;
-  bool rejected() const override { return reject_ != Reject::kNone; }
-  Reject reject_reason() const override { return reject_; }
-  const std::string& error() const override { return error_; }
 
-  bool WantsDirectRead() const override {
-    return (state_ == State::kBigBody && big_filled_ < body_len_) ||
-           (state_ == State::kSkipBody && skip_left_ > 0);
-  }
-  std::span<char> DirectTarget() override;
-  void DirectFilled(size_t n) override;
+  bool WantsDirectRead() const override { return state_ == State::kBigBody && BigWantsRead(); }
   size_t BytesWanted() const override;
-  uint64_t big_bytes() const override { return state_ == State::kBigBody ? body_len_ : 0; }
-  size_t allocated_bytes() const override { return big_buf_.capacity() + skip_buf_.capacity(); }
+  uint64_t big_bytes() const override {
+    return state_ == State::kBigBody && big_filling() ? body_len_ : 0;
+  }
   void ShrinkIdle() override {}
 
  private:
-  enum class State : uint8_t { kHeader, kBigBody, kSkipBody, kDone, kError };
+  // kBigBody: a body of kBigArgBytes or more, read (or, rejected, skipped) by
+  // the BigArgParser half.
+  enum class State : uint8_t { kHeader, kBigBody, kDone, kError };
 
   Result Fail(std::string msg);
-  // Makes room for more of the big body; false if refused (then kSkipBody).
-  bool GrowBig();
-  void RejectFrame(RequestParser::Reject why);
   Result Finish(const char* body);
 
-  BufferPool* pool_;
-  ParserLimits limits_;
-  bool auth_required_ = false;
-  BufferGate* gate_ = nullptr;
   State state_ = State::kHeader;
-  RequestParser::Reject reject_ = RequestParser::Reject::kNone;
   size_t pos_ = 0;       // bytes of the region this frame consumed
   size_t last_len_ = 0;  // the region's length at the last Parse
   uint8_t command_ = 0;
   uint64_t body_len_ = 0;
-  IoBuf big_buf_;
-  size_t big_filled_ = 0;
-  uint64_t skip_left_ = 0;
-  IoBuf skip_buf_;
   Frame frame_{};
-  std::string error_;
 };
 
 }  // namespace pion::net

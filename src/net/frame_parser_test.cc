@@ -13,6 +13,7 @@
 #include "net/frame_writer.h"
 #include "net/output_queue.h"
 #include "net/resp_errors.h"
+#include "net/testing/parser_feed.h"
 
 namespace pion::net {
 namespace {
@@ -30,11 +31,9 @@ std::string Req(uint8_t cmd, const std::string& body) {
   return s + body;
 }
 
-struct Outcome {
+struct Outcome : testing::FeedResult {                  // + error, complete
   std::vector<std::pair<uint8_t, std::string>> frames;  // in order
   size_t rejected = 0;
-  std::string error;  // "" if none
-  bool complete = true;
 };
 
 class DenyGate : public BufferGate {
@@ -42,67 +41,31 @@ class DenyGate : public BufferGate {
   bool Reserve(size_t) override { return false; }
 };
 
-// Feeds `chunks` as a connection would (see resp_parser_test.cc).
+// Feeds `chunks` as a connection would (net/testing/parser_feed.h).
 Outcome Feed(const std::vector<std::string>& chunks, ParserLimits lim = {}, bool auth = false,
              bool direct = false, BufferGate* gate = nullptr, BufferPool* pool = nullptr) {
   FrameParser p(pool);
-  p.set_limits(lim);
-  p.set_auth_required(auth);
-  p.set_gate(gate);
   Outcome out;
-  std::string region;
-  auto drain = [&]() -> bool {
-    while (true) {
-      if (direct && p.WantsDirectRead()) return true;
-      auto r = p.Parse(region.data(), region.size());
-      if (r == RequestParser::Result::kNeedMore) return true;
-      if (r == RequestParser::Result::kError) {
-        out.error = p.error();
-        return false;
-      }
-      if (p.rejected())
-        ++out.rejected;
-      else
-        out.frames.emplace_back(static_cast<uint8_t>(p.frame().command),
-                                std::string(p.frame().body));
-      region.erase(0, p.command_bytes());
-      p.ConsumeCommand();
-    }
-  };
-  for (const std::string& c : chunks) {
-    size_t used = 0;
-    while (used < c.size()) {
-      if (direct && p.WantsDirectRead()) {
-        auto t = p.DirectTarget();
-        size_t n = std::min(t.size(), c.size() - used);
-        std::memcpy(t.data(), c.data() + used, n);
-        p.DirectFilled(n);
-        used += n;
-      } else {
-        region.append(c, used, std::string::npos);
-        used = c.size();
-      }
-      if (!drain()) return out;
-    }
-  }
-  out.complete = region.empty() && !p.WantsDirectRead();
+  testing::FeedParser(p, chunks, {lim, auth, direct, gate}, &out,
+                      [&](const FrameParser& fp, const std::string&) {
+                        if (fp.rejected())
+                          ++out.rejected;
+                        else
+                          out.frames.emplace_back(static_cast<uint8_t>(fp.frame().command),
+                                                  std::string(fp.frame().body));
+                      });
   return out;
+}
+
+void ExpectSame(const Outcome& o, const Outcome& whole, const std::string& where) {
+  EXPECT_EQ(o.frames, whole.frames) << where;
+  EXPECT_EQ(o.error, whole.error) << where;
 }
 
 // Whole, split at every boundary, and byte by byte: all must agree.
 Outcome FeedAllSplits(const std::string& in, ParserLimits lim = {}, bool auth = false) {
-  Outcome whole = Feed({in}, lim, auth);
-  for (size_t cut = 0; cut <= in.size(); ++cut) {
-    Outcome o = Feed({in.substr(0, cut), in.substr(cut)}, lim, auth);
-    EXPECT_EQ(o.frames, whole.frames) << "cut at " << cut;
-    EXPECT_EQ(o.error, whole.error) << "cut at " << cut;
-  }
-  std::vector<std::string> bytes;
-  for (char c : in) bytes.emplace_back(1, c);
-  Outcome o = Feed(bytes, lim, auth);
-  EXPECT_EQ(o.frames, whole.frames);
-  EXPECT_EQ(o.error, whole.error);
-  return whole;
+  auto feed = [&](const std::vector<std::string>& chunks) { return Feed(chunks, lim, auth); };
+  return testing::FeedAllSplits(in, feed, ExpectSame);
 }
 
 TEST(FrameParser, PingEmptyBody) {

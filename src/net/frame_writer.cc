@@ -1,7 +1,6 @@
 #include "net/frame_writer.h"
 
 #include <charconv>
-#include <cstring>
 
 #include "base/check.h"
 #include "net/resp_errors.h"
@@ -96,11 +95,7 @@ void FrameWriter::ArrayHeader(size_t n) {
 
 void FrameWriter::Bulk(std::string_view s) {
   if (s.size() >= kCopyThreshold) {
-    uint8_t* p = TryBulkReserve(s.size());
-    if (p == nullptr)
-      Error(kErrNoMemory);
-    else
-      std::memcpy(p, s.data(), s.size());
+    BulkByCopy(*this, s);
     return;
   }
   Text(s);

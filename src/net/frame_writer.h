@@ -26,12 +26,13 @@
 #include "net/frame_parser.h"
 #include "net/output_queue.h"
 #include "net/reply.h"
+#include "net/resp_writer.h"
 
 namespace pion::net {
 
 class FrameWriter final : public ReplyBuilder {
  public:
-  static constexpr size_t kCopyThreshold = 16 * 1024;
+  static constexpr size_t kCopyThreshold = kReplyCopyBytes;
 
   explicit FrameWriter(OutputQueue* out) : out_(out) {}
 

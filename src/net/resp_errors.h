@@ -1,7 +1,7 @@
 // The error lines the transport itself sends, and the rendering of a Status as
 // a RESP error line (the code word chosen by Status code, never by matching the
 // message). A message that does not start with a code word gets "ERR " (as
-// Redis does). The command layer's own texts are in src/server/errors.h, which
+// Redis does). The command layer's own texts are in src/server/commands/errors.h, which
 // re-exports these.
 #pragma once
 

@@ -3,7 +3,6 @@
 #include <cstring>
 #include <utility>
 
-#include "base/check.h"
 #include "base/strutil.h"
 
 namespace pion::net {
@@ -121,8 +120,6 @@ bool SplitInlineArgs(std::string_view line, std::string* arena,
   }
 }
 
-RespParser::~RespParser() { ConsumeCommand(); }
-
 RespParser::Result RespParser::Fail(std::string msg) {
   state_ = State::kError;
   error_ = "ERR Protocol error: " + std::move(msg);
@@ -130,13 +127,7 @@ RespParser::Result RespParser::Fail(std::string msg) {
 }
 
 void RespParser::ConsumeCommand() {
-  if (!bigs_.empty() || !big_buf_.empty()) ReleaseBigs();
-  if (!skip_buf_.empty()) {
-    if (pool_ != nullptr) pool_->Put(std::move(skip_buf_));
-    skip_buf_ = IoBuf();
-  }
-  skip_left_ = 0;
-  reject_ = Reject::kNone;
+  ReleaseBigArgs();
   big_total_ = 0;
   refs_.clear();
   views_.clear();
@@ -146,88 +137,19 @@ void RespParser::ConsumeCommand() {
   args_left_ = bulk_len_ = 0;
 }
 
-void RespParser::ReleaseBigs() {
-  if (pool_ != nullptr) {
-    for (auto& b : bigs_) pool_->Put(std::move(b));
-    if (!big_buf_.empty()) pool_->Put(std::move(big_buf_));
-  }
-  bigs_.clear();
-  big_buf_ = IoBuf();
-  big_need_ = big_filled_ = 0;
-}
-
 void RespParser::ShrinkIdle() {
   if (state_ != State::kIdle) return;
-  constexpr size_t kKeepArgs = 1024;
   if (refs_.capacity() > kKeepArgs) std::vector<ArgRef>().swap(refs_);
   if (views_.capacity() > kKeepArgs) std::vector<std::string_view>().swap(views_);
-  if (bigs_.capacity() > kKeepArgs) std::vector<IoBuf>().swap(bigs_);
-}
-
-size_t RespParser::allocated_bytes() const {
-  size_t n = big_buf_.capacity() + skip_buf_.capacity();
-  for (const IoBuf& b : bigs_) n += b.capacity();
-  return n;
-}
-
-IoBuf RespParser::AllocBig(size_t need, size_t have, Reject* why) {
-  IoBuf b;
-  if (pool_ != nullptr) b = pool_->TakeCached(need);
-  size_t want = b.empty() ? std::min(need, std::max(kBigInitialBytes, 2 * have)) : b.capacity();
-  // The gate is asked for what grows: the buffer being replaced is freed next.
-  if (gate_ != nullptr && want > have && !gate_->Reserve(want - have)) {
-    if (pool_ != nullptr && !b.empty()) pool_->Put(std::move(b));
-    *why = Reject::kGate;
-    return IoBuf();
-  }
-  if (b.empty()) b = pool_ != nullptr ? pool_->TryGet(want) : IoBuf::TryAllocate(want);
-  if (b.empty()) *why = Reject::kNoMemory;
-  return b;
-}
-
-bool RespParser::GrowBig() {
-  Reject why = Reject::kNone;
-  IoBuf nb = AllocBig(big_need_, big_buf_.capacity(), &why);
-  if (nb.empty()) {
-    RejectCommand(why, big_need_ - big_filled_);
-    return false;
-  }
-  std::memcpy(nb.data(), big_buf_.data(), big_filled_);
-  if (pool_ != nullptr) pool_->Put(std::move(big_buf_));
-  big_buf_ = std::move(nb);
-  return true;
-}
-
-void RespParser::RejectCommand(Reject why, uint64_t left) {
-  ReleaseBigs();
-  refs_.clear();
-  reject_ = why;
-  skip_left_ = left;
-  state_ = State::kSkipBody;
-}
-
-std::span<char> RespParser::DirectTarget() {
-  PION_DCHECK(WantsDirectRead());
-  if (state_ == State::kBigBody) {
-    if (big_filled_ == std::min(big_buf_.capacity(), big_need_)) GrowBig();
-    if (state_ == State::kBigBody) {
-      size_t room = std::min(big_buf_.capacity(), big_need_) - big_filled_;
-      return {big_buf_.data() + big_filled_, room};
-    }
-  }
-  constexpr size_t kSkipBufBytes = 64 * 1024;
-  if (skip_buf_.empty())
-    skip_buf_ = pool_ != nullptr ? pool_->Get(kSkipBufBytes) : IoBuf(kSkipBufBytes);
-  return {skip_buf_.data(),
-          static_cast<size_t>(std::min<uint64_t>(skip_left_, skip_buf_.capacity()))};
+  ShrinkBigArgs();
 }
 
 size_t RespParser::BytesWanted() const {
   switch (state_) {
     case State::kBulkBody:
       return bulk_len_ + 2;
-    case State::kBigBody:
-      return big_need_ - big_filled_;
+    case State::kBigArg:
+      return big_filling() ? big_left() : 1;
     default:
       return 1;
   }
@@ -261,38 +183,25 @@ RespParser::Result RespParser::Parse(const char* data, size_t len) {
         if (len - pos_ < bulk_len_ + 2) return Result::kNeedMore;
         if (data[pos_ + bulk_len_] != '\r' || data[pos_ + bulk_len_ + 1] != '\n')
           return Fail("expected CRLF after bulk argument");
-        if (reject_ == Reject::kNone) refs_.push_back({Where::kRegion, 0, pos_, bulk_len_});
+        if (!rejected()) refs_.push_back({Where::kRegion, 0, pos_, bulk_len_});
         pos_ += bulk_len_ + 2;
         Result r = ArgDone(data);
         if (r != Result::kNeedMore) return r;
         break;
       }
-      case State::kBigBody: {
-        while (big_filled_ < big_need_ && pos_ < len) {
-          size_t room = std::min(big_buf_.capacity(), big_need_) - big_filled_;
-          if (room == 0) {
-            if (!GrowBig()) break;  // rejected: now in kSkipBody
-            continue;
-          }
-          size_t n = std::min(len - pos_, room);
-          std::memcpy(big_buf_.data() + big_filled_, data + pos_, n);
-          big_filled_ += n;
-          pos_ += n;
+      case State::kBigArg: {
+        Result r = Result::kNeedMore;
+        switch (ConsumeBig(data, len, &pos_)) {
+          case BigStep::kMore:
+            return Result::kNeedMore;
+          case BigStep::kFilled:
+            r = FinishBig();
+            break;
+          case BigStep::kSkipped:
+            break;
         }
-        if (state_ == State::kSkipBody) break;
-        if (big_filled_ < big_need_) return Result::kNeedMore;
-        Result r = FinishBig();
         if (r == Result::kError) return r;
         r = ArgDone(data);
-        if (r != Result::kNeedMore) return r;
-        break;
-      }
-      case State::kSkipBody: {
-        uint64_t n = std::min<uint64_t>(len - pos_, skip_left_);
-        pos_ += n;
-        skip_left_ -= n;
-        if (skip_left_ > 0) return Result::kNeedMore;
-        Result r = ArgDone(data);
         if (r != Result::kNeedMore) return r;
         break;
       }
@@ -390,34 +299,27 @@ RespParser::Result RespParser::ParseBulkLen(const char* data, size_t len) {
   // is checked before the argument's buffer is allocated.
   if (pos_ + big_total_ + blen + 2 > limits_.max_query_bytes)
     return Fail("client query buffer limit exceeded");
-  if (blen >= kBigArgBytes && reject_ != Reject::kNone) {
-    skip_left_ = blen + 2;  // a rejected command: discard the argument
-    state_ = State::kSkipBody;
-  } else if (blen >= kBigArgBytes) {
-    big_need_ = blen + 2;
-    big_filled_ = 0;
-    big_total_ += big_need_;
-    Reject why = Reject::kNone;
-    big_buf_ = AllocBig(big_need_, 0, &why);
-    if (big_buf_.empty())
-      RejectCommand(why, big_need_);
-    else
-      state_ = State::kBigBody;
+  bulk_len_ = blen;
+  if (blen >= kBigArgBytes) {
+    state_ = State::kBigArg;
+    if (rejected()) {
+      BeginSkip(blen + 2);  // a rejected command: discard the argument
+    } else {
+      big_total_ += blen + 2;
+      BeginBig(blen + 2);  // refused: the command is rejected, the argument skipped
+    }
   } else {
-    bulk_len_ = blen;
     state_ = State::kBulkBody;
   }
   return Result::kNeedMore;
 }
 
 RespParser::Result RespParser::FinishBig() {
-  const char* b = big_buf_.data();
-  if (b[big_need_ - 2] != '\r' || b[big_need_ - 1] != '\n')
+  size_t i = big_arg_count() - 1;
+  const char* b = big_arg(i);
+  if (b[bulk_len_] != '\r' || b[bulk_len_ + 1] != '\n')
     return Fail("expected CRLF after bulk argument");
-  refs_.push_back({Where::kBig, static_cast<uint32_t>(bigs_.size()), 0, big_need_ - 2});
-  bigs_.push_back(std::move(big_buf_));
-  big_buf_ = IoBuf();
-  big_need_ = big_filled_ = 0;
+  refs_.push_back({Where::kBig, static_cast<uint32_t>(i), 0, bulk_len_});
   return Result::kNeedMore;
 }
 
@@ -432,11 +334,12 @@ RespParser::Result RespParser::ArgDone(const char* data) {
 }
 
 void RespParser::Materialize(const char* data) {
+  if (rejected()) refs_.clear();  // a rejected command has no arguments
   views_.clear();
   views_.reserve(refs_.size());
   for (const ArgRef& r : refs_) {
     const char* base = r.where == Where::kRegion ? data
-                       : r.where == Where::kBig  ? bigs_[r.big_index].data()
+                       : r.where == Where::kBig  ? big_arg(r.big_index)
                                                  : inline_arena_.data();
     views_.emplace_back(base + r.off, r.len);
   }

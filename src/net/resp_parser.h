@@ -17,14 +17,14 @@
 // into DirectTarget() and reports it with DirectFilled(), so a 16 MiB argument
 // is never copied again.
 //
-// Memory for a big argument is taken as its bytes arrive: a cached buffer of
-// the whole size when the pool has one, else kBigInitialBytes growing by
-// doubling, so a header alone (`$1073741824`) never reserves its whole size.
-// Every allocation first asks the admission gate (set_gate; the connection's
-// share of maxmemory-clients). When the gate refuses, or the allocation fails,
-// the command is rejected, not the connection: the rest of its bytes are read
-// and discarded, and Parse() returns kCommand with rejected() set and no args,
-// so the caller answers an error and carries on with the next command.
+// Memory for a big argument is taken as its bytes arrive (net/big_arg_parser.h,
+// shared with the fast lane's parser), so a header alone (`$1073741824`) never
+// reserves its whole size. Every allocation first asks the admission gate
+// (set_gate; the connection's share of maxmemory-clients). When the gate
+// refuses, or the allocation fails, the command is rejected, not the
+// connection: the rest of its bytes are read and discarded, and Parse()
+// returns kCommand with rejected() set and no args, so the caller answers an
+// error and carries on with the next command.
 //
 // Errors use Redis' texts ("Protocol error: invalid bulk length"); after one the
 // parser stays in the error state and the caller replies and closes.
@@ -40,6 +40,7 @@
 #include <string_view>
 #include <vector>
 
+#include "net/big_arg_parser.h"
 #include "net/buffer.h"
 #include "net/request_parser.h"
 
@@ -47,19 +48,9 @@ namespace pion::net {
 
 inline constexpr size_t kInlineMaxBytes = 64 * 1024;  // PROTO_INLINE_MAX_SIZE
 
-class RespParser final : public RequestParser {
+class RespParser final : public BigArgParser {
  public:
-  // `pool` (may be null) supplies big-argument buffers and takes them back.
-  explicit RespParser(BufferPool* pool = nullptr) : pool_(pool) {}
-  ~RespParser() override;
-  RespParser(const RespParser&) = delete;
-  RespParser& operator=(const RespParser&) = delete;
-
-  void set_limits(const ParserLimits& l) override { limits_ = l; }
-  // Unauthenticated clients get Redis' tighter header limits (10 args, 16 KiB
-  // bulks) so they cannot make the server allocate before AUTH.
-  void set_auth_required(bool v) override { auth_required_ = v; }
-  void set_gate(BufferGate* g) override { gate_ = g; }
+  explicit RespParser(BufferPool* pool = nullptr) : BigArgParser(pool) {}
 
   // Parses the region [data, data + len) that starts at the current command.
   Result Parse(const char* data, size_t len) override;
@@ -71,33 +62,13 @@ class RespParser final : public RequestParser {
   // Drops the command's state (big buffers go back to the pool).
   void ConsumeCommand() override;
 
-  // After kCommand: the command was read but its arguments were dropped (see
-  // the file comment); why.
-  bool rejected() const override { return reject_ != Reject::kNone; }
-  Reject reject_reason() const override { return reject_; }
-
-  // After kError: the reply text without '-', e.g. "ERR Protocol error: ...".
-  const std::string& error() const override { return error_; }
-
   // True while the rest of a big argument should be read straight into
   // DirectTarget() (the region has nothing more for it).
-  bool WantsDirectRead() const override {
-    return (state_ == State::kBigBody && big_filled_ < big_need_) ||
-           (state_ == State::kSkipBody && skip_left_ > 0);
-  }
-  std::span<char> DirectTarget() override;
-  void DirectFilled(size_t n) override {
-    if (state_ == State::kSkipBody)
-      skip_left_ -= n;
-    else
-      big_filled_ += n;
-  }
+  bool WantsDirectRead() const override { return state_ == State::kBigArg && BigWantsRead(); }
   // How many more bytes the current command needs at least (a read size hint).
   size_t BytesWanted() const override;
   // Bytes of the pending command held outside the region (big arguments).
   uint64_t big_bytes() const override { return big_total_; }
-  // Memory held for the pending command (big-argument and discard buffers).
-  size_t allocated_bytes() const override;
   // Between commands: frees argument vectors grown by a huge command.
   void ShrinkIdle() override;
 
@@ -108,8 +79,7 @@ class RespParser final : public RequestParser {
     kArrayLen,
     kBulkLen,
     kBulkBody,
-    kBigBody,
-    kSkipBody,  // a rejected command's argument bytes, discarded
+    kBigArg,  // a big argument, read (or, the command rejected, skipped) by BigArgParser
     kDone,
     kError
   };
@@ -130,40 +100,20 @@ class RespParser final : public RequestParser {
                   std::optional<int64_t>* n);
   Result ParseArrayLen(const char* data, size_t len);
   Result ParseBulkLen(const char* data, size_t len);
+  // The big argument just filled: its CRLF checked, its ref recorded.
   Result FinishBig();
-  // Makes room for more of the current big argument; false if refused.
-  bool GrowBig();
-  // Rejects the current command: the rest of this argument (`left` bytes) and
-  // every later argument of the command are discarded.
-  void RejectCommand(Reject why, uint64_t left);
-  // A buffer for a big argument of `need` bytes of which `have` are held:
-  // cached whole, or growing; empty (and `*why` set) when refused.
-  IoBuf AllocBig(size_t need, size_t have, Reject* why);
-  void ReleaseBigs();
   Result ArgDone(const char* data);
   void Materialize(const char* data);
 
-  BufferPool* pool_;
-  ParserLimits limits_;
-  bool auth_required_ = false;
-  BufferGate* gate_ = nullptr;
-  Reject reject_ = Reject::kNone;
-  uint64_t skip_left_ = 0;
-  IoBuf skip_buf_;
   State state_ = State::kIdle;
   size_t pos_ = 0;   // parse position within the region
   size_t scan_ = 0;  // where the search for a line end resumes
   uint64_t args_left_ = 0;
-  uint64_t bulk_len_ = 0;
-  // Current big argument.
-  IoBuf big_buf_;
-  size_t big_need_ = 0, big_filled_ = 0;
+  uint64_t bulk_len_ = 0;  // the current argument's length (without its CRLF)
   uint64_t big_total_ = 0;
-  std::vector<IoBuf> bigs_;
   std::vector<ArgRef> refs_;
   std::vector<std::string_view> views_;
   std::string inline_arena_;
-  std::string error_;
 };
 
 // Splits an inline command line as Redis sdssplitargs does (quotes, \x hex and

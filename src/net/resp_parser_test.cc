@@ -9,81 +9,47 @@
 #include <string>
 #include <vector>
 
+#include "net/testing/parser_feed.h"
+
 namespace pion::net {
 namespace {
 
-struct Outcome {
+struct Outcome : testing::FeedResult {             // + error, complete
   std::vector<std::vector<std::string>> commands;  // non-empty commands, in order
   size_t empty_commands = 0;
-  std::string error;     // "" if none
-  bool complete = true;  // false if input ended mid-command
+  size_t rejected = 0;  // read but refused (the gate): no args
 };
 
-// Feeds `chunks` as a connection would: the region holds the unconsumed input,
-// completed commands are dropped from its front.
+// Feeds `chunks` as a connection would (net/testing/parser_feed.h): the region
+// holds the unconsumed input, completed commands are dropped from its front.
 Outcome Feed(const std::vector<std::string>& chunks, ParserLimits lim = {},
-             bool auth_required = false, BufferPool* pool = nullptr, bool direct = false) {
+             bool auth_required = false, BufferPool* pool = nullptr, bool direct = false,
+             BufferGate* gate = nullptr) {
   RespParser p(pool);
-  p.set_limits(lim);
-  p.set_auth_required(auth_required);
   Outcome out;
-  std::string region;
-  auto drain = [&]() -> bool {
-    while (true) {
-      if (direct && p.WantsDirectRead()) return true;
-      auto r = p.Parse(region.data(), region.size());
-      if (r == RespParser::Result::kNeedMore) return true;
-      if (r == RespParser::Result::kError) {
-        out.error = p.error();
-        return false;
-      }
-      if (p.args().empty()) {
-        ++out.empty_commands;
-      } else {
-        std::vector<std::string> cmd;
-        for (auto a : p.args()) cmd.emplace_back(a);
-        out.commands.push_back(std::move(cmd));
-      }
-      region.erase(0, p.command_bytes());
-      p.ConsumeCommand();
-    }
-  };
-  for (const std::string& c : chunks) {
-    size_t used = 0;
-    while (used < c.size()) {
-      if (direct && p.WantsDirectRead()) {
-        auto t = p.DirectTarget();
-        size_t n = std::min(t.size(), c.size() - used);
-        std::memcpy(t.data(), c.data() + used, n);
-        p.DirectFilled(n);
-        used += n;
-      } else {
-        region.append(c, used, std::string::npos);
-        used = c.size();
-      }
-      if (!drain()) return out;
-    }
-  }
-  out.complete = region.empty() && !p.WantsDirectRead();
+  testing::FeedParser(p, chunks, {lim, auth_required, direct, gate}, &out,
+                      [&](const RespParser& rp, const std::string&) {
+                        if (rp.rejected()) ++out.rejected;
+                        if (rp.args().empty()) {
+                          ++out.empty_commands;
+                          return;
+                        }
+                        out.commands.emplace_back(rp.args().begin(), rp.args().end());
+                      });
   return out;
+}
+
+void ExpectSame(const Outcome& o, const Outcome& whole, const std::string& where) {
+  EXPECT_EQ(o.commands, whole.commands) << where;
+  EXPECT_EQ(o.error, whole.error) << where;
+  EXPECT_EQ(o.empty_commands, whole.empty_commands) << where;
 }
 
 // Feeds the input whole, then split at every byte boundary (two pieces), then
 // one byte at a time; all must agree.
 Outcome FeedAllSplits(const std::string& in, ParserLimits lim = {}, bool auth = false) {
-  Outcome whole = Feed({in}, lim, auth);
-  for (size_t cut = 0; cut <= in.size(); ++cut) {
-    Outcome o = Feed({in.substr(0, cut), in.substr(cut)}, lim, auth);
-    EXPECT_EQ(o.commands, whole.commands) << "cut at " << cut;
-    EXPECT_EQ(o.error, whole.error) << "cut at " << cut;
-    EXPECT_EQ(o.empty_commands, whole.empty_commands) << "cut at " << cut;
-  }
-  std::vector<std::string> bytes;
-  for (char c : in) bytes.emplace_back(1, c);
-  Outcome o = Feed(bytes, lim, auth);
-  EXPECT_EQ(o.commands, whole.commands) << "byte by byte";
-  EXPECT_EQ(o.error, whole.error) << "byte by byte";
-  return whole;
+  auto feed = [&](const std::vector<std::string>& chunks) { return Feed(chunks, lim, auth); };
+  return testing::FeedAllSplits(in, feed, ExpectSame);
 }
 
 using Cmds = std::vector<std::vector<std::string>>;
@@ -312,6 +278,58 @@ TEST(RespParser, BigArgumentIsAlignedAndDirectTargetExact) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p.args()[1].data()) % 64, 0u);
   EXPECT_EQ(p.args()[1].substr(0, 4), "abcq");
   EXPECT_EQ(p.command_bytes(), head.size());
+}
+
+// Admits `budget` bytes of big-argument buffers in all, then refuses.
+class BudgetGate : public BufferGate {
+ public:
+  explicit BudgetGate(size_t budget) : left_(budget) {}
+  bool Reserve(size_t bytes) override {
+    if (bytes > left_) return false;
+    left_ -= bytes;
+    return true;
+  }
+
+ private:
+  size_t left_;
+};
+
+// A refused buffer rejects the command (its bytes read and dropped, no args),
+// never the connection: the next command parses. Refused at the first buffer
+// of a big argument, and while one grows (after an earlier big argument of the
+// same command was admitted); later big and small arguments are skipped.
+TEST(RespParser, GateRefusalRejectsTheCommandNotTheStream) {
+  const size_t small_big = kBigArgBytes + 5, grown = kBigInitialBytes + 1000;
+  std::string rejected = "*5\r\n$3\r\nSET\r\n" + std::string("$") + std::to_string(small_big) +
+                         "\r\n" + std::string(small_big, 'a') + "\r\n$" + std::to_string(grown) +
+                         "\r\n" + std::string(grown, 'b') + "\r\n$" + std::to_string(kBigArgBytes) +
+                         "\r\n" + std::string(kBigArgBytes, 'c') + "\r\n$1\r\nv\r\n";
+  std::string in = rejected + "*2\r\n$4\r\nECHO\r\n$5\r\nafter\r\n";
+  // 0: refused at once; the other budget admits the first argument and the
+  // second one's first buffer, and refuses its growth.
+  for (size_t budget : {size_t{0}, small_big + 2 + kBigInitialBytes}) {
+    for (bool direct : {false, true}) {
+      for (size_t chunk : {size_t{1000}, size_t{65536}, in.size()}) {
+        std::vector<std::string> chunks;
+        for (size_t i = 0; i < in.size(); i += chunk) chunks.push_back(in.substr(i, chunk));
+        BudgetGate gate(budget);
+        Outcome o = Feed(chunks, {}, false, nullptr, direct, &gate);
+        SCOPED_TRACE(std::to_string(budget) + " " + std::to_string(direct) + " " +
+                     std::to_string(chunk));
+        EXPECT_EQ(o.error, "");
+        EXPECT_EQ(o.rejected, 1u);
+        EXPECT_EQ(o.empty_commands, 1u);  // the rejected one: no args
+        EXPECT_EQ(o.commands, (Cmds{{"ECHO", "after"}}));
+        EXPECT_TRUE(o.complete);
+      }
+    }
+  }
+  // With room, the same command parses whole.
+  BudgetGate roomy(64u << 20);
+  Outcome o = Feed({in}, {}, false, nullptr, false, &roomy);
+  ASSERT_EQ(o.commands.size(), 2u);
+  EXPECT_EQ(o.rejected, 0u);
+  EXPECT_EQ(o.commands[0][2], std::string(grown, 'b'));
 }
 
 TEST(RespParser, BigArgumentBadTerminator) {

@@ -64,15 +64,17 @@ void RespWriter::Integer(int64_t v) {
   out_->Append(buf, static_cast<size_t>(r.ptr + 2 - buf));
 }
 
+void BulkByCopy(ReplyBuilder& reply, std::string_view s) {
+  uint8_t* p = reply.TryBulkReserve(s.size());
+  if (p == nullptr)
+    reply.Error(kErrNoMemory);
+  else
+    std::memcpy(p, s.data(), s.size());
+}
+
 void RespWriter::Bulk(std::string_view s) {
   if (s.size() >= kCopyThreshold) {
-    // A client-sized copy (ECHO of a big argument): its failure is an error
-    // for this reply, not an abort.
-    uint8_t* p = TryBulkReserve(s.size());
-    if (p == nullptr)
-      Error(kErrNoMemory);
-    else
-      std::memcpy(p, s.data(), s.size());
+    BulkByCopy(*this, s);
     return;
   }
   char hdr[24];

@@ -15,9 +15,19 @@
 
 namespace pion::net {
 
+// Bodies this large are copied once into an owned buffer of their own rather
+// than into the arena (both writers: RESP, and the fast lane's FrameWriter).
+inline constexpr size_t kReplyCopyBytes = 16 * 1024;
+
+// Bulk() of a body of kReplyCopyBytes or more, for both writers: one copy into
+// a TryBulkReserve() buffer, or the OOM error when that memory cannot be had (a
+// client-sized copy, such as ECHO of a big argument, fails its reply, not the
+// process).
+void BulkByCopy(ReplyBuilder& reply, std::string_view s);
+
 class RespWriter final : public ReplyBuilder {
  public:
-  static constexpr size_t kCopyThreshold = 16 * 1024;
+  static constexpr size_t kCopyThreshold = kReplyCopyBytes;
 
   explicit RespWriter(OutputQueue* out) : out_(out) {}
 

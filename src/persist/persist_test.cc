@@ -58,6 +58,30 @@ struct Node {
   std::unique_ptr<Persistence> persist;
 };
 
+// A Node whose recovery must succeed (a failure fails the test).
+struct RecoveredNode : Node {
+  explicit RecoveredNode(Env* env, SyncPolicy p = SyncPolicy::kAlways, bool repair = false)
+      : Node(env, p, repair) {
+    Status st = persist->Recover();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+};
+
+// Runs `write` on a recovered node on `env`, closes it and recovers again: the
+// store must come back as `write` left it. Returns the second node.
+std::unique_ptr<RecoveredNode> WriteAndReopen(FaultEnv& env,
+                                              const std::function<void(Node&)>& write) {
+  StoreDump want;
+  {
+    RecoveredNode n(&env);
+    write(n);
+    want = Dump(n.store);
+  }
+  auto m = std::make_unique<RecoveredNode>(&env);
+  EXPECT_EQ(Dump(m->store), want);
+  return m;
+}
+
 TEST(WalFormat, TagsAreFixed) {
   EXPECT_EQ(FormatTag(quant::Format::kInt8), 0);
   EXPECT_EQ(FormatTag(quant::Format::kTurbo4), 1);
@@ -83,10 +107,7 @@ TEST(WalFormat, HeaderRoundTripAndChecks) {
 
 TEST(Wal, RoundTripEveryRecordType) {
   FaultEnv env;
-  StoreDump want;
-  {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+  auto m = WriteAndReopen(env, [&](Node& n) {
     uint64_t lsn = 0;
     for (size_t i = 0; i < std::size(kAllFormats); ++i)
       ASSERT_TRUE(
@@ -95,38 +116,26 @@ TEST(Wal, RoundTripEveryRecordType) {
     std::string_view names[] = {"ns1"};
     ASSERT_TRUE(n.store.Drop(names, &lsn).ok());
     ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
-    want = Dump(n.store);
-  }
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
-  EXPECT_EQ(Dump(m.store), want);
-  EXPECT_EQ(m.persist->Stats().wal_replayed, 7u * 5 + 1);  // 7 x (register + 4 stores), 1 drop
+  });
+  EXPECT_EQ(m->persist->Stats().wal_replayed, 7u * 5 + 1);  // 7 x (register + 4 stores), 1 drop
 }
 
 TEST(Wal, FlushAllAndReRegisterReplay) {
   FaultEnv env;
-  StoreDump want;
-  {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+  WriteAndReopen(env, [&](Node& n) {
     uint64_t lsn = 0;
     ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 8, 1, 0, 3, 1, &lsn).ok());
     ASSERT_TRUE(n.store.FlushAll(&lsn).ok());
     ASSERT_TRUE(Fill(n.store, "a", quant::Format::kInt8, 16, 1, 2, 3, 2, &lsn).ok());
     ASSERT_TRUE(n.persist->Commit().ok());
-    want = Dump(n.store);
-  }
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
-  EXPECT_EQ(Dump(m.store), want);
+  });
 }
 
 TEST(Snapshot, EveryFormatBitIdenticalAfterRestart) {
   FaultEnv env;
   StoreDump want;
   {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+    RecoveredNode n(&env);
     uint64_t lsn = 0;
     for (size_t i = 0; i < std::size(kAllFormats); ++i)
       ASSERT_TRUE(
@@ -136,8 +145,7 @@ TEST(Snapshot, EveryFormatBitIdenticalAfterRestart) {
     want = Dump(n.store);
   }
   EXPECT_TRUE(env.FileExists(kSnap));
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
+  RecoveredNode m(&env);
   EXPECT_EQ(Dump(m.store), want);
   EXPECT_EQ(m.persist->Stats().wal_replayed, 0u);
   // Block tables survive.
@@ -150,42 +158,32 @@ TEST(Snapshot, EveryFormatBitIdenticalAfterRestart) {
 TEST(Snapshot, EmptyStoreSavesValidSnapshot) {
   FaultEnv env;
   {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+    RecoveredNode n(&env);
     ASSERT_TRUE(n.persist->Save("").ok());
   }
   SnapshotStats st;
   ASSERT_TRUE(LoadSnapshot(&env, kSnap, nullptr, &st).ok());
   EXPECT_EQ(st.namespaces, 0u);
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
+  RecoveredNode m(&env);
   EXPECT_EQ(m.store.NamespaceCount(), 0u);
 }
 
 TEST(Snapshot, SparseLayerKeepsRowCountAndZeros) {
   FaultEnv env;
-  StoreDump want;
-  {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+  WriteAndReopen(env, [&](Node& n) {
     uint64_t lsn = 0;
     // Rows far apart leave chunks never allocated in between.
     ASSERT_TRUE(Fill(n.store, "sp", quant::Format::kFp16, 256, 1, 0, 2, 3, &lsn).ok());
     ASSERT_TRUE(Fill(n.store, "sp", quant::Format::kFp16, 256, 1, 5000, 1, 4, &lsn).ok());
     ASSERT_TRUE(n.persist->Save("").ok());
-    want = Dump(n.store);
-  }
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
-  EXPECT_EQ(Dump(m.store), want);
+  });
 }
 
 TEST(Recovery, SnapshotPlusWalAndLruOrder) {
   FaultEnv env;
   StoreDump want;
   {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+    RecoveredNode n(&env);
     uint64_t lsn = 0;
     ASSERT_TRUE(Fill(n.store, "old", quant::Format::kInt8, 32, 2, 0, 8, 1, &lsn).ok());
     ASSERT_TRUE(Fill(n.store, "mid", quant::Format::kFp8, 32, 2, 0, 8, 2, &lsn).ok());
@@ -197,8 +195,7 @@ TEST(Recovery, SnapshotPlusWalAndLruOrder) {
     want = Dump(n.store);
     EXPECT_GT(n.persist->Stats().wal_appended, 0u);
   }
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
+  RecoveredNode m(&env);
   EXPECT_EQ(Dump(m.store), want);
   // Only the WAL records after the snapshot replayed.
   EXPECT_EQ(m.persist->Stats().wal_replayed, (1u + 2) + (1 + 4));
@@ -213,8 +210,7 @@ TEST(Recovery, SnapshotPlusWalAndLruOrder) {
 TEST(Recovery, LruOrderFromSnapshot) {
   FaultEnv env;
   {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+    RecoveredNode n(&env);
     uint64_t lsn = 0;
     for (const char* ns : {"a", "b", "c", "d"})
       ASSERT_TRUE(Fill(n.store, ns, quant::Format::kFp16, 8, 1, 0, 1, 1, &lsn).ok());
@@ -222,8 +218,7 @@ TEST(Recovery, LruOrderFromSnapshot) {
     n.store.Lookup("a");
     ASSERT_TRUE(n.persist->Save("").ok());
   }
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
+  RecoveredNode m(&env);
   Status st;
   auto views = m.store.CaptureSnapshot(nullptr, &st);
   std::vector<std::string> order;
@@ -258,8 +253,7 @@ TEST(Recovery, TornTailIsTruncated) {
   std::vector<uint8_t> torn(b.begin() + 40, b.begin() + 70);
   PutU64(torn.data() + 12, 1000);  // an lsn that is not the expected one either
   AppendBytes(env, kWal, torn);
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
+  RecoveredNode m(&env);
   EXPECT_EQ(Dump(m.store), want);
   EXPECT_EQ(env.GetFile(kWal).size(), size);
   // Appending continues on a clean end.
@@ -268,8 +262,7 @@ TEST(Recovery, TornTailIsTruncated) {
   ASSERT_TRUE(m.persist->Commit().ok());
   auto want2 = Dump(m.store);
   m.persist.reset();
-  Node k(&env);
-  ASSERT_TRUE(k.persist->Recover().ok());
+  RecoveredNode k(&env);
   EXPECT_EQ(Dump(k.store), want2);
 }
 
@@ -278,8 +271,7 @@ TEST(Recovery, ZeroTailIsCleanEnd) {
   uint64_t size = 0;
   StoreDump want = WriteThree(env, &size);
   AppendBytes(env, kWal, std::vector<uint8_t>(4096, 0));
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
+  RecoveredNode m(&env);
   EXPECT_EQ(Dump(m.store), want);
 }
 
@@ -301,8 +293,7 @@ TEST(Recovery, MidFileCorruptionRefusedUnlessRepair) {
   }
   EXPECT_EQ(env.GetFile(kWal), bad);  // untouched
   {
-    Node m(&env, SyncPolicy::kAlways, /*repair=*/true);
-    ASSERT_TRUE(m.persist->Recover().ok());
+    RecoveredNode m(&env, SyncPolicy::kAlways, /*repair=*/true);
     EXPECT_EQ(m.store.NamespaceCount(), 0u);  // everything from the bad record on is gone
   }
   EXPECT_EQ(env.GetFile(kWal).size(), 40u);
@@ -311,8 +302,7 @@ TEST(Recovery, MidFileCorruptionRefusedUnlessRepair) {
 TEST(Recovery, CorruptSnapshotRefused) {
   FaultEnv env;
   {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+    RecoveredNode n(&env);
     uint64_t lsn = 0;
     ASSERT_TRUE(Fill(n.store, "s", quant::Format::kFp16, 16, 1, 0, 4, 1, &lsn).ok());
     ASSERT_TRUE(n.persist->Save("").ok());
@@ -330,10 +320,7 @@ TEST(Recovery, CorruptSnapshotRefused) {
 // free again, writes succeed without a restart.
 TEST(FullDisk, WalAppendFailureIsCutAndWritesResume) {
   FaultEnv env;
-  StoreDump want;
-  {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+  WriteAndReopen(env, [&](Node& n) {
     uint64_t lsn = 0;
     ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 16, 1, 0, 4, 1, &lsn).ok());
     ASSERT_TRUE(n.persist->Commit().ok());
@@ -359,19 +346,14 @@ TEST(FullDisk, WalAppendFailureIsCutAndWritesResume) {
     ASSERT_TRUE(Fill(n.store, "c", quant::Format::kFp16, 16, 1, 0, 2, 3, &lsn).ok());
     ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
     EXPECT_FALSE(n.persist->Stats().wal_broken);
-    want = Dump(n.store);
-  }
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
-  EXPECT_EQ(Dump(m.store), want);
+  });
 }
 
 // The error text names a file that exists: after a save the active WAL file
 // was renamed from pion.vstore.wal.<G> to pion.vstore.wal.
 TEST(FullDisk, ErrorNamesTheActiveWalFile) {
   FaultEnv env;
-  Node n(&env);
-  ASSERT_TRUE(n.persist->Recover().ok());
+  RecoveredNode n(&env);
   uint64_t lsn = 0;
   ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 16, 1, 0, 4, 1, &lsn).ok());
   ASSERT_TRUE(n.persist->Save("").ok());
@@ -388,10 +370,7 @@ TEST(FullDisk, ErrorNamesTheActiveWalFile) {
 // A failed SAVE leaves no pion.vstore.wal.<N> behind, however often it fails.
 TEST(FullDisk, FailedSaveLeavesNoStrayWalFiles) {
   FaultEnv env;
-  StoreDump want;
-  {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+  auto m = WriteAndReopen(env, [&](Node& n) {
     uint64_t lsn = 0;
     ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 512, 4, 0, 300, 1, &lsn).ok());
     ASSERT_TRUE(n.persist->Save("").ok());
@@ -409,23 +388,16 @@ TEST(FullDisk, FailedSaveLeavesNoStrayWalFiles) {
     EXPECT_EQ(n.persist->Stats().wal_generation, 2u);  // every rotation was undone
     ASSERT_TRUE(Fill(n.store, "c", quant::Format::kFp8, 64, 1, 0, 3, 3, &lsn).ok());
     ASSERT_TRUE(n.persist->Commit().ok());
-    want = Dump(n.store);
-  }
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
-  EXPECT_EQ(Dump(m.store), want);
-  ASSERT_TRUE(m.persist->Save("").ok());
+  });
+  ASSERT_TRUE(m->persist->Save("").ok());
   EXPECT_EQ(*env.ListDir(kDir), (std::vector<std::string>{"pion.vstore", "pion.vstore.wal"}));
 }
 
 TEST(FullDisk, SaveFailsAndLeavesPreviousStateReplayable) {
   for (uint64_t nth = 1; nth <= 4; ++nth) {
     FaultEnv env;
-    StoreDump want;
     std::vector<uint8_t> old_snap;
-    {
-      Node n(&env);
-      ASSERT_TRUE(n.persist->Recover().ok());
+    auto m = WriteAndReopen(env, [&](Node& n) {
       uint64_t lsn = 0;
       ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 512, 4, 0, 300, 1, &lsn).ok());
       ASSERT_TRUE(n.persist->Save("").ok());
@@ -438,13 +410,9 @@ TEST(FullDisk, SaveFailsAndLeavesPreviousStateReplayable) {
       EXPECT_FALSE(env.FileExists(kSnap + ".tmp"));
       ASSERT_TRUE(Fill(n.store, "c", quant::Format::kFp8, 64, 1, 0, 3, 3, &lsn).ok());
       ASSERT_TRUE(n.persist->Commit().ok());
-      want = Dump(n.store);
-    }
-    Node m(&env);
-    ASSERT_TRUE(m.persist->Recover().ok()) << nth;
-    EXPECT_EQ(Dump(m.store), want) << nth;
+    });
     // A later save succeeds and compacts every older WAL file.
-    ASSERT_TRUE(m.persist->Save("").ok());
+    ASSERT_TRUE(m->persist->Save("").ok());
     auto names = *env.ListDir(kDir);
     EXPECT_EQ(names, (std::vector<std::string>{"pion.vstore", "pion.vstore.wal"}));
   }
@@ -455,10 +423,7 @@ TEST(FullDisk, SaveFailsAndLeavesPreviousStateReplayable) {
 // restart, and replies held meanwhile are released.
 TEST(FullDisk, SyncFailureRefusesWritesUntilASnapshot) {
   FaultEnv env;
-  StoreDump want;
-  {
-    Node n(&env);
-    ASSERT_TRUE(n.persist->Recover().ok());
+  WriteAndReopen(env, [&](Node& n) {
     uint64_t lsn = 0;
     ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 16, 1, 0, 4, 1, &lsn).ok());
     ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
@@ -480,19 +445,14 @@ TEST(FullDisk, SyncFailureRefusesWritesUntilASnapshot) {
     ASSERT_TRUE(Fill(n.store, "c", quant::Format::kFp16, 16, 1, 0, 2, 3, &lsn).ok());
     ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
     EXPECT_EQ(*env.ListDir(kDir), (std::vector<std::string>{"pion.vstore", "pion.vstore.wal"}));
-    want = Dump(n.store);
-  }
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
-  EXPECT_EQ(Dump(m.store), want);
+  });
 }
 
 // The automatic snapshot heals a broken WAL, and backs off on a full disk:
 // 1 s, 2 s, 4 s ... (tests drive its clock).
 TEST(FullDisk, AutoSaveHealsAndBacksOff) {
   FaultEnv env;
-  Node n(&env);
-  ASSERT_TRUE(n.persist->Recover().ok());
+  RecoveredNode n(&env);
   EXPECT_EQ(n.persist->AutoSaveBackoffMs(1), 1000u);
   EXPECT_EQ(n.persist->AutoSaveBackoffMs(3), 4000u);
   EXPECT_EQ(n.persist->AutoSaveBackoffMs(40), 300000u);
@@ -537,8 +497,7 @@ TEST(Save, PathValidation) {
 
 TEST(Save, CustomPathDoesNotTouchWal) {
   FaultEnv env;
-  Node n(&env);
-  ASSERT_TRUE(n.persist->Recover().ok());
+  RecoveredNode n(&env);
   uint64_t lsn = 0;
   ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 16, 1, 0, 4, 1, &lsn).ok());
   auto wal = env.GetFile(kWal);
@@ -811,8 +770,7 @@ TEST(Concurrency, WritersAndSavesThenRecover) {
   FaultEnv env;
   StoreDump want;
   {
-    Node n(&env, SyncPolicy::kAlways);
-    ASSERT_TRUE(n.persist->Recover().ok());
+    RecoveredNode n(&env, SyncPolicy::kAlways);
     std::atomic<bool> stop{false};
     std::vector<std::thread> th;
     std::atomic<int> errors{0};
@@ -848,8 +806,7 @@ TEST(Concurrency, WritersAndSavesThenRecover) {
     want = Dump(n.store);
     EXPECT_GT(n.persist->Stats().saves, 0u);
   }
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
+  RecoveredNode m(&env);
   EXPECT_EQ(Dump(m.store), want);
 }
 
@@ -958,8 +915,7 @@ TEST(Concurrency, OverlappingStoresToOneSideReplayExactly) {
   FaultEnv env;
   StoreDump want;
   {
-    Node n(&env, SyncPolicy::kNo);
-    ASSERT_TRUE(n.persist->Recover().ok());
+    RecoveredNode n(&env, SyncPolicy::kNo);
     uint64_t lsn = 0;
     ASSERT_TRUE(Fill(n.store, "s", quant::Format::kInt8, 64, 2, 0, 1, 1, &lsn).ok());
     std::atomic<int> errors{0};
@@ -986,8 +942,7 @@ TEST(Concurrency, OverlappingStoresToOneSideReplayExactly) {
     ASSERT_TRUE(n.persist->Commit().ok());
     want = Dump(n.store);
   }
-  Node m(&env);
-  ASSERT_TRUE(m.persist->Recover().ok());
+  RecoveredNode m(&env);
   EXPECT_EQ(Dump(m.store), want);
 }
 
@@ -1136,8 +1091,7 @@ TEST(ConcurrentAppend, FailedMiddleRecordIsNeverAcknowledged) {
   while ((*rd)->Next(&rec)) ++n;
   EXPECT_EQ(n, 1);
   EXPECT_EQ((*rd)->end(), WalEnd::kClean);
-  Node m(&base);
-  ASSERT_TRUE(m.persist->Recover().ok());
+  RecoveredNode m(&base);
   EXPECT_EQ(m.store.NamespaceCount(), 1u);
   EXPECT_EQ(m.persist->wal()->last_lsn(), 1u);
   uint64_t lsn = 0;
@@ -1173,8 +1127,7 @@ TEST(ConcurrentAppend, CrashWithOutOfOrderWriteRecoversContiguousPrefix) {
   StoreDump want;
   DiskImage image;
   {
-    Node n(&env, SyncPolicy::kAlways);
-    ASSERT_TRUE(n.persist->Recover().ok());
+    RecoveredNode n(&env, SyncPolicy::kAlways);
     uint64_t lsn = 0;
     ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 64, 1, 0, 8, 1, &lsn).ok());
     ASSERT_TRUE(Fill(n.store, "b", quant::Format::kInt8, 64, 0, 0, 0, 2, &lsn).ok());
@@ -1206,8 +1159,7 @@ TEST(ConcurrentAppend, CrashWithOutOfOrderWriteRecoversContiguousPrefix) {
   }
   EXPECT_EQ((*rd)->end(), WalEnd::kTorn) << (*rd)->reason();
   const uint64_t hole = (*rd)->end_offset();
-  Node m(&disk);
-  ASSERT_TRUE(m.persist->Recover().ok());
+  RecoveredNode m(&disk);
   EXPECT_EQ(Dump(m.store), want);
   EXPECT_EQ(disk.GetFile(kWal).size(), hole);
 }

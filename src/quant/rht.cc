@@ -16,26 +16,30 @@ void FwhtRef(float* t, uint32_t r) {
   }
 }
 
-void ForwardRef(const float* x, uint32_t r, float* y) {
+namespace {
+
+// out = After · H · Before · in / sqrt(r): the sign flips `before` and `after`
+// (S1 then S2 forward, S2 then S1 inverse) around the Walsh-Hadamard transform.
+template <bool (*before)(uint32_t), bool (*after)(uint32_t)>
+void SignedFwht(const float* in, uint32_t r, float* out) {
   float t[kMaxBlock];
-  for (uint32_t i = 0; i < r; ++i) t[i] = S1Negative(i) ? -x[i] : x[i];
+  for (uint32_t i = 0; i < r; ++i) t[i] = before(i) ? -in[i] : in[i];
   FwhtRef(t, r);
   const float k = InvSqrt(r);
   for (uint32_t i = 0; i < r; ++i) {
     float v = t[i] * k;
-    y[i] = S2Negative(i) ? -v : v;
+    out[i] = after(i) ? -v : v;
   }
 }
 
+}  // namespace
+
+void ForwardRef(const float* x, uint32_t r, float* y) {
+  SignedFwht<S1Negative, S2Negative>(x, r, y);
+}
+
 void InverseRef(const float* y, uint32_t r, float* x) {
-  float t[kMaxBlock];
-  for (uint32_t i = 0; i < r; ++i) t[i] = S2Negative(i) ? -y[i] : y[i];
-  FwhtRef(t, r);
-  const float k = InvSqrt(r);
-  for (uint32_t i = 0; i < r; ++i) {
-    float v = t[i] * k;
-    x[i] = S1Negative(i) ? -v : v;
-  }
+  SignedFwht<S2Negative, S1Negative>(y, r, x);
 }
 
 }  // namespace pion::quant::rht

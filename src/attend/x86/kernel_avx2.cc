@@ -14,9 +14,13 @@
 #include <vector>
 
 #include "attend/kernel.h"
+#include "quant/x86/avx2_util.h"
 
 namespace pion::attend::internal::x86 {
 namespace {
+
+using quant::x86::HMax8;
+using quant::x86::HSum8;
 
 // Software prefetch distance in positions (one tile): K and V are two streams far
 // apart read in row-interleaved order, which the hardware prefetchers follow poorly.
@@ -36,16 +40,45 @@ inline __m256 Load8(const void* base, size_t idx) {
   }
 }
 
-inline float HSum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+// Four vectors of 8 floats: 32 consecutive dimensions of one row, or 8
+// dimensions of 4 rows.
+struct Vec4 {
+  __m256 v0, v1, v2, v3;
+};
+
+// The 8 values at idx, idx + stride, idx + 2 * stride and idx + 3 * stride.
+template <Precision P>
+inline Vec4 Load4(const void* base, size_t idx, size_t stride) {
+  return {Load8<P>(base, idx), Load8<P>(base, idx + stride), Load8<P>(base, idx + 2 * stride),
+          Load8<P>(base, idx + 3 * stride)};
 }
 
-inline float HMax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+inline void Store4(float* p, const Vec4& a) {
+  _mm256_storeu_ps(p, a.v0);
+  _mm256_storeu_ps(p + 8, a.v1);
+  _mm256_storeu_ps(p + 16, a.v2);
+  _mm256_storeu_ps(p + 24, a.v3);
+}
+
+// a += u * x, vector by vector.
+inline void Fma4(__m256 u, const Vec4& x, Vec4& a) {
+  a.v0 = _mm256_fmadd_ps(u, x.v0, a.v0);
+  a.v1 = _mm256_fmadd_ps(u, x.v1, a.v1);
+  a.v2 = _mm256_fmadd_ps(u, x.v2, a.v2);
+  a.v3 = _mm256_fmadd_ps(u, x.v3, a.v3);
+}
+
+// a += u * x and b += w * x: two query rows (or two jobs' weights) sharing each
+// loaded vector of x.
+inline void Fma4x2(__m256 u, __m256 w, const Vec4& x, Vec4& a, Vec4& b) {
+  a.v0 = _mm256_fmadd_ps(u, x.v0, a.v0);
+  b.v0 = _mm256_fmadd_ps(w, x.v0, b.v0);
+  a.v1 = _mm256_fmadd_ps(u, x.v1, a.v1);
+  b.v1 = _mm256_fmadd_ps(w, x.v1, b.v1);
+  a.v2 = _mm256_fmadd_ps(u, x.v2, a.v2);
+  b.v2 = _mm256_fmadd_ps(w, x.v2, b.v2);
+  a.v3 = _mm256_fmadd_ps(u, x.v3, a.v3);
+  b.v3 = _mm256_fmadd_ps(w, x.v3, b.v3);
 }
 
 // exp(x) for x <= 0 (scores minus the running max), Cephes-style: 2^n * p(r) with
@@ -75,7 +108,8 @@ inline __m256 Exp(__m256 x) {
 template <Precision P>
 inline __m256 Dot8(const float* q, const void* k, size_t row0, uint32_t d, const char* pk,
                    const char* pv) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  const __m256 z = _mm256_setzero_ps();
+  Vec4 lo{z, z, z, z}, hi = lo;  // rows 0-3 and 4-7
   const size_t b = row0 * d;
   constexpr uint32_t kLines = ElementBytes(P);
   for (uint32_t x = 0; x < d; x += 8) {
@@ -87,17 +121,11 @@ inline __m256 Dot8(const float* q, const void* k, size_t row0, uint32_t d, const
       }
     }
     const __m256 qv = _mm256_loadu_ps(q + x);
-    a0 = _mm256_fmadd_ps(qv, Load8<P>(k, b + x), a0);
-    a1 = _mm256_fmadd_ps(qv, Load8<P>(k, b + d + x), a1);
-    a2 = _mm256_fmadd_ps(qv, Load8<P>(k, b + 2 * d + x), a2);
-    a3 = _mm256_fmadd_ps(qv, Load8<P>(k, b + 3 * d + x), a3);
-    a4 = _mm256_fmadd_ps(qv, Load8<P>(k, b + 4 * d + x), a4);
-    a5 = _mm256_fmadd_ps(qv, Load8<P>(k, b + 5 * d + x), a5);
-    a6 = _mm256_fmadd_ps(qv, Load8<P>(k, b + 6 * d + x), a6);
-    a7 = _mm256_fmadd_ps(qv, Load8<P>(k, b + 7 * d + x), a7);
+    Fma4(qv, Load4<P>(k, b + x, d), lo);
+    Fma4(qv, Load4<P>(k, b + 4 * d + x, d), hi);
   }
-  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a4, a5), _mm256_hadd_ps(a6, a7));
+  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(lo.v0, lo.v1), _mm256_hadd_ps(lo.v2, lo.v3));
+  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(hi.v0, hi.v1), _mm256_hadd_ps(hi.v2, hi.v3));
   return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
 }
 
@@ -108,7 +136,7 @@ inline float Dot1(const float* q, const void* k, size_t row, uint32_t d) {
   for (uint32_t x = 0; x < d; x += 8) {
     a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + x), Load8<P>(k, b + x), a0);
   }
-  return HSum(a0);
+  return HSum8(a0);
 }
 
 // acc[0..d) += sum_j w[j] * V[row0 + j][0..d) for j < cnt.
@@ -120,25 +148,16 @@ inline void AccumulateV(float* acc, const void* v, size_t row0, const float* w, 
   const size_t row_bytes = static_cast<size_t>(d) * ElementBytes(P);
   uint32_t x = 0;
   for (; x + 32 <= d; x += 32) {
-    __m256 a0 = _mm256_loadu_ps(acc + x), a1 = _mm256_loadu_ps(acc + x + 8),
-           a2 = _mm256_loadu_ps(acc + x + 16), a3 = _mm256_loadu_ps(acc + x + 24);
+    Vec4 a = Load4<Precision::kF32>(acc, x, 8);
     for (int64_t j = 0; j < cnt; ++j) {
       if (pv != nullptr) {
         const char* p = pv + j * row_bytes + static_cast<size_t>(x) * ElementBytes(P);
         _mm_prefetch(p, _MM_HINT_T0);
         if constexpr (ElementBytes(P) == 4) _mm_prefetch(p + 64, _MM_HINT_T0);
       }
-      const __m256 wj = _mm256_broadcast_ss(w + j);
-      const size_t b = (row0 + j) * d + x;
-      a0 = _mm256_fmadd_ps(wj, Load8<P>(v, b), a0);
-      a1 = _mm256_fmadd_ps(wj, Load8<P>(v, b + 8), a1);
-      a2 = _mm256_fmadd_ps(wj, Load8<P>(v, b + 16), a2);
-      a3 = _mm256_fmadd_ps(wj, Load8<P>(v, b + 24), a3);
+      Fma4(_mm256_broadcast_ss(w + j), Load4<P>(v, (row0 + j) * d + x, 8), a);
     }
-    _mm256_storeu_ps(acc + x, a0);
-    _mm256_storeu_ps(acc + x + 8, a1);
-    _mm256_storeu_ps(acc + x + 16, a2);
-    _mm256_storeu_ps(acc + x + 24, a3);
+    Store4(acc + x, a);
   }
   for (; x < d; x += 8) {
     __m256 a0 = _mm256_loadu_ps(acc + x);
@@ -173,7 +192,7 @@ inline void SoftmaxTile(RowJob& job, float* s, int64_t cnt, const float* ks, con
     }
     vmax = _mm256_max_ps(vmax, sv);
   }
-  const float tmax = HMax(vmax);
+  const float tmax = HMax8(vmax);
   if (tmax > *job.m) {
     const float c = std::exp(*job.m - tmax);
     *job.l *= c;
@@ -205,7 +224,7 @@ inline void SoftmaxTile(RowJob& job, float* s, int64_t cnt, const float* ks, con
       _mm256_store_ps(s + z, p);
     }
   }
-  *job.l += HSum(lsum);
+  *job.l += HSum8(lsum);
 }
 
 // The rows to prefetch: this run's, then the next run's (RunNext) past its end.
@@ -261,27 +280,18 @@ inline void JobTile(RowJob& job, const void* k, const void* v, const float* ks, 
 
 // Two jobs with the same range over f32 rows (a widened tile): every K and V load feeds
 // both. Scores of 4 positions for 2 query rows use 8 accumulators.
-inline void Dot4x2(const float* q0, const float* q1, const float* k, size_t row0, uint32_t d,
-                   float* s0, float* s1) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  const float* r = k + row0 * d;
+[[gnu::always_inline]] inline void Dot4x2(const float* q0, const float* q1, const float* k,
+                                          size_t row0, uint32_t d, float* s0, float* s1) {
+  const __m256 z = _mm256_setzero_ps();
+  Vec4 a{z, z, z, z}, b = a;
   for (uint32_t x = 0; x < d; x += 8) {
-    const __m256 u = _mm256_loadu_ps(q0 + x), w = _mm256_loadu_ps(q1 + x);
-    const __m256 k0 = _mm256_loadu_ps(r + x), k1 = _mm256_loadu_ps(r + d + x);
-    const __m256 k2 = _mm256_loadu_ps(r + 2 * d + x), k3 = _mm256_loadu_ps(r + 3 * d + x);
-    a0 = _mm256_fmadd_ps(u, k0, a0);
-    b0 = _mm256_fmadd_ps(w, k0, b0);
-    a1 = _mm256_fmadd_ps(u, k1, a1);
-    b1 = _mm256_fmadd_ps(w, k1, b1);
-    a2 = _mm256_fmadd_ps(u, k2, a2);
-    b2 = _mm256_fmadd_ps(w, k2, b2);
-    a3 = _mm256_fmadd_ps(u, k3, a3);
-    b3 = _mm256_fmadd_ps(w, k3, b3);
+    Fma4x2(_mm256_loadu_ps(q0 + x), _mm256_loadu_ps(q1 + x),
+           Load4<Precision::kF32>(k, row0 * d + x, d), a, b);
   }
-  // hadd(hadd(a0, a1), hadd(a2, a3)) holds the low-half sums of a0..a3 in lanes 0-3 and
+  // hadd(hadd(v0, v1), hadd(v2, v3)) holds the low-half sums of v0..v3 in lanes 0-3 and
   // the high-half sums in lanes 4-7.
-  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-  const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(b0, b1), _mm256_hadd_ps(b2, b3));
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a.v0, a.v1), _mm256_hadd_ps(a.v2, a.v3));
+  const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(b.v0, b.v1), _mm256_hadd_ps(b.v2, b.v3));
   _mm_storeu_ps(s0, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
   _mm_storeu_ps(s1, _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
 }
@@ -291,32 +301,13 @@ inline void AccumulateV2(float* acc0, float* acc1, const float* v, size_t row0, 
                          const float* w1, int64_t cnt, uint32_t d) {
   uint32_t x = 0;
   for (; x + 32 <= d; x += 32) {
-    __m256 a0 = _mm256_loadu_ps(acc0 + x), a1 = _mm256_loadu_ps(acc0 + x + 8),
-           a2 = _mm256_loadu_ps(acc0 + x + 16), a3 = _mm256_loadu_ps(acc0 + x + 24);
-    __m256 b0 = _mm256_loadu_ps(acc1 + x), b1 = _mm256_loadu_ps(acc1 + x + 8),
-           b2 = _mm256_loadu_ps(acc1 + x + 16), b3 = _mm256_loadu_ps(acc1 + x + 24);
+    Vec4 a = Load4<Precision::kF32>(acc0, x, 8), b = Load4<Precision::kF32>(acc1, x, 8);
     for (int64_t j = 0; j < cnt; ++j) {
-      const __m256 p = _mm256_broadcast_ss(w0 + j), q = _mm256_broadcast_ss(w1 + j);
-      const float* r = v + (row0 + j) * d + x;
-      const __m256 v0 = _mm256_loadu_ps(r), v1 = _mm256_loadu_ps(r + 8);
-      const __m256 v2 = _mm256_loadu_ps(r + 16), v3 = _mm256_loadu_ps(r + 24);
-      a0 = _mm256_fmadd_ps(p, v0, a0);
-      b0 = _mm256_fmadd_ps(q, v0, b0);
-      a1 = _mm256_fmadd_ps(p, v1, a1);
-      b1 = _mm256_fmadd_ps(q, v1, b1);
-      a2 = _mm256_fmadd_ps(p, v2, a2);
-      b2 = _mm256_fmadd_ps(q, v2, b2);
-      a3 = _mm256_fmadd_ps(p, v3, a3);
-      b3 = _mm256_fmadd_ps(q, v3, b3);
+      Fma4x2(_mm256_broadcast_ss(w0 + j), _mm256_broadcast_ss(w1 + j),
+             Load4<Precision::kF32>(v, (row0 + j) * d + x, 8), a, b);
     }
-    _mm256_storeu_ps(acc0 + x, a0);
-    _mm256_storeu_ps(acc0 + x + 8, a1);
-    _mm256_storeu_ps(acc0 + x + 16, a2);
-    _mm256_storeu_ps(acc0 + x + 24, a3);
-    _mm256_storeu_ps(acc1 + x, b0);
-    _mm256_storeu_ps(acc1 + x + 8, b1);
-    _mm256_storeu_ps(acc1 + x + 16, b2);
-    _mm256_storeu_ps(acc1 + x + 24, b3);
+    Store4(acc0 + x, a);
+    Store4(acc1 + x, b);
   }
   for (; x < d; x += 8) {
     __m256 a0 = _mm256_loadu_ps(acc0 + x), b0 = _mm256_loadu_ps(acc1 + x);
@@ -430,7 +421,7 @@ float DotAvx2(const float* a, const float* b, uint32_t d) {
   uint32_t i = 0;
   for (; i + 8 <= d; i += 8)
     acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-  float s = HSum(acc);
+  float s = HSum8(acc);
   for (; i < d; ++i) s += a[i] * b[i];
   return s;
 }
@@ -443,7 +434,7 @@ float QuestAvx2(const float* q, const float* lo, const float* hi, uint32_t d) {
     acc = _mm256_add_ps(acc, _mm256_max_ps(_mm256_mul_ps(qv, _mm256_loadu_ps(lo + i)),
                                            _mm256_mul_ps(qv, _mm256_loadu_ps(hi + i))));
   }
-  float s = HSum(acc);
+  float s = HSum8(acc);
   for (; i < d; ++i) s += std::max(q[i] * lo[i], q[i] * hi[i]);
   return s;
 }

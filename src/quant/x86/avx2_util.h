@@ -1,6 +1,7 @@
-// Small AVX2 helpers shared by the x86/*_avx2.cc kernels; include only from files
-// compiled with -mavx2 -mfma -mf16c. HSum8 reduces exactly like ReduceLanes8
-// (quant/kernels.h), which keeps float sums bit-identical to the references.
+// Small AVX2 helpers shared by the x86/*_avx2.cc kernels (quant's and
+// src/attend/x86's); include only from files compiled with -mavx2 -mfma -mf16c. HSum8 reduces
+// exactly like ReduceLanes8 (quant/kernels.h), which keeps float sums bit-identical to the
+// references.
 #pragma once
 
 #include <immintrin.h>
