@@ -177,6 +177,14 @@ inline constexpr std::string_view kErrAttendAutoFusedFailed =
 inline constexpr std::string_view kErrWarmArgs = "ERR KV.PREFIX.WARM requires: ns_key H D";
 inline constexpr std::string_view kErrWarmShape = "ERR invalid H/D (1..256 / 1..512)";
 
+// The Redis module (src/module, docs/cluster.md): a key of another type, the
+// stored-rows loader of the AOF rewrite (PION.LOADROWS).
+inline constexpr std::string_view kErrWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr std::string_view kErrLoadRowsSide = "ERR PION.LOADROWS: side must be K or V";
+inline constexpr std::string_view kErrLoadRowsBlob =
+    "ERR PION.LOADROWS: stored_blob must be a positive multiple of the stored row size";
+
 // Texts with a part from the request.
 std::string HelloOptionError(std::string_view opt);         // Syntax error in HELLO option 'x'
 std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
@@ -186,6 +194,9 @@ std::string VquantDimError(std::string_view format);        // vquant x needs kv
 std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option
 std::string FetchFormatError(std::string_view fmt);         // V.FETCH: unknown FMT 'x'
 std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <store's reason>
+// CROSSSLOT (Redis module in a cluster): a namespace and its session ids must hash to one
+// slot; the text names the namespace and tells to wrap it in a hash tag.
+std::string CrossSlotNamespaceError(std::string_view ns);
 // ERR ATTEND.PREFIX.STORE failed (<why>); `why` names the bad value (an unsupported D,
 // a non-finite element, no memory).
 std::string AttendStoreError(std::string_view why);
