@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/keyslot.h"
 #include "base/strutil.h"
-#include "module/keyslot.h"
 #include "module/ns_value.h"
 #include "module/redis_api.h"
 #include "quant/format.h"

@@ -322,6 +322,8 @@ const std::vector<ConfigOption>& Table() {
        "2gb", kRuntime, "BYTES", "all clients' buffers together", "2gb, 0 = none"},
       {"protected-mode", Bool(&Config::protected_mode), "yes", kStartup, "yes|no",
        "refuse remote clients without requirepass"},
+      {"cluster-emulated", Bool(&Config::cluster_emulated), "no", kStartup, "yes|no",
+       "answer CLUSTER SLOTS/SHARDS/NODES/INFO as a one-node cluster owning every slot"},
       {"auto-save-wal-bytes", Bytes(&Config::auto_save_wal_bytes, 0), "0", kStartup, "BYTES",
        "WAL size that triggers a snapshot", "0 = auto"},
       {"auto-save-retry-min", Uint(&Config::auto_save_retry_min, 1, 86400), "1", kStartup,

@@ -38,6 +38,7 @@ std::vector<CommandSpec> AllCommands() {
   AddVStoreCommands(&v);
   AddStatsCommands(&v);
   AddAttendCommands(&v);
+  AddClusterCommands(&v);
   return v;
 }
 

@@ -33,6 +33,10 @@ void AddConnectionCommands(std::vector<CommandSpec>* out);
 void AddClientCommands(std::vector<CommandSpec>* out);
 void AddAdminCommands(std::vector<CommandSpec>* out);
 void AddInfoCommands(std::vector<CommandSpec>* out);
+// CLUSTER, READONLY, READWRITE (commands/cluster.cc; --cluster-emulated).
+void AddClusterCommands(std::vector<CommandSpec>* out);
+// INFO's "# Cluster" section: cluster_enabled:1 with --cluster-emulated, else 0.
+void ClusterInfoSection(Server& s, int worker, std::string* out);
 
 // The full table: admin commands first, then the data families.
 std::vector<CommandSpec> AllCommands();

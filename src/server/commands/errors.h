@@ -177,6 +177,9 @@ inline constexpr std::string_view kErrAttendAutoFusedFailed =
 inline constexpr std::string_view kErrWarmArgs = "ERR KV.PREFIX.WARM requires: ns_key H D";
 inline constexpr std::string_view kErrWarmShape = "ERR invalid H/D (1..256 / 1..512)";
 
+// CLUSTER / READONLY / READWRITE without --cluster-emulated (Redis's text).
+inline constexpr std::string_view kErrClusterDisabled =
+    "ERR This instance has cluster support disabled";
 // The Redis module (src/module, docs/cluster.md): a key of another type, the
 // stored-rows loader of the AOF rewrite (PION.LOADROWS).
 inline constexpr std::string_view kErrWrongType =

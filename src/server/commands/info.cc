@@ -171,7 +171,7 @@ constexpr Section kSections[] = {
     {"server", "Server", ServerSection},       {"clients", "Clients", ClientsSection},
     {"memory", "Memory", MemorySection},       {"persistence", "Persistence", PersistenceSection},
     {"stats", "Stats", StatsSection},          {"pion", "Pion", PionSection},
-    {"keyspace", "Keyspace", KeyspaceSection},
+    {"cluster", "Cluster", ClusterInfoSection}, {"keyspace", "Keyspace", KeyspaceSection},
 };
 
 void Info(CommandContext& ctx) {

@@ -36,12 +36,13 @@ TEST_F(InfoCommand, AllSectionsInOrder) {
     titles.push_back(
         r.str.substr(p + (p == 0 ? 2 : 4), r.str.find("\r\n", p + 4) - p - (p == 0 ? 2 : 4)));
   EXPECT_EQ(titles, (std::vector<std::string>{"Server", "Clients", "Memory", "Persistence", "Stats",
-                                              "Pion", "Keyspace"}));
+                                              "Pion", "Cluster", "Keyspace"}));
   auto s = Sections(r.str);
   EXPECT_EQ(s["Server"]["tcp_port"], "0");  // nothing bound in process
   EXPECT_EQ(s["Server"]["run_id"].size(), 40u);
   EXPECT_EQ(s["Clients"]["connected_clients"], "0");  // no connection took a slot
   EXPECT_TRUE(s["Keyspace"].empty());
+  EXPECT_EQ(s["Cluster"]["cluster_enabled"], "0");  // as a non-cluster Redis says
 }
 
 TEST_F(InfoCommand, ChosenSectionsOnly) {
@@ -54,7 +55,7 @@ TEST_F(InfoCommand, ChosenSectionsOnly) {
   EXPECT_EQ(Sections(Run({"INFO", "memory"}).str)["Memory"]["maxmemory_clients"],
             std::to_string(128ull << 20));
   EXPECT_EQ(Sections(Run({"INFO", "nope"}).str).size(), 0u);
-  EXPECT_EQ(Sections(Run({"INFO", "everything"}).str).size(), 7u);
+  EXPECT_EQ(Sections(Run({"INFO", "everything"}).str).size(), 8u);
 }
 
 class InfoKvCommand : public KvTest {};

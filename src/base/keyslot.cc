@@ -1,6 +1,6 @@
-#include "module/keyslot.h"
+#include "base/keyslot.h"
 
-namespace pion::module {
+namespace pion {
 
 uint16_t Crc16Xmodem(std::string_view bytes) {
   uint16_t crc = 0;
@@ -23,4 +23,4 @@ std::string_view HashedPart(std::string_view key) {
 
 uint32_t KeySlot(std::string_view key) { return Crc16Xmodem(HashedPart(key)) % kClusterSlots; }
 
-}  // namespace pion::module
+}  // namespace pion

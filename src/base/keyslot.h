@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace pion::module {
+namespace pion {
 
 inline constexpr uint32_t kClusterSlots = 16384;
 
@@ -19,4 +19,4 @@ uint16_t Crc16Xmodem(std::string_view bytes);
 std::string_view HashedPart(std::string_view key);
 uint32_t KeySlot(std::string_view key);
 
-}  // namespace pion::module
+}  // namespace pion

@@ -1,8 +1,8 @@
-#include "module/keyslot.h"
+#include "base/keyslot.h"
 
 #include <gtest/gtest.h>
 
-namespace pion::module {
+namespace pion {
 namespace {
 
 TEST(KeySlot, Crc16MatchesTheXmodemCheckValue) {
@@ -28,4 +28,4 @@ TEST(KeySlot, HashTagRule) {
 }
 
 }  // namespace
-}  // namespace pion::module
+}  // namespace pion
