@@ -154,3 +154,35 @@ class Spec:
             out.append(call("V.FETCH", self.sid(side), 1, 3, 0, 23, "FMT", "F16"))
         out.append(call("KV.PREFIX.BLOCKS", self.ns))
         return out
+
+
+def exercise_pion_client(c, n: int = 12) -> None:
+    """The same PionClient cluster code against a Redis Cluster of pion.so and against
+    pion-server --cluster-emulated: namespaces given WITHOUT a hash tag (the client adds
+    it), stores, fetches (also a pipeline over several nodes), lookups, receipts."""
+    c.pion_stats_reset()
+    before = c.kv_prefix_info()["registered_prefixes"]
+    names = [f"py|v1|model{i}|p" for i in range(n)]
+    data = {}
+    for i, ns in enumerate(names):
+        c.kv_prefix_register(ns, 64, FORMATS[i % len(FORMATS)], block_size=16,
+                             hashes=[i + 1, i + 2], prefill_ms=3)
+        data[ns] = rows(500 + i, 10, 64)
+        c.v_storebatch(ns + "_pk", 0, 0, data[ns])
+        c.v_storebatch(ns + "_pv", 0, 0, data[ns].astype(np.float16))
+    for i, ns in enumerate(names):
+        assert c.kv_prefix_lookup(ns)
+        got = c.v_fetch_range(ns + "_pv", 0, 0, 10, fmt="F16")
+        if FORMATS[i % len(FORMATS)] == "fp16":
+            assert got.tobytes() == data[ns].astype(np.float16).tobytes()
+        assert got.shape == (10, 64)
+        assert list(c.kv_prefix_membership(ns, [i + 2, 999, i + 1])) == [True, False, True]
+        assert list(c.kv_prefix_blocks(ns).hashes) == [i + 1, i + 2]
+    fetched = c.fetch_pipeline([("V.FETCH", ns + "_pk", 0, "RANGE", 0, 10) for ns in names])
+    singles = [c.execute("V.FETCH", ns + "_pk", 0, "RANGE", 0, 10) for ns in names]
+    assert [bytes(f) for f in fetched] == singles
+    st = c.pion_stats()
+    assert st["kvprefix_hits"] == n and st["kvprefix_prefill_us_measured"] == n * 3000
+    assert c.kv_prefix_info()["registered_prefixes"] == before + n
+    assert c.kv_prefix_drop(*names) == n
+    assert not c.kv_prefix_lookup(names[0])

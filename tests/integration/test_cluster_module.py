@@ -17,7 +17,8 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.exceptions import ClusterCrossSlotError
 
 from conftest import RawConn, RawError, poll
-from redis_module import MODULE, REDIS_CLI, RedisNode, Spec, check_logs
+from pion import PionClient
+from redis_module import MODULE, REDIS_CLI, RedisNode, Spec, check_logs, exercise_pion_client
 
 pytestmark = pytest.mark.skipif(not MODULE.exists(), reason=f"{MODULE} not built")
 
@@ -159,6 +160,14 @@ def test_crossslot_without_a_hash_tag(cluster):
     reply = raw.call("KV.PREFIX.REGISTER", ns, 64, "int8")
     raw.close()
     assert isinstance(reply, RawError) and reply.startswith("CROSSSLOT namespace 'plain-namespace'")
+
+
+def test_pion_client_cluster(cluster):
+    c = PionClient.cluster([("127.0.0.1", cluster[0].port)])
+    exercise_pion_client(c)
+    # The client put every namespace in a hash tag: {py|v1|model0|p} on the wire.
+    assert c.redis.keyslot("{py|v1|model0|p}") == c.redis.keyslot("{py|v1|model0|p}_pk")
+    c.close()
 
 
 def test_replicas_bit_identical_to_primaries(cluster):
