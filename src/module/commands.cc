@@ -404,6 +404,33 @@ struct Session {
   std::string_view internal_sid;  // "ns_pk" / "ns_pv"
 };
 
+// Whether this node is importing `slot` (a reshard moving it here): CLUSTER NODES'
+// "myself" line lists "[<slot>-<-<node>]" for it. Asked only on a miss.
+bool ImportingSlot(RedisModuleCtx* ctx, uint32_t slot) {
+  RedisModuleCallReply* r = api.Call(ctx, "CLUSTER", "c", "NODES");
+  if (r == nullptr) return false;
+  size_t len = 0;
+  const char* p = api.CallReplyStringPtr(r, &len);
+  bool importing = false;
+  if (p != nullptr) {
+    std::string_view all(p, len);
+    const std::string mark = "[" + std::to_string(slot) + "-<-";
+    for (size_t pos = 0; pos < all.size();) {
+      size_t nl = all.find('\n', pos);
+      std::string_view line = all.substr(pos, nl == std::string_view::npos ? all.size() - pos
+                                                                           : nl - pos);
+      if (line.find("myself") != std::string_view::npos) {
+        importing = line.find(mark) != std::string_view::npos;
+        break;
+      }
+      if (nl == std::string_view::npos) break;
+      pos = nl + 1;
+    }
+  }
+  api.FreeCallReply(r);
+  return importing;
+}
+
 bool OpenSession(Call& c, std::string_view sid, int mode, Session* s) {
   std::string_view ns;
   Side side;
@@ -424,7 +451,13 @@ bool OpenSession(Call& c, std::string_view sid, int mode, Session* s) {
     return false;
   }
   if (s->v == nullptr) {
-    c.Error(srv::kErrSessionNotFound);
+    // Redis ASKs every V.* command on a migrating slot over to the importing node
+    // (the session id is never a key of its own); until the namespace arrives there,
+    // ask the client to retry instead of reporting it missing.
+    if (c.InCluster() && ImportingSlot(c.ctx, KeySlot(ns)))
+      c.Error(srv::kErrTryAgainMigrating);
+    else
+      c.Error(srv::kErrSessionNotFound);
     return false;
   }
   s->internal_sid = side == Side::kKeys ? kInternalK : kInternalV;

@@ -65,6 +65,9 @@ bool LoadApi(RedisModuleCtx* ctx) {
       {"RedisModule_DigestAddStringBuffer", Slot(&api.DigestAddStringBuffer), true},
       {"RedisModule_DigestAddLongLong", Slot(&api.DigestAddLongLong), true},
       {"RedisModule_DigestEndSequence", Slot(&api.DigestEndSequence), true},
+      {"RedisModule_Call", Slot(&api.Call), true},
+      {"RedisModule_CallReplyStringPtr", Slot(&api.CallReplyStringPtr), true},
+      {"RedisModule_FreeCallReply", Slot(&api.FreeCallReply), true},
       {"RedisModule_Log", Slot(&api.Log), true},
       {"RedisModule_LogIOError", Slot(&api.LogIOError), true},
   };

@@ -24,6 +24,7 @@ struct RedisModuleType;
 struct RedisModuleIO;
 struct RedisModuleDigest;
 struct RedisModuleDefragCtx;
+struct RedisModuleCallReply;
 }
 
 namespace pion::module::redis {
@@ -120,6 +121,10 @@ struct Api {
   void (*DigestAddStringBuffer)(RedisModuleDigest*, const char* buf, size_t len);
   void (*DigestAddLongLong)(RedisModuleDigest*, long long v);
   void (*DigestEndSequence)(RedisModuleDigest*);
+  // Call(ctx, "CLUSTER", "c", "NODES"): runs a Redis command; "c" = a C string argument.
+  RedisModuleCallReply* (*Call)(RedisModuleCtx*, const char* cmd, const char* fmt, ...);
+  const char* (*CallReplyStringPtr)(RedisModuleCallReply*, size_t* len);
+  void (*FreeCallReply)(RedisModuleCallReply*);
   void (*Log)(RedisModuleCtx*, const char* level, const char* fmt, ...);
   void (*LogIOError)(RedisModuleIO*, const char* level, const char* fmt, ...);
 };

@@ -207,3 +207,104 @@ def test_primary_killed_replica_takes_over_acked_writes_survive(cluster, referen
         assert s.read(rc.execute_command) == expect[s.ns], s.ns
     assert sum(p.client().dbsize() for p in primaries(alive)) == N_NAMESPACES + len(extra)
     assert victim_keys > 0
+
+
+def node_id(node: RedisNode) -> str:
+    return node.client().execute_command("CLUSTER", "MYID").decode()
+
+
+def first_slots(node: RedisNode, n: int) -> range:
+    """The first n slots `node` serves (what `redis-cli --cluster reshard` moves first)."""
+    c = node.client()
+    mine = [(s[0], s[1]) for s in c.execute_command("CLUSTER", "SLOTS")
+            if int(s[2][1]) == node.port]
+    lo = min(a for a, _ in mine)
+    return range(lo, lo + n)
+
+
+def test_reshard_moves_namespaces_while_a_reader_reads(cluster):
+    import threading
+
+    rc = rc_of(cluster)
+    live = [n for n in cluster if n.proc.poll() is None]
+    src, dst = sorted(primaries(live), key=lambda p: p.port)[:2]
+    moved = first_slots(src, 48)
+    # Namespaces whose hash tag lands in the slots about to move.
+    tags, k = [], 0
+    while len(tags) < 12:
+        t = f"{{rs|{k}}}"
+        if rc.keyslot(t) in moved:
+            tags.append(t)
+        k += 1
+    specs_ = [Spec(t, 100 + i) for i, t in enumerate(tags)]
+    for s in specs_:
+        s.write(rc.execute_command)
+    expect = {s.ns: s.read(rc.execute_command) for s in specs_}
+    stop = threading.Event()
+    reads, bad = [0], []
+
+    def reader():
+        r = rc_of(live)
+        while not stop.is_set():
+            for s in specs_:
+                try:
+                    got = s.read(r.execute_command)
+                except redis.RedisError as e:  # a redirect redis-py could not follow
+                    bad.append(f"{s.ns}: {e!r}")
+                    continue
+                if got != expect[s.ns]:
+                    bad.append(f"{s.ns}: different rows")
+                reads[0] += 1
+
+    th = threading.Thread(target=reader)
+    th.start()
+    try:
+        out = subprocess.run(
+            [REDIS_CLI, "--cluster", "reshard", f"127.0.0.1:{src.port}",
+             "--cluster-from", node_id(src), "--cluster-to", node_id(dst),
+             "--cluster-slots", str(len(moved)), "--cluster-yes"],
+            capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+        assert poll(lambda: reads[0] >= 2 * len(specs_), timeout=30)
+    finally:
+        stop.set()
+        th.join(60)
+    assert not bad, bad[:5]
+    # Every moved namespace now lives on the destination, whole.
+    dc, sc = dst.client(), src.client()
+    for s in specs_:
+        slot = rc.keyslot(s.ns)
+        assert dc.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) >= 1
+        assert sc.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) == 0
+        assert s.read(rc_of(live).execute_command) == expect[s.ns]
+    assert poll(lambda: cluster_ok(live), timeout=30)
+
+
+def test_tryagain_while_a_namespace_is_on_its_way(cluster):
+    # Redis ASKs a V.* command on a migrating slot over to the importing node (the
+    # session id is never a key itself); until the namespace arrives that node answers
+    # TRYAGAIN, which cluster clients retry, not "session not found".
+    rc = rc_of(cluster)
+    live = [n for n in cluster if n.proc.poll() is None]
+    ns = "{tryagain|ns}"
+    Spec(ns, 5).write(rc.execute_command)
+    owner = rc.get_node_from_key(ns)
+    src = next(n for n in live if n.port == owner.port)
+    dst = next(p for p in primaries(live) if p.port != src.port)
+    slot = rc.keyslot(ns)
+    d = dst.client()
+    assert d.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", node_id(src)) == b"OK"
+    try:
+        raw = RawConn(dst.port)
+        assert raw.call("ASKING") == "OK"
+        reply = raw.call("V.FETCH", ns + "_pk", 0, "RANGE", 0, 1)
+        assert isinstance(reply, RawError) and reply.startswith("TRYAGAIN ")
+        # On the owner (not importing), an absent namespace is "session not found".
+        other = RawConn(src.port)
+        assert other.call("V.FETCH", "{tryagain|ns}x_pk", 0, "RANGE", 0, 1) == (
+            "ERR session not found")
+        raw.close()
+        other.close()
+    finally:
+        assert d.execute_command("CLUSTER", "SETSLOT", slot, "STABLE") == b"OK"
+    assert rc.execute_command("V.FETCH", ns + "_pk", 0, "RANGE", 0, 1) is not None

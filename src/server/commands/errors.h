@@ -184,6 +184,10 @@ inline constexpr std::string_view kErrClusterDisabled =
 // stored-rows loader of the AOF rewrite (PION.LOADROWS).
 inline constexpr std::string_view kErrWrongType =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
+// A V.* command redirected (ASK) to the node a namespace's slot is moving to, before
+// the namespace arrived: cluster clients retry TRYAGAIN (it is not "session not found").
+inline constexpr std::string_view kErrTryAgainMigrating =
+    "TRYAGAIN the namespace is being migrated to this node: retry";
 inline constexpr std::string_view kErrLoadRowsSide = "ERR PION.LOADROWS: side must be K or V";
 inline constexpr std::string_view kErrLoadRowsBlob =
     "ERR PION.LOADROWS: stored_blob must be a positive multiple of the stored row size";
