@@ -232,8 +232,7 @@ int KvRegister(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
       if (ra.has_prefill) return c.Error(srv::kErrRegisterPrefillTwice);
       if (i + 1 >= a.size()) return c.Error(srv::kErrPrefillNeedsValue);
       int64_t ms;
-      if (!ArgInRange(c, a[i + 1], 0, kMaxPrefillMs, srv::kErrPrefillRange, &ms))
-        return redis::kOk;
+      if (!ArgInRange(c, a[i + 1], 0, kMaxPrefillMs, srv::kErrPrefillRange, &ms)) return redis::kOk;
       ra.has_prefill = true;
       ra.prefill_us = static_cast<uint64_t>(ms) * 1000;
       i += 2;
@@ -273,8 +272,7 @@ int KvLookup(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   int64_t tokens = 0, prefill_ms = 0;
   for (size_t i = 2; i < a.size(); i += 2) {
     bool is_tokens = IsKeyword(a[i], "TOKENS");
-    if (!is_tokens && !IsKeyword(a[i], "PREFILL_MS"))
-      return c.Error(srv::kErrLookupUnknownOption);
+    if (!is_tokens && !IsKeyword(a[i], "PREFILL_MS")) return c.Error(srv::kErrLookupUnknownOption);
     if (i + 1 >= a.size()) return c.Error(srv::kErrLookupOptionNeedsValue);
     if (is_tokens) {
       if (!ArgInRange(c, a[i + 1], 0, kMaxLookupTokens, srv::kErrTokensRange, &tokens))
@@ -319,7 +317,6 @@ int KvDrop(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     api.DeleteKey(key.get());
     ++dropped;
   }
-  Totals().dropped.fetch_add(static_cast<uint64_t>(dropped), std::memory_order_relaxed);
   if (dropped > 0) api.ReplicateVerbatim(ctx);
   api.ReplyWithLongLong(ctx, dropped);
   return redis::kOk;
@@ -380,7 +377,8 @@ int KvInfo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   InfoField(&out, "vstore_sessions", 2 * ns);
   InfoField(&out, "vstore_max_sessions", 0);  // unbounded: Redis's maxmemory bounds the node
   InfoField(&out, "vstore_total_fetches", t.fetches.load(kR));
-  InfoField(&out, "vstore_evictions", 2 * t.dropped.load(kR));
+  // Evictions are Redis's (maxmemory-policy): INFO stats evicted_keys counts them.
+  InfoField(&out, "vstore_evictions", 0);
   InfoField(&out, "vstore_bytes", t.bytes.load(kR));
   InfoField(&out, "maxmemory", 0);  // Redis's own (CONFIG GET maxmemory)
   // Persistence is Redis's (RDB/AOF): pion's WAL is not used in the module.
@@ -417,8 +415,8 @@ bool ImportingSlot(RedisModuleCtx* ctx, uint32_t slot) {
     const std::string mark = "[" + std::to_string(slot) + "-<-";
     for (size_t pos = 0; pos < all.size();) {
       size_t nl = all.find('\n', pos);
-      std::string_view line = all.substr(pos, nl == std::string_view::npos ? all.size() - pos
-                                                                           : nl - pos);
+      std::string_view line =
+          all.substr(pos, nl == std::string_view::npos ? all.size() - pos : nl - pos);
       if (line.find("myself") != std::string_view::npos) {
         importing = line.find(mark) != std::string_view::npos;
         break;
@@ -597,16 +595,14 @@ int VFetchBatch(Call& c, std::span<const std::string_view> a, OutFmt fmt) {
       !ArgInRange(c, a[4], 0, kMaxTokens, srv::kErrFetchBatchOrder, &end))
     return redis::kOk;
   if (end <= start) return c.Error(srv::kErrFetchBatchOrder);
-  if (a.size() == 6 &&
-      !ArgInRange(c, a[5], 1, store::kMaxLayers, srv::kErrNumLayersRange, &layers))
+  if (a.size() == 6 && !ArgInRange(c, a[5], 1, store::kMaxLayers, srv::kErrNumLayersRange, &layers))
     return redis::kOk;
   Session s;
   if (!OpenSession(c, a[1], redis::kRead, &s)) return redis::kOk;
   auto plans = s.v->store->FetchBatch(s.internal_sid, static_cast<uint64_t>(start),
                                       static_cast<uint64_t>(end), static_cast<uint32_t>(layers));
   if (!plans.ok()) {
-    if (plans.status().id() == ErrorId::kNothingStored)
-      return c.Error(srv::kErrFetchBatchNoLayers);
+    if (plans.status().id() == ErrorId::kNothingStored) return c.Error(srv::kErrFetchBatchNoLayers);
     return c.Status(plans.status());
   }
   Totals().fetches.fetch_add(static_cast<uint64_t>(end - start) * plans->size(),
@@ -754,8 +750,7 @@ int PionLoadRows(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   uint32_t layer;
   if (!ParseLayer(c, a[3], &layer)) return redis::kOk;
   int64_t start;
-  if (!ArgInRange(c, a[4], 0, kMaxTokens - 1, srv::kErrStoreStartRange, &start))
-    return redis::kOk;
+  if (!ArgInRange(c, a[4], 0, kMaxTokens - 1, srv::kErrStoreStartRange, &start)) return redis::kOk;
   Key key(ctx, argv[1], redis::kRead | redis::kWrite);
   bool wrong = false;
   NsValue* v = key.value(&wrong);

@@ -14,7 +14,7 @@ void ChunkFree(void* p) { pion::module::redis::api.Free(p); }
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx* ctx,
-                                                                        RedisModuleString**, int) {
+                                                                         RedisModuleString**, int) {
   namespace redis = pion::module::redis;
   if (!redis::LoadApi(ctx)) return redis::kErr;
   if (redis::api.IsModuleNameBusy != nullptr && redis::api.IsModuleNameBusy("pion"))

@@ -177,9 +177,9 @@ void* RdbLoad(RedisModuleIO* io, int encver) {
         if (b.len == 0 || b.len % rb != 0) return fail("piece size is not whole rows");
         uint64_t count = b.len / rb;
         if (start >= rows || count > rows - start) return fail("piece beyond the layer's rows");
-        Status st = s.ApplyStored(kInternalNs, 1, static_cast<Side>(side),
-                                  static_cast<uint32_t>(layer), start, count,
-                                  {reinterpret_cast<const uint8_t*>(b.data), b.len});
+        Status st =
+            s.ApplyStored(kInternalNs, 1, static_cast<Side>(side), static_cast<uint32_t>(layer),
+                          start, count, {reinterpret_cast<const uint8_t*>(b.data), b.len});
         if (!st.ok()) return fail("rows refused");
       }
       auto info = s.Info(side == 0 ? kInternalK : kInternalV);
@@ -301,8 +301,8 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
   for (int side = 0; side < 2; ++side)
     for (const NamespaceView::LayerView& lv : view.layers[side])
       for (const Piece& p : Pieces(lv, rb, zero_row.data()))
-        if (!s.ApplyStored(kInternalNs, 1, static_cast<Side>(side), lv.layer, p.start,
-                           p.bytes / rb, {p.data, p.bytes})
+        if (!s.ApplyStored(kInternalNs, 1, static_cast<Side>(side), lv.layer, p.start, p.bytes / rb,
+                           {p.data, p.bytes})
                  .ok())
           return nullptr;
   Reaccount(v.get());

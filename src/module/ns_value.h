@@ -43,7 +43,6 @@ struct ModuleTotals {
   std::atomic<uint64_t> total_tokens{0};
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> fetches{0};  // rows requested by fetches since load
-  std::atomic<uint64_t> dropped{0};  // namespaces removed by KV.PREFIX.DROP
 };
 ModuleTotals& Totals();
 

@@ -40,7 +40,7 @@ struct Chunk {
   size_t row_bytes = 0;
   uint8_t* data = nullptr;
   void* raw = nullptr;               // what was allocated (data is inside it)
-  void (*release)(void*) = nullptr;       // g_chunk_allocator.free, or null: std::free
+  void (*release)(void*) = nullptr;  // g_chunk_allocator.free, or null: std::free
   // Captured by a snapshot: never written in place again (guarded by the
   // owning side's mutex). The use count alone cannot say when a snapshot
   // thread's reads are over: a reference dropped on another thread orders

@@ -186,8 +186,9 @@ void ClusterInfoSection(Server& s, int /*worker*/, std::string* out) {
 }
 
 void AddClusterCommands(std::vector<CommandSpec>* out) {
-  out->push_back({"CLUSTER", -2, kCmdLoading | kCmdStale, 0, 0, 0, Cluster,
-                  "Cluster topology for cluster clients (--cluster-emulated: one node, all slots)"});
+  out->push_back(
+      {"CLUSTER", -2, kCmdLoading | kCmdStale, 0, 0, 0, Cluster,
+       "Cluster topology for cluster clients (--cluster-emulated: one node, all slots)"});
   out->push_back({"READONLY", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, ReadOnlyOrWrite,
                   "Allow replica reads on this connection (--cluster-emulated)"});
   out->push_back({"READWRITE", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, ReadOnlyOrWrite,

@@ -36,8 +36,8 @@ TEST_F(ClusterOn, OneNodeOwnsEverySlot) {
   EXPECT_NE(Run({"CLUSTER", "NODES"}).str.find(id.str + " "), std::string::npos);
   EXPECT_NE(Run({"CLUSTER", "INFO"}).str.find("cluster_state:ok\r\n"), std::string::npos);
   EXPECT_TRUE(Run({"CLUSTER", "KEYSLOT", "foo"}).is_integer(12182));
-  EXPECT_TRUE(Run({"CLUSTER", "KEYSLOT", "{ns}_pk"}).is_integer(
-      Run({"CLUSTER", "KEYSLOT", "ns"}).integer));
+  EXPECT_TRUE(
+      Run({"CLUSTER", "KEYSLOT", "{ns}_pk"}).is_integer(Run({"CLUSTER", "KEYSLOT", "ns"}).integer));
   EXPECT_EQ(Run({"READONLY"}), "OK");
   EXPECT_EQ(Run({"CLUSTER", "KEYSLOT"}).error(),
             "ERR wrong number of arguments for 'cluster|keyslot' command");

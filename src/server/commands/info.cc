@@ -168,9 +168,9 @@ struct Section {
   void (*fill)(Server& s, int worker, std::string* out);
 };
 constexpr Section kSections[] = {
-    {"server", "Server", ServerSection},       {"clients", "Clients", ClientsSection},
-    {"memory", "Memory", MemorySection},       {"persistence", "Persistence", PersistenceSection},
-    {"stats", "Stats", StatsSection},          {"pion", "Pion", PionSection},
+    {"server", "Server", ServerSection},        {"clients", "Clients", ClientsSection},
+    {"memory", "Memory", MemorySection},        {"persistence", "Persistence", PersistenceSection},
+    {"stats", "Stats", StatsSection},           {"pion", "Pion", PionSection},
     {"cluster", "Cluster", ClusterInfoSection}, {"keyspace", "Keyspace", KeyspaceSection},
 };
 
