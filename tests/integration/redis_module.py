@@ -186,3 +186,21 @@ def exercise_pion_client(c, n: int = 12) -> None:
     assert c.kv_prefix_info()["registered_prefixes"] == before + n
     assert c.kv_prefix_drop(*names) == n
     assert not c.kv_prefix_lookup(names[0])
+
+
+def exercise_prompt_cache(cluster_nodes) -> None:
+    """PionPromptCache(cluster=...): a whole prefix stored in one pipeline, fetched back."""
+    from pion import PionPromptCache
+
+    cache = PionPromptCache(vquant="fp16", cluster=cluster_nodes)
+    rng = np.random.default_rng(5)
+    k = rng.standard_normal((4, 2, 50, 16)).astype(np.float32)
+    v = rng.standard_normal((4, 2, 50, 16)).astype(np.float32)
+    for name in ("cache|a", "cache|b", "cache|c"):
+        cache.store(name, k, v, prefix_ids=list(range(50)))
+        assert cache.lookup(name)
+        k2, v2 = cache.fetch(name, 50)
+        assert np.array_equal(k2, k.astype(np.float16)) and np.array_equal(v2, v.astype(np.float16))
+        assert cache.blocks(name).hashes.size == 3
+    assert cache.drop("cache|a", "cache|b", "cache|c") == 3
+    cache.close()

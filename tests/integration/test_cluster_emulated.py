@@ -9,7 +9,7 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from conftest import RawConn
 from pion import PionClient
-from redis_module import Spec, exercise_pion_client
+from redis_module import Spec, exercise_pion_client, exercise_prompt_cache
 
 
 def test_cluster_client_against_one_server(server_factory):
@@ -55,6 +55,7 @@ def test_cluster_client_against_one_server(server_factory):
 def test_pion_client_cluster_against_one_server(server_factory):
     srv = server_factory(["--cluster-emulated", "yes"])
     exercise_pion_client(PionClient.cluster([("127.0.0.1", srv.port)]))
+    exercise_prompt_cache([("127.0.0.1", srv.port)])
 
 
 def test_cluster_commands_refused_without_the_option(server):

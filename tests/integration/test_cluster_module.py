@@ -18,7 +18,8 @@ from redis.exceptions import ClusterCrossSlotError
 
 from conftest import RawConn, RawError, poll
 from pion import PionClient
-from redis_module import MODULE, REDIS_CLI, RedisNode, Spec, check_logs, exercise_pion_client
+from redis_module import (MODULE, REDIS_CLI, RedisNode, Spec, check_logs, exercise_pion_client,
+                          exercise_prompt_cache)
 
 pytestmark = pytest.mark.skipif(not MODULE.exists(), reason=f"{MODULE} not built")
 
@@ -168,6 +169,7 @@ def test_pion_client_cluster(cluster):
     # The client put every namespace in a hash tag: {py|v1|model0|p} on the wire.
     assert c.redis.keyslot("{py|v1|model0|p}") == c.redis.keyslot("{py|v1|model0|p}_pk")
     c.close()
+    exercise_prompt_cache([("127.0.0.1", cluster[1].port)])
 
 
 def test_replicas_bit_identical_to_primaries(cluster):
