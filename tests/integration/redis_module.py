@@ -60,7 +60,7 @@ class RedisNode:
              "--protected-mode", "yes"]
         if self.cluster:
             c += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                  "--cluster-port", str(self.bus_port), "--cluster-node-timeout", "1000",
+                  "--cluster-port", str(self.bus_port), "--cluster-node-timeout", "2000",
                   "--cluster-replica-validity-factor", "0"]
         return c + self.args
 
