@@ -143,6 +143,24 @@ def test_module_specific_errors(node_factory):
     assert c.memory_usage("n") > 0
 
 
+def write_edges(c: redis.Redis) -> None:
+    """Namespaces at the edges of the encoding: an empty block table, no table and no
+    PREFILL_MS, sparse rows far into a high layer, one side empty."""
+    assert c.execute_command("KV.PREFIX.REGISTER", "{edge1}", 32, "turbo2", "BLOCKS", 16, 0,
+                             b"") == b"OK"
+    assert c.execute_command("V.STOREBATCH", "{edge1}_pv", 200, 5000, 3,
+                             rows(9, 3, 32).tobytes()) == b"OK"
+    assert c.execute_command("KV.PREFIX.REGISTER", "{edge2}", 7, "int8") == b"OK"
+
+
+def read_edges(c: redis.Redis) -> list:
+    return [c.execute_command("V.FETCH", "{edge1}_pv", 200, "RANGE", 4990, 5003),
+            c.execute_command("V.INFO", "{edge1}_pv"), c.execute_command("V.INFO", "{edge1}_pk"),
+            c.execute_command("KV.PREFIX.BLOCKS", "{edge1}"),
+            c.execute_command("KV.PREFIX.LOOKUP", "{edge2}"),
+            c.execute_command("V.INFO", "{edge2}_pk")]
+
+
 def write_all(c: redis.Redis, specs) -> dict:
     for s in specs:
         s.write(c.execute_command)
@@ -154,15 +172,18 @@ def test_rdb_restart_keeps_every_namespace(node_factory):
     c = node.client()
     specs = [Spec(f"{{r{i}}}", i) for i in range(7)]
     before = write_all(c, specs)
-    d0 = digests(c, before)
+    write_edges(c)
+    edges = read_edges(c)
+    d0 = digests(c, list(before) + ["{edge1}", "{edge2}"])
     assert c.save()
     node.kill()
     node.start()
     c = node.client()
     assert {s.ns: s.read(c.execute_command) for s in specs} == before
-    assert digests(c, before) == d0
+    assert read_edges(c) == edges
+    assert digests(c, list(before) + ["{edge1}", "{edge2}"]) == d0
     info = c.execute_command("KV.PREFIX.INFO").decode()
-    assert "registered_prefixes:7\r\n" in info
+    assert "registered_prefixes:9\r\n" in info
 
 
 def test_aof_rewrite_and_replay_keep_every_namespace(node_factory):
@@ -172,6 +193,8 @@ def test_aof_rewrite_and_replay_keep_every_namespace(node_factory):
     c = node.client()
     specs = [Spec(f"{{a{i}}}", i) for i in range(7)]
     write_all(c, specs[:4])
+    write_edges(c)
+    edges = read_edges(c)
     c.bgrewriteaof()
     assert poll(lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0
                 and c.info("persistence")["aof_rewrite_scheduled"] == 0, timeout=60)
@@ -188,6 +211,7 @@ def test_aof_rewrite_and_replay_keep_every_namespace(node_factory):
     after = {s.ns: s.read(c.execute_command) for s in specs}
     after["extra"] = c.execute_command("V.FETCH", specs[0].sid("k"), 5, "RANGE", 0, 5)
     assert after == before
+    assert read_edges(c) == edges
     assert digests(c, [s.ns for s in specs]) == d0
 
 
