@@ -67,6 +67,8 @@ std::vector<Piece> Pieces(const NamespaceView::LayerView& lv, size_t row_bytes,
 
 const char* SideWord(int side) { return side == 0 ? "K" : "V"; }
 
+}  // namespace
+
 // --- RDB --------------------------------------------------------------------
 
 void RdbSave(RedisModuleIO* io, void* value) {
@@ -106,6 +108,7 @@ void RdbSave(RedisModuleIO* io, void* value) {
   }
 }
 
+namespace {
 // A buffer from LoadStringBuffer, freed with api.Free.
 struct LoadedBuffer {
   char* data = nullptr;
@@ -114,6 +117,7 @@ struct LoadedBuffer {
     if (data != nullptr) api.Free(data);
   }
 };
+}  // namespace
 
 void* RdbLoad(RedisModuleIO* io, int encver) {
   auto fail = [&](const char* why) -> void* {
@@ -310,8 +314,6 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
 }
 
 void FreeValue(void* value) { DeleteNsValue(static_cast<NsValue*>(value)); }
-
-}  // namespace
 
 ModuleTotals& Totals() { return g_totals; }
 

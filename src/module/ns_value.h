@@ -53,6 +53,16 @@ void Reaccount(NsValue* v);
 // Takes the value out of Totals() and frees it.
 void DeleteNsValue(NsValue* v);
 
+// The data-type callbacks (CreateNsType registers them; declared for ns_value_test).
+void RdbSave(RedisModuleIO* io, void* value);
+void* RdbLoad(RedisModuleIO* io, int encver);  // nullptr: refused (logged)
+void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value);
+size_t MemUsage(const void* value);
+size_t FreeEffort(RedisModuleString* key, const void* value);
+void Digest(RedisModuleDigest* md, void* value);
+void* Copy(RedisModuleString* from, RedisModuleString* to, const void* value);
+void FreeValue(void* value);
+
 // The data type, registered in OnLoad.
 RedisModuleType* NsType();
 bool CreateNsType(RedisModuleCtx* ctx);
