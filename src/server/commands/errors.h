@@ -1,7 +1,8 @@
 // Every client-facing error text of the server, and the one table that maps a
 // Status to a RESP error line. A message that does not start with a code word
 // gets "ERR " (as Redis does). Code words: ERR, NOPROTO, NOAUTH, WRONGPASS, OOM,
-// LOADING, COLDMISS (docs/protocol.md).
+// LOADING, COLDMISS; in the Redis module also CROSSSLOT, TRYAGAIN, WRONGTYPE
+// (docs/protocol.md).
 #pragma once
 
 #include <string>
