@@ -295,3 +295,24 @@ def test_golden_v1_rdb_still_loads(node_factory, tmpdir_path):
     assert read_edges(old) == read_edges(fresh)
     names = [s.ns for s in specs] + ["{edge1}", "{edge2}"]
     assert digests(old, names) == digests(fresh, names)
+
+
+def test_unlink_frees_a_big_namespace_in_the_background(node_factory):
+    c = node_factory().client()
+    data = rows(3, 4096, 256)
+    assert c.execute_command("KV.PREFIX.REGISTER", "{big}", 256, "fp16") == b"OK"
+    # 5 layers x 2 sides x 2 MiB: 80 chunks of 256 KiB, past Redis's lazy-free
+    # threshold (an effort of 64).
+    for layer in range(5):
+        for side in "kv":
+            assert c.execute_command("V.STOREBATCH", f"{{big}}_p{side}", layer, 0, 4096,
+                                     data.tobytes()) == b"OK"
+    assert c.memory_usage("{big}") >= 10 * 4096 * 512
+    used = c.info("memory")["used_memory"]
+    lazy0 = c.info("memory")["lazyfreed_objects"]
+    assert c.unlink("{big}") == 1
+    # Freed by Redis's lazy-free thread (free_effort > 64 chunks), rows and all.
+    assert poll(lambda: c.info("memory")["lazyfreed_objects"] == lazy0 + 1, timeout=30)
+    assert poll(lambda: c.info("memory")["used_memory"] < used - 16 * 2**20, timeout=30)
+    assert c.execute_command("KV.PREFIX.LOOKUP", "{big}") == b"MISS"
+    assert "registered_prefixes:0\r\n" in c.execute_command("KV.PREFIX.INFO").decode()
