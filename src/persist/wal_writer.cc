@@ -329,6 +329,34 @@ Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation, Dr
 
 Result<uint64_t> WalWriter::OnFlushAll() { return Append(RecordType::kFlushAll, {}, {}); }
 
+Status WalWriter::ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
+                                PendingRecord* out) {
+  std::vector<uint8_t> p;
+  StrSetRec r;
+  r.key = key;
+  r.expire_at_ms = expire_at_ms;
+  EncodeStrSetPrefix(r, value_len, false, &p);
+  return Reserved::Into(this, Reserve(RecordType::kStrSet, p, value_len), out);
+}
+
+Result<uint64_t> WalWriter::OnStrDel(std::string_view key, uint8_t reason) {
+  std::vector<uint8_t> p;
+  EncodeStrDel(key, reason, &p);
+  return Append(RecordType::kStrDel, p, {});
+}
+
+Result<uint64_t> WalWriter::OnStrExpire(std::string_view key, int64_t expire_at_ms) {
+  std::vector<uint8_t> p;
+  EncodeStrExpire(key, expire_at_ms, &p);
+  return Append(RecordType::kStrExpire, p, {});
+}
+
+Result<uint64_t> WalWriter::OnStrRename(std::string_view src, std::string_view dst) {
+  std::vector<uint8_t> p;
+  EncodeStrRename(src, dst, &p);
+  return Append(RecordType::kStrRename, p, {});
+}
+
 void WalWriter::Position(uint64_t* generation, uint64_t* next_lsn) {
   std::lock_guard<std::mutex> w(write_mu_);
   *generation = generation_;
@@ -526,6 +554,13 @@ void WalWriter::SetPolicy(SyncPolicy p) {
   if (p != SyncPolicy::kAlways && on_ack_) on_ack_(last_lsn());
 }
 
+void WalWriter::RecordSyncLocked(uint64_t us) {
+  sync_us_ += us;
+  size_t b = 0;
+  while (b + 1 < kSyncHistBuckets && (uint64_t{1} << b) < us) ++b;
+  ++sync_hist_[b];
+}
+
 WalStats WalWriter::Stats() const {
   std::lock_guard<std::mutex> l(state_mu_);
   WalStats s;
@@ -535,6 +570,8 @@ WalStats WalWriter::Stats() const {
   s.last_lsn = written_lsn_;
   s.durable_lsn = durable_lsn_;
   s.syncs = syncs_;
+  s.sync_us = sync_us_;
+  for (size_t i = 0; i < kSyncHistBuckets; ++i) s.sync_hist[i] = sync_hist_[i];
   s.broken = !broken_.ok();
   s.resumes = resumes_;
   return s;
@@ -575,12 +612,16 @@ void WalWriter::SyncLoop() {
     dir_dirty_ = false;
     l.unlock();
     Status s;
+    auto sync_start = Clock::now();
     for (auto& f : old)
       if (s.ok()) s = f->f->Sync();
     if (s.ok()) s = cur->f->Sync();
     if (s.ok() && dir) s = env_->SyncDir(dir_);
+    uint64_t sync_us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sync_start).count());
     l.lock();
     ++syncs_;
+    RecordSyncLocked(sync_us);
     next_tick = Clock::now() + std::chrono::seconds(1);
     if (!s.ok()) {
       LOG_WARNING("WAL fsync failed, refusing writes until a snapshot succeeds: %s",

@@ -46,7 +46,7 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
     PION_RETURN_IF_ERROR(RemoveLocked(n, DropReason::kDrop, &unused));
   }
   uint64_t unused = 0;
-  PION_RETURN_IF_ERROR(EvictLocked(
+  PION_RETURN_IF_ERROR(EvictNamespacesLocked(
       nullptr, [&] { return 2 * (map_.size() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2); },
       &unused));
   fit_bytes(nullptr, TableBytes(table));
@@ -86,6 +86,7 @@ void Store::ApplyFlushAll() {
   if (observer_) observer_->OnFlushAll();
   for (auto& [name, n] : map_) n->dropped = true;
   map_.clear();
+  ClearStringsLocked();
   bytes_ = 0;
 }
 

@@ -62,6 +62,10 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   {
     std::shared_lock<std::shared_mutex> gate(gate_);
     std::lock_guard<std::mutex> l(mu_);
+    // One key space: a string key of this name (or of one of its session ids) wins.
+    if (strings_.count(a.ns) || strings_.count(std::string(a.ns) + "_pk") ||
+        strings_.count(std::string(a.ns) + "_pv"))
+      return Status::WrongType();
     auto it = map_.find(a.ns);
     if (it != map_.end()) {
       existing = it->second;
@@ -87,7 +91,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
           existing.get(), [&] { return bytes_ - replaced + delta <= cfg_.max_bytes; }, lsn));
     }
     if (!existing) {
-      PION_RETURN_IF_ERROR(EvictLocked(
+      PION_RETURN_IF_ERROR(EvictNamespacesLocked(
           nullptr, [&] { return 2 * (map_.size() + 1) <= cfg_.max_sessions; }, lsn));
       inc = next_incarnation_++;
     }
@@ -199,8 +203,17 @@ Status Store::FlushAll(uint64_t* lsn) {
   if (observer_) observer_->OnFlushAll();
   for (auto& [name, n] : map_) n->dropped = true;
   map_.clear();
+  ClearStringsLocked();
   bytes_ = 0;
   return Status::OK();
+}
+
+std::vector<std::string> Store::NamespaceNames() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::string> out;
+  out.reserve(map_.size());
+  for (const auto& kv : map_) out.emplace_back(kv.first);
+  return out;
 }
 
 uint64_t Store::NamespaceCount() const {

@@ -181,10 +181,6 @@ void ReadOnlyOrWrite(CommandContext& ctx) {
 
 }  // namespace
 
-void ClusterInfoSection(Server& s, int /*worker*/, std::string* out) {
-  InfoField(out, "cluster_enabled", s.config().cluster_emulated ? 1 : 0);
-}
-
 void AddClusterCommands(std::vector<CommandSpec>* out) {
   out->push_back(
       {"CLUSTER", -2, kCmdLoading | kCmdStale, 0, 0, 0, Cluster,
