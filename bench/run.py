@@ -11,8 +11,8 @@ better (throughput pion/peer, latency peer/pion).
 
     /usr/bin/python3 bench/run.py --build build/release [--suite NAME] [--smoke]
 
-Suites: small, bulk, membership, quant, formats, attend (see docs/benchmarks.md and
-docs/attention.md).
+Suites: small, bulk, membership, quant, formats, attend, strings, cluster (see
+docs/benchmarks.md, docs/attention.md and docs/cluster.md).
 Only the standard library is needed, plus matplotlib for the chart.
 """
 
@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-SUITES = ['small', 'bulk', 'membership', 'quant', 'formats', 'attend', 'strings']
+SUITES = ['small', 'bulk', 'membership', 'quant', 'formats', 'attend', 'strings', 'cluster']
 KIB = 1024
 MIB = 1024 * 1024
 VQUANTS = ['fp16', 'fp8', 'int8', 'mlx4g32', 'turbo4', 'turbo3', 'turbo2']
@@ -247,6 +247,21 @@ class Ctx:
                         name='redis-server')
         wait_ready(port, p)
         return Server('redis', port, p)
+
+    def start_redis_module(self, core='server'):
+        """redis-server with pion.so (build/<preset>/lib/pion.so) loaded."""
+        module = os.path.join(self.build, 'lib', 'pion.so')
+        if not os.path.isfile(module):
+            raise BenchError('%s not built' % module)
+        port = free_port()
+        d = tempfile.mkdtemp(prefix='redis-pion-', dir=self.tmp)
+        p = PROCS.start([self.tool('redis-server'), '--port', str(port),
+                         '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+                         '--dir', d, '--protected-mode', 'no', '--loadmodule', module],
+                        core=self.server_core if core == 'server' else None,
+                        log_path=os.path.join(d, 'log'), name='redis-server+pion.so')
+        wait_ready(port, p)
+        return Server('pion.so', port, p)
 
     def start_pion(self):
         port = free_port()
@@ -1288,9 +1303,91 @@ def suite_strings(ctx):
     return rows
 
 
+def suite_cluster(ctx):
+    """pion.so (the Redis module, docs/cluster.md) against pion-server and plain Redis.
+
+    1 MiB and 16 MiB V.FETCH FMT NATIVE (fp16 rows) on one redis-server with pion.so vs
+    the same on pion-server, and vs GET of the same bytes on plain redis-server; then the
+    aggregate V.FETCH throughput of 8 clients spread over 3 module nodes (what a cluster
+    client does with the keys of 3 primaries' slots: each connection talks to the node
+    owning its key) vs the same 8 clients on 1 node. The nodes run standalone (slot
+    routing is client-side); the 3-node row leaves the servers unpinned.
+    """
+    rows = []
+    sizes, dur = ([MIB], 0.3) if ctx.smoke else ([MIB, 16 * MIB], 2.0)
+    mod, pion, redis = ctx.start_redis_module(), ctx.start_pion(), ctx.start_redis()
+    try:
+        for size in sizes:
+            kw = dict(clients=1, payload=size, duration=dur, kv_dim=1024, vquant='fp16',
+                      in_fmt='F16', out_fmt='NATIVE', ns='c%d' % size)
+            for peer, peer_name in ((pion, 'pion-server V.FETCH'), (redis, 'redis GET')):
+                row = Row('cluster', 'pion.so V.FETCH FMT NATIVE %s ×1 client' % size_name(size),
+                          'B/s', peer_name, '— (measured: the cost of the module)')
+                try:
+                    res = interleaved(ctx, [
+                        lambda: pion_bench(ctx, mod, 'fetch', **kw),
+                        lambda: (pion_bench(ctx, peer, 'fetch', **kw) if peer is pion else
+                                 pion_bench(ctx, peer, 'get', clients=1, payload=size,
+                                            duration=dur, ns='c%d' % size))])
+                    row.pion = [x['bytes_per_s'] for x in res[0]]
+                    row.peer = [x['bytes_per_s'] for x in res[1]]
+                    row.extra = {'pion_so_p50_us': [x['p50_us'] for x in res[0]],
+                                 'peer_p50_us': [x['p50_us'] for x in res[1]]}
+                except BenchError as e:
+                    row.error = str(e)
+                rows.append(row)
+    finally:
+        mod.stop()
+        pion.stop()
+        redis.stop()
+    # Aggregate: 8 clients over 3 module nodes vs 8 clients on 1.
+    size = MIB
+    nodes = [ctx.start_redis_module(core=None) for _ in range(3)]
+    try:
+        row = Row('cluster', 'pion.so V.FETCH 1 MiB, 8 clients: 3 nodes vs 1 node', 'B/s',
+                  '1 node', '— (scale-out; 2-core machine: no spare cores)')
+        kw = dict(payload=size, duration=dur, kv_dim=1024, vquant='fp16', in_fmt='F16',
+                  out_fmt='NATIVE')
+
+        def three():
+            procs = []
+            for i, (n, nc) in enumerate(zip(nodes, (3, 3, 2))):
+                args = [ctx.tool('pion-bench'), '--port', str(n.port), '--workload', 'fetch',
+                        '--clients', str(nc), '--ns', 'agg%d' % i]
+                for k, v in kw.items():
+                    args += ['--' + k.replace('_', '-'), str(v)]
+                procs.append(subprocess.Popen(args, stdout=subprocess.PIPE,
+                                              stderr=subprocess.PIPE))
+            total = 0.0
+            for p in procs:
+                out, err = p.communicate(timeout=600)
+                if p.returncode != 0:
+                    raise BenchError('pion-bench failed: %s' % err.decode()[-400:])
+                line = [ln for ln in out.decode().splitlines() if ln.startswith('{')][-1]
+                total += json.loads(line)['bytes_per_s']
+            return {'bytes_per_s': total}
+
+        try:
+            res = interleaved(ctx, [
+                three,
+                lambda: pion_bench(ctx, nodes[0], 'fetch', clients=8, ns='one', **kw)])
+            row.pion = [x['bytes_per_s'] for x in res[0]]
+            row.peer = [x['bytes_per_s'] for x in res[1]]
+        except BenchError as e:
+            row.error = str(e)
+        rows.append(row)
+    finally:
+        for n in nodes:
+            n.stop()
+    ctx.notes.append('cluster: pion.so rows compare the module (pion column) with the peer '
+                     'named; the module copies each reply into Redis\'s output buffer')
+    return rows
+
+
 SUITE_FNS = {'small': suite_small, 'bulk': suite_bulk, 'membership': suite_membership,
              'quant': suite_quant, 'formats': suite_formats,
-             'attend': suite_attend_all, 'strings': suite_strings}
+             'attend': suite_attend_all, 'strings': suite_strings,
+             'cluster': suite_cluster}
 
 
 # ------------------------------------------------------------------ report

@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from .blocks import DEFAULT_BLOCK_SIZE, block_hashes, pack_hashes, unpack_bitmap, unpack_hashes
-from .client import STATS_FIELDS, VQUANTS, BlockTable, PionClient, parse_info, parse_stats
+from .client import (STATS_FIELDS, VQUANTS, BlockTable, PionClient, hash_tagged, parse_info,
+                     parse_stats, tagged_sid)
 from .errors import __all__ as _errors_all
 from .errors import (
     ClientError,
@@ -49,6 +50,8 @@ __version__ = "0.1.0"
 __all__ = [
     "PionPromptCache",
     "PionClient",
+    "hash_tagged",
+    "tagged_sid",
     "FastLane",
     "BlockTable",
     "VQUANTS",

@@ -144,6 +144,62 @@ def _raw(args: Tuple[Any, ...]) -> Tuple[Any, ...]:
     return args
 
 
+# Commands whose argument 1 is a namespace / a session id, and KV.PREFIX.DROP (every
+# argument a namespace): what a cluster client wraps in a hash tag (docs/cluster.md).
+_NS_AT_1 = {"KV.PREFIX.REGISTER", "KV.PREFIX.LOOKUP", "KV.PREFIX.BLOCKS", "KV.PREFIX.MEMBERSHIP",
+            "PION.LOADROWS"}
+_SID_AT_1 = {"V.STOREBATCH", "V.FETCH", "V.INFO"}
+
+
+def hash_tagged(ns: Key) -> Key:
+    """``ns`` wrapped in a Redis Cluster hash tag (``"{ns}"``) unless it already has one.
+
+    A namespace and its session ids ``<ns>_pk`` / ``<ns>_pv`` must hash to one slot; the
+    part inside the first ``{...}`` is all that is hashed, so ``{ns}``, ``{ns}_pk`` and
+    ``{ns}_pv`` always do.
+    """
+    b = ns.encode() if isinstance(ns, str) else bytes(ns)
+    i = b.find(b"{")
+    if i >= 0 and b.find(b"}", i + 2) > i:
+        return ns
+    return "{" + ns + "}" if isinstance(ns, str) else b"{" + b + b"}"
+
+
+def tagged_sid(sid: Key) -> Key:
+    """A session id ``<ns>_pk``/``<ns>_pv`` with its namespace hash-tagged (others unchanged)."""
+    b = sid.encode() if isinstance(sid, str) else bytes(sid)
+    if len(b) > 3 and b[-3:] in (b"_pk", b"_pv"):
+        ns = hash_tagged(sid[:-3])
+        return ns + sid[-3:]
+    return sid
+
+
+def _tag_args(args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    if not args:
+        return args
+    name = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
+    name = name.upper()
+    if name == "KV.PREFIX.DROP":
+        return (args[0],) + tuple(hash_tagged(a) for a in args[1:])
+    if len(args) > 1 and name in _NS_AT_1:
+        return (args[0], hash_tagged(args[1])) + args[2:]
+    if len(args) > 1 and name in _SID_AT_1:
+        return (args[0], tagged_sid(args[1])) + args[2:]
+    return args
+
+
+def _sum_replies(parsed: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Adds up per-node counters: numbers are summed, other values kept from the first."""
+    out: Dict[str, Any] = {}
+    for d in parsed:
+        for k, v in d.items():
+            if k in out and isinstance(v, (int, float)) and isinstance(out[k], (int, float)):
+                out[k] += v
+            elif k not in out:
+                out[k] = v
+    return out
+
+
 def _status(reply: Any) -> str:
     if isinstance(reply, (bytes, bytearray)):
         return reply.decode("utf-8", "replace")
@@ -301,6 +357,69 @@ class PionClient:
             kw.update(redis_kwargs)
             self.redis = redis.Redis(connection_pool=redis.ConnectionPool(**kw))
         self.protocol = protocol
+        # Set by cluster(): self.redis is a redis.cluster.RedisCluster.
+        self.cluster_mode = False
+        self.hash_tags = False
+
+    @classmethod
+    def cluster(cls, startup_nodes: Sequence[Any], *, password: Optional[str] = None,
+                username: Optional[str] = None, socket_timeout: Optional[float] = 60.0,
+                socket_connect_timeout: Optional[float] = 5.0, retries: int = 1,
+                hash_tags: bool = True, **redis_kwargs: Any) -> "PionClient":
+        """A client of a Redis Cluster of pion.so nodes (or of ``pion-server
+        --cluster-emulated yes``), on redis-py's ``RedisCluster``.
+
+        ``startup_nodes``: ``(host, port)`` pairs or ``redis.cluster.ClusterNode`` objects.
+        Every command goes to the node owning its key's slot (redirects and
+        failovers are redis-py's). With ``hash_tags`` (default) namespaces are sent
+        wrapped in a hash tag (``"ns"`` -> ``"{ns}"``, ``"ns_pk"`` -> ``"{ns}_pk"``;
+        names that already have one are unchanged), so a namespace and its session
+        ids share a slot. Commands without a key (``kv_prefix_info``, ``pion_stats``,
+        ``v_info()``) are sent to every primary and their counters added up;
+        :meth:`per_node` returns each node's reply. ``V.FETCH`` keeps its fast read
+        path, on the owning node's connection.
+        """
+        from redis.cluster import ClusterNode, RedisCluster
+
+        nodes = [n if isinstance(n, ClusterNode) else ClusterNode(str(n[0]), int(n[1]))
+                 for n in startup_nodes]
+        kw: Dict[str, Any] = dict(password=password, username=username,
+                                  socket_timeout=socket_timeout,
+                                  socket_connect_timeout=socket_connect_timeout,
+                                  decode_responses=False)
+        kw.update(redis_kwargs)
+        c = cls(redis_client=RedisCluster(startup_nodes=nodes, **kw), retries=retries)
+        c.cluster_mode = True
+        c.hash_tags = hash_tags
+        return c
+
+    def _route(self, args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+        return _tag_args(args) if self.cluster_mode and self.hash_tags else args
+
+    def _wire(self, args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+        """The arguments as sent: the name as bytes for one server (no redis-py reply
+        callback), as str for RedisCluster (its key lookup needs the name as text;
+        it has no callbacks for pion's commands)."""
+        if not self.cluster_mode:
+            return _raw(args)
+        if args and isinstance(args[0], (bytes, bytearray)):
+            return (bytes(args[0]).decode(),) + tuple(args[1:])
+        return args
+
+    def per_node(self, *args: Any) -> Dict[str, Any]:
+        """Cluster mode: sends a keyless command to every primary -> ``{"host:port": reply}``."""
+        if not self.cluster_mode:
+            return {f"{self.redis.connection_pool.connection_kwargs.get('host')}:"
+                    f"{self.redis.connection_pool.connection_kwargs.get('port')}": self.execute(*args)}
+        from redis.cluster import RedisCluster
+
+        try:
+            r = self.redis.execute_command(*self._wire(args), target_nodes=RedisCluster.PRIMARIES)
+        except rex.RedisError as e:
+            raise E.translate(e) from None
+        if not isinstance(r, dict):  # one primary: redis-py returns the reply itself
+            r = {self.redis.get_primaries()[0].name: r}
+        return r
 
     # ------------------------------------------------------------------ plumbing
 
@@ -311,6 +430,9 @@ class PionClient:
 
     def close(self) -> None:
         """Closes every pooled connection."""
+        if self.cluster_mode:
+            self.redis.close()
+            return
         self.redis.connection_pool.disconnect()
 
     def __enter__(self) -> "PionClient":
@@ -326,7 +448,7 @@ class PionClient:
         sent as bytes), so every reply is exactly what the server sent. Error
         replies raise :class:`PionError` subclasses.
         """
-        args = _raw(args)
+        args = self._wire(self._route(args))
         attempt = 0
         while True:
             try:
@@ -352,7 +474,7 @@ class PionClient:
         while True:
             pipe = self.redis.pipeline(transaction=False)
             for c in commands:
-                pipe.execute_command(*_raw(tuple(c)))
+                pipe.execute_command(*self._wire(self._route(tuple(c))))
             try:
                 replies = pipe.execute(raise_on_error=False)
             except rex.BusyLoadingError as e:
@@ -375,7 +497,33 @@ class PionClient:
         Falls back to :meth:`pipeline` when the connection object is not the
         expected redis-py socket connection.
         """
-        pool = self.redis.connection_pool
+        if self.cluster_mode:
+            return self._fetch_pipeline_cluster(commands)
+        return self._fetch_on_pool(self.redis.connection_pool, commands)
+
+    def _fetch_pipeline_cluster(self, commands: Sequence[Sequence[Any]]) -> List[Any]:
+        # Each command on the connection pool of the node owning its session id (the
+        # fast read path per node); one that meets a redirect (a slot moving, a
+        # failover) is re-sent through RedisCluster, which follows it.
+        routed = [self._route(tuple(c)) for c in commands]
+        out: List[Any] = [None] * len(routed)
+        groups: Dict[str, Tuple[Any, List[int]]] = {}
+        for i, c in enumerate(routed):
+            node = self.redis.get_node_from_key(c[1])
+            groups.setdefault(node.name, (node, []))[1].append(i)
+        for node, idx in groups.values():
+            pool = node.redis_connection.connection_pool
+            replies = self._fetch_on_pool(pool, [routed[i] for i in idx])
+            for i, r in zip(idx, replies):
+                if isinstance(r, E.PionError) and str(r).startswith(("ERR MOVED ", "ERR ASK ")):
+                    try:
+                        r = self.redis.execute_command(*self._wire(routed[i]))
+                    except rex.RedisError as e:
+                        r = E.translate(e)
+                out[i] = r
+        return out
+
+    def _fetch_on_pool(self, pool: Any, commands: Sequence[Sequence[Any]]) -> List[Any]:
         attempt = 0
         while True:
             conn = pool.get_connection("V.FETCH")
@@ -384,6 +532,8 @@ class PionClient:
                 sock = getattr(conn, "_sock", None)
                 if sock is None or not hasattr(sock, "recv_into"):
                     conn.disconnect()
+                    if self.cluster_mode:
+                        return [self._execute_or_error(*c) for c in commands]
                     return self.pipeline(commands)
                 reader = _BulkReader(sock)
                 return [reader.read() for _ in commands]
@@ -398,6 +548,12 @@ class PionClient:
                 raise
             finally:
                 pool.release(conn)
+
+    def _execute_or_error(self, *args: Any) -> Any:
+        try:
+            return self.execute(*args)
+        except E.PionError as e:
+            return e
 
     def _fetch_one(self, *args: Any) -> Any:
         r = self.fetch_pipeline([args])[0]
@@ -584,6 +740,8 @@ class PionClient:
         """KV.PREFIX.DROP ns [ns ...] -> number of namespaces that were held."""
         if not namespaces:
             raise ValueError("kv_prefix_drop needs at least one namespace")
+        if self.cluster_mode:  # one slot per command: namespaces live on different nodes
+            return sum(int(self.execute("KV.PREFIX.DROP", ns)) for ns in namespaces)
         return int(self.execute("KV.PREFIX.DROP", *namespaces))
 
     def kv_prefix_blocks(self, ns: Key) -> Optional[BlockTable]:
@@ -610,6 +768,8 @@ class PionClient:
 
     def kv_prefix_info(self) -> Dict[str, Union[int, float, str]]:
         """KV.PREFIX.INFO -> dict (registered_prefixes, vstore_bytes, wal_bytes, ...)."""
+        if self.cluster_mode:
+            return _sum_replies([parse_info(r) for r in self.per_node("KV.PREFIX.INFO").values()])
         return parse_info(self.execute("KV.PREFIX.INFO"))
 
     def kv_prefix_save(self, path: Optional[str] = None) -> None:
@@ -708,14 +868,22 @@ class PionClient:
 
     def v_info(self, sid: Optional[Key] = None) -> Dict[str, Union[int, float, str]]:
         """V.INFO [sid] -> dict (global: sessions, total_tokens...; per sid: value_dim, v_format, layer_<i>_tokens...)."""
+        if sid is None and self.cluster_mode:
+            return _sum_replies([parse_info(r) for r in self.per_node("V.INFO").values()])
         return parse_info(self.execute("V.INFO", *([sid] if sid is not None else [])))
 
     # ------------------------------------------------------------- §8 receipt
 
     def pion_stats(self) -> Dict[str, Union[int, float]]:
         """PION.STATS -> the 16-field value receipt as a dict (server order)."""
+        if self.cluster_mode:
+            return _sum_replies([parse_stats(r) for r in self.per_node("PION.STATS").values()])
         return parse_stats(self.execute("PION.STATS"))
 
     def pion_stats_reset(self) -> None:
         """PION.STATS RESET: zeroes the receipt counters (uptime is kept)."""
+        if self.cluster_mode:
+            for r in self.per_node("PION.STATS", "RESET").values():
+                _expect_ok(r, "PION.STATS RESET")
+            return
         _expect_ok(self.execute("PION.STATS", "RESET"), "PION.STATS RESET")

@@ -102,6 +102,9 @@ class PionPromptCache(AttendMixin):
             and ``client_kwargs``).
         lane_port: the binary fast lane's port (default: ``CONFIG GET
             fastlane-port`` on first use; 0 = never use the lane).
+        cluster: ``(host, port)`` start-up nodes of a Redis Cluster of pion.so nodes (or
+            of ``pion-server --cluster-emulated yes``): the client is then
+            :meth:`PionClient.cluster` (hash-tagged namespaces, docs/cluster.md).
         **client_kwargs: passed to :class:`PionClient` (password, socket_timeout, ...).
 
     The object is not thread-safe (its counters are plain ints); the underlying
@@ -125,6 +128,7 @@ class PionPromptCache(AttendMixin):
         fetch_fmt: Optional[str] = None,
         client: Optional[PionClient] = None,
         lane_port: Optional[int] = None,
+        cluster: Optional[Sequence[Any]] = None,
         **client_kwargs: Any,
     ) -> None:
         vq = vquant.lower()
@@ -145,6 +149,10 @@ class PionPromptCache(AttendMixin):
         self.n_layers = n_layers or ml
         self.n_kv_heads = n_kv_heads or mh
         self.head_dim = head_dim or md
+        if client is None and cluster is not None:
+            client = PionClient.cluster(cluster, **client_kwargs)
+            if lane_port is None:
+                lane_port = 0  # the fast lane is pion-server's, not a cluster's
         self.client = client if client is not None else PionClient(host, port, **client_kwargs)
         # client-side statistics (the original's stats())
         self.hits = 0

@@ -365,6 +365,8 @@ const std::vector<ConfigOption>& Table() {
        "2gb", kRuntime, "BYTES", "all clients' buffers together", "2gb, 0 = none"},
       {"protected-mode", Bool(&Config::protected_mode), "yes", kStartup, "yes|no",
        "refuse remote clients without requirepass"},
+      {"cluster-emulated", Bool(&Config::cluster_emulated), "no", kStartup, "yes|no",
+       "answer CLUSTER SLOTS/SHARDS/NODES/INFO as a one-node cluster owning every slot"},
       // ACL (docs/security.md). `user NAME RULES...` lines are not a setting:
       // ApplySetting collects them (also --user 'NAME RULES...').
       {"aclfile", String(&Config::aclfile), "", kStartup, "PATH",

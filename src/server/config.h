@@ -52,6 +52,7 @@ struct Config {
   // All clients' buffers together (query, big arguments, unsent replies).
   uint64_t maxmemory_clients = 0;
   bool protected_mode = false;
+  bool cluster_emulated = false;  // answer CLUSTER SLOTS/... as a one-node cluster
   uint64_t maxclients = 0;
   uint64_t timeout = 0;              // idle seconds before closing a client; 0 = never
   uint64_t auto_save_wal_bytes = 0;  // 0 = max(64 MiB, last snapshot size)

@@ -24,10 +24,23 @@ namespace pion::store {
 inline constexpr size_t kChunkTargetBytes = 256 * 1024;
 inline constexpr uint32_t kChunkRowQuantum = 16;
 
+// Where chunk memory comes from: the C library's aligned_alloc unless a host that
+// accounts memory itself installs its own pair before the first chunk is made (the
+// Redis module, src/module, installs RedisModule_Alloc/Free so that Redis's
+// used_memory, and so maxmemory eviction, sees the rows). `alloc` need not align:
+// Make over-allocates and aligns. Process-wide; set once, before any chunk exists.
+struct ChunkAllocator {
+  void* (*alloc)(size_t bytes) = nullptr;
+  void (*free)(void* ptr) = nullptr;
+};
+inline ChunkAllocator g_chunk_allocator;
+
 struct Chunk {
   uint32_t capacity_rows = 0;
   size_t row_bytes = 0;
   uint8_t* data = nullptr;
+  void* raw = nullptr;               // what was allocated (data is inside it)
+  void (*release)(void*) = nullptr;  // g_chunk_allocator.free, or null: std::free
   // Captured by a snapshot: never written in place again (guarded by the
   // owning side's mutex). The use count alone cannot say when a snapshot
   // thread's reads are over: a reference dropped on another thread orders
@@ -39,7 +52,12 @@ struct Chunk {
   Chunk() = default;
   Chunk(const Chunk&) = delete;
   Chunk& operator=(const Chunk&) = delete;
-  ~Chunk() { std::free(data); }
+  ~Chunk() {
+    if (release != nullptr)
+      release(raw);
+    else
+      std::free(raw);
+  }
 
   size_t bytes() const { return static_cast<size_t>(capacity_rows) * row_bytes; }
 
@@ -49,9 +67,19 @@ struct Chunk {
     c->capacity_rows = rows;
     c->row_bytes = row_bytes;
     size_t n = (static_cast<size_t>(rows) * row_bytes + 63) & ~size_t{63};
-    c->data = static_cast<uint8_t*>(std::aligned_alloc(64, n == 0 ? 64 : n));
-    PION_CHECK(c->data != nullptr);
-    std::memset(c->data, 0, n == 0 ? 64 : n);
+    if (n == 0) n = 64;
+    if (g_chunk_allocator.alloc != nullptr) {
+      c->raw = g_chunk_allocator.alloc(n + 63);
+      c->release = g_chunk_allocator.free;
+      PION_CHECK(c->raw != nullptr);
+      uintptr_t p = (reinterpret_cast<uintptr_t>(c->raw) + 63) & ~uintptr_t{63};
+      c->data = reinterpret_cast<uint8_t*>(p);
+    } else {
+      c->raw = std::aligned_alloc(64, n);
+      PION_CHECK(c->raw != nullptr);
+      c->data = static_cast<uint8_t*>(c->raw);
+    }
+    std::memset(c->data, 0, n);
     return c;
   }
 

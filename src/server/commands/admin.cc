@@ -32,6 +32,43 @@ const char* CommandGroup(const CommandSpec& s) {
   return "server";
 }
 
+// The key specs Redis 7 derives from a legacy (first, last, step) key range, so that
+// cluster clients that read key specs route every keyed command (docs/cluster.md).
+void KeySpecsReply(ReplyBuilder* rb, const CommandSpec& s) {
+  if (s.first_key <= 0) {
+    rb->ArrayHeader(0);
+    return;
+  }
+  rb->ArrayHeader(1);
+  rb->MapHeader(3);
+  rb->Bulk("flags");
+  const bool write = s.flags & kCmdWrite;
+  rb->ArrayHeader(write ? 3 : 2);
+  rb->SimpleString(write ? "RW" : "RO");
+  rb->SimpleString("access");
+  if (write) rb->SimpleString("update");
+  rb->Bulk("begin_search");
+  rb->MapHeader(2);
+  rb->Bulk("type");
+  rb->Bulk("index");
+  rb->Bulk("spec");
+  rb->MapHeader(1);
+  rb->Bulk("index");
+  rb->Integer(s.first_key);
+  rb->Bulk("find_keys");
+  rb->MapHeader(2);
+  rb->Bulk("type");
+  rb->Bulk("range");
+  rb->Bulk("spec");
+  rb->MapHeader(3);
+  rb->Bulk("lastkey");
+  rb->Integer(s.last_key < 0 ? s.last_key : s.last_key - s.first_key);
+  rb->Bulk("keystep");
+  rb->Integer(s.key_step);
+  rb->Bulk("limit");
+  rb->Integer(0);
+}
+
 void CommandInfoReply(ReplyBuilder* rb, const CommandSpec& s) {
   rb->ArrayHeader(10);
   rb->Bulk(ToLower(s.name));
@@ -57,7 +94,7 @@ void CommandInfoReply(ReplyBuilder* rb, const CommandSpec& s) {
   for (size_t i = 0; i < names.size(); ++i)
     if (cats & (1u << i)) rb->SimpleString(std::string("@") + names[i]);
   rb->ArrayHeader(0);  // tips
-  rb->ArrayHeader(0);  // key specs
+  KeySpecsReply(rb, s);
   rb->ArrayHeader(0);  // subcommands
 }
 

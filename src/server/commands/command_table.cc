@@ -69,6 +69,7 @@ std::vector<CommandSpec> AllCommands() {
   AddAttendCommands(&v);
   AddStringCommands(&v);
   AddTransactionCommands(&v);
+  AddClusterCommands(&v);
   return v;
 }
 

@@ -62,6 +62,8 @@ void AppendClientLine(const ClientInfo& c, std::string* out);
 
 // The ACL commands (commands/acl.cc).
 void AddAclCommands(std::vector<CommandSpec>* out);
+// CLUSTER, READONLY, READWRITE (commands/cluster.cc; --cluster-emulated).
+void AddClusterCommands(std::vector<CommandSpec>* out);
 
 // The full table: admin commands first, then the data families.
 std::vector<CommandSpec> AllCommands();

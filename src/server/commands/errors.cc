@@ -75,6 +75,16 @@ std::string StoreBatchError(std::string_view why) {
   return s;
 }
 
+std::string CrossSlotNamespaceError(std::string_view ns) {
+  // The name goes into an error line: no CR/LF or other control bytes.
+  std::string name;
+  for (char c : ns.substr(0, 128)) name += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+  std::string s = "CROSSSLOT namespace '" + name + "' and its session ids '" + name + "_pk'/'" +
+                  name + "_pv' hash to different cluster slots: put the namespace in a hash tag, ";
+  s += "e.g. '{" + name + "}'";
+  return s;
+}
+
 std::string AttendStoreError(std::string_view why) {
   std::string s = "ERR ATTEND.PREFIX.STORE failed (";
   s.append(why);

@@ -1,7 +1,8 @@
 // Every client-facing error text of the server, and the one table that maps a
 // Status to a RESP error line. A message that does not start with a code word
 // gets "ERR " (as Redis does). Code words: ERR, NOPROTO, NOAUTH, WRONGPASS, OOM,
-// LOADING, COLDMISS (docs/protocol.md).
+// LOADING, COLDMISS; in the Redis module also CROSSSLOT, TRYAGAIN, WRONGTYPE
+// (docs/protocol.md).
 #pragma once
 
 #include <string>
@@ -224,6 +225,21 @@ inline constexpr std::string_view kErrExecAbort =
 inline constexpr std::string_view kErrWatchInMulti = "ERR WATCH inside MULTI is not allowed";
 inline constexpr std::string_view kErrNotInMulti = "ERR Command not allowed inside a transaction";
 
+// CLUSTER / READONLY / READWRITE without --cluster-emulated (Redis's text).
+inline constexpr std::string_view kErrClusterDisabled =
+    "ERR This instance has cluster support disabled";
+// The Redis module (src/module, docs/cluster.md): a key of another type, the
+// stored-rows loader of the AOF rewrite (PION.LOADROWS).
+inline constexpr std::string_view kErrWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+// A V.* command redirected (ASK) to the node a namespace's slot is moving to, before
+// the namespace arrived: cluster clients retry TRYAGAIN (it is not "session not found").
+inline constexpr std::string_view kErrTryAgainMigrating =
+    "TRYAGAIN the namespace is being migrated to this node: retry";
+inline constexpr std::string_view kErrLoadRowsSide = "ERR PION.LOADROWS: side must be K or V";
+inline constexpr std::string_view kErrLoadRowsBlob =
+    "ERR PION.LOADROWS: stored_blob must be a positive multiple of the stored row size";
+
 // Texts with a part from the request.
 std::string InvalidExpireError(std::string_view cmd);       // invalid expire time in 'x' command
 std::string UnsupportedOptionError(std::string_view opt);   // Unsupported option x
@@ -236,6 +252,9 @@ std::string VquantDimError(std::string_view format);        // vquant x needs kv
 std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option
 std::string FetchFormatError(std::string_view fmt);         // V.FETCH: unknown FMT 'x'
 std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <store's reason>
+// CROSSSLOT (Redis module in a cluster): a namespace and its session ids must hash to one
+// slot; the text names the namespace and tells to wrap it in a hash tag.
+std::string CrossSlotNamespaceError(std::string_view ns);
 // ERR ATTEND.PREFIX.STORE failed (<why>); `why` names the bad value (an unsupported D,
 // a non-finite element, no memory).
 std::string AttendStoreError(std::string_view why);

@@ -264,7 +264,10 @@ void ErrorStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
     InfoField(out, "errorstat_" + code, "count=" + std::to_string(n));
 }
 
-void ClusterSection(Server&, const InfoFor& /*who*/, std::string* out) { InfoField(out, "cluster_enabled", uint64_t{0}); }
+// cluster_enabled:1 only as the one-node cluster of --cluster-emulated (commands/cluster.cc).
+void ClusterSection(Server& s, const InfoFor& /*who*/, std::string* out) {
+  InfoField(out, "cluster_enabled", uint64_t{s.config().cluster_emulated ? 1u : 0u});
+}
 
 // INFO's sections in output order: the name a client asks for, the title, whether
 // INFO without a section (or `default`) includes it.

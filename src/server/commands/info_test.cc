@@ -44,6 +44,7 @@ TEST_F(InfoCommand, AllSectionsInOrder) {
   EXPECT_EQ(s["Server"]["run_id"].size(), 40u);
   EXPECT_EQ(s["Clients"]["connected_clients"], "0");  // no connection took a slot
   EXPECT_TRUE(s["Keyspace"].empty());
+  EXPECT_EQ(s["Cluster"]["cluster_enabled"], "0");  // as a non-cluster Redis says
 }
 
 TEST_F(InfoCommand, ChosenSectionsOnly) {
