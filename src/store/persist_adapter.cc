@@ -8,6 +8,17 @@ Result<uint64_t> LogSink::OnRegister(std::string_view ns, uint64_t incarnation, 
   return log_->OnRegister(ns, incarnation, kv_dim, fmt, blocks);
 }
 
+Result<uint64_t> LogSink::OnRegisterChild(std::string_view, uint64_t, uint32_t, quant::Format,
+                                          const BlockTable*, std::string_view, uint64_t) {
+  return Status::NotSupported("TODO lineage WAL record");
+}
+
+Status LogSink::ReserveRegisterChild(std::string_view, uint64_t, uint32_t, quant::Format,
+                                     std::shared_ptr<const BlockTable>, std::string_view, uint64_t,
+                                     PendingRecord*) {
+  return Status::NotSupported("TODO lineage WAL record");
+}
+
 Result<uint64_t> LogSink::OnStore(std::string_view ns, uint64_t incarnation, Side side,
                                   uint32_t layer, uint64_t start, uint64_t count,
                                   std::span<const uint8_t> stored) {

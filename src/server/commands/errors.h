@@ -53,9 +53,15 @@ inline constexpr std::string_view kErrBlocksHashBlobLength = "ERR BLOCKS hash_bl
 inline constexpr std::string_view kErrRegisterPrefillTwice =
     "ERR KV.PREFIX.REGISTER option PREFILL_MS given twice";
 inline constexpr std::string_view kErrPrefillNeedsValue = "ERR PREFILL_MS requires a value";
+inline constexpr std::string_view kErrRegisterParentTwice =
+    "ERR KV.PREFIX.REGISTER option PARENT given twice";
+inline constexpr std::string_view kErrParentNeedsValue = "ERR PARENT requires a namespace";
+inline constexpr std::string_view kErrParentNotFound = "ERR PARENT namespace is not registered";
 inline constexpr std::string_view kErrPrefillRange = "ERR PREFILL_MS out of range (0..86400000)";
 inline constexpr std::string_view kErrLookupUnknownOption =
-    "ERR KV.PREFIX.LOOKUP unknown option (TOKENS, PREFILL_MS)";
+    "ERR KV.PREFIX.LOOKUP unknown option (TOKENS, PREFILL_MS, CHAIN)";
+inline constexpr std::string_view kErrLookupChainTwice =
+    "ERR KV.PREFIX.LOOKUP option CHAIN given twice";
 inline constexpr std::string_view kErrLookupOptionNeedsValue =
     "ERR KV.PREFIX.LOOKUP option needs a value";
 inline constexpr std::string_view kErrTokensRange = "ERR TOKENS out of range (0..100000000)";
@@ -184,6 +190,11 @@ std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized opti
 std::string UnknownVquantError(std::string_view name);      // KV.PREFIX.REGISTER: unknown vquant
 std::string VquantDimError(std::string_view format);        // vquant x needs kv_dim % 32 == 0
 std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option
+// REGISTER ... PARENT refused: the parent's kv_dim differs; the namespace exists
+// with another parent (`existing`, empty = none); the chain would be too long.
+std::string ParentDimError(std::string_view parent_dim);
+std::string ParentMismatchError(std::string_view existing);
+std::string ChainTooLongError(std::string_view max_chain);
 std::string FetchFormatError(std::string_view fmt);         // V.FETCH: unknown FMT 'x'
 std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <store's reason>
 // ERR ATTEND.PREFIX.STORE failed (<why>); `why` names the bad value (an unsupported D,
