@@ -63,7 +63,8 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
   start_time_us_ = MonotonicUs();
   run_id_ = RandomHex(40);
   if (cfg_.kvcache) {
-    store_ = std::make_unique<store::Store>(store::StoreConfig{cfg_.max_sessions, cfg_.maxmemory, static_cast<uint32_t>(cfg_.max_chain_length)});
+    store_ = std::make_unique<store::Store>(store::StoreConfig{
+        cfg_.max_sessions, cfg_.maxmemory, static_cast<uint32_t>(cfg_.max_chain_length)});
     store_->SetRemovalObserver(&attend_observer_);
   }
   int at = cfg_.attend_threads;

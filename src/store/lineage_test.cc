@@ -175,8 +175,8 @@ TEST(Lineage, EvictionTakesTheLeastRecentChainLeafFirst) {
   // oldest leaves; c0 then follows them up only once it is a leaf, and it was
   // touched after b2, so b goes before it.
   for (int i = 0; i < 9; ++i) ASSERT_TRUE(Reg(st, "n" + std::to_string(i)).ok());
-  EXPECT_EQ(sink.Removed('E'), (std::vector<std::string>{"c2", "c1", "b2", "b1", "b0", "c0", "a2",
-                                                         "a1", "a0"}));
+  EXPECT_EQ(sink.Removed('E'),
+            (std::vector<std::string>{"c2", "c1", "b2", "b1", "b0", "c0", "a2", "a1", "a0"}));
 }
 
 TEST(Lineage, WholeChainAgesAsOneUnit) {
@@ -229,9 +229,9 @@ TEST(Lineage, NoAncestorEvictedBeforeItsDescendants) {
   Store replayed({2 * 64, 30 * rows * 128});
   for (const auto& r : sink.recs) {
     if (r.op == 'R') {
-      ASSERT_TRUE(replayed.ApplyRegister(r.ns, r.inc, kDim, Format::kFp16, nullptr, r.parent,
-                                         r.parent_inc)
-                      .ok());
+      ASSERT_TRUE(
+          replayed.ApplyRegister(r.ns, r.inc, kDim, Format::kFp16, nullptr, r.parent, r.parent_inc)
+              .ok());
     } else if (r.op == 'D' || r.op == 'E') {
       replayed.ApplyDrop(r.ns, r.inc);
     }
@@ -260,9 +260,9 @@ TEST(Lineage, WritingALeafNeverEvictsItsAncestors) {
   // a2 grows: z (an unrelated leaf) goes, then nothing else may.
   std::vector<uint16_t> more(rows * kDim, 0);
   uint64_t lsn;
-  ASSERT_TRUE(
-      st.StoreRows("a2_pk", 0, rows, rows, {RowInput::Type::kF16, more.data(), more.size() * 2}, &lsn)
-          .ok());
+  ASSERT_TRUE(st.StoreRows("a2_pk", 0, rows, rows,
+                           {RowInput::Type::kF16, more.data(), more.size() * 2}, &lsn)
+                  .ok());
   EXPECT_FALSE(Has(st, "z"));
   Status s = st.StoreRows("a2_pk", 0, 2 * rows, rows,
                           {RowInput::Type::kF16, more.data(), more.size() * 2}, &lsn);
@@ -315,9 +315,9 @@ TEST(Lineage, DropRemovesTheSubtreeLeavesFirst) {
   Store replayed({256, 0});
   for (const auto& r : sink.recs) {
     if (r.op == 'R')
-      ASSERT_TRUE(replayed.ApplyRegister(r.ns, r.inc, kDim, Format::kFp16, nullptr, r.parent,
-                                         r.parent_inc)
-                      .ok());
+      ASSERT_TRUE(
+          replayed.ApplyRegister(r.ns, r.inc, kDim, Format::kFp16, nullptr, r.parent, r.parent_inc)
+              .ok());
   }
   EXPECT_EQ(replayed.NamespaceCount(), 7u);
   replayed.ApplyDrop("r", sink.recs[0].inc);  // one record drops the whole subtree
@@ -373,8 +373,9 @@ TEST(Lineage, SnapshotViewsListParentsFirstAndCarryTheLink) {
   Store loaded({2 * 5, 0});
   LineageSink sink;
   for (const auto& v : views)
-    ASSERT_TRUE(loaded.ApplyRegister(v.ns, v.incarnation, kDim, Format::kFp16, nullptr, v.parent,
-                                     v.parent_incarnation)
+    ASSERT_TRUE(loaded
+                    .ApplyRegister(v.ns, v.incarnation, kDim, Format::kFp16, nullptr, v.parent,
+                                   v.parent_incarnation)
                     .ok());
   for (const auto& v : views) loaded.SetLruStamp(v.ns, v.lru_stamp);
   loaded.SetSink(&sink);
@@ -435,9 +436,9 @@ TEST(Lineage, ParentDroppedWhileAChildRegisters) {
   Store replayed({256, 0});
   for (const auto& r : sink.recs) {
     if (r.op == 'R')
-      ASSERT_TRUE(replayed.ApplyRegister(r.ns, r.inc, kDim, Format::kFp16, nullptr, r.parent,
-                                         r.parent_inc)
-                      .ok());
+      ASSERT_TRUE(
+          replayed.ApplyRegister(r.ns, r.inc, kDim, Format::kFp16, nullptr, r.parent, r.parent_inc)
+              .ok());
     if (r.op == 'D') replayed.ApplyDrop(r.ns, r.inc);
   }
   EXPECT_EQ(replayed.NamespaceCount(), 1u);

@@ -172,9 +172,9 @@ struct NamespaceView {
   quant::Format fmt = quant::Format::kFp16;
   uint64_t incarnation = 0;
   uint64_t lru_stamp = 0;
-  std::string parent;               // empty for a root
-  uint64_t parent_incarnation = 0;  // 0 for a root
-  uint32_t depth = 0;               // ancestors
+  std::string parent;                        // empty for a root
+  uint64_t parent_incarnation = 0;           // 0 for a root
+  uint32_t depth = 0;                        // ancestors
   std::shared_ptr<const BlockTable> blocks;  // may be null
   struct LayerView {
     uint32_t layer = 0;

@@ -190,13 +190,13 @@ std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized opti
 std::string UnknownVquantError(std::string_view name);      // KV.PREFIX.REGISTER: unknown vquant
 std::string VquantDimError(std::string_view format);        // vquant x needs kv_dim % 32 == 0
 std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option
+std::string FetchFormatError(std::string_view fmt);         // V.FETCH: unknown FMT 'x'
+std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <store's reason>
 // REGISTER ... PARENT refused: the parent's kv_dim differs; the namespace exists
 // with another parent (`existing`, empty = none); the chain would be too long.
 std::string ParentDimError(std::string_view parent_dim);
 std::string ParentMismatchError(std::string_view existing);
 std::string ChainTooLongError(std::string_view max_chain);
-std::string FetchFormatError(std::string_view fmt);         // V.FETCH: unknown FMT 'x'
-std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <store's reason>
 // ERR ATTEND.PREFIX.STORE failed (<why>); `why` names the bad value (an unsupported D,
 // a non-finite element, no memory).
 std::string AttendStoreError(std::string_view why);

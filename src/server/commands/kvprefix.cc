@@ -155,7 +155,7 @@ void KvLookupChain(CommandContext& ctx, bool has_tokens, int64_t tokens, bool ha
     all_measured = all_measured && seg.prefill_us > 0;
   }
   uint64_t credit_tokens = has_tokens ? static_cast<uint64_t>(tokens) : total;
-  uint64_t credit_us = has_prefill ? static_cast<uint64_t>(prefill_ms) * 1000
+  uint64_t credit_us = has_prefill                     ? static_cast<uint64_t>(prefill_ms) * 1000
                        : (all_measured && !has_tokens) ? total_us
                                                        : 0;
   ctx.server->receipt().RecordHit(credit_tokens, credit_us);

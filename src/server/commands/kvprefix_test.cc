@@ -98,7 +98,7 @@ TEST_F(KvLineage, RegisterParentErrorsChangeNothing) {
   EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "c"}), "MISS");
   EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "int8", "PARENT", "p"}), "OK");  // any vquant
   EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "int8", "PARENT", "p"}), "OK");  // same link
-  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "int8"}), "OK");  // keeps the link
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "int8"}), "OK");                 // keeps the link
   EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "d", "64", "fp16"}), "OK");
   EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "int8", "PARENT", "d"}).error(),
             "ERR namespace already registered with PARENT 'p'");
@@ -156,8 +156,7 @@ TEST_F(KvLineage, InfoOfANamespaceReportsItsChain) {
             "namespace:t2\r\nparent:t1\r\nchildren:0\r\ndepth:2\r\nchain_length:3\r\n"
             "tokens:5\r\nchain_tokens:125\r\n");
   r = Run({"KV.PREFIX.INFO", "root"});
-  EXPECT_NE(r.str.find("parent:\r\nchildren:1\r\ndepth:0\r\nchain_length:1\r\n"),
-            std::string::npos)
+  EXPECT_NE(r.str.find("parent:\r\nchildren:1\r\ndepth:0\r\nchain_length:1\r\n"), std::string::npos)
       << r.str;
   EXPECT_EQ(Run({"KV.PREFIX.INFO", "nope"}), "UNKNOWN");
   EXPECT_EQ(Run({"KV.PREFIX.INFO", "a", "b"}).error(), "ERR syntax error");
