@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-SUITES = ['small', 'bulk', 'membership', 'quant', 'formats', 'attend']
+SUITES = ['small', 'bulk', 'membership', 'quant', 'formats', 'attend', 'strings']
 KIB = 1024
 MIB = 1024 * 1024
 VQUANTS = ['fp16', 'fp8', 'int8', 'mlx4g32', 'turbo4', 'turbo3', 'turbo2']
@@ -1197,9 +1197,66 @@ def suite_attend_all(ctx):
     return rows
 
 
+def suite_strings(ctx):
+    """The string keyspace (GET/SET, the LMCache remote tier) against redis-server:
+    redis-benchmark -t set,get at -d 100 and -d 65536, then pion-bench GET/SET of
+    256 KiB, 2 MiB and 16 MiB values with 8 clients. Same command lines for both."""
+    rows = []
+    pion, redis = ctx.start_pion(), ctx.start_redis()
+    try:
+        for d in (100, 65536):
+            if ctx.smoke:
+                n = 2000
+            else:
+                n = 100000 if d == 100 else 20000
+            for t in ('set', 'get'):
+                rw = Row('strings', 'redis-benchmark -t %s -d %d, 50 clients' % (t, d), 'ops/s',
+                         'redis %s' % t.upper(), '≥ 1.0×')
+                cmd = ['-t', t, '-d', str(d)]
+                try:
+                    res = interleaved(ctx, [
+                        lambda: redis_benchmark(ctx, pion, n, 1, 50, cmd),
+                        lambda: redis_benchmark(ctx, redis, n, 1, 50, cmd)])
+                    rw.pion = [x['ops_per_s'] for x in res[0]]
+                    rw.peer = [x['ops_per_s'] for x in res[1]]
+                    rw.extra = {'pion_p99_ms': [x['p99_ms'] for x in res[0]],
+                                'peer_p99_ms': [x['p99_ms'] for x in res[1]]}
+                    med = mmm(rw.ratios())[1]
+                    rw.met = med >= 1.0
+                    rw.met_note = '%.3f×' % med
+                except BenchError as e:
+                    rw.error = str(e)
+                rows.append(rw)
+        sizes = [256 * KIB] if ctx.smoke else [256 * KIB, 2 * MIB, 16 * MIB]
+        dur = 0.3 if ctx.smoke else 2.0
+        for size in sizes:
+            for w in ('set', 'get'):
+                target = '≥ 2×' if size >= 2 * MIB else '≥ 1.0×'
+                row = Row('strings', '%s %s ×8 clients' % (w.upper(), size_name(size)), 'B/s',
+                          'redis %s' % w.upper(), target)
+                kw = dict(clients=8, payload=size, duration=dur, ns='s%d' % size)
+                try:
+                    res = interleaved(ctx, [lambda: pion_bench(ctx, pion, w, **kw),
+                                            lambda: pion_bench(ctx, redis, w, **kw)])
+                    row.pion = [x['bytes_per_s'] for x in res[0]]
+                    row.peer = [x['bytes_per_s'] for x in res[1]]
+                    row.extra = {'pion_p50_us': [x['p50_us'] for x in res[0]],
+                                 'peer_p50_us': [x['p50_us'] for x in res[1]]}
+                    med = mmm(row.ratios())[1]
+                    row.met = med >= (2.0 if size >= 2 * MIB else 1.0)
+                    row.met_note = '%.2f×' % med
+                except BenchError as e:
+                    row.error = str(e)
+                rows.append(row)
+    finally:
+        pion.stop()
+        redis.stop()
+    return rows
+
+
 SUITE_FNS = {'small': suite_small, 'bulk': suite_bulk, 'membership': suite_membership,
              'quant': suite_quant, 'formats': suite_formats,
-             'attend': suite_attend_all}
+             'attend': suite_attend_all, 'strings': suite_strings}
 
 
 # ------------------------------------------------------------------ report

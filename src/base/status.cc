@@ -23,6 +23,8 @@ const char* CodeName(Code c) {
       return "Busy";
     case Code::kLoading:
       return "Loading";
+    case Code::kWrongType:
+      return "WrongType";
   }
   return "Unknown";
 }

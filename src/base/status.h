@@ -24,6 +24,7 @@ enum class Code : unsigned char {
   kNotSupported,     // valid request this build or mode cannot serve
   kBusy,             // try again later (e.g. a save already running)
   kLoading,          // recovery still running -> -LOADING
+  kWrongType,        // a key holds another kind of value -> -WRONGTYPE
 };
 
 // A finer reason than the code, for the few failures a caller must tell apart
@@ -62,6 +63,7 @@ class [[nodiscard]] Status {
   static Status NotSupported(std::string_view m) { return Status(Code::kNotSupported, m); }
   static Status Busy(std::string_view m) { return Status(Code::kBusy, m); }
   static Status Loading(std::string_view m) { return Status(Code::kLoading, m); }
+  static Status WrongType() { return Status(Code::kWrongType, ""); }
 
   bool ok() const { return rep_ == nullptr; }
   Code code() const { return rep_ ? rep_->code : Code::kOk; }

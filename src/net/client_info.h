@@ -25,6 +25,8 @@ struct ClientInfo {
   std::string laddr;        // "ip:port" of our side
   uint64_t created_us = 0;  // MonotonicUs()
   ClientControl* control = nullptr;
+  // The Service's own per-client state (opaque here; the Service frees it in OnClose).
+  void* service_data = nullptr;
 
   std::string name;  // guarded by the client registry's mutex
 

@@ -16,6 +16,7 @@ std::string StatusToError(const Status& st) {
       break;
   }
   std::string_view msg = st.message();
+  if (st.code() == Code::kWrongType) return std::string(kErrWrongType);
   if (st.code() == Code::kOutOfBudget && msg.empty()) return std::string(kErrOom);
   std::string s(word);
   s += ' ';

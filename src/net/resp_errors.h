@@ -14,6 +14,9 @@ namespace pion::net {
 
 inline constexpr std::string_view kErrOom =
     "OOM command not allowed when used memory > 'maxmemory'.";
+// A string command on a namespace key or the reverse (Code::kWrongType), as Redis words it.
+inline constexpr std::string_view kErrWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
 // A command whose large argument or reply would take client memory past
 // maxmemory-clients, or that the allocator refused (the client stays connected).
 inline constexpr std::string_view kErrClientMemory =
@@ -42,6 +45,7 @@ inline constexpr std::string_view kColdMissCodeWord = "COLDMISS";
 
 // The RESP error line (without '-' and CRLF) for a non-OK status:
 // kOutOfBudget -> OOM (kErrOom when the message is empty), kLoading -> LOADING,
+// kWrongType -> kErrWrongType,
 // every other code -> ERR.
 std::string StatusToError(const Status& st);
 

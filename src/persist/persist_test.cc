@@ -24,6 +24,7 @@
 #include "persist/testing/test_util.h"
 #include "persist/wal_reader.h"
 #include "persist/wal_writer.h"
+#include "store/persist_adapter.h"
 
 namespace pion::persist {
 namespace {
@@ -587,41 +588,105 @@ std::vector<uint8_t> ReadAll(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
 }
 
-TEST(Golden, Version1FilesMatchAndLoad) {
+// Version 1 files (written before string keys existed) still load into the
+// state of the workload that produced them.
+TEST(Golden, Version1FilesLoad) {
   FaultEnv env;
   StoreDump want;
-  std::vector<uint8_t> snap_bytes;
   {
     Node n(&env, SyncPolicy::kNo);
     ASSERT_TRUE(n.persist->Recover().ok());
     GoldenWorkload(n.store);
     ASSERT_TRUE(n.persist->Commit().ok());
     want = Dump(n.store);
+  }
+  const std::string dir = PION_TESTDATA_DIR;
+  auto gwal = ReadAll(dir + "/golden_v1.wal");
+  auto gsnap = ReadAll(dir + "/golden_v1.vstore");
+  ASSERT_FALSE(gwal.empty()) << "missing " << dir << "/golden_v1.wal";
+  ASSERT_EQ(GetU32(gwal.data() + 8), 1u);
+  ASSERT_EQ(GetU32(gsnap.data() + 8), 1u);
+  FaultEnv env2;
+  env2.SetFile(kWal, gwal);
+  {
+    Node m(&env2);
+    ASSERT_TRUE(m.persist->Recover().ok());
+    EXPECT_EQ(Dump(m.store), want);
+  }
+  FaultEnv env3;
+  env3.SetFile(kSnap, gsnap);
+  Node k(&env3);
+  ASSERT_TRUE(k.persist->Recover().ok());
+  EXPECT_EQ(Dump(k.store), want);
+}
+
+// Version 2: the namespace workload plus every kind of string record (SET with
+// and without expiry, APPEND, EXPIRE, PERSIST, RENAME, DEL). Expiry times are
+// absolute and far in the future so the files stay valid.
+constexpr int64_t kGoldenExpireMs = 4102444800000;  // 2100-01-01
+void GoldenWorkloadV2(Store& s) {
+  GoldenWorkload(s);
+  uint64_t lsn = 0;
+  auto set = [&](std::string_view k, std::string_view v, int64_t exp) {
+    store::SetOptions o;
+    o.expire_at_ms = exp;
+    PION_CHECK(s.StrSet(k, store::StrValue::Copy(v), o, &lsn).ok());
+  };
+  set("s:plain", "hello", 0);
+  set("s:ttl", std::string(300, 'x'), kGoldenExpireMs);
+  set("s:empty", "", 0);
+  set("s:gone", "bye", 0);
+  set("s:moved", "value that moves", kGoldenExpireMs + 1000);
+  PION_CHECK(s.StrAppend("s:plain", " world", &lsn).ok());
+  PION_CHECK(s.Expire("s:plain", kGoldenExpireMs + 5, store::ExpireCond::kAlways, &lsn).ok());
+  PION_CHECK(s.Persist("s:plain", &lsn).ok());
+  bool done = false;
+  PION_CHECK(s.Rename("s:moved", "s:dest", false, &done, &lsn).ok());
+  std::string_view del[] = {"s:gone"};
+  PION_CHECK(s.KeysDelete(del, &lsn).ok());
+}
+
+TEST(Golden, Version2FilesMatchAndLoad) {
+  FaultEnv env;
+  StoreDump want;
+  {
+    Node n(&env, SyncPolicy::kNo);
+    ASSERT_TRUE(n.persist->Recover().ok());
+    GoldenWorkloadV2(n.store);
+    ASSERT_TRUE(n.persist->Commit().ok());
+    want = Dump(n.store);
     Status st;
     auto views = n.store.CaptureSnapshot(nullptr, &st);
+    auto strings = MakePersistHost(&n.store)->TakeCapturedStrings();
     SnapHeader h;
     h.generation = 1;
     h.next_lsn = n.persist->wal()->last_lsn() + 1;
     h.created_unix = 1767225600;  // fixed for reproducible bytes
     h.namespace_count = views.size();
     for (auto& v : views) h.lru_clock = std::max(h.lru_clock, v.lru_stamp);
-    ASSERT_TRUE(WriteSnapshot(&env, "/db/golden.vstore", h, views, nullptr).ok());
+    for (auto& k : strings) h.lru_clock = std::max(h.lru_clock, k.lru_stamp);
+    ASSERT_TRUE(WriteSnapshot(&env, "/db/golden.vstore", h, views, nullptr, &strings).ok());
   }
+  ASSERT_EQ(want.count("string:s:plain"), 1u);
+  EXPECT_EQ(want["string:s:plain"], "exp=0 hello world");
+  EXPECT_EQ(want.count("string:s:gone"), 0u);
+  EXPECT_EQ(want.count("string:s:moved"), 0u);
+  EXPECT_EQ(want["string:s:dest"],
+            "exp=" + std::to_string(kGoldenExpireMs + 1000) + " value that moves");
   auto wal = env.GetFile(kWal);
   auto snap = env.GetFile("/db/golden.vstore");
   const std::string dir = PION_TESTDATA_DIR;
   if (std::getenv("PION_WRITE_GOLDEN")) {
-    std::ofstream(dir + "/golden_v1.wal", std::ios::binary)
+    std::ofstream(dir + "/golden_v2.wal", std::ios::binary)
         .write(reinterpret_cast<const char*>(wal.data()), static_cast<long>(wal.size()));
-    std::ofstream(dir + "/golden_v1.vstore", std::ios::binary)
+    std::ofstream(dir + "/golden_v2.vstore", std::ios::binary)
         .write(reinterpret_cast<const char*>(snap.data()), static_cast<long>(snap.size()));
   }
-  auto gwal = ReadAll(dir + "/golden_v1.wal");
-  auto gsnap = ReadAll(dir + "/golden_v1.vstore");
-  ASSERT_FALSE(gwal.empty()) << "missing " << dir << "/golden_v1.wal";
+  auto gwal = ReadAll(dir + "/golden_v2.wal");
+  auto gsnap = ReadAll(dir + "/golden_v2.vstore");
+  ASSERT_FALSE(gwal.empty()) << "missing " << dir << "/golden_v2.wal";
   EXPECT_EQ(gwal, wal) << "WAL bytes changed: a format change needs a new version";
   EXPECT_EQ(gsnap, snap) << "snapshot bytes changed: a format change needs a new version";
-  // The checked-in files load into the same state.
   FaultEnv env2;
   env2.SetFile(kWal, gwal);
   {
@@ -647,8 +712,8 @@ namespace {
 // snapshot with today's snapshot writer, give the same bytes.
 TEST(Golden, WriterReproducesGoldenBytesFromDecodedRecords) {
   const std::string dir = PION_TESTDATA_DIR;
-  auto gwal = ReadAll(dir + "/golden_v1.wal");
-  auto gsnap = ReadAll(dir + "/golden_v1.vstore");
+  auto gwal = ReadAll(dir + "/golden_v2.wal");
+  auto gsnap = ReadAll(dir + "/golden_v2.vstore");
   ASSERT_FALSE(gwal.empty());
   ASSERT_FALSE(gsnap.empty());
   FaultEnv env;
@@ -688,6 +753,32 @@ TEST(Golden, WriterReproducesGoldenBytesFromDecodedRecords) {
           ASSERT_TRUE(w.OnDrop(r.ns, r.incarnation, r.reason).ok());
           break;
         }
+        case RecordType::kStrSet: {
+          StrSetRec r;
+          ASSERT_TRUE(DecodeStrSet(rec.payload, false, &r).ok());
+          PendingRecord p;
+          ASSERT_TRUE(w.ReserveStrSet(r.key, r.expire_at_ms, r.value.size(), &p).ok());
+          ASSERT_TRUE(p.write(r.value).ok());
+          break;
+        }
+        case RecordType::kStrDel: {
+          StrKeyRec r;
+          ASSERT_TRUE(DecodeStrDel(rec.payload, &r).ok());
+          ASSERT_TRUE(w.OnStrDel(r.key, r.reason).ok());
+          break;
+        }
+        case RecordType::kStrExpire: {
+          StrKeyRec r;
+          ASSERT_TRUE(DecodeStrExpire(rec.payload, &r).ok());
+          ASSERT_TRUE(w.OnStrExpire(r.key, r.expire_at_ms).ok());
+          break;
+        }
+        case RecordType::kStrRename: {
+          StrKeyRec r;
+          ASSERT_TRUE(DecodeStrRename(rec.payload, &r).ok());
+          ASSERT_TRUE(w.OnStrRename(r.key, r.dst).ok());
+          break;
+        }
         default:
           ASSERT_TRUE(w.OnFlushAll().ok());
       }
@@ -703,7 +794,8 @@ TEST(Golden, WriterReproducesGoldenBytesFromDecodedRecords) {
   ASSERT_TRUE(LoadSnapshot(&env, "/g/in.vstore", &s, &st).ok());
   Status bs;
   auto views = s.CaptureSnapshot(nullptr, &bs);
-  ASSERT_TRUE(WriteSnapshot(&env, "/g/out.vstore", st.header, views, nullptr).ok());
+  auto strings = MakePersistHost(&s)->TakeCapturedStrings();
+  ASSERT_TRUE(WriteSnapshot(&env, "/g/out.vstore", st.header, views, nullptr, &strings).ok());
   EXPECT_EQ(env.GetFile("/g/out.vstore"), gsnap);
 }
 

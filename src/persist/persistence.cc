@@ -129,6 +129,7 @@ Status Persistence::SaveLocked(std::string_view path) {
         },
         &barrier);
   }
+  std::vector<SnapshotString> strings = host_->TakeCapturedStrings();
   if (!barrier.ok()) return barrier;
   // A failed save removes the WAL file its barrier created when nothing was
   // logged to it since (else it holds records and stays live).
@@ -159,9 +160,11 @@ Status Persistence::SaveLocked(std::string_view path) {
   hdr.created_unix = static_cast<uint64_t>(UnixSeconds());
   hdr.namespace_count = views.size();
   for (const auto& v : views) hdr.lru_clock = std::max(hdr.lru_clock, v.lru_stamp);
+  for (const auto& k : strings) hdr.lru_clock = std::max(hdr.lru_clock, k.lru_stamp);
   SnapshotStats st;
-  Status s = WriteSnapshot(env_, target, hdr, views, &st);
+  Status s = WriteSnapshot(env_, target, hdr, views, &st, &strings);
   views.clear();  // unpin the chunks
+  strings.clear();
   if (!s.ok()) {
     LOG_WARNING("SAVE to %s failed: %s (previous snapshot and WAL kept)", target.c_str(),
                 s.ToString().c_str());

@@ -66,6 +66,12 @@ class RecordLog {
   virtual Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                                  quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
                                  PendingRecord* out) = 0;
+  // String keys (WAL version 2). STRSET is two-phase: its body is the value.
+  virtual Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
+                               PendingRecord* out) = 0;
+  virtual Result<uint64_t> OnStrDel(std::string_view key, uint8_t reason) = 0;
+  virtual Result<uint64_t> OnStrExpire(std::string_view key, int64_t expire_at_ms) = 0;
+  virtual Result<uint64_t> OnStrRename(std::string_view src, std::string_view dst) = 0;
 };
 
 // Decoded records applied in log order. Records of another incarnation than
@@ -82,6 +88,17 @@ class RecordSink {
   virtual void ApplyFlushAll() = 0;
   // Restores a namespace's LRU stamp (snapshot load).
   virtual void SetLruStamp(std::string_view ns, uint64_t stamp) = 0;
+  // String keys (defaults ignore them: a sink that checks namespaces only).
+  // lru_stamp is 0 for WAL records (the key becomes the most recent).
+  virtual void ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru_stamp,
+                           std::span<const uint8_t> value) {
+    (void)key, (void)expire_at_ms, (void)lru_stamp, (void)value;
+  }
+  virtual void ApplyStrDel(std::string_view key) { (void)key; }
+  virtual void ApplyStrExpire(std::string_view key, int64_t expire_at_ms) {
+    (void)key, (void)expire_at_ms;
+  }
+  virtual void ApplyStrRename(std::string_view src, std::string_view dst) { (void)src, (void)dst; }
 };
 
 // A run of `rows` consecutive stored rows at `data` (kept alive by `pin`), or
@@ -108,9 +125,22 @@ struct SnapshotNamespace {
   std::vector<Layer> layers[2];  // [Side]; only layers with rows > 0
 };
 
+// A pinned string key (snapshot version 2 STRING section).
+struct SnapshotString {
+  std::string key;
+  int64_t expire_at_ms = 0;
+  uint64_t lru_stamp = 0;
+  std::shared_ptr<const void> pin;
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+
 class SnapshotSource {
  public:
   virtual ~SnapshotSource() = default;
+  // The string keys pinned by the last CaptureSnapshot (at its barrier),
+  // least recently used first; empties them. Default: none.
+  virtual std::vector<SnapshotString> TakeCapturedStrings() { return {}; }
   // Blocks every mutation, calls `at_barrier` (nothing logged after it belongs
   // in the snapshot), pins every namespace, lets mutations go on, returns the views.
   virtual std::vector<SnapshotNamespace> CaptureSnapshot(const std::function<Status()>& at_barrier,

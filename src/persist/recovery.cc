@@ -48,6 +48,30 @@ Status ApplyRecord(RecordSink* sink, const WalRecord& rec, bool* applied) {
     case RecordType::kFlushAll:
       sink->ApplyFlushAll();
       return Status::OK();
+    case RecordType::kStrSet: {
+      StrSetRec r;
+      PION_RETURN_IF_ERROR(DecodeStrSet(rec.payload, false, &r));
+      sink->ApplyStrSet(r.key, r.expire_at_ms, 0, r.value);
+      return Status::OK();
+    }
+    case RecordType::kStrDel: {
+      StrKeyRec r;
+      PION_RETURN_IF_ERROR(DecodeStrDel(rec.payload, &r));
+      sink->ApplyStrDel(r.key);
+      return Status::OK();
+    }
+    case RecordType::kStrExpire: {
+      StrKeyRec r;
+      PION_RETURN_IF_ERROR(DecodeStrExpire(rec.payload, &r));
+      sink->ApplyStrExpire(r.key, r.expire_at_ms);
+      return Status::OK();
+    }
+    case RecordType::kStrRename: {
+      StrKeyRec r;
+      PION_RETURN_IF_ERROR(DecodeStrRename(rec.payload, &r));
+      sink->ApplyStrRename(r.key, r.dst);
+      return Status::OK();
+    }
     default:
       return Status::Corruption("unknown record type");
   }

@@ -134,7 +134,8 @@ Status WriteLayer(SnapWriter& sw, const SnapshotNamespace& v, Side side,
 }
 
 Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
-                const std::vector<SnapshotNamespace>& views, SnapshotStats* st) {
+                const std::vector<SnapshotNamespace>& views,
+                const std::vector<SnapshotString>* strings, SnapshotStats* st) {
   SnapWriter sw(f, header.generation);
   uint8_t hdr[kSnapHeaderSize];
   EncodeSnapHeader(header, hdr);
@@ -164,7 +165,21 @@ Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
       for (const auto& lv : v.layers[side])
         PION_RETURN_IF_ERROR(WriteLayer(sw, v, static_cast<Side>(side), lv, rb, st));
   }
-  SnapEndRec end{st->namespaces, sw.sections() - st->namespaces, st->rows, st->row_bytes};
+  const uint64_t rows_sections = sw.sections() - st->namespaces;
+  if (strings != nullptr) {
+    for (const SnapshotString& k : *strings) {
+      StrSetRec r;
+      r.key = k.key;
+      r.expire_at_ms = k.expire_at_ms;
+      r.lru_stamp = k.lru_stamp;
+      std::vector<uint8_t> p;
+      EncodeStrSetPrefix(r, k.size, true, &p);
+      std::span<const uint8_t> value[1] = {std::span<const uint8_t>(k.data, k.size)};
+      PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapString, p, value));
+      ++st->strings;
+    }
+  }
+  SnapEndRec end{st->namespaces, rows_sections, st->rows, st->row_bytes, st->strings};
   std::vector<uint8_t> p;
   EncodeSnapEnd(end, &p);
   PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapEnd, p, {}));
@@ -184,14 +199,15 @@ Status BadAt(const std::string& path, uint64_t off, std::string_view why, uint64
 }  // namespace
 
 Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
-                     const std::vector<SnapshotNamespace>& views, SnapshotStats* stats) {
+                     const std::vector<SnapshotNamespace>& views, SnapshotStats* stats,
+                     const std::vector<SnapshotString>* strings) {
   uint64_t t0 = MonotonicNs();
   SnapshotStats st;
   st.header = header;
   std::string tmp = path + ".tmp";
   auto f = env->NewWritableFile(tmp);
   if (!f.ok()) return f.status();
-  Status s = WriteAll(env, f->get(), header, views, &st);
+  Status s = WriteAll(env, f->get(), header, views, strings, &st);
   if (s.ok()) s = (*f)->Sync();
   if (s.ok()) s = (*f)->Close();
   if (s.ok()) s = env->Rename(tmp, path);
@@ -296,12 +312,23 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         st.row_bytes += r.rows.size();
         break;
       }
+      case RecordType::kSnapString: {
+        StrSetRec r;
+        Status s = DecodeStrSet(payload, true, &r);
+        if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
+        if (sink) sink->ApplyStrSet(r.key, r.expire_at_ms, r.lru_stamp, r.value);
+        ++st.strings;
+        break;
+      }
       case RecordType::kSnapEnd: {
         SnapEndRec e;
         Status s = DecodeSnapEnd(payload, &e);
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
+        if (e.strings != st.strings || (!e.has_strings && st.strings != 0))
+          return BadAt(path, off, "end section string count does not match the file", bad_offset);
         if (e.namespaces != st.namespaces || e.total_rows != st.rows ||
-            e.total_row_bytes != st.row_bytes || e.rows_sections != seq - st.namespaces ||
+            e.total_row_bytes != st.row_bytes ||
+            e.rows_sections != seq - st.namespaces - st.strings ||
             st.namespaces != st.header.namespace_count)
           return BadAt(path, off, "end section counts do not match the file", bad_offset);
         ended = true;

@@ -26,20 +26,24 @@ struct SnapshotStats {
   uint64_t rows = 0;       // rows in ROWS sections
   uint64_t row_bytes = 0;  // their bytes
   uint64_t sections = 0;
+  uint64_t strings = 0;  // STRING sections (version 2)
   double seconds = 0;
 };
 
 // Writes a snapshot of `views` to `path` atomically (temp file + rename). On any
 // failure the temp file is removed and `path` is untouched.
+// `strings` (may be null): the string keys, written as STRING sections.
 Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
-                     const std::vector<SnapshotNamespace>& views, SnapshotStats* stats);
+                     const std::vector<SnapshotNamespace>& views, SnapshotStats* stats,
+                     const std::vector<SnapshotString>* strings = nullptr);
 // Views of another type (the store's), converted by ToSnapshotNamespaces(views),
 // found by argument-dependent lookup (persist/records.h).
 template <class View>
 requires(!std::is_same_v<View, SnapshotNamespace>) Status
     WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
-                  const std::vector<View>& views, SnapshotStats* stats) {
-  return WriteSnapshot(env, path, header, ToSnapshotNamespaces(views), stats);
+                  const std::vector<View>& views, SnapshotStats* stats,
+                  const std::vector<SnapshotString>* strings = nullptr) {
+  return WriteSnapshot(env, path, header, ToSnapshotNamespaces(views), stats, strings);
 }
 
 // Reads and checks `path`; applies it to `sink` unless sink is nullptr (check

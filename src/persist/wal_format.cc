@@ -130,7 +130,8 @@ Status DecodeFileHeader(const FileHeader& f, const uint8_t* p, size_t n,
   if (std::memcmp(p, f.magic, 8) != 0) return Bad("bad magic (not a pion " + what + ")");
   if (GetU32(p + f.size - 4) != crc32c::Value(p, f.size - 4))
     return Bad(what + " header checksum mismatch");
-  if (GetU32(p + 8) != f.version) return Bad("unsupported " + what + " version");
+  if (GetU32(p + 8) < kOldestVersion || GetU32(p + 8) > f.version)
+    return Bad("unsupported " + what + " version");
   if (GetU32(p + 12) != 0 || GetU32(p + f.size - 8) != 0)
     return Bad("unknown " + what + " header flags");
   size_t off = 16;
@@ -247,6 +248,86 @@ void EncodeSnapEnd(const SnapEndRec& r, std::vector<uint8_t>* out) {
   w.U64(r.rows_sections);
   w.U64(r.total_rows);
   w.U64(r.total_row_bytes);
+  w.U64(r.strings);
+}
+
+namespace {
+void Key32(Writer& w, std::string_view k) {
+  w.U32(static_cast<uint32_t>(k.size()));
+  w.Raw(k.data(), k.size());
+}
+bool ReadKey32(Reader& rd, std::string_view* k) {
+  uint32_t n;
+  const uint8_t* p;
+  if (!rd.U32(&n) || n > kMaxStrKey || !rd.Bytes(n, &p)) return false;
+  *k = std::string_view(reinterpret_cast<const char*>(p), n);
+  return true;
+}
+}  // namespace
+
+void EncodeStrSetPrefix(const StrSetRec& r, uint64_t value_len, bool snap,
+                        std::vector<uint8_t>* out) {
+  Writer w(out);
+  Key32(w, r.key);
+  w.U64(static_cast<uint64_t>(r.expire_at_ms));
+  if (snap) w.U64(r.lru_stamp);
+  w.U64(value_len);
+}
+
+void EncodeStrDel(std::string_view key, uint8_t reason, std::vector<uint8_t>* out) {
+  Writer w(out);
+  Key32(w, key);
+  w.U8(reason);
+}
+
+void EncodeStrExpire(std::string_view key, int64_t expire_at_ms, std::vector<uint8_t>* out) {
+  Writer w(out);
+  Key32(w, key);
+  w.U64(static_cast<uint64_t>(expire_at_ms));
+}
+
+void EncodeStrRename(std::string_view src, std::string_view dst, std::vector<uint8_t>* out) {
+  Writer w(out);
+  Key32(w, src);
+  Key32(w, dst);
+}
+
+Status DecodeStrSet(std::span<const uint8_t> p, bool snap, StrSetRec* r) {
+  Reader rd(p);
+  uint64_t exp, len;
+  if (!ReadKey32(rd, &r->key)) return Bad("bad string key");
+  if (!rd.U64(&exp) || (snap && !rd.U64(&r->lru_stamp)) || !rd.U64(&len))
+    return Bad("truncated string record");
+  if (static_cast<int64_t>(exp) < 0) return Bad("negative expiry");
+  r->expire_at_ms = static_cast<int64_t>(exp);
+  if (len != rd.left()) return Bad("string record size does not match value_len");
+  r->value = p.subspan(p.size() - rd.left());
+  return Status::OK();
+}
+
+Status DecodeStrDel(std::span<const uint8_t> p, StrKeyRec* r) {
+  Reader rd(p);
+  if (!ReadKey32(rd, &r->key) || !rd.U8(&r->reason)) return Bad("truncated strdel record");
+  if (r->reason > 2) return Bad("bad strdel reason");
+  if (rd.left() != 0) return Bad("trailing bytes in strdel record");
+  return Status::OK();
+}
+
+Status DecodeStrExpire(std::span<const uint8_t> p, StrKeyRec* r) {
+  Reader rd(p);
+  uint64_t exp;
+  if (!ReadKey32(rd, &r->key) || !rd.U64(&exp)) return Bad("truncated strexpire record");
+  if (static_cast<int64_t>(exp) < 0) return Bad("negative expiry");
+  r->expire_at_ms = static_cast<int64_t>(exp);
+  if (rd.left() != 0) return Bad("trailing bytes in strexpire record");
+  return Status::OK();
+}
+
+Status DecodeStrRename(std::span<const uint8_t> p, StrKeyRec* r) {
+  Reader rd(p);
+  if (!ReadKey32(rd, &r->key) || !ReadKey32(rd, &r->dst)) return Bad("truncated strrename record");
+  if (rd.left() != 0) return Bad("trailing bytes in strrename record");
+  return Status::OK();
 }
 
 static Status DecodeRegisterCommon(Reader& rd, RegisterRec* r, bool snap) {
@@ -312,8 +393,12 @@ Status DecodeDrop(std::span<const uint8_t> p, DropRec* r) {
 Status DecodeSnapEnd(std::span<const uint8_t> p, SnapEndRec* r) {
   Reader rd(p);
   if (!rd.U64(&r->namespaces) || !rd.U64(&r->rows_sections) || !rd.U64(&r->total_rows) ||
-      !rd.U64(&r->total_row_bytes) || rd.left() != 0)
+      !rd.U64(&r->total_row_bytes))
     return Bad("bad end section");
+  r->has_strings = rd.left() != 0;
+  r->strings = 0;
+  if (r->has_strings && !rd.U64(&r->strings)) return Bad("bad end section");
+  if (rd.left() != 0) return Bad("bad end section");
   return Status::OK();
 }
 
@@ -341,6 +426,22 @@ Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p) {
     }
     case RecordType::kFlushAll:
       return p.empty() ? Status::OK() : Bad("flushall record with a payload");
+    case RecordType::kStrSet: {
+      StrSetRec r;
+      return DecodeStrSet(p, false, &r);
+    }
+    case RecordType::kStrDel: {
+      StrKeyRec r;
+      return DecodeStrDel(p, &r);
+    }
+    case RecordType::kStrExpire: {
+      StrKeyRec r;
+      return DecodeStrExpire(p, &r);
+    }
+    case RecordType::kStrRename: {
+      StrKeyRec r;
+      return DecodeStrRename(p, &r);
+    }
     default:
       return Bad("unknown record type");
   }

@@ -22,8 +22,10 @@ namespace pion::persist {
 
 inline constexpr char kWalMagic[8] = {'P', 'I', 'O', 'N', 'W', 'A', 'L', '\0'};
 inline constexpr char kSnapMagic[8] = {'P', 'I', 'O', 'N', 'S', 'N', 'P', '\0'};
-inline constexpr uint32_t kWalVersion = 1;
-inline constexpr uint32_t kSnapVersion = 1;
+inline constexpr uint32_t kWalVersion = 2;     // 2: string-key records 5-8
+inline constexpr uint32_t kSnapVersion = 2;    // 2: STRING sections, END string_count
+inline constexpr uint32_t kOldestVersion = 1;  // readers accept kOldestVersion..current
+inline constexpr size_t kMaxStrKey = 65536;
 inline constexpr size_t kWalHeaderSize = 40;
 inline constexpr size_t kSnapHeaderSize = 64;
 inline constexpr size_t kRecordHeaderSize = 20;
@@ -40,10 +42,16 @@ enum class RecordType : uint8_t {
   kStore = 2,
   kDrop = 3,
   kFlushAll = 4,
+  kStrSet = 5,
+  kStrDel = 6,
+  kStrExpire = 7,
+  kStrRename = 8,
   kSnapNamespace = 16,
   kSnapRows = 17,
   kSnapEnd = 18,
+  kSnapString = 19,
 };
+inline constexpr uint8_t kMaxWalRecordType = 8;
 
 // On-disk format tags (int8 0, turbo4 1, fp16 2, turbo3 3, turbo2 4, fp8 5, mlx4g32 7).
 uint8_t FormatTag(quant::Format f);
@@ -124,6 +132,21 @@ struct SnapEndRec {
   uint64_t rows_sections = 0;
   uint64_t total_rows = 0;
   uint64_t total_row_bytes = 0;
+  uint64_t strings = 0;     // version 2
+  bool has_strings = true;  // decoded: false for a version 1 END
+};
+// STRSET (WAL) and STRING (snapshot; with lru_stamp). `value` views the payload.
+struct StrSetRec {
+  std::string_view key;
+  int64_t expire_at_ms = 0;
+  uint64_t lru_stamp = 0;  // snapshot only
+  std::span<const uint8_t> value;
+};
+struct StrKeyRec {  // STRDEL (reason), STREXPIRE (expire_at_ms), STRRENAME (key -> dst)
+  std::string_view key;
+  std::string_view dst;
+  uint8_t reason = 0;
+  int64_t expire_at_ms = 0;
 };
 
 // Encoders append to `out`. For STORE/ROWS only the fixed part before the rows
@@ -134,6 +157,17 @@ void EncodeSnapNamespace(const RegisterRec& r, std::vector<uint8_t>* out);
 void EncodeStorePrefix(const StoreRec& r, std::vector<uint8_t>* out);
 void EncodeDrop(const DropRec& r, std::vector<uint8_t>* out);
 void EncodeSnapEnd(const SnapEndRec& r, std::vector<uint8_t>* out);
+
+// String records. The STRSET/STRING encoders stop before the value bytes.
+void EncodeStrSetPrefix(const StrSetRec& r, uint64_t value_len, bool snap,
+                        std::vector<uint8_t>* out);
+void EncodeStrDel(std::string_view key, uint8_t reason, std::vector<uint8_t>* out);
+void EncodeStrExpire(std::string_view key, int64_t expire_at_ms, std::vector<uint8_t>* out);
+void EncodeStrRename(std::string_view src, std::string_view dst, std::vector<uint8_t>* out);
+Status DecodeStrSet(std::span<const uint8_t> p, bool snap, StrSetRec* r);
+Status DecodeStrDel(std::span<const uint8_t> p, StrKeyRec* r);
+Status DecodeStrExpire(std::span<const uint8_t> p, StrKeyRec* r);
+Status DecodeStrRename(std::span<const uint8_t> p, StrKeyRec* r);
 
 // Decoders: Corruption with a reason unless the payload parses exactly.
 Status DecodeRegister(std::span<const uint8_t> p, RegisterRec* r);

@@ -41,7 +41,7 @@ bool WalReader::TryRecord(uint64_t off, uint64_t min_lsn, uint64_t max_lsn, WalR
     *why = "reserved header bytes not zero";
     return false;
   }
-  if (type < 1 || type > 4) {
+  if (type < 1 || type > kMaxWalRecordType) {
     *why = "unknown record type " + std::to_string(type);
     return false;
   }
@@ -127,7 +127,7 @@ void WalReader::Classify(const std::string& why) {
     if (!n.ok()) break;
     for (size_t i = 0; i + kRecordHeaderSize <= *n && i < kWin; ++i) {
       const uint8_t* h = win.data() + i;
-      if (h[8] < 1 || h[8] > 4 || h[9] != 0 || h[10] != 0 || h[11] != 0) continue;
+      if (h[8] < 1 || h[8] > kMaxWalRecordType || h[9] != 0 || h[10] != 0 || h[11] != 0) continue;
       uint64_t lsn = GetU64(h + 12);
       if (lsn < expect_lsn_ || lsn > expect_lsn_ + (1ull << 32)) continue;
       WalRecord r;

@@ -329,6 +329,34 @@ Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation, Dr
 
 Result<uint64_t> WalWriter::OnFlushAll() { return Append(RecordType::kFlushAll, {}, {}); }
 
+Status WalWriter::ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
+                                PendingRecord* out) {
+  std::vector<uint8_t> p;
+  StrSetRec r;
+  r.key = key;
+  r.expire_at_ms = expire_at_ms;
+  EncodeStrSetPrefix(r, value_len, false, &p);
+  return Reserved::Into(this, Reserve(RecordType::kStrSet, p, value_len), out);
+}
+
+Result<uint64_t> WalWriter::OnStrDel(std::string_view key, uint8_t reason) {
+  std::vector<uint8_t> p;
+  EncodeStrDel(key, reason, &p);
+  return Append(RecordType::kStrDel, p, {});
+}
+
+Result<uint64_t> WalWriter::OnStrExpire(std::string_view key, int64_t expire_at_ms) {
+  std::vector<uint8_t> p;
+  EncodeStrExpire(key, expire_at_ms, &p);
+  return Append(RecordType::kStrExpire, p, {});
+}
+
+Result<uint64_t> WalWriter::OnStrRename(std::string_view src, std::string_view dst) {
+  std::vector<uint8_t> p;
+  EncodeStrRename(src, dst, &p);
+  return Append(RecordType::kStrRename, p, {});
+}
+
 void WalWriter::Position(uint64_t* generation, uint64_t* next_lsn) {
   std::lock_guard<std::mutex> w(write_mu_);
   *generation = generation_;

@@ -92,6 +92,11 @@ class WalWriter final : public RecordLog {
   Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                          quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
                          PendingRecord* out) override;
+  Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
+                       PendingRecord* out) override;
+  Result<uint64_t> OnStrDel(std::string_view key, uint8_t reason) override;
+  Result<uint64_t> OnStrExpire(std::string_view key, int64_t expire_at_ms) override;
+  Result<uint64_t> OnStrRename(std::string_view src, std::string_view dst) override;
 
   // Snapshot barrier (no appends run meanwhile): every later record goes to a
   // new file "<base>.<G>" of generation G = current + 1. Sets G, the new file's

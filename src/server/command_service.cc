@@ -1,8 +1,12 @@
 #include "server/command_service.h"
 
+#include <mutex>
+#include <shared_mutex>
+
 #include "base/check.h"
 #include "server/commands/dispatch.h"
 #include "server/fastlane.h"
+#include "server/commands/transaction.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -10,14 +14,26 @@ namespace pion::server {
 uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyBuilder& reply,
                                   net::ConnContext& c) {
   const CommandSpec* spec = AdmitCommand(*server_, args, c.authenticated, &reply);
-  if (spec == nullptr) return 0;
+  TxState* tx = TxOf(c.info);
+  if (spec == nullptr) {
+    if (tx != nullptr && tx->in_multi) tx->dirty = true;  // EXEC answers EXECABORT
+    return 0;
+  }
   c.info->last_cmd.store(spec->name, std::memory_order_relaxed);
   CommandContext ctx;
   ctx.args = args;
   ctx.reply = &reply;
   ctx.server = server_;
   ctx.client = c.info;
-  spec->handler(ctx);
+  if (spec->flags & kCmdTxControl) {
+    spec->handler(ctx);  // EXEC takes the exec lock itself
+  } else if (tx != nullptr && tx->in_multi) {
+    TxQueue(ctx, spec, *tx);
+  } else {
+    // Shared: no transaction of another client runs meanwhile (transaction.h).
+    std::shared_lock<std::shared_mutex> l(server_->exec_mu());
+    spec->handler(ctx);
+  }
   return ctx.wait_lsn;
 }
 
@@ -64,12 +80,13 @@ void CommandService::AdjustClientMemory(int64_t delta) { server_->clients().Adju
 void CommandService::OnOpen(ClientInfo* info) { server_->clients().Register(info); }
 
 void CommandService::OnClose(ClientInfo* info) {
+  TxFree(info);
   server_->clients().Unregister(info);
   server_->clients().ReleaseSlot();
 }
 
 std::shared_ptr<DeferredReply> CommandContext::Defer() {
-  PION_CHECK(client != nullptr && client->control != nullptr && !deferred);
+  PION_CHECK(CanDefer());
   deferred = true;
   return client->control->BeginDeferred();
 }

@@ -1,5 +1,7 @@
 #include "server/config.h"
 
+#include "store/strings.h"
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -280,6 +282,19 @@ ConfigCodec Word(std::string Config::*field, std::vector<std::string> words, con
       [](const std::string& v) { return v; });
 }
 
+// maxmemory-policy: one of store::EvictPolicy's names, stored as that name.
+ConfigCodec Policy(std::string Config::*field) {
+  return Scalar(
+      field,
+      [](const std::string& n, const std::string& v) -> Result<std::string> {
+        store::EvictPolicy p;
+        if (!store::ParseEvictPolicy(v, &p))
+          return Bad(n, v, "allkeys-lru, noeviction, volatile-lru or allkeys-random");
+        return std::string(store::EvictPolicyName(p));
+      },
+      [](const std::string& v) { return v; });
+}
+
 constexpr bool kRuntime = true;
 constexpr bool kStartup = false;
 
@@ -301,7 +316,9 @@ const std::vector<ConfigOption>& Table() {
       {"max-chain-length", Uint(&Config::max_chain_length, 1, 65536), "1024", kStartup, "N",
        "namespaces in one KV.PREFIX.REGISTER ... PARENT chain"},
       {"maxmemory", Bytes(&Config::maxmemory, 0), "0", kRuntime, "BYTES",
-       "budget for stored K/V, e.g. 4gb", "0 = none"},
+       "budget for stored K/V and string keys, e.g. 4gb", "0 = none"},
+      {"maxmemory-policy", Policy(&Config::maxmemory_policy), "allkeys-lru", kRuntime,
+       "allkeys-lru|noeviction|volatile-lru|allkeys-random", "what a full budget evicts"},
       {"appendfsync", Fsync(&Config::appendfsync), "everysec", kRuntime, "always|everysec|no",
        "WAL fsync policy"},
       {"requirepass", String(&Config::requirepass), "", kStartup, "PASS", "require AUTH"},

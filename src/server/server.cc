@@ -66,6 +66,9 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     store_ = std::make_unique<store::Store>(store::StoreConfig{
         cfg_.max_sessions, cfg_.maxmemory, static_cast<uint32_t>(cfg_.max_chain_length)});
     store_->SetRemovalObserver(&attend_observer_);
+    store::EvictPolicy p = store::EvictPolicy::kAllKeysLru;
+    (void)store::ParseEvictPolicy(cfg_.maxmemory_policy, &p);  // validated by the config
+    store_->SetEvictPolicy(p);
   }
   int at = cfg_.attend_threads;
   if (at <= 0) at = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -244,6 +247,7 @@ void Server::ResetStats() {
                     &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies})
       c->store(0, kR);
   }
+  if (store_ != nullptr) store_->ResetKeyStats();
 }
 
 Config Server::ConfigSnapshot() const {
@@ -265,6 +269,12 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
     Status st = store_->SetMaxBytes(next.maxmemory, lsn);
     if (!st.ok()) return st;
   }
+  if (next.maxmemory_policy != cfg_.maxmemory_policy && store_ != nullptr) {
+    store::EvictPolicy p = store::EvictPolicy::kAllKeysLru;
+    (void)store::ParseEvictPolicy(next.maxmemory_policy, &p);
+    store_->SetEvictPolicy(p);
+  }
+  cfg_.maxmemory_policy = next.maxmemory_policy;
   if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)
     hooks_.set_appendfsync(next.appendfsync);
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);

@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,8 @@ class Server {
 
   // The connected clients, their slots and their buffers' memory.
   ClientRegistry& clients() { return clients_; }
+  // Held shared by every command, exclusively by EXEC (commands/transaction.h).
+  std::shared_mutex& exec_mu() { return exec_mu_; }
   // Asks the owning worker to close client `id`; false if there is none.
   bool KillClient(uint64_t id);
   // Connection slots: fails at maxclients.
@@ -201,6 +204,7 @@ class Server {
   void PublishRuntimeSettings();
 
   Config cfg_;
+  std::shared_mutex exec_mu_;
   mutable std::mutex config_mu_;  // guards cfg_'s run-time fields during CONFIG SET/GET
   std::unique_ptr<store::Store> store_;
   Receipt receipt_;

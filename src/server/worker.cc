@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <shared_mutex>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -77,6 +78,12 @@ std::string PeerText(int fd, bool local) {
 Worker::Worker(Server* server, int index, size_t pool_bytes)
     : server_(server), index_(index), pool_(pool_bytes), held_(&server->durability(), &loop_) {}
 
+namespace {
+// Active expiry: worker 0 removes up to this many expired string keys this often.
+constexpr uint64_t kActiveExpireMs = 100;
+constexpr uint64_t kActiveExpireKeys = 1000;
+}  // namespace
+
 Worker::~Worker() {
   for (auto& [id, c] : conns_)
     if (!c->closed()) c->Close("server exit");
@@ -88,6 +95,15 @@ Status Worker::Init(const std::vector<ListenSocket>& listeners) {
   listeners_ = listeners;
   PION_RETURN_IF_ERROR(WatchListeners());
   loop_.AddTimer(1000, true, [this] { Cron(); });
+  if (index_ == 0) {
+    // Active expiry of string keys (lazy expiry covers keys that are read).
+    loop_.AddTimer(kActiveExpireMs, true, [this] {
+      store::Store* st = server_->store();
+      if (st == nullptr || server_->loading()) return;
+      std::shared_lock<std::shared_mutex> l(server_->exec_mu());  // not inside an EXEC
+      (void)st->ExpireActive(kActiveExpireKeys);
+    });
+  }
   return Status::OK();
 }
 
@@ -217,7 +233,7 @@ void Worker::CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::
 
 void Worker::WaitDurable(Connection* c, uint64_t lsn) { held_.Hold(c, lsn); }
 
-void Worker::Cron() {
+void Worker::Cron() {  // once a second
   uint64_t timeout = server_->timeout_s();
   uint64_t now = MonotonicUs();
   std::vector<Connection*> check;

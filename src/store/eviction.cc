@@ -83,7 +83,8 @@ Status Store::RemoveSubtreeLocked(const NsPtr& root, DropReason reason, uint64_t
   return Status::OK();
 }
 
-Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn) {
+Status Store::EvictNamespacesLocked(const Namespace* keep, const std::function<bool()>& fits,
+                                    uint64_t* lsn) {
   if (fits()) return Status::OK();
   // Leaves only: `keep`'s ancestors have a live child (keep) and are never taken.
   std::vector<Candidate> heap;
@@ -109,6 +110,88 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
     }
   }
   return Status::OutOfBudget("");
+}
+
+Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn,
+                          std::string_view keep_key, bool keep_key_set) {
+  auto is_kept = [&](const StrEntry* e) { return keep_key_set && *e->key == keep_key; };
+  while (!fits()) {
+    if (policy_ == EvictPolicy::kNoEviction) return Status::OutOfBudget("");
+    StrEntry* sv = nullptr;
+    NsPtr nv;
+    if (policy_ == EvictPolicy::kAllKeysRandom) {
+      uint64_t total = strings_.size() + map_.size();
+      if (total == 0) break;
+      rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
+          rand_state_ ^= rand_state_ << 17;
+      uint64_t r = rand_state_ % total;
+      if (r < strings_.size()) {
+        // A random bucket, then the first key from it on.
+        size_t nb = strings_.bucket_count();
+        size_t b0 = static_cast<size_t>(rand_state_ >> 20) % nb;
+        for (size_t k = 0; k < nb && sv == nullptr; ++k) {
+          size_t b = (b0 + k) % nb;
+          for (auto it = strings_.begin(b); it != strings_.end(b); ++it)
+            if (!is_kept(&it->second)) {
+              sv = &it->second;
+              break;
+            }
+        }
+      } else {
+        // A random namespace among the leaves (lineage: never one with children).
+        for (auto& [name, n] : map_)
+          if (n.get() != keep && IsLeaf(*n)) {
+            nv = n;
+            if (r-- == strings_.size()) break;
+          }
+      }
+      if (sv == nullptr && !nv) {
+        // Only kept keys left on the side drawn: try the other.
+        for (auto& [name, n] : map_)
+          if (n.get() != keep && IsLeaf(*n)) nv = n;
+        if (!nv)
+          for (StrEntry* e = lru_head_; e != nullptr; e = e->next)
+            if (!is_kept(e)) {
+              sv = e;
+              break;
+            }
+      }
+    } else {
+      bool volatile_only = policy_ == EvictPolicy::kVolatileLru;
+      for (StrEntry* e = lru_head_; e != nullptr; e = e->next)
+        if (!is_kept(e) && (!volatile_only || e->expire_at_ms != 0)) {
+          sv = e;
+          break;
+        }
+      if (!volatile_only) {
+        // The oldest leaf (the deeper one on a tie): a chain goes leaf to
+        // root, `keep`'s ancestors never (they have a child).
+        uint64_t best = UINT64_MAX;
+        uint32_t best_depth = 0;
+        for (auto& [name, n] : map_) {
+          if (n.get() == keep || !IsLeaf(*n)) continue;
+          uint64_t st = n->stamp.load(std::memory_order_relaxed);
+          if (st < best || (st == best && n->depth > best_depth))
+            best = st, best_depth = n->depth, nv = n;
+        }
+        if (nv && sv != nullptr) {
+          if (sv->stamp < best)
+            nv.reset();
+          else
+            sv = nullptr;
+        }
+      }
+    }
+    if (sv != nullptr) {
+      PION_RETURN_IF_ERROR(StrRemoveLocked(strings_.find(*sv->key), 1, lsn));
+      ++evicted_strings_;
+    } else if (nv) {
+      PION_RETURN_IF_ERROR(RemoveLocked(nv, DropReason::kEviction, lsn));
+    } else {
+      break;
+    }
+  }
+  return fits() ? Status::OK() : Status::OutOfBudget("");
 }
 
 Status Store::SetMaxBytes(uint64_t max_bytes, uint64_t* lsn) {

@@ -78,6 +78,32 @@ class MutationSink {
   virtual Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) = 0;
   virtual Result<uint64_t> OnFlushAll() = 0;
 
+  // String keys (docs/wal_format.md, STRSET .. STRRENAME). The defaults log
+  // nothing (a sink that records only namespaces).
+  // STRSET is two-phase: reserved (LSN fixed) with the store's lock held, its
+  // body (the value bytes, exactly value_len) written after it is released.
+  virtual Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
+                               PendingRecord* out) {
+    (void)key, (void)expire_at_ms, (void)value_len;
+    out->lsn = 0;
+    out->write = [](std::span<const uint8_t>) { return Result<uint64_t>(uint64_t{0}); };
+    return Status::OK();
+  }
+  // reason: 0 DEL/UNLINK/GETDEL, 1 eviction, 2 expiry.
+  virtual Result<uint64_t> OnStrDel(std::string_view key, uint8_t reason) {
+    (void)key, (void)reason;
+    return uint64_t{0};
+  }
+  // expire_at_ms 0 = PERSIST.
+  virtual Result<uint64_t> OnStrExpire(std::string_view key, int64_t expire_at_ms) {
+    (void)key, (void)expire_at_ms;
+    return uint64_t{0};
+  }
+  virtual Result<uint64_t> OnStrRename(std::string_view src, std::string_view dst) {
+    (void)src, (void)dst;
+    return uint64_t{0};
+  }
+
   // Two-phase forms. The defaults defer to the one-shot calls at write time
   // (fine for a sink with no ordering of its own, e.g. a test recorder); the
   // WAL overrides them to reserve the LSN and file space here.

@@ -69,6 +69,21 @@ std::vector<persist::SnapshotNamespace> StorePersistHost::CaptureSnapshot(
   return ToSnapshotNamespaces(store_->CaptureSnapshot(at_barrier, barrier_status));
 }
 
+std::vector<persist::SnapshotString> StorePersistHost::TakeCapturedStrings() {
+  std::vector<StrView> in = store_->TakeCapturedStrings();
+  std::vector<persist::SnapshotString> out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    persist::SnapshotString& o = out[i];
+    o.key = std::move(in[i].key);
+    o.expire_at_ms = in[i].expire_at_ms;
+    o.lru_stamp = in[i].lru_stamp;
+    o.data = in[i].value->data;
+    o.size = in[i].value->size;
+    o.pin = std::move(in[i].value);
+  }
+  return out;
+}
+
 void StorePersistHost::AttachLog(persist::RecordLog* log) {
   if (log == nullptr) {
     store_->SetSink(nullptr);

@@ -43,6 +43,19 @@ class LogSink final : public MutationSink {
                               quant::Format fmt, std::shared_ptr<const BlockTable> blocks,
                               std::string_view parent_ns, uint64_t parent_incarnation,
                               PendingRecord* out) override;
+  Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
+                       PendingRecord* out) override {
+    return log_->ReserveStrSet(key, expire_at_ms, value_len, out);
+  }
+  Result<uint64_t> OnStrDel(std::string_view key, uint8_t reason) override {
+    return log_->OnStrDel(key, reason);
+  }
+  Result<uint64_t> OnStrExpire(std::string_view key, int64_t expire_at_ms) override {
+    return log_->OnStrExpire(key, expire_at_ms);
+  }
+  Result<uint64_t> OnStrRename(std::string_view src, std::string_view dst) override {
+    return log_->OnStrRename(src, dst);
+  }
 
  private:
   persist::RecordLog* log_;
@@ -61,6 +74,18 @@ class StorePersistHost final : public persist::PersistHost {
   void ApplyDrop(std::string_view ns, uint64_t incarnation) override;
   void ApplyFlushAll() override;
   void SetLruStamp(std::string_view ns, uint64_t stamp) override;
+  void ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru_stamp,
+                   std::span<const uint8_t> value) override {
+    store_->ApplyStrSet(key, expire_at_ms, lru_stamp, value);
+  }
+  void ApplyStrDel(std::string_view key) override { store_->ApplyStrDel(key); }
+  void ApplyStrExpire(std::string_view key, int64_t expire_at_ms) override {
+    store_->ApplyStrExpire(key, expire_at_ms);
+  }
+  void ApplyStrRename(std::string_view src, std::string_view dst) override {
+    store_->ApplyStrRename(src, dst);
+  }
+  std::vector<persist::SnapshotString> TakeCapturedStrings() override;
   // persist::SnapshotSource
   std::vector<persist::SnapshotNamespace> CaptureSnapshot(const std::function<Status()>& at_barrier,
                                                           Status* barrier_status) override;

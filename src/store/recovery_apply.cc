@@ -68,7 +68,7 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   }
   // No max_chain check: replay reproduces what was accepted.
   uint64_t unused = 0;
-  PION_RETURN_IF_ERROR(EvictLocked(
+  PION_RETURN_IF_ERROR(EvictNamespacesLocked(
       parent.get(),
       [&] { return 2 * (map_.size() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2); }, &unused));
   fit_bytes(parent.get(), TableBytes(table));
@@ -112,6 +112,7 @@ void Store::ApplyFlushAll() {
     n->children.clear();
   }
   map_.clear();
+  ClearStringsLocked();
   bytes_ = 0;
 }
 

@@ -35,6 +35,10 @@ std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>&
   std::vector<NsPtr> all;
   {
     std::lock_guard<std::mutex> l(mu_);
+    captured_strings_.clear();
+    captured_strings_.reserve(strings_.size());
+    for (const StrEntry* e = lru_head_; e != nullptr; e = e->next)
+      captured_strings_.push_back({*e->key, e->expire_at_ms, e->stamp, e->value});
     all.reserve(map_.size());
     for (auto& [name, n] : map_) all.push_back(n);
     views.resize(all.size());

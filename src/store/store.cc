@@ -63,6 +63,10 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   {
     std::shared_lock<std::shared_mutex> gate(gate_);
     std::lock_guard<std::mutex> l(mu_);
+    // One key space: a string key of this name (or of one of its session ids) wins.
+    if (strings_.count(a.ns) || strings_.count(std::string(a.ns) + "_pk") ||
+        strings_.count(std::string(a.ns) + "_pv"))
+      return Status::WrongType();
     auto it = map_.find(a.ns);
     if (it != map_.end()) {
       existing = it->second;
@@ -105,7 +109,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
           [&] { return bytes_ - replaced + delta <= cfg_.max_bytes; }, lsn));
     }
     if (!existing) {
-      PION_RETURN_IF_ERROR(EvictLocked(
+      PION_RETURN_IF_ERROR(EvictNamespacesLocked(
           parent.get(), [&] { return 2 * (map_.size() + 1) <= cfg_.max_sessions; }, lsn));
       inc = next_incarnation_++;
     }
@@ -281,6 +285,7 @@ Status Store::FlushAll(uint64_t* lsn) {
     n->children.clear();
   }
   map_.clear();
+  ClearStringsLocked();
   bytes_ = 0;
   return Status::OK();
 }

@@ -49,8 +49,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -64,6 +67,7 @@
 #include "store/chunk.h"
 #include "store/mutation.h"
 #include "store/session_id.h"
+#include "store/strings.h"
 
 namespace pion::store {
 
@@ -279,6 +283,74 @@ class Store {
   // Restores a namespace's LRU stamp (snapshot load); keeps the counter above it.
   void SetLruStamp(std::string_view ns, uint64_t stamp);
 
+  // ---- String keys (store/strings.cc; docs/protocol.md "Keys") ----
+  // One key space with the namespaces: a namespace name and its session ids
+  // "<ns>_pk"/"<ns>_pv" are keys of type pion-kvprefix; a string command on one
+  // (or SET over one) fails with WrongType. Every mutation is logged before
+  // it is acknowledged (*lsn), as for namespaces. Keys are at most
+  // kMaxStrKeyBytes. Expired keys are removed lazily (on access, logged) and
+  // by ExpireActive. Writes that need budget evict by the maxmemory policy
+  // (LRU shared with the namespaces), never the key being written; a value
+  // that cannot fit even then, or any write under noeviction when full, is
+  // OutOfBudget.
+  Result<SetOutcome> StrSet(std::string_view key, StrRef value, const SetOptions& o, uint64_t* lsn);
+  // nullptr on a miss. Counts a hit or a miss; touches the LRU.
+  Result<StrRef> StrGet(std::string_view key);
+  Result<StrRef> StrGetDel(std::string_view key, uint64_t* lsn);
+  // GETEX: persist removes the TTL, expire_at_ms > 0 sets it, else unchanged.
+  Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms, uint64_t* lsn);
+  // APPEND: the new length.
+  Result<uint64_t> StrAppend(std::string_view key, std::string_view tail, uint64_t* lsn);
+  // MGET: nullptr for a missing key or one of another type.
+  std::vector<StrRef> StrMGet(std::span<const std::string_view> keys);
+  // MSET (nx = false) / MSETNX (nx: nothing is written when any key exists).
+  // `kv` alternates key, value. True when written.
+  Result<bool> StrMSet(std::span<const std::string_view> kv, bool nx, uint64_t* lsn);
+  // EXISTS: keys counted with repetition.
+  uint64_t KeysExist(std::span<const std::string_view> keys);
+  // DEL / UNLINK: strings removed, namespaces (or their session ids) dropped.
+  Result<uint64_t> KeysDelete(std::span<const std::string_view> keys, uint64_t* lsn);
+  KeyType TypeOf(std::string_view key);
+  // RENAME (nx = RENAMENX) of a string key: NotFound "no such key"; a
+  // namespace source is NotSupported. *done false when nx and dst exists.
+  Status Rename(std::string_view src, std::string_view dst, bool nx, bool* done, uint64_t* lsn);
+  // EXPIRE family with an absolute time; a time in the past deletes the key.
+  // False when the key is missing or the condition fails. Namespaces carry no TTL (false).
+  Result<bool> Expire(std::string_view key, int64_t at_ms, ExpireCond c, uint64_t* lsn);
+  // -2 missing, -1 no TTL, else the expiry in unix ms.
+  int64_t ExpireTimeMs(std::string_view key);
+  Result<bool> Persist(std::string_view key, uint64_t* lsn);
+  // SCAN: every key present from the first call to the last is returned at
+  // least once (keys are visited in the order of a fixed 64-bit hash; the
+  // cursor is the next hash to visit).
+  ScanResult Scan(uint64_t cursor, uint64_t count, std::optional<std::string_view> match,
+                  KeyType type);
+  std::vector<std::string> Keys(std::string_view pattern);
+  std::optional<std::string> RandomKey();
+  uint64_t DbSize() const;
+  // MEMORY USAGE: bytes charged to the key (0 = missing).
+  uint64_t KeyMemory(std::string_view key);
+  // Removes up to `max_keys` keys whose TTL has passed (logged); how many.
+  uint64_t ExpireActive(uint64_t max_keys);
+  KeyspaceStats KeyStats() const;
+  // WATCH: changes whenever the key is written or removed. A missing key's
+  // version is the count of string removals so far (so a key created and
+  // removed again in between still counts as touched; any removal of another
+  // key does too: a spurious EXEC abort, never a missed one).
+  uint64_t KeyVersion(std::string_view key);
+  void SetEvictPolicy(EvictPolicy p);
+  EvictPolicy evict_policy() const;
+  void ResetKeyStats();
+  // Recovery (nothing logged; expired values are skipped).
+  void ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru_stamp,
+                   std::span<const uint8_t> value);
+  void ApplyStrDel(std::string_view key);
+  void ApplyStrExpire(std::string_view key, int64_t expire_at_ms);
+  void ApplyStrRename(std::string_view src, std::string_view dst);
+  // The string keys the last CaptureSnapshot pinned (at the same barrier),
+  // oldest LRU first; empties the list.
+  std::vector<StrView> TakeCapturedStrings();
+
   // Splits "<ns>_pk"/"<ns>_pv"; false for any other id (store/session_id.h).
   static bool ParseSessionId(std::string_view sid, std::string_view* ns, Side* side) {
     return store::ParseSessionId(sid, ns, side);
@@ -295,8 +367,15 @@ class Store {
   Status RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn);
   // REQUIRES mu_. Removes `n` and its descendants, leaves first; counts them in *removed.
   Status RemoveSubtreeLocked(const NsPtr& n, DropReason reason, uint64_t* lsn, uint64_t* removed);
-  // REQUIRES mu_. Evicts LRU namespaces other than `keep` until `fits` holds.
-  Status EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn);
+  // REQUIRES mu_. Evicts by the maxmemory policy (string keys and namespaces
+  // in one LRU; never `keep` or the string `keep_key`) until `fits` holds.
+  // Namespaces go leaves first (store.h "Lineage"): `keep`'s ancestors never.
+  Status EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn,
+                     std::string_view keep_key = {}, bool keep_key_set = false);
+  // REQUIRES mu_. Evicts LRU namespaces other than `keep` (and its ancestors),
+  // leaves first, until `fits` holds (the session cap).
+  Status EvictNamespacesLocked(const Namespace* keep, const std::function<bool()>& fits,
+                               uint64_t* lsn);
   // A change reserved in the log but not yet written and applied; the
   // snapshot barrier waits for none to be left.
   void BeginPending();
@@ -328,6 +407,57 @@ class Store {
   std::atomic<uint64_t> lru_clock_{0};
   std::atomic<uint64_t> total_fetches_{0};
   uint64_t next_incarnation_ = 1;  // guarded by mu_
+
+  // ---- String keys (guarded by mu_) ----
+  using StrMap = std::unordered_map<std::string, StrEntry, NameHash, std::equal_to<>>;
+  StrEntry* StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* lsn);
+  bool IsNamespaceKeyLocked(std::string_view key) const;
+  uint64_t StrCharge(std::string_view key, const StrRef& v) const {
+    return key.size() + (v ? v->capacity : 0) + kStrEntryOverhead;
+  }
+  void StrTouchLocked(StrEntry& e);
+  void StrLinkLocked(StrEntry& e);
+  void StrUnlinkLocked(StrEntry& e);
+  void StrSetExpireLocked(StrEntry& e, int64_t at_ms);
+  // Removes every string key (FLUSHALL; no logging, bytes_ is reset by the caller).
+  void ClearStringsLocked();
+  // Removes a string key (no logging).
+  void StrEraseLocked(StrMap::iterator it);
+  // Logs and removes; reason 0 del, 1 eviction, 2 expiry.
+  Status StrRemoveLocked(StrMap::iterator it, uint8_t reason, uint64_t* lsn);
+  // Inserts or replaces the value (no logging, no budget check).
+  StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms);
+  // Frees budget for `need` more bytes by the policy, never evicting string
+  // `keep_key` or namespace `keep`.
+  Status MakeRoomLocked(uint64_t need, std::string_view keep_key, const Namespace* keep,
+                        uint64_t* lsn);
+  // Reserves a STRSET record for (key, value, expire), applies it and returns
+  // the pending write in *pend (to run with no lock held, see StrFinish).
+  struct StrPending {
+    PendingRecord rec;
+    std::string key;
+    StrRef value;     // what was applied
+    StrRef previous;  // restored if the write fails
+    int64_t previous_expire = 0;
+    bool had_previous = false;
+  };
+  Status StrLogSetLocked(std::string_view key, const StrRef& v, int64_t expire_at_ms,
+                         StrPending* pend);
+  // Writes the pending records (no lock held) and rolls back the ones that failed.
+  Status StrFinish(std::vector<StrPending>& pend, uint64_t* lsn);
+  StrMap strings_;
+  StrEntry* lru_head_ = nullptr;  // least recently used
+  StrEntry* lru_tail_ = nullptr;
+  std::set<std::pair<uint64_t, StrEntry*>> scan_order_;  // (hash, entry)
+  std::set<std::pair<int64_t, StrEntry*>> expiry_order_;
+  int64_t expire_sum_ms_ = 0;  // sum over expiry_order_
+  uint64_t str_bytes_ = 0;
+  uint64_t str_removals_ = 0;
+  uint64_t str_version_ = 0;
+  uint64_t key_hits_ = 0, key_misses_ = 0, expired_keys_ = 0, evicted_strings_ = 0;
+  EvictPolicy policy_ = EvictPolicy::kAllKeysLru;
+  uint64_t rand_state_ = 0x9e3779b97f4a7c15ull;
+  std::vector<StrView> captured_strings_;  // guarded by gate_ (exclusive) / the save
 };
 
 }  // namespace pion::store

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/fp16.h"
 
 namespace pion::store {
@@ -797,6 +798,134 @@ TEST(Store, ConcurrentStoreFetchDropIsSafe) {
   });
   for (auto& th : ts) th.join();
   EXPECT_EQ(errors.load(), 0);
+}
+
+// ---- string keys ----
+
+Status SetStr(Store& st, std::string_view k, std::string_view v, int64_t exp = 0) {
+  SetOptions o;
+  o.expire_at_ms = exp;
+  uint64_t lsn;
+  return st.StrSet(k, StrValue::Copy(v), o, &lsn).status();
+}
+
+std::string GetStr(Store& st, std::string_view k) {
+  auto r = st.StrGet(k);
+  if (!r.ok()) return "<" + r.status().ToString() + ">";
+  return *r ? std::string((*r)->view()) : "<nil>";
+}
+
+TEST(Strings, SetGetNxXxAndOneKeySpace) {
+  Store st({256, 0});
+  ASSERT_TRUE(SetStr(st, "a", "1").ok());
+  EXPECT_EQ(GetStr(st, "a"), "1");
+  SetOptions nx;
+  nx.cond = SetOptions::Cond::kNx;
+  nx.want_old = true;
+  uint64_t lsn;
+  auto r = st.StrSet("a", StrValue::Copy("2"), nx, &lsn);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->done);
+  EXPECT_EQ(std::string(r->old->view()), "1");
+  ASSERT_TRUE(Reg(st, "ns").ok());
+  EXPECT_EQ(SetStr(st, "ns", "x").code(), Code::kWrongType);
+  EXPECT_EQ(SetStr(st, "ns_pv", "x").code(), Code::kWrongType);
+  EXPECT_EQ(st.StrGet("ns_pk").status().code(), Code::kWrongType);
+  EXPECT_EQ(Reg(st, "a").code(), Code::kWrongType);
+  EXPECT_EQ(st.TypeOf("ns"), KeyType::kKvPrefix);
+  EXPECT_EQ(st.TypeOf("a"), KeyType::kString);
+  EXPECT_EQ(st.DbSize(), 2u);
+  std::string_view del[] = {"ns_pk", "a", "zz"};
+  EXPECT_EQ(*st.KeysDelete(del, &lsn), 2u);
+  EXPECT_FALSE(st.Lookup("ns").hit);
+  EXPECT_EQ(st.DbSize(), 0u);
+}
+
+TEST(Strings, ExpiryLazyAndActive) {
+  Store st({256, 0});
+  int64_t past = static_cast<int64_t>(UnixMicros() / 1000) - 1;
+  int64_t future = past + 1000000;
+  ASSERT_TRUE(SetStr(st, "live", "v", future).ok());
+  ASSERT_TRUE(SetStr(st, "dead1", "v", past + 2).ok());  // due within ~1 ms
+  ASSERT_TRUE(SetStr(st, "dead2", "v", past + 2).ok());
+  while (static_cast<int64_t>(UnixMicros() / 1000) <= past + 2) std::this_thread::yield();
+  EXPECT_EQ(GetStr(st, "dead1"), "<nil>");  // lazy
+  EXPECT_EQ(st.DbSize(), 2u);               // dead2 not yet removed
+  EXPECT_EQ(st.ExpireActive(100), 1u);      // active
+  EXPECT_EQ(st.DbSize(), 1u);
+  EXPECT_EQ(st.ExpireTimeMs("live"), future);
+  EXPECT_EQ(st.KeyStats().expired, 2u);
+  EXPECT_EQ(st.KeyStats().expires, 1u);
+}
+
+TEST(Strings, OneLruWithNamespacesAndBudget) {
+  // Budget for about three 1000-byte values; the oldest key or namespace goes first.
+  const uint64_t charge = 1000 + 1 + kStrEntryOverhead + 24;  // value rounded to 64 + key
+  Store st({256, 3 * charge + 100});
+  ASSERT_TRUE(SetStr(st, "a", std::string(1000, 'a')).ok());
+  ASSERT_TRUE(Reg(st, "ns").ok());  // a namespace with no rows costs nothing, but has a stamp
+  ASSERT_TRUE(SetStr(st, "b", std::string(1000, 'b')).ok());
+  ASSERT_TRUE(SetStr(st, "c", std::string(1000, 'c')).ok());
+  EXPECT_EQ(GetStr(st, "a"), std::string(1000, 'a'));  // a is now the most recent
+  ASSERT_TRUE(SetStr(st, "d", std::string(1000, 'd')).ok());
+  // Oldest first: the namespace (stamp after a's SET, before b), then b.
+  EXPECT_FALSE(st.Lookup("ns").hit);
+  EXPECT_EQ(GetStr(st, "b"), "<nil>");
+  EXPECT_EQ(GetStr(st, "a"), std::string(1000, 'a'));
+  EXPECT_GE(st.KeyStats().evicted_keys, 2u);
+  EXPECT_LE(st.Stats().bytes, 3 * charge + 100);
+  // A value larger than the whole budget is refused and changes nothing.
+  EXPECT_EQ(SetStr(st, "huge", std::string(10000, 'h')).code(), Code::kOutOfBudget);
+  EXPECT_EQ(GetStr(st, "a"), std::string(1000, 'a'));
+  // noeviction: a write that needs room fails instead.
+  st.SetEvictPolicy(EvictPolicy::kNoEviction);
+  EXPECT_EQ(SetStr(st, "e", std::string(1000, 'e')).code(), Code::kOutOfBudget);
+  EXPECT_EQ(GetStr(st, "d"), std::string(1000, 'd'));
+}
+
+TEST(Strings, ScanVisitsEveryKeyPresentThroughout) {
+  Store st({256, 0});
+  std::set<std::string> base;
+  for (int i = 0; i < 2000; ++i) {
+    std::string k = "base" + std::to_string(i);
+    ASSERT_TRUE(SetStr(st, k, "v").ok());
+    base.insert(k);
+  }
+  std::set<std::string> seen;
+  uint64_t cursor = 0;
+  int calls = 0, added = 0;
+  do {
+    ScanResult r = st.Scan(cursor, 7, std::nullopt, KeyType::kNone);
+    seen.insert(r.keys.begin(), r.keys.end());
+    cursor = r.cursor;
+    // Inserts (rehashing the map) and deletes of other keys between calls.
+    for (int j = 0; j < 20; ++j) ASSERT_TRUE(SetStr(st, "new" + std::to_string(added++), "v").ok());
+    std::string victim = "new" + std::to_string(added / 2);
+    std::string_view del[] = {victim};
+    uint64_t lsn;
+    ASSERT_TRUE(st.KeysDelete(del, &lsn).ok());
+    ASSERT_LT(++calls, 100000);
+  } while (cursor != 0);
+  for (const auto& k : base) EXPECT_TRUE(seen.count(k)) << k;
+}
+
+TEST(Strings, RenameAppendMsetnx) {
+  Store st({256, 0});
+  uint64_t lsn;
+  ASSERT_TRUE(SetStr(st, "a", "x", static_cast<int64_t>(UnixMicros() / 1000) + 100000).ok());
+  EXPECT_EQ(*st.StrAppend("a", "yz", &lsn), 3u);
+  bool done = false;
+  ASSERT_TRUE(st.Rename("a", "b", false, &done, &lsn).ok());
+  EXPECT_TRUE(done);
+  EXPECT_EQ(GetStr(st, "b"), "xyz");
+  EXPECT_GT(st.ExpireTimeMs("b"), 0);  // the TTL moves with the value
+  EXPECT_EQ(st.Rename("a", "c", false, &done, &lsn).code(), Code::kNotFound);
+  std::string_view kv[] = {"b", "1", "n", "2"};
+  EXPECT_FALSE(*st.StrMSet(kv, true, &lsn));
+  EXPECT_EQ(GetStr(st, "n"), "<nil>");
+  EXPECT_TRUE(*st.StrMSet(kv, false, &lsn));
+  EXPECT_EQ(GetStr(st, "b"), "1");
+  EXPECT_EQ(st.ExpireTimeMs("b"), -1);  // MSET clears the TTL
 }
 
 }  // namespace

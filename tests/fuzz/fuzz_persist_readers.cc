@@ -37,13 +37,17 @@ struct Rec {
   std::span<const uint8_t> payload;
 };
 
-// Type bytes below 0xF0 map onto the seven real record types; the rest stay raw
+// Type bytes below 0xF0 map onto the twelve real record types (the first seven
+// as before version 2, so older seeds keep their meaning); the rest stay raw
 // (unknown types).
 uint8_t MapType(uint8_t b) {
   static constexpr RecordType kTypes[] = {
-      RecordType::kRegister,      RecordType::kStore,    RecordType::kDrop,   RecordType::kFlushAll,
-      RecordType::kSnapNamespace, RecordType::kSnapRows, RecordType::kSnapEnd};
-  return b < 0xF0 ? static_cast<uint8_t>(kTypes[b % 7]) : b;
+      RecordType::kRegister,  RecordType::kStore,         RecordType::kDrop,
+      RecordType::kFlushAll,  RecordType::kSnapNamespace, RecordType::kSnapRows,
+      RecordType::kSnapEnd,   RecordType::kStrSet,        RecordType::kStrDel,
+      RecordType::kStrExpire, RecordType::kStrRename,     RecordType::kSnapString};
+  constexpr size_t n = sizeof(kTypes) / sizeof(kTypes[0]);
+  return b < 0xF0 ? static_cast<uint8_t>(kTypes[b % n]) : b;
 }
 
 std::vector<Rec> SplitRecords(const uint8_t* p, size_t n) {

@@ -33,6 +33,10 @@ StoreDump Dump(store::Store& s) {
     }
     out[v.ns] = std::move(d);
   }
+  // String keys (captured at the same barrier), with their expiry.
+  for (const store::StrView& k : s.TakeCapturedStrings())
+    out["string:" + k.key] =
+        "exp=" + std::to_string(k.expire_at_ms) + " " + std::string(k.value->view());
   return out;
 }
 

@@ -140,7 +140,6 @@ const std::pair<const char*, const char*> kCompatConfig[] = {
     {"save", ""},
     {"appendonly", "no"},
     {"databases", "1"},
-    {"maxmemory-policy", "allkeys-lru"},
 };
 
 void ConfigGet(CommandContext& ctx) {
@@ -226,7 +225,7 @@ void ConfigCmd(CommandContext& ctx) {
 
 void DbSize(CommandContext& ctx) {
   store::Store* st = ctx.server->store();
-  ctx.reply->Integer(st != nullptr ? static_cast<int64_t>(st->NamespaceCount()) : 0);
+  ctx.reply->Integer(st != nullptr ? static_cast<int64_t>(st->DbSize()) : 0);
 }
 
 void FlushAll(CommandContext& ctx) {
@@ -303,10 +302,13 @@ void AddAdminCommands(std::vector<CommandSpec>* out) {
   out->push_back({"CONFIG", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, ConfigCmd,
                   "CONFIG GET <pattern>, CONFIG SET <name> <value>, CONFIG RESETSTAT."});
   out->push_back(
-      {"DBSIZE", 1, kCmdReadonly | kCmdFast, 0, 0, 0, DbSize, "Number of registered namespaces."});
+      {"DBSIZE", 1, kCmdReadonly | kCmdFast, 0, 0, 0, DbSize, "Number of keys: string keys and namespaces."});
   out->push_back({"FLUSHALL", -1, kCmdWrite, 0, 0, 0, FlushAll,
-                  "Drops every namespace and session (logged)."});
-  out->push_back({"SHUTDOWN", -1, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, Shutdown,
+                  "Drops every namespace, session and string key (logged)."});
+  out->push_back({"FLUSHDB", -1, kCmdWrite, 0, 0, 0, FlushAll,
+                  "FLUSHALL (database 0 is the only one)."});
+  out->push_back({"SHUTDOWN", -1, kCmdAdmin | kCmdLoading | kCmdStale | kCmdNoMulti, 0, 0, 0,
+                  Shutdown,
                   "Stops the server gracefully: SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE]."});
   out->push_back({"TIME", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, Time,
                   "Server time: [unix seconds, microseconds]."});

@@ -28,12 +28,17 @@ struct CommandContext {
   ClientInfo* client = nullptr;
   uint64_t wait_lsn = 0;
   bool deferred = false;  // set by Defer()
+  // Set for a command EXEC runs: its reply is one element of EXEC's array and must be
+  // written before the next one, so it may not defer.
+  bool in_exec = false;
 
   // Whether Defer() may be called: the client has a ClientControl (the RESP connection,
   // or another transport such as the binary fast lane, net/client_control.h) to take
   // the ticket from. Handlers whose deferral is an optimisation (the attention queries,
-  // KV.PREFIX.WARM) do their work inline when it is false.
-  bool CanDefer() const { return client != nullptr && client->control != nullptr && !deferred; }
+  // KV.PREFIX.WARM) do their work inline when it is false (always inside EXEC).
+  bool CanDefer() const {
+    return client != nullptr && client->control != nullptr && !deferred && !in_exec;
+  }
 
   // Takes the reply's place in the connection's output and returns the ticket
   // that completes it (at most once per call; write nothing through `reply`
@@ -58,6 +63,8 @@ enum CommandFlags : uint32_t {
   // The handler checks its own argument count (the original's "requires: ..." texts);
   // `arity` stays what COMMAND reports, admission only insists on the name.
   kCmdOwnArity = 1u << 9,
+  kCmdTxControl = 1u << 10, // runs at once inside MULTI and takes no exec lock (MULTI, EXEC, ...)
+  kCmdNoMulti = 1u << 11,   // refused inside MULTI (its reply is completed later)
 };
 
 struct CommandSpec {
@@ -77,5 +84,9 @@ void AddAttendCommands(std::vector<CommandSpec>* out);
 void AppendAttendInfo(Server& s, std::string* out);
 void AddVStoreCommands(std::vector<CommandSpec>* out);
 void AddStatsCommands(std::vector<CommandSpec>* out);
+// String and generic key commands (commands/strings.cc) and transactions
+// (commands/transaction.cc).
+void AddStringCommands(std::vector<CommandSpec>* out);
+void AddTransactionCommands(std::vector<CommandSpec>* out);
 
 }  // namespace pion::server

@@ -38,6 +38,8 @@ std::vector<CommandSpec> AllCommands() {
   AddVStoreCommands(&v);
   AddStatsCommands(&v);
   AddAttendCommands(&v);
+  AddStringCommands(&v);
+  AddTransactionCommands(&v);
   return v;
 }
 

@@ -9,6 +9,7 @@
 #include "net/client_info.h"
 #include "server/commands/command_table.h"
 #include "server/commands/errors.h"
+#include "server/commands/transaction.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -163,6 +164,7 @@ void Reset(CommandContext& ctx) {
   conn->SetProto(2);
   ctx.server->clients().SetName(ctx.client, "");
   conn->SetAuthenticated(ctx.server->config().requirepass.empty());
+  TxClear(ctx.client);  // leaves MULTI, forgets WATCHed keys
   ctx.reply->SimpleString("RESET");
 }
 
@@ -177,8 +179,8 @@ void AddConnectionCommands(std::vector<CommandSpec>* out) {
   out->push_back(
       {"AUTH", -2, kAlways | kCmdNoAuth, 0, 0, 0, Auth, "Authenticates the connection."});
   out->push_back({"SELECT", 2, kAlways, 0, 0, 0, Select, "Selects database 0 (the only one)."});
-  out->push_back({"QUIT", -1, kAlways | kCmdNoAuth, 0, 0, 0, Quit, "Closes the connection."});
-  out->push_back({"RESET", 1, kAlways | kCmdNoAuth, 0, 0, 0, Reset,
+  out->push_back({"QUIT", -1, kAlways | kCmdNoAuth | kCmdTxControl, 0, 0, 0, Quit, "Closes the connection."});
+  out->push_back({"RESET", 1, kAlways | kCmdNoAuth | kCmdTxControl, 0, 0, 0, Reset,
                   "Resets the connection: RESP2, no name, not authenticated."});
 }
 

@@ -119,4 +119,12 @@ std::string FrameBodyError(std::string_view cmd, std::string_view what) {
   return s;
 }
 
+std::string InvalidExpireError(std::string_view cmd) {
+  return "ERR invalid expire time in '" + std::string(cmd) + "' command";
+}
+
+std::string UnsupportedOptionError(std::string_view opt) {
+  return "ERR Unsupported option " + std::string(opt.substr(0, 128));
+}
+
 }  // namespace pion::server

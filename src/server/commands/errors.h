@@ -182,8 +182,26 @@ inline constexpr std::string_view kErrAttendAutoFusedFailed =
     "unsupported D)";
 inline constexpr std::string_view kErrWarmArgs = "ERR KV.PREFIX.WARM requires: ns_key H D";
 inline constexpr std::string_view kErrWarmShape = "ERR invalid H/D (1..256 / 1..512)";
+// Keys and transactions (Redis' texts).
+inline constexpr std::string_view kErrNoSuchKey = "ERR no such key";
+inline constexpr std::string_view kErrRenameKvPrefix =
+    "ERR RENAME of a pion-kvprefix key is not supported";
+inline constexpr std::string_view kErrInvalidCursor = "ERR invalid cursor";
+inline constexpr std::string_view kErrExpireNxCombo =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+inline constexpr std::string_view kErrExpireGtLt =
+    "ERR GT and LT options at the same time are not compatible";
+inline constexpr std::string_view kErrMultiNested = "ERR MULTI calls can not be nested";
+inline constexpr std::string_view kErrExecWithoutMulti = "ERR EXEC without MULTI";
+inline constexpr std::string_view kErrDiscardWithoutMulti = "ERR DISCARD without MULTI";
+inline constexpr std::string_view kErrExecAbort =
+    "EXECABORT Transaction discarded because of previous errors.";
+inline constexpr std::string_view kErrWatchInMulti = "ERR WATCH inside MULTI is not allowed";
+inline constexpr std::string_view kErrNotInMulti = "ERR Command not allowed inside a transaction";
 
 // Texts with a part from the request.
+std::string InvalidExpireError(std::string_view cmd);       // invalid expire time in 'x' command
+std::string UnsupportedOptionError(std::string_view opt);   // Unsupported option x
 std::string HelloOptionError(std::string_view opt);         // Syntax error in HELLO option 'x'
 std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
 std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized option 'x'

@@ -91,7 +91,9 @@ void MemorySection(Server& s, int /*worker*/, std::string* out) {
   InfoField(out, "used_memory_rss_human", Human(rss));
   InfoField(out, "maxmemory", max);
   InfoField(out, "maxmemory_human", Human(max));
-  InfoField(out, "maxmemory_policy", std::string("allkeys-lru"));
+  InfoField(out, "maxmemory_policy",
+            std::string(s.store() != nullptr ? store::EvictPolicyName(s.store()->evict_policy())
+                                             : "allkeys-lru"));
   // Client buffers (query, big arguments, unsent replies): maxmemory-clients.
   InfoField(out, "mem_clients_normal", s.clients().memory());
   InfoField(out, "maxmemory_clients", s.maxmemory_clients());
@@ -109,6 +111,16 @@ void PersistenceSection(Server& s, int /*worker*/, std::string* out) {
   if (s.hooks().info) s.hooks().info(out);
 }
 
+// The keyspace counters of INFO stats (string keys and namespaces together).
+void KeyspaceStatsFields(Server& s, std::string* out) {
+  store::KeyspaceStats k;
+  if (store::Store* st = s.store()) k = st->KeyStats();
+  InfoField(out, "expired_keys", k.expired);
+  InfoField(out, "evicted_keys", k.evicted_keys);
+  InfoField(out, "keyspace_hits", k.hits);
+  InfoField(out, "keyspace_misses", k.misses);
+}
+
 void StatsSection(Server& s, int /*worker*/, std::string* out) {
   ServerStats st = s.Stats();
   InfoField(out, "total_connections_received", st.connections_received);
@@ -119,10 +131,7 @@ void StatsSection(Server& s, int /*worker*/, std::string* out) {
   InfoField(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
   InfoField(out, "total_protocol_errors", st.protocol_errors);
   InfoField(out, "total_error_replies", st.error_replies);
-  InfoField(out, "expired_keys", uint64_t{0});
-  uint64_t evicted = 0;
-  if (store::Store* sto = s.store()) evicted = sto->Stats().evictions / 2;
-  InfoField(out, "evicted_keys", evicted);
+  KeyspaceStatsFields(s, out);
 }
 
 void PionSection(Server& s, int worker, std::string* out) {
@@ -157,8 +166,12 @@ void PionSection(Server& s, int worker, std::string* out) {
 
 void KeyspaceSection(Server& s, int /*worker*/, std::string* out) {
   store::Store* st = s.store();
-  uint64_t n = st != nullptr ? st->NamespaceCount() : 0;
-  if (n > 0) InfoField(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
+  if (st == nullptr) return;
+  store::KeyspaceStats k = st->KeyStats();
+  if (k.keys > 0)
+    InfoField(out, "db0",
+              "keys=" + std::to_string(k.keys) + ",expires=" + std::to_string(k.expires) +
+                  ",avg_ttl=" + std::to_string(k.avg_ttl_ms));
 }
 
 // INFO's sections in output order: the name a client asks for, the title.

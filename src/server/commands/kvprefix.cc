@@ -381,9 +381,9 @@ void AddKvPrefixCommands(std::vector<CommandSpec>* out) {
                   "Bitmap of which probe hashes are in the block table"});
   out->push_back({"KV.PREFIX.INFO", -1, kCmdReadonly | kCmdFast | kv, 0, 0, 0, KvInfo,
                   "Registry and V-store counters; with a namespace, its chain"});
-  out->push_back({"KV.PREFIX.SAVE", -1, kCmdAdmin | kv, 0, 0, 0, KvSave,
+  out->push_back({"KV.PREFIX.SAVE", -1, kCmdAdmin | kCmdNoMulti | kv, 0, 0, 0, KvSave,
                   "Snapshot every namespace, then truncate the WAL"});
-  out->push_back({"KV.PREFIX.COMMIT", 1, kCmdWrite | kv, 0, 0, 0, KvCommit,
+  out->push_back({"KV.PREFIX.COMMIT", 1, kCmdWrite | kCmdNoMulti | kv, 0, 0, 0, KvCommit,
                   "Barrier: every acknowledged write is on stable storage"});
 }
 

@@ -1,0 +1,552 @@
+// String and generic key commands (docs/protocol.md "Keys"): GET, SET and its
+// variants, MGET/MSET, APPEND, STRLEN, GETRANGE, EXISTS, DEL/UNLINK, TYPE,
+// RENAME, KEYS, SCAN, RANDOMKEY, the EXPIRE/TTL family, FLUSHDB and MEMORY
+// USAGE. The values live in the store (store/strings.h); GET of a large value
+// sends the stored buffer by reference (writev, no copy).
+#include <sys/uio.h>
+
+#include <climits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/strutil.h"
+#include "server/commands/args.h"
+#include "server/commands/command_table.h"
+#include "server/commands/dispatch.h"
+#include "server/commands/errors.h"
+#include "server/server.h"
+#include "store/store.h"
+
+namespace pion::server {
+
+namespace {
+
+// Values at least this large are sent by reference (a smaller one is cheaper
+// to copy into the output arena than to pin).
+constexpr size_t kByRefBytes = 16 * 1024;
+
+int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
+
+void ReplyValue(CommandContext& ctx, const store::StrRef& v) {
+  if (!v) {
+    ctx.reply->Null();
+    return;
+  }
+  if (v->size < kByRefBytes) {
+    ctx.reply->Bulk(v->view());
+    return;
+  }
+  iovec part{v->data, v->size};
+  ctx.reply->BulkExternal(v->size, std::span<const iovec>(&part, 1), v);
+}
+
+// A value built from an argument (copied once into its own aligned buffer).
+store::StrRef ValueOf(CommandContext& ctx, std::string_view arg) {
+  auto v = store::StrValue::Copy(arg);
+  if (!v) ctx.reply->Error(kErrNoMemory);
+  return v;
+}
+
+// Relative or absolute expiry argument -> absolute unix ms; false after replying.
+// unit_ms: 1000 for seconds, 1; absolute: EXAT/PXAT.
+bool ExpireArg(CommandContext& ctx, std::string_view arg, int64_t unit_ms, bool absolute,
+               std::string_view cmd, int64_t* at_ms) {
+  auto v = ParseInt64Strict(arg);
+  if (!v) {
+    ctx.reply->Error(kErrNotInteger);
+    return false;
+  }
+  if (*v <= 0 || *v > LLONG_MAX / unit_ms) {
+    ctx.reply->Error(InvalidExpireError(cmd));
+    return false;
+  }
+  int64_t ms = *v * unit_ms;
+  if (!absolute) {
+    if (ms > LLONG_MAX - NowMs()) {
+      ctx.reply->Error(InvalidExpireError(cmd));
+      return false;
+    }
+    ms += NowMs();
+  }
+  *at_ms = ms;
+  return true;
+}
+
+bool Reply(CommandContext& ctx, const Status& st) {
+  if (st.ok()) return true;
+  ctx.reply->Error(st);
+  return false;
+}
+
+void Get(CommandContext& ctx) {
+  auto r = ctx.server->store()->StrGet(ctx.args[1]);
+  if (!r.ok()) return (void)Reply(ctx, r.status());
+  ReplyValue(ctx, *r);
+}
+
+// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL]
+void Set(CommandContext& ctx) {
+  store::SetOptions o;
+  bool have_expire = false;
+  for (size_t i = 3; i < ctx.args.size(); ++i) {
+    std::string_view a = ctx.args[i];
+    bool more = i + 1 < ctx.args.size();
+    if (IsKeyword(a, "NX") && o.cond != store::SetOptions::Cond::kXx) {
+      o.cond = store::SetOptions::Cond::kNx;
+    } else if (IsKeyword(a, "XX") && o.cond != store::SetOptions::Cond::kNx) {
+      o.cond = store::SetOptions::Cond::kXx;
+    } else if (IsKeyword(a, "GET")) {
+      o.want_old = true;
+    } else if (IsKeyword(a, "KEEPTTL") && !have_expire) {
+      o.keep_ttl = true;
+    } else if (more && !have_expire && !o.keep_ttl &&
+               (IsKeyword(a, "EX") || IsKeyword(a, "PX") || IsKeyword(a, "EXAT") ||
+                IsKeyword(a, "PXAT"))) {
+      bool secs = IsKeyword(a, "EX") || IsKeyword(a, "EXAT");
+      bool abs = IsKeyword(a, "EXAT") || IsKeyword(a, "PXAT");
+      if (!ExpireArg(ctx, ctx.args[++i], secs ? 1000 : 1, abs, "set", &o.expire_at_ms)) return;
+      have_expire = true;
+    } else {
+      ctx.reply->Error(kErrSyntaxError);
+      return;
+    }
+  }
+  store::StrRef v = ValueOf(ctx, ctx.args[2]);
+  if (!v) return;
+  uint64_t lsn = 0;
+  auto r = ctx.server->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  ctx.wait_lsn = lsn;
+  if (!r.ok()) return (void)Reply(ctx, r.status());
+  if (o.want_old) return ReplyValue(ctx, r->old);
+  if (r->done)
+    ctx.reply->SimpleString("OK");
+  else
+    ctx.reply->Null();
+}
+
+void SetWithExpire(CommandContext& ctx, int64_t unit_ms, std::string_view cmd) {
+  store::SetOptions o;
+  if (!ExpireArg(ctx, ctx.args[2], unit_ms, false, cmd, &o.expire_at_ms)) return;
+  store::StrRef v = ValueOf(ctx, ctx.args[3]);
+  if (!v) return;
+  uint64_t lsn = 0;
+  auto r = ctx.server->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  ctx.wait_lsn = lsn;
+  if (!Reply(ctx, r.status())) return;
+  ctx.reply->SimpleString("OK");
+}
+
+void SetEx(CommandContext& ctx) { SetWithExpire(ctx, 1000, "setex"); }
+void PSetEx(CommandContext& ctx) { SetWithExpire(ctx, 1, "psetex"); }
+
+void SetNx(CommandContext& ctx) {
+  store::SetOptions o;
+  o.cond = store::SetOptions::Cond::kNx;
+  store::StrRef v = ValueOf(ctx, ctx.args[2]);
+  if (!v) return;
+  uint64_t lsn = 0;
+  auto r = ctx.server->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  ctx.wait_lsn = lsn;
+  if (!Reply(ctx, r.status())) return;
+  ctx.reply->Integer(r->done ? 1 : 0);
+}
+
+void GetDel(CommandContext& ctx) {
+  uint64_t lsn = 0;
+  auto r = ctx.server->store()->StrGetDel(ctx.args[1], &lsn);
+  ctx.wait_lsn = lsn;
+  if (!Reply(ctx, r.status())) return;
+  ReplyValue(ctx, *r);
+}
+
+// GETEX key [EX s|PX ms|EXAT ts|PXAT ts|PERSIST]
+void GetEx(CommandContext& ctx) {
+  bool persist = false;
+  int64_t at = 0;
+  if (ctx.args.size() == 3 && IsKeyword(ctx.args[2], "PERSIST")) {
+    persist = true;
+  } else if (ctx.args.size() == 4) {
+    std::string_view a = ctx.args[2];
+    bool secs = IsKeyword(a, "EX") || IsKeyword(a, "EXAT");
+    bool abs = IsKeyword(a, "EXAT") || IsKeyword(a, "PXAT");
+    if (!secs && !IsKeyword(a, "PX") && !IsKeyword(a, "PXAT")) {
+      ctx.reply->Error(kErrSyntaxError);
+      return;
+    }
+    if (!ExpireArg(ctx, ctx.args[3], secs ? 1000 : 1, abs, "getex", &at)) return;
+  } else if (ctx.args.size() != 2) {
+    ctx.reply->Error(kErrSyntaxError);
+    return;
+  }
+  uint64_t lsn = 0;
+  auto r = ctx.server->store()->StrGetEx(ctx.args[1], persist, at, &lsn);
+  ctx.wait_lsn = lsn;
+  if (!Reply(ctx, r.status())) return;
+  ReplyValue(ctx, *r);
+}
+
+void MGet(CommandContext& ctx) {
+  auto vals = ctx.server->store()->StrMGet(ctx.args.subspan(1));
+  ctx.reply->ArrayHeader(vals.size());
+  for (const auto& v : vals) ReplyValue(ctx, v);
+}
+
+void MSetCommon(CommandContext& ctx, bool nx) {
+  if ((ctx.args.size() - 1) % 2 != 0) {
+    ctx.reply->Error(WrongArity(nx ? "msetnx" : "mset"));
+    return;
+  }
+  uint64_t lsn = 0;
+  auto r = ctx.server->store()->StrMSet(ctx.args.subspan(1), nx, &lsn);
+  ctx.wait_lsn = lsn;
+  if (!Reply(ctx, r.status())) return;
+  if (nx)
+    ctx.reply->Integer(*r ? 1 : 0);
+  else
+    ctx.reply->SimpleString("OK");
+}
+
+void MSet(CommandContext& ctx) { MSetCommon(ctx, false); }
+void MSetNx(CommandContext& ctx) { MSetCommon(ctx, true); }
+
+void Append(CommandContext& ctx) {
+  uint64_t lsn = 0;
+  auto r = ctx.server->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn);
+  ctx.wait_lsn = lsn;
+  if (!Reply(ctx, r.status())) return;
+  ctx.reply->Integer(static_cast<int64_t>(*r));
+}
+
+void StrLen(CommandContext& ctx) {
+  auto r = ctx.server->store()->StrGet(ctx.args[1]);
+  if (!Reply(ctx, r.status())) return;
+  ctx.reply->Integer(*r ? static_cast<int64_t>((*r)->size) : 0);
+}
+
+void GetRange(CommandContext& ctx) {
+  auto s = ParseInt64Strict(ctx.args[2]);
+  auto e = ParseInt64Strict(ctx.args[3]);
+  if (!s || !e) {
+    ctx.reply->Error(kErrNotInteger);
+    return;
+  }
+  auto r = ctx.server->store()->StrGet(ctx.args[1]);
+  if (!Reply(ctx, r.status())) return;
+  if (!*r) {
+    ctx.reply->Bulk("");
+    return;
+  }
+  int64_t len = static_cast<int64_t>((*r)->size);
+  int64_t start = *s, end = *e;
+  if (start < 0 && end < 0 && start > end) {
+    ctx.reply->Bulk("");
+    return;
+  }
+  if (start < 0) start += len;
+  if (end < 0) end += len;
+  if (start < 0) start = 0;
+  if (end < 0) end = 0;
+  if (end >= len) end = len - 1;
+  if (len == 0 || start > end) {
+    ctx.reply->Bulk("");
+    return;
+  }
+  ctx.reply->Bulk(
+      (*r)->view().substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
+}
+
+void Exists(CommandContext& ctx) {
+  ctx.reply->Integer(static_cast<int64_t>(ctx.server->store()->KeysExist(ctx.args.subspan(1))));
+}
+
+void Del(CommandContext& ctx) {
+  uint64_t lsn = 0;
+  auto r = ctx.server->store()->KeysDelete(ctx.args.subspan(1), &lsn);
+  ctx.wait_lsn = lsn;
+  if (!Reply(ctx, r.status())) return;
+  ctx.reply->Integer(static_cast<int64_t>(*r));
+}
+
+const char* TypeName(store::KeyType t) {
+  switch (t) {
+    case store::KeyType::kString:
+      return "string";
+    case store::KeyType::kKvPrefix:
+      return "pion-kvprefix";
+    case store::KeyType::kNone:
+      break;
+  }
+  return "none";
+}
+
+void Type(CommandContext& ctx) {
+  ctx.reply->SimpleString(TypeName(ctx.server->store()->TypeOf(ctx.args[1])));
+}
+
+void RenameCommon(CommandContext& ctx, bool nx) {
+  uint64_t lsn = 0;
+  bool done = false;
+  Status st = ctx.server->store()->Rename(ctx.args[1], ctx.args[2], nx, &done, &lsn);
+  ctx.wait_lsn = lsn;
+  if (st.code() == Code::kNotFound) {
+    ctx.reply->Error(kErrNoSuchKey);
+    return;
+  }
+  if (st.code() == Code::kNotSupported) {
+    ctx.reply->Error(kErrRenameKvPrefix);
+    return;
+  }
+  if (!Reply(ctx, st)) return;
+  if (nx)
+    ctx.reply->Integer(done ? 1 : 0);
+  else
+    ctx.reply->SimpleString("OK");
+}
+
+void Rename(CommandContext& ctx) { RenameCommon(ctx, false); }
+void RenameNx(CommandContext& ctx) { RenameCommon(ctx, true); }
+
+void Keys(CommandContext& ctx) {
+  auto keys = ctx.server->store()->Keys(ctx.args[1]);
+  ctx.reply->ArrayHeader(keys.size());
+  for (const auto& k : keys) ctx.reply->Bulk(k);
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+void Scan(CommandContext& ctx) {
+  auto cur = ParseUint64Strict(ctx.args[1]);
+  if (!cur) {
+    ctx.reply->Error(kErrInvalidCursor);
+    return;
+  }
+  std::optional<std::string_view> match;
+  uint64_t count = 10;
+  store::KeyType type = store::KeyType::kNone;
+  bool unknown_type = false;
+  for (size_t i = 2; i < ctx.args.size(); i += 2) {
+    if (i + 1 >= ctx.args.size()) {
+      ctx.reply->Error(kErrSyntaxError);
+      return;
+    }
+    std::string_view a = ctx.args[i], v = ctx.args[i + 1];
+    if (IsKeyword(a, "MATCH")) {
+      if (v != "*") match = v;
+    } else if (IsKeyword(a, "COUNT")) {
+      auto c = ParseInt64Strict(v);
+      if (!c) {
+        ctx.reply->Error(kErrNotInteger);
+        return;
+      }
+      if (*c < 1) {
+        ctx.reply->Error(kErrSyntaxError);
+        return;
+      }
+      count = static_cast<uint64_t>(std::min<int64_t>(*c, 1 << 20));
+    } else if (IsKeyword(a, "TYPE")) {
+      if (IsKeyword(v, "string"))
+        type = store::KeyType::kString;
+      else if (IsKeyword(v, "pion-kvprefix"))
+        type = store::KeyType::kKvPrefix;
+      else
+        unknown_type = true;  // no key has it
+    } else {
+      ctx.reply->Error(kErrSyntaxError);
+      return;
+    }
+  }
+  store::ScanResult r = ctx.server->store()->Scan(*cur, count, match, type);
+  ctx.reply->ArrayHeader(2);
+  ctx.reply->Bulk(std::to_string(r.cursor));
+  if (unknown_type) {
+    ctx.reply->ArrayHeader(0);
+    return;
+  }
+  ctx.reply->ArrayHeader(r.keys.size());
+  for (const auto& k : r.keys) ctx.reply->Bulk(k);
+}
+
+void RandomKey(CommandContext& ctx) {
+  auto k = ctx.server->store()->RandomKey();
+  if (!k)
+    ctx.reply->Null();
+  else
+    ctx.reply->Bulk(*k);
+}
+
+// EXPIRE key n [NX|XX|GT|LT] and friends.
+void ExpireCommon(CommandContext& ctx, int64_t unit_ms, bool absolute, std::string_view cmd) {
+  auto v = ParseInt64Strict(ctx.args[2]);
+  if (!v) {
+    ctx.reply->Error(kErrNotInteger);
+    return;
+  }
+  store::ExpireCond c = store::ExpireCond::kAlways;
+  bool nx = false, xx = false, gt = false, lt = false;
+  for (size_t i = 3; i < ctx.args.size(); ++i) {
+    std::string_view a = ctx.args[i];
+    if (IsKeyword(a, "NX"))
+      nx = true;
+    else if (IsKeyword(a, "XX"))
+      xx = true;
+    else if (IsKeyword(a, "GT"))
+      gt = true;
+    else if (IsKeyword(a, "LT"))
+      lt = true;
+    else {
+      ctx.reply->Error(UnsupportedOptionError(a));
+      return;
+    }
+  }
+  if (nx && (xx || gt || lt)) {
+    ctx.reply->Error(kErrExpireNxCombo);
+    return;
+  }
+  if (gt && lt) {
+    ctx.reply->Error(kErrExpireGtLt);
+    return;
+  }
+  if (nx) c = store::ExpireCond::kNx;
+  if (xx) c = store::ExpireCond::kXx;
+  if (gt) c = store::ExpireCond::kGt;
+  if (lt) c = store::ExpireCond::kLt;
+  int64_t n = *v;
+  if (n > LLONG_MAX / unit_ms || n < LLONG_MIN / unit_ms) {
+    ctx.reply->Error(InvalidExpireError(cmd));
+    return;
+  }
+  int64_t ms = n * unit_ms;
+  if (!absolute) {
+    int64_t now = NowMs();
+    if (ms > LLONG_MAX - now) {
+      ctx.reply->Error(InvalidExpireError(cmd));
+      return;
+    }
+    ms += now;
+  }
+  if (ms <= 0) ms = 1;  // in the past: the key is deleted
+  uint64_t lsn = 0;
+  auto r = ctx.server->store()->Expire(ctx.args[1], ms, c, &lsn);
+  ctx.wait_lsn = lsn;
+  if (!Reply(ctx, r.status())) return;
+  ctx.reply->Integer(*r ? 1 : 0);
+}
+
+void Expire(CommandContext& ctx) { ExpireCommon(ctx, 1000, false, "expire"); }
+void PExpire(CommandContext& ctx) { ExpireCommon(ctx, 1, false, "pexpire"); }
+void ExpireAt(CommandContext& ctx) { ExpireCommon(ctx, 1000, true, "expireat"); }
+void PExpireAt(CommandContext& ctx) { ExpireCommon(ctx, 1, true, "pexpireat"); }
+
+void TtlCommon(CommandContext& ctx, bool ms, bool absolute) {
+  int64_t at = ctx.server->store()->ExpireTimeMs(ctx.args[1]);
+  if (at < 0) {
+    ctx.reply->Integer(at);
+    return;
+  }
+  if (absolute) {
+    ctx.reply->Integer(ms ? at : at / 1000);
+    return;
+  }
+  int64_t left = at - NowMs();
+  if (left < 0) left = 0;
+  ctx.reply->Integer(ms ? left : (left + 500) / 1000);
+}
+
+void Ttl(CommandContext& ctx) { TtlCommon(ctx, false, false); }
+void PTtl(CommandContext& ctx) { TtlCommon(ctx, true, false); }
+void ExpireTime(CommandContext& ctx) { TtlCommon(ctx, false, true); }
+void PExpireTime(CommandContext& ctx) { TtlCommon(ctx, true, true); }
+
+void Persist(CommandContext& ctx) {
+  uint64_t lsn = 0;
+  auto r = ctx.server->store()->Persist(ctx.args[1], &lsn);
+  ctx.wait_lsn = lsn;
+  if (!Reply(ctx, r.status())) return;
+  ctx.reply->Integer(*r ? 1 : 0);
+}
+
+// MEMORY USAGE key [SAMPLES n] | MEMORY HELP
+void Memory(CommandContext& ctx) {
+  std::string_view sub = ctx.args[1];
+  if (IsKeyword(sub, "USAGE")) {
+    if (ctx.args.size() != 3 && !(ctx.args.size() == 5 && IsKeyword(ctx.args[3], "SAMPLES"))) {
+      ctx.reply->Error(kErrSyntaxError);
+      return;
+    }
+    if (ctx.server->store() == nullptr) {
+      ctx.reply->Null();
+      return;
+    }
+    uint64_t n = ctx.server->store()->KeyMemory(ctx.args[2]);
+    if (n == 0)
+      ctx.reply->Null();
+    else
+      ctx.reply->Integer(static_cast<int64_t>(n));
+  } else if (IsKeyword(sub, "HELP")) {
+    static const char* kLines[] = {
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value.",
+        "HELP",
+        "    Print this help.",
+    };
+    ctx.reply->ArrayHeader(std::size(kLines));
+    for (const char* l : kLines) ctx.reply->SimpleString(l);
+  } else {
+    ctx.reply->Error(UnknownSubcommandError("MEMORY", sub));
+  }
+}
+
+}  // namespace
+
+void AddStringCommands(std::vector<CommandSpec>* out) {
+  constexpr uint32_t kR = kCmdReadonly | kCmdKvcache;
+  constexpr uint32_t kW = kCmdWrite | kCmdKvcache;
+  constexpr uint32_t kWd = kW | kCmdDenyOom;
+  out->push_back({"GET", 2, kR | kCmdFast, 1, 1, 1, Get, "Gets the value of a string key."});
+  out->push_back({"SET", -3, kWd, 1, 1, 1, Set,
+                  "SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL]."});
+  out->push_back({"SETEX", 4, kWd, 1, 1, 1, SetEx, "SETEX key seconds value."});
+  out->push_back({"PSETEX", 4, kWd, 1, 1, 1, PSetEx, "PSETEX key milliseconds value."});
+  out->push_back({"SETNX", 3, kWd | kCmdFast, 1, 1, 1, SetNx, "Sets a key only if it is absent."});
+  out->push_back(
+      {"GETDEL", 2, kW | kCmdFast, 1, 1, 1, GetDel, "Gets a value and deletes the key."});
+  out->push_back({"GETEX", -2, kW | kCmdFast, 1, 1, 1, GetEx,
+                  "GETEX key [EX s|PX ms|EXAT ts|PXAT ts|PERSIST]."});
+  out->push_back({"MGET", -2, kR | kCmdFast, 1, -1, 1, MGet, "Gets the values of several keys."});
+  out->push_back({"MSET", -3, kWd, 1, -1, 2, MSet, "Sets several keys atomically."});
+  out->push_back(
+      {"MSETNX", -3, kWd, 1, -1, 2, MSetNx, "Sets several keys atomically only if none exists."});
+  out->push_back({"APPEND", 3, kWd, 1, 1, 1, Append, "Appends to a string value."});
+  out->push_back({"STRLEN", 2, kR | kCmdFast, 1, 1, 1, StrLen, "Length of a string value."});
+  out->push_back({"GETRANGE", 4, kR, 1, 1, 1, GetRange, "A substring of a string value."});
+  out->push_back({"EXISTS", -2, kR | kCmdFast, 1, -1, 1, Exists, "How many of the keys exist."});
+  out->push_back({"DEL", -2, kW, 1, -1, 1, Del, "Deletes keys (a namespace key: KV.PREFIX.DROP)."});
+  out->push_back({"UNLINK", -2, kW | kCmdFast, 1, -1, 1, Del, "DEL (memory is freed lazily)."});
+  out->push_back(
+      {"TYPE", 2, kR | kCmdFast, 1, 1, 1, Type, "Type of a key: string, pion-kvprefix or none."});
+  out->push_back({"RENAME", 3, kW, 1, 2, 1, Rename, "Renames a string key."});
+  out->push_back({"RENAMENX", 3, kW | kCmdFast, 1, 2, 1, RenameNx,
+                  "Renames a string key if the new name is free."});
+  out->push_back({"KEYS", 2, kR, 0, 0, 0, Keys, "Every key matching a glob pattern."});
+  out->push_back(
+      {"SCAN", -2, kR, 0, 0, 0, Scan, "SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]."});
+  out->push_back({"RANDOMKEY", 1, kR, 0, 0, 0, RandomKey, "A random key."});
+  out->push_back({"EXPIRE", -3, kW | kCmdFast, 1, 1, 1, Expire, "Sets a TTL in seconds."});
+  out->push_back({"PEXPIRE", -3, kW | kCmdFast, 1, 1, 1, PExpire, "Sets a TTL in milliseconds."});
+  out->push_back({"EXPIREAT", -3, kW | kCmdFast, 1, 1, 1, ExpireAt,
+                  "Sets the expiry as a unix time in seconds."});
+  out->push_back({"PEXPIREAT", -3, kW | kCmdFast, 1, 1, 1, PExpireAt,
+                  "Sets the expiry as a unix time in milliseconds."});
+  out->push_back({"TTL", 2, kR | kCmdFast, 1, 1, 1, Ttl, "Seconds to live (-1 none, -2 missing)."});
+  out->push_back({"PTTL", 2, kR | kCmdFast, 1, 1, 1, PTtl, "Milliseconds to live."});
+  out->push_back(
+      {"EXPIRETIME", 2, kR | kCmdFast, 1, 1, 1, ExpireTime, "Expiry as a unix time in seconds."});
+  out->push_back({"PEXPIRETIME", 2, kR | kCmdFast, 1, 1, 1, PExpireTime,
+                  "Expiry as a unix time in milliseconds."});
+  out->push_back({"PERSIST", 2, kW | kCmdFast, 1, 1, 1, Persist, "Removes a key's TTL."});
+  out->push_back({"MEMORY", -2, kCmdReadonly, 0, 0, 0, Memory, "MEMORY USAGE key, MEMORY HELP."});
+}
+
+}  // namespace pion::server

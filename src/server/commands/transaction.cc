@@ -1,0 +1,142 @@
+// MULTI / EXEC / DISCARD / WATCH / UNWATCH: see transaction.h.
+#include "server/commands/transaction.h"
+
+#include <algorithm>
+#include <mutex>
+#include <shared_mutex>
+
+#include "net/client_info.h"
+#include "server/commands/errors.h"
+#include "server/server.h"
+#include "store/store.h"
+
+namespace pion::server {
+
+TxState* TxOf(ClientInfo* c) { return static_cast<TxState*>(c->service_data); }
+
+TxState& TxFor(ClientInfo* c) {
+  if (c->service_data == nullptr) c->service_data = new TxState();
+  return *TxOf(c);
+}
+
+void TxFree(ClientInfo* c) {
+  delete TxOf(c);
+  c->service_data = nullptr;
+}
+
+void TxClear(ClientInfo* c) {
+  if (TxState* tx = TxOf(c)) tx->Reset();
+}
+
+void TxQueue(CommandContext& ctx, const CommandSpec* spec, TxState& tx) {
+  if (spec->flags & kCmdNoMulti) {
+    tx.dirty = true;
+    ctx.reply->Error(kErrNotInMulti);
+    return;
+  }
+  TxState::Queued q;
+  q.spec = spec;
+  q.args.reserve(ctx.args.size());
+  for (std::string_view a : ctx.args) q.args.emplace_back(a);
+  tx.queued.push_back(std::move(q));
+  ctx.reply->SimpleString("QUEUED");
+}
+
+namespace {
+
+uint64_t VersionOf(Server& s, std::string_view key) {
+  store::Store* st = s.store();
+  return st != nullptr ? st->KeyVersion(key) : 0;
+}
+
+void Multi(CommandContext& ctx) {
+  TxState& tx = TxFor(ctx.client);
+  if (tx.in_multi) {
+    ctx.reply->Error(kErrMultiNested);
+    return;
+  }
+  tx.in_multi = true;
+  tx.dirty = false;
+  tx.queued.clear();
+  ctx.reply->SimpleString("OK");
+}
+
+void Discard(CommandContext& ctx) {
+  TxState* tx = TxOf(ctx.client);
+  if (tx == nullptr || !tx->in_multi) {
+    ctx.reply->Error(kErrDiscardWithoutMulti);
+    return;
+  }
+  tx->Reset();
+  ctx.reply->SimpleString("OK");
+}
+
+void Exec(CommandContext& ctx) {
+  TxState* tx = TxOf(ctx.client);
+  if (tx == nullptr || !tx->in_multi) {
+    ctx.reply->Error(kErrExecWithoutMulti);
+    return;
+  }
+  if (tx->dirty) {
+    tx->Reset();
+    ctx.reply->Error(kErrExecAbort);
+    return;
+  }
+  std::unique_lock<std::shared_mutex> excl(ctx.server->exec_mu());
+  for (const auto& [key, version] : tx->watched) {
+    if (VersionOf(*ctx.server, key) != version) {
+      tx->Reset();
+      ctx.reply->NullArray();
+      return;
+    }
+  }
+  std::vector<TxState::Queued> queued = std::move(tx->queued);
+  tx->Reset();
+  ctx.reply->ArrayHeader(queued.size());
+  std::vector<std::string_view> views;
+  for (TxState::Queued& q : queued) {
+    views.assign(q.args.begin(), q.args.end());
+    CommandContext sub;
+    sub.args = views;
+    sub.reply = ctx.reply;
+    sub.server = ctx.server;
+    sub.client = ctx.client;
+    sub.in_exec = true;
+    q.spec->handler(sub);
+    ctx.wait_lsn = std::max(ctx.wait_lsn, sub.wait_lsn);
+  }
+}
+
+void Watch(CommandContext& ctx) {
+  TxState& tx = TxFor(ctx.client);
+  if (tx.in_multi) {
+    ctx.reply->Error(kErrWatchInMulti);
+    return;
+  }
+  for (size_t i = 1; i < ctx.args.size(); ++i) {
+    std::string key(ctx.args[i]);
+    bool seen = std::any_of(tx.watched.begin(), tx.watched.end(),
+                            [&](const auto& w) { return w.first == key; });
+    if (!seen) tx.watched.emplace_back(key, VersionOf(*ctx.server, key));
+  }
+  ctx.reply->SimpleString("OK");
+}
+
+void Unwatch(CommandContext& ctx) {
+  if (TxState* tx = TxOf(ctx.client)) tx->watched.clear();
+  ctx.reply->SimpleString("OK");
+}
+
+}  // namespace
+
+void AddTransactionCommands(std::vector<CommandSpec>* out) {
+  constexpr uint32_t kTx = kCmdTxControl | kCmdFast | kCmdLoading | kCmdStale;
+  out->push_back({"MULTI", 1, kTx, 0, 0, 0, Multi, "Starts a transaction."});
+  out->push_back({"EXEC", 1, kTx, 0, 0, 0, Exec, "Runs the queued commands atomically."});
+  out->push_back({"DISCARD", 1, kTx, 0, 0, 0, Discard, "Drops the queued commands."});
+  out->push_back(
+      {"WATCH", -2, kTx, 1, -1, 1, Watch, "EXEC fails if one of these keys changes before it."});
+  out->push_back({"UNWATCH", 1, kTx, 0, 0, 0, Unwatch, "Forgets every watched key."});
+}
+
+}  // namespace pion::server

@@ -1,0 +1,101 @@
+// The string keyspace's public types (docs/protocol.md "Keys"). String values
+// share the store with the namespaces: one key space (a name is either a string
+// key or a namespace), one byte budget (--maxmemory) and one LRU. A value is an
+// immutable, 64-byte aligned, reference-counted buffer: GET pins it and sends
+// it by reference, an overwrite or eviction only drops the store's reference.
+//
+// Thread-safety: StrValue is immutable once published; the rest are values.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pion::store {
+
+struct StrValue {
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  size_t capacity = 0;  // allocated bytes (>= size, a multiple of 64)
+
+  StrValue() = default;
+  StrValue(const StrValue&) = delete;
+  StrValue& operator=(const StrValue&) = delete;
+  ~StrValue() { std::free(data); }
+
+  std::string_view view() const { return {reinterpret_cast<const char*>(data), size}; }
+  // An uninitialised value of `n` bytes, or nullptr when the memory cannot be had.
+  static std::shared_ptr<StrValue> TryMake(size_t n);
+  // A copy of `s` (nullptr when the memory cannot be had).
+  static std::shared_ptr<StrValue> Copy(std::string_view s);
+};
+using StrRef = std::shared_ptr<const StrValue>;
+
+// Longest string key (bytes).
+inline constexpr size_t kMaxStrKeyBytes = 65536;
+
+// What memory a string key is charged (key, value capacity, entry overhead).
+inline constexpr uint64_t kStrEntryOverhead = 96;
+
+// maxmemory-policy.
+enum class EvictPolicy : uint8_t { kAllKeysLru, kNoEviction, kVolatileLru, kAllKeysRandom };
+const char* EvictPolicyName(EvictPolicy p);
+bool ParseEvictPolicy(std::string_view s, EvictPolicy* out);
+
+enum class KeyType : uint8_t { kNone, kString, kKvPrefix };
+
+struct SetOptions {
+  enum class Cond : uint8_t { kAlways, kNx, kXx } cond = Cond::kAlways;
+  bool keep_ttl = false;
+  int64_t expire_at_ms = 0;  // unix ms; 0 = no expiry (removes an existing one unless keep_ttl)
+  bool want_old = false;     // SET ... GET
+};
+
+struct SetOutcome {
+  bool done = false;  // the value was written (NX/XX may prevent it)
+  StrRef old;         // with want_old: the previous value (nullptr if none)
+};
+
+// EXPIRE options (Redis 7).
+enum class ExpireCond : uint8_t { kAlways, kNx, kXx, kGt, kLt };
+
+struct ScanResult {
+  uint64_t cursor = 0;  // 0 = done
+  std::vector<std::string> keys;
+};
+
+struct KeyspaceStats {
+  uint64_t keys = 0;     // string keys + namespaces
+  uint64_t expires = 0;  // keys with a TTL
+  uint64_t avg_ttl_ms = 0;
+  uint64_t string_bytes = 0;  // charged to the budget by string keys
+  uint64_t hits = 0, misses = 0;
+  uint64_t expired = 0;       // keys removed because their TTL passed
+  uint64_t evicted_keys = 0;  // string keys + namespaces evicted
+};
+
+// A pinned string key for a snapshot.
+struct StrView {
+  std::string key;
+  int64_t expire_at_ms = 0;
+  uint64_t lru_stamp = 0;
+  StrRef value;
+};
+
+// Internal to the store (guarded by Store::mu_): one string key. Entries live
+// in the map's nodes (stable addresses) and are linked into the LRU list.
+struct StrEntry {
+  const std::string* key = nullptr;  // the map node's key
+  StrRef value;
+  int64_t expire_at_ms = 0;
+  uint64_t stamp = 0;    // LRU stamp (the store's clock, shared with namespaces)
+  uint64_t hash = 0;     // scan order
+  uint64_t version = 0;  // WATCH
+  StrEntry* prev = nullptr;
+  StrEntry* next = nullptr;
+};
+
+}  // namespace pion::store
