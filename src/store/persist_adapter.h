@@ -69,6 +69,9 @@ class StorePersistHost final : public persist::PersistHost {
   // persist::RecordSink
   Status ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                        quant::Format fmt, const persist::BlockRecord* blocks) override;
+  Status ApplyRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                            quant::Format fmt, const persist::BlockRecord* blocks,
+                            std::string_view parent_ns, uint64_t parent_incarnation) override;
   Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                      uint64_t start, uint64_t count, std::span<const uint8_t> stored) override;
   void ApplyDrop(std::string_view ns, uint64_t incarnation) override;
