@@ -5,8 +5,8 @@ set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
   clang libclang-rt-14-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev
-  redis-server redis-tools
+  libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev libssl-dev openssl
+  redis-server redis-tools prometheus prometheus-redis-exporter
   python3 python3-pytest python3-numpy python3-redis python3-hiredis python3-xxhash
   python3-torch libopenblas0-pthread
 )

@@ -1,7 +1,8 @@
 // ClientControl: what a command handler may do to the client connection its
 // request came on: read and switch the protocol version and the
 // authentication state, close after the reply, stop reading (SHUTDOWN),
-// reserve client memory for a large reply, and take a deferred reply's ticket.
+// reserve client memory for a large reply, take a deferred reply's ticket, and
+// turn replies off (CLIENT REPLY).
 // Connection implements it; the in-process command tests implement it without
 // a socket (src/server/commands/testing/command_fixture.h).
 //
@@ -14,6 +15,11 @@
 #include "net/deferred_reply.h"
 
 namespace pion::net {
+
+// CLIENT REPLY: kOff drops every reply from this command on (this one
+// included), kSkip drops this command's reply and the next command's, kOn
+// sends replies again from this one on.
+enum class ReplyMode { kOn, kOff, kSkip };
 
 class ClientControl {
  public:
@@ -31,6 +37,8 @@ class ClientControl {
   virtual bool ReserveMemory(size_t n) = 0;
   // Reserves the reply's place and returns its ticket (the server's ctx.Defer()).
   virtual std::shared_ptr<DeferredReply> BeginDeferred() = 0;
+  // CLIENT REPLY ON|OFF|SKIP (see ReplyMode).
+  virtual void SetReplyMode(ReplyMode m) = 0;
 
  protected:
   ~ClientControl() = default;

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace pion::net {
@@ -28,14 +29,28 @@ struct ClientInfo {
   // The Service's own per-client state (opaque here; the Service frees it in OnClose).
   void* service_data = nullptr;
 
-  std::string name;  // guarded by the client registry's mutex
+  std::string name;              // guarded by the client registry's mutex
+  std::string user = "default";  // who it is authenticated as; guarded like `name`
+  // CLIENT SETINFO lib-name / lib-ver: guarded by the client registry's mutex.
+  std::string lib_name;
+  std::string lib_ver;
 
-  std::atomic<uint64_t> last_active_us{0};    // MonotonicUs() of the last command
-  std::atomic<const char*> last_cmd{"NULL"};  // a static string (the command's name)
+  // The Service's per-client state (who the client is, for its permission
+  // checks), opaque to the transport. Only the owning thread uses these.
+  std::shared_ptr<const void> principal;
+  uint64_t principal_epoch = 0;
+
+  std::atomic<uint64_t> last_active_us{0};  // MonotonicUs() of the last command
+  // A string that lives as long as the server: the last command's name in
+  // lower case, with its subcommand for container commands ("client|list").
+  std::atomic<const char*> last_cmd{"NULL"};
   std::atomic<int> proto{2};
   std::atomic<bool> authenticated{true};
-  std::atomic<uint64_t> qbuf{0};  // unparsed input bytes
-  std::atomic<uint64_t> omem{0};  // queued output bytes
+  std::atomic<uint64_t> qbuf{0};       // unparsed input bytes
+  std::atomic<uint64_t> qbuf_free{0};  // free bytes in the query buffer
+  std::atomic<uint64_t> omem{0};       // queued output bytes
+  std::atomic<uint64_t> tot_mem{0};    // every buffer the connection holds
+  std::atomic<bool> monitor{false};    // MONITOR issued on this connection
 };
 
 }  // namespace pion::net

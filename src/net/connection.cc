@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "base/log.h"
 #include "net/resp_errors.h"
 #include "net/service.h"
+#include "net/tls.h"
 
 namespace pion::net {
 
@@ -60,6 +62,16 @@ Connection::Connection(ConnHost* host, Service* service, int fd, uint64_t id, st
   SetAuthenticated(!service->auth_required());
 }
 
+void Connection::SetTls(std::unique_ptr<TlsSession> tls) { tls_ = std::move(tls); }
+
+ssize_t Connection::ReadSome(void* buf, size_t n) {
+  return tls_ ? tls_->Read(buf, n) : ::read(fd_, buf, n);
+}
+
+ssize_t Connection::WriteSome(const iovec* iov, int n) {
+  return tls_ ? tls_->Writev(iov, n) : ::writev(fd_, iov, n);
+}
+
 Connection::~Connection() {
   PION_CHECK(closed_);
   if (!in_.empty()) host_->pool().Put(std::move(in_));
@@ -90,6 +102,21 @@ void Connection::SetAuthenticated(bool v) {
 
 void Connection::OnEvent(uint32_t events) {
   if (closed_) return;
+  if (tls_ && !tls_->handshake_done()) {
+    // Non-blocking: each event advances the handshake as far as the bytes
+    // that arrived allow; a stalled peer holds only this connection.
+    TlsSession::HandshakeResult r = tls_->Handshake();
+    if (r == TlsSession::kFailed) {
+      host_->stats().Add(host_->stats().tls_handshake_failures);
+      LOG_VERBOSE("client id=%llu addr=%s: TLS handshake failed: %s",
+                  static_cast<unsigned long long>(info_.id), info_.addr.c_str(),
+                  tls_->error().c_str());
+      Close("TLS handshake failed");
+      return;
+    }
+    if (r == TlsSession::kWant) return;
+    events |= EPOLLIN | EPOLLOUT;  // read what followed the handshake; send what is queued
+  }
   if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) peer_hup_ = true;
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) HandleRead();
   if (closed_) return;
@@ -113,6 +140,7 @@ void Connection::ReportMemory() {
   if (closed_) return;
   int64_t held =
       static_cast<int64_t>(out_.allocated_bytes() + parser_.allocated_bytes() + in_.capacity());
+  info_.tot_mem.store(static_cast<uint64_t>(held), std::memory_order_relaxed);
   int64_t delta = held - mem_reported_;
   if (delta > -kReportSlack && delta < kReportSlack) return;
   service_->AdjustClientMemory(delta);
@@ -177,14 +205,15 @@ void Connection::HandleRead() {
     ssize_t n;
     if (parser_.WantsDirectRead()) {
       std::span<char> t = parser_.DirectTarget();
-      n = ::read(fd_, t.data(), t.size());
+      n = ReadSome(t.data(), t.size());
       if (n > 0) {
         parser_.DirectFilled(static_cast<size_t>(n));
         stats.Add(stats.net_in, n);
         // A big argument arriving is activity (idle timeout) before it completes.
         info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
         if (!parser_.WantsDirectRead()) ProcessInput();
-        if (static_cast<size_t>(n) < t.size() && !peer_hup_) break;  // drained (see below)
+        // Drained (see below); TLS returns one record per read, so it reads to EAGAIN.
+        if (static_cast<size_t>(n) < t.size() && !peer_hup_ && !tls_) break;
         continue;
       }
     } else {
@@ -201,7 +230,7 @@ void Connection::HandleRead() {
         break;
       }
       size_t space = in_.capacity() - in_end_;
-      n = ::read(fd_, in_.data() + in_end_, space);
+      n = ReadSome(in_.data() + in_end_, space);
       if (n > 0) {
         in_end_ += static_cast<size_t>(n);
         stats.Add(stats.net_in, n);
@@ -212,7 +241,7 @@ void Connection::HandleRead() {
         // (the socket's wakeup fires on every arrival), so none are missed.
         // A FIN that arrived before this read raised no new edge, though: once
         // an event has reported it, keep reading until read(2) returns 0.
-        if (static_cast<size_t>(n) < space && !peer_hup_) break;
+        if (static_cast<size_t>(n) < space && !peer_hup_ && !tls_) break;
         continue;
       }
     }
@@ -244,6 +273,7 @@ void Connection::HandleRead() {
     close_after_reply_ = true;
   }
   info_.qbuf.store(in_end_ - in_start_ + parser_.big_bytes(), std::memory_order_relaxed);
+  info_.qbuf_free.store(in_.empty() ? 0 : in_.capacity() - in_end_, std::memory_order_relaxed);
   ReleaseIdleBuffers();
   ReportMemory();
 }
@@ -296,8 +326,12 @@ void Connection::RejectedCommand() {
   ConnStats& stats = host_->stats();
   stats.Add(stats.commands);
   stats.Add(stats.error_replies);
+  bool skip = skip_next_;  // CLIENT REPLY OFF|SKIP applies to refused commands too
+  skip_next_ = false;
+  if (reply_off_ || skip) BeginDiscard();
   reply().Error(parser_.reject_reason() == RequestParser::Reject::kGate ? kErrClientMemory
                                                                         : kErrNoMemory);
+  if (writer_.out() != &out_) EndDiscard();
 }
 
 bool Connection::CheckOutputLimits(uint64_t now_us) {
@@ -346,9 +380,18 @@ void Connection::RunRequest() {
   uint64_t appended = out_.appended_total();
   uint64_t held_before = out_.held_bytes();
   ConnContext ctx{this, &info_, authenticated_};
+  // CLIENT REPLY OFF|SKIP (RESP only): this command's reply goes to a scratch queue.
+  bool skip = skip_next_;
+  skip_next_ = false;
+  if (reply_off_ || skip) BeginDiscard();
   uint64_t hold_until = resp_ != nullptr
                             ? service_->Dispatch(resp_->args(), writer_, ctx)
                             : service_->DispatchFrame(frames_->frame(), frame_writer_, ctx);
+  if (skip_set_now_) {
+    skip_set_now_ = false;
+    skip_next_ = true;
+  }
+  if (writer_.out() != &out_) EndDiscard();
   if (hold_until > service_->durable_lsn()) out_.HoldFrom(mark, hold_until);
   // Track the largest reply still queued (exempt from the output limits;
   // smaller replies than the smallest limit allowed need no exemption).
@@ -370,10 +413,10 @@ void Connection::Flush() {
   iovec iov[kMaxIov];
   while (true) {
     int n = out_.Writable(durable, iov, kMaxIov);
-    if (n == 0) break;
+    if (n <= 0) break;
     size_t want = 0;
     for (int i = 0; i < n; ++i) want += iov[i].iov_len;
-    ssize_t w = ::writev(fd_, iov, n);
+    ssize_t w = WriteSome(iov, n);
     if (w < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;  // EPOLLOUT will follow
@@ -413,9 +456,45 @@ void Connection::MaybeResume() {
   });
 }
 
+void Connection::BeginDiscard() {
+  if (!discard_) discard_ = std::make_unique<OutputQueue>(nullptr);
+  writer_.set_out(discard_.get());
+}
+
+void Connection::EndDiscard() {
+  writer_.set_out(&out_);
+  discard_.reset();  // the dropped replies (and any pins they held)
+}
+
+void Connection::SetReplyMode(ReplyMode m) {
+  switch (m) {
+    case ReplyMode::kOn:
+      reply_off_ = false;
+      skip_next_ = false;
+      writer_.set_out(&out_);  // this command's own reply (+OK) is sent
+      break;
+    case ReplyMode::kOff:
+      reply_off_ = true;
+      BeginDiscard();
+      break;
+    case ReplyMode::kSkip:
+      skip_set_now_ = true;
+      BeginDiscard();
+      break;
+  }
+}
+
+void Connection::PushRaw(std::string_view bytes) {
+  if (closed_) return;
+  out_.Append(bytes);
+  if (!CheckOutputLimits(0)) return;
+  Flush();
+}
+
 std::shared_ptr<DeferredReply> Connection::BeginDeferred() {
   uint64_t slot = ++next_slot_;
   out_.AddSlot(slot);
+  if (writer_.out() != &out_) discard_slots_.push_back(slot);
   return std::make_shared<DeferredReply>(host_, info_.id, slot);
 }
 
@@ -438,7 +517,13 @@ void Connection::FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& wri
     ConnStats& stats = host_->stats();
     stats.Add(stats.error_replies);
   }
-  if (!out_.FillSlot(slot, scratch.CopyAll())) return;
+  std::string bytes = scratch.CopyAll();
+  auto drop = std::find(discard_slots_.begin(), discard_slots_.end(), slot);
+  if (drop != discard_slots_.end()) {
+    discard_slots_.erase(drop);
+    bytes.clear();  // CLIENT REPLY OFF|SKIP when it was issued
+  }
+  if (!out_.FillSlot(slot, bytes)) return;
   info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
   Flush();
   if (closed_ || out_.pending_slots() > 0) return;

@@ -58,6 +58,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "net/buffer.h"
 #include "net/client_control.h"
@@ -74,6 +75,7 @@ namespace pion::net {
 
 class ConnHost;
 class Service;
+class TlsSession;
 
 inline constexpr size_t kPauseOutputBytes = 32u << 20;
 inline constexpr size_t kResumeOutputBytes = 8u << 20;
@@ -87,6 +89,10 @@ class Connection final : public ClientControl, private BufferGate {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  // A TLS connection (before Start): the handshake runs first, driven by
+  // the socket's events; every read and write then goes through `tls`.
+  void SetTls(std::unique_ptr<TlsSession> tls);
+  bool tls() const { return tls_ != nullptr; }
   // Registers with the loop and tells the service (OnOpen).
   bool Start();
 
@@ -105,6 +111,10 @@ class Connection final : public ClientControl, private BufferGate {
   std::shared_ptr<DeferredReply> BeginDeferred() override;
   void StopReading() override;
   bool ReserveMemory(size_t n) override { return Reserve(n); }
+  void SetReplyMode(ReplyMode m) override;
+  // Bytes that are not a reply to a command (MONITOR lines): queued after
+  // everything queued so far and sent (host thread).
+  void PushRaw(std::string_view bytes);
 
   // For the host.
   void OnEvent(uint32_t events);
@@ -141,10 +151,15 @@ class Connection final : public ClientControl, private BufferGate {
   // Enforces client-output-buffer-limit; false if it closed the client.
   bool CheckOutputLimits(uint64_t now_us);
   void RejectedCommand();
+  void BeginDiscard();
+  void EndDiscard();
+  ssize_t ReadSome(void* buf, size_t n);
+  ssize_t WriteSome(const iovec* iov, int n);
 
   ConnHost* host_;
   Service* service_;
   int fd_;
+  std::unique_ptr<TlsSession> tls_;
   ClientInfo info_;
   Protocol protocol_;
   // The protocol's parser: resp_ or frames_ (the other one stays empty).
@@ -173,6 +188,12 @@ class Connection final : public ClientControl, private BufferGate {
   uint64_t big_reply_len_ = 0;
   uint64_t big_reply_end_ = 0;
   uint64_t soft_since_us_ = 0;  // above the soft limit since (0 = not above)
+  // CLIENT REPLY: replies are written to discard_ (then dropped) instead of out_.
+  bool reply_off_ = false;
+  bool skip_next_ = false;     // drop the next command's reply
+  bool skip_set_now_ = false;  // SKIP was set by the command running now
+  std::unique_ptr<OutputQueue> discard_;
+  std::vector<uint64_t> discard_slots_;  // deferred replies to drop
 };
 
 }  // namespace pion::net

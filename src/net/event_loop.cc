@@ -62,6 +62,8 @@ uint64_t EventLoop::AddTimer(uint64_t delay_ms, bool repeat, Task t) {
   return id;
 }
 
+void EventLoop::CancelTimer(uint64_t id) { timer_info_.erase(id); }
+
 void EventLoop::Post(Task t) {
   bool wake;
   {

@@ -39,6 +39,8 @@ class EventLoop {
 
   // Runs `t` once after `delay_ms`, or every `delay_ms` when `repeat`.
   uint64_t AddTimer(uint64_t delay_ms, bool repeat, Task t);
+  // Forgets timer `id` (its task never runs again); an unknown id is ignored.
+  void CancelTimer(uint64_t id);
 
   // Runs `t` on the loop thread soon (thread-safe, wakes the loop).
   void Post(Task t);

@@ -55,7 +55,7 @@ void FrameWriter::SimpleString(std::string_view s) {
 }
 
 void FrameWriter::Error(std::string_view text) {
-  ++errors_;
+  NoteError(text);
   if (agg_header_ != nullptr) {
     Text(text);
     return;

@@ -59,7 +59,7 @@ class FrameWriter final : public ReplyBuilder {
                     std::shared_ptr<const void> pin) override;
 
   // Error replies written (one per failed command normally).
-  uint64_t errors() const { return errors_; }
+  uint64_t errors() const { return error_count(); }
 
   // The status an error line is answered with (COLDMISS for that code word).
   static FrameStatus ErrorStatus(std::string_view text);
@@ -75,7 +75,6 @@ class FrameWriter final : public ReplyBuilder {
   void EndElement();
 
   OutputQueue* out_;
-  uint64_t errors_ = 0;
   // The aggregate being written: its header (patched at the end), elements
   // still to come, body bytes so far.
   char* agg_header_ = nullptr;

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -59,6 +60,30 @@ class ReplyBuilder {
   // such as shared zeros, count nothing).
   virtual void BulkPinned(size_t len, std::span<const iovec> parts, std::shared_ptr<const void> pin,
                           std::span<const PinnedBlock> blocks) = 0;
+
+  // Error replies written through this builder so far, and the code word of
+  // the last one ("ERR", "WRONGTYPE"; empty before the first): what the
+  // service counts per command (INFO commandstats/errorstats).
+  uint64_t error_count() const { return errors_; }
+  std::string_view last_error_code() const { return std::string_view(last_code_, last_code_len_); }
+
+ protected:
+  // A builder's Error() calls this with the line it writes.
+  void NoteError(std::string_view text) {
+    ++errors_;
+    size_t n = 0;
+    while (n < text.size() && n < kMaxCode && text[n] != ' ' && text[n] != '\r' &&
+           text[n] != '\n')
+      ++n;
+    std::memcpy(last_code_, text.data(), n);
+    last_code_len_ = n;
+  }
+
+ private:
+  uint64_t errors_ = 0;
+  static constexpr size_t kMaxCode = 32;  // the code word kept (at most this many bytes)
+  char last_code_[kMaxCode] = {};
+  size_t last_code_len_ = 0;
 };
 
 }  // namespace pion::net

@@ -49,7 +49,7 @@ void RespWriter::Header(char type, uint64_t n) {
 void RespWriter::SimpleString(std::string_view s) { AppendLine(out_, '+', s); }
 
 void RespWriter::Error(std::string_view text) {
-  ++errors_;
+  NoteError(text);
   AppendLine(out_, '-', text);
 }
 

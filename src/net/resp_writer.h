@@ -44,15 +44,18 @@ class RespWriter final : public ReplyBuilder {
   void BulkExternal(size_t len, std::span<const iovec> parts,
                     std::shared_ptr<const void> pin) override;
 
-  // Replies written through this builder (one per command normally).
-  uint64_t errors() const { return errors_; }
+  // Error replies written through this builder (one per failed command normally).
+  uint64_t errors() const { return error_count(); }
+  // Where replies go: the connection's queue, or a scratch queue whose bytes
+  // are dropped (CLIENT REPLY OFF|SKIP).
+  void set_out(OutputQueue* out) { out_ = out; }
+  OutputQueue* out() const { return out_; }
 
  private:
   void Header(char type, uint64_t n);
 
   OutputQueue* out_;
   int proto_ = 2;
-  uint64_t errors_ = 0;
 };
 
 // Formats a double as Redis does for RESP3 doubles ("inf", "-inf", "nan",

@@ -88,6 +88,7 @@ struct ConnStats {
   std::atomic<uint64_t> output_limit_disconnects{0};
   std::atomic<uint64_t> protocol_errors{0};
   std::atomic<uint64_t> error_replies{0};
+  std::atomic<uint64_t> tls_handshake_failures{0};
   void Add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 };
 

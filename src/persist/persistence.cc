@@ -302,6 +302,9 @@ PersistStats Persistence::Stats() const {
     s.durable_lsn = w.durable_lsn;
     s.wal_broken = w.broken;
     s.wal_resumes = w.resumes;
+    s.wal_syncs = w.syncs;
+    s.wal_sync_us = w.sync_us;
+    for (size_t i = 0; i < kSyncHistBuckets; ++i) s.wal_sync_hist[i] = w.sync_hist[i];
   }
   return s;
 }

@@ -65,6 +65,9 @@ struct PersistStats {
   uint64_t loaded_rows = 0;
   uint64_t auto_save_attempts = 0;
   uint64_t auto_save_failures = 0;  // consecutive failed automatic snapshots
+  uint64_t wal_syncs = 0;
+  uint64_t wal_sync_us = 0;
+  uint64_t wal_sync_hist[kSyncHistBuckets] = {};  // see WalStats
 };
 
 class Persistence {

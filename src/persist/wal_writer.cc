@@ -567,6 +567,13 @@ void WalWriter::SetPolicy(SyncPolicy p) {
   if (p != SyncPolicy::kAlways && on_ack_) on_ack_(last_lsn());
 }
 
+void WalWriter::RecordSyncLocked(uint64_t us) {
+  sync_us_ += us;
+  size_t b = 0;
+  while (b + 1 < kSyncHistBuckets && (uint64_t{1} << b) < us) ++b;
+  ++sync_hist_[b];
+}
+
 WalStats WalWriter::Stats() const {
   std::lock_guard<std::mutex> l(state_mu_);
   WalStats s;
@@ -576,6 +583,8 @@ WalStats WalWriter::Stats() const {
   s.last_lsn = written_lsn_;
   s.durable_lsn = durable_lsn_;
   s.syncs = syncs_;
+  s.sync_us = sync_us_;
+  for (size_t i = 0; i < kSyncHistBuckets; ++i) s.sync_hist[i] = sync_hist_[i];
   s.broken = !broken_.ok();
   s.resumes = resumes_;
   return s;
@@ -616,12 +625,16 @@ void WalWriter::SyncLoop() {
     dir_dirty_ = false;
     l.unlock();
     Status s;
+    auto sync_start = Clock::now();
     for (auto& f : old)
       if (s.ok()) s = f->f->Sync();
     if (s.ok()) s = cur->f->Sync();
     if (s.ok() && dir) s = env_->SyncDir(dir_);
+    uint64_t sync_us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sync_start).count());
     l.lock();
     ++syncs_;
+    RecordSyncLocked(sync_us);
     next_tick = Clock::now() + std::chrono::seconds(1);
     if (!s.ok()) {
       LOG_WARNING("WAL fsync failed, refusing writes until a snapshot succeeds: %s",

@@ -52,6 +52,9 @@ namespace pion::persist {
 
 enum class SyncPolicy : uint8_t { kAlways, kEverySec, kNo };
 
+// fsync latency histogram buckets: upper bounds 2^i microseconds, the last +Inf.
+inline constexpr size_t kSyncHistBuckets = 26;
+
 struct WalStats {
   uint64_t generation = 0;
   uint64_t bytes = 0;     // size of the active WAL file
@@ -61,6 +64,8 @@ struct WalStats {
   uint64_t syncs = 0;
   bool broken = false;
   uint64_t resumes = 0;  // times appends resumed after a failure without a restart
+  uint64_t sync_us = 0;  // time spent in fsync (all of syncs)
+  uint64_t sync_hist[kSyncHistBuckets] = {};  // per bucket, not cumulative
 };
 
 class WalWriter final : public RecordLog {
@@ -236,6 +241,9 @@ class WalWriter final : public RecordLog {
   uint64_t bytes_ = 0;
   uint64_t appended_ = 0;
   uint64_t syncs_ = 0;
+  uint64_t sync_us_ = 0;
+  uint64_t sync_hist_[kSyncHistBuckets] = {};
+  void RecordSyncLocked(uint64_t us);  // state_mu_ held
   Status broken_;
   bool stop_ = false;
   std::thread thread_;

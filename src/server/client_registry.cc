@@ -22,6 +22,16 @@ std::string ClientRegistry::Name(const net::ClientInfo* c) {
   return c->name;
 }
 
+void ClientRegistry::SetUser(net::ClientInfo* c, std::string user) {
+  std::lock_guard<std::mutex> lk(mu_);
+  c->user = std::move(user);
+}
+
+std::string ClientRegistry::User(const net::ClientInfo* c) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return c->user;
+}
+
 int ClientRegistry::WorkerOf(uint64_t id) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = clients_.find(id);
@@ -41,6 +51,11 @@ bool ClientRegistry::ReserveMemory(uint64_t n, uint64_t limit) {
   if (limit > 0 && static_cast<uint64_t>(cur < 0 ? 0 : cur) + n > limit) return false;
   memory_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
   return true;
+}
+
+void ClientRegistry::SetLibInfo(net::ClientInfo* c, bool lib_name, std::string value) {
+  std::lock_guard<std::mutex> lk(mu_);
+  (lib_name ? c->lib_name : c->lib_ver) = std::move(value);
 }
 
 }  // namespace pion::server

@@ -33,6 +33,17 @@ class ClientRegistry {
   }
   void SetName(net::ClientInfo* c, std::string name);
   std::string Name(const net::ClientInfo* c);
+  // CLIENT SETINFO lib-name (`lib_name` true) or lib-ver.
+  void SetLibInfo(net::ClientInfo* c, bool lib_name, std::string value);
+  // The ACL user a client is authenticated as (guarded like `name`).
+  void SetUser(net::ClientInfo* c, std::string user);
+  std::string User(const net::ClientInfo* c);
+  // Calls fn(const ClientInfo&) for `c` with the registry locked.
+  template <typename Fn>
+  void With(const net::ClientInfo* c, Fn&& fn) {
+    std::lock_guard<std::mutex> lk(mu_);
+    fn(*c);
+  }
   // The index of the worker that owns client `id`; -1 if there is none.
   int WorkerOf(uint64_t id);
 

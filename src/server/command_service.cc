@@ -4,36 +4,73 @@
 #include <shared_mutex>
 
 #include "base/check.h"
+#include "base/clock.h"
 #include "server/commands/dispatch.h"
 #include "server/fastlane.h"
 #include "server/commands/transaction.h"
+#include "base/strutil.h"
+#include "server/commands/errors.h"
 #include "server/server.h"
 
 namespace pion::server {
 
 uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyBuilder& reply,
                                   net::ConnContext& c) {
+  const CommandTable& table = server_->commands();
+  // Counted per worker (INFO commandstats/errorstats): no shared cache line.
+  CommandStats& stats = server_->cmdstats_of(c.info->worker);
+  uint64_t errors = reply.error_count();
   const CommandSpec* spec = AdmitCommand(*server_, args, c.authenticated, &reply);
   TxState* tx = TxOf(c.info);
   if (spec == nullptr) {
     if (tx != nullptr && tx->in_multi) tx->dirty = true;  // EXEC answers EXECABORT
+    // Refused before it ran (arity, NOAUTH, LOADING...): rejected_calls.
+    if (const CommandSpec* known = table.Find(args[0])) stats.Reject(table.StatIndex(known, args));
+    if (reply.error_count() != errors) stats.CountError(reply.last_error_code());
     return 0;
   }
-  c.info->last_cmd.store(spec->name, std::memory_order_relaxed);
+  // ACL: one epoch load and one flag test for an unrestricted user (the
+  // default user); AUTH, HELLO, QUIT and RESET are open to everyone.
+  if (!(spec->flags & kCmdNoAuth)) {
+    const AclUser* user = server_->ClientUser(c.info);
+    if (user == nullptr || !user->unrestricted) {
+      if (!CheckAcl(user, *spec, args, c, reply)) {
+        if (tx != nullptr && tx->in_multi) tx->dirty = true;  // as Redis: EXEC aborts
+        stats.Reject(table.StatIndex(spec, args));
+        stats.CountError(reply.last_error_code());
+        return 0;
+      }
+    }
+  }
+  size_t slot = table.StatIndex(spec, args);
+  c.info->last_cmd.store(table.stat_name(slot).c_str(), std::memory_order_relaxed);
   CommandContext ctx;
   ctx.args = args;
   ctx.reply = &reply;
   ctx.server = server_;
   ctx.client = c.info;
+  if (!(spec->flags & kCmdTxControl) && tx != nullptr && tx->in_multi) {
+    // Queued: counted when it runs (EXEC), refused (kCmdNoMulti) as rejected.
+    TxQueue(ctx, spec, *tx);
+    if (reply.error_count() != errors) {
+      stats.Reject(slot);
+      stats.CountError(reply.last_error_code());
+    }
+    return 0;
+  }
+  uint64_t start = MonotonicUs();
   if (spec->flags & kCmdTxControl) {
     spec->handler(ctx);  // EXEC takes the exec lock itself
-  } else if (tx != nullptr && tx->in_multi) {
-    TxQueue(ctx, spec, *tx);
   } else {
     // Shared: no transaction of another client runs meanwhile (transaction.h).
     std::shared_lock<std::shared_mutex> l(server_->exec_mu());
     spec->handler(ctx);
   }
+  uint64_t usec = MonotonicUs() - start;
+  bool failed = reply.error_count() != errors;
+  stats.Record(slot, usec, failed);
+  if (failed) stats.CountError(reply.last_error_code());
+  server_->AfterCommand(args, *spec, usec, *c.info);
   return ctx.wait_lsn;
 }
 
@@ -49,6 +86,30 @@ uint64_t CommandService::DispatchFrame(const net::Frame& frame, ReplyBuilder& re
   return Dispatch(req.args(), reply, c);
 }
 
+bool CommandService::CheckAcl(const AclUser* user, const CommandSpec& spec,
+                              std::span<const std::string_view> args, net::ConnContext& c,
+                              ReplyBuilder& reply) {
+  if (user == nullptr) {
+    // The user this client authenticated as was deleted (ACL DELUSER / LOAD):
+    // nothing is allowed; the client is being closed.
+    reply.Error(NoPermCommandError(spec.name));
+    c.conn->CloseAfterReply();
+    return false;
+  }
+  std::string_view key;
+  size_t index = static_cast<size_t>(&spec - server_->commands().specs().data());
+  AclDenial d = Acl::Check(*user, spec, index, args, &key);
+  if (d == AclDenial::kNone) return true;
+  if (d == AclDenial::kCommand) {
+    reply.Error(NoPermCommandError(spec.name));
+    server_->acl().Log("command", ToLower(spec.name), user->name, server_->ClientLine(c.info));
+  } else {
+    reply.Error(kErrNoPermKey);
+    server_->acl().Log("key", key, user->name, server_->ClientLine(c.info));
+  }
+  return false;
+}
+
 uint64_t CommandService::durable_lsn() const { return server_->durability().durable_lsn(); }
 
 ParserLimits CommandService::parser_limits() const {
@@ -61,7 +122,7 @@ ParserLimits CommandService::parser_limits() const {
   return lim;
 }
 
-bool CommandService::auth_required() const { return !server_->config().requirepass.empty(); }
+bool CommandService::auth_required() const { return !server_->default_user_open(); }
 
 uint64_t CommandService::query_buffer_limit() const {
   return server_->config().client_query_buffer_limit;
@@ -77,11 +138,15 @@ uint64_t CommandService::output_check_threshold() const {
 bool CommandService::ReserveClientMemory(uint64_t n) { return server_->ReserveClientMemory(n); }
 void CommandService::AdjustClientMemory(int64_t delta) { server_->clients().AdjustMemory(delta); }
 
-void CommandService::OnOpen(ClientInfo* info) { server_->clients().Register(info); }
+void CommandService::OnOpen(ClientInfo* info) {
+  server_->clients().Register(info);
+  server_->SetClientUser(info, server_->acl().Default());
+}
 
 void CommandService::OnClose(ClientInfo* info) {
   TxFree(info);
   server_->clients().Unregister(info);
+  server_->RemoveMonitor(info);
   server_->clients().ReleaseSlot();
 }
 

@@ -15,6 +15,8 @@
 namespace pion::server {
 
 class Server;
+struct AclUser;
+struct CommandSpec;
 
 class CommandService final : public net::Service {
  public:
@@ -39,6 +41,10 @@ class CommandService final : public net::Service {
   void OnClose(ClientInfo* info) override;
 
  private:
+  // The ACL check for a restricted user (replies and logs a denial).
+  bool CheckAcl(const AclUser* user, const CommandSpec& spec,
+                std::span<const std::string_view> args, net::ConnContext& c, ReplyBuilder& reply);
+
   Server* server_;
 };
 

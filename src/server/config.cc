@@ -105,6 +105,19 @@ ConfigCodec Int(int Config::*field, int min, int max) {
       [](int v) { return std::to_string(v); });
 }
 
+// A signed integer from min to max.
+ConfigCodec Int64(int64_t Config::*field, int64_t min, int64_t max) {
+  return Scalar(
+      field,
+      [=](const std::string& n, const std::string& v) -> Result<int64_t> {
+        auto r = ParseInt64Strict(v);
+        if (!r.has_value() || *r < min || *r > max)
+          return Bad(n, v, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+        return *r;
+      },
+      [](int64_t v) { return std::to_string(v); });
+}
+
 // A byte size (100mb) of at least min.
 ConfigCodec Bytes(uint64_t Config::*field, uint64_t min) {
   return Scalar(
@@ -295,6 +308,20 @@ ConfigCodec Policy(std::string Config::*field) {
       [](const std::string& v) { return v; });
 }
 
+// tls-protocols: space-separated TLSv1.2 / TLSv1.3 (empty = both).
+ConfigCodec TlsProtocols(std::string Config::*field) {
+  return Scalar(
+      field,
+      [](const std::string& n, const std::string& v) -> Result<std::string> {
+        Values words;
+        if (!SplitLine(v, &words)) return Bad(n, v, "TLSv1.2 and/or TLSv1.3");
+        for (const std::string& w : words)
+          if (w != "TLSv1.2" && w != "TLSv1.3") return Bad(n, v, "TLSv1.2 and/or TLSv1.3");
+        return v;
+      },
+      [](const std::string& v) { return v; });
+}
+
 constexpr bool kRuntime = true;
 constexpr bool kStartup = false;
 
@@ -341,6 +368,30 @@ const std::vector<ConfigOption>& Table() {
        "2gb", kRuntime, "BYTES", "all clients' buffers together", "2gb, 0 = none"},
       {"protected-mode", Bool(&Config::protected_mode), "yes", kStartup, "yes|no",
        "refuse remote clients without requirepass"},
+      // ACL (docs/security.md). `user NAME RULES...` lines are not a setting:
+      // ApplySetting collects them (also --user 'NAME RULES...').
+      {"aclfile", String(&Config::aclfile), "", kStartup, "PATH",
+       "ACL users file for ACL LOAD / SAVE (not with user lines)", "none"},
+      {"acllog-max-len", Uint(&Config::acllog_max_len, 0, 1ull << 20), "128", kRuntime, "N",
+       "ACL LOG entries kept"},
+      // TLS (docs/security.md); CONFIG SET of a tls-* setting reloads the context.
+      {"tls-port", Int(&Config::tls_port, 0, 65535), "0", kStartup, "N",
+       "TLS listener; with --port 0, TLS only", "0 = none"},
+      {"tls-cert-file", String(&Config::tls_cert_file), "", kRuntime, "PATH",
+       "server certificate chain (PEM)", "none"},
+      {"tls-key-file", String(&Config::tls_key_file), "", kRuntime, "PATH", "its private key (PEM)",
+       "none"},
+      {"tls-ca-cert-file", String(&Config::tls_ca_cert_file), "", kRuntime, "PATH",
+       "CA bundle that signs client certificates", "none"},
+      {"tls-auth-clients",
+       Word(&Config::tls_auth_clients, {"yes", "no", "optional"}, "yes, no or optional"), "yes",
+       kRuntime, "yes|no|optional", "client certificate required / not asked / checked if sent"},
+      {"tls-protocols", TlsProtocols(&Config::tls_protocols), "", kRuntime, "'TLSv1.2 TLSv1.3'",
+       "TLS protocols allowed", "both"},
+      {"tls-ciphers", String(&Config::tls_ciphers), "", kRuntime, "LIST",
+       "TLS 1.2 cipher list (OpenSSL syntax)", "OpenSSL's"},
+      {"tls-ciphersuites", String(&Config::tls_ciphersuites), "", kRuntime, "LIST",
+       "TLS 1.3 cipher suites (OpenSSL syntax)", "OpenSSL's"},
       {"auto-save-wal-bytes", Bytes(&Config::auto_save_wal_bytes, 0), "0", kStartup, "BYTES",
        "WAL size that triggers a snapshot", "0 = auto"},
       {"auto-save-retry-min", Uint(&Config::auto_save_retry_min, 1, 86400), "1", kStartup,
@@ -372,6 +423,14 @@ const std::vector<ConfigOption>& Table() {
        "attention compute pool threads", "0 = cores"},
       {"attend-pool-min-bytes", Bytes(&Config::attend_pool_min_bytes, 0), "1mb", kRuntime, "BYTES",
        "queries reading less K/V run inline on the worker"},
+      {"slowlog-log-slower-than", Int64(&Config::slowlog_log_slower_than, -1, 3600000000), "10000",
+       kRuntime, "US", "SLOWLOG threshold in microseconds", "10000; 0 logs every command, -1 none"},
+      {"slowlog-max-len", Uint(&Config::slowlog_max_len, 0, 1000000), "128", kRuntime, "N",
+       "SLOWLOG entries kept"},
+      {"latency-monitor-threshold", Uint(&Config::latency_monitor_threshold, 0, 86400000), "0",
+       kRuntime, "MS", "LATENCY monitor threshold", "0 = off"},
+      {"metrics-port", Int(&Config::metrics_port, 0, 65535), "0", kStartup, "N",
+       "Prometheus GET /metrics on --bind:N", "0 = off"},
   };
   return kOptions;
 }
@@ -440,6 +499,15 @@ const ConfigOption* FindConfigOption(std::string_view name) {
 }
 
 Status ApplySetting(Config* cfg, const std::string& raw_name, const Values& values) {
+  if (EqualsIgnoreCase(raw_name, "user")) {
+    // An ACL user line (config file, or --user 'NAME RULES...'): kept whole,
+    // parsed with the others when the server starts.
+    if (values.empty()) return Status::InvalidArgument("option 'user' needs a user name");
+    std::string line = "user";
+    for (const std::string& v : values) line += " " + v;
+    cfg->users.push_back(std::move(line));
+    return Status::OK();
+  }
   const ConfigOption* opt = FindConfigOption(raw_name);
   if (opt == nullptr) return Status::InvalidArgument("unknown option '" + raw_name + "'");
   return opt->codec.set(cfg, opt->name, values);
@@ -461,6 +529,7 @@ std::string ConfigUsage() {
     AppendWrapped(&out, line.size(), help, kHelpColumn, kWidth);
   }
   out.append(
+      "  --user 'NAME RULES...'         an ACL user (repeatable; config file: user NAME RULES...)\n"
       "  --help, --version\n"
       "\n"
       "A config file holds the same names without dashes, one 'name value' per line.\n");
@@ -498,6 +567,14 @@ Result<Config> ParseConfig(int argc, char** argv) {
         name.resize(eq);
       }
       opt = FindConfigOption(name);
+      if (opt == nullptr && name == "user") {
+        if (values.empty()) {
+          if (i + 1 >= argc) return Status::InvalidArgument("option '" + a + "' needs a value");
+          values.push_back(argv[++i]);
+        }
+        PION_RETURN_IF_ERROR(ApplySetting(&cfg, name, values));
+        continue;
+      }
     } else {
       return Status::InvalidArgument("unexpected argument '" + a +
                                      "' (options start with --; the config file comes first)");
@@ -524,10 +601,19 @@ ConfigSetError ApplyConfigSet(const std::vector<std::pair<std::string, std::stri
                               Config* next) {
   std::set<std::string_view> seen;
   for (const auto& [name, value] : pairs) {
+    // pion has no save points: `save ""` (what test suites and benchmarks send
+    // to turn them off) is what it already does.
+    if (EqualsIgnoreCase(name, "save") && value.empty() && seen.insert("save").second) continue;
     const ConfigOption* opt = FindConfigOption(name);
     if (opt == nullptr) return {ConfigSetError::kUnknown, name, ""};
     if (!seen.insert(opt->name).second) return {ConfigSetError::kDuplicate, name, ""};
-    if (!opt->runtime) return {ConfigSetError::kImmutable, name, ""};
+    if (!opt->runtime) {
+      // Setting a start-up option to the value it has is a no-op (as Redis).
+      Config same = *next;
+      if (opt->codec.set(&same, opt->name, {value}).ok() && opt->get(same) == opt->get(*next))
+        continue;
+      return {ConfigSetError::kImmutable, name, ""};
+    }
     Status st = opt->codec.set(next, opt->name, {value});
     if (!st.ok()) return {ConfigSetError::kInvalid, name, std::string(st.message())};
   }

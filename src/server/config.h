@@ -74,6 +74,28 @@ struct Config {
   std::string attend_precision;        // runtime (new slots): f32, f16 or int8
   int attend_threads = 0;              // compute pool threads; 0 = number of cores
   uint64_t attend_pool_min_bytes = 0;  // runtime: queries reading less run inline
+  // Observability (docs/operations.md).
+  int64_t slowlog_log_slower_than = 10000;  // microseconds; 0 logs every command, <0 none
+  uint64_t slowlog_max_len = 128;
+  uint64_t latency_monitor_threshold = 0;  // milliseconds; 0 = off
+  int metrics_port = 0;                    // Prometheus GET /metrics; 0 = off
+
+  // ACL (docs/security.md): `user <name> <rules...>` lines of the config
+  // file (each kept whole), or an ACL file of such lines (not both).
+  std::vector<std::string> users;
+  std::string aclfile;
+  uint64_t acllog_max_len = 128;  // ACL LOG entries kept
+
+  // TLS (docs/security.md). tls_port 0 = no TLS listener; port 0 with a
+  // tls_port = TLS only. Cert, key and CA files are reloaded by CONFIG SET.
+  int tls_port = 0;
+  std::string tls_cert_file;             // runtime
+  std::string tls_key_file;              // runtime
+  std::string tls_ca_cert_file;          // runtime
+  std::string tls_auth_clients = "yes";  // yes | no | optional; runtime
+  std::string tls_protocols;             // "TLSv1.2 TLSv1.3" (empty = both); runtime
+  std::string tls_ciphers;               // TLS 1.2 cipher list (empty = OpenSSL's default); runtime
+  std::string tls_ciphersuites;          // TLS 1.3 suites (empty = default); runtime
 
   // Not settings: what the command line asked for besides them.
   std::string config_file;  // the config file read, if any (INFO config_file)

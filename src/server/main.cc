@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "server/config.h"
 #include "server/fd_limit.h"
+#include "server/metrics.h"
 #include "server/persist_glue.h"
 #include "server/protected_mode.h"
 #include "server/server.h"
@@ -121,11 +122,6 @@ int main(int argc, char** argv) {
   FdLimit fds = AdjustOpenFileLimit(cfg.maxclients);
   if (!fds.warning.empty()) LOG_WARNING("%s", fds.warning.c_str());
   cfg.maxclients = fds.maxclients;
-  if (cfg.protected_mode && cfg.requirepass.empty() && !IsLoopbackBind(cfg.bind))
-    LOG_WARNING(
-        "protected mode: bound to %s with no requirepass, so only clients on the loopback "
-        "interface are served (others get -DENIED); set --requirepass, or --protected-mode no",
-        cfg.bind.c_str());
 
   Server server(std::move(cfg));
   const Config& c = server.config();
@@ -144,6 +140,38 @@ int main(int argc, char** argv) {
       server.fastlane_port() > 0 ? ("port " + std::to_string(server.fastlane_port())).c_str()
                                  : "off",
       CpuSummary().c_str());
+  // Prometheus GET /metrics (its own thread; never a worker's).
+  std::unique_ptr<MetricsEndpoint> metrics;
+  if (c.metrics_port > 0) {
+    metrics = std::make_unique<MetricsEndpoint>(&server);
+    st = metrics->Start(c.bind, c.metrics_port);
+    if (!st.ok()) {
+      LOG_WARNING("cannot serve metrics on %s:%d: %s", c.bind.c_str(), c.metrics_port,
+                  st.ToString().c_str());
+      ::_exit(1);
+    }
+    LOG_NOTICE("metrics on http://%s:%d/metrics", c.bind.c_str(), metrics->port());
+  }
+  if (server.tls_port() != 0)
+    LOG_NOTICE("TLS listening on %s:%d (client certificates: %s)%s", c.bind.c_str(),
+               server.tls_port(), c.tls_auth_clients.c_str(),
+               c.port == 0 ? ", no plaintext port" : "");
+  // A password-less default user (no requirepass, no ACL password) on an
+  // address others can reach (the users and the rules are loaded by now).
+  if (server.default_user_open() && !IsLoopbackBind(c.bind)) {
+    if (c.protected_mode)
+      LOG_WARNING(
+          "protected mode: bound to %s with no password for the default user, so only clients "
+          "on the loopback interface are served (others get -DENIED); set --requirepass (or a "
+          "default user password), or --protected-mode no",
+          c.bind.c_str());
+    else
+      LOG_WARNING(
+          "WARNING: bound to %s with no password for the default user and --protected-mode no: "
+          "anyone who can reach this address may read, write and flush every namespace; set "
+          "--requirepass or ACL users (docs/security.md)",
+          c.bind.c_str());
+  }
   st = RecoverPersistence(server, persistence.get());
   if (!st.ok()) {
     LOG_WARNING("cannot start: %s", st.ToString().c_str());
@@ -151,6 +179,7 @@ int main(int argc, char** argv) {
   }
   LOG_NOTICE("Ready to accept connections tcp");
   int rc = server.Serve(sfd);
+  if (metrics) metrics->Stop();
   ::close(sfd);
   return rc;
 }

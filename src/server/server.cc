@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <malloc.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <set>
@@ -25,6 +27,24 @@
 #include "server/worker.h"
 
 namespace pion::server {
+
+namespace {
+
+net::TlsConfig TlsConfigOf(const Config& c) {
+  net::TlsConfig t;
+  t.cert_file = c.tls_cert_file;
+  t.key_file = c.tls_key_file;
+  t.ca_cert_file = c.tls_ca_cert_file;
+  t.auth_clients = c.tls_auth_clients == "no"         ? net::TlsClientAuth::kNo
+                   : c.tls_auth_clients == "optional" ? net::TlsClientAuth::kOptional
+                                                      : net::TlsClientAuth::kYes;
+  t.protocols = c.tls_protocols;
+  t.ciphers = c.tls_ciphers;
+  t.ciphersuites = c.tls_ciphersuites;
+  return t;
+}
+
+}  // namespace
 
 namespace {
 
@@ -58,10 +78,17 @@ Server::Server(Config cfg) : Server(std::move(cfg), {}) {}
 Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     : cfg_(std::move(cfg)),
       commands_(WithExtra(std::move(extra_commands))),
+      acl_(&commands_),
       background_(kBackgroundThreads, "pion-bg") {
+  // requirepass is the default user's password from the start (Start() loads
+  // the user lines / aclfile and applies it again over them).
+  if (!cfg_.requirepass.empty()) acl_.SetDefaultPassword(cfg_.requirepass);
+  acl_.set_log_max_len(cfg_.acllog_max_len);
   PublishRuntimeSettings();
   start_time_us_ = MonotonicUs();
   run_id_ = RandomHex(40);
+  replid_ = RandomHex(40);
+  spare_stats_ = std::make_unique<CommandStats>(commands_.num_stat_names());
   if (cfg_.kvcache) {
     store_ = std::make_unique<store::Store>(store::StoreConfig{
         cfg_.max_sessions, cfg_.maxmemory, static_cast<uint32_t>(cfg_.max_chain_length)});
@@ -85,17 +112,34 @@ Server::~Server() {
   background_.Stop();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (fastlane_fd_ >= 0) ::close(fastlane_fd_);
+  if (tls_listen_fd_ >= 0) ::close(tls_listen_fd_);
   if (shutdown_fd_ >= 0) ::close(shutdown_fd_);
 }
 
 Status Server::Start() {
   PION_CHECK(workers_.empty());
-  auto fd = net::Listen(cfg_.bind, cfg_.port);
-  if (!fd.ok()) return fd.status();
-  listen_fd_ = *fd;
-  port_ = net::BoundPort(listen_fd_);
+  PION_RETURN_IF_ERROR(InitAcl());
+  if (cfg_.tls_port != 0) {
+    auto ctx = net::TlsContext::Create(TlsConfigOf(cfg_));
+    if (!ctx.ok()) return ctx.status();
+    tls_ctx_ = *ctx;
+    auto tfd = net::Listen(cfg_.bind, cfg_.tls_port);
+    if (!tfd.ok()) return tfd.status();
+    tls_listen_fd_ = *tfd;
+    tls_port_ = net::BoundPort(tls_listen_fd_);
+  }
+  // --port 0 with a TLS port: TLS only (as Redis). Without one, port 0 binds
+  // an ephemeral port (tests).
+  if (cfg_.port != 0 || cfg_.tls_port == 0) {
+    auto fd = net::Listen(cfg_.bind, cfg_.port);
+    if (!fd.ok()) return fd.status();
+    listen_fd_ = *fd;
+    port_ = net::BoundPort(listen_fd_);
+  }
   PION_RETURN_IF_ERROR(ListenFastLane());
-  std::vector<ListenSocket> listeners = {{listen_fd_, net::Protocol::kResp}};
+  std::vector<ListenSocket> listeners;
+  if (listen_fd_ >= 0) listeners.push_back({listen_fd_, net::Protocol::kResp});
+  if (tls_listen_fd_ >= 0) listeners.push_back({tls_listen_fd_, net::Protocol::kResp, true});
   if (fastlane_fd_ >= 0) listeners.push_back({fastlane_fd_, net::Protocol::kFastLane});
   shutdown_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (shutdown_fd_ < 0) return Status::IOError(std::string("eventfd: ") + std::strerror(errno));
@@ -116,6 +160,11 @@ Status Server::ListenFastLane() {
   if (!cfg_.kvcache || cfg_.fastlane_port == 0) {
     if (!cfg_.kvcache && cfg_.fastlane_port > 0)
       LOG_WARNING("fastlane-port %d ignored: the fast lane needs --kvcache", cfg_.fastlane_port);
+    cfg_.fastlane_port = 0;
+    return Status::OK();
+  }
+  if (defaulted && listen_fd_ < 0) {
+    // TLS only (--port 0): no plaintext port for a plaintext lane to follow.
     cfg_.fastlane_port = 0;
     return Status::OK();
   }
@@ -215,6 +264,244 @@ void Server::StopWorkers() {
   for (auto& w : workers_) w->Join();
 }
 
+void Server::RemoveMonitor(ClientInfo* c) {
+  if (!c->monitor.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lk(monitors_mu_);
+  auto it = std::find(monitor_list_.begin(), monitor_list_.end(), std::make_pair(c->worker, c->id));
+  if (it != monitor_list_.end()) {
+    monitor_list_.erase(it);
+    monitors_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void Server::AddMonitor(ClientInfo* c) {
+  if (c->monitor.exchange(true)) return;
+  std::lock_guard<std::mutex> lk(monitors_mu_);
+  monitor_list_.emplace_back(c->worker, c->id);
+  monitors_.fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+// Redis' sdscatrepr: a double-quoted string with \\ \" \n \r \t \a \b
+// escapes and \xHH for other unprintable bytes.
+void AppendRepr(std::string* out, std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\a':
+        out->append("\\a");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      default:
+        if (c >= 0x20 && c < 0x7f) {
+          out->push_back(static_cast<char>(c));
+        } else {
+          out->append("\\x");
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 15]);
+        }
+    }
+  }
+  out->push_back('"');
+}
+// MONITOR shows at most this much of one argument (a 16 MiB blob would
+// otherwise cost every monitor 64 MiB of escaped text).
+constexpr size_t kMonitorArgBytes = 4096;
+}  // namespace
+
+void Server::FeedMonitors(const ClientInfo& from, std::span<const std::string_view> args) {
+  uint64_t us = UnixMicros();
+  char head[96];
+  std::snprintf(head, sizeof(head), "+%llu.%06llu [0 ",
+                static_cast<unsigned long long>(us / 1000000),
+                static_cast<unsigned long long>(us % 1000000));
+  auto line = std::make_shared<std::string>(head);
+  line->append(from.addr).append("]");
+  bool redact = EqualsIgnoreCase(args[0], "AUTH");
+  bool hello = EqualsIgnoreCase(args[0], "HELLO");
+  for (size_t i = 0; i < args.size(); ++i) {
+    line->push_back(' ');
+    if ((redact && i > 0) || (hello && i > 1 && EqualsIgnoreCase(args[i - 1], "AUTH"))) {
+      line->append("\"(redacted)\"");
+      if (hello && i + 1 < args.size()) {
+        line->append(" \"(redacted)\"");
+        ++i;
+      }
+      continue;
+    }
+    std::string_view a = args[i];
+    if (a.size() > kMonitorArgBytes) {
+      AppendRepr(line.get(), a.substr(0, kMonitorArgBytes));
+      line->append("... (" + std::to_string(a.size() - kMonitorArgBytes) + " more bytes)");
+    } else {
+      AppendRepr(line.get(), a);
+    }
+  }
+  line->append("\r\n");
+  std::vector<std::pair<int, uint64_t>> to;
+  {
+    std::lock_guard<std::mutex> lk(monitors_mu_);
+    to = monitor_list_;
+  }
+  for (auto& [w, id] : to)
+    if (id != from.id) workers_[w]->PushMonitor(id, line);
+}
+
+void Server::AfterCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
+                              uint64_t usec, const ClientInfo& client, int64_t slow, uint64_t lat) {
+  if (monitors_.load(std::memory_order_relaxed) > 0 && !(spec.flags & kCmdAdmin) &&
+      !client.monitor.load(std::memory_order_relaxed))
+    FeedMonitors(client, args);
+  if (slow >= 0 && usec >= static_cast<uint64_t>(slow)) {
+    size_t max = slowlog_max_len_.load(std::memory_order_relaxed);
+    if (max > 0) {
+      slowlog_.Add(args, usec, client.addr, clients_.Name(&client), max);
+    }
+  }
+  if (lat > 0 && usec >= lat * 1000)
+    latency_.Add((spec.flags & kCmdFast) ? "fast-command" : "command", usec / 1000);
+}
+
+CommandStats& Server::cmdstats_of(int w) {
+  if (w >= 0 && static_cast<size_t>(w) < workers_.size()) return workers_[w]->cmdstats();
+  return *spare_stats_;
+}
+
+std::vector<CommandCounters> Server::CommandCountersAll() const {
+  std::vector<CommandCounters> out(commands_.num_stat_names());
+  for (auto& w : workers_) w->cmdstats().AddTo(&out);
+  spare_stats_->AddTo(&out);
+  return out;
+}
+
+std::map<std::string, uint64_t> Server::ErrorCounts() const {
+  std::map<std::string, uint64_t> out;
+  for (auto& w : workers_) w->cmdstats().AddErrorsTo(&out);
+  spare_stats_->AddErrorsTo(&out);
+  return out;
+}
+
+uint64_t Server::UsedMemory() {
+  struct mallinfo2 mi = ::mallinfo2();
+  uint64_t used = mi.uordblks + mi.hblkhd;
+  if (used == 0) {
+    // An allocator mallinfo2 does not see (the sanitizers'): the resident set instead.
+    FILE* f = std::fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, resident = 0;
+    if (f != nullptr) {
+      if (std::fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
+      std::fclose(f);
+    }
+    used = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  }
+  uint64_t peak = mem_peak_.load(std::memory_order_relaxed);
+  while (used > peak && !mem_peak_.compare_exchange_weak(peak, used, std::memory_order_relaxed)) {
+  }
+  return used;
+}
+
+void Server::SampleRates() {
+  ServerStats st = Stats();
+  RateSample now{MonotonicUs(), st.commands_processed, st.net_input_bytes, st.net_output_bytes};
+  if (rate_last_.t_us != 0 && now.t_us > rate_last_.t_us) {
+    RateSample d{now.t_us - rate_last_.t_us, now.ops - rate_last_.ops, now.in - rate_last_.in,
+                 now.out - rate_last_.out};
+    if (now.ops < rate_last_.ops || now.in < rate_last_.in || now.out < rate_last_.out)
+      d = RateSample{d.t_us, 0, 0, 0};  // CONFIG RESETSTAT in between
+    rate_ring_[rate_pos_] = d;
+    rate_pos_ = (rate_pos_ + 1) % kRateSamples;
+    if (rate_count_ < kRateSamples) ++rate_count_;
+    // Redis: the mean of the per-interval rates.
+    double ops = 0, in = 0, out = 0;
+    for (int i = 0; i < rate_count_; ++i) {
+      double secs = static_cast<double>(rate_ring_[i].t_us) / 1e6;
+      ops += static_cast<double>(rate_ring_[i].ops) / secs;
+      in += static_cast<double>(rate_ring_[i].in) / secs;
+      out += static_cast<double>(rate_ring_[i].out) / secs;
+    }
+    inst_ops_.store(static_cast<uint64_t>(ops / rate_count_), std::memory_order_relaxed);
+    inst_in_bps_.store(static_cast<uint64_t>(in / rate_count_), std::memory_order_relaxed);
+    inst_out_bps_.store(static_cast<uint64_t>(out / rate_count_), std::memory_order_relaxed);
+  }
+  rate_last_ = now;
+  if (++rate_ticks_ % 10 == 0) UsedMemory();  // keeps used_memory_peak current
+}
+
+std::shared_ptr<const net::TlsContext> Server::tls_context() const {
+  std::lock_guard<std::mutex> lk(tls_mu_);
+  return tls_ctx_;
+}
+
+Status Server::InitAcl() {
+  if (!cfg_.aclfile.empty() && !cfg_.users.empty())
+    return Status::InvalidArgument(
+        "users are defined in the config file ('user' lines) and an aclfile is set: use one");
+  if (!cfg_.aclfile.empty()) {
+    auto lines = ReadAclFile(cfg_.aclfile);
+    if (!lines.ok()) return lines.status();
+    PION_RETURN_IF_ERROR(acl_.LoadLines(*lines, cfg_.aclfile));
+  } else if (!cfg_.users.empty()) {
+    PION_RETURN_IF_ERROR(
+        acl_.LoadLines(cfg_.users, cfg_.config_file.empty() ? "config" : cfg_.config_file));
+  }
+  if (!cfg_.requirepass.empty()) acl_.SetDefaultPassword(cfg_.requirepass);
+  acl_.set_log_max_len(cfg_.acllog_max_len);
+  return Status::OK();
+}
+
+bool Server::default_user_open() const {
+  auto u = acl_.Default();
+  return u != nullptr && u->enabled && u->nopass;
+}
+
+const AclUser* Server::RefreshClientUser(ClientInfo* c) {
+  c->principal_epoch = acl_.epoch();
+  c->principal = acl_.Find(clients_.User(c));  // nullptr once the user was deleted
+  return static_cast<const AclUser*>(c->principal.get());
+}
+
+void Server::SetClientUser(ClientInfo* c, std::shared_ptr<const AclUser> u) {
+  clients_.SetUser(c, u->name);
+  c->principal_epoch = acl_.epoch();
+  c->principal = std::move(u);
+}
+
+std::string Server::ClientUserName(const ClientInfo* c) { return clients_.User(c); }
+
+std::string Server::ClientLine(const ClientInfo* c) {
+  std::string s;
+  clients_.With(c, [&](const ClientInfo& ci) { AppendClientLine(ci, &s); });
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
+  std::vector<uint64_t> ids;
+  clients_.ForEach([&](const ClientInfo& c) {
+    for (const std::string& n : names)
+      if (c.user == n) ids.push_back(c.id);
+  });
+  for (uint64_t id : ids) KillClient(id);
+}
+
 bool Server::KillClient(uint64_t id) {
   int worker = clients_.WorkerOf(id);
   if (worker < 0) return false;
@@ -234,6 +521,7 @@ ServerStats Server::Stats() const {
     s.rejected_connections += ws.rejected.load(kR);
     s.output_limit_disconnections += ws.output_limit_disconnects.load(kR);
     s.protocol_errors += ws.protocol_errors.load(kR);
+    s.tls_handshake_failures += ws.tls_handshake_failures.load(kR);
     s.error_replies += ws.error_replies.load(kR);
   }
   return s;
@@ -241,10 +529,13 @@ ServerStats Server::Stats() const {
 
 void Server::ResetStats() {
   constexpr auto kR = std::memory_order_relaxed;
+  spare_stats_->Reset();
   for (auto& w : workers_) {
+    w->cmdstats().Reset();
     WorkerStats& ws = w->stats();
     for (auto* c : {&ws.connections_received, &ws.commands, &ws.net_in, &ws.net_out, &ws.rejected,
-                    &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies})
+                    &ws.output_limit_disconnects, &ws.protocol_errors, &ws.error_replies,
+                    &ws.tls_handshake_failures})
       c->store(0, kR);
   }
   if (store_ != nullptr) store_->ResetKeyStats();
@@ -264,6 +555,25 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (!err.ok()) return Status::InvalidArgument(ConfigSetErrorText(err));
   if (next.maxclients != cfg_.maxclients && next.maxclients > MaxClientsForCurrentLimit())
     return Status::InvalidArgument(ConfigSetFdLimitError(MaxClientsForCurrentLimit()));
+  // TLS settings: build the new context before anything changes (a bad
+  // certificate refuses the whole CONFIG SET).
+  std::shared_ptr<const net::TlsContext> new_tls;
+  bool tls_changed =
+      next.tls_cert_file != cfg_.tls_cert_file || next.tls_key_file != cfg_.tls_key_file ||
+      next.tls_ca_cert_file != cfg_.tls_ca_cert_file ||
+      next.tls_auth_clients != cfg_.tls_auth_clients || next.tls_protocols != cfg_.tls_protocols ||
+      next.tls_ciphers != cfg_.tls_ciphers || next.tls_ciphersuites != cfg_.tls_ciphersuites;
+  // Setting the same file again reloads it (a renewed certificate).
+  for (const auto& [name, value] : pairs)
+    if (ToLower(name).starts_with("tls-")) tls_changed = true;
+  if (tls_changed && tls_listen_fd_ >= 0) {
+    auto ctx = net::TlsContext::Create(TlsConfigOf(next));
+    if (!ctx.ok())
+      return Status::InvalidArgument(
+          "ERR CONFIG SET failed - Unable to update TLS configuration: " +
+          std::string(ctx.status().message()));
+    new_tls = *ctx;
+  }
   // Everything validated: apply.
   if (next.maxmemory != cfg_.maxmemory && store_ != nullptr) {
     Status st = store_->SetMaxBytes(next.maxmemory, lsn);
@@ -278,8 +588,14 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)
     hooks_.set_appendfsync(next.appendfsync);
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
+  if (next.acllog_max_len != cfg_.acllog_max_len) acl_.set_log_max_len(next.acllog_max_len);
   CopyRuntimeSettings(next, &cfg_);
   PublishRuntimeSettings();
+  slowlog_.Trim(cfg_.slowlog_max_len);
+  if (new_tls != nullptr) {
+    std::lock_guard<std::mutex> tlk(tls_mu_);
+    tls_ctx_ = std::move(new_tls);
+  }
   return Status::OK();
 }
 
@@ -296,6 +612,9 @@ void Server::PublishRuntimeSettings() {
   if (auto p = attend::ParsePrecision(cfg_.attend_precision))
     attend_precision_.store(static_cast<uint8_t>(*p), kR);
   attend_pool_min_bytes_.store(cfg_.attend_pool_min_bytes, kR);
+  slowlog_slower_than_.store(cfg_.slowlog_log_slower_than, kR);
+  slowlog_max_len_.store(cfg_.slowlog_max_len, kR);
+  latency_threshold_ms_.store(cfg_.latency_monitor_threshold, kR);
 }
 
 }  // namespace pion::server

@@ -27,21 +27,28 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "attend/compute_pool.h"
 #include "attend/precision.h"
 #include "attend/slot_cache.h"
+#include "net/tls.h"
+#include "server/acl.h"
 #include "server/client_registry.h"
 #include "server/command_service.h"
+#include "server/command_stats.h"
 #include "server/commands/command_table.h"
 #include "server/config.h"
 #include "server/durability_gate.h"
+#include "server/latency_monitor.h"
 #include "server/receipt.h"
+#include "server/slowlog.h"
 #include "server/task_runner.h"
 #include "store/store.h"
 
@@ -78,6 +85,7 @@ struct ServerStats {
   uint64_t rejected_connections = 0;
   uint64_t output_limit_disconnections = 0;
   uint64_t protocol_errors = 0;
+  uint64_t tls_handshake_failures = 0;
   uint64_t error_replies = 0;
 };
 
@@ -99,6 +107,27 @@ class Server {
   void set_loading(bool v) { loading_.store(v, std::memory_order_release); }
   uint64_t start_time_us() const { return start_time_us_; }
   const CommandTable& commands() const { return commands_; }
+  // Users and permissions (server/acl.h).
+  Acl& acl() { return acl_; }
+  // Whether the default user needs no password (new connections start
+  // authenticated as it).
+  bool default_user_open() const;
+  // The user a client is authenticated as: its cached user, refreshed when
+  // the ACL changed since (nullptr once that user was deleted). Owning thread.
+  const AclUser* ClientUser(ClientInfo* c) {
+    if (c->principal_epoch == acl_.epoch()) [[likely]]
+      return static_cast<const AclUser*>(c->principal.get());
+    return RefreshClientUser(c);
+  }
+  const AclUser* RefreshClientUser(ClientInfo* c);
+  void SetClientUser(ClientInfo* c, std::shared_ptr<const AclUser> u);
+  std::string ClientUserName(const ClientInfo* c);
+  // The client's CLIENT LIST line (for ACL LOG).
+  std::string ClientLine(const ClientInfo* c);
+  // Closes every client authenticated as one of `names` (ACL DELUSER, LOAD).
+  void KillClientsOfUsers(const std::vector<std::string>& names);
+  // Applies the `user` config lines, --aclfile and --requirepass (Start()).
+  Status InitAcl();
   // What the workers' connections serve (net::Service).
   net::Service* service() { return &service_; }
 
@@ -124,6 +153,10 @@ class Server {
   // The fast lane's bound port, 0 when it is off (also config().fastlane_port
   // once started).
   int fastlane_port() const { return fastlane_port_; }
+  int tls_port() const { return tls_port_; }
+  // The TLS context new TLS connections use (nullptr without --tls-port).
+  // CONFIG SET tls-cert-file & co. replace it; open connections keep theirs.
+  std::shared_ptr<const net::TlsContext> tls_context() const;
   int num_workers() const { return static_cast<int>(workers_.size()); }
   Worker* worker(int i) { return workers_[i].get(); }
   const std::string& run_id() const { return run_id_; }
@@ -145,7 +178,7 @@ class Server {
   }
   uint64_t maxmemory() const { return maxmemory_.load(std::memory_order_relaxed); }
   // protected-mode yes and no requirepass: only loopback peers are served.
-  bool protected_mode() const { return cfg_.protected_mode && cfg_.requirepass.empty(); }
+  bool protected_mode() const { return cfg_.protected_mode && default_user_open(); }
   // A copy of the current configuration (CONFIG GET).
   Config ConfigSnapshot() const;
   // CONFIG SET: validates every pair, then applies them all or none. `*lsn`
@@ -195,8 +228,51 @@ class Server {
   uint32_t attend_threads() const { return attend_threads_; }
   void CountAttendQuery() { attend_queries_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t attend_queries() const { return attend_queries_.load(std::memory_order_relaxed); }
+  // Observability (docs/operations.md). Per-command counters, summed over
+  // the workers (slots as commands().stat_name()), and error-code counts.
+  std::vector<CommandCounters> CommandCountersAll() const;
+  // Worker `w`'s counters; before the workers run (in-process command tests)
+  // one spare table, for the one thread that dispatches then.
+  CommandStats& cmdstats_of(int w);
+  std::map<std::string, uint64_t> ErrorCounts() const;
+  // After a command's handler returned (worker thread): the slow log, the
+  // latency monitor and MONITOR clients, each only when enabled (three
+  // relaxed loads otherwise).
+  void AfterCommand(std::span<const std::string_view> args, const CommandSpec& spec, uint64_t usec,
+                    const ClientInfo& client) {
+    int64_t slow = slowlog_slower_than_.load(std::memory_order_relaxed);
+    uint64_t lat = latency_threshold_ms_.load(std::memory_order_relaxed);
+    if ((slow >= 0 && usec >= static_cast<uint64_t>(slow)) || (lat > 0 && usec >= lat * 1000) ||
+        monitors_.load(std::memory_order_relaxed) > 0)
+      AfterCommandSlow(args, spec, usec, client, slow, lat);
+  }
+  SlowLog& slowlog() { return slowlog_; }
+  LatencyMonitor& latency() { return latency_; }
+  // MONITOR: `c` (on its own worker thread) receives every later command.
+  void AddMonitor(ClientInfo* c);
+  // A closing client stops monitoring (CommandService::OnClose).
+  void RemoveMonitor(ClientInfo* c);
+  // 40 hex digits, random per start (INFO replication, ROLE).
+  const std::string& replid() const { return replid_; }
+  // Sampled every 100 ms by worker 0 (Redis' instantaneous_* fields).
+  void SampleRates();
+  uint64_t instantaneous_ops() const { return inst_ops_.load(std::memory_order_relaxed); }
+  double instantaneous_input_kbps() const {
+    return static_cast<double>(inst_in_bps_.load(std::memory_order_relaxed)) / 1024.0;
+  }
+  double instantaneous_output_kbps() const {
+    return static_cast<double>(inst_out_bps_.load(std::memory_order_relaxed)) / 1024.0;
+  }
+  // Bytes the allocator has handed out (mallinfo2: arenas in use + mmapped
+  // blocks), and the largest value seen (updated here and by the sampler).
+  uint64_t UsedMemory();
+  uint64_t used_memory_peak() const { return mem_peak_.load(std::memory_order_relaxed); }
 
  private:
+  void AfterCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
+                        uint64_t usec, const ClientInfo& client, int64_t slow, uint64_t lat);
+  void FeedMonitors(const ClientInfo& from, std::span<const std::string_view> args);
+
   void StopWorkers();
   // Binds the fast lane's socket as configured (fastlane_port_, fastlane_fd_).
   Status ListenFastLane();
@@ -209,6 +285,7 @@ class Server {
   std::unique_ptr<store::Store> store_;
   Receipt receipt_;
   CommandTable commands_;
+  Acl acl_;
   std::atomic<bool> loading_{false};
   uint64_t start_time_us_ = 0;
   std::string run_id_;
@@ -231,7 +308,11 @@ class Server {
   int port_ = 0;
   int fastlane_fd_ = -1;
   int fastlane_port_ = 0;
-  int shutdown_fd_ = -1;  // eventfd written by RequestShutdown
+  int tls_listen_fd_ = -1;
+  int tls_port_ = 0;
+  mutable std::mutex tls_mu_;
+  std::shared_ptr<const net::TlsContext> tls_ctx_;  // guarded by tls_mu_
+  int shutdown_fd_ = -1;                            // eventfd written by RequestShutdown
   std::atomic<bool> shutting_down_{false};
   std::vector<std::unique_ptr<Worker>> workers_;
 
@@ -255,6 +336,27 @@ class Server {
   std::atomic<uint8_t> attend_precision_{static_cast<uint8_t>(attend::Precision::kF16)};
   std::atomic<uint64_t> attend_pool_min_bytes_{0};
   std::atomic<uint64_t> attend_queries_{0};
+  // Observability.
+  std::atomic<int64_t> slowlog_slower_than_{0};
+  std::atomic<uint64_t> slowlog_max_len_{0};
+  std::atomic<uint64_t> latency_threshold_ms_{0};
+  SlowLog slowlog_;
+  LatencyMonitor latency_;
+  std::string replid_;
+  std::atomic<int> monitors_{0};
+  std::mutex monitors_mu_;
+  std::vector<std::pair<int, uint64_t>> monitor_list_;  // (worker, client id); monitors_mu_
+  // The rate sampler's ring (worker 0's thread only) and its results.
+  static constexpr int kRateSamples = 16;
+  struct RateSample {
+    uint64_t t_us = 0, ops = 0, in = 0, out = 0;
+  };
+  RateSample rate_last_{};
+  RateSample rate_ring_[kRateSamples]{};  // per-interval deltas
+  int rate_pos_ = 0, rate_count_ = 0, rate_ticks_ = 0;
+  std::atomic<uint64_t> inst_ops_{0}, inst_in_bps_{0}, inst_out_bps_{0};
+  std::atomic<uint64_t> mem_peak_{0};
+  std::unique_ptr<CommandStats> spare_stats_;  // see cmdstats_of()
 };
 
 }  // namespace pion::server

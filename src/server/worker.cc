@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "net/connection.h"
+#include "net/tls.h"
 #include "server/protected_mode.h"
 #include "server/server.h"
 
@@ -76,7 +77,11 @@ std::string PeerText(int fd, bool local) {
 }  // namespace
 
 Worker::Worker(Server* server, int index, size_t pool_bytes)
-    : server_(server), index_(index), pool_(pool_bytes), held_(&server->durability(), &loop_) {}
+    : server_(server),
+      index_(index),
+      pool_(pool_bytes),
+      cmdstats_(server->commands().num_stat_names()),
+      held_(&server->durability(), &loop_) {}
 
 namespace {
 // Active expiry: worker 0 removes up to this many expired string keys this often.
@@ -103,6 +108,8 @@ Status Worker::Init(const std::vector<ListenSocket>& listeners) {
       std::shared_lock<std::shared_mutex> l(server_->exec_mu());  // not inside an EXEC
       (void)st->ExpireActive(kActiveExpireKeys);
     });
+    // instantaneous_ops_per_sec & co. are sampled by one worker.
+    loop_.AddTimer(100, true, [this] { server_->SampleRates(); });
   }
   return Status::OK();
 }
@@ -114,6 +121,13 @@ Status Worker::WatchListeners() {
                                    [this, i](uint32_t) { OnAccept(listeners_[i]); }));
   }
   return Status::OK();
+}
+
+void Worker::PushMonitor(uint64_t client_id, std::shared_ptr<const std::string> line) {
+  loop_.Post([this, client_id, line = std::move(line)] {
+    auto it = conns_.find(client_id);
+    if (it != conns_.end() && !it->second->closed()) it->second->PushRaw(*line);
+  });
 }
 
 void Worker::Start() {
@@ -181,17 +195,19 @@ void Worker::OnAccept(const ListenSocket& l) {
     // Hand the connection round-robin so every worker gets its share.
     int target = server_->NextWorker();
     if (target == index_)
-      AddConnection(fd, l.protocol);
+      AddConnection(fd, l);
     else
-      server_->worker(target)->Adopt(fd, l.protocol);
+      server_->worker(target)->Adopt(fd, l);
   }
 }
 
-void Worker::Adopt(int fd, net::Protocol protocol) {
-  loop_.Post([this, fd, protocol] { AddConnection(fd, protocol); });
+void Worker::Adopt(int fd, ListenSocket l) {
+  loop_.Post([this, fd, l] { AddConnection(fd, l); });
 }
 
-void Worker::AddConnection(int fd, net::Protocol protocol) {
+void Worker::AddConnection(int fd, ListenSocket l) {
+  net::Protocol protocol = l.protocol;
+  bool tls = l.tls;
   if (shutting_down_) {
     ::close(fd);
     server_->clients().ReleaseSlot();
@@ -199,10 +215,21 @@ void Worker::AddConnection(int fd, net::Protocol protocol) {
   }
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  std::unique_ptr<net::TlsSession> session;
+  if (tls) {
+    if (auto ctx = server_->tls_context()) session = net::TlsSession::Accept(std::move(ctx), fd);
+    if (session == nullptr) {
+      LOG_WARNING("TLS: cannot start a session for a new client; closing it");
+      ::close(fd);
+      server_->clients().ReleaseSlot();
+      return;
+    }
+  }
   uint64_t id = server_->clients().NextId();
   auto conn = std::make_unique<Connection>(this, server_->service(), fd, id, PeerText(fd, false),
                                            PeerText(fd, true), protocol);
   Connection* c = conn.get();
+  if (session) c->SetTls(std::move(session));
   conns_.emplace(id, std::move(conn));
   if (c->Start()) c->OnEvent(EPOLLIN);  // data may have arrived before registration
 }

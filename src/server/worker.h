@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "server/command_stats.h"
 #include "server/durability_gate.h"
 #include "server/net_types.h"
 
@@ -30,6 +31,7 @@ class Server;
 struct ListenSocket {
   int fd;
   net::Protocol protocol;
+  bool tls = false;  // a TLS session runs under the protocol
 };
 
 // Per-worker counters, summed by Server::Stats(). Relaxed atomics: written by
@@ -58,10 +60,15 @@ class Worker final : public net::ConnHost {
   EventLoop& loop() override { return loop_; }
   BufferPool& pool() override { return pool_; }
   WorkerStats& stats() override { return stats_; }
+  // Per-command counters (written by this worker only; see command_stats.h).
+  CommandStats& cmdstats() { return cmdstats_; }
+  const CommandStats& cmdstats() const { return cmdstats_; }
 
   // Any thread.
-  void Adopt(int fd, net::Protocol protocol);  // take ownership of an accepted socket
+  void Adopt(int fd, ListenSocket l);  // take ownership of an accepted socket
   void Kill(uint64_t client_id);
+  // A MONITOR line for client `client_id` (dropped if it is gone).
+  void PushMonitor(uint64_t client_id, std::shared_ptr<const std::string> line);
   // A DeferredReply's completion: writes it to client `client_id` if that
   // connection still exists (dropped otherwise).
   void CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn) override;
@@ -84,7 +91,7 @@ class Worker final : public net::ConnHost {
   void PauseAccepting();
   Status WatchListeners();
   void OnAccept(const ListenSocket& l);
-  void AddConnection(int fd, net::Protocol protocol);
+  void AddConnection(int fd, ListenSocket l);
   void Cron();
   void MaybeStop();
 
@@ -96,6 +103,7 @@ class Worker final : public net::ConnHost {
   EventLoop loop_;
   BufferPool pool_;
   WorkerStats stats_;
+  CommandStats cmdstats_;
   std::thread thread_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
   HeldReplies held_;

@@ -290,6 +290,14 @@ Status Store::FlushAll(uint64_t* lsn) {
   return Status::OK();
 }
 
+std::vector<std::string> Store::NamespaceNames() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::string> out;
+  out.reserve(map_.size());
+  for (const auto& kv : map_) out.emplace_back(kv.first);
+  return out;
+}
+
 uint64_t Store::NamespaceCount() const {
   std::lock_guard<std::mutex> l(mu_);
   return map_.size();

@@ -239,6 +239,8 @@ class Store {
   std::shared_ptr<const BlockTable> Blocks(std::string_view ns);
   Status FlushAll(uint64_t* lsn);
   uint64_t NamespaceCount() const;
+  // The registered namespaces' names (ACL-filtered FLUSHALL, DBSIZE, INFO keyspace).
+  std::vector<std::string> NamespaceNames() const;
 
   // V-store, addressed by session id "<ns>_pk" / "<ns>_pv". Unknown ->
   // NotFound "session not found".

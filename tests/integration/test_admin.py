@@ -198,7 +198,8 @@ def test_command(server, raw_factory):
     assert p[0] == b"ping" and p[1] == -1 and "fast" in p[2] and len(p) == 10
     docs = c.call("COMMAND", "DOCS", "echo")
     assert docs[0] == b"echo" and b"summary" in docs[1]
-    assert len(c.call("COMMAND", "LIST")) == n
+    listed = c.call("COMMAND", "LIST")  # with subcommands ("client|list"), as Redis 7
+    assert len([x for x in listed if b"|" not in x]) == n and b"client|list" in listed
     assert c.call("COMMAND", "NOPE") == "ERR unknown subcommand 'NOPE'. Try COMMAND HELP."
 
 
@@ -298,7 +299,8 @@ def test_info_sections(server, raw_factory):
     assert int(srv["process_id"]) == server.proc.pid
     assert int(srv["uptime_in_seconds"]) >= 0
     assert int(full["clients"]["connected_clients"]) >= 1
-    assert int(full["memory"]["used_memory"]) > 1 << 20  # RSS
+    assert int(full["memory"]["used_memory"]) > 0  # allocator bytes (mallinfo2)
+    assert int(full["memory"]["used_memory_rss"]) > 1 << 20
     assert full["persistence"]["loading"] == "0"
     pion = full["pion"]
     assert pion["stats_scope"] == "server"
@@ -311,7 +313,11 @@ def test_info_sections(server, raw_factory):
     two = parse_info(c.call("INFO", "CLIENTS", "stats"))
     assert list(two) == ["clients", "stats"]
     assert int(two["stats"]["total_commands_processed"]) >= 3
-    assert list(parse_info(c.call("INFO", "everything"))) == list(full)
+    # default leaves commandstats out (Redis); all and everything have it.
+    assert "commandstats" not in full
+    every = list(parse_info(c.call("INFO", "everything")))
+    assert [x for x in every if x != "commandstats"] == list(full) and "commandstats" in every
+    assert list(parse_info(c.call("INFO", "all"))) == every
     assert c.call("INFO", "nosuchsection") == b""
 
 

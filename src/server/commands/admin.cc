@@ -9,6 +9,8 @@
 #include "base/strutil.h"
 #include "net/client_info.h"
 #include "net/connection.h"
+#include "server/commands/command_docs.h"
+#include "server/acl.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
@@ -19,6 +21,7 @@ namespace pion::server {
 namespace {
 
 const char* CommandGroup(const CommandSpec& s) {
+  if (const CommandDoc* d = FindCommandDoc(s.name)) return d->group;
   std::string_view n = s.name;
   if (n.starts_with("KV.") || n.starts_with("V.") || n.starts_with("PION.") ||
       n.starts_with("ATTEND."))
@@ -48,25 +51,177 @@ void CommandInfoReply(ReplyBuilder* rb, const CommandSpec& s) {
   rb->Integer(s.last_key);
   rb->Integer(s.key_step);
   // ACL categories.
-  const char* group = CommandGroup(s);
-  bool admin = s.flags & kCmdAdmin;
-  rb->SetHeader(admin ? 2 : 1);
-  rb->SimpleString(std::string("@") + (std::string_view(group) == "pion" ? "pion" : group));
-  if (admin) rb->SimpleString("@admin");
+  uint32_t cats = CommandCategories(s);
+  auto names = AclCategoryNames();
+  rb->SetHeader(static_cast<size_t>(__builtin_popcount(cats)));
+  for (size_t i = 0; i < names.size(); ++i)
+    if (cats & (1u << i)) rb->SimpleString(std::string("@") + names[i]);
   rb->ArrayHeader(0);  // tips
   rb->ArrayHeader(0);  // key specs
   rb->ArrayHeader(0);  // subcommands
 }
 
-void CommandDocsReply(ReplyBuilder* rb, const CommandSpec& s) {
-  rb->Bulk(ToLower(s.name));
-  rb->MapHeader(3);
+// One argument of COMMAND DOCS (Redis 7 shape).
+void DocArgReply(ReplyBuilder* rb, const DocArg& a) {
+  size_t fields = 2;  // name, type
+  bool is_key = a.type == "key";
+  bool display = a.type != "pure-token" && a.type != "block" && a.type != "oneof";
+  fields += display ? 1 : 0;
+  fields += is_key ? 1 : 0;
+  fields += a.token.empty() ? 0 : 1;
+  fields += (a.optional || a.multiple) ? 1 : 0;
+  fields += a.args.empty() ? 0 : 1;
+  rb->MapHeader(fields);
+  rb->Bulk("name");
+  rb->Bulk(a.name);
+  rb->Bulk("type");
+  rb->Bulk(a.type);
+  if (display) {
+    rb->Bulk("display_text");
+    rb->Bulk(a.name);
+  }
+  if (is_key) {
+    rb->Bulk("key_spec_index");
+    rb->Integer(0);
+  }
+  if (!a.token.empty()) {
+    rb->Bulk("token");
+    rb->Bulk(a.token);
+  }
+  if (a.optional || a.multiple) {
+    rb->Bulk("flags");
+    rb->SetHeader((a.optional ? 1 : 0) + (a.multiple ? 1 : 0));
+    if (a.optional) rb->SimpleString("optional");
+    if (a.multiple) rb->SimpleString("multiple");
+  }
+  if (!a.args.empty()) {
+    rb->Bulk("arguments");
+    rb->ArrayHeader(a.args.size());
+    for (const DocArg& c : a.args) DocArgReply(rb, c);
+  }
+}
+
+// The body of one COMMAND DOCS entry (without its name).
+void DocBodyReply(ReplyBuilder* rb, const char* summary, const CommandDoc* doc, const char* group,
+                  const std::vector<std::pair<std::string, const CommandDoc*>>* subs) {
+  std::vector<DocArg> args;
+  if (doc != nullptr) args = ParseDocSyntax(doc->syntax);
+  size_t fields = 3 + (args.empty() ? 0 : 1) + (subs != nullptr && !subs->empty() ? 1 : 0);
+  rb->MapHeader(fields);
   rb->Bulk("summary");
-  rb->Bulk(s.summary != nullptr ? s.summary : "");
+  rb->Bulk(summary != nullptr ? summary : "");
   rb->Bulk("since");
-  rb->Bulk("0.1.0");
+  rb->Bulk(doc != nullptr ? doc->since : "0.1.0");
   rb->Bulk("group");
-  rb->Bulk(CommandGroup(s));
+  rb->Bulk(group);
+  if (!args.empty()) {
+    rb->Bulk("arguments");
+    rb->ArrayHeader(args.size());
+    for (const DocArg& a : args) DocArgReply(rb, a);
+  }
+  if (subs != nullptr && !subs->empty()) {
+    rb->Bulk("subcommands");
+    rb->MapHeader(subs->size());
+    for (const auto& [name, d] : *subs) {
+      rb->Bulk(name);
+      DocBodyReply(rb, d->summary, d, d->group, nullptr);
+    }
+  }
+}
+
+void CommandDocsReply(ReplyBuilder* rb, const CommandTable& table, const CommandSpec& s) {
+  rb->Bulk(ToLower(s.name));
+  const CommandDoc* doc = FindCommandDoc(s.name);
+  std::vector<std::pair<std::string, const CommandDoc*>> subs;
+  for (const auto& [sub, slot] : table.subcommands(&s)) {
+    const CommandDoc* d = FindCommandDoc(std::string(s.name) + "|" + sub);
+    if (d != nullptr) subs.emplace_back(table.stat_name(slot), d);
+  }
+  const char* summary = doc != nullptr && doc->summary != nullptr ? doc->summary : s.summary;
+  DocBodyReply(rb, summary, doc, CommandGroup(s), &subs);
+}
+
+// The keys of a command line by the spec's first/last/step (COMMAND GETKEYS).
+bool KeysOf(const CommandTable& table, std::span<const std::string_view> cmd,
+            std::vector<std::string_view>* keys, const CommandSpec** spec, std::string_view* err) {
+  const CommandSpec* s = table.Find(cmd[0]);
+  if (s == nullptr) {
+    *err = kErrInvalidCommand;
+    return false;
+  }
+  int argc = static_cast<int>(cmd.size());
+  if ((s->arity > 0 && s->arity != argc) || (s->arity < 0 && argc < -s->arity)) {
+    *err = kErrInvalidArgCount;
+    return false;
+  }
+  if (s->first_key <= 0) {
+    *err = kErrNoKeyArguments;
+    return false;
+  }
+  int last = s->last_key < 0 ? argc + s->last_key : s->last_key;
+  int step = s->key_step > 0 ? s->key_step : 1;
+  for (int i = s->first_key; i <= last && i < argc; i += step) keys->push_back(cmd[i]);
+  *spec = s;
+  return true;
+}
+
+void CommandGetKeys(CommandContext& ctx, bool flags) {
+  std::vector<std::string_view> keys;
+  const CommandSpec* spec = nullptr;
+  std::string_view err;
+  if (!KeysOf(ctx.server->commands(), ctx.args.subspan(2), &keys, &spec, &err)) {
+    ctx.reply->Error(err);
+    return;
+  }
+  ctx.reply->ArrayHeader(keys.size());
+  for (std::string_view k : keys) {
+    if (!flags) {
+      ctx.reply->Bulk(k);
+      continue;
+    }
+    ctx.reply->ArrayHeader(2);
+    ctx.reply->Bulk(k);
+    bool write = spec->flags & kCmdWrite;
+    ctx.reply->SetHeader(2);
+    ctx.reply->SimpleString(write ? "RW" : "RO");
+    ctx.reply->SimpleString(write ? "update" : "access");
+  }
+}
+
+void CommandList(CommandContext& ctx) {
+  const CommandTable& table = ctx.server->commands();
+  std::string_view by, value;
+  if (ctx.args.size() != 2) {
+    if (ctx.args.size() != 5 || !EqualsIgnoreCase(ctx.args[2], "FILTERBY")) {
+      ctx.reply->Error(kErrSyntaxError);
+      return;
+    }
+    by = ctx.args[3];
+    value = ctx.args[4];
+    if (!EqualsIgnoreCase(by, "MODULE") && !EqualsIgnoreCase(by, "ACLCAT") &&
+        !EqualsIgnoreCase(by, "PATTERN")) {
+      ctx.reply->Error(kErrSyntaxError);
+      return;
+    }
+  }
+  std::vector<std::string> names;
+  for (const CommandSpec& s : table.specs()) {
+    if (EqualsIgnoreCase(by, "MODULE")) break;  // pion has no modules
+    bool cat_ok = true;
+    if (EqualsIgnoreCase(by, "ACLCAT")) {
+      uint32_t bit = AclCategoryBit(value);
+      cat_ok = bit != 0 && (CommandCategories(s) & bit) != 0;
+    }
+    auto add = [&](const std::string& n) {
+      if (!cat_ok) return;
+      if (EqualsIgnoreCase(by, "PATTERN") && !GlobMatch(value, n, true)) return;
+      names.push_back(n);
+    };
+    add(table.stat_name(table.StatIndex(&s)));
+    for (const auto& [sub, slot] : table.subcommands(&s)) add(table.stat_name(slot));
+  }
+  ctx.reply->ArrayHeader(names.size());
+  for (const std::string& n : names) ctx.reply->Bulk(n);
 }
 
 void Command(CommandContext& ctx) {
@@ -107,10 +262,15 @@ void Command(CommandContext& ctx) {
         if (const CommandSpec* s = table.Find(ctx.args[i])) pick.push_back(s);
     }
     rb->MapHeader(pick.size());
-    for (const CommandSpec* s : pick) CommandDocsReply(rb, *s);
+    for (const CommandSpec* s : pick) CommandDocsReply(rb, table, *s);
   } else if (EqualsIgnoreCase(sub, "LIST")) {
-    rb->ArrayHeader(table.specs().size());
-    for (const CommandSpec& s : table.specs()) rb->Bulk(ToLower(s.name));
+    CommandList(ctx);
+  } else if (EqualsIgnoreCase(sub, "GETKEYS") || EqualsIgnoreCase(sub, "GETKEYSANDFLAGS")) {
+    if (ctx.args.size() < 3) {
+      rb->Error(WrongArity("command|" + ToLower(sub)));
+      return;
+    }
+    CommandGetKeys(ctx, EqualsIgnoreCase(sub, "GETKEYSANDFLAGS"));
   } else if (EqualsIgnoreCase(sub, "HELP")) {
     static const char* kLines[] = {
         "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -122,8 +282,12 @@ void Command(CommandContext& ctx) {
         "    Return details about the given (or all) commands.",
         "DOCS [<command-name> ...]",
         "    Return documentation of the given (or all) commands.",
-        "LIST",
-        "    Return the names of all commands.",
+        "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]",
+        "    Return the names of all commands, or those matching the filter.",
+        "GETKEYS <full-command>",
+        "    Return the keys from a full command.",
+        "GETKEYSANDFLAGS <full-command>",
+        "    Return the keys and their access flags from a full command.",
         "HELP",
         "    Print this help.",
     };
@@ -225,7 +389,16 @@ void ConfigCmd(CommandContext& ctx) {
 
 void DbSize(CommandContext& ctx) {
   store::Store* st = ctx.server->store();
-  ctx.reply->Integer(st != nullptr ? static_cast<int64_t>(st->DbSize()) : 0);
+  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  if (st == nullptr) {
+    ctx.reply->Integer(0);
+  } else if (u != nullptr && u->allkeys) {
+    ctx.reply->Integer(static_cast<int64_t>(st->DbSize()));
+  } else {
+    // A user with key patterns counts only the keys (string keys, namespaces) it may read.
+    auto names = AclVisibleKeys(u, st->Keys("*"), kAclPermRead);
+    ctx.reply->Integer(static_cast<int64_t>(names.size()));
+  }
 }
 
 void FlushAll(CommandContext& ctx) {
@@ -236,7 +409,17 @@ void FlushAll(CommandContext& ctx) {
   }
   if (store::Store* st = ctx.server->store()) {
     uint64_t lsn = 0;
-    Status s = st->FlushAll(&lsn);
+    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    Status s;
+    if (u != nullptr && u->allkeys) {
+      s = st->FlushAll(&lsn);
+    } else {
+      // A user with key patterns flushes only the namespaces it may write.
+      auto names = AclVisibleKeys(u, st->NamespaceNames(), kAclPermWrite);
+      std::vector<std::string_view> views(names.begin(), names.end());
+      auto n = st->Drop(views, &lsn);
+      if (!n.ok()) s = n.status();
+    }
     if (!s.ok()) {
       ctx.reply->Error(s);
       return;
@@ -297,8 +480,9 @@ void Time(CommandContext& ctx) {
 }  // namespace
 
 void AddAdminCommands(std::vector<CommandSpec>* out) {
+  size_t first = out->size();
   out->push_back({"COMMAND", -1, kCmdLoading | kCmdStale, 0, 0, 0, Command,
-                  "Command table introspection: COUNT, INFO, DOCS, LIST."});
+                  "Command table introspection: COUNT, INFO, DOCS, LIST, GETKEYS."});
   out->push_back({"CONFIG", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, ConfigCmd,
                   "CONFIG GET <pattern>, CONFIG SET <name> <value>, CONFIG RESETSTAT."});
   out->push_back(
@@ -312,6 +496,13 @@ void AddAdminCommands(std::vector<CommandSpec>* out) {
                   "Stops the server gracefully: SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE]."});
   out->push_back({"TIME", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, Time,
                   "Server time: [unix seconds, microseconds]."});
+  for (size_t i = first; i < out->size(); ++i) {
+    CommandSpec& s = (*out)[i];
+    std::string_view n = s.name;
+    if (n == "COMMAND") s.acl_categories |= kAclConnection;
+    if (n == "DBSIZE") s.acl_categories |= kAclKeyspace;
+    if (n == "FLUSHALL") s.acl_categories |= kAclKeyspace | kAclDangerous;
+  }
 }
 
 }  // namespace pion::server

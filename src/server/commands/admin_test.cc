@@ -13,8 +13,10 @@ TEST_F(AdminCommands, CommandIntrospection) {
   RespValue count = Run({"COMMAND", "COUNT"});
   ASSERT_EQ(count.type, RespValue::Type::kInteger);
   EXPECT_EQ(static_cast<size_t>(count.integer), server().commands().specs().size());
+  // LIST names subcommands too ("client|list"), as Redis 7; COUNT does not.
   RespValue list = Run({"COMMAND", "LIST"});
-  EXPECT_EQ(list.size(), static_cast<size_t>(count.integer));
+  EXPECT_EQ(list.size(), server().commands().num_stat_names());
+  EXPECT_GT(list.size(), static_cast<size_t>(count.integer));
   RespValue info = Run({"COMMAND", "INFO", "ping", "nope"});
   ASSERT_EQ(info.size(), 2u);
   EXPECT_EQ(info[0][0], "ping");

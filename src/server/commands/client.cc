@@ -11,6 +11,7 @@
 #include "base/strutil.h"
 #include "net/client_info.h"
 #include "net/connection.h"
+#include "server/acl.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
@@ -26,31 +27,41 @@ bool ValidName(std::string_view name) {
   return true;
 }
 
+}  // namespace
+
 // One CLIENT LIST line (Redis 7 field order; fields pion does not have are
 // reported as Redis reports them for an idle normal client). Registry locked.
 void AppendClientLine(const ClientInfo& c, std::string* out) {
   uint64_t now = MonotonicUs();
   constexpr auto kR = std::memory_order_relaxed;
   uint64_t last = c.last_active_us.load(kR);
-  std::string cmd = ToLower(c.last_cmd.load(kR));
+  const char* cmd = c.last_cmd.load(kR);  // lower case already ("client|list")
   char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "id=%llu addr=%s laddr=%s fd=%d name=", static_cast<unsigned long long>(c.id),
                 c.addr.c_str(), c.laddr.c_str(), c.fd);
   out->append(buf);
   out->append(c.name);
-  uint64_t qbuf = c.qbuf.load(kR), omem = c.omem.load(kR);
+  uint64_t qbuf = c.qbuf.load(kR), qfree = c.qbuf_free.load(kR), omem = c.omem.load(kR);
+  uint64_t tot = c.tot_mem.load(kR);
   std::snprintf(buf, sizeof(buf),
-                " age=%llu idle=%llu flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=%llu "
-                "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%llu "
-                "tot-mem=%llu events=r cmd=%s user=default redir=-1 resp=%d worker=%d\n",
+                " age=%llu idle=%llu flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=%llu "
+                "qbuf-free=%llu argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%llu "
+                "tot-mem=%llu events=r cmd=%s user=%s redir=-1 resp=%d lib-name=",
                 static_cast<unsigned long long>((now - c.created_us) / 1000000),
                 static_cast<unsigned long long>(now > last ? (now - last) / 1000000 : 0),
-                static_cast<unsigned long long>(qbuf), static_cast<unsigned long long>(omem),
-                static_cast<unsigned long long>(qbuf + omem), cmd.c_str(), c.proto.load(kR),
-                c.worker);
+                c.monitor.load(kR) ? "O" : "N", static_cast<unsigned long long>(qbuf),
+                static_cast<unsigned long long>(qfree), static_cast<unsigned long long>(omem),
+                static_cast<unsigned long long>(tot), cmd, c.user.c_str(), c.proto.load(kR));
+  out->append(buf);
+  out->append(c.lib_name);
+  out->append(" lib-ver=");
+  out->append(c.lib_ver);
+  std::snprintf(buf, sizeof(buf), " worker=%d\n", c.worker);
   out->append(buf);
 }
+
+namespace {
 
 void ClientList(CommandContext& ctx) {
   std::vector<uint64_t> ids;
@@ -190,7 +201,7 @@ void ClientKill(CommandContext& ctx) {
       if (f.has_id && c.id != f.id) return;
       if (!f.addr.empty() && c.addr != f.addr) return;
       if (!f.laddr.empty() && c.laddr != f.laddr) return;
-      if (!f.user.empty() && f.user != "default") return;
+      if (!f.user.empty() && f.user != c.user) return;
       if (f.has_maxage && (now - c.created_us) / 1000000 < f.maxage) return;
       if (f.skipme && c.id == ctx.client->id) return;
       victims.push_back(c.id);
@@ -234,6 +245,12 @@ void ClientHelp(CommandContext& ctx) {
       "    Kill connections. Options: ID, ADDR, LADDR, USER, TYPE, SKIPME (yes|no), MAXAGE.",
       "NO-EVICT (ON|OFF)",
       "    Accepted for compatibility.",
+      "NO-TOUCH (ON|OFF)",
+      "    Accepted for compatibility.",
+      "SETINFO <LIB-NAME|LIB-VER> <value>",
+      "    Set the client library name or version (shown by CLIENT LIST).",
+      "REPLY (ON|OFF|SKIP)",
+      "    Control the replies sent to the current connection.",
       "HELP",
       "    Print this help.",
   };
@@ -267,10 +284,20 @@ void Client(CommandContext& ctx) {
     ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "INFO")) {
     if (arity(n == 2)) ClientInfoCmd(ctx);
-  } else if (EqualsIgnoreCase(sub, "LIST")) {
-    ClientList(ctx);
-  } else if (EqualsIgnoreCase(sub, "KILL")) {
-    if (arity(n >= 3)) ClientKill(ctx);
+  } else if (EqualsIgnoreCase(sub, "LIST") || EqualsIgnoreCase(sub, "KILL")) {
+    // Other clients (and other tenants) are @admin's business, as in Redis
+    // where client|list and client|kill are @admin @dangerous.
+    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    if (u == nullptr || !(u->unrestricted || (u->full_categories & kAclAdmin))) {
+      ctx.reply->Error(NoPermCommandError("client|" + ToLower(sub)));
+      ctx.server->acl().Log("command", "client|" + ToLower(sub), u ? u->name : "",
+                            ctx.server->ClientLine(ctx.client));
+      return;
+    }
+    if (EqualsIgnoreCase(sub, "LIST"))
+      ClientList(ctx);
+    else if (arity(n >= 3))
+      ClientKill(ctx);
   } else if (EqualsIgnoreCase(sub, "NO-EVICT") || EqualsIgnoreCase(sub, "NO-TOUCH")) {
     if (!arity(n == 3)) return;
     if (EqualsIgnoreCase(ctx.args[2], "ON") || EqualsIgnoreCase(ctx.args[2], "OFF"))
@@ -279,16 +306,32 @@ void Client(CommandContext& ctx) {
       ctx.reply->Error(kErrSyntaxError);
   } else if (EqualsIgnoreCase(sub, "SETINFO")) {
     if (!arity(n == 4)) return;
-    if (EqualsIgnoreCase(ctx.args[2], "LIB-NAME") || EqualsIgnoreCase(ctx.args[2], "LIB-VER"))
-      ctx.reply->SimpleString("OK");
-    else
+    bool lib_name = EqualsIgnoreCase(ctx.args[2], "LIB-NAME");
+    if (!lib_name && !EqualsIgnoreCase(ctx.args[2], "LIB-VER")) {
       ctx.reply->Error(UnrecognizedOptionError(ctx.args[2]));
+      return;
+    }
+    if (!ValidName(ctx.args[3])) {
+      ctx.reply->Error(ClientSetInfoBadValueError(ctx.args[2]));
+      return;
+    }
+    ctx.server->clients().SetLibInfo(ctx.client, lib_name, std::string(ctx.args[3]));
+    ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "REPLY")) {
     if (!arity(n == 3)) return;
-    if (EqualsIgnoreCase(ctx.args[2], "ON"))
-      ctx.reply->SimpleString("OK");
-    else
-      ctx.reply->Error(kErrClientReplyOffSkip);
+    std::string_view m = ctx.args[2];
+    // The reply (+OK) is sent for ON and dropped for OFF and SKIP.
+    if (EqualsIgnoreCase(m, "ON")) {
+      ctx.client->control->SetReplyMode(net::ReplyMode::kOn);
+    } else if (EqualsIgnoreCase(m, "OFF")) {
+      ctx.client->control->SetReplyMode(net::ReplyMode::kOff);
+    } else if (EqualsIgnoreCase(m, "SKIP")) {
+      ctx.client->control->SetReplyMode(net::ReplyMode::kSkip);
+    } else {
+      ctx.reply->Error(kErrSyntaxError);
+      return;
+    }
+    ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "HELP")) {
     ClientHelp(ctx);
   } else {
@@ -299,8 +342,11 @@ void Client(CommandContext& ctx) {
 }  // namespace
 
 void AddClientCommands(std::vector<CommandSpec>* out) {
-  out->push_back({"CLIENT", -2, kCmdLoading | kCmdStale, 0, 0, 0, Client,
-                  "Connection introspection: ID, SETNAME, GETNAME, INFO, LIST, KILL."});
+  out->push_back(
+      {"CLIENT", -2, kCmdLoading | kCmdStale, 0, 0, 0, Client,
+       "Connection introspection and control: ID, SETNAME, GETNAME, INFO, LIST, KILL, SETINFO, "
+       "REPLY, NO-EVICT, NO-TOUCH."});
+  out->back().acl_categories |= kAclConnection;
 }
 
 }  // namespace pion::server

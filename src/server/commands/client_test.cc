@@ -59,7 +59,14 @@ TEST_F(ClientCommands, AcceptedAndRefusedOptions) {
   EXPECT_EQ(Run({"CLIENT", "SETINFO", "COLOR", "x"}).error(), "ERR Unrecognized option 'COLOR'");
   EXPECT_EQ(Run({"CLIENT", "NO-EVICT", "ON"}), "OK");
   EXPECT_EQ(Run({"CLIENT", "REPLY", "ON"}), "OK");
-  EXPECT_EQ(Run({"CLIENT", "REPLY", "OFF"}).error(), "ERR CLIENT REPLY OFF|SKIP is not supported");
+  EXPECT_EQ(client().reply_mode(), net::ReplyMode::kOn);
+  Run({"CLIENT", "REPLY", "SKIP"});
+  EXPECT_EQ(client().reply_mode(), net::ReplyMode::kSkip);
+  Run({"CLIENT", "REPLY", "OFF"});  // the fixture still sees the reply the socket would drop
+  EXPECT_EQ(client().reply_mode(), net::ReplyMode::kOff);
+  EXPECT_EQ(Run({"CLIENT", "REPLY", "MAYBE"}).error(), "ERR syntax error");
+  EXPECT_EQ(Run({"CLIENT", "SETINFO", "LIB-VER", "a b"}).error(),
+            "ERR lib-ver cannot contain spaces, newlines or special characters.");
   EXPECT_EQ(Run({"CLIENT", "BOGUS"}).error(), "ERR unknown subcommand 'BOGUS'. Try CLIENT HELP.");
   EXPECT_EQ(Run({"CLIENT", "SETNAME"}).error(),
             "ERR wrong number of arguments for 'client|setname' command");

@@ -67,6 +67,41 @@ enum CommandFlags : uint32_t {
   kCmdNoMulti = 1u << 11,   // refused inside MULTI (its reply is completed later)
 };
 
+// ACL categories (ACL CAT, +@<category>), as COMMAND INFO lists them. A spec's
+// categories are its `acl_categories` plus those its flags imply (see
+// CommandCategories in server/acl.h): kCmdWrite -> @write, kCmdReadonly ->
+// @read, kCmdAdmin -> @admin @dangerous, kCmdFast -> @fast (else @slow),
+// kCmdKvcache -> @kvcache. Bit order is ACL CAT's order; never renumber.
+enum AclCategory : uint32_t {
+  kAclKeyspace = 1u << 0,
+  kAclRead = 1u << 1,
+  kAclWrite = 1u << 2,
+  kAclSet = 1u << 3,
+  kAclSortedset = 1u << 4,
+  kAclList = 1u << 5,
+  kAclHash = 1u << 6,
+  kAclString = 1u << 7,
+  kAclBitmap = 1u << 8,
+  kAclHyperloglog = 1u << 9,
+  kAclGeo = 1u << 10,
+  kAclStream = 1u << 11,
+  kAclPubsub = 1u << 12,
+  kAclAdmin = 1u << 13,
+  kAclFast = 1u << 14,
+  kAclSlow = 1u << 15,
+  kAclBlocking = 1u << 16,
+  kAclDangerous = 1u << 17,
+  kAclConnection = 1u << 18,
+  kAclTransaction = 1u << 19,
+  kAclScripting = 1u << 20,
+  kAclKvcache = 1u << 21,  // pion: the KV.PREFIX.* / V.* families
+  kAclAttend = 1u << 22,   // pion: ATTEND.* (Stage 2)
+};
+
+enum AclKeyFlags : uint32_t {
+  kAclKeyNamespace = 1u << 0,  // a key argument may be a derived sid (see CommandSpec)
+};
+
 struct CommandSpec {
   const char* name;  // upper case, e.g. "KV.PREFIX.REGISTER"
   int arity;         // Redis convention: >0 exact, <0 at least -arity (name included)
@@ -74,6 +109,14 @@ struct CommandSpec {
   int first_key, last_key, key_step;
   CommandHandler handler;
   const char* summary;  // one line, for COMMAND DOCS
+  // ACL categories beyond those the flags imply (AclCategory bits).
+  uint32_t acl_categories = 0;
+  // ACL key checks (server/acl.h): the arguments first_key..last_key (step
+  // key_step) name keys (plain keys by default); with kAclKeyNamespace each is a namespace or a
+  // session id, and a sid "<ns>_pk" / "<ns>_pv" / "<ns>_attn" is checked as
+  // its namespace <ns>. Keys of a kCmdWrite command need write permission
+  // (%W~), of a kCmdReadonly one read permission (%R~), of others both.
+  uint32_t acl_key_flags = 0;
 };
 
 // Adds the KV.PREFIX.*, V.*, PION.STATS and ATTEND.PREFIX.* commands

@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/strutil.h"
+#include "server/commands/command_docs.h"
 
 namespace pion::server {
 
@@ -15,6 +17,31 @@ CommandTable::CommandTable(std::vector<CommandSpec> specs) : specs_(std::move(sp
     bool inserted = by_name_.emplace(name, &s).second;
     PION_CHECK_MSG(inserted, s.name);
   }
+  spec_stat_.resize(specs_.size());
+  subs_.resize(specs_.size());
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    spec_stat_[i] = stat_names_.size();
+    stat_names_.push_back(ToLower(specs_[i].name));
+  }
+  for (const CommandDoc& d : CommandDocs()) {
+    std::string_view n = d.name;
+    size_t bar = n.find('|');
+    if (bar == std::string_view::npos) continue;
+    const CommandSpec* parent = Find(n.substr(0, bar));
+    if (parent == nullptr) continue;
+    subs_[parent - specs_.data()].emplace_back(std::string(n.substr(bar + 1)), stat_names_.size());
+    stat_names_.push_back(ToLower(n));
+  }
+}
+
+size_t CommandTable::StatIndex(const CommandSpec* spec,
+                               std::span<const std::string_view> args) const {
+  size_t i = spec - specs_.data();
+  if (args.size() >= 2 && !subs_[i].empty()) {
+    for (const auto& [sub, slot] : subs_[i])
+      if (EqualsIgnoreCase(args[1], sub)) return slot;
+  }
+  return spec_stat_[i];
 }
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {
@@ -34,6 +61,8 @@ std::vector<CommandSpec> AllCommands() {
   AddClientCommands(&v);
   AddAdminCommands(&v);
   AddInfoCommands(&v);
+  AddObserveCommands(&v);
+  AddAclCommands(&v);
   AddKvPrefixCommands(&v);
   AddVStoreCommands(&v);
   AddStatsCommands(&v);

@@ -4,6 +4,8 @@
 // afterwards, so any thread may use it.
 #pragma once
 
+#include <span>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -22,9 +24,28 @@ class CommandTable {
 
   static constexpr size_t kMaxName = 64;
 
+  // Statistics names (INFO commandstats, CLIENT LIST cmd=, MONITOR-free
+  // bookkeeping): one per command and one per documented subcommand
+  // (command_docs.h), lower case ("get", "client|list"), numbered densely
+  // from 0. The strings live as long as the table.
+  size_t num_stat_names() const { return stat_names_.size(); }
+  const std::string& stat_name(size_t i) const { return stat_names_[i]; }
+  // The statistics slot of a request: its subcommand's when `spec` has
+  // documented subcommands and args[1] names one, else the command's.
+  size_t StatIndex(const CommandSpec* spec, std::span<const std::string_view> args) const;
+  // The command's own slot (no subcommand).
+  size_t StatIndex(const CommandSpec* spec) const { return spec_stat_[spec - specs_.data()]; }
+  // The subcommands of `spec` as (upper-case name after '|', stat slot).
+  const std::vector<std::pair<std::string, size_t>>& subcommands(const CommandSpec* spec) const {
+    return subs_[spec - specs_.data()];
+  }
+
  private:
   std::vector<CommandSpec> specs_;
   std::unordered_map<std::string_view, const CommandSpec*> by_name_;
+  std::vector<std::string> stat_names_;
+  std::vector<size_t> spec_stat_;                                  // by spec index
+  std::vector<std::vector<std::pair<std::string, size_t>>> subs_;  // by spec index
 };
 
 // The connection and admin commands (commands/connection.cc, client.cc,
@@ -33,6 +54,14 @@ void AddConnectionCommands(std::vector<CommandSpec>* out);
 void AddClientCommands(std::vector<CommandSpec>* out);
 void AddAdminCommands(std::vector<CommandSpec>* out);
 void AddInfoCommands(std::vector<CommandSpec>* out);
+// SLOWLOG, LATENCY, MONITOR, ROLE, LASTSAVE (commands/observe.cc).
+void AddObserveCommands(std::vector<CommandSpec>* out);
+
+// One CLIENT LIST line for `c` (client.cc); the client registry must be locked.
+void AppendClientLine(const ClientInfo& c, std::string* out);
+
+// The ACL commands (commands/acl.cc).
+void AddAclCommands(std::vector<CommandSpec>* out);
 
 // The full table: admin commands first, then the data families.
 std::vector<CommandSpec> AllCommands();

@@ -16,23 +16,17 @@ namespace pion::server {
 
 namespace {
 
-// Compares without an early exit so timing does not leak the password.
-bool SecretEquals(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= x ^ y;
+// Authenticates the client as `user` (ACL: on, and nopass or one of its
+// passwords). A failure is counted in ACL LOG (reason "auth").
+bool Login(CommandContext& ctx, std::string_view user, std::string_view pass) {
+  Server& s = *ctx.server;
+  std::shared_ptr<const AclUser> u = s.acl().Authenticate(user, pass);
+  if (u == nullptr) {
+    s.acl().Log("auth", "AUTH", user, s.ClientLine(ctx.client));
+    return false;
   }
-  return diff == 0;
-}
-
-// The only user is "default"; without --requirepass it takes any password.
-bool CheckCredentials(Server& s, std::string_view user, std::string_view pass) {
-  if (user != "default") return false;
-  const std::string& want = s.config().requirepass;
-  return want.empty() || SecretEquals(pass, want);
+  s.SetClientUser(ctx.client, std::move(u));
+  return true;
 }
 
 void Ping(CommandContext& ctx) {
@@ -72,7 +66,7 @@ void Hello(CommandContext& ctx) {
     size_t more = ctx.args.size() - 1 - j;
     std::string_view opt = ctx.args[j];
     if (EqualsIgnoreCase(opt, "AUTH") && more >= 2) {
-      if (!CheckCredentials(*ctx.server, ctx.args[j + 1], ctx.args[j + 2])) {
+      if (!Login(ctx, ctx.args[j + 1], ctx.args[j + 2])) {
         ctx.reply->Error(kErrWrongPass);
         return;
       }
@@ -129,11 +123,11 @@ void Auth(CommandContext& ctx) {
   if (ctx.args.size() == 3) {
     user = ctx.args[1];
     pass = ctx.args[2];
-  } else if (ctx.server->config().requirepass.empty()) {
+  } else if (ctx.server->default_user_open()) {
     ctx.reply->Error(kErrAuthNoPassword);
     return;
   }
-  if (!CheckCredentials(*ctx.server, user, pass)) {
+  if (!Login(ctx, user, pass)) {
     ctx.reply->Error(kErrWrongPass);
     return;
   }
@@ -163,7 +157,8 @@ void Reset(CommandContext& ctx) {
   ClientControl* conn = ctx.client->control;
   conn->SetProto(2);
   ctx.server->clients().SetName(ctx.client, "");
-  conn->SetAuthenticated(ctx.server->config().requirepass.empty());
+  ctx.server->SetClientUser(ctx.client, ctx.server->acl().Default());
+  conn->SetAuthenticated(ctx.server->default_user_open());
   TxClear(ctx.client);  // leaves MULTI, forgets WATCHed keys
   ctx.reply->SimpleString("RESET");
 }
@@ -172,6 +167,7 @@ void Reset(CommandContext& ctx) {
 
 void AddConnectionCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kAlways = kCmdFast | kCmdLoading | kCmdStale;
+  size_t first = out->size();
   out->push_back({"PING", -1, kAlways, 0, 0, 0, Ping, "Returns PONG, or the argument."});
   out->push_back({"ECHO", 2, kAlways, 0, 0, 0, Echo, "Returns the argument."});
   out->push_back({"HELLO", -1, kAlways | kCmdNoAuth, 0, 0, 0, Hello,
@@ -182,6 +178,7 @@ void AddConnectionCommands(std::vector<CommandSpec>* out) {
   out->push_back({"QUIT", -1, kAlways | kCmdNoAuth | kCmdTxControl, 0, 0, 0, Quit, "Closes the connection."});
   out->push_back({"RESET", 1, kAlways | kCmdNoAuth | kCmdTxControl, 0, 0, 0, Reset,
                   "Resets the connection: RESP2, no name, not authenticated."});
+  for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_categories |= kAclConnection;
 }
 
 }  // namespace pion::server

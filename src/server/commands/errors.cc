@@ -16,6 +16,31 @@ std::string Quoted(std::string_view prefix, std::string_view arg, std::string_vi
 }
 }  // namespace
 
+std::string NoPermCommandError(std::string_view cmd) {
+  return Quoted("NOPERM this user has no permissions to run the ", ToLower(cmd), " command");
+}
+std::string AclSetUserError(std::string_view rule, std::string_view why) {
+  return Quoted("ERR Error in ACL SETUSER modifier ", rule, ": " + std::string(why));
+}
+std::string AclUserNotFoundError(std::string_view user) {
+  return Quoted("ERR User ", user, " not found");
+}
+std::string AclCommandNotFoundError(std::string_view cmd) {
+  return Quoted("ERR Command ", cmd, " not found");
+}
+std::string AclUnknownCategoryError(std::string_view cat) {
+  return Quoted("ERR Unknown category ", cat);
+}
+std::string AclDryRunCommandError(std::string_view cmd) {
+  return Quoted("This user has no permissions to run the ", ToLower(cmd), " command");
+}
+std::string AclDryRunKeyError(std::string_view key) {
+  return Quoted("This user has no permissions to access the ", key, " key");
+}
+std::string UnknownSubcommandOrArityError(std::string_view cmd, std::string_view sub) {
+  return Quoted("ERR unknown subcommand or wrong number of arguments for ", sub,
+                ". Try " + ToUpper(cmd) + " HELP.");
+}
 std::string HelloOptionError(std::string_view opt) {
   return Quoted("ERR Syntax error in HELLO option ", opt);
 }
@@ -24,6 +49,9 @@ std::string UnknownClientTypeError(std::string_view type) {
 }
 std::string UnrecognizedOptionError(std::string_view opt) {
   return Quoted("ERR Unrecognized option ", opt);
+}
+std::string ClientSetInfoBadValueError(std::string_view attr) {
+  return "ERR " + ToLower(attr) + " cannot contain spaces, newlines or special characters.";
 }
 std::string UnknownVquantError(std::string_view name) {
   return Quoted("ERR KV.PREFIX.REGISTER: unknown vquant ", name,

@@ -32,8 +32,12 @@ inline constexpr std::string_view kErrInvalidClientId = "ERR Invalid client ID";
 inline constexpr std::string_view kErrClientIdNotPositive =
     "ERR client-id should be greater than 0";
 inline constexpr std::string_view kErrNoSuchClient = "ERR No such client";
-inline constexpr std::string_view kErrClientReplyOffSkip =
-    "ERR CLIENT REPLY OFF|SKIP is not supported";
+inline constexpr std::string_view kErrNoKeyArguments = "ERR The command has no key arguments";
+inline constexpr std::string_view kErrInvalidCommand = "ERR Invalid command specified";
+inline constexpr std::string_view kErrInvalidArgCount =
+    "ERR Invalid number of arguments specified for command";
+inline constexpr std::string_view kErrSlowlogCount =
+    "ERR count should be greater than or equal to -1";
 inline constexpr std::string_view kErrHelloProtoNotInteger =
     "ERR Protocol version is not an integer or out of range";
 inline constexpr std::string_view kErrBadClientName =
@@ -102,6 +106,33 @@ inline constexpr std::string_view kErrHelloNoAuth =
     "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
     "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
     "RESP protocol version at the same time";
+// ACL (Redis 7.0's texts). A key denial never names the key.
+inline constexpr std::string_view kErrNoPermKey =
+    "NOPERM this user has no permissions to access one of the keys used as arguments";
+inline constexpr std::string_view kErrAclSyntax = "Syntax error";
+inline constexpr std::string_view kErrAclUnknownCommand = "Unknown command or category name in ACL";
+inline constexpr std::string_view kErrAclKeyAfterAll =
+    "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have "
+    "any effect. Try 'resetkeys' to start with an empty list of patterns";
+inline constexpr std::string_view kErrAclNoSuchPassword =
+    "The password you are trying to remove from the user does not exist";
+inline constexpr std::string_view kErrAclBadHash =
+    "The password hash must be exactly 64 characters and contain only lowercase hexadecimal "
+    "characters";
+inline constexpr std::string_view kErrAclBadUsername =
+    "ERR Usernames can't contain spaces or null characters";
+inline constexpr std::string_view kErrAclDelDefault = "ERR The 'default' user cannot be removed";
+inline constexpr std::string_view kErrAclFileLine =
+    "ERR the ACL file line must start with 'user <name>'";
+inline constexpr std::string_view kErrAclDuplicateUser =
+    "ERR Duplicate user found. A user can only be defined once in config files";
+inline constexpr std::string_view kErrAclNoFile =
+    "ERR This Redis instance is not configured to use an ACL file. You may want to specify users "
+    "via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis "
+    "configuration file set) in order to store users in the Redis configuration.";
+inline constexpr std::string_view kErrAclGenpass =
+    "ERR ACL GENPASS argument must be the number of bits for the output password, a positive "
+    "number up to 4096";
 inline constexpr std::string_view kErrSaveInProgress = "ERR Background save already in progress";
 inline constexpr std::string_view kErrShuttingDown = "ERR server is shutting down";
 
@@ -205,6 +236,7 @@ std::string UnsupportedOptionError(std::string_view opt);   // Unsupported optio
 std::string HelloOptionError(std::string_view opt);         // Syntax error in HELLO option 'x'
 std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
 std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized option 'x'
+std::string ClientSetInfoBadValueError(std::string_view attr);  // lib-name cannot contain ...
 std::string UnknownVquantError(std::string_view name);      // KV.PREFIX.REGISTER: unknown vquant
 std::string VquantDimError(std::string_view format);        // vquant x needs kv_dim % 32 == 0
 std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option
@@ -224,6 +256,17 @@ std::string AttendStoreOomError(std::string_view why);
 std::string ConfigSetErrorText(const ConfigSetError& e);
 // CONFIG SET maxclients above what RLIMIT_NOFILE allows.
 std::string ConfigSetFdLimitError(uint64_t max_clients);
+
+// ACL texts that quote the request.
+std::string NoPermCommandError(std::string_view cmd);  // NOPERM ... run the 'x' command
+std::string AclSetUserError(std::string_view rule, std::string_view why);
+std::string AclUserNotFoundError(std::string_view user);    // User 'x' not found
+std::string AclCommandNotFoundError(std::string_view cmd);  // Command 'x' not found
+std::string AclUnknownCategoryError(std::string_view cat);  // Unknown category 'x'
+std::string AclDryRunCommandError(std::string_view cmd);    // ... run the 'x' command
+std::string AclDryRunKeyError(std::string_view key);        // ... access the 'x' key
+// "ERR unknown subcommand or wrong number of arguments for 'sub'. Try CMD HELP."
+std::string UnknownSubcommandOrArityError(std::string_view cmd, std::string_view sub);
 
 // "-ERR wrong number of arguments for '<cmd>' command" (without the '-').
 std::string WrongArity(std::string_view cmd);

@@ -1,7 +1,10 @@
 // INFO [section ...]: Redis-style "# Section" blocks of "field:value" lines.
-// Sections: server, clients, memory, persistence, stats, pion, keyspace;
-// "default" and "all" name them all, "everything" too. RESP3 gets a verbatim
-// string, RESP2 a bulk string. Counters are server-wide (every worker).
+// Sections: server, clients, memory, persistence, stats, replication, cpu,
+// commandstats, errorstats, pion, cluster, keyspace; "default" (or no
+// argument) is all but commandstats, "all" and "everything" are all of them.
+// RESP3 gets a verbatim string, RESP2 a bulk string. Counters are
+// server-wide (every worker).
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -12,6 +15,7 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "net/client_info.h"
+#include "server/acl.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/server.h"
@@ -23,6 +27,26 @@
 namespace pion::server {
 
 namespace {
+
+// Who asks: the worker (the per-worker lines of # Pion) and the ACL user (# Keyspace
+// counts only what that user may read).
+struct InfoFor {
+  int worker;
+  const AclUser* user;
+};
+
+std::string Fixed2(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.2f", v);
+  return buf;
+}
+
+std::string Seconds6(const timeval& tv) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%ld.%06ld", static_cast<long>(tv.tv_sec),
+                static_cast<long>(tv.tv_usec));
+  return buf;
+}
 
 std::string Human(uint64_t bytes) {
   char buf[32];
@@ -48,7 +72,7 @@ uint64_t RssBytes() {
   return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-void ServerSection(Server& s, int /*worker*/, std::string* out) {
+void ServerSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   static const std::string os = [] {
     utsname u{};
     if (::uname(&u) != 0) return std::string("Linux");
@@ -75,20 +99,28 @@ void ServerSection(Server& s, int /*worker*/, std::string* out) {
   InfoField(out, "config_file", s.config().config_file);
 }
 
-void ClientsSection(Server& s, int /*worker*/, std::string* out) {
+void ClientsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "connected_clients", s.clients().connected());
   InfoField(out, "maxclients", s.maxclients());
   InfoField(out, "blocked_clients", uint64_t{0});
   InfoField(out, "tracking_clients", uint64_t{0});
 }
 
-void MemorySection(Server& s, int /*worker*/, std::string* out) {
+void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
   uint64_t rss = RssBytes();
+  uint64_t used = s.UsedMemory();
+  uint64_t peak = s.used_memory_peak();
   uint64_t max = s.maxmemory();
-  InfoField(out, "used_memory", rss);
-  InfoField(out, "used_memory_human", Human(rss));
+  InfoField(out, "used_memory", used);
+  InfoField(out, "used_memory_human", Human(used));
   InfoField(out, "used_memory_rss", rss);
   InfoField(out, "used_memory_rss_human", Human(rss));
+  InfoField(out, "used_memory_peak", peak);
+  InfoField(out, "used_memory_peak_human", Human(peak));
+  char ratio[32];
+  std::snprintf(ratio, sizeof(ratio), "%.2f",
+                used > 0 ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
+  InfoField(out, "mem_fragmentation_ratio", std::string(ratio));
   InfoField(out, "maxmemory", max);
   InfoField(out, "maxmemory_human", Human(max));
   InfoField(out, "maxmemory_policy",
@@ -105,7 +137,7 @@ void MemorySection(Server& s, int /*worker*/, std::string* out) {
   InfoField(out, "mem_allocator", std::string("libc"));
 }
 
-void PersistenceSection(Server& s, int /*worker*/, std::string* out) {
+void PersistenceSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "loading", uint64_t{s.loading() ? 1u : 0u});
   InfoField(out, "async_loading", uint64_t{0});
   if (s.hooks().info) s.hooks().info(out);
@@ -121,23 +153,27 @@ void KeyspaceStatsFields(Server& s, std::string* out) {
   InfoField(out, "keyspace_misses", k.misses);
 }
 
-void StatsSection(Server& s, int /*worker*/, std::string* out) {
+void StatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   ServerStats st = s.Stats();
   InfoField(out, "total_connections_received", st.connections_received);
   InfoField(out, "total_commands_processed", st.commands_processed);
+  InfoField(out, "instantaneous_ops_per_sec", s.instantaneous_ops());
   InfoField(out, "total_net_input_bytes", st.net_input_bytes);
   InfoField(out, "total_net_output_bytes", st.net_output_bytes);
+  InfoField(out, "instantaneous_input_kbps", Fixed2(s.instantaneous_input_kbps()));
+  InfoField(out, "instantaneous_output_kbps", Fixed2(s.instantaneous_output_kbps()));
   InfoField(out, "rejected_connections", st.rejected_connections);
   InfoField(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
   InfoField(out, "total_protocol_errors", st.protocol_errors);
+  InfoField(out, "tls_handshake_failures", st.tls_handshake_failures);
   InfoField(out, "total_error_replies", st.error_replies);
   KeyspaceStatsFields(s, out);
 }
 
-void PionSection(Server& s, int worker, std::string* out) {
+void PionSection(Server& s, const InfoFor& who, std::string* out) {
   ReceiptSnapshot r = s.receipt().Read();
   InfoField(out, "stats_scope", std::string("server"));
-  InfoField(out, "worker_id", static_cast<uint64_t>(worker));
+  InfoField(out, "worker_id", static_cast<uint64_t>(who.worker));
   InfoField(out, "kvprefix_hits", r.hits);
   InfoField(out, "kvprefix_misses", r.misses);
   InfoField(out, "kvprefix_hits_measured", r.hits_measured);
@@ -164,39 +200,108 @@ void PionSection(Server& s, int worker, std::string* out) {
   AppendAttendInfo(s, out);
 }
 
-void KeyspaceSection(Server& s, int /*worker*/, std::string* out) {
+void KeyspaceSection(Server& s, const InfoFor& who, std::string* out) {
   store::Store* st = s.store();
   if (st == nullptr) return;
-  store::KeyspaceStats k = st->KeyStats();
-  if (k.keys > 0)
-    InfoField(out, "db0",
-              "keys=" + std::to_string(k.keys) + ",expires=" + std::to_string(k.expires) +
-                  ",avg_ttl=" + std::to_string(k.avg_ttl_ms));
+  const AclUser* u = who.user;
+  if (u != nullptr && u->allkeys) {
+    store::KeyspaceStats k = st->KeyStats();
+    if (k.keys > 0)
+      InfoField(out, "db0",
+                "keys=" + std::to_string(k.keys) + ",expires=" + std::to_string(k.expires) +
+                    ",avg_ttl=" + std::to_string(k.avg_ttl_ms));
+    return;
+  }
+  // A user with key patterns counts only the keys (string keys and namespaces) it may
+  // read, and gets no TTL figures: those would describe other tenants' keys too.
+  uint64_t n = AclVisibleKeys(u, st->Keys("*"), kAclPermRead).size();
+  if (n > 0) InfoField(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
 }
 
-// INFO's sections in output order: the name a client asks for, the title.
+void ReplicationSection(Server& s, const InfoFor& /*who*/, std::string* out) {
+  InfoField(out, "role", std::string("master"));
+  InfoField(out, "connected_slaves", uint64_t{0});
+  InfoField(out, "master_failover_state", std::string("no-failover"));
+  InfoField(out, "master_replid", s.replid());
+  InfoField(out, "master_replid2", std::string(40, '0'));
+  InfoField(out, "master_repl_offset", uint64_t{0});
+  InfoField(out, "second_repl_offset", std::string("-1"));
+  InfoField(out, "repl_backlog_active", uint64_t{0});
+  InfoField(out, "repl_backlog_size", uint64_t{0});
+  InfoField(out, "repl_backlog_first_byte_offset", uint64_t{0});
+  InfoField(out, "repl_backlog_histlen", uint64_t{0});
+}
+
+void CpuSection(Server&, const InfoFor& /*who*/, std::string* out) {
+  rusage self{}, children{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  InfoField(out, "used_cpu_sys", Seconds6(self.ru_stime));
+  InfoField(out, "used_cpu_user", Seconds6(self.ru_utime));
+  InfoField(out, "used_cpu_sys_children", Seconds6(children.ru_stime));
+  InfoField(out, "used_cpu_user_children", Seconds6(children.ru_utime));
+}
+
+void CommandStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
+  std::vector<CommandCounters> all = s.CommandCountersAll();
+  const CommandTable& t = s.commands();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const CommandCounters& c = all[i];
+    if (c.calls == 0 && c.rejected == 0 && c.failed == 0) continue;
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,failed_calls=%llu",
+                  static_cast<unsigned long long>(c.calls), static_cast<unsigned long long>(c.usec),
+                  c.calls > 0 ? static_cast<double>(c.usec) / static_cast<double>(c.calls) : 0.0,
+                  static_cast<unsigned long long>(c.rejected),
+                  static_cast<unsigned long long>(c.failed));
+    InfoField(out, "cmdstat_" + t.stat_name(i), std::string(buf));
+  }
+}
+
+void ErrorStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
+  for (const auto& [code, n] : s.ErrorCounts())
+    InfoField(out, "errorstat_" + code, "count=" + std::to_string(n));
+}
+
+void ClusterSection(Server&, const InfoFor& /*who*/, std::string* out) { InfoField(out, "cluster_enabled", uint64_t{0}); }
+
+// INFO's sections in output order: the name a client asks for, the title, whether
+// INFO without a section (or `default`) includes it.
 struct Section {
   const char* name;
   const char* title;
-  void (*fill)(Server& s, int worker, std::string* out);
+  bool in_default;
+  void (*fill)(Server& s, const InfoFor& who, std::string* out);
 };
 constexpr Section kSections[] = {
-    {"server", "Server", ServerSection},       {"clients", "Clients", ClientsSection},
-    {"memory", "Memory", MemorySection},       {"persistence", "Persistence", PersistenceSection},
-    {"stats", "Stats", StatsSection},          {"pion", "Pion", PionSection},
-    {"keyspace", "Keyspace", KeyspaceSection},
+    {"server", "Server", true, ServerSection},
+    {"clients", "Clients", true, ClientsSection},
+    {"memory", "Memory", true, MemorySection},
+    {"persistence", "Persistence", true, PersistenceSection},
+    {"stats", "Stats", true, StatsSection},
+    {"replication", "Replication", true, ReplicationSection},
+    {"cpu", "CPU", true, CpuSection},
+    {"commandstats", "Commandstats", false, CommandStatsSection},
+    {"errorstats", "Errorstats", true, ErrorStatsSection},
+    {"pion", "Pion", true, PionSection},
+    {"cluster", "Cluster", true, ClusterSection},
+    {"keyspace", "Keyspace", true, KeyspaceSection},
 };
 
 void Info(CommandContext& ctx) {
   bool want[std::size(kSections)] = {};
   if (ctx.args.size() == 1) {
-    for (bool& w : want) w = true;
+    for (size_t k = 0; k < std::size(kSections); ++k) want[k] = kSections[k].in_default;
   }
   for (size_t i = 1; i < ctx.args.size(); ++i) {
     std::string_view a = ctx.args[i];
-    if (EqualsIgnoreCase(a, "all") || EqualsIgnoreCase(a, "default") ||
-        EqualsIgnoreCase(a, "everything")) {
+    if (EqualsIgnoreCase(a, "all") || EqualsIgnoreCase(a, "everything")) {
       for (bool& w : want) w = true;
+      continue;
+    }
+    if (EqualsIgnoreCase(a, "default")) {
+      for (size_t k = 0; k < std::size(kSections); ++k) want[k] |= kSections[k].in_default;
       continue;
     }
     for (size_t k = 0; k < std::size(kSections); ++k)
@@ -208,7 +313,8 @@ void Info(CommandContext& ctx) {
   for (size_t k = 0; k < std::size(kSections); ++k) {
     if (!want[k]) continue;
     std::string body;
-    kSections[k].fill(s, ctx.client != nullptr ? ctx.client->worker : 0, &body);
+    InfoFor who{ctx.client != nullptr ? ctx.client->worker : 0, s.ClientUser(ctx.client)};
+    kSections[k].fill(s, who, &body);
     if (!out.empty()) out.append("\r\n");
     out.append("# ").append(kSections[k].title).append("\r\n").append(body);
   }
@@ -220,6 +326,7 @@ void Info(CommandContext& ctx) {
 void AddInfoCommands(std::vector<CommandSpec>* out) {
   out->push_back({"INFO", -1, kCmdLoading | kCmdStale, 0, 0, 0, Info,
                   "Server information and statistics, by section."});
+  out->back().acl_categories |= kAclDangerous;  // server-wide state (as Redis)
 }
 
 }  // namespace pion::server

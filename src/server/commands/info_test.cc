@@ -35,8 +35,10 @@ TEST_F(InfoCommand, AllSectionsInOrder) {
   for (size_t p = r.str.find("# "); p != std::string::npos; p = r.str.find("\r\n# ", p + 1))
     titles.push_back(
         r.str.substr(p + (p == 0 ? 2 : 4), r.str.find("\r\n", p + 4) - p - (p == 0 ? 2 : 4)));
+  // The default set: everything but Commandstats (as Redis).
   EXPECT_EQ(titles, (std::vector<std::string>{"Server", "Clients", "Memory", "Persistence", "Stats",
-                                              "Pion", "Keyspace"}));
+                                              "Replication", "CPU", "Errorstats", "Pion", "Cluster",
+                                              "Keyspace"}));
   auto s = Sections(r.str);
   EXPECT_EQ(s["Server"]["tcp_port"], "0");  // nothing bound in process
   EXPECT_EQ(s["Server"]["run_id"].size(), 40u);
@@ -54,7 +56,12 @@ TEST_F(InfoCommand, ChosenSectionsOnly) {
   EXPECT_EQ(Sections(Run({"INFO", "memory"}).str)["Memory"]["maxmemory_clients"],
             std::to_string(128ull << 20));
   EXPECT_EQ(Sections(Run({"INFO", "nope"}).str).size(), 0u);
-  EXPECT_EQ(Sections(Run({"INFO", "everything"}).str).size(), 7u);
+  EXPECT_EQ(Sections(Run({"INFO", "everything"}).str).size(), 12u);
+  EXPECT_EQ(Sections(Run({"INFO", "all"}).str).size(), 12u);
+  // Commands run in process are counted (the spare table: no workers run here).
+  auto cs = Sections(Run({"INFO", "commandstats"}).str)["Commandstats"];
+  EXPECT_NE(cs["cmdstat_info"].find("calls="), std::string::npos);
+  EXPECT_NE(cs["cmdstat_config|set"].find("calls=1,"), std::string::npos);
 }
 
 class InfoKvCommand : public KvTest {};

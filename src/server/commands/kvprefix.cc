@@ -368,6 +368,7 @@ void KvCommit(CommandContext& ctx) {
 
 void AddKvPrefixCommands(std::vector<CommandSpec>* out) {
   const uint32_t kv = kCmdKvcache;
+  size_t first = out->size();
   out->push_back({"KV.PREFIX.REGISTER", -4, kCmdWrite | kCmdDenyOom | kv, 1, 1, 1, KvRegister,
                   "Register a namespace (creates <ns>_pk and <ns>_pv)"});
   out->push_back({"KV.PREFIX.LOOKUP", -2, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvLookup,
@@ -385,6 +386,14 @@ void AddKvPrefixCommands(std::vector<CommandSpec>* out) {
                   "Snapshot every namespace, then truncate the WAL"});
   out->push_back({"KV.PREFIX.COMMIT", 1, kCmdWrite | kCmdNoMulti | kv, 0, 0, 0, KvCommit,
                   "Barrier: every acknowledged write is on stable storage"});
+  for (size_t i = first; i < out->size(); ++i) {
+    CommandSpec& s = (*out)[i];
+    s.acl_key_flags |= kAclKeyNamespace;
+    std::string_view n = s.name;
+    if (n == "KV.PREFIX.DROP") s.acl_categories |= kAclKeyspace;
+    // Server-wide counters and the snapshot: not for a tenant (-@dangerous).
+    if (n == "KV.PREFIX.INFO" || n == "KV.PREFIX.SAVE") s.acl_categories |= kAclDangerous;
+  }
 }
 
 }  // namespace pion::server

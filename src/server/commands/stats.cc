@@ -51,6 +51,7 @@ void PionStats(CommandContext& ctx) {
 void AddStatsCommands(std::vector<CommandSpec>* out) {
   out->push_back({"PION.STATS", -1, kCmdReadonly | kCmdFast | kCmdLoading, 0, 0, 0, PionStats,
                   "The value receipt: what the prefix cache saved (RESET zeroes it)"});
+  out->back().acl_categories |= kAclKvcache | kAclDangerous;  // server-wide counters
 }
 
 }  // namespace pion::server

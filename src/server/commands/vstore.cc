@@ -344,6 +344,12 @@ void VInfo(CommandContext& ctx) {
   auto line = [&](std::string_view k, std::string_view v) { InfoField(&out, k, v); };
   store::Store* st = ctx.server->store();
   if (ctx.args.size() == 1) {
+    // Server-wide counters: only for a user that may see every key.
+    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    if (u == nullptr || !u->allkeys) {
+      ctx.reply->Error(kErrNoPermKey);
+      return;
+    }
     store::StoreStats s = st->Stats();
     line("enabled", "1");
     line("sessions", std::to_string(s.sessions));
@@ -372,12 +378,14 @@ void VInfo(CommandContext& ctx) {
 
 void AddVStoreCommands(std::vector<CommandSpec>* out) {
   const uint32_t kv = kCmdKvcache;
+  size_t first = out->size();
   out->push_back({"V.STOREBATCH", -6, kCmdWrite | kCmdDenyOom | kv, 1, 1, 1, VStoreBatch,
                   "Store rows [start, start+count) of one layer (FMT F32|F16)"});
   out->push_back({"V.FETCH", -4, kCmdReadonly | kv, 1, 1, 1, VFetch,
                   "Fetch rows: RANGE, BATCH or an id list (FMT NATIVE|F32|F16)"});
   out->push_back({"V.INFO", -1, kCmdReadonly | kCmdFast | kv, 1, 1, 1, VInfo,
                   "V-store counters, or one session's layout"});
+  for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_key_flags |= kAclKeyNamespace;
 }
 
 }  // namespace pion::server

@@ -55,6 +55,9 @@ class FakeClient final : public net::ClientControl, public net::ConnHost {
   void StopReading() override { stopped_reading_ = true; }
   bool ReserveMemory(size_t n) override;
   std::shared_ptr<net::DeferredReply> BeginDeferred() override;
+  // Records the mode only (the fixture returns every reply it was given).
+  void SetReplyMode(net::ReplyMode m) override { reply_mode_ = m; }
+  net::ReplyMode reply_mode() const { return reply_mode_; }
 
   // ConnHost: only CompleteDeferred is used (the reply of a deferred command).
   int index() const override { return 0; }
@@ -82,6 +85,7 @@ class FakeClient final : public net::ClientControl, public net::ConnHost {
   bool close_after_reply_ = false;
   bool stopped_reading_ = false;
   bool deferred_ = false;
+  net::ReplyMode reply_mode_ = net::ReplyMode::kOn;
   uint64_t next_slot_ = 0;
   net::EventLoop loop_;
   net::BufferPool pool_{1 << 20};

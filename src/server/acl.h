@@ -1,0 +1,166 @@
+// ACL: users, their passwords, command permissions and key patterns, as Redis 7
+// does it for pion's commands (docs/security.md).
+//
+//  * A user is immutable once published: ACL SETUSER builds a new AclUser from
+//    the old one plus the rules and swaps it in, so a connection may hold a
+//    shared_ptr to the user it authenticated as and read it without a lock.
+//  * Every change bumps epoch(). A connection caches its user and the epoch it
+//    read it at; Dispatch compares the epoch (one relaxed load) and refreshes
+//    from the registry only when it moved.
+//  * The fast path: a user that may run every command on every key
+//    (`+@all ~*`, the default user) is `unrestricted` and skips all checks.
+//  * Key checks: the arguments a CommandSpec names as keys. With
+//    kAclKeyNamespace a session id `<ns>_pk`, `<ns>_pv` or `<ns>_attn` is
+//    checked as its namespace <ns>. A denial never says which key (the text is
+//    Redis 7.0's, the same whether the key exists or not); ACL LOG, readable
+//    by admins only, records it.
+//
+// Thread-safety: Acl's methods may be called from any thread (one mutex);
+// AclUser objects are immutable.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "server/commands/command.h"
+
+namespace pion::server {
+
+class CommandTable;
+struct AclUser;
+
+// The categories of a command: its acl_categories plus those its flags imply.
+uint32_t CommandCategories(const CommandSpec& s);
+// Category names in ACL CAT order ("keyspace", ..., "kvcache", "attend").
+std::span<const char* const> AclCategoryNames();
+// The bit of a category name (case-insensitive); 0 if unknown.
+uint32_t AclCategoryBit(std::string_view name);
+
+// The namespace a sid belongs to: "a|x_pk" -> "a|x" (also _pv, _attn); any
+// other string is its own namespace.
+std::string_view AclKeyOwner(std::string_view key);
+
+// The namespaces of `names` a user without allkeys may see (`perm`); all of
+// them for one with allkeys. For DBSIZE, FLUSHALL, INFO keyspace.
+std::vector<std::string> AclVisibleKeys(const AclUser* u, std::vector<std::string> names,
+                                        uint8_t perm);
+
+// Hex SHA-256 of a password (64 lower-case hex digits).
+std::string AclHashPassword(std::string_view password);
+
+struct AclKeyPattern {
+  std::string glob;
+  uint8_t perm;  // kAclPermRead | kAclPermWrite
+};
+inline constexpr uint8_t kAclPermRead = 1, kAclPermWrite = 2;
+
+struct AclUser {
+  std::string name;
+  bool enabled = false;
+  bool nopass = false;
+  std::vector<std::string> passwords;  // hex SHA-256, in order added
+  std::vector<uint64_t> allowed;       // bit per command-table index
+  std::vector<std::string> cmd_rules;  // as ACL GETUSER prints them ("+@all", "-flushall")
+  bool allkeys = false;                // ~* (read and write every key)
+  std::vector<AclKeyPattern> keys;     // when !allkeys
+  bool allchannels = false;            // &* (accepted for compatibility; pion has no pub/sub)
+  bool unrestricted = false;           // every command on every key: no check at all
+  // Categories every command of which this user may run (for subcommands that
+  // Redis files under a category of their own: CLIENT LIST / KILL are @admin).
+  uint32_t full_categories = 0;
+
+  bool CommandAllowed(size_t index) const {
+    return index / 64 < allowed.size() && (allowed[index / 64] >> (index % 64) & 1);
+  }
+  // Whether `key` (already mapped to its owner when it is a sid) may be used
+  // with `perm`.
+  bool KeyAllowed(std::string_view key, uint8_t perm) const;
+  // The rule list as ACL LIST prints it (after "user <name> ").
+  std::string Describe() const;
+  std::string KeysDescription() const;
+  std::string CommandsDescription() const;
+};
+
+// Why a command was refused.
+enum class AclDenial : uint8_t { kNone, kCommand, kKey };
+
+struct AclLogEntry {
+  uint64_t count = 1;
+  std::string reason;  // "command", "key", "auth"
+  std::string object;  // command name (lower case), key, or "AUTH"
+  std::string username;
+  uint64_t created_us = 0, updated_us = 0;
+  std::string client_info;
+};
+
+// ACL files: one "user <name> <rules...>" line per user (blank lines and
+// '#' comments ignored). Write replaces the file atomically (temp + rename).
+Result<std::vector<std::string>> ReadAclFile(const std::string& path);
+Status WriteAclFile(const std::string& path, const std::vector<std::string>& lines);
+
+class Acl {
+ public:
+  explicit Acl(const CommandTable* commands);
+
+  // Current epoch (bumped by every change).
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  std::shared_ptr<const AclUser> Find(std::string_view name) const;
+  std::shared_ptr<const AclUser> Default() const { return Find("default"); }
+  // The user `name` if it exists, is on and `password` is one of its
+  // passwords (or it is nopass); nullptr otherwise.
+  std::shared_ptr<const AclUser> Authenticate(std::string_view name,
+                                              std::string_view password) const;
+  // Applies rules to user `name` (created empty, off, when missing); all or
+  // nothing. The error is the full reply text.
+  Status SetUser(std::string_view name, std::span<const std::string_view> rules);
+  // Removes users (never "default"); returns how many existed.
+  Result<int> DelUsers(std::span<const std::string_view> names);
+  std::vector<std::shared_ptr<const AclUser>> Users() const;  // sorted by name
+  // Replaces every user with `lines` ("user <name> <rules...>" each). A line
+  // that fails leaves everything as it was; the error names the line.
+  Status LoadLines(const std::vector<std::string>& lines, std::string_view origin);
+  std::vector<std::string> ListLines() const;
+
+  // requirepass: the default user's password (empty: nopass).
+  void SetDefaultPassword(std::string_view pass);
+
+  // Checks a command (spec at table index `index`) with its arguments.
+  // Sets *denied_key to the refused key argument for the log.
+  static AclDenial Check(const AclUser& u, const CommandSpec& spec, size_t index,
+                         std::span<const std::string_view> args, std::string_view* denied_key);
+
+  // ACL LOG.
+  void Log(std::string_view reason, std::string_view object, std::string_view username,
+           std::string client_info);
+  std::vector<AclLogEntry> LogEntries(size_t max) const;
+  void ResetLog();
+  void set_log_max_len(size_t n);
+
+  size_t num_commands() const { return ncommands_; }
+
+ private:
+  Status ApplyRule(AclUser* u, std::string_view rule) const;
+  Status ApplyRuleForInit(AclUser* u, std::span<const std::string_view> rules) const;
+  void Finish(AclUser* u) const;
+  Status SetUserLocked(std::unordered_map<std::string, std::shared_ptr<const AclUser>>* map,
+                       std::string_view name, std::span<const std::string_view> rules) const;
+
+  const CommandTable* commands_;
+  size_t ncommands_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const AclUser>> users_;
+  std::atomic<uint64_t> epoch_{1};
+  std::deque<AclLogEntry> log_;  // newest first
+  size_t log_max_len_ = 128;
+};
+
+}  // namespace pion::server

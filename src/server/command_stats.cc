@@ -1,0 +1,68 @@
+#include "server/command_stats.h"
+
+#include <bit>
+
+namespace pion::server {
+
+size_t LatencyBucket(uint64_t us) {
+  if (us <= 1) return 0;
+  size_t b = static_cast<size_t>(std::bit_width(us - 1));  // ceil(log2(us))
+  return b < kLatencyBuckets - 1 ? b : kLatencyBuckets - 1;
+}
+
+void CommandCounters::Add(const CommandCounters& o) {
+  calls += o.calls;
+  usec += o.usec;
+  rejected += o.rejected;
+  failed += o.failed;
+  for (size_t i = 0; i < kLatencyBuckets; ++i) hist[i] += o.hist[i];
+}
+
+CommandStats::CommandStats(size_t slots)
+    : slots_storage_(new Slot[slots]), slots_(slots_storage_.get(), slots) {}
+
+void CommandStats::CountError(std::string_view code) {
+  if (code.empty()) return;
+  std::lock_guard<std::mutex> l(errors_mu_);
+  auto it = errors_.find(code);
+  if (it != errors_.end()) {
+    ++it->second;
+  } else if (errors_.size() < kMaxErrorCodes) {
+    errors_.emplace(std::string(code), 1);
+  }
+}
+
+void CommandStats::AddTo(std::vector<CommandCounters>* out) const {
+  constexpr auto kR = std::memory_order_relaxed;
+  for (size_t i = 0; i < slots_.size() && i < out->size(); ++i) {
+    const Slot& s = slots_[i];
+    uint64_t calls = s.calls.load(kR), rejected = s.rejected.load(kR);
+    if (calls == 0 && rejected == 0) continue;
+    CommandCounters& c = (*out)[i];
+    c.calls += calls;
+    c.usec += s.usec.load(kR);
+    c.rejected += rejected;
+    c.failed += s.failed.load(kR);
+    for (size_t b = 0; b < kLatencyBuckets; ++b) c.hist[b] += s.hist[b].load(kR);
+  }
+}
+
+void CommandStats::AddErrorsTo(std::map<std::string, uint64_t>* out) const {
+  std::lock_guard<std::mutex> l(errors_mu_);
+  for (const auto& [code, n] : errors_) (*out)[code] += n;
+}
+
+void CommandStats::Reset() {
+  constexpr auto kR = std::memory_order_relaxed;
+  for (Slot& s : slots_) {
+    s.calls.store(0, kR);
+    s.usec.store(0, kR);
+    s.rejected.store(0, kR);
+    s.failed.store(0, kR);
+    for (auto& h : s.hist) h.store(0, kR);
+  }
+  std::lock_guard<std::mutex> l(errors_mu_);
+  errors_.clear();
+}
+
+}  // namespace pion::server

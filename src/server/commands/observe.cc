@@ -1,0 +1,174 @@
+// Observability commands: SLOWLOG, LATENCY, MONITOR, ROLE, LASTSAVE
+// (docs/protocol.md "Observability"; docs/operations.md).
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/strutil.h"
+#include "net/client_info.h"
+#include "persist/persistence.h"
+#include "server/commands/command_table.h"
+#include "server/commands/dispatch.h"
+#include "server/commands/errors.h"
+#include "server/server.h"
+
+namespace pion::server {
+
+namespace {
+
+void HelpReply(CommandContext& ctx, std::span<const char* const> lines) {
+  ctx.reply->ArrayHeader(lines.size());
+  for (const char* l : lines) ctx.reply->SimpleString(l);
+}
+
+void Slowlog(CommandContext& ctx) {
+  std::string_view sub = ctx.args[1];
+  size_t n = ctx.args.size();
+  SlowLog& log = ctx.server->slowlog();
+  if (EqualsIgnoreCase(sub, "GET") && n <= 3) {
+    size_t count = 10;
+    if (n == 3) {
+      auto c = ParseInt64Strict(ctx.args[2]);
+      if (!c.has_value() || *c < -1) {
+        ctx.reply->Error(kErrSlowlogCount);
+        return;
+      }
+      count = *c == -1 ? SIZE_MAX : static_cast<size_t>(*c);
+    }
+    std::vector<SlowLogEntry> got = log.Get(count);
+    ctx.reply->ArrayHeader(got.size());
+    for (const SlowLogEntry& e : got) {
+      ctx.reply->ArrayHeader(6);
+      ctx.reply->Integer(static_cast<int64_t>(e.id));
+      ctx.reply->Integer(e.unix_s);
+      ctx.reply->Integer(static_cast<int64_t>(e.usec));
+      ctx.reply->ArrayHeader(e.args.size());
+      for (const std::string& a : e.args) ctx.reply->Bulk(a);
+      ctx.reply->Bulk(e.addr);
+      ctx.reply->Bulk(e.name);
+    }
+  } else if (EqualsIgnoreCase(sub, "LEN") && n == 2) {
+    ctx.reply->Integer(static_cast<int64_t>(log.Len()));
+  } else if (EqualsIgnoreCase(sub, "RESET") && n == 2) {
+    log.Reset();
+    ctx.reply->SimpleString("OK");
+  } else if (EqualsIgnoreCase(sub, "HELP") && n == 2) {
+    static const char* const kLines[] = {
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET [<count>]",
+        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN",
+        "    Return the length of the slowlog.",
+        "RESET",
+        "    Reset the slowlog.",
+        "HELP",
+        "    Print this help.",
+    };
+    HelpReply(ctx, kLines);
+  } else {
+    ctx.reply->Error(UnknownSubcommandError("SLOWLOG", sub));
+  }
+}
+
+void Latency(CommandContext& ctx) {
+  std::string_view sub = ctx.args[1];
+  size_t n = ctx.args.size();
+  LatencyMonitor& lm = ctx.server->latency();
+  if (EqualsIgnoreCase(sub, "LATEST") && n == 2) {
+    std::vector<LatencyEventInfo> all = lm.Latest();
+    ctx.reply->ArrayHeader(all.size());
+    for (const LatencyEventInfo& e : all) {
+      ctx.reply->ArrayHeader(4);
+      ctx.reply->Bulk(e.event);
+      ctx.reply->Integer(e.latest.unix_s);
+      ctx.reply->Integer(static_cast<int64_t>(e.latest.ms));
+      ctx.reply->Integer(static_cast<int64_t>(e.max_ms));
+    }
+  } else if (EqualsIgnoreCase(sub, "HISTORY") && n == 3) {
+    std::vector<LatencySample> h = lm.History(std::string(ctx.args[2]));
+    ctx.reply->ArrayHeader(h.size());
+    for (const LatencySample& s : h) {
+      ctx.reply->ArrayHeader(2);
+      ctx.reply->Integer(s.unix_s);
+      ctx.reply->Integer(static_cast<int64_t>(s.ms));
+    }
+  } else if (EqualsIgnoreCase(sub, "RESET")) {
+    std::vector<std::string> events;
+    for (size_t i = 2; i < n; ++i) events.emplace_back(ctx.args[i]);
+    ctx.reply->Integer(static_cast<int64_t>(lm.Reset(events)));
+  } else if (EqualsIgnoreCase(sub, "DOCTOR") && n == 2) {
+    std::vector<LatencyEventInfo> all = lm.Latest();
+    std::string text;
+    if (ctx.server->ConfigSnapshot().latency_monitor_threshold == 0) {
+      text = "The latency monitor is off: CONFIG SET latency-monitor-threshold <milliseconds>.\n";
+    } else if (all.empty()) {
+      text = "No latency spikes were observed.\n";
+    } else {
+      for (const LatencyEventInfo& e : all)
+        text += e.event + ": latest " + std::to_string(e.latest.ms) + " ms, max " +
+                std::to_string(e.max_ms) + " ms. See SLOWLOG GET for the commands.\n";
+    }
+    ctx.reply->Verbatim(text);
+  } else if (EqualsIgnoreCase(sub, "HELP") && n == 2) {
+    static const char* const kLines[] = {
+        "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DOCTOR",
+        "    Return a human readable latency analysis report.",
+        "HISTORY <event>",
+        "    Return time-latency samples for the <event> class.",
+        "LATEST",
+        "    Return the latest latency samples for all events.",
+        "RESET [<event> ...]",
+        "    Reset latency data of one or more <event> classes.",
+        "    (default: reset all data for all event classes)",
+        "HELP",
+        "    Print this help.",
+    };
+    HelpReply(ctx, kLines);
+  } else {
+    ctx.reply->Error(UnknownSubcommandError("LATENCY", sub));
+  }
+}
+
+void Monitor(CommandContext& ctx) {
+  ctx.reply->SimpleString("OK");
+  ctx.server->AddMonitor(ctx.client);
+}
+
+void Role(CommandContext& ctx) {
+  ctx.reply->ArrayHeader(3);
+  ctx.reply->Bulk("master");
+  ctx.reply->Integer(0);  // replication offset: pion has no replicas
+  ctx.reply->ArrayHeader(0);
+}
+
+void LastSave(CommandContext& ctx) {
+  int64_t t = 0;
+  if (persist::Persistence* p = ctx.server->hooks().persistence) t = p->Stats().last_save_unix;
+  if (t == 0) {
+    // No snapshot yet: the start time, as Redis reports its start when it loaded nothing.
+    uint64_t up_us = MonotonicUs() - ctx.server->start_time_us();
+    t = static_cast<int64_t>((UnixMicros() - up_us) / 1000000);
+  }
+  ctx.reply->Integer(t);
+}
+
+}  // namespace
+
+void AddObserveCommands(std::vector<CommandSpec>* out) {
+  out->push_back({"SLOWLOG", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, Slowlog,
+                  "The slow log: GET [count], LEN, RESET."});
+  out->push_back({"LATENCY", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, Latency,
+                  "The latency monitor: LATEST, HISTORY event, RESET [event ...], DOCTOR."});
+  out->push_back({"MONITOR", 1, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, Monitor,
+                  "Streams every command the server runs, from every client."});
+  out->push_back({"ROLE", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, Role,
+                  "Replication role: always master."});
+  out->push_back({"LASTSAVE", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, LastSave,
+                  "Unix time of the last successful snapshot (or of the start)."});
+}
+
+}  // namespace pion::server

@@ -1,0 +1,221 @@
+#include "server/metrics.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "base/clock.h"
+#include "persist/persistence.h"
+#include "server/server.h"
+
+namespace pion::server {
+
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(std::string* out) : out_(out) {}
+
+  void Head(const char* name, const char* type, const char* help) {
+    out_->append("# HELP ").append(name).append(" ").append(help).append("\n");
+    out_->append("# TYPE ").append(name).append(" ").append(type).append("\n");
+  }
+  void Value(std::string_view name, std::string_view labels, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.9g", v);
+    Line(name, labels, buf);
+  }
+  void Value(std::string_view name, std::string_view labels, uint64_t v) {
+    Line(name, labels, std::to_string(v));
+  }
+  void One(const char* name, const char* type, const char* help, uint64_t v) {
+    Head(name, type, help);
+    Value(name, "", v);
+  }
+  void OneD(const char* name, const char* type, const char* help, double v) {
+    Head(name, type, help);
+    Value(name, "", v);
+  }
+  // A histogram from per-bucket counts with upper bounds 2^i microseconds
+  // (the last bucket +Inf), reported in seconds.
+  void Histogram(std::string_view name, std::string_view labels, const uint64_t* buckets, size_t n,
+                 uint64_t sum_us) {
+    uint64_t cum = 0;
+    std::string base(name);
+    for (size_t i = 0; i < n; ++i) {
+      cum += buckets[i];
+      char le[48];
+      if (i + 1 == n)
+        std::snprintf(le, sizeof(le), "+Inf");
+      else
+        std::snprintf(le, sizeof(le), "%g", static_cast<double>(uint64_t{1} << i) / 1e6);
+      std::string l(labels);
+      if (!l.empty()) l += ',';
+      l += "le=\"";
+      l += le;
+      l += '"';
+      Value(base + "_bucket", l, cum);
+    }
+    Value(base + "_sum", labels, static_cast<double>(sum_us) / 1e6);
+    Value(base + "_count", labels, cum);
+  }
+
+ private:
+  void Line(std::string_view name, std::string_view labels, std::string_view v) {
+    out_->append(name);
+    if (!labels.empty()) out_->append("{").append(labels).append("}");
+    out_->append(" ").append(v).append("\n");
+  }
+  std::string* out_;
+};
+
+// A label value: backslash, double quote and newline escaped.
+std::string Label(std::string_view key, std::string_view v) {
+  std::string s(key);
+  s += "=\"";
+  for (char c : v) {
+    if (c == '\\' || c == '"') s += '\\';
+    if (c == '\n') {
+      s += "\\n";
+      continue;
+    }
+    s += c;
+  }
+  s += '"';
+  return s;
+}
+
+uint64_t Rss() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  int n = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
+}
+
+}  // namespace
+
+std::string MetricsText(Server& s) {
+  std::string out;
+  out.reserve(16384);
+  Writer w(&out);
+  ServerStats st = s.Stats();
+  w.OneD("pion_uptime_seconds", "gauge", "Seconds since the server started.",
+         static_cast<double>(MonotonicUs() - s.start_time_us()) / 1e6);
+  w.One("pion_loading", "gauge", "1 while the dataset is being recovered.", s.loading() ? 1 : 0);
+  // Connections.
+  w.One("pion_connected_clients", "gauge", "Client connections open now.", s.clients().connected());
+  w.One("pion_maxclients", "gauge", "The maxclients setting.", s.maxclients());
+  w.One("pion_connections_received_total", "counter", "Connections accepted.",
+        st.connections_received);
+  w.One("pion_rejected_connections_total", "counter", "Connections refused (maxclients).",
+        st.rejected_connections);
+  w.One("pion_output_limit_disconnections_total", "counter",
+        "Clients closed for exceeding client-output-buffer-limit.", st.output_limit_disconnections);
+  // Traffic.
+  w.One("pion_commands_processed_total", "counter", "Commands executed.", st.commands_processed);
+  w.One("pion_instantaneous_ops_per_second", "gauge", "Commands per second (sampled).",
+        s.instantaneous_ops());
+  w.One("pion_net_input_bytes_total", "counter", "Bytes read from clients.", st.net_input_bytes);
+  w.One("pion_net_output_bytes_total", "counter", "Bytes written to clients.", st.net_output_bytes);
+  w.One("pion_error_replies_total", "counter", "Error replies sent.", st.error_replies);
+  w.One("pion_protocol_errors_total", "counter", "Connections closed on a protocol error.",
+        st.protocol_errors);
+  // Memory.
+  uint64_t used = s.UsedMemory();
+  w.One("pion_memory_used_bytes", "gauge", "Bytes allocated through the allocator.", used);
+  w.One("pion_memory_rss_bytes", "gauge", "Resident set size.", Rss());
+  w.One("pion_memory_peak_bytes", "gauge", "Largest pion_memory_used_bytes seen.",
+        s.used_memory_peak());
+  w.One("pion_maxmemory_bytes", "gauge", "The maxmemory budget (0 = none).", s.maxmemory());
+  w.One("pion_client_memory_bytes", "gauge", "Memory held by client buffers.",
+        s.clients().memory());
+  // The receipt.
+  ReceiptSnapshot r = s.receipt().Read();
+  w.One("pion_kvprefix_hits_total", "counter", "KV.PREFIX.LOOKUP hits.", r.hits);
+  w.One("pion_kvprefix_misses_total", "counter", "KV.PREFIX.LOOKUP misses.", r.misses);
+  w.One("pion_kvprefix_hits_measured_total", "counter",
+        "Hits whose prefill time was measured by the client.", r.hits_measured);
+  w.One("pion_kvprefix_tokens_served_total", "counter", "Tokens served from cached prefixes.",
+        r.tokens_served);
+  w.One("pion_kvprefix_bytes_served_total", "counter", "K/V bytes served.", r.bytes_served);
+  w.OneD("pion_prefill_seconds_avoided_total", "counter",
+         "Prefill time the hits saved (estimated and measured).",
+         static_cast<double>(r.prefill_us_saved) / 1e6);
+  w.OneD("pion_prefill_seconds_avoided_measured_total", "counter",
+         "Prefill time the hits saved, measured hits only.",
+         static_cast<double>(r.prefill_us_measured) / 1e6);
+  w.One("pion_semantic_hits_total", "counter", "Semantic cache hits.", r.semantic_hits);
+  w.One("pion_semantic_misses_total", "counter", "Semantic cache misses.", r.semantic_misses);
+  w.One("pion_moe_hits_total", "counter", "MoE expert cache hits.", r.moe_hits);
+  w.One("pion_moe_misses_total", "counter", "MoE expert cache misses.", r.moe_misses);
+  w.One("pion_vector_queries_total", "counter", "Vector queries.", r.vector_queries);
+  // The store.
+  if (store::Store* sto = s.store()) {
+    store::StoreStats ss = sto->Stats();
+    w.One("pion_vstore_bytes", "gauge", "Bytes of stored K/V rows.", ss.bytes);
+    w.One("pion_vstore_max_bytes", "gauge", "The store's byte budget (0 = none).", ss.max_bytes);
+    w.One("pion_vstore_sessions", "gauge", "Sessions in the V-store.", ss.sessions);
+    w.One("pion_registered_prefixes", "gauge", "Registered namespaces.", ss.registered_prefixes);
+    w.One("pion_evictions_total", "counter", "Sessions evicted by LRU (two per namespace).",
+          ss.evictions);
+    w.One("pion_vstore_fetched_rows_total", "counter", "Rows requested by V.FETCH.",
+          ss.total_fetches);
+  }
+  // The WAL.
+  if (persist::Persistence* p = s.hooks().persistence; p != nullptr && !s.loading()) {
+    persist::PersistStats ps = p->Stats();
+    w.One("pion_wal_enabled", "gauge", "1 while the WAL accepts writes.", ps.wal_enabled ? 1 : 0);
+    w.One("pion_wal_bytes", "gauge", "Size of the active WAL file.", ps.wal_bytes);
+    w.One("pion_wal_records_total", "counter", "Records appended since the last compaction.",
+          ps.wal_appended);
+    w.One("pion_wal_durable_lsn", "gauge", "The log position known to be on stable storage.",
+          ps.durable_lsn);
+    w.One("pion_snapshot_bytes", "gauge", "Size of the last snapshot.", ps.snapshot_bytes);
+    w.One("pion_snapshots_total", "counter", "Snapshots written.", ps.saves);
+    w.Head("pion_wal_fsync_seconds", "histogram", "WAL fsync latency.");
+    w.Histogram("pion_wal_fsync_seconds", "", ps.wal_sync_hist, persist::kSyncHistBuckets,
+                ps.wal_sync_us);
+  }
+  // Commands.
+  std::vector<CommandCounters> cmds = s.CommandCountersAll();
+  const CommandTable& t = s.commands();
+  w.Head("pion_command_calls_total", "counter", "Calls per command.");
+  for (size_t i = 0; i < cmds.size(); ++i)
+    if (cmds[i].calls > 0)
+      w.Value("pion_command_calls_total", Label("cmd", t.stat_name(i)), cmds[i].calls);
+  w.Head("pion_command_failed_calls_total", "counter", "Calls that replied with an error.");
+  for (size_t i = 0; i < cmds.size(); ++i)
+    if (cmds[i].calls > 0)
+      w.Value("pion_command_failed_calls_total", Label("cmd", t.stat_name(i)), cmds[i].failed);
+  w.Head("pion_command_rejected_calls_total", "counter",
+         "Calls refused before they ran (arity, NOAUTH, LOADING).");
+  for (size_t i = 0; i < cmds.size(); ++i)
+    if (cmds[i].rejected > 0)
+      w.Value("pion_command_rejected_calls_total", Label("cmd", t.stat_name(i)), cmds[i].rejected);
+  w.Head("pion_command_duration_seconds", "histogram", "Command execution time per command.");
+  for (size_t i = 0; i < cmds.size(); ++i)
+    if (cmds[i].calls > 0)
+      w.Histogram("pion_command_duration_seconds", Label("cmd", t.stat_name(i)),
+                  cmds[i].hist.data(), kLatencyBuckets, cmds[i].usec);
+  w.Head("pion_errors_total", "counter", "Error replies per error code.");
+  for (const auto& [code, n] : s.ErrorCounts())
+    w.Value("pion_errors_total", Label("code", code), n);
+  return out;
+}
+
+MetricsEndpoint::MetricsEndpoint(Server* server) : server_(server), http_(this, {}) {}
+
+MetricsEndpoint::~MetricsEndpoint() { http_.Stop(); }
+
+Status MetricsEndpoint::Start(const std::string& bind, int port) { return http_.Start(bind, port); }
+
+bool MetricsEndpoint::Get(std::string_view path, std::string* content_type, std::string* body) {
+  if (path != "/metrics") return false;
+  *content_type = "text/plain; version=0.0.4; charset=utf-8";
+  *body = MetricsText(*server_);
+  return true;
+}
+
+}  // namespace pion::server

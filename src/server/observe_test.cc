@@ -1,0 +1,141 @@
+// The observability building blocks on their own: the COMMAND DOCS grammar,
+// latency buckets, per-worker command counters, the slow log and the latency
+// monitor.
+#include <gtest/gtest.h>
+
+#include <string_view>
+#include <vector>
+
+#include "server/command_stats.h"
+#include "server/commands/command_docs.h"
+#include "server/commands/command_table.h"
+#include "server/latency_monitor.h"
+#include "server/slowlog.h"
+
+namespace pion::server {
+namespace {
+
+TEST(DocSyntax, TokensValuesOptionalOneofMultiple) {
+  std::vector<DocArg> a = ParseDocSyntax("key value [NX | XX] [EX seconds | KEEPTTL] [id...]");
+  ASSERT_EQ(a.size(), 5u);
+  EXPECT_EQ(a[0].type, "key");
+  EXPECT_EQ(a[1].type, "string");
+  EXPECT_EQ(a[2].type, "oneof");
+  EXPECT_TRUE(a[2].optional);
+  ASSERT_EQ(a[2].args.size(), 2u);
+  EXPECT_EQ(a[2].args[0].type, "pure-token");
+  EXPECT_EQ(a[2].args[0].token, "NX");
+  ASSERT_EQ(a[3].args.size(), 2u);
+  EXPECT_EQ(a[3].args[0].type, "block");
+  ASSERT_EQ(a[3].args[0].args.size(), 2u);
+  EXPECT_EQ(a[3].args[0].args[1].type, "integer");
+  EXPECT_EQ(a[3].args[1].token, "KEEPTTL");
+  EXPECT_TRUE(a[4].optional);
+  EXPECT_TRUE(a[4].multiple);
+  EXPECT_EQ(a[4].type, "integer");
+}
+
+TEST(DocSyntax, MalformedInputNeverCrashes) {
+  for (std::string_view s : {"", "[", "]", "(", "a | | b", "[a (b | ]", "...", "x ... ..."})
+    ParseDocSyntax(s);
+  EXPECT_TRUE(ParseDocSyntax("").empty());
+}
+
+TEST(DocSyntax, EveryTableEntryParsesAndSubcommandsHaveParents) {
+  for (const CommandDoc& d : CommandDocs()) {
+    ParseDocSyntax(d.syntax);
+    std::string_view n = d.name;
+    if (size_t bar = n.find('|'); bar != std::string_view::npos) {
+      EXPECT_NE(FindCommandDoc(n.substr(0, bar)), nullptr) << d.name;
+    }
+  }
+}
+
+TEST(CommandTable, SubcommandsGetTheirOwnStatSlots) {
+  CommandTable t(AllCommands());
+  const CommandSpec* client = t.Find("client");
+  ASSERT_NE(client, nullptr);
+  std::vector<std::string_view> args = {"CLIENT", "list"};
+  EXPECT_EQ(t.stat_name(t.StatIndex(client, args)), "client|list");
+  args = {"client", "nosuch"};
+  EXPECT_EQ(t.stat_name(t.StatIndex(client, args)), "client");
+  const CommandSpec* ping = t.Find("PING");
+  args = {"ping", "list"};
+  EXPECT_EQ(t.stat_name(t.StatIndex(ping, args)), "ping");
+}
+
+TEST(CommandStats, BucketsCountsAndErrors) {
+  EXPECT_EQ(LatencyBucket(0), 0u);
+  EXPECT_EQ(LatencyBucket(1), 0u);
+  EXPECT_EQ(LatencyBucket(2), 1u);
+  EXPECT_EQ(LatencyBucket(3), 2u);
+  EXPECT_EQ(LatencyBucket(1024), 10u);
+  EXPECT_EQ(LatencyBucket(1025), 11u);
+  EXPECT_EQ(LatencyBucket(UINT64_MAX), kLatencyBuckets - 1);
+  CommandStats s(3);
+  s.Record(1, 5, false);
+  s.Record(1, 7, true);
+  s.Reject(2);
+  for (size_t i = 0; i < CommandStats::kMaxErrorCodes + 10; ++i)
+    s.CountError("E" + std::to_string(i));
+  s.CountError("E0");
+  std::vector<CommandCounters> out(3);
+  s.AddTo(&out);
+  EXPECT_EQ(out[1].calls, 2u);
+  EXPECT_EQ(out[1].usec, 12u);
+  EXPECT_EQ(out[1].failed, 1u);
+  EXPECT_EQ(out[1].hist[LatencyBucket(5)], 2u);
+  EXPECT_EQ(out[2].rejected, 1u);
+  std::map<std::string, uint64_t> errs;
+  s.AddErrorsTo(&errs);
+  EXPECT_EQ(errs.size(), CommandStats::kMaxErrorCodes);  // bounded
+  EXPECT_EQ(errs["E0"], 2u);
+  s.Reset();
+  std::vector<CommandCounters> zero(3);
+  s.AddTo(&zero);
+  EXPECT_EQ(zero[1].calls, 0u);
+}
+
+TEST(SlowLog, TruncatesKeepsNewestFirstAndTrims) {
+  SlowLog log;
+  std::string big(200, 'x');
+  std::vector<std::string_view> args(40, "a");
+  args[1] = big;
+  log.Add(args, 10, "1.2.3.4:5", "n", 3);
+  log.Add(std::vector<std::string_view>{"PING"}, 20, "1.2.3.4:5", "", 3);
+  std::vector<SlowLogEntry> got = log.Get(10);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].usec, 20u);
+  EXPECT_EQ(got[1].id, 0u);
+  ASSERT_EQ(got[1].args.size(), SlowLog::kMaxArgs);
+  EXPECT_EQ(got[1].args[1], std::string(128, 'x') + "... (72 more bytes)");
+  EXPECT_EQ(got[1].args.back(), "... (9 more arguments)");
+  for (int i = 0; i < 5; ++i) log.Add(std::vector<std::string_view>{"X"}, 1, "", "", 3);
+  EXPECT_EQ(log.Len(), 3u);
+  log.Trim(1);
+  EXPECT_EQ(log.Len(), 1u);
+  log.Reset();
+  EXPECT_EQ(log.Len(), 0u);
+}
+
+TEST(LatencyMonitor, LatestMaxHistoryReset) {
+  LatencyMonitor m;
+  m.Add("command", 5);
+  m.Add("command", 9);  // same second: one sample, the larger
+  m.Add("fast-command", 2);
+  std::vector<LatencyEventInfo> l = m.Latest();
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0].event, "command");
+  EXPECT_EQ(l[0].max_ms, 9u);
+  EXPECT_EQ(l[0].latest.ms, 9u);
+  std::vector<LatencySample> h = m.History("command");
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].ms, 9u);
+  EXPECT_TRUE(m.History("nosuch").empty());
+  EXPECT_EQ(m.Reset({"command", "nosuch"}), 1u);
+  EXPECT_EQ(m.Reset({}), 1u);
+  EXPECT_TRUE(m.Latest().empty());
+}
+
+}  // namespace
+}  // namespace pion::server
