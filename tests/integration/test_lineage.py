@@ -238,3 +238,18 @@ def test_restart_keeps_links_and_eviction_order(server_factory, how):
     for i in range(5):
         append(r, 9, i, n)
     assert evict_one_chain(r, n, new=10) == [0]
+
+
+def test_parent_needs_read_permission_on_it(server_factory):
+    """PARENT names a key the registration reads: a tenant cannot link to another's."""
+    s = server_factory(["--appendonly", "no"])
+    admin = s.client()
+    admin.execute_command("ACL", "SETUSER", "alice", "on", ">pa", "~a|*", "+@all", "-@dangerous")
+    for ns in ("a|root", "b|root"):
+        assert admin.execute_command("KV.PREFIX.REGISTER", ns, DIM, "fp16") == b"OK"
+    alice = s.client(username="alice", password="pa")
+    assert err(alice, "KV.PREFIX.REGISTER", "a|t1", DIM, "fp16", "PARENT", "b|root") == (
+        "this user has no permissions to access one of the keys used as arguments")
+    assert alice.execute_command("KV.PREFIX.LOOKUP", "a|t1") == b"MISS"
+    assert alice.execute_command("KV.PREFIX.REGISTER", "a|t1", DIM, "fp16", "PARENT", "a|root") == b"OK"
+    assert alice.execute_command("KV.PREFIX.LOOKUP", "a|t1", "CHAIN") == [[b"a|root", 0], [b"a|t1", 0]]

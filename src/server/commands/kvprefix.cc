@@ -106,6 +106,13 @@ void KvRegister(CommandContext& ctx) {
         return;
       }
       if (!CheckNsLength(ctx, a[i + 1])) return;
+      // The parent is a key the command reads (it links to it, and LOOKUP ...
+      // CHAIN of the child names it): the caller must be allowed to read it.
+      const AclUser* u = ctx.server->ClientUser(ctx.client);
+      if (u == nullptr || !u->KeyAllowed(AclKeyOwner(a[i + 1]), kAclPermRead)) {
+        ctx.reply->Error(kErrNoPermKey);
+        return;
+      }
       ra.parent = a[i + 1];
       i += 2;
     } else {
@@ -380,7 +387,8 @@ void AddKvPrefixCommands(std::vector<CommandSpec>* out) {
                   "The registered block-hash table"});
   out->push_back({"KV.PREFIX.MEMBERSHIP", 4, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvMembership,
                   "Bitmap of which probe hashes are in the block table"});
-  out->push_back({"KV.PREFIX.INFO", -1, kCmdReadonly | kCmdFast | kv, 0, 0, 0, KvInfo,
+  // Key 1: the namespace of the INFO <ns> form (none without it).
+  out->push_back({"KV.PREFIX.INFO", -1, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvInfo,
                   "Registry and V-store counters; with a namespace, its chain"});
   out->push_back({"KV.PREFIX.SAVE", -1, kCmdAdmin | kCmdNoMulti | kv, 0, 0, 0, KvSave,
                   "Snapshot every namespace, then truncate the WAL"});
