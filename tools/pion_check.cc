@@ -24,15 +24,17 @@ int CheckWal(Env* env, const std::string& path) {
     return 1;
   }
   WalReader& rd = **r;
-  uint64_t counts[5] = {0, 0, 0, 0, 0};
+  uint64_t counts[kMaxWalRecordType + 1] = {};  // by record type (the reader checks the range)
   uint64_t rows = 0, row_bytes = 0;
   std::set<std::string> names;
   WalRecord rec;
   while (rd.Next(&rec)) {
     counts[static_cast<int>(rec.type)]++;
-    if (rec.type == RecordType::kRegister) {
+    if (rec.type == RecordType::kRegister || rec.type == RecordType::kRegisterChild) {
       RegisterRec rr;
-      if (DecodeRegister(rec.payload, &rr).ok()) names.insert(std::string(rr.ns));
+      Status s = rec.type == RecordType::kRegister ? DecodeRegister(rec.payload, &rr)
+                                                   : DecodeRegisterChild(rec.payload, &rr);
+      if (s.ok()) names.insert(std::string(rr.ns));
     } else if (rec.type == RecordType::kStore) {
       StoreRec sr;
       if (DecodeStore(rec.payload, &sr).ok()) {
@@ -45,12 +47,13 @@ int CheckWal(Env* env, const std::string& path) {
     std::fprintf(stderr, "pion-check: %s\n", rd.status().ToString().c_str());
     return 2;
   }
-  uint64_t records = counts[1] + counts[2] + counts[3] + counts[4];
+  uint64_t records = counts[1] + counts[2] + counts[3] + counts[4] + counts[9];
   std::printf("file: %s\ntype: WAL\nversion: %u\ngeneration: %llu\nfirst_lsn: %llu\n", path.c_str(),
               kWalVersion, static_cast<unsigned long long>(rd.header().generation),
               static_cast<unsigned long long>(rd.header().first_lsn));
   std::printf("records: %llu (register %llu, store %llu, drop %llu, flushall %llu)\n",
-              static_cast<unsigned long long>(records), static_cast<unsigned long long>(counts[1]),
+              static_cast<unsigned long long>(records),
+              static_cast<unsigned long long>(counts[1] + counts[9]),
               static_cast<unsigned long long>(counts[2]),
               static_cast<unsigned long long>(counts[3]),
               static_cast<unsigned long long>(counts[4]));

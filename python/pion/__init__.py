@@ -8,7 +8,8 @@ Quick use (a server started with ``pion-server --kvcache`` on 127.0.0.1:1974)::
     k, v = cache.get_or_prefill(prefix_ids, ns, prefill_fn)   # [L, H, N, D] arrays
 
 Modules: :mod:`pion.client` (``PionClient``, one method per server command),
-:mod:`pion.prompt_cache` (``PionPromptCache``; its Stage-2 methods in
+:mod:`pion.prompt_cache` (``PionPromptCache``; conversations as chains of
+segments in :mod:`pion.prefix_chain`, ``PrefixChain``; its Stage-2 methods in
 :mod:`pion.attend`, the binary fast lane in :mod:`pion.fastlane`, decode through
 server-side attention in :mod:`pion.server_decode`), :mod:`pion.blocks` (chained
 block hashes), :mod:`pion.errors` (exceptions named after the error code words),
@@ -43,12 +44,14 @@ from .errors import (
     WrongPassError,
 )
 from .fastlane import FastLane
+from .prefix_chain import PrefixChain
 from .prompt_cache import PionPromptCache
 
 __version__ = "0.1.0"
 
 __all__ = [
     "PionPromptCache",
+    "PrefixChain",
     "PionClient",
     "hash_tagged",
     "tagged_sid",

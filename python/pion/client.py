@@ -698,19 +698,21 @@ class PionClient:
     def kv_prefix_register(self, ns: Key, kv_dim: int, vquant: str = "fp16", *,
                            block_size: Optional[int] = None,
                            hashes: Optional[Union[Sequence[int], np.ndarray]] = None,
-                           prefill_ms: Optional[int] = None) -> None:
-        """KV.PREFIX.REGISTER ns kv_dim vquant [BLOCKS block_size n blob] [PREFILL_MS ms].
+                           prefill_ms: Optional[int] = None, parent: Optional[Key] = None) -> None:
+        """KV.PREFIX.REGISTER ns kv_dim vquant [BLOCKS block_size n blob] [PREFILL_MS ms] [PARENT p].
 
         Creates the sessions ``<ns>_pk`` and ``<ns>_pv``. ``hashes`` (u64, token
         order) with ``block_size`` adds the block table; ``prefill_ms`` is the
-        measured cold prefill credited on every later hit.
+        measured cold prefill credited on every later hit; ``parent`` (a
+        registered namespace of the same kv_dim) makes this namespace the next
+        segment of the parent's chain (see :class:`pion.PrefixChain`).
         """
-        self.execute(*self._register_args(ns, kv_dim, vquant, block_size, hashes, prefill_ms))
+        self.execute(*self._register_args(ns, kv_dim, vquant, block_size, hashes, prefill_ms, parent))
 
     @staticmethod
     def _register_args(ns: Key, kv_dim: int, vquant: str, block_size: Optional[int],
                        hashes: Optional[Union[Sequence[int], np.ndarray]],
-                       prefill_ms: Optional[int]) -> List[Any]:
+                       prefill_ms: Optional[int], parent: Optional[Key] = None) -> List[Any]:
         args: List[Any] = ["KV.PREFIX.REGISTER", ns, str(int(kv_dim)), vquant]
         if hashes is not None:
             if block_size is None:
@@ -719,7 +721,42 @@ class PionClient:
             args += ["BLOCKS", str(int(block_size)), str(h.size), pack_hashes(h)]
         if prefill_ms is not None:
             args += ["PREFILL_MS", str(int(prefill_ms))]
+        if parent is not None:
+            args += ["PARENT", parent]
         return args
+
+    @staticmethod
+    def _lookup_chain_args(ns: Key, tokens: Optional[int] = None,
+                           prefill_ms: Optional[int] = None) -> List[Any]:
+        args: List[Any] = ["KV.PREFIX.LOOKUP", ns, "CHAIN"]
+        if tokens is not None:
+            args += ["TOKENS", str(int(tokens))]
+        if prefill_ms is not None:
+            args += ["PREFILL_MS", str(int(prefill_ms))]
+        return args
+
+    @staticmethod
+    def parse_chain(reply: Any) -> Optional[List[Tuple[str, int]]]:
+        """A ``KV.PREFIX.LOOKUP ... CHAIN`` reply as ``[(namespace, tokens), ...]`` root first,
+        or None for ``+MISS``."""
+        if isinstance(reply, E.PionError):
+            raise reply
+        if reply in (b"MISS", "MISS"):
+            return None
+        if not isinstance(reply, list):
+            raise E.UnexpectedReplyError(f"KV.PREFIX.LOOKUP CHAIN: {reply!r:.80}")
+        out = []
+        for seg in reply:
+            if not isinstance(seg, list) or len(seg) != 2:
+                raise E.UnexpectedReplyError(f"KV.PREFIX.LOOKUP CHAIN: bad segment {seg!r:.80}")
+            out.append((bytes(seg[0]).decode("utf-8", "surrogateescape"), int(seg[1])))
+        return out
+
+    def kv_prefix_lookup_chain(self, ns: Key, *, tokens: Optional[int] = None,
+                               prefill_ms: Optional[int] = None) -> Optional[List[Tuple[str, int]]]:
+        """KV.PREFIX.LOOKUP ns CHAIN [TOKENS n] [PREFILL_MS ms] -> ``[(namespace, tokens), ...]``
+        from the root to ``ns``, or None on ``+MISS``. One receipt hit for the whole chain."""
+        return self.parse_chain(self.execute(*self._lookup_chain_args(ns, tokens, prefill_ms)))
 
     def kv_prefix_lookup(self, ns: Key, *, tokens: Optional[int] = None,
                          prefill_ms: Optional[int] = None) -> bool:
@@ -766,11 +803,32 @@ class PionClient:
             return None
         return unpack_bitmap(r, int(h.size))
 
-    def kv_prefix_info(self) -> Dict[str, Union[int, float, str]]:
-        """KV.PREFIX.INFO -> dict (registered_prefixes, vstore_bytes, wal_bytes, ...)."""
-        if self.cluster_mode:
-            return _sum_replies([parse_info(r) for r in self.per_node("KV.PREFIX.INFO").values()])
-        return parse_info(self.execute("KV.PREFIX.INFO"))
+    def kv_prefix_info(self, ns: Optional[Key] = None) -> Optional[Dict[str, Union[int, float, str]]]:
+        """KV.PREFIX.INFO -> dict (registered_prefixes, vstore_bytes, wal_bytes, ...).
+
+        With ``ns``: that namespace's place in its chain (``parent``, ``children``,
+        ``depth``, ``chain_length``, ``tokens``, ``chain_tokens``), or None when it
+        is not registered (``+UNKNOWN``).
+        """
+        if ns is None:
+            if self.cluster_mode:
+                return _sum_replies(
+                    [parse_info(r) for r in self.per_node("KV.PREFIX.INFO").values()])
+            return parse_info(self.execute("KV.PREFIX.INFO"))
+        r = self.execute("KV.PREFIX.INFO", ns)
+        if r in (b"UNKNOWN", "UNKNOWN"):
+            return None
+        return self.parse_info_reply(r)
+
+    @staticmethod
+    def parse_info_reply(reply: Any) -> Dict[str, Union[int, float, str]]:
+        """A ``KV.PREFIX.INFO <ns>`` bulk as a dict; ``namespace`` and ``parent`` stay strings."""
+        out = parse_info(bytes(reply) if isinstance(reply, np.ndarray) else reply)
+        for line in _s(bytes(reply) if isinstance(reply, np.ndarray) else reply).splitlines():
+            k, _, v = line.partition(":")
+            if k in ("namespace", "parent"):
+                out[k] = v
+        return out
 
     def kv_prefix_save(self, path: Optional[str] = None) -> None:
         """KV.PREFIX.SAVE [path]: snapshot then truncate the WAL. Raises on any failure."""

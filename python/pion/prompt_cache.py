@@ -208,18 +208,20 @@ class PionPromptCache(AttendMixin):
         return namespace + "_pk", namespace + "_pv"
 
     def _register_args(self, namespace: str, kv_dim: int, prefix_ids: Optional[TokenIds],
-                       prefill_ms: Optional[float]) -> List[Any]:
+                       prefill_ms: Optional[float], parent: Optional[str] = None) -> List[Any]:
         hashes = None
         if prefix_ids is not None and self.block_size:
             hashes = self.block_hashes(prefix_ids)
         ms = None if not prefill_ms or prefill_ms <= 0 else int(round(prefill_ms))
         return PionClient._register_args(namespace, kv_dim, self.vquant,
-                                         self.block_size if hashes is not None else None, hashes, ms)
+                                         self.block_size if hashes is not None else None, hashes, ms,
+                                         parent)
 
     # ------------------------------------------------------------------ commands
 
     def register(self, namespace: str, kv_dim: Optional[int] = None, *,
-                 prefix_ids: Optional[TokenIds] = None, prefill_ms: Optional[float] = None) -> None:
+                 prefix_ids: Optional[TokenIds] = None, prefill_ms: Optional[float] = None,
+                 parent: Optional[str] = None) -> None:
         """KV.PREFIX.REGISTER: creates ``<ns>_pk`` / ``<ns>_pv`` in this cache's vquant.
 
         Args:
@@ -227,11 +229,12 @@ class PionPromptCache(AttendMixin):
             prefix_ids: when given (and ``block_size`` is set), their block hashes
                 are registered with ``BLOCKS``.
             prefill_ms: measured cold prefill, sent as ``PREFILL_MS`` (rounded; omitted when 0).
+            parent: the namespace this one continues (``PARENT``; see :class:`pion.PrefixChain`).
         """
         kv_dim = kv_dim or self.kv_dim
         if not kv_dim:
             raise ValueError("kv_dim unknown: pass it, a model, or n_kv_heads/head_dim")
-        self.client.execute(*self._register_args(namespace, kv_dim, prefix_ids, prefill_ms))
+        self.client.execute(*self._register_args(namespace, kv_dim, prefix_ids, prefill_ms, parent))
 
     def lookup(self, namespace: str, *, tokens: Optional[int] = None,
                prefill_ms: Optional[float] = None) -> bool:
@@ -258,14 +261,15 @@ class PionPromptCache(AttendMixin):
 
     def store(self, namespace: str, k: Any, v: Optional[np.ndarray] = None, *,
               register: bool = True, prefix_ids: Optional[TokenIds] = None,
-              prefill_ms: Optional[float] = None) -> int:
+              prefill_ms: Optional[float] = None, parent: Optional[str] = None) -> int:
         """Stores a whole prefix in one pipelined round trip; returns the payload bytes sent.
 
         Args:
             k, v: arrays ``[layers, kv_heads, tokens, head_dim]``; or torch
                 ``past_key_values`` as ``k`` with ``v=None``.
             register: send KV.PREFIX.REGISTER first (same pipeline).
-            prefix_ids, prefill_ms: passed to the REGISTER (BLOCKS table, PREFILL_MS).
+            prefix_ids, prefill_ms, parent: passed to the REGISTER (BLOCKS table,
+                PREFILL_MS, PARENT).
 
         With ``stage2`` every layer is also sent as ``ATTEND.PREFIX.STORE
         <ns>_attn <layer> H N D K V`` in the same pipeline, with the values the
@@ -298,7 +302,7 @@ class PionPromptCache(AttendMixin):
         sid_k, sid_v = self._sids(namespace)
         cmds: List[List[Any]] = []
         if register:
-            cmds.append(self._register_args(namespace, kv_dim, prefix_ids, prefill_ms))
+            cmds.append(self._register_args(namespace, kv_dim, prefix_ids, prefill_ms, parent))
         row_bytes = kv_dim * np.dtype(wire).itemsize
         step = max(1, _MAX_BATCH_BYTES // row_bytes)
         keep = []  # the row arrays must outlive the pipeline (memoryviews point into them)

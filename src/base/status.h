@@ -33,6 +33,11 @@ enum class ErrorId : unsigned char {
   kNone = 0,
   kSizeMismatch,   // an input's length does not match the shape it declares
   kNothingStored,  // the named thing exists but holds nothing to return
+  // KV.PREFIX.REGISTER ... PARENT (store lineage):
+  kParentNotFound,  // the parent is not registered
+  kParentDim,       // the parent has another kv_dim
+  kParentMismatch,  // re-registration names another parent (or one the namespace lacks)
+  kChainTooLong,    // the chain would exceed max-chain-length
 };
 
 class [[nodiscard]] Status {

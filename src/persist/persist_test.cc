@@ -605,13 +605,88 @@ void GoldenWorkloadV2(Store& s) {
   PION_CHECK(s.KeysDelete(del, &lsn).ok());
 }
 
-TEST(Golden, Version2FilesMatchAndLoad) {
+// Version 2 files (written before lineage links existed) still load into the
+// state of the workload that produced them.
+TEST(Golden, Version2FilesLoad) {
   FaultEnv env;
   StoreDump want;
   {
     Node n(&env, SyncPolicy::kNo);
     ASSERT_TRUE(n.persist->Recover().ok());
     GoldenWorkloadV2(n.store);
+    ASSERT_TRUE(n.persist->Commit().ok());
+    want = Dump(n.store);
+  }
+  ASSERT_EQ(want.count("string:s:plain"), 1u);
+  EXPECT_EQ(want["string:s:plain"], "exp=0 hello world");
+  EXPECT_EQ(want.count("string:s:gone"), 0u);
+  EXPECT_EQ(want.count("string:s:moved"), 0u);
+  EXPECT_EQ(want["string:s:dest"],
+            "exp=" + std::to_string(kGoldenExpireMs + 1000) + " value that moves");
+  const std::string dir = PION_TESTDATA_DIR;
+  auto gwal = ReadAll(dir + "/golden_v2.wal");
+  auto gsnap = ReadAll(dir + "/golden_v2.vstore");
+  ASSERT_FALSE(gwal.empty()) << "missing " << dir << "/golden_v2.wal";
+  ASSERT_EQ(GetU32(gwal.data() + 8), 2u);
+  ASSERT_EQ(GetU32(gsnap.data() + 8), 2u);
+  FaultEnv env2;
+  env2.SetFile(kWal, gwal);
+  {
+    Node m(&env2);
+    ASSERT_TRUE(m.persist->Recover().ok());
+    EXPECT_EQ(Dump(m.store), want);
+  }
+  FaultEnv env3;
+  env3.SetFile(kSnap, gsnap);
+  Node k(&env3);
+  ASSERT_TRUE(k.persist->Recover().ok());
+  EXPECT_EQ(Dump(k.store), want);
+}
+
+// Version 3: the version 2 workload plus lineage: a chain root <- c1 <- c2 (c1
+// with a block table), a sibling c1b, a re-registration of c1 (a plain
+// REGISTER), a subtree drop (c1b's own child with it) and a chain of another
+// format.
+void GoldenWorkloadV3(Store& s) {
+  GoldenWorkloadV2(s);
+  uint64_t lsn = 0;
+  auto child = [&](const std::string& ns, const char* parent, quant::Format f, uint64_t seed,
+                   bool blocks) {
+    store::RegisterArgs ra;
+    ra.ns = ns;
+    ra.kv_dim = 32;
+    ra.fmt = f;
+    ra.parent = parent;
+    auto bt = std::make_shared<store::BlockTable>();
+    if (blocks) {
+      bt->block_size = 16;
+      for (uint64_t i = 0; i < 3; ++i) bt->hashes.push_back(seed * 7 + i);
+      bt->Finish();
+      ra.blocks = bt;
+    }
+    uint64_t l = 0;
+    PION_CHECK(s.Register(ra, &l).ok());
+    // Rows: register again without PARENT is what Fill does (keeps the link).
+    PION_CHECK(Fill(s, ns, f, 32, 1, 0, 2, seed, &lsn, false).ok());
+  };
+  PION_CHECK(Fill(s, "chain:root", quant::Format::kFp16, 32, 1, 0, 4, 500, &lsn, false).ok());
+  child("chain:c1", "chain:root", quant::Format::kFp16, 501, true);
+  child("chain:c2", "chain:c1", quant::Format::kInt8, 502, false);
+  child("chain:c1b", "chain:root", quant::Format::kFp16, 503, false);
+  child("chain:c1b:x", "chain:c1b", quant::Format::kFp16, 504, false);
+  std::string_view drop[] = {"chain:c1b"};
+  PION_CHECK(s.Drop(drop, &lsn).ok());  // two DROP records, leaf first
+  PION_CHECK(Fill(s, "other:root", quant::Format::kTurbo4, 32, 1, 0, 2, 505, &lsn, false).ok());
+  child("other:t1", "other:root", quant::Format::kTurbo4, 506, false);
+}
+
+TEST(Golden, Version3FilesMatchAndLoad) {
+  FaultEnv env;
+  StoreDump want;
+  {
+    Node n(&env, SyncPolicy::kNo);
+    ASSERT_TRUE(n.persist->Recover().ok());
+    GoldenWorkloadV3(n.store);
     ASSERT_TRUE(n.persist->Commit().ok());
     want = Dump(n.store);
     Status st;
@@ -626,24 +701,27 @@ TEST(Golden, Version2FilesMatchAndLoad) {
     for (auto& k : strings) h.lru_clock = std::max(h.lru_clock, k.lru_stamp);
     ASSERT_TRUE(WriteSnapshot(&env, "/db/golden.vstore", h, views, nullptr, &strings).ok());
   }
-  ASSERT_EQ(want.count("string:s:plain"), 1u);
-  EXPECT_EQ(want["string:s:plain"], "exp=0 hello world");
-  EXPECT_EQ(want.count("string:s:gone"), 0u);
-  EXPECT_EQ(want.count("string:s:moved"), 0u);
-  EXPECT_EQ(want["string:s:dest"],
-            "exp=" + std::to_string(kGoldenExpireMs + 1000) + " value that moves");
+  ASSERT_EQ(want.count("chain:c2"), 1u);
+  EXPECT_NE(want["chain:c2"].find(" parent=chain:c1/"), std::string::npos);
+  EXPECT_NE(want["chain:c1"].find(" parent=chain:root/"), std::string::npos);
+  EXPECT_EQ(want["chain:root"].find(" parent="), std::string::npos);
+  EXPECT_EQ(want.count("chain:c1b"), 0u);
+  EXPECT_EQ(want.count("chain:c1b:x"), 0u);
+  EXPECT_EQ(want.count("string:s:plain"), 1u);
   auto wal = env.GetFile(kWal);
   auto snap = env.GetFile("/db/golden.vstore");
   const std::string dir = PION_TESTDATA_DIR;
   if (std::getenv("PION_WRITE_GOLDEN")) {
-    std::ofstream(dir + "/golden_v2.wal", std::ios::binary)
+    std::ofstream(dir + "/golden_v3.wal", std::ios::binary)
         .write(reinterpret_cast<const char*>(wal.data()), static_cast<long>(wal.size()));
-    std::ofstream(dir + "/golden_v2.vstore", std::ios::binary)
+    std::ofstream(dir + "/golden_v3.vstore", std::ios::binary)
         .write(reinterpret_cast<const char*>(snap.data()), static_cast<long>(snap.size()));
   }
-  auto gwal = ReadAll(dir + "/golden_v2.wal");
-  auto gsnap = ReadAll(dir + "/golden_v2.vstore");
-  ASSERT_FALSE(gwal.empty()) << "missing " << dir << "/golden_v2.wal";
+  auto gwal = ReadAll(dir + "/golden_v3.wal");
+  auto gsnap = ReadAll(dir + "/golden_v3.vstore");
+  ASSERT_FALSE(gwal.empty()) << "missing " << dir << "/golden_v3.wal";
+  ASSERT_EQ(GetU32(gwal.data() + 8), 3u);
+  ASSERT_EQ(GetU32(gsnap.data() + 8), 3u);
   EXPECT_EQ(gwal, wal) << "WAL bytes changed: a format change needs a new version";
   EXPECT_EQ(gsnap, snap) << "snapshot bytes changed: a format change needs a new version";
   FaultEnv env2;
@@ -660,6 +738,44 @@ TEST(Golden, Version2FilesMatchAndLoad) {
   EXPECT_EQ(Dump(k.store), want);
 }
 
+// A NAMESPACE_CHILD section whose parent was not declared before it (or with
+// another incarnation or kv_dim) makes the snapshot corrupt.
+TEST(Golden, ChildSectionBeforeItsParentIsCorrupt) {
+  auto view = [](const char* ns, uint64_t inc, const char* parent, uint64_t pinc, uint32_t dim) {
+    SnapshotNamespace v;
+    v.ns = ns;
+    v.kv_dim = dim;
+    v.incarnation = inc;
+    v.parent = parent;
+    v.parent_incarnation = pinc;
+    return v;
+  };
+  struct Case {
+    std::vector<SnapshotNamespace> views;
+    bool ok;
+  };
+  std::vector<Case> cases;
+  cases.push_back({{view("p", 1, "", 0, 32), view("c", 2, "p", 1, 32)}, true});
+  cases.push_back({{view("c", 2, "p", 1, 32), view("p", 1, "", 0, 32)}, false});
+  cases.push_back({{view("p", 1, "", 0, 32), view("c", 2, "p", 5, 32)}, false});
+  cases.push_back({{view("p", 1, "", 0, 32), view("c", 2, "p", 1, 64)}, false});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    FaultEnv env;
+    SnapHeader h;
+    h.generation = 1;
+    h.namespace_count = 2;
+    ASSERT_TRUE(WriteSnapshot(&env, "/db/x.vstore", h, cases[i].views, nullptr, nullptr).ok());
+    Store s(StoreConfig{});
+    SnapshotStats st;
+    Status r = LoadSnapshot(&env, "/db/x.vstore", &s, &st);
+    EXPECT_EQ(r.ok(), cases[i].ok) << i << ": " << r.message();
+    if (!cases[i].ok) {
+      EXPECT_NE(r.message().find("child namespace before (or unlike) its parent"),
+                std::string_view::npos);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pion::persist
 
@@ -671,8 +787,8 @@ namespace {
 // snapshot with today's snapshot writer, give the same bytes.
 TEST(Golden, WriterReproducesGoldenBytesFromDecodedRecords) {
   const std::string dir = PION_TESTDATA_DIR;
-  auto gwal = ReadAll(dir + "/golden_v2.wal");
-  auto gsnap = ReadAll(dir + "/golden_v2.vstore");
+  auto gwal = ReadAll(dir + "/golden_v3.wal");
+  auto gsnap = ReadAll(dir + "/golden_v3.vstore");
   ASSERT_FALSE(gwal.empty());
   ASSERT_FALSE(gsnap.empty());
   FaultEnv env;
@@ -697,6 +813,26 @@ TEST(Golden, WriterReproducesGoldenBytesFromDecodedRecords) {
           ASSERT_TRUE(
               w.OnRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, r.has_blocks ? &bt : nullptr)
                   .ok());
+          break;
+        }
+        case RecordType::kRegisterChild: {
+          RegisterRec r;
+          ASSERT_TRUE(DecodeRegisterChild(rec.payload, &r).ok());
+          std::shared_ptr<store::BlockTable> bt;
+          if (r.has_blocks) {
+            bt = std::make_shared<store::BlockTable>();
+            bt->block_size = r.block_size;
+            bt->hashes.resize(r.hash_count);
+            std::memcpy(bt->hashes.data(), r.hashes, r.hash_count * 8);
+          }
+          PendingRecord p;
+          ASSERT_TRUE(w.ReserveRegisterChild(r.ns, r.incarnation, r.kv_dim, r.fmt, bt, r.parent,
+                                             r.parent_incarnation, &p)
+                          .ok());
+          std::span<const uint8_t> body;
+          if (bt)
+            body = {reinterpret_cast<const uint8_t*>(bt->hashes.data()), bt->hashes.size() * 8};
+          ASSERT_TRUE(p.write(body).ok());
           break;
         }
         case RecordType::kStore: {

@@ -66,6 +66,11 @@ class RecordLog {
   virtual Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                                  quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
                                  PendingRecord* out) = 0;
+  // A new namespace linked to a parent (WAL version 3 REGISTER_CHILD); as ReserveRegister.
+  virtual Status ReserveRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                      quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
+                                      std::string_view parent_ns, uint64_t parent_incarnation,
+                                      PendingRecord* out) = 0;
   // String keys (WAL version 2). STRSET is two-phase: its body is the value.
   virtual Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
                                PendingRecord* out) = 0;
@@ -82,6 +87,14 @@ class RecordSink {
   virtual ~RecordSink() = default;
   virtual Status ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                                quant::Format fmt, const BlockRecord* blocks) = 0;
+  // A namespace linked to `parent_ns` (REGISTER_CHILD, NAMESPACE_CHILD). Default:
+  // as ApplyRegister (a sink that does not keep links).
+  virtual Status ApplyRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                    quant::Format fmt, const BlockRecord* blocks,
+                                    std::string_view parent_ns, uint64_t parent_incarnation) {
+    (void)parent_ns, (void)parent_incarnation;
+    return ApplyRegister(ns, incarnation, kv_dim, fmt, blocks);
+  }
   virtual Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                              uint64_t start, uint64_t count, std::span<const uint8_t> stored) = 0;
   virtual void ApplyDrop(std::string_view ns, uint64_t incarnation) = 0;
@@ -116,6 +129,8 @@ struct SnapshotNamespace {
   quant::Format fmt = quant::Format::kFp16;
   uint64_t incarnation = 0;
   uint64_t lru_stamp = 0;
+  std::string parent;  // empty for a root (NAMESPACE_CHILD otherwise)
+  uint64_t parent_incarnation = 0;
   std::shared_ptr<const BlockRecord> blocks;  // may be null
   struct Layer {
     uint32_t layer = 0;

@@ -29,6 +29,14 @@ Status ApplyRecord(RecordSink* sink, const WalRecord& rec, bool* applied) {
       BlockRecord b = BlockRecordOf(r);
       return sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, &b);
     }
+    case RecordType::kRegisterChild: {
+      RegisterRec r;
+      PION_RETURN_IF_ERROR(DecodeRegisterChild(rec.payload, &r));
+      BlockRecord b;
+      if (r.has_blocks) b = BlockRecordOf(r);
+      return sink->ApplyRegisterChild(r.ns, r.incarnation, r.kv_dim, r.fmt,
+                                      r.has_blocks ? &b : nullptr, r.parent, r.parent_incarnation);
+    }
     case RecordType::kStore: {
       StoreRec r;
       PION_RETURN_IF_ERROR(DecodeStore(rec.payload, &r));

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <unordered_map>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -157,8 +159,16 @@ Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
       r.block_size = v.blocks->block_size;
     }
     std::vector<uint8_t> p;
-    EncodeSnapNamespace(r, &p);
-    PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapNamespace, p, {}));
+    if (v.parent.empty()) {
+      EncodeSnapNamespace(r, &p);
+      PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapNamespace, p, {}));
+    } else {
+      // The views list a parent before its children (store: by depth).
+      r.parent = v.parent;
+      r.parent_incarnation = v.parent_incarnation;
+      EncodeSnapNamespaceChild(r, &p);
+      PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapNamespaceChild, p, {}));
+    }
     ++st->namespaces;
     size_t rb = quant::RowBytes(v.fmt, v.kv_dim);
     for (int side = 0; side < 2; ++side)
@@ -247,6 +257,8 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
   uint64_t cur_inc = 0;
   size_t cur_rb = 0;
   std::vector<std::pair<std::string, uint64_t>> stamps;
+  // Namespaces read so far: name -> (incarnation, kv_dim), for a child's parent.
+  std::unordered_map<std::string, std::pair<uint64_t, uint32_t>> declared;
   uint64_t next_log = MonotonicNs() + 1000000000ull;
   while (off < size) {
     if (ended) return BadAt(path, off, "bytes after the end section", bad_offset);
@@ -271,19 +283,28 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
     if (RecordCrc(gen, hdr, pieces) != GetU32(hdr))
       return BadAt(path, off, "checksum mismatch", bad_offset);
     switch (type) {
-      case RecordType::kSnapNamespace: {
+      case RecordType::kSnapNamespace:
+      case RecordType::kSnapNamespaceChild: {
         RegisterRec r;
-        Status s = DecodeSnapNamespace(payload, &r);
+        const bool child = type == RecordType::kSnapNamespaceChild;
+        Status s = child ? DecodeSnapNamespaceChild(payload, &r) : DecodeSnapNamespace(payload, &r);
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
         if (!quant::DimSupported(r.fmt, r.kv_dim))
           return BadAt(path, off, "kv_dim not supported by the format", bad_offset);
+        if (child) {
+          auto p = declared.find(std::string(r.parent));
+          if (p == declared.end() || p->second.first != r.parent_incarnation ||
+              p->second.second != r.kv_dim)
+            return BadAt(path, off, "child namespace before (or unlike) its parent", bad_offset);
+        }
+        declared.insert_or_assign(std::string(r.ns), std::make_pair(r.incarnation, r.kv_dim));
         if (sink) {
-          if (r.has_blocks) {
-            BlockRecord b = BlockRecordOf(r);
-            s = sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, &b);
-          } else {
-            s = sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, nullptr);
-          }
+          BlockRecord b;
+          if (r.has_blocks) b = BlockRecordOf(r);
+          const BlockRecord* bp = r.has_blocks ? &b : nullptr;
+          s = child ? sink->ApplyRegisterChild(r.ns, r.incarnation, r.kv_dim, r.fmt, bp, r.parent,
+                                               r.parent_incarnation)
+                    : sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, bp);
           if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
           stamps.emplace_back(std::string(r.ns), r.lru_stamp);
         }

@@ -222,6 +222,20 @@ void EncodeSnapNamespace(const RegisterRec& r, std::vector<uint8_t>* out) {
   EncodeBlocks(w, r);
 }
 
+void EncodeRegisterChild(const RegisterRec& r, std::vector<uint8_t>* out) {
+  Writer w(out);
+  w.Name(r.parent);
+  w.U64(r.parent_incarnation);
+  EncodeRegister(r, out);
+}
+
+void EncodeSnapNamespaceChild(const RegisterRec& r, std::vector<uint8_t>* out) {
+  Writer w(out);
+  w.Name(r.parent);
+  w.U64(r.parent_incarnation);
+  EncodeSnapNamespace(r, out);
+}
+
 void EncodeStorePrefix(const StoreRec& r, std::vector<uint8_t>* out) {
   Writer w(out);
   w.Name(r.ns);
@@ -361,6 +375,23 @@ Status DecodeSnapNamespace(std::span<const uint8_t> p, RegisterRec* r) {
   return DecodeRegisterCommon(rd, r, true);
 }
 
+static Status DecodeChild(std::span<const uint8_t> p, RegisterRec* r, bool snap) {
+  Reader rd(p);
+  if (!rd.Name(&r->parent)) return Bad("bad parent name");
+  if (!rd.U64(&r->parent_incarnation)) return Bad("truncated child record");
+  PION_RETURN_IF_ERROR(DecodeRegisterCommon(rd, r, snap));
+  if (r->parent == r->ns) return Bad("namespace is its own parent");
+  return Status::OK();
+}
+
+Status DecodeRegisterChild(std::span<const uint8_t> p, RegisterRec* r) {
+  return DecodeChild(p, r, false);
+}
+
+Status DecodeSnapNamespaceChild(std::span<const uint8_t> p, RegisterRec* r) {
+  return DecodeChild(p, r, true);
+}
+
 Status DecodeStore(std::span<const uint8_t> p, StoreRec* r) {
   Reader rd(p);
   uint8_t side, res8;
@@ -441,6 +472,10 @@ Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p) {
     case RecordType::kStrRename: {
       StrKeyRec r;
       return DecodeStrRename(p, &r);
+    }
+    case RecordType::kRegisterChild: {
+      RegisterRec r;
+      return DecodeRegisterChild(p, &r);
     }
     default:
       return Bad("unknown record type");

@@ -22,8 +22,9 @@ namespace pion::persist {
 
 inline constexpr char kWalMagic[8] = {'P', 'I', 'O', 'N', 'W', 'A', 'L', '\0'};
 inline constexpr char kSnapMagic[8] = {'P', 'I', 'O', 'N', 'S', 'N', 'P', '\0'};
-inline constexpr uint32_t kWalVersion = 2;     // 2: string-key records 5-8
-inline constexpr uint32_t kSnapVersion = 2;    // 2: STRING sections, END string_count
+inline constexpr uint32_t kWalVersion = 3;  // 2: string-key records 5-8; 3: REGISTER_CHILD
+inline constexpr uint32_t kSnapVersion =
+    3;  // 2: STRING sections, END string_count; 3: NAMESPACE_CHILD
 inline constexpr uint32_t kOldestVersion = 1;  // readers accept kOldestVersion..current
 inline constexpr size_t kMaxStrKey = 65536;
 inline constexpr size_t kWalHeaderSize = 40;
@@ -46,12 +47,14 @@ enum class RecordType : uint8_t {
   kStrDel = 6,
   kStrExpire = 7,
   kStrRename = 8,
+  kRegisterChild = 9,  // version 3: REGISTER ... PARENT
   kSnapNamespace = 16,
   kSnapRows = 17,
   kSnapEnd = 18,
   kSnapString = 19,
+  kSnapNamespaceChild = 20,  // version 3
 };
-inline constexpr uint8_t kMaxWalRecordType = 8;
+inline constexpr uint8_t kMaxWalRecordType = 9;
 
 // On-disk format tags (int8 0, turbo4 1, fp16 2, turbo3 3, turbo2 4, fp8 5, mlx4g32 7).
 uint8_t FormatTag(quant::Format f);
@@ -111,6 +114,9 @@ struct RegisterRec {
   uint64_t hash_count = 0;
   const uint8_t* hashes = nullptr;  // hash_count little-endian u64
   uint64_t lru_stamp = 0;           // snapshot NAMESPACE only
+  // REGISTER_CHILD / NAMESPACE_CHILD: the parent (empty for the plain forms).
+  std::string_view parent;
+  uint64_t parent_incarnation = 0;
 };
 struct StoreRec {
   std::string_view ns;
@@ -154,6 +160,9 @@ struct StrKeyRec {  // STRDEL (reason), STREXPIRE (expire_at_ms), STRRENAME (key
 // REGISTER whose `hashes` is nullptr stops before the hash_count hashes.
 void EncodeRegister(const RegisterRec& r, std::vector<uint8_t>* out);
 void EncodeSnapNamespace(const RegisterRec& r, std::vector<uint8_t>* out);
+// The child forms: `name parent ‖ u64 parent_incarnation` then the plain payload.
+void EncodeRegisterChild(const RegisterRec& r, std::vector<uint8_t>* out);
+void EncodeSnapNamespaceChild(const RegisterRec& r, std::vector<uint8_t>* out);
 void EncodeStorePrefix(const StoreRec& r, std::vector<uint8_t>* out);
 void EncodeDrop(const DropRec& r, std::vector<uint8_t>* out);
 void EncodeSnapEnd(const SnapEndRec& r, std::vector<uint8_t>* out);
@@ -172,6 +181,8 @@ Status DecodeStrRename(std::span<const uint8_t> p, StrKeyRec* r);
 // Decoders: Corruption with a reason unless the payload parses exactly.
 Status DecodeRegister(std::span<const uint8_t> p, RegisterRec* r);
 Status DecodeSnapNamespace(std::span<const uint8_t> p, RegisterRec* r);
+Status DecodeRegisterChild(std::span<const uint8_t> p, RegisterRec* r);
+Status DecodeSnapNamespaceChild(std::span<const uint8_t> p, RegisterRec* r);
 Status DecodeStore(std::span<const uint8_t> p, StoreRec* r);
 Status DecodeDrop(std::span<const uint8_t> p, DropRec* r);
 Status DecodeSnapEnd(std::span<const uint8_t> p, SnapEndRec* r);

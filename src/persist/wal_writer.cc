@@ -321,6 +321,19 @@ Status WalWriter::ReserveRegister(std::string_view ns, uint64_t incarnation, uin
   return Reserved::Into(this, Reserve(RecordType::kRegister, p, body), out);
 }
 
+Status WalWriter::ReserveRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                       quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
+                                       std::string_view parent_ns, uint64_t parent_incarnation,
+                                       PendingRecord* out) {
+  RegisterRec r = MakeRegister(ns, incarnation, kv_dim, fmt, blocks.get(), false);
+  r.parent = parent_ns;
+  r.parent_incarnation = parent_incarnation;
+  std::vector<uint8_t> p;
+  EncodeRegisterChild(r, &p);
+  uint64_t body = blocks ? blocks->hashes.size() * 8 : 0;
+  return Reserved::Into(this, Reserve(RecordType::kRegisterChild, p, body), out);
+}
+
 Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) {
   std::vector<uint8_t> p;
   EncodeDrop({ns, incarnation, reason}, &p);

@@ -97,6 +97,10 @@ class WalWriter final : public RecordLog {
   Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                          quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
                          PendingRecord* out) override;
+  Status ReserveRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                              quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
+                              std::string_view parent_ns, uint64_t parent_incarnation,
+                              PendingRecord* out) override;
   Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
                        PendingRecord* out) override;
   Result<uint64_t> OnStrDel(std::string_view key, uint8_t reason) override;

@@ -339,6 +339,8 @@ const std::vector<ConfigOption>& Table() {
        "0 = cores, at most 64", 'w'},
       {"max-sessions", Uint(&Config::max_sessions, 2, 1ull << 32), "256", kStartup, "N",
        "session cap; a namespace uses two"},
+      {"max-chain-length", Uint(&Config::max_chain_length, 1, 65536), "1024", kStartup, "N",
+       "namespaces in one KV.PREFIX.REGISTER ... PARENT chain"},
       {"maxmemory", Bytes(&Config::maxmemory, 0), "0", kRuntime, "BYTES",
        "budget for stored K/V and string keys, e.g. 4gb", "0 = none"},
       {"maxmemory-policy", Policy(&Config::maxmemory_policy), "allkeys-lru", kRuntime,

@@ -36,6 +36,7 @@ struct Config {
   bool kvcache = false;
   int workers = 0;  // 0 = number of cores (at most 64)
   uint64_t max_sessions = 0;
+  uint64_t max_chain_length = 0;
   uint64_t maxmemory = 0;                            // runtime
   std::string maxmemory_policy = "allkeys-lru";      // runtime; store::ParseEvictPolicy names
   FsyncPolicy appendfsync = FsyncPolicy::kEverySec;  // runtime

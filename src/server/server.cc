@@ -90,7 +90,8 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
   replid_ = RandomHex(40);
   spare_stats_ = std::make_unique<CommandStats>(commands_.num_stat_names());
   if (cfg_.kvcache) {
-    store_ = std::make_unique<store::Store>(store::StoreConfig{cfg_.max_sessions, cfg_.maxmemory});
+    store_ = std::make_unique<store::Store>(store::StoreConfig{
+        cfg_.max_sessions, cfg_.maxmemory, static_cast<uint32_t>(cfg_.max_chain_length)});
     store_->SetRemovalObserver(&attend_observer_);
     store::EvictPolicy p = store::EvictPolicy::kAllKeysLru;
     (void)store::ParseEvictPolicy(cfg_.maxmemory_policy, &p);  // validated by the config

@@ -63,6 +63,13 @@ class MutationSink {
   // table is then kept).
   virtual Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                                       quant::Format fmt, const BlockTable* blocks) = 0;
+  // A new namespace that continues `parent_ns` (REGISTER ... PARENT): as
+  // OnRegister, plus the parent's name and incarnation. (A re-registration of a
+  // child is an OnRegister: its link never changes.)
+  virtual Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t incarnation,
+                                           uint32_t kv_dim, quant::Format fmt,
+                                           const BlockTable* blocks, std::string_view parent_ns,
+                                           uint64_t parent_incarnation) = 0;
   // `count` rows at [start, start+count) of one layer of one side, in stored form
   // (count * RowBytes(fmt, kv_dim) bytes).
   virtual Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side,
@@ -119,6 +126,17 @@ class MutationSink {
     out->write = [this, n = std::string(ns), incarnation, kv_dim, fmt,
                   b = std::move(blocks)](std::span<const uint8_t>) {
       return OnRegister(n, incarnation, kv_dim, fmt, b.get());
+    };
+    return Status::OK();
+  }
+  virtual Status ReserveRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                      quant::Format fmt, std::shared_ptr<const BlockTable> blocks,
+                                      std::string_view parent_ns, uint64_t parent_incarnation,
+                                      PendingRecord* out) {
+    out->lsn = 0;
+    out->write = [this, n = std::string(ns), incarnation, kv_dim, fmt, b = std::move(blocks),
+                  p = std::string(parent_ns), parent_incarnation](std::span<const uint8_t>) {
+      return OnRegisterChild(n, incarnation, kv_dim, fmt, b.get(), p, parent_incarnation);
     };
     return Status::OK();
   }

@@ -39,13 +39,16 @@ struct SideData {
 
 class Namespace {
  public:
-  Namespace(std::string n, uint64_t inc, uint32_t d, quant::Format f)
+  Namespace(std::string n, uint64_t inc, uint32_t d, quant::Format f,
+            std::shared_ptr<Namespace> p = nullptr)
       : name(std::move(n)),
         incarnation(inc),
         dim(d),
         fmt(f),
         row_bytes(quant::RowBytes(f, d)),
-        rows_per_chunk(RowsPerChunk(row_bytes)) {}
+        rows_per_chunk(RowsPerChunk(row_bytes)),
+        parent(std::move(p)),
+        depth(parent ? parent->depth + 1 : 0) {}
 
   const std::string name;
   const uint64_t incarnation;
@@ -53,7 +56,13 @@ class Namespace {
   const quant::Format fmt;
   const size_t row_bytes;
   const uint32_t rows_per_chunk;
+  // Lineage (KV.PREFIX.REGISTER ... PARENT), fixed at creation, so that an
+  // access walks it with no lock: the parent this namespace continues (kept
+  // alive by this reference; null for a root) and the number of ancestors.
+  const std::shared_ptr<Namespace> parent;
+  const uint32_t depth;
   SideData sides[2];
+  // LRU stamp; only ever raised (Store::Touch), so a parent's is never below a child's.
   std::atomic<uint64_t> stamp{0};
 
   // Guarded by Store::mu_.
@@ -61,6 +70,8 @@ class Namespace {
   uint64_t bytes = 0;
   std::shared_ptr<const BlockTable> blocks;
   uint64_t prefill_us = 0;
+  std::vector<Namespace*> children;  // live children (in the map); each holds a reference to us
+  uint32_t pending_children = 0;     // child registrations reserved but not yet applied
 };
 
 // Heap bytes of a block table (0 for none), counted in vstore_bytes.

@@ -8,6 +8,29 @@ Result<uint64_t> LogSink::OnRegister(std::string_view ns, uint64_t incarnation, 
   return log_->OnRegister(ns, incarnation, kv_dim, fmt, blocks);
 }
 
+Result<uint64_t> LogSink::OnRegisterChild(std::string_view ns, uint64_t incarnation,
+                                          uint32_t kv_dim, quant::Format fmt,
+                                          const BlockTable* blocks, std::string_view parent_ns,
+                                          uint64_t parent_incarnation) {
+  // One-shot form: reserve, then write at once (the store itself reserves).
+  std::shared_ptr<const BlockTable> copy;
+  if (blocks != nullptr) copy = std::make_shared<BlockTable>(*blocks);
+  PendingRecord rec;
+  PION_RETURN_IF_ERROR(log_->ReserveRegisterChild(ns, incarnation, kv_dim, fmt, copy, parent_ns,
+                                                  parent_incarnation, &rec));
+  std::span<const uint8_t> body;
+  if (copy) body = {reinterpret_cast<const uint8_t*>(copy->hashes.data()), copy->hashes.size() * 8};
+  return rec.write(body);
+}
+
+Status LogSink::ReserveRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                     quant::Format fmt, std::shared_ptr<const BlockTable> blocks,
+                                     std::string_view parent_ns, uint64_t parent_incarnation,
+                                     PendingRecord* out) {
+  return log_->ReserveRegisterChild(ns, incarnation, kv_dim, fmt, std::move(blocks), parent_ns,
+                                    parent_incarnation, out);
+}
+
 Result<uint64_t> LogSink::OnStore(std::string_view ns, uint64_t incarnation, Side side,
                                   uint32_t layer, uint64_t start, uint64_t count,
                                   std::span<const uint8_t> stored) {
@@ -41,6 +64,14 @@ Status StorePersistHost::ApplyStored(std::string_view ns, uint64_t incarnation, 
                                      uint32_t layer, uint64_t start, uint64_t count,
                                      std::span<const uint8_t> stored) {
   return store_->ApplyStored(ns, incarnation, side, layer, start, count, stored);
+}
+
+Status StorePersistHost::ApplyRegisterChild(std::string_view ns, uint64_t incarnation,
+                                            uint32_t kv_dim, quant::Format fmt,
+                                            const persist::BlockRecord* blocks,
+                                            std::string_view parent_ns,
+                                            uint64_t parent_incarnation) {
+  return store_->ApplyRegister(ns, incarnation, kv_dim, fmt, blocks, parent_ns, parent_incarnation);
 }
 
 void StorePersistHost::ApplyDrop(std::string_view ns, uint64_t incarnation) {
@@ -104,6 +135,8 @@ std::vector<persist::SnapshotNamespace> ToSnapshotNamespaces(const std::vector<N
     b.fmt = a.fmt;
     b.incarnation = a.incarnation;
     b.lru_stamp = a.lru_stamp;
+    b.parent = a.parent;
+    b.parent_incarnation = a.parent_incarnation;
     b.blocks = a.blocks;
     for (int side = 0; side < 2; ++side) {
       b.layers[side].reserve(a.layers[side].size());

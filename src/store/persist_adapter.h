@@ -24,6 +24,10 @@ class LogSink final : public MutationSink {
   explicit LogSink(persist::RecordLog* log) : log_(log) {}
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                               quant::Format fmt, const BlockTable* blocks) override;
+  Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                   quant::Format fmt, const BlockTable* blocks,
+                                   std::string_view parent_ns,
+                                   uint64_t parent_incarnation) override;
   Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                            uint64_t start, uint64_t count,
                            std::span<const uint8_t> stored) override;
@@ -35,6 +39,10 @@ class LogSink final : public MutationSink {
   Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                          quant::Format fmt, std::shared_ptr<const BlockTable> blocks,
                          PendingRecord* out) override;
+  Status ReserveRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                              quant::Format fmt, std::shared_ptr<const BlockTable> blocks,
+                              std::string_view parent_ns, uint64_t parent_incarnation,
+                              PendingRecord* out) override;
   Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
                        PendingRecord* out) override {
     return log_->ReserveStrSet(key, expire_at_ms, value_len, out);
@@ -61,6 +69,9 @@ class StorePersistHost final : public persist::PersistHost {
   // persist::RecordSink
   Status ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                        quant::Format fmt, const persist::BlockRecord* blocks) override;
+  Status ApplyRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                            quant::Format fmt, const persist::BlockRecord* blocks,
+                            std::string_view parent_ns, uint64_t parent_incarnation) override;
   Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                      uint64_t start, uint64_t count, std::span<const uint8_t> stored) override;
   void ApplyDrop(std::string_view ns, uint64_t incarnation) override;

@@ -10,10 +10,13 @@
 namespace pion::store {
 
 Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                            quant::Format fmt, const persist::BlockRecord* blocks) {
+                            quant::Format fmt, const persist::BlockRecord* blocks,
+                            std::string_view parent_ns, uint64_t parent_incarnation) {
   if (ns.empty() || ns.size() > kMaxNamespaceBytes || kv_dim < 1 || kv_dim > quant::kMaxDim ||
       !quant::DimSupported(fmt, kv_dim))
     return Status::Corruption("register record with invalid namespace, kv_dim or format");
+  if (parent_ns.size() > kMaxNamespaceBytes || parent_ns == ns)
+    return Status::Corruption("register record with an invalid parent");
   std::shared_ptr<const BlockTable> table;
   if (blocks) table = BlockTable::Finished(*blocks);
   std::lock_guard<std::mutex> l(mu_);
@@ -26,10 +29,25 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
     (void)EvictLocked(
         keep, [&] { return bytes_ + add <= cfg_.max_bytes; }, &unused);
   };
+  // A re-registration of the same incarnation keeps its link (fixed at
+  // creation). A new namespace links to its parent of the logged incarnation,
+  // which must be present: one that is not (evicted while loading under a
+  // smaller budget, or dropped in the race Register describes) means the child
+  // is gone too, so the record is skipped (and the child's rows then are
+  // skipped as those of an absent namespace).
+  NsPtr parent;
   auto it = map_.find(ns);
+  const bool same = it != map_.end() && it->second->incarnation == incarnation;
+  if (!parent_ns.empty() && !same) {
+    auto pit = map_.find(parent_ns);
+    if (pit == map_.end() || pit->second->incarnation != parent_incarnation ||
+        pit->second->dim != kv_dim)
+      return Status::OK();
+    parent = pit->second;
+  }
   if (it != map_.end()) {
     NsPtr n = it->second;
-    if (n->incarnation == incarnation && n->dim == kv_dim && n->fmt == fmt) {
+    if (same && n->dim == kv_dim && n->fmt == fmt) {
       if (table) {
         uint64_t old = TableBytes(n->blocks), add = TableBytes(table);
         n->bytes -= old;
@@ -42,18 +60,23 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
       Touch(*n);
       return Status::OK();
     }
-    uint64_t unused = 0;
-    PION_RETURN_IF_ERROR(RemoveLocked(n, DropReason::kDrop, &unused));
+    // A new incarnation: the old one goes with its subtree. No cycle can
+    // form: were the parent a descendant of the old one, it is gone now too.
+    uint64_t unused = 0, removed = 0;
+    PION_RETURN_IF_ERROR(RemoveSubtreeLocked(n, DropReason::kDrop, &unused, &removed));
+    if (parent && parent->dropped) return Status::OK();
   }
+  // No max_chain check: replay reproduces what was accepted.
   uint64_t unused = 0;
   PION_RETURN_IF_ERROR(EvictNamespacesLocked(
-      nullptr, [&] { return 2 * (map_.size() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2); },
-      &unused));
-  fit_bytes(nullptr, TableBytes(table));
-  auto n = std::make_shared<Namespace>(std::string(ns), incarnation, kv_dim, fmt);
+      parent.get(),
+      [&] { return 2 * (map_.size() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2); }, &unused));
+  fit_bytes(parent.get(), TableBytes(table));
+  auto n = std::make_shared<Namespace>(std::string(ns), incarnation, kv_dim, fmt, parent);
   n->blocks = std::move(table);
   n->bytes = TableBytes(n->blocks);
   bytes_ += n->bytes;
+  if (parent) parent->children.push_back(n.get());
   Touch(*n);
   map_.emplace(n->name, std::move(n));
   return Status::OK();
@@ -76,15 +99,18 @@ void Store::ApplyDrop(std::string_view ns, uint64_t incarnation) {
   auto it = map_.find(ns);
   if (it == map_.end() || it->second->incarnation != incarnation) return;
   NsPtr n = it->second;
-  uint64_t unused = 0;
-  Status st = RemoveLocked(n, DropReason::kDrop, &unused);
+  uint64_t unused = 0, removed = 0;
+  Status st = RemoveSubtreeLocked(n, DropReason::kDrop, &unused, &removed);
   PION_CHECK(st.ok());
 }
 
 void Store::ApplyFlushAll() {
   std::lock_guard<std::mutex> l(mu_);
   if (observer_) observer_->OnFlushAll();
-  for (auto& [name, n] : map_) n->dropped = true;
+  for (auto& [name, n] : map_) {
+    n->dropped = true;
+    n->children.clear();
+  }
   map_.clear();
   ClearStringsLocked();
   bytes_ = 0;

@@ -52,6 +52,11 @@ std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>&
     v.fmt = n.fmt;
     v.incarnation = n.incarnation;
     v.lru_stamp = n.stamp.load(std::memory_order_relaxed);
+    if (n.parent) {
+      v.parent = n.parent->name;
+      v.parent_incarnation = n.parent->incarnation;
+    }
+    v.depth = n.depth;
     for (int side = 0; side < 2; ++side) {
       const SideData& sd = n.sides[side];
       std::lock_guard<std::mutex> l(sd.mu);
@@ -68,8 +73,11 @@ std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>&
       }
     }
   }
-  // Oldest first, so a loader that replays in order restores the LRU order.
+  // Parents before their children (a loader links a child to a namespace it
+  // has already read: by depth), and oldest first at each depth. The loader
+  // restores the saved stamps themselves at the end.
   std::sort(views.begin(), views.end(), [](const NamespaceView& a, const NamespaceView& b) {
+    if (a.depth != b.depth) return a.depth < b.depth;
     return a.lru_stamp < b.lru_stamp;
   });
   return views;

@@ -57,6 +57,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   std::lock_guard<std::mutex> reg(reg_mu_);
   PendingRecord rec;
   NsPtr existing;
+  NsPtr parent;  // of a new namespace registered with PARENT
   uint64_t inc = 0;
   uint64_t delta = 0;  // bytes the registration adds: its table less a replaced one
   {
@@ -77,9 +78,24 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
                       n.dim, static_cast<int>(q.size()), q.data());
         return Status::InvalidArgument(buf);
       }
+      // The link is fixed at creation: PARENT, when given, must repeat it.
+      if (!a.parent.empty() && (!n.parent || n.parent->name != a.parent))
+        return Status(Code::kInvalidArgument, n.parent ? n.parent->name : "",
+                      ErrorId::kParentMismatch);
       inc = n.incarnation;
-    } else if (cfg_.max_sessions < 2) {
-      return Status::OutOfBudget("");
+    } else {
+      if (!a.parent.empty()) {
+        auto pit = map_.find(a.parent);
+        if (pit == map_.end())
+          return Status(Code::kInvalidArgument, "parent not registered", ErrorId::kParentNotFound);
+        parent = pit->second;
+        if (parent->dim != a.kv_dim)
+          return Status(Code::kInvalidArgument, std::to_string(parent->dim), ErrorId::kParentDim);
+        if (parent->depth + 2 > cfg_.max_chain)
+          return Status(Code::kInvalidArgument, std::to_string(cfg_.max_chain),
+                        ErrorId::kChainTooLong);
+      }
+      if (cfg_.max_sessions < 2) return Status::OutOfBudget("");
     }
     // Block tables count in vstore_bytes and against --maxmemory like rows.
     delta = TableBytes(table);
@@ -87,17 +103,26 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
     if (cfg_.max_bytes > 0 && delta > replaced) {
       const uint64_t own = existing ? existing->bytes - replaced : 0;
       if (own + delta > cfg_.max_bytes) return Status::OutOfBudget("");
+      // A new child never evicts its parent (nor, so, any ancestor).
       PION_RETURN_IF_ERROR(EvictLocked(
-          existing.get(), [&] { return bytes_ - replaced + delta <= cfg_.max_bytes; }, lsn));
+          existing ? existing.get() : parent.get(),
+          [&] { return bytes_ - replaced + delta <= cfg_.max_bytes; }, lsn));
     }
     if (!existing) {
       PION_RETURN_IF_ERROR(EvictNamespacesLocked(
-          nullptr, [&] { return 2 * (map_.size() + 1) <= cfg_.max_sessions; }, lsn));
+          parent.get(), [&] { return 2 * (map_.size() + 1) <= cfg_.max_sessions; }, lsn));
       inc = next_incarnation_++;
     }
     if (sink_) {
-      PION_RETURN_IF_ERROR(sink_->ReserveRegister(a.ns, inc, a.kv_dim, a.fmt, table, &rec));
+      if (parent) {
+        PION_RETURN_IF_ERROR(sink_->ReserveRegisterChild(a.ns, inc, a.kv_dim, a.fmt, table,
+                                                         parent->name, parent->incarnation, &rec));
+      } else {
+        PION_RETURN_IF_ERROR(sink_->ReserveRegister(a.ns, inc, a.kv_dim, a.fmt, table, &rec));
+      }
     }
+    // Until it applies, the child keeps its parent from being evicted.
+    if (parent) ++parent->pending_children;
     // Counted now as if applied (a replaced table's bytes already given back);
     // undone below if the write fails. reg_mu_ keeps `replaced` current.
     delta -= replaced;  // modulo 2^64: may "subtract"
@@ -132,19 +157,74 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
         existing->prefill_us = a.has_prefill ? a.prefill_us : 0;
         Touch(*existing);
       }
-    } else if (!st.ok()) {
-      bytes_ -= delta;
     } else {
-      auto n = std::make_shared<Namespace>(std::string(a.ns), inc, a.kv_dim, a.fmt);
-      n->blocks = std::move(table);
-      n->bytes = delta;
-      n->prefill_us = a.has_prefill ? a.prefill_us : 0;
-      Touch(*n);
-      map_.emplace(n->name, std::move(n));
+      if (parent) {
+        --parent->pending_children;
+        // A DROP of the parent came between the reservation and now: its drop
+        // is logged after this registration, and replay drops this child with
+        // the parent's subtree, so it is not created here either.
+        if (st.ok() && parent->dropped)
+          st = Status(Code::kInvalidArgument, "parent dropped", ErrorId::kParentNotFound);
+      }
+      if (!st.ok()) {
+        bytes_ -= delta;
+      } else {
+        auto n = std::make_shared<Namespace>(std::string(a.ns), inc, a.kv_dim, a.fmt, parent);
+        n->blocks = std::move(table);
+        n->bytes = delta;
+        n->prefill_us = a.has_prefill ? a.prefill_us : 0;
+        if (parent) parent->children.push_back(n.get());
+        Touch(*n);
+        map_.emplace(n->name, std::move(n));
+      }
     }
   }
   EndPending();
   return st;
+}
+
+std::vector<ChainSegment> Store::LookupChain(std::string_view ns) {
+  std::vector<ChainSegment> chain;
+  NsPtr n = Find(ns);
+  if (!n) return chain;
+  Touch(*n);
+  chain.resize(n->depth + 1);
+  size_t i = chain.size();
+  for (Namespace* p = n.get(); p != nullptr; p = p->parent.get()) {
+    ChainSegment& seg = chain[--i];
+    seg.ns = p->name;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      seg.prefill_us = p->prefill_us;
+    }
+    const SideData& k = p->sides[static_cast<int>(Side::kKeys)];
+    std::lock_guard<std::mutex> l(k.mu);
+    seg.tokens = k.layers.empty() ? 0 : k.layers[0].rows;
+  }
+  return chain;
+}
+
+bool Store::Describe(std::string_view ns, NamespaceInfo* out) const {
+  NsPtr n;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = map_.find(ns);
+    if (it == map_.end()) return false;
+    n = it->second;
+    out->children = n->children.size();
+  }
+  out->parent = n->parent ? n->parent->name : std::string();
+  out->depth = n->depth;
+  out->chain_length = n->depth + 1;
+  out->chain_tokens = 0;
+  for (const Namespace* p = n.get(); p != nullptr; p = p->parent.get()) {
+    const SideData& k = p->sides[static_cast<int>(Side::kKeys)];
+    std::lock_guard<std::mutex> l(k.mu);
+    uint64_t t = k.layers.empty() ? 0 : k.layers[0].rows;
+    if (p == n.get()) out->tokens = t;
+    out->chain_tokens += t;
+  }
+  return true;
 }
 
 LookupResult Store::Lookup(std::string_view ns) {
@@ -174,8 +254,7 @@ Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* 
     auto it = map_.find(name);
     if (it == map_.end()) continue;
     NsPtr n = it->second;
-    PION_RETURN_IF_ERROR(RemoveLocked(n, DropReason::kDrop, lsn));
-    ++dropped;
+    PION_RETURN_IF_ERROR(RemoveSubtreeLocked(n, DropReason::kDrop, lsn, &dropped));
   }
   return dropped;
 }
@@ -201,7 +280,10 @@ Status Store::FlushAll(uint64_t* lsn) {
     *lsn = *r;
   }
   if (observer_) observer_->OnFlushAll();
-  for (auto& [name, n] : map_) n->dropped = true;
+  for (auto& [name, n] : map_) {
+    n->dropped = true;
+    n->children.clear();
+  }
   map_.clear();
   ClearStringsLocked();
   bytes_ = 0;
@@ -453,6 +535,7 @@ StoreStats Store::Stats() const {
     all.reserve(map_.size());
     for (auto& [name, n] : map_) {
       all.push_back(n);
+      if (n->parent) ++s.linked_prefixes;
       s.allocated_bytes += TableBytes(n->blocks);
     }
   }

@@ -28,6 +28,16 @@
 // lookup, blocks/membership, store and fetch (either side). Eviction removes
 // whole namespaces (both sides) in stamp order, never the one being written.
 //
+// Lineage (REGISTER ... PARENT): a namespace may continue a parent's token
+// sequence; the links form a forest (a parent must exist when its child is
+// created and the link never changes, so no cycle can form). A touch raises the
+// stamp of the namespace and of every ancestor to the same value, so a chain
+// ages as one unit. Eviction takes only namespaces without live children
+// (leaves), oldest stamp first (the deeper one on a tie), and a parent becomes a
+// candidate once its last child is gone: the least recently used chain goes
+// leaf to root, and a root is never evicted while a descendant is held. DROP of
+// a namespace drops its whole subtree, leaves first, each logged as a drop.
+//
 // Files: store.cc (registry, stores and fetches), namespace.h (a namespace's
 // in-memory form), layer_rows.cc (chunked rows, copy on write, pinning),
 // block_index.cc (BlockTable), session_id.cc, eviction.cc (LRU and budgets),
@@ -70,6 +80,7 @@ inline constexpr uint64_t kMaxHashCount = 1048576;
 struct StoreConfig {
   uint64_t max_sessions = 256;  // a namespace uses two sessions
   uint64_t max_bytes = 0;       // 0 = no byte budget
+  uint32_t max_chain = 1024;    // namespaces in one PARENT chain, root..leaf inclusive
 };
 
 struct StoreStats {
@@ -83,6 +94,7 @@ struct StoreStats {
   uint64_t max_bytes = 0;
   uint64_t total_tokens = 0;     // sum of rows over every layer of every session
   uint64_t allocated_bytes = 0;  // bytes of row chunks allocated (>= bytes; <= ~1.25x)
+  uint64_t linked_prefixes = 0;  // namespaces registered with a PARENT
 };
 
 struct RegisterArgs {
@@ -94,12 +106,33 @@ struct RegisterArgs {
   std::shared_ptr<const BlockTable> blocks;
   bool has_prefill = false;
   uint64_t prefill_us = 0;  // replaces the stored time (0 if !has_prefill)
+  // Non-empty: the namespace continues this one (it must be registered, with
+  // the same kv_dim). A re-registration without it keeps the existing link;
+  // with it, it must name the existing parent.
+  std::string_view parent;
 };
 
 struct LookupResult {
   bool hit = false;
   uint64_t layer0_tokens = 0;  // K side, layer 0 row count
   uint64_t prefill_us = 0;     // reported at REGISTER (0 = none)
+};
+
+// One segment of a chain (LookupChain), root first.
+struct ChainSegment {
+  std::string ns;
+  uint64_t tokens = 0;      // K side, layer 0 row count
+  uint64_t prefill_us = 0;  // reported at REGISTER (0 = none)
+};
+
+// What Describe reports of one namespace (no LRU touch).
+struct NamespaceInfo {
+  std::string parent;         // empty for a root
+  uint64_t children = 0;      // live children
+  uint64_t depth = 0;         // ancestors
+  uint64_t chain_length = 0;  // namespaces root..this, inclusive
+  uint64_t tokens = 0;        // K side, layer 0 row count
+  uint64_t chain_tokens = 0;  // sum of tokens over the chain
 };
 
 // Input rows of a store: f32 or f16, row-major [count, dim].
@@ -143,6 +176,9 @@ struct NamespaceView {
   quant::Format fmt = quant::Format::kFp16;
   uint64_t incarnation = 0;
   uint64_t lru_stamp = 0;
+  std::string parent;                        // empty for a root
+  uint64_t parent_incarnation = 0;           // 0 for a root
+  uint32_t depth = 0;                        // ancestors
   std::shared_ptr<const BlockTable> blocks;  // may be null
   struct LayerView {
     uint32_t layer = 0;
@@ -183,11 +219,20 @@ class Store {
   // (0 if nothing was logged); the caller waits for it before acknowledging.
 
   // Creates a namespace or re-registers it. Errors: InvalidArgument
-  // "namespace already registered with kv_dim <d> vquant <q>".
+  // "namespace already registered with kv_dim <d> vquant <q>"; with a parent,
+  // InvalidArgument with ErrorId kParentNotFound (not registered), kParentDim
+  // (another kv_dim), kParentMismatch (registered with another parent or none)
+  // or kChainTooLong (more than max_chain namespaces).
   Status Register(const RegisterArgs& a, uint64_t* lsn);
-  // Touches the LRU of a hit.
+  // Touches the LRU of a hit (and so its ancestors).
   LookupResult Lookup(std::string_view ns);
-  // Drops each namespace present; returns how many were present.
+  // The chain root..ns (each segment's token count), or empty if ns is not
+  // registered. Touches the LRU of a hit.
+  std::vector<ChainSegment> LookupChain(std::string_view ns);
+  // False if ns is not registered. No LRU touch.
+  bool Describe(std::string_view ns, NamespaceInfo* out) const;
+  // Drops each namespace present with its whole subtree (descendants first);
+  // returns how many namespaces were removed.
   Result<uint64_t> Drop(std::span<const std::string_view> names, uint64_t* lsn);
   // The block table, or nullptr if the namespace is unknown or has no table
   // (or a table of zero hashes). Touches the LRU.
@@ -228,11 +273,14 @@ class Store {
   // Recovery (used before serving; nothing is logged): apply one logged change.
   // Records of another incarnation than the namespace's current one are skipped
   // (ApplyStored returns NotFound, ApplyDrop does nothing).
+  // `parent` (with its incarnation) links the namespace to a present parent;
+  // one that is not present (evicted while loading) skips the registration.
   Status ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                       quant::Format fmt, const persist::BlockRecord* blocks);
+                       quant::Format fmt, const persist::BlockRecord* blocks,
+                       std::string_view parent = {}, uint64_t parent_incarnation = 0);
   Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                      uint64_t start, uint64_t count, std::span<const uint8_t> stored);
-  void ApplyDrop(std::string_view ns, uint64_t incarnation);
+  void ApplyDrop(std::string_view ns, uint64_t incarnation);  // with its subtree
   void ApplyFlushAll();
   // Restores a namespace's LRU stamp (snapshot load); keeps the counter above it.
   void SetLruStamp(std::string_view ns, uint64_t stamp);
@@ -316,14 +364,18 @@ class Store {
   NsPtr Find(std::string_view ns) const;
   NsPtr FindAndTouch(std::string_view ns);
   void Touch(Namespace& n);
-  // REQUIRES mu_. Removes `n` from the map and accounting; logs the drop.
+  // REQUIRES mu_. Removes `n` (which has no live child) from the map, its
+  // parent's children and the accounting; logs the drop.
   Status RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn);
+  // REQUIRES mu_. Removes `n` and its descendants, leaves first; counts them in *removed.
+  Status RemoveSubtreeLocked(const NsPtr& n, DropReason reason, uint64_t* lsn, uint64_t* removed);
   // REQUIRES mu_. Evicts by the maxmemory policy (string keys and namespaces
   // in one LRU; never `keep` or the string `keep_key`) until `fits` holds.
+  // Namespaces go leaves first (store.h "Lineage"): `keep`'s ancestors never.
   Status EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn,
                      std::string_view keep_key = {}, bool keep_key_set = false);
-  // REQUIRES mu_. Evicts LRU namespaces other than `keep` until `fits` holds
-  // (the session cap).
+  // REQUIRES mu_. Evicts LRU namespaces other than `keep` (and its ancestors),
+  // leaves first, until `fits` holds (the session cap).
   Status EvictNamespacesLocked(const Namespace* keep, const std::function<bool()>& fits,
                                uint64_t* lsn);
   // A change reserved in the log but not yet written and applied; the

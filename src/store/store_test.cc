@@ -336,6 +336,10 @@ class ParkingSink : public MutationSink {
                               const BlockTable*) override {
     return ++lsn;
   }
+  Result<uint64_t> OnRegisterChild(std::string_view, uint64_t, uint32_t, Format, const BlockTable*,
+                                   std::string_view, uint64_t) override {
+    return ++lsn;
+  }
   Result<uint64_t> OnStore(std::string_view, uint64_t, Side, uint32_t, uint64_t, uint64_t,
                            std::span<const uint8_t>) override {
     return ++lsn;
@@ -546,6 +550,8 @@ class RecordingSink : public MutationSink {
     uint64_t start, count;
     std::vector<uint8_t> bytes;
     std::vector<uint64_t> hashes;
+    std::string parent;  // a child registration
+    uint64_t parent_inc = 0;
   };
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t inc, uint32_t dim, Format fmt,
                               const BlockTable* blocks) override {
@@ -554,6 +560,16 @@ class RecordingSink : public MutationSink {
     if (blocks) r.hashes = blocks->hashes;
     recs.push_back(r);
     return ++lsn;
+  }
+  Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t inc, uint32_t dim, Format fmt,
+                                   const BlockTable* blocks, std::string_view parent,
+                                   uint64_t parent_inc) override {
+    auto r = OnRegister(ns, inc, dim, fmt, blocks);
+    if (r.ok()) {
+      recs.back().parent = parent;
+      recs.back().parent_inc = parent_inc;
+    }
+    return r;
   }
   Result<uint64_t> OnStore(std::string_view ns, uint64_t inc, Side side, uint32_t layer,
                            uint64_t start, uint64_t count,
@@ -586,8 +602,9 @@ void Replay(const std::vector<RecordingSink::Rec>& recs, Store* st) {
         BlockTable t;
         t.hashes = r.hashes;
         t.block_size = 16;
-        ASSERT_TRUE(
-            st->ApplyRegister(r.ns, r.inc, r.dim, r.fmt, r.hashes.empty() ? nullptr : &t).ok());
+        ASSERT_TRUE(st->ApplyRegister(r.ns, r.inc, r.dim, r.fmt, r.hashes.empty() ? nullptr : &t,
+                                      r.parent, r.parent_inc)
+                        .ok());
         break;
       }
       case 'S':

@@ -462,8 +462,8 @@ Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint6
     if (it == map_.end() && ParseSessionId(k, &ns, &side)) it = map_.find(ns);
     if (it == map_.end()) continue;
     NsPtr victim = it->second;
-    PION_RETURN_IF_ERROR(RemoveLocked(victim, DropReason::kDrop, lsn));
-    ++n;
+    // With its descendants (store.h "Lineage"), each counted as a key removed.
+    PION_RETURN_IF_ERROR(RemoveSubtreeLocked(victim, DropReason::kDrop, lsn, &n));
   }
   return n;
 }

@@ -37,15 +37,18 @@ struct Rec {
   std::span<const uint8_t> payload;
 };
 
-// Type bytes below 0xF0 map onto the twelve real record types (the first seven
+// Type bytes below 0xF0 map onto the fourteen real record types (the first seven
 // as before version 2, so older seeds keep their meaning); the rest stay raw
 // (unknown types).
 uint8_t MapType(uint8_t b) {
   static constexpr RecordType kTypes[] = {
-      RecordType::kRegister,  RecordType::kStore,         RecordType::kDrop,
-      RecordType::kFlushAll,  RecordType::kSnapNamespace, RecordType::kSnapRows,
-      RecordType::kSnapEnd,   RecordType::kStrSet,        RecordType::kStrDel,
-      RecordType::kStrExpire, RecordType::kStrRename,     RecordType::kSnapString};
+      RecordType::kRegister,      RecordType::kStore,
+      RecordType::kDrop,          RecordType::kFlushAll,
+      RecordType::kSnapNamespace, RecordType::kSnapRows,
+      RecordType::kSnapEnd,       RecordType::kStrSet,
+      RecordType::kStrDel,        RecordType::kStrExpire,
+      RecordType::kStrRename,     RecordType::kSnapString,
+      RecordType::kRegisterChild, RecordType::kSnapNamespaceChild};
   constexpr size_t n = sizeof(kTypes) / sizeof(kTypes[0]);
   return b < 0xF0 ? static_cast<uint8_t>(kTypes[b % n]) : b;
 }
@@ -109,7 +112,8 @@ void FramedMode(FaultEnv* env, const uint8_t* data, size_t size) {
   SnapHeader sh;
   sh.generation = kGeneration;
   for (const Rec& r : recs)
-    sh.namespace_count += r.type == static_cast<uint8_t>(RecordType::kSnapNamespace);
+    sh.namespace_count += r.type == static_cast<uint8_t>(RecordType::kSnapNamespace) ||
+                          r.type == static_cast<uint8_t>(RecordType::kSnapNamespaceChild);
   std::vector<uint8_t> snap(kSnapHeaderSize);
   EncodeSnapHeader(sh, snap.data());
   for (size_t i = 0; i < recs.size(); ++i)
@@ -128,6 +132,8 @@ void FramedMode(FaultEnv* env, const uint8_t* data, size_t size) {
     SnapEndRec end;
     (void)DecodeRegister(r.payload, &reg);
     (void)DecodeSnapNamespace(r.payload, &reg);
+    (void)DecodeRegisterChild(r.payload, &reg);
+    (void)DecodeSnapNamespaceChild(r.payload, &reg);
     (void)DecodeStore(r.payload, &sto);
     (void)DecodeDrop(r.payload, &drop);
     (void)DecodeSnapEnd(r.payload, &end);

@@ -84,7 +84,7 @@ def test_register_validation_changes_nothing(r):
          "PREFILL_MS out of range (0..86400000)"),
         (("KV.PREFIX.REGISTER", "n", 64, "fp16", "PREFILL_MS"), "PREFILL_MS requires a value"),
         (("KV.PREFIX.REGISTER", "n", 64, "fp16", "TOKENS", 5),
-         "KV.PREFIX.REGISTER unknown option 'TOKENS' (BLOCKS, PREFILL_MS)"),
+         "KV.PREFIX.REGISTER unknown option 'TOKENS' (BLOCKS, PREFILL_MS, PARENT)"),
     ]
     for args, msg in cases:
         assert err(r, *args) == msg, args
@@ -190,7 +190,7 @@ def test_value_receipt_worked_example(r):
     before = stats(r)
     assert err(r, "KV.PREFIX.LOOKUP", "a", "TOKENS") == "KV.PREFIX.LOOKUP option needs a value"
     assert err(r, "KV.PREFIX.LOOKUP", "a", "BOGUS", 1) == (
-        "KV.PREFIX.LOOKUP unknown option (TOKENS, PREFILL_MS)")
+        "KV.PREFIX.LOOKUP unknown option (TOKENS, PREFILL_MS, CHAIN)")
     assert err(r, "KV.PREFIX.LOOKUP", "a", "TOKENS", -1) == "TOKENS out of range (0..100000000)"
     assert r.execute_command("KV.PREFIX.LOOKUP", "zzz", "TOKENS", 5) == b"MISS"
     after = stats(r)

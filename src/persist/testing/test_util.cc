@@ -14,6 +14,7 @@ StoreDump Dump(store::Store& s) {
     std::string d = "dim=" + std::to_string(v.kv_dim) +
                     " fmt=" + std::string(quant::FormatName(v.fmt)) +
                     " inc=" + std::to_string(v.incarnation);
+    if (!v.parent.empty()) d += " parent=" + v.parent + "/" + std::to_string(v.parent_incarnation);
     if (v.blocks) {
       d += " blocks=" + std::to_string(v.blocks->block_size) + ":";
       d.append(reinterpret_cast<const char*>(v.blocks->hashes.data()), v.blocks->hashes.size() * 8);

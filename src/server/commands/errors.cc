@@ -64,7 +64,23 @@ std::string VquantDimError(std::string_view format) {
   return s;
 }
 std::string RegisterOptionError(std::string_view opt) {
-  return Quoted("ERR KV.PREFIX.REGISTER unknown option ", opt, " (BLOCKS, PREFILL_MS)");
+  return Quoted("ERR KV.PREFIX.REGISTER unknown option ", opt, " (BLOCKS, PREFILL_MS, PARENT)");
+}
+std::string ParentDimError(std::string_view parent_dim) {
+  std::string s = "ERR PARENT namespace has kv_dim ";
+  s.append(parent_dim);
+  s += " (a chain keeps one kv_dim)";
+  return s;
+}
+std::string ParentMismatchError(std::string_view existing) {
+  if (existing.empty()) return "ERR namespace already registered without a PARENT";
+  return Quoted("ERR namespace already registered with PARENT ", existing, "");
+}
+std::string ChainTooLongError(std::string_view max_chain) {
+  std::string s = "ERR PARENT chain too long (at most ";
+  s.append(max_chain);
+  s += " namespaces: max-chain-length)";
+  return s;
 }
 std::string FetchFormatError(std::string_view fmt) {
   return Quoted("ERR V.FETCH: unknown FMT ", fmt, " (want NATIVE|F32|F16)");

@@ -58,9 +58,15 @@ inline constexpr std::string_view kErrBlocksHashBlobLength = "ERR BLOCKS hash_bl
 inline constexpr std::string_view kErrRegisterPrefillTwice =
     "ERR KV.PREFIX.REGISTER option PREFILL_MS given twice";
 inline constexpr std::string_view kErrPrefillNeedsValue = "ERR PREFILL_MS requires a value";
+inline constexpr std::string_view kErrRegisterParentTwice =
+    "ERR KV.PREFIX.REGISTER option PARENT given twice";
+inline constexpr std::string_view kErrParentNeedsValue = "ERR PARENT requires a namespace";
+inline constexpr std::string_view kErrParentNotFound = "ERR PARENT namespace is not registered";
 inline constexpr std::string_view kErrPrefillRange = "ERR PREFILL_MS out of range (0..86400000)";
 inline constexpr std::string_view kErrLookupUnknownOption =
-    "ERR KV.PREFIX.LOOKUP unknown option (TOKENS, PREFILL_MS)";
+    "ERR KV.PREFIX.LOOKUP unknown option (TOKENS, PREFILL_MS, CHAIN)";
+inline constexpr std::string_view kErrLookupChainTwice =
+    "ERR KV.PREFIX.LOOKUP option CHAIN given twice";
 inline constexpr std::string_view kErrLookupOptionNeedsValue =
     "ERR KV.PREFIX.LOOKUP option needs a value";
 inline constexpr std::string_view kErrTokensRange = "ERR TOKENS out of range (0..100000000)";
@@ -255,6 +261,11 @@ std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <st
 // CROSSSLOT (Redis module in a cluster): a namespace and its session ids must hash to one
 // slot; the text names the namespace and tells to wrap it in a hash tag.
 std::string CrossSlotNamespaceError(std::string_view ns);
+// REGISTER ... PARENT refused: the parent's kv_dim differs; the namespace exists
+// with another parent (`existing`, empty = none); the chain would be too long.
+std::string ParentDimError(std::string_view parent_dim);
+std::string ParentMismatchError(std::string_view existing);
+std::string ChainTooLongError(std::string_view max_chain);
 // ERR ATTEND.PREFIX.STORE failed (<why>); `why` names the bad value (an unsupported D,
 // a non-finite element, no memory).
 std::string AttendStoreError(std::string_view why);

@@ -96,6 +96,25 @@ void KvRegister(CommandContext& ctx) {
       ra.has_prefill = true;
       ra.prefill_us = static_cast<uint64_t>(ms) * 1000;
       i += 2;
+    } else if (IsKeyword(a[i], "PARENT")) {
+      if (!ra.parent.empty()) {
+        ctx.reply->Error(kErrRegisterParentTwice);
+        return;
+      }
+      if (i + 1 >= a.size()) {
+        ctx.reply->Error(kErrParentNeedsValue);
+        return;
+      }
+      if (!CheckNsLength(ctx, a[i + 1])) return;
+      // The parent is a key the command reads (it links to it, and LOOKUP ...
+      // CHAIN of the child names it): the caller must be allowed to read it.
+      const AclUser* u = ctx.server->ClientUser(ctx.client);
+      if (u == nullptr || !u->KeyAllowed(AclKeyOwner(a[i + 1]), kAclPermRead)) {
+        ctx.reply->Error(kErrNoPermKey);
+        return;
+      }
+      ra.parent = a[i + 1];
+      i += 2;
     } else {
       ctx.reply->Error(RegisterOptionError(a[i]));
       return;
@@ -105,15 +124,70 @@ void KvRegister(CommandContext& ctx) {
   uint64_t lsn = 0;
   Status st = ctx.server->store()->Register(ra, &lsn);
   ctx.wait_lsn = lsn;
-  if (!st.ok()) return ReplyStatus(ctx, st);
+  if (!st.ok()) {
+    // The store's lineage refusals carry an id; the texts are ours (errors.h).
+    switch (st.id()) {
+      case ErrorId::kParentNotFound:
+        return ctx.reply->Error(kErrParentNotFound);
+      case ErrorId::kParentDim:
+        return ctx.reply->Error(ParentDimError(st.message()));
+      case ErrorId::kParentMismatch:
+        return ctx.reply->Error(ParentMismatchError(st.message()));
+      case ErrorId::kChainTooLong:
+        return ctx.reply->Error(ChainTooLongError(st.message()));
+      default:
+        return ReplyStatus(ctx, st);
+    }
+  }
   ctx.reply->SimpleString("OK");
+}
+
+// LOOKUP ... CHAIN: the chain root..leaf as an array of [ns, tokens] pairs, or
+// +MISS. The receipt credits the whole chain once: the sum of its tokens (or
+// TOKENS), and the sum of the segments' reported prefill times when every
+// segment reported one (else none: the estimate), unless PREFILL_MS is given.
+void KvLookupChain(CommandContext& ctx, bool has_tokens, int64_t tokens, bool has_prefill,
+                   int64_t prefill_ms) {
+  std::vector<store::ChainSegment> chain = ctx.server->store()->LookupChain(ctx.args[1]);
+  if (chain.empty()) {
+    ctx.server->receipt().RecordMiss();
+    ctx.reply->SimpleString("MISS");
+    return;
+  }
+  uint64_t total = 0, total_us = 0;
+  bool all_measured = true;
+  for (const auto& seg : chain) {
+    total += seg.tokens;
+    total_us += seg.prefill_us;
+    all_measured = all_measured && seg.prefill_us > 0;
+  }
+  uint64_t credit_tokens = has_tokens ? static_cast<uint64_t>(tokens) : total;
+  uint64_t credit_us = has_prefill                     ? static_cast<uint64_t>(prefill_ms) * 1000
+                       : (all_measured && !has_tokens) ? total_us
+                                                       : 0;
+  ctx.server->receipt().RecordHit(credit_tokens, credit_us);
+  ctx.reply->ArrayHeader(chain.size());
+  for (const auto& seg : chain) {
+    ctx.reply->ArrayHeader(2);
+    ctx.reply->Bulk(seg.ns);
+    ctx.reply->Integer(static_cast<int64_t>(seg.tokens));
+  }
 }
 
 void KvLookup(CommandContext& ctx) {
   auto a = ctx.args;
-  bool has_tokens = false, has_prefill = false;
+  bool has_tokens = false, has_prefill = false, chain = false;
   int64_t tokens = 0, prefill_ms = 0;
   for (size_t i = 2; i < a.size(); i += 2) {
+    if (IsKeyword(a[i], "CHAIN")) {  // a flag: no value
+      if (chain) {
+        ctx.reply->Error(kErrLookupChainTwice);
+        return;
+      }
+      chain = true;
+      --i;
+      continue;
+    }
     bool is_tokens = IsKeyword(a[i], "TOKENS");
     if (!is_tokens && !IsKeyword(a[i], "PREFILL_MS")) {
       ctx.reply->Error(kErrLookupUnknownOption);
@@ -131,6 +205,7 @@ void KvLookup(CommandContext& ctx) {
       has_prefill = true;
     }
   }
+  if (chain) return KvLookupChain(ctx, has_tokens, tokens, has_prefill, prefill_ms);
   store::LookupResult lr = ctx.server->store()->Lookup(a[1]);
   if (!lr.hit) {
     ctx.server->receipt().RecordMiss();
@@ -191,7 +266,29 @@ void KvMembership(CommandContext& ctx) {
     if (table->Contains(probes[i])) out[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
 }
 
+// KV.PREFIX.INFO <ns>: one namespace's place in its chain (no LRU touch).
+void KvInfoOf(CommandContext& ctx) {
+  std::string_view ns = ctx.args[1];
+  if (!CheckNsLength(ctx, ns)) return;
+  store::NamespaceInfo info;
+  if (!ctx.server->store()->Describe(ns, &info)) {
+    ctx.reply->SimpleString("UNKNOWN");
+    return;
+  }
+  std::string out;
+  InfoField(&out, "namespace", ns);
+  InfoField(&out, "parent", info.parent);
+  InfoField(&out, "children", info.children);
+  InfoField(&out, "depth", info.depth);
+  InfoField(&out, "chain_length", info.chain_length);
+  InfoField(&out, "tokens", info.tokens);
+  InfoField(&out, "chain_tokens", info.chain_tokens);
+  ctx.reply->Bulk(out);
+}
+
 void KvInfo(CommandContext& ctx) {
+  if (ctx.args.size() > 2) return ctx.reply->Error(kErrSyntaxError);
+  if (ctx.args.size() == 2) return KvInfoOf(ctx);
   store::StoreStats s = ctx.server->store()->Stats();
   std::string out;
   auto line = [&](std::string_view k, uint64_t v) { InfoField(&out, k, v); };
@@ -203,6 +300,7 @@ void KvInfo(CommandContext& ctx) {
   line("vstore_evictions", s.evictions);
   line("vstore_bytes", s.bytes);
   line("maxmemory", s.max_bytes);
+  line("linked_prefixes", s.linked_prefixes);
   // Persistence counters (docs/wal_format.md).
   persist::PersistStats ps;
   if (persist::Persistence* p = ctx.server->hooks().persistence) ps = p->Stats();
@@ -281,15 +379,17 @@ void AddKvPrefixCommands(std::vector<CommandSpec>* out) {
   out->push_back({"KV.PREFIX.REGISTER", -4, kCmdWrite | kCmdDenyOom | kv, 1, 1, 1, KvRegister,
                   "Register a namespace (creates <ns>_pk and <ns>_pv)"});
   out->push_back({"KV.PREFIX.LOOKUP", -2, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvLookup,
-                  "HIT if both sides of a namespace exist; records the value receipt"});
+                  "HIT if both sides of a namespace exist (CHAIN: its chain); records the value "
+                  "receipt"});
   out->push_back({"KV.PREFIX.DROP", -2, kCmdWrite | kv, 1, -1, 1, KvDrop,
-                  "Drop namespaces; returns how many existed"});
+                  "Drop namespaces with their descendants; returns how many were removed"});
   out->push_back({"KV.PREFIX.BLOCKS", 2, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvBlocks,
                   "The registered block-hash table"});
   out->push_back({"KV.PREFIX.MEMBERSHIP", 4, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvMembership,
                   "Bitmap of which probe hashes are in the block table"});
-  out->push_back({"KV.PREFIX.INFO", 1, kCmdReadonly | kCmdFast | kv, 0, 0, 0, KvInfo,
-                  "Registry and V-store counters"});
+  // Key 1: the namespace of the INFO <ns> form (none without it).
+  out->push_back({"KV.PREFIX.INFO", -1, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvInfo,
+                  "Registry and V-store counters; with a namespace, its chain"});
   out->push_back({"KV.PREFIX.SAVE", -1, kCmdAdmin | kCmdNoMulti | kv, 0, 0, 0, KvSave,
                   "Snapshot every namespace, then truncate the WAL"});
   out->push_back({"KV.PREFIX.COMMIT", 1, kCmdWrite | kCmdNoMulti | kv, 0, 0, 0, KvCommit,

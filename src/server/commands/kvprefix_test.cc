@@ -1,5 +1,6 @@
 // The KV.PREFIX family in process: REGISTER / LOOKUP / DROP, BLOCKS and
-// MEMBERSHIP, INFO, and SAVE / COMMIT without persistence.
+// MEMBERSHIP, INFO, SAVE / COMMIT without persistence, and lineage (PARENT,
+// LOOKUP ... CHAIN, INFO <ns>, DROP of a subtree).
 #include <cstring>
 
 #include "server/commands/testing/command_fixture.h"
@@ -41,9 +42,136 @@ TEST_F(KvPrefixCommands, RegisterValidationChangesNothing) {
   EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "n", "48", "turbo4"}).error(),
             "ERR vquant turbo4 needs kv_dim divisible by 32");
   EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "n", "64", "fp16", "COLOR", "1"}).error(),
-            "ERR KV.PREFIX.REGISTER unknown option 'COLOR' (BLOCKS, PREFILL_MS)");
+            "ERR KV.PREFIX.REGISTER unknown option 'COLOR' (BLOCKS, PREFILL_MS, PARENT)");
   EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "n"}), "MISS");
   EXPECT_TRUE(Run({"DBSIZE"}).is_integer(0));
+}
+
+class KvLineage : public KvTest {
+ protected:
+  // Registers root <- t1 <- t2 with 100, 20 and 5 K-side layer-0 rows.
+  void Chain() {
+    ASSERT_EQ(Run({"KV.PREFIX.REGISTER", "root", "4", "fp16", "PREFILL_MS", "300"}), "OK");
+    ASSERT_EQ(Run({"KV.PREFIX.REGISTER", "t1", "4", "fp16", "PARENT", "root", "PREFILL_MS", "40"}),
+              "OK");
+    ASSERT_EQ(Run({"KV.PREFIX.REGISTER", "t2", "4", "fp16", "PARENT", "t1"}), "OK");
+    const std::pair<const char*, int> rows[] = {{"root_pk", 100}, {"t1_pk", 20}, {"t2_pk", 5}};
+    for (auto [sid, n] : rows) {
+      std::string blob(static_cast<size_t>(n) * 4 * 4, '\0');  // f32 zeros
+      ASSERT_EQ(Run({"V.STOREBATCH", sid, "0", "0", std::to_string(n), blob}), "OK");
+    }
+  }
+};
+
+Config ShortChainConfig() {
+  Config c = KvConfig();
+  c.max_chain_length = 2;
+  return c;
+}
+
+class KvShortChain : public CommandTest {
+ protected:
+  KvShortChain() : CommandTest(ShortChainConfig()) {}
+};
+
+TEST_F(KvShortChain, ChainTooLongIsRefused) {
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "a", "8", "fp16"}), "OK");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "b", "8", "fp16", "PARENT", "a"}), "OK");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "8", "fp16", "PARENT", "b"}).error(),
+            "ERR PARENT chain too long (at most 2 namespaces: max-chain-length)");
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "c"}), "MISS");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "8", "fp16", "PARENT", "a"}), "OK");  // a sibling
+}
+
+TEST_F(KvLineage, RegisterParentErrorsChangeNothing) {
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "fp16", "PARENT", "nope"}).error(),
+            "ERR PARENT namespace is not registered");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "fp16", "PARENT"}).error(),
+            "ERR PARENT requires a namespace");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "fp16", "PARENT", ""}).error(),
+            "ERR ns_key length must be 1..512");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "p", "64", "fp16"}), "OK");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "fp16", "PARENT", "p", "PARENT", "p"}).error(),
+            "ERR KV.PREFIX.REGISTER option PARENT given twice");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "128", "fp16", "PARENT", "p"}).error(),
+            "ERR PARENT namespace has kv_dim 64 (a chain keeps one kv_dim)");
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "c"}), "MISS");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "int8", "PARENT", "p"}), "OK");  // any vquant
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "int8", "PARENT", "p"}), "OK");  // same link
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "int8"}), "OK");                 // keeps the link
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "d", "64", "fp16"}), "OK");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "c", "64", "int8", "PARENT", "d"}).error(),
+            "ERR namespace already registered with PARENT 'p'");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "p", "64", "fp16", "PARENT", "c"}).error(),
+            "ERR namespace already registered without a PARENT");
+  RespValue info = Run({"KV.PREFIX.INFO", "c"});
+  EXPECT_NE(info.str.find("parent:p\r\n"), std::string::npos) << info.str;
+  EXPECT_NE(Run({"KV.PREFIX.INFO"}).str.find("linked_prefixes:1\r\n"), std::string::npos);
+}
+
+TEST_F(KvLineage, LookupChainRepliesRootToLeafAndCreditsOnce) {
+  Chain();
+  RespValue r = Run({"KV.PREFIX.LOOKUP", "t2", "CHAIN"});
+  ASSERT_EQ(r.type, RespValue::Type::kArray) << r.Debug();
+  ASSERT_EQ(r.size(), 3u);
+  const char* names[] = {"root", "t1", "t2"};
+  const int tokens[] = {100, 20, 5};
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(r[i].size(), 2u);
+    EXPECT_EQ(r[i][0], names[i]);
+    EXPECT_TRUE(r[i][1].is_integer(tokens[i])) << r[i][1].Debug();
+  }
+  // One hit for the whole chain: its tokens; t2 reported no prefill time, so
+  // the time is the estimate (none measured).
+  RespValue s = Run({"PION.STATS"});
+  EXPECT_TRUE(s.Find("kvprefix_hits")->is_integer(1));
+  EXPECT_TRUE(s.Find("kvprefix_tokens_served")->is_integer(125));
+  EXPECT_TRUE(s.Find("kvprefix_hits_measured")->is_integer(0));
+  // A chain whose every segment reported a time is credited their sum.
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "t1", "chain"}).size(), 2u);
+  s = Run({"PION.STATS"});
+  EXPECT_TRUE(s.Find("kvprefix_tokens_served")->is_integer(245));
+  EXPECT_TRUE(s.Find("kvprefix_hits_measured")->is_integer(1));
+  EXPECT_TRUE(s.Find("kvprefix_prefill_us_measured")->is_integer(340000)) << s.Debug();
+  // Options combine with CHAIN in any order; TOKENS and PREFILL_MS replace the credit.
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "t2", "TOKENS", "7", "CHAIN", "PREFILL_MS", "9"}).size(), 3u);
+  s = Run({"PION.STATS"});
+  EXPECT_TRUE(s.Find("kvprefix_tokens_served")->is_integer(252));
+  EXPECT_TRUE(s.Find("kvprefix_prefill_us_measured")->is_integer(349000));
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "nope", "CHAIN"}), "MISS");
+  EXPECT_TRUE(Run({"PION.STATS"}).Find("kvprefix_misses")->is_integer(1));
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "t2", "CHAIN", "CHAIN"}).error(),
+            "ERR KV.PREFIX.LOOKUP option CHAIN given twice");
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "t2", "CHAINS"}).error(),
+            "ERR KV.PREFIX.LOOKUP unknown option (TOKENS, PREFILL_MS, CHAIN)");
+  EXPECT_TRUE(Run({"PION.STATS"}).Find("kvprefix_hits")->is_integer(3));  // refusals record nothing
+  // Without CHAIN a lookup is as before: the namespace's own tokens.
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "t2"}), "HIT");
+}
+
+TEST_F(KvLineage, InfoOfANamespaceReportsItsChain) {
+  Chain();
+  RespValue r = Run({"KV.PREFIX.INFO", "t2"});
+  EXPECT_EQ(r.str,
+            "namespace:t2\r\nparent:t1\r\nchildren:0\r\ndepth:2\r\nchain_length:3\r\n"
+            "tokens:5\r\nchain_tokens:125\r\n");
+  r = Run({"KV.PREFIX.INFO", "root"});
+  EXPECT_NE(r.str.find("parent:\r\nchildren:1\r\ndepth:0\r\nchain_length:1\r\n"), std::string::npos)
+      << r.str;
+  EXPECT_EQ(Run({"KV.PREFIX.INFO", "nope"}), "UNKNOWN");
+  EXPECT_EQ(Run({"KV.PREFIX.INFO", "a", "b"}).error(), "ERR syntax error");
+  EXPECT_NE(Run({"KV.PREFIX.INFO"}).str.find("linked_prefixes:2\r\n"), std::string::npos);
+}
+
+TEST_F(KvLineage, DropCountsTheWholeSubtree) {
+  Chain();
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "t1b", "4", "fp16", "PARENT", "t1"}), "OK");
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "other", "4", "fp16"}), "OK");
+  EXPECT_TRUE(Run({"KV.PREFIX.DROP", "t1"}).is_integer(3));  // t1, t2, t1b
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "t2"}), "MISS");
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "root", "CHAIN"}).size(), 1u);
+  EXPECT_TRUE(Run({"KV.PREFIX.DROP", "root", "other", "t2"}).is_integer(2));
+  EXPECT_NE(Run({"KV.PREFIX.INFO"}).str.find("registered_prefixes:0\r\n"), std::string::npos);
 }
 
 TEST_F(KvPrefixCommands, BlocksAndMembership) {
