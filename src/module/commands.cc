@@ -365,9 +365,32 @@ int KvMembership(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return c.Bulk(out.data(), out.size());
 }
 
+// KV.PREFIX.INFO <ns>: pion-server's per-namespace lines. A module namespace has no
+// parent (REGISTER ... PARENT is pion-server's), so its chain is itself.
+int KvInfoOf(Call& c, RedisModuleCtx* ctx, RedisModuleString* name) {
+  if (!CheckNsLength(c, c.a[1])) return redis::kOk;
+  Key key(ctx, name, redis::kRead);
+  bool wrong = false;
+  NsValue* v = key.value(&wrong);
+  if (wrong) return c.Error(srv::kErrWrongType);
+  store::NamespaceInfo info;
+  if (v == nullptr || !v->store->Describe(kInternalNs, &info)) return c.Simple("UNKNOWN");
+  std::string out;
+  InfoField(&out, "namespace", c.a[1]);
+  InfoField(&out, "parent", "");
+  InfoField(&out, "children", uint64_t{0});
+  InfoField(&out, "depth", uint64_t{0});
+  InfoField(&out, "chain_length", uint64_t{1});
+  InfoField(&out, "tokens", info.tokens);
+  InfoField(&out, "chain_tokens", info.tokens);
+  return c.Bulk(out.data(), out.size());
+}
+
 int KvInfo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   Call c(ctx, argv, argc);
-  if (!CheckArity(c, 1)) return redis::kOk;
+  if (!CheckArity(c, -1)) return redis::kOk;
+  if (c.a.size() > 2) return c.Error(srv::kErrSyntaxError);
+  if (c.a.size() == 2) return KvInfoOf(c, ctx, argv[1]);
   ModuleTotals& t = Totals();
   constexpr auto kR = std::memory_order_relaxed;
   uint64_t ns = t.namespaces.load(kR);

@@ -185,10 +185,13 @@ void AddClusterCommands(std::vector<CommandSpec>* out) {
   out->push_back(
       {"CLUSTER", -2, kCmdLoading | kCmdStale, 0, 0, 0, Cluster,
        "Cluster topology for cluster clients (--cluster-emulated: one node, all slots)"});
+  out->back().acl_categories |= kAclConnection;  // a cluster client's start-up, as READONLY
   out->push_back({"READONLY", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, ReadOnlyOrWrite,
                   "Allow replica reads on this connection (--cluster-emulated)"});
+  out->back().acl_categories |= kAclConnection;
   out->push_back({"READWRITE", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, ReadOnlyOrWrite,
                   "Disallow replica reads on this connection (--cluster-emulated)"});
+  out->back().acl_categories |= kAclConnection;
 }
 
 }  // namespace pion::server
