@@ -10,8 +10,8 @@
 #include <sys/uio.h>
 
 #include <cstddef>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -72,8 +72,7 @@ class ReplyBuilder {
   void NoteError(std::string_view text) {
     ++errors_;
     size_t n = 0;
-    while (n < text.size() && n < kMaxCode && text[n] != ' ' && text[n] != '\r' &&
-           text[n] != '\n')
+    while (n < text.size() && n < kMaxCode && text[n] != ' ' && text[n] != '\r' && text[n] != '\n')
       ++n;
     std::memcpy(last_code_, text.data(), n);
     last_code_len_ = n;

@@ -5,11 +5,11 @@
 
 #include "base/check.h"
 #include "base/clock.h"
-#include "server/commands/dispatch.h"
-#include "server/fastlane.h"
-#include "server/commands/transaction.h"
 #include "base/strutil.h"
+#include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
+#include "server/commands/transaction.h"
+#include "server/fastlane.h"
 #include "server/server.h"
 
 namespace pion::server {

@@ -130,16 +130,30 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
   std::set<std::string> runtime;
   for (const ConfigOption& o : ConfigOptions())
     if (o.runtime) runtime.insert(o.name);
-  EXPECT_EQ(runtime,
-            (std::set<std::string>{"maxmemory", "maxmemory-policy", "appendfsync", "loglevel",
-                                   "timeout", "maxclients", "client-output-buffer-limit",
-                                   "maxmemory-clients", "slowlog-log-slower-than",
-                                   "slowlog-max-len", "latency-monitor-threshold",
-                                   "acllog-max-len", "tls-cert-file", "tls-key-file",
-                                   "tls-ca-cert-file", "tls-auth-clients", "tls-protocols",
-                                   "tls-ciphers", "tls-ciphersuites", "attend-max-slots",
-                                   "attend-maxmemory", "attend-cold-slots", "attend-precision",
-                                   "attend-pool-min-bytes"}));
+  EXPECT_EQ(runtime, (std::set<std::string>{"maxmemory",
+                                            "maxmemory-policy",
+                                            "appendfsync",
+                                            "loglevel",
+                                            "timeout",
+                                            "maxclients",
+                                            "client-output-buffer-limit",
+                                            "maxmemory-clients",
+                                            "slowlog-log-slower-than",
+                                            "slowlog-max-len",
+                                            "latency-monitor-threshold",
+                                            "acllog-max-len",
+                                            "tls-cert-file",
+                                            "tls-key-file",
+                                            "tls-ca-cert-file",
+                                            "tls-auth-clients",
+                                            "tls-protocols",
+                                            "tls-ciphers",
+                                            "tls-ciphersuites",
+                                            "attend-max-slots",
+                                            "attend-maxmemory",
+                                            "attend-cold-slots",
+                                            "attend-precision",
+                                            "attend-pool-min-bytes"}));
 }
 
 }  // namespace

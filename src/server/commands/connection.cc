@@ -175,7 +175,8 @@ void AddConnectionCommands(std::vector<CommandSpec>* out) {
   out->push_back(
       {"AUTH", -2, kAlways | kCmdNoAuth, 0, 0, 0, Auth, "Authenticates the connection."});
   out->push_back({"SELECT", 2, kAlways, 0, 0, 0, Select, "Selects database 0 (the only one)."});
-  out->push_back({"QUIT", -1, kAlways | kCmdNoAuth | kCmdTxControl, 0, 0, 0, Quit, "Closes the connection."});
+  out->push_back(
+      {"QUIT", -1, kAlways | kCmdNoAuth | kCmdTxControl, 0, 0, 0, Quit, "Closes the connection."});
   out->push_back({"RESET", 1, kAlways | kCmdNoAuth | kCmdTxControl, 0, 0, 0, Reset,
                   "Resets the connection: RESP2, no name, not authenticated."});
   for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_categories |= kAclConnection;

@@ -253,11 +253,11 @@ std::string HelloOptionError(std::string_view opt);         // Syntax error in H
 std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
 std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized option 'x'
 std::string ClientSetInfoBadValueError(std::string_view attr);  // lib-name cannot contain ...
-std::string UnknownVquantError(std::string_view name);      // KV.PREFIX.REGISTER: unknown vquant
-std::string VquantDimError(std::string_view format);        // vquant x needs kv_dim % 32 == 0
-std::string RegisterOptionError(std::string_view opt);      // KV.PREFIX.REGISTER unknown option
-std::string FetchFormatError(std::string_view fmt);         // V.FETCH: unknown FMT 'x'
-std::string StoreBatchError(std::string_view why);          // V.STOREBATCH: <store's reason>
+std::string UnknownVquantError(std::string_view name);  // KV.PREFIX.REGISTER: unknown vquant
+std::string VquantDimError(std::string_view format);    // vquant x needs kv_dim % 32 == 0
+std::string RegisterOptionError(std::string_view opt);  // KV.PREFIX.REGISTER unknown option
+std::string FetchFormatError(std::string_view fmt);     // V.FETCH: unknown FMT 'x'
+std::string StoreBatchError(std::string_view why);      // V.STOREBATCH: <store's reason>
 // CROSSSLOT (Redis module in a cluster): a namespace and its session ids must hash to one
 // slot; the text names the namespace and tells to wrap it in a hash tag.
 std::string CrossSlotNamespaceError(std::string_view ns);
