@@ -89,14 +89,14 @@ constexpr std::array<FormatTraits, kNumFormats> kTraits = {{
      true,
      [](uint32_t d) { return Fp8RowBytes(d); },
      {EncodeRowFp8Ref, DecodeRowFp8Ref},
-     PION_AVX2(EncodeRowFp8Avx2, DecodeRowFp8Avx2)},
+     PION_AVX2_F16(EncodeRowFp8Avx2, DecodeRowFp8Avx2, DecodeRowF16Fp8Avx2)},
     {Format::kMlx4g32,
      "mlx4g32",
      32,
      true,
      [](uint32_t d) { return Mlx4g32RowBytes(d); },
      {EncodeRowMlx4g32Ref, DecodeRowMlx4g32Ref},
-     PION_AVX2(EncodeRowMlx4g32Avx2, DecodeRowMlx4g32Avx2)},
+     PION_AVX2_F16(EncodeRowMlx4g32Avx2, DecodeRowMlx4g32Avx2, DecodeRowF16Mlx4g32Avx2)},
 }};
 #undef PION_AVX2
 #undef PION_AVX2_F16

@@ -198,17 +198,6 @@ struct InverseScales {
 };
 constexpr InverseScales kInvScales;
 
-// Stores 8 finished values (f32, or f16 by vcvtps2ph RNE = base/fp16.h's F32ToF16).
-template <bool kF16>
-inline void Emit(void* out, uint32_t at, __m256 v) {
-  if constexpr (kF16) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(out) + at),
-                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  } else {
-    _mm256_storeu_ps(static_cast<float*>(out) + at, v);
-  }
-}
-
 // Codebook products of one sub-block: lo/hi = scale * C[0..7] / C[8..15] (4 bits),
 // scale * C (3 bits), scale * C repeated twice (2 bits).
 template <int kBits>
@@ -296,17 +285,17 @@ __attribute__((always_inline)) inline void FinishInverse(const float* t, uint32_
       __m256 a = _mm256_load_ps(t + 8 * j), b = _mm256_load_ps(t + 8 * (j + 4));
       __m256 c = _mm256_load_ps(t + 8 * (j + 8)), d = _mm256_load_ps(t + 8 * (j + 12));
       Radix4(a, b, c, d);
-      Emit<kF16>(out, b0 + 8 * j, _mm256_mul_ps(a, _mm256_load_ps(ks + 8 * j)));
-      Emit<kF16>(out, b0 + 8 * (j + 4), _mm256_mul_ps(b, _mm256_load_ps(ks + 8 * (j + 4))));
-      Emit<kF16>(out, b0 + 8 * (j + 8), _mm256_mul_ps(c, _mm256_load_ps(ks + 8 * (j + 8))));
-      Emit<kF16>(out, b0 + 8 * (j + 12), _mm256_mul_ps(d, _mm256_load_ps(ks + 8 * (j + 12))));
+      StoreRow8<kF16>(out, b0 + 8 * j, _mm256_mul_ps(a, _mm256_load_ps(ks + 8 * j)));
+      StoreRow8<kF16>(out, b0 + 8 * (j + 4), _mm256_mul_ps(b, _mm256_load_ps(ks + 8 * (j + 4))));
+      StoreRow8<kF16>(out, b0 + 8 * (j + 8), _mm256_mul_ps(c, _mm256_load_ps(ks + 8 * (j + 8))));
+      StoreRow8<kF16>(out, b0 + 8 * (j + 12), _mm256_mul_ps(d, _mm256_load_ps(ks + 8 * (j + 12))));
     }
   } else {  // r == 64
     const float* ks = kInvScales.k[1];
     PION_UNROLL4 for (uint32_t j = 0; j < 4; ++j) {
       const __m256 a = _mm256_load_ps(t + 8 * j), b = _mm256_load_ps(t + 8 * (j + 4));
-      Emit<kF16>(out, b0 + 8 * j, _mm256_mul_ps(_mm256_add_ps(a, b), _mm256_load_ps(ks + 8 * j)));
-      Emit<kF16>(out, b0 + 8 * (j + 4),
+      StoreRow8<kF16>(out, b0 + 8 * j, _mm256_mul_ps(_mm256_add_ps(a, b), _mm256_load_ps(ks + 8 * j)));
+      StoreRow8<kF16>(out, b0 + 8 * (j + 4),
                  _mm256_mul_ps(_mm256_sub_ps(a, b), _mm256_load_ps(ks + 8 * (j + 4))));
     }
   }
@@ -332,7 +321,7 @@ void DecodeRow(const uint8_t* src, uint32_t dim, void* dst) {
       if (r == 32) {
         const float* ks = kInvScales.k[0];
         PION_UNROLL4 for (int q = 0; q < 4; ++q) {
-          Emit<kF16>(dst, b0 + 8 * q, _mm256_mul_ps(v[q], _mm256_load_ps(ks + 8 * q)));
+          StoreRow8<kF16>(dst, b0 + 8 * q, _mm256_mul_ps(v[q], _mm256_load_ps(ks + 8 * q)));
         }
       } else {
         PION_UNROLL4 for (int q = 0; q < 4; ++q) _mm256_store_ps(t + 32 * j + 8 * q, v[q]);
