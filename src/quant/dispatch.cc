@@ -264,7 +264,15 @@ void DecodeF16(const KernelSet& k, Format f, const uint8_t* src, size_t rows, ui
   const size_t out_bytes = size_t{dim} * sizeof(uint16_t);
   if (dec16 != nullptr && k.any_alignment) {  // straight to f16, any address (kernels.h)
     uint16_t* h = static_cast<uint16_t*>(dst);
-    for (size_t r = 0; r < rows; ++r) dec16(src + r * rb, dim, h + r * dim);
+    for (size_t r = 0; r < rows; ++r) {
+      // The stored rows are usually cold (a WARM reads the V-store once): ask for the
+      // row after next while this one decodes.
+      if (r + 2 < rows) {
+        const uint8_t* next = src + (r + 2) * rb;
+        for (size_t off = 0; off < rb; off += 64) __builtin_prefetch(next + off);
+      }
+      dec16(src + r * rb, dim, h + r * dim);
+    }
     return;
   }
   float* tmp = ScratchRow();
