@@ -993,7 +993,7 @@ def attend_e2e_rows(ctx, kernel):
         layers, n = (4, 512) if ctx.smoke else (32, 2048)
         rowblob = struct_f32(n * h * d)
         slot_bytes = layers * 2 * n * h * d * 2
-        fmts = ('fp16', 'int8', 'turbo4')
+        fmts = ('fp16', 'int8', 'turbo4', 'fp8', 'mlx4g32')
         for fmt in fmts:
             ns = 'warm_' + fmt
             c.expect(('status', 'OK'), 'KV.PREFIX.REGISTER', ns, h * d, fmt)
