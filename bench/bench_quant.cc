@@ -96,11 +96,12 @@ int main(int argc, char** argv) {
     for (int i = 0; i < pion::quant::kNumFormats; ++i) {
       const Format f = static_cast<Format>(i);
       const std::string name(pion::quant::FormatName(f));
-      benchmark::RegisterBenchmark(("decode/" + name + "/" + d).c_str(), BmDecode, f, dim, 0, false);
+      benchmark::RegisterBenchmark(("decode/" + name + "/" + d).c_str(), BmDecode, f, dim, 0,
+                                   false);
       benchmark::RegisterBenchmark(("encode/" + name + "/" + d).c_str(), BmEncode, f, dim, 0);
       if (dim == 1024) {
-        benchmark::RegisterBenchmark(("decode_off1/" + name + "/" + d).c_str(), BmDecode, f, dim,
-                                     1, false);
+        benchmark::RegisterBenchmark(("decode_off1/" + name + "/" + d).c_str(), BmDecode, f, dim, 1,
+                                     false);
         benchmark::RegisterBenchmark(("decode_f16/" + name + "/" + d).c_str(), BmDecode, f, dim, 0,
                                      true);
         benchmark::RegisterBenchmark(("encode_off1/" + name + "/" + d).c_str(), BmEncode, f, dim,

@@ -107,7 +107,8 @@ void DecodeRow(const uint8_t* src, uint32_t dim, void* dst) {
     const __m256i h0 = CodesToHalf(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2)));
     const __m256i h1 = CodesToHalf(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18)));
     StoreRow8<kF16>(dst, b0, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h0)), m));
-    StoreRow8<kF16>(dst, b0 + 8, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h0, 1)), m));
+    StoreRow8<kF16>(dst, b0 + 8,
+                    _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h0, 1)), m));
     StoreRow8<kF16>(dst, b0 + 16, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h1)), m));
     StoreRow8<kF16>(dst, b0 + 24,
                     _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h1, 1)), m));

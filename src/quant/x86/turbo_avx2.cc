@@ -294,9 +294,10 @@ __attribute__((always_inline)) inline void FinishInverse(const float* t, uint32_
     const float* ks = kInvScales.k[1];
     PION_UNROLL4 for (uint32_t j = 0; j < 4; ++j) {
       const __m256 a = _mm256_load_ps(t + 8 * j), b = _mm256_load_ps(t + 8 * (j + 4));
-      StoreRow8<kF16>(out, b0 + 8 * j, _mm256_mul_ps(_mm256_add_ps(a, b), _mm256_load_ps(ks + 8 * j)));
+      StoreRow8<kF16>(out, b0 + 8 * j,
+                      _mm256_mul_ps(_mm256_add_ps(a, b), _mm256_load_ps(ks + 8 * j)));
       StoreRow8<kF16>(out, b0 + 8 * (j + 4),
-                 _mm256_mul_ps(_mm256_sub_ps(a, b), _mm256_load_ps(ks + 8 * (j + 4))));
+                      _mm256_mul_ps(_mm256_sub_ps(a, b), _mm256_load_ps(ks + 8 * (j + 4))));
     }
   }
 }
