@@ -279,6 +279,11 @@ Status Store::FlushAll(uint64_t* lsn) {
     if (!r.ok()) return r.status();
     *lsn = *r;
   }
+  ClearAllLocked();
+  return Status::OK();
+}
+
+void Store::ClearAllLocked() {
   if (observer_) observer_->OnFlushAll();
   for (auto& [name, n] : map_) {
     n->dropped = true;
@@ -287,7 +292,6 @@ Status Store::FlushAll(uint64_t* lsn) {
   map_.clear();
   ClearStringsLocked();
   bytes_ = 0;
-  return Status::OK();
 }
 
 std::vector<std::string> Store::NamespaceNames() const {
