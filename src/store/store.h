@@ -213,8 +213,12 @@ class Store {
   // False if ns is not registered. No LRU touch.
   bool Describe(std::string_view ns, NamespaceInfo* out) const;
   // Drops each namespace present with its whole subtree (descendants first);
-  // returns how many namespaces were removed.
-  Result<uint64_t> Drop(std::span<const std::string_view> names, uint64_t* lsn);
+  // returns how many namespaces were removed. `may_drop` (empty: any) is asked,
+  // under the store's lock and before anything is removed, for every namespace
+  // the call would remove, descendants included; one refusal refuses the whole
+  // call (ErrorId::kDropRefused, nothing removed or logged).
+  Result<uint64_t> Drop(std::span<const std::string_view> names, uint64_t* lsn,
+                        const std::function<bool(std::string_view ns)>& may_drop = {});
   // The block table, or nullptr if the namespace is unknown or has no table
   // (or a table of zero hashes). Touches the LRU.
   std::shared_ptr<const BlockTable> Blocks(std::string_view ns);
