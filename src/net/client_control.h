@@ -14,7 +14,6 @@
 #include <string_view>
 
 #include "base/owned_buffer.h"
-
 #include "net/deferred_reply.h"
 
 namespace pion::net {

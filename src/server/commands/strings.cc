@@ -236,7 +236,8 @@ void MSetNx(CommandContext& ctx) { MSetCommon(ctx, true); }
 
 void Append(CommandContext& ctx) {
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn, AdoptArg(ctx, ctx.args[2]));
+  auto r =
+      ctx.server->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn, AdoptArg(ctx, ctx.args[2]));
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
   ctx.reply->Integer(static_cast<int64_t>(*r));
