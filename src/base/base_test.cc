@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <random>
 #include <string>
@@ -10,12 +11,62 @@
 #include "base/crc32c.h"
 #include "base/fp16.h"
 #include "base/log.h"
+#include "base/owned_buffer.h"
 #include "base/status.h"
 #include "base/strutil.h"
 #include "base/thread_pool.h"
 
 namespace pion {
 namespace {
+
+TEST(OwnedBuffer, MovesAndReleasesOnce) {
+  static int released = 0;
+  released = 0;
+  auto rel = [](void* p, size_t) {
+    ++released;
+    std::free(p);
+  };
+  {
+    OwnedBuffer a(std::malloc(100), 100, rel);
+    OwnedBuffer b(std::move(a));
+    EXPECT_TRUE(a.empty());
+    EXPECT_EQ(b.capacity(), 100u);
+    OwnedBuffer c;
+    c = std::move(b);
+    EXPECT_EQ(released, 0);
+    c = OwnedBuffer(std::malloc(10), 10, rel);  // the first block goes back
+    EXPECT_EQ(released, 1);
+  }
+  EXPECT_EQ(released, 2);
+}
+
+TEST(BufferRecycler, KeepsBoundedBlocksAndReusesThem) {
+  constexpr size_t kB = BufferRecycler::kMinBytes;
+  BufferRecycler r(4 * kB);
+  r.Put(std::aligned_alloc(64, kB / 2), kB / 2);  // too small to keep: freed
+  EXPECT_EQ(r.cached_bytes(), 0u);
+  void* p = std::aligned_alloc(64, 2 * kB);
+  r.Put(p, 2 * kB);
+  EXPECT_EQ(r.cached_bytes(), 2 * kB);
+  // Too large for what is cached (more than twice the size asked): a miss.
+  EXPECT_EQ(r.Take(kB / 2).first, nullptr);
+  auto [q, cap] = r.Take(2 * kB - 100);
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(cap, 2 * kB);
+  EXPECT_EQ(r.cached_bytes(), 0u);
+  EXPECT_EQ(r.hits(), 1u);
+  EXPECT_EQ(r.misses(), 1u);
+  r.Put(q, cap);
+  // Full: the smallest cached blocks make room, a block over the bound is freed.
+  r.Put(std::aligned_alloc(64, 2 * kB), 2 * kB);
+  EXPECT_EQ(r.cached_bytes(), 4 * kB);
+  r.Put(std::aligned_alloc(64, 3 * kB), 3 * kB);
+  EXPECT_LE(r.cached_bytes(), 4 * kB);
+  r.Put(std::aligned_alloc(64, 8 * kB), 8 * kB);
+  EXPECT_LE(r.cached_bytes(), 4 * kB);
+  r.set_max_bytes(0);
+  EXPECT_EQ(r.cached_bytes(), 0u);
+}
 
 TEST(Status, OkAndError) {
   Status ok;

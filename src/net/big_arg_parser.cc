@@ -36,6 +36,8 @@ bool BigArgParser::GrowBig() {
   size_t have = cur_.capacity();
   IoBuf nb;
   if (pool_ != nullptr) nb = pool_->TakeCached(need_);
+  // A block a dropped value gave back (its pages are already faulted in).
+  if (nb.empty()) nb = IoBuf::TakeRecycled(need_);
   size_t want = nb.empty() ? std::min(need_, std::max(kBigInitialBytes, 2 * have)) : nb.capacity();
   // The gate is asked for what grows: the buffer being replaced is freed next.
   if (gate_ != nullptr && want > have && !gate_->Reserve(want - have)) {
@@ -106,6 +108,13 @@ std::span<char> BigArgParser::DirectTarget() {
     skip_buf_ = pool_ != nullptr ? pool_->Get(kSkipBufBytes) : IoBuf(kSkipBufBytes);
   return {skip_buf_.data(),
           static_cast<size_t>(std::min<uint64_t>(skip_left_, skip_buf_.capacity()))};
+}
+
+OwnedBuffer BigArgParser::TakeBigArg(const char* data) {
+  for (IoBuf& b : done_) {
+    if (!b.empty() && b.data() == data) return b.IntoOwned();
+  }
+  return OwnedBuffer();
 }
 
 size_t BigArgParser::allocated_bytes() const {

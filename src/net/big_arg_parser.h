@@ -54,6 +54,7 @@ class BigArgParser : public RequestParser {
       filled_ += n;
   }
   size_t allocated_bytes() const override;
+  OwnedBuffer TakeBigArg(const char* data) override;
 
  protected:
   // What ConsumeBig() did with the current big argument.

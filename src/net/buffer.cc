@@ -33,6 +33,14 @@ IoBuf IoBuf::TryAllocate(size_t size) {
   return b;
 }
 
+IoBuf IoBuf::TakeRecycled(size_t size) {
+  IoBuf b;
+  auto [data, cap] = BufferRecycler::Global().Take(size);
+  b.data_ = static_cast<char*>(data);
+  b.capacity_ = cap;
+  return b;
+}
+
 IoBuf::~IoBuf() { std::free(data_); }
 
 IoBuf& IoBuf::operator=(IoBuf&& o) noexcept {

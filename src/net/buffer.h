@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <map>
 
+#include "base/owned_buffer.h"
+
 namespace pion::net {
 
 inline constexpr size_t kIoBufAlign = 64;
@@ -25,6 +27,9 @@ class IoBuf {
   // The same, but an empty IoBuf when the memory cannot be had (no abort):
   // for sizes a client chose.
   static IoBuf TryAllocate(size_t size);
+  // A block the process-wide BufferRecycler (base/owned_buffer.h) holds of at
+  // least `size` bytes (pages already faulted in), or an empty IoBuf.
+  static IoBuf TakeRecycled(size_t size);
   ~IoBuf();
   IoBuf(IoBuf&& o) noexcept : data_(o.data_), capacity_(o.capacity_) {
     o.data_ = nullptr;
@@ -38,6 +43,14 @@ class IoBuf {
   const char* data() const { return data_; }
   size_t capacity() const { return capacity_; }
   bool empty() const { return data_ == nullptr; }
+  // Hands the memory to a new owner (this IoBuf becomes empty); when that owner
+  // drops it, it goes to the BufferRecycler (which frees it when full).
+  OwnedBuffer IntoOwned() {
+    OwnedBuffer o(data_, capacity_, &BufferRecycler::ReleaseToGlobal);
+    data_ = nullptr;
+    capacity_ = 0;
+    return o;
+  }
 
  private:
   char* data_ = nullptr;

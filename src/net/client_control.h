@@ -2,7 +2,7 @@
 // request came on: read and switch the protocol version and the
 // authentication state, close after the reply, stop reading (SHUTDOWN),
 // reserve client memory for a large reply, take a deferred reply's ticket, and
-// turn replies off (CLIENT REPLY).
+// turn replies off (CLIENT REPLY), take a big argument's buffer.
 // Connection implements it; the in-process command tests implement it without
 // a socket (src/server/commands/testing/command_fixture.h).
 //
@@ -11,7 +11,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <string_view>
 
+#include "base/owned_buffer.h"
 #include "net/deferred_reply.h"
 
 namespace pion::net {
@@ -39,6 +41,14 @@ class ClientControl {
   virtual std::shared_ptr<DeferredReply> BeginDeferred() = 0;
   // CLIENT REPLY ON|OFF|SKIP (see ReplyMode).
   virtual void SetReplyMode(ReplyMode m) = 0;
+  // Gives the handler the buffer a big argument of the current request was
+  // read into (RequestParser::TakeBigArg), so it can keep the bytes without
+  // copying them; empty when `arg` is not such an argument. `arg` (and every
+  // other view into that buffer) stays valid while the buffer is kept.
+  virtual OwnedBuffer TakeArgBuffer(std::string_view arg) {
+    (void)arg;
+    return OwnedBuffer();
+  }
 
  protected:
   ~ClientControl() = default;

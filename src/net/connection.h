@@ -112,6 +112,9 @@ class Connection final : public ClientControl, private BufferGate {
   void StopReading() override;
   bool ReserveMemory(size_t n) override { return Reserve(n); }
   void SetReplyMode(ReplyMode m) override;
+  OwnedBuffer TakeArgBuffer(std::string_view arg) override {
+    return parser_.TakeBigArg(arg.data());
+  }
   // Bytes that are not a reply to a command (MONITOR lines): queued after
   // everything queued so far and sent (host thread).
   void PushRaw(std::string_view bytes);

@@ -20,6 +20,8 @@
 #include <span>
 #include <string>
 
+#include "base/owned_buffer.h"
+
 namespace pion::net {
 
 inline constexpr size_t kBigArgBytes = 32 * 1024;     // PROTO_MBULK_BIG_ARG
@@ -72,6 +74,15 @@ class RequestParser {
   virtual size_t allocated_bytes() const = 0;
   // Between requests: frees what a huge request grew.
   virtual void ShrinkIdle() = 0;
+  // During the current request's dispatch: gives away the buffer of the big
+  // argument that starts at `data` (an argument view's data()), which then no
+  // longer goes back to the pool at the end of the request; empty when `data`
+  // is not the start of one (a small argument, a copy). The view stays valid
+  // for as long as the new owner keeps the buffer.
+  virtual OwnedBuffer TakeBigArg(const char* data) {
+    (void)data;
+    return OwnedBuffer();
+  }
 };
 
 }  // namespace pion::net

@@ -280,6 +280,38 @@ TEST(RespParser, BigArgumentIsAlignedAndDirectTargetExact) {
   EXPECT_EQ(p.command_bytes(), head.size());
 }
 
+// TakeBigArg gives away the buffer a big argument was read into: the view stays
+// valid while the new owner keeps it, the parser no longer holds it, and only the
+// start of a big argument matches (a small argument, an inner address, a second
+// take get nothing).
+TEST(RespParser, TakeBigArgGivesAwayTheBuffer) {
+  BufferPool pool(64 << 20);
+  RespParser p(&pool);
+  std::string in = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + std::to_string(kBigArgBytes) + "\r\n" +
+                   std::string(kBigArgBytes, 'v') + "\r\n";
+  ASSERT_EQ(p.Parse(in.data(), in.size()), RespParser::Result::kCommand);
+  ASSERT_EQ(p.args().size(), 3u);
+  std::string_view value = p.args()[2];
+  EXPECT_TRUE(p.TakeBigArg(p.args()[1].data()).empty());
+  EXPECT_TRUE(p.TakeBigArg(value.data() + 1).empty());
+  size_t held = p.allocated_bytes();
+  OwnedBuffer b = p.TakeBigArg(value.data());
+  ASSERT_FALSE(b.empty());
+  EXPECT_EQ(b.data(), value.data());
+  EXPECT_GE(b.capacity(), kBigArgBytes + 2);
+  EXPECT_EQ(p.allocated_bytes(), held - b.capacity());
+  EXPECT_TRUE(p.TakeBigArg(value.data()).empty());
+  p.ConsumeCommand();
+  // The next request parses into a buffer of its own.
+  std::string in2 = "*2\r\n$3\r\nSET\r\n$" + std::to_string(kBigArgBytes) + "\r\n" +
+                    std::string(kBigArgBytes, 'w') + "\r\n";
+  ASSERT_EQ(p.Parse(in2.data(), in2.size()), RespParser::Result::kCommand);
+  EXPECT_NE(p.args()[1].data(), static_cast<const char*>(b.data()));
+  EXPECT_EQ(std::string_view(static_cast<const char*>(b.data()), kBigArgBytes),
+            std::string(kBigArgBytes, 'v'));
+  p.ConsumeCommand();
+}
+
 // Admits `budget` bytes of big-argument buffers in all, then refuses.
 class BudgetGate : public BufferGate {
  public:

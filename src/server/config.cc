@@ -365,6 +365,8 @@ const std::vector<ConfigOption>& Table() {
        BytesOrZero(&Config::maxmemory_clients, kMinClientsMemory,
                    "0 (no limit) or a byte size of at least 64mb"),
        "2gb", kRuntime, "BYTES", "all clients' buffers together", "2gb, 0 = none"},
+      {"buffer-recycle-bytes", Bytes(&Config::buffer_recycle_bytes, 0), "256mb", kRuntime, "BYTES",
+       "freed value/argument blocks kept for reuse", "256mb, 0 = none"},
       {"protected-mode", Bool(&Config::protected_mode), "yes", kStartup, "yes|no",
        "refuse remote clients without requirepass"},
       {"cluster-emulated", Bool(&Config::cluster_emulated), "no", kStartup, "yes|no",

@@ -52,6 +52,8 @@ struct Config {
   uint64_t client_output_buffer_soft_seconds = 0;  // ... this many seconds
   // All clients' buffers together (query, big arguments, unsent replies).
   uint64_t maxmemory_clients = 0;
+  // Large blocks of dropped values and big arguments kept for reuse (base/owned_buffer.h).
+  uint64_t buffer_recycle_bytes = 0;
   bool protected_mode = false;
   bool cluster_emulated = false;  // answer CLUSTER SLOTS/... as a one-node cluster
   uint64_t maxclients = 0;

@@ -153,7 +153,8 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
                                             "attend-maxmemory",
                                             "attend-cold-slots",
                                             "attend-precision",
-                                            "attend-pool-min-bytes"}));
+                                            "attend-pool-min-bytes",
+                                            "buffer-recycle-bytes"}));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/clock.h"
+#include "base/owned_buffer.h"
 #include "persist/persistence.h"
 #include "server/server.h"
 
@@ -153,6 +154,31 @@ std::string MetricsText(Server& s) {
           ss.evictions);
     w.One("pion_vstore_fetched_rows_total", "counter", "Rows requested by V.FETCH.",
           ss.total_fetches);
+    // The keyspace (string keys and namespaces together, as INFO keyspace/stats).
+    store::KeyspaceStats k = sto->KeyStats();
+    w.One("pion_keys", "gauge", "Keys: string keys and namespaces.", k.keys);
+    w.One("pion_keys_with_expiry", "gauge", "Keys with a TTL.", k.expires);
+    w.One("pion_string_bytes", "gauge", "Bytes string keys are charged to the budget.",
+          k.string_bytes);
+    w.One("pion_keyspace_hits_total", "counter", "Key reads that found the key.", k.hits);
+    w.One("pion_keyspace_misses_total", "counter", "Key reads that found no key.", k.misses);
+    w.One("pion_expired_keys_total", "counter", "Keys removed because their TTL passed.",
+          k.expired);
+    w.One("pion_evicted_keys_total", "counter", "String keys and namespaces evicted.",
+          k.evicted_keys);
+    w.One("pion_string_values_adopted_total", "counter",
+          "Large values kept in the buffer they were received into (no copy).",
+          store::StrValue::adopted_total());
+  }
+  // Large blocks kept for reuse (buffer-recycle-bytes).
+  {
+    BufferRecycler& rc = BufferRecycler::Global();
+    w.One("pion_buffer_recycle_cached_bytes", "gauge", "Bytes of freed blocks kept for reuse.",
+          rc.cached_bytes());
+    w.One("pion_buffer_recycle_hits_total", "counter",
+          "Large allocations answered with a kept block.", rc.hits());
+    w.One("pion_buffer_recycle_misses_total", "counter",
+          "Large allocations that found no kept block.", rc.misses());
   }
   // The WAL.
   if (persist::Persistence* p = s.hooks().persistence; p != nullptr && !s.loading()) {

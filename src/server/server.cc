@@ -575,6 +575,7 @@ void Server::PublishRuntimeSettings() {
   output_soft_seconds_.store(cfg_.client_output_buffer_soft_seconds, kR);
   maxmemory_clients_.store(cfg_.maxmemory_clients, kR);
   maxmemory_.store(cfg_.maxmemory, kR);
+  BufferRecycler::Global().set_max_bytes(cfg_.buffer_recycle_bytes);
   attend_cache_.SetLimits({cfg_.attend_max_slots, cfg_.attend_maxmemory, cfg_.attend_cold_slots});
   if (auto p = attend::ParsePrecision(cfg_.attend_precision))
     attend_precision_.store(static_cast<uint8_t>(*p), kR);

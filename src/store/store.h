@@ -288,13 +288,19 @@ class Store {
   Result<StrRef> StrGetDel(std::string_view key, uint64_t* lsn);
   // GETEX: persist removes the TTL, expire_at_ms > 0 sets it, else unchanged.
   Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms, uint64_t* lsn);
-  // APPEND: the new length.
-  Result<uint64_t> StrAppend(std::string_view key, std::string_view tail, uint64_t* lsn);
+  // APPEND: the new length. `tail_value` (may be null) holds the bytes of `tail`
+  // already as a value (an adopted argument buffer): a key that does not exist
+  // yet takes it as is instead of a copy.
+  Result<uint64_t> StrAppend(std::string_view key, std::string_view tail, uint64_t* lsn,
+                             StrRef tail_value = nullptr);
   // MGET: nullptr for a missing key or one of another type.
   std::vector<StrRef> StrMGet(std::span<const std::string_view> keys);
   // MSET (nx = false) / MSETNX (nx: nothing is written when any key exists).
-  // `kv` alternates key, value. True when written.
-  Result<bool> StrMSet(std::span<const std::string_view> kv, bool nx, uint64_t* lsn);
+  // `kv` alternates key, value. True when written. `made` (empty, or one per
+  // pair) holds values already made of the value arguments (adopted argument
+  // buffers); a null one is copied from `kv`.
+  Result<bool> StrMSet(std::span<const std::string_view> kv, bool nx, uint64_t* lsn,
+                       std::span<const StrRef> made = {});
   // EXISTS: keys counted with repetition.
   uint64_t KeysExist(std::span<const std::string_view> keys);
   // DEL / UNLINK: strings removed, namespaces (or their session ids) dropped.

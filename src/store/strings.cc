@@ -17,6 +17,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "base/check.h"
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "store/namespace.h"
@@ -27,6 +28,8 @@ namespace pion::store {
 namespace {
 
 int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
+
+std::atomic<uint64_t> g_adopted{0};  // StrValue::adopted_total()
 
 uint64_t KeyHash(std::string_view k) { return XXH3_64bits(k.data(), k.size()); }
 
@@ -62,13 +65,34 @@ bool ParseEvictPolicy(std::string_view s, EvictPolicy* out) {
 }
 
 std::shared_ptr<StrValue> StrValue::TryMake(size_t n) {
-  auto v = std::make_shared<StrValue>();
   size_t cap = (n + 63) & ~size_t{63};
+  if (cap < n) return nullptr;  // overflow
   if (cap == 0) cap = 64;
-  v->data = static_cast<uint8_t*>(std::aligned_alloc(64, cap));
-  if (v->data == nullptr) return nullptr;
+  void* p = nullptr;
+  if (cap >= BufferRecycler::kMinBytes) {
+    auto [data, got] = BufferRecycler::Global().Take(cap);
+    p = data;
+    if (p != nullptr) cap = got;
+  }
+  if (p == nullptr) p = std::aligned_alloc(64, cap);
+  if (p == nullptr) return nullptr;
+  return Wrap(OwnedBuffer(p, cap, &BufferRecycler::ReleaseToGlobal), n);
+}
+
+std::shared_ptr<StrValue> StrValue::Adopt(OwnedBuffer buf, size_t n) {
+  g_adopted.fetch_add(1, std::memory_order_relaxed);
+  return Wrap(std::move(buf), n);
+}
+
+uint64_t StrValue::adopted_total() { return g_adopted.load(std::memory_order_relaxed); }
+
+std::shared_ptr<StrValue> StrValue::Wrap(OwnedBuffer buf, size_t n) {
+  PION_DCHECK(n <= buf.capacity());
+  auto v = std::make_shared<StrValue>();
+  v->data = static_cast<uint8_t*>(buf.data());
   v->size = n;
-  v->capacity = cap;
+  v->capacity = buf.capacity();
+  v->mem = std::move(buf);
   return v;
 }
 
@@ -331,7 +355,8 @@ Result<StrRef> Store::StrGetEx(std::string_view key, bool persist, int64_t expir
   return v;
 }
 
-Result<uint64_t> Store::StrAppend(std::string_view key, std::string_view tail, uint64_t* lsn) {
+Result<uint64_t> Store::StrAppend(std::string_view key, std::string_view tail, uint64_t* lsn,
+                                  StrRef tail_value) {
   *lsn = 0;
   std::vector<StrPending> pend(1);
   uint64_t len = 0;
@@ -342,12 +367,17 @@ Result<uint64_t> Store::StrAppend(std::string_view key, std::string_view tail, u
     if (key.size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
     StrEntry* e = StrFindLocked(key, NowMs(), lsn);
     std::string_view head = e != nullptr ? e->value->view() : std::string_view();
-    auto v = StrValue::TryMake(head.size() + tail.size());
-    if (!v) return Status::OutOfBudget("out of memory");
-    if (!head.empty()) std::memcpy(v->data, head.data(), head.size());
-    if (!tail.empty()) std::memcpy(v->data + head.size(), tail.data(), tail.size());
+    StrRef value;
+    if (head.empty() && tail_value != nullptr && tail_value->size == tail.size()) {
+      value = std::move(tail_value);
+    } else {
+      auto v = StrValue::TryMake(head.size() + tail.size());
+      if (!v) return Status::OutOfBudget("out of memory");
+      if (!head.empty()) std::memcpy(v->data, head.data(), head.size());
+      if (!tail.empty()) std::memcpy(v->data + head.size(), tail.data(), tail.size());
+      value = std::move(v);
+    }
     int64_t expire = e != nullptr ? e->expire_at_ms : 0;
-    StrRef value = v;
     uint64_t need = StrCharge(key, value);
     uint64_t have = e != nullptr ? StrCharge(key, e->value) : 0;
     if (cfg_.max_bytes > 0 && need > have) {
@@ -381,11 +411,16 @@ std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys) {
   return out;
 }
 
-Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint64_t* lsn) {
+Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint64_t* lsn,
+                            std::span<const StrRef> made) {
   *lsn = 0;
   std::vector<StrRef> values(kv.size() / 2);
   for (size_t i = 0; i + 1 < kv.size(); i += 2) {
     if (kv[i].size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
+    if (i / 2 < made.size() && made[i / 2] != nullptr) {
+      values[i / 2] = made[i / 2];
+      continue;
+    }
     auto v = StrValue::Copy(kv[i + 1]);
     if (!v) return Status::OutOfBudget("out of memory");
     values[i / 2] = std::move(v);

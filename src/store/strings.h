@@ -7,6 +7,7 @@
 // Thread-safety: StrValue is immutable once published; the rest are values.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -14,23 +15,38 @@
 #include <string_view>
 #include <vector>
 
+#include "base/owned_buffer.h"
+
 namespace pion::store {
 
+// The bytes live in `mem`: a block of ours (std::aligned_alloc) or one adopted
+// from the layer that received it (a big argument's buffer, Adopt). Either way
+// a dropped value's block goes to the process's BufferRecycler
+// (base/owned_buffer.h), which keeps large blocks for the next big argument or
+// value and frees the rest.
 struct StrValue {
   uint8_t* data = nullptr;
   size_t size = 0;
-  size_t capacity = 0;  // allocated bytes (>= size, a multiple of 64)
+  size_t capacity = 0;  // allocated bytes (>= size; what the budget is charged)
+  OwnedBuffer mem;
 
   StrValue() = default;
   StrValue(const StrValue&) = delete;
   StrValue& operator=(const StrValue&) = delete;
-  ~StrValue() { std::free(data); }
 
   std::string_view view() const { return {reinterpret_cast<const char*>(data), size}; }
   // An uninitialised value of `n` bytes, or nullptr when the memory cannot be had.
   static std::shared_ptr<StrValue> TryMake(size_t n);
   // A copy of `s` (nullptr when the memory cannot be had).
   static std::shared_ptr<StrValue> Copy(std::string_view s);
+  // The first `n` bytes of `buf` (64-byte aligned, filled by its previous
+  // owner) as a value, without copying; its whole capacity is charged.
+  static std::shared_ptr<StrValue> Adopt(OwnedBuffer buf, size_t n);
+  // How many values Adopt made since start (INFO stats, /metrics).
+  static uint64_t adopted_total();
+
+ private:
+  static std::shared_ptr<StrValue> Wrap(OwnedBuffer buf, size_t n);
 };
 using StrRef = std::shared_ptr<const StrValue>;
 

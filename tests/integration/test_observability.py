@@ -422,6 +422,12 @@ def test_metrics_endpoint_text_format_and_limits(server_factory):
     r.execute_command("KV.PREFIX.LOOKUP", "m")
     r.execute_command("KV.PREFIX.LOOKUP", "nosuch")
     r.execute_command("KV.PREFIX.COMMIT")
+    r.set("sk1", "v")
+    r.set("sk2", "v", ex=1000)
+    r.set("sk3", b"x" * 40000)  # a big argument: adopted
+    assert r.get("sk1") == b"v" and r.get("nosuchkey") is None
+    r.set("gone", "v", px=1)
+    assert poll(lambda: r.get("gone") is None)  # an expired key counted once
     status, ctype, body = _http(f"http://127.0.0.1:{mport}/metrics")
     assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
     text = body.decode()
@@ -445,6 +451,15 @@ def test_metrics_endpoint_text_format_and_limits(server_factory):
     assert samples['pion_command_calls_total{cmd="kv.prefix.lookup"}'] == 2
     assert samples['pion_command_duration_seconds_count{cmd="kv.prefix.lookup"}'] == 2
     assert "pion_evictions_total" in samples and "pion_net_input_bytes_total" in samples
+    # The keyspace: 3 string keys + the namespace, one with a TTL.
+    assert samples["pion_keys"] == 4
+    assert samples["pion_keys_with_expiry"] == 1
+    assert samples["pion_keyspace_hits_total"] >= 1
+    assert samples["pion_keyspace_misses_total"] >= 2  # nosuchkey, the expired key
+    assert samples["pion_expired_keys_total"] == 1
+    assert samples["pion_evicted_keys_total"] == 0
+    assert samples["pion_string_bytes"] >= 40000
+    assert samples["pion_string_values_adopted_total"] >= 1
     # Buckets are cumulative.
     buckets = [v for k, v in samples.items()
                if k.startswith('pion_command_duration_seconds_bucket{cmd="kv.prefix.lookup"')]

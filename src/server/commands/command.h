@@ -31,6 +31,20 @@ struct CommandContext {
   // Set for a command EXEC runs: its reply is one element of EXEC's array and must be
   // written before the next one, so it may not defer.
   bool in_exec = false;
+  // What keeps argument memory alive until the dispatch is over (the command's
+  // stats, SLOWLOG and MONITOR read ctx.args after the handler): a handler that
+  // took a big argument's buffer (TakeArg) keeps its owner here.
+  std::vector<std::shared_ptr<const void>> pins;
+
+  // The buffer a big argument `arg` (a view of ctx.args) was received into, so
+  // the handler may keep the bytes without copying them (empty when there is
+  // none: a small argument, a queued command's copy, a transport that has no
+  // such buffers). The caller must keep the buffer's new owner in `pins`.
+  OwnedBuffer TakeArg(std::string_view arg) {
+    if (client == nullptr || client->control == nullptr || in_exec || arg.size() < kBigArgBytes)
+      return OwnedBuffer();
+    return client->control->TakeArgBuffer(arg);
+  }
 
   // Whether Defer() may be called: the client has a ClientControl (the RESP connection,
   // or another transport such as the binary fast lane, net/client_control.h) to take

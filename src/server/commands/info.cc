@@ -142,6 +142,8 @@ void KeyspaceStatsFields(Server& s, std::string* out) {
   InfoField(out, "evicted_keys", k.evicted_keys);
   InfoField(out, "keyspace_hits", k.hits);
   InfoField(out, "keyspace_misses", k.misses);
+  // pion: large values kept in the buffer they were received into (no copy).
+  InfoField(out, "string_values_adopted", store::StrValue::adopted_total());
 }
 
 void StatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {

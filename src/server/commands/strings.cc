@@ -43,8 +43,21 @@ void ReplyValue(CommandContext& ctx, const store::StrRef& v) {
   ctx.reply->BulkExternal(v->size, std::span<const iovec>(&part, 1), v);
 }
 
-// A value built from an argument (copied once into its own aligned buffer).
+// A big argument's value adopted without a copy: the buffer it was received
+// into becomes the value's memory (pinned in ctx until the dispatch is over:
+// ctx.args still point into it). Null when the argument has no such buffer.
+store::StrRef AdoptArg(CommandContext& ctx, std::string_view arg) {
+  OwnedBuffer b = ctx.TakeArg(arg);
+  if (b.empty()) return nullptr;
+  store::StrRef v = store::StrValue::Adopt(std::move(b), arg.size());
+  ctx.pins.push_back(v);
+  return v;
+}
+
+// A value built from an argument: adopted (a big argument), else copied once
+// into its own aligned buffer.
 store::StrRef ValueOf(CommandContext& ctx, std::string_view arg) {
+  if (store::StrRef v = AdoptArg(ctx, arg)) return v;
   auto v = store::StrValue::Copy(arg);
   if (!v) ctx.reply->Error(kErrNoMemory);
   return v;
@@ -199,8 +212,17 @@ void MSetCommon(CommandContext& ctx, bool nx) {
     ctx.reply->Error(WrongArity(nx ? "msetnx" : "mset"));
     return;
   }
+  // Big values are adopted; the rest are copied by the store.
+  std::vector<store::StrRef> made;
+  for (size_t i = 2; i < ctx.args.size(); i += 2) {
+    if (ctx.args[i].size() < kBigArgBytes) continue;
+    store::StrRef v = AdoptArg(ctx, ctx.args[i]);
+    if (!v) continue;
+    made.resize((ctx.args.size() - 1) / 2);
+    made[(i - 2) / 2] = std::move(v);
+  }
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrMSet(ctx.args.subspan(1), nx, &lsn);
+  auto r = ctx.server->store()->StrMSet(ctx.args.subspan(1), nx, &lsn, made);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
   if (nx)
@@ -214,7 +236,8 @@ void MSetNx(CommandContext& ctx) { MSetCommon(ctx, true); }
 
 void Append(CommandContext& ctx) {
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn);
+  auto r =
+      ctx.server->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn, AdoptArg(ctx, ctx.args[2]));
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
   ctx.reply->Integer(static_cast<int64_t>(*r));
