@@ -25,9 +25,11 @@ void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
     std::shared_ptr<Chunk>& c = L.chunks[ci];
     uint32_t need = off + run;
     const uint8_t* src = stored.data() + (r - start) * rb;
+    // A mapped snapshot's rows: the chunk by reference, frozen (copied on write),
+    // when it gets the capacity a copy would (a fetch reads a chunk's rows up to
+    // its capacity, so a shorter one would read differently past the last row).
     if (!c && backing != nullptr && *backing != nullptr && off == 0 &&
-        reinterpret_cast<uintptr_t>(src) % kChunkAlign == 0) {
-      // A mapped snapshot's rows: the chunk by reference, frozen (copied on write).
+        GrowCapacity(0, run, R) == run && reinterpret_cast<uintptr_t>(src) % kChunkAlign == 0) {
       c = Chunk::Borrow(src, run, rb, *backing);
       r += run;
       continue;

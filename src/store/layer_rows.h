@@ -15,7 +15,8 @@ namespace pion::store {
 // else holds a reference to (a fetch, a snapshot) is copied first. With a
 // `backing` (non-null: `stored` lies in memory it keeps alive and unchanged, a
 // mapped snapshot), a chunk that does not exist yet, is filled from its first
-// row and whose rows are 64-byte aligned in `stored` is made by reference
+// row with as many rows as a new chunk's capacity would be (GrowCapacity) and
+// whose rows are 64-byte aligned in `stored` is made by reference
 // (Chunk::Borrow) instead.
 void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start, uint64_t count,
                      std::span<const uint8_t> stored,
