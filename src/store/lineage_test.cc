@@ -69,12 +69,12 @@ class LineageSink : public MutationSink {
     uint64_t parent_inc = 0;
   };
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t inc, uint32_t, Format,
-                              const BlockTable*) override {
+                              const BlockRecord*) override {
     recs.push_back({'R', std::string(ns), inc});
     return ++lsn;
   }
   Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t inc, uint32_t, Format,
-                                   const BlockTable*, std::string_view parent,
+                                   const BlockRecord*, std::string_view parent,
                                    uint64_t parent_inc) override {
     recs.push_back({'R', std::string(ns), inc, std::string(parent), parent_inc});
     return ++lsn;
@@ -389,7 +389,7 @@ TEST(Lineage, SnapshotViewsListParentsFirstAndCarryTheLink) {
 class ParkingChildSink : public LineageSink {
  public:
   Status ReserveRegisterChild(std::string_view ns, uint64_t inc, uint32_t dim, Format fmt,
-                              std::shared_ptr<const BlockTable> blocks, std::string_view parent,
+                              std::shared_ptr<const BlockRecord> blocks, std::string_view parent,
                               uint64_t parent_inc, PendingRecord* out) override {
     recs.push_back({'R', std::string(ns), inc, std::string(parent), parent_inc});
     uint64_t l = ++lsn;

@@ -112,6 +112,7 @@ def parity_script():
         ("KV.PREFIX.DROP", "t", "zz"),
         ("KV.PREFIX.LOOKUP", "t"),
         ("KV.PREFIX.INFO", "extra"),
+        ("KV.PREFIX.INFO", "a"),
     ]
 
 
