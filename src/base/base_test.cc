@@ -77,6 +77,17 @@ TEST(StrUtil, Glob) {
   EXPECT_FALSE(GlobMatch("a[^bc]d", "acd", false));
 }
 
+TEST(StrUtil, ReprEscapesAsRedisDoes) {
+  std::string q, u;
+  AppendRepr(&q, std::string_view("a\"b\\c\r\n\t\x01\xff", 10));
+  EXPECT_EQ(q, "\"a\\\"b\\\\c\\r\\n\\t\\x01\\xff\"");
+  AppendRepr(&u, std::string_view("a\"b\\c\r\n\t\x01\xff", 10), /*quoted=*/false);
+  EXPECT_EQ(u, "a\"b\\\\c\\r\\n\\t\\x01\\xff");
+  std::string plain;
+  AppendRepr(&plain, "tenant|chat:42", false);
+  EXPECT_EQ(plain, "tenant|chat:42");  // printable ASCII reads unchanged
+}
+
 // The shared pool under the background runner and the compute pool.
 TEST(ThreadPool, RunsTasksInOrderAndDrainsOnStop) {
   base::ThreadPool pool(1, "t-pool");

@@ -60,11 +60,11 @@ class ThreadPool {
   const std::string name_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Task> tasks_;        // guarded by mu_
-  size_t running_ = 0;            // guarded by mu_
-  bool started_ = false;          // guarded by mu_
-  bool stop_ = false;             // guarded by mu_
-  bool joined_ = false;           // guarded by mu_
+  std::deque<Task> tasks_;            // guarded by mu_
+  size_t running_ = 0;                // guarded by mu_
+  bool started_ = false;              // guarded by mu_
+  bool stop_ = false;                 // guarded by mu_
+  bool joined_ = false;               // guarded by mu_
   std::vector<std::thread> threads_;  // guarded by mu_ (moved out by Stop)
 };
 

@@ -473,7 +473,8 @@ int VFetchPlans(Call& c, const FetchArgs& fa) {
   }
   Totals().fetches.fetch_add(fetched, std::memory_order_relaxed);
   if (!CheckReplySize(c, plans, fa.fmt)) return redis::kOk;
-  if (fa.kind == FetchArgs::Kind::kBatch) api.ReplyWithArray(c.ctx, static_cast<long>(plans.size()));
+  if (fa.kind == FetchArgs::Kind::kBatch)
+    api.ReplyWithArray(c.ctx, static_cast<long>(plans.size()));
   uint64_t served = 0;
   for (const FetchPlan& p : plans) {
     int64_t n = ReplyPlan(c, p, fa.fmt);
@@ -521,34 +522,18 @@ int PionStats(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   srv::ReceiptSnapshot s = g_receipt.Read();
   uint64_t uptime = (MonotonicUs() - g_start_us) / 1000000;
   if (api.ReplyWithMap != nullptr)
-    api.ReplyWithMap(ctx, 16);
+    api.ReplyWithMap(ctx, static_cast<long>(srv::kReceiptFields));
   else
-    api.ReplyWithArray(ctx, 32);
-  auto key = [&](const char* k) { api.ReplyWithStringBuffer(ctx, k, std::strlen(k)); };
-  auto num = [&](const char* k, uint64_t v) {
-    key(k);
-    api.ReplyWithLongLong(ctx, static_cast<long long>(v));
-  };
-  auto text = [&](const char* k, const std::string& v) {
-    key(k);
-    api.ReplyWithStringBuffer(ctx, v.data(), v.size());
-  };
-  num("worker_id", 0);
-  num("uptime_in_seconds", uptime);
-  num("kvprefix_hits", s.hits);
-  num("kvprefix_misses", s.misses);
-  num("kvprefix_hits_measured", s.hits_measured);
-  num("kvprefix_tokens_served", s.tokens_served);
-  num("kvprefix_bytes_served", s.bytes_served);
-  num("kvprefix_prefill_us_saved", s.prefill_us_saved);
-  num("kvprefix_prefill_us_measured", s.prefill_us_measured);
-  text("prefill_seconds_avoided", srv::Receipt::SecondsText(s.prefill_us_saved));
-  text("prefill_seconds_avoided_measured", srv::Receipt::SecondsText(s.prefill_us_measured));
-  num("semantic_hits", s.semantic_hits);
-  num("semantic_misses", s.semantic_misses);
-  num("moe_hits", s.moe_hits);
-  num("moe_misses", s.moe_misses);
-  num("vector_queries", s.vector_queries);
+    api.ReplyWithArray(ctx, static_cast<long>(2 * srv::kReceiptFields));
+  for (const srv::ReceiptField& f : srv::ReceiptFields(s, uptime)) {
+    api.ReplyWithStringBuffer(ctx, f.name.data(), f.name.size());
+    if (f.seconds_text) {
+      const std::string v = srv::Receipt::SecondsText(f.value);
+      api.ReplyWithStringBuffer(ctx, v.data(), v.size());
+    } else {
+      api.ReplyWithLongLong(ctx, static_cast<long long>(f.value));
+    }
+  }
   return redis::kOk;
 }
 

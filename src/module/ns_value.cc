@@ -13,9 +13,9 @@ namespace pion::module {
 
 namespace {
 
-using redis::api;
 using persist::SnapshotNamespace;
 using persist::SnapshotSegment;
+using redis::api;
 using store::Side;
 
 RedisModuleType* g_type = nullptr;

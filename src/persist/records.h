@@ -174,7 +174,6 @@ class MutationSink {
   }
 };
 
-
 // Decoded records applied in log order. Records of another incarnation than
 // the namespace's current one are skipped (ApplyStored returns NotFound,
 // ApplyDrop does nothing).

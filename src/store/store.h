@@ -213,8 +213,12 @@ class Store {
   // False if ns is not registered. No LRU touch.
   bool Describe(std::string_view ns, NamespaceInfo* out) const;
   // Drops each namespace present with its whole subtree (descendants first);
-  // returns how many namespaces were removed.
-  Result<uint64_t> Drop(std::span<const std::string_view> names, uint64_t* lsn);
+  // returns how many namespaces were removed. `may_drop` (empty: any) is asked,
+  // under the store's lock and before anything is removed, for every namespace
+  // the call would remove, descendants included; one refusal refuses the whole
+  // call (ErrorId::kDropRefused, nothing removed or logged).
+  Result<uint64_t> Drop(std::span<const std::string_view> names, uint64_t* lsn,
+                        const std::function<bool(std::string_view ns)>& may_drop = {});
   // The block table, or nullptr if the namespace is unknown or has no table
   // (or a table of zero hashes). Touches the LRU.
   std::shared_ptr<const BlockTable> Blocks(std::string_view ns);
@@ -250,8 +254,8 @@ class Store {
   // pins every namespace, lets mutations go on, then returns the views in
   // persistence's own form (parents before children, oldest first at each
   // depth). A view's `blocks` is the namespace's BlockTable itself.
-  std::vector<persist::SnapshotNamespace> CaptureSnapshot(
-      const std::function<Status()>& at_barrier, Status* barrier_status);
+  std::vector<persist::SnapshotNamespace> CaptureSnapshot(const std::function<Status()>& at_barrier,
+                                                          Status* barrier_status);
 
   // Recovery (used before serving; nothing is logged): apply one logged change.
   // Records of another incarnation than the namespace's current one are skipped
@@ -412,6 +416,8 @@ class Store {
   void StrSetExpireLocked(StrEntry& e, int64_t at_ms);
   // Removes every string key (FLUSHALL; no logging, bytes_ is reset by the caller).
   void ClearStringsLocked();
+  // Removes every namespace and string key (FLUSHALL, live or replayed). REQUIRES: mu_.
+  void ClearAllLocked();
   // Removes a string key (no logging).
   void StrEraseLocked(StrMap::iterator it);
   // Logs and removes; reason 0 del, 1 eviction, 2 expiry.
@@ -448,7 +454,8 @@ class Store {
   uint64_t key_hits_ = 0, key_misses_ = 0, expired_keys_ = 0, evicted_strings_ = 0;
   EvictPolicy policy_ = EvictPolicy::kAllKeysLru;
   uint64_t rand_state_ = 0x9e3779b97f4a7c15ull;
-  std::vector<persist::SnapshotString> captured_strings_;  // guarded by gate_ (exclusive) / the save
+  std::vector<persist::SnapshotString>
+      captured_strings_;  // guarded by gate_ (exclusive) / the save
 };
 
 }  // namespace pion::store

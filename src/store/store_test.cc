@@ -794,7 +794,7 @@ TEST(Store, ConcurrentStoreFetchDropIsSafe) {
       if (p.ok()) {
         volatile uint8_t sink = 0;
         for (const auto& s : p->segments)
-          if (s.data) sink ^= s.data[s.rows * p->row_bytes - 1];
+          if (s.data) sink = static_cast<uint8_t>(sink ^ s.data[s.rows * p->row_bytes - 1]);
         (void)sink;
       }
     }

@@ -72,8 +72,7 @@ bool CheckNsLength(const ErrorFn& err, std::string_view ns) {
 }
 
 bool ParseHashes(const ErrorFn& err, std::string_view count_arg, std::string_view blob,
-                 std::string_view count_err, std::string_view len_err,
-                 std::vector<uint64_t>* out) {
+                 std::string_view count_err, std::string_view len_err, std::vector<uint64_t>* out) {
   int64_t count;
   if (!IntArgInRange(err, count_arg, 0, static_cast<int64_t>(store::kMaxHashCount), count_err,
                      &count))
@@ -126,8 +125,8 @@ bool ParseRegister(const ErrorFn& err, std::span<const std::string_view> a,
       int64_t bs;
       if (!IntArgInRange(err, a[i + 1], 1, store::kMaxBlockSize, kErrBlocksBlockSizeRange, &bs))
         return false;
-      if (!ParseHashes(err, a[i + 2], a[i + 3], kErrBlocksHashCountRange,
-                       kErrBlocksHashBlobLength, &table->hashes))
+      if (!ParseHashes(err, a[i + 2], a[i + 3], kErrBlocksHashCountRange, kErrBlocksHashBlobLength,
+                       &table->hashes))
         return false;
       table->block_size = static_cast<uint32_t>(bs);
       table->Finish();  // no store lock held
@@ -217,8 +216,7 @@ void LookupCredit(const store::LookupResult& lr, const LookupArgs& la, uint64_t*
   }
 }
 
-bool ParseStoreBatch(const ErrorFn& err, std::span<const std::string_view> a,
-                     StoreBatchArgs* out) {
+bool ParseStoreBatch(const ErrorFn& err, std::span<const std::string_view> a, StoreBatchArgs* out) {
   if (!ParseLayer(err, a[2], &out->layer)) return false;
   int64_t start, count;
   if (!IntArgInRange(err, a[3], 0, kMaxTokens, kErrStoreStartRange, &start)) return false;
@@ -349,9 +347,15 @@ std::string SessionInfoBody(const store::SessionInfo& info) {
 }
 
 std::string NamespaceInfoBody(std::string_view ns, const store::NamespaceInfo& info) {
+  // Names are any bytes: escaped, so a CR or LF in one cannot end its line.
+  auto safe = [](std::string_view name) {
+    std::string s;
+    AppendRepr(&s, name, /*quoted=*/false);
+    return s;
+  };
   std::string out;
-  InfoField(&out, "namespace", ns);
-  InfoField(&out, "parent", info.parent);
+  InfoField(&out, "namespace", safe(ns));
+  InfoField(&out, "parent", safe(info.parent));
   InfoField(&out, "children", info.children);
   InfoField(&out, "depth", info.depth);
   InfoField(&out, "chain_length", info.chain_length);

@@ -47,8 +47,7 @@ bool ParseLayer(const ErrorFn& err, std::string_view arg, uint32_t* layer);
 // read check) and replies itself when it refuses; an empty `parent_ok` makes
 // PARENT an unknown option (the module keeps no links). ra->parent views `a`.
 bool ParseRegister(const ErrorFn& err, std::span<const std::string_view> a,
-                   const std::function<bool(std::string_view)>& parent_ok,
-                   store::RegisterArgs* ra);
+                   const std::function<bool(std::string_view)>& parent_ok, store::RegisterArgs* ra);
 
 // KV.PREFIX.LOOKUP <ns> [TOKENS n] [PREFILL_MS ms] [CHAIN] (CHAIN only when
 // `allow_chain`; otherwise it is an unknown option).
@@ -70,8 +69,7 @@ struct StoreBatchArgs {
   uint64_t start = 0, count = 0;
   store::RowInput in;  // views a[5]
 };
-bool ParseStoreBatch(const ErrorFn& err, std::span<const std::string_view> a,
-                     StoreBatchArgs* out);
+bool ParseStoreBatch(const ErrorFn& err, std::span<const std::string_view> a, StoreBatchArgs* out);
 
 // V.FETCH <sid> <layer> RANGE <start> <end> | <sid> BATCH <start> <end> [num_layers]
 // | <sid> <layer> <id> [<id> ...], each with an optional trailing FMT F32|F16|NATIVE.
@@ -79,10 +77,10 @@ enum class OutFmt { kF32, kF16, kNative };
 struct FetchArgs {
   enum class Kind { kRange, kBatch, kIds } kind = Kind::kRange;
   OutFmt fmt = OutFmt::kF32;
-  uint32_t layer = 0;                      // RANGE, ids
-  uint64_t start = 0, end = 0;             // RANGE, BATCH
-  uint32_t layers = 0;                     // BATCH (0: every stored layer)
-  std::vector<uint64_t> ids;               // ids
+  uint32_t layer = 0;           // RANGE, ids
+  uint64_t start = 0, end = 0;  // RANGE, BATCH
+  uint32_t layers = 0;          // BATCH (0: every stored layer)
+  std::vector<uint64_t> ids;    // ids
 };
 bool ParseFetch(const ErrorFn& err, std::span<const std::string_view> a, FetchArgs* out);
 inline constexpr size_t kMaxFetchIds = 4096;
@@ -99,7 +97,9 @@ void InfoField(std::string* out, std::string_view name, uint64_t value);
 std::string VStoreTotalsBody(uint64_t sessions, uint64_t total_tokens, uint64_t total_fetches,
                              uint64_t bytes);
 std::string SessionInfoBody(const store::SessionInfo& info);
-// KV.PREFIX.INFO <ns>'s lines.
+// KV.PREFIX.INFO <ns>'s lines. The names (namespace, parent) are written
+// escaped as Redis's sdscatrepr escapes, unquoted (base/strutil.h AppendRepr):
+// a name of printable ASCII without a backslash reads as it is.
 std::string NamespaceInfoBody(std::string_view ns, const store::NamespaceInfo& info);
 
 }  // namespace pion::server

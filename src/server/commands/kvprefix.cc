@@ -2,6 +2,7 @@
 // validate every argument before anything changes, then make one store call.
 // Receipts (PION.STATS) are recorded by LOOKUP; see receipt.h for the rules.
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,26 @@ namespace {
 
 bool CheckNsLength(CommandContext& ctx, std::string_view ns) {
   return server::CheckNsLength(ReplyErrors(ctx), ns);
+}
+
+// Whether the caller may use every key `keys` names with `perm`; else replies
+// NOPERM (and logs the key to ACL LOG as admission does). Dispatch checks the
+// keys a command names; this is for the namespaces it reaches through links.
+void DenyKey(CommandContext& ctx, const AclUser* u, std::string_view key) {
+  ctx.server->acl().Log("key", key, u != nullptr ? u->name : "",
+                        ctx.server->ClientLine(ctx.client));
+  ctx.reply->Error(kErrNoPermKey);
+}
+
+bool AllowedAll(CommandContext& ctx, std::span<const std::string_view> keys, uint8_t perm) {
+  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  if (u != nullptr && (u->unrestricted || u->allkeys)) return true;
+  for (std::string_view k : keys) {
+    if (u != nullptr && u->KeyAllowed(k, perm)) continue;
+    DenyKey(ctx, u, k);
+    return false;
+  }
+  return true;
 }
 
 void KvRegister(CommandContext& ctx) {
@@ -65,6 +86,13 @@ void KvLookupChain(CommandContext& ctx, bool has_tokens, int64_t tokens, bool ha
     ctx.reply->SimpleString("MISS");
     return;
   }
+  // The reply names every ancestor: the caller must be allowed to read each one
+  // (docs/protocol.md). A partial chain would restore as if complete, so an
+  // unreadable ancestor refuses the whole lookup (no receipt credit).
+  std::vector<std::string_view> names;
+  names.reserve(chain.size());
+  for (const auto& seg : chain) names.push_back(seg.ns);
+  if (!AllowedAll(ctx, names, kAclPermRead)) return;
   uint64_t total = 0, total_us = 0;
   bool all_measured = true;
   for (const auto& seg : chain) {
@@ -103,9 +131,25 @@ void KvLookup(CommandContext& ctx) {
 
 void KvDrop(CommandContext& ctx) {
   std::vector<std::string_view> names(ctx.args.begin() + 1, ctx.args.end());
+  // A parent's descendants go with it: each needs the write permission the
+  // named keys needed at admission, or nothing is dropped (docs/protocol.md).
+  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  std::string denied;
+  std::function<bool(std::string_view)> may_drop;
+  if (u == nullptr || !(u->unrestricted || u->allkeys)) {
+    may_drop = [&](std::string_view ns) {
+      if (u != nullptr && u->KeyAllowed(ns, kAclPermWrite)) return true;
+      denied = ns;
+      return false;
+    };
+  }
   uint64_t lsn = 0;
-  auto n = ctx.server->store()->Drop(names, &lsn);
+  auto n = ctx.server->store()->Drop(names, &lsn, may_drop);
   ctx.wait_lsn = lsn;
+  if (!n.ok() && n.status().id() == ErrorId::kDropRefused) {
+    DenyKey(ctx, u, denied);
+    return;
+  }
   if (!n.ok()) return ReplyStatus(ctx, n.status());
   ctx.reply->Integer(static_cast<int64_t>(*n));
 }

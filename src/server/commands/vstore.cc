@@ -166,7 +166,8 @@ void VStoreBatch(CommandContext& ctx) {
   StoreBatchArgs sb;
   if (!ParseStoreBatch(ReplyErrors(ctx), ctx.args, &sb)) return;
   uint64_t lsn = 0;
-  Status st = ctx.server->store()->StoreRows(ctx.args[1], sb.layer, sb.start, sb.count, sb.in, &lsn);
+  Status st =
+      ctx.server->store()->StoreRows(ctx.args[1], sb.layer, sb.start, sb.count, sb.in, &lsn);
   ctx.wait_lsn = lsn;
   if (!st.ok()) {
     if (st.id() == ErrorId::kSizeMismatch) return ctx.reply->Error(StoreBatchError(st.message()));
