@@ -1382,9 +1382,8 @@ TEST(MappedSnapshot, RestartIsBitExactAndKeepsChunksByReference) {
     ASSERT_TRUE(Fill(n.store, "m", quant::Format::kFp16, 1024, 2, 0, 300, 7, &lsn).ok());
     ASSERT_TRUE(Fill(n.store, "odd_name", quant::Format::kInt8, 96, 3, 5, 70, 8, &lsn, true).ok());
     for (size_t i = 0; i < std::size(kAllFormats); ++i)
-      ASSERT_TRUE(Fill(n.store, "f" + std::to_string(i), kAllFormats[i], 128, 1, 0, 33, 20 + i,
-                       &lsn)
-                      .ok());
+      ASSERT_TRUE(
+          Fill(n.store, "f" + std::to_string(i), kAllFormats[i], 128, 1, 0, 33, 20 + i, &lsn).ok());
     ASSERT_TRUE(n.persist->Save("").ok());
     want = Dump(n.store);
   }

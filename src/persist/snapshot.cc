@@ -324,7 +324,8 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
     {
       auto h = fetch(off, kRecordHeaderSize);
       if (!h.ok()) {
-        if (h.status().code() == Code::kCorruption) return BadAt(path, off, "short read", bad_offset);
+        if (h.status().code() == Code::kCorruption)
+          return BadAt(path, off, "short read", bad_offset);
         return h.status();
       }
       std::memcpy(hdr, h->data(), kRecordHeaderSize);
@@ -338,7 +339,8 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
       return BadAt(path, off, "section extends past the end of the file", bad_offset);
     auto pr = fetch(off + kRecordHeaderSize, len);
     if (!pr.ok()) {
-      if (pr.status().code() == Code::kCorruption) return BadAt(path, off, "short read", bad_offset);
+      if (pr.status().code() == Code::kCorruption)
+        return BadAt(path, off, "short read", bad_offset);
       return pr.status();
     }
     std::span<const uint8_t> payload = *pr;
