@@ -177,10 +177,10 @@ TEST_F(KvLineage, DropCountsTheWholeSubtree) {
 
 // Names are any bytes: INFO <ns> escapes them, so its key:value lines hold.
 TEST_F(KvPrefixCommands, InfoOfANamespaceEscapesNames) {
-  const std::string odd("a\r\nb:\\c\x01", 9);
+  const std::string odd("a\r\nb:\\c\x01\0", 9);  // CR, LF, ':', '\\', a control byte, NUL
   ASSERT_EQ(Run({"KV.PREFIX.REGISTER", odd, "4", "fp16"}), "OK");
   ASSERT_EQ(Run({"KV.PREFIX.REGISTER", "kid", "4", "fp16", "PARENT", odd}), "OK");
-  const std::string esc = "a\\r\\nb:\\\\c\\x01";
+  const std::string esc = "a\\r\\nb:\\\\c\\x01\\x00";
   RespValue r = Run({"KV.PREFIX.INFO", "kid"});
   EXPECT_EQ(r.str,
             "namespace:kid\r\nparent:" + esc +
