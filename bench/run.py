@@ -11,7 +11,7 @@ better (throughput pion/peer, latency peer/pion).
 
     /usr/bin/python3 bench/run.py --build build/release [--suite NAME] [--smoke]
 
-Suites: small, bulk, membership, quant, formats, attend, strings, cluster (see
+Suites: small, bulk, membership, quant, formats, attend, strings, cluster, persist (see
 docs/benchmarks.md, docs/attention.md and docs/cluster.md).
 Only the standard library is needed, plus matplotlib for the chart.
 """
@@ -29,7 +29,8 @@ import sys
 import tempfile
 import time
 
-SUITES = ['small', 'bulk', 'membership', 'quant', 'formats', 'attend', 'strings', 'cluster']
+SUITES = ['small', 'bulk', 'membership', 'quant', 'formats', 'attend', 'strings', 'cluster',
+          'persist']
 KIB = 1024
 MIB = 1024 * 1024
 VQUANTS = ['fp16', 'fp8', 'int8', 'mlx4g32', 'turbo4', 'turbo3', 'turbo2']
@@ -1390,10 +1391,18 @@ def suite_cluster(ctx):
     return rows
 
 
+def suite_persist(ctx):
+    """WAL throughput (everysec, always) vs redis AOF and the disk; restart of a
+    mapped snapshot vs cat (bench/persist_suite.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import persist_suite
+    return persist_suite.suite(ctx, sys.modules[__name__])
+
+
 SUITE_FNS = {'small': suite_small, 'bulk': suite_bulk, 'membership': suite_membership,
              'quant': suite_quant, 'formats': suite_formats,
              'attend': suite_attend_all, 'strings': suite_strings,
-             'cluster': suite_cluster}
+             'cluster': suite_cluster, 'persist': suite_persist}
 
 
 # ------------------------------------------------------------------ report
@@ -1594,6 +1603,10 @@ def main():
     ap.add_argument('--pion-arg', action='append', default=[],
                     help='extra pion-server argument (repeatable)')
     ap.add_argument('--quant-filter', help='bench_quant --benchmark_filter')
+    ap.add_argument('--persist-gib', type=float, default=1.0,
+                    help='persist suite: snapshot size for the restart row (GiB)')
+    ap.add_argument('--persist-skip-wal', action='store_true',
+                    help='persist suite: only the restart row')
     ap.add_argument('--wait-idle', type=float,
                     help='seconds to wait for an idle machine before each suite '
                          '(default 30; smoke 0)')

@@ -46,6 +46,19 @@ class ReadableFile {
   virtual Result<uint64_t> Size() = 0;
 };
 
+// A whole file mapped read-only (Env::MapReadOnly): `data` stays valid and
+// unchanged while the object lives (the mapping is released with it).
+class MappedFile {
+ public:
+  virtual ~MappedFile() = default;
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ protected:
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
 class Env {
  public:
   virtual ~Env() = default;
@@ -66,6 +79,11 @@ class Env {
   // Names (not paths) of the entries of `dir`.
   virtual Result<std::vector<std::string>> ListDir(const std::string& dir) = 0;
   virtual Status CreateDir(const std::string& dir) = 0;
+  // Maps `path` read-only, its base page-aligned (PosixEnv: mmap MAP_PRIVATE,
+  // PROT_READ). Default: NotSupported (the caller reads the file instead).
+  virtual Result<std::shared_ptr<const MappedFile>> MapReadOnly(const std::string& path) {
+    return Status::NotSupported("mapping files: " + path);
+  }
 };
 
 // The process-wide POSIX Env (never destroyed).

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,8 +113,46 @@ class PosixReadableFile final : public ReadableFile {
   int fd_;
 };
 
+// A read-only private mapping of a whole file; unmapped with the last reference.
+class PosixMappedFile final : public MappedFile {
+ public:
+  PosixMappedFile(void* base, uint64_t size) {
+    data_ = static_cast<const uint8_t*>(base);
+    size_ = size;
+  }
+  ~PosixMappedFile() override {
+    if (size_ > 0) ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
+};
+
 class PosixEnvImpl final : public Env {
  public:
+  Result<std::shared_ptr<const MappedFile>> MapReadOnly(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return Status::NotFound(path);
+      return PosixError("open", path, errno);
+    }
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return PosixError("fstat", path, err);
+    }
+    const auto size = static_cast<uint64_t>(st.st_size);
+    if (size == 0) {
+      ::close(fd);
+      return std::shared_ptr<const MappedFile>(new PosixMappedFile(nullptr, 0));
+    }
+    // MAP_POPULATE: page tables for the cached pages up front (the loader reads
+    // every page once to verify it); the mapping outlives the descriptor.
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    int err = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) return PosixError("mmap", path, err);
+    return std::shared_ptr<const MappedFile>(new PosixMappedFile(p, size));
+  }
+
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return PosixError("open", path, errno);

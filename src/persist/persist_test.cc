@@ -680,7 +680,7 @@ void GoldenWorkloadV3(Store& s) {
   child("other:t1", "other:root", quant::Format::kTurbo4, 506, false);
 }
 
-TEST(Golden, Version3FilesMatchAndLoad) {
+TEST(Golden, Version3WalAndVersion4SnapshotMatchAndLoad) {
   FaultEnv env;
   StoreDump want;
   {
@@ -711,17 +711,22 @@ TEST(Golden, Version3FilesMatchAndLoad) {
   auto wal = env.GetFile(kWal);
   auto snap = env.GetFile("/db/golden.vstore");
   const std::string dir = PION_TESTDATA_DIR;
+  // The WAL is still version 3; snapshots are version 4 (PAD sections) since
+  // golden_v4.vstore, and the version 3 snapshot of the same workload still loads.
   if (std::getenv("PION_WRITE_GOLDEN")) {
     std::ofstream(dir + "/golden_v3.wal", std::ios::binary)
         .write(reinterpret_cast<const char*>(wal.data()), static_cast<long>(wal.size()));
-    std::ofstream(dir + "/golden_v3.vstore", std::ios::binary)
+    std::ofstream(dir + "/golden_v4.vstore", std::ios::binary)
         .write(reinterpret_cast<const char*>(snap.data()), static_cast<long>(snap.size()));
   }
   auto gwal = ReadAll(dir + "/golden_v3.wal");
-  auto gsnap = ReadAll(dir + "/golden_v3.vstore");
+  auto gsnap3 = ReadAll(dir + "/golden_v3.vstore");
+  auto gsnap = ReadAll(dir + "/golden_v4.vstore");
   ASSERT_FALSE(gwal.empty()) << "missing " << dir << "/golden_v3.wal";
+  ASSERT_FALSE(gsnap.empty()) << "missing " << dir << "/golden_v4.vstore";
   ASSERT_EQ(GetU32(gwal.data() + 8), 3u);
-  ASSERT_EQ(GetU32(gsnap.data() + 8), 3u);
+  ASSERT_EQ(GetU32(gsnap3.data() + 8), 3u);
+  ASSERT_EQ(GetU32(gsnap.data() + 8), 4u);
   EXPECT_EQ(gwal, wal) << "WAL bytes changed: a format change needs a new version";
   EXPECT_EQ(gsnap, snap) << "snapshot bytes changed: a format change needs a new version";
   FaultEnv env2;
@@ -731,11 +736,16 @@ TEST(Golden, Version3FilesMatchAndLoad) {
     ASSERT_TRUE(m.persist->Recover().ok());
     EXPECT_EQ(Dump(m.store), want);
   }
-  FaultEnv env3;
-  env3.SetFile(kSnap, gsnap);
-  Node k(&env3);
-  ASSERT_TRUE(k.persist->Recover().ok());
-  EXPECT_EQ(Dump(k.store), want);
+  for (const auto* g : {&gsnap3, &gsnap})
+    for (bool mappable : {true, false}) {
+      FaultEnv env3;
+      env3.SetMappable(mappable);
+      env3.SetFile(kSnap, *g);
+      Node k(&env3);
+      ASSERT_TRUE(k.persist->Recover().ok());
+      EXPECT_EQ(Dump(k.store), want);
+      EXPECT_EQ(k.persist->Stats().snapshot_mapped, mappable);
+    }
 }
 
 // A NAMESPACE_CHILD section whose parent was not declared before it (or with
@@ -788,7 +798,7 @@ namespace {
 TEST(Golden, WriterReproducesGoldenBytesFromDecodedRecords) {
   const std::string dir = PION_TESTDATA_DIR;
   auto gwal = ReadAll(dir + "/golden_v3.wal");
-  auto gsnap = ReadAll(dir + "/golden_v3.vstore");
+  auto gsnap = ReadAll(dir + "/golden_v4.vstore");
   ASSERT_FALSE(gwal.empty());
   ASSERT_FALSE(gsnap.empty());
   FaultEnv env;
@@ -1322,6 +1332,313 @@ TEST(WalReader, GarbageFollowedByRecordIsCorruptButHoleIsTorn) {
     EXPECT_EQ((*r)->end(), zero ? WalEnd::kTorn : WalEnd::kCorrupt);
     EXPECT_EQ((*r)->end_offset(), second);
   }
+}
+
+}  // namespace
+}  // namespace pion::persist
+
+namespace pion::persist {
+namespace {
+
+// How many of a layer's fetched rows lie inside [lo, hi) (a mapping).
+uint64_t RowsInside(Store& s, const std::string& sid, uint32_t layer, uint64_t end,
+                    std::pair<const uint8_t*, const uint8_t*> range) {
+  auto plan = s.FetchRange(sid, layer, 0, end);
+  EXPECT_TRUE(plan.ok());
+  if (!plan.ok()) return 0;
+  uint64_t n = 0;
+  for (const auto& seg : plan->segments)
+    if (seg.data != nullptr && seg.data >= range.first && seg.data < range.second) n += seg.rows;
+  return n;
+}
+
+// Offsets of the rows of every ROWS section of a version 4 snapshot.
+std::vector<uint64_t> RowsOffsets(const std::vector<uint8_t>& f) {
+  std::vector<uint64_t> out;
+  uint64_t off = kSnapHeaderSize;
+  while (off + kRecordHeaderSize <= f.size()) {
+    uint64_t len = GetU32(f.data() + off + 4);
+    if (f[off + 8] == static_cast<uint8_t>(RecordType::kSnapRows)) {
+      uint64_t ns_len = GetU16(f.data() + off + kRecordHeaderSize);
+      out.push_back(off + kRecordHeaderSize + 38 + ns_len);
+    }
+    off += kRecordHeaderSize + len;
+  }
+  return out;
+}
+
+// A mapped restart (docs/snapshot_format.md §5): the store comes back
+// bit-exact, whole chunks point into the mapping (nothing copied), the rows of
+// every ROWS section are 64-byte aligned in the file, and the result equals a
+// buffered (copying) load of the same file.
+TEST(MappedSnapshot, RestartIsBitExactAndKeepsChunksByReference) {
+  FaultEnv env;
+  StoreDump want;
+  {
+    RecoveredNode n(&env);
+    uint64_t lsn = 0;
+    // fp16 at kv_dim 1024: 2 KiB rows, 128 rows per chunk; 300 rows = 2 full
+    // chunks and a partial one per layer. Odd-length names shift the offsets.
+    ASSERT_TRUE(Fill(n.store, "m", quant::Format::kFp16, 1024, 2, 0, 300, 7, &lsn).ok());
+    ASSERT_TRUE(Fill(n.store, "odd_name", quant::Format::kInt8, 96, 3, 5, 70, 8, &lsn, true).ok());
+    for (size_t i = 0; i < std::size(kAllFormats); ++i)
+      ASSERT_TRUE(
+          Fill(n.store, "f" + std::to_string(i), kAllFormats[i], 128, 1, 0, 33, 20 + i, &lsn).ok());
+    ASSERT_TRUE(n.persist->Save("").ok());
+    want = Dump(n.store);
+  }
+  auto file = env.GetFile(kSnap);
+  ASSERT_EQ(GetU32(file.data() + 8), 4u);
+  auto offs = RowsOffsets(file);
+  ASSERT_FALSE(offs.empty());
+  for (uint64_t o : offs) EXPECT_EQ(o % kSnapRowsAlign, 0u) << o;
+
+  const uint64_t maps0 = env.maps();
+  {
+    RecoveredNode m(&env);
+    EXPECT_EQ(env.maps(), maps0 + 1);
+    EXPECT_TRUE(m.persist->Stats().snapshot_mapped);
+    EXPECT_EQ(Dump(m.store), want);
+    EXPECT_TRUE(env.LastMapInUse());
+    // The two full chunks of each layer of "m" (2 KiB rows) are in the mapping;
+    // the last, partial one (44 rows; a copy's capacity would be 48) is copied.
+    auto range = env.LastMapRange();
+    EXPECT_EQ(RowsInside(m.store, "m_pk", 1, 300, range), 256u);
+    EXPECT_EQ(RowsInside(m.store, "m_pv", 0, 300, range), 256u);
+  }
+  EXPECT_FALSE(env.LastMapInUse());  // released with the last chunk
+
+  env.SetMappable(false);
+  RecoveredNode k(&env);
+  EXPECT_FALSE(k.persist->Stats().snapshot_mapped);
+  EXPECT_EQ(Dump(k.store), want);
+}
+
+// Writes after a mapped restart copy the chunk they touch (copy on write),
+// never the mapping's bytes; they are logged and replay on top of the mapped
+// snapshot; a save while mapped replaces the file; dropping everything
+// releases the mapping.
+TEST(MappedSnapshot, WritesAfterRestartCopyOnWriteAndReplay) {
+  FaultEnv env;
+  {
+    RecoveredNode n(&env);
+    uint64_t lsn = 0;
+    ASSERT_TRUE(Fill(n.store, "m", quant::Format::kFp16, 1024, 1, 0, 256, 3, &lsn).ok());
+    ASSERT_TRUE(Fill(n.store, "other", quant::Format::kFp16, 1024, 1, 0, 128, 4, &lsn).ok());
+    ASSERT_TRUE(n.persist->Save("").ok());
+  }
+  const auto snap_bytes = env.GetFile(kSnap);
+  StoreDump want;
+  {
+    RecoveredNode m(&env);
+    auto range = env.LastMapRange();
+    ASSERT_EQ(RowsInside(m.store, "m_pk", 0, 256, range), 256u);
+    uint64_t lsn = 0;
+    // Overwrite rows 10..19 (chunk 0) and append 5 rows (a new chunk 2).
+    ASSERT_TRUE(Fill(m.store, "m", quant::Format::kFp16, 1024, 1, 10, 10, 99, &lsn).ok());
+    ASSERT_TRUE(Fill(m.store, "m", quant::Format::kFp16, 1024, 1, 256, 5, 98, &lsn).ok());
+    // Chunk 0 was copied, chunk 1 still by reference; "other" untouched.
+    EXPECT_EQ(RowsInside(m.store, "m_pk", 0, 261, range), 128u);
+    EXPECT_EQ(RowsInside(m.store, "other_pk", 0, 128, range), 128u);
+    ASSERT_TRUE(m.persist->Commit().ok());
+    want = Dump(m.store);
+  }
+  EXPECT_EQ(env.GetFile(kSnap), snap_bytes);  // the snapshot itself never changes
+  {
+    RecoveredNode m(&env);  // mapped snapshot + WAL replay
+    EXPECT_EQ(Dump(m.store), want);
+    EXPECT_GT(m.persist->Stats().wal_replayed, 0u);
+    // A save while chunks still point into the mapping of the old file.
+    ASSERT_TRUE(m.persist->Save("").ok());
+    EXPECT_NE(env.GetFile(kSnap), snap_bytes);
+    EXPECT_EQ(Dump(m.store), want);
+    uint64_t lsn = 0;
+    std::string_view names[] = {"m", "other"};
+    ASSERT_TRUE(m.store.Drop(names, &lsn).ok());
+    EXPECT_FALSE(env.LastMapInUse());
+    ASSERT_TRUE(m.persist->Commit().ok());
+  }
+  RecoveredNode k(&env);
+  EXPECT_TRUE(Dump(k.store).empty());
+}
+
+// A corrupt byte anywhere in a mapped snapshot's rows (or a PAD section) is
+// found at load: recovery refuses, nothing is applied from the bad section.
+TEST(MappedSnapshot, CorruptRowsOrPadRefusedAtLoad) {
+  FaultEnv env;
+  {
+    RecoveredNode n(&env);
+    uint64_t lsn = 0;
+    ASSERT_TRUE(Fill(n.store, "m", quant::Format::kFp16, 1024, 2, 0, 200, 5, &lsn).ok());
+    ASSERT_TRUE(n.persist->Save("").ok());
+  }
+  const auto good = env.GetFile(kSnap);
+  auto offs = RowsOffsets(good);
+  ASSERT_GE(offs.size(), 2u);
+  std::vector<uint64_t> flips = {offs[0] + 1, offs.back() + 2047};
+  // The first PAD section's payload (or its header when empty).
+  for (uint64_t off = kSnapHeaderSize; off + kRecordHeaderSize <= good.size();) {
+    if (good[off + 8] == static_cast<uint8_t>(RecordType::kSnapPad)) {
+      flips.push_back(off + kRecordHeaderSize - 1);
+      break;
+    }
+    off += kRecordHeaderSize + GetU32(good.data() + off + 4);
+  }
+  ASSERT_EQ(flips.size(), 3u);
+  for (uint64_t at : flips) {
+    auto b = good;
+    b[at] ^= 0x10;
+    env.SetFile(kSnap, b);
+    {
+      Node m(&env);
+      Status s = m.persist->Recover();
+      EXPECT_EQ(s.code(), Code::kCorruption) << at;
+      EXPECT_NE(s.message().find("snapshot /db/pion.vstore corrupt at offset"), std::string::npos);
+    }
+    EXPECT_FALSE(env.LastMapInUse());
+  }
+}
+
+// An Env whose Sync blocks on a latch while `hold` is set.
+class SyncGateEnv final : public Env {
+ public:
+  explicit SyncGateEnv(FaultEnv* base) : base_(base) {}
+  std::atomic<bool> hold{false};
+  std::atomic<int> syncs{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false, open = false;
+
+  class File final : public WritableFile {
+   public:
+    File(SyncGateEnv* env, std::unique_ptr<WritableFile> f) : env_(env), f_(std::move(f)) {}
+    Status WriteAt(uint64_t off, std::span<const uint8_t> data) override {
+      return f_->WriteAt(off, data);
+    }
+    Status Sync() override {
+      if (env_->hold) {
+        std::unique_lock<std::mutex> l(env_->mu);
+        env_->entered = true;
+        env_->cv.notify_all();
+        env_->cv.wait(l, [&] { return env_->open; });
+      }
+      env_->syncs++;
+      return f_->Sync();
+    }
+    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
+    Result<uint64_t> Size() override { return f_->Size(); }
+    Status Close() override { return f_->Close(); }
+
+   private:
+    SyncGateEnv* env_;
+    std::unique_ptr<WritableFile> f_;
+  };
+  void AwaitEntered() {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return entered; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> l(mu);
+    open = true;
+    cv.notify_all();
+  }
+
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& p) override {
+    auto f = base_->NewWritableFile(p);
+    if (!f.ok()) return f.status();
+    return std::unique_ptr<WritableFile>(new File(this, std::move(f).value()));
+  }
+  Result<std::unique_ptr<WritableFile>> ReopenWritableFile(const std::string& p) override {
+    auto f = base_->ReopenWritableFile(p);
+    if (!f.ok()) return f.status();
+    return std::unique_ptr<WritableFile>(new File(this, std::move(f).value()));
+  }
+  Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& p) override {
+    return base_->NewReadableFile(p);
+  }
+  bool FileExists(const std::string& p) override { return base_->FileExists(p); }
+  Result<uint64_t> FileSize(const std::string& p) override { return base_->FileSize(p); }
+  Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
+  Status RemoveFile(const std::string& p) override { return base_->RemoveFile(p); }
+  Status TruncateFile(const std::string& p, uint64_t n) override {
+    return base_->TruncateFile(p, n);
+  }
+  Status SyncDir(const std::string& d) override { return base_->SyncDir(d); }
+  Result<std::vector<std::string>> ListDir(const std::string& d) override {
+    return base_->ListDir(d);
+  }
+  Status CreateDir(const std::string& d) override { return base_->CreateDir(d); }
+
+ private:
+  FaultEnv* base_;
+};
+
+// Group commit under `always`: while an fdatasync is in progress, records from
+// several threads complete their writes, but neither the ack callback nor
+// WaitDurable covers any of them; once it returns, one further fdatasync makes
+// all of them durable and acknowledges them together.
+TEST(GroupCommit, AcksOnlyAfterTheSyncThatCoversThem) {
+  FaultEnv base;
+  SyncGateEnv env(&base);
+  ASSERT_TRUE(env.CreateDir("/g").ok());
+  WalWriter w(&env, "/g", SyncPolicy::kAlways);
+  ASSERT_TRUE(w.Create("g.wal", 1, 1).ok());
+  std::atomic<uint64_t> max_ack{0};
+  w.SetAckCallback([&](uint64_t lsn) {
+    uint64_t cur = max_ack.load();
+    while (cur < lsn && !max_ack.compare_exchange_weak(cur, lsn)) {
+    }
+  });
+  // The sync thread calls the ack callback right after waking WaitDurable's
+  // waiters: poll for it (bounded).
+  auto await_ack = [&](uint64_t lsn) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (max_ack.load() < lsn && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return max_ack.load();
+  };
+  w.Start();
+  std::vector<uint8_t> rows(4096, 0x5A);
+  auto first = w.OnStore("g", 1, Side::kKeys, 0, 0, 2, rows);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(w.WaitDurable(*first).ok());
+  EXPECT_EQ(await_ack(*first), *first);
+
+  env.hold = true;
+  auto second = w.OnStore("g", 1, Side::kKeys, 0, 2, 2, rows);  // wakes the sync thread
+  ASSERT_TRUE(second.ok());
+  env.AwaitEntered();  // its fdatasync is now blocked
+  const int syncs_before = env.syncs.load();
+  std::vector<std::thread> th;
+  std::atomic<uint64_t> last{0};
+  for (int t = 0; t < 4; ++t)
+    th.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        auto r = w.OnStore("g", 1, Side::kValues, static_cast<uint32_t>(t), i * 2, 2, rows);
+        ASSERT_TRUE(r.ok());
+        uint64_t cur = last.load();
+        while (cur < *r && !last.compare_exchange_weak(cur, *r)) {
+        }
+      }
+    });
+  for (auto& x : th) x.join();
+  EXPECT_EQ(w.last_lsn(), last.load());  // all written...
+  EXPECT_EQ(w.durable_lsn(), *first);    // ...none durable...
+  EXPECT_EQ(max_ack.load(), *first);     // ...and none acknowledged
+  std::atomic<bool> waited{false};
+  std::thread waiter([&] {
+    EXPECT_TRUE(w.WaitDurable(last.load()).ok());
+    waited = true;
+  });
+  EXPECT_FALSE(waited.load());
+  env.hold = false;
+  env.Open();
+  waiter.join();
+  EXPECT_TRUE(waited.load());
+  EXPECT_EQ(await_ack(last.load()), last.load());
+  EXPECT_GE(w.durable_lsn(), last.load());
+  // The blocked sync plus one more covered all 21 records.
+  EXPECT_LE(env.syncs.load() - syncs_before, 2);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ Status Persistence::Recover() {
   RecoveryOptions ro;
   ro.wal_repair = opt_.wal_repair;
   ro.keep_freed_heap = opt_.keep_freed_heap;
+  ro.map_snapshot = opt_.map_snapshot;
   PION_RETURN_IF_ERROR(persist::Recover(env_, opt_.dir, host_.get(), ro, &r));
   auto wal = std::make_unique<WalWriter>(env_, opt_.dir, opt_.policy);
   if (on_ack_) {
@@ -53,6 +54,7 @@ Status Persistence::Recover() {
     stats_.loaded_rows = c.rows;
     if (r.snapshot_loaded) {
       stats_.snapshot_bytes = r.snapshot.file_bytes;
+      stats_.snapshot_mapped = r.snapshot.mapped;
       stats_.last_save_unix = static_cast<int64_t>(r.snapshot.header.created_unix);
     }
   }

@@ -41,6 +41,7 @@ struct PersistOptions {
   uint64_t auto_save_retry_max_ms = 300000;
   // Passed to recovery (RecoveryOptions::keep_freed_heap).
   std::function<void(uint64_t snapshot_bytes)> keep_freed_heap;
+  bool map_snapshot = true;  // RecoveryOptions::map_snapshot (snapshot-mmap)
 };
 
 struct PersistStats {
@@ -58,6 +59,7 @@ struct PersistStats {
   bool save_in_progress = false;
   uint64_t saves = 0;
   uint64_t snapshot_bytes = 0;
+  bool snapshot_mapped = false;  // the last start-up loaded the snapshot by mapping it
   double last_save_seconds = 0;
   uint64_t auto_save_threshold = 0;
   double recovery_seconds = 0;

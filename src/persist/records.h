@@ -192,6 +192,16 @@ class RecordSink {
   }
   virtual Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                              uint64_t start, uint64_t count, std::span<const uint8_t> stored) = 0;
+  // Rows inside a mapped snapshot file that `backing` keeps mapped and unchanged
+  // (snapshot load, docs/snapshot_format.md §5): the sink may keep them by
+  // reference instead of copying them. Default: ApplyStored (a copy).
+  virtual Status ApplyStoredMapped(std::string_view ns, uint64_t incarnation, Side side,
+                                   uint32_t layer, uint64_t start, uint64_t count,
+                                   std::span<const uint8_t> stored,
+                                   const std::shared_ptr<const void>& backing) {
+    (void)backing;
+    return ApplyStored(ns, incarnation, side, layer, start, count, stored);
+  }
   virtual void ApplyDrop(std::string_view ns, uint64_t incarnation) = 0;
   virtual void ApplyFlushAll() = 0;
   // Restores a namespace's LRU stamp (snapshot load).

@@ -25,6 +25,9 @@ struct RecoveryOptions {
   // malloc keeps (a process-wide mallopt, so main's to make). nullptr: the
   // setting is left alone.
   std::function<void(uint64_t snapshot_bytes)> keep_freed_heap;
+  // Load the snapshot by mapping it (rows kept by reference where aligned;
+  // docs/snapshot_format.md §5); false: read and copy it.
+  bool map_snapshot = true;
 };
 
 struct RecoveryResult {

@@ -65,13 +65,28 @@ class SnapWriter {
     for (auto p : pieces) PION_RETURN_IF_ERROR(w_.Write(p));
     return Status::OK();
   }
+  // Before a section of type `t` with a `prefix_len`-byte prefix: a PAD section
+  // if needed so that the rows after the prefix start at a multiple of
+  // kSnapRowsAlign in the file (version 4, docs/snapshot_format.md §2).
+  Status AlignRows(size_t prefix_len) {
+    const uint64_t rows_at = w_.offset() + kRecordHeaderSize + prefix_len;
+    const uint64_t need = (kSnapRowsAlign - rows_at % kSnapRowsAlign) % kSnapRowsAlign;
+    if (need == 0) return Status::OK();
+    // A PAD section is its 20-byte header plus 0..63 zero bytes.
+    const uint64_t pad = (need + kSnapRowsAlign - kRecordHeaderSize) % kSnapRowsAlign;
+    static const uint8_t kZeros[kSnapRowsAlign] = {};
+    ++pads_;
+    return Section(RecordType::kSnapPad, std::span<const uint8_t>(kZeros, pad), {});
+  }
   SeqWriter& out() { return w_; }
   uint64_t sections() const { return seq_; }
+  uint64_t pads() const { return pads_; }
 
  private:
   SeqWriter w_;
   uint64_t gen_;
   uint64_t seq_ = 0;
+  uint64_t pads_ = 0;
 };
 
 Status WriteLayer(SnapWriter& sw, const SnapshotNamespace& v, Side side,
@@ -93,6 +108,7 @@ Status WriteLayer(SnapWriter& sw, const SnapshotNamespace& v, Side side,
     r.row_bytes = static_cast<uint32_t>(row_bytes);
     std::vector<uint8_t> prefix;
     EncodeStorePrefix(r, &prefix);
+    PION_RETURN_IF_ERROR(sw.AlignRows(prefix.size()));
     PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapRows, prefix, run));
     st->rows += run_rows;
     st->row_bytes += run_bytes;
@@ -107,6 +123,11 @@ Status WriteLayer(SnapWriter& sw, const SnapshotNamespace& v, Side side,
       row += seg.rows;
       continue;
     }
+    // A segment (a chunk) that fits a section of its own is never split across
+    // two, so that a mapped load can keep it by reference.
+    if (run_rows > 0 && run_bytes + seg.rows * row_bytes > kSnapMaxRowsSection &&
+        seg.rows * row_bytes <= kSnapMaxRowsSection)
+      PION_RETURN_IF_ERROR(flush());
     uint64_t done = 0;
     while (done < seg.rows) {
       if (run_rows == 0) run_start = row + done;
@@ -175,7 +196,7 @@ Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
       for (const auto& lv : v.layers[side])
         PION_RETURN_IF_ERROR(WriteLayer(sw, v, static_cast<Side>(side), lv, rb, st));
   }
-  const uint64_t rows_sections = sw.sections() - st->namespaces;
+  const uint64_t rows_sections = sw.sections() - sw.pads() - st->namespaces;
   if (strings != nullptr) {
     for (const SnapshotString& k : *strings) {
       StrSetRec r;
@@ -233,23 +254,58 @@ Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header
 }
 
 Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, SnapshotStats* stats,
-                    uint64_t* bad_offset) {
+                    uint64_t* bad_offset, bool map) {
   uint64_t t0 = MonotonicNs();
-  auto fr = env->NewReadableFile(path);
-  if (!fr.ok()) return fr.status();
-  ReadableFile* f = fr->get();
-  auto size_r = f->Size();
-  if (!size_r.ok()) return size_r.status();
-  const uint64_t size = *size_r;
+  // Mapped (docs/snapshot_format.md §5): sections are checked in place and rows
+  // may be kept by reference; otherwise read into one reusable buffer.
+  std::shared_ptr<const MappedFile> mapped;
+  if (map) {
+    auto m = env->MapReadOnly(path);
+    if (m.ok()) {
+      mapped = std::move(m).value();
+    } else if (m.status().code() != Code::kNotSupported) {
+      LOG_WARNING("snapshot %s: mapping failed (%s); reading it instead", path.c_str(),
+                  m.status().ToString().c_str());
+    }
+  }
+  std::unique_ptr<ReadableFile> file;
+  uint64_t size = 0;
+  if (mapped) {
+    size = mapped->size();
+  } else {
+    auto fr = env->NewReadableFile(path);
+    if (!fr.ok()) return fr.status();
+    file = std::move(fr).value();
+    auto size_r = file->Size();
+    if (!size_r.ok()) return size_r.status();
+    size = *size_r;
+  }
+  std::shared_ptr<const void> backing = mapped;
+  std::vector<uint8_t> buf;
+  // `len` bytes at `o` (REQUIRES o + len <= size): in the mapping, or read into `buf`.
+  auto fetch = [&](uint64_t o, uint64_t len) -> Result<std::span<const uint8_t>> {
+    if (mapped) return std::span<const uint8_t>(mapped->data() + o, len);
+    if (buf.size() < len) buf.resize(len);
+    auto n = file->ReadAt(o, len, buf.data());
+    if (!n.ok()) return n.status();
+    if (*n != len) return Status::Corruption("short read");
+    return std::span<const uint8_t>(buf.data(), len);
+  };
   SnapshotStats st;
-  uint8_t hbuf[kSnapHeaderSize];
-  auto n = f->ReadAt(0, kSnapHeaderSize, hbuf);
-  if (!n.ok()) return n.status();
-  Status hs = DecodeSnapHeader(hbuf, *n, &st.header);
+  st.mapped = mapped != nullptr;
+  uint8_t hbuf[kSnapHeaderSize] = {};
+  const size_t hn = static_cast<size_t>(std::min<uint64_t>(size, kSnapHeaderSize));
+  {
+    auto h = fetch(0, hn);
+    if (!h.ok() && h.status().code() != Code::kCorruption) return h.status();
+    if (h.ok()) std::memcpy(hbuf, h->data(), hn);
+  }
+  Status hs = DecodeSnapHeader(hbuf, hn, &st.header);
   if (!hs.ok()) return BadAt(path, 0, hs.message(), bad_offset);
   const uint64_t gen = st.header.generation;
+  const uint32_t version = GetU32(hbuf + 8);
+  uint64_t pads = 0;
 
-  std::vector<uint8_t> buf;
   uint64_t off = kSnapHeaderSize;
   uint64_t seq = 0;
   bool have_ns = false, ended = false;
@@ -265,8 +321,15 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
     uint8_t hdr[kRecordHeaderSize];
     if (size - off < kRecordHeaderSize)
       return BadAt(path, off, "truncated section header", bad_offset);
-    n = f->ReadAt(off, kRecordHeaderSize, hdr);
-    if (!n.ok()) return n.status();
+    {
+      auto h = fetch(off, kRecordHeaderSize);
+      if (!h.ok()) {
+        if (h.status().code() == Code::kCorruption)
+          return BadAt(path, off, "short read", bad_offset);
+        return h.status();
+      }
+      std::memcpy(hdr, h->data(), kRecordHeaderSize);
+    }
     uint64_t len = GetU32(hdr + 4);
     auto type = static_cast<RecordType>(hdr[8]);
     if (hdr[9] || hdr[10] || hdr[11])
@@ -274,11 +337,13 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
     if (GetU64(hdr + 12) != seq + 1) return BadAt(path, off, "section out of sequence", bad_offset);
     if (len > size - off - kRecordHeaderSize)
       return BadAt(path, off, "section extends past the end of the file", bad_offset);
-    if (buf.size() < len) buf.resize(len);
-    n = f->ReadAt(off + kRecordHeaderSize, len, buf.data());
-    if (!n.ok()) return n.status();
-    if (*n != len) return BadAt(path, off, "short read", bad_offset);
-    std::span<const uint8_t> payload(buf.data(), len);
+    auto pr = fetch(off + kRecordHeaderSize, len);
+    if (!pr.ok()) {
+      if (pr.status().code() == Code::kCorruption)
+        return BadAt(path, off, "short read", bad_offset);
+      return pr.status();
+    }
+    std::span<const uint8_t> payload = *pr;
     std::span<const uint8_t> pieces[1] = {payload};
     if (RecordCrc(gen, hdr, pieces) != GetU32(hdr))
       return BadAt(path, off, "checksum mismatch", bad_offset);
@@ -324,7 +389,10 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         if (r.row_bytes != cur_rb)
           return BadAt(path, off, "row size does not match the format", bad_offset);
         if (sink) {
-          s = sink->ApplyStored(r.ns, r.incarnation, r.side, r.layer, r.start, r.count, r.rows);
+          s = backing ? sink->ApplyStoredMapped(r.ns, r.incarnation, r.side, r.layer, r.start,
+                                                r.count, r.rows, backing)
+                      : sink->ApplyStored(r.ns, r.incarnation, r.side, r.layer, r.start, r.count,
+                                          r.rows);
           // NotFound: the namespace was evicted while loading (a smaller --max-sessions).
           if (!s.ok() && s.code() != Code::kNotFound)
             return BadAt(path, off, s.message(), bad_offset);
@@ -341,6 +409,14 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         ++st.strings;
         break;
       }
+      case RecordType::kSnapPad: {
+        if (version < 4) return BadAt(path, off, "pad section before version 4", bad_offset);
+        if (len >= kSnapRowsAlign) return BadAt(path, off, "pad section too long", bad_offset);
+        for (uint8_t b : payload)
+          if (b != 0) return BadAt(path, off, "pad bytes not zero", bad_offset);
+        ++pads;
+        break;
+      }
       case RecordType::kSnapEnd: {
         SnapEndRec e;
         Status s = DecodeSnapEnd(payload, &e);
@@ -349,7 +425,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
           return BadAt(path, off, "end section string count does not match the file", bad_offset);
         if (e.namespaces != st.namespaces || e.total_rows != st.rows ||
             e.total_row_bytes != st.row_bytes ||
-            e.rows_sections != seq - st.namespaces - st.strings ||
+            e.rows_sections != seq - pads - st.namespaces - st.strings ||
             st.namespaces != st.header.namespace_count)
           return BadAt(path, off, "end section counts do not match the file", bad_offset);
         ended = true;

@@ -27,6 +27,7 @@ struct SnapshotStats {
   uint64_t row_bytes = 0;  // their bytes
   uint64_t sections = 0;
   uint64_t strings = 0;  // STRING sections (version 2)
+  bool mapped = false;   // loaded from a mapping (rows may be kept by reference)
   double seconds = 0;
 };
 
@@ -39,17 +40,20 @@ Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header
 
 // Reads and checks `path`; applies it to `sink` unless sink is nullptr (check
 // only, pion-check). Corruption names the offset. *bad_offset gets the offset of
-// the first bad byte on failure.
+// the first bad byte on failure. `map`: map the file (Env::MapReadOnly; read it
+// if the Env cannot) and hand rows to the sink with ApplyStoredMapped, so that
+// it may keep them by reference (docs/snapshot_format.md §5). Every section's
+// CRC is verified before it is applied either way.
 Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, SnapshotStats* stats,
-                    uint64_t* bad_offset = nullptr);
+                    uint64_t* bad_offset = nullptr, bool map = false);
 // Into a data object of another type (the store), through MakeRecordSink(data),
 // found by argument-dependent lookup.
 template <class Data>
 requires(!std::is_convertible_v<Data*, RecordSink*>) Status
     LoadSnapshot(Env* env, const std::string& path, Data* data, SnapshotStats* stats,
-                 uint64_t* bad_offset = nullptr) {
+                 uint64_t* bad_offset = nullptr, bool map = false) {
   auto sink = MakeRecordSink(data);
-  return LoadSnapshot(env, path, sink.get(), stats, bad_offset);
+  return LoadSnapshot(env, path, sink.get(), stats, bad_offset, map);
 }
 
 }  // namespace pion::persist

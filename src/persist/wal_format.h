@@ -23,8 +23,9 @@ namespace pion::persist {
 inline constexpr char kWalMagic[8] = {'P', 'I', 'O', 'N', 'W', 'A', 'L', '\0'};
 inline constexpr char kSnapMagic[8] = {'P', 'I', 'O', 'N', 'S', 'N', 'P', '\0'};
 inline constexpr uint32_t kWalVersion = 3;  // 2: string-key records 5-8; 3: REGISTER_CHILD
-inline constexpr uint32_t kSnapVersion =
-    3;  // 2: STRING sections, END string_count; 3: NAMESPACE_CHILD
+// 2: STRING sections, END string_count; 3: NAMESPACE_CHILD; 4: PAD sections
+// (rows of every ROWS section 64-byte aligned in the file, so a loader can map them).
+inline constexpr uint32_t kSnapVersion = 4;
 inline constexpr uint32_t kOldestVersion = 1;  // readers accept kOldestVersion..current
 inline constexpr size_t kMaxStrKey = 65536;
 inline constexpr size_t kWalHeaderSize = 40;
@@ -53,7 +54,10 @@ enum class RecordType : uint8_t {
   kSnapEnd = 18,
   kSnapString = 19,
   kSnapNamespaceChild = 20,  // version 3
+  kSnapPad = 21,             // version 4: 0..63 zero bytes aligning the next ROWS' rows
 };
+// Alignment of the rows of a ROWS section in a version 4 snapshot file.
+inline constexpr uint64_t kSnapRowsAlign = 64;
 inline constexpr uint8_t kMaxWalRecordType = 9;
 
 // On-disk format tags (int8 0, turbo4 1, fp16 2, turbo3 3, turbo2 4, fp8 5, mlx4g32 7).

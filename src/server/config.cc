@@ -405,6 +405,8 @@ const std::vector<ConfigOption>& Table() {
        "SECONDS", "longest retry interval, doubling from min"},
       {"wal-repair", Flag(&Config::wal_repair), "no", kStartup, "",
        "start even if the WAL is corrupt mid-file"},
+      {"snapshot-mmap", Bool(&Config::snapshot_mmap), "yes", kStartup, "yes|no",
+       "load the snapshot by mapping it (rows stay in the page cache)"},
       {"appendonly", Bool(&Config::appendonly), "yes", kStartup, "yes|no",
        "WAL and snapshots for --kvcache"},
       // The binary fast lane (docs/protocol.md "Binary fast lane"). At most 2 GiB

@@ -31,6 +31,7 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(
   o.auto_save_retry_min_ms = c.auto_save_retry_min * 1000;
   o.auto_save_retry_max_ms = c.auto_save_retry_max * 1000;
   o.wal_repair = c.wal_repair;
+  o.map_snapshot = c.snapshot_mmap;
   o.keep_freed_heap = std::move(keep_freed_heap);
   auto p = std::make_unique<persist::Persistence>(server.store(), o);
   persist::Persistence* pp = p.get();
@@ -68,6 +69,7 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(
     InfoField(out, "auto_save_failures", s.auto_save_failures);
     InfoField(out, "wal_resumes", s.wal_resumes);
     InfoField(out, "loading_last_seconds", std::to_string(s.recovery_seconds));
+    InfoField(out, "loading_snapshot_mapped", uint64_t{s.snapshot_mapped ? 1u : 0u});
   };
   server.SetPersistenceHooks(std::move(h));
   server.set_loading(true);

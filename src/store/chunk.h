@@ -23,6 +23,7 @@ namespace pion::store {
 
 inline constexpr size_t kChunkTargetBytes = 256 * 1024;
 inline constexpr uint32_t kChunkRowQuantum = 16;
+inline constexpr size_t kChunkAlign = 64;  // chunk data alignment
 
 // Where chunk memory comes from: the C library's aligned_alloc unless a host that
 // accounts memory itself installs its own pair before the first chunk is made (the
@@ -48,6 +49,10 @@ struct Chunk {
   // place after it would race with the snapshot's last reads (ThreadSanitizer
   // reported it); a frozen chunk is copied instead.
   mutable bool frozen = false;
+  // Backing owner: non-null for a chunk whose rows lie in memory this keeps alive
+  // (a mapped snapshot, Borrow); raw is then null and nothing is freed. Always
+  // frozen: its bytes are never written (a writer copies the chunk).
+  std::shared_ptr<const void> backing;
 
   Chunk() = default;
   Chunk(const Chunk&) = delete;
@@ -80,6 +85,20 @@ struct Chunk {
       c->data = static_cast<uint8_t*>(c->raw);
     }
     std::memset(c->data, 0, n);
+    return c;
+  }
+
+  // A chunk of `rows` rows at `data` (kChunkAlign-aligned) by reference: `backing`
+  // keeps them alive and unchanged; frozen, so a write copies it first.
+  static std::shared_ptr<Chunk> Borrow(const uint8_t* data, uint32_t rows, size_t row_bytes,
+                                       std::shared_ptr<const void> backing) {
+    PION_CHECK(backing != nullptr && reinterpret_cast<uintptr_t>(data) % kChunkAlign == 0);
+    auto c = std::make_shared<Chunk>();
+    c->capacity_rows = rows;
+    c->row_bytes = row_bytes;
+    c->data = const_cast<uint8_t*>(data);  // never written: frozen
+    c->backing = std::move(backing);
+    c->frozen = true;
     return c;
   }
 

@@ -8,7 +8,7 @@ namespace pion::store {
 
 // REQUIRES sd.mu. Copies stored rows into the layer's chunks (copy on write).
 void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start, uint64_t count,
-                     std::span<const uint8_t> stored) {
+                     std::span<const uint8_t> stored, const std::shared_ptr<const void>* backing) {
   const uint64_t end = start + count;
   if (sd.layers.size() <= layer) sd.layers.resize(layer + 1);
   Layer& L = sd.layers[layer];
@@ -24,6 +24,16 @@ void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
     if (L.chunks.size() <= ci) L.chunks.resize(ci + 1);
     std::shared_ptr<Chunk>& c = L.chunks[ci];
     uint32_t need = off + run;
+    const uint8_t* src = stored.data() + (r - start) * rb;
+    // A mapped snapshot's rows: the chunk by reference, frozen (copied on write),
+    // when it gets the capacity a copy would (a fetch reads a chunk's rows up to
+    // its capacity, so a shorter one would read differently past the last row).
+    if (!c && backing != nullptr && *backing != nullptr && off == 0 &&
+        GrowCapacity(0, run, R) == run && reinterpret_cast<uintptr_t>(src) % kChunkAlign == 0) {
+      c = Chunk::Borrow(src, run, rb, *backing);
+      r += run;
+      continue;
+    }
     if (!c) {
       c = Chunk::Make(GrowCapacity(0, need, R), rb);
     } else if (c->capacity_rows < need) {
@@ -31,8 +41,7 @@ void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
     } else if (c->frozen || c.use_count() > 1) {  // pinned, or a snapshot's: copy on write
       c = c->Clone(c->capacity_rows);
     }
-    std::memcpy(c->data + static_cast<size_t>(off) * rb, stored.data() + (r - start) * rb,
-                static_cast<size_t>(run) * rb);
+    std::memcpy(c->data + static_cast<size_t>(off) * rb, src, static_cast<size_t>(run) * rb);
     r += run;
   }
   sd.total_rows += new_rows - old_rows;

@@ -12,9 +12,15 @@
 namespace pion::store {
 
 // REQUIRES sd.mu. Copies stored rows into the layer's chunks; a chunk someone
-// else holds a reference to (a fetch, a snapshot) is copied first.
+// else holds a reference to (a fetch, a snapshot) is copied first. With a
+// `backing` (non-null: `stored` lies in memory it keeps alive and unchanged, a
+// mapped snapshot), a chunk that does not exist yet, is filled from its first
+// row with as many rows as a new chunk's capacity would be (GrowCapacity) and
+// whose rows are 64-byte aligned in `stored` is made by reference
+// (Chunk::Borrow) instead.
 void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start, uint64_t count,
-                     std::span<const uint8_t> stored);
+                     std::span<const uint8_t> stored,
+                     const std::shared_ptr<const void>* backing = nullptr);
 
 // REQUIRES the side's mu. Appends segments covering rows [start, end) of `L`
 // (may be null) to `out`, `R` rows per chunk of `rb` bytes each.

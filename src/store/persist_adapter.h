@@ -30,6 +30,12 @@ class StorePersistHost final : public persist::PersistHost {
                             std::string_view parent_ns, uint64_t parent_incarnation) override;
   Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                      uint64_t start, uint64_t count, std::span<const uint8_t> stored) override;
+  // Keeps whole chunks of the rows by reference (Store::ApplyStored with a backing).
+  Status ApplyStoredMapped(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
+                           uint64_t start, uint64_t count, std::span<const uint8_t> stored,
+                           const std::shared_ptr<const void>& backing) override {
+    return store_->ApplyStored(ns, incarnation, side, layer, start, count, stored, &backing);
+  }
   void ApplyDrop(std::string_view ns, uint64_t incarnation) override;
   void ApplyFlushAll() override;
   void SetLruStamp(std::string_view ns, uint64_t stamp) override;

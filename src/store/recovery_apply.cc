@@ -83,7 +83,8 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
 }
 
 Status Store::ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                          uint64_t start, uint64_t count, std::span<const uint8_t> stored) {
+                          uint64_t start, uint64_t count, std::span<const uint8_t> stored,
+                          const std::shared_ptr<const void>* backing) {
   NsPtr n = Find(ns);
   if (!n || n->incarnation != incarnation) return Status::NotFound("namespace not present");
   if (layer >= kMaxLayers || count == 0 || start > kMaxTokens || count > kMaxTokens - start ||
@@ -91,7 +92,7 @@ Status Store::ApplyStored(std::string_view ns, uint64_t incarnation, Side side, 
     return Status::Corruption("store record does not match its namespace");
   Touch(*n);
   uint64_t unused = 0;
-  return StoreEncoded(n, side, layer, start, count, stored, false, &unused);
+  return StoreEncoded(n, side, layer, start, count, stored, false, &unused, backing);
 }
 
 void Store::ApplyDrop(std::string_view ns, uint64_t incarnation) {

@@ -360,8 +360,8 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
 }
 
 Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start,
-                           uint64_t count, std::span<const uint8_t> stored, bool log,
-                           uint64_t* lsn) {
+                           uint64_t count, std::span<const uint8_t> stored, bool log, uint64_t* lsn,
+                           const std::shared_ptr<const void>* backing) {
   SideData& sd = n->sides[static_cast<int>(side)];
   const uint64_t end = start + count;
   const size_t rb = n->row_bytes;
@@ -410,7 +410,7 @@ Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t s
   {
     std::unique_lock<std::mutex> sl(sd.mu);
     sd.turn.wait(sl, [&] { return sd.applied_ticket == ticket; });
-    if (st.ok()) ApplyRowsLocked(*n, sd, layer, start, count, stored);
+    if (st.ok()) ApplyRowsLocked(*n, sd, layer, start, count, stored, backing);
     ++sd.applied_ticket;
     if (sd.applied_ticket == sd.next_ticket && sd.reserved_total != sd.total_rows) {
       // Nothing pending on this side and some reservation failed: give back

@@ -265,8 +265,12 @@ class Store {
   Status ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                        quant::Format fmt, const persist::BlockRecord* blocks,
                        std::string_view parent = {}, uint64_t parent_incarnation = 0);
+  // `backing` (may be null): `stored` lies in memory it keeps alive and unchanged
+  // (a mapped snapshot); whole, 64-byte-aligned chunks of it are then kept by
+  // reference (Chunk::Borrow, frozen: a write copies them) instead of copied.
   Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                     uint64_t start, uint64_t count, std::span<const uint8_t> stored);
+                     uint64_t start, uint64_t count, std::span<const uint8_t> stored,
+                     const std::shared_ptr<const void>* backing = nullptr);
   void ApplyDrop(std::string_view ns, uint64_t incarnation);  // with its subtree
   void ApplyFlushAll();
   // Restores a namespace's LRU stamp (snapshot load); keeps the counter above it.
@@ -375,8 +379,10 @@ class Store {
   // snapshot barrier waits for none to be left.
   void BeginPending();
   void EndPending();
+  // `backing`: see ApplyStored (recovery only; null for a client's store).
   Status StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start, uint64_t count,
-                      std::span<const uint8_t> stored, bool log, uint64_t* lsn);
+                      std::span<const uint8_t> stored, bool log, uint64_t* lsn,
+                      const std::shared_ptr<const void>* backing = nullptr);
   Result<FetchPlan> FetchRangeOf(Namespace& n, Side side, uint32_t layer, uint64_t start,
                                  uint64_t end);
 

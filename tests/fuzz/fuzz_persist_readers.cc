@@ -121,9 +121,10 @@ void FramedMode(FaultEnv* env, const uint8_t* data, size_t size) {
   env->SetFile("/f/snap", snap);
   SnapshotStats st;
   (void)LoadSnapshot(env, "/f/snap", nullptr, &st);
-  // Applied to a store with a byte budget, so the rows a record declares stay bounded.
+  // Applied to a store with a byte budget, so the rows a record declares stay bounded;
+  // mapped (FaultEnv maps into aligned memory), so aligned rows become borrowed chunks.
   pion::store::Store store({/*max_sessions=*/16, /*max_bytes=*/64ull << 20});
-  (void)LoadSnapshot(env, "/f/snap", &store, &st);
+  (void)LoadSnapshot(env, "/f/snap", &store, &st, nullptr, /*map=*/true);
 
   for (const Rec& r : recs) {
     RegisterRec reg;

@@ -2,6 +2,10 @@
 #include "persist/testing/fault_env.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/check.h"
 
 namespace pion::persist {
 
@@ -209,6 +213,51 @@ Result<std::unique_ptr<ReadableFile>> FaultEnv::NewReadableFile(const std::strin
   auto it = files_.find(path);
   if (it == files_.end()) return Status::NotFound(path);
   return std::unique_ptr<ReadableFile>(new FaultReadableFile(this, it->second));
+}
+namespace {
+class FaultMappedFile final : public MappedFile {
+ public:
+  explicit FaultMappedFile(const std::vector<uint8_t>& bytes) {
+    size_t n = (bytes.size() + 4095) & ~size_t{4095};
+    mem_ = static_cast<uint8_t*>(std::aligned_alloc(4096, n == 0 ? 4096 : n));
+    PION_CHECK(mem_ != nullptr);
+    if (!bytes.empty()) std::memcpy(mem_, bytes.data(), bytes.size());
+    data_ = mem_;
+    size_ = bytes.size();
+  }
+  ~FaultMappedFile() override { std::free(mem_); }
+
+ private:
+  uint8_t* mem_ = nullptr;
+};
+}  // namespace
+
+Result<std::shared_ptr<const MappedFile>> FaultEnv::MapReadOnly(const std::string& path) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!mappable_) return Status::NotSupported("mapping disabled: " + path);
+  auto it = files_.find(path);
+  if (it == files_.end()) return Status::NotFound(path);
+  ++maps_;
+  std::shared_ptr<const MappedFile> m(new FaultMappedFile(it->second->data));
+  last_map_ = m;
+  last_range_ = {m->data(), m->data() + m->size()};
+  return m;
+}
+bool FaultEnv::LastMapInUse() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return !last_map_.expired();
+}
+std::pair<const uint8_t*, const uint8_t*> FaultEnv::LastMapRange() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return last_range_;
+}
+void FaultEnv::SetMappable(bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  mappable_ = on;
+}
+uint64_t FaultEnv::maps() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return maps_;
 }
 bool FaultEnv::FileExists(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);

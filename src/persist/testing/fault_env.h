@@ -20,6 +20,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "persist/env.h"
@@ -74,6 +75,15 @@ class FaultEnv final : public Env {
   Status SyncDir(const std::string& dir) override;
   Result<std::vector<std::string>> ListDir(const std::string& dir) override;
   Status CreateDir(const std::string& dir) override;
+  // A copy of the file's current bytes in page-aligned memory (as a mapping
+  // would be), unless SetMappable(false).
+  Result<std::shared_ptr<const MappedFile>> MapReadOnly(const std::string& path) override;
+  void SetMappable(bool on);
+  uint64_t maps() const;  // successful MapReadOnly calls
+  // True while the mapping returned last is still referenced (by chunks).
+  bool LastMapInUse() const;
+  // [begin, end) of the mapping returned last.
+  std::pair<const uint8_t*, const uint8_t*> LastMapRange() const;
 
   struct Node {
     std::vector<uint8_t> data;
@@ -97,6 +107,10 @@ class FaultEnv final : public Env {
   std::map<std::string, NodePtr> files_;    // current directory entries
   std::map<std::string, NodePtr> durable_;  // entries as of the last SyncDir
   uint64_t syncs_ = 0, writes_ = 0;
+  bool mappable_ = true;
+  uint64_t maps_ = 0;
+  std::weak_ptr<const MappedFile> last_map_;
+  std::pair<const uint8_t*, const uint8_t*> last_range_{nullptr, nullptr};
   uint64_t fail_write_at_ = 0, fail_sync_at_ = 0, crash_at_ = 0;
   bool fail_partial_ = true;
   bool full_ = false;
