@@ -172,6 +172,7 @@ uint64_t ReplyPlan(CommandContext& ctx, FetchPlan&& plan, OutFmt fmt) {
     DecodeSegment(plan, s, elem, out);
     out += s.rows * plan.dim * elem;
   }
+  store::RecycleSegmentVector(std::move(plan.segments));  // decoded: the pins can go
   return len;
 }
 
@@ -314,7 +315,13 @@ void VFetchIds(CommandContext& ctx, std::span<const std::string_view> a, OutFmt 
     ctx.reply->Error(kErrTooManyTokenIds);
     return;
   }
-  std::vector<uint64_t> ids(a.size() - 3);
+  // A few ids (the common case) on the stack: no allocation (issue 15).
+  constexpr size_t kInlineIds = 32;
+  uint64_t inline_ids[kInlineIds];
+  std::vector<uint64_t> heap_ids;
+  const size_t count = a.size() - 3;
+  if (count > kInlineIds) heap_ids.resize(count);
+  std::span<uint64_t> ids(count > kInlineIds ? heap_ids.data() : inline_ids, count);
   for (size_t i = 3; i < a.size(); ++i) {
     int64_t v;
     if (!ArgInRange(ctx, a[i], 0, kMaxTokens - 1, kErrTokenIdRange, &v)) return;
