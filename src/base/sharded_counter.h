@@ -36,9 +36,7 @@ inline void SetThreadSlot(int index) {
 
 class ShardedCounter {
  public:
-  void Add(uint64_t n = 1) {
-    cells_[ThreadSlot()].v.fetch_add(n, std::memory_order_relaxed);
-  }
+  void Add(uint64_t n = 1) { cells_[ThreadSlot()].v.fetch_add(n, std::memory_order_relaxed); }
   uint64_t Sum() const {
     uint64_t s = 0;
     for (const Cell& c : cells_) s += c.v.load(std::memory_order_relaxed);

@@ -13,9 +13,9 @@
 // worker thread and is not thread-safe.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <array>
 #include <vector>
 
 namespace pion::net {

@@ -204,8 +204,8 @@ class AllocCountTest : public ::testing::Test {
     EXPECT_TRUE(ok) << cmd[0];
     EXPECT_EQ(std::string(buf.data(), reply.size()), reply) << cmd[0];
     uint64_t n = g_worker_allocs.load();
-    std::printf("%-22s -P %-2d %8.3f allocations per command (%llu in %d)\n", cmd[0].c_str(),
-                depth, static_cast<double>(n) / (kCommands / depth * depth),
+    std::printf("%-22s -P %-2d %8.3f allocations per command (%llu in %d)\n", cmd[0].c_str(), depth,
+                static_cast<double>(n) / (kCommands / depth * depth),
                 static_cast<unsigned long long>(n), kCommands / depth * depth);
     return n;
   }

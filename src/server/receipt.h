@@ -39,8 +39,8 @@ class Receipt {
  private:
   // One thread slot's counters: 56 bytes, one cache line.
   struct alignas(kCacheLine) Cell {
-    std::atomic<uint64_t> hits{0}, misses{0}, hits_measured{0}, tokens_served{0},
-        bytes_served{0}, prefill_us_saved{0}, prefill_us_measured{0};
+    std::atomic<uint64_t> hits{0}, misses{0}, hits_measured{0}, tokens_served{0}, bytes_served{0},
+        prefill_us_saved{0}, prefill_us_measured{0};
   };
   static void Bump(std::atomic<uint64_t>& c, uint64_t n) {
     c.fetch_add(n, std::memory_order_relaxed);

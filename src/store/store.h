@@ -82,9 +82,9 @@ inline constexpr uint32_t kMaxBlockSize = 65536;
 inline constexpr uint64_t kMaxHashCount = 1048576;
 
 struct StoreConfig {
-  uint64_t max_sessions = 256;  // a namespace uses two sessions
-  uint64_t max_bytes = 0;       // 0 = no byte budget
-  uint32_t max_chain = 1024;    // namespaces in one PARENT chain, root..leaf inclusive
+  uint64_t max_sessions = 256;    // a namespace uses two sessions
+  uint64_t max_bytes = 0;         // 0 = no byte budget
+  uint32_t max_chain = 1024;      // namespaces in one PARENT chain, root..leaf inclusive
   uint32_t eviction_samples = 5;  // maxmemory-samples: namespaces sampled per eviction
 };
 
