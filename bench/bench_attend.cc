@@ -231,14 +231,16 @@ void Register() {
       benchmark::RegisterBenchmark(
           ("threads/" + std::to_string(t) + "/" + std::to_string(n)).c_str(), BmThreads, t, n)
           ->Unit(benchmark::kMicrosecond)
-          ->UseRealTime();
+          ->UseRealTime()
+          ->MeasureProcessCPUTime();  // CPU column: all threads (the split's overhead)
     }
   }
   for (uint32_t t : {1u, 2u}) {
     benchmark::RegisterBenchmark(("stream_threads/" + std::to_string(t) + "/32768").c_str(),
                                  BmStreamThreads, t, 32768u)
         ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime();
+        ->UseRealTime()
+        ->MeasureProcessCPUTime();
   }
   for (uint32_t n : {2048u, 32768u}) {
     benchmark::RegisterBenchmark(("multi/" + std::to_string(n)).c_str(), BmMulti, n)

@@ -52,7 +52,7 @@ void BmEncode(benchmark::State& st, Format f, uint32_t dim, size_t offset) {
   st.counters["bytes_per_row"] = static_cast<double>(pion::quant::RowBytes(f, dim));
 }
 
-void BmDecode(benchmark::State& st, Format f, uint32_t dim, size_t offset) {
+void BmDecode(benchmark::State& st, Format f, uint32_t dim, size_t offset, bool f16) {
   const size_t rows = kBatchElems / dim;
   const std::vector<float> x = Input(rows * dim);
   std::vector<uint8_t> enc(rows * pion::quant::RowBytes(f, dim));
@@ -62,7 +62,11 @@ void BmDecode(benchmark::State& st, Format f, uint32_t dim, size_t offset) {
   }
   std::vector<uint8_t> out(rows * dim * sizeof(float) + 8);
   for (auto _ : st) {
-    pion::quant::DecodeRows(f, enc.data(), rows, dim, out.data() + offset);
+    if (f16) {  // straight into f16 (what a KV.PREFIX.WARM into f16 slots does)
+      pion::quant::DecodeRowsF16(f, enc.data(), rows, dim, out.data() + offset);
+    } else {
+      pion::quant::DecodeRows(f, enc.data(), rows, dim, out.data() + offset);
+    }
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -92,11 +96,14 @@ int main(int argc, char** argv) {
     for (int i = 0; i < pion::quant::kNumFormats; ++i) {
       const Format f = static_cast<Format>(i);
       const std::string name(pion::quant::FormatName(f));
-      benchmark::RegisterBenchmark(("decode/" + name + "/" + d).c_str(), BmDecode, f, dim, 0);
+      benchmark::RegisterBenchmark(("decode/" + name + "/" + d).c_str(), BmDecode, f, dim, 0,
+                                   false);
       benchmark::RegisterBenchmark(("encode/" + name + "/" + d).c_str(), BmEncode, f, dim, 0);
       if (dim == 1024) {
-        benchmark::RegisterBenchmark(("decode_off1/" + name + "/" + d).c_str(), BmDecode, f, dim,
-                                     1);
+        benchmark::RegisterBenchmark(("decode_off1/" + name + "/" + d).c_str(), BmDecode, f, dim, 1,
+                                     false);
+        benchmark::RegisterBenchmark(("decode_f16/" + name + "/" + d).c_str(), BmDecode, f, dim, 0,
+                                     true);
         benchmark::RegisterBenchmark(("encode_off1/" + name + "/" + d).c_str(), BmEncode, f, dim,
                                      1);
       }

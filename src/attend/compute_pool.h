@@ -8,21 +8,21 @@
 // may call ParallelFor without deadlock (it finishes its own chunks even when every
 // other thread is busy), and any number of ParallelFor calls may run at once.
 //
+// The threads and the queue are the shared base::ThreadPool (base/thread_pool.h);
+// this class adds the parallel loop on top of it.
+//
 // Thread-safety: every method may be called from any thread. Stop() runs the tasks
 // already queued, then joins; Post() afterwards returns false and drops the task.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
+#include <utility>
 
 #include "attend/executor.h"
+#include "base/thread_pool.h"
 
 namespace pion::attend {
 
@@ -32,32 +32,23 @@ class ComputePool final : public Executor {
 
   // `threads` >= 1; `name` prefixes the thread names (at most 12 bytes kept).
   ComputePool(uint32_t threads, std::string name);
-  ~ComputePool() override;  // Stop()
+  ~ComputePool() override = default;  // the pool stops: queued tasks run, then joins
   ComputePool(const ComputePool&) = delete;
   ComputePool& operator=(const ComputePool&) = delete;
 
   // Queues `t` behind the tasks already waiting; false (dropped unrun) once stopped.
-  bool Post(Task t);
+  bool Post(Task t) { return pool_.Post(std::move(t)); }
   // Runs what is queued, then joins. Idempotent.
-  void Stop();
+  void Stop() { pool_.Stop(); }
 
-  uint32_t concurrency() const override { return threads_; }
+  uint32_t concurrency() const override { return pool_.threads(); }
   void ParallelFor(uint32_t n, const std::function<void(uint32_t)>& fn) override;
 
   // Tasks queued or running (helpers of ParallelFor included).
-  size_t pending() const;
+  size_t pending() const { return pool_.pending(); }
 
  private:
-  void Loop();
-  bool PostFront(Task t);
-
-  const uint32_t threads_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Task> tasks_;  // guarded by mu_
-  size_t running_ = 0;      // guarded by mu_
-  bool stop_ = false;       // guarded by mu_
-  std::vector<std::thread> workers_;
+  base::ThreadPool pool_;
 };
 
 }  // namespace pion::attend

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/crc32c.h"
@@ -8,6 +12,7 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "base/strutil.h"
+#include "base/thread_pool.h"
 
 namespace pion {
 namespace {
@@ -70,6 +75,78 @@ TEST(StrUtil, Glob) {
   EXPECT_FALSE(GlobMatch("max", "maxmemory", true));
   EXPECT_TRUE(GlobMatch("a[bc]d", "acd", false));
   EXPECT_FALSE(GlobMatch("a[^bc]d", "acd", false));
+}
+
+TEST(StrUtil, ReprEscapesAsRedisDoes) {
+  std::string q, u;
+  AppendRepr(&q, std::string_view("a\"b\\c\r\n\t\x01\xff", 10));
+  EXPECT_EQ(q, "\"a\\\"b\\\\c\\r\\n\\t\\x01\\xff\"");
+  AppendRepr(&u, std::string_view("a\"b\\c\r\n\t\x01\xff", 10), /*quoted=*/false);
+  EXPECT_EQ(u, "a\"b\\\\c\\r\\n\\t\\x01\\xff");
+  std::string plain;
+  AppendRepr(&plain, "tenant|chat:42", false);
+  EXPECT_EQ(plain, "tenant|chat:42");  // printable ASCII reads unchanged
+}
+
+// The shared pool under the background runner and the compute pool.
+TEST(ThreadPool, RunsTasksInOrderAndDrainsOnStop) {
+  base::ThreadPool pool(1, "t-pool");
+  EXPECT_FALSE(pool.Post([] {}));  // not started
+  pool.Start();
+  EXPECT_EQ(pool.threads(), 1u);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::vector<int> order;
+  // The first task holds the only thread, so the next ones queue behind it.
+  ASSERT_TRUE(pool.Post([&] {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return release; });
+  }));
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(pool.Post([&, i] {
+      std::lock_guard<std::mutex> l(mu);
+      order.push_back(i);
+    }));
+  ASSERT_TRUE(pool.PostFront([&] {
+    std::lock_guard<std::mutex> l(mu);
+    order.push_back(-1);
+  }));
+  EXPECT_EQ(pool.pending(), 5u);
+  {
+    std::lock_guard<std::mutex> l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  pool.Stop();  // runs what is queued, then joins
+  EXPECT_EQ(order, (std::vector<int>{-1, 0, 1, 2}));
+  EXPECT_EQ(pool.pending(), 0u);
+  EXPECT_FALSE(pool.Post([] {}));
+  EXPECT_FALSE(pool.PostFront([] {}));
+  pool.Stop();  // idempotent
+}
+
+TEST(ThreadPool, TasksMayPostMoreToTheirPool) {
+  base::ThreadPool pool(3, "t-pool");
+  pool.Start();
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  auto count = [&] {
+    std::lock_guard<std::mutex> l(mu);
+    if (++done == 60) cv.notify_all();
+  };
+  for (int i = 0; i < 30; ++i)
+    ASSERT_TRUE(pool.Post([&] {
+      EXPECT_TRUE(pool.Post(count));  // a task may queue more work on its own pool
+      count();
+    }));
+  {
+    std::unique_lock<std::mutex> l(mu);
+    EXPECT_TRUE(cv.wait_for(l, std::chrono::seconds(30), [&] { return done == 60; }));
+  }
+  pool.Stop();
+  EXPECT_EQ(done, 60);
 }
 
 TEST(Crc32c, KnownVectors) {

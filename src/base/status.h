@@ -38,6 +38,7 @@ enum class ErrorId : unsigned char {
   kParentDim,       // the parent has another kv_dim
   kParentMismatch,  // re-registration names another parent (or one the namespace lacks)
   kChainTooLong,    // the chain would exceed max-chain-length
+  kDropRefused,     // a DROP's predicate refused a namespace it would remove
 };
 
 class [[nodiscard]] Status {

@@ -171,4 +171,42 @@ bool GlobMatch(std::string_view pattern, std::string_view s, bool nocase) {
                nocase, 0);
 }
 
+void AppendRepr(std::string* out, std::string_view s, bool quoted) {
+  static const char kHex[] = "0123456789abcdef";
+  if (quoted) out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\a':
+        out->append("\\a");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      default:
+        if (c == '"' && quoted) {
+          out->append("\\\"");
+        } else if (c >= 0x20 && c < 0x7f) {
+          out->push_back(static_cast<char>(c));
+        } else {
+          out->append("\\x");
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 15]);
+        }
+    }
+  }
+  if (quoted) out->push_back('"');
+}
+
 }  // namespace pion

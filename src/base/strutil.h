@@ -23,6 +23,12 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 std::string ToLower(std::string_view s);
 std::string ToUpper(std::string_view s);
 
+// Redis' sdscatrepr: appends `s` with \\ \n \r \t \a \b escapes and \xHH for
+// every other byte outside printable ASCII; `quoted`: in double quotes, with \"
+// escaped (MONITOR). Unquoted, the text holds no control byte, so it can stand
+// in a "name:value" line of an INFO body.
+void AppendRepr(std::string* out, std::string_view s, bool quoted = true);
+
 // Glob-style match as Redis stringmatchlen (*, ?, [..], \\), case-insensitive when nocase.
 bool GlobMatch(std::string_view pattern, std::string_view s, bool nocase);
 

@@ -25,6 +25,7 @@
 #include "module/redis_api.h"
 #include "quant/format.h"
 #include "server/commands/errors.h"
+#include "server/commands/kv_format.h"
 #include "server/receipt.h"
 #include "store/session_id.h"
 #include "store/store.h"
@@ -39,17 +40,12 @@ using store::FetchSegment;
 using store::Side;
 namespace srv = pion::server;
 
-constexpr int64_t kMaxPrefillMs = 86400000;
-constexpr int64_t kMaxLookupTokens = 100000000;
-constexpr int64_t kMaxLayer = store::kMaxLayers - 1;
+using srv::FetchArgs;
+using srv::OutFmt;
 constexpr int64_t kMaxTokens = static_cast<int64_t>(store::kMaxTokens);
-constexpr size_t kMaxIds = 4096;
-constexpr uint64_t kMaxReplyBytes = 1ull << 30;
 
 srv::Receipt g_receipt;
 uint64_t g_start_us = 0;
-
-enum class OutFmt { kF32, kF16, kNative };
 
 // One command call: the arguments as views, the context, the reply helpers.
 struct Call {
@@ -70,6 +66,10 @@ struct Call {
     return redis::kOk;
   }
   int Status(const pion::Status& st) { return Error(srv::StatusToError(st)); }
+  // The error callback of the shared parsers (server/commands/kv_format.h).
+  srv::ErrorFn Errors() {
+    return [this](std::string_view e) { Error(e); };
+  }
   int Simple(const char* s) {
     api.ReplyWithSimpleString(ctx, s);
     return redis::kOk;
@@ -93,30 +93,10 @@ bool CheckArity(Call& c, int arity) {
 
 bool ArgInRange(Call& c, std::string_view arg, int64_t lo, int64_t hi, std::string_view range_error,
                 int64_t* out) {
-  auto v = ParseInt64Strict(arg);
-  if (!v) {
-    c.Error(srv::kErrNotInteger);
-    return false;
-  }
-  if (*v < lo || *v > hi) {
-    c.Error(range_error);
-    return false;
-  }
-  *out = *v;
-  return true;
+  return srv::IntArgInRange(c.Errors(), arg, lo, hi, range_error, out);
 }
 
 bool IsKeyword(std::string_view arg, std::string_view kw) { return EqualsIgnoreCase(arg, kw); }
-
-void InfoField(std::string* out, std::string_view name, std::string_view value) {
-  out->append(name);
-  out->push_back(':');
-  out->append(value);
-  out->append("\r\n");
-}
-void InfoField(std::string* out, std::string_view name, uint64_t value) {
-  InfoField(out, name, std::to_string(value));
-}
 
 // An open key, closed at scope end.
 class Key {
@@ -161,13 +141,7 @@ class OwnedString {
   RedisModuleString* s_;
 };
 
-bool CheckNsLength(Call& c, std::string_view ns) {
-  if (ns.empty() || ns.size() > store::kMaxNamespaceBytes) {
-    c.Error(srv::kErrNsKeyLength);
-    return false;
-  }
-  return true;
-}
+bool CheckNsLength(Call& c, std::string_view ns) { return srv::CheckNsLength(c.Errors(), ns); }
 
 // In a cluster, a namespace and its session ids must share a slot.
 bool CheckSameSlot(Call& c, std::string_view ns) {
@@ -181,66 +155,16 @@ bool CheckSameSlot(Call& c, std::string_view ns) {
   return false;
 }
 
-bool ParseHashes(Call& c, std::string_view count_arg, std::string_view blob,
-                 std::string_view count_err, std::string_view len_err, std::vector<uint64_t>* out) {
-  int64_t count;
-  if (!ArgInRange(c, count_arg, 0, static_cast<int64_t>(store::kMaxHashCount), count_err, &count))
-    return false;
-  if (blob.size() != static_cast<size_t>(count) * 8) {
-    c.Error(len_err);
-    return false;
-  }
-  out->resize(count);
-  if (count > 0) std::memcpy(out->data(), blob.data(), blob.size());
-  return true;
-}
-
 // --- KV.PREFIX.* ----------------------------------------------------------------
 
 int KvRegister(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   Call c(ctx, argv, argc);
   if (!CheckArity(c, -4)) return redis::kOk;
   auto& a = c.a;
-  if (!CheckNsLength(c, a[1])) return redis::kOk;
-  int64_t dim;
-  if (!ArgInRange(c, a[2], 1, quant::kMaxDim, srv::kErrKvDimRange, &dim)) return redis::kOk;
-  auto fmt = quant::ParseFormat(a[3]);
-  if (!fmt) return c.Error(srv::UnknownVquantError(a[3]));
-  if (!quant::DimSupported(*fmt, static_cast<uint32_t>(dim)))
-    return c.Error(srv::VquantDimError(quant::FormatName(*fmt)));
   store::RegisterArgs ra;
   ra.ns = kInternalNs;
-  ra.kv_dim = static_cast<uint32_t>(dim);
-  ra.fmt = *fmt;
-  auto table = std::make_shared<store::BlockTable>();
-  bool have_blocks = false;
-  for (size_t i = 4; i < a.size();) {
-    if (IsKeyword(a[i], "BLOCKS")) {
-      if (have_blocks) return c.Error(srv::kErrRegisterBlocksTwice);
-      if (i + 3 >= a.size()) return c.Error(srv::kErrBlocksArgs);
-      int64_t bs;
-      if (!ArgInRange(c, a[i + 1], 1, store::kMaxBlockSize, srv::kErrBlocksBlockSizeRange, &bs))
-        return redis::kOk;
-      if (!ParseHashes(c, a[i + 2], a[i + 3], srv::kErrBlocksHashCountRange,
-                       srv::kErrBlocksHashBlobLength, &table->hashes))
-        return redis::kOk;
-      table->block_size = static_cast<uint32_t>(bs);
-      table->Finish();
-      have_blocks = true;
-      i += 4;
-    } else if (IsKeyword(a[i], "PREFILL_MS")) {
-      if (ra.has_prefill) return c.Error(srv::kErrRegisterPrefillTwice);
-      if (i + 1 >= a.size()) return c.Error(srv::kErrPrefillNeedsValue);
-      int64_t ms;
-      if (!ArgInRange(c, a[i + 1], 0, kMaxPrefillMs, srv::kErrPrefillRange, &ms)) return redis::kOk;
-      ra.has_prefill = true;
-      ra.prefill_us = static_cast<uint64_t>(ms) * 1000;
-      i += 2;
-    } else {
-      return c.Error(srv::RegisterOptionError(a[i]));
-    }
-  }
-  if (have_blocks) ra.blocks = std::move(table);
+  // PARENT is pion-server's (a module namespace is one key: no links).
+  if (!srv::ParseRegister(c.Errors(), a, nullptr, &ra)) return redis::kOk;
   if (!CheckSameSlot(c, a[1])) return redis::kOk;
   Key key(ctx, argv[1], redis::kRead | redis::kWrite);
   bool wrong = false;
@@ -267,23 +191,8 @@ int KvRegister(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
 int KvLookup(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   Call c(ctx, argv, argc);
   if (!CheckArity(c, -2)) return redis::kOk;
-  auto& a = c.a;
-  bool has_tokens = false, has_prefill = false;
-  int64_t tokens = 0, prefill_ms = 0;
-  for (size_t i = 2; i < a.size(); i += 2) {
-    bool is_tokens = IsKeyword(a[i], "TOKENS");
-    if (!is_tokens && !IsKeyword(a[i], "PREFILL_MS")) return c.Error(srv::kErrLookupUnknownOption);
-    if (i + 1 >= a.size()) return c.Error(srv::kErrLookupOptionNeedsValue);
-    if (is_tokens) {
-      if (!ArgInRange(c, a[i + 1], 0, kMaxLookupTokens, srv::kErrTokensRange, &tokens))
-        return redis::kOk;
-      has_tokens = true;
-    } else {
-      if (!ArgInRange(c, a[i + 1], 0, kMaxPrefillMs, srv::kErrPrefillRange, &prefill_ms))
-        return redis::kOk;
-      has_prefill = true;
-    }
-  }
+  srv::LookupArgs la;
+  if (!srv::ParseLookup(c.Errors(), c.a, /*allow_chain=*/false, &la)) return redis::kOk;
   Key key(ctx, argv[1], redis::kRead);
   bool wrong = false;
   NsValue* v = key.value(&wrong);
@@ -294,14 +203,8 @@ int KvLookup(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     g_receipt.RecordMiss();
     return c.Simple("MISS");
   }
-  uint64_t credit_tokens = lr.layer0_tokens;
-  uint64_t credit_us = lr.prefill_us;
-  if (has_tokens) {
-    credit_tokens = static_cast<uint64_t>(tokens);
-    credit_us = has_prefill ? static_cast<uint64_t>(prefill_ms) * 1000 : 0;
-  } else if (has_prefill) {
-    credit_us = static_cast<uint64_t>(prefill_ms) * 1000;
-  }
+  uint64_t credit_tokens = 0, credit_us = 0;
+  srv::LookupCredit(lr, la, &credit_tokens, &credit_us);
   g_receipt.RecordHit(credit_tokens, credit_us);
   return c.Simple("HIT");
 }
@@ -355,7 +258,8 @@ int KvMembership(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (!CheckArity(c, 4)) return redis::kOk;
   if (!CheckNsLength(c, c.a[1])) return redis::kOk;
   std::vector<uint64_t> probes;
-  if (!ParseHashes(c, c.a[2], c.a[3], srv::kErrHashCountRange, srv::kErrHashBlobLength, &probes))
+  if (!srv::ParseHashes(c.Errors(), c.a[2], c.a[3], srv::kErrHashCountRange,
+                        srv::kErrHashBlobLength, &probes))
     return redis::kOk;
   auto table = TableOf(c);
   if (!table) return redis::kOk;
@@ -375,14 +279,7 @@ int KvInfoOf(Call& c, RedisModuleCtx* ctx, RedisModuleString* name) {
   if (wrong) return c.Error(srv::kErrWrongType);
   store::NamespaceInfo info;
   if (v == nullptr || !v->store->Describe(kInternalNs, &info)) return c.Simple("UNKNOWN");
-  std::string out;
-  InfoField(&out, "namespace", c.a[1]);
-  InfoField(&out, "parent", "");
-  InfoField(&out, "children", uint64_t{0});
-  InfoField(&out, "depth", uint64_t{0});
-  InfoField(&out, "chain_length", uint64_t{1});
-  InfoField(&out, "tokens", info.tokens);
-  InfoField(&out, "chain_tokens", info.tokens);
+  std::string out = srv::NamespaceInfoBody(c.a[1], info);
   return c.Bulk(out.data(), out.size());
 }
 
@@ -395,22 +292,22 @@ int KvInfo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   constexpr auto kR = std::memory_order_relaxed;
   uint64_t ns = t.namespaces.load(kR);
   std::string out;
-  InfoField(&out, "registered_prefixes", ns);
-  InfoField(&out, "total_prefix_tokens", t.prefix_tokens.load(kR));
-  InfoField(&out, "vstore_sessions", 2 * ns);
-  InfoField(&out, "vstore_max_sessions", 0);  // unbounded: Redis's maxmemory bounds the node
-  InfoField(&out, "vstore_total_fetches", t.fetches.load(kR));
+  srv::InfoField(&out, "registered_prefixes", ns);
+  srv::InfoField(&out, "total_prefix_tokens", t.prefix_tokens.load(kR));
+  srv::InfoField(&out, "vstore_sessions", 2 * ns);
+  srv::InfoField(&out, "vstore_max_sessions", 0);  // unbounded: Redis's maxmemory bounds the node
+  srv::InfoField(&out, "vstore_total_fetches", t.fetches.load(kR));
   // Evictions are Redis's (maxmemory-policy): INFO stats evicted_keys counts them.
-  InfoField(&out, "vstore_evictions", 0);
-  InfoField(&out, "vstore_bytes", t.bytes.load(kR));
-  InfoField(&out, "maxmemory", 0);  // Redis's own (CONFIG GET maxmemory)
+  srv::InfoField(&out, "vstore_evictions", 0);
+  srv::InfoField(&out, "vstore_bytes", t.bytes.load(kR));
+  srv::InfoField(&out, "maxmemory", 0);  // Redis's own (CONFIG GET maxmemory)
   // Persistence is Redis's (RDB/AOF): pion's WAL is not used in the module.
-  InfoField(&out, "wal_enabled", 0);
-  InfoField(&out, "wal_bytes", 0);
-  InfoField(&out, "wal_appended", 0);
-  InfoField(&out, "wal_replayed", 0);
-  InfoField(&out, "last_save_unix", 0);
-  InfoField(&out, "module", "pion.so");
+  srv::InfoField(&out, "wal_enabled", 0);
+  srv::InfoField(&out, "wal_bytes", 0);
+  srv::InfoField(&out, "wal_appended", 0);
+  srv::InfoField(&out, "wal_replayed", 0);
+  srv::InfoField(&out, "last_save_unix", 0);
+  srv::InfoField(&out, "module", "pion.so");
   return c.Bulk(out.data(), out.size());
 }
 
@@ -486,37 +383,20 @@ bool OpenSession(Call& c, std::string_view sid, int mode, Session* s) {
 }
 
 bool ParseLayer(Call& c, std::string_view arg, uint32_t* layer) {
-  int64_t v;
-  if (!ArgInRange(c, arg, 0, kMaxLayer, srv::kErrLayerRange, &v)) return false;
-  *layer = static_cast<uint32_t>(v);
-  return true;
+  return srv::ParseLayer(c.Errors(), arg, layer);
 }
 
 int VStoreBatch(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   Call c(ctx, argv, argc);
   if (!CheckArity(c, -6)) return redis::kOk;
   auto& a = c.a;
-  uint32_t layer;
-  if (!ParseLayer(c, a[2], &layer)) return redis::kOk;
-  int64_t start, count;
-  if (!ArgInRange(c, a[3], 0, kMaxTokens, srv::kErrStoreStartRange, &start)) return redis::kOk;
-  if (!ArgInRange(c, a[4], 1, kMaxTokens, srv::kErrStoreCountRange, &count)) return redis::kOk;
-  if (start + count > kMaxTokens) return c.Error(srv::kErrStoreEndRange);
-  store::RowInput in;
-  in.type = store::RowInput::Type::kF32;
-  if (a.size() > 6) {
-    if (a.size() != 8 || !IsKeyword(a[6], "FMT") ||
-        !(IsKeyword(a[7], "F32") || IsKeyword(a[7], "F16")))
-      return c.Error(srv::kErrStoreBatchOption);
-    if (IsKeyword(a[7], "F16")) in.type = store::RowInput::Type::kF16;
-  }
-  in.data = a[5].data();
-  in.bytes = a[5].size();
+  srv::StoreBatchArgs sb;
+  if (!srv::ParseStoreBatch(c.Errors(), a, &sb)) return redis::kOk;
   Session s;
   if (!OpenSession(c, a[1], redis::kRead | redis::kWrite, &s)) return redis::kOk;
   uint64_t lsn = 0;
-  pion::Status st = s.v->store->StoreRows(s.internal_sid, layer, static_cast<uint64_t>(start),
-                                          static_cast<uint64_t>(count), in, &lsn);
+  pion::Status st =
+      s.v->store->StoreRows(s.internal_sid, sb.layer, sb.start, sb.count, sb.in, &lsn);
   if (!st.ok()) {
     if (st.id() == ErrorId::kSizeMismatch) return c.Error(srv::StoreBatchError(st.message()));
     return c.Status(st);
@@ -526,12 +406,6 @@ int VStoreBatch(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return c.Simple("OK");
 }
 
-uint64_t ElemBytes(const FetchPlan& p, OutFmt fmt) {
-  bool raw = p.fmt == quant::Format::kFp16 && fmt != OutFmt::kF32;
-  return raw || fmt == OutFmt::kF16 ? 2 : 4;
-}
-uint64_t BodyBytes(const FetchPlan& p, OutFmt fmt) { return p.rows * p.dim * ElemBytes(p, fmt); }
-
 // One layer's rows as a bulk string (a null when no requested row is stored).
 // Returns the payload bytes sent, or -1 after an error reply.
 int64_t ReplyPlan(Call& c, const FetchPlan& plan, OutFmt fmt) {
@@ -539,14 +413,14 @@ int64_t ReplyPlan(Call& c, const FetchPlan& plan, OutFmt fmt) {
     api.ReplyWithNull(c.ctx);
     return 0;
   }
-  const uint64_t len = BodyBytes(plan, fmt);
+  const uint64_t len = srv::BodyBytes(plan, fmt);
   std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[len == 0 ? 1 : len]);
   if (!buf) {
     c.Error(srv::kErrNoMemory);
     return -1;
   }
   const bool raw = plan.fmt == quant::Format::kFp16 && fmt != OutFmt::kF32;
-  const size_t elem = ElemBytes(plan, fmt);
+  const size_t elem = srv::ElemBytes(plan, fmt);
   uint8_t* out = buf.get();
   for (const FetchSegment& s : plan.segments) {
     size_t n = s.rows * plan.dim * elem;
@@ -566,150 +440,73 @@ int64_t ReplyPlan(Call& c, const FetchPlan& plan, OutFmt fmt) {
 
 bool CheckReplySize(Call& c, const std::vector<FetchPlan>& plans, OutFmt fmt) {
   uint64_t body = 0;
-  for (const FetchPlan& p : plans) body += BodyBytes(p, fmt);
-  if (body > kMaxReplyBytes) {
+  for (const FetchPlan& p : plans) body += srv::BodyBytes(p, fmt);
+  if (body > srv::kMaxFetchReplyBytes) {
     c.Error(srv::kErrFetchReplyTooBig);
     return false;
   }
   return true;
 }
 
-bool ParseOutFmt(Call& c, std::string_view v, OutFmt* out) {
-  if (IsKeyword(v, "F32")) {
-    *out = OutFmt::kF32;
-  } else if (IsKeyword(v, "F16")) {
-    *out = OutFmt::kF16;
-  } else if (IsKeyword(v, "NATIVE")) {
-    *out = OutFmt::kNative;
-  } else {
-    c.Error(srv::FetchFormatError(v));
-    return false;
-  }
-  return true;
-}
-
-int VFetchRange(Call& c, std::span<const std::string_view> a, OutFmt fmt) {
-  if (a.size() != 6) return c.Error(srv::kErrFetchRangeArgs);
-  uint32_t layer;
-  if (!ParseLayer(c, a[2], &layer)) return redis::kOk;
-  int64_t start, end;
-  if (!ArgInRange(c, a[4], 0, kMaxTokens, srv::kErrFetchRangeOrder, &start) ||
-      !ArgInRange(c, a[5], 0, kMaxTokens, srv::kErrFetchRangeOrder, &end))
-    return redis::kOk;
-  if (end <= start) return c.Error(srv::kErrFetchRangeOrder);
+// Rows of a V.FETCH whose arguments were checked (srv::ParseFetch).
+int VFetchPlans(Call& c, const FetchArgs& fa) {
   Session s;
-  if (!OpenSession(c, a[1], redis::kRead, &s)) return redis::kOk;
-  auto plan = s.v->store->FetchRange(s.internal_sid, layer, static_cast<uint64_t>(start),
-                                     static_cast<uint64_t>(end));
-  if (!plan.ok()) return c.Status(plan.status());
-  Totals().fetches.fetch_add(static_cast<uint64_t>(end - start), std::memory_order_relaxed);
+  if (!OpenSession(c, c.a[1], redis::kRead, &s)) return redis::kOk;
+  store::Store& st = *s.v->store;
   std::vector<FetchPlan> plans;
-  plans.push_back(std::move(*plan));
-  if (!CheckReplySize(c, plans, fmt)) return redis::kOk;
-  int64_t n = ReplyPlan(c, plans[0], fmt);
-  if (n > 0) g_receipt.RecordBytesServed(static_cast<uint64_t>(n));
-  return redis::kOk;
-}
-
-int VFetchBatch(Call& c, std::span<const std::string_view> a, OutFmt fmt) {
-  if (a.size() != 5 && a.size() != 6) return c.Error(srv::kErrFetchBatchArgs);
-  int64_t start, end, layers = 0;
-  if (!ArgInRange(c, a[3], 0, kMaxTokens, srv::kErrFetchBatchOrder, &start) ||
-      !ArgInRange(c, a[4], 0, kMaxTokens, srv::kErrFetchBatchOrder, &end))
-    return redis::kOk;
-  if (end <= start) return c.Error(srv::kErrFetchBatchOrder);
-  if (a.size() == 6 && !ArgInRange(c, a[5], 1, store::kMaxLayers, srv::kErrNumLayersRange, &layers))
-    return redis::kOk;
-  Session s;
-  if (!OpenSession(c, a[1], redis::kRead, &s)) return redis::kOk;
-  auto plans = s.v->store->FetchBatch(s.internal_sid, static_cast<uint64_t>(start),
-                                      static_cast<uint64_t>(end), static_cast<uint32_t>(layers));
-  if (!plans.ok()) {
-    if (plans.status().id() == ErrorId::kNothingStored) return c.Error(srv::kErrFetchBatchNoLayers);
-    return c.Status(plans.status());
+  uint64_t fetched = 0;
+  if (fa.kind == FetchArgs::Kind::kBatch) {
+    auto r = st.FetchBatch(s.internal_sid, fa.start, fa.end, fa.layers);
+    if (!r.ok()) {
+      if (r.status().id() == ErrorId::kNothingStored) return c.Error(srv::kErrFetchBatchNoLayers);
+      return c.Status(r.status());
+    }
+    plans = std::move(*r);
+    fetched = (fa.end - fa.start) * plans.size();
+  } else {
+    auto r = fa.kind == FetchArgs::Kind::kRange
+                 ? st.FetchRange(s.internal_sid, fa.layer, fa.start, fa.end)
+                 : st.FetchIds(s.internal_sid, fa.layer, fa.ids);
+    if (!r.ok()) return c.Status(r.status());
+    plans.push_back(std::move(*r));
+    fetched = fa.kind == FetchArgs::Kind::kRange ? fa.end - fa.start : fa.ids.size();
   }
-  Totals().fetches.fetch_add(static_cast<uint64_t>(end - start) * plans->size(),
-                             std::memory_order_relaxed);
-  if (!CheckReplySize(c, *plans, fmt)) return redis::kOk;
-  api.ReplyWithArray(c.ctx, static_cast<long>(plans->size()));
+  Totals().fetches.fetch_add(fetched, std::memory_order_relaxed);
+  if (!CheckReplySize(c, plans, fa.fmt)) return redis::kOk;
+  if (fa.kind == FetchArgs::Kind::kBatch)
+    api.ReplyWithArray(c.ctx, static_cast<long>(plans.size()));
   uint64_t served = 0;
-  for (const FetchPlan& p : *plans) {
-    int64_t n = ReplyPlan(c, p, fmt);
+  for (const FetchPlan& p : plans) {
+    int64_t n = ReplyPlan(c, p, fa.fmt);
     if (n > 0) served += static_cast<uint64_t>(n);
   }
-  g_receipt.RecordBytesServed(served);
-  return redis::kOk;
-}
-
-int VFetchIds(Call& c, std::span<const std::string_view> a, OutFmt fmt) {
-  if (fmt == OutFmt::kNative) return c.Error(srv::kErrNativeNeedsRange);
-  uint32_t layer;
-  if (!ParseLayer(c, a[2], &layer)) return redis::kOk;
-  if (a.size() < 4) return c.Error(srv::kErrNoTokenIds);
-  if (a.size() - 3 > kMaxIds) return c.Error(srv::kErrTooManyTokenIds);
-  std::vector<uint64_t> ids(a.size() - 3);
-  for (size_t i = 3; i < a.size(); ++i) {
-    int64_t v;
-    if (!ArgInRange(c, a[i], 0, kMaxTokens - 1, srv::kErrTokenIdRange, &v)) return redis::kOk;
-    ids[i - 3] = static_cast<uint64_t>(v);
-  }
-  Session s;
-  if (!OpenSession(c, a[1], redis::kRead, &s)) return redis::kOk;
-  auto plan = s.v->store->FetchIds(s.internal_sid, layer, ids);
-  if (!plan.ok()) return c.Status(plan.status());
-  Totals().fetches.fetch_add(ids.size(), std::memory_order_relaxed);
-  std::vector<FetchPlan> plans;
-  plans.push_back(std::move(*plan));
-  if (!CheckReplySize(c, plans, fmt)) return redis::kOk;
-  int64_t n = ReplyPlan(c, plans[0], fmt);
-  if (n > 0) g_receipt.RecordBytesServed(static_cast<uint64_t>(n));
+  if (fa.kind == FetchArgs::Kind::kBatch || served > 0) g_receipt.RecordBytesServed(served);
   return redis::kOk;
 }
 
 int VFetch(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   Call c(ctx, argv, argc);
   if (!CheckArity(c, -4)) return redis::kOk;
-  std::span<const std::string_view> a = c.a;
-  OutFmt fmt = OutFmt::kF32;
-  if (a.size() >= 2 && IsKeyword(a[a.size() - 2], "FMT")) {
-    if (!ParseOutFmt(c, a.back(), &fmt)) return redis::kOk;
-    a = a.first(a.size() - 2);
-  }
-  if (a.size() < 3) return c.Error(srv::kErrFetchArgs);
-  if (IsKeyword(a[2], "BATCH")) return VFetchBatch(c, a, fmt);
-  if (a.size() >= 4 && IsKeyword(a[3], "RANGE")) return VFetchRange(c, a, fmt);
-  return VFetchIds(c, a, fmt);
+  FetchArgs fa;
+  if (!srv::ParseFetch(c.Errors(), c.a, &fa)) return redis::kOk;
+  return VFetchPlans(c, fa);
 }
 
 int VInfo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   Call c(ctx, argv, argc);
   if (!CheckArity(c, -1)) return redis::kOk;
-  std::string out;
-  auto line = [&](std::string_view k, std::string_view v) { InfoField(&out, k, v); };
   if (c.a.size() == 1) {
     ModuleTotals& t = Totals();
     constexpr auto kR = std::memory_order_relaxed;
-    line("enabled", "1");
-    line("sessions", std::to_string(2 * t.namespaces.load(kR)));
-    line("total_tokens", std::to_string(t.total_tokens.load(kR)));
-    line("total_fetches", std::to_string(t.fetches.load(kR)));
-    line("bytes", std::to_string(t.bytes.load(kR)));
+    std::string out = srv::VStoreTotalsBody(2 * t.namespaces.load(kR), t.total_tokens.load(kR),
+                                            t.fetches.load(kR), t.bytes.load(kR));
     return c.Bulk(out.data(), out.size());
   }
   Session s;
   if (!OpenSession(c, c.a[1], redis::kRead, &s)) return redis::kOk;
   auto info = s.v->store->Info(s.internal_sid);
   if (!info.ok()) return c.Status(info.status());
-  line("value_dim", std::to_string(info->dim));
-  line("v_format", quant::FormatName(info->fmt));
-  line("bytes_per_token", std::to_string(quant::RowBytes(info->fmt, info->dim)));
-  line("num_layers", std::to_string(info->num_layers));
-  line("schema", "uniform");
-  for (size_t i = 0; i < info->layer_tokens.size(); ++i)
-    if (info->layer_tokens[i] > 0)
-      line("layer_" + std::to_string(i) + "_tokens", std::to_string(info->layer_tokens[i]));
-  line("total_tokens", std::to_string(info->total_tokens));
-  line("bytes", std::to_string(info->bytes));
+  std::string out = srv::SessionInfoBody(*info);
   return c.Bulk(out.data(), out.size());
 }
 
@@ -725,34 +522,18 @@ int PionStats(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   srv::ReceiptSnapshot s = g_receipt.Read();
   uint64_t uptime = (MonotonicUs() - g_start_us) / 1000000;
   if (api.ReplyWithMap != nullptr)
-    api.ReplyWithMap(ctx, 16);
+    api.ReplyWithMap(ctx, static_cast<long>(srv::kReceiptFields));
   else
-    api.ReplyWithArray(ctx, 32);
-  auto key = [&](const char* k) { api.ReplyWithStringBuffer(ctx, k, std::strlen(k)); };
-  auto num = [&](const char* k, uint64_t v) {
-    key(k);
-    api.ReplyWithLongLong(ctx, static_cast<long long>(v));
-  };
-  auto text = [&](const char* k, const std::string& v) {
-    key(k);
-    api.ReplyWithStringBuffer(ctx, v.data(), v.size());
-  };
-  num("worker_id", 0);
-  num("uptime_in_seconds", uptime);
-  num("kvprefix_hits", s.hits);
-  num("kvprefix_misses", s.misses);
-  num("kvprefix_hits_measured", s.hits_measured);
-  num("kvprefix_tokens_served", s.tokens_served);
-  num("kvprefix_bytes_served", s.bytes_served);
-  num("kvprefix_prefill_us_saved", s.prefill_us_saved);
-  num("kvprefix_prefill_us_measured", s.prefill_us_measured);
-  text("prefill_seconds_avoided", srv::Receipt::SecondsText(s.prefill_us_saved));
-  text("prefill_seconds_avoided_measured", srv::Receipt::SecondsText(s.prefill_us_measured));
-  num("semantic_hits", s.semantic_hits);
-  num("semantic_misses", s.semantic_misses);
-  num("moe_hits", s.moe_hits);
-  num("moe_misses", s.moe_misses);
-  num("vector_queries", s.vector_queries);
+    api.ReplyWithArray(ctx, static_cast<long>(2 * srv::kReceiptFields));
+  for (const srv::ReceiptField& f : srv::ReceiptFields(s, uptime)) {
+    api.ReplyWithStringBuffer(ctx, f.name.data(), f.name.size());
+    if (f.seconds_text) {
+      const std::string v = srv::Receipt::SecondsText(f.value);
+      api.ReplyWithStringBuffer(ctx, v.data(), v.size());
+    } else {
+      api.ReplyWithLongLong(ctx, static_cast<long long>(f.value));
+    }
+  }
   return redis::kOk;
 }
 

@@ -13,9 +13,9 @@ namespace pion::module {
 
 namespace {
 
+using persist::SnapshotNamespace;
+using persist::SnapshotSegment;
 using redis::api;
-using store::FetchSegment;
-using store::NamespaceView;
 using store::Side;
 
 RedisModuleType* g_type = nullptr;
@@ -31,7 +31,7 @@ store::StoreConfig OneNamespaceConfig() {
 
 // A consistent view of the value's namespace and its PREFILL_MS; false if the
 // store holds none (never for a value in the keyspace).
-bool Capture(const NsValue& v, NamespaceView* view, uint64_t* prefill_us) {
+bool Capture(const NsValue& v, SnapshotNamespace* view, uint64_t* prefill_us) {
   Status st;
   auto views = v.store->CaptureSnapshot(nullptr, &st);
   if (!st.ok() || views.size() != 1) return false;
@@ -50,11 +50,11 @@ struct Piece {
 // The pieces of `lv` as docs/module_format.md lays them out: every stored
 // segment, plus the last row when no stored segment reaches it. `zero_row`
 // must hold one row of zeros.
-std::vector<Piece> Pieces(const NamespaceView::LayerView& lv, size_t row_bytes,
+std::vector<Piece> Pieces(const SnapshotNamespace::Layer& lv, size_t row_bytes,
                           const uint8_t* zero_row) {
   std::vector<Piece> out;
   uint64_t pos = 0, end = 0;
-  for (const FetchSegment& s : lv.segments) {
+  for (const SnapshotSegment& s : lv.segments) {
     if (s.data != nullptr) {
       out.push_back({pos, s.data, s.rows * row_bytes});
       end = pos + s.rows;
@@ -73,7 +73,7 @@ const char* SideWord(int side) { return side == 0 ? "K" : "V"; }
 
 void RdbSave(RedisModuleIO* io, void* value) {
   auto* v = static_cast<NsValue*>(value);
-  NamespaceView view;
+  SnapshotNamespace view;
   uint64_t prefill = 0;
   if (!Capture(*v, &view, &prefill)) {
     // Unreachable for a value in the keyspace; write an empty fp16 namespace
@@ -95,7 +95,7 @@ void RdbSave(RedisModuleIO* io, void* value) {
   }
   for (int side = 0; side < 2; ++side) {
     api.SaveUnsigned(io, view.layers[side].size());
-    for (const NamespaceView::LayerView& lv : view.layers[side]) {
+    for (const SnapshotNamespace::Layer& lv : view.layers[side]) {
       api.SaveUnsigned(io, lv.layer);
       api.SaveUnsigned(io, lv.rows);
       std::vector<Piece> pieces = Pieces(lv, rb, zero_row.data());
@@ -199,7 +199,7 @@ void* RdbLoad(RedisModuleIO* io, int encver) {
 
 void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
   auto* v = static_cast<NsValue*>(value);
-  NamespaceView view;
+  SnapshotNamespace view;
   uint64_t prefill = 0;
   if (!Capture(*v, &view, &prefill)) return;
   const std::string fmt(quant::FormatName(view.fmt));
@@ -225,7 +225,7 @@ void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
   const size_t rb = quant::RowBytes(view.fmt, view.kv_dim);
   std::vector<uint8_t> zero_row(rb, 0);
   for (int side = 0; side < 2; ++side)
-    for (const NamespaceView::LayerView& lv : view.layers[side])
+    for (const SnapshotNamespace::Layer& lv : view.layers[side])
       for (const Piece& p : Pieces(lv, rb, zero_row.data()))
         api.EmitAOF(aof, "PION.LOADROWS", "scllb", key, SideWord(side),
                     static_cast<long long>(lv.layer), static_cast<long long>(p.start),
@@ -248,7 +248,7 @@ size_t FreeEffort(RedisModuleString*, const void* value) {
 
 void Digest(RedisModuleDigest* md, void* value) {
   auto* v = static_cast<NsValue*>(value);
-  NamespaceView view;
+  SnapshotNamespace view;
   uint64_t prefill = 0;
   if (!Capture(*v, &view, &prefill)) return;
   api.DigestAddLongLong(md, view.kv_dim);
@@ -264,9 +264,9 @@ void Digest(RedisModuleDigest* md, void* value) {
   const size_t rb = quant::RowBytes(view.fmt, view.kv_dim);
   static const uint8_t kZeros[4096] = {};
   for (int side = 0; side < 2; ++side) {
-    for (const NamespaceView::LayerView& lv : view.layers[side]) {
+    for (const SnapshotNamespace::Layer& lv : view.layers[side]) {
       uint32_t crc = 0;
-      for (const FetchSegment& s : lv.segments) {
+      for (const SnapshotSegment& s : lv.segments) {
         size_t n = s.rows * rb;
         if (s.data != nullptr) {
           crc = crc32c::Extend(crc, s.data, n);
@@ -286,7 +286,7 @@ void Digest(RedisModuleDigest* md, void* value) {
 
 void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
   const auto* from = static_cast<const NsValue*>(value);
-  NamespaceView view;
+  SnapshotNamespace view;
   uint64_t prefill = 0;
   if (!Capture(*from, &view, &prefill)) return nullptr;
   std::unique_ptr<NsValue, void (*)(NsValue*)> v(NewNsValue(), DeleteNsValue);
@@ -295,7 +295,9 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
   ra.ns = kInternalNs;
   ra.kv_dim = view.kv_dim;
   ra.fmt = view.fmt;
-  ra.blocks = view.blocks;  // immutable once finished: shared, not copied
+  // The capture's blocks are the store's own finished BlockTable (see
+  // Store::CaptureSnapshot), immutable: shared, not copied.
+  ra.blocks = std::static_pointer_cast<const store::BlockTable>(view.blocks);
   ra.has_prefill = prefill > 0;
   ra.prefill_us = prefill;
   uint64_t lsn = 0;
@@ -303,7 +305,7 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
   const size_t rb = quant::RowBytes(view.fmt, view.kv_dim);
   std::vector<uint8_t> zero_row(rb, 0);
   for (int side = 0; side < 2; ++side)
-    for (const NamespaceView::LayerView& lv : view.layers[side])
+    for (const SnapshotNamespace::Layer& lv : view.layers[side])
       for (const Piece& p : Pieces(lv, rb, zero_row.data()))
         if (!s.ApplyStored(kInternalNs, 1, static_cast<Side>(side), lv.layer, p.start, p.bytes / rb,
                            {p.data, p.bytes})

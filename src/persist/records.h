@@ -3,18 +3,19 @@
 // side implements these interfaces (src/store/persist_adapter.h), so the
 // dependency points from the store to persist's records, never back.
 //
-//  * RecordLog: what the WAL writer offers to log a change (the store's
-//    MutationSink is adapted onto it). Contract as store/mutation.h describes.
+//  * MutationSink: where the store describes every change before applying it;
+//    the WAL writer is one (persist/wal_writer.h), test recorders are others.
 //  * RecordSink: where recovery writes the records it decoded (WAL replay,
 //    snapshot load).
 //  * SnapshotSource: where a snapshot reads a consistent, pinned view from.
 //  * PersistHost: the three together as Persistence needs them, plus the few
 //    counters it reports.
 //
-// The ADL customisation points MakePersistHost(T*), MakeRecordSink(T*) and
-// ToSnapshotNamespaces(const std::vector<T>&), declared by the store side, let
-// Persistence, LoadSnapshot and WriteSnapshot take the store's own types
-// without persist naming them.
+// The ADL customisation points MakePersistHost(T*) and MakeRecordSink(T*),
+// declared by the store side, let Persistence and LoadSnapshot take the store
+// itself without persist naming it. The store captures snapshots straight into
+// SnapshotNamespace / SnapshotString and logs through MutationSink: persist's
+// records are the store's vocabulary, with no mirror types on the store side.
 //
 // Thread-safety: interfaces; each implementation documents its own.
 #pragma once
@@ -50,33 +51,127 @@ struct PendingRecord {
   std::function<Result<uint64_t>(std::span<const uint8_t> body)> write;
 };
 
-class RecordLog {
+// The mutation seam between the store and persistence. Every change to the
+// store is described to a MutationSink *before* it is applied; the sink appends
+// it to the write-ahead log and returns a log sequence number (LSN). A reply is
+// only sent once the LSN is durable as the fsync policy requires
+// (Persistence::WaitDurable, or the server's durability gate holding the
+// reply). If the sink fails
+// (disk full, I/O error) the change is not applied and the command answers the
+// error: the store never holds state the log does not describe. (One window:
+// a record written while an earlier one fails is cut off the file with it; the
+// WAL then refuses writes until a snapshot, which holds that state, succeeds -
+// docs/wal_format.md §6.)
+//
+// Records carry rows in their *stored* form, so replay never re-quantizes.
+//
+// Incarnations: every namespace created gets a new number (a counter that only
+// grows, restored by recovery). Store and drop records carry it, and replay
+// applies a record only to the same incarnation. This makes a race harmless in
+// which a store to a namespace that is concurrently dropped and re-registered is
+// logged after the new registration: live, it went to the dropped object; on
+// replay it is skipped. (Stores are reserved under the namespace's side lock, not
+// the global lock, and written with neither, so that large payloads never
+// block other namespaces.)
+// Two-phase appends (docs/ARCHITECTURE.md "Store", "Locks"): the records with a
+// large body (STORE rows, a REGISTER's block table) are *reserved* with the
+// store's locks held, which fixes their LSN and log position (and so the
+// replay order), and *written* (checksummed and copied into the log) after
+// those locks are released. The store applies such a change only once its
+// write succeeded, in reservation order per namespace side, so it still never
+// holds state the log does not describe. Every successful reservation is
+// written exactly once (a sink may wait for reserved records, e.g. to rotate).
+//
+// Thread-safety: the sink is called concurrently from worker threads; it must
+// serialise reservations itself. The one-shot calls and the reservations are
+// made with store locks held (never while waiting on disk); the writes of
+// reserved records with none.
+class MutationSink {
  public:
-  virtual ~RecordLog() = default;
+  virtual ~MutationSink() = default;
+
+  // A namespace is created or re-registered (same dim/format). `blocks` is the
+  // new block table, or nullptr when the registration carries none (an existing
+  // table is then kept).
   virtual Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                                       quant::Format fmt, const BlockRecord* blocks) = 0;
+  // A new namespace that continues `parent_ns` (REGISTER ... PARENT): as
+  // OnRegister, plus the parent's name and incarnation. (A re-registration of a
+  // child is an OnRegister: its link never changes.)
+  virtual Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t incarnation,
+                                           uint32_t kv_dim, quant::Format fmt,
+                                           const BlockRecord* blocks, std::string_view parent_ns,
+                                           uint64_t parent_incarnation) = 0;
+  // `count` rows at [start, start+count) of one layer of one side, in stored form
+  // (count * RowBytes(fmt, kv_dim) bytes).
   virtual Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side,
                                    uint32_t layer, uint64_t start, uint64_t count,
                                    std::span<const uint8_t> stored) = 0;
   virtual Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) = 0;
   virtual Result<uint64_t> OnFlushAll() = 0;
+
+  // String keys (docs/wal_format.md, STRSET .. STRRENAME). The defaults log
+  // nothing (a sink that records only namespaces).
+  // STRSET is two-phase: reserved (LSN fixed) with the store's lock held, its
+  // body (the value bytes, exactly value_len) written after it is released.
+  virtual Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
+                               PendingRecord* out) {
+    (void)key, (void)expire_at_ms, (void)value_len;
+    out->lsn = 0;
+    out->write = [](std::span<const uint8_t>) { return Result<uint64_t>(uint64_t{0}); };
+    return Status::OK();
+  }
+  // reason: 0 DEL/UNLINK/GETDEL, 1 eviction, 2 expiry.
+  virtual Result<uint64_t> OnStrDel(std::string_view key, uint8_t reason) {
+    (void)key, (void)reason;
+    return uint64_t{0};
+  }
+  // expire_at_ms 0 = PERSIST.
+  virtual Result<uint64_t> OnStrExpire(std::string_view key, int64_t expire_at_ms) {
+    (void)key, (void)expire_at_ms;
+    return uint64_t{0};
+  }
+  virtual Result<uint64_t> OnStrRename(std::string_view src, std::string_view dst) {
+    (void)src, (void)dst;
+    return uint64_t{0};
+  }
+
+  // Two-phase forms. The defaults defer to the one-shot calls at write time
+  // (fine for a sink with no ordering of its own, e.g. a test recorder); the
+  // WAL overrides them to reserve the LSN and file space here.
   virtual Status ReserveStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                               uint64_t start, uint64_t count, uint32_t row_bytes,
-                              PendingRecord* out) = 0;
+                              PendingRecord* out) {
+    (void)row_bytes;
+    out->lsn = 0;
+    out->write = [this, n = std::string(ns), incarnation, side, layer, start,
+                  count](std::span<const uint8_t> body) {
+      return OnStore(n, incarnation, side, layer, start, count, body);
+    };
+    return Status::OK();
+  }
+  // `blocks` as for OnRegister; kept alive until the write.
   virtual Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                                  quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
-                                 PendingRecord* out) = 0;
-  // A new namespace linked to a parent (WAL version 3 REGISTER_CHILD); as ReserveRegister.
+                                 PendingRecord* out) {
+    out->lsn = 0;
+    out->write = [this, n = std::string(ns), incarnation, kv_dim, fmt,
+                  b = std::move(blocks)](std::span<const uint8_t>) {
+      return OnRegister(n, incarnation, kv_dim, fmt, b.get());
+    };
+    return Status::OK();
+  }
   virtual Status ReserveRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                                       quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
                                       std::string_view parent_ns, uint64_t parent_incarnation,
-                                      PendingRecord* out) = 0;
-  // String keys (WAL version 2). STRSET is two-phase: its body is the value.
-  virtual Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
-                               PendingRecord* out) = 0;
-  virtual Result<uint64_t> OnStrDel(std::string_view key, uint8_t reason) = 0;
-  virtual Result<uint64_t> OnStrExpire(std::string_view key, int64_t expire_at_ms) = 0;
-  virtual Result<uint64_t> OnStrRename(std::string_view src, std::string_view dst) = 0;
+                                      PendingRecord* out) {
+    out->lsn = 0;
+    out->write = [this, n = std::string(ns), incarnation, kv_dim, fmt, b = std::move(blocks),
+                  p = std::string(parent_ns), parent_incarnation](std::span<const uint8_t>) {
+      return OnRegisterChild(n, incarnation, kv_dim, fmt, b.get(), p, parent_incarnation);
+    };
+    return Status::OK();
+  }
 };
 
 // Decoded records applied in log order. Records of another incarnation than
@@ -173,7 +268,7 @@ struct HostCounts {
 class PersistHost : public RecordSink, public SnapshotSource {
  public:
   // Makes `log` the destination of every later change (nullptr: log nothing).
-  virtual void AttachLog(RecordLog* log) = 0;
+  virtual void AttachLog(MutationSink* log) = 0;
   virtual HostCounts Counts() const = 0;
 };
 

@@ -36,15 +36,6 @@ struct SnapshotStats {
 Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
                      const std::vector<SnapshotNamespace>& views, SnapshotStats* stats,
                      const std::vector<SnapshotString>* strings = nullptr);
-// Views of another type (the store's), converted by ToSnapshotNamespaces(views),
-// found by argument-dependent lookup (persist/records.h).
-template <class View>
-requires(!std::is_same_v<View, SnapshotNamespace>) Status
-    WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
-                  const std::vector<View>& views, SnapshotStats* stats,
-                  const std::vector<SnapshotString>* strings = nullptr) {
-  return WriteSnapshot(env, path, header, ToSnapshotNamespaces(views), stats, strings);
-}
 
 // Reads and checks `path`; applies it to `sink` unless sink is nullptr (check
 // only, pion-check). Corruption names the offset. *bad_offset gets the offset of

@@ -334,6 +334,21 @@ Status WalWriter::ReserveRegisterChild(std::string_view ns, uint64_t incarnation
   return Reserved::Into(this, Reserve(RecordType::kRegisterChild, p, body), out);
 }
 
+Result<uint64_t> WalWriter::OnRegisterChild(std::string_view ns, uint64_t incarnation,
+                                            uint32_t kv_dim, quant::Format fmt,
+                                            const BlockRecord* blocks, std::string_view parent_ns,
+                                            uint64_t parent_incarnation) {
+  // Written before returning, so `blocks` may be borrowed (a non-owning pointer).
+  std::shared_ptr<const BlockRecord> borrowed(std::shared_ptr<const void>(), blocks);
+  PendingRecord rec;
+  PION_RETURN_IF_ERROR(ReserveRegisterChild(ns, incarnation, kv_dim, fmt, borrowed, parent_ns,
+                                            parent_incarnation, &rec));
+  std::span<const uint8_t> body;
+  if (blocks != nullptr)
+    body = {reinterpret_cast<const uint8_t*>(blocks->hashes.data()), blocks->hashes.size() * 8};
+  return rec.write(body);
+}
+
 Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) {
   std::vector<uint8_t> p;
   EncodeDrop({ns, incarnation, reason}, &p);

@@ -1,6 +1,6 @@
 // WalWriter: appends store mutations to the write-ahead log
 // (docs/wal_format.md) and makes them durable according to the fsync policy.
-// It is the RecordLog the store's MutationSink is adapted onto.
+// It is the MutationSink the store logs into (persist/records.h).
 //
 // Appending is split in two (docs/wal_format.md §6). Under write_mu_ an
 // append only reserves its LSN and its byte range at the file's end (and is
@@ -68,7 +68,7 @@ struct WalStats {
   uint64_t sync_hist[kSyncHistBuckets] = {};  // per bucket, not cumulative
 };
 
-class WalWriter final : public RecordLog {
+class WalWriter final : public MutationSink {
  public:
   WalWriter(Env* env, std::string dir, SyncPolicy policy);
   ~WalWriter() override;  // syncs what was appended, stops the sync thread
@@ -83,9 +83,14 @@ class WalWriter final : public RecordLog {
   // Starts the sync thread. REQUIRES: Create or Continue succeeded.
   void Start();
 
-  // RecordLog
+  // MutationSink (the store logs into the writer directly)
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
                               quant::Format fmt, const BlockRecord* blocks) override;
+  // One-shot REGISTER_CHILD: reserved and written at once.
+  Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
+                                   quant::Format fmt, const BlockRecord* blocks,
+                                   std::string_view parent_ns,
+                                   uint64_t parent_incarnation) override;
   Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
                            uint64_t start, uint64_t count,
                            std::span<const uint8_t> stored) override;

@@ -38,7 +38,11 @@ struct FormatTraits {
 #if PION_QUANT_X86
 #define PION_AVX2(enc, dec) \
   RowKernels { x86::enc, x86::dec }
+#define PION_AVX2_F16(enc, dec, dec16) \
+  RowKernels { x86::enc, x86::dec, x86::dec16 }
 #else
+#define PION_AVX2_F16(enc, dec, dec16) \
+  RowKernels { nullptr, nullptr }
 #define PION_AVX2(enc, dec) \
   RowKernels { nullptr, nullptr }
 #endif
@@ -57,21 +61,21 @@ constexpr std::array<FormatTraits, kNumFormats> kTraits = {{
      true,
      [](uint32_t d) { return TurboRowBytes(4, d); },
      {EncodeRowTurbo4Ref, DecodeRowTurbo4Ref},
-     PION_AVX2(EncodeRowTurbo4Avx2, DecodeRowTurbo4Avx2)},
+     PION_AVX2_F16(EncodeRowTurbo4Avx2, DecodeRowTurbo4Avx2, DecodeRowF16Turbo4Avx2)},
     {Format::kTurbo3,
      "turbo3",
      32,
      true,
      [](uint32_t d) { return TurboRowBytes(3, d); },
      {EncodeRowTurbo3Ref, DecodeRowTurbo3Ref},
-     PION_AVX2(EncodeRowTurbo3Avx2, DecodeRowTurbo3Avx2)},
+     PION_AVX2_F16(EncodeRowTurbo3Avx2, DecodeRowTurbo3Avx2, DecodeRowF16Turbo3Avx2)},
     {Format::kTurbo2,
      "turbo2",
      32,
      true,
      [](uint32_t d) { return TurboRowBytes(2, d); },
      {EncodeRowTurbo2Ref, DecodeRowTurbo2Ref},
-     PION_AVX2(EncodeRowTurbo2Avx2, DecodeRowTurbo2Avx2)},
+     PION_AVX2_F16(EncodeRowTurbo2Avx2, DecodeRowTurbo2Avx2, DecodeRowF16Turbo2Avx2)},
     {Format::kFp16,
      "fp16",
      1,
@@ -85,16 +89,17 @@ constexpr std::array<FormatTraits, kNumFormats> kTraits = {{
      true,
      [](uint32_t d) { return Fp8RowBytes(d); },
      {EncodeRowFp8Ref, DecodeRowFp8Ref},
-     PION_AVX2(EncodeRowFp8Avx2, DecodeRowFp8Avx2)},
+     PION_AVX2_F16(EncodeRowFp8Avx2, DecodeRowFp8Avx2, DecodeRowF16Fp8Avx2)},
     {Format::kMlx4g32,
      "mlx4g32",
      32,
      true,
      [](uint32_t d) { return Mlx4g32RowBytes(d); },
      {EncodeRowMlx4g32Ref, DecodeRowMlx4g32Ref},
-     PION_AVX2(EncodeRowMlx4g32Avx2, DecodeRowMlx4g32Avx2)},
+     PION_AVX2_F16(EncodeRowMlx4g32Avx2, DecodeRowMlx4g32Avx2, DecodeRowF16Mlx4g32Avx2)},
 }};
 #undef PION_AVX2
+#undef PION_AVX2_F16
 
 constexpr bool TableInOrder() {
   for (int i = 0; i < kNumFormats; ++i) {
@@ -253,9 +258,23 @@ void DecodeF16(const KernelSet& k, Format f, const uint8_t* src, size_t rows, ui
   }
   const size_t rb = RowBytes(f, dim);
   const DecodeRowFn dec = k.rows[static_cast<size_t>(f)].decode;
+  const DecodeRowF16Fn dec16 = k.rows[static_cast<size_t>(f)].decode_f16;
   const bool direct = Usable(k, dst, alignof(uint16_t));
   uint8_t* out = static_cast<uint8_t*>(dst);
   const size_t out_bytes = size_t{dim} * sizeof(uint16_t);
+  if (dec16 != nullptr && k.any_alignment) {  // straight to f16, any address (kernels.h)
+    uint16_t* h = static_cast<uint16_t*>(dst);
+    for (size_t r = 0; r < rows; ++r) {
+      // The stored rows are usually cold (a WARM reads the V-store once): ask for the
+      // row after next while this one decodes.
+      if (r + 2 < rows) {
+        const uint8_t* next = src + (r + 2) * rb;
+        for (size_t off = 0; off < rb; off += 64) __builtin_prefetch(next + off);
+      }
+      dec16(src + r * rb, dim, h + r * dim);
+    }
+    return;
+  }
   float* tmp = ScratchRow();
   uint16_t* half = ScratchHalfRow();
   for (size_t r = 0; r < rows; ++r) {

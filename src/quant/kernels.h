@@ -22,9 +22,14 @@ using EncodeRowFn = bool (*)(const float* x, uint32_t dim, uint8_t* dst);
 // Decodes one stored row into `dim` floats.
 using DecodeRowFn = void (*)(const uint8_t* src, uint32_t dim, float* dst);
 
+// Decodes one stored row straight into `dim` f16 values, giving exactly
+// F32ToF16 of the DecodeRowFn result (fast kernels that skip the f32 pass; optional).
+using DecodeRowF16Fn = void (*)(const uint8_t* src, uint32_t dim, uint16_t* dst);
+
 struct RowKernels {
   EncodeRowFn encode;
   DecodeRowFn decode;
+  DecodeRowF16Fn decode_f16 = nullptr;  // null: decode, then convert
 };
 
 // The one summation order used for every float sum in this library (norms, dot

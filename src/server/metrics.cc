@@ -85,15 +85,6 @@ std::string Label(std::string_view key, std::string_view v) {
   return s;
 }
 
-uint64_t Rss() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long long size = 0, resident = 0;
-  int n = std::fscanf(f, "%llu %llu", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
-}
-
 }  // namespace
 
 std::string MetricsText(Server& s) {
@@ -125,7 +116,7 @@ std::string MetricsText(Server& s) {
   // Memory.
   uint64_t used = s.UsedMemory();
   w.One("pion_memory_used_bytes", "gauge", "Bytes allocated through the allocator.", used);
-  w.One("pion_memory_rss_bytes", "gauge", "Resident set size.", Rss());
+  w.One("pion_memory_rss_bytes", "gauge", "Resident set size.", ResidentSetBytes());
   w.One("pion_memory_peak_bytes", "gauge", "Largest pion_memory_used_bytes seen.",
         s.used_memory_peak());
   w.One("pion_maxmemory_bytes", "gauge", "The maxmemory budget (0 = none).", s.maxmemory());
@@ -216,6 +207,15 @@ bool MetricsEndpoint::Get(std::string_view path, std::string* content_type, std:
   *content_type = "text/plain; version=0.0.4; charset=utf-8";
   *body = MetricsText(*server_);
   return true;
+}
+
+uint64_t ResidentSetBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  int n = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
 }
 
 }  // namespace pion::server

@@ -4,6 +4,7 @@
 // from the same relaxed counters INFO reads: a scrape never blocks a worker.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,5 +33,9 @@ class MetricsEndpoint final : public net::HttpHandler {
   Server* server_;
   net::HttpResponder http_;
 };
+
+// The resident set size of this process in bytes (/proc/self/statm; 0 if
+// unreadable), for /metrics and INFO memory.
+uint64_t ResidentSetBytes();
 
 }  // namespace pion::server

@@ -39,6 +39,28 @@ ReceiptSnapshot Receipt::Read() const {
   return s;
 }
 
+std::array<ReceiptField, kReceiptFields> ReceiptFields(const ReceiptSnapshot& s,
+                                                       uint64_t uptime_s) {
+  return {{
+      {"worker_id", 0},  // the receipt is server-wide (every worker)
+      {"uptime_in_seconds", uptime_s},
+      {"kvprefix_hits", s.hits},
+      {"kvprefix_misses", s.misses},
+      {"kvprefix_hits_measured", s.hits_measured},
+      {"kvprefix_tokens_served", s.tokens_served},
+      {"kvprefix_bytes_served", s.bytes_served},
+      {"kvprefix_prefill_us_saved", s.prefill_us_saved},
+      {"kvprefix_prefill_us_measured", s.prefill_us_measured},
+      {"prefill_seconds_avoided", s.prefill_us_saved, true},
+      {"prefill_seconds_avoided_measured", s.prefill_us_measured, true},
+      {"semantic_hits", s.semantic_hits},
+      {"semantic_misses", s.semantic_misses},
+      {"moe_hits", s.moe_hits},
+      {"moe_misses", s.moe_misses},
+      {"vector_queries", s.vector_queries},
+  }};
+}
+
 std::string Receipt::SecondsText(uint64_t us) {
   char buf[48];
   std::snprintf(buf, sizeof(buf), "%llu.%03llu", static_cast<unsigned long long>(us / 1000000),

@@ -7,9 +7,12 @@
 // time; otherwise tokens x 555 us, kept apart as an estimate. Not persisted.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "base/sharded_counter.h"
 
@@ -23,6 +26,17 @@ struct ReceiptSnapshot {
   uint64_t semantic_hits = 0, semantic_misses = 0, moe_hits = 0, moe_misses = 0;
   uint64_t vector_queries = 0;
 };
+
+// One field of PION.STATS: an integer, or (seconds_text) a bulk string of
+// Receipt::SecondsText(value).
+struct ReceiptField {
+  std::string_view name;
+  uint64_t value = 0;
+  bool seconds_text = false;
+};
+inline constexpr size_t kReceiptFields = 16;
+// PION.STATS' fields in their fixed order (pion-server and the module alike).
+std::array<ReceiptField, kReceiptFields> ReceiptFields(const ReceiptSnapshot& s, uint64_t uptime_s);
 
 class Receipt {
  public:

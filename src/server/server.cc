@@ -290,46 +290,6 @@ void Server::AddMonitor(ClientInfo* c) {
 }
 
 namespace {
-// Redis' sdscatrepr: a double-quoted string with \\ \" \n \r \t \a \b
-// escapes and \xHH for other unprintable bytes.
-void AppendRepr(std::string* out, std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      case '\a':
-        out->append("\\a");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      default:
-        if (c >= 0x20 && c < 0x7f) {
-          out->push_back(static_cast<char>(c));
-        } else {
-          out->append("\\x");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 15]);
-        }
-    }
-  }
-  out->push_back('"');
-}
 // MONITOR shows at most this much of one argument (a 16 MiB blob would
 // otherwise cost every monitor 64 MiB of escaped text).
 constexpr size_t kMonitorArgBytes = 4096;

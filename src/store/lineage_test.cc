@@ -4,6 +4,7 @@
 // logged records and their replay, and snapshot views (parents first).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
@@ -69,12 +70,12 @@ class LineageSink : public MutationSink {
     uint64_t parent_inc = 0;
   };
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t inc, uint32_t, Format,
-                              const BlockTable*) override {
+                              const BlockRecord*) override {
     recs.push_back({'R', std::string(ns), inc});
     return ++lsn;
   }
   Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t inc, uint32_t, Format,
-                                   const BlockTable*, std::string_view parent,
+                                   const BlockRecord*, std::string_view parent,
                                    uint64_t parent_inc) override {
     recs.push_back({'R', std::string(ns), inc, std::string(parent), parent_inc});
     return ++lsn;
@@ -314,15 +315,49 @@ TEST(Lineage, DropRemovesTheSubtreeLeavesFirst) {
   // The drop records replay to the same state, a cascade included.
   Store replayed({256, 0});
   for (const auto& r : sink.recs) {
-    if (r.op == 'R')
+    if (r.op == 'R') {
       ASSERT_TRUE(
           replayed.ApplyRegister(r.ns, r.inc, kDim, Format::kFp16, nullptr, r.parent, r.parent_inc)
               .ok());
+    }
   }
   EXPECT_EQ(replayed.NamespaceCount(), 7u);
   replayed.ApplyDrop("r", sink.recs[0].inc);  // one record drops the whole subtree
   EXPECT_EQ(replayed.NamespaceCount(), 1u);
   EXPECT_TRUE(Has(replayed, "x"));
+}
+
+// A DROP's predicate sees every namespace it would remove, descendants
+// included; one refusal refuses the whole call and nothing is removed or logged.
+TEST(Lineage, DropPredicateRefusesTheWholeCall) {
+  LineageSink sink;
+  Store st({256, 0});
+  st.SetSink(&sink);
+  const std::pair<const char*, const char*> tree[] = {
+      {"r", ""}, {"a", "r"}, {"a1", "a"}, {"x", ""}};
+  for (auto [ns, parent] : tree) ASSERT_TRUE(Reg(st, ns, parent).ok()) << ns;
+  const size_t recs = sink.recs.size();
+  std::vector<std::string> asked;
+  auto not_a1 = [&](std::string_view ns) {
+    asked.emplace_back(ns);
+    return ns != "a1";
+  };
+  uint64_t lsn = 0;
+  std::string_view names[] = {"x", "r"};
+  auto n = st.Drop(names, &lsn, not_a1);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().id(), ErrorId::kDropRefused);
+  EXPECT_EQ(lsn, 0u);
+  EXPECT_EQ(sink.recs.size(), recs);
+  EXPECT_EQ(st.NamespaceCount(), 4u);
+  // Asked for the descendant it refuses (and stopped there, or later).
+  EXPECT_NE(std::find(asked.begin(), asked.end(), "a1"), asked.end());
+  EXPECT_LE(asked.size(), 4u);
+  // Allowed everywhere: the same call drops all four.
+  n = st.Drop(names, &lsn, [](std::string_view) { return true; });
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 4u);
+  EXPECT_EQ(st.NamespaceCount(), 0u);
 }
 
 TEST(Lineage, ReplaySkipsAChildWhoseParentIsAbsent) {
@@ -389,7 +424,7 @@ TEST(Lineage, SnapshotViewsListParentsFirstAndCarryTheLink) {
 class ParkingChildSink : public LineageSink {
  public:
   Status ReserveRegisterChild(std::string_view ns, uint64_t inc, uint32_t dim, Format fmt,
-                              std::shared_ptr<const BlockTable> blocks, std::string_view parent,
+                              std::shared_ptr<const BlockRecord> blocks, std::string_view parent,
                               uint64_t parent_inc, PendingRecord* out) override {
     recs.push_back({'R', std::string(ns), inc, std::string(parent), parent_inc});
     uint64_t l = ++lsn;
@@ -435,10 +470,11 @@ TEST(Lineage, ParentDroppedWhileAChildRegisters) {
   EXPECT_FALSE(Has(st, "c"));
   Store replayed({256, 0});
   for (const auto& r : sink.recs) {
-    if (r.op == 'R')
+    if (r.op == 'R') {
       ASSERT_TRUE(
           replayed.ApplyRegister(r.ns, r.inc, kDim, Format::kFp16, nullptr, r.parent, r.parent_inc)
               .ok());
+    }
     if (r.op == 'D') replayed.ApplyDrop(r.ns, r.inc);
   }
   EXPECT_EQ(replayed.NamespaceCount(), 1u);

@@ -106,14 +106,7 @@ void Store::ApplyDrop(std::string_view ns, uint64_t incarnation) {
 
 void Store::ApplyFlushAll() {
   std::lock_guard<std::mutex> l(mu_);
-  if (observer_) observer_->OnFlushAll();
-  for (auto& [name, n] : map_) {
-    n->dropped = true;
-    n->children.clear();
-  }
-  map_.clear();
-  ClearStringsLocked();
-  bytes_ = 0;
+  ClearAllLocked();
 }
 
 void Store::SetLruStamp(std::string_view ns, uint64_t stamp) {

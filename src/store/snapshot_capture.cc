@@ -20,8 +20,8 @@ void Store::EndPending() {
   if (--pending_ == 0) pending_cv_.notify_all();
 }
 
-std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>& at_barrier,
-                                                  Status* barrier_status) {
+std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
+    const std::function<Status()>& at_barrier, Status* barrier_status) {
   std::unique_lock<std::shared_mutex> gate(gate_);
   {
     // Changes reserved before the barrier are in the log before it; wait for
@@ -30,7 +30,7 @@ std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>&
     pending_cv_.wait(l, [&] { return pending_ == 0; });
   }
   *barrier_status = at_barrier ? at_barrier() : Status::OK();
-  std::vector<NamespaceView> views;
+  std::vector<persist::SnapshotNamespace> views;
   if (!barrier_status->ok()) return views;
   std::vector<NsPtr> all;
   {
@@ -38,15 +38,17 @@ std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>&
     captured_strings_.clear();
     captured_strings_.reserve(strings_.size());
     for (const StrEntry* e = lru_head_; e != nullptr; e = e->next)
-      captured_strings_.push_back({*e->key, e->expire_at_ms, e->stamp, e->value});
+      captured_strings_.push_back(
+          {*e->key, e->expire_at_ms, e->stamp, e->value, e->value->data, e->value->size});
     all.reserve(map_.size());
     for (auto& [name, n] : map_) all.push_back(n);
     views.resize(all.size());
     for (size_t i = 0; i < all.size(); ++i) views[i].blocks = all[i]->blocks;
   }
+  std::vector<FetchSegment> segments;
   for (size_t i = 0; i < all.size(); ++i) {
     Namespace& n = *all[i];
-    NamespaceView& v = views[i];
+    persist::SnapshotNamespace& v = views[i];
     v.ns = n.name;
     v.kv_dim = n.dim;
     v.fmt = n.fmt;
@@ -56,19 +58,22 @@ std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>&
       v.parent = n.parent->name;
       v.parent_incarnation = n.parent->incarnation;
     }
-    v.depth = n.depth;
     for (int side = 0; side < 2; ++side) {
       const SideData& sd = n.sides[side];
       std::lock_guard<std::mutex> l(sd.mu);
       for (uint32_t li = 0; li < sd.layers.size(); ++li) {
         const Layer& L = sd.layers[li];
         if (L.rows == 0) continue;
-        NamespaceView::LayerView lv;
+        persist::SnapshotNamespace::Layer lv;
         lv.layer = li;
         lv.rows = L.rows;
-        AppendSegments(&L, n.rows_per_chunk, n.row_bytes, 0, L.rows, &lv.segments);
-        for (const FetchSegment& s : lv.segments)
+        segments.clear();
+        AppendSegments(&L, n.rows_per_chunk, n.row_bytes, 0, L.rows, &segments);
+        lv.segments.reserve(segments.size());
+        for (FetchSegment& s : segments) {
           if (s.chunk != nullptr) s.chunk->frozen = true;  // see Chunk::frozen
+          lv.segments.push_back({std::move(s.chunk), s.data, s.rows});
+        }
         v.layers[side].push_back(std::move(lv));
       }
     }
@@ -76,11 +81,16 @@ std::vector<NamespaceView> Store::CaptureSnapshot(const std::function<Status()>&
   // Parents before their children (a loader links a child to a namespace it
   // has already read: by depth), and oldest first at each depth. The loader
   // restores the saved stamps themselves at the end.
-  std::sort(views.begin(), views.end(), [](const NamespaceView& a, const NamespaceView& b) {
-    if (a.depth != b.depth) return a.depth < b.depth;
-    return a.lru_stamp < b.lru_stamp;
+  std::vector<size_t> order(views.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (all[a]->depth != all[b]->depth) return all[a]->depth < all[b]->depth;
+    return views[a].lru_stamp < views[b].lru_stamp;
   });
-  return views;
+  std::vector<persist::SnapshotNamespace> sorted;
+  sorted.reserve(views.size());
+  for (size_t i : order) sorted.push_back(std::move(views[i]));
+  return sorted;
 }
 
 }  // namespace pion::store

@@ -245,10 +245,26 @@ LookupResult Store::Lookup(std::string_view ns) {
   return res;
 }
 
-Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* lsn) {
+Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* lsn,
+                             const std::function<bool(std::string_view ns)>& may_drop) {
   *lsn = 0;
   std::shared_lock<std::shared_mutex> gate(gate_);
   std::lock_guard<std::mutex> l(mu_);
+  if (may_drop) {
+    // Every namespace of every subtree, before the first removal.
+    std::vector<const Namespace*> todo;
+    for (std::string_view name : names) {
+      auto it = map_.find(name);
+      if (it != map_.end()) todo.push_back(it->second.get());
+    }
+    while (!todo.empty()) {
+      const Namespace* n = todo.back();
+      todo.pop_back();
+      if (!may_drop(n->name))
+        return Status(Code::kInvalidArgument, "drop refused", ErrorId::kDropRefused);
+      todo.insert(todo.end(), n->children.begin(), n->children.end());
+    }
+  }
   uint64_t dropped = 0;
   for (std::string_view name : names) {
     auto it = map_.find(name);
@@ -279,6 +295,11 @@ Status Store::FlushAll(uint64_t* lsn) {
     if (!r.ok()) return r.status();
     *lsn = *r;
   }
+  ClearAllLocked();
+  return Status::OK();
+}
+
+void Store::ClearAllLocked() {
   if (observer_) observer_->OnFlushAll();
   for (auto& [name, n] : map_) {
     n->dropped = true;
@@ -287,7 +308,6 @@ Status Store::FlushAll(uint64_t* lsn) {
   map_.clear();
   ClearStringsLocked();
   bytes_ = 0;
-  return Status::OK();
 }
 
 std::vector<std::string> Store::NamespaceNames() const {

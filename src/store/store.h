@@ -185,25 +185,6 @@ struct SessionInfo {
   uint64_t bytes = 0;
 };
 
-// A consistent, pinned view of one namespace for snapshots.
-struct NamespaceView {
-  std::string ns;
-  uint32_t kv_dim = 0;
-  quant::Format fmt = quant::Format::kFp16;
-  uint64_t incarnation = 0;
-  uint64_t lru_stamp = 0;
-  std::string parent;                        // empty for a root
-  uint64_t parent_incarnation = 0;           // 0 for a root
-  uint32_t depth = 0;                        // ancestors
-  std::shared_ptr<const BlockTable> blocks;  // may be null
-  struct LayerView {
-    uint32_t layer = 0;
-    uint64_t rows = 0;
-    std::vector<FetchSegment> segments;  // covering [0, rows)
-  };
-  std::vector<LayerView> layers[2];  // [Side]; only layers with rows > 0
-};
-
 class Namespace;
 
 // Told when namespaces leave the store (DROP, LRU eviction, replayed drops) and on
@@ -248,8 +229,12 @@ class Store {
   // False if ns is not registered. No LRU touch.
   bool Describe(std::string_view ns, NamespaceInfo* out) const;
   // Drops each namespace present with its whole subtree (descendants first);
-  // returns how many namespaces were removed.
-  Result<uint64_t> Drop(std::span<const std::string_view> names, uint64_t* lsn);
+  // returns how many namespaces were removed. `may_drop` (empty: any) is asked,
+  // under the store's lock and before anything is removed, for every namespace
+  // the call would remove, descendants included; one refusal refuses the whole
+  // call (ErrorId::kDropRefused, nothing removed or logged).
+  Result<uint64_t> Drop(std::span<const std::string_view> names, uint64_t* lsn,
+                        const std::function<bool(std::string_view ns)>& may_drop = {});
   // The block table, or nullptr if the namespace is unknown or has no table
   // (or a table of zero hashes). Touches the LRU.
   std::shared_ptr<const BlockTable> Blocks(std::string_view ns);
@@ -282,9 +267,11 @@ class Store {
 
   // Snapshots: blocks every mutation, calls `at_barrier` (e.g. to start a new
   // WAL generation: nothing logged after this point belongs in the snapshot),
-  // pins every namespace, lets mutations go on, then returns the views.
-  std::vector<NamespaceView> CaptureSnapshot(const std::function<Status()>& at_barrier,
-                                             Status* barrier_status);
+  // pins every namespace, lets mutations go on, then returns the views in
+  // persistence's own form (parents before children, oldest first at each
+  // depth). A view's `blocks` is the namespace's BlockTable itself.
+  std::vector<persist::SnapshotNamespace> CaptureSnapshot(const std::function<Status()>& at_barrier,
+                                                          Status* barrier_status);
 
   // Recovery (used before serving; nothing is logged): apply one logged change.
   // Records of another incarnation than the namespace's current one are skipped
@@ -369,7 +356,7 @@ class Store {
   void ApplyStrRename(std::string_view src, std::string_view dst);
   // The string keys the last CaptureSnapshot pinned (at the same barrier),
   // oldest LRU first; empties the list.
-  std::vector<StrView> TakeCapturedStrings();
+  std::vector<persist::SnapshotString> TakeCapturedStrings();
 
   // Splits "<ns>_pk"/"<ns>_pv"; false for any other id (store/session_id.h).
   static bool ParseSessionId(std::string_view sid, std::string_view* ns, Side* side) {
@@ -458,6 +445,8 @@ class Store {
   void StrSetExpireLocked(StrEntry& e, int64_t at_ms);
   // Removes every string key (FLUSHALL; no logging, bytes_ is reset by the caller).
   void ClearStringsLocked();
+  // Removes every namespace and string key (FLUSHALL, live or replayed). REQUIRES: mu_.
+  void ClearAllLocked();
   // Removes a string key (no logging).
   void StrEraseLocked(StrMap::iterator it);
   // Logs and removes; reason 0 del, 1 eviction, 2 expiry.
@@ -494,7 +483,8 @@ class Store {
   uint64_t key_hits_ = 0, key_misses_ = 0, expired_keys_ = 0, evicted_strings_ = 0;
   EvictPolicy policy_ = EvictPolicy::kAllKeysLru;
   uint64_t rand_state_ = 0x9e3779b97f4a7c15ull;
-  std::vector<StrView> captured_strings_;  // guarded by gate_ (exclusive) / the save
+  std::vector<persist::SnapshotString>
+      captured_strings_;  // guarded by gate_ (exclusive) / the save
 };
 
 }  // namespace pion::store

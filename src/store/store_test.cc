@@ -48,6 +48,15 @@ std::vector<uint8_t> Gather(const FetchPlan& p) {
   return out;
 }
 
+// The rows of one captured snapshot layer, as a plan Gather reads (the views keep them pinned).
+FetchPlan PlanOf(const persist::SnapshotNamespace::Layer& l, size_t row_bytes) {
+  FetchPlan p;
+  p.row_bytes = row_bytes;
+  for (const persist::SnapshotSegment& seg : l.segments)
+    p.segments.push_back({nullptr, seg.data, seg.rows});
+  return p;
+}
+
 Status Reg(Store& st, std::string_view ns, uint32_t dim = 64, Format f = Format::kFp16) {
   RegisterArgs a;
   a.ns = ns;
@@ -368,10 +377,10 @@ class ParkingSink : public MutationSink {
  public:
   ~ParkingSink() override = default;
   Result<uint64_t> OnRegister(std::string_view, uint64_t, uint32_t, Format,
-                              const BlockTable*) override {
+                              const BlockRecord*) override {
     return ++lsn;
   }
-  Result<uint64_t> OnRegisterChild(std::string_view, uint64_t, uint32_t, Format, const BlockTable*,
+  Result<uint64_t> OnRegisterChild(std::string_view, uint64_t, uint32_t, Format, const BlockRecord*,
                                    std::string_view, uint64_t) override {
     return ++lsn;
   }
@@ -393,7 +402,7 @@ class ParkingSink : public MutationSink {
     return Status::OK();
   }
   Status ReserveRegister(std::string_view, uint64_t, uint32_t, Format,
-                         std::shared_ptr<const BlockTable> blocks, PendingRecord* out) override {
+                         std::shared_ptr<const BlockRecord> blocks, PendingRecord* out) override {
     uint64_t l = ++lsn;
     out->lsn = l;
     bool park = blocks && blocks->hashes.size() >= 1000;
@@ -589,7 +598,7 @@ class RecordingSink : public MutationSink {
     uint64_t parent_inc = 0;
   };
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t inc, uint32_t dim, Format fmt,
-                              const BlockTable* blocks) override {
+                              const BlockRecord* blocks) override {
     if (fail) return Status::IOError("disk full");
     Rec r{'R', std::string(ns), inc, dim, fmt};
     if (blocks) r.hashes = blocks->hashes;
@@ -597,7 +606,7 @@ class RecordingSink : public MutationSink {
     return ++lsn;
   }
   Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t inc, uint32_t dim, Format fmt,
-                                   const BlockTable* blocks, std::string_view parent,
+                                   const BlockRecord* blocks, std::string_view parent,
                                    uint64_t parent_inc) override {
     auto r = OnRegister(ns, inc, dim, fmt, blocks);
     if (r.ok()) {
@@ -746,10 +755,7 @@ TEST(Store, SnapshotCaptureIsConsistentAndPinned) {
   std::string_view names[] = {"x"};
   uint64_t lsn;
   ASSERT_TRUE(st.Drop(names, &lsn).ok());
-  FetchPlan p;
-  p.row_bytes = dim * 2;
-  p.segments = views[0].layers[0][0].segments;
-  auto bytes = Gather(p);
+  auto bytes = Gather(PlanOf(views[0].layers[0][0], dim * 2));
   ASSERT_EQ(bytes.size(), a.size() * 2);
   EXPECT_EQ(0, std::memcmp(bytes.data(), a.data(), bytes.size()));
 }
@@ -773,10 +779,7 @@ TEST(Store, WriteAfterASnapshotNeverTouchesItsChunks) {
   std::atomic<bool> done{false};
   uint64_t sum = 0;
   std::thread reader([&] {
-    FetchPlan p;
-    p.row_bytes = dim * 2;
-    p.segments = views[0].layers[0][0].segments;
-    for (uint8_t b : Gather(p)) sum += b;
+    for (uint8_t b : Gather(PlanOf(views[0].layers[0][0], dim * 2))) sum += b;
     views.clear();
     done.store(true, std::memory_order_relaxed);
   });
@@ -826,7 +829,7 @@ TEST(Store, ConcurrentStoreFetchDropIsSafe) {
       if (p.ok()) {
         volatile uint8_t sink = 0;
         for (const auto& s : p->segments)
-          if (s.data) sink ^= s.data[s.rows * p->row_bytes - 1];
+          if (s.data) sink = static_cast<uint8_t>(sink ^ s.data[s.rows * p->row_bytes - 1]);
         (void)sink;
       }
     }

@@ -762,7 +762,7 @@ void Store::ApplyStrRename(std::string_view src, std::string_view dst) {
   StrPutLocked(dst, std::move(v), expire);
 }
 
-std::vector<StrView> Store::TakeCapturedStrings() {
+std::vector<persist::SnapshotString> Store::TakeCapturedStrings() {
   std::lock_guard<std::mutex> l(mu_);
   return std::move(captured_strings_);
 }

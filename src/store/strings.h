@@ -77,14 +77,6 @@ struct KeyspaceStats {
   uint64_t evicted_keys = 0;  // string keys + namespaces evicted
 };
 
-// A pinned string key for a snapshot.
-struct StrView {
-  std::string key;
-  int64_t expire_at_ms = 0;
-  uint64_t lru_stamp = 0;
-  StrRef value;
-};
-
 // Internal to the store (guarded by Store::mu_): one string key. Entries live
 // in the map's nodes (stable addresses) and are linked into the LRU list.
 struct StrEntry {

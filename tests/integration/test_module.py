@@ -112,6 +112,10 @@ def parity_script():
         ("KV.PREFIX.DROP", "t", "zz"),
         ("KV.PREFIX.LOOKUP", "t"),
         ("KV.PREFIX.INFO", "extra"),
+        ("KV.PREFIX.INFO", "a"),
+        # A name with CR/LF and a backslash: INFO <ns> escapes it on both.
+        ("KV.PREFIX.REGISTER", "odd\r\nname\\", 64, "int8"),
+        ("KV.PREFIX.INFO", "odd\r\nname\\"),
     ]
 
 
@@ -120,6 +124,7 @@ def test_replies_match_pion_server(node_factory, server):
     m, p = call_of(node.client()), call_of(server.client())
     for cmd in parity_script():
         assert m(*cmd) == p(*cmd), f"{cmd[:6]}"
+    assert p("KV.PREFIX.INFO", "odd\r\nname\\").startswith(b"namespace:odd\\r\\nname\\\\\r\n")
     # The receipts of that script match too (uptime aside).
     ms, ps = m("PION.STATS"), p("PION.STATS")
     assert ms[2:] == ps[2:] and ms[:2] == ps[:2] and len(ms) == 32

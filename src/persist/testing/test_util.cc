@@ -35,9 +35,9 @@ StoreDump Dump(store::Store& s) {
     out[v.ns] = std::move(d);
   }
   // String keys (captured at the same barrier), with their expiry.
-  for (const store::StrView& k : s.TakeCapturedStrings())
-    out["string:" + k.key] =
-        "exp=" + std::to_string(k.expire_at_ms) + " " + std::string(k.value->view());
+  for (const SnapshotString& k : s.TakeCapturedStrings())
+    out["string:" + k.key] = "exp=" + std::to_string(k.expire_at_ms) + " " +
+                             std::string(reinterpret_cast<const char*>(k.data), k.size);
   return out;
 }
 

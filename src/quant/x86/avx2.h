@@ -22,6 +22,12 @@ bool EncodeRowTurbo2Avx2(const float* x, uint32_t dim, uint8_t* dst);
 void DecodeRowTurbo4Avx2(const uint8_t* src, uint32_t dim, float* dst);
 void DecodeRowTurbo3Avx2(const uint8_t* src, uint32_t dim, float* dst);
 void DecodeRowTurbo2Avx2(const uint8_t* src, uint32_t dim, float* dst);
+// Decode straight to f16 (= F32ToF16 of the f32 decode, without the f32 pass).
+void DecodeRowF16Turbo4Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst);
+void DecodeRowF16Turbo3Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst);
+void DecodeRowF16Turbo2Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst);
+void DecodeRowF16Fp8Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst);
+void DecodeRowF16Mlx4g32Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst);
 
 // n-element f32 <-> f16 conversions (F16C, RNE), bit-identical to base/fp16.h.
 void F32ToF16Avx2(const float* x, uint32_t n, uint16_t* dst);

@@ -62,4 +62,16 @@ inline __m256i PackBytes(__m256i a, __m256i b, __m256i c, __m256i d) {
   return _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+// Stores 8 decoded values at out + at: f32, or f16 by vcvtps2ph with round-to-nearest-even
+// (= base/fp16.h's F32ToF16 of the f32 value). `out` may sit at any address.
+template <bool kF16>
+inline void StoreRow8(void* out, uint32_t at, __m256 v) {
+  if constexpr (kF16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint16_t*>(out) + at),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  } else {
+    _mm256_storeu_ps(static_cast<float*>(out) + at, v);
+  }
+}
+
 }  // namespace pion::quant::x86

@@ -98,19 +98,29 @@ bool EncodeRowFp8Avx2(const float* x, uint32_t dim, uint8_t* dst) {
   return true;
 }
 
-void DecodeRowFp8Avx2(const uint8_t* src, uint32_t dim, float* dst) {
+namespace {
+template <bool kF16>
+void DecodeRow(const uint8_t* src, uint32_t dim, void* dst) {
   const uint8_t* block = src + kFp8HeaderBytes;
   for (uint32_t b0 = 0; b0 < dim; b0 += 32, block += sizeof(BlockFp8)) {
-    const __m256 m = _mm256_set1_ps(256.0f * F16ToF32(LoadU16(block)));
+    const __m256 m = _mm256_set1_ps(256.0f * _cvtsh_ss(LoadU16(block)));
     const __m256i h0 = CodesToHalf(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2)));
     const __m256i h1 = CodesToHalf(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18)));
-    _mm256_storeu_ps(dst + b0, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h0)), m));
-    _mm256_storeu_ps(dst + b0 + 8,
-                     _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h0, 1)), m));
-    _mm256_storeu_ps(dst + b0 + 16, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h1)), m));
-    _mm256_storeu_ps(dst + b0 + 24,
-                     _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h1, 1)), m));
+    StoreRow8<kF16>(dst, b0, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h0)), m));
+    StoreRow8<kF16>(dst, b0 + 8,
+                    _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h0, 1)), m));
+    StoreRow8<kF16>(dst, b0 + 16, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h1)), m));
+    StoreRow8<kF16>(dst, b0 + 24,
+                    _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h1, 1)), m));
   }
+}
+}  // namespace
+
+void DecodeRowFp8Avx2(const uint8_t* src, uint32_t dim, float* dst) {
+  DecodeRow<false>(src, dim, dst);
+}
+void DecodeRowF16Fp8Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst) {
+  DecodeRow<true>(src, dim, dst);
 }
 
 }  // namespace pion::quant::x86

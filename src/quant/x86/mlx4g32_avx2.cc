@@ -77,28 +77,38 @@ bool EncodeRowMlx4g32Avx2(const float* x, uint32_t dim, uint8_t* dst) {
   return true;
 }
 
-void DecodeRowMlx4g32Avx2(const uint8_t* src, uint32_t dim, float* dst) {
+namespace {
+template <bool kF16>
+void DecodeRow(const uint8_t* src, uint32_t dim, void* dst) {
   const uint8_t* scales = src + Mlx4g32ScalesOffset(dim);
   const uint8_t* biases = src + Mlx4g32BiasesOffset(dim);
   const __m128i low4 = _mm_set1_epi8(0x0F);
   for (uint32_t g = 0; g < dim / 32; ++g) {
-    const __m256 vs = _mm256_set1_ps(F16ToF32(LoadU16(scales + 2 * g)));
-    const __m256 vb = _mm256_set1_ps(F16ToF32(LoadU16(biases + 2 * g)));
+    const __m256 vs = _mm256_set1_ps(_cvtsh_ss(LoadU16(scales + 2 * g)));
+    const __m256 vb = _mm256_set1_ps(_cvtsh_ss(LoadU16(biases + 2 * g)));
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16 * g));
     const __m128i lo = _mm_and_si128(b, low4);
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), low4);
     const __m128i e0 = _mm_unpacklo_epi8(lo, hi);  // elements 0..15
     const __m128i e1 = _mm_unpackhi_epi8(lo, hi);  // elements 16..31
-    float* o = dst + 32 * g;
-    auto out = [&](__m128i q8, float* p) {
+    const uint32_t o = 32 * g;
+    auto out = [&](__m128i q8, uint32_t at) {
       __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q8));
-      _mm256_storeu_ps(p, _mm256_add_ps(_mm256_mul_ps(vs, q), vb));
+      StoreRow8<kF16>(dst, at, _mm256_add_ps(_mm256_mul_ps(vs, q), vb));
     };
     out(e0, o);
     out(_mm_srli_si128(e0, 8), o + 8);
     out(e1, o + 16);
     out(_mm_srli_si128(e1, 8), o + 24);
   }
+}
+}  // namespace
+
+void DecodeRowMlx4g32Avx2(const uint8_t* src, uint32_t dim, float* dst) {
+  DecodeRow<false>(src, dim, dst);
+}
+void DecodeRowF16Mlx4g32Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst) {
+  DecodeRow<true>(src, dim, dst);
 }
 
 }  // namespace pion::quant::x86

@@ -171,58 +171,164 @@ inline __m256i CodeIndex(__m256 u) {
   return idx;
 }
 
-// Codebook values of register k (elements 8k..8k+7) of a packed sub-block.
+// ---- decode (docs/quant_formats.md "turbo decode kernel")
+//
+// y = scale * C[idx] comes from tables of the products (scale * C[j], 2 vmulps per
+// 32-value sub-block instead of one per 8 values): the same single float
+// multiplication as the reference. The S2 signs are folded into the codes (see
+// S2CodeMasks) and the final out = sign_S1(t * k) is t * (+-k): negating a factor
+// negates the product exactly. So every output is bit-identical to the reference
+// except where the reference gives NaN (only from a stored scale that is inf or NaN,
+// which the encoder never writes): the kernel gives NaN there too, possibly with
+// another sign or payload (quant_test QuantFastPath.TurboDecodeOfArbitraryBytes).
+// llvm-mca (znver3) of the 32-value step: ~28 cycles, bound by the shuffle pipe
+// (vpermps x 8, vperm2f128 x 4); an FMA form of the butterflies measured slower.
+// +-1/sqrt(R) with the sign of S1, per element, for R = 32, 64, 128.
+struct InverseScales {
+  alignas(32) float k[3][rht::kMaxBlock];
+  constexpr InverseScales() : k{} {
+    const uint32_t rs[3] = {32, 64, 128};
+    for (int j = 0; j < 3; ++j) {
+      for (uint32_t i = 0; i < rht::kMaxBlock; ++i) {
+        const float v = rht::InvSqrt(rs[j]);
+        k[j][i] = rht::S1Negative(i) ? -v : v;
+      }
+    }
+  }
+};
+constexpr InverseScales kInvScales;
+
+// Codebook products of one sub-block: lo/hi = scale * C[0..7] / C[8..15] (4 bits),
+// scale * C (3 bits), scale * C repeated twice (2 bits).
 template <int kBits>
-inline __m256 LookupPacked(const Tables<kBits>& tb, const uint8_t* codes, int k) {
+struct Products {
+  __m256 lo, hi;
+  Products(const Tables<kBits>& tb, __m256 vs) {
+    lo = _mm256_mul_ps(vs, tb.lo);
+    if constexpr (kBits == 4) hi = _mm256_mul_ps(vs, tb.hi);
+  }
+};
+
+// The codebooks are symmetric, C[2^b - 1 - j] = -C[j], so the S2 sign of element i is
+// folded into its code: flipping all b bits of the index negates the value, and
+// scale * (-c) = -(scale * c) exactly. Word q of sub-block j (the bits LookupProducts
+// reads for its register q) is XORed with kS2Codes.m[j][q] first.
+template <int kBits>
+struct S2CodeMasks {
+  uint32_t m[4][4];
+  constexpr S2CodeMasks() : m{} {
+    for (uint32_t j = 0; j < 4; ++j) {
+      for (uint32_t q = 0; q < 4; ++q) {
+        uint32_t w = 0;
+        for (uint32_t i = 0; i < 8; ++i) {
+          if (!rht::S2Negative(32 * j + 8 * q + i)) continue;
+          if constexpr (kBits == 4) w |= 0xFu << (4 * i);
+          if constexpr (kBits == 2) w |= 0x3u << (2 * i);
+          if constexpr (kBits == 3) w |= (0x3u << (2 * i)) | (1u << (16 + i));
+        }
+        m[j][q] = w;
+      }
+    }
+  }
+};
+template <int kBits>
+constexpr bool SymmetricCodebook() {
+  const float* c = Codebook<kBits>();
+  for (int j = 0; j < (1 << kBits); ++j) {
+    if (c[(1 << kBits) - 1 - j] != -c[j]) return false;
+  }
+  return true;
+}
+static_assert(SymmetricCodebook<2>() && SymmetricCodebook<3>() && SymmetricCodebook<4>());
+
+// y of register q (elements 8q..8q+7) of a packed sub-block, S2 sign applied:
+// sign_S2 * scale * C[idx]. `flip` is the sub-block's row of S2CodeMasks.
+template <int kBits>
+inline __m256 LookupProducts(const Products<kBits>& pr, const uint8_t* codes, int q,
+                             const uint32_t* flip) {
   if constexpr (kBits == 4) {
     uint32_t w;
-    std::memcpy(&w, codes + 4 * k, 4);
-    const __m256i v = _mm256_set1_epi32(static_cast<int>(w));
+    std::memcpy(&w, codes + 4 * q, 4);
+    const __m256i v = _mm256_set1_epi32(static_cast<int>(w ^ flip[q]));
     const __m256i idx = _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
     const __m256i sel = _mm256_sllv_epi32(v, _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0));
-    return tb.Lookup(idx, sel);
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(pr.lo, idx),
+                            _mm256_permutevar8x32_ps(pr.hi, idx), _mm256_castsi256_ps(sel));
   } else if constexpr (kBits == 2) {
     uint16_t w;
-    std::memcpy(&w, codes + 2 * k, 2);
-    const __m256i v = _mm256_set1_epi32(w);
-    return tb.Lookup(_mm256_srlv_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                     _mm256_setzero_si256());
+    std::memcpy(&w, codes + 2 * q, 2);
+    const __m256i v = _mm256_set1_epi32(static_cast<int>(w ^ flip[q]));
+    return _mm256_permutevar8x32_ps(
+        pr.lo, _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)));
   } else {
     uint16_t w;
-    std::memcpy(&w, codes + 2 * k, 2);
-    const uint32_t u = w | (static_cast<uint32_t>(codes[8 + k]) << 16);
+    std::memcpy(&w, codes + 2 * q, 2);
+    const uint32_t u = (w | (static_cast<uint32_t>(codes[8 + q]) << 16)) ^ flip[q];
     const __m256i v = _mm256_set1_epi32(static_cast<int>(u));
     const __m256i lo2 = _mm256_and_si256(
         _mm256_srlv_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)), _mm256_set1_epi32(3));
     const __m256i hi1 =
         _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_setr_epi32(14, 15, 16, 17, 18, 19, 20, 21)),
                          _mm256_set1_epi32(4));
-    return tb.Lookup(_mm256_or_si256(lo2, hi1), _mm256_setzero_si256());
+    return _mm256_permutevar8x32_ps(pr.lo, _mm256_or_si256(lo2, hi1));
   }
 }
 
-template <int kBits>
-void DecodeRow(const uint8_t* src, uint32_t dim, float* dst) {
+// Inverse RHT of the sub-blocks of one block, each after stages 1..16 (in t, or for
+// R = 32 in v): stages 32 and 64 across registers, then out = t * (+-k).
+template <bool kF16>
+__attribute__((always_inline)) inline void FinishInverse(const float* t, uint32_t r, void* out,
+                                                         uint32_t b0) {
+  if (r == 128) {
+    const float* ks = kInvScales.k[2];
+    PION_UNROLL4 for (uint32_t j = 0; j < 4; ++j) {
+      __m256 a = _mm256_load_ps(t + 8 * j), b = _mm256_load_ps(t + 8 * (j + 4));
+      __m256 c = _mm256_load_ps(t + 8 * (j + 8)), d = _mm256_load_ps(t + 8 * (j + 12));
+      Radix4(a, b, c, d);
+      StoreRow8<kF16>(out, b0 + 8 * j, _mm256_mul_ps(a, _mm256_load_ps(ks + 8 * j)));
+      StoreRow8<kF16>(out, b0 + 8 * (j + 4), _mm256_mul_ps(b, _mm256_load_ps(ks + 8 * (j + 4))));
+      StoreRow8<kF16>(out, b0 + 8 * (j + 8), _mm256_mul_ps(c, _mm256_load_ps(ks + 8 * (j + 8))));
+      StoreRow8<kF16>(out, b0 + 8 * (j + 12), _mm256_mul_ps(d, _mm256_load_ps(ks + 8 * (j + 12))));
+    }
+  } else {  // r == 64
+    const float* ks = kInvScales.k[1];
+    PION_UNROLL4 for (uint32_t j = 0; j < 4; ++j) {
+      const __m256 a = _mm256_load_ps(t + 8 * j), b = _mm256_load_ps(t + 8 * (j + 4));
+      StoreRow8<kF16>(out, b0 + 8 * j,
+                      _mm256_mul_ps(_mm256_add_ps(a, b), _mm256_load_ps(ks + 8 * j)));
+      StoreRow8<kF16>(out, b0 + 8 * (j + 4),
+                      _mm256_mul_ps(_mm256_sub_ps(a, b), _mm256_load_ps(ks + 8 * (j + 4))));
+    }
+  }
+}
+
+template <int kBits, bool kF16>
+void DecodeRow(const uint8_t* src, uint32_t dim, void* dst) {
+  static constexpr S2CodeMasks<kBits> kFlip;
   const Tables<kBits> tb;
   constexpr size_t kBlockBytes = sizeof(BlockTurbo<kBits>);
   const uint32_t r = rht::BlockSize(dim);
-  const float k = rht::InvSqrt(r);
   const uint8_t* block = src + kTurboHeaderBytes;
   alignas(32) float t[rht::kMaxBlock];
   for (uint32_t b0 = 0; b0 < dim; b0 += r) {
     for (uint32_t j = 0; j < r / 32; ++j, block += kBlockBytes) {
-      const __m256 vs = _mm256_set1_ps(F16ToF32(LoadU16(block)));
+      const Products<kBits> pr(tb, _mm256_set1_ps(_cvtsh_ss(LoadU16(block))));
       const uint8_t* codes = block + 2;
       __m256 v[4];
       PION_UNROLL4 for (int q = 0; q < 4; ++q) {
-        v[q] =
-            _mm256_xor_ps(_mm256_mul_ps(vs, LookupPacked<kBits>(tb, codes, q)), SignS2(4 * j + q));
-        v[q] = Fwht8(v[q]);
+        v[q] = Fwht8(LookupProducts<kBits>(pr, codes, q, kFlip.m[j]));
       }
       Radix4(v[0], v[1], v[2], v[3]);
-      PION_UNROLL4 for (int q = 0; q < 4; ++q) _mm256_store_ps(t + 32 * j + 8 * q, v[q]);
+      if (r == 32) {
+        const float* ks = kInvScales.k[0];
+        PION_UNROLL4 for (int q = 0; q < 4; ++q) {
+          StoreRow8<kF16>(dst, b0 + 8 * q, _mm256_mul_ps(v[q], _mm256_load_ps(ks + 8 * q)));
+        }
+      } else {
+        PION_UNROLL4 for (int q = 0; q < 4; ++q) _mm256_store_ps(t + 32 * j + 8 * q, v[q]);
+      }
     }
-    FinishBlock<true>(t, r, k, dst + b0);
+    if (r != 32) FinishInverse<kF16>(t, r, dst, b0);
   }
 }
 
@@ -369,13 +475,22 @@ bool EncodeRowTurbo2Avx2(const float* x, uint32_t dim, uint8_t* dst) {
   return EncodeRow<2>(x, dim, dst);
 }
 void DecodeRowTurbo4Avx2(const uint8_t* src, uint32_t dim, float* dst) {
-  DecodeRow<4>(src, dim, dst);
+  DecodeRow<4, false>(src, dim, dst);
 }
 void DecodeRowTurbo3Avx2(const uint8_t* src, uint32_t dim, float* dst) {
-  DecodeRow<3>(src, dim, dst);
+  DecodeRow<3, false>(src, dim, dst);
 }
 void DecodeRowTurbo2Avx2(const uint8_t* src, uint32_t dim, float* dst) {
-  DecodeRow<2>(src, dim, dst);
+  DecodeRow<2, false>(src, dim, dst);
+}
+void DecodeRowF16Turbo4Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst) {
+  DecodeRow<4, true>(src, dim, dst);
+}
+void DecodeRowF16Turbo3Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst) {
+  DecodeRow<3, true>(src, dim, dst);
+}
+void DecodeRowF16Turbo2Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst) {
+  DecodeRow<2, true>(src, dim, dst);
 }
 
 }  // namespace pion::quant::x86

@@ -1,5 +1,6 @@
 // Argument helpers shared by the command families: strict integers with the
-// Redis error text, keyword matching, and the reply of a Status.
+// Redis error text, keyword matching, and the reply of a Status. The grammar
+// the Redis module shares (KV.PREFIX.*, V.*) is in kv_format.h.
 #pragma once
 
 #include <cstdint>
@@ -9,41 +10,27 @@
 #include "base/strutil.h"
 #include "server/commands/command.h"
 #include "server/commands/errors.h"
+#include "server/commands/kv_format.h"
 
 namespace pion::server {
+
+// The error callback of the shared parsers (kv_format.h): replies on `ctx`.
+inline ErrorFn ReplyErrors(CommandContext& ctx) {
+  return [&ctx](std::string_view e) { ctx.reply->Error(e); };
+}
 
 // Parses a strict integer in [lo, hi]. On failure replies "value is not an
 // integer" (not a number) or `range_error` (out of range) and returns false.
 inline bool ArgInRange(CommandContext& ctx, std::string_view arg, int64_t lo, int64_t hi,
                        std::string_view range_error, int64_t* out) {
-  auto v = ParseInt64Strict(arg);
-  if (!v) {
-    ctx.reply->Error(kErrNotInteger);
-    return false;
-  }
-  if (*v < lo || *v > hi) {
-    ctx.reply->Error(range_error);
-    return false;
-  }
-  *out = *v;
-  return true;
+  return IntArgInRange(ReplyErrors(ctx), arg, lo, hi, range_error, out);
 }
 
 inline bool IsKeyword(std::string_view arg, std::string_view kw) {
   return EqualsIgnoreCase(arg, kw);
 }
 
-// Appends one "name:value\r\n" line of an INFO-style body (INFO sections,
-// KV.PREFIX.INFO, V.INFO).
-inline void InfoField(std::string* out, std::string_view name, std::string_view value) {
-  out->append(name);
-  out->push_back(':');
-  out->append(value);
-  out->append("\r\n");
-}
-inline void InfoField(std::string* out, std::string_view name, uint64_t value) {
-  InfoField(out, name, std::to_string(value));
-}
+// InfoField (one "name:value\r\n" line of an INFO-style body) is kv_format.h's.
 
 inline void ReplyStatus(CommandContext& ctx, const Status& st) {
   ctx.reply->Error(StatusToError(st));

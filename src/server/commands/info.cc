@@ -18,6 +18,7 @@
 #include "server/acl.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 #ifndef PION_BUILD_ID
@@ -62,16 +63,6 @@ std::string Human(uint64_t bytes) {
   return buf;
 }
 
-uint64_t RssBytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long long size = 0, resident = 0;
-  int n = std::fscanf(f, "%llu %llu", &size, &resident);
-  std::fclose(f);
-  if (n != 2) return 0;
-  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-}
-
 void ServerSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   static const std::string os = [] {
     utsname u{};
@@ -107,7 +98,7 @@ void ClientsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
 }
 
 void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
-  uint64_t rss = RssBytes();
+  uint64_t rss = ResidentSetBytes();
   uint64_t used = s.UsedMemory();
   uint64_t peak = s.used_memory_peak();
   uint64_t max = s.maxmemory();

@@ -2,6 +2,7 @@
 // validate every argument before anything changes, then make one store call.
 // Receipts (PION.STATS) are recorded by LOOKUP; see receipt.h for the rules.
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,113 +15,44 @@ namespace pion::server {
 
 namespace {
 
-using store::BlockTable;
-
-constexpr int64_t kMaxPrefillMs = 86400000;
-constexpr int64_t kMaxLookupTokens = 100000000;
-
 bool CheckNsLength(CommandContext& ctx, std::string_view ns) {
-  if (ns.empty() || ns.size() > store::kMaxNamespaceBytes) {
-    ctx.reply->Error(kErrNsKeyLength);
-    return false;
-  }
-  return true;
+  return server::CheckNsLength(ReplyErrors(ctx), ns);
 }
 
-// Parses "<hash_count> <hash_blob>" into `out` (little-endian u64s).
-bool ParseHashes(CommandContext& ctx, std::string_view count_arg, std::string_view blob,
-                 std::string_view count_err, std::string_view len_err, std::vector<uint64_t>* out) {
-  int64_t count;
-  if (!ArgInRange(ctx, count_arg, 0, static_cast<int64_t>(store::kMaxHashCount), count_err, &count))
-    return false;
-  if (blob.size() != static_cast<size_t>(count) * 8) {
-    ctx.reply->Error(len_err);
+// Whether the caller may use every key `keys` names with `perm`; else replies
+// NOPERM (and logs the key to ACL LOG as admission does). Dispatch checks the
+// keys a command names; this is for the namespaces it reaches through links.
+void DenyKey(CommandContext& ctx, const AclUser* u, std::string_view key) {
+  ctx.server->acl().Log("key", key, u != nullptr ? u->name : "",
+                        ctx.server->ClientLine(ctx.client));
+  ctx.reply->Error(kErrNoPermKey);
+}
+
+bool AllowedAll(CommandContext& ctx, std::span<const std::string_view> keys, uint8_t perm) {
+  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  if (u != nullptr && (u->unrestricted || u->allkeys)) return true;
+  for (std::string_view k : keys) {
+    if (u != nullptr && u->KeyAllowed(k, perm)) continue;
+    DenyKey(ctx, u, k);
     return false;
   }
-  out->resize(count);
-  if (count > 0) std::memcpy(out->data(), blob.data(), blob.size());
   return true;
 }
 
 void KvRegister(CommandContext& ctx) {
-  auto a = ctx.args;
-  if (!CheckNsLength(ctx, a[1])) return;
-  int64_t dim;
-  if (!ArgInRange(ctx, a[2], 1, quant::kMaxDim, kErrKvDimRange, &dim)) return;
-  auto fmt = quant::ParseFormat(a[3]);
-  if (!fmt) {
-    ctx.reply->Error(UnknownVquantError(a[3]));
-    return;
-  }
-  if (!quant::DimSupported(*fmt, static_cast<uint32_t>(dim))) {
-    ctx.reply->Error(VquantDimError(quant::FormatName(*fmt)));
-    return;
-  }
   store::RegisterArgs ra;
-  ra.ns = a[1];
-  ra.kv_dim = static_cast<uint32_t>(dim);
-  ra.fmt = *fmt;
-  auto table = std::make_shared<BlockTable>();  // handed to the store, not copied
-  bool have_blocks = false;
-  for (size_t i = 4; i < a.size();) {
-    if (IsKeyword(a[i], "BLOCKS")) {
-      if (have_blocks) {
-        ctx.reply->Error(kErrRegisterBlocksTwice);
-        return;
-      }
-      if (i + 3 >= a.size()) {
-        ctx.reply->Error(kErrBlocksArgs);
-        return;
-      }
-      int64_t bs;
-      if (!ArgInRange(ctx, a[i + 1], 1, store::kMaxBlockSize, kErrBlocksBlockSizeRange, &bs))
-        return;
-      if (!ParseHashes(ctx, a[i + 2], a[i + 3], kErrBlocksHashCountRange, kErrBlocksHashBlobLength,
-                       &table->hashes))
-        return;
-      table->block_size = static_cast<uint32_t>(bs);
-      table->Finish();  // no store lock held
-      have_blocks = true;
-      i += 4;
-    } else if (IsKeyword(a[i], "PREFILL_MS")) {
-      if (ra.has_prefill) {
-        ctx.reply->Error(kErrRegisterPrefillTwice);
-        return;
-      }
-      if (i + 1 >= a.size()) {
-        ctx.reply->Error(kErrPrefillNeedsValue);
-        return;
-      }
-      int64_t ms;
-      if (!ArgInRange(ctx, a[i + 1], 0, kMaxPrefillMs, kErrPrefillRange, &ms)) return;
-      ra.has_prefill = true;
-      ra.prefill_us = static_cast<uint64_t>(ms) * 1000;
-      i += 2;
-    } else if (IsKeyword(a[i], "PARENT")) {
-      if (!ra.parent.empty()) {
-        ctx.reply->Error(kErrRegisterParentTwice);
-        return;
-      }
-      if (i + 1 >= a.size()) {
-        ctx.reply->Error(kErrParentNeedsValue);
-        return;
-      }
-      if (!CheckNsLength(ctx, a[i + 1])) return;
-      // The parent is a key the command reads (it links to it, and LOOKUP ...
-      // CHAIN of the child names it): the caller must be allowed to read it.
-      const AclUser* u = ctx.server->ClientUser(ctx.client);
-      if (u == nullptr || !u->KeyAllowed(AclKeyOwner(a[i + 1]), kAclPermRead)) {
-        ctx.reply->Error(kErrNoPermKey);
-        return;
-      }
-      ra.parent = a[i + 1];
-      i += 2;
-    } else {
-      ctx.reply->Error(RegisterOptionError(a[i]));
-      return;
+  ra.ns = ctx.args[1];
+  // The parent is a key the command reads (it links to it, and LOOKUP ...
+  // CHAIN of the child names it): the caller must be allowed to read it.
+  auto parent_ok = [&ctx](std::string_view parent) {
+    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    if (u == nullptr || !u->KeyAllowed(AclKeyOwner(parent), kAclPermRead)) {
+      ctx.reply->Error(kErrNoPermKey);
+      return false;
     }
-  }
-  if (have_blocks) ra.blocks = std::move(table);
+    return true;
+  };
+  if (!ParseRegister(ReplyErrors(ctx), ctx.args, parent_ok, &ra)) return;
   uint64_t lsn = 0;
   Status st = ctx.server->store()->Register(ra, &lsn);
   ctx.wait_lsn = lsn;
@@ -154,6 +86,13 @@ void KvLookupChain(CommandContext& ctx, bool has_tokens, int64_t tokens, bool ha
     ctx.reply->SimpleString("MISS");
     return;
   }
+  // The reply names every ancestor: the caller must be allowed to read each one
+  // (docs/protocol.md). A partial chain would restore as if complete, so an
+  // unreadable ancestor refuses the whole lookup (no receipt credit).
+  std::vector<std::string_view> names;
+  names.reserve(chain.size());
+  for (const auto& seg : chain) names.push_back(seg.ns);
+  if (!AllowedAll(ctx, names, kAclPermRead)) return;
   uint64_t total = 0, total_us = 0;
   bool all_measured = true;
   for (const auto& seg : chain) {
@@ -175,61 +114,42 @@ void KvLookupChain(CommandContext& ctx, bool has_tokens, int64_t tokens, bool ha
 }
 
 void KvLookup(CommandContext& ctx) {
-  auto a = ctx.args;
-  bool has_tokens = false, has_prefill = false, chain = false;
-  int64_t tokens = 0, prefill_ms = 0;
-  for (size_t i = 2; i < a.size(); i += 2) {
-    if (IsKeyword(a[i], "CHAIN")) {  // a flag: no value
-      if (chain) {
-        ctx.reply->Error(kErrLookupChainTwice);
-        return;
-      }
-      chain = true;
-      --i;
-      continue;
-    }
-    bool is_tokens = IsKeyword(a[i], "TOKENS");
-    if (!is_tokens && !IsKeyword(a[i], "PREFILL_MS")) {
-      ctx.reply->Error(kErrLookupUnknownOption);
-      return;
-    }
-    if (i + 1 >= a.size()) {
-      ctx.reply->Error(kErrLookupOptionNeedsValue);
-      return;
-    }
-    if (is_tokens) {
-      if (!ArgInRange(ctx, a[i + 1], 0, kMaxLookupTokens, kErrTokensRange, &tokens)) return;
-      has_tokens = true;
-    } else {
-      if (!ArgInRange(ctx, a[i + 1], 0, kMaxPrefillMs, kErrPrefillRange, &prefill_ms)) return;
-      has_prefill = true;
-    }
-  }
-  if (chain) return KvLookupChain(ctx, has_tokens, tokens, has_prefill, prefill_ms);
-  store::LookupResult lr = ctx.server->store()->Lookup(a[1]);
+  LookupArgs la;
+  if (!ParseLookup(ReplyErrors(ctx), ctx.args, /*allow_chain=*/true, &la)) return;
+  if (la.chain) return KvLookupChain(ctx, la.has_tokens, la.tokens, la.has_prefill, la.prefill_ms);
+  store::LookupResult lr = ctx.server->store()->Lookup(ctx.args[1]);
   if (!lr.hit) {
     ctx.server->receipt().RecordMiss();
     ctx.reply->SimpleString("MISS");
     return;
   }
-  uint64_t credit_tokens = lr.layer0_tokens;
-  uint64_t credit_us = lr.prefill_us;
-  if (has_tokens) {
-    // The caller restored `tokens` tokens (possibly across several namespaces):
-    // credit those, with this lookup's own measured time if it gave one.
-    credit_tokens = static_cast<uint64_t>(tokens);
-    credit_us = has_prefill ? static_cast<uint64_t>(prefill_ms) * 1000 : 0;
-  } else if (has_prefill) {
-    credit_us = static_cast<uint64_t>(prefill_ms) * 1000;
-  }
+  uint64_t credit_tokens = 0, credit_us = 0;
+  LookupCredit(lr, la, &credit_tokens, &credit_us);
   ctx.server->receipt().RecordHit(credit_tokens, credit_us);
   ctx.reply->SimpleString("HIT");
 }
 
 void KvDrop(CommandContext& ctx) {
+  std::vector<std::string_view> names(ctx.args.begin() + 1, ctx.args.end());
+  // A parent's descendants go with it: each needs the write permission the
+  // named keys needed at admission, or nothing is dropped (docs/protocol.md).
+  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  std::string denied;
+  std::function<bool(std::string_view)> may_drop;
+  if (u == nullptr || !(u->unrestricted || u->allkeys)) {
+    may_drop = [&](std::string_view ns) {
+      if (u != nullptr && u->KeyAllowed(ns, kAclPermWrite)) return true;
+      denied = ns;
+      return false;
+    };
+  }
   uint64_t lsn = 0;
-  auto n = ctx.server->store()->Drop(ctx.args.subspan(1), &lsn);  // no copy of the names
+  auto n = ctx.server->store()->Drop(names, &lsn, may_drop);
   ctx.wait_lsn = lsn;
+  if (!n.ok() && n.status().id() == ErrorId::kDropRefused) {
+    DenyKey(ctx, u, denied);
+    return;
+  }
   if (!n.ok()) return ReplyStatus(ctx, n.status());
   ctx.reply->Integer(static_cast<int64_t>(*n));
 }
@@ -283,15 +203,7 @@ void KvInfoOf(CommandContext& ctx) {
     ctx.reply->SimpleString("UNKNOWN");
     return;
   }
-  std::string out;
-  InfoField(&out, "namespace", ns);
-  InfoField(&out, "parent", info.parent);
-  InfoField(&out, "children", info.children);
-  InfoField(&out, "depth", info.depth);
-  InfoField(&out, "chain_length", info.chain_length);
-  InfoField(&out, "tokens", info.tokens);
-  InfoField(&out, "chain_tokens", info.chain_tokens);
-  ctx.reply->Bulk(out);
+  ctx.reply->Bulk(NamespaceInfoBody(ns, info));
 }
 
 void KvInfo(CommandContext& ctx) {

@@ -3,6 +3,7 @@
 // LOOKUP ... CHAIN, INFO <ns>, DROP of a subtree).
 #include <cstring>
 
+#include "server/commands/errors.h"
 #include "server/commands/testing/command_fixture.h"
 
 namespace pion::server::testing {
@@ -172,6 +173,81 @@ TEST_F(KvLineage, DropCountsTheWholeSubtree) {
   EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "root", "CHAIN"}).size(), 1u);
   EXPECT_TRUE(Run({"KV.PREFIX.DROP", "root", "other", "t2"}).is_integer(2));
   EXPECT_NE(Run({"KV.PREFIX.INFO"}).str.find("registered_prefixes:0\r\n"), std::string::npos);
+}
+
+// Names are any bytes: INFO <ns> escapes them, so its key:value lines hold.
+TEST_F(KvPrefixCommands, InfoOfANamespaceEscapesNames) {
+  const std::string odd("a\r\nb:\\c\x01\0", 9);  // CR, LF, ':', '\\', a control byte, NUL
+  ASSERT_EQ(Run({"KV.PREFIX.REGISTER", odd, "4", "fp16"}), "OK");
+  ASSERT_EQ(Run({"KV.PREFIX.REGISTER", "kid", "4", "fp16", "PARENT", odd}), "OK");
+  const std::string esc = "a\\r\\nb:\\\\c\\x01\\x00";
+  RespValue r = Run({"KV.PREFIX.INFO", "kid"});
+  EXPECT_EQ(r.str,
+            "namespace:kid\r\nparent:" + esc +
+                "\r\nchildren:0\r\ndepth:1\r\nchain_length:2\r\ntokens:0\r\nchain_tokens:0\r\n");
+  r = Run({"KV.PREFIX.INFO", odd});
+  EXPECT_EQ(r.str.rfind("namespace:" + esc + "\r\nparent:\r\nchildren:1\r\n", 0), 0u) << r.str;
+  // Seven lines, each one key:value pair.
+  size_t lines = 0;
+  for (size_t pos = 0; pos < r.str.size(); ++lines) {
+    size_t end = r.str.find("\r\n", pos);
+    ASSERT_NE(end, std::string::npos);
+    std::string line = r.str.substr(pos, end - pos);
+    EXPECT_NE(line.find(':'), std::string::npos) << line;
+    EXPECT_EQ(line.find_first_of("\r\n"), std::string::npos) << line;
+    pos = end + 2;
+  }
+  EXPECT_EQ(lines, 7u);
+}
+
+// ACL over links: a tenant that may write root and t1 but only read t2.
+class KvLineageAcl : public KvLineage {
+ protected:
+  // Client 1 is the default (unrestricted) user; client 0 becomes `rules`'s user.
+  void Tenant(std::vector<std::string> rules) {
+    SwitchClient(1);
+    std::vector<std::string> cmd = {"ACL", "SETUSER", "ten", "on", ">pw", "+@all"};
+    cmd.insert(cmd.end(), rules.begin(), rules.end());
+    ASSERT_EQ(Run(cmd), "OK");
+    SwitchClient(0);
+    ASSERT_EQ(Run({"AUTH", "ten", "pw"}), "OK");
+  }
+};
+
+TEST_F(KvLineageAcl, DropOfAParentNeedsWriteOnEveryDescendant) {
+  Chain();  // root <- t1 <- t2
+  Tenant({"~root", "~t1", "%R~t2"});
+  const std::string_view noperm = kErrNoPermKey;
+  EXPECT_EQ(Run({"KV.PREFIX.DROP", "root"}).error(), noperm);
+  EXPECT_EQ(Run({"KV.PREFIX.DROP", "t1"}).error(), noperm);
+  EXPECT_EQ(Run({"KV.PREFIX.DROP", "t2"}).error(), noperm);  // admission: a named key
+  // Nothing was dropped, and the refusal is in ACL LOG under the descendant.
+  for (const char* ns : {"root", "t1", "t2"}) EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", ns}), "HIT") << ns;
+  SwitchClient(1);
+  RespValue log = Run({"ACL", "LOG"});
+  ASSERT_GE(log.size(), 1u) << log.Debug();
+  const RespValue* object = log[0].Find("object");
+  ASSERT_NE(object, nullptr) << log.Debug();
+  EXPECT_EQ(object->str, "t2");
+  // With write on the whole subtree the drop goes through.
+  ASSERT_EQ(Run({"ACL", "SETUSER", "ten", "~t2"}), "OK");
+  SwitchClient(0);
+  EXPECT_TRUE(Run({"KV.PREFIX.DROP", "root"}).is_integer(3));
+}
+
+TEST_F(KvLineageAcl, LookupChainNeedsReadOnEveryAncestor) {
+  Chain();
+  Tenant({"~t1", "~t2"});  // not root
+  const uint64_t hits = server().receipt().Read().hits;
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "t2", "CHAIN"}).error(), kErrNoPermKey);
+  EXPECT_EQ(server().receipt().Read().hits, hits);    // a refused lookup credits nothing
+  EXPECT_EQ(Run({"KV.PREFIX.LOOKUP", "t2"}), "HIT");  // the leaf alone names no ancestor
+  SwitchClient(1);
+  ASSERT_EQ(Run({"ACL", "SETUSER", "ten", "%R~root"}), "OK");
+  SwitchClient(0);
+  RespValue chain = Run({"KV.PREFIX.LOOKUP", "t2", "CHAIN"});
+  ASSERT_EQ(chain.size(), 3u) << chain.Debug();
+  EXPECT_EQ(chain[0][0], "root");
 }
 
 TEST_F(KvPrefixCommands, BlocksAndMembership) {

@@ -21,29 +21,14 @@ void PionStats(CommandContext& ctx) {
   ReceiptSnapshot s = r.Read();
   uint64_t uptime = (MonotonicUs() - ctx.server->start_time_us()) / 1000000;
   ReplyBuilder& out = *ctx.reply;
-  out.MapHeader(16);
-  auto num = [&](std::string_view k, uint64_t v) {
-    out.Bulk(k);
-    out.Integer(static_cast<int64_t>(v));
-  };
-  num("worker_id", 0);  // the receipt is server-wide (every worker)
-  num("uptime_in_seconds", uptime);
-  num("kvprefix_hits", s.hits);
-  num("kvprefix_misses", s.misses);
-  num("kvprefix_hits_measured", s.hits_measured);
-  num("kvprefix_tokens_served", s.tokens_served);
-  num("kvprefix_bytes_served", s.bytes_served);
-  num("kvprefix_prefill_us_saved", s.prefill_us_saved);
-  num("kvprefix_prefill_us_measured", s.prefill_us_measured);
-  out.Bulk("prefill_seconds_avoided");
-  out.Bulk(Receipt::SecondsText(s.prefill_us_saved));
-  out.Bulk("prefill_seconds_avoided_measured");
-  out.Bulk(Receipt::SecondsText(s.prefill_us_measured));
-  num("semantic_hits", s.semantic_hits);
-  num("semantic_misses", s.semantic_misses);
-  num("moe_hits", s.moe_hits);
-  num("moe_misses", s.moe_misses);
-  num("vector_queries", s.vector_queries);
+  out.MapHeader(kReceiptFields);
+  for (const ReceiptField& f : ReceiptFields(s, uptime)) {
+    out.Bulk(f.name);
+    if (f.seconds_text)
+      out.Bulk(Receipt::SecondsText(f.value));
+    else
+      out.Integer(static_cast<int64_t>(f.value));
+  }
 }
 
 }  // namespace

@@ -23,13 +23,6 @@ using store::Chunk;
 using store::FetchPlan;
 using store::FetchSegment;
 
-constexpr int64_t kMaxLayer = store::kMaxLayers - 1;
-constexpr int64_t kMaxTokens = static_cast<int64_t>(store::kMaxTokens);
-constexpr size_t kMaxIds = 4096;
-constexpr uint64_t kMaxReplyBytes = 1ull << 30;
-
-enum class OutFmt { kF32, kF16, kNative };
-
 // Zeros sent by reference for rows never written: a reply over rows nobody
 // stored costs no memory however long it is (untouched pages of this block all
 // map the kernel's zero page).
@@ -53,36 +46,6 @@ struct DecodedRows {
     if (server != nullptr) server->clients().AdjustMemory(-static_cast<int64_t>(buf.capacity()));
   }
 };
-
-bool ParseOutFmt(CommandContext& ctx, std::string_view v, OutFmt* out) {
-  if (IsKeyword(v, "F32")) {
-    *out = OutFmt::kF32;
-  } else if (IsKeyword(v, "F16")) {
-    *out = OutFmt::kF16;
-  } else if (IsKeyword(v, "NATIVE")) {
-    *out = OutFmt::kNative;
-  } else {
-    ctx.reply->Error(FetchFormatError(v));
-    return false;
-  }
-  return true;
-}
-
-bool ParseLayer(CommandContext& ctx, std::string_view arg, uint32_t* layer) {
-  int64_t v;
-  if (!ArgInRange(ctx, arg, 0, kMaxLayer, kErrLayerRange, &v)) return false;
-  *layer = static_cast<uint32_t>(v);
-  return true;
-}
-
-// Bytes of one output element of `plan` in `fmt`.
-uint64_t ElemBytes(const FetchPlan& p, OutFmt fmt) {
-  bool raw = p.fmt == quant::Format::kFp16 && fmt != OutFmt::kF32;
-  return raw || fmt == OutFmt::kF16 ? 2 : 4;
-}
-
-// Bytes of the reply body for `plan` in `fmt`.
-uint64_t BodyBytes(const FetchPlan& p, OutFmt fmt) { return p.rows * p.dim * ElemBytes(p, fmt); }
 
 // Bytes the reply must allocate: decoded stored rows (fp16 sent as stored and
 // zeros go by reference).
@@ -184,7 +147,7 @@ bool CheckReply(CommandContext& ctx, std::span<const FetchPlan> plans, OutFmt fm
     body += BodyBytes(p, fmt);
     decoded += DecodedBytes(p, fmt);
   }
-  if (body > kMaxReplyBytes) {
+  if (body > kMaxFetchReplyBytes) {
     ctx.reply->Error(kErrFetchReplyTooBig);
     return false;
   }
@@ -201,31 +164,11 @@ bool CheckReply(CommandContext& ctx, std::span<const FetchPlan> plans, OutFmt fm
 }
 
 void VStoreBatch(CommandContext& ctx) {
-  auto a = ctx.args;
-  uint32_t layer;
-  if (!ParseLayer(ctx, a[2], &layer)) return;
-  int64_t start, count;
-  if (!ArgInRange(ctx, a[3], 0, kMaxTokens, kErrStoreStartRange, &start)) return;
-  if (!ArgInRange(ctx, a[4], 1, kMaxTokens, kErrStoreCountRange, &count)) return;
-  if (start + count > kMaxTokens) {
-    ctx.reply->Error(kErrStoreEndRange);
-    return;
-  }
-  store::RowInput in;
-  in.type = store::RowInput::Type::kF32;
-  if (a.size() > 6) {
-    if (a.size() != 8 || !IsKeyword(a[6], "FMT") ||
-        !(IsKeyword(a[7], "F32") || IsKeyword(a[7], "F16"))) {
-      ctx.reply->Error(kErrStoreBatchOption);
-      return;
-    }
-    if (IsKeyword(a[7], "F16")) in.type = store::RowInput::Type::kF16;
-  }
-  in.data = a[5].data();
-  in.bytes = a[5].size();
+  StoreBatchArgs sb;
+  if (!ParseStoreBatch(ReplyErrors(ctx), ctx.args, &sb)) return;
   uint64_t lsn = 0;
-  Status st = ctx.server->store()->StoreRows(a[1], layer, static_cast<uint64_t>(start),
-                                             static_cast<uint64_t>(count), in, &lsn);
+  Status st =
+      ctx.server->store()->StoreRows(ctx.args[1], sb.layer, sb.start, sb.count, sb.in, &lsn);
   ctx.wait_lsn = lsn;
   if (!st.ok()) {
     if (st.id() == ErrorId::kSizeMismatch) return ctx.reply->Error(StoreBatchError(st.message()));
@@ -234,121 +177,33 @@ void VStoreBatch(CommandContext& ctx) {
   ctx.reply->SimpleString("OK");
 }
 
-// Splits a trailing "FMT <x>" pair off `args`; false (and replied) on a bad value.
-bool TakeFmt(CommandContext& ctx, std::span<const std::string_view>* args, OutFmt* fmt) {
-  *fmt = OutFmt::kF32;
-  auto& a = *args;
-  if (a.size() >= 2 && IsKeyword(a[a.size() - 2], "FMT")) {
-    if (!ParseOutFmt(ctx, a.back(), fmt)) return false;
-    a = a.first(a.size() - 2);
-  }
-  return true;
-}
-
-void VFetchRange(CommandContext& ctx, std::span<const std::string_view> a, OutFmt fmt) {
-  // a: V.FETCH sid layer RANGE start end
-  if (a.size() != 6) {
-    ctx.reply->Error(kErrFetchRangeArgs);
-    return;
-  }
-  uint32_t layer;
-  if (!ParseLayer(ctx, a[2], &layer)) return;
-  int64_t start, end;
-  if (!ArgInRange(ctx, a[4], 0, kMaxTokens, kErrFetchRangeOrder, &start) ||
-      !ArgInRange(ctx, a[5], 0, kMaxTokens, kErrFetchRangeOrder, &end))
-    return;
-  if (end <= start) {
-    ctx.reply->Error(kErrFetchRangeOrder);
-    return;
-  }
-  auto plan = ctx.server->store()->FetchRange(a[1], layer, static_cast<uint64_t>(start),
-                                              static_cast<uint64_t>(end));
-  if (!plan.ok()) return ReplyStatus(ctx, plan.status());
-  if (!CheckReply(ctx, std::span<const FetchPlan>(&*plan, 1), fmt)) return;
-  ctx.server->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fmt));
-}
-
-void VFetchBatch(CommandContext& ctx, std::span<const std::string_view> a, OutFmt fmt) {
-  // a: V.FETCH sid BATCH start end [num_layers]
-  if (a.size() != 5 && a.size() != 6) {
-    ctx.reply->Error(kErrFetchBatchArgs);
-    return;
-  }
-  int64_t start, end, layers = 0;
-  if (!ArgInRange(ctx, a[3], 0, kMaxTokens, kErrFetchBatchOrder, &start) ||
-      !ArgInRange(ctx, a[4], 0, kMaxTokens, kErrFetchBatchOrder, &end))
-    return;
-  if (end <= start) {
-    ctx.reply->Error(kErrFetchBatchOrder);
-    return;
-  }
-  if (a.size() == 6 && !ArgInRange(ctx, a[5], 1, store::kMaxLayers, kErrNumLayersRange, &layers))
-    return;
-  auto plans =
-      ctx.server->store()->FetchBatch(a[1], static_cast<uint64_t>(start),
-                                      static_cast<uint64_t>(end), static_cast<uint32_t>(layers));
-  if (!plans.ok()) {
-    if (plans.status().id() == ErrorId::kNothingStored)
-      return ctx.reply->Error(kErrFetchBatchNoLayers);
-    return ReplyStatus(ctx, plans.status());
-  }
-  if (!CheckReply(ctx, *plans, fmt)) return;
-  ctx.reply->ArrayHeader(plans->size());
-  uint64_t served = 0;
-  for (FetchPlan& p : *plans) served += ReplyPlan(ctx, std::move(p), fmt);
-  ctx.server->receipt().RecordBytesServed(served);
-}
-
-void VFetchIds(CommandContext& ctx, std::span<const std::string_view> a, OutFmt fmt) {
-  // a: V.FETCH sid layer id [id ...]
-  if (fmt == OutFmt::kNative) {
-    ctx.reply->Error(kErrNativeNeedsRange);
-    return;
-  }
-  uint32_t layer;
-  if (!ParseLayer(ctx, a[2], &layer)) return;
-  if (a.size() < 4) {
-    ctx.reply->Error(kErrNoTokenIds);
-    return;
-  }
-  if (a.size() - 3 > kMaxIds) {
-    ctx.reply->Error(kErrTooManyTokenIds);
-    return;
-  }
-  // A few ids (the common case) on the stack: no allocation (issue 15).
-  constexpr size_t kInlineIds = 32;
-  uint64_t inline_ids[kInlineIds];
-  std::vector<uint64_t> heap_ids;
-  const size_t count = a.size() - 3;
-  if (count > kInlineIds) heap_ids.resize(count);
-  std::span<uint64_t> ids(count > kInlineIds ? heap_ids.data() : inline_ids, count);
-  for (size_t i = 3; i < a.size(); ++i) {
-    int64_t v;
-    if (!ArgInRange(ctx, a[i], 0, kMaxTokens - 1, kErrTokenIdRange, &v)) return;
-    ids[i - 3] = static_cast<uint64_t>(v);
-  }
-  auto plan = ctx.server->store()->FetchIds(a[1], layer, ids);
-  if (!plan.ok()) return ReplyStatus(ctx, plan.status());
-  if (!CheckReply(ctx, std::span<const FetchPlan>(&*plan, 1), fmt)) return;
-  ctx.server->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fmt));
-}
-
 void VFetch(CommandContext& ctx) {
-  std::span<const std::string_view> a = ctx.args;
-  OutFmt fmt;
-  if (!TakeFmt(ctx, &a, &fmt)) return;
-  if (a.size() < 3) {
-    ctx.reply->Error(kErrFetchArgs);
+  FetchArgs fa;
+  if (!ParseFetch(ReplyErrors(ctx), ctx.args, &fa)) return;
+  store::Store* st = ctx.server->store();
+  std::string_view sid = ctx.args[1];
+  if (fa.kind == FetchArgs::Kind::kBatch) {
+    auto plans = st->FetchBatch(sid, fa.start, fa.end, fa.layers);
+    if (!plans.ok()) {
+      if (plans.status().id() == ErrorId::kNothingStored)
+        return ctx.reply->Error(kErrFetchBatchNoLayers);
+      return ReplyStatus(ctx, plans.status());
+    }
+    if (!CheckReply(ctx, *plans, fa.fmt)) return;
+    ctx.reply->ArrayHeader(plans->size());
+    uint64_t served = 0;
+    for (FetchPlan& p : *plans) served += ReplyPlan(ctx, std::move(p), fa.fmt);
+    ctx.server->receipt().RecordBytesServed(served);
     return;
   }
-  if (IsKeyword(a[2], "BATCH")) return VFetchBatch(ctx, a, fmt);
-  if (a.size() >= 4 && IsKeyword(a[3], "RANGE")) return VFetchRange(ctx, a, fmt);
-  VFetchIds(ctx, a, fmt);
+  auto plan = fa.kind == FetchArgs::Kind::kRange ? st->FetchRange(sid, fa.layer, fa.start, fa.end)
+                                                 : st->FetchIds(sid, fa.layer, fa.ids);
+  if (!plan.ok()) return ReplyStatus(ctx, plan.status());
+  if (!CheckReply(ctx, std::span<const FetchPlan>(&*plan, 1), fa.fmt)) return;
+  ctx.server->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fa.fmt));
 }
 
 void VInfo(CommandContext& ctx) {
-  std::string out;
-  auto line = [&](std::string_view k, std::string_view v) { InfoField(&out, k, v); };
   store::Store* st = ctx.server->store();
   if (ctx.args.size() == 1) {
     // Server-wide counters: only for a user that may see every key.
@@ -358,27 +213,12 @@ void VInfo(CommandContext& ctx) {
       return;
     }
     store::StoreStats s = st->Stats();
-    line("enabled", "1");
-    line("sessions", std::to_string(s.sessions));
-    line("total_tokens", std::to_string(s.total_tokens));
-    line("total_fetches", std::to_string(s.total_fetches));
-    line("bytes", std::to_string(s.bytes));
-    ctx.reply->Bulk(out);
+    ctx.reply->Bulk(VStoreTotalsBody(s.sessions, s.total_tokens, s.total_fetches, s.bytes));
     return;
   }
   auto info = st->Info(ctx.args[1]);
   if (!info.ok()) return ReplyStatus(ctx, info.status());
-  line("value_dim", std::to_string(info->dim));
-  line("v_format", quant::FormatName(info->fmt));
-  line("bytes_per_token", std::to_string(quant::RowBytes(info->fmt, info->dim)));
-  line("num_layers", std::to_string(info->num_layers));
-  line("schema", "uniform");
-  for (size_t i = 0; i < info->layer_tokens.size(); ++i)
-    if (info->layer_tokens[i] > 0)
-      line("layer_" + std::to_string(i) + "_tokens", std::to_string(info->layer_tokens[i]));
-  line("total_tokens", std::to_string(info->total_tokens));
-  line("bytes", std::to_string(info->bytes));
-  ctx.reply->Bulk(out);
+  ctx.reply->Bulk(SessionInfoBody(*info));
 }
 
 }  // namespace
