@@ -1,5 +1,7 @@
 #include "net/buffer.h"
 
+#include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <utility>
 
@@ -53,12 +55,23 @@ IoBuf& IoBuf::operator=(IoBuf&& o) noexcept {
 }
 
 IoBuf BufferPool::TakeCached(size_t size) {
-  auto it = free_.lower_bound(size);
-  if (it != free_.end() && it->first <= 2 * size + 4096) {
-    IoBuf b = std::move(it->second);
-    cached_ -= it->first;
-    free_.erase(it);
-    return b;
+  if (size == 0) size = 1;
+  // The smallest fitting buffer no larger than 2 * size + 4 KiB: classes from
+  // size's up to the limit's; within a class the most recently cached first
+  // (its memory is the warmest).
+  const size_t limit = 2 * size + 4096;
+  for (size_t c = std::max<size_t>(std::bit_width(size), lowest_);
+       c < kClasses && c <= static_cast<size_t>(std::bit_width(limit)); ++c) {
+    std::vector<IoBuf>& v = free_[c];
+    for (size_t i = v.size(); i-- > 0;) {
+      size_t cap = v[i].capacity();
+      if (cap < size || cap > limit) continue;
+      IoBuf b = std::move(v[i]);
+      if (i + 1 != v.size()) v[i] = std::move(v.back());
+      v.pop_back();
+      cached_ -= cap;
+      return b;
+    }
   }
   return IoBuf();
 }
@@ -77,16 +90,24 @@ void BufferPool::Put(IoBuf buf) {
   size_t cap = buf.capacity();
   if (cap == 0) return;
   if (cap > max_cached_) return;  // freed by ~IoBuf
+  const size_t cls = std::bit_width(cap);
   // Make room by dropping the smallest cached buffers first: big buffers are
   // the ones whose first touch is expensive.
-  while (cached_ + cap > max_cached_ && !free_.empty()) {
-    auto it = free_.begin();
-    if (it->first >= cap) return;  // everything cached is at least as useful
-    cached_ -= it->first;
-    free_.erase(it);
+  while (cached_ + cap > max_cached_) {
+    while (lowest_ < kClasses && free_[lowest_].empty()) ++lowest_;
+    if (lowest_ >= kClasses || lowest_ > cls) return;  // everything cached is at least as useful
+    std::vector<IoBuf>& v = free_[lowest_];
+    size_t smallest = 0;
+    for (size_t i = 1; i < v.size(); ++i)
+      if (v[i].capacity() < v[smallest].capacity()) smallest = i;
+    if (lowest_ == cls && v[smallest].capacity() >= cap) return;
+    cached_ -= v[smallest].capacity();
+    if (smallest + 1 != v.size()) v[smallest] = std::move(v.back());
+    v.pop_back();  // freed
   }
   cached_ += cap;
-  free_.emplace(cap, std::move(buf));
+  free_[cls].push_back(std::move(buf));
+  lowest_ = std::min(lowest_, cls);
 }
 
 }  // namespace pion::net

@@ -3,15 +3,20 @@
 // aligned, so two buffers never sit 1-31 bytes apart modulo 4 KiB (glibc's
 // memcpy falls to ~2.4 GB/s on this CPU for such pairs, env-baseline.md §1b).
 // A BufferPool keeps released buffers for reuse because first-touching fresh
-// pages costs ~1 GB/s here (env-baseline.md §1c), far below the network.
+// pages costs ~1 GB/s here (env-baseline.md §1c), far below the network, and
+// so that the steady state of small commands allocates nothing: a connection
+// returns its query buffer after every read batch and takes one again on the
+// next (issue 15). Buffers are kept in one stack per power-of-two size class
+// (vectors that only grow, so Put and Get do no allocation once warm).
 //
 // Thread-safety: an IoBuf is a plain owned value. A BufferPool belongs to one
 // worker thread and is not thread-safe.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <map>
+#include <vector>
 
 #include "base/owned_buffer.h"
 
@@ -76,7 +81,10 @@ class BufferPool {
   void set_max_cached_bytes(size_t n) { max_cached_ = n; }
 
  private:
-  std::multimap<size_t, IoBuf> free_;  // by capacity
+  // free_[c]: cached buffers whose capacity has bit width c (2^(c-1) <= cap < 2^c).
+  static constexpr size_t kClasses = 65;
+  std::array<std::vector<IoBuf>, kClasses> free_;
+  size_t lowest_ = kClasses;  // the lowest class that may be non-empty
   size_t cached_ = 0;
   size_t max_cached_;
 };

@@ -196,7 +196,7 @@ void OutputQueue::HoldFrom(const Mark& m, uint64_t lsn) {
       tail.len = s.len - keep;
       s.len = keep;
       ++blocks_[s.block - first_block_].refs;
-      segs_.insert(segs_.begin() + static_cast<long>(idx) + 1, std::move(tail));
+      segs_.Insert(idx + 1, std::move(tail));
     }
     ++idx;
   }
@@ -220,7 +220,7 @@ bool OutputQueue::FillSlot(uint64_t id, std::string_view bytes) {
     if (bytes.empty()) {
       // Nothing to send: drop the placeholder. (No Mark is outstanding here:
       // marks live only while a handler runs.)
-      segs_.erase(segs_.begin() + static_cast<long>(i));
+      segs_.Erase(i);
       return true;
     }
     s.kind = Kind::kOwned;

@@ -33,7 +33,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -43,6 +42,7 @@
 
 #include "net/buffer.h"
 #include "net/pinned_block.h"
+#include "net/ring_queue.h"
 
 namespace pion::net {
 
@@ -151,10 +151,11 @@ class OutputQueue {
   void FreeUnusedBlocks();
 
   BufferPool* pool_;
-  std::deque<Segment> segs_;
-  std::deque<Block> blocks_;  // oldest first; blocks_[i] has sequence first_block_ + i
+  // Rings, not deques: no allocation per reply once grown (net/ring_queue.h).
+  RingQueue<Segment> segs_;
+  RingQueue<Block> blocks_;  // oldest first; blocks_[i] has sequence first_block_ + i
   uint64_t first_block_ = 0;
-  Block* tail_ = nullptr;  // blocks_.back(), or nullptr when there is none
+  Block* tail_ = nullptr;  // blocks_.back(), or nullptr when there is none (reset on every push)
   uint64_t tail_seq_ = 0;
   size_t block_bytes_ = 0;  // capacity of blocks_
   size_t owned_bytes_ = 0;  // capacity of owned segments

@@ -345,6 +345,8 @@ const std::vector<ConfigOption>& Table() {
        "budget for stored K/V and string keys, e.g. 4gb", "0 = none"},
       {"maxmemory-policy", Policy(&Config::maxmemory_policy), "allkeys-lru", kRuntime,
        "allkeys-lru|noeviction|volatile-lru|allkeys-random", "what a full budget evicts"},
+      {"maxmemory-samples", Uint(&Config::maxmemory_samples, 1, 64), "5", kRuntime, "N",
+       "namespaces sampled per LRU eviction (Redis's eviction pool)"},
       {"appendfsync", Fsync(&Config::appendfsync), "everysec", kRuntime, "always|everysec|no",
        "WAL fsync policy"},
       {"requirepass", String(&Config::requirepass), "", kStartup, "PASS", "require AUTH"},

@@ -132,6 +132,7 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
     if (o.runtime) runtime.insert(o.name);
   EXPECT_EQ(runtime, (std::set<std::string>{"maxmemory",
                                             "maxmemory-policy",
+                                            "maxmemory-samples",
                                             "appendfsync",
                                             "loglevel",
                                             "timeout",

@@ -5,34 +5,37 @@
 namespace pion::server {
 
 void Receipt::RecordHit(uint64_t tokens, uint64_t prefill_us) {
-  constexpr auto kR = std::memory_order_relaxed;
-  hits_.fetch_add(1, kR);
-  if (tokens > 0) tokens_served_.fetch_add(tokens, kR);
+  Cell& c = Mine();
+  Bump(c.hits, 1);
+  if (tokens > 0) Bump(c.tokens_served, tokens);
   if (prefill_us > 0) {
-    hits_measured_.fetch_add(1, kR);
-    prefill_us_saved_.fetch_add(prefill_us, kR);
-    prefill_us_measured_.fetch_add(prefill_us, kR);
+    Bump(c.hits_measured, 1);
+    Bump(c.prefill_us_saved, prefill_us);
+    Bump(c.prefill_us_measured, prefill_us);
   } else if (tokens > 0) {
-    prefill_us_saved_.fetch_add(tokens * kEstimatedPrefillUsPerToken, kR);
+    Bump(c.prefill_us_saved, tokens * kEstimatedPrefillUsPerToken);
   }
 }
 
 void Receipt::Reset() {
-  for (auto* c : {&hits_, &misses_, &hits_measured_, &tokens_served_, &bytes_served_,
-                  &prefill_us_saved_, &prefill_us_measured_})
-    c->store(0, std::memory_order_relaxed);
+  for (Cell& c : cells_)
+    for (auto* a : {&c.hits, &c.misses, &c.hits_measured, &c.tokens_served, &c.bytes_served,
+                    &c.prefill_us_saved, &c.prefill_us_measured})
+      a->store(0, std::memory_order_relaxed);
 }
 
 ReceiptSnapshot Receipt::Read() const {
   constexpr auto kR = std::memory_order_relaxed;
   ReceiptSnapshot s;
-  s.hits = hits_.load(kR);
-  s.misses = misses_.load(kR);
-  s.hits_measured = hits_measured_.load(kR);
-  s.tokens_served = tokens_served_.load(kR);
-  s.bytes_served = bytes_served_.load(kR);
-  s.prefill_us_saved = prefill_us_saved_.load(kR);
-  s.prefill_us_measured = prefill_us_measured_.load(kR);
+  for (const Cell& c : cells_) {
+    s.hits += c.hits.load(kR);
+    s.misses += c.misses.load(kR);
+    s.hits_measured += c.hits_measured.load(kR);
+    s.tokens_served += c.tokens_served.load(kR);
+    s.bytes_served += c.bytes_served.load(kR);
+    s.prefill_us_saved += c.prefill_us_saved.load(kR);
+    s.prefill_us_measured += c.prefill_us_measured.load(kR);
+  }
   return s;
 }
 

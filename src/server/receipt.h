@@ -1,5 +1,8 @@
 // The value receipt (PION.STATS, INFO "# Pion"): server-wide counters of what
-// the prefix cache did, updated by every worker with relaxed atomics. Accounting
+// the prefix cache did. Every LOOKUP and FETCH bumps them, so they are kept per
+// worker (one cache-line cell per thread slot, base/sharded_counter.h: no line
+// written by every worker) and summed on Read (a read may miss a command in
+// flight; Reset may race with one and keep it). Accounting
 // rules (product.md §8): a hit with a measured prefill time credits exactly that
 // time; otherwise tokens x 555 us, kept apart as an estimate. Not persisted.
 #pragma once
@@ -10,6 +13,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "base/sharded_counter.h"
 
 namespace pion::server {
 
@@ -37,8 +42,8 @@ class Receipt {
  public:
   // A KV.PREFIX.LOOKUP hit crediting `tokens` and `prefill_us` (0 = unknown).
   void RecordHit(uint64_t tokens, uint64_t prefill_us);
-  void RecordMiss() { misses_.fetch_add(1, std::memory_order_relaxed); }
-  void RecordBytesServed(uint64_t n) { bytes_served_.fetch_add(n, std::memory_order_relaxed); }
+  void RecordMiss() { Bump(Mine().misses, 1); }
+  void RecordBytesServed(uint64_t n) { Bump(Mine().bytes_served, n); }
   void Reset();
   ReceiptSnapshot Read() const;
 
@@ -46,8 +51,17 @@ class Receipt {
   static std::string SecondsText(uint64_t us);
 
  private:
-  std::atomic<uint64_t> hits_{0}, misses_{0}, hits_measured_{0}, tokens_served_{0},
-      bytes_served_{0}, prefill_us_saved_{0}, prefill_us_measured_{0};
+  // One thread slot's counters: 56 bytes, one cache line.
+  struct alignas(kCacheLine) Cell {
+    std::atomic<uint64_t> hits{0}, misses{0}, hits_measured{0}, tokens_served{0}, bytes_served{0},
+        prefill_us_saved{0}, prefill_us_measured{0};
+  };
+  static void Bump(std::atomic<uint64_t>& c, uint64_t n) {
+    c.fetch_add(n, std::memory_order_relaxed);
+  }
+  Cell& Mine() { return cells_[ThreadSlot()]; }
+
+  Cell cells_[kMaxThreadSlots];
 };
 
 }  // namespace pion::server

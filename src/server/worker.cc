@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/sharded_counter.h"
 #include "net/connection.h"
 #include "net/tls.h"
 #include "server/protected_mode.h"
@@ -135,6 +136,7 @@ void Worker::Start() {
     char name[16];
     std::snprintf(name, sizeof(name), "pion-w%d", index_);
     pthread_setname_np(pthread_self(), name);
+    SetThreadSlot(index_);  // its own cells of the server-wide counters
     loop_.Run();
     // Whatever is left (deadline passed) is closed on the worker's own thread.
     for (auto& [id, c] : conns_)

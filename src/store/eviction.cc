@@ -1,6 +1,16 @@
 // The LRU and the budgets (sessions, bytes): stamps, removal of a namespace
 // from the map and its accounting, and lineage-aware eviction (leaves first,
 // least recently used chain first). See store.h.
+//
+// Namespaces are evicted by sampled LRU, as Redis's evict.c: each eviction
+// samples maxmemory-samples leaf namespaces (consecutive buckets of the map from
+// a random one; every namespace when there are no more than that), offers
+// them to an eviction pool that keeps the kEvictionPoolSize
+// oldest seen so far (across evictions), and evicts the pool's oldest after
+// re-reading its entries' stamps. A namespace whose last child was evicted is
+// offered to the pool at once, so a chain still goes leaf to root. String keys
+// keep their exact LRU list (its head is the oldest, O(1)); the victim is the
+// older of that head and the pool's oldest namespace (one LRU for both).
 #include <algorithm>
 #include <mutex>
 #include <shared_mutex>
@@ -22,22 +32,103 @@ void RaiseStamp(std::atomic<uint64_t>& stamp, uint64_t s) {
   }
 }
 
-// An eviction candidate: a namespace with no live child. The heap's top is the
-// oldest stamp, the deeper namespace on a tie.
-struct Candidate {
-  uint64_t stamp;
-  uint32_t depth;
-  Namespace* n;
-};
-
-bool Younger(const Candidate& a, const Candidate& b) {
-  if (a.stamp != b.stamp) return a.stamp > b.stamp;
-  return a.depth < b.depth;
-}
-
 bool IsLeaf(const Namespace& n) { return n.children.empty() && n.pending_children == 0; }
 
+// Older first: the lower stamp, the deeper namespace on a tie.
+bool Older(uint64_t sa, uint32_t da, uint64_t sb, uint32_t db) {
+  return sa != sb ? sa < sb : da > db;
+}
+
 }  // namespace
+
+bool Store::OfferToPoolLocked(const NsPtr& n, const Namespace* keep) {
+  if (n.get() == keep || n->dropped || !IsLeaf(*n)) return false;
+  const uint64_t st = n->stamp.load(std::memory_order_relaxed);
+  // Already pooled: refresh it in place (the pool is re-sorted on every pick).
+  for (PoolEntry& e : evict_pool_)
+    if (e.ns == n.get()) {
+      e.stamp = st;
+      return true;
+    }
+  if (evict_pool_.size() >= kEvictionPoolSize) {
+    // Full: the candidate replaces the youngest entry if it is older.
+    auto youngest = std::max_element(evict_pool_.begin(), evict_pool_.end(),
+                                     [](const PoolEntry& a, const PoolEntry& b) {
+                                       return Older(a.stamp, a.depth, b.stamp, b.depth);
+                                     });
+    if (Older(st, n->depth, youngest->stamp, youngest->depth))
+      *youngest = PoolEntry{st, n->depth, n.get(), n};
+    return true;
+  }
+  evict_pool_.push_back(PoolEntry{st, n->depth, n.get(), n});
+  return true;
+}
+
+void Store::SampleLeavesLocked(const Namespace* keep) {
+  if (evict_pool_.capacity() < kEvictionPoolSize) evict_pool_.reserve(kEvictionPoolSize);
+  const size_t k = std::max<uint32_t>(1, cfg_.eviction_samples);
+  if (map_.size() <= k) {
+    // No more namespaces than the sample: all of them (exact LRU).
+    for (auto& [name, n] : map_) OfferToPoolLocked(n, keep);
+    return;
+  }
+  // k leaves from consecutive buckets after a random one, visiting at most
+  // 10 * k buckets (as Redis's dictGetSomeKeys; each bucket once). Only leaves
+  // count, since interior namespaces are never candidates: a map of a few long
+  // chains still samples its few leaves.
+  rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
+      rand_state_ ^= rand_state_ << 17;
+  const size_t nb = map_.bucket_count();
+  size_t b = static_cast<size_t>(rand_state_ % nb);
+  const size_t steps = std::min(10 * k, nb);
+  size_t leaves = 0;
+  for (size_t step = 0; step < steps && leaves < k; ++step, b = b + 1 == nb ? 0 : b + 1)
+    for (auto it = map_.begin(b); it != map_.end(b) && leaves < k; ++it)
+      if (OfferToPoolLocked(it->second, keep)) ++leaves;
+}
+
+Store::NsPtr Store::OldestPooledLeafLocked(const Namespace* keep) {
+  SampleLeavesLocked(keep);
+  for (int pass = 0; pass < 2; ++pass) {
+    // Re-read the entries: drop the gone, held and no-longer-leaf ones, take
+    // touches since they were pooled into account.
+    size_t w = 0;
+    for (size_t i = 0; i < evict_pool_.size(); ++i) {
+      PoolEntry& e = evict_pool_[i];
+      NsPtr n = e.ref.lock();
+      if (!n || n->dropped || n.get() == keep || !IsLeaf(*n)) continue;
+      e.stamp = n->stamp.load(std::memory_order_relaxed);
+      if (w != i) evict_pool_[w] = std::move(e);
+      ++w;
+    }
+    evict_pool_.resize(w);
+    if (!evict_pool_.empty()) break;
+    // The sample held no leaf (a map of interior namespaces): look at them all
+    // once, so eviction never fails while a leaf exists.
+    if (pass == 0)
+      for (auto& [name, n] : map_) OfferToPoolLocked(n, keep);
+  }
+  if (evict_pool_.empty()) return nullptr;
+  auto best = std::min_element(evict_pool_.begin(), evict_pool_.end(),
+                               [](const PoolEntry& a, const PoolEntry& b) {
+                                 return Older(a.stamp, a.depth, b.stamp, b.depth);
+                               });
+  return best->ref.lock();
+}
+
+void Store::EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep) {
+  for (size_t i = 0; i < evict_pool_.size(); ++i)
+    if (evict_pool_[i].ns == victim.get()) {
+      evict_pool_[i] = std::move(evict_pool_.back());
+      evict_pool_.pop_back();
+      break;
+    }
+  // Its parent is a candidate once its last child is gone (the chain goes leaf to root).
+  if (Namespace* p = victim->parent.get()) {
+    auto it = map_.find(p->name);
+    if (it != map_.end() && it->second.get() == p) OfferToPoolLocked(it->second, keep);
+  }
+}
 
 void Store::Touch(Namespace& n) {
   const uint64_t s = lru_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -85,31 +176,14 @@ Status Store::RemoveSubtreeLocked(const NsPtr& root, DropReason reason, uint64_t
 
 Status Store::EvictNamespacesLocked(const Namespace* keep, const std::function<bool()>& fits,
                                     uint64_t* lsn) {
-  if (fits()) return Status::OK();
   // Leaves only: `keep`'s ancestors have a live child (keep) and are never taken.
-  std::vector<Candidate> heap;
-  heap.reserve(map_.size());
-  for (auto& [name, n] : map_)
-    if (n.get() != keep && IsLeaf(*n))
-      heap.push_back({n->stamp.load(std::memory_order_relaxed), n->depth, n.get()});
-  std::make_heap(heap.begin(), heap.end(), Younger);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), Younger);
-    Namespace* victim = heap.back().n;
-    heap.pop_back();
-    auto it = map_.find(victim->name);
-    PION_CHECK(it != map_.end() && it->second.get() == victim);
-    NsPtr n = it->second;
-    PION_RETURN_IF_ERROR(RemoveLocked(n, DropReason::kEviction, lsn));
-    if (fits()) return Status::OK();
-    // Its parent is a candidate once its last child is gone.
-    Namespace* p = n->parent.get();
-    if (p != nullptr && p != keep && !p->dropped && IsLeaf(*p)) {
-      heap.push_back({p->stamp.load(std::memory_order_relaxed), p->depth, p});
-      std::push_heap(heap.begin(), heap.end(), Younger);
-    }
+  while (!fits()) {
+    NsPtr victim = OldestPooledLeafLocked(keep);
+    if (!victim) return Status::OutOfBudget("");
+    PION_RETURN_IF_ERROR(RemoveLocked(victim, DropReason::kEviction, lsn));
+    EvictedFromPoolLocked(victim, keep);
   }
-  return Status::OutOfBudget("");
+  return Status::OK();
 }
 
 Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn,
@@ -164,18 +238,11 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
           break;
         }
       if (!volatile_only) {
-        // The oldest leaf (the deeper one on a tie): a chain goes leaf to
-        // root, `keep`'s ancestors never (they have a child).
-        uint64_t best = UINT64_MAX;
-        uint32_t best_depth = 0;
-        for (auto& [name, n] : map_) {
-          if (n.get() == keep || !IsLeaf(*n)) continue;
-          uint64_t st = n->stamp.load(std::memory_order_relaxed);
-          if (st < best || (st == best && n->depth > best_depth))
-            best = st, best_depth = n->depth, nv = n;
-        }
+        // The pool's oldest leaf (the deeper one on a tie): a chain goes leaf
+        // to root, `keep`'s ancestors never (they have a child).
+        nv = OldestPooledLeafLocked(keep);
         if (nv && sv != nullptr) {
-          if (sv->stamp < best)
+          if (sv->stamp < nv->stamp.load(std::memory_order_relaxed))
             nv.reset();
           else
             sv = nullptr;
@@ -187,6 +254,7 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
       ++evicted_strings_;
     } else if (nv) {
       PION_RETURN_IF_ERROR(RemoveLocked(nv, DropReason::kEviction, lsn));
+      EvictedFromPoolLocked(nv, keep);
     } else {
       break;
     }
@@ -202,6 +270,11 @@ Status Store::SetMaxBytes(uint64_t max_bytes, uint64_t* lsn) {
   if (max_bytes == 0) return Status::OK();
   return EvictLocked(
       nullptr, [&] { return bytes_ <= max_bytes; }, lsn);
+}
+
+void Store::SetEvictionSamples(uint32_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  cfg_.eviction_samples = std::max<uint32_t>(1, n);
 }
 
 uint64_t Store::max_bytes() const {

@@ -431,9 +431,32 @@ Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t s
   return st;
 }
 
+namespace {
+constexpr size_t kCachedSegmentVectors = 4;
+constexpr size_t kMaxCachedSegmentCapacity = 64;
+thread_local std::vector<std::vector<FetchSegment>> t_segment_vectors;
+}  // namespace
+
+std::vector<FetchSegment> TakeSegmentVector() {
+  if (t_segment_vectors.empty()) return {};
+  std::vector<FetchSegment> v = std::move(t_segment_vectors.back());
+  t_segment_vectors.pop_back();
+  return v;
+}
+
+void RecycleSegmentVector(std::vector<FetchSegment>&& v) {
+  if (v.capacity() == 0 || v.capacity() > kMaxCachedSegmentCapacity) return;
+  if (t_segment_vectors.size() >= kCachedSegmentVectors) return;
+  v.clear();  // releases the pins now
+  if (t_segment_vectors.capacity() < kCachedSegmentVectors)
+    t_segment_vectors.reserve(kCachedSegmentVectors);
+  t_segment_vectors.push_back(std::move(v));
+}
+
 Result<FetchPlan> Store::FetchRangeOf(Namespace& n, Side side, uint32_t layer, uint64_t start,
                                       uint64_t end) {
   FetchPlan plan;
+  plan.segments = TakeSegmentVector();
   plan.fmt = n.fmt;
   plan.dim = n.dim;
   plan.row_bytes = n.row_bytes;
@@ -457,7 +480,7 @@ Result<FetchPlan> Store::FetchRange(std::string_view sid, uint32_t layer, uint64
   if (end <= start) return Status::InvalidArgument("invalid RANGE: end must exceed start");
   NsPtr n = FindAndTouch(ns);
   if (!n) return Status::NotFound("session not found");
-  total_fetches_.fetch_add(end - start, std::memory_order_relaxed);
+  total_fetches_.Add(end - start);
   return FetchRangeOf(*n, side, layer, start, end);
 }
 
@@ -468,8 +491,9 @@ Result<FetchPlan> Store::FetchIds(std::string_view sid, uint32_t layer,
   if (!ParseSessionId(sid, &ns, &side)) return Status::NotFound("session not found");
   NsPtr n = FindAndTouch(ns);
   if (!n) return Status::NotFound("session not found");
-  total_fetches_.fetch_add(ids.size(), std::memory_order_relaxed);
+  total_fetches_.Add(ids.size());
   FetchPlan plan;
+  plan.segments = TakeSegmentVector();
   plan.fmt = n->fmt;
   plan.dim = n->dim;
   plan.row_bytes = n->row_bytes;
@@ -519,7 +543,7 @@ Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t 
       AppendSegments(lay, n->rows_per_chunk, n->row_bytes, start, end, &p.segments);
     }
   }
-  total_fetches_.fetch_add((end - start) * plans.size(), std::memory_order_relaxed);
+  total_fetches_.Add((end - start) * plans.size());
   return plans;
 }
 
@@ -559,7 +583,7 @@ StoreStats Store::Stats() const {
       s.allocated_bytes += TableBytes(n->blocks);
     }
   }
-  s.total_fetches = total_fetches_.load(std::memory_order_relaxed);
+  s.total_fetches = total_fetches_.Sum();
   for (const NsPtr& n : all) {
     for (int side = 0; side < 2; ++side) {
       const SideData& sd = n->sides[side];

@@ -26,7 +26,10 @@
 //
 // LRU: every namespace has a stamp from a global counter, bumped by register,
 // lookup, blocks/membership, store and fetch (either side). Eviction removes
-// whole namespaces (both sides) in stamp order, never the one being written.
+// whole namespaces (both sides), never the one being written, by sampled LRU
+// (Redis's eviction pool, eviction.cc): maxmemory-samples namespaces sampled per
+// eviction, the oldest of the best kEvictionPoolSize seen goes; exact LRU order
+// when there are no more namespaces than the sample size.
 //
 // Lineage (REGISTER ... PARENT): a namespace may continue a parent's token
 // sequence; the links form a forest (a parent must exist when its child is
@@ -61,6 +64,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/sharded_counter.h"
 #include "base/status.h"
 #include "quant/format.h"
 #include "store/block_index.h"
@@ -78,10 +82,14 @@ inline constexpr uint32_t kMaxBlockSize = 65536;
 inline constexpr uint64_t kMaxHashCount = 1048576;
 
 struct StoreConfig {
-  uint64_t max_sessions = 256;  // a namespace uses two sessions
-  uint64_t max_bytes = 0;       // 0 = no byte budget
-  uint32_t max_chain = 1024;    // namespaces in one PARENT chain, root..leaf inclusive
+  uint64_t max_sessions = 256;    // a namespace uses two sessions
+  uint64_t max_bytes = 0;         // 0 = no byte budget
+  uint32_t max_chain = 1024;      // namespaces in one PARENT chain, root..leaf inclusive
+  uint32_t eviction_samples = 5;  // maxmemory-samples: namespaces sampled per eviction
 };
+
+// The sampled-LRU eviction pool's size (as Redis's EVPOOL_SIZE).
+inline constexpr size_t kEvictionPoolSize = 16;
 
 struct StoreStats {
   uint64_t registered_prefixes = 0;
@@ -149,6 +157,14 @@ struct FetchSegment {
   const uint8_t* data = nullptr;
   uint64_t rows = 0;
 };
+
+// A per-thread cache of segment vectors (their capacity): the store builds a
+// FetchRange/FetchIds plan's segments in one taken from it, and a caller that
+// is done with a plan may give the vector back, so a small fetch on a worker
+// allocates nothing in steady state (issue 15). At most a few vectors of
+// modest capacity are kept per thread.
+std::vector<FetchSegment> TakeSegmentVector();
+void RecycleSegmentVector(std::vector<FetchSegment>&& v);
 
 // The rows a fetch will send, pinned. Decoding or sending needs no lock.
 struct FetchPlan {
@@ -339,6 +355,8 @@ class Store {
   uint64_t KeyVersion(std::string_view key);
   void SetEvictPolicy(EvictPolicy p);
   EvictPolicy evict_policy() const;
+  // maxmemory-samples (>= 1): namespaces sampled per eviction.
+  void SetEvictionSamples(uint32_t n);
   void ResetKeyStats();
   // Recovery (nothing logged; expired values are skipped).
   void ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru_stamp,
@@ -375,6 +393,14 @@ class Store {
   // leaves first, until `fits` holds (the session cap).
   Status EvictNamespacesLocked(const Namespace* keep, const std::function<bool()>& fits,
                                uint64_t* lsn);
+  // REQUIRES mu_. Sampled LRU (eviction.cc): offers `n` to the pool if it is an
+  // evictable leaf; samples maxmemory-samples namespaces into the pool; the
+  // pool's oldest leaf after re-reading its entries (null if there is no leaf
+  // but keep); drops an evicted namespace from the pool and offers its parent.
+  bool OfferToPoolLocked(const NsPtr& n, const Namespace* keep);  // true if a candidate
+  void SampleLeavesLocked(const Namespace* keep);
+  NsPtr OldestPooledLeafLocked(const Namespace* keep);
+  void EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep);
   // A change reserved in the log but not yet written and applied; the
   // snapshot barrier waits for none to be left.
   void BeginPending();
@@ -406,7 +432,16 @@ class Store {
   uint64_t bytes_ = 0;                                                     // guarded by mu_
   uint64_t evictions_ = 0;                                                 // guarded by mu_
   std::atomic<uint64_t> lru_clock_{0};
-  std::atomic<uint64_t> total_fetches_{0};
+  ShardedCounter total_fetches_;  // per worker: every fetch bumps it (base/sharded_counter.h)
+  // The eviction pool (guarded by mu_): weak references, so a pooled namespace
+  // that is dropped is freed; `ns` identifies the entry.
+  struct PoolEntry {
+    uint64_t stamp;
+    uint32_t depth;
+    const Namespace* ns;
+    std::weak_ptr<Namespace> ref;
+  };
+  std::vector<PoolEntry> evict_pool_;
   uint64_t next_incarnation_ = 1;  // guarded by mu_
 
   // ---- String keys (guarded by mu_) ----

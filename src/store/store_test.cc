@@ -244,6 +244,41 @@ TEST(Store, LruEvictsWholeNamespacesInAccessOrder) {
   EXPECT_EQ(st.Stats().sessions, 8u);
 }
 
+// Sampled LRU (eviction.cc): with more namespaces than maxmemory-samples the
+// victims come from the least recently used ones (the pool keeps the oldest
+// seen), not necessarily in exact order.
+TEST(Store, SampledLruEvictsAmongTheOldest) {
+  constexpr int kN = 200, kNew = 20;
+  Store st({/*max_sessions=*/2 * kN, 0});
+  auto name = [](int i) { return "n" + std::to_string(i); };
+  for (int i = 0; i < kN; ++i) ASSERT_TRUE(Reg(st, name(i)).ok());
+  for (int i = kN / 2; i < kN; ++i) ASSERT_TRUE(st.Lookup(name(i)).hit);  // the recent half
+  for (int i = 0; i < kNew; ++i) ASSERT_TRUE(Reg(st, "new" + std::to_string(i)).ok());
+  int old_gone = 0, recent_gone = 0;
+  for (int i = 0; i < kN; ++i)
+    if (!st.Lookup(name(i)).hit) ++(i < kN / 2 ? old_gone : recent_gone);
+  EXPECT_EQ(old_gone + recent_gone, kNew);
+  EXPECT_GE(old_gone, kNew - 2) << "sampled LRU evicted " << recent_gone << " recent namespaces";
+  EXPECT_EQ(st.Stats().sessions, 2u * kN);
+}
+
+// With maxmemory-samples at least the population, eviction is exact LRU.
+TEST(Store, EnoughSamplesEvictInExactLruOrder) {
+  constexpr int kN = 50;
+  Store st({/*max_sessions=*/2 * kN, 0});
+  st.SetEvictionSamples(64);
+  auto name = [](int i) { return "s" + std::to_string(i); };
+  for (int i = 0; i < kN; ++i) ASSERT_TRUE(Reg(st, name(i)).ok());
+  for (int i = kN - 1; i >= 0; --i) ASSERT_TRUE(st.Lookup(name(i)).hit);  // s49 oldest
+  for (int k = 0; k < 10; ++k) {
+    ASSERT_TRUE(Reg(st, "x" + std::to_string(k)).ok());
+    // Exactly s49, s48, ... went, in that order.
+    NamespaceInfo info;
+    EXPECT_FALSE(st.Describe(name(kN - 1 - k), &info)) << k;
+    EXPECT_TRUE(st.Describe(name(kN - 2 - k), &info)) << k;
+  }
+}
+
 TEST(Store, ByteBudget) {
   const uint32_t dim = 64;  // 128 bytes per fp16 row
   Store st({256, 128 * 100});

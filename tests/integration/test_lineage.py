@@ -197,7 +197,9 @@ def evict_one_chain(r, n: int, new: int = 8) -> list[int]:
 
 def test_least_recent_whole_chain_goes_first(server_factory):
     n = 16
-    s = server_factory(["--maxmemory", str(build_budget(n, 8))])  # exactly 8 chains
+    # Exactly 8 chains. Eviction is sampled LRU: with at least as many samples as
+    # leaves (8-11 here) it is exact, which this test's order needs.
+    s = server_factory(["--maxmemory", str(build_budget(n, 8)), "--maxmemory-samples", "16"])
     r = s.client()
     fill_by_restores(r, n)
     assert info(r)["vstore_evictions"] == 0
@@ -216,7 +218,9 @@ def test_least_recent_whole_chain_goes_first(server_factory):
 @pytest.mark.parametrize("how", ["wal", "snapshot"])
 def test_restart_keeps_links_and_eviction_order(server_factory, how):
     n = 16
-    s = server_factory(["--maxmemory", str(build_budget(n, 8)), "--appendfsync", "always"])
+    # Samples >= leaves: exact LRU order (see test_least_recent_whole_chain_goes_first).
+    s = server_factory(["--maxmemory", str(build_budget(n, 8)), "--appendfsync", "always",
+                        "--maxmemory-samples", "16"])
     r = s.client()
     if how == "wal":
         fill_by_appends(r, n)  # the order lives in the log only

@@ -135,6 +135,7 @@ uint64_t ReplyPlan(CommandContext& ctx, FetchPlan&& plan, OutFmt fmt) {
     DecodeSegment(plan, s, elem, out);
     out += s.rows * plan.dim * elem;
   }
+  store::RecycleSegmentVector(std::move(plan.segments));  // decoded: the pins can go
   return len;
 }
 
