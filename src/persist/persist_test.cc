@@ -22,6 +22,7 @@
 #include "persist/snapshot.h"
 #include "persist/testing/fault_env.h"
 #include "persist/testing/test_util.h"
+#include "persist/testing/wrapping_env.h"
 #include "persist/wal_reader.h"
 #include "persist/wal_writer.h"
 #include "store/persist_adapter.h"
@@ -964,59 +965,29 @@ namespace {
 
 // An Env that forwards to a FaultEnv and lets a test intercept every write of a
 // writable file: delay it, block it on a latch, fail it, or note its completion.
-class HookEnv final : public Env {
+class HookEnv final : public WrappingEnv {
  public:
   // Called instead of the write; `inner` performs it.
   using Hook =
       std::function<Status(uint64_t off, std::span<const uint8_t> data, WritableFile* inner)>;
-  explicit HookEnv(FaultEnv* base) : base_(base) {}
+  explicit HookEnv(FaultEnv* base) : WrappingEnv(base) {}
   Hook hook;
 
-  class File final : public WritableFile {
+ private:
+  class File final : public ForwardingFile {
    public:
-    File(HookEnv* env, std::unique_ptr<WritableFile> f) : env_(env), f_(std::move(f)) {}
+    File(HookEnv* env, std::unique_ptr<WritableFile> f) : ForwardingFile(std::move(f)), env_(env) {}
     Status WriteAt(uint64_t off, std::span<const uint8_t> data) override {
-      if (env_->hook) return env_->hook(off, data, f_.get());
-      return f_->WriteAt(off, data);
+      if (env_->hook) return env_->hook(off, data, inner());
+      return inner()->WriteAt(off, data);
     }
-    Status Sync() override { return f_->Sync(); }
-    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
-    Result<uint64_t> Size() override { return f_->Size(); }
-    Status Close() override { return f_->Close(); }
 
    private:
     HookEnv* env_;
-    std::unique_ptr<WritableFile> f_;
   };
-
-  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& p) override {
-    auto f = base_->NewWritableFile(p);
-    if (!f.ok()) return f.status();
-    return std::unique_ptr<WritableFile>(new File(this, std::move(f).value()));
+  std::unique_ptr<WritableFile> Wrap(std::unique_ptr<WritableFile> f) override {
+    return std::make_unique<File>(this, std::move(f));
   }
-  Result<std::unique_ptr<WritableFile>> ReopenWritableFile(const std::string& p) override {
-    auto f = base_->ReopenWritableFile(p);
-    if (!f.ok()) return f.status();
-    return std::unique_ptr<WritableFile>(new File(this, std::move(f).value()));
-  }
-  Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& p) override {
-    return base_->NewReadableFile(p);
-  }
-  bool FileExists(const std::string& p) override { return base_->FileExists(p); }
-  Result<uint64_t> FileSize(const std::string& p) override { return base_->FileSize(p); }
-  Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
-  Status RemoveFile(const std::string& p) override { return base_->RemoveFile(p); }
-  Status TruncateFile(const std::string& p, uint64_t n) override {
-    return base_->TruncateFile(p, n);
-  }
-  Status SyncDir(const std::string& d) override { return base_->SyncDir(d); }
-  Result<std::vector<std::string>> ListDir(const std::string& d) override {
-    return base_->ListDir(d);
-  }
-  Status CreateDir(const std::string& d) override { return base_->CreateDir(d); }
-
- private:
-  FaultEnv* base_;
 };
 
 // The LSN of a record header at the start of `data`, or 0 if `data` is not one
@@ -1500,39 +1471,15 @@ TEST(MappedSnapshot, CorruptRowsOrPadRefusedAtLoad) {
 }
 
 // An Env whose Sync blocks on a latch while `hold` is set.
-class SyncGateEnv final : public Env {
+class SyncGateEnv final : public WrappingEnv {
  public:
-  explicit SyncGateEnv(FaultEnv* base) : base_(base) {}
+  explicit SyncGateEnv(FaultEnv* base) : WrappingEnv(base) {}
   std::atomic<bool> hold{false};
   std::atomic<int> syncs{0};
   std::mutex mu;
   std::condition_variable cv;
   bool entered = false, open = false;
 
-  class File final : public WritableFile {
-   public:
-    File(SyncGateEnv* env, std::unique_ptr<WritableFile> f) : env_(env), f_(std::move(f)) {}
-    Status WriteAt(uint64_t off, std::span<const uint8_t> data) override {
-      return f_->WriteAt(off, data);
-    }
-    Status Sync() override {
-      if (env_->hold) {
-        std::unique_lock<std::mutex> l(env_->mu);
-        env_->entered = true;
-        env_->cv.notify_all();
-        env_->cv.wait(l, [&] { return env_->open; });
-      }
-      env_->syncs++;
-      return f_->Sync();
-    }
-    Status Truncate(uint64_t size) override { return f_->Truncate(size); }
-    Result<uint64_t> Size() override { return f_->Size(); }
-    Status Close() override { return f_->Close(); }
-
-   private:
-    SyncGateEnv* env_;
-    std::unique_ptr<WritableFile> f_;
-  };
   void AwaitEntered() {
     std::unique_lock<std::mutex> l(mu);
     cv.wait(l, [&] { return entered; });
@@ -1543,34 +1490,28 @@ class SyncGateEnv final : public Env {
     cv.notify_all();
   }
 
-  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& p) override {
-    auto f = base_->NewWritableFile(p);
-    if (!f.ok()) return f.status();
-    return std::unique_ptr<WritableFile>(new File(this, std::move(f).value()));
-  }
-  Result<std::unique_ptr<WritableFile>> ReopenWritableFile(const std::string& p) override {
-    auto f = base_->ReopenWritableFile(p);
-    if (!f.ok()) return f.status();
-    return std::unique_ptr<WritableFile>(new File(this, std::move(f).value()));
-  }
-  Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& p) override {
-    return base_->NewReadableFile(p);
-  }
-  bool FileExists(const std::string& p) override { return base_->FileExists(p); }
-  Result<uint64_t> FileSize(const std::string& p) override { return base_->FileSize(p); }
-  Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
-  Status RemoveFile(const std::string& p) override { return base_->RemoveFile(p); }
-  Status TruncateFile(const std::string& p, uint64_t n) override {
-    return base_->TruncateFile(p, n);
-  }
-  Status SyncDir(const std::string& d) override { return base_->SyncDir(d); }
-  Result<std::vector<std::string>> ListDir(const std::string& d) override {
-    return base_->ListDir(d);
-  }
-  Status CreateDir(const std::string& d) override { return base_->CreateDir(d); }
-
  private:
-  FaultEnv* base_;
+  class File final : public ForwardingFile {
+   public:
+    File(SyncGateEnv* env, std::unique_ptr<WritableFile> f)
+        : ForwardingFile(std::move(f)), env_(env) {}
+    Status Sync() override {
+      if (env_->hold) {
+        std::unique_lock<std::mutex> l(env_->mu);
+        env_->entered = true;
+        env_->cv.notify_all();
+        env_->cv.wait(l, [&] { return env_->open; });
+      }
+      env_->syncs++;
+      return inner()->Sync();
+    }
+
+   private:
+    SyncGateEnv* env_;
+  };
+  std::unique_ptr<WritableFile> Wrap(std::unique_ptr<WritableFile> f) override {
+    return std::make_unique<File>(this, std::move(f));
+  }
 };
 
 // Group commit under `always`: while an fdatasync is in progress, records from
