@@ -298,7 +298,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
   {
     auto h = fetch(0, hn);
     if (!h.ok() && h.status().code() != Code::kCorruption) return h.status();
-    if (h.ok()) std::memcpy(hbuf, h->data(), hn);
+    if (h.ok() && hn > 0) std::memcpy(hbuf, h->data(), hn);  // an empty mapping has no data()
   }
   Status hs = DecodeSnapHeader(hbuf, hn, &st.header);
   if (!hs.ok()) return BadAt(path, 0, hs.message(), bad_offset);
