@@ -46,6 +46,8 @@ def _start(ctx, m, kind, args):
                '--dir', d, '--protected-mode', 'no'] + args
     p = m.PROCS.start(cmd, core=ctx.server_core, log_path=os.path.join(d, 'log'), name=kind)
     m.wait_ready(port, p, timeout=60)
+    if kind == 'pion':
+        _wait_pong(m, port, p, 60)  # PING is answered before loading ends; data commands are not
     return m.Server(kind, port, p), d
 
 
