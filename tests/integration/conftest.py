@@ -45,7 +45,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class PionServer:
+class ServerLog:
+    """The log of a server process this test started (`log_path`), and the first
+    sanitizer report in it."""
+
+    log_path: Path
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def sanitizer_report(self) -> str | None:
+        """The log from the first sanitizer report on (None without one)."""
+        text = self.log()
+        m = SANITIZER_REPORT.search(text)
+        return text[m.start():m.start() + 8000] if m else None
+
+
+class PionServer(ServerLog):
     """One pion-server process. `args` are extra command-line flags."""
 
     def __init__(self, data_dir: Path, args: list[str] | None = None, kvcache: bool = True):
@@ -107,18 +126,6 @@ class PionServer:
         kw.setdefault("socket_timeout", 60)
         kw.setdefault("password", self.password)
         return redis.Redis(port=self.port, **kw)
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def sanitizer_report(self) -> str | None:
-        """The log from the first sanitizer report on (None without one)."""
-        text = self.log()
-        m = SANITIZER_REPORT.search(text)
-        return text[m.start():m.start() + 8000] if m else None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
         if self.proc is None or self.proc.poll() is not None:

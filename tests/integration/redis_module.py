@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import redis
 
-from conftest import BIN_DIR, SANITIZER_REPORT, free_port, poll
+from conftest import BIN_DIR, ServerLog, free_port, poll
 
 REDIS_SERVER = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
@@ -42,7 +42,7 @@ def _sanitizer_env() -> dict:
     return env
 
 
-class RedisNode:
+class RedisNode(ServerLog):
     def __init__(self, root: Path, name: str, cluster: bool = False, args: list[str] | None = None):
         self.dir = Path(root) / name
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -92,17 +92,6 @@ class RedisNode:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def sanitizer_report(self) -> str | None:
-        text = self.log()
-        m = SANITIZER_REPORT.search(text)
-        return text[m.start():m.start() + 8000] if m else None
 
 
 def check_logs(nodes) -> None:
