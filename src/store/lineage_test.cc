@@ -360,6 +360,39 @@ TEST(Lineage, DropPredicateRefusesTheWholeCall) {
   EXPECT_EQ(st.NamespaceCount(), 0u);
 }
 
+// DEL/UNLINK of a parent (KeysDelete) asks the same predicate as DROP for
+// every descendant: one refusal refuses the whole call, nothing removed or logged.
+TEST(Lineage, KeysDeletePredicateCoversDescendants) {
+  LineageSink sink;
+  Store st({256, 0});
+  st.SetSink(&sink);
+  const std::pair<const char*, const char*> tree[] = {{"r", ""}, {"a", "r"}, {"a1", "a"}};
+  for (auto [ns, parent] : tree) ASSERT_TRUE(Reg(st, ns, parent).ok()) << ns;
+  const size_t recs = sink.recs.size();
+  std::vector<std::string> asked;
+  auto not_a1 = [&](std::string_view ns) {
+    asked.emplace_back(ns);
+    return ns != "a1";
+  };
+  uint64_t lsn = 0;
+  for (std::string_view key : {"r", "r_pk", "a_pv"}) {
+    std::string_view keys[] = {key};
+    auto n = st.KeysDelete(keys, &lsn, not_a1);
+    ASSERT_FALSE(n.ok()) << key;
+    EXPECT_EQ(n.status().id(), ErrorId::kDropRefused);
+    EXPECT_EQ(lsn, 0u);
+    EXPECT_EQ(sink.recs.size(), recs);
+    EXPECT_EQ(st.NamespaceCount(), 3u);
+  }
+  EXPECT_NE(std::find(asked.begin(), asked.end(), "a1"), asked.end());
+  // Allowed: the subtree goes, each namespace counted as a key.
+  std::string_view keys[] = {"r"};
+  auto n = st.KeysDelete(keys, &lsn, [](std::string_view) { return true; });
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 3u);
+  EXPECT_EQ(st.NamespaceCount(), 0u);
+}
+
 TEST(Lineage, ReplaySkipsAChildWhoseParentIsAbsent) {
   Store st({256, 0});
   // The parent's incarnation is not the logged one (or it is absent): skipped.

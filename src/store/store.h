@@ -323,8 +323,12 @@ class Store {
                        std::span<const StrRef> made = {});
   // EXISTS: keys counted with repetition.
   uint64_t KeysExist(std::span<const std::string_view> keys);
-  // DEL / UNLINK: strings removed, namespaces (or their session ids) dropped.
-  Result<uint64_t> KeysDelete(std::span<const std::string_view> keys, uint64_t* lsn);
+  // DEL / UNLINK: strings removed, namespaces (or their session ids) dropped
+  // with their subtrees. `may_drop` (empty: any) is asked, as by Drop, for every
+  // namespace the call would remove, descendants included, before anything is
+  // removed; one refusal refuses the whole call (kDropRefused, nothing removed).
+  Result<uint64_t> KeysDelete(std::span<const std::string_view> keys, uint64_t* lsn,
+                              const std::function<bool(std::string_view ns)>& may_drop = {});
   KeyType TypeOf(std::string_view key);
   // RENAME (nx = RENAMENX) of a string key: NotFound "no such key"; a
   // namespace source is NotSupported. *done false when nx and dst exists.

@@ -479,11 +479,33 @@ uint64_t Store::KeysExist(std::span<const std::string_view> keys) {
   return n;
 }
 
-Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint64_t* lsn) {
+Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint64_t* lsn,
+                                   const std::function<bool(std::string_view ns)>& may_drop) {
   *lsn = 0;
   std::shared_lock<std::shared_mutex> gate(gate_);
   std::lock_guard<std::mutex> l(mu_);
   int64_t now = NowMs();
+  if (may_drop) {
+    // As Drop: every namespace a key would remove, descendants included, is
+    // asked before anything is removed; one refusal refuses the whole call.
+    std::vector<const Namespace*> todo;
+    for (std::string_view k : keys) {
+      auto sit = strings_.find(k);
+      if (sit != strings_.end() && !Expired(sit->second, now)) continue;  // a string key
+      std::string_view ns = k;
+      Side side;
+      auto it = map_.find(ns);
+      if (it == map_.end() && ParseSessionId(k, &ns, &side)) it = map_.find(ns);
+      if (it != map_.end()) todo.push_back(it->second.get());
+    }
+    while (!todo.empty()) {
+      const Namespace* n = todo.back();
+      todo.pop_back();
+      if (!may_drop(n->name))
+        return Status(Code::kInvalidArgument, "drop refused", ErrorId::kDropRefused);
+      todo.insert(todo.end(), n->children.begin(), n->children.end());
+    }
+  }
   uint64_t n = 0;
   for (std::string_view k : keys) {
     if (StrFindLocked(k, now, lsn) != nullptr) {

@@ -149,6 +149,28 @@ def test_read_and_write_patterns(server_factory):
     assert d[b"keys"] == b"%R~shared|* ~own|*"
 
 
+def test_del_of_a_parent_checks_its_descendants(server_factory):
+    # DEL/UNLINK of a namespace drops its subtree: like KV.PREFIX.DROP, every
+    # descendant needs the write permission, or nothing is deleted.
+    s = server_factory(["--appendonly", "no"])
+    admin = s.client()
+    admin.execute_command("KV.PREFIX.REGISTER", "own|p", 64, "fp16")
+    admin.execute_command("KV.PREFIX.REGISTER", "shared|c", 64, "fp16", "PARENT", "own|p")
+    admin.execute_command("ACL", "SETUSER", "rw", "on", ">p", "%R~shared|*", "%RW~own|*", "+@all")
+    rw = login(s, "rw", "p")
+    for cmd in ("DEL", "UNLINK"):
+        for key in ("own|p", "own|p_pk"):
+            assert err(rw.execute_command, cmd, key) == NOPERM_KEY
+    assert admin.execute_command("KV.PREFIX.LOOKUP", "own|p") == b"HIT"
+    assert admin.execute_command("KV.PREFIX.LOOKUP", "shared|c") == b"HIT"
+    # A leaf it may write goes; then the parent has no refused descendant.
+    admin.execute_command("KV.PREFIX.REGISTER", "own|q", 64, "fp16", "PARENT", "own|p")
+    assert rw.execute_command("UNLINK", "own|q") == 1
+    admin.execute_command("KV.PREFIX.DROP", "shared|c")
+    assert rw.execute_command("DEL", "own|p") == 1
+    assert admin.execute_command("KV.PREFIX.LOOKUP", "own|p") == b"MISS"
+
+
 # ------------------------------------------------------------- ACL subcommands
 
 def test_acl_subcommands(server_factory):

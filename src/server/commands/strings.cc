@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 
 #include <climits>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -286,9 +287,27 @@ void Exists(CommandContext& ctx) {
 }
 
 void Del(CommandContext& ctx) {
+  // A namespace's descendants go with it: as KV.PREFIX.DROP, each needs the
+  // write permission the named keys needed at admission, or nothing is deleted.
+  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  std::string denied;
+  std::function<bool(std::string_view)> may_drop;
+  if (u == nullptr || !(u->unrestricted || u->allkeys)) {
+    may_drop = [&](std::string_view ns) {
+      if (u != nullptr && u->KeyAllowed(ns, kAclPermWrite)) return true;
+      denied = ns;
+      return false;
+    };
+  }
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->KeysDelete(ctx.args.subspan(1), &lsn);
+  auto r = ctx.server->store()->KeysDelete(ctx.args.subspan(1), &lsn, may_drop);
   ctx.wait_lsn = lsn;
+  if (!r.ok() && r.status().id() == ErrorId::kDropRefused) {
+    ctx.server->acl().Log("key", denied, u != nullptr ? u->name : "",
+                          ctx.server->ClientLine(ctx.client));
+    ctx.reply->Error(kErrNoPermKey);
+    return;
+  }
   if (!Reply(ctx, r.status())) return;
   ctx.reply->Integer(static_cast<int64_t>(*r));
 }
