@@ -2,7 +2,7 @@
 
 namespace pion {
 
-uint16_t Crc16Xmodem(std::string_view bytes) {
+uint16_t Crc16XmodemScalar(std::string_view bytes) {
   uint16_t crc = 0;
   for (unsigned char b : bytes) {
     crc ^= static_cast<uint16_t>(b) << 8;
@@ -10,6 +10,13 @@ uint16_t Crc16Xmodem(std::string_view bytes) {
       crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
                            : static_cast<uint16_t>(crc << 1);
   }
+  return crc;
+}
+
+uint16_t Crc16Xmodem(std::string_view bytes) {
+  uint16_t crc = 0;
+  for (unsigned char b : bytes)
+    crc = static_cast<uint16_t>((crc << 8) ^ internal::kCrc16Table.v[((crc >> 8) ^ b) & 0xff]);
   return crc;
 }
 

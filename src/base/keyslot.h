@@ -14,9 +14,41 @@ namespace pion {
 
 inline constexpr uint32_t kClusterSlots = 16384;
 
+// Table-driven; Crc16XmodemScalar is the bit-at-a-time reference it is tested against.
 uint16_t Crc16Xmodem(std::string_view bytes);
+uint16_t Crc16XmodemScalar(std::string_view bytes);
 // The part of `key` that is hashed: its hash tag, or the whole key.
 std::string_view HashedPart(std::string_view key);
 uint32_t KeySlot(std::string_view key);
+
+namespace internal {
+// The CRC of each byte value alone (the scalar loop's eight steps, precomputed).
+struct Crc16Table {
+  uint16_t v[256];
+  constexpr Crc16Table() : v() {
+    for (int i = 0; i < 256; ++i) {
+      uint16_t crc = static_cast<uint16_t>(i << 8);
+      for (int bit = 0; bit < 8; ++bit)
+        crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
+                             : static_cast<uint16_t>(crc << 1);
+      v[i] = crc;
+    }
+  }
+};
+inline constexpr Crc16Table kCrc16Table;
+}  // namespace internal
+
+// KeySlot for the hot path (the store's shard of every command's key, store.h):
+// inline, one pass that hashes the key while looking for a '{'; a key that has
+// one goes to KeySlot (the hash tag rule). Equal to KeySlot for every key.
+inline uint32_t KeySlotInline(std::string_view key) {
+  uint16_t crc = 0;
+  for (char c : key) {
+    if (c == '{') return KeySlot(key);
+    const auto b = static_cast<unsigned char>(c);
+    crc = static_cast<uint16_t>((crc << 8) ^ internal::kCrc16Table.v[((crc >> 8) ^ b) & 0xff]);
+  }
+  return crc % kClusterSlots;
+}
 
 }  // namespace pion

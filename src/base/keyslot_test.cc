@@ -10,6 +10,28 @@ TEST(KeySlot, Crc16MatchesTheXmodemCheckValue) {
   EXPECT_EQ(Crc16Xmodem(""), 0);
 }
 
+TEST(KeySlot, TableCrcMatchesTheScalarReference) {
+  std::string bytes;
+  uint32_t x = 12345;
+  for (int len = 0; len < 300; ++len) {
+    EXPECT_EQ(Crc16Xmodem(bytes), Crc16XmodemScalar(bytes)) << len;
+    x = x * 1103515245u + 12345u;
+    bytes.push_back(static_cast<char>(x >> 16));
+  }
+  EXPECT_EQ(Crc16XmodemScalar("123456789"), 0x31C3);
+}
+
+TEST(KeySlot, InlineSlotMatchesKeySlot) {
+  for (std::string_view k : {"", "a", "app_pk", "{app|v1}_pk", "x{}y", "{", "}{a}", "a{b}c{d}",
+                             "{user1000}.following", "foo{bar", "123456789"})
+    EXPECT_EQ(KeySlotInline(k), KeySlot(k)) << k;
+  std::string k;
+  for (int i = 0; i < 200; ++i) {
+    k.push_back(static_cast<char>('a' + (i * 7) % 26));
+    EXPECT_EQ(KeySlotInline(k), KeySlot(k)) << k;
+  }
+}
+
 TEST(KeySlot, KnownSlots) {
   EXPECT_EQ(KeySlot("foo"), 12182u);
   EXPECT_LT(KeySlot("anything"), kClusterSlots);
