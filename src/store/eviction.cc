@@ -67,9 +67,10 @@ bool Store::OfferToPoolLocked(const NsPtr& n, const Namespace* keep) {
 void Store::SampleLeavesLocked(const Namespace* keep) {
   if (evict_pool_.capacity() < kEvictionPoolSize) evict_pool_.reserve(kEvictionPoolSize);
   const size_t k = std::max<uint32_t>(1, cfg_.eviction_samples);
-  if (map_.size() <= k) {
+  if (NsCountLocked() <= k) {
     // No more namespaces than the sample: all of them (exact LRU).
-    for (auto& [name, n] : map_) OfferToPoolLocked(n, keep);
+    for (Shard& sh : shards_)
+      for (auto& [name, n] : sh.map) OfferToPoolLocked(n, keep);
     return;
   }
   // k leaves from consecutive buckets after a random one, visiting at most
@@ -78,13 +79,23 @@ void Store::SampleLeavesLocked(const Namespace* keep) {
   // chains still samples its few leaves.
   rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
       rand_state_ ^= rand_state_ << 17;
-  const size_t nb = map_.bucket_count();
-  size_t b = static_cast<size_t>(rand_state_ % nb);
+  // The buckets of the shards' maps, one after the other, as one table.
+  size_t nb = 0;
+  for (const Shard& sh : shards_) nb += sh.map.bucket_count();
+  size_t g = static_cast<size_t>(rand_state_ % nb);
+  size_t si = 0;
+  while (g >= shards_[si].map.bucket_count()) g -= shards_[si++].map.bucket_count();
   const size_t steps = std::min(10 * k, nb);
   size_t leaves = 0;
-  for (size_t step = 0; step < steps && leaves < k; ++step, b = b + 1 == nb ? 0 : b + 1)
-    for (auto it = map_.begin(b); it != map_.end(b) && leaves < k; ++it)
+  for (size_t step = 0; step < steps && leaves < k; ++step) {
+    NsMap& m = shards_[si].map;
+    for (auto it = m.begin(g); it != m.end(g) && leaves < k; ++it)
       if (OfferToPoolLocked(it->second, keep)) ++leaves;
+    if (++g == m.bucket_count()) {
+      g = 0;
+      si = (si + 1) % kShards;
+    }
+  }
 }
 
 Store::NsPtr Store::OldestPooledLeafLocked(const Namespace* keep) {
@@ -106,7 +117,8 @@ Store::NsPtr Store::OldestPooledLeafLocked(const Namespace* keep) {
     // The sample held no leaf (a map of interior namespaces): look at them all
     // once, so eviction never fails while a leaf exists.
     if (pass == 0)
-      for (auto& [name, n] : map_) OfferToPoolLocked(n, keep);
+      for (Shard& sh : shards_)
+        for (auto& [name, n] : sh.map) OfferToPoolLocked(n, keep);
   }
   if (evict_pool_.empty()) return nullptr;
   auto best = std::min_element(evict_pool_.begin(), evict_pool_.end(),
@@ -125,13 +137,44 @@ void Store::EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep) {
     }
   // Its parent is a candidate once its last child is gone (the chain goes leaf to root).
   if (Namespace* p = victim->parent.get()) {
-    auto it = map_.find(p->name);
-    if (it != map_.end() && it->second.get() == p) OfferToPoolLocked(it->second, keep);
+    const NsPtr* it = NsRefLocked(p->name);
+    if (it != nullptr && it->get() == p) OfferToPoolLocked(*it, keep);
+  }
+}
+
+namespace {
+
+// The last stamp this thread took, and from which store.
+struct LastStamp {
+  const void* store = nullptr;
+  uint64_t stamp = 0;
+};
+thread_local LastStamp t_last;
+
+}  // namespace
+
+uint64_t Store::NextStamp() {
+  // A relaxed load and store, not a read-modify-write: no locked instruction
+  // on every command. Touches in sequence (on any threads) get increasing
+  // stamps; concurrent ones may share a stamp or lose an increment (ties
+  // are as good as either order for an LRU), and a thread never goes below
+  // its own last stamp in this store.
+  uint64_t s = lru_clock_.load(std::memory_order_relaxed);
+  if (t_last.store == this && s < t_last.stamp) s = t_last.stamp;
+  ++s;
+  lru_clock_.store(s, std::memory_order_relaxed);
+  t_last = {this, s};
+  return s;
+}
+
+void Store::RaiseClockAbove(uint64_t stamp) {
+  uint64_t cur = lru_clock_.load(std::memory_order_relaxed);
+  while (cur < stamp && !lru_clock_.compare_exchange_weak(cur, stamp)) {
   }
 }
 
 void Store::Touch(Namespace& n) {
-  const uint64_t s = lru_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
+  const uint64_t s = NextStamp();
   // The chain is fixed at creation and its length bounded by max_chain.
   for (Namespace* p = &n; p != nullptr; p = p->parent.get()) RaiseStamp(p->stamp, s);
 }
@@ -147,7 +190,11 @@ Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
     auto it = std::find(p->children.begin(), p->children.end(), n.get());
     if (it != p->children.end()) p->children.erase(it);
   }
-  map_.erase(n->name);
+  {
+    Shard& sh = ShardFor(n->name);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    sh.map.erase(n->name);
+  }
   n->dropped = true;
   bytes_ -= n->bytes;
   if (reason == DropReason::kEviction) evictions_ += 2;
@@ -162,9 +209,9 @@ Status Store::RemoveSubtreeLocked(const NsPtr& root, DropReason reason, uint64_t
     NsPtr n = stack.back();
     if (!n->children.empty()) {
       Namespace* c = n->children.back();
-      auto it = map_.find(c->name);
-      PION_CHECK(it != map_.end() && it->second.get() == c);
-      stack.push_back(it->second);
+      const NsPtr* it = NsRefLocked(c->name);
+      PION_CHECK(it != nullptr && it->get() == c);
+      stack.push_back(*it);
       continue;
     }
     stack.pop_back();
@@ -194,55 +241,78 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
     StrEntry* sv = nullptr;
     NsPtr nv;
     if (policy_ == EvictPolicy::kAllKeysRandom) {
-      uint64_t total = strings_.size() + map_.size();
+      const uint64_t nstr = StrCountLocked();
+      uint64_t total = nstr + NsCountLocked();
       if (total == 0) break;
       rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
           rand_state_ ^= rand_state_ << 17;
       uint64_t r = rand_state_ % total;
-      if (r < strings_.size()) {
-        // A random bucket, then the first key from it on.
-        size_t nb = strings_.bucket_count();
-        size_t b0 = static_cast<size_t>(rand_state_ >> 20) % nb;
+      if (r < nstr) {
+        // A random bucket (of the shards' tables, one after the other), then
+        // the first key from it on.
+        size_t nb = 0;
+        for (const Shard& sh : shards_) nb += sh.strings.bucket_count();
+        size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
+        size_t si = 0;
+        while (g >= shards_[si].strings.bucket_count()) g -= shards_[si++].strings.bucket_count();
         for (size_t k = 0; k < nb && sv == nullptr; ++k) {
-          size_t b = (b0 + k) % nb;
-          for (auto it = strings_.begin(b); it != strings_.end(b); ++it)
+          StrMap& m = shards_[si].strings;
+          for (auto it = m.begin(g); it != m.end(g); ++it)
             if (!is_kept(&it->second)) {
               sv = &it->second;
               break;
             }
+          if (++g == m.bucket_count()) {
+            g = 0;
+            si = (si + 1) % kShards;
+          }
         }
       } else {
         // A random namespace among the leaves (lineage: never one with children).
-        for (auto& [name, n] : map_)
-          if (n.get() != keep && IsLeaf(*n)) {
-            nv = n;
-            if (r-- == strings_.size()) break;
-          }
+        for (Shard& sh : shards_) {
+          for (auto& [name, n] : sh.map)
+            if (n.get() != keep && IsLeaf(*n)) {
+              nv = n;
+              if (r-- == nstr) break;
+            }
+          if (r + 1 == nstr) break;
+        }
       }
       if (sv == nullptr && !nv) {
         // Only kept keys left on the side drawn: try the other.
-        for (auto& [name, n] : map_)
-          if (n.get() != keep && IsLeaf(*n)) nv = n;
+        for (Shard& sh : shards_)
+          for (auto& [name, n] : sh.map)
+            if (n.get() != keep && IsLeaf(*n)) nv = n;
         if (!nv)
-          for (StrEntry* e = lru_head_; e != nullptr; e = e->next)
-            if (!is_kept(e)) {
-              sv = e;
-              break;
-            }
+          for (Shard& sh : shards_) {
+            std::lock_guard<std::mutex> sl(sh.mu);
+            for (StrEntry* e = sh.lru_head; e != nullptr && sv == nullptr; e = e->next)
+              if (!is_kept(e)) sv = e;
+            if (sv != nullptr) break;
+          }
       }
     } else {
       bool volatile_only = policy_ == EvictPolicy::kVolatileLru;
-      for (StrEntry* e = lru_head_; e != nullptr; e = e->next)
-        if (!is_kept(e) && (!volatile_only || e->expire_at_ms != 0)) {
-          sv = e;
-          break;
-        }
+      // The oldest string key: the oldest of the shards' list heads (a read
+      // touches an entry under its shard lock only, so each list is read under it).
+      uint64_t sv_stamp = 0;
+      for (Shard& sh : shards_) {
+        std::lock_guard<std::mutex> sl(sh.mu);
+        for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
+          if (!is_kept(e) && (!volatile_only || e->expire_at_ms != 0)) {
+            if (sv == nullptr || e->stamp < sv_stamp) {
+              sv = e;
+              sv_stamp = e->stamp;
+            }
+            break;
+          }
+      }
       if (!volatile_only) {
         // The pool's oldest leaf (the deeper one on a tie): a chain goes leaf
         // to root, `keep`'s ancestors never (they have a child).
         nv = OldestPooledLeafLocked(keep);
         if (nv && sv != nullptr) {
-          if (sv->stamp < nv->stamp.load(std::memory_order_relaxed))
+          if (sv_stamp < nv->stamp.load(std::memory_order_relaxed))
             nv.reset();
           else
             sv = nullptr;
@@ -250,7 +320,7 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
       }
     }
     if (sv != nullptr) {
-      PION_RETURN_IF_ERROR(StrRemoveLocked(strings_.find(*sv->key), 1, lsn));
+      PION_RETURN_IF_ERROR(StrRemoveLocked(*sv, 1, lsn));
       ++evicted_strings_;
     } else if (nv) {
       PION_RETURN_IF_ERROR(RemoveLocked(nv, DropReason::kEviction, lsn));

@@ -65,7 +65,8 @@ class Namespace {
   // LRU stamp; only ever raised (Store::Touch), so a parent's is never below a child's.
   std::atomic<uint64_t> stamp{0};
 
-  // Guarded by Store::mu_.
+  // Guarded by Store::mu_; prefill_us and blocks are also written only under
+  // the namespace's shard lock, which is what Lookup and Blocks read them under.
   bool dropped = false;
   uint64_t bytes = 0;
   std::shared_ptr<const BlockTable> blocks;

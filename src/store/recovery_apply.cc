@@ -36,17 +36,16 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   // is gone too, so the record is skipped (and the child's rows then are
   // skipped as those of an absent namespace).
   NsPtr parent;
-  auto it = map_.find(ns);
-  const bool same = it != map_.end() && it->second->incarnation == incarnation;
+  const NsPtr* it = NsRefLocked(ns);
+  const bool same = it != nullptr && (*it)->incarnation == incarnation;
   if (!parent_ns.empty() && !same) {
-    auto pit = map_.find(parent_ns);
-    if (pit == map_.end() || pit->second->incarnation != parent_incarnation ||
-        pit->second->dim != kv_dim)
+    const NsPtr* pit = NsRefLocked(parent_ns);
+    if (pit == nullptr || (*pit)->incarnation != parent_incarnation || (*pit)->dim != kv_dim)
       return Status::OK();
-    parent = pit->second;
+    parent = *pit;
   }
-  if (it != map_.end()) {
-    NsPtr n = it->second;
+  if (it != nullptr) {
+    NsPtr n = *it;
     if (same && n->dim == kv_dim && n->fmt == fmt) {
       if (table) {
         uint64_t old = TableBytes(n->blocks), add = TableBytes(table);
@@ -55,6 +54,8 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
         fit_bytes(n.get(), add);
         n->bytes += add;
         bytes_ += add;
+        Shard& sh = ShardFor(n->name);
+        std::lock_guard<std::mutex> sl(sh.mu);
         n->blocks = std::move(table);
       }
       Touch(*n);
@@ -70,7 +71,8 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   uint64_t unused = 0;
   PION_RETURN_IF_ERROR(EvictNamespacesLocked(
       parent.get(),
-      [&] { return 2 * (map_.size() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2); }, &unused));
+      [&] { return 2 * (NsCountLocked() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2); },
+      &unused));
   fit_bytes(parent.get(), TableBytes(table));
   auto n = std::make_shared<Namespace>(std::string(ns), incarnation, kv_dim, fmt, parent);
   n->blocks = std::move(table);
@@ -78,7 +80,9 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   bytes_ += n->bytes;
   if (parent) parent->children.push_back(n.get());
   Touch(*n);
-  map_.emplace(n->name, std::move(n));
+  Shard& sh = ShardFor(n->name);
+  std::lock_guard<std::mutex> sl(sh.mu);
+  sh.map.emplace(n->name, std::move(n));
   return Status::OK();
 }
 
@@ -97,9 +101,9 @@ Status Store::ApplyStored(std::string_view ns, uint64_t incarnation, Side side, 
 
 void Store::ApplyDrop(std::string_view ns, uint64_t incarnation) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(ns);
-  if (it == map_.end() || it->second->incarnation != incarnation) return;
-  NsPtr n = it->second;
+  const NsPtr* it = NsRefLocked(ns);
+  if (it == nullptr || (*it)->incarnation != incarnation) return;
+  NsPtr n = *it;
   uint64_t unused = 0, removed = 0;
   Status st = RemoveSubtreeLocked(n, DropReason::kDrop, &unused, &removed);
   PION_CHECK(st.ok());
@@ -114,9 +118,7 @@ void Store::SetLruStamp(std::string_view ns, uint64_t stamp) {
   NsPtr n = Find(ns);
   if (!n) return;
   n->stamp.store(stamp, std::memory_order_relaxed);
-  uint64_t cur = lru_clock_.load(std::memory_order_relaxed);
-  while (cur < stamp && !lru_clock_.compare_exchange_weak(cur, stamp)) {
-  }
+  RaiseClockAbove(stamp);
 }
 
 }  // namespace pion::store

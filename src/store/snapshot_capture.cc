@@ -36,12 +36,21 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
   {
     std::lock_guard<std::mutex> l(mu_);
     captured_strings_.clear();
-    captured_strings_.reserve(strings_.size());
-    for (const StrEntry* e = lru_head_; e != nullptr; e = e->next)
-      captured_strings_.push_back(
-          {*e->key, e->expire_at_ms, e->stamp, e->value, e->value->data, e->value->size});
-    all.reserve(map_.size());
-    for (auto& [name, n] : map_) all.push_back(n);
+    captured_strings_.reserve(StrCountLocked());
+    for (const Shard& sh : shards_) {
+      std::lock_guard<std::mutex> sl(sh.mu);  // readers touch stamps under it
+      for (const StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
+        captured_strings_.push_back(
+            {*e->key, e->expire_at_ms, e->stamp, e->value, e->value->data, e->value->size});
+    }
+    // Oldest first over all shards (each shard's list is in its own order).
+    std::stable_sort(captured_strings_.begin(), captured_strings_.end(),
+                     [](const persist::SnapshotString& a, const persist::SnapshotString& b) {
+                       return a.lru_stamp < b.lru_stamp;
+                     });
+    all.reserve(NsCountLocked());
+    for (const Shard& sh : shards_)
+      for (auto& [name, n] : sh.map) all.push_back(n);
     views.resize(all.size());
     for (size_t i = 0; i < all.size(); ++i) views[i].blocks = all[i]->blocks;
   }

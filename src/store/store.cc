@@ -27,9 +27,47 @@ Store::Store(StoreConfig cfg) : cfg_(cfg) {}
 Store::~Store() = default;
 
 Store::NsPtr Store::Find(std::string_view ns) const {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(ns);
-  return it == map_.end() ? nullptr : it->second;
+  const Shard& sh = ShardFor(ns);
+  std::lock_guard<std::mutex> l(sh.mu);
+  auto it = sh.map.find(ns);
+  return it == sh.map.end() ? nullptr : it->second;
+}
+
+const Store::NsPtr* Store::NsRefLocked(std::string_view ns) const {
+  const Shard& sh = ShardFor(ns);
+  auto it = sh.map.find(ns);
+  return it == sh.map.end() ? nullptr : &it->second;
+}
+
+Namespace* Store::NsFindLocked(std::string_view ns) const {
+  const NsPtr* p = NsRefLocked(ns);
+  return p != nullptr ? p->get() : nullptr;
+}
+
+uint64_t Store::NsCountLocked() const {
+  uint64_t n = 0;
+  for (const Shard& sh : shards_) n += sh.map.size();
+  return n;
+}
+
+uint64_t Store::StrCountLocked() const {
+  uint64_t n = 0;
+  for (const Shard& sh : shards_) n += sh.strings.size();
+  return n;
+}
+
+bool Store::IsNamespaceKeyShared(std::string_view key) const {
+  {
+    const Shard& sh = ShardFor(key);
+    std::lock_guard<std::mutex> l(sh.mu);
+    if (sh.map.find(key) != sh.map.end()) return true;
+  }
+  std::string_view ns;
+  Side side;
+  if (!ParseSessionId(key, &ns, &side)) return false;
+  const Shard& sh = ShardFor(ns);
+  std::lock_guard<std::mutex> l(sh.mu);
+  return sh.map.find(ns) != sh.map.end();
 }
 
 Store::NsPtr Store::FindAndTouch(std::string_view ns) {
@@ -64,12 +102,11 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
     std::shared_lock<std::shared_mutex> gate(gate_);
     std::lock_guard<std::mutex> l(mu_);
     // One key space: a string key of this name (or of one of its session ids) wins.
-    if (strings_.count(a.ns) || strings_.count(std::string(a.ns) + "_pk") ||
-        strings_.count(std::string(a.ns) + "_pv"))
+    if (StrEntryLocked(a.ns) || StrEntryLocked(std::string(a.ns) + "_pk") ||
+        StrEntryLocked(std::string(a.ns) + "_pv"))
       return Status::WrongType();
-    auto it = map_.find(a.ns);
-    if (it != map_.end()) {
-      existing = it->second;
+    if (const NsPtr* it = NsRefLocked(a.ns)) {
+      existing = *it;
       Namespace& n = *existing;
       if (n.dim != a.kv_dim || n.fmt != a.fmt) {
         char buf[128];
@@ -85,10 +122,10 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
       inc = n.incarnation;
     } else {
       if (!a.parent.empty()) {
-        auto pit = map_.find(a.parent);
-        if (pit == map_.end())
+        const NsPtr* pit = NsRefLocked(a.parent);
+        if (pit == nullptr)
           return Status(Code::kInvalidArgument, "parent not registered", ErrorId::kParentNotFound);
-        parent = pit->second;
+        parent = *pit;
         if (parent->dim != a.kv_dim)
           return Status(Code::kInvalidArgument, std::to_string(parent->dim), ErrorId::kParentDim);
         if (parent->depth + 2 > cfg_.max_chain)
@@ -110,7 +147,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
     }
     if (!existing) {
       PION_RETURN_IF_ERROR(EvictNamespacesLocked(
-          parent.get(), [&] { return 2 * (map_.size() + 1) <= cfg_.max_sessions; }, lsn));
+          parent.get(), [&] { return 2 * (NsCountLocked() + 1) <= cfg_.max_sessions; }, lsn));
       inc = next_incarnation_++;
     }
     if (sink_) {
@@ -153,6 +190,8 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
         bytes_ -= delta;
       }
       if (st.ok()) {
+        Shard& sh = ShardFor(existing->name);
+        std::lock_guard<std::mutex> sl(sh.mu);  // Lookup and Blocks read these
         if (table) existing->blocks = std::move(table);
         existing->prefill_us = a.has_prefill ? a.prefill_us : 0;
         Touch(*existing);
@@ -175,7 +214,9 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
         n->prefill_us = a.has_prefill ? a.prefill_us : 0;
         if (parent) parent->children.push_back(n.get());
         Touch(*n);
-        map_.emplace(n->name, std::move(n));
+        Shard& sh = ShardFor(n->name);
+        std::lock_guard<std::mutex> sl(sh.mu);
+        sh.map.emplace(n->name, std::move(n));
       }
     }
   }
@@ -194,7 +235,8 @@ std::vector<ChainSegment> Store::LookupChain(std::string_view ns) {
     ChainSegment& seg = chain[--i];
     seg.ns = p->name;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      const Shard& sh = ShardFor(p->name);
+      std::lock_guard<std::mutex> l(sh.mu);
       seg.prefill_us = p->prefill_us;
     }
     const SideData& k = p->sides[static_cast<int>(Side::kKeys)];
@@ -208,9 +250,9 @@ bool Store::Describe(std::string_view ns, NamespaceInfo* out) const {
   NsPtr n;
   {
     std::lock_guard<std::mutex> l(mu_);
-    auto it = map_.find(ns);
-    if (it == map_.end()) return false;
-    n = it->second;
+    const NsPtr* it = NsRefLocked(ns);
+    if (it == nullptr) return false;
+    n = *it;
     out->children = n->children.size();
   }
   out->parent = n->parent ? n->parent->name : std::string();
@@ -231,13 +273,16 @@ LookupResult Store::Lookup(std::string_view ns) {
   LookupResult res;
   NsPtr n;
   {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = map_.find(ns);
-    if (it == map_.end()) return res;
+    // Only the shard's lock; the side lock is taken after it is released
+    // (never a side lock under a shard lock: a store holds side -> mu_ -> shard).
+    const Shard& sh = ShardFor(ns);
+    std::lock_guard<std::mutex> l(sh.mu);
+    auto it = sh.map.find(ns);
+    if (it == sh.map.end()) return res;
     n = it->second;
     res.prefill_us = n->prefill_us;
+    Touch(*n);
   }
-  Touch(*n);
   res.hit = true;
   const SideData& k = n->sides[static_cast<int>(Side::kKeys)];
   std::lock_guard<std::mutex> l(k.mu);
@@ -253,10 +298,8 @@ Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* 
   if (may_drop) {
     // Every namespace of every subtree, before the first removal.
     std::vector<const Namespace*> todo;
-    for (std::string_view name : names) {
-      auto it = map_.find(name);
-      if (it != map_.end()) todo.push_back(it->second.get());
-    }
+    for (std::string_view name : names)
+      if (const Namespace* n = NsFindLocked(name)) todo.push_back(n);
     while (!todo.empty()) {
       const Namespace* n = todo.back();
       todo.pop_back();
@@ -267,18 +310,19 @@ Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* 
   }
   uint64_t dropped = 0;
   for (std::string_view name : names) {
-    auto it = map_.find(name);
-    if (it == map_.end()) continue;
-    NsPtr n = it->second;
+    const NsPtr* it = NsRefLocked(name);
+    if (it == nullptr) continue;
+    NsPtr n = *it;
     PION_RETURN_IF_ERROR(RemoveSubtreeLocked(n, DropReason::kDrop, lsn, &dropped));
   }
   return dropped;
 }
 
 std::shared_ptr<const BlockTable> Store::Blocks(std::string_view ns) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(ns);
-  if (it == map_.end()) return nullptr;
+  const Shard& sh = ShardFor(ns);
+  std::lock_guard<std::mutex> l(sh.mu);
+  auto it = sh.map.find(ns);
+  if (it == sh.map.end()) return nullptr;
   Touch(*it->second);
   const auto& t = it->second->blocks;
   if (!t || t->hashes.empty()) return nullptr;
@@ -301,11 +345,14 @@ Status Store::FlushAll(uint64_t* lsn) {
 
 void Store::ClearAllLocked() {
   if (observer_) observer_->OnFlushAll();
-  for (auto& [name, n] : map_) {
-    n->dropped = true;
-    n->children.clear();
+  for (Shard& sh : shards_) {
+    std::lock_guard<std::mutex> sl(sh.mu);
+    for (auto& [name, n] : sh.map) {
+      n->dropped = true;
+      n->children.clear();
+    }
+    sh.map.clear();
   }
-  map_.clear();
   ClearStringsLocked();
   bytes_ = 0;
 }
@@ -313,14 +360,15 @@ void Store::ClearAllLocked() {
 std::vector<std::string> Store::NamespaceNames() const {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<std::string> out;
-  out.reserve(map_.size());
-  for (const auto& kv : map_) out.emplace_back(kv.first);
+  out.reserve(NsCountLocked());
+  for (const Shard& sh : shards_)
+    for (const auto& kv : sh.map) out.emplace_back(kv.first);
   return out;
 }
 
 uint64_t Store::NamespaceCount() const {
   std::lock_guard<std::mutex> l(mu_);
-  return map_.size();
+  return NsCountLocked();
 }
 
 Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, uint64_t count,
@@ -570,18 +618,19 @@ StoreStats Store::Stats() const {
   std::vector<NsPtr> all;
   {
     std::lock_guard<std::mutex> l(mu_);
-    s.registered_prefixes = map_.size();
-    s.sessions = 2 * map_.size();
+    s.registered_prefixes = NsCountLocked();
+    s.sessions = 2 * s.registered_prefixes;
     s.max_sessions = cfg_.max_sessions;
     s.evictions = evictions_;
     s.bytes = bytes_;
     s.max_bytes = cfg_.max_bytes;
-    all.reserve(map_.size());
-    for (auto& [name, n] : map_) {
-      all.push_back(n);
-      if (n->parent) ++s.linked_prefixes;
-      s.allocated_bytes += TableBytes(n->blocks);
-    }
+    all.reserve(s.registered_prefixes);
+    for (const Shard& sh : shards_)
+      for (auto& [name, n] : sh.map) {
+        all.push_back(n);
+        if (n->parent) ++s.linked_prefixes;
+        s.allocated_bytes += TableBytes(n->blocks);
+      }
   }
   s.total_fetches = total_fetches_.Sum();
   for (const NsPtr& n : all) {

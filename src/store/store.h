@@ -1,15 +1,25 @@
 // The V-store and prefix registry: namespaces, each holding a K side
 // ("<ns>_pk") and a V side ("<ns>_pv") of up to kMaxLayers layers of rows in
 // stored (quantized) form, an optional block-hash table and a reported prefill
-// time. It is shared by every worker thread; see docs/ARCHITECTURE.md "Store"
-// for the locking design, summarised here:
+// time, and the string keys. It is shared by every worker thread; see
+// docs/ARCHITECTURE.md "Store" for the locking design, summarised here:
 //
-//  * mu_ (one mutex) guards the namespace map, the byte and session accounting
-//    (rows and block tables) and eviction. It is held only for map/accounting
-//    updates, reservations and logging small records (drop, flushall).
+//  * The key space is split into kShards shards by hash slot (ShardOf: slot >>
+//    kShardSlotShift, one contiguous slot range per shard; a hash tag keeps
+//    keys together). A shard's mutex guards its namespace map, string map and
+//    string LRU list. The read paths (Lookup, Blocks, Find for fetches and
+//    stores, StrGet, StrMGet, KeysExist) take only their key's shard lock.
+//  * mu_ (one mutex) serialises every change to the key space, the byte and
+//    session accounting (rows and block tables) and eviction. A writer changes
+//    a shard's maps, LRU list or the fields readers read (prefill_us, blocks,
+//    a string's value and expiry) only while also holding that shard's lock,
+//    one shard at a time (shard-index order when it walks them all), never
+//    two at once. It is held only for map/accounting updates, reservations
+//    and logging small records (drop, flushall).
 //  * Each side of a namespace has its own mutex guarding its layer tables. A
 //    store encodes rows with *no* lock held, then takes the side lock, reserves
-//    bytes under mu_ (lock order: side -> mu_, never the reverse) and its log
+//    bytes under mu_ (lock order: side -> mu_ -> shard, never the reverse; a
+//    reader never takes a side lock while holding a shard lock) and its log
 //    record, releases the locks, writes the record, and applies the rows under
 //    the side lock in reservation order (tickets). A register reserves under
 //    mu_, writes holding only reg_mu_ (registrations are serialised), applies
@@ -24,8 +34,10 @@
 //    is still to be applied, so a snapshot sees a state that matches one log
 //    position.
 //
-// LRU: every namespace has a stamp from a global counter, bumped by register,
-// lookup, blocks/membership, store and fetch (either side). Eviction removes
+// LRU: every namespace has a stamp from the store's clock (NextStamp: a relaxed
+// load and store, no locked read-modify-write; touches in sequence get
+// increasing stamps, concurrent ones may tie), taken by register, lookup,
+// blocks/membership, store and fetch (either side). Eviction removes
 // whole namespaces (both sides), never the one being written, by sampled LRU
 // (Redis's eviction pool, eviction.cc): maxmemory-samples namespaces sampled per
 // eviction, the oldest of the best kEvictionPoolSize seen goes; exact LRU order
@@ -64,6 +76,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/keyslot.h"
 #include "base/sharded_counter.h"
 #include "base/status.h"
 #include "quant/format.h"
@@ -87,6 +100,13 @@ struct StoreConfig {
   uint32_t max_chain = 1024;      // namespaces in one PARENT chain, root..leaf inclusive
   uint32_t eviction_samples = 5;  // maxmemory-samples: namespaces sampled per eviction
 };
+
+// Shards of the key space: a power of two, fixed; shard = hash slot >>
+// kShardSlotShift, so each shard holds one contiguous range of cluster slots
+// (keys with the same hash tag share a shard).
+inline constexpr size_t kShards = 16;
+inline constexpr uint32_t kShardSlotShift = 10;  // 16384 slots / 16 shards
+static_assert((kShards << kShardSlotShift) == 16384);
 
 // The sampled-LRU eviction pool's size (as Redis's EVPOOL_SIZE).
 inline constexpr size_t kEvictionPoolSize = 16;
@@ -372,6 +392,10 @@ class Store {
   // oldest LRU first; empties the list.
   std::vector<persist::SnapshotString> TakeCapturedStrings();
 
+  // The shard a key lives in: its hash slot >> kShardSlotShift (base/keyslot.h),
+  // so a shard is one contiguous slot range and a hash tag keeps keys together.
+  static size_t ShardOf(std::string_view key) { return ShardIndex(key); }
+
   // Splits "<ns>_pk"/"<ns>_pv"; false for any other id (store/session_id.h).
   static bool ParseSessionId(std::string_view sid, std::string_view* ns, Side* side) {
     return store::ParseSessionId(sid, ns, side);
@@ -379,8 +403,43 @@ class Store {
 
  private:
   using NsPtr = std::shared_ptr<Namespace>;
+  // Transparent hashing: lookups by string_view allocate nothing.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  using NsMap = std::unordered_map<std::string, NsPtr, NameHash, std::equal_to<>>;
+  using StrMap = std::unordered_map<std::string, StrEntry, NameHash, std::equal_to<>>;
+  // One shard of the key space (see the header comment): the namespaces and
+  // string keys whose hash slot falls in its slot range. `map` and `strings`
+  // change only with both Store::mu_ and `mu` held; a reader holds only `mu`.
+  struct alignas(64) Shard {
+    mutable std::mutex mu;
+    NsMap map;
+    StrMap strings;
+    StrEntry* lru_head = nullptr;  // guarded by mu: least recently used of this shard
+    StrEntry* lru_tail = nullptr;
+    uint64_t hits = 0, misses = 0;  // guarded by mu
+  };
+  static size_t ShardIndex(std::string_view key) { return KeySlotInline(key) >> kShardSlotShift; }
+  Shard& ShardFor(std::string_view key) { return shards_[ShardIndex(key)]; }
+  const Shard& ShardFor(std::string_view key) const { return shards_[ShardIndex(key)]; }
+  // REQUIRES mu_ (or the key's shard lock): the namespace, or nullptr.
+  Namespace* NsFindLocked(std::string_view ns) const;
+  const NsPtr* NsRefLocked(std::string_view ns) const;
+  uint64_t NsCountLocked() const;   // REQUIRES mu_
+  uint64_t StrCountLocked() const;  // REQUIRES mu_
+  // Whether `key` names a namespace or one of its session ids, taking the shard
+  // locks one at a time (a reader's check; no mu_).
+  bool IsNamespaceKeyShared(std::string_view key) const;
+  // The LRU stamp of a touch (see "LRU" above).
+  uint64_t NextStamp();
+  // Keeps NextStamp above `stamp` (a restored stamp).
+  void RaiseClockAbove(uint64_t stamp);
 
-  NsPtr Find(std::string_view ns) const;
+  NsPtr Find(std::string_view ns) const;  // takes only the shard lock
   NsPtr FindAndTouch(std::string_view ns);
   void Touch(Namespace& n);
   // REQUIRES mu_. Removes `n` (which has no live child) from the map, its
@@ -422,19 +481,13 @@ class Store {
   mutable std::shared_mutex gate_;
   std::mutex reg_mu_;  // serialises Register and FlushAll (held across the register's write)
   mutable std::mutex mu_;
+  Shard shards_[kShards];
   std::mutex pending_mu_;
   std::condition_variable pending_cv_;
-  uint64_t pending_ = 0;  // guarded by pending_mu_
-  // Transparent hashing: lookups by string_view allocate nothing.
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>{}(s);
-    }
-  };
-  std::unordered_map<std::string, NsPtr, NameHash, std::equal_to<>> map_;  // guarded by mu_
-  uint64_t bytes_ = 0;                                                     // guarded by mu_
-  uint64_t evictions_ = 0;                                                 // guarded by mu_
+  uint64_t pending_ = 0;    // guarded by pending_mu_
+  uint64_t bytes_ = 0;      // guarded by mu_
+  uint64_t evictions_ = 0;  // guarded by mu_
+  // The LRU clock: relaxed loads and stores only (NextStamp).
   std::atomic<uint64_t> lru_clock_{0};
   ShardedCounter total_fetches_;  // per worker: every fetch bumps it (base/sharded_counter.h)
   // The eviction pool (guarded by mu_): weak references, so a pooled namespace
@@ -449,24 +502,30 @@ class Store {
   uint64_t next_incarnation_ = 1;  // guarded by mu_
 
   // ---- String keys (guarded by mu_) ----
-  using StrMap = std::unordered_map<std::string, StrEntry, NameHash, std::equal_to<>>;
   StrEntry* StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* lsn);
   bool IsNamespaceKeyLocked(std::string_view key) const;
   uint64_t StrCharge(std::string_view key, const StrRef& v) const {
     return key.size() + (v ? v->capacity : 0) + kStrEntryOverhead;
   }
-  void StrTouchLocked(StrEntry& e);
-  void StrLinkLocked(StrEntry& e);
-  void StrUnlinkLocked(StrEntry& e);
+  // These four REQUIRE mu_ (except a reader's touch) and the entry's shard lock.
+  void StrTouchLocked(Shard& sh, StrEntry& e);
+  void StrLinkLocked(Shard& sh, StrEntry& e);
+  void StrUnlinkLocked(Shard& sh, StrEntry& e);
   void StrSetExpireLocked(StrEntry& e, int64_t at_ms);
+  // StrSetExpireLocked under the entry's shard lock.
+  void StrSetExpireShardLocked(StrEntry& e, int64_t at_ms);
   // Removes every string key (FLUSHALL; no logging, bytes_ is reset by the caller).
   void ClearStringsLocked();
   // Removes every namespace and string key (FLUSHALL, live or replayed). REQUIRES: mu_.
   void ClearAllLocked();
-  // Removes a string key (no logging).
-  void StrEraseLocked(StrMap::iterator it);
+  // Removes a string key (no logging; takes its shard lock).
+  void StrEraseLocked(StrEntry& e);
   // Logs and removes; reason 0 del, 1 eviction, 2 expiry.
-  Status StrRemoveLocked(StrMap::iterator it, uint8_t reason, uint64_t* lsn);
+  Status StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn);
+  // Counts a GET-family hit or miss under the key's shard lock.
+  void CountHitOrMiss(std::string_view key, bool hit);
+  // A string key's entry (REQUIRES mu_ or its shard lock), expired or not.
+  StrEntry* StrEntryLocked(std::string_view key) const;
   // Inserts or replaces the value (no logging, no budget check).
   StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms);
   // Frees budget for `need` more bytes by the policy, never evicting string
@@ -487,16 +546,13 @@ class Store {
                          StrPending* pend);
   // Writes the pending records (no lock held) and rolls back the ones that failed.
   Status StrFinish(std::vector<StrPending>& pend, uint64_t* lsn);
-  StrMap strings_;
-  StrEntry* lru_head_ = nullptr;  // least recently used
-  StrEntry* lru_tail_ = nullptr;
   std::set<std::pair<uint64_t, StrEntry*>> scan_order_;  // (hash, entry)
   std::set<std::pair<int64_t, StrEntry*>> expiry_order_;
   int64_t expire_sum_ms_ = 0;  // sum over expiry_order_
   uint64_t str_bytes_ = 0;
   uint64_t str_removals_ = 0;
   uint64_t str_version_ = 0;
-  uint64_t key_hits_ = 0, key_misses_ = 0, expired_keys_ = 0, evicted_strings_ = 0;
+  uint64_t expired_keys_ = 0, evicted_strings_ = 0;
   EvictPolicy policy_ = EvictPolicy::kAllKeysLru;
   uint64_t rand_state_ = 0x9e3779b97f4a7c15ull;
   std::vector<persist::SnapshotString>

@@ -105,40 +105,52 @@ std::shared_ptr<StrValue> StrValue::Copy(std::string_view s) {
 // ---- internals (REQUIRE mu_) ----
 
 bool Store::IsNamespaceKeyLocked(std::string_view key) const {
-  if (map_.find(key) != map_.end()) return true;
+  if (NsFindLocked(key) != nullptr) return true;
   std::string_view ns;
   Side side;
-  return ParseSessionId(key, &ns, &side) && map_.find(ns) != map_.end();
+  return ParseSessionId(key, &ns, &side) && NsFindLocked(ns) != nullptr;
 }
 
-void Store::StrLinkLocked(StrEntry& e) {
-  e.prev = lru_tail_;
+StrEntry* Store::StrEntryLocked(std::string_view key) const {
+  const Shard& sh = ShardFor(key);
+  auto it = sh.strings.find(key);
+  return it == sh.strings.end() ? nullptr : const_cast<StrEntry*>(&it->second);
+}
+
+void Store::StrLinkLocked(Shard& sh, StrEntry& e) {
+  e.prev = sh.lru_tail;
   e.next = nullptr;
-  if (lru_tail_ != nullptr)
-    lru_tail_->next = &e;
+  if (sh.lru_tail != nullptr)
+    sh.lru_tail->next = &e;
   else
-    lru_head_ = &e;
-  lru_tail_ = &e;
+    sh.lru_head = &e;
+  sh.lru_tail = &e;
 }
 
-void Store::StrUnlinkLocked(StrEntry& e) {
+void Store::StrUnlinkLocked(Shard& sh, StrEntry& e) {
   if (e.prev != nullptr)
     e.prev->next = e.next;
   else
-    lru_head_ = e.next;
+    sh.lru_head = e.next;
   if (e.next != nullptr)
     e.next->prev = e.prev;
   else
-    lru_tail_ = e.prev;
+    sh.lru_tail = e.prev;
   e.prev = e.next = nullptr;
 }
 
-void Store::StrTouchLocked(StrEntry& e) {
-  e.stamp = lru_clock_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (lru_tail_ != &e) {
-    StrUnlinkLocked(e);
-    StrLinkLocked(e);
+void Store::StrTouchLocked(Shard& sh, StrEntry& e) {
+  e.stamp = NextStamp();
+  if (sh.lru_tail != &e) {
+    StrUnlinkLocked(sh, e);
+    StrLinkLocked(sh, e);
   }
+}
+
+void Store::StrSetExpireShardLocked(StrEntry& e, int64_t at_ms) {
+  Shard& sh = ShardFor(*e.key);
+  std::lock_guard<std::mutex> sl(sh.mu);
+  StrSetExpireLocked(e, at_ms);
 }
 
 void Store::StrSetExpireLocked(StrEntry& e, int64_t at_ms) {
@@ -153,48 +165,56 @@ void Store::StrSetExpireLocked(StrEntry& e, int64_t at_ms) {
   }
 }
 
-void Store::StrEraseLocked(StrMap::iterator it) {
-  StrEntry& e = it->second;
+void Store::StrEraseLocked(StrEntry& e) {
+  Shard& sh = ShardFor(*e.key);
+  std::lock_guard<std::mutex> sl(sh.mu);
+  auto it = sh.strings.find(*e.key);
+  PION_DCHECK(it != sh.strings.end() && &it->second == &e);
   StrSetExpireLocked(e, 0);
-  StrUnlinkLocked(e);
+  StrUnlinkLocked(sh, e);
   scan_order_.erase({e.hash, &e});
   uint64_t charge = StrCharge(it->first, e.value);
   bytes_ -= charge;
   str_bytes_ -= charge;
   ++str_removals_;
-  strings_.erase(it);
+  sh.strings.erase(it);
 }
 
 void Store::ClearStringsLocked() {
-  str_removals_ += strings_.size();
-  strings_.clear();
-  lru_head_ = lru_tail_ = nullptr;
+  for (Shard& sh : shards_) {
+    std::lock_guard<std::mutex> sl(sh.mu);
+    str_removals_ += sh.strings.size();
+    sh.strings.clear();
+    sh.lru_head = sh.lru_tail = nullptr;
+  }
   scan_order_.clear();
   expiry_order_.clear();
   expire_sum_ms_ = 0;
   str_bytes_ = 0;
 }
 
-Status Store::StrRemoveLocked(StrMap::iterator it, uint8_t reason, uint64_t* lsn) {
+Status Store::StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn) {
   if (sink_) {
-    auto r = sink_->OnStrDel(it->first, reason);
+    auto r = sink_->OnStrDel(*e.key, reason);
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }
   if (reason == 2) ++expired_keys_;
-  StrEraseLocked(it);
+  StrEraseLocked(e);
   return Status::OK();
 }
 
 StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms) {
-  auto it = strings_.find(key);
-  if (it == strings_.end()) {
-    it = strings_.emplace(std::string(key), StrEntry{}).first;
+  Shard& sh = ShardFor(key);
+  std::lock_guard<std::mutex> sl(sh.mu);
+  auto it = sh.strings.find(key);
+  if (it == sh.strings.end()) {
+    it = sh.strings.emplace(std::string(key), StrEntry{}).first;
     StrEntry& e = it->second;
     e.key = &it->first;
     e.hash = KeyHash(key);
     scan_order_.insert({e.hash, &e});
-    StrLinkLocked(e);
+    StrLinkLocked(sh, e);
   } else {
     uint64_t old = StrCharge(key, it->second.value);
     bytes_ -= old;
@@ -207,32 +227,32 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
   str_bytes_ += charge;
   e.version = ++str_version_;
   StrSetExpireLocked(e, expire_at_ms);
-  StrTouchLocked(e);
+  StrTouchLocked(sh, e);
   return e;
 }
 
 StrEntry* Store::StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* lsn) {
-  auto it = strings_.find(key);
-  if (it == strings_.end()) return nullptr;
-  if (Expired(it->second, now_ms)) {
+  StrEntry* e = StrEntryLocked(key);
+  if (e == nullptr) return nullptr;
+  if (Expired(*e, now_ms)) {
     uint64_t unused = 0;
     // A failed log write keeps the key (still expired: reads skip it next time too).
-    if (!StrRemoveLocked(it, 2, lsn != nullptr ? lsn : &unused).ok()) return nullptr;
+    if (!StrRemoveLocked(*e, 2, lsn != nullptr ? lsn : &unused).ok()) return nullptr;
     return nullptr;
   }
-  return &it->second;
+  return e;
 }
 
 Status Store::StrLogSetLocked(std::string_view key, const StrRef& v, int64_t expire_at_ms,
                               StrPending* pend) {
   if (sink_) PION_RETURN_IF_ERROR(sink_->ReserveStrSet(key, expire_at_ms, v->size, &pend->rec));
-  auto it = strings_.find(key);
+  StrEntry* old = StrEntryLocked(key);
   pend->key.assign(key);
   pend->value = v;
-  if (it != strings_.end()) {
+  if (old != nullptr) {
     pend->had_previous = true;
-    pend->previous = it->second.value;
-    pend->previous_expire = it->second.expire_at_ms;
+    pend->previous = old->value;
+    pend->previous_expire = old->expire_at_ms;
   }
   StrPutLocked(key, v, expire_at_ms);
   return Status::OK();
@@ -249,12 +269,12 @@ Status Store::StrFinish(std::vector<StrPending>& pend, uint64_t* lsn) {
     }
     if (first.ok()) first = r.status();
     std::lock_guard<std::mutex> l(mu_);
-    auto it = strings_.find(p.key);
-    if (it == strings_.end() || it->second.value != p.value) continue;  // replaced since
+    StrEntry* e = StrEntryLocked(p.key);
+    if (e == nullptr || e->value != p.value) continue;  // replaced since
     if (p.had_previous)
       StrPutLocked(p.key, p.previous, p.previous_expire);
     else
-      StrEraseLocked(it);
+      StrEraseLocked(*e);
   }
   for (size_t i = 0; i < pend.size(); ++i) EndPending();
   return first;
@@ -296,16 +316,40 @@ Result<SetOutcome> Store::StrSet(std::string_view key, StrRef value, const SetOp
 }
 
 Result<StrRef> Store::StrGet(std::string_view key) {
+  {
+    // The read path: only the key's shard lock. An expired key is removed
+    // (and logged) by the slow path below, under mu_.
+    Shard& sh = ShardFor(key);
+    bool missing;
+    {
+      std::lock_guard<std::mutex> sl(sh.mu);
+      auto it = sh.strings.find(key);
+      missing = it == sh.strings.end();
+      if (!missing && !Expired(it->second, NowMs())) {
+        ++sh.hits;
+        StrTouchLocked(sh, it->second);
+        return it->second.value;
+      }
+    }
+    if (missing) {
+      if (IsNamespaceKeyShared(key)) return Status::WrongType();
+      std::lock_guard<std::mutex> sl(sh.mu);
+      ++sh.misses;
+      return StrRef();
+    }
+  }
   std::lock_guard<std::mutex> l(mu_);
   uint64_t unused = 0;
   StrEntry* e = StrFindLocked(key, NowMs(), &unused);
+  Shard& sh = ShardFor(key);
+  std::lock_guard<std::mutex> sl(sh.mu);
   if (e == nullptr) {
     if (IsNamespaceKeyLocked(key)) return Status::WrongType();
-    ++key_misses_;
+    ++sh.misses;
     return StrRef();
   }
-  ++key_hits_;
-  StrTouchLocked(*e);
+  ++sh.hits;
+  StrTouchLocked(sh, *e);
   return e->value;
 }
 
@@ -314,14 +358,11 @@ Result<StrRef> Store::StrGetDel(std::string_view key, uint64_t* lsn) {
   std::shared_lock<std::shared_mutex> gate(gate_);
   std::lock_guard<std::mutex> l(mu_);
   StrEntry* e = StrFindLocked(key, NowMs(), lsn);
-  if (e == nullptr) {
-    if (IsNamespaceKeyLocked(key)) return Status::WrongType();
-    ++key_misses_;
-    return StrRef();
-  }
-  ++key_hits_;
+  if (e == nullptr && IsNamespaceKeyLocked(key)) return Status::WrongType();
+  CountHitOrMiss(key, e != nullptr);
+  if (e == nullptr) return StrRef();
   StrRef v = e->value;
-  PION_RETURN_IF_ERROR(StrRemoveLocked(strings_.find(key), 0, lsn));
+  PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
   return v;
 }
 
@@ -334,14 +375,18 @@ Result<StrRef> Store::StrGetEx(std::string_view key, bool persist, int64_t expir
   StrEntry* e = StrFindLocked(key, now, lsn);
   if (e == nullptr) {
     if (IsNamespaceKeyLocked(key)) return Status::WrongType();
-    ++key_misses_;
+    CountHitOrMiss(key, false);
     return StrRef();
   }
-  ++key_hits_;
   StrRef v = e->value;
-  StrTouchLocked(*e);
+  {
+    Shard& sh = ShardFor(key);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    ++sh.hits;
+    StrTouchLocked(sh, *e);
+  }
   if (expire_at_ms > 0 && expire_at_ms <= now) {
-    PION_RETURN_IF_ERROR(StrRemoveLocked(strings_.find(key), 0, lsn));
+    PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
   } else if (expire_at_ms > 0 || (persist && e->expire_at_ms != 0)) {
     int64_t at = persist ? 0 : expire_at_ms;
     if (sink_) {
@@ -349,7 +394,7 @@ Result<StrRef> Store::StrGetEx(std::string_view key, bool persist, int64_t expir
       if (!r.ok()) return r.status();
       *lsn = std::max(*lsn, *r);
     }
-    StrSetExpireLocked(*e, at);
+    StrSetExpireShardLocked(*e, at);
     e->version = ++str_version_;
   }
   return v;
@@ -395,20 +440,49 @@ Result<uint64_t> Store::StrAppend(std::string_view key, std::string_view tail, u
 
 std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys) {
   std::vector<StrRef> out(keys.size());
-  std::lock_guard<std::mutex> l(mu_);
   int64_t now = NowMs();
-  uint64_t unused = 0;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    StrEntry* e = StrFindLocked(keys[i], now, &unused);
-    if (e == nullptr) {
-      ++key_misses_;
+  bool expired = false;
+  // Each key under its shard's lock alone; an expired one sends the keys from
+  // it on to the slow path (under mu_), which removes it.
+  size_t i = 0;
+  for (; i < keys.size(); ++i) {
+    Shard& sh = ShardFor(keys[i]);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    auto it = sh.strings.find(keys[i]);
+    if (it == sh.strings.end()) {
+      ++sh.misses;
       continue;
     }
-    ++key_hits_;
-    StrTouchLocked(*e);
+    if (Expired(it->second, now)) {
+      expired = true;
+      break;
+    }
+    ++sh.hits;
+    StrTouchLocked(sh, it->second);
+    out[i] = it->second.value;
+  }
+  if (!expired) return out;
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t unused = 0;
+  for (; i < keys.size(); ++i) {
+    StrEntry* e = StrFindLocked(keys[i], now, &unused);
+    Shard& sh = ShardFor(keys[i]);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    if (e == nullptr) {
+      ++sh.misses;
+      continue;
+    }
+    ++sh.hits;
+    StrTouchLocked(sh, *e);
     out[i] = e->value;
   }
   return out;
+}
+
+void Store::CountHitOrMiss(std::string_view key, bool hit) {
+  Shard& sh = ShardFor(key);
+  std::lock_guard<std::mutex> sl(sh.mu);
+  ++(hit ? sh.hits : sh.misses);
 }
 
 Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint64_t* lsn,
@@ -446,10 +520,8 @@ Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint6
       if (need > cfg_.max_bytes) return Status::OutOfBudget("");
       // Keys being replaced give their bytes back; evict for the rest.
       uint64_t have = 0;
-      for (size_t i = 0; i + 1 < kv.size(); i += 2) {
-        auto it = strings_.find(kv[i]);
-        if (it != strings_.end()) have += StrCharge(kv[i], it->second.value);
-      }
+      for (size_t i = 0; i + 1 < kv.size(); i += 2)
+        if (const StrEntry* e = StrEntryLocked(kv[i])) have += StrCharge(kv[i], e->value);
       PION_RETURN_IF_ERROR(EvictLocked(
           nullptr, [&] { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; }, lsn,
           kv[0], true));
@@ -471,11 +543,30 @@ Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint6
 }
 
 uint64_t Store::KeysExist(std::span<const std::string_view> keys) {
-  std::lock_guard<std::mutex> l(mu_);
   int64_t now = NowMs();
-  uint64_t n = 0, unused = 0;
-  for (std::string_view k : keys)
-    if (StrFindLocked(k, now, &unused) != nullptr || IsNamespaceKeyLocked(k)) ++n;
+  uint64_t n = 0;
+  size_t i = 0;
+  // The read path: one shard lock at a time. An expired key sends the keys
+  // from it on to the slow path (under mu_), which removes it.
+  for (; i < keys.size(); ++i) {
+    std::string_view k = keys[i];
+    {
+      const Shard& sh = ShardFor(k);
+      std::lock_guard<std::mutex> sl(sh.mu);
+      auto it = sh.strings.find(k);
+      if (it != sh.strings.end()) {
+        if (Expired(it->second, now)) break;
+        ++n;
+        continue;
+      }
+    }
+    if (IsNamespaceKeyShared(k)) ++n;
+  }
+  if (i == keys.size()) return n;
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t unused = 0;
+  for (; i < keys.size(); ++i)
+    if (StrFindLocked(keys[i], now, &unused) != nullptr || IsNamespaceKeyLocked(keys[i])) ++n;
   return n;
 }
 
@@ -490,13 +581,13 @@ Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint6
     // asked before anything is removed; one refusal refuses the whole call.
     std::vector<const Namespace*> todo;
     for (std::string_view k : keys) {
-      auto sit = strings_.find(k);
-      if (sit != strings_.end() && !Expired(sit->second, now)) continue;  // a string key
+      const StrEntry* se = StrEntryLocked(k);
+      if (se != nullptr && !Expired(*se, now)) continue;  // a string key
       std::string_view ns = k;
       Side side;
-      auto it = map_.find(ns);
-      if (it == map_.end() && ParseSessionId(k, &ns, &side)) it = map_.find(ns);
-      if (it != map_.end()) todo.push_back(it->second.get());
+      const Namespace* it = NsFindLocked(ns);
+      if (it == nullptr && ParseSessionId(k, &ns, &side)) it = NsFindLocked(ns);
+      if (it != nullptr) todo.push_back(it);
     }
     while (!todo.empty()) {
       const Namespace* n = todo.back();
@@ -508,17 +599,17 @@ Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint6
   }
   uint64_t n = 0;
   for (std::string_view k : keys) {
-    if (StrFindLocked(k, now, lsn) != nullptr) {
-      PION_RETURN_IF_ERROR(StrRemoveLocked(strings_.find(k), 0, lsn));
+    if (StrEntry* e = StrFindLocked(k, now, lsn)) {
+      PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
       ++n;
       continue;
     }
     std::string_view ns = k;
     Side side;
-    auto it = map_.find(ns);
-    if (it == map_.end() && ParseSessionId(k, &ns, &side)) it = map_.find(ns);
-    if (it == map_.end()) continue;
-    NsPtr victim = it->second;
+    const NsPtr* it = NsRefLocked(ns);
+    if (it == nullptr && ParseSessionId(k, &ns, &side)) it = NsRefLocked(ns);
+    if (it == nullptr) continue;
+    NsPtr victim = *it;
     // With its descendants (store.h "Lineage"), each counted as a key removed.
     PION_RETURN_IF_ERROR(RemoveSubtreeLocked(victim, DropReason::kDrop, lsn, &n));
   }
@@ -558,7 +649,7 @@ Status Store::Rename(std::string_view src, std::string_view dst, bool nx, bool* 
   }
   StrRef v = e->value;
   int64_t expire = e->expire_at_ms;
-  StrEraseLocked(strings_.find(src));
+  StrEraseLocked(*e);
   StrPutLocked(dst, std::move(v), expire);
   return Status::OK();
 }
@@ -588,7 +679,7 @@ Result<bool> Store::Expire(std::string_view key, int64_t at_ms, ExpireCond c, ui
       break;
   }
   if (at_ms <= now) {
-    PION_RETURN_IF_ERROR(StrRemoveLocked(strings_.find(key), 0, lsn));
+    PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
     return true;
   }
   if (sink_) {
@@ -596,7 +687,7 @@ Result<bool> Store::Expire(std::string_view key, int64_t at_ms, ExpireCond c, ui
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }
-  StrSetExpireLocked(*e, at_ms);
+  StrSetExpireShardLocked(*e, at_ms);
   e->version = ++str_version_;
   return true;
 }
@@ -620,7 +711,7 @@ Result<bool> Store::Persist(std::string_view key, uint64_t* lsn) {
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }
-  StrSetExpireLocked(*e, 0);
+  StrSetExpireShardLocked(*e, 0);
   e->version = ++str_version_;
   return true;
 }
@@ -651,12 +742,13 @@ ScanResult Store::Scan(uint64_t cursor, uint64_t count, std::optional<std::strin
   // Namespaces whose hash falls in the range this call covered.
   uint64_t end = done ? UINT64_MAX : last;
   if (type == KeyType::kNone || type == KeyType::kKvPrefix) {
-    for (auto& [name, n] : map_) {
-      uint64_t h = KeyHash(name);
-      if (h < cursor || h > end) continue;
-      if (match && !GlobMatch(*match, name, false)) continue;
-      out.keys.push_back(name);
-    }
+    for (const Shard& sh : shards_)
+      for (auto& [name, n] : sh.map) {
+        uint64_t h = KeyHash(name);
+        if (h < cursor || h > end) continue;
+        if (match && !GlobMatch(*match, name, false)) continue;
+        out.keys.push_back(name);
+      }
   }
   out.cursor = (done || end == UINT64_MAX) ? 0 : end + 1;
   return out;
@@ -666,45 +758,63 @@ std::vector<std::string> Store::Keys(std::string_view pattern) {
   std::vector<std::string> out;
   std::lock_guard<std::mutex> l(mu_);
   int64_t now = NowMs();
-  for (auto& [k, e] : strings_)
-    if (!Expired(e, now) && GlobMatch(pattern, k, false)) out.push_back(k);
-  for (auto& [name, n] : map_)
-    if (GlobMatch(pattern, name, false)) out.push_back(name);
+  for (const Shard& sh : shards_)
+    for (auto& [k, e] : sh.strings)
+      if (!Expired(e, now) && GlobMatch(pattern, k, false)) out.push_back(k);
+  for (const Shard& sh : shards_)
+    for (auto& [name, n] : sh.map)
+      if (GlobMatch(pattern, name, false)) out.push_back(name);
   return out;
 }
 
 std::optional<std::string> Store::RandomKey() {
   std::lock_guard<std::mutex> l(mu_);
-  uint64_t total = strings_.size() + map_.size();
+  const uint64_t nstr = StrCountLocked();
+  uint64_t total = nstr + NsCountLocked();
   if (total == 0) return std::nullopt;
   rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
       rand_state_ ^= rand_state_ << 17;
   uint64_t r = rand_state_ % total;
-  if (r >= strings_.size()) {
-    auto it = map_.begin();
-    std::advance(it, static_cast<long>(r - strings_.size()));
-    return it->first;
+  if (r >= nstr) {
+    r -= nstr;
+    for (const Shard& sh : shards_) {
+      if (r >= sh.map.size()) {
+        r -= sh.map.size();
+        continue;
+      }
+      auto it = sh.map.begin();
+      std::advance(it, static_cast<long>(r));
+      return it->first;
+    }
+    return std::nullopt;
   }
-  size_t nb = strings_.bucket_count();
-  size_t b0 = static_cast<size_t>(rand_state_ >> 20) % nb;
+  // A random bucket of the shards' tables (one after the other), then the first key on.
+  size_t nb = 0;
+  for (const Shard& sh : shards_) nb += sh.strings.bucket_count();
+  size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
+  size_t si = 0;
+  while (g >= shards_[si].strings.bucket_count()) g -= shards_[si++].strings.bucket_count();
   for (size_t k = 0; k < nb; ++k) {
-    size_t b = (b0 + k) % nb;
-    if (strings_.begin(b) != strings_.end(b)) return strings_.begin(b)->first;
+    const StrMap& m = shards_[si].strings;
+    if (m.begin(g) != m.end(g)) return m.begin(g)->first;
+    if (++g == m.bucket_count()) {
+      g = 0;
+      si = (si + 1) % kShards;
+    }
   }
   return std::nullopt;
 }
 
 uint64_t Store::DbSize() const {
   std::lock_guard<std::mutex> l(mu_);
-  return strings_.size() + map_.size();
+  return StrCountLocked() + NsCountLocked();
 }
 
 uint64_t Store::KeyMemory(std::string_view key) {
   std::lock_guard<std::mutex> l(mu_);
   uint64_t unused = 0;
   if (StrEntry* e = StrFindLocked(key, NowMs(), &unused)) return StrCharge(key, e->value);
-  auto it = map_.find(key);
-  if (it != map_.end()) return it->second->bytes + key.size() + kStrEntryOverhead;
+  if (const Namespace* n = NsFindLocked(key)) return n->bytes + key.size() + kStrEntryOverhead;
   return 0;
 }
 
@@ -715,7 +825,7 @@ uint64_t Store::ExpireActive(uint64_t max_keys) {
   uint64_t n = 0, unused = 0;
   while (n < max_keys && !expiry_order_.empty() && expiry_order_.begin()->first <= now) {
     StrEntry* e = expiry_order_.begin()->second;
-    if (!StrRemoveLocked(strings_.find(*e->key), 2, &unused).ok()) break;
+    if (!StrRemoveLocked(*e, 2, &unused).ok()) break;
     ++n;
   }
   return n;
@@ -724,15 +834,18 @@ uint64_t Store::ExpireActive(uint64_t max_keys) {
 KeyspaceStats Store::KeyStats() const {
   KeyspaceStats s;
   std::lock_guard<std::mutex> l(mu_);
-  s.keys = strings_.size() + map_.size();
+  s.keys = StrCountLocked() + NsCountLocked();
   s.expires = expiry_order_.size();
   if (!expiry_order_.empty()) {
     int64_t avg = expire_sum_ms_ / static_cast<int64_t>(expiry_order_.size()) - NowMs();
     s.avg_ttl_ms = avg > 0 ? static_cast<uint64_t>(avg) : 0;
   }
   s.string_bytes = str_bytes_;
-  s.hits = key_hits_;
-  s.misses = key_misses_;
+  for (const Shard& sh : shards_) {
+    std::lock_guard<std::mutex> sl(sh.mu);
+    s.hits += sh.hits;
+    s.misses += sh.misses;
+  }
   s.expired = expired_keys_;
   s.evicted_keys = evicted_strings_ + evictions_ / 2;
   return s;
@@ -740,15 +853,17 @@ KeyspaceStats Store::KeyStats() const {
 
 void Store::ResetKeyStats() {
   std::lock_guard<std::mutex> l(mu_);
-  key_hits_ = key_misses_ = expired_keys_ = 0;
+  expired_keys_ = 0;
+  for (Shard& sh : shards_) {
+    std::lock_guard<std::mutex> sl(sh.mu);
+    sh.hits = sh.misses = 0;
+  }
 }
 
 uint64_t Store::KeyVersion(std::string_view key) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = strings_.find(key);
-  if (it != strings_.end()) return it->second.version;
-  auto ns = map_.find(key);
-  if (ns != map_.end()) return (uint64_t{1} << 63) | ns->second->incarnation;
+  if (const StrEntry* e = StrEntryLocked(key)) return e->version;
+  if (const Namespace* ns = NsFindLocked(key)) return (uint64_t{1} << 63) | ns->incarnation;
   return str_removals_ | (uint64_t{1} << 62);
 }
 
@@ -768,8 +883,7 @@ void Store::ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru
                         std::span<const uint8_t> value) {
   std::lock_guard<std::mutex> l(mu_);
   if (expire_at_ms != 0 && expire_at_ms <= NowMs()) {
-    auto it = strings_.find(key);
-    if (it != strings_.end()) StrEraseLocked(it);
+    if (StrEntry* e = StrEntryLocked(key)) StrEraseLocked(*e);
     return;
   }
   auto v =
@@ -779,43 +893,45 @@ void Store::ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru
   uint64_t need = StrCharge(key, v);
   if (cfg_.max_bytes > 0) {
     uint64_t unused = 0;
-    auto it = strings_.find(key);
-    uint64_t have = it != strings_.end() ? StrCharge(key, it->second.value) : 0;
+    const StrEntry* old = StrEntryLocked(key);
+    uint64_t have = old != nullptr ? StrCharge(key, old->value) : 0;
     (void)EvictLocked(
         nullptr, [&] { return bytes_ - have + need <= cfg_.max_bytes; }, &unused, key, true);
   }
   StrEntry& e = StrPutLocked(key, std::move(v), expire_at_ms);
   if (lru_stamp != 0) {
-    e.stamp = lru_stamp;
-    uint64_t c = lru_clock_.load(std::memory_order_relaxed);
-    if (c < lru_stamp) lru_clock_.store(lru_stamp, std::memory_order_relaxed);
+    {
+      Shard& sh = ShardFor(key);
+      std::lock_guard<std::mutex> sl(sh.mu);
+      e.stamp = lru_stamp;
+    }
+    RaiseClockAbove(lru_stamp);
   }
 }
 
 void Store::ApplyStrDel(std::string_view key) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = strings_.find(key);
-  if (it != strings_.end()) StrEraseLocked(it);
+  if (StrEntry* e = StrEntryLocked(key)) StrEraseLocked(*e);
 }
 
 void Store::ApplyStrExpire(std::string_view key, int64_t expire_at_ms) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = strings_.find(key);
-  if (it == strings_.end()) return;
+  StrEntry* e = StrEntryLocked(key);
+  if (e == nullptr) return;
   if (expire_at_ms != 0 && expire_at_ms <= NowMs()) {
-    StrEraseLocked(it);
+    StrEraseLocked(*e);
     return;
   }
-  StrSetExpireLocked(it->second, expire_at_ms);
+  StrSetExpireShardLocked(*e, expire_at_ms);
 }
 
 void Store::ApplyStrRename(std::string_view src, std::string_view dst) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = strings_.find(src);
-  if (it == strings_.end() || src == dst) return;
-  StrRef v = it->second.value;
-  int64_t expire = it->second.expire_at_ms;
-  StrEraseLocked(it);
+  StrEntry* e = StrEntryLocked(src);
+  if (e == nullptr || src == dst) return;
+  StrRef v = e->value;
+  int64_t expire = e->expire_at_ms;
+  StrEraseLocked(*e);
   StrPutLocked(dst, std::move(v), expire);
 }
 
