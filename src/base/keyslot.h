@@ -39,15 +39,14 @@ inline constexpr Crc16Table kCrc16Table;
 }  // namespace internal
 
 // KeySlot for the hot path (the store's shard of every command's key, store.h):
-// inline, one pass that hashes the key while looking for a '{'; a key that has
-// one goes to KeySlot (the hash tag rule). Equal to KeySlot for every key.
+// inline; a key with a '{' goes to KeySlot (the hash tag rule). Equal to KeySlot
+// for every key.
 inline uint32_t KeySlotInline(std::string_view key) {
+  if (key.find('{') != std::string_view::npos) return KeySlot(key);
   uint16_t crc = 0;
-  for (char c : key) {
-    if (c == '{') return KeySlot(key);
-    const auto b = static_cast<unsigned char>(c);
-    crc = static_cast<uint16_t>((crc << 8) ^ internal::kCrc16Table.v[((crc >> 8) ^ b) & 0xff]);
-  }
+  for (char c : key)
+    crc = static_cast<uint16_t>(
+        (crc << 8) ^ internal::kCrc16Table.v[((crc >> 8) ^ static_cast<uint8_t>(c)) & 0xff]);
   return crc % kClusterSlots;
 }
 

@@ -142,28 +142,14 @@ void Store::EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep) {
   }
 }
 
-namespace {
-
-// The last stamp this thread took, and from which store.
-struct LastStamp {
-  const void* store = nullptr;
-  uint64_t stamp = 0;
-};
-thread_local LastStamp t_last;
-
-}  // namespace
-
 uint64_t Store::NextStamp() {
   // A relaxed load and store, not a read-modify-write: no locked instruction
   // on every command. Touches in sequence (on any threads) get increasing
-  // stamps; concurrent ones may share a stamp or lose an increment (ties
-  // are as good as either order for an LRU), and a thread never goes below
-  // its own last stamp in this store.
-  uint64_t s = lru_clock_.load(std::memory_order_relaxed);
-  if (t_last.store == this && s < t_last.stamp) s = t_last.stamp;
-  ++s;
+  // stamps; concurrent ones may share a stamp or lose an increment (ties are
+  // as good as either order for an LRU: approximate under concurrency, as
+  // Redis's clock is).
+  const uint64_t s = lru_clock_.load(std::memory_order_relaxed) + 1;
   lru_clock_.store(s, std::memory_order_relaxed);
-  t_last = {this, s};
   return s;
 }
 
