@@ -13,12 +13,7 @@ uint16_t Crc16XmodemScalar(std::string_view bytes) {
   return crc;
 }
 
-uint16_t Crc16Xmodem(std::string_view bytes) {
-  uint16_t crc = 0;
-  for (unsigned char b : bytes)
-    crc = static_cast<uint16_t>((crc << 8) ^ internal::kCrc16Table.v[((crc >> 8) ^ b) & 0xff]);
-  return crc;
-}
+uint16_t Crc16Xmodem(std::string_view bytes) { return internal::Crc16Fast(bytes); }
 
 std::string_view HashedPart(std::string_view key) {
   size_t open = key.find('{');
