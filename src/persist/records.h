@@ -49,6 +49,10 @@ struct BlockRecord {
 struct PendingRecord {
   uint64_t lsn = 0;
   std::function<Result<uint64_t>(std::span<const uint8_t> body)> write;
+  // Optional (null: the sink has none): the same write with the body in
+  // pieces, in order (a store's rows straight from the chunks they were encoded
+  // into). Call exactly one of write / write_parts.
+  std::function<Result<uint64_t>(std::span<const std::span<const uint8_t>> parts)> write_parts;
 };
 
 // The mutation seam between the store and persistence. Every change to the

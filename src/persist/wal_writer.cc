@@ -120,6 +120,31 @@ Result<uint64_t> WalWriter::Write(Reserved& r, std::span<const uint8_t> body) {
   return Complete(r.lsn, r.off, r.file, s);
 }
 
+Result<uint64_t> WalWriter::WriteParts(Reserved& r,
+                                       std::span<const std::span<const uint8_t>> parts) {
+  if (parts.size() == 1) return Write(r, parts[0]);
+  size_t body = 0;
+  for (const auto& p : parts) body += p.size();
+  PION_CHECK(r.head.size() - kRecordHeaderSize + body == r.len);
+  // As Write: the CRC runs over the prefix and every piece, pieces first, header last.
+  uint8_t* hdr = r.head.data();
+  EncodeRecordHeader(hdr, r.type, r.lsn, static_cast<uint32_t>(r.len));
+  std::vector<std::span<const uint8_t>> pieces;
+  pieces.reserve(parts.size() + 1);
+  pieces.push_back({r.head.data() + kRecordHeaderSize, r.head.size() - kRecordHeaderSize});
+  pieces.insert(pieces.end(), parts.begin(), parts.end());
+  PutU32(hdr, RecordCrc(r.gen, hdr, pieces));
+  Status s;
+  uint64_t off = r.off + r.head.size();
+  for (const auto& p : parts) {
+    if (!s.ok()) break;
+    if (!p.empty()) s = r.file->f->WriteAt(off, p);
+    off += p.size();
+  }
+  if (s.ok()) s = r.file->f->WriteAt(r.off, r.head);
+  return Complete(r.lsn, r.off, r.file, s);
+}
+
 Result<uint64_t> WalWriter::Append(RecordType t, std::span<const uint8_t> prefix,
                                    std::span<const uint8_t> rows) {
   auto r = Reserve(t, prefix, rows.size());
@@ -299,6 +324,10 @@ Status WalWriter::Reserved::Into(WalWriter* w, Result<Reserved> r, PendingRecord
   out->write = [held](std::span<const uint8_t> body) {
     held->done = true;
     return held->w->Write(held->r, body);
+  };
+  out->write_parts = [held](std::span<const std::span<const uint8_t>> parts) {
+    held->done = true;
+    return held->w->WriteParts(held->r, parts);
   };
   return Status::OK();
 }

@@ -178,6 +178,9 @@ class WalWriter final : public MutationSink {
   };
   Result<Reserved> Reserve(RecordType t, std::span<const uint8_t> prefix, uint64_t body_len);
   Result<uint64_t> Write(Reserved& r, std::span<const uint8_t> body);
+  // Write with the body in pieces (checksummed as one body, each piece written
+  // where it lands; the header still last).
+  Result<uint64_t> WriteParts(Reserved& r, std::span<const std::span<const uint8_t>> parts);
   Result<uint64_t> Append(RecordType t, std::span<const uint8_t> prefix,
                           std::span<const uint8_t> rows);
   // Records the outcome of the write of `lsn` (at `off` in `file`); returns

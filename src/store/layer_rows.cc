@@ -35,7 +35,11 @@ void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
       continue;
     }
     if (!c) {
-      c = Chunk::Make(GrowCapacity(0, need, R), rb);
+      // A fresh chunk: zero only the bytes this write does not cover.
+      c = Chunk::MakeUninit(GrowCapacity(0, need, R), rb);
+      const size_t lo = static_cast<size_t>(off) * rb, hi = lo + static_cast<size_t>(run) * rb;
+      std::memset(c->data, 0, lo);
+      std::memset(c->data + hi, 0, Chunk::AllocBytes(c->capacity_rows, rb) - hi);
     } else if (c->capacity_rows < need) {
       c = c->Clone(GrowCapacity(c->capacity_rows, need, R));
     } else if (c->frozen || c.use_count() > 1) {  // pinned, or a snapshot's: copy on write
@@ -46,6 +50,25 @@ void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
   }
   sd.total_rows += new_rows - old_rows;
   L.rows = new_rows;
+}
+
+// REQUIRES sd.mu. Makes `c` (full capacity, every byte written, not yet seen
+// by anyone) chunk `ci` of the layer.
+void InstallChunkLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t ci,
+                        std::shared_ptr<Chunk> c) {
+  const uint32_t R = n.rows_per_chunk;
+  PION_CHECK(c != nullptr && c->capacity_rows == R && c->row_bytes == n.row_bytes);
+  if (sd.layers.size() <= layer) sd.layers.resize(layer + 1);
+  Layer& L = sd.layers[layer];
+  if (L.chunks.size() <= ci) L.chunks.resize(ci + 1);
+  // The chunk it replaces stays alive, unchanged, for whoever still holds it
+  // (a fetch in flight, a snapshot): copy on write without the copy.
+  L.chunks[ci] = std::move(c);
+  const uint64_t end = (ci + 1) * R;
+  if (end > L.rows) {
+    sd.total_rows += end - L.rows;
+    L.rows = end;
+  }
 }
 
 // Appends segments covering rows [start, end) of `L` (may be null) to `out`.

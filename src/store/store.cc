@@ -14,12 +14,11 @@ namespace pion::store {
 
 namespace {
 
-// Encoded rows of the store in progress. Kept per thread so large uploads do
-// not fault in fresh pages each time; trimmed after unusually large ones. 16 MiB
-// (the encoded form of a 32 MiB f32 fp16 upload) keeps -w 4 within 64 MiB of
-// scratch in all, inside product.md's RSS bound (1.25 x stored + 64 MiB).
+// Encoded rows of the partial chunks at either end of the store in progress
+// (whole chunks are encoded in place): at most 2 chunks' worth, kept per thread
+// so that small uploads do not fault in fresh pages each time.
 thread_local std::vector<uint8_t> tl_scratch;
-constexpr size_t kScratchKeepBytes = 16u << 20;
+thread_local std::vector<RowPiece> tl_pieces;  // the pieces of the store in progress
 
 }  // namespace
 
@@ -390,26 +389,83 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
                   static_cast<unsigned long long>(count), n->dim, in_elem);
     return Status(Code::kInvalidArgument, buf, ErrorId::kSizeMismatch);
   }
-  size_t out_bytes = count * n->row_bytes;
-  if (n->fmt == quant::Format::kFp16 && in.type == RowInput::Type::kF16) {
-    // F16 rows into an fp16 namespace are already in stored form: no encode copy.
-    return StoreEncoded(n, side, layer, start, count,
-                        {static_cast<const uint8_t*>(in.data), out_bytes}, true, lsn);
-  }
+  // One pass per stored byte (issue 15): rows are split at chunk boundaries;
+  // every whole chunk is encoded (or copied, or for F16 rows into an fp16
+  // namespace, taken by reference from the received buffer) straight into a
+  // fresh chunk nobody else sees yet, which the apply step swaps in and the
+  // log writes from; only the partial chunks at either end go through scratch
+  // (encoded) or are read from the input itself (F16 into fp16).
+  const bool same = n->fmt == quant::Format::kFp16 && in.type == RowInput::Type::kF16;
+  const size_t rb = n->row_bytes;
+  const size_t in_row = static_cast<size_t>(n->dim) * in_elem;
+  const uint32_t R = n->rows_per_chunk;
+  const uint64_t end = start + count;
+  const auto* src = static_cast<const uint8_t*>(in.data);
   std::vector<uint8_t>& scratch = tl_scratch;
-  if (scratch.size() < out_bytes) scratch.resize(out_bytes);
-  Status st = in.type == RowInput::Type::kF32
-                  ? quant::EncodeRows(n->fmt, in.data, count, n->dim, scratch.data())
-                  : quant::EncodeRowsF16(n->fmt, in.data, count, n->dim, scratch.data());
-  if (st.ok())
-    st = StoreEncoded(n, side, layer, start, count, {scratch.data(), out_bytes}, true, lsn);
-  if (scratch.size() > kScratchKeepBytes) std::vector<uint8_t>().swap(scratch);
+  if (!same) {
+    const size_t partial = static_cast<size_t>(std::min<uint64_t>(count, 2 * uint64_t{R})) * rb;
+    if (scratch.size() < partial) scratch.resize(partial);
+  }
+  std::vector<RowPiece>& pieces = tl_pieces;
+  pieces.clear();
+  size_t sp = 0;
+  Status st;
+  for (uint64_t r = start; r < end && st.ok();) {
+    const uint32_t off = static_cast<uint32_t>(r % R);
+    const uint64_t run = std::min<uint64_t>(R - off, end - r);
+    const uint8_t* in_p = src + (r - start) * in_row;
+    uint8_t* dst = nullptr;
+    if (off == 0 && run == R) {
+      std::shared_ptr<Chunk> c;
+      if (same && in.owner != nullptr && reinterpret_cast<uintptr_t>(in_p) % kChunkAlign == 0) {
+        c = Chunk::Borrow(in_p, R, rb, in.owner);  // the received bytes are the chunk
+      } else {
+        c = Chunk::MakeUninit(R, rb);
+        const size_t full = static_cast<size_t>(R) * rb;
+        std::memset(c->data + full, 0, Chunk::AllocBytes(R, rb) - full);  // alignment padding
+        dst = c->data;
+      }
+      pieces.push_back(RowPiece{r, run, c->data, std::move(c)});
+    } else if (same) {
+      pieces.push_back(RowPiece{r, run, in_p, nullptr});
+    } else {
+      dst = scratch.data() + sp;
+      sp += run * rb;
+      pieces.push_back(RowPiece{r, run, dst, nullptr});
+    }
+    if (dst != nullptr) {
+      if (same)
+        std::memcpy(dst, in_p, run * rb);
+      else
+        st = in.type == RowInput::Type::kF32 ? quant::EncodeRows(n->fmt, in_p, run, n->dim, dst)
+                                             : quant::EncodeRowsF16(n->fmt, in_p, run, n->dim, dst);
+    }
+    r += run;
+  }
+  if (!st.ok() && pieces.size() > 1) {
+    // The row an error names counts from the first row of the store: encode
+    // the whole input again for the message (error path only).
+    std::vector<uint8_t> whole(count * rb);
+    st = in.type == RowInput::Type::kF32
+             ? quant::EncodeRows(n->fmt, in.data, count, n->dim, whole.data())
+             : quant::EncodeRowsF16(n->fmt, in.data, count, n->dim, whole.data());
+    PION_CHECK(!st.ok());
+  }
+  if (st.ok()) st = StorePieces(n, side, layer, start, count, pieces, true, lsn, nullptr);
+  pieces.clear();  // drops this thread's references to the chunks now
   return st;
 }
 
 Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start,
                            uint64_t count, std::span<const uint8_t> stored, bool log, uint64_t* lsn,
                            const std::shared_ptr<const void>* backing) {
+  const RowPiece one{start, count, stored.data(), nullptr};
+  return StorePieces(n, side, layer, start, count, {&one, 1}, log, lsn, backing);
+}
+
+Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t start, uint64_t count,
+                          std::span<const RowPiece> pieces, bool log, uint64_t* lsn,
+                          const std::shared_ptr<const void>* backing) {
   SideData& sd = n->sides[static_cast<int>(side)];
   const uint64_t end = start + count;
   const size_t rb = n->row_bytes;
@@ -445,10 +501,24 @@ Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t s
     ticket = sd.next_ticket++;
     BeginPending();
   }
-  // Checksum and copy the rows into the log with no store lock held.
+  // Checksum and copy the rows into the log with no store lock held, from
+  // the pieces' own bytes (the fresh chunks, the received buffer).
   Status st;
   if (write) {
-    auto r = rec.write(stored);
+    Result<uint64_t> r = uint64_t{0};
+    if (pieces.size() == 1) {
+      r = rec.write({pieces[0].data, pieces[0].count * rb});
+    } else if (rec.write_parts) {
+      std::vector<std::span<const uint8_t>> parts;
+      parts.reserve(pieces.size());
+      for (const RowPiece& p : pieces) parts.push_back({p.data, p.count * rb});
+      r = rec.write_parts(parts);
+    } else {
+      std::vector<uint8_t> body;  // a sink without piecewise writes
+      body.reserve(count * rb);
+      for (const RowPiece& p : pieces) body.insert(body.end(), p.data, p.data + p.count * rb);
+      r = rec.write(body);
+    }
     if (r.ok()) {
       *lsn = std::max(*lsn, *r);
     } else {
@@ -458,7 +528,14 @@ Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t s
   {
     std::unique_lock<std::mutex> sl(sd.mu);
     sd.turn.wait(sl, [&] { return sd.applied_ticket == ticket; });
-    if (st.ok()) ApplyRowsLocked(*n, sd, layer, start, count, stored, backing);
+    if (st.ok()) {
+      for (const RowPiece& p : pieces) {
+        if (p.chunk != nullptr)
+          InstallChunkLocked(*n, sd, layer, p.start / n->rows_per_chunk, p.chunk);
+        else
+          ApplyRowsLocked(*n, sd, layer, p.start, p.count, {p.data, p.count * rb}, backing);
+      }
+    }
     ++sd.applied_ticket;
     if (sd.applied_ticket == sd.next_ticket && sd.reserved_total != sd.total_rows) {
       // Nothing pending on this side and some reservation failed: give back

@@ -168,6 +168,11 @@ struct RowInput {
   enum class Type : uint8_t { kF32, kF16 } type = Type::kF32;
   const void* data = nullptr;
   size_t bytes = 0;
+  // Optional: keeps `data` alive and unchanged for as long as it is held (a
+  // received argument buffer, ctx.TakeArg). F16 rows into an fp16 namespace
+  // whose whole chunks lie 64-byte aligned in it are then kept by reference
+  // (Chunk::Borrow) instead of copied.
+  std::shared_ptr<const void> owner;
 };
 
 // A run of `rows` consecutive rows: stored bytes at `data` (kept alive by
@@ -176,6 +181,17 @@ struct FetchSegment {
   std::shared_ptr<const Chunk> chunk;
   const uint8_t* data = nullptr;
   uint64_t rows = 0;
+};
+
+// Internal to the store's write path (Store::StorePieces): rows of a store in stored form, in row
+// order, covering [start, start+count) together: `count` rows at `data`, or, with `chunk`, exactly
+// the whole chunk start / rows_per_chunk (data == chunk->data), filled and not yet published: it
+// replaces that chunk when the store is applied.
+struct RowPiece {
+  uint64_t start = 0;
+  uint64_t count = 0;
+  const uint8_t* data = nullptr;
+  std::shared_ptr<Chunk> chunk;
 };
 
 // A per-thread cache of segment vectors (their capacity): the store builds a
@@ -472,6 +488,11 @@ class Store {
   Status StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start, uint64_t count,
                       std::span<const uint8_t> stored, bool log, uint64_t* lsn,
                       const std::shared_ptr<const void>* backing = nullptr);
+  // The store path proper: logs the pieces (from their own bytes, no copy into a
+  // staging buffer) and applies them. One piece without a chunk is StoreEncoded.
+  Status StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t start, uint64_t count,
+                     std::span<const RowPiece> pieces, bool log, uint64_t* lsn,
+                     const std::shared_ptr<const void>* backing);
   Result<FetchPlan> FetchRangeOf(Namespace& n, Side side, uint32_t layer, uint64_t start,
                                  uint64_t end);
 

@@ -166,6 +166,21 @@ bool CheckReply(CommandContext& ctx, std::span<const FetchPlan> plans, OutFmt fm
 void VStoreBatch(CommandContext& ctx) {
   StoreBatchArgs sb;
   if (!ParseStoreBatch(ReplyErrors(ctx), ctx.args, &sb)) return;
+  if (sb.in.type == store::RowInput::Type::kF16) {
+    // F16 rows may become chunks by reference (the store takes whole,
+    // aligned chunks of the received buffer instead of copying them): hand it
+    // the buffer the blob was read into, and keep it pinned for the dispatch.
+    // Only a buffer of about the blob's size: a larger one (a recycled block,
+    // up to 2x) would pin memory the store does not count (chunk.h: within
+    // ~1.25x of the bytes stored).
+    OwnedBuffer b = ctx.TakeArg(ctx.args[5]);
+    if (!b.empty()) {
+      const bool sized = b.capacity() <= ctx.args[5].size() + ctx.args[5].size() / 4;
+      auto owner = std::make_shared<OwnedBuffer>(std::move(b));
+      ctx.pins.push_back(owner);  // the blob's bytes stay valid either way
+      if (sized) sb.in.owner = std::move(owner);
+    }
+  }
   uint64_t lsn = 0;
   Status st =
       ctx.server->store()->StoreRows(ctx.args[1], sb.layer, sb.start, sb.count, sb.in, &lsn);
