@@ -466,10 +466,10 @@ int VFetchPlans(Call& c, const FetchArgs& fa) {
   } else {
     auto r = fa.kind == FetchArgs::Kind::kRange
                  ? st.FetchRange(s.internal_sid, fa.layer, fa.start, fa.end)
-                 : st.FetchIds(s.internal_sid, fa.layer, fa.ids);
+                 : st.FetchIds(s.internal_sid, fa.layer, fa.ids());
     if (!r.ok()) return c.Status(r.status());
     plans.push_back(std::move(*r));
-    fetched = fa.kind == FetchArgs::Kind::kRange ? fa.end - fa.start : fa.ids.size();
+    fetched = fa.kind == FetchArgs::Kind::kRange ? fa.end - fa.start : fa.ids().size();
   }
   Totals().fetches.fetch_add(fetched, std::memory_order_relaxed);
   if (!CheckReplySize(c, plans, fa.fmt)) return redis::kOk;

@@ -69,7 +69,9 @@ ssize_t Connection::ReadSome(void* buf, size_t n) {
 }
 
 ssize_t Connection::WriteSome(const iovec* iov, int n) {
-  return tls_ ? tls_->Writev(iov, n) : ::writev(fd_, iov, n);
+  if (tls_) return tls_->Writev(iov, n);
+  // One buffer (every small reply batch): write(2) skips writev's iovec import.
+  return n == 1 ? ::write(fd_, iov[0].iov_base, iov[0].iov_len) : ::writev(fd_, iov, n);
 }
 
 Connection::~Connection() {
@@ -118,9 +120,12 @@ void Connection::OnEvent(uint32_t events) {
     events |= EPOLLIN | EPOLLOUT;  // read what followed the handshake; send what is queued
   }
   if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) peer_hup_ = true;
-  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) HandleRead();
+  const bool read = (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+  if (read) HandleRead();
   if (closed_) return;
-  if (events & EPOLLOUT) {
+  // HandleRead ends with a Flush: with the queue empty since, a second one
+  // (edge-triggered sockets report EPOLLOUT with every EPOLLIN) has nothing to do.
+  if ((events & EPOLLOUT) && !(read && out_.empty())) {
     uint64_t sent = out_.consumed_total();
     Flush();
     // A reply draining to a slow reader is activity (idle timeout).

@@ -1,5 +1,6 @@
 #include "net/resp_parser.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -164,6 +165,7 @@ RespParser::Result RespParser::Parse(const char* data, size_t len) {
     switch (state_) {
       case State::kIdle:
         if (pos_ >= len) return Result::kNeedMore;
+        if (data[pos_] == '*' && ParseWhole(data, len)) return Result::kCommand;
         state_ = data[pos_] == '*' ? State::kArrayLen : State::kInline;
         scan_ = pos_;
         break;
@@ -211,6 +213,57 @@ RespParser::Result RespParser::Parse(const char* data, size_t len) {
         return Result::kError;
     }
   }
+}
+
+namespace {
+// A RESP length line's digits at `p` ("0", or 1-9 digits without a leading
+// zero) followed by CRLF; false for anything else, including a line that is
+// only partly there (the general path then decides).
+inline bool SmallLength(const char*& p, const char* end, uint64_t* out) {
+  const char* s = p;
+  uint64_t v = 0;
+  while (p < end && p - s <= 9) {
+    unsigned d = static_cast<unsigned char>(*p) - static_cast<unsigned>('0');
+    if (d > 9) break;
+    v = v * 10 + d;
+    ++p;
+  }
+  size_t digits = static_cast<size_t>(p - s);
+  if (digits == 0 || digits > 9 || (digits > 1 && *s == '0')) return false;
+  if (end - p < 2 || p[0] != '\r' || p[1] != '\n') return false;
+  p += 2;
+  *out = v;
+  return true;
+}
+}  // namespace
+
+bool RespParser::ParseWhole(const char* data, size_t len) {
+  if (rejected() || big_total_ != 0) return false;
+  const char* p = data + pos_ + 1;
+  const char* end = data + len;
+  uint64_t n;
+  if (!SmallLength(p, end, &n)) return false;
+  if (n == 0 || n > kWholeMaxArgs || n > limits_.max_args || (n > 10 && auth_required_))
+    return false;
+  const uint64_t max_len =
+      std::min<uint64_t>({kBigArgBytes - 1, limits_.max_bulk_len, auth_required_ ? 16384 : ~0ull});
+  views_.clear();
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t blen;
+    if (p >= end || *p != '$') break;
+    ++p;
+    if (!SmallLength(p, end, &blen) || blen > max_len) break;
+    if (static_cast<uint64_t>(end - p) < blen + 2 || p[blen] != '\r' || p[blen + 1] != '\n') break;
+    views_.emplace_back(p, blen);
+    p += blen + 2;
+  }
+  if (views_.size() != n) {
+    views_.clear();
+    return false;
+  }
+  pos_ = static_cast<size_t>(p - data);
+  state_ = State::kDone;
+  return true;
 }
 
 RespParser::Result RespParser::ParseInline(const char* data, size_t len) {

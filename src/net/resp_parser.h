@@ -90,6 +90,13 @@ class RespParser final : public BigArgParser {
     size_t off, len;
   };
 
+  // The whole command already in the buffer, at most kWholeMaxArgs arguments,
+  // each shorter than kBigArgBytes and within the limits: parsed in one pass
+  // (no per-line search, no ArgRef step) and true; false leaves the parser
+  // untouched for the general, incremental path (which also reports every
+  // error, so both paths accept and refuse exactly the same input).
+  static constexpr uint64_t kWholeMaxArgs = 64;
+  bool ParseWhole(const char* data, size_t len);
   Result Fail(std::string msg);
   Result ParseInline(const char* data, size_t len);
   // The "*<n>\r\n" / "$<n>\r\n" line at pos_ (its type byte checked): false

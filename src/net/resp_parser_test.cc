@@ -377,6 +377,58 @@ TEST(RespParser, ManyArgs) {
   EXPECT_EQ(o.commands[0].size(), 10001u);
 }
 
+// A whole command in the buffer takes the one-pass path (ParseWhole); every
+// input here is also fed split, which takes the incremental path: both must
+// give the same commands and errors at the edges of the one-pass path (its
+// argument count, an argument just under and at the big-argument size, length
+// lines it does not take: leading zeros, signs, too many digits, a bare LF).
+TEST(RespParser, WholeCommandPathAgreesWithIncrementalAtItsEdges) {
+  auto cmd = [](size_t n, size_t arg_len) {
+    std::string s = "*" + std::to_string(n) + "\r\n";
+    for (size_t i = 0; i < n; ++i)
+      s += "$" + std::to_string(arg_len) + "\r\n" + std::string(arg_len, 'a' + i % 26) + "\r\n";
+    return s;
+  };
+  for (size_t n : {1, 63, 64, 65}) {
+    auto o = FeedAllSplits(cmd(n, 3));
+    ASSERT_EQ(o.commands.size(), 1u) << n;
+    EXPECT_EQ(o.commands[0].size(), n);
+    EXPECT_EQ(o.commands[0].back(), std::string(3, 'a' + (n - 1) % 26));
+  }
+  for (size_t len : {0, 1, 32767, 32768}) {
+    auto o = Feed({cmd(2, len)});
+    ASSERT_EQ(o.commands.size(), 1u) << len;
+    EXPECT_EQ(o.commands[0][1], std::string(len, 'b'));
+    EXPECT_EQ(o.error, "");
+  }
+  EXPECT_EQ(FeedAllSplits("*1\r\n$04\r\nPING\r\n").error,
+            "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(FeedAllSplits("*01\r\n$4\r\nPING\r\n").error,
+            "ERR Protocol error: invalid multibulk length");
+  EXPECT_EQ(FeedAllSplits("*1\r\n$+4\r\nPING\r\n").error,
+            "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(FeedAllSplits("*1\r\n$4\nPING\r\n").error, "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(FeedAllSplits("*1\r\n$4\r\nPINGx\n").error,
+            "ERR Protocol error: expected CRLF after bulk argument");
+  // Ten digits of length: not the one-pass path; the general one decides.
+  auto big = FeedAllSplits("*1\r\n$0000000004\r\nPING\r\n");
+  EXPECT_EQ(big.error, "ERR Protocol error: invalid bulk length");
+  // Two whole commands and a partial third in one buffer.
+  auto o = Feed(
+      {"*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*2\r\n$3\r\nGET", "\r\n$2\r\nkk\r\n"});
+  EXPECT_EQ(o.commands, (Cmds{{"PING"}, {"GET", "k"}, {"GET", "kk"}}));
+  // The limits apply on both paths: unauthenticated, more than 10 arguments
+  // or a bulk over 16384 bytes; a configured smaller bulk limit.
+  EXPECT_EQ(FeedAllSplits(cmd(11, 1), {}, true).error,
+            "ERR Protocol error: unauthenticated multibulk length");
+  EXPECT_EQ(Feed({cmd(1, 16385)}, {}, true).error,
+            "ERR Protocol error: unauthenticated bulk length");
+  ParserLimits lim;
+  lim.max_bulk_len = 4;
+  EXPECT_EQ(FeedAllSplits(cmd(1, 5), lim).error, "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(FeedAllSplits(cmd(1, 4), lim).commands.size(), 1u);
+}
+
 TEST(RespParser, SplitInlineArgsNulEndsLine) {
   std::string arena;
   std::vector<std::string_view> v;

@@ -62,6 +62,7 @@ class RespWriter final : public ReplyBuilder {
   OutputQueue* out() const { return out_; }
 
  private:
+  uint8_t* SmallBulkReserve(size_t len);
   void Header(char type, uint64_t n);
 
   OutputQueue* out_;

@@ -107,6 +107,30 @@ TEST(RespWriter, BulkReserveAndExternalKeepOrder) {
   EXPECT_TRUE(f.q.empty());
 }
 
+TEST(RespWriter, SmallBulkReserveJoinsTheArenaLargeGetsItsOwnBuffer) {
+  Fixture f;
+  f.w.SimpleString("a");
+  uint8_t* small = f.w.BulkReserve(3);
+  uint8_t* tried = f.w.TryBulkReserve(2);
+  f.w.Integer(5);  // filled after later appends: the reserved bytes stay put
+  std::memcpy(small, "xyz", 3);
+  std::memcpy(tried, "pq", 2);
+  iovec iov[8];
+  EXPECT_EQ(f.q.Writable(~0ull, iov, 8), 1);  // one arena run, no owned segment
+  EXPECT_EQ(f.q.allocated_bytes(), f.q.arena_capacity());
+  size_t n = RespWriter::kCopyThreshold;
+  uint8_t* big = f.w.TryBulkReserve(n);
+  ASSERT_NE(big, nullptr);
+  std::memset(big, 'b', n);
+  size_t owned = f.q.allocated_bytes() - f.q.arena_capacity();
+  EXPECT_GE(owned, n);
+  std::memset(f.w.BulkReserve(n - 1), 'c', n - 1);  // below the threshold: arena
+  EXPECT_EQ(f.q.allocated_bytes() - f.q.arena_capacity(), owned);
+  EXPECT_EQ(Drain(&f.q), "+a\r\n$3\r\nxyz\r\n$2\r\npq\r\n:5\r\n$" + std::to_string(n) + "\r\n" +
+                             std::string(n, 'b') + "\r\n$" + std::to_string(n - 1) + "\r\n" +
+                             std::string(n - 1, 'c') + "\r\n");
+}
+
 TEST(RespWriter, PinReleasedOnlyAfterLastByte) {
   Fixture f;
   static const char a[] = "0123456789";

@@ -3,9 +3,11 @@
 // monitor.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/strutil.h"
 #include "server/command_stats.h"
 #include "server/commands/command_docs.h"
 #include "server/commands/command_table.h"
@@ -62,6 +64,23 @@ TEST(CommandTable, SubcommandsGetTheirOwnStatSlots) {
   const CommandSpec* ping = t.Find("PING");
   args = {"ping", "list"};
   EXPECT_EQ(t.stat_name(t.StatIndex(ping, args)), "ping");
+}
+
+TEST(CommandTable, FindsEveryCommandInAnyCaseAndNothingElse) {
+  CommandTable t(AllCommands());
+  for (const CommandSpec& spec : t.specs()) {
+    std::string upper = spec.name, lower = ToLower(spec.name), mixed = lower;
+    for (size_t i = 0; i < mixed.size(); i += 2) mixed[i] = upper[i];
+    EXPECT_EQ(t.Find(upper), &spec) << upper;
+    EXPECT_EQ(t.Find(lower), &spec) << upper;
+    EXPECT_EQ(t.Find(mixed), &spec) << upper;
+    EXPECT_EQ(t.Find(upper + "X"), nullptr) << upper;
+    EXPECT_EQ(t.Find(upper.substr(0, upper.size() - 1)), nullptr) << upper;
+  }
+  EXPECT_EQ(t.Find(""), nullptr);
+  EXPECT_EQ(t.Find("NOSUCHCOMMAND"), nullptr);
+  EXPECT_EQ(t.Find(std::string(CommandTable::kMaxName + 1, 'A')), nullptr);
+  EXPECT_EQ(t.Find(std::string("GE\0T", 4)), nullptr);
 }
 
 TEST(CommandStats, BucketsCountsAndErrors) {

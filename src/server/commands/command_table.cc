@@ -9,13 +9,20 @@
 namespace pion::server {
 
 CommandTable::CommandTable(std::vector<CommandSpec> specs) : specs_(std::move(specs)) {
-  by_name_.reserve(specs_.size() * 2);
+  size_t cap = 16;
+  while (cap < specs_.size() * 4) cap *= 2;
+  by_name_.resize(cap);
+  name_mask_ = cap - 1;
   for (const CommandSpec& s : specs_) {
     std::string_view name(s.name);
     PION_CHECK_MSG(name.size() <= kMaxName, s.name);
     for (char c : name) PION_CHECK_MSG(!(c >= 'a' && c <= 'z'), "command names are upper case");
-    bool inserted = by_name_.emplace(name, &s).second;
-    PION_CHECK_MSG(inserted, s.name);
+    PION_CHECK_MSG(Find(name) == nullptr, s.name);  // each name once
+    char upper[kMaxName];
+    uint64_t h = HashUpper(name, upper);
+    size_t i = h & name_mask_;
+    while (by_name_[i].spec != nullptr) i = (i + 1) & name_mask_;
+    by_name_[i] = NameSlot{&s, h, static_cast<uint32_t>(name.size())};
   }
   spec_stat_.resize(specs_.size());
   subs_.resize(specs_.size());
@@ -44,15 +51,27 @@ size_t CommandTable::StatIndex(const CommandSpec* spec,
   return spec_stat_[i];
 }
 
+uint64_t CommandTable::HashUpper(std::string_view name, char* upper) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
+    upper[i] = c;
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  }
+  return h;
+}
+
 const CommandSpec* CommandTable::Find(std::string_view name) const {
   if (name.size() > kMaxName) return nullptr;
   char buf[kMaxName];
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    buf[i] = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
+  const uint64_t h = HashUpper(name, buf);
+  for (size_t i = h & name_mask_;; i = (i + 1) & name_mask_) {
+    const NameSlot& s = by_name_[i];
+    if (s.spec == nullptr) return nullptr;
+    if (s.hash == h && s.len == name.size() && std::memcmp(s.spec->name, buf, name.size()) == 0)
+      return s.spec;
   }
-  auto it = by_name_.find(std::string_view(buf, name.size()));
-  return it == by_name_.end() ? nullptr : it->second;
 }
 
 std::vector<CommandSpec> AllCommands() {

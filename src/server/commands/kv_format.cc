@@ -291,11 +291,11 @@ bool ParseFetch(const ErrorFn& err, std::span<const std::string_view> a, FetchAr
     err(kErrTooManyTokenIds);
     return false;
   }
-  out->ids.resize(a.size() - 3);
+  uint64_t* ids = out->ResizeIds(a.size() - 3);
   for (size_t i = 3; i < a.size(); ++i) {
     int64_t v;
     if (!IntArgInRange(err, a[i], 0, kMaxTokens - 1, kErrTokenIdRange, &v)) return false;
-    out->ids[i - 3] = static_cast<uint64_t>(v);
+    ids[i - 3] = static_cast<uint64_t>(v);
   }
   return true;
 }

@@ -11,6 +11,7 @@
 // Thread-safety: free functions over their arguments.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -80,7 +81,22 @@ struct FetchArgs {
   uint32_t layer = 0;           // RANGE, ids
   uint64_t start = 0, end = 0;  // RANGE, BATCH
   uint32_t layers = 0;          // BATCH (0: every stored layer)
-  std::vector<uint64_t> ids;    // ids
+  // ids: up to kInlineIds held inline (a small V.FETCH allocates nothing), more
+  // in a vector.
+  static constexpr size_t kInlineIds = 32;
+  std::span<const uint64_t> ids() const {
+    return num_ids <= kInlineIds ? std::span<const uint64_t>(ids_inline.data(), num_ids)
+                                 : std::span<const uint64_t>(ids_heap);
+  }
+  uint64_t* ResizeIds(size_t n) {
+    num_ids = n;
+    if (n <= kInlineIds) return ids_inline.data();
+    ids_heap.resize(n);
+    return ids_heap.data();
+  }
+  size_t num_ids = 0;
+  std::array<uint64_t, kInlineIds> ids_inline;
+  std::vector<uint64_t> ids_heap;
 };
 bool ParseFetch(const ErrorFn& err, std::span<const std::string_view> a, FetchArgs* out);
 inline constexpr size_t kMaxFetchIds = 4096;

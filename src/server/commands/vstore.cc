@@ -212,7 +212,7 @@ void VFetch(CommandContext& ctx) {
     return;
   }
   auto plan = fa.kind == FetchArgs::Kind::kRange ? st->FetchRange(sid, fa.layer, fa.start, fa.end)
-                                                 : st->FetchIds(sid, fa.layer, fa.ids);
+                                                 : st->FetchIds(sid, fa.layer, fa.ids());
   if (!plan.ok()) return ReplyStatus(ctx, plan.status());
   if (!CheckReply(ctx, std::span<const FetchPlan>(&*plan, 1), fa.fmt)) return;
   ctx.server->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fa.fmt));
