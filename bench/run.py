@@ -435,9 +435,9 @@ def memcpy_probe(ctx, nbytes, duration):
     return json.loads(out.strip().splitlines()[-1])['bytes_per_s']
 
 
-def iperf3_ceiling(ctx, seconds, length=None):
-    """Single-stream loopback TCP bytes/s (server on the server core); `length`
-    is iperf3's -l (write size; default 128 KiB)."""
+def iperf3_ceiling(ctx, seconds, length=None, streams=1):
+    """Loopback TCP bytes/s of `streams` parallel streams (default one; server on
+    the server core); `length` is iperf3's -l (write size; default 128 KiB)."""
     exe = ctx.tool('iperf3', required=False)
     if exe is None:
         return None
@@ -463,7 +463,8 @@ def iperf3_ceiling(ctx, seconds, length=None):
             srv = PROCS.start([exe, '-s', '-1', '-B', '127.0.0.1', '-p', str(port)],
                               core=ctx.server_core, name='iperf3-server')
             time.sleep(0.3)
-        cmd = [exe, '-c', '127.0.0.1', '-p', str(port), '-t', str(seconds), '-P', '1', '-J']
+        cmd = [exe, '-c', '127.0.0.1', '-p', str(port), '-t', str(seconds), '-P', str(streams),
+               '-J']
         if length:
             cmd += ['-l', str(length)]
         out = ctx.run_client(cmd, timeout=seconds + 30)
@@ -1333,6 +1334,8 @@ def suite_strings(ctx):
                        lambda: pion_bench_cpu(ctx, redis, w, **kw)]
                 if have_iperf:
                     fns.append(lambda: iperf3_ceiling(ctx, 1, length=min(size, MIB)))
+                    # 8 streams from one client core, as the 8 pion-bench clients.
+                    fns.append(lambda: iperf3_ceiling(ctx, 1, length=min(size, MIB), streams=8))
                 try:
                     res = interleaved(ctx, fns)
                     row.pion = [x['bytes_per_s'] for x in res[0]]
@@ -1341,6 +1344,8 @@ def suite_strings(ctx):
                         row.ceiling = [c for c in res[2] if c]
                     row.extra = {'pion_p50_us': [x['p50_us'] for x in res[0]],
                                  'peer_p50_us': [x['p50_us'] for x in res[1]]}
+                    if have_iperf:
+                        row.extra['iperf3_8_streams_Bps'] = [c for c in res[3] if c]
                     if row.ceiling:
                         row.extra['peer_pct_ceiling'] = [
                             100.0 * a / c for a, c in zip(row.peer, row.ceiling) if a and c]
