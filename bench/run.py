@@ -402,15 +402,42 @@ def pion_bench(ctx, server, workload, **kw):
     return json.loads(lines[-1])
 
 
+def proc_cpu_s(pid):
+    """utime + stime of a process (all its threads), seconds."""
+    f = open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def pion_bench_cpu(ctx, server, workload, **kw):
+    """pion_bench, plus the CPU-seconds per GB moved of the server process and of
+    the load generator over the whole pion-bench run (setup and warm-up bytes
+    counted: each client SETs once before a get, and runs 2 warm-up requests), and
+    from those each one's share of its core at the measured rate: the side near
+    100 % is the one that bounds the row."""
+    import resource
+    c0 = proc_cpu_s(server.proc.pid)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    x = pion_bench(ctx, server, workload, **kw)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    c1 = proc_cpu_s(server.proc.pid)
+    extra_reqs = (3 if workload == 'get' else 2) * kw.get('clients', 1)
+    gb = (x['ops'] + extra_reqs) * x['payload'] / 1e9
+    x['server_cpu_s_per_gb'] = (c1 - c0) / gb
+    x['client_cpu_s_per_gb'] = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / gb
+    x['server_core_pct'] = 100.0 * x['server_cpu_s_per_gb'] * x['bytes_per_s'] / 1e9
+    x['client_core_pct'] = 100.0 * x['client_cpu_s_per_gb'] * x['bytes_per_s'] / 1e9
+    return x
+
+
 def memcpy_probe(ctx, nbytes, duration):
     out = ctx.run_client([ctx.tool('pion-bench'), '--workload', 'memcpy', '--payload',
                           str(nbytes), '--duration', str(duration)])
     return json.loads(out.strip().splitlines()[-1])['bytes_per_s']
 
 
-def iperf3_ceiling(ctx, seconds, length=None):
-    """Single-stream loopback TCP bytes/s (server on the server core); `length`
-    is iperf3's -l (write size; default 128 KiB)."""
+def iperf3_ceiling(ctx, seconds, length=None, streams=1):
+    """Loopback TCP bytes/s of `streams` parallel streams (default one; server on
+    the server core); `length` is iperf3's -l (write size; default 128 KiB)."""
     exe = ctx.tool('iperf3', required=False)
     if exe is None:
         return None
@@ -436,7 +463,8 @@ def iperf3_ceiling(ctx, seconds, length=None):
             srv = PROCS.start([exe, '-s', '-1', '-B', '127.0.0.1', '-p', str(port)],
                               core=ctx.server_core, name='iperf3-server')
             time.sleep(0.3)
-        cmd = [exe, '-c', '127.0.0.1', '-p', str(port), '-t', str(seconds), '-P', '1', '-J']
+        cmd = [exe, '-c', '127.0.0.1', '-p', str(port), '-t', str(seconds), '-P', str(streams),
+               '-J']
         if length:
             cmd += ['-l', str(length)]
         out = ctx.run_client(cmd, timeout=seconds + 30)
@@ -1256,7 +1284,9 @@ def suite_attend_all(ctx):
 def suite_strings(ctx):
     """The string keyspace (GET/SET, the LMCache remote tier) against redis-server:
     redis-benchmark -t set,get at -d 100 and -d 65536, then pion-bench GET/SET of
-    256 KiB, 2 MiB and 16 MiB values with 8 clients. Same command lines for both."""
+    256 KiB, 2 MiB and 16 MiB values with 8 clients. Same command lines for both. The
+    pion-bench rows carry the loopback ceiling (iperf3, same run), each server's
+    CPU-seconds per GB and the server's and load generator's core shares."""
     rows = []
     pion, redis = ctx.start_pion(), ctx.start_redis()
     try:
@@ -1285,19 +1315,43 @@ def suite_strings(ctx):
                 rows.append(rw)
         sizes = [256 * KIB] if ctx.smoke else [256 * KIB, 2 * MIB, 16 * MIB]
         dur = 0.3 if ctx.smoke else 2.0
+        # The physical ceiling next to every repetition (same load): one loopback
+        # TCP stream written in blocks of the value size (at most 1 MiB), as in the
+        # bulk suite. On loopback the sender's core also runs the receiver's TCP
+        # processing, so the side that writes (the load generator for SET, the
+        # server for GET) is the one that saturates: see the core shares.
+        have_iperf = ctx.tool('iperf3', required=False) is not None
+        if not have_iperf:
+            ctx.notes.append('iperf3 not installed: no loopback ceiling (scripts/deps.sh --bench)')
         for size in sizes:
             for w in ('set', 'get'):
                 target = '≥ 2×' if size >= 2 * MIB else '≥ 1.0×'
                 row = Row('strings', '%s %s ×8 clients' % (w.upper(), size_name(size)), 'B/s',
                           'redis %s' % w.upper(), target)
+                row.ceiling_name = 'iperf3 1-stream -l %s' % size_name(min(size, MIB))
                 kw = dict(clients=8, payload=size, duration=dur, ns='s%d' % size)
+                fns = [lambda: pion_bench_cpu(ctx, pion, w, **kw),
+                       lambda: pion_bench_cpu(ctx, redis, w, **kw)]
+                if have_iperf:
+                    fns.append(lambda: iperf3_ceiling(ctx, 1, length=min(size, MIB)))
+                    # 8 streams from one client core, as the 8 pion-bench clients.
+                    fns.append(lambda: iperf3_ceiling(ctx, 1, length=min(size, MIB), streams=8))
                 try:
-                    res = interleaved(ctx, [lambda: pion_bench(ctx, pion, w, **kw),
-                                            lambda: pion_bench(ctx, redis, w, **kw)])
+                    res = interleaved(ctx, fns)
                     row.pion = [x['bytes_per_s'] for x in res[0]]
                     row.peer = [x['bytes_per_s'] for x in res[1]]
+                    if have_iperf:
+                        row.ceiling = [c for c in res[2] if c]
                     row.extra = {'pion_p50_us': [x['p50_us'] for x in res[0]],
                                  'peer_p50_us': [x['p50_us'] for x in res[1]]}
+                    if have_iperf:
+                        row.extra['iperf3_8_streams_Bps'] = [c for c in res[3] if c]
+                    if row.ceiling:
+                        row.extra['peer_pct_ceiling'] = [
+                            100.0 * a / c for a, c in zip(row.peer, row.ceiling) if a and c]
+                    for side, r in (('pion', res[0]), ('peer', res[1])):
+                        for k in ('server_cpu_s_per_gb', 'server_core_pct', 'client_core_pct'):
+                            row.extra['%s_%s' % (side, k)] = [x[k] for x in r]
                     med = mmm(row.ratios())[1]
                     row.met = med >= (2.0 if size >= 2 * MIB else 1.0)
                     row.met_note = '%.2f×' % med

@@ -33,26 +33,37 @@ void BigArgParser::BeginBig(size_t need) {
 }
 
 bool BigArgParser::GrowBig() {
-  size_t have = cur_.capacity();
+  if (!cur_.empty()) {
+    // The whole buffer is there; admit the next part of it (doubling what is
+    // admitted, so a header alone never reserves its whole size).
+    size_t step = std::min(need_, 2 * admitted_) - admitted_;
+    if (gate_ != nullptr && !gate_->Reserve(step)) {
+      RejectRequest(Reject::kGate);
+      return false;
+    }
+    admitted_ += step;
+    return true;
+  }
   IoBuf nb;
   if (pool_ != nullptr) nb = pool_->TakeCached(need_);
   // A block a dropped value gave back (its pages are already faulted in).
   if (nb.empty()) nb = IoBuf::TakeRecycled(need_);
-  size_t want = nb.empty() ? std::min(need_, std::max(kBigInitialBytes, 2 * have)) : nb.capacity();
-  // The gate is asked for what grows: the buffer being replaced is freed next.
-  if (gate_ != nullptr && want > have && !gate_->Reserve(want - have)) {
+  // A cached block is resident already: it is admitted whole. A new one is
+  // allocated whole too (no growth, no copy), but its pages become resident
+  // only as the bytes arrive, so it is admitted kBigInitialBytes first.
+  size_t admit = nb.empty() ? std::min(need_, kBigInitialBytes) : nb.capacity();
+  if (gate_ != nullptr && !gate_->Reserve(admit)) {
     PutBack(nb);
     RejectRequest(Reject::kGate);
     return false;
   }
-  if (nb.empty()) nb = pool_ != nullptr ? pool_->TryGet(want) : IoBuf::TryAllocate(want);
+  if (nb.empty()) nb = pool_ != nullptr ? pool_->TryGet(need_) : IoBuf::TryAllocate(need_);
   if (nb.empty()) {
     RejectRequest(Reject::kNoMemory);
     return false;
   }
-  if (filled_ > 0) std::memcpy(nb.data(), cur_.data(), filled_);
-  PutBack(cur_);
   cur_ = std::move(nb);
+  admitted_ = std::min(admit, cur_.capacity());
   return true;
 }
 
@@ -61,14 +72,14 @@ void BigArgParser::RejectRequest(Reject why) {
   for (IoBuf& b : done_) PutBack(b);
   done_.clear();
   PutBack(cur_);
-  need_ = filled_ = 0;
+  need_ = filled_ = admitted_ = 0;
   reject_ = why;
   BeginSkip(left);
 }
 
 BigArgParser::BigStep BigArgParser::ConsumeBig(const char* data, size_t len, size_t* pos) {
   while (phase_ == Phase::kFill && filled_ < need_ && *pos < len) {
-    size_t room = std::min(cur_.capacity(), need_) - filled_;
+    size_t room = std::min(admitted_, need_) - filled_;
     if (room == 0) {
       if (!GrowBig()) break;  // rejected: now skipping
       continue;
@@ -82,7 +93,7 @@ BigArgParser::BigStep BigArgParser::ConsumeBig(const char* data, size_t len, siz
     if (filled_ < need_) return BigStep::kMore;
     done_.push_back(std::move(cur_));
     cur_ = IoBuf();
-    need_ = filled_ = 0;
+    need_ = filled_ = admitted_ = 0;
     phase_ = Phase::kNone;
     return BigStep::kFilled;
   }
@@ -98,9 +109,9 @@ BigArgParser::BigStep BigArgParser::ConsumeBig(const char* data, size_t len, siz
 std::span<char> BigArgParser::DirectTarget() {
   PION_DCHECK(WantsDirectRead());
   if (phase_ == Phase::kFill) {
-    if (filled_ == std::min(cur_.capacity(), need_)) GrowBig();
+    if (filled_ == std::min(admitted_, need_)) GrowBig();
     if (phase_ == Phase::kFill) {
-      size_t room = std::min(cur_.capacity(), need_) - filled_;
+      size_t room = std::min(admitted_, need_) - filled_;
       return {cur_.data() + filled_, room};
     }
   }
@@ -118,7 +129,9 @@ OwnedBuffer BigArgParser::TakeBigArg(const char* data) {
 }
 
 size_t BigArgParser::allocated_bytes() const {
-  size_t n = cur_.capacity() + skip_buf_.capacity();
+  // The argument being filled counts what is admitted of it (a new buffer's
+  // pages beyond are not resident yet).
+  size_t n = admitted_ + skip_buf_.capacity();
   for (const IoBuf& b : done_) n += b.capacity();
   return n;
 }

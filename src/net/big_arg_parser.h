@@ -4,10 +4,13 @@
 // big arguments (a RESP bulk of kBigArgBytes or more with its CRLF, a frame
 // body as large), each read into a buffer of its own.
 //
-// A big argument's memory is taken as its bytes arrive: a cached buffer of the
-// whole size when the pool has one, else kBigInitialBytes growing by doubling,
-// so a header alone never reserves its whole size. Every allocation first asks
-// the BufferGate for what grows. When the gate refuses, or the allocation
+// A big argument is read into one buffer of its whole size (len + 2, never
+// grown or copied): a cached one when the pool or the process's recycler has
+// one (its pages are already faulted in; admitted whole), else a new one whose
+// pages become resident only as the bytes arrive. A new buffer is admitted in
+// steps as it fills, kBigInitialBytes first, then doubling what is admitted,
+// so a header alone never reserves its whole size. Every step first asks the
+// BufferGate. When the gate refuses, or the allocation
 // fails, the request is rejected (net/request_parser.h): every buffer it holds
 // goes back, and the rest of the argument is discarded instead (read into a
 // small scratch buffer while direct reads are wanted).
@@ -93,7 +96,7 @@ class BigArgParser : public RequestParser {
   // End of a request: every buffer back to the pool, no rejection.
   void ReleaseBigArgs() {
     if (!done_.empty() || !cur_.empty() || !skip_buf_.empty()) ReleaseBuffers();
-    need_ = filled_ = 0;
+    need_ = filled_ = admitted_ = 0;
     skip_left_ = 0;
     reject_ = Reject::kNone;
     phase_ = Phase::kNone;
@@ -112,8 +115,8 @@ class BigArgParser : public RequestParser {
  private:
   enum class Phase : uint8_t { kNone, kFill, kSkip };
 
-  // Makes room for more of the argument being filled; false if refused (the
-  // request is then rejected).
+  // Makes room for more of the argument being filled: its buffer, else the
+  // next admitted part of it; false if refused (the request is then rejected).
   bool GrowBig();
   // Rejects the request: its buffers go back, the rest of the current
   // argument is discarded.
@@ -125,6 +128,7 @@ class BigArgParser : public RequestParser {
   Phase phase_ = Phase::kNone;
   IoBuf cur_;  // the argument being filled
   size_t need_ = 0, filled_ = 0;
+  size_t admitted_ = 0;      // bytes of cur_ the gate admitted (filled_ <= admitted_)
   std::vector<IoBuf> done_;  // the request's complete big arguments
   uint64_t skip_left_ = 0;
   IoBuf skip_buf_;  // scratch for discarded bytes read directly

@@ -25,7 +25,7 @@
 namespace pion::net {
 
 inline constexpr size_t kBigArgBytes = 32 * 1024;     // PROTO_MBULK_BIG_ARG
-inline constexpr size_t kBigInitialBytes = 4u << 20;  // first buffer of a big argument
+inline constexpr size_t kBigInitialBytes = 4u << 20;  // first admitted part of a new big-arg buffer
 
 struct ParserLimits {
   uint64_t max_bulk_len = 1ull << 30;     // proto-max-bulk-len

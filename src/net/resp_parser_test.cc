@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -362,6 +364,153 @@ TEST(RespParser, GateRefusalRejectsTheCommandNotTheStream) {
   ASSERT_EQ(o.commands.size(), 2u);
   EXPECT_EQ(o.rejected, 0u);
   EXPECT_EQ(o.commands[0][2], std::string(grown, 'b'));
+}
+
+// Records what the gate admitted.
+class CountingGate : public BufferGate {
+ public:
+  bool Reserve(size_t bytes) override {
+    admitted += bytes;
+    ++calls;
+    return true;
+  }
+  size_t admitted = 0;
+  int calls = 0;
+};
+
+uint8_t PatternByte(size_t i) { return static_cast<uint8_t>((i * 131 + 7) % 251); }
+
+// A big argument larger than the first admitted step is read into one buffer
+// of its whole size: every direct target continues where the last read ended
+// (never moved, grown or copied), even when it arrives in many small reads; the
+// gate admits kBigInitialBytes after the header alone, then doubling, in all
+// exactly the argument; what the parser reports holding never exceeds what
+// was admitted.
+TEST(RespParser, BigArgumentIsOneBufferOfItsWholeSize) {
+  const size_t n = 2 * kBigInitialBytes + 12345;
+  for (size_t read : {size_t{7777}, size_t{1} << 20}) {
+    SCOPED_TRACE(read);
+    CountingGate gate;
+    RespParser p;
+    p.set_gate(&gate);
+    std::string head = "*2\r\n$3\r\nSET\r\n$" + std::to_string(n) + "\r\n";
+    head.push_back(static_cast<char>(PatternByte(0)));
+    ASSERT_EQ(p.Parse(head.data(), head.size()), RespParser::Result::kNeedMore);
+    EXPECT_EQ(gate.admitted, kBigInitialBytes);  // not the whole size for a header
+    ASSERT_TRUE(p.WantsDirectRead());
+    size_t filled = 1;  // the byte that came with the header
+    char* base = p.DirectTarget().data() - filled;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(base) % 64, 0u);
+    for (size_t rounds = 0; p.WantsDirectRead() && rounds < n / read + 16; ++rounds) {
+      std::span<char> t = p.DirectTarget();
+      ASSERT_EQ(t.data(), base + filled);
+      ASSERT_LE(filled + t.size(), n + 2);
+      size_t k = std::min(read, t.size());
+      for (size_t i = 0; i < k; ++i) {
+        size_t at = filled + i;
+        t[i] = at < n ? static_cast<char>(PatternByte(at)) : (at == n ? '\r' : '\n');
+      }
+      p.DirectFilled(k);
+      filled += k;
+      ASSERT_LE(p.allocated_bytes(), gate.admitted);
+      ASSERT_LE(gate.admitted, std::max(kBigInitialBytes, 2 * filled));
+    }
+    EXPECT_FALSE(p.WantsDirectRead());
+    EXPECT_EQ(filled, n + 2);
+    ASSERT_EQ(p.Parse(head.data(), head.size()), RespParser::Result::kCommand);
+    ASSERT_EQ(p.args().size(), 2u);
+    ASSERT_EQ(p.args()[1].size(), n);
+    EXPECT_EQ(p.args()[1].data(), base);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += static_cast<uint8_t>(p.args()[1][i]) != PatternByte(i);
+    EXPECT_EQ(bad, 0u);
+    EXPECT_EQ(gate.admitted, n + 2);
+    EXPECT_EQ(gate.calls, 3);  // 4 MiB, 4 MiB more, the rest
+    p.ConsumeCommand();
+    EXPECT_EQ(p.allocated_bytes(), 0u);
+  }
+}
+
+// Pipelined big arguments across the first admitted step, fed in socket-like
+// chunks, copied from the region or read directly, with and without a pool:
+// each comes out whole and the commands around them are intact.
+TEST(RespParser, PipelinedBigArgumentsPastTheFirstStep) {
+  BufferPool pool(64 << 20);
+  const size_t a = kBigInitialBytes + 1000, b = 2 * kBigInitialBytes + 1;
+  std::string in = BigCommand(a, 'a') + "*1\r\n$4\r\nPING\r\n" + BigCommand(b, 'b') +
+                   BigCommand(kBigArgBytes, 'c') + BigCommand(a, 'd');
+  for (BufferPool* pl : {static_cast<BufferPool*>(nullptr), &pool}) {
+    for (bool direct : {false, true}) {
+      for (size_t chunk : {size_t{65536}, size_t{1} << 20, in.size()}) {
+        SCOPED_TRACE(std::to_string(pl != nullptr) + " " + std::to_string(direct) + " " +
+                     std::to_string(chunk));
+        std::vector<std::string> chunks;
+        for (size_t i = 0; i < in.size(); i += chunk) chunks.push_back(in.substr(i, chunk));
+        CountingGate gate;
+        Outcome o = Feed(chunks, {}, false, pl, direct, &gate);
+        ASSERT_EQ(o.error, "");
+        ASSERT_EQ(o.commands.size(), 5u);
+        EXPECT_EQ(o.commands[0][1], std::string(a, 'a'));
+        EXPECT_EQ(o.commands[1][0], "PING");
+        EXPECT_EQ(o.commands[2][1], std::string(b, 'b'));
+        EXPECT_EQ(o.commands[3][1], std::string(kBigArgBytes, 'c'));
+        EXPECT_EQ(o.commands[4][1], std::string(a, 'd'));
+        EXPECT_TRUE(o.complete);
+      }
+    }
+  }
+}
+
+// The memory bound: a budget of one and a half steps admits a big argument's
+// first step and refuses the second; the command is rejected (its bytes
+// discarded), the parser never held more than was admitted, and the next
+// command parses.
+TEST(RespParser, BigArgumentGrowthStopsAtTheBudget) {
+  const size_t budget = kBigInitialBytes + kBigInitialBytes / 2;
+  const size_t n = 3 * kBigInitialBytes;
+  std::string in = BigCommand(n, 'x') + "*2\r\n$4\r\nECHO\r\n$2\r\nok\r\n";
+  for (bool direct : {false, true}) {
+    SCOPED_TRACE(direct);
+    BudgetGate gate(budget);
+    RespParser p;
+    p.set_gate(&gate);
+    size_t most = 0;
+    size_t pos = 0, rejected = 0;
+    std::vector<std::string> got;
+    std::string region;
+    // Fed 64 KiB at a time as a connection would (net/testing/parser_feed.h),
+    // watching what the parser holds after every step.
+    for (size_t rounds = 0; pos < in.size() && rounds < in.size() / 1024; ++rounds) {
+      if (direct && p.WantsDirectRead()) {
+        std::span<char> t = p.DirectTarget();
+        size_t k = std::min({t.size(), in.size() - pos, size_t{65536}});
+        std::memcpy(t.data(), in.data() + pos, k);
+        p.DirectFilled(k);
+        pos += k;
+      } else {
+        size_t k = std::min(in.size() - pos, size_t{65536});
+        region.append(in, pos, k);
+        pos += k;
+      }
+      while (true) {
+        RespParser::Result r = p.Parse(region.data(), region.size());
+        most = std::max(most, p.allocated_bytes());
+        ASSERT_NE(r, RespParser::Result::kError);
+        if (r == RespParser::Result::kNeedMore) break;
+        if (p.rejected())
+          ++rejected;
+        else
+          for (std::string_view v : p.args()) got.emplace_back(v);
+        region.erase(0, p.command_bytes());
+        p.ConsumeCommand();
+      }
+    }
+    EXPECT_EQ(pos, in.size());
+    EXPECT_EQ(rejected, 1u);
+    EXPECT_EQ(got, (std::vector<std::string>{"ECHO", "ok"}));
+    EXPECT_LE(most, kBigInitialBytes + 65536);  // the first step (+ a discard buffer)
+    EXPECT_EQ(p.allocated_bytes(), 0u);
+  }
 }
 
 TEST(RespParser, BigArgumentBadTerminator) {

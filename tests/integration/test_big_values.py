@@ -177,3 +177,23 @@ def test_recycler_reuses_blocks_and_config(server_factory):
     assert re.search(r"^pion_buffer_recycle_cached_bytes 0$", body, re.M)
     r.set("same", value_for(b"same", n, b"x"))
     assert r.get("same") == value_for(b"same", n, b"x")
+
+
+def test_client_disconnecting_mid_value(server_factory):
+    """A client that closes while a big value (past the first admitted step) is still
+    arriving: the server drops its buffer (client memory back down), stores nothing, and
+    serves the next client; a value of the same size then arrives whole."""
+    s = server_factory([])
+    r = s.client()
+    n = (9 << 20) + 17
+    before = int(r.info("memory")["mem_clients_normal"])
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=60)
+    c.sendall(b"*3\r\n$3\r\nSET\r\n$4\r\ncut!\r\n$%d\r\n" % n + value_for(b"cut", 6 << 20))
+    # The server has read past the first step (4 MiB) once it holds more than that.
+    assert poll(lambda: int(r.info("memory")["mem_clients_normal"]) > before + (4 << 20))
+    c.close()
+    assert poll(lambda: int(r.info("memory")["mem_clients_normal"]) < before + (1 << 20))
+    assert r.exists("cut!") == 0
+    v = value_for(b"whole", n)
+    assert r.set("cut!", v)
+    assert r.get("cut!") == v
