@@ -144,9 +144,12 @@ class PosixEnvImpl final : public Env {
       ::close(fd);
       return std::shared_ptr<const MappedFile>(new PosixMappedFile(nullptr, 0));
     }
-    // MAP_POPULATE: page tables for the cached pages up front (the loader reads
-    // every page once to verify it); the mapping outlives the descriptor.
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    // No MAP_POPULATE: the loader reads every page once to verify it, and the
+    // read faults of that pass map the cached pages in batches (fault-around),
+    // which measured 0.10 s per GiB of page-cached file against 0.11 s for
+    // MAP_POPULATE alone and 0.15 s for populate plus the pass. The mapping
+    // outlives the descriptor.
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     int err = errno;
     ::close(fd);
     if (p == MAP_FAILED) return PosixError("mmap", path, err);
