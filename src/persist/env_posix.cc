@@ -54,6 +54,16 @@ class PosixWritableFile final : public WritableFile {
     }
     return Status::OK();
   }
+  Status Preallocate(uint64_t offset, uint64_t len) override {
+    int r;
+    do {
+      r = ::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                      static_cast<off_t>(len));
+    } while (r != 0 && errno == EINTR);
+    if (r == 0) return Status::OK();
+    if (errno == EOPNOTSUPP || errno == ENOSYS) return Status::NotSupported("fallocate");
+    return PosixError("fallocate", path(), errno);
+  }
   Status Sync() override {
     if (::fdatasync(fd_) != 0) return PosixError("fdatasync", path(), errno);
     return Status::OK();
