@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu.h"
 #include "base/crc32c.h"
 #include "base/fp16.h"
 #include "base/log.h"
@@ -238,6 +239,36 @@ TEST(Crc32c, InterleavedStripesMatchPortable) {
       EXPECT_EQ(part, want) << off << " " << n;
       EXPECT_EQ(crc32c::Extend(0x12345678u, p, n), crc32c::ExtendPortable(0x12345678u, p, n));
     }
+}
+
+// The VPCLMULQDQ fold (runs >= 512 bytes, where the CPU has it) and, with the
+// optional features turned off, the crc32-instruction path it falls back to,
+// both match the table reference: lengths around the fold's 256-byte step and
+// its 16-byte tail, odd offsets, a running value and splits at odd points.
+TEST(Crc32c, FoldAndFallbackMatchPortable) {
+  std::mt19937 rng(13);
+  std::vector<uint8_t> buf(300000);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (bool disable : {false, true}) {
+    TEST_DisableCpuFeatures(disable);
+    for (size_t off : {0u, 1u, 3u, 8u, 63u})
+      for (size_t n : {511u, 512u, 513u, 527u, 528u, 767u, 768u, 1024u, 4097u, 12345u, 65536u,
+                       262144u + 17u}) {
+        const uint8_t* p = buf.data() + off;
+        const uint32_t want = crc32c::ExtendPortable(0, p, n);
+        EXPECT_EQ(crc32c::Value(p, n), want) << disable << " " << off << " " << n;
+        EXPECT_EQ(crc32c::Extend(0xDEADBEEFu, p, n), crc32c::ExtendPortable(0xDEADBEEFu, p, n))
+            << disable << " " << off << " " << n;
+        const size_t cut = n / 3 + 1;
+        EXPECT_EQ(crc32c::Extend(crc32c::Value(p, cut), p + cut, n - cut), want)
+            << disable << " " << off << " " << n;
+      }
+  }
+  TEST_DisableCpuFeatures(false);
+  // The zeros' known value (RFC 3720 B.4 extended: 32 zero bytes) through the fold.
+  std::vector<uint8_t> zeros(4096, 0);
+  EXPECT_EQ(crc32c::Value(zeros.data(), zeros.size()),
+            crc32c::ExtendPortable(0, zeros.data(), 4096));
 }
 
 TEST(Fp16, RoundTripAllHalves) {

@@ -9,7 +9,7 @@ namespace pion {
 namespace {
 
 struct Features {
-  bool sse42 = false, avx2 = false, fma = false, f16c = false, avx512f = false;
+  bool sse42 = false, avx2 = false, fma = false, f16c = false, avx512f = false, vpclmul = false;
 };
 
 Features Detect() {
@@ -21,6 +21,7 @@ Features Detect() {
   bool avx = c & bit_AVX;
   f.fma = c & bit_FMA;
   f.f16c = c & bit_F16C;
+  const bool pclmul = c & bit_PCLMUL;
   bool ymm_ok = false, zmm_ok = false;
   if (osxsave) {
     unsigned lo, hi;
@@ -32,6 +33,7 @@ Features Detect() {
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
     f.avx2 = avx && ymm_ok && (b & bit_AVX2);
     f.avx512f = zmm_ok && (b & bit_AVX512F);
+    f.vpclmul = f.avx512f && pclmul && (c & bit_VPCLMULQDQ);
   }
   return f;
 }
@@ -59,6 +61,8 @@ bool CpuHas(CpuFeature feat) {
       return f.f16c;
     case CpuFeature::kAvx512f:
       return f.avx512f;
+    case CpuFeature::kVpclmul:
+      return f.vpclmul;
   }
   return false;
 }
@@ -75,6 +79,7 @@ std::string CpuSummary() {
   add(CpuHas(CpuFeature::kFma), "fma");
   add(CpuHas(CpuFeature::kF16c), "f16c");
   add(CpuHas(CpuFeature::kAvx512f), "avx512f");
+  add(CpuHas(CpuFeature::kVpclmul), "vpclmulqdq");
   return s.empty() ? "none" : s;
 }
 

@@ -6,7 +6,8 @@
 
 namespace pion {
 
-enum class CpuFeature { kSse42, kAvx2, kFma, kF16c, kAvx512f };
+// kVpclmul: VPCLMULQDQ on 512-bit registers (with AVX-512F and PCLMULQDQ).
+enum class CpuFeature { kSse42, kAvx2, kFma, kF16c, kAvx512f, kVpclmul };
 
 bool CpuHas(CpuFeature f);
 // "avx2 fma f16c sse4.2" style summary for the start-up log.

@@ -36,6 +36,13 @@ class WritableFile {
   virtual Status Close() = 0;
   // The file was renamed to `path` (error messages name the file that exists).
   virtual void Renamed(const std::string& path) { (void)path; }
+  // Reserves disk space for [offset, offset + len) without changing the file's
+  // size (fallocate FALLOC_FL_KEEP_SIZE): later writes there allocate nothing.
+  // NotSupported where the Env or the filesystem cannot (the default).
+  virtual Status Preallocate(uint64_t offset, uint64_t len) {
+    (void)offset, (void)len;
+    return Status::NotSupported("preallocation");
+  }
 };
 
 class ReadableFile {

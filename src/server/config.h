@@ -65,6 +65,7 @@ struct Config {
   uint64_t auto_save_retry_min = 0;
   uint64_t auto_save_retry_max = 0;
   bool wal_repair = false;
+  uint64_t wal_preallocate_bytes = 64ull << 20;  // disk space kept ahead of the WAL's end
   bool snapshot_mmap = true;  // load the snapshot by mapping it (docs/snapshot_format.md §5)
   bool appendonly = false;    // write-ahead log + snapshots (--kvcache); no = memory only
   // The binary fast lane (docs/protocol.md): its port, -1 = port + 1, 0 = off

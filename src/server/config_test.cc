@@ -95,6 +95,22 @@ TEST(Config, AutoSaveRetry) {
   EXPECT_FALSE(Parse({"--auto-save-retry-max", "86401"}).ok());
 }
 
+// wal-preallocate-bytes: 64 MiB by default, a size or 0 (off).
+TEST(Config, WalPreallocateBytes) {
+  auto c = Parse({});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->wal_preallocate_bytes, 64ull << 20);
+  c = Parse({"--wal-preallocate-bytes", "16mb"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->wal_preallocate_bytes, 16ull << 20);
+  c = Parse({"--wal-preallocate-bytes", "0"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->wal_preallocate_bytes, 0u);
+  c = Parse({"--wal-preallocate-bytes", "lots"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("wal-preallocate-bytes"), std::string_view::npos);
+}
+
 TEST(Config, ErrorsNameTheOption) {
   auto c = Parse({"--maxmemory", "lots"});
   ASSERT_FALSE(c.ok());

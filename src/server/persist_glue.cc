@@ -32,6 +32,7 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(
   o.auto_save_retry_max_ms = c.auto_save_retry_max * 1000;
   o.wal_repair = c.wal_repair;
   o.map_snapshot = c.snapshot_mmap;
+  o.wal_preallocate_bytes = c.wal_preallocate_bytes;
   o.keep_freed_heap = std::move(keep_freed_heap);
   auto p = std::make_unique<persist::Persistence>(server.store(), o);
   persist::Persistence* pp = p.get();

@@ -28,6 +28,7 @@ class ForwardingFile : public WritableFile {
   Result<uint64_t> Size() override { return f_->Size(); }
   Status Close() override { return f_->Close(); }
   void Renamed(const std::string& path) override { f_->Renamed(path); }
+  Status Preallocate(uint64_t off, uint64_t len) override { return f_->Preallocate(off, len); }
 
  protected:
   WritableFile* inner() { return f_.get(); }
