@@ -1079,6 +1079,7 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
   ASSERT_TRUE(st.KeysDelete(views, &lsn).ok());
   EXPECT_EQ(st.DbSize(), 0u);
   EXPECT_EQ(st.Stats().bytes, 0u);  // every charge given back
+}
 
 // Issue 15 write path: whole chunks encoded in place, partial ones at either
 // end through scratch; the stored bytes equal one EncodeRows of the input, for
