@@ -113,30 +113,45 @@ TEST_F(AclTest, EveryCommandHasCategoriesConsistentWithItsFlags) {
     uint32_t c = CommandCategories(s);
     EXPECT_NE(!(c & kAclFast), !(c & kAclSlow)) << "exactly one of @fast, @slow";
     EXPECT_FALSE((s.flags & kCmdWrite) && (s.flags & kCmdReadonly));
-    if (s.flags & kCmdWrite) EXPECT_TRUE(c & kAclWrite);
-    if (s.flags & kCmdReadonly) EXPECT_TRUE(c & kAclRead);
-    if (s.flags & kCmdAdmin) EXPECT_TRUE((c & kAclAdmin) && (c & kAclDangerous));
+    if (s.flags & kCmdWrite) {
+      EXPECT_TRUE(c & kAclWrite);
+    }
+    if (s.flags & kCmdReadonly) {
+      EXPECT_TRUE(c & kAclRead);
+    }
+    if (s.flags & kCmdAdmin) {
+      EXPECT_TRUE((c & kAclAdmin) && (c & kAclDangerous));
+    }
     // A family category besides the flags' (what +@<family> grants).
     uint32_t family = kAclKeyspace | kAclString | kAclKvcache | kAclAttend | kAclConnection |
                       kAclTransaction | kAclAdmin | kAclDangerous;
-    if (n != "TIME")
+    if (n != "TIME") {
       EXPECT_NE(c & family, 0u) << "no family category";  // TIME: @fast only, as Redis
-    if (s.flags & kCmdKvcache)
+    }
+    if (s.flags & kCmdKvcache) {
       EXPECT_NE(c & (kAclKvcache | kAclAttend | kAclString | kAclKeyspace), 0u);
-    if (n.starts_with("KV.PREFIX.") || n.starts_with("V.")) EXPECT_TRUE(c & kAclKvcache);
-    if (n.starts_with("ATTEND.")) EXPECT_TRUE(c & kAclAttend);
-    if (n == "MULTI" || n == "EXEC" || n == "DISCARD" || n == "WATCH" || n == "UNWATCH")
+    }
+    if (n.starts_with("KV.PREFIX.") || n.starts_with("V.")) {
+      EXPECT_TRUE(c & kAclKvcache);
+    }
+    if (n.starts_with("ATTEND.")) {
+      EXPECT_TRUE(c & kAclAttend);
+    }
+    if (n == "MULTI" || n == "EXEC" || n == "DISCARD" || n == "WATCH" || n == "UNWATCH") {
       EXPECT_TRUE(c & kAclTransaction);
+    }
     if (n == "KEYS" || n == "FLUSHALL" || n == "FLUSHDB" || n == "MONITOR" || n == "SLOWLOG" ||
-        n == "LATENCY" || n == "CONFIG" || n == "INFO" || n == "ACL" || n == "SHUTDOWN")
+        n == "LATENCY" || n == "CONFIG" || n == "INFO" || n == "ACL" || n == "SHUTDOWN") {
       EXPECT_TRUE(c & kAclDangerous);
+    }
     if (s.first_key > 0) {
       // Keys need a defined permission: read, write, or (neither flag) both.
       EXPECT_TRUE((s.flags & (kCmdWrite | kCmdReadonly)) || (s.acl_key_flags & kAclKeyReadOnly));
       EXPECT_TRUE(s.last_key < 0 || s.last_key >= s.first_key);
       EXPECT_GE(s.key_step, 1);
-      if (n.starts_with("KV.PREFIX.") || n.starts_with("V.") || n.starts_with("ATTEND."))
+      if (n.starts_with("KV.PREFIX.") || n.starts_with("V.") || n.starts_with("ATTEND.")) {
         EXPECT_TRUE(s.acl_key_flags & kAclKeyNamespace) << "a sid is checked as its namespace";
+      }
     } else if ((s.flags & (kCmdWrite | kCmdReadonly)) && !(c & kAclDangerous)) {
       EXPECT_TRUE(filtering.count(n)) << "keyless data command neither filtered nor @dangerous";
     }
