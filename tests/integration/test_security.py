@@ -171,6 +171,27 @@ def test_del_of_a_parent_checks_its_descendants(server_factory):
     assert admin.execute_command("KV.PREFIX.LOOKUP", "own|p") == b"MISS"
 
 
+def test_flushall_of_a_restricted_user_keeps_a_parent_with_a_protected_descendant(server_factory):
+    # FLUSHALL by a user with key patterns removes what it may write; a writable
+    # parent whose subtree holds a namespace it may not write stays (DEL of it is
+    # refused), while its other keys go.
+    s = server_factory(["--appendonly", "no"])
+    admin = s.client()
+    admin.execute_command("KV.PREFIX.REGISTER", "own|p", 64, "fp16")
+    admin.execute_command("KV.PREFIX.REGISTER", "shared|c", 64, "fp16", "PARENT", "own|p")
+    admin.execute_command("KV.PREFIX.REGISTER", "own|solo", 64, "fp16")
+    admin.set("own|str", b"v")
+    admin.set("other|str", b"v")
+    admin.execute_command("ACL", "SETUSER", "rw", "on", ">p", "%R~shared|*", "%RW~own|*", "+@all")
+    rw = login(s, "rw", "p")
+    assert rw.execute_command("FLUSHALL") in (True, b"OK")
+    assert admin.execute_command("KV.PREFIX.LOOKUP", "own|p") == b"HIT"
+    assert admin.execute_command("KV.PREFIX.LOOKUP", "shared|c") == b"HIT"
+    assert admin.execute_command("KV.PREFIX.LOOKUP", "own|solo") == b"MISS"
+    assert admin.get("own|str") is None
+    assert admin.get("other|str") == b"v"
+
+
 # ------------------------------------------------------------- ACL subcommands
 
 def test_acl_subcommands(server_factory):

@@ -1,5 +1,7 @@
 // Server commands: COMMAND, CONFIG, DBSIZE, FLUSHALL, SHUTDOWN, TIME
 // (docs/protocol.md "Server").
+#include <algorithm>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -452,11 +454,23 @@ void FlushAll(CommandContext& ctx) {
       s = st->FlushAll(&lsn);
     } else {
       // A user with key patterns flushes only the keys (namespaces and string
-      // keys) it may write, each deletion logged as a DEL would be.
+      // keys) it may write, each deletion logged as a DEL would be. A namespace
+      // goes with its subtree, so one with a descendant the user may not write
+      // stays, as DEL of it would be refused.
       auto names = AclVisibleKeys(u, st->Keys("*"), kAclPermWrite);
-      std::vector<std::string_view> views(names.begin(), names.end());
-      auto n = st->KeysDelete(views, &lsn);
-      if (!n.ok()) s = n.status();
+      std::function<bool(std::string_view)> may_drop = [u](std::string_view ns) {
+        return u != nullptr && u->KeyAllowed(ns, kAclPermWrite);
+      };
+      for (const std::string& name : names) {
+        std::string_view one[] = {name};
+        uint64_t one_lsn = 0;
+        auto n = st->KeysDelete(one, &one_lsn, may_drop);
+        if (!n.ok() && n.status().id() != ErrorId::kDropRefused) {
+          s = n.status();
+          break;
+        }
+        lsn = std::max(lsn, one_lsn);
+      }
     }
     if (!s.ok()) {
       ctx.reply->Error(s);
