@@ -532,4 +532,13 @@ Status WriteAclFile(const std::string& path, const std::vector<std::string>& lin
   return Status::OK();
 }
 
+std::function<bool(std::string_view)> SubtreeWriteCheck(const AclUser* u, std::string* denied) {
+  if (u != nullptr && (u->unrestricted || u->allkeys)) return {};
+  return [u, denied](std::string_view ns) {
+    if (u != nullptr && u->KeyAllowed(ns, kAclPermWrite)) return true;
+    if (denied != nullptr) *denied = ns;
+    return false;
+  };
+}
+
 }  // namespace pion::server

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -89,6 +90,11 @@ struct AclUser {
   std::string KeysDescription() const;
   std::string CommandsDescription() const;
 };
+
+// The check a DROP, DEL/UNLINK or restricted FLUSHALL asks of every namespace
+// it would remove, descendants included: the write permission. Empty when `u`
+// may write every key; a refusal stores the refused name in `*denied` (if set).
+std::function<bool(std::string_view)> SubtreeWriteCheck(const AclUser* u, std::string* denied);
 
 // Why a command was refused.
 enum class AclDenial : uint8_t { kNone, kCommand, kKey };

@@ -289,6 +289,18 @@ LookupResult Store::Lookup(std::string_view ns) {
   return res;
 }
 
+Status Store::AskSubtrees(std::vector<const Namespace*> todo,
+                          const std::function<bool(std::string_view ns)>& may_drop) {
+  while (!todo.empty()) {
+    const Namespace* n = todo.back();
+    todo.pop_back();
+    if (!may_drop(n->name))
+      return Status(Code::kInvalidArgument, "drop refused", ErrorId::kDropRefused);
+    todo.insert(todo.end(), n->children.begin(), n->children.end());
+  }
+  return Status::OK();
+}
+
 Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* lsn,
                              const std::function<bool(std::string_view ns)>& may_drop) {
   *lsn = 0;
@@ -299,13 +311,7 @@ Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* 
     std::vector<const Namespace*> todo;
     for (std::string_view name : names)
       if (const Namespace* n = NsFindLocked(name)) todo.push_back(n);
-    while (!todo.empty()) {
-      const Namespace* n = todo.back();
-      todo.pop_back();
-      if (!may_drop(n->name))
-        return Status(Code::kInvalidArgument, "drop refused", ErrorId::kDropRefused);
-      todo.insert(todo.end(), n->children.begin(), n->children.end());
-    }
+    if (Status s = AskSubtrees(std::move(todo), may_drop); !s.ok()) return s;
   }
   uint64_t dropped = 0;
   for (std::string_view name : names) {

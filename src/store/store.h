@@ -444,6 +444,10 @@ class Store {
   const Shard& ShardFor(std::string_view key) const { return shards_[ShardIndex(key)]; }
   // REQUIRES mu_ (or the key's shard lock): the namespace, or nullptr.
   Namespace* NsFindLocked(std::string_view ns) const;
+  // Asks `may_drop` for every namespace of the subtrees under `todo` (under
+  // mu_); kDropRefused at the first refusal.
+  static Status AskSubtrees(std::vector<const Namespace*> todo,
+                            const std::function<bool(std::string_view ns)>& may_drop);
   const NsPtr* NsRefLocked(std::string_view ns) const;
   uint64_t NsCountLocked() const;   // REQUIRES mu_
   uint64_t StrCountLocked() const;  // REQUIRES mu_

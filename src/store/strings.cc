@@ -589,13 +589,7 @@ Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint6
       if (it == nullptr && ParseSessionId(k, &ns, &side)) it = NsFindLocked(ns);
       if (it != nullptr) todo.push_back(it);
     }
-    while (!todo.empty()) {
-      const Namespace* n = todo.back();
-      todo.pop_back();
-      if (!may_drop(n->name))
-        return Status(Code::kInvalidArgument, "drop refused", ErrorId::kDropRefused);
-      todo.insert(todo.end(), n->children.begin(), n->children.end());
-    }
+    if (Status s = AskSubtrees(std::move(todo), may_drop); !s.ok()) return s;
   }
   uint64_t n = 0;
   for (std::string_view k : keys) {

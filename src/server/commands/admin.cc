@@ -458,9 +458,7 @@ void FlushAll(CommandContext& ctx) {
       // goes with its subtree, so one with a descendant the user may not write
       // stays, as DEL of it would be refused.
       auto names = AclVisibleKeys(u, st->Keys("*"), kAclPermWrite);
-      std::function<bool(std::string_view)> may_drop = [u](std::string_view ns) {
-        return u != nullptr && u->KeyAllowed(ns, kAclPermWrite);
-      };
+      std::function<bool(std::string_view)> may_drop = SubtreeWriteCheck(u, nullptr);
       for (const std::string& name : names) {
         std::string_view one[] = {name};
         uint64_t one_lsn = 0;

@@ -135,14 +135,7 @@ void KvDrop(CommandContext& ctx) {
   // named keys needed at admission, or nothing is dropped (docs/protocol.md).
   const AclUser* u = ctx.server->ClientUser(ctx.client);
   std::string denied;
-  std::function<bool(std::string_view)> may_drop;
-  if (u == nullptr || !(u->unrestricted || u->allkeys)) {
-    may_drop = [&](std::string_view ns) {
-      if (u != nullptr && u->KeyAllowed(ns, kAclPermWrite)) return true;
-      denied = ns;
-      return false;
-    };
-  }
+  std::function<bool(std::string_view)> may_drop = SubtreeWriteCheck(u, &denied);
   uint64_t lsn = 0;
   auto n = ctx.server->store()->Drop(names, &lsn, may_drop);
   ctx.wait_lsn = lsn;

@@ -291,14 +291,7 @@ void Del(CommandContext& ctx) {
   // write permission the named keys needed at admission, or nothing is deleted.
   const AclUser* u = ctx.server->ClientUser(ctx.client);
   std::string denied;
-  std::function<bool(std::string_view)> may_drop;
-  if (u == nullptr || !(u->unrestricted || u->allkeys)) {
-    may_drop = [&](std::string_view ns) {
-      if (u != nullptr && u->KeyAllowed(ns, kAclPermWrite)) return true;
-      denied = ns;
-      return false;
-    };
-  }
+  std::function<bool(std::string_view)> may_drop = SubtreeWriteCheck(u, &denied);
   uint64_t lsn = 0;
   auto r = ctx.server->store()->KeysDelete(ctx.args.subspan(1), &lsn, may_drop);
   ctx.wait_lsn = lsn;
