@@ -234,15 +234,27 @@ bool Persistence::AutoSaveTick(uint64_t now_ms) {
     std::lock_guard<std::mutex> l(mu_);
     if (now_ms < next_auto_save_ms_) return false;
   }
-  if (ws.broken) {
-    LOG_NOTICE("WAL refuses writes after an I/O error: snapshot to resume");
-  } else {
-    LOG_NOTICE("WAL is %llu bytes (> %llu): automatic snapshot",
-               static_cast<unsigned long long>(ws.bytes),
-               static_cast<unsigned long long>(AutoSaveThreshold()));
+  Status s;
+  {
+    // A SAVE may have held save_mu_ since the check above and compacted the
+    // log: decide again under it, or the log would be snapshotted twice (and a
+    // client that saw its SAVE answered would find another one in progress).
+    std::lock_guard<std::mutex> sl(save_mu_);
+    ws = wal_->Stats();
+    if (!ws.broken && ws.bytes <= AutoSaveThreshold()) return false;
+    if (ws.broken) {
+      LOG_NOTICE("WAL refuses writes after an I/O error: snapshot to resume");
+    } else {
+      LOG_NOTICE("WAL is %llu bytes (> %llu): automatic snapshot",
+                 static_cast<unsigned long long>(ws.bytes),
+                 static_cast<unsigned long long>(AutoSaveThreshold()));
+    }
+    saving_ = true;
+    s = SaveLocked("");
+    saving_ = false;
   }
-  Status s = Save("");
   std::lock_guard<std::mutex> l(mu_);
+  stats_.last_save_ok = s.ok();
   ++stats_.auto_save_attempts;
   if (s.ok()) {
     stats_.auto_save_failures = 0;
