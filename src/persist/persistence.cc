@@ -101,6 +101,10 @@ Status Persistence::Save(std::string_view path) {
   if (!wal_) return Status::NotSupported("persistence is not enabled");
   if (!path.empty()) PION_RETURN_IF_ERROR(ValidateSavePath(path));
   std::lock_guard<std::mutex> l(save_mu_);
+  return RunSaveLocked(path);
+}
+
+Status Persistence::RunSaveLocked(std::string_view path) {
   saving_ = true;
   Status s = SaveLocked(path);
   saving_ = false;
@@ -249,12 +253,9 @@ bool Persistence::AutoSaveTick(uint64_t now_ms) {
                  static_cast<unsigned long long>(ws.bytes),
                  static_cast<unsigned long long>(AutoSaveThreshold()));
     }
-    saving_ = true;
-    s = SaveLocked("");
-    saving_ = false;
+    s = RunSaveLocked("");
   }
   std::lock_guard<std::mutex> l(mu_);
-  stats_.last_save_ok = s.ok();
   ++stats_.auto_save_attempts;
   if (s.ok()) {
     stats_.auto_save_failures = 0;

@@ -130,6 +130,8 @@ class Persistence {
 
  private:
   Status SaveLocked(std::string_view path);
+  // SaveLocked with saving_ raised and last_save_ok recorded (save_mu_ held).
+  Status RunSaveLocked(std::string_view path);
   void BackgroundLoop();
   uint64_t AutoSaveThreshold() const;
 
