@@ -1661,6 +1661,8 @@ def main():
                     help='persist suite: snapshot size for the restart row (GiB)')
     ap.add_argument('--persist-skip-wal', action='store_true',
                     help='persist suite: only the restart row')
+    ap.add_argument('--persist-skip-restart', action='store_true',
+                    help='persist suite: only the WAL rows')
     ap.add_argument('--wait-idle', type=float,
                     help='seconds to wait for an idle machine before each suite '
                          '(default 30; smoke 0)')
