@@ -368,7 +368,9 @@ TEST(FullDisk, ErrorNamesTheActiveWalFile) {
   EXPECT_NE(s.message().find("write " + kWal + ": No space left on device"), std::string::npos)
       << s.message();
   EXPECT_TRUE(env.FileExists(kWal));
-  EXPECT_EQ(*env.ListDir(kDir), (std::vector<std::string>{"pion.vstore", "pion.vstore.wal"}));
+  // (the WAL the save retired is kept for recycling, docs/wal_format.md §6)
+  EXPECT_EQ(*env.ListDir(kDir),
+            (std::vector<std::string>{"pion.vstore", "pion.vstore.wal", "pion.vstore.wal-spare"}));
 }
 
 // A failed SAVE leaves no pion.vstore.wal.<N> behind, however often it fails.
@@ -379,7 +381,8 @@ TEST(FullDisk, FailedSaveLeavesNoStrayWalFiles) {
     ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 512, 4, 0, 300, 1, &lsn).ok());
     ASSERT_TRUE(n.persist->Save("").ok());
     ASSERT_TRUE(Fill(n.store, "b", quant::Format::kInt8, 512, 4, 0, 300, 2, &lsn).ok());
-    const std::vector<std::string> files = {"pion.vstore", "pion.vstore.wal"};
+    const std::vector<std::string> files = {"pion.vstore", "pion.vstore.wal",
+                                            "pion.vstore.wal-spare"};
     for (int i = 0; i < 3; ++i) {
       env.SetDiskFull(true);  // the new WAL file's header cannot be written
       EXPECT_EQ(n.persist->Save("").code(), Code::kIOError);
@@ -394,7 +397,9 @@ TEST(FullDisk, FailedSaveLeavesNoStrayWalFiles) {
     ASSERT_TRUE(n.persist->Commit().ok());
   });
   ASSERT_TRUE(m->persist->Save("").ok());
-  EXPECT_EQ(*env.ListDir(kDir), (std::vector<std::string>{"pion.vstore", "pion.vstore.wal"}));
+  EXPECT_EQ(*env.ListDir(kDir),
+            (std::vector<std::string>{"pion.vstore", "pion.vstore.wal", "pion.vstore.wal-spare"}));
+  EXPECT_EQ(m->persist->wal()->Stats().recycled, 1u);  // the spare survived every failed save
 }
 
 TEST(FullDisk, SaveFailsAndLeavesPreviousStateReplayable) {
@@ -418,7 +423,8 @@ TEST(FullDisk, SaveFailsAndLeavesPreviousStateReplayable) {
     // A later save succeeds and compacts every older WAL file.
     ASSERT_TRUE(m->persist->Save("").ok());
     auto names = *env.ListDir(kDir);
-    EXPECT_EQ(names, (std::vector<std::string>{"pion.vstore", "pion.vstore.wal"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"pion.vstore", "pion.vstore.wal",
+                                               "pion.vstore.wal-spare"}));
   }
 }
 
@@ -448,7 +454,8 @@ TEST(FullDisk, SyncFailureRefusesWritesUntilASnapshot) {
     EXPECT_TRUE(n.persist->WaitDurable(held).ok());  // "b" is in the durable snapshot
     ASSERT_TRUE(Fill(n.store, "c", quant::Format::kFp16, 16, 1, 0, 2, 3, &lsn).ok());
     ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
-    EXPECT_EQ(*env.ListDir(kDir), (std::vector<std::string>{"pion.vstore", "pion.vstore.wal"}));
+    EXPECT_EQ(*env.ListDir(kDir), (std::vector<std::string>{"pion.vstore", "pion.vstore.wal",
+                                                            "pion.vstore.wal-spare"}));
   });
 }
 
@@ -1282,6 +1289,90 @@ TEST(ConcurrentAppend, CrashWithOutOfOrderWriteRecoversContiguousPrefix) {
   RecoveredNode m(&disk);
   EXPECT_EQ(Dump(m.store), want);
   EXPECT_EQ(disk.GetFile(kWal).size(), hole);
+}
+
+// Recycling (docs/wal_format.md §6): the first compaction keeps the retired
+// WAL as the spare, the second one reuses it for the new generation, whose
+// records then overwrite stale records of generation 1. A crash while record N
+// is being written (rows written, header not) with N+1 complete must still read
+// as a hole followed by N+1 (a torn tail), not as corruption: the writer zeroed
+// N's header slot, which held a stale header, before N+1 was reserved. The
+// stale tail past N+1 is a torn tail too; a clean close cuts it itself.
+TEST(WalRecycling, SpareIsReusedAndACrashInStaleSpaceRecoversThePrefix) {
+  FaultEnv base;
+  HookEnv env(&base);
+  Latch hold;
+  std::atomic<uint64_t> block_lsn{0};
+  env.hook = [&](uint64_t off, std::span<const uint8_t> data, WritableFile* f) -> Status {
+    if (block_lsn != 0 && HeaderLsn(data) == block_lsn) hold.Wait();
+    return f->WriteAt(off, data);
+  };
+  const std::string kSpare = kDir + "/" + kWalSpareName;
+  StoreDump want, last;
+  DiskImage image;
+  {
+    RecoveredNode n(&env, SyncPolicy::kAlways);
+    uint64_t lsn = 0;
+    ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 64, 1, 0, 8, 1, &lsn).ok());
+    ASSERT_TRUE(Fill(n.store, "b", quant::Format::kInt8, 64, 0, 0, 0, 2, &lsn).ok());
+    for (uint64_t i = 0; i < 8; ++i)
+      ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 0, 4, 10 + i, &lsn).ok());
+    ASSERT_TRUE(n.persist->Save("").ok());
+    EXPECT_TRUE(base.FileExists(kSpare));  // generation 1, retired
+    EXPECT_EQ(n.persist->wal()->Stats().recycled, 0u);
+    for (uint64_t i = 0; i < 2; ++i)
+      ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 0, 4, 20 + i, &lsn).ok());
+    const uint64_t spare_size = base.GetFile(kSpare).size();
+    ASSERT_TRUE(n.persist->Save("").ok());
+    EXPECT_EQ(n.persist->wal()->Stats().recycled, 1u);
+    EXPECT_TRUE(base.FileExists(kSpare));  // generation 2, retired in turn
+    // Generation 3 lives in generation 1's file: stale records past its header.
+    EXPECT_EQ(base.GetFile(kWal).size(), spare_size);
+    ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
+    const uint64_t acked = lsn;
+    want = Dump(n.store);
+    block_lsn = acked + 1;
+    uint64_t lsn_a = 0;
+    Status sa;
+    std::thread ta([&] { sa = StoreOne(n.store, "a_pk", 64, 8, 4, 3, &lsn_a); });
+    hold.AwaitEntered();
+    uint64_t lsn_b = 0;
+    ASSERT_TRUE(StoreOne(n.store, "b_pv", 64, 0, 4, 4, &lsn_b).ok());
+    EXPECT_EQ(lsn_b, acked + 2);
+    // Every page reached the disk except record N's header; power cut.
+    image = base.Snapshot();
+    hold.Open();
+    ta.join();
+    ASSERT_TRUE(sa.ok());
+    ASSERT_TRUE(n.persist->WaitDurable(lsn_b).ok());
+    last = Dump(n.store);
+  }
+  {
+    FaultEnv disk(image, 7);
+    auto rd = WalReader::Open(&disk, kWal);
+    ASSERT_TRUE(rd.ok());
+    WalRecord rec;
+    while ((*rd)->Next(&rec)) {
+    }
+    EXPECT_EQ((*rd)->end(), WalEnd::kTorn) << (*rd)->reason();
+    const uint64_t hole = (*rd)->end_offset();
+    RecoveredNode m(&disk);
+    EXPECT_EQ(Dump(m.store), want);
+    EXPECT_EQ(disk.GetFile(kWal).size(), hole);
+  }
+  // The clean close cut the stale tail: the log ends cleanly at its last record.
+  auto rd = WalReader::Open(&base, kWal);
+  ASSERT_TRUE(rd.ok());
+  WalRecord rec;
+  while ((*rd)->Next(&rec)) {
+  }
+  EXPECT_EQ((*rd)->end(), WalEnd::kClean) << (*rd)->reason();
+  EXPECT_EQ((*rd)->end_offset(), base.GetFile(kWal).size());
+  RecoveredNode k(&base);
+  EXPECT_EQ(Dump(k.store), last);
+  // The spare left by the last compaction is adopted: the next one recycles it.
+  ASSERT_TRUE(k.persist->Save("").ok());
+  EXPECT_EQ(k.persist->wal()->Stats().recycled, 1u);
 }
 
 // Reader rule (docs/wal_format.md §5): a bad record whose header is not zero

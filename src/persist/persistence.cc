@@ -39,6 +39,7 @@ Status Persistence::Recover() {
     PION_RETURN_IF_ERROR(wal->Create(r.active_name, r.generation, r.next_lsn));
     r.live_wal_names.push_back(r.active_name);
   }
+  wal->EnableRecycling(kWalSpareName, env_->FileExists(JoinPath(opt_.dir, kWalSpareName)));
   wal->Start();
   wal_ = std::move(wal);
   host_->AttachLog(wal_.get());

@@ -38,6 +38,8 @@ inline constexpr uint64_t kSnapMaxRowsSection = 64ull << 20;
 
 inline constexpr const char* kSnapshotName = "pion.vstore";
 inline constexpr const char* kWalName = "pion.vstore.wal";
+// The WAL file the last compaction retired, kept to be recycled (docs/wal_format.md §6).
+inline constexpr const char* kWalSpareName = "pion.vstore.wal-spare";
 
 enum class RecordType : uint8_t {
   kRegister = 1,

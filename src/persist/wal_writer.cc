@@ -24,6 +24,15 @@ WalWriter::~WalWriter() {
     work_cv_.notify_all();
     thread_.join();
   }
+  // A recycled file still holding stale records past the last one: cut them,
+  // so that a clean restart finds a clean end instead of a torn tail
+  // (docs/wal_format.md §6). Nothing is in flight at destruction.
+  std::lock_guard<std::mutex> w(write_mu_);
+  if (cur_ && cur_->stale_end > end_ && broken_.ok()) {
+    Status s = cur_->f->Truncate(end_);
+    if (!s.ok())
+      LOG_WARNING("WAL: cutting the recycled file's stale tail failed: %s", s.ToString().c_str());
+  }
 }
 
 Status WalWriter::Create(const std::string& name, uint64_t generation, uint64_t first_lsn) {
@@ -93,25 +102,34 @@ Result<WalWriter::Reserved> WalWriter::Reserve(RecordType t, std::span<const uin
   uint64_t pre_from = 0, pre_len = 0;
   {
     std::lock_guard<std::mutex> w(write_mu_);
-    std::lock_guard<std::mutex> l(state_mu_);
-    PION_RETURN_IF_ERROR(BrokenLocked());
-    r.lsn = next_lsn_++;
-    r.off = end_;
-    end_ += kRecordHeaderSize + len;
-    r.gen = generation_;
-    r.file = cur_;
-    reserved_lsn_ = r.lsn;
-    bytes_ = end_;
-    ++in_flight_;
-    // Less than half the preallocation left ahead: this append tops it up
-    // (claimed here, done below with no lock held).
-    File& f = *cur_;
-    if (prealloc_bytes_ > 0 && f.prealloc_end != UINT64_MAX &&
-        end_ + prealloc_bytes_ / 2 > f.prealloc_end) {
-      pre_from = std::max(f.prealloc_end, r.off);
-      f.prealloc_end = end_ + prealloc_bytes_;
-      pre_len = f.prealloc_end - pre_from;
-      prealloc = cur_;
+    {
+      std::lock_guard<std::mutex> l(state_mu_);
+      PION_RETURN_IF_ERROR(BrokenLocked());
+      r.lsn = next_lsn_++;
+      r.off = end_;
+      end_ += kRecordHeaderSize + len;
+      r.gen = generation_;
+      r.file = cur_;
+      reserved_lsn_ = r.lsn;
+      bytes_ = end_;
+      ++in_flight_;
+      // Less than half the preallocation left ahead: this append tops it up
+      // (claimed here, done below with no lock held).
+      File& f = *cur_;
+      if (prealloc_bytes_ > 0 && f.prealloc_end != UINT64_MAX &&
+          end_ + prealloc_bytes_ / 2 > f.prealloc_end) {
+        pre_from = std::max(f.prealloc_end, r.off);
+        f.prealloc_end = end_ + prealloc_bytes_;
+        pre_len = f.prealloc_end - pre_from;
+        prealloc = cur_;
+      }
+    }
+    // In a recycled file the header slot holds stale bytes: zero it before any
+    // later record can be reserved (still under write_mu_), so that until this
+    // record's header is written it reads as a hole, as in a new file.
+    if (r.off < r.file->stale_end) {
+      static constexpr uint8_t kZeroHeader[kRecordHeaderSize] = {};
+      r.stamp = r.file->f->WriteAt(r.off, kZeroHeader);
     }
   }
   if (prealloc) PreallocateAhead(prealloc, pre_from, pre_len);
@@ -139,8 +157,8 @@ Result<uint64_t> WalWriter::Write(Reserved& r, std::span<const uint8_t> body) {
   std::span<const uint8_t> pieces[2] = {
       {r.head.data() + kRecordHeaderSize, r.head.size() - kRecordHeaderSize}, body};
   PutU32(hdr, RecordCrc(r.gen, hdr, pieces));
-  Status s;
-  if (!body.empty()) s = r.file->f->WriteAt(r.off + r.head.size(), body);
+  Status s = r.stamp;
+  if (s.ok() && !body.empty()) s = r.file->f->WriteAt(r.off + r.head.size(), body);
   if (s.ok()) s = r.file->f->WriteAt(r.off, r.head);
   return Complete(r.lsn, r.off, r.file, s);
 }
@@ -159,7 +177,7 @@ Result<uint64_t> WalWriter::WriteParts(Reserved& r,
   pieces.push_back({r.head.data() + kRecordHeaderSize, r.head.size() - kRecordHeaderSize});
   pieces.insert(pieces.end(), parts.begin(), parts.end());
   PutU32(hdr, RecordCrc(r.gen, hdr, pieces));
-  Status s;
+  Status s = r.stamp;
   uint64_t off = r.off + r.head.size();
   for (const auto& p : parts) {
     if (!s.ok()) break;
@@ -460,21 +478,55 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
   uint64_t gen = generation_ + 1;
   const std::string name = base + "." + std::to_string(gen);
   const std::string path = JoinPath(dir_, name);
-  auto f = env_->NewWritableFile(path);
-  if (!f.ok()) return f.status();
+  // Recycle the spare when there is one (docs/wal_format.md §6): renamed to
+  // the new name, its header overwritten, its stale records left in place.
+  std::unique_ptr<WritableFile> f;
+  uint64_t stale = 0;
+  if (!spare_name_.empty() && spare_exists_) {
+    spare_exists_ = false;
+    const std::string spare = JoinPath(dir_, spare_name_);
+    auto sz = env_->FileSize(spare);
+    Status rs = sz.ok() ? env_->Rename(spare, path) : sz.status();
+    if (rs.ok()) {
+      auto rf = env_->ReopenWritableFile(path);
+      if (rf.ok()) {
+        f = std::move(rf).value();
+        stale = *sz;
+      } else {
+        rs = rf.status();
+        (void)env_->RemoveFile(path);
+      }
+    }
+    if (!rs.ok())
+      LOG_WARNING("WAL: recycling %s failed (%s); creating %s", spare.c_str(),
+                  rs.ToString().c_str(), path.c_str());
+  }
+  if (!f) {
+    auto nfile = env_->NewWritableFile(path);
+    if (!nfile.ok()) return nfile.status();
+    f = std::move(nfile).value();
+  }
   uint8_t hdr[kWalHeaderSize];
   EncodeWalHeader({gen, next_lsn_}, hdr);
-  Status s = (*f)->WriteAt(0, hdr);
+  Status s = f->WriteAt(0, hdr);
   // A broken WAL is not synced by the sync thread: the snapshot that heals it
   // (FinishRotation) needs the new file durable before it replaces anything.
-  if (s.ok() && healing) s = (*f)->Sync();
+  if (s.ok() && healing) s = f->Sync();
   if (s.ok() && healing) s = env_->SyncDir(dir_);
   if (!s.ok()) {
-    (void)(*f)->Close();
-    (void)env_->RemoveFile(path);
+    (void)f->Close();
+    // A recycled file goes back to being the spare; a new one is removed.
+    if (stale != 0 && env_->Rename(path, JoinPath(dir_, spare_name_)).ok())
+      spare_exists_ = true;
+    else
+      (void)env_->RemoveFile(path);
     return s;
   }
-  auto nf = std::make_shared<File>(File{name, std::move(f).value()});
+  auto nf = std::make_shared<File>(File{name, std::move(f)});
+  if (stale > kWalHeaderSize) {
+    nf->stale_end = stale;
+    nf->prealloc_end = stale;  // its blocks are allocated already
+  }
   rot_ = Rotation{cur_, generation_, end_, active_name_, next_lsn_, healing, true};
   {
     std::lock_guard<std::mutex> l(state_mu_);
@@ -485,6 +537,7 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
     generation_seen_ = gen;
     bytes_ = kWalHeaderSize;
     appended_ = 0;
+    if (nf->stale_end != 0) ++recycled_;
   }
   generation_ = gen;
   end_ = kWalHeaderSize;
@@ -523,8 +576,13 @@ Status WalWriter::AbortRotation() {
     dir_dirty_ = true;
   }
   // Not closed here: the sync thread may still hold it for a sync (closed with
-  // its last reference).
-  Status s = env_->RemoveFile(JoinPath(dir_, dropped->name));
+  // its last reference). A recycled file goes back to being the spare.
+  Status s;
+  if (dropped->stale_end != 0 &&
+      env_->Rename(JoinPath(dir_, dropped->name), JoinPath(dir_, spare_name_)).ok())
+    spare_exists_ = true;
+  else
+    s = env_->RemoveFile(JoinPath(dir_, dropped->name));
   if (s.ok()) s = env_->SyncDir(dir_);
   return s;
 }
@@ -542,6 +600,23 @@ Status WalWriter::FinishRotation(const std::string& final_name,
   }
   // Never let a rename make a file durable whose header is not.
   PION_RETURN_IF_ERROR(cur->f->Sync());
+  // Recycling: the retired file (the one under final_name, else another
+  // obsolete one) becomes the spare instead of being removed (§6).
+  std::string kept;
+  if (!spare_name_.empty()) {
+    for (const auto& n : obsolete)
+      if (n != active && (kept.empty() || n == final_name)) kept = n;
+    if (!kept.empty() && !env_->FileExists(JoinPath(dir_, kept))) kept.clear();
+    if (!kept.empty()) {
+      Status ks = env_->Rename(JoinPath(dir_, kept), JoinPath(dir_, spare_name_));
+      if (ks.ok()) {
+        spare_exists_ = true;
+      } else {
+        LOG_WARNING("WAL: keeping %s as the spare failed: %s", kept.c_str(), ks.ToString().c_str());
+        kept.clear();
+      }
+    }
+  }
   if (active != final_name) {
     PION_RETURN_IF_ERROR(env_->Rename(JoinPath(dir_, active), JoinPath(dir_, final_name)));
     std::lock_guard<std::mutex> w(write_mu_);
@@ -552,7 +627,7 @@ Status WalWriter::FinishRotation(const std::string& final_name,
     cur->f->Renamed(JoinPath(dir_, final_name));
   }
   for (const auto& n : obsolete)
-    if (n != final_name) (void)env_->RemoveFile(JoinPath(dir_, n));
+    if (n != final_name && n != kept) (void)env_->RemoveFile(JoinPath(dir_, n));
   PION_RETURN_IF_ERROR(env_->SyncDir(dir_));
   uint64_t ack = 0;
   {
@@ -656,6 +731,7 @@ WalStats WalWriter::Stats() const {
   for (size_t i = 0; i < kSyncHistBuckets; ++i) s.sync_hist[i] = sync_hist_[i];
   s.broken = !broken_.ok();
   s.resumes = resumes_;
+  s.recycled = recycled_;
   return s;
 }
 

@@ -66,6 +66,7 @@ struct WalStats {
   uint64_t resumes = 0;  // times appends resumed after a failure without a restart
   uint64_t sync_us = 0;  // time spent in fsync (all of syncs)
   uint64_t sync_hist[kSyncHistBuckets] = {};  // per bucket, not cumulative
+  uint64_t recycled = 0;  // rotations that reused the spare file instead of a new one
 };
 
 class WalWriter final : public MutationSink {
@@ -88,6 +89,15 @@ class WalWriter final : public MutationSink {
   // (wal-preallocate-bytes; docs/wal_format.md §6). 0 (the default): off.
   // Call before the first append.
   void SetPreallocateBytes(uint64_t bytes) { prealloc_bytes_ = bytes; }
+  // Recycling (docs/wal_format.md §6): FinishRotation keeps the WAL file it
+  // retires as `spare_name` in dir, and the next Rotate renames it to the new
+  // file and overwrites it (its pages are cached and its blocks allocated)
+  // instead of creating an empty one. `spare_exists`: a spare is on disk already
+  // (start-up). Call before Start.
+  void EnableRecycling(std::string spare_name, bool spare_exists) {
+    spare_name_ = std::move(spare_name);
+    spare_exists_ = spare_exists;
+  }
 
   // MutationSink (the store logs into the writer directly)
   Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
@@ -170,6 +180,10 @@ class WalWriter final : public MutationSink {
     // Disk space is preallocated up to here (UINT64_MAX: not at all, the Env
     // or the filesystem refused). Guarded by write_mu_.
     uint64_t prealloc_end = 0;
+    // A recycled file holds stale records (older generations) below this
+    // offset: the header slot of every record reserved there is zeroed under
+    // write_mu_ before the reservation ends (docs/wal_format.md §6). 0: a new file.
+    uint64_t stale_end = 0;
   };
   // Makes `f` (named `name`, holding records up to byte `end`) the file appends go
   // to, with the next record numbered `next_lsn`; resets the counters.
@@ -182,6 +196,7 @@ class WalWriter final : public MutationSink {
     uint64_t lsn = 0, off = 0, gen = 0, len = 0;
     std::shared_ptr<File> file;
     std::vector<uint8_t> head;  // record header (filled by Write) + payload prefix
+    Status stamp;               // zeroing the header slot in a recycled file failed
     // Wraps a reservation as the store's PendingRecord.
     static Status Into(WalWriter* w, Result<Reserved> r, PendingRecord* out);
   };
@@ -225,6 +240,9 @@ class WalWriter final : public MutationSink {
   std::string active_name_;    // guarded by write_mu_ (and rotate_mu_ to change)
   // Serialises Rotate and FinishRotation (the latter does file I/O without write_mu_).
   std::mutex rotate_mu_;
+  std::string spare_name_;     // recycling on iff not empty; set before Start
+  bool spare_exists_ = false;  // guarded by rotate_mu_
+  uint64_t recycled_ = 0;      // guarded by state_mu_
   // The rotation of the save in progress, to heal or undo it. Guarded by write_mu_.
   struct Rotation {
     std::shared_ptr<File> prev;
