@@ -1375,6 +1375,46 @@ TEST(WalRecycling, SpareIsReusedAndACrashInStaleSpaceRecoversThePrefix) {
   EXPECT_EQ(k.persist->wal()->Stats().recycled, 1u);
 }
 
+// A recycled file that is rotated away before the log outgrew it (a save that
+// failed or a crash during the save, so that a newer file follows it) ends at
+// its last record: a stale tail there would read as a torn log end in front of
+// the newer file.
+TEST(WalRecycling, RecycledFileRotatedAwayEndsAtItsLastRecord) {
+  FaultEnv env;
+  StoreDump want;
+  DiskImage image;
+  {
+    RecoveredNode n(&env, SyncPolicy::kAlways);
+    uint64_t lsn = 0;
+    ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 64, 2, 0, 64, 1, &lsn).ok());
+    ASSERT_TRUE(n.persist->Save("").ok());  // the large generation-1 file becomes the spare
+    ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 0, 4, 5, &lsn).ok());
+    ASSERT_TRUE(n.persist->Save("").ok());  // generation 3 recycles it
+    ASSERT_EQ(n.persist->wal()->Stats().recycled, 1u);
+    ASSERT_TRUE(StoreOne(n.store, "a_pv", 64, 0, 4, 6, &lsn).ok());
+    // The barrier of a save that never finishes: generation 4 follows generation 3.
+    uint64_t gen = 0, first = 0;
+    std::string name;
+    ASSERT_TRUE(n.persist->wal()->Rotate(kWalName, &gen, &first, &name).ok());
+    ASSERT_EQ(gen, 4u);
+    ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 4, 4, 7, &lsn).ok());
+    ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
+    want = Dump(n.store);
+    image = env.Snapshot();  // crash
+  }
+  FaultEnv disk(image, 7);
+  {
+    auto rd = WalReader::Open(&disk, kWal);  // generation 3
+    ASSERT_TRUE(rd.ok());
+    WalRecord rec;
+    while ((*rd)->Next(&rec)) {
+    }
+    EXPECT_EQ((*rd)->end(), WalEnd::kClean) << (*rd)->reason();
+  }
+  RecoveredNode m(&disk);
+  EXPECT_EQ(Dump(m.store), want);
+}
+
 // Reader rule (docs/wal_format.md §5): a bad record whose header is not zero
 // and that is followed by a valid record is still corruption.
 TEST(WalReader, GarbageFollowedByRecordIsCorruptButHoleIsTorn) {

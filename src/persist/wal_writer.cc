@@ -475,6 +475,13 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
     DrainLocked(l);
     healing = !broken_.ok();
   }
+  // A recycled file being retired must end at its last record: with a stale
+  // tail, recovery would read it as torn and drop every newer file (§5).
+  if (cur_->stale_end > end_) {
+    Status ts = cur_->f->Truncate(end_);
+    if (!ts.ok() && !healing) return ts;
+    cur_->stale_end = end_;
+  }
   uint64_t gen = generation_ + 1;
   const std::string name = base + "." + std::to_string(gen);
   const std::string path = JoinPath(dir_, name);
