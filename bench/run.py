@@ -1364,7 +1364,7 @@ def suite_strings(ctx):
                     for side, r in (('pion', res[0]), ('peer', res[1])):
                         for k in ('server_cpu_s_per_gb', 'server_core_pct', 'client_cpu_s_per_gb',
                                   'client_core_pct', 'write_mean_us'):
-                            row.extra['%s_%s' % (side, k)] = [x[k] for x in r]
+                            row.extra['%s_%s' % (side, k)] = [x.get(k) for x in r]
                     med = mmm(row.ratios())[1]
                     row.met = med >= (2.0 if size >= 2 * MIB else 1.0)
                     row.met_note = '%.2f×' % med
