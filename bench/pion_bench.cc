@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -174,30 +175,39 @@ uint64_t SplitMix64(uint64_t* state) {
   return z ^ (z >> 31);
 }
 
-// fp16 bits of a finite value in [-1, 1) (exactly representable round trip).
+// fp16 bits of a finite value in [-1, 1) (exactly representable round trip)
+// from 16 random bits.
 uint16_t HalfBits(uint64_t r) {
   // sign | exponent 1..14 (never inf/nan/subnormal) | mantissa
-  uint16_t sign = static_cast<uint16_t>((r >> 20) & 1) << 15;
-  uint16_t exp = static_cast<uint16_t>(1 + (r >> 8) % 14) << 10;
+  uint16_t sign = static_cast<uint16_t>((r >> 15) & 1) << 15;
+  uint16_t exp = static_cast<uint16_t>(1 + ((r >> 10) & 0x1f) % 14) << 10;
   uint16_t man = static_cast<uint16_t>(r & 0x3ff);
   return sign | exp | man;
 }
 
 // Deterministic payload: fp16 or f32 values (finite, |v| < 1) so quantized
-// formats accept them; for SET/GET the same bytes as for F16 rows.
+// formats accept them; for SET/GET the same bytes as for F16 rows. One SplitMix64
+// draw makes four halves (or two floats): generating 8 x 16 MiB values was ~18 %
+// of the load generator's CPU in a 3 s run, and run.py counts the whole process.
 std::vector<uint8_t> MakePayload(uint64_t bytes, bool f32, uint64_t seed) {
   std::vector<uint8_t> out(bytes);
   uint64_t st = seed;
   if (f32) {
-    for (uint64_t i = 0; i + 4 <= bytes; i += 4) {
+    for (uint64_t i = 0; i + 4 <= bytes; i += 8) {
       uint64_t r = SplitMix64(&st);
-      float v = static_cast<float>(static_cast<int64_t>(r % 2000001) - 1000000) * 1e-6f;
-      std::memcpy(&out[i], &v, 4);
+      for (int k = 0; k < 2 && i + 4 * k + 4 <= bytes; ++k) {
+        uint32_t h = static_cast<uint32_t>(r >> (32 * k));
+        float v = static_cast<float>(static_cast<int32_t>(h % 2000001) - 1000000) * 1e-6f;
+        std::memcpy(&out[i + 4 * k], &v, 4);
+      }
     }
   } else {
-    for (uint64_t i = 0; i + 2 <= bytes; i += 2) {
-      uint16_t h = HalfBits(SplitMix64(&st));
-      std::memcpy(&out[i], &h, 2);
+    for (uint64_t i = 0; i + 2 <= bytes; i += 8) {
+      uint64_t r = SplitMix64(&st);
+      for (int k = 0; k < 4 && i + 2 * k + 2 <= bytes; ++k) {
+        uint16_t h = HalfBits(r >> (16 * k));
+        std::memcpy(&out[i + 2 * k], &h, 2);
+      }
     }
   }
   return out;
@@ -643,6 +653,7 @@ Work MakeWork(const Shared& s, int client) {
 
 struct ClientResult {
   std::vector<float> lat_us;
+  double write_us = 0;  // summed over timed batches: start of the write to its end
   uint64_t ops = 0;
   Clock::time_point end;
 };
@@ -670,6 +681,8 @@ void RunClient(const Shared& s, int client, Control* ctl, ClientResult* res) {
     iov = batch_tpl;
     Clock::time_point t0 = Clock::now();
     c.WriteAll(iov);
+    if (timed)
+      res->write_us += std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     for (int i = 0; i < o.pipeline; ++i) {
       Reply r = ReadReply(c, &body);
       CheckReply(r, body, work, o.full_verify);
@@ -749,6 +762,10 @@ int Main(int argc, char** argv) {
   for (int i = 0; i < o.clients; ++i)
     threads.emplace_back(RunClient, std::cref(s), i, &ctl, &results[i]);
   while (ctl.ready.load() < o.clients) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // The load generator's own cost over the timed phase only (payload generation
+  // and setup excluded), for CPU-seconds per GB and page faults per request.
+  rusage ru0{}, ru1{};
+  ::getrusage(RUSAGE_SELF, &ru0);
   ctl.start = Clock::now();
   ctl.go.store(true, std::memory_order_release);
   if (o.max_requests == 0) {
@@ -756,12 +773,19 @@ int Main(int argc, char** argv) {
     ctl.stop.store(true);
   }
   for (auto& t : threads) t.join();
+  ::getrusage(RUSAGE_SELF, &ru1);
+  auto tv_s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  const double cpu_s =
+      tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime) + tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
+  const long faults = ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt;
+  double write_us = 0;
 
   uint64_t ops = 0;
   Clock::time_point end = ctl.start;
   std::vector<float> lat;
   for (ClientResult& r : results) {
     ops += r.ops;
+    write_us += r.write_us;
     end = std::max(end, r.end);
     lat.insert(lat.end(), r.lat_us.begin(), r.lat_us.end());
   }
@@ -771,17 +795,19 @@ int Main(int argc, char** argv) {
   double mean = 0;
   for (float x : lat) mean += x;
   mean = lat.empty() ? 0 : mean / static_cast<double>(lat.size());
-  std::printf("{\"workload\":\"%s\",\"clients\":%d,\"pipeline\":%d,\"payload\":%" PRIu64
-              ",\"kv_dim\":%u,\"vquant\":\"%s\",\"in_fmt\":\"%s\",\"out_fmt\":\"%s\",\"probes\":%u,"
-              "\"hashes\":%u,\"ops\":%" PRIu64
-              ",\"seconds\":%.6f,\"ops_per_s\":%.3f,\"bytes_per_s\":%.1f,\"mean_us\":%.3f,"
-              "\"p50_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f,\"errors\":0}\n",
-              o.workload.c_str(), o.clients, o.pipeline, w.payload, o.kv_dim, o.vquant.c_str(),
-              o.in_fmt.c_str(), o.out_fmt.c_str(), o.probes, o.hashes, ops, secs,
-              secs > 0 ? ops / secs : 0.0,
-              secs > 0 ? static_cast<double>(w.payload) * ops / secs : 0.0, mean,
-              Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 0.999),
-              lat.empty() ? 0.0 : lat.back());
+  std::printf(
+      "{\"workload\":\"%s\",\"clients\":%d,\"pipeline\":%d,\"payload\":%" PRIu64
+      ",\"kv_dim\":%u,\"vquant\":\"%s\",\"in_fmt\":\"%s\",\"out_fmt\":\"%s\",\"probes\":%u,"
+      "\"hashes\":%u,\"ops\":%" PRIu64
+      ",\"seconds\":%.6f,\"ops_per_s\":%.3f,\"bytes_per_s\":%.1f,\"mean_us\":%.3f,"
+      "\"p50_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f,"
+      "\"write_mean_us\":%.3f,\"client_cpu_s\":%.4f,\"client_faults\":%ld,\"errors\":0}\n",
+      o.workload.c_str(), o.clients, o.pipeline, w.payload, o.kv_dim, o.vquant.c_str(),
+      o.in_fmt.c_str(), o.out_fmt.c_str(), o.probes, o.hashes, ops, secs,
+      secs > 0 ? ops / secs : 0.0, secs > 0 ? static_cast<double>(w.payload) * ops / secs : 0.0,
+      mean, Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 0.999),
+      lat.empty() ? 0.0 : lat.back(),
+      lat.empty() ? 0.0 : write_us / static_cast<double>(lat.size()) * o.pipeline, cpu_s, faults);
   return 0;
 }
 

@@ -409,9 +409,10 @@ def proc_cpu_s(pid):
 
 
 def pion_bench_cpu(ctx, server, workload, **kw):
-    """pion_bench, plus the CPU-seconds per GB moved of the server process and of
-    the load generator over the whole pion-bench run (setup and warm-up bytes
-    counted: each client SETs once before a get, and runs 2 warm-up requests), and
+    """pion_bench, plus the CPU-seconds per GB moved of the server process over the
+    whole pion-bench run (setup and warm-up bytes counted: each client SETs once
+    before a get, and runs 2 warm-up requests) and of the load generator over its
+    timed phase (its own rusage, so generating the payloads is not counted), and
     from those each one's share of its core at the measured rate: the side near
     100 % is the one that bounds the row."""
     import resource
@@ -423,7 +424,14 @@ def pion_bench_cpu(ctx, server, workload, **kw):
     extra_reqs = (3 if workload == 'get' else 2) * kw.get('clients', 1)
     gb = (x['ops'] + extra_reqs) * x['payload'] / 1e9
     x['server_cpu_s_per_gb'] = (c1 - c0) / gb
-    x['client_cpu_s_per_gb'] = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / gb
+    if 'client_cpu_s' in x:
+        # pion-bench's own rusage over the timed phase only: generating the
+        # payloads (8 x 16 MiB) and the setup requests are not load.
+        timed_gb = x['ops'] * x['payload'] / 1e9
+        x['client_cpu_s_per_gb'] = x['client_cpu_s'] / timed_gb if timed_gb else 0.0
+        x['client_faults_per_req'] = x['client_faults'] / x['ops'] if x['ops'] else 0.0
+    else:
+        x['client_cpu_s_per_gb'] = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / gb
     x['server_core_pct'] = 100.0 * x['server_cpu_s_per_gb'] * x['bytes_per_s'] / 1e9
     x['client_core_pct'] = 100.0 * x['client_cpu_s_per_gb'] * x['bytes_per_s'] / 1e9
     return x
@@ -597,6 +605,10 @@ def suite_bulk(ctx):
                             'pion_p99_us': [x['p99_us'] for x in res[0]],
                             'peer_p50_us': [x['p50_us'] for x in res[1]],
                             'peer_p99_us': [x['p99_us'] for x in res[1]],
+                            # Mean request time and its write part: the rest is
+                            # the wait for the reply after the last byte was sent.
+                            'pion_mean_us': [x['mean_us'] for x in res[0]],
+                            'pion_write_mean_us': [x.get('write_mean_us') for x in res[0]],
                             'memcpy_Bps': memcpy[size]}
                         dflt = [c for c in res[3] if c]
                         if dflt:
@@ -1350,8 +1362,9 @@ def suite_strings(ctx):
                         row.extra['peer_pct_ceiling'] = [
                             100.0 * a / c for a, c in zip(row.peer, row.ceiling) if a and c]
                     for side, r in (('pion', res[0]), ('peer', res[1])):
-                        for k in ('server_cpu_s_per_gb', 'server_core_pct', 'client_core_pct'):
-                            row.extra['%s_%s' % (side, k)] = [x[k] for x in r]
+                        for k in ('server_cpu_s_per_gb', 'server_core_pct', 'client_cpu_s_per_gb',
+                                  'client_core_pct', 'write_mean_us'):
+                            row.extra['%s_%s' % (side, k)] = [x.get(k) for x in r]
                     med = mmm(row.ratios())[1]
                     row.met = med >= (2.0 if size >= 2 * MIB else 1.0)
                     row.met_note = '%.2f×' % med
