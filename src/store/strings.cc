@@ -325,7 +325,8 @@ Result<StrRef> Store::StrGet(std::string_view key) {
       std::lock_guard<std::mutex> sl(sh.mu);
       auto it = sh.strings.find(key);
       missing = it == sh.strings.end();
-      if (!missing && !Expired(it->second, NowMs())) {
+      // The clock is read only for a key with a TTL (one read per GET otherwise).
+      if (!missing && (it->second.expire_at_ms == 0 || !Expired(it->second, NowMs()))) {
         ++sh.hits;
         StrTouchLocked(sh, it->second);
         return it->second.value;
