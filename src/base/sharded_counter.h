@@ -6,8 +6,11 @@
 // A thread's slot: 1 + its worker index once the worker set it on its own
 // thread (SetThreadSlot, server/worker.cc), 0 for every other thread (the main
 // thread, background tasks, tests, the Redis module's threads), which share
-// that cell. Cells are bumped with relaxed fetch_add, so a shared cell stays
-// exact; on a worker's own cell the add never contends.
+// that cell. A worker's own cell is bumped with a relaxed load and store (it is
+// the cell's only writer: no locked read-modify-write, ~20 cycles saved per
+// bump, issue 15); the shared cell 0 with relaxed fetch_add, so it stays exact.
+// A Reset racing with an owner's bump may be undone by it (CONFIG RESETSTAT
+// while commands run; as CommandStats).
 //
 // Thread-safety: Add from any thread; Sum and Reset from any thread.
 #pragma once
@@ -34,9 +37,19 @@ inline void SetThreadSlot(int index) {
   internal::tls_thread_slot = s < kMaxThreadSlots ? s : 0;
 }
 
+// Adds `n` to the calling thread's own cell `c` of a per-slot counter (cells
+// indexed by ThreadSlot()): a plain load + store when the slot is a worker's
+// (its only writer), a fetch_add in the shared slot 0.
+inline void SlotAdd(std::atomic<uint64_t>& c, uint64_t n) {
+  if (ThreadSlot() != 0)
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  else
+    c.fetch_add(n, std::memory_order_relaxed);
+}
+
 class ShardedCounter {
  public:
-  void Add(uint64_t n = 1) { cells_[ThreadSlot()].v.fetch_add(n, std::memory_order_relaxed); }
+  void Add(uint64_t n = 1) { SlotAdd(cells_[ThreadSlot()].v, n); }
   uint64_t Sum() const {
     uint64_t s = 0;
     for (const Cell& c : cells_) s += c.v.load(std::memory_order_relaxed);

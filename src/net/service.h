@@ -50,6 +50,13 @@ class Service {
   // reply through `reply` (a FrameWriter: one response frame) or defers it,
   // and calls ctx.conn->CloseAfterReply() for a body it cannot read.
   virtual uint64_t DispatchFrame(const Frame& frame, ReplyBuilder& reply, ConnContext& ctx) = 0;
+  // Brackets the requests a connection runs from one batch of input (on the
+  // host's thread, never across a blocking wait): the service may keep what
+  // every request needs (the server's shared exec lock) from the first
+  // Dispatch of the batch to EndBatch instead of taking it per request.
+  // Nested batches end with the outermost EndBatch.
+  virtual void BeginBatch() {}
+  virtual void EndBatch() {}
   // The LSN up to which effects are durable (replies held until it reach it).
   virtual uint64_t durable_lsn() const = 0;
 
@@ -89,7 +96,13 @@ struct ConnStats {
   std::atomic<uint64_t> protocol_errors{0};
   std::atomic<uint64_t> error_replies{0};
   std::atomic<uint64_t> tls_handshake_failures{0};
-  void Add(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+  // The host's thread only (its connections run there): a relaxed load and
+  // store, not a locked read-modify-write (otherwise one per command and two
+  // per read batch, ~20 cycles each: issue 15). Readers on other threads load them;
+  // a reset (store 0) from another thread racing with an Add may be undone.
+  void Add(std::atomic<uint64_t>& c, uint64_t n = 1) {
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
 };
 
 class ConnHost {

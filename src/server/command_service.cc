@@ -14,6 +14,26 @@
 
 namespace pion::server {
 
+namespace {
+// The calling thread's batch (BeginBatch depth) and the exec lock it holds
+// shared, if any (thread-local: one CommandService serves every worker).
+thread_local int tls_batch_depth = 0;
+thread_local std::shared_mutex* tls_exec_held = nullptr;
+
+void ReleaseExecHeld() {
+  if (tls_exec_held != nullptr) {
+    tls_exec_held->unlock_shared();
+    tls_exec_held = nullptr;
+  }
+}
+}  // namespace
+
+void CommandService::BeginBatch() { ++tls_batch_depth; }
+
+void CommandService::EndBatch() {
+  if (--tls_batch_depth == 0) ReleaseExecHeld();
+}
+
 uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyBuilder& reply,
                                   net::ConnContext& c) {
   const CommandTable& table = server_->commands();
@@ -60,9 +80,17 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   }
   uint64_t start = MonotonicUs();
   if (spec->flags & kCmdTxControl) {
-    spec->handler(ctx);  // EXEC takes the exec lock itself
+    ReleaseExecHeld();  // EXEC takes the exec lock itself (exclusively)
+    spec->handler(ctx);
+  } else if (tls_batch_depth > 0) {
+    // Shared: no transaction of another client runs meanwhile (transaction.h);
+    // kept until the batch ends.
+    if (tls_exec_held == nullptr) {
+      server_->exec_mu().lock_shared();
+      tls_exec_held = &server_->exec_mu();
+    }
+    spec->handler(ctx);
   } else {
-    // Shared: no transaction of another client runs meanwhile (transaction.h).
     std::shared_lock<std::shared_mutex> l(server_->exec_mu());
     spec->handler(ctx);
   }

@@ -39,6 +39,12 @@ class CommandService final : public net::Service {
   void AdjustClientMemory(int64_t delta) override;
   void OnOpen(ClientInfo* info) override;
   void OnClose(ClientInfo* info) override;
+  // Inside a batch the exec lock is taken shared by the first command and kept
+  // until EndBatch (two locked read-modify-writes per batch, not per command);
+  // a kCmdTxControl command (EXEC takes the lock exclusively) releases it
+  // first. Outside a batch (tests that call Dispatch) it is taken per command.
+  void BeginBatch() override;
+  void EndBatch() override;
 
  private:
   // The ACL check for a restricted user (replies and logs a denial).

@@ -57,7 +57,7 @@ class Receipt {
         prefill_us_saved{0}, prefill_us_measured{0};
   };
   static void Bump(std::atomic<uint64_t>& c, uint64_t n) {
-    c.fetch_add(n, std::memory_order_relaxed);
+    SlotAdd(c, n);  // owner: load + store; shared slot 0: fetch_add
   }
   Cell& Mine() { return cells_[ThreadSlot()]; }
 

@@ -50,6 +50,7 @@ void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start,
   }
   sd.total_rows += new_rows - old_rows;
   L.rows = new_rows;
+  if (layer == 0) sd.layer0_rows.store(new_rows, std::memory_order_relaxed);
 }
 
 // REQUIRES sd.mu. Makes `c` (full capacity, every byte written, not yet seen
@@ -68,6 +69,7 @@ void InstallChunkLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t ci,
   if (end > L.rows) {
     sd.total_rows += end - L.rows;
     L.rows = end;
+    if (layer == 0) sd.layer0_rows.store(end, std::memory_order_relaxed);
   }
 }
 

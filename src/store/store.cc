@@ -270,22 +270,19 @@ bool Store::Describe(std::string_view ns, NamespaceInfo* out) const {
 
 LookupResult Store::Lookup(std::string_view ns) {
   LookupResult res;
-  NsPtr n;
-  {
-    // Only the shard's lock; the side lock is taken after it is released
-    // (never a side lock under a shard lock: a store holds side -> mu_ -> shard).
-    const Shard& sh = ShardFor(ns);
-    std::lock_guard<std::mutex> l(sh.mu);
-    auto it = sh.map.find(ns);
-    if (it == sh.map.end()) return res;
-    n = it->second;
-    res.prefill_us = n->prefill_us;
-    Touch(*n);
-  }
+  // Only the shard's lock (never a side lock under it: a store holds side ->
+  // mu_ -> shard); the key side's layer-0 row count is its atomic mirror, so
+  // no side lock and no reference to the namespace are needed.
+  const Shard& sh = ShardFor(ns);
+  std::lock_guard<std::mutex> l(sh.mu);
+  auto it = sh.map.find(ns);
+  if (it == sh.map.end()) return res;
+  const Namespace& n = *it->second;
+  res.prefill_us = n.prefill_us;
+  Touch(*it->second);
   res.hit = true;
-  const SideData& k = n->sides[static_cast<int>(Side::kKeys)];
-  std::lock_guard<std::mutex> l(k.mu);
-  res.layer0_tokens = k.layers.empty() ? 0 : k.layers[0].rows;
+  res.layer0_tokens =
+      n.sides[static_cast<int>(Side::kKeys)].layer0_rows.load(std::memory_order_relaxed);
   return res;
 }
 
@@ -332,6 +329,18 @@ std::shared_ptr<const BlockTable> Store::Blocks(std::string_view ns) {
   const auto& t = it->second->blocks;
   if (!t || t->hashes.empty()) return nullptr;
   return t;
+}
+
+bool Store::WithBlocks(std::string_view ns, const std::function<void(const BlockTable&)>& fn) {
+  const Shard& sh = ShardFor(ns);
+  std::lock_guard<std::mutex> l(sh.mu);
+  auto it = sh.map.find(ns);
+  if (it == sh.map.end()) return false;
+  Touch(*it->second);
+  const auto& t = it->second->blocks;
+  if (!t || t->hashes.empty()) return false;
+  fn(*t);
+  return true;
 }
 
 Status Store::FlushAll(uint64_t* lsn) {

@@ -274,6 +274,10 @@ class Store {
   // The block table, or nullptr if the namespace is unknown or has no table
   // (or a table of zero hashes). Touches the LRU.
   std::shared_ptr<const BlockTable> Blocks(std::string_view ns);
+  // The same, but `fn` reads the table in place, under the namespace's shard
+  // lock (no reference taken: MEMBERSHIP, issue 15); false (fn not called) when
+  // Blocks would return nullptr. `fn` must not call into the store.
+  bool WithBlocks(std::string_view ns, const std::function<void(const BlockTable&)>& fn);
   Status FlushAll(uint64_t* lsn);
   uint64_t NamespaceCount() const;
   // The registered namespaces' names (ACL-filtered FLUSHALL, DBSIZE, INFO keyspace).
@@ -341,6 +345,11 @@ class Store {
   Result<SetOutcome> StrSet(std::string_view key, StrRef value, const SetOptions& o, uint64_t* lsn);
   // nullptr on a miss. Counts a hit or a miss; touches the LRU.
   Result<StrRef> StrGet(std::string_view key);
+  // StrGet that hands the value (nullptr on a miss) to `fn`, called once; on
+  // the read path under the key's shard lock, so a small value can be copied
+  // out without taking a reference (GET, issue 15). `fn` must not call into
+  // the store; it may copy the reference to keep the value.
+  Status StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn);
   Result<StrRef> StrGetDel(std::string_view key, uint64_t* lsn);
   // GETEX: persist removes the TTL, expire_at_ms > 0 sets it, else unchanged.
   Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms, uint64_t* lsn);

@@ -316,6 +316,12 @@ Result<SetOutcome> Store::StrSet(std::string_view key, StrRef value, const SetOp
 }
 
 Result<StrRef> Store::StrGet(std::string_view key) {
+  StrRef out;
+  PION_RETURN_IF_ERROR(StrGetWith(key, [&out](const StrRef& v) { out = v; }));
+  return out;
+}
+
+Status Store::StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn) {
   {
     // The read path: only the key's shard lock. An expired key is removed
     // (and logged) by the slow path below, under mu_.
@@ -325,32 +331,42 @@ Result<StrRef> Store::StrGet(std::string_view key) {
       std::lock_guard<std::mutex> sl(sh.mu);
       auto it = sh.strings.find(key);
       missing = it == sh.strings.end();
-      if (!missing && !Expired(it->second, NowMs())) {
+      // The clock is read only for a key with a TTL (one read per GET otherwise).
+      if (!missing && (it->second.expire_at_ms == 0 || !Expired(it->second, NowMs()))) {
         ++sh.hits;
         StrTouchLocked(sh, it->second);
-        return it->second.value;
+        fn(it->second.value);
+        return Status::OK();
       }
     }
     if (missing) {
       if (IsNamespaceKeyShared(key)) return Status::WrongType();
-      std::lock_guard<std::mutex> sl(sh.mu);
-      ++sh.misses;
-      return StrRef();
+      {
+        std::lock_guard<std::mutex> sl(sh.mu);
+        ++sh.misses;
+      }
+      fn(nullptr);
+      return Status::OK();
     }
   }
   std::lock_guard<std::mutex> l(mu_);
   uint64_t unused = 0;
   StrEntry* e = StrFindLocked(key, NowMs(), &unused);
   Shard& sh = ShardFor(key);
-  std::lock_guard<std::mutex> sl(sh.mu);
-  if (e == nullptr) {
-    if (IsNamespaceKeyLocked(key)) return Status::WrongType();
-    ++sh.misses;
-    return StrRef();
+  StrRef v;
+  {
+    std::lock_guard<std::mutex> sl(sh.mu);
+    if (e == nullptr) {
+      if (IsNamespaceKeyLocked(key)) return Status::WrongType();
+      ++sh.misses;
+    } else {
+      ++sh.hits;
+      StrTouchLocked(sh, *e);
+      v = e->value;
+    }
   }
-  ++sh.hits;
-  StrTouchLocked(sh, *e);
-  return e->value;
+  fn(v);
+  return Status::OK();
 }
 
 Result<StrRef> Store::StrGetDel(std::string_view key, uint64_t* lsn) {

@@ -261,6 +261,31 @@ def test_multi_exec_semantics(raw_factory, server):
     assert out[0] == "OK" and str(out[1]) == WRONGTYPE and out[2] == "OK"
 
 
+def test_exec_after_commands_in_the_same_read(server):
+    """A client's commands from one read share the exec lock (taken by the first,
+    kept to the end of the batch); EXEC in that batch takes it exclusively, so the
+    batch's hold must be released first or the worker deadlocks on itself."""
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=20)
+    cmds = [["SET", "x", "1"], ["GET", "x"], ["MULTI"], ["SET", "y", "2"], ["EXEC"],
+            ["GET", "y"], ["MULTI"], ["GET", "x"], ["EXEC"], ["PING"]]
+    s.sendall(b"".join(b"*%d\r\n" % len(c) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a.encode())
+                                                        for a in c) for c in cmds))
+    want = (b"+OK\r\n$1\r\n1\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n$1\r\n2\r\n"
+            b"+OK\r\n+QUEUED\r\n*1\r\n$1\r\n1\r\n+PONG\r\n")
+    got = b""
+    while len(got) < len(want):
+        chunk = s.recv(4096)  # a timeout here is the deadlock
+        assert chunk, got
+        got += chunk
+    assert got == want
+    # Another client is still served (no lock left held by the batch).
+    r = server.client()
+    p = r.pipeline()
+    p.set("z", "3").get("z")
+    assert p.execute() == [True, b"3"]
+    s.close()
+
+
 def test_watch(server):
     r = server.client()
     other = server.client()

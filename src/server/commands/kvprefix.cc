@@ -171,20 +171,20 @@ void KvMembership(CommandContext& ctx) {
     return;
   std::string_view blob = a[3];
   if (blob.size() != static_cast<size_t>(count) * 8) return ctx.reply->Error(kErrHashBlobLength);
-  auto table = ctx.server->store()->Blocks(a[1]);
-  if (!table) {
-    ctx.reply->SimpleString("UNKNOWN");
-    return;
-  }
-  const size_t n = static_cast<size_t>(count);
-  size_t bytes = (n + 7) / 8;
-  uint8_t* out = ctx.reply->BulkReserve(bytes);
-  std::memset(out, 0, bytes);
-  for (size_t i = 0; i < n; ++i) {
-    uint64_t h;
-    std::memcpy(&h, blob.data() + 8 * i, 8);
-    if (table->Contains(h)) out[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
-  }
+  // Probed in place under the shard lock (no reference to the table taken).
+  // Two pointers captured: std::function keeps them inline (no allocation).
+  bool known = ctx.server->store()->WithBlocks(a[1], [&ctx, &blob](const store::BlockTable& table) {
+    const size_t n = blob.size() / 8;
+    size_t bytes = (n + 7) / 8;
+    uint8_t* out = ctx.reply->BulkReserve(bytes);
+    std::memset(out, 0, bytes);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t h;
+      std::memcpy(&h, blob.data() + 8 * i, 8);
+      if (table.Contains(h)) out[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+    }
+  });
+  if (!known) ctx.reply->SimpleString("UNKNOWN");
 }
 
 // KV.PREFIX.INFO <ns>: one namespace's place in its chain (no LRU touch).

@@ -96,9 +96,11 @@ bool Reply(CommandContext& ctx, const Status& st) {
 }
 
 void Get(CommandContext& ctx) {
-  auto r = ctx.server->store()->StrGet(ctx.args[1]);
-  if (!r.ok()) return (void)Reply(ctx, r.status());
-  ReplyValue(ctx, *r);
+  // The reply is written in place (a small value copied under the shard lock,
+  // a big one referenced): no reference count taken for a small GET.
+  Status st = ctx.server->store()->StrGetWith(
+      ctx.args[1], [&ctx](const store::StrRef& v) { ReplyValue(ctx, v); });
+  if (!st.ok()) (void)Reply(ctx, st);
 }
 
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL]
