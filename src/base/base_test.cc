@@ -249,8 +249,17 @@ TEST(Crc32c, FoldAndFallbackMatchPortable) {
   std::mt19937 rng(13);
   std::vector<uint8_t> buf(300000);
   for (auto& b : buf) b = static_cast<uint8_t>(rng());
-  for (bool disable : {false, true}) {
-    TEST_DisableCpuFeatures(disable);
+  // 0: the CPU's own path; 1: AVX-512 off (PION_CPU_DISABLE=avx512, what an
+  // AVX2-only CPU runs); 2: every optional feature off.
+  unsigned avx512_off = 0;
+  ASSERT_TRUE(ParseCpuDisable("avx512", &avx512_off));
+  for (int disable : {0, 1, 2}) {
+    TEST_SetCpuFeaturesOff(disable == 1 ? avx512_off : 0);
+    TEST_DisableCpuFeatures(disable == 2);
+    if (disable == 1) {
+      EXPECT_FALSE(CpuHas(CpuFeature::kVpclmul));
+      EXPECT_FALSE(CpuHas(CpuFeature::kAvx512f));
+    }
     for (size_t off : {0u, 1u, 3u, 8u, 63u})
       for (size_t n : {511u, 512u, 513u, 527u, 528u, 767u, 768u, 1024u, 4097u, 12345u, 65536u,
                        262144u + 17u}) {
@@ -265,10 +274,53 @@ TEST(Crc32c, FoldAndFallbackMatchPortable) {
       }
   }
   TEST_DisableCpuFeatures(false);
+  TEST_SetCpuFeaturesOff(0);
   // The zeros' known value (RFC 3720 B.4 extended: 32 zero bytes) through the fold.
   std::vector<uint8_t> zeros(4096, 0);
   EXPECT_EQ(crc32c::Value(zeros.data(), zeros.size()),
             crc32c::ExtendPortable(0, zeros.data(), 4096));
+}
+
+// Random lengths and alignments through the default path and with AVX-512
+// off, against the table reference.
+TEST(Crc32c, RandomRunsMatchPortable) {
+  std::mt19937 rng(29);
+  std::vector<uint8_t> buf(1 << 20);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  unsigned avx512_off = 0;
+  ASSERT_TRUE(ParseCpuDisable("avx512", &avx512_off));
+  for (unsigned off_mask : {0u, avx512_off}) {
+    TEST_SetCpuFeaturesOff(off_mask);
+    for (int i = 0; i < 300; ++i) {
+      const size_t off = rng() % 64;
+      const size_t n = rng() % (i < 150 ? 4096 : buf.size() - 64);
+      const uint8_t* p = buf.data() + off;
+      const uint32_t seed = static_cast<uint32_t>(rng());
+      EXPECT_EQ(crc32c::Extend(seed, p, n), crc32c::ExtendPortable(seed, p, n))
+          << off_mask << " " << off << " " << n;
+    }
+  }
+  TEST_SetCpuFeaturesOff(0);
+}
+
+TEST(Cpu, ParseCpuDisable) {
+  unsigned m = 1;
+  EXPECT_TRUE(ParseCpuDisable("", &m));
+  EXPECT_EQ(m, 0u);
+  auto bit = [](CpuFeature f) { return 1u << static_cast<unsigned>(f); };
+  EXPECT_TRUE(ParseCpuDisable("avx512", &m));
+  EXPECT_EQ(m, bit(CpuFeature::kAvx512f) | bit(CpuFeature::kVpclmul));
+  EXPECT_TRUE(ParseCpuDisable(" avx2 , fma", &m));
+  EXPECT_EQ(m, bit(CpuFeature::kAvx2) | bit(CpuFeature::kFma));
+  EXPECT_FALSE(ParseCpuDisable("avx2,bogus", &m));
+  EXPECT_EQ(m, bit(CpuFeature::kAvx2));
+  EXPECT_TRUE(ParseCpuDisable("all", &m));
+  EXPECT_EQ(m & bit(CpuFeature::kSse42), 0u);
+  EXPECT_NE(m & bit(CpuFeature::kVpclmul), 0u);
+  // What the test hook turns off, CpuHas no longer reports.
+  TEST_SetCpuFeaturesOff(bit(CpuFeature::kAvx2));
+  EXPECT_FALSE(CpuHas(CpuFeature::kAvx2));
+  TEST_SetCpuFeaturesOff(0);
 }
 
 TEST(Fp16, RoundTripAllHalves) {

@@ -3,6 +3,8 @@
 #include <cpuid.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 
 namespace pion {
 
@@ -43,13 +45,59 @@ const Features& Get() {
   return f;
 }
 
+constexpr unsigned Bit(CpuFeature f) { return 1u << static_cast<unsigned>(f); }
+constexpr unsigned kAllOptional = ~Bit(CpuFeature::kSse42);
+
+// PION_CPU_DISABLE, read once.
+unsigned EnvOff() {
+  static const unsigned off = [] {
+    unsigned m = 0;
+    const char* v = std::getenv("PION_CPU_DISABLE");
+    if (v != nullptr && !ParseCpuDisable(v, &m))
+      std::fprintf(stderr, "PION_CPU_DISABLE: unknown feature name in \"%s\" (ignored)\n", v);
+    return m;
+  }();
+  return off;
+}
+
 std::atomic<bool> g_disabled{false};
+std::atomic<unsigned> g_test_off{0};
 
 }  // namespace
+
+bool ParseCpuDisable(std::string_view list, unsigned* mask) {
+  *mask = 0;
+  bool ok = true;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view name = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (name.empty()) continue;
+    if (name == "avx512")
+      *mask |= Bit(CpuFeature::kAvx512f) | Bit(CpuFeature::kVpclmul);
+    else if (name == "vpclmulqdq")
+      *mask |= Bit(CpuFeature::kVpclmul);
+    else if (name == "avx2")
+      *mask |= Bit(CpuFeature::kAvx2);
+    else if (name == "fma")
+      *mask |= Bit(CpuFeature::kFma);
+    else if (name == "f16c")
+      *mask |= Bit(CpuFeature::kF16c);
+    else if (name == "all")
+      *mask |= kAllOptional;
+    else
+      ok = false;
+  }
+  return ok;
+}
 
 bool CpuHas(CpuFeature feat) {
   const Features& f = Get();
   if (g_disabled.load(std::memory_order_relaxed) && feat != CpuFeature::kSse42) return false;
+  const unsigned off = EnvOff() | g_test_off.load(std::memory_order_relaxed);
+  if (off & kAllOptional & Bit(feat)) return false;
   switch (feat) {
     case CpuFeature::kSse42:
       return f.sse42;
@@ -84,5 +132,7 @@ std::string CpuSummary() {
 }
 
 void TEST_DisableCpuFeatures(bool disable) { g_disabled.store(disable); }
+
+void TEST_SetCpuFeaturesOff(unsigned mask) { g_test_off.store(mask); }
 
 }  // namespace pion

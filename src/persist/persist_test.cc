@@ -1604,6 +1604,55 @@ TEST(MappedSnapshot, CorruptRowsOrPadRefusedAtLoad) {
   }
 }
 
+// Parallel verification of a mapped snapshot (snapshot-verify-threads): the
+// same store and, for a corrupt byte anywhere, the same refusal at the same
+// offset as one thread, and nothing past the bad section applied.
+TEST(MappedSnapshot, VerifiedOnSeveralThreadsLikeOne) {
+  FaultEnv env;
+  StoreDump want;
+  {
+    RecoveredNode n(&env);
+    uint64_t lsn = 0;
+    // ~5 MB of fp16 rows: several 1 MiB runs of sections to hand out.
+    ASSERT_TRUE(Fill(n.store, "m", quant::Format::kFp16, 1024, 2, 0, 600, 5, &lsn).ok());
+    ASSERT_TRUE(Fill(n.store, "s", quant::Format::kInt8, 96, 1, 0, 70, 6, &lsn).ok());
+    ASSERT_TRUE(n.persist->Save("").ok());
+    want = Dump(n.store);
+  }
+  const auto good = env.GetFile(kSnap);
+  ASSERT_GT(good.size(), 4u << 20);
+  for (uint32_t threads : {1u, 2u, 4u}) {
+    Store s{StoreConfig{}};
+    SnapshotStats st;
+    ASSERT_TRUE(LoadSnapshot(&env, kSnap, &s, &st, nullptr, true, threads).ok()) << threads;
+    EXPECT_TRUE(st.mapped);
+    EXPECT_EQ(st.verify_threads, threads);
+    EXPECT_EQ(Dump(s), want) << threads;
+  }
+  auto offs = RowsOffsets(good);
+  ASSERT_GE(offs.size(), 4u);
+  for (uint64_t at : {offs[0] + 5, offs[offs.size() / 2] + 100, offs.back() + 1, good.size() - 3}) {
+    auto b = good;
+    b[at] ^= 0x04;
+    env.SetFile(kSnap, b);
+    Status one;
+    uint64_t bad_one = 0;
+    {
+      Store s{StoreConfig{}};
+      one = LoadSnapshot(&env, kSnap, &s, nullptr, &bad_one, true, 1);
+    }
+    EXPECT_EQ(one.code(), Code::kCorruption) << at;
+    Store s{StoreConfig{}};
+    uint64_t bad = 0;
+    Status many = LoadSnapshot(&env, kSnap, &s, nullptr, &bad, true, 4);
+    EXPECT_EQ(many.code(), Code::kCorruption) << at;
+    EXPECT_EQ(many.message(), one.message()) << at;
+    EXPECT_EQ(bad, bad_one) << at;
+    EXPECT_LE(bad, at);
+  }
+  env.SetFile(kSnap, good);
+}
+
 // WAL preallocation (wal-preallocate-bytes, docs/wal_format.md §6) on the real
 // filesystem: disk space is kept reserved ahead of the log's end while the
 // file's size stays the bytes written, the log recovers bit-exact, appends

@@ -22,6 +22,7 @@ Status Persistence::Recover() {
   ro.wal_repair = opt_.wal_repair;
   ro.keep_freed_heap = opt_.keep_freed_heap;
   ro.map_snapshot = opt_.map_snapshot;
+  ro.snapshot_verify_threads = opt_.snapshot_verify_threads;
   PION_RETURN_IF_ERROR(persist::Recover(env_, opt_.dir, host_.get(), ro, &r));
   auto wal = std::make_unique<WalWriter>(env_, opt_.dir, opt_.policy);
   wal->SetPreallocateBytes(opt_.wal_preallocate_bytes);

@@ -42,6 +42,8 @@ struct PersistOptions {
   // Passed to recovery (RecoveryOptions::keep_freed_heap).
   std::function<void(uint64_t snapshot_bytes)> keep_freed_heap;
   bool map_snapshot = true;  // RecoveryOptions::map_snapshot (snapshot-mmap)
+  // RecoveryOptions::snapshot_verify_threads (snapshot-verify-threads, resolved).
+  uint32_t snapshot_verify_threads = 1;
   // WalWriter::SetPreallocateBytes (wal-preallocate-bytes); 0 = off.
   uint64_t wal_preallocate_bytes = 64ull << 20;
 };

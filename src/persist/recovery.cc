@@ -141,18 +141,21 @@ Status Recover(Env* env, const std::string& dir, RecordSink* sink, const Recover
       auto sz = env->FileSize(snap_path);
       if (sz.ok()) PrefaultHeap(*sz, opt.keep_freed_heap);
     }
-    PION_RETURN_IF_ERROR(
-        LoadSnapshot(env, snap_path, sink, &res.snapshot, nullptr, opt.map_snapshot));
+    PION_RETURN_IF_ERROR(LoadSnapshot(env, snap_path, sink, &res.snapshot, nullptr,
+                                      opt.map_snapshot, opt.snapshot_verify_threads));
     snap = res.snapshot.header;
     res.snapshot_loaded = true;
-    LOG_NOTICE("snapshot loaded%s: %llu namespaces, %llu rows, %llu bytes in %.3f s (%.0f MB/s)",
-               res.snapshot.mapped ? " (mapped)" : "",
-               static_cast<unsigned long long>(res.snapshot.namespaces),
-               static_cast<unsigned long long>(res.snapshot.rows),
-               static_cast<unsigned long long>(res.snapshot.file_bytes), res.snapshot.seconds,
-               res.snapshot.seconds > 0
-                   ? static_cast<double>(res.snapshot.file_bytes) / 1e6 / res.snapshot.seconds
-                   : 0.0);
+    LOG_NOTICE(
+        "snapshot loaded%s, verified on %u thread%s: %llu namespaces, %llu rows, "
+        "%llu bytes in %.3f s (%.0f MB/s)",
+        res.snapshot.mapped ? " (mapped)" : "", res.snapshot.verify_threads,
+        res.snapshot.verify_threads == 1 ? "" : "s",
+        static_cast<unsigned long long>(res.snapshot.namespaces),
+        static_cast<unsigned long long>(res.snapshot.rows),
+        static_cast<unsigned long long>(res.snapshot.file_bytes), res.snapshot.seconds,
+        res.snapshot.seconds > 0
+            ? static_cast<double>(res.snapshot.file_bytes) / 1e6 / res.snapshot.seconds
+            : 0.0);
   }
 
   // 2. The WAL files, by generation.

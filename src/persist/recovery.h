@@ -28,6 +28,9 @@ struct RecoveryOptions {
   // Load the snapshot by mapping it (rows kept by reference where aligned;
   // docs/snapshot_format.md §5); false: read and copy it.
   bool map_snapshot = true;
+  // Threads that verify a mapped snapshot's section CRCs, this one included
+  // (LoadSnapshot's verify_threads; snapshot-verify-threads).
+  uint32_t snapshot_verify_threads = 1;
 };
 
 struct RecoveryResult {

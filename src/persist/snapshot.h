@@ -26,8 +26,9 @@ struct SnapshotStats {
   uint64_t rows = 0;       // rows in ROWS sections
   uint64_t row_bytes = 0;  // their bytes
   uint64_t sections = 0;
-  uint64_t strings = 0;  // STRING sections (version 2)
-  bool mapped = false;   // loaded from a mapping (rows may be kept by reference)
+  uint64_t strings = 0;         // STRING sections (version 2)
+  bool mapped = false;          // loaded from a mapping (rows may be kept by reference)
+  uint32_t verify_threads = 1;  // threads that verified the section CRCs
   double seconds = 0;
 };
 
@@ -43,17 +44,20 @@ Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header
 // the first bad byte on failure. `map`: map the file (Env::MapReadOnly; read it
 // if the Env cannot) and hand rows to the sink with ApplyStoredMapped, so that
 // it may keep them by reference (docs/snapshot_format.md §5). Every section's
-// CRC is verified before it is applied either way.
+// CRC is verified before it is applied either way. `verify_threads` (mapped
+// loads only; 0 counts as 1): a mapped file's section CRCs are verified on that
+// many threads, the caller's included, before the sections are decoded and
+// applied in file order on the caller's thread.
 Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, SnapshotStats* stats,
-                    uint64_t* bad_offset = nullptr, bool map = false);
+                    uint64_t* bad_offset = nullptr, bool map = false, uint32_t verify_threads = 1);
 // Into a data object of another type (the store), through MakeRecordSink(data),
 // found by argument-dependent lookup.
 template <class Data>
 requires(!std::is_convertible_v<Data*, RecordSink*>) Status
     LoadSnapshot(Env* env, const std::string& path, Data* data, SnapshotStats* stats,
-                 uint64_t* bad_offset = nullptr, bool map = false) {
+                 uint64_t* bad_offset = nullptr, bool map = false, uint32_t verify_threads = 1) {
   auto sink = MakeRecordSink(data);
-  return LoadSnapshot(env, path, sink.get(), stats, bad_offset, map);
+  return LoadSnapshot(env, path, sink.get(), stats, bad_offset, map, verify_threads);
 }
 
 }  // namespace pion::persist

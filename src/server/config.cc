@@ -411,6 +411,9 @@ const std::vector<ConfigOption>& Table() {
        "disk space reserved ahead of the WAL's end", "0 = off"},
       {"snapshot-mmap", Bool(&Config::snapshot_mmap), "yes", kStartup, "yes|no",
        "load the snapshot by mapping it (rows stay in the page cache)"},
+      {"snapshot-verify-threads", Uint(&Config::snapshot_verify_threads, 0, 64), "0", kStartup, "N",
+       "threads verifying a mapped snapshot's checksums at start-up",
+       "0 = one per core, at most 8"},
       {"appendonly", Bool(&Config::appendonly), "yes", kStartup, "yes|no",
        "WAL and snapshots for --kvcache"},
       // The binary fast lane (docs/protocol.md "Binary fast lane"). At most 2 GiB

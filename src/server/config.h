@@ -67,7 +67,9 @@ struct Config {
   bool wal_repair = false;
   uint64_t wal_preallocate_bytes = 64ull << 20;  // disk space kept ahead of the WAL's end
   bool snapshot_mmap = true;  // load the snapshot by mapping it (docs/snapshot_format.md §5)
-  bool appendonly = false;    // write-ahead log + snapshots (--kvcache); no = memory only
+  // Threads that verify a mapped snapshot's checksums at start-up; 0 = one per core, at most 8.
+  uint64_t snapshot_verify_threads = 0;
+  bool appendonly = false;  // write-ahead log + snapshots (--kvcache); no = memory only
   // The binary fast lane (docs/protocol.md): its port, -1 = port + 1, 0 = off
   // (only with --kvcache; once listening, the port actually bound), and the
   // largest frame body a client may send.

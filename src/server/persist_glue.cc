@@ -1,7 +1,9 @@
 // Persistence glue: see persist_glue.h.
 #include "server/persist_glue.h"
 
+#include <algorithm>
 #include <string>
+#include <thread>
 
 #include "base/log.h"
 #include "server/commands/args.h"
@@ -32,6 +34,9 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(
   o.auto_save_retry_max_ms = c.auto_save_retry_max * 1000;
   o.wal_repair = c.wal_repair;
   o.map_snapshot = c.snapshot_mmap;
+  o.snapshot_verify_threads = c.snapshot_verify_threads != 0
+                                  ? static_cast<uint32_t>(c.snapshot_verify_threads)
+                                  : std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
   o.wal_preallocate_bytes = c.wal_preallocate_bytes;
   o.keep_freed_heap = std::move(keep_freed_heap);
   auto p = std::make_unique<persist::Persistence>(server.store(), o);

@@ -2,6 +2,7 @@
 #include "store/block_index.h"
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 
 #define XXH_INLINE_ALL
@@ -86,6 +87,8 @@ void BlockTable::Finish() {
       run = 0;
     }
   }
+  const uint32_t head[2] = {block_size, static_cast<uint32_t>(hashes.size())};
+  std::memcpy(head_, head, sizeof(head_));
   finished_ = true;
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "persist/records.h"
@@ -34,6 +35,10 @@ struct BlockTable : persist::BlockRecord {
   // by all inserts, and the longest run of occupied slots (bounds any lookup).
   uint64_t build_probes() const { return build_probes_; }
   uint64_t max_run() const { return max_run_; }
+  // The first 8 bytes of the KV.PREFIX.BLOCKS reply (u32 block_size ‖ u32
+  // hash count, in the hashes' native order), set by Finish(), so that the
+  // reply can be sent by reference: these, then `hashes`.
+  std::span<const uint8_t, 8> reply_head() const { return std::span<const uint8_t, 8>(head_); }
   // Heap bytes held by the table (hashes and index); counted in vstore_bytes.
   uint64_t MemoryBytes() const {
     return (hashes.capacity() + index_.capacity()) * sizeof(uint64_t);
@@ -47,6 +52,7 @@ struct BlockTable : persist::BlockRecord {
   bool finished_ = false;
   uint64_t build_probes_ = 0;
   uint64_t max_run_ = 0;
+  uint8_t head_[8] = {};
 };
 
 }  // namespace pion::store

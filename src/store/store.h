@@ -562,6 +562,9 @@ class Store {
   StrEntry* StrEntryLocked(std::string_view key) const;
   // Inserts or replaces the value (no logging, no budget check).
   StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms);
+  // The same with the key's entry already looked up under mu_ (`e`: nullptr
+  // when the key has none), so the key is not hashed again.
+  StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms, StrEntry* e);
   // Frees budget for `need` more bytes by the policy, never evicting string
   // `keep_key` or namespace `keep`.
   Status MakeRoomLocked(uint64_t need, std::string_view keep_key, const Namespace* keep,
@@ -570,7 +573,9 @@ class Store {
   // the pending write in *pend (to run with no lock held, see StrFinish).
   struct StrPending {
     PendingRecord rec;
-    std::string key;
+    // The caller's key: every caller passes StrFinish the pending changes
+    // before its key arguments go out of scope (no copy per SET).
+    std::string_view key;
     StrRef value;     // what was applied
     StrRef previous;  // restored if the write fails
     int64_t previous_expire = 0;
@@ -579,7 +584,7 @@ class Store {
   Status StrLogSetLocked(std::string_view key, const StrRef& v, int64_t expire_at_ms,
                          StrPending* pend);
   // Writes the pending records (no lock held) and rolls back the ones that failed.
-  Status StrFinish(std::vector<StrPending>& pend, uint64_t* lsn);
+  Status StrFinish(std::span<StrPending> pend, uint64_t* lsn);
   std::set<std::pair<uint64_t, StrEntry*>> scan_order_;  // (hash, entry)
   std::set<std::pair<int64_t, StrEntry*>> expiry_order_;
   int64_t expire_sum_ms_ = 0;  // sum over expiry_order_

@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 
 #include "base/check.h"
@@ -64,10 +66,52 @@ bool ParseEvictPolicy(std::string_view s, EvictPolicy* out) {
   return false;
 }
 
+namespace {
+
+// Values of at most this many bytes live in the same allocation as their
+// shared_ptr control block and StrValue (one allocation per small SET instead
+// of two); larger ones get their own buffer, which BufferRecycler may reuse
+// and Adopt may hand over without copying.
+constexpr size_t kInlineValueBytes = 4096;
+
+// std::allocate_shared's allocator for that: the block it is asked for (the
+// control block holding the StrValue), rounded up to 64 bytes, then `extra`
+// bytes for the value, 64-byte aligned; *data gets their address.
+template <class T>
+struct InlineValueAlloc {
+  using value_type = T;
+  size_t extra;
+  uint8_t** data;
+  InlineValueAlloc(size_t e, uint8_t** d) : extra(e), data(d) {}
+  template <class U>
+  InlineValueAlloc(const InlineValueAlloc<U>& o) : extra(o.extra), data(o.data) {}
+  static size_t Head(size_t n) { return (n * sizeof(T) + 63) & ~size_t{63}; }
+  T* allocate(size_t n) {
+    void* p = ::operator new (Head(n) + extra, std::align_val_t{64});
+    *data = static_cast<uint8_t*>(p) + Head(n);
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{64}); }
+  template <class U>
+  bool operator==(const InlineValueAlloc<U>& o) const {
+    return extra == o.extra;
+  }
+};
+
+}  // namespace
+
 std::shared_ptr<StrValue> StrValue::TryMake(size_t n) {
   size_t cap = (n + 63) & ~size_t{63};
   if (cap < n) return nullptr;  // overflow
   if (cap == 0) cap = 64;
+  if (cap <= kInlineValueBytes) {
+    uint8_t* data = nullptr;
+    auto v = std::allocate_shared<StrValue>(InlineValueAlloc<StrValue>(cap, &data));
+    v->data = data;
+    v->size = n;
+    v->capacity = cap;
+    return v;
+  }
   void* p = nullptr;
   if (cap >= BufferRecycler::kMinBytes) {
     auto [data, got] = BufferRecycler::Global().Take(cap);
@@ -205,22 +249,26 @@ Status Store::StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn) {
 }
 
 StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms) {
+  return StrPutLocked(key, std::move(v), expire_at_ms, StrEntryLocked(key));
+}
+
+StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms,
+                              StrEntry* found) {
   Shard& sh = ShardFor(key);
   std::lock_guard<std::mutex> sl(sh.mu);
-  auto it = sh.strings.find(key);
-  if (it == sh.strings.end()) {
-    it = sh.strings.emplace(std::string(key), StrEntry{}).first;
-    StrEntry& e = it->second;
-    e.key = &it->first;
-    e.hash = KeyHash(key);
-    scan_order_.insert({e.hash, &e});
-    StrLinkLocked(sh, e);
+  if (found == nullptr) {
+    auto it = sh.strings.emplace(std::string(key), StrEntry{}).first;
+    found = &it->second;
+    found->key = &it->first;
+    found->hash = KeyHash(key);
+    scan_order_.insert({found->hash, found});
+    StrLinkLocked(sh, *found);
   } else {
-    uint64_t old = StrCharge(key, it->second.value);
+    uint64_t old = StrCharge(key, found->value);
     bytes_ -= old;
     str_bytes_ -= old;
   }
-  StrEntry& e = it->second;
+  StrEntry& e = *found;
   e.value = std::move(v);
   uint64_t charge = StrCharge(key, e.value);
   bytes_ += charge;
@@ -247,18 +295,18 @@ Status Store::StrLogSetLocked(std::string_view key, const StrRef& v, int64_t exp
                               StrPending* pend) {
   if (sink_) PION_RETURN_IF_ERROR(sink_->ReserveStrSet(key, expire_at_ms, v->size, &pend->rec));
   StrEntry* old = StrEntryLocked(key);
-  pend->key.assign(key);
+  pend->key = key;
   pend->value = v;
   if (old != nullptr) {
     pend->had_previous = true;
     pend->previous = old->value;
     pend->previous_expire = old->expire_at_ms;
   }
-  StrPutLocked(key, v, expire_at_ms);
+  StrPutLocked(key, v, expire_at_ms, old);
   return Status::OK();
 }
 
-Status Store::StrFinish(std::vector<StrPending>& pend, uint64_t* lsn) {
+Status Store::StrFinish(std::span<StrPending> pend, uint64_t* lsn) {
   Status first;
   for (StrPending& p : pend) {
     if (!p.rec.write) continue;
@@ -287,7 +335,7 @@ Result<SetOutcome> Store::StrSet(std::string_view key, StrRef value, const SetOp
   *lsn = 0;
   if (key.size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
   SetOutcome out;
-  std::vector<StrPending> pend(1);
+  StrPending pend[1];  // on the stack: no allocation per SET
   {
     std::shared_lock<std::shared_mutex> gate(gate_);
     std::lock_guard<std::mutex> l(mu_);
@@ -419,7 +467,7 @@ Result<StrRef> Store::StrGetEx(std::string_view key, bool persist, int64_t expir
 Result<uint64_t> Store::StrAppend(std::string_view key, std::string_view tail, uint64_t* lsn,
                                   StrRef tail_value) {
   *lsn = 0;
-  std::vector<StrPending> pend(1);
+  StrPending pend[1];  // on the stack: no allocation per SET
   uint64_t len = 0;
   {
     std::shared_lock<std::shared_mutex> gate(gate_);

@@ -15,6 +15,11 @@ namespace pion::server {
 
 namespace {
 
+// A BLOCKS reply at least this long is sent by reference to the stored table
+// (as GET's values: commands/strings.cc); shorter ones are copied, which costs
+// less than a pinned segment.
+constexpr size_t kBlocksByRefBytes = 16 * 1024;
+
 bool CheckNsLength(CommandContext& ctx, std::string_view ns) {
   return server::CheckNsLength(ReplyErrors(ctx), ns);
 }
@@ -154,11 +159,22 @@ void KvBlocks(CommandContext& ctx) {
     ctx.reply->SimpleString("UNKNOWN");
     return;
   }
-  size_t n = table->hashes.size();
-  uint8_t* out = ctx.reply->BulkReserve(8 + 8 * n);
-  uint32_t hdr[2] = {table->block_size, static_cast<uint32_t>(n)};
-  std::memcpy(out, hdr, 8);
-  std::memcpy(out + 8, table->hashes.data(), 8 * n);
+  const size_t n = table->hashes.size();
+  const size_t len = 8 + 8 * n;
+  if (len < kBlocksByRefBytes) {
+    uint8_t* out = ctx.reply->BulkReserve(len);
+    std::memcpy(out, table->reply_head().data(), 8);
+    std::memcpy(out + 8, table->hashes.data(), 8 * n);
+    return;
+  }
+  // By reference (issue 15): the table is immutable once finished, and the
+  // pin keeps it alive until the last byte is written, even if the namespace is
+  // dropped or re-registered meanwhile; it counts once against the client's
+  // output limits however many replies pin it.
+  iovec parts[2] = {{const_cast<uint8_t*>(table->reply_head().data()), 8},
+                    {const_cast<uint64_t*>(table->hashes.data()), 8 * n}};
+  net::PinnedBlock block{table.get(), table->MemoryBytes()};
+  ctx.reply->BulkPinned(len, parts, table, {&block, 1});
 }
 
 void KvMembership(CommandContext& ctx) {

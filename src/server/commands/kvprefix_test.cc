@@ -262,6 +262,20 @@ TEST_F(KvPrefixCommands, BlocksAndMembership) {
   EXPECT_EQ(bs, 64u);
   EXPECT_EQ(count, 3u);
   EXPECT_EQ(blocks.str.substr(8), table);
+  // A table of 3000 hashes (24 KiB): sent by reference to the stored table.
+  std::string big(3000 * 8, '\0');
+  for (size_t i = 0; i < 3000; ++i) {
+    const uint64_t h = 1000 + 7 * i;
+    std::memcpy(&big[8 * i], &h, 8);
+  }
+  EXPECT_EQ(Run({"KV.PREFIX.REGISTER", "big", "64", "fp16", "BLOCKS", "32", "3000", big}), "OK");
+  RespValue big_blocks = Run({"KV.PREFIX.BLOCKS", "big"});
+  ASSERT_EQ(big_blocks.str.size(), 8u + big.size());
+  std::memcpy(&bs, big_blocks.str.data(), 4);
+  std::memcpy(&count, big_blocks.str.data() + 4, 4);
+  EXPECT_EQ(bs, 32u);
+  EXPECT_EQ(count, 3000u);
+  EXPECT_EQ(big_blocks.str.substr(8), big);
   // Probe 33, 5, 11: bits 0 and 2 set (little-endian bit order).
   RespValue bits = Run({"KV.PREFIX.MEMBERSHIP", "ns", "3", U64s({33, 5, 11})});
   ASSERT_EQ(bits.str.size(), 1u);
