@@ -264,7 +264,10 @@ def restart_rows(ctx, m):
                     cmd += ['--workers', str(ctx.pion_workers)]
                 log = os.path.join(d, 'log-%s' % mode)
                 t0 = time.monotonic()
-                p = m.PROCS.start(cmd, core=ctx.server_core, log_path=log, name='pion-server')
+                # Not pinned: nothing else runs during a restart, `cat` is not pinned
+                # either, and the load verifies its sections on one thread per core
+                # (snapshot-verify-threads), which one pinned core would serialise.
+                p = m.PROCS.start(cmd, core=None, log_path=log, name='pion-server')
                 _wait_pong(m, port, p, 600)
                 secs = time.monotonic() - t0
                 rss = _rss(p.pid)
