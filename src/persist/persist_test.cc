@@ -1238,6 +1238,53 @@ Status StoreOne(Store& s, const std::string& side_key, uint32_t dim, uint64_t st
   return s.StoreRows(side_key, 0, start, rows, in, lsn);
 }
 
+// How the WAL at `path` ends when read through: WalEnd, the offset where the
+// valid records stop and the reader's reason.
+struct WalScan {
+  WalEnd end = WalEnd::kCorrupt;
+  uint64_t offset = 0;
+  std::string reason;
+};
+WalScan ScanWal(Env* env, const std::string& path) {
+  WalScan out;
+  auto rd = WalReader::Open(env, path);
+  if (!rd.ok()) {
+    ADD_FAILURE() << "cannot open " << path;
+    return out;
+  }
+  WalRecord rec;
+  while ((*rd)->Next(&rec)) {
+  }
+  out.end = (*rd)->end();
+  out.offset = (*rd)->end_offset();
+  out.reason = (*rd)->reason();
+  return out;
+}
+
+// A power cut while record N = acked + 1 is being written and N + 1 is complete.
+// `hook_env`'s hook must stop, on `hold`, the header write of the record whose
+// LSN is `block_lsn` (set here). Record N (rows of "a_pk") is appended on a
+// thread and held before its header; N + 1 (rows of "b_pv") is appended in
+// full; `while_held` runs with N still held; the image of `base` at that moment
+// is returned, then N is let go. `lsn_b` gets N + 1's LSN.
+DiskImage CrashWithHeldRecord(RecoveredNode& n, FaultEnv& base, Latch& hold,
+                              std::atomic<uint64_t>& block_lsn, uint64_t acked, uint64_t* lsn_b,
+                              const std::function<void()>& while_held = {}) {
+  block_lsn = acked + 1;
+  uint64_t lsn_a = 0;
+  Status sa;
+  std::thread ta([&] { sa = StoreOne(n.store, "a_pk", 64, 8, 4, 3, &lsn_a); });
+  hold.AwaitEntered();
+  EXPECT_TRUE(StoreOne(n.store, "b_pv", 64, 0, 4, 4, lsn_b).ok());
+  EXPECT_EQ(*lsn_b, acked + 2);
+  if (while_held) while_held();
+  DiskImage image = base.Snapshot();
+  hold.Open();
+  ta.join();
+  EXPECT_TRUE(sa.ok());
+  return image;
+}
+
 // A crash while record N is still being written (its rows are on the disk, its
 // header is not: a hole) and record N+1 is complete and reached the disk:
 // nothing past N-1 was acknowledged, and recovery takes the hole followed by
@@ -1261,34 +1308,20 @@ TEST(ConcurrentAppend, CrashWithOutOfOrderWriteRecoversContiguousPrefix) {
     ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
     const uint64_t acked = lsn;
     want = Dump(n.store);
-    block_lsn = acked + 1;
-    uint64_t lsn_a = 0;
-    Status sa;
-    std::thread ta([&] { sa = StoreOne(n.store, "a_pk", 64, 8, 4, 3, &lsn_a); });
-    hold.AwaitEntered();
     uint64_t lsn_b = 0;
-    ASSERT_TRUE(StoreOne(n.store, "b_pv", 64, 0, 4, 4, &lsn_b).ok());
-    EXPECT_EQ(lsn_b, acked + 2);
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    EXPECT_EQ(n.persist->wal()->last_lsn(), acked);
-    EXPECT_EQ(n.persist->durable_lsn(), acked);  // lsn_b is written but not acknowledged
     // The kernel wrote every page back except record N's header; power cut.
-    image = base.Snapshot();
-    hold.Open();
-    ta.join();
-    ASSERT_TRUE(sa.ok());
+    image = CrashWithHeldRecord(n, base, hold, block_lsn, acked, &lsn_b, [&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      EXPECT_EQ(n.persist->wal()->last_lsn(), acked);
+      EXPECT_EQ(n.persist->durable_lsn(), acked);  // lsn_b is written but not acknowledged
+    });
   }
   FaultEnv disk(image, 7);
-  auto rd = WalReader::Open(&disk, kWal);
-  ASSERT_TRUE(rd.ok());
-  WalRecord rec;
-  while ((*rd)->Next(&rec)) {
-  }
-  EXPECT_EQ((*rd)->end(), WalEnd::kTorn) << (*rd)->reason();
-  const uint64_t hole = (*rd)->end_offset();
+  const WalScan scan = ScanWal(&disk, kWal);
+  EXPECT_EQ(scan.end, WalEnd::kTorn) << scan.reason;
   RecoveredNode m(&disk);
   EXPECT_EQ(Dump(m.store), want);
-  EXPECT_EQ(disk.GetFile(kWal).size(), hole);
+  EXPECT_EQ(disk.GetFile(kWal).size(), scan.offset);
 }
 
 // Recycling (docs/wal_format.md §6): the first compaction keeps the retired
@@ -1331,43 +1364,24 @@ TEST(WalRecycling, SpareIsReusedAndACrashInStaleSpaceRecoversThePrefix) {
     ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
     const uint64_t acked = lsn;
     want = Dump(n.store);
-    block_lsn = acked + 1;
-    uint64_t lsn_a = 0;
-    Status sa;
-    std::thread ta([&] { sa = StoreOne(n.store, "a_pk", 64, 8, 4, 3, &lsn_a); });
-    hold.AwaitEntered();
     uint64_t lsn_b = 0;
-    ASSERT_TRUE(StoreOne(n.store, "b_pv", 64, 0, 4, 4, &lsn_b).ok());
-    EXPECT_EQ(lsn_b, acked + 2);
     // Every page reached the disk except record N's header; power cut.
-    image = base.Snapshot();
-    hold.Open();
-    ta.join();
-    ASSERT_TRUE(sa.ok());
+    image = CrashWithHeldRecord(n, base, hold, block_lsn, acked, &lsn_b);
     ASSERT_TRUE(n.persist->WaitDurable(lsn_b).ok());
     last = Dump(n.store);
   }
   {
     FaultEnv disk(image, 7);
-    auto rd = WalReader::Open(&disk, kWal);
-    ASSERT_TRUE(rd.ok());
-    WalRecord rec;
-    while ((*rd)->Next(&rec)) {
-    }
-    EXPECT_EQ((*rd)->end(), WalEnd::kTorn) << (*rd)->reason();
-    const uint64_t hole = (*rd)->end_offset();
+    const WalScan scan = ScanWal(&disk, kWal);
+    EXPECT_EQ(scan.end, WalEnd::kTorn) << scan.reason;
     RecoveredNode m(&disk);
     EXPECT_EQ(Dump(m.store), want);
-    EXPECT_EQ(disk.GetFile(kWal).size(), hole);
+    EXPECT_EQ(disk.GetFile(kWal).size(), scan.offset);
   }
   // The clean close cut the stale tail: the log ends cleanly at its last record.
-  auto rd = WalReader::Open(&base, kWal);
-  ASSERT_TRUE(rd.ok());
-  WalRecord rec;
-  while ((*rd)->Next(&rec)) {
-  }
-  EXPECT_EQ((*rd)->end(), WalEnd::kClean) << (*rd)->reason();
-  EXPECT_EQ((*rd)->end_offset(), base.GetFile(kWal).size());
+  const WalScan scan = ScanWal(&base, kWal);
+  EXPECT_EQ(scan.end, WalEnd::kClean) << scan.reason;
+  EXPECT_EQ(scan.offset, base.GetFile(kWal).size());
   RecoveredNode k(&base);
   EXPECT_EQ(Dump(k.store), last);
   // The spare left by the last compaction is adopted: the next one recycles it.
@@ -1403,14 +1417,8 @@ TEST(WalRecycling, RecycledFileRotatedAwayEndsAtItsLastRecord) {
     image = env.Snapshot();  // crash
   }
   FaultEnv disk(image, 7);
-  {
-    auto rd = WalReader::Open(&disk, kWal);  // generation 3
-    ASSERT_TRUE(rd.ok());
-    WalRecord rec;
-    while ((*rd)->Next(&rec)) {
-    }
-    EXPECT_EQ((*rd)->end(), WalEnd::kClean) << (*rd)->reason();
-  }
+  const WalScan scan = ScanWal(&disk, kWal);  // generation 3
+  EXPECT_EQ(scan.end, WalEnd::kClean) << scan.reason;
   RecoveredNode m(&disk);
   EXPECT_EQ(Dump(m.store), want);
 }
