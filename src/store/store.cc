@@ -320,26 +320,28 @@ Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* 
   return dropped;
 }
 
-std::shared_ptr<const BlockTable> Store::Blocks(std::string_view ns) {
-  const Shard& sh = ShardFor(ns);
-  std::lock_guard<std::mutex> l(sh.mu);
+const std::shared_ptr<const BlockTable>* Store::BlocksLocked(const Shard& sh, std::string_view ns) {
   auto it = sh.map.find(ns);
   if (it == sh.map.end()) return nullptr;
   Touch(*it->second);
   const auto& t = it->second->blocks;
   if (!t || t->hashes.empty()) return nullptr;
-  return t;
+  return &t;
+}
+
+std::shared_ptr<const BlockTable> Store::Blocks(std::string_view ns) {
+  const Shard& sh = ShardFor(ns);
+  std::lock_guard<std::mutex> l(sh.mu);
+  const auto* t = BlocksLocked(sh, ns);
+  return t ? *t : nullptr;
 }
 
 bool Store::WithBlocks(std::string_view ns, const std::function<void(const BlockTable&)>& fn) {
   const Shard& sh = ShardFor(ns);
   std::lock_guard<std::mutex> l(sh.mu);
-  auto it = sh.map.find(ns);
-  if (it == sh.map.end()) return false;
-  Touch(*it->second);
-  const auto& t = it->second->blocks;
-  if (!t || t->hashes.empty()) return false;
-  fn(*t);
+  const auto* t = BlocksLocked(sh, ns);
+  if (t == nullptr) return false;
+  fn(**t);
   return true;
 }
 

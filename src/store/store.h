@@ -535,6 +535,9 @@ class Store {
   std::vector<PoolEntry> evict_pool_;
   uint64_t next_incarnation_ = 1;  // guarded by mu_
 
+  // REQUIRES sh.mu: `ns`'s non-empty block table (the namespace touched in the
+  // LRU), or null (unknown, no table or zero hashes). Blocks and WithBlocks.
+  const std::shared_ptr<const BlockTable>* BlocksLocked(const Shard& sh, std::string_view ns);
   // ---- String keys (guarded by mu_) ----
   StrEntry* StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* lsn);
   bool IsNamespaceKeyLocked(std::string_view key) const;
