@@ -185,12 +185,45 @@ uint16_t HalfBits(uint64_t r) {
   return sign | exp | man;
 }
 
+// Payload, body and read buffers start 2 KiB into a page. The kernel copies
+// socket data with `rep movsb`, which on this Zen 3 runs far slower when
+// (dst - src) mod 4096 is small (env-baseline.md §1b shows it for glibc's
+// memcpy). Buffers from malloc sit 16 bytes into a page, and against a SET
+// header of about 35 bytes that put the load generator's writes in the slow
+// case: with 2 or 8 clients sending 2 MiB values, `_copy_from_iter` was 74 % of
+// the client core (31 % with one client) and the client paid 0.73-0.80 CPU-s
+// per GB. Measured by source offset (2 clients): 16 or 32 B 0.75, 0 or 64 B
+// 0.31, 128 B 0.47, 1024-4000 B 0.25-0.27 CPU-s/GB. That bound both servers'
+// SET rows at the client (1.2-1.6 GB/s) instead of measuring them.
+constexpr size_t kBufPageOffset = 2048;
+
+template <typename T>
+struct PageOffsetAllocator {
+  using value_type = T;
+  PageOffsetAllocator() = default;
+  template <typename U>
+  PageOffsetAllocator(const PageOffsetAllocator<U>&) {}  // NOLINT: rebinding
+  T* allocate(size_t n) {
+    size_t bytes = (n * sizeof(T) + kBufPageOffset + 4095) / 4096 * 4096;
+    auto* base = static_cast<char*>(std::aligned_alloc(4096, bytes));
+    if (base == nullptr) Fatal("out of memory (%zu bytes)", bytes);
+    return reinterpret_cast<T*>(base + kBufPageOffset);
+  }
+  void deallocate(T* p, size_t) { std::free(reinterpret_cast<char*>(p) - kBufPageOffset); }
+  template <typename U>
+  bool operator==(const PageOffsetAllocator<U>&) const {
+    return true;
+  }
+};
+
+using Bytes = std::vector<uint8_t, PageOffsetAllocator<uint8_t>>;
+
 // Deterministic payload: fp16 or f32 values (finite, |v| < 1) so quantized
 // formats accept them; for SET/GET the same bytes as for F16 rows. One SplitMix64
 // draw makes four halves (or two floats): generating 8 x 16 MiB values was ~18 %
 // of the load generator's CPU in a 3 s run, and run.py counts the whole process.
-std::vector<uint8_t> MakePayload(uint64_t bytes, bool f32, uint64_t seed) {
-  std::vector<uint8_t> out(bytes);
+Bytes MakePayload(uint64_t bytes, bool f32, uint64_t seed) {
+  Bytes out(bytes);
   uint64_t st = seed;
   if (f32) {
     for (uint64_t i = 0; i + 4 <= bytes; i += 8) {
@@ -316,7 +349,7 @@ class Conn {
   }
 
   int fd_ = -1;
-  std::vector<char> buf_;
+  std::vector<char, PageOffsetAllocator<char>> buf_;  // replies are read into it too
   size_t pos_ = 0;
   size_t len_ = 0;
 };
@@ -330,7 +363,7 @@ struct Reply {
 
 // Reads one reply; bulk bodies go into *body; arrays are read and discarded
 // (their element count kept in len).
-Reply ReadReply(Conn& c, std::vector<uint8_t>* body) {
+Reply ReadReply(Conn& c, Bytes* body) {
   Reply r;
   std::string_view l = c.ReadLine();
   if (l.empty()) Fatal("protocol: empty reply line");
@@ -355,7 +388,7 @@ Reply ReadReply(Conn& c, std::vector<uint8_t>* body) {
           Fatal("protocol: bulk not terminated by CRLF");
         body->resize(static_cast<size_t>(r.len));
       } else {
-        std::vector<uint8_t> tmp;
+        Bytes tmp;
         for (int64_t i = 0; i < r.len; ++i) ReadReply(c, &tmp);
       }
       return r;
@@ -422,17 +455,17 @@ enum class Expect { kStatus, kBulk, kBulkExact };
 struct Work {
   Command cmd;
   Expect expect = Expect::kStatus;
-  std::string status;                          // for kStatus: "OK", "HIT", "PONG"
-  uint64_t bulk_len = 0;                       // for kBulk / kBulkExact
-  const std::vector<uint8_t>* want = nullptr;  // bytes to compare (sampled or full)
-  uint64_t payload = 0;                        // payload bytes moved per request
+  std::string status;           // for kStatus: "OK", "HIT", "PONG"
+  uint64_t bulk_len = 0;        // for kBulk / kBulkExact
+  const Bytes* want = nullptr;  // bytes to compare (sampled or full)
+  uint64_t payload = 0;         // payload bytes moved per request
 };
 
 size_t RowBytes(const std::string& fmt, uint32_t dim) {
   return fmt == "F32" ? 4ull * dim : 2ull * dim;
 }
 
-void CheckReply(const Reply& r, const std::vector<uint8_t>& body, const Work& w, bool full) {
+void CheckReply(const Reply& r, const Bytes& body, const Work& w, bool full) {
   if (r.type == '-') Fatal("error reply: -%s", r.line.c_str());
   switch (w.expect) {
     case Expect::kStatus:
@@ -447,7 +480,7 @@ void CheckReply(const Reply& r, const std::vector<uint8_t>& body, const Work& w,
       if (static_cast<uint64_t>(r.len) != w.bulk_len)
         Fatal("wrong reply length %" PRId64 " (want %" PRIu64 ")", r.len, w.bulk_len);
       if (w.want == nullptr) return;
-      const std::vector<uint8_t>& want = *w.want;
+      const Bytes& want = *w.want;
       if (w.expect == Expect::kBulkExact || full) {
         if (std::memcmp(body.data(), want.data(), body.size()) != 0) {
           size_t i = 0;
@@ -470,7 +503,7 @@ void CheckReply(const Reply& r, const std::vector<uint8_t>& body, const Work& w,
 }
 
 // Synchronous helper for setup: one command, one checked reply.
-Reply Call(Conn& c, Command cmd, std::vector<uint8_t>* body) {
+Reply Call(Conn& c, Command cmd, Bytes* body) {
   std::vector<iovec> iov;
   cmd.AppendIov(&iov);
   c.WriteAll(iov);
@@ -478,7 +511,7 @@ Reply Call(Conn& c, Command cmd, std::vector<uint8_t>* body) {
 }
 
 void CallExpect(Conn& c, Command cmd, const char* status, const char* what) {
-  std::vector<uint8_t> body;
+  Bytes body;
   Reply r = Call(c, std::move(cmd), &body);
   if (r.type != '+' || r.line != status)
     Fatal("setup %s: unexpected reply '%c%s' (want +%s)", what, r.type, r.line.c_str(), status);
@@ -493,10 +526,10 @@ Command Cmd(std::initializer_list<std::string> args) {
 struct Shared {
   Options opt;
   // Per client: payload and expected data.
-  std::vector<std::vector<uint8_t>> payloads;
-  std::vector<uint8_t> membership_blob;  // K probes
-  std::vector<uint8_t> membership_want;  // expected bitmap
-  std::vector<uint8_t> hash_table_blob;  // N registered
+  std::vector<Bytes> payloads;
+  Bytes membership_blob;  // K probes
+  Bytes membership_want;  // expected bitmap
+  Bytes hash_table_blob;  // N registered
 };
 
 std::string ClientNs(const Options& o, int i) { return o.ns + "_c" + std::to_string(i); }
@@ -554,7 +587,7 @@ void Setup(Shared& s) {
 
   Conn c;
   c.Connect(o.host, o.port);
-  std::vector<uint8_t> body;
+  Bytes body;
   for (int i = 0; i < o.clients; ++i) {
     std::string ns = ClientNs(o, i);
     if (w == "storebatch" || w == "fetch" || w == "lookup") {
@@ -570,7 +603,7 @@ void Setup(Shared& s) {
     }
     if (w == "lookup") {
       // One row on each side so LOOKUP answers +HIT.
-      std::vector<uint8_t> row = MakePayload(2ull * o.kv_dim, false, 1);
+      Bytes row = MakePayload(2ull * o.kv_dim, false, 1);
       for (const char* side : {"_pk", "_pv"}) {
         Command st = Cmd({"V.STOREBATCH", ns + side, "0", "0", "1"});
         st.Blob(row.data(), row.size());
@@ -675,7 +708,7 @@ void RunClient(const Shared& s, int client, Control* ctl, ClientResult* res) {
   std::vector<iovec> batch_tpl;
   for (int i = 0; i < o.pipeline; ++i) batch_tpl.insert(batch_tpl.end(), one.begin(), one.end());
   std::vector<iovec> iov;
-  std::vector<uint8_t> body;
+  Bytes body;
   body.reserve(work.bulk_len + 2);
   auto batch = [&](bool timed) {
     iov = batch_tpl;
