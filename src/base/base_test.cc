@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <random>
+#include <shared_mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/cpu.h"
@@ -13,6 +16,7 @@
 #include "base/fp16.h"
 #include "base/log.h"
 #include "base/owned_buffer.h"
+#include "base/rw_mutex.h"
 #include "base/status.h"
 #include "base/strutil.h"
 #include "base/thread_pool.h"
@@ -344,6 +348,55 @@ TEST(Fp16, RoundsToNearestEven) {
   EXPECT_EQ(F32ToF16(5.960464477539063e-08f), 0x0001);    // 2^-24
   EXPECT_EQ(F32ToF16(2.98023223876953125e-08f), 0x0000);  // 2^-25 tie -> 0
   EXPECT_EQ(F32ToF16(-0.0f), 0x8000);
+}
+
+// A writer waiting behind a reader keeps later readers out (glibc's default
+// rwlock, std::shared_mutex, lets them in: readers that keep overlapping would
+// starve it), and gets the lock as soon as that reader leaves.
+TEST(WriterFirstMutex, AWaitingWriterHoldsOffNewReaders) {
+  WriterFirstMutex m;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool held = false, release = false;
+  std::thread reader([&] {
+    std::shared_lock<WriterFirstMutex> r(m);
+    std::unique_lock<std::mutex> l(mu);
+    held = true;
+    cv.notify_all();
+    cv.wait(l, [&] { return release; });
+  });
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return held; });
+  }
+  std::atomic<bool> wrote{false};
+  std::thread writer([&] {
+    std::unique_lock<WriterFirstMutex> w(m);
+    wrote = true;
+  });
+  // New readers get in until the writer queues; then they are refused.
+  bool refused = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!refused && std::chrono::steady_clock::now() < deadline) {
+    if (m.try_lock_shared()) {
+      m.unlock_shared();
+      std::this_thread::yield();
+    } else {
+      refused = true;
+    }
+  }
+  EXPECT_TRUE(refused) << "a reader got in past a waiting writer for 20 s";
+  EXPECT_FALSE(wrote.load()) << "the writer got in while a reader held the lock";
+  {
+    std::lock_guard<std::mutex> l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  reader.join();
+  writer.join();
+  EXPECT_TRUE(wrote.load());
+  EXPECT_TRUE(m.try_lock_shared());
+  m.unlock_shared();
 }
 
 }  // namespace

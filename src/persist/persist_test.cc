@@ -1009,15 +1009,17 @@ uint64_t HeaderLsn(std::span<const uint8_t> data) {
   return GetU64(data.data() + 12);
 }
 
-// A one-shot latch.
+// A one-shot latch: Wait() blocks until Open(); AwaitEntered() until a
+// thread is in Wait().
 struct Latch {
   std::mutex mu;
   std::condition_variable cv;
   bool open = false;
-  std::atomic<bool> entered{false};
+  bool entered = false;
   void Wait() {
-    entered = true;
     std::unique_lock<std::mutex> l(mu);
+    entered = true;
+    cv.notify_all();
     cv.wait(l, [&] { return open; });
   }
   void Open() {
@@ -1026,7 +1028,8 @@ struct Latch {
     cv.notify_all();
   }
   void AwaitEntered() {
-    while (!entered) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return entered; });
   }
 };
 
@@ -1311,7 +1314,9 @@ TEST(ConcurrentAppend, CrashWithOutOfOrderWriteRecoversContiguousPrefix) {
     uint64_t lsn_b = 0;
     // The kernel wrote every page back except record N's header; power cut.
     image = CrashWithHeldRecord(n, base, hold, block_lsn, acked, &lsn_b, [&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      // Asked to sync everything reserved (up to lsn_b), the writer may still
+      // only make durable what is contiguous: the held record N pins both marks.
+      EXPECT_EQ(n.persist->wal()->RequestSync(), lsn_b);
       EXPECT_EQ(n.persist->wal()->last_lsn(), acked);
       EXPECT_EQ(n.persist->durable_lsn(), acked);  // lsn_b is written but not acknowledged
     });

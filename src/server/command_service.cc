@@ -18,7 +18,7 @@ namespace {
 // The calling thread's batch (BeginBatch depth) and the exec lock it holds
 // shared, if any (thread-local: one CommandService serves every worker).
 thread_local int tls_batch_depth = 0;
-thread_local std::shared_mutex* tls_exec_held = nullptr;
+thread_local WriterFirstMutex* tls_exec_held = nullptr;
 
 void ReleaseExecHeld() {
   if (tls_exec_held != nullptr) {
@@ -91,7 +91,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
     }
     spec->handler(ctx);
   } else {
-    std::shared_lock<std::shared_mutex> l(server_->exec_mu());
+    std::shared_lock<WriterFirstMutex> l(server_->exec_mu());
     spec->handler(ctx);
   }
   uint64_t usec = MonotonicUs() - start;

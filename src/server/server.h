@@ -30,7 +30,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +37,7 @@
 #include "attend/compute_pool.h"
 #include "attend/precision.h"
 #include "attend/slot_cache.h"
+#include "base/rw_mutex.h"
 #include "net/tls.h"
 #include "server/acl.h"
 #include "server/client_registry.h"
@@ -201,8 +201,9 @@ class Server {
 
   // The connected clients, their slots and their buffers' memory.
   ClientRegistry& clients() { return clients_; }
-  // Held shared by every command, exclusively by EXEC (commands/transaction.h).
-  std::shared_mutex& exec_mu() { return exec_mu_; }
+  // Held shared by every command (once per read batch), exclusively by EXEC
+  // (commands/transaction.h); a waiting EXEC holds off new batches (base/rw_mutex.h).
+  WriterFirstMutex& exec_mu() { return exec_mu_; }
   // Asks the owning worker to close client `id`; false if there is none.
   bool KillClient(uint64_t id);
   // Connection slots: fails at maxclients.
@@ -280,7 +281,7 @@ class Server {
   void PublishRuntimeSettings();
 
   Config cfg_;
-  std::shared_mutex exec_mu_;
+  WriterFirstMutex exec_mu_;
   mutable std::mutex config_mu_;  // guards cfg_'s run-time fields during CONFIG SET/GET
   std::unique_ptr<store::Store> store_;
   Receipt receipt_;

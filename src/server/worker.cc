@@ -106,7 +106,7 @@ Status Worker::Init(const std::vector<ListenSocket>& listeners) {
     loop_.AddTimer(kActiveExpireMs, true, [this] {
       store::Store* st = server_->store();
       if (st == nullptr || server_->loading()) return;
-      std::shared_lock<std::shared_mutex> l(server_->exec_mu());  // not inside an EXEC
+      std::shared_lock<WriterFirstMutex> l(server_->exec_mu());  // not inside an EXEC
       (void)st->ExpireActive(kActiveExpireKeys);
     });
     // instantaneous_ops_per_sec & co. are sampled by one worker.

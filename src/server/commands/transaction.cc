@@ -85,7 +85,7 @@ void Exec(CommandContext& ctx) {
     ctx.reply->Error(kErrExecAbort);
     return;
   }
-  std::unique_lock<std::shared_mutex> excl(ctx.server->exec_mu());
+  std::unique_lock<WriterFirstMutex> excl(ctx.server->exec_mu());
   for (const auto& [key, version] : tx->watched) {
     if (VersionOf(*ctx.server, key) != version) {
       tx->Reset();
