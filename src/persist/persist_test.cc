@@ -48,13 +48,15 @@ constexpr quant::Format kAllFormats[] = {
     quant::Format::kFp16, quant::Format::kFp8,    quant::Format::kMlx4g32};
 
 struct Node {
-  explicit Node(Env* env, SyncPolicy p = SyncPolicy::kAlways, bool repair = false)
+  explicit Node(Env* env, SyncPolicy p = SyncPolicy::kAlways, bool repair = false,
+                bool recycle = true)
       : store(StoreConfig{}) {
     PersistOptions o;
     o.dir = kDir;
     o.env = env;
     o.policy = p;
     o.wal_repair = repair;
+    o.wal_recycle = recycle;
     o.background = false;
     persist = std::make_unique<Persistence>(&store, o);
   }
@@ -64,8 +66,9 @@ struct Node {
 
 // A Node whose recovery must succeed (a failure fails the test).
 struct RecoveredNode : Node {
-  explicit RecoveredNode(Env* env, SyncPolicy p = SyncPolicy::kAlways, bool repair = false)
-      : Node(env, p, repair) {
+  explicit RecoveredNode(Env* env, SyncPolicy p = SyncPolicy::kAlways, bool repair = false,
+                         bool recycle = true)
+      : Node(env, p, repair, recycle) {
     Status st = persist->Recover();
     EXPECT_TRUE(st.ok()) << st.ToString();
   }
@@ -1392,6 +1395,35 @@ TEST(WalRecycling, SpareIsReusedAndACrashInStaleSpaceRecoversThePrefix) {
   // The spare left by the last compaction is adopted: the next one recycles it.
   ASSERT_TRUE(k.persist->Save("").ok());
   EXPECT_EQ(k.persist->wal()->Stats().recycled, 1u);
+}
+
+// wal-recycle no: a spare left by an earlier run is removed at start-up, and a
+// compaction removes the file it retires instead of keeping it.
+TEST(WalRecycling, OffKeepsNoSpare) {
+  FaultEnv env;
+  const std::string kSpare = kDir + "/" + kWalSpareName;
+  StoreDump want;
+  {
+    RecoveredNode n(&env, SyncPolicy::kAlways);
+    uint64_t lsn = 0;
+    ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 64, 1, 0, 8, 1, &lsn).ok());
+    ASSERT_TRUE(n.persist->Save("").ok());
+    ASSERT_TRUE(env.FileExists(kSpare));
+  }
+  {
+    RecoveredNode n(&env, SyncPolicy::kAlways, false, /*recycle=*/false);
+    EXPECT_FALSE(env.FileExists(kSpare));
+    uint64_t lsn = 0;
+    for (uint64_t i = 0; i < 3; ++i) {
+      ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 0, 4, 30 + i, &lsn).ok());
+      ASSERT_TRUE(n.persist->Save("").ok());
+      EXPECT_FALSE(env.FileExists(kSpare));
+    }
+    EXPECT_EQ(n.persist->wal()->Stats().recycled, 0u);
+    want = Dump(n.store);
+  }
+  RecoveredNode m(&env, SyncPolicy::kAlways, false, /*recycle=*/false);
+  EXPECT_EQ(Dump(m.store), want);
 }
 
 // A recycled file that is rotated away before the log outgrew it (a save that

@@ -40,7 +40,14 @@ Status Persistence::Recover() {
     PION_RETURN_IF_ERROR(wal->Create(r.active_name, r.generation, r.next_lsn));
     r.live_wal_names.push_back(r.active_name);
   }
-  wal->EnableRecycling(kWalSpareName, env_->FileExists(JoinPath(opt_.dir, kWalSpareName)));
+  const std::string spare = JoinPath(opt_.dir, kWalSpareName);
+  if (opt_.wal_recycle) {
+    wal->EnableRecycling(kWalSpareName, env_->FileExists(spare));
+  } else if (env_->FileExists(spare)) {
+    // Never read (not a WAL name): removing it only frees its disk space.
+    Status rs = env_->RemoveFile(spare);
+    if (!rs.ok()) LOG_WARNING("WAL: removing %s failed: %s", spare.c_str(), rs.ToString().c_str());
+  }
   wal->Start();
   wal_ = std::move(wal);
   host_->AttachLog(wal_.get());

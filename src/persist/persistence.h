@@ -46,6 +46,10 @@ struct PersistOptions {
   uint32_t snapshot_verify_threads = 1;
   // WalWriter::SetPreallocateBytes (wal-preallocate-bytes); 0 = off.
   uint64_t wal_preallocate_bytes = 64ull << 20;
+  // Keep the WAL file a compaction retires as the next one's file
+  // (wal-recycle; docs/wal_format.md §6). Off: it is removed, and a spare left
+  // by an earlier run is removed at start-up.
+  bool wal_recycle = true;
 };
 
 struct PersistStats {

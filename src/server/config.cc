@@ -409,6 +409,8 @@ const std::vector<ConfigOption>& Table() {
        "start even if the WAL is corrupt mid-file"},
       {"wal-preallocate-bytes", Bytes(&Config::wal_preallocate_bytes, 0), "64mb", kStartup, "BYTES",
        "disk space reserved ahead of the WAL's end", "0 = off"},
+      {"wal-recycle", Bool(&Config::wal_recycle), "yes", kStartup, "yes|no",
+       "keep the WAL a compaction retires (one WAL's size of disk) as the next one's file"},
       {"snapshot-mmap", Bool(&Config::snapshot_mmap), "yes", kStartup, "yes|no",
        "load the snapshot by mapping it (rows stay in the page cache)"},
       {"snapshot-verify-threads", Uint(&Config::snapshot_verify_threads, 0, 64), "0", kStartup, "N",

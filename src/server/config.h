@@ -66,6 +66,7 @@ struct Config {
   uint64_t auto_save_retry_max = 0;
   bool wal_repair = false;
   uint64_t wal_preallocate_bytes = 64ull << 20;  // disk space kept ahead of the WAL's end
+  bool wal_recycle = true;  // reuse the retired WAL file at the next compaction (wal_format.md §6)
   bool snapshot_mmap = true;  // load the snapshot by mapping it (docs/snapshot_format.md §5)
   // Threads that verify a mapped snapshot's checksums at start-up; 0 = one per core, at most 8.
   uint64_t snapshot_verify_threads = 0;

@@ -38,6 +38,7 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(
                                   ? static_cast<uint32_t>(c.snapshot_verify_threads)
                                   : std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
   o.wal_preallocate_bytes = c.wal_preallocate_bytes;
+  o.wal_recycle = c.wal_recycle;
   o.keep_freed_heap = std::move(keep_freed_heap);
   auto p = std::make_unique<persist::Persistence>(server.store(), o);
   persist::Persistence* pp = p.get();
