@@ -1,7 +1,9 @@
 // pion-check <file>: verifies a pion WAL or snapshot (told apart by the magic
 // number) and prints what it holds: generation, LSNs, namespaces, rows, bytes,
-// and the first bad offset. Exit status 0 if the file is entirely valid, 1 if
-// not (including a torn WAL tail, which the server would cut off at start), 2
+// and the first bad offset. Exit status 0 if the file is entirely valid (a WAL
+// may end in records of an earlier generation: a recycled file's old contents,
+// which the server cuts off at start), 1 if not (including a torn WAL tail,
+// which the server would cut off at start), 2
 // for a usage or I/O error. Formats: docs/wal_format.md, docs/snapshot_format.md.
 #include <cstdio>
 #include <cstring>
@@ -67,6 +69,15 @@ int CheckWal(Env* env, const std::string& path) {
   switch (rd.end()) {
     case WalEnd::kClean:
       std::printf("status: OK\n");
+      return 0;
+    case WalEnd::kStale:
+      std::printf(
+          "status: OK (the records end at first_bad_offset; records of generation %llu, the "
+          "file's earlier use, follow at next_valid_offset; the server truncates them at start)\n"
+          "first_bad_offset: %llu\nnext_valid_offset: %llu\n",
+          static_cast<unsigned long long>(rd.stale_generation()),
+          static_cast<unsigned long long>(rd.end_offset()),
+          static_cast<unsigned long long>(rd.resync_offset()));
       return 0;
     case WalEnd::kTorn:
       std::printf(

@@ -1397,6 +1397,40 @@ TEST(WalRecycling, SpareIsReusedAndACrashInStaleSpaceRecoversThePrefix) {
   EXPECT_EQ(k.persist->wal()->Stats().recycled, 1u);
 }
 
+// A process killed after appending into a recycled file (no clean close to cut
+// it) leaves the file's old records after its last one. With a whole record of
+// the older generation there, that is the end of the log (a stale tail), not a
+// torn append: recovered the same way, reported as what it is.
+TEST(WalRecycling, AKilledProcessLeavesAStaleTail) {
+  FaultEnv base;
+  StoreDump want;
+  DiskImage image;
+  {
+    RecoveredNode n(&base, SyncPolicy::kAlways);
+    uint64_t lsn = 0;
+    ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 64, 1, 0, 8, 1, &lsn).ok());
+    for (uint64_t i = 0; i < 8; ++i)
+      ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 0, 4, 10 + i, &lsn).ok());
+    ASSERT_TRUE(n.persist->Save("").ok());  // generation 1 becomes the spare
+    ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 0, 4, 20, &lsn).ok());
+    ASSERT_TRUE(n.persist->Save("").ok());  // generation 3 lives in its file
+    ASSERT_EQ(n.persist->wal()->Stats().recycled, 1u);
+    ASSERT_TRUE(StoreOne(n.store, "a_pv", 64, 0, 4, 21, &lsn).ok());
+    ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
+    want = Dump(n.store);
+    image = base.Snapshot();  // SIGKILL: everything written, nothing cut
+  }
+  FaultEnv disk(image, 7);
+  const WalScan scan = ScanWal(&disk, kWal);
+  EXPECT_EQ(scan.end, WalEnd::kStale) << scan.reason;
+  EXPECT_NE(scan.reason.find("generation 1 "), std::string::npos) << scan.reason;
+  EXPECT_LT(scan.offset, disk.GetFile(kWal).size());
+  RecoveredNode m(&disk);
+  EXPECT_EQ(Dump(m.store), want);
+  EXPECT_EQ(disk.GetFile(kWal).size(), scan.offset);
+  EXPECT_EQ(ScanWal(&disk, kWal).end, WalEnd::kClean);
+}
+
 // wal-recycle no: a spare left by an earlier run is removed at start-up, and a
 // compaction removes the file it retires instead of keeping it.
 TEST(WalRecycling, OffKeepsNoSpare) {

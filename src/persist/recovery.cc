@@ -288,6 +288,16 @@ Status Recover(Env* env, const std::string& dir, RecordSink* sink, const Recover
                   static_cast<unsigned long long>(end), static_cast<unsigned long long>(cut),
                   rd.reason().c_str());
       prev_torn = true;
+    } else if (rd.end() == WalEnd::kStale) {
+      // A recycled file's old records after the last one of this generation
+      // (docs/wal_format.md §5): the end of the log, cut like a torn tail.
+      cut = rd.file_size() - end;
+      LOG_NOTICE(
+          "WAL %s: records end at offset %llu; the %llu bytes after it are records of "
+          "generation %llu (the file's earlier use), truncated",
+          p.c_str(), static_cast<unsigned long long>(end), static_cast<unsigned long long>(cut),
+          static_cast<unsigned long long>(rd.stale_generation()));
+      prev_torn = true;
     } else if (rd.end() == WalEnd::kCorrupt) {
       std::string why = "WAL " + p + " corrupt at offset " + std::to_string(end) + ": " +
                         rd.reason() + " (a valid record follows at offset " +

@@ -78,6 +78,32 @@ bool WalReader::TryRecord(uint64_t off, uint64_t min_lsn, uint64_t max_lsn, WalR
   return true;
 }
 
+uint64_t WalReader::StaleRecordGeneration(uint64_t off, uint64_t* budget) {
+  // Generations back that are tried: the spare a compaction recycles holds the
+  // generation before the previous one (docs/wal_format.md §6).
+  constexpr uint64_t kStaleGenerations = 16;
+  uint8_t hdr[kRecordHeaderSize];
+  if (size_ - off < kRecordHeaderSize) return 0;
+  auto n = f_->ReadAt(off, kRecordHeaderSize, hdr);
+  if (!n.ok() || *n != kRecordHeaderSize) return 0;
+  const uint64_t len = GetU32(hdr + 4);
+  const uint64_t lsn = GetU64(hdr + 12);
+  if (hdr[8] < 1 || hdr[8] > kMaxWalRecordType || hdr[9] != 0 || hdr[10] != 0 || hdr[11] != 0)
+    return 0;
+  if (lsn == 0 || lsn >= header_.first_lsn || header_.generation < 2) return 0;
+  if (len > kMaxPayload || len > size_ - off - kRecordHeaderSize || len > *budget) return 0;
+  *budget -= len;
+  std::vector<uint8_t> payload(len);
+  n = f_->ReadAt(off + kRecordHeaderSize, len, payload.data());
+  if (!n.ok() || *n != len) return 0;
+  std::span<const uint8_t> pieces[1] = {payload};
+  const uint64_t lowest =
+      header_.generation > kStaleGenerations ? header_.generation - kStaleGenerations : 1;
+  for (uint64_t g = header_.generation - 1; g >= lowest; --g)
+    if (RecordCrc(g, hdr, pieces) == GetU32(hdr)) return g;
+  return 0;
+}
+
 bool WalReader::AllZeroFrom(uint64_t off) {
   uint8_t buf[65536];
   while (off < size_) {
@@ -118,6 +144,12 @@ void WalReader::Classify(const std::string& why) {
   // bytes are not a crash artefact (unless they are a hole and the record's LSN
   // is a later one). Only headers that pass the cheap checks get their checksum
   // computed.
+  // A record of an earlier generation (LSN below this file's first one, CRC
+  // seeded with an older generation) is remembered: if no record of this file
+  // follows, the bytes after the last record are a recycled file's old
+  // contents (kStale), not the remains of an append.
+  uint64_t stale_at = 0, stale_gen = 0;
+  uint64_t stale_budget = 256ull << 20;  // payload bytes checked as stale candidates
   std::vector<uint8_t> win;
   const size_t kWin = 1 << 20;
   for (uint64_t base = pos_ + 1; base + kRecordHeaderSize <= size_; base += kWin) {
@@ -129,6 +161,11 @@ void WalReader::Classify(const std::string& why) {
       const uint8_t* h = win.data() + i;
       if (h[8] < 1 || h[8] > kMaxWalRecordType || h[9] != 0 || h[10] != 0 || h[11] != 0) continue;
       uint64_t lsn = GetU64(h + 12);
+      if (lsn < header_.first_lsn && stale_gen == 0) {
+        stale_gen = StaleRecordGeneration(base + i, &stale_budget);
+        if (stale_gen != 0) stale_at = base + i;
+        continue;
+      }
       if (lsn < expect_lsn_ || lsn > expect_lsn_ + (1ull << 32)) continue;
       WalRecord r;
       std::string w;
@@ -145,6 +182,14 @@ void WalReader::Classify(const std::string& why) {
         return;
       }
     }
+  }
+  if (stale_gen != 0 && !hole) {
+    end_ = WalEnd::kStale;
+    resync_ = stale_at;
+    stale_gen_ = stale_gen;
+    reason_ = "records of generation " + std::to_string(stale_gen) +
+              " (this file's earlier use) from offset " + std::to_string(stale_at);
+    return;
   }
   end_ = WalEnd::kTorn;
 }

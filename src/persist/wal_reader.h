@@ -29,6 +29,7 @@ enum class WalEnd : uint8_t {
   kClean,    // end of file, or only zero bytes (preallocated) follow
   kTorn,     // a bad record with no valid record after it
   kCorrupt,  // a bad record followed by a valid one
+  kStale,    // only records of an earlier generation follow (a recycled file's old contents)
 };
 
 class WalReader {
@@ -47,8 +48,11 @@ class WalReader {
   uint64_t end_offset() const { return pos_; }
   // What was wrong at end_offset() (empty for kClean).
   const std::string& reason() const { return reason_; }
-  // Offset of the valid record found after the bad one (kCorrupt only).
+  // Offset of the valid record found after the bad one (kCorrupt), or of the
+  // first record of an earlier generation (kStale).
   uint64_t resync_offset() const { return resync_; }
+  // kStale: the generation the stale records after end_offset() belong to.
+  uint64_t stale_generation() const { return stale_gen_; }
   const Status& status() const { return io_; }
   uint64_t next_lsn() const { return expect_lsn_; }
 
@@ -59,6 +63,11 @@ class WalReader {
   bool TryRecord(uint64_t off, uint64_t min_lsn, uint64_t max_lsn, WalRecord* rec,
                  std::string* why);
   bool AllZeroFrom(uint64_t off);
+  // The generation below this file's (at most kStaleGenerations back) whose
+  // seed makes the record at `off` pass its CRC, if its LSN is below this
+  // file's first LSN; 0 if none. The payload read is taken from *budget (0 if
+  // it does not fit), which bounds what a search through garbage can cost.
+  uint64_t StaleRecordGeneration(uint64_t off, uint64_t* budget);
   void Classify(const std::string& why);
 
   std::unique_ptr<ReadableFile> f_;
@@ -70,6 +79,7 @@ class WalReader {
   WalEnd end_ = WalEnd::kClean;
   std::string reason_;
   uint64_t resync_ = 0;
+  uint64_t stale_gen_ = 0;
   Status io_;
   bool done_ = false;
 };

@@ -284,6 +284,44 @@ def _fill_and_stop(s):
     return data
 
 
+def test_killed_after_recycling_reads_old_records_as_the_end(server_factory):
+    """SIGKILL after appending into a recycled WAL file (wal_format.md §6): the
+    file's old records follow the last new one. pion-check calls that OK and the
+    restart cuts them as the file's earlier use, not as a torn tail."""
+    s = server_factory(args=["--appendfsync", "always"])
+    c = s.client()
+    data = {}
+    for i in range(6):
+        register(c, f"n{i}")
+        arr = rows_f16(i, 40)
+        store_f16(c, f"n{i}_pk", 0, 0, arr)
+        data[f"n{i}_pk"] = arr.tobytes()
+    assert c.execute_command("KV.PREFIX.SAVE") in (b"OK", "OK", True)  # generation 1 kept
+    arr = rows_f16(50, 4)
+    store_f16(c, "n0_pv", 0, 0, arr)
+    data["n0_pv"] = arr.tobytes()
+    assert c.execute_command("KV.PREFIX.SAVE") in (b"OK", "OK", True)  # and recycled
+    arr = rows_f16(51, 4)
+    store_f16(c, "n1_pv", 0, 0, arr)  # acknowledged under always: durable
+    data["n1_pv"] = arr.tobytes()
+    c.close()
+    s.kill()
+    wal = s.dir / "pion.vstore.wal"
+    rc, out = pion_check(wal)
+    assert rc == 0 and "earlier use" in out, out
+    s.start()
+    log = s.log()
+    assert "the file's earlier use), truncated" in log
+    assert "torn tail" not in log
+    c = s.client()
+    for sid, d in data.items():
+        assert fetch_native(c, sid, 0, 0, len(d) // (2 * DIM)) == d
+    c.close()
+    s.stop()
+    rc, out = pion_check(wal)
+    assert rc == 0 and "status: OK" in out and "earlier use" not in out, out
+
+
 def test_torn_last_record_is_repaired(server_factory):
     s = server_factory()
     data = _fill_and_stop(s)
