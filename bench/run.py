@@ -446,12 +446,36 @@ def memcpy_probe(ctx, nbytes, duration):
 def iperf3_ceiling(ctx, seconds, length=None, streams=1):
     """Loopback TCP bytes/s of `streams` parallel streams (default one; server on
     the server core); `length` is iperf3's -l (write size; default 128 KiB)."""
+    j = iperf3_run(ctx, seconds, length, streams)
+    return None if j is None else j['end']['sum_received']['bits_per_second'] / 8.0
+
+
+def iperf3_send_cost(ctx, seconds, length=None, streams=8):
+    """The kernel's own cost of sending on the server core: iperf3 with its
+    sender on the server core (where a server writes GET replies) and its
+    receiver on the client core. Returns {'bytes_per_s', 'cpu_s_per_gb'} (the
+    sender's CPU-seconds per GB, from iperf3's own accounting), or None."""
+    j = iperf3_run(ctx, seconds, length, streams, sender_on_server_core=True)
+    if j is None:
+        return None
+    bps = j['end']['sum_received']['bits_per_second'] / 8.0
+    cpu = j['end']['cpu_utilization_percent']['host_total'] / 100.0
+    return {'bytes_per_s': bps, 'cpu_s_per_gb': cpu / (bps / 1e9) if bps else None}
+
+
+def iperf3_run(ctx, seconds, length, streams, sender_on_server_core=False):
+    """One iperf3 run on loopback; its JSON report, or None without iperf3. By
+    default the receiver (iperf3 -s) is on the server core and the sender on the
+    client core; `sender_on_server_core` swaps them."""
     exe = ctx.tool('iperf3', required=False)
     if exe is None:
         return None
+    recv_core, send_core = ctx.server_core, ctx.client_core
+    if sender_on_server_core:
+        recv_core, send_core = send_core, recv_core
     port = free_port()
     srv = PROCS.start([exe, '-s', '-1', '-B', '127.0.0.1', '-p', str(port)],
-                      core=ctx.server_core, name='iperf3-server',
+                      core=recv_core, name='iperf3-server',
                       log_path=os.path.join(ctx.tmp, 'iperf3-server.log'))
     try:
         deadline = time.time() + 5
@@ -469,15 +493,27 @@ def iperf3_ceiling(ctx, seconds, length=None, streams=1):
         if srv.poll() is not None:
             PROCS.stop(srv)
             srv = PROCS.start([exe, '-s', '-1', '-B', '127.0.0.1', '-p', str(port)],
-                              core=ctx.server_core, name='iperf3-server')
+                              core=recv_core, name='iperf3-server')
             time.sleep(0.3)
         cmd = [exe, '-c', '127.0.0.1', '-p', str(port), '-t', str(seconds), '-P', str(streams),
                '-J']
         if length:
             cmd += ['-l', str(length)]
-        out = ctx.run_client(cmd, timeout=seconds + 30)
-        j = json.loads(out)
-        return j['end']['sum_received']['bits_per_second'] / 8.0
+        if sender_on_server_core:
+            try:
+                r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   timeout=seconds + 30,
+                                   preexec_fn=(None if send_core is None else
+                                               lambda: os.sched_setaffinity(0, {send_core})))
+            except subprocess.TimeoutExpired:
+                raise BenchError('iperf3 timed out after %d s' % (seconds + 30))
+            if r.returncode != 0:
+                raise BenchError('iperf3 failed (rc %d): %s' % (
+                    r.returncode, (r.stderr or r.stdout).decode(errors='replace')[-400:]))
+            out = r.stdout.decode()
+        else:
+            out = ctx.run_client(cmd, timeout=seconds + 30)
+        return json.loads(out)
     finally:
         PROCS.stop(srv)
 
@@ -1298,7 +1334,9 @@ def suite_strings(ctx):
     redis-benchmark -t set,get at -d 100 and -d 65536, then pion-bench GET/SET of
     256 KiB, 2 MiB and 16 MiB values with 8 clients. Same command lines for both. The
     pion-bench rows carry the loopback ceiling (iperf3, same run), each server's
-    CPU-seconds per GB and the server's and load generator's core shares."""
+    CPU-seconds per GB and the server's and load generator's core shares; the GET rows
+    also the kernel's own CPU-seconds per GB for sending 8 streams from the server core
+    (iperf3 -P 8 with its sender there), the floor under a GET server's cost."""
     rows = []
     pion, redis = ctx.start_pion(), ctx.start_redis()
     try:
@@ -1348,6 +1386,10 @@ def suite_strings(ctx):
                     fns.append(lambda: iperf3_ceiling(ctx, 1, length=min(size, MIB)))
                     # 8 streams from one client core, as the 8 pion-bench clients.
                     fns.append(lambda: iperf3_ceiling(ctx, 1, length=min(size, MIB), streams=8))
+                    if w == 'get':
+                        # The kernel's cost of sending 8 streams from the server
+                        # core: the floor under a GET row's server CPU-s/GB.
+                        fns.append(lambda: iperf3_send_cost(ctx, 1, length=min(size, MIB)))
                 try:
                     res = interleaved(ctx, fns)
                     row.pion = [x['bytes_per_s'] for x in res[0]]
@@ -1358,6 +1400,9 @@ def suite_strings(ctx):
                                  'peer_p50_us': [x['p50_us'] for x in res[1]]}
                     if have_iperf:
                         row.extra['iperf3_8_streams_Bps'] = [c for c in res[3] if c]
+                    if have_iperf and w == 'get':
+                        row.extra['kernel_send_8_streams_cpu_s_per_gb'] = [
+                            c['cpu_s_per_gb'] for c in res[4] if c and c['cpu_s_per_gb']]
                     if row.ceiling:
                         row.extra['peer_pct_ceiling'] = [
                             100.0 * a / c for a, c in zip(row.peer, row.ceiling) if a and c]
