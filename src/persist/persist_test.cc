@@ -1397,6 +1397,15 @@ TEST(WalRecycling, SpareIsReusedAndACrashInStaleSpaceRecoversThePrefix) {
   EXPECT_EQ(k.persist->wal()->Stats().recycled, 1u);
 }
 
+// Two compactions: the first keeps generation 1's file as the spare, the second
+// recycles it for generation 3 (one record of `seed` stored in between).
+void RecycleGeneration1(RecoveredNode& n, uint64_t seed, uint64_t* lsn) {
+  ASSERT_TRUE(n.persist->Save("").ok());  // generation 1 becomes the spare
+  ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 0, 4, seed, lsn).ok());
+  ASSERT_TRUE(n.persist->Save("").ok());  // generation 3 lives in its file
+  ASSERT_EQ(n.persist->wal()->Stats().recycled, 1u);
+}
+
 // A process killed after appending into a recycled file (no clean close to cut
 // it) leaves the file's old records after its last one. With a whole record of
 // the older generation there, that is the end of the log (a stale tail), not a
@@ -1411,10 +1420,8 @@ TEST(WalRecycling, AKilledProcessLeavesAStaleTail) {
     ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 64, 1, 0, 8, 1, &lsn).ok());
     for (uint64_t i = 0; i < 8; ++i)
       ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 0, 4, 10 + i, &lsn).ok());
-    ASSERT_TRUE(n.persist->Save("").ok());  // generation 1 becomes the spare
-    ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 0, 4, 20, &lsn).ok());
-    ASSERT_TRUE(n.persist->Save("").ok());  // generation 3 lives in its file
-    ASSERT_EQ(n.persist->wal()->Stats().recycled, 1u);
+    RecycleGeneration1(n, 20, &lsn);
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(StoreOne(n.store, "a_pv", 64, 0, 4, 21, &lsn).ok());
     ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
     want = Dump(n.store);
@@ -1472,10 +1479,8 @@ TEST(WalRecycling, RecycledFileRotatedAwayEndsAtItsLastRecord) {
     RecoveredNode n(&env, SyncPolicy::kAlways);
     uint64_t lsn = 0;
     ASSERT_TRUE(Fill(n.store, "a", quant::Format::kFp16, 64, 2, 0, 64, 1, &lsn).ok());
-    ASSERT_TRUE(n.persist->Save("").ok());  // the large generation-1 file becomes the spare
-    ASSERT_TRUE(StoreOne(n.store, "a_pk", 64, 0, 4, 5, &lsn).ok());
-    ASSERT_TRUE(n.persist->Save("").ok());  // generation 3 recycles it
-    ASSERT_EQ(n.persist->wal()->Stats().recycled, 1u);
+    RecycleGeneration1(n, 5, &lsn);  // the large generation-1 file
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(StoreOne(n.store, "a_pv", 64, 0, 4, 6, &lsn).ok());
     // The barrier of a save that never finishes: generation 4 follows generation 3.
     uint64_t gen = 0, first = 0;

@@ -271,14 +271,20 @@ def test_block_tables_and_lru_order_survive_restart(server_factory):
 
 # --- damaged files -------------------------------------------------------------
 
-def _fill_and_stop(s):
-    c = s.client()
+def _fill(c, rows=20):
+    """Six namespaces of `rows` rows; {sid: bytes}."""
     data = {}
     for i in range(6):
         register(c, f"n{i}")
-        arr = rows_f16(i, 20)
+        arr = rows_f16(i, rows)
         store_f16(c, f"n{i}_pk", 0, 0, arr)
         data[f"n{i}_pk"] = arr.tobytes()
+    return data
+
+
+def _fill_and_stop(s):
+    c = s.client()
+    data = _fill(c)
     c.close()
     s.stop()
     return data
@@ -290,12 +296,7 @@ def test_killed_after_recycling_reads_old_records_as_the_end(server_factory):
     restart cuts them as the file's earlier use, not as a torn tail."""
     s = server_factory(args=["--appendfsync", "always"])
     c = s.client()
-    data = {}
-    for i in range(6):
-        register(c, f"n{i}")
-        arr = rows_f16(i, 40)
-        store_f16(c, f"n{i}_pk", 0, 0, arr)
-        data[f"n{i}_pk"] = arr.tobytes()
+    data = _fill(c, rows=40)
     assert c.execute_command("KV.PREFIX.SAVE") in (b"OK", "OK", True)  # generation 1 kept
     arr = rows_f16(50, 4)
     store_f16(c, "n0_pv", 0, 0, arr)
