@@ -225,11 +225,16 @@ class Ctx:
             return None
         return lambda: os.sched_setaffinity(0, {self.client_core})
 
-    def run_client(self, args, timeout=600):
-        """Runs a load generator pinned to the client core; returns stdout."""
+    def run_client(self, args, timeout=600, core='client'):
+        """Runs a load generator pinned to the client core (or `core`, a core
+        number or None); returns stdout."""
+        if core == 'client':
+            pin = self.client_pin()
+        else:
+            pin = None if core is None else (lambda: os.sched_setaffinity(0, {core}))
         try:
             r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               preexec_fn=self.client_pin(), timeout=timeout)
+                               preexec_fn=pin, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise BenchError('%s timed out after %d s' % (os.path.basename(args[0]), timeout))
         if r.returncode != 0:
@@ -499,21 +504,7 @@ def iperf3_run(ctx, seconds, length, streams, sender_on_server_core=False):
                '-J']
         if length:
             cmd += ['-l', str(length)]
-        if sender_on_server_core:
-            try:
-                r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   timeout=seconds + 30,
-                                   preexec_fn=(None if send_core is None else
-                                               lambda: os.sched_setaffinity(0, {send_core})))
-            except subprocess.TimeoutExpired:
-                raise BenchError('iperf3 timed out after %d s' % (seconds + 30))
-            if r.returncode != 0:
-                raise BenchError('iperf3 failed (rc %d): %s' % (
-                    r.returncode, (r.stderr or r.stdout).decode(errors='replace')[-400:]))
-            out = r.stdout.decode()
-        else:
-            out = ctx.run_client(cmd, timeout=seconds + 30)
-        return json.loads(out)
+        return json.loads(ctx.run_client(cmd, timeout=seconds + 30, core=send_core))
     finally:
         PROCS.stop(srv)
 

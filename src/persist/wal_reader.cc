@@ -78,23 +78,17 @@ bool WalReader::TryRecord(uint64_t off, uint64_t min_lsn, uint64_t max_lsn, WalR
   return true;
 }
 
-uint64_t WalReader::StaleRecordGeneration(uint64_t off, uint64_t* budget) {
+uint64_t WalReader::StaleRecordGeneration(uint64_t off, const uint8_t* hdr, uint64_t* budget) {
   // Generations back that are tried: the spare a compaction recycles holds the
   // generation before the previous one (docs/wal_format.md §6).
   constexpr uint64_t kStaleGenerations = 16;
-  uint8_t hdr[kRecordHeaderSize];
-  if (size_ - off < kRecordHeaderSize) return 0;
-  auto n = f_->ReadAt(off, kRecordHeaderSize, hdr);
-  if (!n.ok() || *n != kRecordHeaderSize) return 0;
   const uint64_t len = GetU32(hdr + 4);
   const uint64_t lsn = GetU64(hdr + 12);
-  if (hdr[8] < 1 || hdr[8] > kMaxWalRecordType || hdr[9] != 0 || hdr[10] != 0 || hdr[11] != 0)
-    return 0;
   if (lsn == 0 || lsn >= header_.first_lsn || header_.generation < 2) return 0;
   if (len > kMaxPayload || len > size_ - off - kRecordHeaderSize || len > *budget) return 0;
   *budget -= len;
   std::vector<uint8_t> payload(len);
-  n = f_->ReadAt(off + kRecordHeaderSize, len, payload.data());
+  auto n = f_->ReadAt(off + kRecordHeaderSize, len, payload.data());
   if (!n.ok() || *n != len) return 0;
   std::span<const uint8_t> pieces[1] = {payload};
   const uint64_t lowest =
@@ -162,7 +156,7 @@ void WalReader::Classify(const std::string& why) {
       if (h[8] < 1 || h[8] > kMaxWalRecordType || h[9] != 0 || h[10] != 0 || h[11] != 0) continue;
       uint64_t lsn = GetU64(h + 12);
       if (lsn < header_.first_lsn && stale_gen == 0) {
-        stale_gen = StaleRecordGeneration(base + i, &stale_budget);
+        stale_gen = StaleRecordGeneration(base + i, h, &stale_budget);
         if (stale_gen != 0) stale_at = base + i;
         continue;
       }

@@ -63,11 +63,12 @@ class WalReader {
   bool TryRecord(uint64_t off, uint64_t min_lsn, uint64_t max_lsn, WalRecord* rec,
                  std::string* why);
   bool AllZeroFrom(uint64_t off);
-  // The generation below this file's (at most kStaleGenerations back) whose
-  // seed makes the record at `off` pass its CRC, if its LSN is below this
-  // file's first LSN; 0 if none. The payload read is taken from *budget (0 if
-  // it does not fit), which bounds what a search through garbage can cost.
-  uint64_t StaleRecordGeneration(uint64_t off, uint64_t* budget);
+  // For a record header `hdr` at `off` that passed the cheap checks (type,
+  // reserved bytes): the generation below this file's (at most 16 back) whose
+  // seed makes the record pass its CRC, if its LSN is below this file's first
+  // LSN; 0 if none. The payload read is taken from *budget (0 if it does not
+  // fit), which bounds what a search through garbage can cost.
+  uint64_t StaleRecordGeneration(uint64_t off, const uint8_t* hdr, uint64_t* budget);
   void Classify(const std::string& why);
 
   std::unique_ptr<ReadableFile> f_;
