@@ -19,6 +19,7 @@
 #include "base/rw_mutex.h"
 #include "base/status.h"
 #include "base/strutil.h"
+#include "base/testing/glob_reference.h"
 #include "base/thread_pool.h"
 
 namespace pion {
@@ -131,6 +132,55 @@ TEST(StrUtil, Glob) {
   EXPECT_FALSE(GlobMatch("max", "maxmemory", true));
   EXPECT_TRUE(GlobMatch("a[bc]d", "acd", false));
   EXPECT_FALSE(GlobMatch("a[^bc]d", "acd", false));
+}
+
+TEST(StrUtil, GlobEdgeCasesAsRedis) {
+  EXPECT_TRUE(GlobMatch("a[b-]c", "a]c", false));   // "[b-]" is the range b..']'
+  EXPECT_TRUE(GlobMatch("a[bc", "ab", false));      // an unterminated class ends the pattern
+  EXPECT_TRUE(GlobMatch("a\\", "a\\", false));  // a trailing backslash is itself
+  EXPECT_TRUE(GlobMatch("\\*x", "*x", false));
+  EXPECT_FALSE(GlobMatch("\\*x", "ax", false));
+  EXPECT_TRUE(GlobMatch("[\\]]", "]", false));
+  EXPECT_TRUE(GlobMatch("**", "", false));
+  EXPECT_FALSE(GlobMatch("?", "", false));
+  EXPECT_TRUE(GlobMatch("h*llo*", "HELLO world", true));
+  EXPECT_FALSE(GlobMatch("h*llo*", "HELLO world", false));
+}
+
+// Redis' "Regression for pattern matching long nested loops" (CVE-2022-36021): a
+// pattern of many stars that cannot match must cost a product of the lengths, not an
+// exponential. Counted in matcher steps, not seconds.
+TEST(StrUtil, GlobStarsCostAtMostTheProductOfTheLengths) {
+  std::string key(40, 'a');
+  for (int stars : {10, 20, 40}) {
+    std::string pat;
+    for (int i = 0; i < stars; ++i) pat += "a*";
+    pat += 'b';
+    uint64_t steps = 0;
+    EXPECT_FALSE(GlobMatch(pat, key, false, &steps));
+    EXPECT_LE(steps, (pat.size() + 1) * (key.size() + 1)) << stars << " stars";
+  }
+  std::string pat = "*";
+  for (int i = 0; i < 1000; ++i) pat += "?*";
+  uint64_t steps = 0;
+  EXPECT_FALSE(GlobMatch(pat, std::string(500, 'x'), false, &steps));
+  EXPECT_LE(steps, (pat.size() + 1) * 501u);
+}
+
+TEST(StrUtil, GlobAgreesWithTheReferenceMatcher) {
+  std::mt19937 rng(1974);
+  const char kPat[] = "ab*?[]^-\\A";
+  const char kStr[] = "abAB]-^\\*?";
+  for (int round = 0; round < 200000; ++round) {
+    std::string p, s;
+    size_t pl = rng() % 9, sl = rng() % 9;
+    for (size_t i = 0; i < pl; ++i) p += kPat[rng() % (sizeof(kPat) - 1)];
+    for (size_t i = 0; i < sl; ++i) s += kStr[rng() % (sizeof(kStr) - 1)];
+    for (bool nocase : {false, true}) {
+      ASSERT_EQ(GlobMatch(p, s, nocase), testing::GlobReference(p, s, nocase))
+          << "pattern '" << p << "' string '" << s << "' nocase " << nocase;
+    }
+  }
 }
 
 TEST(StrUtil, ReprEscapesAsRedisDoes) {

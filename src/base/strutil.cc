@@ -106,69 +106,101 @@ std::string ToUpper(std::string_view s) {
 }
 
 namespace {
-bool Match(const char* p, const char* pe, const char* s, const char* se, bool nocase, int depth) {
-  if (depth > 1000) return false;
-  while (p < pe) {
-    switch (*p) {
-      case '*':
-        while (p + 1 < pe && p[1] == '*') ++p;
-        if (p + 1 == pe) return true;
-        for (const char* t = s; t <= se; ++t)
-          if (Match(p + 1, pe, t, se, nocase, depth + 1)) return true;
-        return false;
-      case '?':
-        if (s == se) return false;
-        ++s;
-        break;
-      case '[': {
-        if (s == se) return false;
-        ++p;
-        bool neg = p < pe && *p == '^';
-        if (neg) ++p;
-        bool hit = false;
-        while (p < pe && *p != ']') {
-          if (*p == '\\' && p + 1 < pe) {
-            ++p;
-            if (*p == *s) hit = true;
-          } else if (p + 2 < pe && p[1] == '-') {
-            char a = p[0], b = p[2];
-            if (a > b) std::swap(a, b);
-            char c = *s;
-            if (nocase) {
-              c = Lower(c);
-              a = Lower(a);
-              b = Lower(b);
-            }
-            if (c >= a && c <= b) hit = true;
-            p += 2;
-          } else if (nocase ? Lower(*p) == Lower(*s) : *p == *s) {
-            hit = true;
-          }
+// One pattern token at p (not '*') against the byte c: whether it matches, and where
+// the next token starts. A '[' class without its ']' runs to the end of the pattern,
+// and a trailing '\\' stands for itself, as Redis' stringmatchlen reads them.
+inline bool TokenMatches(const char*& p, const char* pe, char c, bool nocase) {
+  switch (*p) {
+    case '?':
+      ++p;
+      return true;
+    case '[': {
+      ++p;
+      bool neg = p < pe && *p == '^';
+      if (neg) ++p;
+      bool hit = false;
+      while (p < pe && *p != ']') {
+        if (*p == '\\' && p + 1 < pe) {
           ++p;
+          if (*p == c) hit = true;
+        } else if (p + 2 < pe && p[1] == '-') {
+          char a = p[0], b = p[2];
+          if (a > b) std::swap(a, b);
+          char x = c;
+          if (nocase) {
+            x = Lower(x);
+            a = Lower(a);
+            b = Lower(b);
+          }
+          if (x >= a && x <= b) hit = true;
+          p += 2;
+        } else if (nocase ? Lower(*p) == Lower(c) : *p == c) {
+          hit = true;
         }
-        if (neg) hit = !hit;
-        if (!hit) return false;
-        ++s;
-        break;
+        ++p;
       }
-      case '\\':
-        if (p + 1 < pe) ++p;
-        [[fallthrough]];
-      default:
-        if (s == se) return false;
-        if (nocase ? Lower(*p) != Lower(*s) : *p != *s) return false;
-        ++s;
-        break;
+      if (p < pe) ++p;  // the ']'
+      return neg ? !hit : hit;
     }
-    if (p < pe) ++p;
+    case '\\':
+      if (p + 1 < pe) ++p;
+      [[fallthrough]];
+    default: {
+      bool eq = nocase ? Lower(*p) == Lower(c) : *p == c;
+      ++p;
+      return eq;
+    }
   }
-  return s == se;
 }
 }  // namespace
 
-bool GlobMatch(std::string_view pattern, std::string_view s, bool nocase) {
-  return Match(pattern.data(), pattern.data() + pattern.size(), s.data(), s.data() + s.size(),
-               nocase, 0);
+// Iterative matching with one backtrack point, the last '*' seen: every token other
+// than '*' consumes exactly one byte, so when a later token fails it is enough to let
+// the last star absorb one more byte and retry from just after it (an earlier star
+// could only absorb bytes the last one can absorb too). Each retry advances the
+// star's start, so the work is at most (pattern + 1) x (string + 1) token steps:
+// a pattern like "a*a*a*...b" costs a product, never the exponential of recursing
+// once per star (Redis CVE-2022-36021).
+bool GlobMatch(std::string_view pattern, std::string_view str, bool nocase, uint64_t* steps) {
+  const char* p = pattern.data();
+  const char* const pe = p + pattern.size();
+  const char* s = str.data();
+  const char* const se = s + str.size();
+  const char* star_p = nullptr;  // the token after the last '*'
+  const char* star_s = nullptr;  // where that star's absorbed bytes end
+  uint64_t n = 0;
+  bool matched;
+  for (;;) {
+    ++n;
+    if (p < pe && *p == '*') {
+      while (p < pe && *p == '*') ++p;
+      if (p == pe) {
+        matched = true;
+        break;
+      }
+      star_p = p;
+      star_s = s;
+      continue;
+    }
+    if (s == se) {
+      // Trailing stars were skipped above; any other token left over needs more
+      // bytes than a later start of the star would leave, so this is final.
+      matched = p == pe;
+      break;
+    }
+    if (p < pe && TokenMatches(p, pe, *s, nocase)) {
+      ++s;
+      continue;
+    }
+    if (!star_p) {
+      matched = false;
+      break;
+    }
+    p = star_p;
+    s = ++star_s;
+  }
+  if (steps) *steps += n;
+  return matched;
 }
 
 void AppendRepr(std::string* out, std::string_view s, bool quoted) {

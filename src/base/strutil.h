@@ -30,6 +30,10 @@ std::string ToUpper(std::string_view s);
 void AppendRepr(std::string* out, std::string_view s, bool quoted = true);
 
 // Glob-style match as Redis stringmatchlen (*, ?, [..], \\), case-insensitive when nocase.
-bool GlobMatch(std::string_view pattern, std::string_view s, bool nocase);
+// Never recursive: at most (pattern + 1) x (s + 1) token steps, whatever the pattern
+// (KEYS, SCAN MATCH, ACL key patterns and CONFIG GET take patterns from clients).
+// `steps`, when given, is increased by the steps taken (the tests bound it).
+bool GlobMatch(std::string_view pattern, std::string_view s, bool nocase,
+               uint64_t* steps = nullptr);
 
 }  // namespace pion

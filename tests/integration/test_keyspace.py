@@ -127,6 +127,27 @@ def test_generic_key_commands(r):
         r.execute_command("SELECT", "1")
 
 
+def test_long_nested_glob_patterns_do_not_stall_the_server(server):
+    # Redis' "Regression for pattern matching long nested loops" (CVE-2022-36021):
+    # KEYS, SCAN MATCH and an ACL key pattern of 20+ stars against a long key used to
+    # take minutes (the matcher recursed once per star); each must now answer at once.
+    # The bound is the client's socket timeout, a hang detector, not a timed assertion.
+    r = server.client(socket_timeout=30)
+    key = "a" * 40
+    r.set(key, "1")
+    pattern = "a*" * 30 + "b"
+    assert r.keys(pattern) == []
+    assert r.scan(0, match=pattern, count=100) == (0, [])
+    assert r.execute_command("ACL", "SETUSER", "globby", "on", "nopass", "~" + pattern,
+                             "+get") == b"OK"
+    u = server.client(socket_timeout=30, username="globby", password="x")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        u.get(key)
+    assert r.keys("a*a") == [key.encode()]
+    u.close()
+    r.close()
+
+
 def test_expire_family_and_lazy_expiry(r):
     r.set("e", "v")
     assert r.ttl("e") == -1 and r.ttl("nope") == -2
