@@ -135,7 +135,11 @@ TEST(StrUtil, Glob) {
 }
 
 TEST(StrUtil, GlobEdgeCasesAsRedis) {
-  EXPECT_TRUE(GlobMatch("a[b-]c", "a]c", false));   // "[b-]" is the range b..']'
+  // A range takes three bytes whatever they are: in "[b-]c]" the ']' ends the range
+  // b..']', not the class, which goes on to 'c' and the next ']' (as in Redis).
+  EXPECT_TRUE(GlobMatch("a[b-]c]", "a]", false));
+  EXPECT_TRUE(GlobMatch("a[b-]c]", "ac", false));
+  EXPECT_FALSE(GlobMatch("a[b-]c]", "a]c", false));
   EXPECT_TRUE(GlobMatch("a[bc", "ab", false));      // an unterminated class ends the pattern
   EXPECT_TRUE(GlobMatch("a\\", "a\\", false));  // a trailing backslash is itself
   EXPECT_TRUE(GlobMatch("\\*x", "*x", false));

@@ -10,6 +10,7 @@
 #include "server/commands/errors.h"
 #include "server/commands/transaction.h"
 #include "server/fastlane.h"
+#include "server/kv_events.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -31,7 +32,10 @@ void ReleaseExecHeld() {
 void CommandService::BeginBatch() { ++tls_batch_depth; }
 
 void CommandService::EndBatch() {
-  if (--tls_batch_depth == 0) ReleaseExecHeld();
+  if (--tls_batch_depth == 0) {
+    ReleaseExecHeld();
+    KvEvents::FlushThread();  // one KV-event batch per loop turn that made any
+  }
 }
 
 uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyBuilder& reply,
@@ -99,6 +103,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   stats.Record(slot, usec, failed);
   if (failed) stats.CountError(reply.last_error_code());
   server_->AfterCommand(args, *spec, usec, *c.info);
+  if (tls_batch_depth == 0) KvEvents::FlushThread();  // not in a batch: now
   return ctx.wait_lsn;
 }
 

@@ -447,6 +447,23 @@ const std::vector<ConfigOption>& Table() {
        kRuntime, "MS", "LATENCY monitor threshold", "0 = off"},
       {"metrics-port", Int(&Config::metrics_port, 0, 65535), "0", kStartup, "N",
        "Prometheus GET /metrics on --bind:N", "0 = off"},
+      // KV events for routers (docs/kv_events.md).
+      {"kv-events-endpoint", String(&Config::kv_events_endpoint), "", kStartup, "ENDPOINT",
+       "ZeroMQ endpoint KV events are published on (bound if it has *, ::, ipc:// or "
+       "inproc://, else connected)",
+       "empty = off"},
+      {"kv-events-topic", String(&Config::kv_events_topic), "", kStartup, "TOPIC",
+       "first frame of every KV-event message", "empty = kv@<bind>:<port>@pion"},
+      {"kv-events-replay-endpoint", String(&Config::kv_events_replay_endpoint), "", kStartup,
+       "ENDPOINT", "ZeroMQ ROUTER endpoint answering replay requests", "empty = off"},
+      {"kv-events-buffer-steps", Uint(&Config::kv_events_buffer_steps, 0, 10000000), "10000",
+       kStartup, "N", "KV-event batches kept for replay"},
+      {"kv-events-hwm", Uint(&Config::kv_events_hwm, 0, 100000000), "100000", kStartup, "N",
+       "KV-event messages queued per subscriber before batches are dropped", "0 = no limit"},
+      {"kv-events-medium", String(&Config::kv_events_medium, "a medium name"), "SHARED", kStartup,
+       "NAME", "the medium KV events report"},
+      {"kv-events-max-queue", Uint(&Config::kv_events_max_queue, 1, 100000000), "100000",
+       kStartup, "N", "KV-event batches waiting for the publisher thread before drops"},
   };
   return kOptions;
 }

@@ -88,6 +88,14 @@ struct Config {
   uint64_t slowlog_max_len = 128;
   uint64_t latency_monitor_threshold = 0;  // milliseconds; 0 = off
   int metrics_port = 0;                    // Prometheus GET /metrics; 0 = off
+  // KV events for routers (docs/kv_events.md); an empty endpoint is off.
+  std::string kv_events_endpoint;
+  std::string kv_events_topic;  // empty: kv@<bind>:<port>@pion
+  std::string kv_events_replay_endpoint;
+  uint64_t kv_events_buffer_steps = 10000;
+  uint64_t kv_events_hwm = 100000;
+  std::string kv_events_medium = "SHARED";
+  uint64_t kv_events_max_queue = 100000;
 
   // ACL (docs/security.md): `user <name> <rules...>` lines of the config
   // file (each kept whole), or an ACL file of such lines (not both).

@@ -19,6 +19,7 @@
 #include "server/config.h"
 #include "server/fd_limit.h"
 #include "server/metrics.h"
+#include "server/kv_events.h"
 #include "server/persist_glue.h"
 #include "server/protected_mode.h"
 #include "server/server.h"
@@ -128,6 +129,17 @@ int main(int argc, char** argv) {
   // Durability (--kvcache): hooks first; recovery runs once the server listens,
   // answering -LOADING meanwhile.
   std::unique_ptr<persist::Persistence> persistence = SetUpPersistence(server, KeepFreedHeap);
+  // KV events (docs/kv_events.md): a bad endpoint stops start-up. The first batch
+  // (what the store holds) goes out before any command can change it: now when
+  // nothing is recovered, else at the end of recovery, while still loading.
+  auto kv_events = KvEvents::Start(c, c.port);
+  if (!kv_events.ok()) {
+    LOG_WARNING("cannot start: %s", kv_events.status().ToString().c_str());
+    return 1;
+  }
+  KvEvents* events = kv_events->get();
+  server.set_kv_events(events);
+  if (events != nullptr && persistence == nullptr) events->Attach(server.store());
   Status st = server.Start();
   if (!st.ok()) {
     LOG_WARNING("cannot start: %s", st.ToString().c_str());
@@ -172,12 +184,17 @@ int main(int argc, char** argv) {
           "--requirepass or ACL users (docs/security.md)",
           c.bind.c_str());
   }
-  st = RecoverPersistence(server, persistence.get());
+  st = RecoverPersistence(server, persistence.get(), [&] {
+    if (events != nullptr) events->Attach(server.store());
+  });
   if (!st.ok()) {
     LOG_WARNING("cannot start: %s", st.ToString().c_str());
     ::_exit(1);
   }
   LOG_NOTICE("Ready to accept connections tcp");
+  if (events != nullptr)
+    LOG_NOTICE("KV events on %s (topic %s)", events->publisher().last_endpoint().c_str(),
+               events->topic().c_str());
   int rc = server.Serve(sfd);
   if (metrics) metrics->Stop();
   ::close(sfd);

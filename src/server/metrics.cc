@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/owned_buffer.h"
 #include "persist/persistence.h"
+#include "server/kv_events.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -143,6 +144,17 @@ std::string MetricsText(Server& s) {
   w.One("pion_moe_hits_total", "counter", "MoE expert cache hits.", r.moe_hits);
   w.One("pion_moe_misses_total", "counter", "MoE expert cache misses.", r.moe_misses);
   w.One("pion_vector_queries_total", "counter", "Vector queries.", r.vector_queries);
+  // KV events (docs/kv_events.md): zeros while off.
+  events::KvEventStats ev = s.kv_events() ? s.kv_events()->Stats() : events::KvEventStats{};
+  w.One("pion_kv_events_published_total", "counter", "KV events sent to subscribers.",
+        ev.published);
+  w.One("pion_kv_events_dropped_total", "counter",
+        "KV events dropped (publisher queue full, or a subscriber past its high-water mark).",
+        ev.dropped);
+  w.One("pion_kv_events_batches_total", "counter", "KV-event batches (sequence numbers taken).",
+        ev.batches);
+  w.One("pion_kv_events_replayed_total", "counter", "KV-event batches resent on replay.",
+        ev.replayed);
   // The store.
   if (store::Store* sto = s.store()) {
     store::StoreStats ss = sto->Stats();

@@ -83,10 +83,14 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(
   return p;
 }
 
-Status RecoverPersistence(Server& server, persist::Persistence* p) {
+Status RecoverPersistence(Server& server, persist::Persistence* p,
+                          const std::function<void()>& before_serving) {
   if (p == nullptr) return Status::OK();
   Status s = p->Recover();
-  if (s.ok()) server.set_loading(false);
+  if (s.ok()) {
+    if (before_serving) before_serving();
+    server.set_loading(false);
+  }
   return s;
 }
 

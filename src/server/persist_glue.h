@@ -22,9 +22,11 @@ namespace pion::server {
 // `keep_freed_heap` is handed to recovery (persist::RecoveryOptions).
 std::unique_ptr<persist::Persistence> SetUpPersistence(
     Server& server, std::function<void(uint64_t)> keep_freed_heap = nullptr);
-// Loads the snapshot and replays the WAL, then clears loading. An error means
-// the server must not serve (corruption names the file and offset).
-Status RecoverPersistence(Server& server, persist::Persistence* p);
+// Loads the snapshot and replays the WAL, runs `before_serving` (if any: still
+// loading, so no command runs), then clears loading. An error means the server
+// must not serve (corruption names the file and offset).
+Status RecoverPersistence(Server& server, persist::Persistence* p,
+                          const std::function<void()>& before_serving = nullptr);
 
 persist::SyncPolicy ToSyncPolicy(FsyncPolicy p);
 

@@ -57,6 +57,7 @@ class Persistence;
 }  // namespace pion::persist
 
 namespace pion::server {
+class KvEvents;
 
 class Worker;
 
@@ -101,6 +102,9 @@ class Server {
   const Config& config() const { return cfg_; }
   Config& mutable_config() { return cfg_; }
   // nullptr without --kvcache.
+  // KV events (server/kv_events.h), or null when off. Set before Start().
+  void set_kv_events(KvEvents* e) { kv_events_ = e; }
+  KvEvents* kv_events() const { return kv_events_; }
   store::Store* store() { return store_.get(); }
   Receipt& receipt() { return receipt_; }
   bool loading() const { return loading_.load(std::memory_order_acquire); }
@@ -287,6 +291,7 @@ class Server {
   Receipt receipt_;
   CommandTable commands_;
   Acl acl_;
+  KvEvents* kv_events_ = nullptr;
   std::atomic<bool> loading_{false};
   uint64_t start_time_us_ = 0;
   std::string run_id_;

@@ -172,6 +172,8 @@ Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
     *lsn = std::max(*lsn, *r);
   }
   if (observer_) observer_->OnNamespaceRemoved(n->name);
+  if (block_observer_ && n->blocks && !n->blocks->hashes.empty())
+    block_observer_->OnBlocksRemoved(*n->blocks);
   if (Namespace* p = n->parent.get()) {
     auto it = std::find(p->children.begin(), p->children.end(), n.get());
     if (it != p->children.end()) p->children.erase(it);

@@ -189,6 +189,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
         bytes_ -= delta;
       }
       if (st.ok()) {
+        if (block_observer_ && table) ReportTableReplaced(*existing, *table);
         Shard& sh = ShardFor(existing->name);
         std::lock_guard<std::mutex> sl(sh.mu);  // Lookup and Blocks read these
         if (table) existing->blocks = std::move(table);
@@ -208,6 +209,8 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
         bytes_ -= delta;
       } else {
         auto n = std::make_shared<Namespace>(std::string(a.ns), inc, a.kv_dim, a.fmt, parent);
+        if (block_observer_ && table && !table->hashes.empty())
+          block_observer_->OnBlocksStored(*table, LastHash(parent.get()));
         n->blocks = std::move(table);
         n->bytes = delta;
         n->prefill_us = a.has_prefill ? a.prefill_us : 0;
@@ -361,6 +364,7 @@ Status Store::FlushAll(uint64_t* lsn) {
 
 void Store::ClearAllLocked() {
   if (observer_) observer_->OnFlushAll();
+  if (block_observer_) block_observer_->OnAllBlocksCleared();
   for (Shard& sh : shards_) {
     std::lock_guard<std::mutex> sl(sh.mu);
     for (auto& [name, n] : sh.map) {
@@ -379,6 +383,35 @@ std::vector<std::string> Store::NamespaceNames() const {
   out.reserve(NsCountLocked());
   for (const Shard& sh : shards_)
     for (const auto& kv : sh.map) out.emplace_back(kv.first);
+  return out;
+}
+
+std::optional<uint64_t> Store::LastHash(const Namespace* n) {
+  if (n == nullptr || !n->blocks || n->blocks->hashes.empty()) return std::nullopt;
+  return n->blocks->hashes.back();
+}
+
+void Store::ReportTableReplaced(const Namespace& n, const BlockTable& fresh) {
+  if (n.blocks && !n.blocks->hashes.empty()) block_observer_->OnBlocksRemoved(*n.blocks);
+  if (!fresh.hashes.empty()) block_observer_->OnBlocksStored(fresh, LastHash(n.parent.get()));
+}
+
+std::vector<ResidentTable> Store::ResidentBlockTables() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::pair<uint32_t, ResidentTable>> found;
+  for (const Shard& sh : shards_) {
+    std::lock_guard<std::mutex> sl(sh.mu);
+    for (const auto& kv : sh.map) {
+      const Namespace& n = *kv.second;
+      if (n.blocks && !n.blocks->hashes.empty())
+        found.push_back({n.depth, ResidentTable{n.blocks, LastHash(n.parent.get())}});
+    }
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<ResidentTable> out;
+  out.reserve(found.size());
+  for (auto& f : found) out.push_back(std::move(f.second));
   return out;
 }
 

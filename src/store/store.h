@@ -236,6 +236,28 @@ class RemovalObserver {
   ~RemovalObserver() = default;
 };
 
+// Told when a namespace's block table (KV.PREFIX.REGISTER ... BLOCKS) becomes
+// resident or leaves, and when everything goes, so that routers can be told which
+// blocks pion holds (server/kv_events.h). `parent_hash` is the last hash of the
+// parent namespace's table (none for a root, or a parent without a table). Called
+// with the store's locks held, only for tables of at least one hash: it must be
+// quick and must not call back into the store.
+class BlockTableObserver {
+ public:
+  virtual void OnBlocksStored(const BlockTable& table, std::optional<uint64_t> parent_hash) = 0;
+  virtual void OnBlocksRemoved(const BlockTable& table) = 0;
+  virtual void OnAllBlocksCleared() = 0;
+
+ protected:
+  ~BlockTableObserver() = default;
+};
+
+// A resident block table and its parent's last hash (BlockTableObserver's terms).
+struct ResidentTable {
+  std::shared_ptr<const BlockTable> table;
+  std::optional<uint64_t> parent_hash;
+};
+
 class Store {
  public:
   explicit Store(StoreConfig cfg);
@@ -247,6 +269,11 @@ class Store {
   void SetSink(MutationSink* sink) { sink_ = sink; }
   // Removal hook; nullptr (the default) tells nobody. Set before serving.
   void SetRemovalObserver(RemovalObserver* o) { observer_ = o; }
+  // Block-table hook; nullptr (the default) tells nobody. Set while no command
+  // runs (before serving, or while loading).
+  void SetBlockTableObserver(BlockTableObserver* o) { block_observer_ = o; }
+  // Every namespace's non-empty block table, parents before their children.
+  std::vector<ResidentTable> ResidentBlockTables() const;
 
   // Each mutating call sets *lsn to the largest log sequence number it appended
   // (0 if nothing was logged); the caller waits for it before acknowledging.
@@ -512,6 +539,7 @@ class Store {
   StoreConfig cfg_;
   MutationSink* sink_ = nullptr;
   RemovalObserver* observer_ = nullptr;
+  BlockTableObserver* block_observer_ = nullptr;
   mutable std::shared_mutex gate_;
   std::mutex reg_mu_;  // serialises Register and FlushAll (held across the register's write)
   mutable std::mutex mu_;
@@ -555,6 +583,10 @@ class Store {
   void ClearStringsLocked();
   // Removes every namespace and string key (FLUSHALL, live or replayed). REQUIRES: mu_.
   void ClearAllLocked();
+  // BlockTableObserver calls: the last hash of `n`'s table (none without one),
+  // and a re-registration that replaces `n`'s table with `fresh`. REQUIRES mu_.
+  static std::optional<uint64_t> LastHash(const Namespace* n);
+  void ReportTableReplaced(const Namespace& n, const BlockTable& fresh);
   // Removes a string key (no logging; takes its shard lock).
   void StrEraseLocked(StrEntry& e);
   // Logs and removes; reason 0 del, 1 eviction, 2 expiry.

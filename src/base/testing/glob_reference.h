@@ -12,15 +12,15 @@ namespace pion::testing {
 
 struct GlobToken {
   bool star = false;
-  bool any = false;           // '?'
-  bool is_class = false;      // '[...]'
+  bool any = false;       // '?'
+  bool is_class = false;  // '[...]'
   bool negated = false;
-  char literal = 0;           // the byte of a literal token (escape removed)
+  char literal = 0;  // the byte of a literal token (escape removed)
   struct Item {
     char lo, hi;
     bool exact;  // an escaped byte inside a class compares case-sensitively
   };
-  std::vector<Item> items;    // a class's bytes and ranges
+  std::vector<Item> items;  // a class's bytes and ranges
 };
 
 inline char GlobLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }

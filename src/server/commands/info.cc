@@ -19,6 +19,7 @@
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/metrics.h"
+#include "server/kv_events.h"
 #include "server/server.h"
 
 #ifndef PION_BUILD_ID
@@ -190,6 +191,12 @@ void PionSection(Server& s, const InfoFor& who, std::string* out) {
     InfoField(out, "vstore_evictions", ss.evictions);
     InfoField(out, "vstore_total_fetches", ss.total_fetches);
   }
+  // KV events (docs/kv_events.md): zeros while off.
+  events::KvEventStats ev = s.kv_events() ? s.kv_events()->Stats() : events::KvEventStats{};
+  InfoField(out, "kv_events_published", ev.published);
+  InfoField(out, "kv_events_dropped", ev.dropped);
+  InfoField(out, "kv_events_batches", ev.batches);
+  InfoField(out, "kv_events_replayed", ev.replayed);
   AppendAttendInfo(s, out);
 }
 

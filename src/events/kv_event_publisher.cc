@@ -1,0 +1,225 @@
+#include "events/kv_event_publisher.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "base/log.h"
+#include "events/kv_event_codec.h"
+
+namespace pion::events {
+
+namespace {
+
+Status ZmqError(std::string_view what, std::string_view endpoint) {
+  return Status::InvalidArgument(std::string(what) + " '" + std::string(endpoint) +
+                                 "': " + zmq_strerror(zmq_errno()));
+}
+
+// Sends one frame without waiting; false when ZeroMQ would have to block.
+bool SendFrame(void* sock, const void* data, size_t n, bool more) {
+  return zmq_send(sock, data, n, ZMQ_DONTWAIT | (more ? ZMQ_SNDMORE : 0)) >= 0;
+}
+
+std::string LastEndpoint(void* sock) {
+  char buf[256];
+  size_t len = sizeof(buf);
+  if (zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, buf, &len) != 0 || len == 0) return "";
+  return std::string(buf, strnlen(buf, len));
+}
+
+}  // namespace
+
+bool KvEventEndpointBinds(std::string_view e) {
+  return e.find('*') != std::string_view::npos || e.find("::") != std::string_view::npos ||
+         e.rfind("ipc://", 0) == 0 || e.rfind("inproc://", 0) == 0;
+}
+
+KvEventPublisher::KvEventPublisher(KvEventOptions o) : opt_(std::move(o)) {}
+
+KvEventPublisher::~KvEventPublisher() { Stop(); }
+
+Status KvEventPublisher::Start() {
+  ctx_ = zmq_ctx_new();
+  if (ctx_ == nullptr) return Status::IOError("zmq_ctx_new failed");
+  // An XPUB that refuses (EAGAIN) instead of silently dropping when a subscriber
+  // is past its high-water mark, so that drops can be counted.
+  pub_ = zmq_socket(ctx_, ZMQ_XPUB);
+  const int nodrop = 1, linger = 0, hwm = opt_.hwm;
+  zmq_setsockopt(pub_, ZMQ_XPUB_NODROP, &nodrop, sizeof(nodrop));
+  zmq_setsockopt(pub_, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+  zmq_setsockopt(pub_, ZMQ_LINGER, &linger, sizeof(linger));
+  const bool bind = KvEventEndpointBinds(opt_.endpoint);
+  if ((bind ? zmq_bind(pub_, opt_.endpoint.c_str()) : zmq_connect(pub_, opt_.endpoint.c_str())) !=
+      0) {
+    Status s = ZmqError("kv-events-endpoint", opt_.endpoint);
+    Stop();
+    return s;
+  }
+  last_endpoint_ = LastEndpoint(pub_);
+  if (!opt_.replay_endpoint.empty()) {
+    router_ = zmq_socket(ctx_, ZMQ_ROUTER);
+    zmq_setsockopt(router_, ZMQ_LINGER, &linger, sizeof(linger));
+    if (zmq_bind(router_, opt_.replay_endpoint.c_str()) != 0) {
+      Status s = ZmqError("kv-events-replay-endpoint", opt_.replay_endpoint);
+      Stop();
+      return s;
+    }
+    last_replay_endpoint_ = LastEndpoint(router_);
+  }
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {
+    Stop();
+    return Status::IOError(std::string("eventfd: ") + std::strerror(errno));
+  }
+  thread_ = std::thread([this] { Run(); });
+  return Status::OK();
+}
+
+bool KvEventPublisher::Submit(KvEventBatch&& batch) {
+  const uint64_t n = batch.events.size();
+  bool wake;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const uint64_t seq = next_seq_++;
+    batches_.fetch_add(1, std::memory_order_relaxed);
+    if (stopping_ || queue_.size() >= opt_.max_queue) {
+      dropped_.fetch_add(n, std::memory_order_relaxed);
+      return false;
+    }
+    wake = queue_.empty();
+    queue_.push_back(Queued{seq, std::move(batch)});
+  }
+  if (wake && wake_fd_ >= 0) {
+    uint64_t one = 1;
+    ssize_t w = ::write(wake_fd_, &one, sizeof(one));
+    (void)w;  // the counter cannot overflow here; a failed wake is retried by the next
+  }
+  return true;
+}
+
+void KvEventPublisher::Stop() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stopping_ = true;
+    }
+    uint64_t one = 1;
+    ssize_t w = ::write(wake_fd_, &one, sizeof(one));
+    (void)w;
+    thread_.join();
+  }
+  if (pub_ != nullptr) zmq_close(pub_);
+  if (router_ != nullptr) zmq_close(router_);
+  if (ctx_ != nullptr) zmq_ctx_term(ctx_);
+  pub_ = router_ = ctx_ = nullptr;
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  wake_fd_ = -1;
+}
+
+KvEventStats KvEventPublisher::Stats() const {
+  KvEventStats s;
+  s.published = published_.load(std::memory_order_relaxed);
+  s.dropped = dropped_.load(std::memory_order_relaxed);
+  s.batches = batches_.load(std::memory_order_relaxed);
+  s.replayed = replayed_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void KvEventPublisher::SendBatch(Queued& q) {
+  scratch_.clear();
+  EncodeKvEventBatch(q.batch, opt_.medium, &scratch_);
+  const std::string seq = EncodeSeq(q.seq);
+  const uint64_t n = q.batch.events.size();
+  // The first frame decides: once it is accepted, ZeroMQ queues the rest of the
+  // message with it.
+  if (SendFrame(pub_, opt_.topic.data(), opt_.topic.size(), true)) {
+    SendFrame(pub_, seq.data(), seq.size(), true);
+    SendFrame(pub_, scratch_.data(), scratch_.size(), false);
+    published_.fetch_add(n, std::memory_order_relaxed);
+  } else {
+    dropped_.fetch_add(n, std::memory_order_relaxed);
+  }
+  if (opt_.buffer_steps > 0) {
+    if (replay_.size() >= opt_.buffer_steps) replay_.pop_front();
+    replay_.emplace_back(q.seq, scratch_);
+  }
+}
+
+void KvEventPublisher::DrainSubscriptions() {
+  // XPUB hands subscription messages up; read them so they do not pile up.
+  char buf[256];
+  while (zmq_recv(pub_, buf, sizeof(buf), ZMQ_DONTWAIT) >= 0) {
+  }
+}
+
+void KvEventPublisher::ServeReplay() {
+  for (;;) {
+    // One request: every frame up to the last (the routing envelope), then the
+    // 8-byte start sequence.
+    std::vector<std::string> frames;
+    int more = 0;
+    size_t more_len = sizeof(more);
+    do {
+      zmq_msg_t m;
+      zmq_msg_init(&m);
+      if (zmq_msg_recv(&m, router_, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&m);
+        if (frames.empty()) return;  // nothing more waiting
+        break;
+      }
+      frames.emplace_back(static_cast<const char*>(zmq_msg_data(&m)), zmq_msg_size(&m));
+      zmq_msg_close(&m);
+      zmq_getsockopt(router_, ZMQ_RCVMORE, &more, &more_len);
+    } while (more && frames.size() < 64);
+    if (frames.size() < 2 || frames.back().size() != 8) continue;  // not a replay request
+    uint64_t start = 0;
+    for (unsigned char c : frames.back()) start = (start << 8) | c;
+    frames.pop_back();
+    auto send_prefixed = [&](std::string_view seq, std::string_view payload) {
+      for (const std::string& f : frames) SendFrame(router_, f.data(), f.size(), true);
+      SendFrame(router_, seq.data(), seq.size(), true);
+      SendFrame(router_, payload.data(), payload.size(), false);
+    };
+    for (const auto& [seq, payload] : replay_) {
+      if (seq < start) continue;
+      send_prefixed(EncodeSeq(seq), payload);
+      replayed_.fetch_add(1, std::memory_order_relaxed);
+    }
+    send_prefixed(std::string(8, '\xff'), "");
+  }
+}
+
+void KvEventPublisher::Run() {
+  std::deque<Queued> work;
+  for (;;) {
+    zmq_pollitem_t items[3] = {
+        {nullptr, wake_fd_, ZMQ_POLLIN, 0}, {pub_, 0, ZMQ_POLLIN, 0}, {router_, 0, ZMQ_POLLIN, 0}};
+    const int nitems = router_ != nullptr ? 3 : 2;
+    if (zmq_poll(items, nitems, -1) < 0 && zmq_errno() != EINTR) {
+      LOG_WARNING("kv events: zmq_poll: %s", zmq_strerror(zmq_errno()));
+    }
+    if (items[0].revents & ZMQ_POLLIN) {
+      uint64_t v;
+      ssize_t r = ::read(wake_fd_, &v, sizeof(v));
+      (void)r;
+    }
+    if (items[1].revents & ZMQ_POLLIN) DrainSubscriptions();
+    if (nitems == 3 && (items[2].revents & ZMQ_POLLIN)) ServeReplay();
+    bool stop;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      work.swap(queue_);
+      stop = stopping_;
+    }
+    for (Queued& q : work) SendBatch(q);
+    work.clear();
+    if (stop) return;
+  }
+}
+
+}  // namespace pion::events

@@ -1,0 +1,94 @@
+// KvEventPublisher: one thread that sends KV-event batches over ZeroMQ in vLLM's
+// format (docs/kv_events.md) and answers replay requests. Workers hand it whole
+// batches through a bounded queue and never wait on the network: a full queue
+// drops the batch, a subscriber past its high-water mark makes the send fail
+// and the batch is dropped for the stream (kept for replay); both are counted.
+//
+// Thread-safety: Submit and Stats from any thread; Start and Stop from one.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "base/status.h"
+#include "events/kv_event.h"
+
+namespace pion::events {
+
+struct KvEventOptions {
+  std::string endpoint;           // PUB side: bound when it has '*', '::', ipc:// or inproc://
+  std::string topic;              // first frame of every message
+  std::string replay_endpoint;    // ROUTER, bound; empty: no replay
+  uint64_t buffer_steps = 10000;  // batches kept for replay
+  int hwm = 100000;               // per-subscriber send high-water mark (messages)
+  std::string medium = "SHARED";
+  uint64_t max_queue = 100000;  // batches waiting for the publisher thread
+};
+
+struct KvEventStats {
+  uint64_t published = 0;  // events in batches handed to ZeroMQ
+  uint64_t dropped = 0;    // events in batches that could not be queued or sent
+  uint64_t batches = 0;    // batches that took a sequence number
+  uint64_t replayed = 0;   // batches sent again through the replay socket
+};
+
+// Whether `endpoint` is bound (else connected), by vLLM's rule.
+bool KvEventEndpointBinds(std::string_view endpoint);
+
+class KvEventPublisher {
+ public:
+  explicit KvEventPublisher(KvEventOptions o);
+  ~KvEventPublisher();
+  KvEventPublisher(const KvEventPublisher&) = delete;
+  KvEventPublisher& operator=(const KvEventPublisher&) = delete;
+
+  // Opens the sockets and starts the thread. An endpoint ZeroMQ refuses is an
+  // error that names it.
+  Status Start();
+  // Queues one batch and takes its sequence number (in submission order). Never
+  // blocks on I/O; false, and the events counted as dropped, when the queue is full.
+  bool Submit(KvEventBatch&& batch);
+  // Sends what is queued, then stops the thread and closes the sockets.
+  void Stop();
+  KvEventStats Stats() const;
+  // The endpoints as ZeroMQ resolved them (a wildcard port becomes the real one).
+  const std::string& last_endpoint() const { return last_endpoint_; }
+  const std::string& last_replay_endpoint() const { return last_replay_endpoint_; }
+
+ private:
+  struct Queued {
+    uint64_t seq;
+    KvEventBatch batch;
+  };
+  void Run();
+  void SendBatch(Queued& q);
+  void ServeReplay();
+  void DrainSubscriptions();
+
+  const KvEventOptions opt_;
+  void* ctx_ = nullptr;
+  void* pub_ = nullptr;
+  void* router_ = nullptr;
+  int wake_fd_ = -1;
+  std::string last_endpoint_;
+  std::string last_replay_endpoint_;
+  std::thread thread_;
+
+  std::mutex mu_;  // guards queue_, next_seq_, stopping_
+  std::deque<Queued> queue_;
+  uint64_t next_seq_ = 0;
+  bool stopping_ = false;
+
+  // Publisher thread only.
+  std::deque<std::pair<uint64_t, std::string>> replay_;  // (seq, payload), the last buffer_steps
+  std::string scratch_;
+
+  std::atomic<uint64_t> published_{0}, dropped_{0}, batches_{0}, replayed_{0};
+};
+
+}  // namespace pion::events

@@ -1,0 +1,94 @@
+#include "server/kv_events.h"
+
+#include <vector>
+
+#include "base/clock.h"
+#include "server/config.h"
+
+namespace pion::server {
+
+namespace {
+
+// The calling thread's events since its last flush, and where they go.
+struct Pending {
+  events::KvEventPublisher* pub = nullptr;
+  std::vector<events::KvEvent> events;
+};
+thread_local Pending tls_pending;
+
+double WallSeconds() { return static_cast<double>(UnixMicros()) / 1e6; }
+
+}  // namespace
+
+Result<std::unique_ptr<KvEvents>> KvEvents::Start(const Config& cfg, int resp_port) {
+  if (cfg.kv_events_endpoint.empty()) return std::unique_ptr<KvEvents>();
+  events::KvEventOptions o;
+  o.endpoint = cfg.kv_events_endpoint;
+  o.topic = cfg.kv_events_topic.empty()
+                ? "kv@" + cfg.bind + ":" + std::to_string(resp_port) + "@pion"
+                : cfg.kv_events_topic;
+  o.replay_endpoint = cfg.kv_events_replay_endpoint;
+  o.buffer_steps = cfg.kv_events_buffer_steps;
+  o.hwm = static_cast<int>(cfg.kv_events_hwm);
+  o.medium = cfg.kv_events_medium;
+  o.max_queue = cfg.kv_events_max_queue;
+  std::unique_ptr<KvEvents> ev(new KvEvents(std::move(o)));
+  Status s = ev->pub_.Start();
+  if (!s.ok()) return s;
+  return ev;
+}
+
+KvEvents::~KvEvents() {
+  if (store_ != nullptr) store_->SetBlockTableObserver(nullptr);
+  pub_.Stop();
+}
+
+void KvEvents::Attach(store::Store* store) {
+  events::KvEventBatch first;
+  first.ts = WallSeconds();
+  first.events.emplace_back();  // AllBlocksCleared
+  for (const store::ResidentTable& t : store->ResidentBlockTables()) {
+    events::KvEvent e;
+    e.type = events::KvEventType::kBlockStored;
+    e.block_hashes = t.table->hashes;
+    e.parent_block_hash = t.parent_hash;
+    e.block_size = t.table->block_size;
+    first.events.push_back(std::move(e));
+  }
+  pub_.Submit(std::move(first));
+  store_ = store;
+  store->SetBlockTableObserver(this);
+}
+
+void KvEvents::Append(events::KvEvent&& e) {
+  tls_pending.pub = &pub_;
+  tls_pending.events.push_back(std::move(e));
+}
+
+void KvEvents::OnBlocksStored(const store::BlockTable& table, std::optional<uint64_t> parent) {
+  events::KvEvent e;
+  e.type = events::KvEventType::kBlockStored;
+  e.block_hashes = table.hashes;
+  e.parent_block_hash = parent;
+  e.block_size = table.block_size;
+  Append(std::move(e));
+}
+
+void KvEvents::OnBlocksRemoved(const store::BlockTable& table) {
+  events::KvEvent e;
+  e.type = events::KvEventType::kBlockRemoved;
+  e.block_hashes = table.hashes;
+  Append(std::move(e));
+}
+
+void KvEvents::OnAllBlocksCleared() { Append(events::KvEvent{}); }
+
+void KvEvents::FlushThread() {
+  if (tls_pending.events.empty()) return;
+  events::KvEventBatch b;
+  b.ts = WallSeconds();
+  b.events.swap(tls_pending.events);
+  tls_pending.pub->Submit(std::move(b));
+}
+
+}  // namespace pion::server

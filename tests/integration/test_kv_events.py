@@ -1,0 +1,261 @@
+"""KV events for routers (docs/kv_events.md): pion publishes the block hashes it
+holds in vLLM's KV-event format over ZeroMQ. A real ZeroMQ subscriber (pyzmq,
+msgpack: Debian's python3-zmq, python3-msgpack) checks every event type and field,
+the sequence numbers, both endpoint directions, replay, drops at the high-water
+mark, and the start-up batch after a restart."""
+from __future__ import annotations
+
+import signal
+import struct
+import time
+
+import msgpack
+import pytest
+import zmq
+
+from conftest import free_port
+from pion.events import (AllBlocksCleared, BlockRemoved, BlockStored, KvEventSubscriber,
+                         decode_payload)
+
+WAIT = 10.0  # seconds a subscriber waits for a batch that must come (a hang bound)
+
+
+def blob(hashes: list[int]) -> bytes:
+    return struct.pack(f"<{len(hashes)}Q", *hashes)
+
+
+def register(r, ns: str, hashes: list[int], block_size: int = 16, parent: str | None = None):
+    args = ["KV.PREFIX.REGISTER", ns, 8, "fp16", "BLOCKS", block_size, len(hashes), blob(hashes)]
+    if parent:
+        args += ["PARENT", parent]
+    assert r.execute_command(*args) == b"OK"
+
+
+FENCE = 1 << 60
+
+
+def sync(sub: KvEventSubscriber, r) -> None:
+    """Returns once the subscriber receives pion's events and has read every event
+    published before this call: registers a fence namespace until a batch arrives
+    (ZeroMQ's slow joiner), then once more, and reads up to that fence's event."""
+    deadline = time.monotonic() + WAIT
+    n = 0
+    while True:
+        n += 1
+        register(r, "fence", [FENCE + n])
+        if sub.recv(0.2) is not None:
+            break
+        assert time.monotonic() < deadline, "the subscriber never received an event"
+    n += 1
+    register(r, "fence", [FENCE + n])
+    while True:
+        b = sub.recv(WAIT)
+        assert b is not None, "the fence event did not arrive"
+        if any(isinstance(e, BlockStored) and e.block_hashes == [FENCE + n] for e in b.events):
+            return
+
+
+def events_until(sub: KvEventSubscriber, count: int) -> list:
+    """The next `count` events (across batches), in order."""
+    out = []
+    while len(out) < count:
+        b = sub.recv(WAIT)
+        assert b is not None, f"only {len(out)} of {count} events arrived: {out}"
+        out.extend(b.events)
+    assert len(out) == count, out
+    return out
+
+
+@pytest.fixture
+def ipc_events(server_factory, tmpdir_path):
+    """A pion that binds its KV events on an ipc endpoint, and a subscriber."""
+    endpoint = f"ipc://{tmpdir_path}/kv-events.sock"
+    replay = f"ipc://{tmpdir_path}/kv-replay.sock"
+    s = server_factory(["--kv-events-endpoint", endpoint, "--kv-events-replay-endpoint", replay,
+                        "--kv-events-topic", "kv@pod-a@llama"])
+    sub = KvEventSubscriber(endpoint, b"kv@", replay_endpoint=replay)
+    yield s, sub
+    sub.close()
+
+
+def test_events_are_off_by_default(r):
+    info = r.info("all")
+    assert info["kv_events_batches"] == 0 and info["kv_events_published"] == 0
+
+
+@pytest.mark.concurrency
+def test_every_event_type_and_field(ipc_events):
+    s, sub = ipc_events
+    r = s.client()
+    # A late joiner misses seq 0 (the start-up batch): replay brings it back.
+    first = sub.replay(0)
+    assert first and first[0].seq == 0 and first[0].events == [AllBlocksCleared()]
+    sync(sub, r)
+
+    register(r, "root", [1, 2, 2**64 - 1], block_size=16)
+    (ev,) = events_until(sub, 1)
+    assert ev == BlockStored(block_hashes=[1, 2, 2**64 - 1], parent_block_hash=None,
+                             block_size=16, medium="SHARED", token_ids=[], lora_id=None,
+                             lora_name=None, group_idx=0)
+    register(r, "child", [3, 4], block_size=16, parent="root")
+    (ev,) = events_until(sub, 1)
+    assert ev.block_hashes == [3, 4] and ev.parent_block_hash == 2**64 - 1
+    # A re-registration that replaces the table: the old one removed, then the new.
+    register(r, "child", [5], block_size=32)
+    removed, stored = events_until(sub, 2)
+    assert removed == BlockRemoved(block_hashes=[3, 4], medium="SHARED", group_idx=0)
+    assert stored.block_hashes == [5] and stored.block_size == 32
+    assert stored.parent_block_hash == 2**64 - 1
+    # BLOCKS with no hash: nothing. Without BLOCKS: the table stays, nothing either.
+    register(r, "empty", [])
+    assert r.execute_command("KV.PREFIX.REGISTER", "child", 8, "fp16") == b"OK"
+    # DROP of the root takes its child too: one BlockRemoved each.
+    assert r.execute_command("KV.PREFIX.DROP", "root") == 2
+    evs = events_until(sub, 2)
+    assert sorted(tuple(e.block_hashes) for e in evs) == [(1, 2, 2**64 - 1), (5,)]
+    assert all(isinstance(e, BlockRemoved) for e in evs)
+    register(r, "again", [7])
+    events_until(sub, 1)
+    assert r.flushall() is True
+    assert events_until(sub, 1) == [AllBlocksCleared()]
+    assert sub.gaps == []
+    info = r.info("all")
+    assert info["kv_events_batches"] >= 8 and info["kv_events_dropped"] == 0
+    assert info["kv_events_replayed"] >= 1
+
+
+def test_wire_frames_are_exactly_vllms(ipc_events):
+    s, sub = ipc_events
+    r = s.client()
+    # A raw SUB, decoding by hand: [topic, 8-byte big-endian seq, msgpack payload].
+    ctx = zmq.Context()
+    raw = ctx.socket(zmq.SUB)
+    raw.setsockopt(zmq.SUBSCRIBE, b"")
+    raw.connect(sub.endpoint)
+    try:
+        deadline = time.monotonic() + WAIT
+        frames = None
+        while frames is None and time.monotonic() < deadline:
+            register(r, "w", [11, 12], block_size=4)
+            if raw.poll(200):
+                frames = raw.recv_multipart()
+        assert frames is not None
+        topic, seq, payload = frames
+        assert topic == b"kv@pod-a@llama" and len(seq) == 8
+        ts, events, rank = msgpack.unpackb(payload, raw=False)
+        assert isinstance(ts, float) and abs(ts - time.time()) < 3600 and rank == 0
+        assert events[-1] == {"type": "BlockStored", "block_hashes": [11, 12],
+                              "parent_block_hash": None, "token_ids": [], "block_size": 4,
+                              "lora_id": None, "medium": "SHARED", "lora_name": None,
+                              "group_idx": 0}
+        assert decode_payload(payload).events[-1].block_hashes == [11, 12]
+    finally:
+        raw.close(linger=0)
+        ctx.term()
+
+
+def test_pion_connects_to_a_subscriber_that_binds(server_factory):
+    # llm-d's indexer binds its SUB; pion's endpoint then has no wildcard: it connects.
+    port = free_port()
+    with KvEventSubscriber(f"tcp://127.0.0.1:{port}", b"", bind=True) as sub:
+        s = server_factory(["--kv-events-endpoint", f"tcp://127.0.0.1:{port}",
+                            "--kv-events-medium", "CPU_TIER2"])
+        r = s.client()
+        deadline = time.monotonic() + WAIT
+        got = None
+        while got is None and time.monotonic() < deadline:
+            register(r, "n", [42])
+            b = sub.recv(0.2)
+            got = b if b and any(isinstance(e, BlockStored) for e in b.events) else None
+        assert got is not None
+        assert got.topic == f"kv@127.0.0.1:{s.port}@pion".encode()
+        ev = [e for e in got.events if isinstance(e, BlockStored)][0]
+        assert ev.block_hashes == [42] and ev.medium == "CPU_TIER2"
+
+
+def test_eviction_is_published(server_factory, tmpdir_path):
+    endpoint = f"ipc://{tmpdir_path}/ev.sock"
+    s = server_factory(["--kv-events-endpoint", endpoint, "--maxmemory", "64kb"])
+    r = s.client()
+    with KvEventSubscriber(endpoint) as sub:
+        sync(sub, r)
+        # Each table of 1,000 hashes is 8 KB (plus its index): the budget keeps a
+        # few, and each eviction is a BlockRemoved of the namespace's hashes.
+        for i in range(1, 30):
+            register(r, f"p{i}", list(range(i * 10_000, i * 10_000 + 1000)))
+        # The fence marks the end: everything before it has been read then.
+        removed: set[int] = set()
+        register(r, "end", [FENCE - 1])
+        done = False
+        while not done:
+            b = sub.recv(WAIT)
+            assert b is not None, "the end marker did not arrive"
+            for e in b.events:
+                if isinstance(e, BlockRemoved):
+                    removed.update(e.block_hashes)
+                elif isinstance(e, BlockStored) and e.block_hashes == [FENCE - 1]:
+                    done = True
+        assert r.info("all")["vstore_evictions"] > 0
+        gone = [i for i in range(1, 30) if not r.exists(f"p{i}")]
+        assert gone, "nothing was evicted"
+        for i in gone:
+            assert i * 10_000 in removed, f"p{i} left without a BlockRemoved"
+        for i in range(1, 30):
+            if i not in gone:
+                assert i * 10_000 not in removed, f"p{i} is held but was announced removed"
+
+
+def test_restart_publishes_cleared_then_what_recovery_loaded(server_factory, tmpdir_path):
+    endpoint = f"ipc://{tmpdir_path}/rs.sock"
+    replay = f"ipc://{tmpdir_path}/rs-replay.sock"
+    args = ["--kv-events-endpoint", endpoint, "--kv-events-replay-endpoint", replay]
+    s = server_factory(args)
+    r = s.client()
+    register(r, "a", [1, 2])
+    register(r, "b", [3], parent="a")
+    r.close()
+    s.stop(signal.SIGTERM)
+    s.start()
+    with KvEventSubscriber(endpoint, replay_endpoint=replay) as sub:
+        (first, *_) = sub.replay(0)
+        assert first.seq == 0
+        assert first.events[0] == AllBlocksCleared()
+        stored = first.events[1:]
+        assert [e.block_hashes for e in stored] == [[1, 2], [3]]  # parents first
+        assert stored[1].parent_block_hash == 2
+
+
+def test_a_slow_subscriber_costs_dropped_events_not_latency(server_factory, tmpdir_path):
+    endpoint = f"ipc://{tmpdir_path}/hwm.sock"
+    s = server_factory(["--kv-events-endpoint", endpoint, "--kv-events-hwm", "1"])
+    r = s.client(socket_timeout=30)
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.RCVHWM, 1)
+    sub.setsockopt(zmq.RCVBUF, 4096)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect(endpoint)
+    try:
+        deadline = time.monotonic() + WAIT
+        while not sub.poll(100):
+            register(r, "x", [1])
+            assert time.monotonic() < deadline, "the subscriber never received an event"
+        # The subscriber reads nothing more: the publisher must drop, never wait.
+        hashes = list(range(50_000))
+        for i in range(400):
+            register(r, f"big{i % 8}", hashes)
+            if r.info("all")["kv_events_dropped"] > 0:
+                break
+            assert r.ping() is True
+        info = r.info("all")
+        assert info["kv_events_dropped"] > 0
+        assert r.ping() is True
+    finally:
+        sub.close(linger=0)
+        ctx.term()
+
+
+def test_a_bad_endpoint_stops_start_up(server_factory):
+    s = server_factory(["--kv-events-endpoint", "bogus://nowhere"], start=False)
+    with pytest.raises(RuntimeError, match="kv-events-endpoint 'bogus://nowhere'"):
+        s.start()
