@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""QUERY_FUSED over the binary fast lane vs over RESP (stage2.md §4), part of
+"""QUERY_FUSED over the binary fast lane vs over RESP (docs/protocol.md "Binary fast lane"), part of
 `make bench SUITE=attend` (bench/run.py calls suite()).
 
 One pion-server (--kvcache, persistence off, one worker, pinned to the server core),

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Lineage-aware eviction vs plain LRU on the same conversation trace (issue 16).
+"""Lineage-aware eviction vs plain LRU on the same conversation trace.
 
 20 conversations of 5 segments (root = system prompt, then one per turn), under a
 --maxmemory that holds about 40% of them. The trace interleaves
@@ -11,7 +11,7 @@
     ones again (the get_or_prefill pattern), and
 the same trace is replayed on two fresh servers with the same budget:
   * lineage: segments registered with PARENT, restored with LOOKUP <leaf> CHAIN;
-  * plain:   segments registered alone (the server sees no chain: the original's
+  * plain:   segments registered alone (the server sees no chain: the plain
              V-store LRU), restored segment by segment from the root.
 
 Reported per mode: restores, whole-chain hits (every segment cached), token reuse

@@ -16,7 +16,7 @@
    64 MiB compacts the log every 64 MiB written) and the same run with
    --auto-save-wal-bytes 64gb (no compaction), so that the cost of the
    compactions is visible; the row itself is the default configuration.
-   Targets (issue 15): everysec >= 90 % of min(no-persistence, disk) and >= redis
+   Targets: everysec >= 90 % of min(no-persistence, disk) and >= redis
    everysec; always >= redis always.
 2. Restart of a ~1 GiB snapshot (--persist-gib): the time from exec until the server
    answers PING and INFO persistence says loading:0, for a pion-server whose --dir holds the snapshot (mapped, the default, and

@@ -557,7 +557,7 @@ def suite_small(ctx):
                 n = 100000 if pipeline == 1 else 1000000
             for name, pcmd, peer_name, rcmd in pairs:
                 rw = Row('small', '%s, 50 clients, -P %d' % (name, pipeline), 'ops/s',
-                         peer_name, '≥ 1.0× (§14 small commands)')
+                         peer_name, '≥ 1.0× (small commands)')
                 try:
                     res = interleaved(ctx, [
                         lambda: redis_benchmark(ctx, pion, n, pipeline, 50, pcmd),
@@ -609,7 +609,7 @@ def suite_bulk(ctx):
                         target = '≥ 2× at 16 MiB; ≥ 80% of loopback' if size == 16 * MIB \
                             else '≥ 80% of loopback'
                     else:
-                        target = '— (64 KiB: not in §14)'
+                        target = '— (64 KiB: no target)'
                     row = Row('bulk', '%s %s' % (title, label), 'B/s',
                               'redis %s' % rw_name.upper(), target)
                     row.ceiling_name = 'iperf3 1-stream -l %s' % size_name(min(size, MIB))
@@ -821,7 +821,7 @@ def quant_rows(j, ctx):
             ttext = 'decode ≥ %.1f Gelem/s' % target
         else:
             target = None
-            ttext = '— (encode: no §14 number)'
+            ttext = '— (encode: no target)'
         row = Row('quant', '%s %s dim %d' % (op, fmt, dim), 'Gelem/s',
                   'memcpy of the f32 bytes', ttext)
         row.pion = runs[name]
@@ -843,7 +843,7 @@ def quant_rows(j, ctx):
     return rows
 
 
-# Stored bytes per row at D (quant-formats.md §3).
+# Stored bytes per row at D (docs/quant_formats.md §3).
 def expected_row_bytes(fmt, d):
     return {'fp16': 2 * d, 'fp8': 4 + d + d // 16, 'int8': d + 4, 'mlx4g32': d * 5 // 8,
             'turbo4': 4 + d * 9 // 16, 'turbo3': 4 + d * 7 // 16,
@@ -861,7 +861,7 @@ def suite_formats(ctx):
         fetch_bps = {}
         for fmt in VQUANTS:
             row = Row('formats', '%s: stored bytes/token, kv_dim %d' % (fmt, d), 'B',
-                      'quant-formats.md §3', 'equals §3 (≤ +1%)', higher_better=False)
+                      'docs/quant_formats.md §3', 'equals the table (≤ +1%)', higher_better=False)
             rf = Row('formats', '%s: V.FETCH %d rows FMT F16, 1 client' % (fmt, tokens), 'B/s',
                      'fp16 session, same request', '— (info)')
             try:
@@ -921,7 +921,7 @@ def make_f16_rows(rows, d):
 
 
 def suite_attend(ctx):
-    """bench_attend (Google Benchmark): the stage2.md §6 kernel rows next to a
+    """bench_attend (Google Benchmark): the kernel rows of docs/attention.md §7 next to a
     read-only streaming pass over the same slot bytes in the same run."""
     exe = ctx.tool('bench_attend', required=False)
     if exe is None:
@@ -1014,7 +1014,7 @@ def proc_cpu_s(pid):
 
 
 def attend_e2e_rows(ctx, kernel):
-    """stage2.md §6 end to end over loopback: QUERY p50/p99 vs the kernel time plus a
+    """The end-to-end rows of docs/attention.md §7 over loopback: QUERY p50/p99 vs the kernel time plus a
     same-size round trip (ECHO of the Q bytes), KV.PREFIX.WARM GB/s, and a client's PING
     p99 on the same worker while another client runs 32K-token queries."""
     rows = []
@@ -1544,7 +1544,7 @@ def render_md(rows, meta):
             continue
         L.append('## %s' % suite)
         L.append('')
-        L.append('| workload | pion | peer | ratio | ceiling | % of ceiling | target (§14) '
+        L.append('| workload | pion | peer | ratio | ceiling | % of ceiling | target '
                  '| met |')
         L.append('|---|---|---|---|---|---|---|---|')
         for r in srows:
@@ -1632,9 +1632,9 @@ def render_chart(rows, path, title):
     # Bars grow from 1.0 (parity) towards the ratio, on a log axis.
     ax.barh(range(len(items)), [m - 1.0 for m in med], left=1.0, color=colors,
             xerr=[lo, hi], ecolor='#333', capsize=2)
-    ax.legend(handles=[Patch(color='#3a7', label='meets §14 target'),
-                       Patch(color='#c44', label='below §14 target'),
-                       Patch(color='#999', label='no §14 target (info)')],
+    ax.legend(handles=[Patch(color='#3a7', label='meets its target'),
+                       Patch(color='#c44', label='below its target'),
+                       Patch(color='#999', label='no target (info)')],
               loc='best', fontsize=7, framealpha=0.9)
     ax.axvline(1.0, color='k', lw=0.8)
     ax.set_yticks(range(len(items)))

@@ -10,7 +10,7 @@ of a prompt = prefix + 16-token suffix (lookup miss + prefill of the prefix +
 the suffix's forward pass -> first token), then stores the prefix in every
 format. A reader in a separate interpreter measures the warm TTFT (lookup hit
 + fetch of K and V + torch conversion + the suffix's forward pass -> first
-token). Medians of --reps runs. Product target (product.md §14): warm <= 15% of
+token). Medians of --reps runs. Target (docs/benchmarks.md "Suites and targets"): warm <= 15% of
 cold at 2,048 tokens, fp16.
 """
 from __future__ import annotations

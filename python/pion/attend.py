@@ -4,9 +4,9 @@ Every method takes numpy arrays or torch tensors (any float dtype; sent as
 little-endian float32 except where noted) and returns the same kind it was
 given (torch in -> torch out, float32). Shapes: a query ``[H, D]`` (one row per
 head) or ``[H, M, D]`` (M rows per head), a layer's K/V ``[H_kv, S, D]``.
-The attention session of namespace ``ns`` is ``<ns>_attn`` (reference §4).
+The attention session of namespace ``ns`` is ``<ns>_attn``.
 
-Cold tier (stage2.md §5): a query on a slot the server demoted answers
+Cold tier (docs/python.md "Stage 2: attention on the server"): a query on a slot the server demoted answers
 ``-COLDMISS`` (RESP) or status 3 (fast lane). Each query method then counts
 ``cold_rehydrates_observed``, sends ``KV.PREFIX.WARM <ns> <H_kv> <D> <ns>_attn``
 (rebuilds every layer's slot from the durable V-store) and retries exactly

@@ -1,4 +1,4 @@
-"""Thin command layer over redis-py for every pion-server command of product.md §4-§6, §8.
+"""Thin command layer over redis-py for every pion-server command (docs/protocol.md).
 
 :class:`PionClient` owns a ``redis.Redis`` with a connection pool (hiredis
 parses replies when installed). Each method sends one command (or one pipeline)
@@ -44,10 +44,10 @@ __all__ = [
     "parse_stats",
 ]
 
-#: Storage formats accepted by KV.PREFIX.REGISTER (product.md §5).
+#: Storage formats accepted by KV.PREFIX.REGISTER (docs/quant_formats.md).
 VQUANTS = ("int8", "turbo4", "turbo3", "turbo2", "fp16", "fp8", "mlx4g32")
 
-#: PION.STATS fields in server order (reference §3.19).
+#: PION.STATS fields in server order (docs/protocol.md "The value receipt").
 STATS_FIELDS = (
     "worker_id",
     "uptime_in_seconds",
@@ -568,7 +568,7 @@ class PionClient:
             if isinstance(r, E.PionError):
                 raise r
 
-    # ------------------------------------------------------------- §4 admin
+    # ---------------------------------------------------------------- admin
 
     def ping(self, message: Optional[Union[str, bytes]] = None) -> Union[bool, bytes]:
         """PING: ``True`` (``+PONG``), or the echoed ``message`` as bytes."""
@@ -693,7 +693,7 @@ class PionClient:
         except rex.RedisError as e:
             raise E.translate(e) from None
 
-    # ------------------------------------------------------------- §5 KV.PREFIX
+    # ------------------------------------------------------------ KV.PREFIX
 
     def kv_prefix_register(self, ns: Key, kv_dim: int, vquant: str = "fp16", *,
                            block_size: Optional[int] = None,
@@ -838,7 +838,7 @@ class PionClient:
         """KV.PREFIX.COMMIT: returns once every acknowledged write is on stable storage."""
         _expect_ok(self.execute("KV.PREFIX.COMMIT"), "KV.PREFIX.COMMIT")
 
-    # ------------------------------------------------------------- §6 V-store
+    # -------------------------------------------------------------- V-store
 
     def v_storebatch(self, sid: Key, layer: int, start: int, rows: np.ndarray) -> None:
         """V.STOREBATCH sid layer start count blob [FMT F16].
@@ -930,7 +930,7 @@ class PionClient:
             return _sum_replies([parse_info(r) for r in self.per_node("V.INFO").values()])
         return parse_info(self.execute("V.INFO", *([sid] if sid is not None else [])))
 
-    # ------------------------------------------------------------- §8 receipt
+    # -------------------------------------------------------------- receipt
 
     def pion_stats(self) -> Dict[str, Union[int, float]]:
         """PION.STATS -> the 16-field value receipt as a dict (server order)."""

@@ -2,7 +2,7 @@
 
 pion-server answers errors as RESP error lines ``-<CODE> <text>``; the code word
 is ``ERR`` unless one of ``OOM``, ``LOADING``, ``NOAUTH``, ``WRONGPASS``,
-``NOPROTO`` or ``COLDMISS`` applies (product.md §3). Every such reply becomes a
+``NOPROTO`` or ``COLDMISS`` applies (docs/protocol.md "Error code words"). Every such reply becomes a
 subclass of :class:`PionError` carrying ``code`` (the code word) and ``message``
 (the text after it). redis-py's own exception classes (``ResponseError``,
 ``BusyLoadingError``, ``AuthenticationError``, ``ConnectionError``...) never

@@ -1,9 +1,10 @@
 """PionPromptCache: store a prefilled prompt prefix once, restore it from any process.
 
-This is the original client's API (reference §11.1) minus what only applies on
-Apple hardware (MLX caches, the in-process and binary lanes, ``V.EXPORT``):
+The API is that of the Apple-hardware client, minus what only applies there
+(MLX caches, the in-process and binary lanes, ``V.EXPORT``), so its callers run
+unchanged:
 
-* the original's constructor arguments that apply here: ``model``, ``vquant``,
+* its constructor arguments that apply here: ``model``, ``vquant``,
   ``host``, ``port``, ``stage2``, ``admission_threshold``. Stage 2 (attention
   over the cached prefix on the server: ``attend_*``, ``warm``, ``-COLDMISS``
   rehydration, the binary fast lane) is in :mod:`pion.attend`; the decode helper
@@ -154,7 +155,7 @@ class PionPromptCache(AttendMixin):
             if lane_port is None:
                 lane_port = 0  # the fast lane is pion-server's, not a cluster's
         self.client = client if client is not None else PionClient(host, port, **client_kwargs)
-        # client-side statistics (the original's stats())
+        # client-side statistics (stats())
         self.hits = 0
         self.misses = 0
         self.admission_skips = 0

@@ -1,4 +1,4 @@
-"""What monitoring tools read (issue 12, docs/operations.md): INFO sections as redis-py
+"""What monitoring tools read (docs/operations.md): INFO sections as redis-py
 parses them, commandstats/errorstats, CLIENT LIST/SETINFO/REPLY, COMMAND DOCS/GETKEYS/LIST,
 redis-cli's argument hints, MONITOR, SLOWLOG, LATENCY, CONFIG SET compatibility, the
 Prometheus /metrics endpoint scraped by a real Prometheus server, and
