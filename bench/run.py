@@ -408,9 +408,10 @@ def pion_bench(ctx, server, workload, **kw):
 
 
 def proc_cpu_s(pid):
-    """utime + stime of a process (all its threads), seconds."""
-    f = open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK')
+    """User + system CPU seconds of process `pid` so far, all its threads (/proc/<pid>/stat)."""
+    with open('/proc/%d/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 def pion_bench_cpu(ctx, server, workload, **kw):
@@ -1004,13 +1005,6 @@ def f16_blob(n_elems, seed):
            for j in range(4096)]
     one = struct.pack('<4096H', *pat)
     return (one * (n_elems // 4096 + 1))[:2 * n_elems]
-
-
-def proc_cpu_s(pid):
-    """User + system CPU seconds of process `pid` so far (/proc/<pid>/stat)."""
-    with open('/proc/%d/stat' % pid) as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 def attend_e2e_rows(ctx, kernel):

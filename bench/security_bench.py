@@ -16,7 +16,6 @@ shared machine: the script prints the median of --reps runs.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import socket
 import subprocess

@@ -23,7 +23,6 @@ from typing import Any
 from .blocks import DEFAULT_BLOCK_SIZE, block_hashes, pack_hashes, unpack_bitmap, unpack_hashes
 from .client import (STATS_FIELDS, VQUANTS, BlockTable, PionClient, hash_tagged, parse_info,
                      parse_stats, tagged_sid)
-from .errors import __all__ as _errors_all
 from .errors import (
     ClientError,
     ColdMissError,
@@ -70,7 +69,25 @@ __all__ = [
     "to_past_key_values",
 ]
 # Every exception class, named after the error code word (see pion.errors).
-__all__ += [n for n in _errors_all if n.endswith("Error")]
+__all__ += [
+    "ClientError",
+    "ColdMissError",
+    "CommandError",
+    "IncompletePrefixError",
+    "LoadingError",
+    "NoAuthError",
+    "NoProtoError",
+    "NotEnabledError",
+    "OutOfMemoryError",
+    "PersistenceNotEnabledError",
+    "PionConnectionError",
+    "PionError",
+    "SessionNotFoundError",
+    "UnexpectedReplyError",
+    "UnknownCommandError",
+    "WrongArityError",
+    "WrongPassError",
+]
 
 
 def __getattr__(name: str) -> Any:  # lazy torch adapters (PEP 562)

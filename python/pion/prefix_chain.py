@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 

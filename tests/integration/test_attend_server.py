@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 
 import numpy as np
 import pytest
 import redis
 
-from conftest import RawError, poll
+from conftest import poll
 
 F32 = ["--attend-precision", "f32"]
 TOL = 2e-5  # max |server - numpy| / max(1, max|V|), f32 slots

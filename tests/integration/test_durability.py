@@ -14,7 +14,6 @@ import struct
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -26,7 +26,6 @@ import urllib.request
 
 import numpy as np
 import pytest
-import redis
 import redis.exceptions as rex
 
 from conftest import RawConn, RawError, free_port, poll
