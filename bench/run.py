@@ -13,7 +13,8 @@ better (throughput pion/peer, latency peer/pion).
 
 Suites: small, bulk, membership, quant, formats, attend, strings, cluster, persist (see
 docs/benchmarks.md, docs/attention.md and docs/cluster.md).
-Only the standard library is needed, plus matplotlib for the chart.
+The standard library and the package's pion._resp / pion.testing (python/) are
+needed, plus matplotlib for the chart.
 """
 
 import argparse
@@ -28,6 +29,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'python'))
+from pion import _resp  # noqa: E402
+from pion.testing import free_port  # noqa: E402,F401 (persist_suite uses it as m.free_port)
 
 SUITES = ['small', 'bulk', 'membership', 'quant', 'formats', 'attend', 'strings', 'cluster',
           'persist']
@@ -84,77 +89,47 @@ def on_signal(signum, _frame):
     raise KeyboardInterrupt('signal %d' % signum)
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 # ------------------------------------------------------------------ RESP
 
-def resp_encode(args):
-    out = [b'*%d\r\n' % len(args)]
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = str(a).encode()
-        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
-    return b''.join(out)
-
-
-class Resp:
-    """A tiny blocking RESP2 client for setup and checks."""
+class Resp(_resp.SocketReader):
+    """A blocking RESP client for setup and checks (pion._resp underneath): every
+    reply is a (kind, value) pair, kind one of status, error, int, bulk, array, null."""
 
     def __init__(self, port, timeout=30):
-        self.sock = socket.create_connection(('127.0.0.1', port), timeout=timeout)
-        self.buf = b''
+        super().__init__(socket.create_connection(('127.0.0.1', port), timeout=timeout), 1 << 20)
 
     def close(self):
         self.sock.close()
 
-    def _fill(self):
-        data = self.sock.recv(1 << 20)
-        if not data:
-            raise BenchError('server closed the connection')
-        self.buf += data
+    def simple(self, data):
+        return ('status', data.decode())
 
-    def _line(self):
-        while b'\r\n' not in self.buf:
-            self._fill()
-        line, self.buf = self.buf.split(b'\r\n', 1)
-        return line
+    def error(self, text):
+        return ('error', text)
 
-    def _exact(self, n):
-        while len(self.buf) < n:
-            self._fill()
-        data, self.buf = self.buf[:n], self.buf[n:]
-        return data
+    def integer(self, n):
+        return ('int', n)
+
+    def bulk(self, data):
+        return ('bulk', bytes(data))
+
+    def array(self, items):
+        return ('array', items)
+
+    def null(self):
+        return ('null', None)
 
     def read(self):
-        line = self._line()
-        t, rest = line[:1], line[1:]
-        if t == b'+':
-            return ('status', rest.decode())
-        if t == b'-':
-            return ('error', rest.decode(errors='replace'))
-        if t == b':':
-            return ('int', int(rest))
-        if t == b'$':
-            n = int(rest)
-            if n < 0:
-                return ('null', None)
-            data = self._exact(n + 2)
-            return ('bulk', data[:-2])
-        if t == b'*':
-            n = int(rest)
-            if n < 0:
-                return ('null', None)
-            return ('array', [self.read() for _ in range(n)])
-        raise BenchError('protocol: unexpected reply line %r' % line[:80])
+        try:
+            return super().read()
+        except ConnectionError:
+            raise BenchError('server closed the connection') from None
+        except _resp.ProtocolError as e:
+            raise BenchError('protocol: %s' % e) from None
 
     def call(self, *args):
-        self.sock.sendall(resp_encode(args))
+        for part in _resp.encode_parts(*args):
+            self.sock.sendall(part)
         return self.read()
 
     def expect(self, want, *args):
@@ -1023,8 +998,8 @@ def attend_e2e_rows(ctx, kernel):
             c.expect(('status', 'OK'), 'ATTEND.PREFIX.STORE', 'e2e', n, h, n, d, blob, blob,
                      'FMT', 'F16')
             count = 200 if ctx.smoke else (3000 if n == 2048 else 300)
-            q = resp_encode(['ATTEND.PREFIX.QUERY', 'e2e', str(n), str(h), str(d), '1', qbytes])
-            echo = resp_encode(['ECHO', qbytes])
+            q = _resp.encode('ATTEND.PREFIX.QUERY', 'e2e', str(n), str(h), str(d), '1', qbytes)
+            echo = _resp.encode('ECHO', qbytes)
             timed_calls(c, q, 20, h * d * 4)  # warm-up
             row = Row('attend', 'QUERY f16 N=%d H=8 D=128 over loopback (p50)' % n, 'µs',
                       'kernel + ECHO round trip', 'info', higher_better=False)
@@ -1113,12 +1088,13 @@ def attend_e2e_rows(ctx, kernel):
         blob = f16_blob(h * n * d, 7)
         c.expect(('status', 'OK'), 'ATTEND.PREFIX.STORE', 'long', 0, h, n, d, blob, blob,
                  'FMT', 'F16')
-        ping = resp_encode(['PING'])
+        ping = _resp.encode('PING')
         count = 500 if ctx.smoke else 5000
         row = Row('attend', 'PING p99 while another client runs N=%d queries (same worker)' % n,
                   'µs', 'PING p99 idle', '< 2 ms', higher_better=False)
         loader = subprocess.Popen(
-            [sys.executable, '-c', ATTEND_LOADER, str(srv.port), str(n)],
+            [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                             'attend_query_loop.py'), str(srv.port), str(n)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             line = loader.stdout.readline()  # "ready" after its first query
@@ -1150,33 +1126,6 @@ def struct_f32(count):
     return (one * (count // len(vals) + 1))[:4 * count]
 
 
-ATTEND_LOADER = r"""
-import socket, sys, struct
-port, n = int(sys.argv[1]), int(sys.argv[2])
-h, d = 8, 128
-q = struct.pack('<%df' % (h * d), *[((i * 7) % 13 - 6) / 6.0 for i in range(h * d)])
-def enc(args):
-    out = [b'*%d\r\n' % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
-    return b''.join(out)
-cmd = enc(['ATTEND.PREFIX.QUERY', 'long', 0, h, d, 1, q])
-want = len(b'$%d\r\n' % (h * d * 4)) + h * d * 4 + 2
-s = socket.create_connection(('127.0.0.1', port))
-first = True
-while True:
-    s.sendall(cmd)
-    got = 0
-    while got < want:
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            sys.exit(1)
-        got += len(chunk)
-    if first:
-        print('ready', flush=True)
-        first = False
-"""
 
 
 def attend_rows(j):

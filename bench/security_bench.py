@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,11 +26,8 @@ from pathlib import Path
 import numpy as np
 import redis
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from pion.testing import free_port  # noqa: E402
 
 
 def certs(d: Path):

@@ -5,7 +5,8 @@ parses replies when installed). Each method sends one command (or one pipeline)
 and returns Python / numpy values:
 
 * row payloads (``V.FETCH``) become ``numpy`` arrays over the buffer each bulk was
-  received into (:class:`_BulkReader`: one copy from the socket, writable arrays);
+  received into: the client reads them on connections of its own
+  (:mod:`pion._fetch`, one copy from the socket, writable arrays);
 * ``key:value`` bulk replies (``KV.PREFIX.INFO``, ``V.INFO``) become dicts;
 * ``PION.STATS`` becomes a dict of its 16 fields in server order;
 * error replies become :mod:`pion.errors` exceptions named after their code word.
@@ -24,6 +25,7 @@ count twice in the receipt if the first attempt did reach the server.
 from __future__ import annotations
 
 import inspect
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -32,6 +34,7 @@ import numpy as np
 import redis
 import redis.exceptions as rex
 
+from . import _fetch
 from . import errors as E
 from .blocks import pack_hashes, unpack_bitmap, unpack_hashes
 
@@ -227,76 +230,6 @@ def _rows_blob(rows: np.ndarray) -> Tuple[memoryview, Optional[str]]:
     return memoryview(a).cast("B"), fmt
 
 
-class _BulkReader:
-    """Reads RESP replies straight from a socket, each bulk into its own exact-size buffer.
-
-    Used for V.FETCH: hiredis grows its input buffer 1 MiB at a time beyond 1 MiB,
-    so a reply of S MiB costs O(S^2) copying (~0.3 s of CPU for 32 MiB). Here a
-    bulk of n bytes is received with ``recv_into`` directly into an ``np.empty(n)``
-    buffer: one copy (kernel -> final memory), and the arrays made from it are
-    writable. RESP2 and RESP3 scalars, arrays, nulls and errors are understood.
-    """
-
-    def __init__(self, sock: Any) -> None:
-        self.sock = sock
-        self.buf = bytearray()
-        self.pos = 0
-
-    def _fill(self) -> None:
-        chunk = self.sock.recv(1 << 16)
-        if not chunk:
-            raise rex.ConnectionError("Connection closed by server.")
-        if self.pos:
-            del self.buf[: self.pos]
-            self.pos = 0
-        self.buf += chunk
-
-    def _line(self) -> bytes:
-        while True:
-            i = self.buf.find(b"\r\n", self.pos)
-            if i >= 0:
-                line = bytes(self.buf[self.pos:i])
-                self.pos = i + 2
-                return line
-            self._fill()
-
-    def _bulk(self, n: int) -> np.ndarray:
-        out = np.empty(n, dtype=np.uint8)
-        have = min(n, len(self.buf) - self.pos)
-        out[:have] = np.frombuffer(self.buf, dtype=np.uint8, count=have, offset=self.pos)
-        self.pos += have
-        mv = memoryview(out)
-        got = have
-        while got < n:
-            k = self.sock.recv_into(mv[got:], n - got)
-            if k == 0:
-                raise rex.ConnectionError("Connection closed by server.")
-            got += k
-        while len(self.buf) - self.pos < 2:
-            self._fill()
-        self.pos += 2  # CRLF
-        return out
-
-    def read(self) -> Any:
-        line = self._line()
-        t, rest = line[:1], line[1:]
-        if t == b"$":
-            n = int(rest)
-            return None if n < 0 else self._bulk(n)
-        if t in (b"*", b"~", b">"):
-            n = int(rest)
-            return None if n < 0 else [self.read() for _ in range(n)]
-        if t == b"+":
-            return rest
-        if t == b"-":
-            return E.error_from_reply(rest.decode("utf-8", "replace"))
-        if t == b":":
-            return int(rest)
-        if t == b"_":
-            return None
-        raise rex.InvalidResponse(f"unexpected reply type {line[:20]!r}")
-
-
 class PionClient:
     """One pion-server endpoint: a redis-py connection pool plus typed command methods.
 
@@ -357,6 +290,7 @@ class PionClient:
             kw.update(redis_kwargs)
             self.redis = redis.Redis(connection_pool=redis.ConnectionPool(**kw))
         self.protocol = protocol
+        self._fetch_pool = _fetch.FetchPool()
         # Set by cluster(): self.redis is a redis.cluster.RedisCluster.
         self.cluster_mode = False
         self.hash_tags = False
@@ -430,6 +364,7 @@ class PionClient:
 
     def close(self) -> None:
         """Closes every pooled connection."""
+        self._fetch_pool.close()
         if self.cluster_mode:
             self.redis.close()
             return
@@ -492,10 +427,11 @@ class PionClient:
     def fetch_pipeline(self, commands: Sequence[Sequence[Any]]) -> List[Any]:
         """Like :meth:`pipeline`, for commands with large bulk replies (V.FETCH).
 
-        Sends on a pooled connection through redis-py, then reads the replies with
-        :class:`_BulkReader` (bulks arrive as writable ``uint8`` numpy arrays, one copy).
-        Falls back to :meth:`pipeline` when the connection object is not the
-        expected redis-py socket connection.
+        Sends on one of the client's fetch connections (:mod:`pion._fetch`) to the
+        server of the redis-py pool; bulks arrive as writable ``uint8`` numpy arrays,
+        one copy. Falls back to :meth:`pipeline` when the pool's connections are of
+        a kind a fetch connection cannot reproduce (a custom connection class or a
+        credential provider).
         """
         if self.cluster_mode:
             return self._fetch_pipeline_cluster(commands)
@@ -515,7 +451,7 @@ class PionClient:
             pool = node.redis_connection.connection_pool
             replies = self._fetch_on_pool(pool, [routed[i] for i in idx])
             for i, r in zip(idx, replies):
-                if isinstance(r, E.PionError) and str(r).startswith(("ERR MOVED ", "ERR ASK ")):
+                if isinstance(r, E.PionError) and r.code in ("MOVED", "ASK"):
                     try:
                         r = self.redis.execute_command(*self._wire(routed[i]))
                     except rex.RedisError as e:
@@ -524,30 +460,20 @@ class PionClient:
         return out
 
     def _fetch_on_pool(self, pool: Any, commands: Sequence[Sequence[Any]]) -> List[Any]:
+        if not _fetch.supported(pool):
+            if self.cluster_mode:
+                return [self._execute_or_error(*c) for c in commands]
+            return self.pipeline(commands)
         attempt = 0
         while True:
-            conn = pool.get_connection("V.FETCH")
             try:
-                conn.send_packed_command(conn.pack_commands([_raw(tuple(c)) for c in commands]))
-                sock = getattr(conn, "_sock", None)
-                if sock is None or not hasattr(sock, "recv_into"):
-                    conn.disconnect()
-                    if self.cluster_mode:
-                        return [self._execute_or_error(*c) for c in commands]
-                    return self.pipeline(commands)
-                reader = _BulkReader(sock)
-                return [reader.read() for _ in commands]
-            except (rex.ConnectionError, rex.TimeoutError, OSError) as e:
-                conn.disconnect()
-                if attempt >= self.retries or isinstance(e, (rex.TimeoutError, TimeoutError)):
+                return self._fetch_pool.run(pool, [tuple(c) for c in commands])
+            except (ConnectionError, OSError, rex.ConnectionError, rex.TimeoutError) as e:
+                timeout = isinstance(e, (rex.TimeoutError, TimeoutError, socket.timeout))
+                if attempt >= self.retries or timeout:
                     raise E.translate(e) from None
                 attempt += 1
-                time.sleep(0.05 * attempt)
-            except BaseException:
-                conn.disconnect()  # unknown state: never reuse a half-read connection
-                raise
-            finally:
-                pool.release(conn)
+                time.sleep(0.05 * attempt)  # reconnect backoff
 
     def _execute_or_error(self, *args: Any) -> Any:
         try:

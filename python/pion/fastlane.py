@@ -23,7 +23,8 @@ import numpy as np
 from . import errors as E
 
 __all__ = ["FastLane", "MAGIC", "OP_PING", "OP_AUTH", "OP_QUERY_FUSED", "OP_QUERY",
-           "ST_OK", "ST_MISS", "ST_ERROR", "ST_COLDMISS", "query_fused_body", "query_body"]
+           "ST_OK", "ST_MISS", "ST_ERROR", "ST_COLDMISS", "HEADER_SIZE", "frame", "query_fused_body",
+           "query_body"]
 
 MAGIC = 0xCA5E
 OP_PING = 0xFF
@@ -33,6 +34,12 @@ OP_QUERY = 0x25
 ST_OK, ST_MISS, ST_ERROR, ST_COLDMISS = 0, 1, 2, 3
 
 _HDR = struct.Struct("<HBI")
+HEADER_SIZE = _HDR.size  # 7: magic, command or status, body length
+
+
+def frame(op: int, body: bytes = b"") -> bytes:
+    """One request frame: the header, then ``body``."""
+    return _HDR.pack(MAGIC, op, len(body)) + body
 
 
 def _sid_bytes(sid: bytes) -> bytes:
