@@ -10,7 +10,7 @@ free port, temp dir). Per prefix length:
 
 * cold (``--cold-reps`` writer processes): lookup miss + prefill of the prefix + the
   16-token question's forward pass -> first token; the first writer stores the prefix with
-  ``PionPromptCache(stage2=True)`` (V-store rows and attention slots), outside the timing;
+  ``PionPromptCache(server_attention=True)`` (V-store rows and attention slots), outside the timing;
 * Stage 1 and Stage 2 (``--reps`` reader processes, each measuring both): Stage 1 =
   lookup + fetch of K and V + torch conversion + the question's forward -> first token;
   Stage 2 = lookup (V-store and slot) + the question through ``ServerAttentionDecoder``
@@ -53,7 +53,7 @@ def role_writer(port: int, n: int, store: bool) -> dict:
     m = ReferenceDecoder(num_threads=1)
     ids = prompt(n, n)
     q = prompt(n + 1, QUESTION)
-    cache = PionPromptCache(m, port=port, stage2=True)
+    cache = PionPromptCache(m, port=port, server_attention=True)
     ns = cache.namespace_for(ids)
     m.forward(ids[:8], None, last_only=True)  # one-time torch initialisation, untimed
     t0 = time.perf_counter()
@@ -76,7 +76,7 @@ def role_reader(port: int, n: int, ns: str) -> dict:
     q = prompt(n + 1, QUESTION)
     m.forward(q[:8], None, last_only=True)
     c1 = PionPromptCache(m, port=port)
-    c2 = PionPromptCache(m, port=port, stage2=True)
+    c2 = PionPromptCache(m, port=port, server_attention=True)
     c2.client.ping()
     c1.client.ping()
     # Stage 1

@@ -5,7 +5,7 @@ The API is that of the Apple-hardware client, minus what only applies there
 unchanged:
 
 * its constructor arguments that apply here: ``model``, ``vquant``,
-  ``host``, ``port``, ``stage2``, ``admission_threshold``. Stage 2 (attention
+  ``host``, ``port``, ``stage2`` (now ``server_attention``), ``admission_threshold``. Stage 2 (attention
   over the cached prefix on the server: ``attend_*``, ``warm``, ``-COLDMISS``
   rehydration, the binary fast lane) is in :mod:`pion.attend`; the decode helper
   for the reference model in :mod:`pion.server_decode`. ``boundary_protect`` (needs ``V.CREATE ... SCHEMA``),
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -84,10 +85,12 @@ class PionPromptCache(AttendMixin):
             for fp16 models), ``fp8``, ``int8``, ``mlx4g32``, ``turbo4``,
             ``turbo3``, ``turbo2``.
         host, port: the server (default ``127.0.0.1:1974``).
-        stage2: also keep every stored prefix as server-side attention slots
-            (``<ns>_attn``, one per layer) and require them in :meth:`lookup`
+        server_attention: also keep every stored prefix as server-side attention
+            slots (``<ns>_attn``, one per layer) and require them in :meth:`lookup`
             (rebuilt with ``KV.PREFIX.WARM`` when the V-store hits but the slot
             is cold or missing). The ``attend_*`` methods work either way.
+            ``stage2=`` is its deprecated former name (accepted for one release,
+            with a ``DeprecationWarning``).
         admission_threshold: a namespace is stored only once it has missed this
             many times in this object (1 = store on the first miss); misses below
             the threshold return the local prefill and count ``admission_skips``.
@@ -118,9 +121,10 @@ class PionPromptCache(AttendMixin):
         vquant: str = "fp16",
         host: str = "127.0.0.1",
         port: int = 1974,
-        stage2: bool = False,
+        server_attention: bool = False,
         admission_threshold: int = 1,
         *,
+        stage2: Optional[bool] = None,
         n_layers: Optional[int] = None,
         n_kv_heads: Optional[int] = None,
         head_dim: Optional[int] = None,
@@ -139,8 +143,12 @@ class PionPromptCache(AttendMixin):
             raise ValueError("admission_threshold must be >= 1")
         if fetch_fmt is not None and fetch_fmt.upper() not in ("NATIVE", "F16", "F32"):
             raise ValueError("fetch_fmt must be NATIVE, F16 or F32")
+        if stage2 is not None:
+            warnings.warn("PionPromptCache(stage2=...) is deprecated; use server_attention=...",
+                          DeprecationWarning, stacklevel=2)
+            server_attention = stage2
         self.model = model
-        self.stage2 = bool(stage2)
+        self.server_attention = bool(server_attention)
         self.vquant = vq
         self.admission_threshold = int(admission_threshold)
         self.block_size = block_size
@@ -241,7 +249,7 @@ class PionPromptCache(AttendMixin):
                prefill_ms: Optional[float] = None) -> bool:
         """KV.PREFIX.LOOKUP: True if both sides of the namespace exist (a receipt hit).
 
-        With ``stage2`` the attention slot must be usable too: ``ATTEND.PREFIX.LOOKUP
+        With ``server_attention`` the attention slot must be usable too: ``ATTEND.PREFIX.LOOKUP
         <ns>_attn 0`` is ``+HIT``, or (``+COLD`` / ``+MISS``, e.g. after a demotion
         or a server restart) ``KV.PREFIX.WARM`` rebuilds the slots from the V-store
         (counted in ``warm_rebuilds``; no prefill). False if that stores no layer.
@@ -249,7 +257,7 @@ class PionPromptCache(AttendMixin):
         ms = None if prefill_ms is None else int(round(prefill_ms))
         if not self.client.kv_prefix_lookup(namespace, tokens=tokens, prefill_ms=ms):
             return False
-        if not self.stage2:
+        if not self.server_attention:
             return True
         if self.attend_lookup(namespace, 0) == "HIT":
             return True
@@ -272,7 +280,7 @@ class PionPromptCache(AttendMixin):
             prefix_ids, prefill_ms, parent: passed to the REGISTER (BLOCKS table,
                 PREFILL_MS, PARENT).
 
-        With ``stage2`` every layer is also sent as ``ATTEND.PREFIX.STORE
+        With ``server_attention`` every layer is also sent as ``ATTEND.PREFIX.STORE
         <ns>_attn <layer> H N D K V`` in the same pipeline, with the values the
         V-store keeps for an fp16 namespace (float16, ``FMT F16``) so a slot
         rebuilt later by ``KV.PREFIX.WARM`` holds exactly the same numbers;
@@ -317,7 +325,7 @@ class PionPromptCache(AttendMixin):
                     rows = rows_all[layer, s:s + step]
                     cmds.append(PionClient._storebatch_args(sid, layer, s, rows))
                     sent += rows.nbytes
-        if self.stage2:
+        if self.server_attention:
             wire_attn = np.float16 if wire == np.float16 else np.float32
             ka = np.ascontiguousarray(k, dtype=wire_attn)
             va = np.ascontiguousarray(v, dtype=wire_attn)
@@ -538,6 +546,19 @@ class PionPromptCache(AttendMixin):
             self._lane.close()
             self._lane = None
         self.client.close()
+
+    @property
+    def stage2(self) -> bool:
+        """Deprecated name of :attr:`server_attention` (kept for one release)."""
+        warnings.warn("PionPromptCache.stage2 is deprecated; use server_attention",
+                      DeprecationWarning, stacklevel=2)
+        return self.server_attention
+
+    @stage2.setter
+    def stage2(self, value: bool) -> None:
+        warnings.warn("PionPromptCache.stage2 is deprecated; use server_attention",
+                      DeprecationWarning, stacklevel=2)
+        self.server_attention = bool(value)
 
     def __enter__(self) -> "PionPromptCache":
         return self

@@ -34,8 +34,8 @@ class ServerAttentionDecoder:
 
     Args:
         model: the reference model whose prefix K/V the server holds.
-        cache: a :class:`pion.PionPromptCache` (any ``stage2`` setting; the slots
-            must exist, e.g. after ``store`` with ``stage2=True`` or ``warm``).
+        cache: a :class:`pion.PionPromptCache` (any ``server_attention`` setting; the slots
+            must exist, e.g. after ``store`` with ``server_attention=True`` or ``warm``).
         namespace: the prefix's namespace (slots ``<ns>_attn``, layers 0..L-1).
         prefix_len: N, the number of cached prefix tokens (RoPE positions of the
             new tokens start there).

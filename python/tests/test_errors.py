@@ -93,3 +93,14 @@ def test_package_exports_every_error_class():
     assert classes <= set(pion.__all__)
     for n in classes:
         assert getattr(pion, n) is getattr(E, n)
+
+
+def test_stage2_is_a_deprecated_alias_of_server_attention():
+    # Constructing the cache does not connect (redis-py connects on the first command).
+    with pytest.warns(DeprecationWarning, match="server_attention"):
+        c = pion.PionPromptCache(stage2=True, n_layers=1, n_kv_heads=1, head_dim=8)
+    assert c.server_attention is True
+    with pytest.warns(DeprecationWarning):
+        assert c.stage2 is True
+    assert pion.PionPromptCache(server_attention=True, n_layers=1, n_kv_heads=1,
+                                head_dim=8).server_attention is True
