@@ -43,6 +43,7 @@ from .errors import (
     WrongPassError,
 )
 from .fastlane import FastLane
+from .pipeline import Pipeline
 from .prefix_chain import PrefixChain
 from .prompt_cache import PionPromptCache
 
@@ -55,6 +56,7 @@ __all__ = [
     "hash_tagged",
     "tagged_sid",
     "FastLane",
+    "Pipeline",
     "BlockTable",
     "VQUANTS",
     "STATS_FIELDS",

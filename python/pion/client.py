@@ -398,13 +398,20 @@ class PionClient:
             except rex.RedisError as e:
                 raise E.translate(e) from None
 
-    def pipeline(self, commands: Sequence[Sequence[Any]]) -> List[Any]:
-        """Sends ``commands`` in one pipeline (one write, one round trip, no MULTI).
+    def pipeline(self, commands: Optional[Sequence[Sequence[Any]]] = None) -> Any:
+        """Without arguments: a redis-py-style :class:`pion.pipeline.Pipeline`
+        (``with client.pipeline() as p: p.kv_prefix_lookup(ns); ...; p.execute()``).
 
-        Returns one entry per command: the reply, or the :class:`PionError` instance
-        for a command the server refused (other commands still ran). Connection
-        errors are retried as :meth:`execute` does (the whole pipeline is re-sent).
+        With ``commands``: sends those raw commands in one pipeline (one write, one
+        round trip, no MULTI) and returns one entry per command: the reply, or the
+        :class:`PionError` instance for a command the server refused (other commands
+        still ran). Connection errors are retried as :meth:`execute` does (the whole
+        pipeline is re-sent).
         """
+        if commands is None:
+            from .pipeline import Pipeline
+
+            return Pipeline(self)
         attempt = 0
         while True:
             pipe = self.redis.pipeline(transaction=False)
