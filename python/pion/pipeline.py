@@ -28,7 +28,7 @@ from .client import Key, _status, parse_info, parse_stats
 if TYPE_CHECKING:
     from .client import PionClient
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "Commands"]
 
 
 def _plain(r: Any) -> Any:
@@ -54,8 +54,122 @@ def _ok(name: str) -> Callable[[Any], None]:
     return check
 
 
-class Pipeline:
-    """Commands queued for one round trip (see the module documentation)."""
+class Commands:
+    """The data-path commands as (arguments, conversion of the reply, is a V.FETCH):
+    each method hands them to ``_add``, which a pipeline queues and the asyncio
+    client (:mod:`pion.asyncio`) sends at once."""
+
+    def _add(self, args: Sequence[Any], convert: Callable[[Any], Any] = lambda r: r,
+             fetch: bool = False) -> Any:
+        raise NotImplementedError
+
+    # ---- commands
+    def execute_command(self, *args: Any) -> Any:
+        """Any command; its result is the raw reply."""
+        return self._add(args)
+
+    def ping(self) -> Any:
+        return self._add(("PING",), lambda r: _status(r) == "PONG")
+
+    def kv_prefix_register(self, ns: Key, kv_dim: int, vquant: str = "fp16", *,
+                           block_size: int | None = None, hashes: Any = None,
+                           prefill_ms: int | None = None, parent: Key | None = None) -> Any:
+        args = _client()._register_args(ns, kv_dim, vquant, block_size, hashes, prefill_ms, parent)
+        return self._add(args, _ok("KV.PREFIX.REGISTER"))
+
+    def kv_prefix_lookup(self, ns: Key, *, tokens: int | None = None,
+                         prefill_ms: int | None = None) -> Any:
+        args: list[Any] = ["KV.PREFIX.LOOKUP", ns]
+        if tokens is not None:
+            args += ["TOKENS", str(int(tokens))]
+        if prefill_ms is not None:
+            args += ["PREFILL_MS", str(int(prefill_ms))]
+        return self._add(args, _lookup)
+
+    def kv_prefix_lookup_chain(self, ns: Key, *, tokens: int | None = None,
+                               prefill_ms: int | None = None) -> Any:
+        return self._add(_client()._lookup_chain_args(ns, tokens, prefill_ms),
+                         _client().parse_chain)
+
+    def kv_prefix_drop(self, *namespaces: Key) -> Any:
+        if not namespaces:
+            raise ValueError("kv_prefix_drop needs at least one namespace")
+        return self._add(("KV.PREFIX.DROP",) + namespaces, int)
+
+    def kv_prefix_membership(self, ns: Key, hashes: Any) -> Any:
+        h = np.asarray(hashes, dtype=np.uint64)
+        return self._add(("KV.PREFIX.MEMBERSHIP", ns, str(h.size), pack_hashes(h)),
+                         lambda r: None if r is None or r == b"UNKNOWN"
+                         else unpack_bitmap(r, int(h.size)))
+
+    def kv_prefix_info(self, ns: Key | None = None) -> Any:
+        if ns is None:
+            return self._add(("KV.PREFIX.INFO",), parse_info)
+        return self._add(("KV.PREFIX.INFO", ns),
+                         lambda r: None if r in (b"UNKNOWN", "UNKNOWN")
+                         else _client().parse_info_reply(r))
+
+    def kv_prefix_save(self, path: str | None = None) -> Any:
+        return self._add(("KV.PREFIX.SAVE",) + ((path,) if path else ()), _ok("KV.PREFIX.SAVE"))
+
+    def kv_prefix_commit(self) -> Any:
+        return self._add(("KV.PREFIX.COMMIT",), _ok("KV.PREFIX.COMMIT"))
+
+    def v_storebatch(self, sid: Key, layer: int, start: int, rows: np.ndarray) -> Any:
+        return self._add(_client()._storebatch_args(sid, layer, start, rows), _ok("V.STOREBATCH"))
+
+    def v_fetch_range(self, sid: Key, layer: int, start: int, end: int, *, fmt: str = "F32",
+                      dim: int | None = None) -> Any:
+        """As :meth:`PionClient.v_fetch_range`; ``FMT NATIVE`` needs ``dim`` here."""
+        if dim is None and fmt.upper() == "NATIVE":
+            raise ValueError("FMT NATIVE needs dim here (no V.INFO round trip)")
+        args = ("V.FETCH", sid, str(int(layer)), "RANGE", str(int(start)), str(int(end)), "FMT", fmt)
+        return self._add(args, lambda r: _client().decode_rows(r, end - start, dim, fmt), True)
+
+    def v_fetch_batch(self, sid: Key, start: int, end: int, num_layers: int | None = None, *,
+                      fmt: str = "F32", dim: int | None = None) -> Any:
+        if dim is None and fmt.upper() == "NATIVE":
+            raise ValueError("FMT NATIVE needs dim here (no V.INFO round trip)")
+        args: list[Any] = ["V.FETCH", sid, "BATCH", str(int(start)), str(int(end))]
+        if num_layers is not None:
+            args.append(str(int(num_layers)))
+        args += ["FMT", fmt]
+
+        def convert(r: Any) -> list[Any]:
+            if not isinstance(r, list):
+                raise E.UnexpectedReplyError("V.FETCH BATCH: expected an array")
+            return [_client().decode_rows(p, end - start, dim, fmt) for p in r]
+        return self._add(args, convert, True)
+
+    def v_fetch_ids(self, sid: Key, layer: int, ids: Sequence[int], *, fmt: str | None = None,
+                    dim: int | None = None) -> Any:
+        if not ids:
+            raise ValueError("v_fetch_ids needs at least one id")
+        args: list[Any] = ["V.FETCH", sid, str(int(layer))] + [str(int(i)) for i in ids]
+        if fmt is not None:
+            args += ["FMT", fmt]
+        return self._add(args, lambda r: _client().decode_rows(r, len(ids), dim, fmt or "F32"),
+                         True)
+
+    def v_info(self, sid: Key | None = None) -> Any:
+        return self._add(("V.INFO",) + ((sid,) if sid is not None else ()), parse_info)
+
+    def pion_stats(self) -> Any:
+        return self._add(("PION.STATS",), parse_stats)
+
+    def pion_stats_reset(self) -> Any:
+        return self._add(("PION.STATS", "RESET"), _ok("PION.STATS RESET"))
+
+
+def _client() -> type:
+    from .client import PionClient
+
+    return PionClient
+
+
+class Pipeline(Commands):
+    """Commands queued for one round trip (see the module documentation); every
+    command method returns the pipeline."""
 
     def __init__(self, client: "PionClient") -> None:
         self.client = client
@@ -78,86 +192,6 @@ class Pipeline:
              fetch: bool = False) -> "Pipeline":
         self._queue.append((tuple(args), convert, fetch))
         return self
-
-    # ---- queued commands
-    def execute_command(self, *args: Any) -> "Pipeline":
-        """Any command; its result is the raw reply."""
-        return self._add(args)
-
-    def kv_prefix_register(self, ns: Key, kv_dim: int, vquant: str = "fp16", *,
-                           block_size: int | None = None, hashes: Any = None,
-                           prefill_ms: int | None = None, parent: Key | None = None) -> "Pipeline":
-        args = self.client._register_args(ns, kv_dim, vquant, block_size, hashes, prefill_ms, parent)
-        return self._add(args, _ok("KV.PREFIX.REGISTER"))
-
-    def kv_prefix_lookup(self, ns: Key, *, tokens: int | None = None,
-                         prefill_ms: int | None = None) -> "Pipeline":
-        args: list[Any] = ["KV.PREFIX.LOOKUP", ns]
-        if tokens is not None:
-            args += ["TOKENS", str(int(tokens))]
-        if prefill_ms is not None:
-            args += ["PREFILL_MS", str(int(prefill_ms))]
-        return self._add(args, _lookup)
-
-    def kv_prefix_drop(self, *namespaces: Key) -> "Pipeline":
-        if not namespaces:
-            raise ValueError("kv_prefix_drop needs at least one namespace")
-        return self._add(("KV.PREFIX.DROP",) + namespaces, int)
-
-    def kv_prefix_membership(self, ns: Key, hashes: Any) -> "Pipeline":
-        h = np.asarray(hashes, dtype=np.uint64)
-        return self._add(("KV.PREFIX.MEMBERSHIP", ns, str(h.size), pack_hashes(h)),
-                         lambda r: None if r is None or r == b"UNKNOWN"
-                         else unpack_bitmap(r, int(h.size)))
-
-    def kv_prefix_info(self, ns: Key | None = None) -> "Pipeline":
-        if ns is None:
-            return self._add(("KV.PREFIX.INFO",), parse_info)
-        return self._add(("KV.PREFIX.INFO", ns),
-                         lambda r: None if r in (b"UNKNOWN", "UNKNOWN")
-                         else self.client.parse_info_reply(r))
-
-    def v_storebatch(self, sid: Key, layer: int, start: int, rows: np.ndarray) -> "Pipeline":
-        return self._add(self.client._storebatch_args(sid, layer, start, rows), _ok("V.STOREBATCH"))
-
-    def v_fetch_range(self, sid: Key, layer: int, start: int, end: int, *, fmt: str = "F32",
-                      dim: int | None = None) -> "Pipeline":
-        """As :meth:`PionClient.v_fetch_range`; ``FMT NATIVE`` needs ``dim`` here."""
-        if dim is None and fmt.upper() == "NATIVE":
-            raise ValueError("in a pipeline, FMT NATIVE needs dim")
-        args = ("V.FETCH", sid, str(int(layer)), "RANGE", str(int(start)), str(int(end)), "FMT", fmt)
-        return self._add(args, lambda r: self.client.decode_rows(r, end - start, dim, fmt), True)
-
-    def v_fetch_batch(self, sid: Key, start: int, end: int, num_layers: int | None = None, *,
-                      fmt: str = "F32", dim: int | None = None) -> "Pipeline":
-        if dim is None and fmt.upper() == "NATIVE":
-            raise ValueError("in a pipeline, FMT NATIVE needs dim")
-        args: list[Any] = ["V.FETCH", sid, "BATCH", str(int(start)), str(int(end))]
-        if num_layers is not None:
-            args.append(str(int(num_layers)))
-        args += ["FMT", fmt]
-
-        def convert(r: Any) -> list[Any]:
-            if not isinstance(r, list):
-                raise E.UnexpectedReplyError("V.FETCH BATCH: expected an array")
-            return [self.client.decode_rows(p, end - start, dim, fmt) for p in r]
-        return self._add(args, convert, True)
-
-    def v_fetch_ids(self, sid: Key, layer: int, ids: Sequence[int], *, fmt: str | None = None,
-                    dim: int | None = None) -> "Pipeline":
-        if not ids:
-            raise ValueError("v_fetch_ids needs at least one id")
-        args: list[Any] = ["V.FETCH", sid, str(int(layer))] + [str(int(i)) for i in ids]
-        if fmt is not None:
-            args += ["FMT", fmt]
-        return self._add(args, lambda r: self.client.decode_rows(r, len(ids), dim, fmt or "F32"),
-                         True)
-
-    def v_info(self, sid: Key | None = None) -> "Pipeline":
-        return self._add(("V.INFO",) + ((sid,) if sid is not None else ()), parse_info)
-
-    def pion_stats(self) -> "Pipeline":
-        return self._add(("PION.STATS",), parse_stats)
 
     # ---- the round trip
     def execute(self, raise_on_error: bool = True) -> list[Any]:
