@@ -39,7 +39,6 @@ Hierarchy::
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional, Type
 
 import redis.exceptions as rex
 
@@ -77,7 +76,7 @@ class PionError(rex.RedisError):
 
     code: str = "ERR"
 
-    def __init__(self, message: str = "", code: Optional[str] = None) -> None:
+    def __init__(self, message: str = "", code: str | None = None) -> None:
         if code is not None:
             self.code = code
         self.message = message
@@ -166,7 +165,7 @@ class IncompletePrefixError(ClientError):
     """A registered prefix has layers or rows missing (e.g. another process is still storing it)."""
 
 
-_BY_CODE: Dict[str, Type[PionError]] = {
+_BY_CODE: dict[str, type[PionError]] = {
     "ERR": CommandError,
     "OOM": OutOfMemoryError,
     "LOADING": LoadingError,
@@ -179,7 +178,7 @@ _BY_CODE: Dict[str, Type[PionError]] = {
 # -ERR texts with a class of their own: the server's fixed texts, and the two
 # families whose text names the command (Redis's "unknown command '<name>', with
 # args beginning with: ..." and "wrong number of arguments for '<cmd>' command").
-_ERR_TEXTS: Dict[str, Type[PionError]] = {
+_ERR_TEXTS: dict[str, type[PionError]] = {
     "session not found": SessionNotFoundError,
     "V-store not enabled (use --kvcache)": NotEnabledError,
     "persistence is not enabled": PersistenceNotEnabledError,
@@ -246,7 +245,7 @@ _REDIS_PY_CODES = (
 )
 
 
-def _redis_py_code(exc: BaseException, text: str) -> Optional[str]:
+def _redis_py_code(exc: BaseException, text: str) -> str | None:
     """The code word of a server error redis-py raised (None: not a server reply)."""
     for cls, code in _REDIS_PY_CODES:
         if isinstance(exc, cls):

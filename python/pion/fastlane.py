@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Optional, Tuple
 
 import numpy as np
 
@@ -48,12 +47,12 @@ def _sid_bytes(sid: bytes) -> bytes:
     return struct.pack("<H", len(sid)) + sid
 
 
-def _window(fa_window: Optional[int]) -> bytes:
+def _window(fa_window: int | None) -> bytes:
     return b"" if fa_window is None else struct.pack("<i", int(fa_window))
 
 
 def query_fused_body(sid: bytes, layer: int, q: np.ndarray, k_suf: np.ndarray, v_suf: np.ndarray,
-                     head_map: np.ndarray, fa_window: Optional[int] = None) -> bytes:
+                     head_map: np.ndarray, fa_window: int | None = None) -> bytes:
     """QUERY_FUSED body: q ``[H_q, M, D]``, k_suf/v_suf ``[H_kv, S, D]`` (f32), head_map ``[H_q]`` u8."""
     h_q, m, d = q.shape
     h_kv, s = k_suf.shape[0], k_suf.shape[1]
@@ -61,7 +60,7 @@ def query_fused_body(sid: bytes, layer: int, q: np.ndarray, k_suf: np.ndarray, v
     return b"".join((head, q.tobytes(), k_suf.tobytes(), v_suf.tobytes(), head_map.tobytes(), _window(fa_window)))
 
 
-def query_body(sid: bytes, layer: int, q: np.ndarray, fa_window: Optional[int] = None) -> bytes:
+def query_body(sid: bytes, layer: int, q: np.ndarray, fa_window: int | None = None) -> bytes:
     """QUERY body: q ``[H, M, D]`` f32."""
     h, m, d = q.shape
     return b"".join((_sid_bytes(sid), struct.pack("<HHHI", layer, h, d, m), q.tobytes(), _window(fa_window)))
@@ -79,10 +78,10 @@ class FastLane:
     connection or a bad frame header (the connection is then closed).
     """
 
-    def __init__(self, host: str, port: int, *, password: Optional[str] = None, username: Optional[str] = None,
-                 timeout: Optional[float] = 60.0) -> None:
+    def __init__(self, host: str, port: int, *, password: str | None = None, username: str | None = None,
+                 timeout: float | None = 60.0) -> None:
         self.host, self.port = host, int(port)
-        self.sock: Optional[socket.socket] = None
+        self.sock: socket.socket | None = None
         try:
             self.sock = socket.create_connection((host, self.port), timeout=timeout)
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -115,7 +114,7 @@ class FastLane:
             got += k
         return buf
 
-    def request(self, op: int, body: bytes = b"") -> Tuple[int, bytearray]:
+    def request(self, op: int, body: bytes = b"") -> tuple[int, bytearray]:
         """Sends one frame and reads its response: ``(status, body)``."""
         if self.sock is None:
             raise E.PionConnectionError("fast lane connection is closed")
