@@ -133,7 +133,7 @@ def start_server(exe, d, start_proc, core=None):
 
 
 def suite(ctx, run):
-    """Rows for bench/run.py's attend suite (`run` is bench/run.py's module)."""
+    """Rows for the attend suite (`run` is the harness module, bench/pionbench/harness.py)."""
     Row = run.Row
     p50 = Row('attend', 'QUERY_FUSED p50, lane vs RESP (H_q=32 H_kv=8 D=128 N=2048 S=1)', 'µs',
               'RESP', '≥ 1.2× (lane p50 ≥ 20% faster)', higher_better=False)

@@ -306,6 +306,7 @@ def restart_rows(ctx, m):
 
 
 def suite(ctx, m):
+    """The rows of the persist suite (`m` is the harness module, bench/pionbench/harness.py)."""
     rows = []
     if not ctx.args.persist_skip_wal:
         rows += wal_rows(ctx, m)
