@@ -36,6 +36,7 @@ SECTION = r"§\s?\d+[a-z]?(?:\.\d+)*"
 # After a name: optional ", " then a § chain or a quoted chain.
 SECT_CHAIN = re.compile(r"^\)?,?\s*((?:" + SECTION + r")(?:\s*(?:[-–,/]|and)\s*§?\s?\d+[a-z]?(?:\.\d+)*)*)")
 QUOTE_CHAIN = re.compile(r'^\)?,?\s*("[^"\n]{2,80}"(?:\s*[,/]\s*"[^"\n]{2,80}")*)')
+CONTINUATION = re.compile(r"^\s*(?://+|#+|\*|--)?\s*")
 BARE_SECT = re.compile(r"(?<![\w.])§\s?(\d+[a-z]?(?:\.\d+)*)")
 
 
@@ -127,16 +128,27 @@ def main() -> int:
 
     for path in repo_files(root):
         rel = os.path.relpath(path, root)
-        if rel == os.path.join("tools", "docs_links.py"):
-            continue  # its own examples
+        if os.path.basename(rel) in ("docs_links.py", "test_docs_links.py"):
+            continue  # the tool and its self-test: made-up examples
         try:
             text = open(path, encoding="utf-8").read()
         except UnicodeDecodeError:
             continue
-        for lineno, line in enumerate(text.splitlines(), 1):
+        lines = text.splitlines()
+        continued = False  # the previous line ended with a name whose § starts this line
+        for lineno, line in enumerate(lines, 1):
             where = f"{rel}:{lineno}"
             clean = URL.sub(" ", line)
+            # A citation may go on on the next line (after its comment marker).
+            nxt = lines[lineno] if lineno < len(lines) else ""
+            nxt = CONTINUATION.sub("", URL.sub(" ", nxt), count=1)
             named_spans = []
+            if continued:
+                lead = CONTINUATION.match(clean)
+                cm = SECT_CHAIN.match(clean[lead.end():])
+                if cm:
+                    named_spans.append((lead.end(), lead.end() + cm.end()))
+            continued = False
             for m in MD_NAME.finditer(clean):
                 name, anchor = m.group(1), m.group(2)
                 target = resolve(path, name)
@@ -144,6 +156,9 @@ def main() -> int:
                     errors.append(f"{where}: {name}: no such file in the repository")
                     continue
                 rest = clean[m.end():]
+                if not re.search(r'[^\s,(]', rest) or re.match(r'^\)?(?:,\s*|\s+)"[^"]*$', rest):
+                    continued = not rest.strip(" ,(")
+                    rest = rest.rstrip() + " " + nxt
                 if anchor and not doc(target).has_anchor(anchor[1:]):
                     errors.append(f"{where}: {name}{anchor}: no such heading")
                 sm = SECT_CHAIN.match(rest)
