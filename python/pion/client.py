@@ -245,7 +245,8 @@ class PionClient:
             older redis-py raises ``ValueError``.
         redis_client: use this ``redis.Redis`` instead of creating one (it must
             have ``decode_responses=False``).
-        **redis_kwargs: passed to ``redis.Redis``.
+        **redis_kwargs: passed to redis-py's ``ConnectionPool`` (``ssl=True`` and the
+            ``ssl_*`` options select TLS, as with ``redis.Redis``).
     """
 
     def __init__(
@@ -287,6 +288,8 @@ class PionClient:
                     raise ValueError(
                         f"RESP3 needs redis-py >= 5 (installed: {redis.__version__}); use protocol=2")
                 kw["protocol"] = 3
+            if redis_kwargs.pop("ssl", False):  # as redis.Redis(ssl=True) does
+                kw["connection_class"] = redis.SSLConnection
             kw.update(redis_kwargs)
             self.redis = redis.Redis(connection_pool=redis.ConnectionPool(**kw))
         self.protocol = protocol

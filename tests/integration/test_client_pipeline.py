@@ -8,6 +8,9 @@ import redis.exceptions as rex
 
 from pion import PionClient, Pipeline
 from pion.errors import CommandError, PionError, SessionNotFoundError
+from test_security import certs, tls_args, tls_port
+
+FIXTURES = (certs,)  # the TLS certificates fixture, module-scoped
 
 
 @pytest.fixture
@@ -75,3 +78,22 @@ def test_fetch_connection_authenticates_and_survives_a_restart(server_factory):
     with pytest.raises(PionError):
         wrong.v_fetch_range("r_pk", 0, 0, 2)
     wrong.close()
+
+
+def test_fetch_connection_over_tls(server_factory, certs):
+    s = server_factory(tls_args(certs, auth="yes"))
+    kw = dict(port=tls_port(s), ssl=True, ssl_ca_certs=str(certs / "ca.crt"),
+              ssl_certfile=str(certs / "client.crt"), ssl_keyfile=str(certs / "client.key"))
+    c = PionClient(**kw)
+    x = np.random.default_rng(3).random((1024, 256), dtype=np.float32)
+    c.kv_prefix_register("t", 256, "fp16")
+    c.v_storebatch("t_pk", 0, 0, x)
+    got = c.v_fetch_range("t_pk", 0, 0, 1024, fmt="NATIVE", dim=256)
+    assert got.dtype == np.float16 and np.array_equal(got, x.astype(np.float16))
+    c.close()
+    # The fetch connection checks the server's certificate as the pool does.
+    kw.pop("ssl_ca_certs")
+    bad = PionClient(retries=0, **kw)
+    with pytest.raises(PionError):
+        bad.v_fetch_range("t_pk", 0, 0, 1, fmt="F32")
+    bad.close()
