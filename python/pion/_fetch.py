@@ -133,14 +133,18 @@ class FetchPool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle: dict[int, list[FetchConnection]] = {}
+        self._idle: dict[tuple[Any, ...], list[FetchConnection]] = {}
 
     def run(self, pool: Any, commands: Sequence[Sequence[Any]],
             on_error: Callable[[BaseException], None] | None = None) -> list[Any]:
         """Sends ``commands`` on an idle connection to ``pool``'s server (a new one if
         none is idle) and reads the replies. A connection that fails is closed, never
         reused."""
-        key = id(pool)
+        kw = pool.connection_kwargs
+        # By what the connection reaches, not by the pool object: a cluster client's node
+        # pools come and go with the topology, and a dead pool's id may be reused.
+        key = (pool.connection_class, kw.get("host"), kw.get("port"), kw.get("path"),
+               kw.get("db"), kw.get("username"), kw.get("password"))
         conn = None
         while True:
             with self._lock:
@@ -150,7 +154,7 @@ class FetchPool:
                 break
             conn.close()  # the server closed it (restart, CLIENT KILL, idle timeout)
         if conn is None:
-            conn = FetchConnection(pool.connection_class, pool.connection_kwargs)
+            conn = FetchConnection(pool.connection_class, kw)
         try:
             replies = conn.call_many(commands)
         except BaseException:
