@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from .blocks import DEFAULT_BLOCK_SIZE, block_hashes, pack_hashes, unpack_bitmap, unpack_hashes
-from .client import (STATS_FIELDS, VQUANTS, BlockTable, PionClient, hash_tagged, parse_info,
-                     parse_stats, tagged_sid)
+from .client import STATS_FIELDS, VQUANTS, BlockTable, PionClient, parse_info, parse_stats
+from .cluster_keys import hash_tagged, tagged_sid
 from .errors import (
     ClientError,
     ColdMissError,

@@ -28,13 +28,15 @@ import inspect
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence, Union
+from typing import Any, Sequence
 
 import numpy as np
 import redis
 import redis.exceptions as rex
 
 from . import _fetch
+from .cluster_keys import Key, _sum_replies, _tag_args, hash_tagged, tagged_sid
+from .replies import STATS_FIELDS, _expect_ok, _s, _status, parse_info, parse_stats
 from . import errors as E
 from .blocks import pack_hashes, unpack_bitmap, unpack_hashes
 
@@ -45,33 +47,13 @@ __all__ = [
     "STATS_FIELDS",
     "parse_info",
     "parse_stats",
+    "hash_tagged",  # from pion.cluster_keys, kept importable from here
+    "tagged_sid",
 ]
 
 #: Storage formats accepted by KV.PREFIX.REGISTER (docs/quant_formats.md).
 VQUANTS = ("int8", "turbo4", "turbo3", "turbo2", "fp16", "fp8", "mlx4g32")
 
-#: PION.STATS fields in server order (docs/protocol.md "The value receipt").
-STATS_FIELDS = (
-    "worker_id",
-    "uptime_in_seconds",
-    "kvprefix_hits",
-    "kvprefix_misses",
-    "kvprefix_hits_measured",
-    "kvprefix_tokens_served",
-    "kvprefix_bytes_served",
-    "kvprefix_prefill_us_saved",
-    "kvprefix_prefill_us_measured",
-    "prefill_seconds_avoided",
-    "prefill_seconds_avoided_measured",
-    "semantic_hits",
-    "semantic_misses",
-    "moe_hits",
-    "moe_misses",
-    "vector_queries",
-)
-_SECONDS_FIELDS = ("prefill_seconds_avoided", "prefill_seconds_avoided_measured")
-
-Key = Union[str, bytes]
 FetchFmt = str  # "F32" | "F16" | "NATIVE"
 
 
@@ -86,137 +68,11 @@ class BlockTable:
         return int(self.hashes.size)
 
 
-def _s(v: Any) -> str:
-    return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray, memoryview)) else str(v)
-
-
-def _num(v: str) -> int | float | str:
-    try:
-        return int(v)
-    except ValueError:
-        try:
-            return float(v)
-        except ValueError:
-            return v
-
-
-def parse_info(reply: bytes | str) -> dict[str, int | float | str]:
-    """Parses a ``key:value`` per line reply (KV.PREFIX.INFO, V.INFO, INFO) into a dict.
-
-    Numbers become ``int`` / ``float``; ``# Section`` headers and blank lines are skipped.
-    """
-    out: dict[str, int | float | str] = {}
-    for line in _s(reply).splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or ":" not in line:
-            continue
-        k, _, v = line.partition(":")
-        out[k] = _num(v)
-    return out
-
-
-def parse_stats(reply: Any) -> dict[str, int | float]:
-    """Parses a PION.STATS reply (RESP3 map or RESP2 flat array) into an ordered dict.
-
-    Integer fields stay ``int``; the two ``S.mmm`` seconds fields become ``float``
-    (the exact microseconds are in ``kvprefix_prefill_us_saved`` / ``..._measured``).
-    """
-    if isinstance(reply, dict):
-        pairs = list(reply.items())
-    elif isinstance(reply, (list, tuple)):
-        if len(reply) % 2:
-            raise E.UnexpectedReplyError(f"PION.STATS: odd-length array ({len(reply)})")
-        pairs = [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
-    else:
-        raise E.UnexpectedReplyError(f"PION.STATS: unexpected reply {reply!r:.80}")
-    out: dict[str, int | float] = {}
-    for k, v in pairs:
-        key = _s(k)
-        if isinstance(v, int):
-            out[key] = v
-        else:
-            text = _s(v)
-            out[key] = float(text) if key in _SECONDS_FIELDS or "." in text else int(text)
-    return out
-
-
 def _raw(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """Command name as bytes: redis-py then applies no reply callback (raw replies)."""
     if args and isinstance(args[0], str):
         return (args[0].encode(),) + args[1:]
     return args
-
-
-# Commands whose argument 1 is a namespace / a session id, and KV.PREFIX.DROP (every
-# argument a namespace): what a cluster client wraps in a hash tag (docs/cluster.md).
-_NS_AT_1 = {"KV.PREFIX.REGISTER", "KV.PREFIX.LOOKUP", "KV.PREFIX.BLOCKS", "KV.PREFIX.MEMBERSHIP",
-            "PION.LOADROWS"}
-_SID_AT_1 = {"V.STOREBATCH", "V.FETCH", "V.INFO"}
-
-
-def hash_tagged(ns: Key) -> Key:
-    """``ns`` wrapped in a Redis Cluster hash tag (``"{ns}"``) unless it already has one.
-
-    A namespace and its session ids ``<ns>_pk`` / ``<ns>_pv`` must hash to one slot; the
-    part inside the first ``{...}`` is all that is hashed, so ``{ns}``, ``{ns}_pk`` and
-    ``{ns}_pv`` always do.
-    """
-    b = ns.encode() if isinstance(ns, str) else bytes(ns)
-    i = b.find(b"{")
-    if i >= 0 and b.find(b"}", i + 2) > i:
-        return ns
-    return "{" + ns + "}" if isinstance(ns, str) else b"{" + b + b"}"
-
-
-def tagged_sid(sid: Key) -> Key:
-    """A session id ``<ns>_pk``/``<ns>_pv`` with its namespace hash-tagged (others unchanged)."""
-    b = sid.encode() if isinstance(sid, str) else bytes(sid)
-    if len(b) > 3 and b[-3:] in (b"_pk", b"_pv"):
-        ns = hash_tagged(sid[:-3])
-        return ns + sid[-3:]
-    return sid
-
-
-def _tag_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
-    if not args:
-        return args
-    name = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
-    name = name.upper()
-    if name == "KV.PREFIX.DROP":
-        return (args[0],) + tuple(hash_tagged(a) for a in args[1:])
-    if len(args) > 1 and name in _NS_AT_1:
-        return (args[0], hash_tagged(args[1])) + args[2:]
-    if len(args) > 1 and name in _SID_AT_1:
-        return (args[0], tagged_sid(args[1])) + args[2:]
-    return args
-
-
-def _sum_replies(parsed: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Adds up per-node counters: numbers are summed, other values kept from the first."""
-    out: dict[str, Any] = {}
-    for d in parsed:
-        for k, v in d.items():
-            if k in out and isinstance(v, (int, float)) and isinstance(out[k], (int, float)):
-                out[k] += v
-            elif k not in out:
-                out[k] = v
-    return out
-
-
-def _status(reply: Any) -> str:
-    if isinstance(reply, (bytes, bytearray)):
-        return reply.decode("utf-8", "replace")
-    if isinstance(reply, str):
-        return reply
-    if reply is True:  # redis-py callbacks turn +OK into True for some commands
-        return "OK"
-    raise E.UnexpectedReplyError(f"expected a status reply, got {reply!r:.80}")
-
-
-def _expect_ok(reply: Any, cmd: str) -> None:
-    s = _status(reply)
-    if s != "OK":
-        raise E.UnexpectedReplyError(f"{cmd}: expected +OK, got {s!r}")
 
 
 def _rows_blob(rows: np.ndarray) -> tuple[memoryview, str | None]:

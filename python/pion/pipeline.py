@@ -23,7 +23,8 @@ import numpy as np
 
 from . import errors as E
 from .blocks import pack_hashes, unpack_bitmap
-from .client import Key, _status, parse_info, parse_stats
+from .cluster_keys import Key
+from .replies import _status, parse_info, parse_stats
 
 if TYPE_CHECKING:
     from .client import PionClient
