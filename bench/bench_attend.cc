@@ -1,4 +1,4 @@
-// bench_attend: the stage2.md §6 kernel rows (src/attend), each next to a read-only
+// bench_attend: the kernel rows of docs/attention.md §7 (src/attend), each next to a read-only
 // streaming pass over the same slot bytes measured in the same run (the ceiling).
 //
 //   dense/<prec>/<N>        M = 1, H = 8, D = 128, one thread: µs/query, GB/s of K/V read

@@ -1,9 +1,9 @@
 // bench_quant: encode and decode throughput of every storage format (src/quant) at dims
 // 128, 1024 and 8192 on one core, next to memcpy of the same f32 bytes in the same run.
 // items/s = elements/s. Each iteration converts a batch of 131072 elements (rows =
-// 131072 / dim), so source and destination stay in L2 ("hot"), as in quant-formats.md
-// §6.2. The *_off1 cases read the f32 input / write the f32 output one byte past an
-// aligned address, as the server does in place in its network buffers (the rows then
+// 131072 / dim), so source and destination stay in L2 ("hot"), as the targets of
+// docs/quant_formats.md §6 assume. The *_off1 cases read the f32 input / write the f32 output one
+// byte past an aligned address, as the server does in place in its network buffers (the rows then
 // go through an aligned scratch row). Run: make bench-quant (or
 // build/release/bin/bench_quant).
 #include <benchmark/benchmark.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""QUERY_FUSED over the binary fast lane vs over RESP (stage2.md §4), part of
+"""QUERY_FUSED over the binary fast lane vs over RESP (docs/protocol.md "Binary fast lane"), part of
 `make bench SUITE=attend` (bench/run.py calls suite()).
 
 One pion-server (--kvcache, persistence off, one worker, pinned to the server core),
@@ -24,20 +24,16 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'python'))
+from pion import _resp, fastlane  # noqa: E402
+from pion.testing import free_port  # noqa: E402
+
 HQ, HKV, D, N, S_SUF, M = 32, 8, 128, 2048, 1, 1
 SID = b'lanebench_attn'
-MAGIC = 0xCA5E
-
-
-def resp_encode(args):
-    out = [b'*%d\r\n' % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
-    return b''.join(out)
 
 
 def read_exact(sock, buf, n):
+    """Exactly n reply bytes into the preallocated buffer (the timed loop parses nothing)."""
     view = memoryview(buf)
     got = 0
     while got < n:
@@ -48,51 +44,35 @@ def read_exact(sock, buf, n):
     return bytes(view[:n])
 
 
-def read_resp_reply(sock):
-    """One RESP reply (status, error or bulk) for setup and checks."""
-    data = b''
-    while b'\r\n' not in data:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            raise RuntimeError('server closed the connection')
-        data += chunk
-    line, rest = data.split(b'\r\n', 1)
-    if line[:1] in (b'+', b'-', b':'):
-        return line, rest
-    n = int(line[1:])
-    while len(rest) < n + 2:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            raise RuntimeError('server closed the connection')
-        rest += chunk
-    return rest[:n], rest[n + 2:]
-
-
 def measure(port, lane_port, iters, warmup, n=N):
     """The client side (run pinned): returns the latency lists and a correctness flag."""
     import random
+
+    import numpy as np
     rnd = random.Random(7)
 
-    def floats(count):
-        return struct.pack('<%df' % count, *(rnd.uniform(-1, 1) for _ in range(count)))
+    def floats(*shape):
+        count = 1
+        for x in shape:
+            count *= x
+        return np.array([rnd.uniform(-1, 1) for _ in range(count)], '<f4').reshape(shape)
 
     r = socket.create_connection(('127.0.0.1', port))
     r.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    k = floats(HKV * n * D)
-    v = floats(HKV * n * D)
-    r.sendall(resp_encode([b'ATTEND.PREFIX.STORE', SID, 0, HKV, n, D, k, v]))
-    reply, _ = read_resp_reply(r)
-    if reply != b'+OK':
-        raise RuntimeError('ATTEND.PREFIX.STORE: %r' % reply[:200])
-    q = floats(HQ * M * D)
-    ks = floats(HKV * S_SUF * D)
-    vs = floats(HKV * S_SUF * D)
-    head_map = bytes(h * HKV // HQ for h in range(HQ))
-    resp_req = resp_encode([b'ATTEND.PREFIX.QUERY_FUSED', SID, 0, HQ, D, S_SUF, HKV, q, ks, vs,
-                            head_map])
-    body = (struct.pack('<H', len(SID)) + SID +
-            struct.pack('<HHHHII', 0, HQ, D, HKV, M, S_SUF) + q + ks + vs + head_map)
-    lane_req = struct.pack('<HBI', MAGIC, 0x24, len(body)) + body
+    k = floats(HKV, n, D)
+    v = floats(HKV, n, D)
+    r.sendall(_resp.encode('ATTEND.PREFIX.STORE', SID, 0, HKV, n, D, k, v))
+    reply = _resp.SocketReader(r).read()
+    if reply != b'OK':
+        raise RuntimeError('ATTEND.PREFIX.STORE: %r' % (reply,))
+    q = floats(HQ, M, D)
+    ks = floats(HKV, S_SUF, D)
+    vs = floats(HKV, S_SUF, D)
+    head_map = np.array([h * HKV // HQ for h in range(HQ)], np.uint8)
+    resp_req = _resp.encode('ATTEND.PREFIX.QUERY_FUSED', SID, 0, HQ, D, S_SUF, HKV, q, ks, vs,
+                            head_map)
+    lane_req = fastlane.frame(fastlane.OP_QUERY_FUSED,
+                              fastlane.query_fused_body(SID, 0, q, ks, vs, head_map))
     out_bytes = HQ * M * D * 4
     resp_len = len(b'$%d\r\n' % out_bytes) + out_bytes + 2
     lane_len = 7 + out_bytes
@@ -105,7 +85,7 @@ def measure(port, lane_port, iters, warmup, n=N):
     got_resp = read_exact(r, buf, resp_len)
     lane.sendall(lane_req)
     got_lane = read_exact(lane, buf, lane_len)
-    if got_resp[:1] != b'$' or got_lane[:3] != struct.pack('<HB', MAGIC, 0):
+    if got_resp[:1] != b'$' or got_lane[:3] != struct.pack('<HB', fastlane.MAGIC, fastlane.ST_OK):
         raise RuntimeError('unexpected replies: %r / %r' % (got_resp[:80], got_lane[:80]))
     same = got_resp[len(b'$%d\r\n' % out_bytes):-2] == got_lane[7:]
 
@@ -130,12 +110,6 @@ def pct(vals, p):
     return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 def start_server(exe, d, start_proc, core=None):
     port, lane_port = free_port(), free_port()
     args = [exe, '--kvcache', '--port', str(port), '--bind', '127.0.0.1', '--dir', d,
@@ -147,8 +121,8 @@ def start_server(exe, d, start_proc, core=None):
             raise RuntimeError('pion-server exited (log %s)' % os.path.join(d, 'log'))
         try:
             s = socket.create_connection(('127.0.0.1', lane_port), timeout=2)
-            s.sendall(struct.pack('<HBI', MAGIC, 0xFF, 0))
-            if s.recv(7) == struct.pack('<HBI', MAGIC, 0, 0):
+            s.sendall(fastlane.frame(fastlane.OP_PING))
+            if s.recv(7) == struct.pack('<HBI', fastlane.MAGIC, fastlane.ST_OK, 0):
                 s.close()
                 return p, port, lane_port
             s.close()
@@ -159,7 +133,7 @@ def start_server(exe, d, start_proc, core=None):
 
 
 def suite(ctx, run):
-    """Rows for bench/run.py's attend suite (`run` is bench/run.py's module)."""
+    """Rows for the attend suite (`run` is the harness module, bench/pionbench/harness.py)."""
     Row = run.Row
     p50 = Row('attend', 'QUERY_FUSED p50, lane vs RESP (H_q=32 H_kv=8 D=128 N=2048 S=1)', 'µs',
               'RESP', '≥ 1.2× (lane p50 ≥ 20% faster)', higher_better=False)

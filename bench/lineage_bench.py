@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Lineage-aware eviction vs plain LRU on the same conversation trace (issue 16).
+"""Lineage-aware eviction vs plain LRU on the same conversation trace.
 
 20 conversations of 5 segments (root = system prompt, then one per turn), under a
 --maxmemory that holds about 40% of them. The trace interleaves
@@ -11,7 +11,7 @@
     ones again (the get_or_prefill pattern), and
 the same trace is replayed on two fresh servers with the same budget:
   * lineage: segments registered with PARENT, restored with LOOKUP <leaf> CHAIN;
-  * plain:   segments registered alone (the server sees no chain: the original's
+  * plain:   segments registered alone (the server sees no chain: the plain
              V-store LRU), restored segment by segment from the root.
 
 Reported per mode: restores, whole-chain hits (every segment cached), token reuse
@@ -24,49 +24,29 @@ was held (checked after every step) and the bytes held in orphaned segments
 import argparse
 import os
 import random
-import signal
-import socket
-import subprocess
+import sys
 import tempfile
 import time
 
 import numpy as np
-import redis
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from pion.testing import PionServer  # noqa: E402
 
 DIM = 64  # fp16, 128 bytes per row per side
 CHAINS = 20
 SEGS = 5
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
+class Server(PionServer):
     def __init__(self, build, budget, tmp):
-        self.port = free_port()
-        self.dir = tempfile.mkdtemp(dir=tmp)
-        self.proc = subprocess.Popen(
-            [os.path.join(build, "bin", "pion-server"), "--port", str(self.port), "--dir", self.dir,
-             "--kvcache", "--fastlane-port", "0", "--appendonly", "no", "--maxmemory", str(budget)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.r = redis.Redis(port=self.port, socket_timeout=60)
-                self.r.ping()
-                return
-            except redis.ConnectionError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("pion-server did not start")
-                time.sleep(0.02)  # polling interval of a readiness loop
+        super().__init__(tempfile.mkdtemp(dir=tmp), ["--appendonly", "no", "--maxmemory", str(budget)],
+                         bin_dir=os.path.join(build, "bin"))
+        self.start()
+        self.r = self.client()
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        self.kill()
 
 
 def seg(c, i):

@@ -16,7 +16,7 @@
    64 MiB compacts the log every 64 MiB written) and the same run with
    --auto-save-wal-bytes 64gb (no compaction), so that the cost of the
    compactions is visible; the row itself is the default configuration.
-   Targets (issue 15): everysec >= 90 % of min(no-persistence, disk) and >= redis
+   Targets: everysec >= 90 % of min(no-persistence, disk) and >= redis
    everysec; always >= redis always.
 2. Restart of a ~1 GiB snapshot (--persist-gib): the time from exec until the server
    answers PING and INFO persistence says loading:0, for a pion-server whose --dir holds the snapshot (mapped, the default, and
@@ -306,6 +306,7 @@ def restart_rows(ctx, m):
 
 
 def suite(ctx, m):
+    """The rows of the persist suite (`m` is the harness module, bench/pionbench/harness.py)."""
     rows = []
     if not ctx.args.persist_skip_wal:
         rows += wal_rows(ctx, m)

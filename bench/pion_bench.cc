@@ -187,8 +187,8 @@ uint16_t HalfBits(uint64_t r) {
 
 // Payload, body and read buffers start 2 KiB into a page. The kernel copies
 // socket data with `rep movsb`, which on this Zen 3 runs far slower when
-// (dst - src) mod 4096 is small (env-baseline.md §1b shows it for glibc's
-// memcpy). Buffers from malloc sit 16 bytes into a page, and against a SET
+// (dst - src) mod 4096 is small (glibc's memcpy
+// shows the same 4K aliasing). Buffers from malloc sit 16 bytes into a page, and against a SET
 // header of about 35 bytes that put the load generator's writes in the slow
 // case: with 2 or 8 clients sending 2 MiB values, `_copy_from_iter` was 74 % of
 // the client core (31 % with one client) and the client paid 0.73-0.80 CPU-s

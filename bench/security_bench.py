@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""TLS and ACL costs (docs/benchmarks.md "security").
+"""TLS and ACL costs (docs/benchmarks_log.md "security").
 
   /usr/bin/python3 bench/security_bench.py --build build/release [--redis redis-server] [-n 40]
 
@@ -16,9 +16,7 @@ shared machine: the script prints the median of --reps runs.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,11 +26,8 @@ from pathlib import Path
 import numpy as np
 import redis
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from pion.testing import free_port  # noqa: E402
 
 
 def certs(d: Path):

@@ -10,7 +10,7 @@ free port, temp dir). Per prefix length:
 
 * cold (``--cold-reps`` writer processes): lookup miss + prefill of the prefix + the
   16-token question's forward pass -> first token; the first writer stores the prefix with
-  ``PionPromptCache(stage2=True)`` (V-store rows and attention slots), outside the timing;
+  ``PionPromptCache(server_attention=True)`` (V-store rows and attention slots), outside the timing;
 * Stage 1 and Stage 2 (``--reps`` reader processes, each measuring both): Stage 1 =
   lookup + fetch of K and V + torch conversion + the question's forward -> first token;
   Stage 2 = lookup (V-store and slot) + the question through ``ServerAttentionDecoder``
@@ -24,8 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,15 +36,10 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
 import numpy as np  # noqa: E402
-import redis  # noqa: E402
+
+from pion.testing import PionServer, free_port  # noqa: E402
 
 QUESTION, DECODE_STEPS = 16, 8
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def prompt(seed: int, n: int) -> list:
@@ -60,7 +53,7 @@ def role_writer(port: int, n: int, store: bool) -> dict:
     m = ReferenceDecoder(num_threads=1)
     ids = prompt(n, n)
     q = prompt(n + 1, QUESTION)
-    cache = PionPromptCache(m, port=port, stage2=True)
+    cache = PionPromptCache(m, port=port, server_attention=True)
     ns = cache.namespace_for(ids)
     m.forward(ids[:8], None, last_only=True)  # one-time torch initialisation, untimed
     t0 = time.perf_counter()
@@ -83,7 +76,7 @@ def role_reader(port: int, n: int, ns: str) -> dict:
     q = prompt(n + 1, QUESTION)
     m.forward(q[:8], None, last_only=True)
     c1 = PionPromptCache(m, port=port)
-    c2 = PionPromptCache(m, port=port, stage2=True)
+    c2 = PionPromptCache(m, port=port, server_attention=True)
     c2.client.ping()
     c1.client.ping()
     # Stage 1
@@ -144,21 +137,11 @@ def main() -> int:
     if a.role == "reader":
         print(json.dumps(role_reader(a.port, a.n, a.ns)))
         return 0
-    port, lane = free_port(), free_port()
     with tempfile.TemporaryDirectory(prefix="pion-s2bench-") as d:
-        srv = subprocess.Popen([str(Path(a.bin) / "pion-server"), "--kvcache", "--port", str(port), "--dir", d,
-                                "--fastlane-port", str(lane), "--appendonly", "no"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        srv = PionServer(d, ["--fastlane-port", str(free_port()), "--appendonly", "no"],
+                         bin_dir=a.bin).start()
+        port = srv.port
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if redis.Redis(port=port, socket_timeout=1).ping():
-                        break
-                except redis.ConnectionError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
             load = os.getloadavg()[0]
             rows = []
             for n in [int(x) for x in a.lens.split(",")]:
@@ -173,8 +156,7 @@ def main() -> int:
                 print(f"# {n}: cold {cold} s1 {[r['s1_ms'] for r in rs]} s2 {[r['s2_ms'] for r in rs]}",
                       file=sys.stderr, flush=True)
         finally:
-            srv.send_signal(signal.SIGTERM)
-            srv.wait(30)
+            srv.stop()
     print(f"load average at start {load:.1f}; torch 1 thread; {QUESTION}-token question; medians of "
           f"{a.reps} reader processes (cold: writer processes, count in the table)")
     print()

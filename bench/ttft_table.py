@@ -10,7 +10,7 @@ of a prompt = prefix + 16-token suffix (lookup miss + prefill of the prefix +
 the suffix's forward pass -> first token), then stores the prefix in every
 format. A reader in a separate interpreter measures the warm TTFT (lookup hit
 + fetch of K and V + torch conversion + the suffix's forward pass -> first
-token). Medians of --reps runs. Product target (product.md §14): warm <= 15% of
+token). Medians of --reps runs. Target (docs/benchmarks.md "Suites and targets"): warm <= 15% of
 cold at 2,048 tokens, fp16.
 """
 from __future__ import annotations
@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,14 +35,9 @@ import numpy as np  # noqa: E402
 import redis  # noqa: E402
 
 from pion import VQUANTS, PionClient, PionPromptCache  # noqa: E402
+from pion.testing import PionServer, free_port  # noqa: E402
 
 MB = 1e6
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def prompt(seed: int, n: int) -> list:
@@ -215,18 +209,19 @@ def main() -> int:
 
     load0 = " ".join(open("/proc/loadavg").read().split()[:3])
     tmp = Path(tempfile.mkdtemp(prefix="pion-ttft-"))
-    pport, rport = free_port(), free_port()
-    pion = subprocess.Popen([str(Path(args.bin) / "pion-server"), "--port", str(pport), "--kvcache",
-                             "--dir", str(tmp)], stdout=subprocess.DEVNULL, stderr=open(tmp / "pion.log", "wb"))
+    rport = free_port()
+    pion = PionServer(tmp, bin_dir=args.bin).start(wait=False)
+    pport = pion.port
     rs = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(rport), "--save", "",
                            "--appendonly", "no", "--dir", str(tmp)], stdout=subprocess.DEVNULL)
     try:
-        wait_ping(pport, pion)
+        pion.wait_ready()
         wait_ping(rport, rs)
         res = ttft(args, pport)
         bw = bandwidth(args, pport, rport) if args.bw_sizes else []
     finally:
-        for p in (pion, rs):
+        pion.stop()
+        for p in (rs,):
             p.send_signal(signal.SIGTERM)
             try:
                 p.wait(10)

@@ -17,7 +17,7 @@ Start a server first (README: `make run`, i.e. `pion-server --kvcache --port 197
   and V), the suffix runs and the first token comes out. Warm TTFT = lookup +
   fetch + first token, for B's first request and for a second identical one.
 * Stage 2 (same process B): the prefix stays on the server (A stored it with
-  ``stage2=True``: attention slots ``<ns>_attn`` too); B looks it up (V-store hit and
+  ``server_attention=True``: attention slots ``<ns>_attn`` too); B looks it up (V-store hit and
   slot warm) and runs the suffix with every layer's attention over the prefix computed
   by the server (``ServerAttentionDecoder``: one ``attend_query_fused`` per layer, over
   the binary fast lane when the server has one). Stage-2 TTFT = lookup + those calls +
@@ -60,7 +60,7 @@ def role_main(args: argparse.Namespace) -> dict:
     ids = _prompt(args.seed, args.prefix_len + args.suffix_len)
     prefix, suffix = ids[: args.prefix_len], ids[args.prefix_len:]
     cache = PionPromptCache(model, vquant=args.vquant, host=args.host, port=args.port,
-                            stage2=args.role == "writer")
+                            server_attention=args.role == "writer")
     ns = args.namespace
     # warm up torch kernels on a tiny input so one-time initialisation is not timed
     model.forward(prefix[:8], None, last_only=True)
@@ -89,7 +89,7 @@ def role_main(args: argparse.Namespace) -> dict:
     if args.role == "reader":
         from pion.server_decode import ServerAttentionDecoder
 
-        c2 = PionPromptCache(model, vquant=args.vquant, host=args.host, port=args.port, stage2=True)
+        c2 = PionPromptCache(model, vquant=args.vquant, host=args.host, port=args.port, server_attention=True)
         c2.client.ping()  # connection set-up is not part of either TTFT
         t0 = time.perf_counter()
         if not c2.lookup(ns):

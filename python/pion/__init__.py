@@ -21,9 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from .blocks import DEFAULT_BLOCK_SIZE, block_hashes, pack_hashes, unpack_bitmap, unpack_hashes
-from .client import (STATS_FIELDS, VQUANTS, BlockTable, PionClient, hash_tagged, parse_info,
-                     parse_stats, tagged_sid)
-from .errors import __all__ as _errors_all
+from .client import STATS_FIELDS, VQUANTS, BlockTable, PionClient, parse_info, parse_stats
+from .cluster_keys import hash_tagged, tagged_sid
 from .errors import (
     ClientError,
     ColdMissError,
@@ -44,6 +43,7 @@ from .errors import (
     WrongPassError,
 )
 from .fastlane import FastLane
+from .pipeline import Pipeline
 from .prefix_chain import PrefixChain
 from .prompt_cache import PionPromptCache
 
@@ -56,6 +56,7 @@ __all__ = [
     "hash_tagged",
     "tagged_sid",
     "FastLane",
+    "Pipeline",
     "BlockTable",
     "VQUANTS",
     "STATS_FIELDS",
@@ -70,7 +71,25 @@ __all__ = [
     "to_past_key_values",
 ]
 # Every exception class, named after the error code word (see pion.errors).
-__all__ += [n for n in _errors_all if n.endswith("Error")]
+__all__ += [
+    "ClientError",
+    "ColdMissError",
+    "CommandError",
+    "IncompletePrefixError",
+    "LoadingError",
+    "NoAuthError",
+    "NoProtoError",
+    "NotEnabledError",
+    "OutOfMemoryError",
+    "PersistenceNotEnabledError",
+    "PionConnectionError",
+    "PionError",
+    "SessionNotFoundError",
+    "UnexpectedReplyError",
+    "UnknownCommandError",
+    "WrongArityError",
+    "WrongPassError",
+]
 
 
 def __getattr__(name: str) -> Any:  # lazy torch adapters (PEP 562)

@@ -4,9 +4,9 @@ Every method takes numpy arrays or torch tensors (any float dtype; sent as
 little-endian float32 except where noted) and returns the same kind it was
 given (torch in -> torch out, float32). Shapes: a query ``[H, D]`` (one row per
 head) or ``[H, M, D]`` (M rows per head), a layer's K/V ``[H_kv, S, D]``.
-The attention session of namespace ``ns`` is ``<ns>_attn`` (reference §4).
+The attention session of namespace ``ns`` is ``<ns>_attn``.
 
-Cold tier (stage2.md §5): a query on a slot the server demoted answers
+Cold tier (docs/python.md "Stage 2: attention on the server"): a query on a slot the server demoted answers
 ``-COLDMISS`` (RESP) or status 3 (fast lane). Each query method then counts
 ``cold_rehydrates_observed``, sends ``KV.PREFIX.WARM <ns> <H_kv> <D> <ns>_attn``
 (rebuilds every layer's slot from the durable V-store) and retries exactly
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, List, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def _is_torch(x: Any) -> bool:
     return hasattr(x, "detach") and hasattr(x, "numpy")
 
 
-def _f32(x: Any, name: str, ndim: Tuple[int, ...]) -> np.ndarray:
+def _f32(x: Any, name: str, ndim: tuple[int, ...]) -> np.ndarray:
     if _is_torch(x):
         x = x.detach().cpu().float().numpy()
     a = np.ascontiguousarray(x, dtype="<f4")
@@ -93,12 +93,12 @@ def _blob(reply: Any, n_floats: int, cmd: str) -> np.ndarray:
     return a
 
 
-def _mv(a: np.ndarray) -> Union[memoryview, bytes]:
+def _mv(a: np.ndarray) -> memoryview | bytes:
     """The array's bytes for a command argument, without a copy (b"" when empty)."""
     return memoryview(a).cast("B") if a.size else b""
 
 
-def _window_args(fa_window: Optional[int]) -> List[str]:
+def _window_args(fa_window: int | None) -> list[str]:
     return [] if fa_window is None else [str(int(fa_window))]
 
 
@@ -107,16 +107,16 @@ class AttendMixin:
 
     # provided by PionPromptCache
     client: Any
-    n_kv_heads: Optional[int]
-    head_dim: Optional[int]
+    n_kv_heads: int | None
+    head_dim: int | None
 
-    def _init_attend(self, lane_port: Optional[int]) -> None:
+    def _init_attend(self, lane_port: int | None) -> None:
         self.cold_rehydrates_observed = 0
         self.attend_query_ms_total = 0.0
         self.attend_query_calls = 0
         self.lane_queries = 0
         self.warm_rebuilds = 0
-        self._lane: Optional[FastLane] = None
+        self._lane: FastLane | None = None
         self._lane_port = lane_port
         self._lane_disabled = os.environ.get("PION_PROMPT_CACHE_NO_BINARY", "") not in ("", "0")
 
@@ -138,7 +138,7 @@ class AttendMixin:
             self._lane.close()
             self._lane = None
 
-    def _get_lane(self) -> Optional[FastLane]:
+    def _get_lane(self) -> FastLane | None:
         if self._lane_disabled:
             return None
         if self._lane is not None:
@@ -161,7 +161,7 @@ class AttendMixin:
         self._lane = lane
         return lane
 
-    def _lane_call(self, op: int, body: bytes) -> Optional[bytearray]:
+    def _lane_call(self, op: int, body: bytes) -> bytearray | None:
         """The lane's reply body; None when the lane is unusable (then the caller uses RESP).
 
         ColdMissError and the server's command errors propagate; a transport failure
@@ -215,7 +215,7 @@ class AttendMixin:
         if r not in (b"OK", "OK", True):
             raise E.UnexpectedReplyError(f"ATTEND.PREFIX.STORE: expected +OK, got {r!r:.80}")
 
-    def _attend_store_args(self, namespace: str, layer: int, k: Tensor, v: Tensor) -> List[Any]:
+    def _attend_store_args(self, namespace: str, layer: int, k: Tensor, v: Tensor) -> list[Any]:
         ka = k.detach().cpu().numpy() if _is_torch(k) else np.asarray(k)
         va = v.detach().cpu().numpy() if _is_torch(v) else np.asarray(v)
         if ka.ndim != 3 or ka.shape != va.shape:
@@ -225,7 +225,7 @@ class AttendMixin:
         kb = np.ascontiguousarray(ka, dtype=dt)
         vb = np.ascontiguousarray(va, dtype=dt)
         h, n, d = kb.shape
-        args: List[Any] = ["ATTEND.PREFIX.STORE", self.attn_sid(namespace), str(layer), str(h), str(n), str(d),
+        args: list[Any] = ["ATTEND.PREFIX.STORE", self.attn_sid(namespace), str(layer), str(h), str(n), str(d),
                            memoryview(kb).cast("B"), memoryview(vb).cast("B")]
         if f16:
             args += ["FMT", "F16"]
@@ -239,12 +239,12 @@ class AttendMixin:
             raise E.UnexpectedReplyError(f"ATTEND.PREFIX.LOOKUP: unexpected reply {s!r}")
         return s
 
-    def attend_drop(self, namespace: str, layer: Optional[int] = None) -> int:
+    def attend_drop(self, namespace: str, layer: int | None = None) -> int:
         """``ATTEND.PREFIX.DROP <ns>_attn [layer]``: removes the slots (warm and cold); returns how many."""
         args = ["ATTEND.PREFIX.DROP", self.attn_sid(namespace)] + ([] if layer is None else [str(layer)])
         return int(self.client.execute(*args))
 
-    def warm(self, namespace: str, n_kv_heads: Optional[int] = None, head_dim: Optional[int] = None) -> int:
+    def warm(self, namespace: str, n_kv_heads: int | None = None, head_dim: int | None = None) -> int:
         """``KV.PREFIX.WARM <ns> <H> <D> <ns>_attn``: rebuilds every layer's slot from the V-store.
 
         Returns the number of layers stored (0 for an unknown namespace). Cheap
@@ -264,7 +264,7 @@ class AttendMixin:
     # ------------------------------------------------------------------ queries
 
     def attend_query(self, namespace: str, layer: int, q: Tensor, top_k: int = 0, with_lse: bool = False,
-                     fa_window: Optional[int] = None) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+                     fa_window: int | None = None) -> Tensor | tuple[Tensor, Tensor]:
         """Dense attention of ``q`` over the layer's cached prefix (every row at position N).
 
         Args:
@@ -300,8 +300,8 @@ class AttendMixin:
         return _out(out, tq)
 
     def attend_query_fused(self, namespace: str, layer: int, q: Tensor, k_suf: Tensor, v_suf: Tensor,
-                           head_map: Any = None, fa_window: Optional[int] = None,
-                           with_lse: bool = False) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+                           head_map: Any = None, fa_window: int | None = None,
+                           with_lse: bool = False) -> Tensor | tuple[Tensor, Tensor]:
         """Attention over the cached prefix plus a caller suffix (``ATTEND.PREFIX.QUERY_FUSED``).
 
         The M query rows are the last M suffix positions (causal within the suffix);
@@ -356,7 +356,7 @@ class AttendMixin:
         return _out(out, tq)
 
     def attend_query_sparse(self, namespace: str, layer: int, q: Tensor, indices: Any,
-                            fa_window: Optional[int] = None) -> Tensor:
+                            fa_window: int | None = None) -> Tensor:
         """Attention over explicit prefix positions per head (``ATTEND.PREFIX.QUERY_SPARSE``).
 
         Args:
@@ -389,8 +389,8 @@ class AttendMixin:
         return _out(self._cold_retry(namespace, layer, h, d, once).reshape(h, d), tq)
 
     def _sparse_auto(self, namespace: str, layer: int, q: Tensor, block_size: int, k_top: int,
-                     n_kv_heads: Optional[int], head_map: Any, fa_window: Optional[int], selector: str,
-                     suffix: Optional[Tuple[Tensor, Tensor]]) -> Tensor:
+                     n_kv_heads: int | None, head_map: Any, fa_window: int | None, selector: str,
+                     suffix: tuple[Tensor, Tensor] | None) -> Tensor:
         if selector not in SELECTORS:
             raise ValueError(f"selector must be one of {', '.join(SELECTORS)}")
         tq = _is_torch(q)
@@ -422,8 +422,8 @@ class AttendMixin:
         return _out(self._cold_retry(namespace, layer, h_kv, d, once).reshape(h_q, d), tq)
 
     def attend_query_sparse_auto(self, namespace: str, layer: int, q: Tensor, block_size: int, k_top: int,
-                                 n_kv_heads: Optional[int] = None, head_map: Any = None,
-                                 fa_window: Optional[int] = None, selector: str = "block_mean") -> Tensor:
+                                 n_kv_heads: int | None = None, head_map: Any = None,
+                                 fa_window: int | None = None, selector: str = "block_mean") -> Tensor:
         """Block-sparse attention (``ATTEND.PREFIX.QUERY_SPARSE_AUTO``): the ``k_top`` best blocks of
         ``block_size`` tokens, one mask for all heads; dense when ``k_top * block_size >= N``.
 
@@ -437,7 +437,7 @@ class AttendMixin:
 
     def attend_query_sparse_auto_fused(self, namespace: str, layer: int, q: Tensor, k_suf: Tensor, v_suf: Tensor,
                                        block_size: int, k_top: int, head_map: Any = None,
-                                       fa_window: Optional[int] = None, selector: str = "block_mean") -> Tensor:
+                                       fa_window: int | None = None, selector: str = "block_mean") -> Tensor:
         """Sparse-auto prefix plus a dense causal suffix ``[H_kv, S, D]``; the query row ``[H_q, D]``
         is the last suffix position (``ATTEND.PREFIX.QUERY_SPARSE_AUTO_FUSED``)."""
         h_kv = (k_suf.shape[0]) if hasattr(k_suf, "shape") else None

@@ -78,7 +78,7 @@ def block_hashes(token_ids: TokenIds, block_size: int = DEFAULT_BLOCK_SIZE, seed
     return out
 
 
-def pack_hashes(hashes: Union[Sequence[int], np.ndarray]) -> bytes:
+def pack_hashes(hashes: Sequence[int] | np.ndarray) -> bytes:
     """Packs hashes as little-endian u64 (the BLOCKS / MEMBERSHIP blob)."""
     return np.asarray(hashes, dtype=np.uint64).astype("<u8", copy=False).tobytes()
 

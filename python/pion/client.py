@@ -1,11 +1,12 @@
-"""Thin command layer over redis-py for every pion-server command of product.md §4-§6, §8.
+"""Thin command layer over redis-py for every pion-server command (docs/protocol.md).
 
 :class:`PionClient` owns a ``redis.Redis`` with a connection pool (hiredis
 parses replies when installed). Each method sends one command (or one pipeline)
 and returns Python / numpy values:
 
 * row payloads (``V.FETCH``) become ``numpy`` arrays over the buffer each bulk was
-  received into (:class:`_BulkReader`: one copy from the socket, writable arrays);
+  received into: the client reads them on connections of its own
+  (:mod:`pion._fetch`, one copy from the socket, writable arrays);
 * ``key:value`` bulk replies (``KV.PREFIX.INFO``, ``V.INFO``) become dicts;
 * ``PION.STATS`` becomes a dict of its 16 fields in server order;
 * error replies become :mod:`pion.errors` exceptions named after their code word.
@@ -24,14 +25,18 @@ count twice in the receipt if the first attempt did reach the server.
 from __future__ import annotations
 
 import inspect
+import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Sequence
 
 import numpy as np
 import redis
 import redis.exceptions as rex
 
+from . import _fetch
+from .cluster_keys import Key, _sum_replies, _tag_args, hash_tagged, tagged_sid
+from .replies import STATS_FIELDS, _expect_ok, _s, _status, parse_info, parse_stats
 from . import errors as E
 from .blocks import pack_hashes, unpack_bitmap, unpack_hashes
 
@@ -42,33 +47,13 @@ __all__ = [
     "STATS_FIELDS",
     "parse_info",
     "parse_stats",
+    "hash_tagged",  # from pion.cluster_keys, kept importable from here
+    "tagged_sid",
 ]
 
-#: Storage formats accepted by KV.PREFIX.REGISTER (product.md §5).
+#: Storage formats accepted by KV.PREFIX.REGISTER (docs/quant_formats.md).
 VQUANTS = ("int8", "turbo4", "turbo3", "turbo2", "fp16", "fp8", "mlx4g32")
 
-#: PION.STATS fields in server order (reference §3.19).
-STATS_FIELDS = (
-    "worker_id",
-    "uptime_in_seconds",
-    "kvprefix_hits",
-    "kvprefix_misses",
-    "kvprefix_hits_measured",
-    "kvprefix_tokens_served",
-    "kvprefix_bytes_served",
-    "kvprefix_prefill_us_saved",
-    "kvprefix_prefill_us_measured",
-    "prefill_seconds_avoided",
-    "prefill_seconds_avoided_measured",
-    "semantic_hits",
-    "semantic_misses",
-    "moe_hits",
-    "moe_misses",
-    "vector_queries",
-)
-_SECONDS_FIELDS = ("prefill_seconds_avoided", "prefill_seconds_avoided_measured")
-
-Key = Union[str, bytes]
 FetchFmt = str  # "F32" | "F16" | "NATIVE"
 
 
@@ -83,218 +68,22 @@ class BlockTable:
         return int(self.hashes.size)
 
 
-def _s(v: Any) -> str:
-    return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray, memoryview)) else str(v)
-
-
-def _num(v: str) -> Union[int, float, str]:
-    try:
-        return int(v)
-    except ValueError:
-        try:
-            return float(v)
-        except ValueError:
-            return v
-
-
-def parse_info(reply: Union[bytes, str]) -> Dict[str, Union[int, float, str]]:
-    """Parses a ``key:value`` per line reply (KV.PREFIX.INFO, V.INFO, INFO) into a dict.
-
-    Numbers become ``int`` / ``float``; ``# Section`` headers and blank lines are skipped.
-    """
-    out: Dict[str, Union[int, float, str]] = {}
-    for line in _s(reply).splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or ":" not in line:
-            continue
-        k, _, v = line.partition(":")
-        out[k] = _num(v)
-    return out
-
-
-def parse_stats(reply: Any) -> Dict[str, Union[int, float]]:
-    """Parses a PION.STATS reply (RESP3 map or RESP2 flat array) into an ordered dict.
-
-    Integer fields stay ``int``; the two ``S.mmm`` seconds fields become ``float``
-    (the exact microseconds are in ``kvprefix_prefill_us_saved`` / ``..._measured``).
-    """
-    if isinstance(reply, dict):
-        pairs = list(reply.items())
-    elif isinstance(reply, (list, tuple)):
-        if len(reply) % 2:
-            raise E.UnexpectedReplyError(f"PION.STATS: odd-length array ({len(reply)})")
-        pairs = [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
-    else:
-        raise E.UnexpectedReplyError(f"PION.STATS: unexpected reply {reply!r:.80}")
-    out: Dict[str, Union[int, float]] = {}
-    for k, v in pairs:
-        key = _s(k)
-        if isinstance(v, int):
-            out[key] = v
-        else:
-            text = _s(v)
-            out[key] = float(text) if key in _SECONDS_FIELDS or "." in text else int(text)
-    return out
-
-
-def _raw(args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+def _raw(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """Command name as bytes: redis-py then applies no reply callback (raw replies)."""
     if args and isinstance(args[0], str):
         return (args[0].encode(),) + args[1:]
     return args
 
 
-# Commands whose argument 1 is a namespace / a session id, and KV.PREFIX.DROP (every
-# argument a namespace): what a cluster client wraps in a hash tag (docs/cluster.md).
-_NS_AT_1 = {"KV.PREFIX.REGISTER", "KV.PREFIX.LOOKUP", "KV.PREFIX.BLOCKS", "KV.PREFIX.MEMBERSHIP",
-            "PION.LOADROWS"}
-_SID_AT_1 = {"V.STOREBATCH", "V.FETCH", "V.INFO"}
-
-
-def hash_tagged(ns: Key) -> Key:
-    """``ns`` wrapped in a Redis Cluster hash tag (``"{ns}"``) unless it already has one.
-
-    A namespace and its session ids ``<ns>_pk`` / ``<ns>_pv`` must hash to one slot; the
-    part inside the first ``{...}`` is all that is hashed, so ``{ns}``, ``{ns}_pk`` and
-    ``{ns}_pv`` always do.
-    """
-    b = ns.encode() if isinstance(ns, str) else bytes(ns)
-    i = b.find(b"{")
-    if i >= 0 and b.find(b"}", i + 2) > i:
-        return ns
-    return "{" + ns + "}" if isinstance(ns, str) else b"{" + b + b"}"
-
-
-def tagged_sid(sid: Key) -> Key:
-    """A session id ``<ns>_pk``/``<ns>_pv`` with its namespace hash-tagged (others unchanged)."""
-    b = sid.encode() if isinstance(sid, str) else bytes(sid)
-    if len(b) > 3 and b[-3:] in (b"_pk", b"_pv"):
-        ns = hash_tagged(sid[:-3])
-        return ns + sid[-3:]
-    return sid
-
-
-def _tag_args(args: Tuple[Any, ...]) -> Tuple[Any, ...]:
-    if not args:
-        return args
-    name = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
-    name = name.upper()
-    if name == "KV.PREFIX.DROP":
-        return (args[0],) + tuple(hash_tagged(a) for a in args[1:])
-    if len(args) > 1 and name in _NS_AT_1:
-        return (args[0], hash_tagged(args[1])) + args[2:]
-    if len(args) > 1 and name in _SID_AT_1:
-        return (args[0], tagged_sid(args[1])) + args[2:]
-    return args
-
-
-def _sum_replies(parsed: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
-    """Adds up per-node counters: numbers are summed, other values kept from the first."""
-    out: Dict[str, Any] = {}
-    for d in parsed:
-        for k, v in d.items():
-            if k in out and isinstance(v, (int, float)) and isinstance(out[k], (int, float)):
-                out[k] += v
-            elif k not in out:
-                out[k] = v
-    return out
-
-
-def _status(reply: Any) -> str:
-    if isinstance(reply, (bytes, bytearray)):
-        return reply.decode("utf-8", "replace")
-    if isinstance(reply, str):
-        return reply
-    if reply is True:  # redis-py callbacks turn +OK into True for some commands
-        return "OK"
-    raise E.UnexpectedReplyError(f"expected a status reply, got {reply!r:.80}")
-
-
-def _expect_ok(reply: Any, cmd: str) -> None:
-    s = _status(reply)
-    if s != "OK":
-        raise E.UnexpectedReplyError(f"{cmd}: expected +OK, got {s!r}")
-
-
-def _rows_blob(rows: np.ndarray) -> Tuple[memoryview, Optional[str]]:
+def _rows_blob(rows: np.ndarray) -> tuple[memoryview, str | None]:
     """Contiguous little-endian payload for V.STOREBATCH and its FMT (None = F32 default)."""
     if rows.dtype == np.float16:
         a = np.ascontiguousarray(rows, dtype="<f2")
-        fmt: Optional[str] = "F16"
+        fmt: str | None = "F16"
     else:
         a = np.ascontiguousarray(rows, dtype="<f4")
         fmt = None
     return memoryview(a).cast("B"), fmt
-
-
-class _BulkReader:
-    """Reads RESP replies straight from a socket, each bulk into its own exact-size buffer.
-
-    Used for V.FETCH: hiredis grows its input buffer 1 MiB at a time beyond 1 MiB,
-    so a reply of S MiB costs O(S^2) copying (~0.3 s of CPU for 32 MiB). Here a
-    bulk of n bytes is received with ``recv_into`` directly into an ``np.empty(n)``
-    buffer: one copy (kernel -> final memory), and the arrays made from it are
-    writable. RESP2 and RESP3 scalars, arrays, nulls and errors are understood.
-    """
-
-    def __init__(self, sock: Any) -> None:
-        self.sock = sock
-        self.buf = bytearray()
-        self.pos = 0
-
-    def _fill(self) -> None:
-        chunk = self.sock.recv(1 << 16)
-        if not chunk:
-            raise rex.ConnectionError("Connection closed by server.")
-        if self.pos:
-            del self.buf[: self.pos]
-            self.pos = 0
-        self.buf += chunk
-
-    def _line(self) -> bytes:
-        while True:
-            i = self.buf.find(b"\r\n", self.pos)
-            if i >= 0:
-                line = bytes(self.buf[self.pos:i])
-                self.pos = i + 2
-                return line
-            self._fill()
-
-    def _bulk(self, n: int) -> np.ndarray:
-        out = np.empty(n, dtype=np.uint8)
-        have = min(n, len(self.buf) - self.pos)
-        out[:have] = np.frombuffer(self.buf, dtype=np.uint8, count=have, offset=self.pos)
-        self.pos += have
-        mv = memoryview(out)
-        got = have
-        while got < n:
-            k = self.sock.recv_into(mv[got:], n - got)
-            if k == 0:
-                raise rex.ConnectionError("Connection closed by server.")
-            got += k
-        while len(self.buf) - self.pos < 2:
-            self._fill()
-        self.pos += 2  # CRLF
-        return out
-
-    def read(self) -> Any:
-        line = self._line()
-        t, rest = line[:1], line[1:]
-        if t == b"$":
-            n = int(rest)
-            return None if n < 0 else self._bulk(n)
-        if t in (b"*", b"~", b">"):
-            n = int(rest)
-            return None if n < 0 else [self.read() for _ in range(n)]
-        if t == b"+":
-            return rest
-        if t == b"-":
-            return E.error_from_reply(rest.decode("utf-8", "replace"))
-        if t == b":":
-            return int(rest)
-        if t == b"_":
-            return None
-        raise rex.InvalidResponse(f"unexpected reply type {line[:20]!r}")
 
 
 class PionClient:
@@ -312,7 +101,8 @@ class PionClient:
             older redis-py raises ``ValueError``.
         redis_client: use this ``redis.Redis`` instead of creating one (it must
             have ``decode_responses=False``).
-        **redis_kwargs: passed to ``redis.Redis``.
+        **redis_kwargs: passed to redis-py's ``ConnectionPool`` (``ssl=True`` and the
+            ``ssl_*`` options select TLS, as with ``redis.Redis``).
     """
 
     def __init__(
@@ -320,14 +110,14 @@ class PionClient:
         host: str = "127.0.0.1",
         port: int = 1974,
         *,
-        password: Optional[str] = None,
-        username: Optional[str] = None,
-        socket_timeout: Optional[float] = 60.0,
-        socket_connect_timeout: Optional[float] = 5.0,
-        max_connections: Optional[int] = None,
+        password: str | None = None,
+        username: str | None = None,
+        socket_timeout: float | None = 60.0,
+        socket_connect_timeout: float | None = 5.0,
+        max_connections: int | None = None,
         retries: int = 1,
         protocol: int = 2,
-        redis_client: Optional[redis.Redis] = None,
+        redis_client: redis.Redis | None = None,
         **redis_kwargs: Any,
     ) -> None:
         self.retries = max(0, int(retries))
@@ -336,7 +126,7 @@ class PionClient:
         else:
             if protocol not in (2, 3):
                 raise ValueError("protocol must be 2 or 3")
-            kw: Dict[str, Any] = dict(
+            kw: dict[str, Any] = dict(
                 host=host,
                 port=port,
                 password=password,
@@ -354,17 +144,20 @@ class PionClient:
                     raise ValueError(
                         f"RESP3 needs redis-py >= 5 (installed: {redis.__version__}); use protocol=2")
                 kw["protocol"] = 3
+            if redis_kwargs.pop("ssl", False):  # as redis.Redis(ssl=True) does
+                kw["connection_class"] = redis.SSLConnection
             kw.update(redis_kwargs)
             self.redis = redis.Redis(connection_pool=redis.ConnectionPool(**kw))
         self.protocol = protocol
+        self._fetch_pool = _fetch.FetchPool()
         # Set by cluster(): self.redis is a redis.cluster.RedisCluster.
         self.cluster_mode = False
         self.hash_tags = False
 
     @classmethod
-    def cluster(cls, startup_nodes: Sequence[Any], *, password: Optional[str] = None,
-                username: Optional[str] = None, socket_timeout: Optional[float] = 60.0,
-                socket_connect_timeout: Optional[float] = 5.0, retries: int = 1,
+    def cluster(cls, startup_nodes: Sequence[Any], *, password: str | None = None,
+                username: str | None = None, socket_timeout: float | None = 60.0,
+                socket_connect_timeout: float | None = 5.0, retries: int = 1,
                 hash_tags: bool = True, **redis_kwargs: Any) -> "PionClient":
         """A client of a Redis Cluster of pion.so nodes (or of ``pion-server
         --cluster-emulated yes``), on redis-py's ``RedisCluster``.
@@ -383,7 +176,7 @@ class PionClient:
 
         nodes = [n if isinstance(n, ClusterNode) else ClusterNode(str(n[0]), int(n[1]))
                  for n in startup_nodes]
-        kw: Dict[str, Any] = dict(password=password, username=username,
+        kw: dict[str, Any] = dict(password=password, username=username,
                                   socket_timeout=socket_timeout,
                                   socket_connect_timeout=socket_connect_timeout,
                                   decode_responses=False)
@@ -393,10 +186,10 @@ class PionClient:
         c.hash_tags = hash_tags
         return c
 
-    def _route(self, args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    def _route(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         return _tag_args(args) if self.cluster_mode and self.hash_tags else args
 
-    def _wire(self, args: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    def _wire(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         """The arguments as sent: the name as bytes for one server (no redis-py reply
         callback), as str for RedisCluster (its key lookup needs the name as text;
         it has no callbacks for pion's commands)."""
@@ -406,7 +199,7 @@ class PionClient:
             return (bytes(args[0]).decode(),) + tuple(args[1:])
         return args
 
-    def per_node(self, *args: Any) -> Dict[str, Any]:
+    def per_node(self, *args: Any) -> dict[str, Any]:
         """Cluster mode: sends a keyless command to every primary -> ``{"host:port": reply}``."""
         if not self.cluster_mode:
             return {f"{self.redis.connection_pool.connection_kwargs.get('host')}:"
@@ -430,6 +223,7 @@ class PionClient:
 
     def close(self) -> None:
         """Closes every pooled connection."""
+        self._fetch_pool.close()
         if self.cluster_mode:
             self.redis.close()
             return
@@ -463,13 +257,20 @@ class PionClient:
             except rex.RedisError as e:
                 raise E.translate(e) from None
 
-    def pipeline(self, commands: Sequence[Sequence[Any]]) -> List[Any]:
-        """Sends ``commands`` in one pipeline (one write, one round trip, no MULTI).
+    def pipeline(self, commands: Sequence[Sequence[Any]] | None = None) -> Any:
+        """Without arguments: a redis-py-style :class:`pion.pipeline.Pipeline`
+        (``with client.pipeline() as p: p.kv_prefix_lookup(ns); ...; p.execute()``).
 
-        Returns one entry per command: the reply, or the :class:`PionError` instance
-        for a command the server refused (other commands still ran). Connection
-        errors are retried as :meth:`execute` does (the whole pipeline is re-sent).
+        With ``commands``: sends those raw commands in one pipeline (one write, one
+        round trip, no MULTI) and returns one entry per command: the reply, or the
+        :class:`PionError` instance for a command the server refused (other commands
+        still ran). Connection errors are retried as :meth:`execute` does (the whole
+        pipeline is re-sent).
         """
+        if commands is None:
+            from .pipeline import Pipeline
+
+            return Pipeline(self)
         attempt = 0
         while True:
             pipe = self.redis.pipeline(transaction=False)
@@ -489,25 +290,26 @@ class PionClient:
                 raise E.translate(e) from None
             return [E.translate(r) if isinstance(r, BaseException) else r for r in replies]
 
-    def fetch_pipeline(self, commands: Sequence[Sequence[Any]]) -> List[Any]:
+    def fetch_pipeline(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
         """Like :meth:`pipeline`, for commands with large bulk replies (V.FETCH).
 
-        Sends on a pooled connection through redis-py, then reads the replies with
-        :class:`_BulkReader` (bulks arrive as writable ``uint8`` numpy arrays, one copy).
-        Falls back to :meth:`pipeline` when the connection object is not the
-        expected redis-py socket connection.
+        Sends on one of the client's fetch connections (:mod:`pion._fetch`) to the
+        server of the redis-py pool; bulks arrive as writable ``uint8`` numpy arrays,
+        one copy. Falls back to :meth:`pipeline` when the pool's connections are of
+        a kind a fetch connection cannot reproduce (a custom connection class or a
+        credential provider).
         """
         if self.cluster_mode:
             return self._fetch_pipeline_cluster(commands)
         return self._fetch_on_pool(self.redis.connection_pool, commands)
 
-    def _fetch_pipeline_cluster(self, commands: Sequence[Sequence[Any]]) -> List[Any]:
+    def _fetch_pipeline_cluster(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
         # Each command on the connection pool of the node owning its session id (the
         # fast read path per node); one that meets a redirect (a slot moving, a
         # failover) is re-sent through RedisCluster, which follows it.
         routed = [self._route(tuple(c)) for c in commands]
-        out: List[Any] = [None] * len(routed)
-        groups: Dict[str, Tuple[Any, List[int]]] = {}
+        out: list[Any] = [None] * len(routed)
+        groups: dict[str, tuple[Any, list[int]]] = {}
         for i, c in enumerate(routed):
             node = self.redis.get_node_from_key(c[1])
             groups.setdefault(node.name, (node, []))[1].append(i)
@@ -515,7 +317,7 @@ class PionClient:
             pool = node.redis_connection.connection_pool
             replies = self._fetch_on_pool(pool, [routed[i] for i in idx])
             for i, r in zip(idx, replies):
-                if isinstance(r, E.PionError) and str(r).startswith(("ERR MOVED ", "ERR ASK ")):
+                if isinstance(r, E.PionError) and r.code in ("MOVED", "ASK"):
                     try:
                         r = self.redis.execute_command(*self._wire(routed[i]))
                     except rex.RedisError as e:
@@ -523,31 +325,21 @@ class PionClient:
                 out[i] = r
         return out
 
-    def _fetch_on_pool(self, pool: Any, commands: Sequence[Sequence[Any]]) -> List[Any]:
+    def _fetch_on_pool(self, pool: Any, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        if not _fetch.supported(pool):
+            if self.cluster_mode:
+                return [self._execute_or_error(*c) for c in commands]
+            return self.pipeline(commands)
         attempt = 0
         while True:
-            conn = pool.get_connection("V.FETCH")
             try:
-                conn.send_packed_command(conn.pack_commands([_raw(tuple(c)) for c in commands]))
-                sock = getattr(conn, "_sock", None)
-                if sock is None or not hasattr(sock, "recv_into"):
-                    conn.disconnect()
-                    if self.cluster_mode:
-                        return [self._execute_or_error(*c) for c in commands]
-                    return self.pipeline(commands)
-                reader = _BulkReader(sock)
-                return [reader.read() for _ in commands]
-            except (rex.ConnectionError, rex.TimeoutError, OSError) as e:
-                conn.disconnect()
-                if attempt >= self.retries or isinstance(e, (rex.TimeoutError, TimeoutError)):
+                return self._fetch_pool.run(pool, [tuple(c) for c in commands])
+            except (ConnectionError, OSError, rex.ConnectionError, rex.TimeoutError) as e:
+                timeout = isinstance(e, (rex.TimeoutError, TimeoutError, socket.timeout))
+                if attempt >= self.retries or timeout:
                     raise E.translate(e) from None
                 attempt += 1
-                time.sleep(0.05 * attempt)
-            except BaseException:
-                conn.disconnect()  # unknown state: never reuse a half-read connection
-                raise
-            finally:
-                pool.release(conn)
+                time.sleep(0.05 * attempt)  # reconnect backoff
 
     def _execute_or_error(self, *args: Any) -> Any:
         try:
@@ -568,20 +360,20 @@ class PionClient:
             if isinstance(r, E.PionError):
                 raise r
 
-    # ------------------------------------------------------------- §4 admin
+    # ---------------------------------------------------------------- admin
 
-    def ping(self, message: Optional[Union[str, bytes]] = None) -> Union[bool, bytes]:
+    def ping(self, message: str | bytes | None = None) -> bool | bytes:
         """PING: ``True`` (``+PONG``), or the echoed ``message`` as bytes."""
         if message is None:
             return _status(self.execute("PING")) == "PONG"
         return self.execute("PING", message)
 
-    def echo(self, message: Union[str, bytes]) -> bytes:
+    def echo(self, message: str | bytes) -> bytes:
         """ECHO message -> the same bytes."""
         return self.execute("ECHO", message)
 
-    def hello(self, protover: Optional[int] = None, *, auth: Optional[Tuple[str, str]] = None,
-              setname: Optional[str] = None) -> Dict[str, Any]:
+    def hello(self, protover: int | None = None, *, auth: tuple[str, str] | None = None,
+              setname: str | None = None) -> dict[str, Any]:
         """HELLO [protover [AUTH user pass] [SETNAME name]] -> the server's info map as a dict.
 
         ``protover=3`` switches only the connection that sends it; with a redis-py
@@ -589,7 +381,7 @@ class PionClient:
         """
         if protover == 3 and self.protocol != 3:
             raise ValueError("HELLO 3 needs PionClient(protocol=3) (redis-py >= 5)")
-        args: List[Any] = ["HELLO"]
+        args: list[Any] = ["HELLO"]
         if protover is not None:
             args.append(str(protover))
             if auth is not None:
@@ -603,7 +395,7 @@ class PionClient:
             items = [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
         return {_s(k): (v if isinstance(v, (int, list)) else _s(v)) for k, v in items}
 
-    def auth(self, password: str, username: Optional[str] = None) -> None:
+    def auth(self, password: str, username: str | None = None) -> None:
         """AUTH [user] pass. Raises WrongPassError / NoAuthError (no password configured)."""
         args = ["AUTH"] + ([username] if username is not None else []) + [password]
         _expect_ok(self.execute(*args), "AUTH")
@@ -620,16 +412,16 @@ class PionClient:
         """CLIENT SETNAME name (names the pooled connection that sends it)."""
         _expect_ok(self.execute("CLIENT", "SETNAME", name), "CLIENT SETNAME")
 
-    def client_getname(self) -> Optional[str]:
+    def client_getname(self) -> str | None:
         """CLIENT GETNAME."""
         r = self.execute("CLIENT", "GETNAME")
         return None if r is None else _s(r)
 
-    def client_info(self) -> Dict[str, str]:
+    def client_info(self) -> dict[str, str]:
         """CLIENT INFO -> dict of the ``k=v`` fields."""
         return dict(kv.split("=", 1) for kv in _s(self.execute("CLIENT", "INFO")).split() if "=" in kv)
 
-    def client_list(self) -> List[Dict[str, str]]:
+    def client_list(self) -> list[dict[str, str]]:
         """CLIENT LIST -> one dict of ``k=v`` fields per connection."""
         out = []
         for line in _s(self.execute("CLIENT", "LIST")).splitlines():
@@ -653,18 +445,18 @@ class PionClient:
         """COMMAND DOCS name... (raw reply)."""
         return self.execute("COMMAND", "DOCS", *names)
 
-    def config_get(self, pattern: str) -> Dict[str, str]:
+    def config_get(self, pattern: str) -> dict[str, str]:
         """CONFIG GET pattern -> dict."""
         r = self.execute("CONFIG", "GET", pattern)
         if isinstance(r, dict):
             return {_s(k): _s(v) for k, v in r.items()}
         return {_s(r[i]): _s(r[i + 1]) for i in range(0, len(r), 2)}
 
-    def config_set(self, name: str, value: Union[str, int]) -> None:
+    def config_set(self, name: str, value: str | int) -> None:
         """CONFIG SET name value (maxmemory, appendfsync, loglevel)."""
         _expect_ok(self.execute("CONFIG", "SET", name, str(value)), "CONFIG SET")
 
-    def info(self, *sections: str) -> Dict[str, Union[int, float, str]]:
+    def info(self, *sections: str) -> dict[str, int | float | str]:
         """INFO [section ...] -> flat dict of every ``key:value`` line (``# Pion`` included)."""
         return parse_info(self.execute("INFO", *sections))
 
@@ -676,14 +468,14 @@ class PionClient:
         """FLUSHALL: drops every session (WAL-logged)."""
         _expect_ok(self.execute("FLUSHALL"), "FLUSHALL")
 
-    def time(self) -> Tuple[int, int]:
+    def time(self) -> tuple[int, int]:
         """TIME -> (unix seconds, microseconds)."""
         r = self.execute("TIME")
         return int(r[0]), int(r[1])
 
-    def shutdown(self, save: Optional[bool] = None) -> None:
+    def shutdown(self, save: bool | None = None) -> None:
         """SHUTDOWN [SAVE|NOSAVE]. The server closes the connection; that is success."""
-        args: List[str] = ["SHUTDOWN"]
+        args: list[str] = ["SHUTDOWN"]
         if save is not None:
             args.append("SAVE" if save else "NOSAVE")
         try:
@@ -693,12 +485,12 @@ class PionClient:
         except rex.RedisError as e:
             raise E.translate(e) from None
 
-    # ------------------------------------------------------------- §5 KV.PREFIX
+    # ------------------------------------------------------------ KV.PREFIX
 
     def kv_prefix_register(self, ns: Key, kv_dim: int, vquant: str = "fp16", *,
-                           block_size: Optional[int] = None,
-                           hashes: Optional[Union[Sequence[int], np.ndarray]] = None,
-                           prefill_ms: Optional[int] = None, parent: Optional[Key] = None) -> None:
+                           block_size: int | None = None,
+                           hashes: Sequence[int] | np.ndarray | None = None,
+                           prefill_ms: int | None = None, parent: Key | None = None) -> None:
         """KV.PREFIX.REGISTER ns kv_dim vquant [BLOCKS block_size n blob] [PREFILL_MS ms] [PARENT p].
 
         Creates the sessions ``<ns>_pk`` and ``<ns>_pv``. ``hashes`` (u64, token
@@ -710,10 +502,10 @@ class PionClient:
         self.execute(*self._register_args(ns, kv_dim, vquant, block_size, hashes, prefill_ms, parent))
 
     @staticmethod
-    def _register_args(ns: Key, kv_dim: int, vquant: str, block_size: Optional[int],
-                       hashes: Optional[Union[Sequence[int], np.ndarray]],
-                       prefill_ms: Optional[int], parent: Optional[Key] = None) -> List[Any]:
-        args: List[Any] = ["KV.PREFIX.REGISTER", ns, str(int(kv_dim)), vquant]
+    def _register_args(ns: Key, kv_dim: int, vquant: str, block_size: int | None,
+                       hashes: Sequence[int] | np.ndarray | None,
+                       prefill_ms: int | None, parent: Key | None = None) -> list[Any]:
+        args: list[Any] = ["KV.PREFIX.REGISTER", ns, str(int(kv_dim)), vquant]
         if hashes is not None:
             if block_size is None:
                 raise ValueError("hashes need block_size")
@@ -726,9 +518,9 @@ class PionClient:
         return args
 
     @staticmethod
-    def _lookup_chain_args(ns: Key, tokens: Optional[int] = None,
-                           prefill_ms: Optional[int] = None) -> List[Any]:
-        args: List[Any] = ["KV.PREFIX.LOOKUP", ns, "CHAIN"]
+    def _lookup_chain_args(ns: Key, tokens: int | None = None,
+                           prefill_ms: int | None = None) -> list[Any]:
+        args: list[Any] = ["KV.PREFIX.LOOKUP", ns, "CHAIN"]
         if tokens is not None:
             args += ["TOKENS", str(int(tokens))]
         if prefill_ms is not None:
@@ -736,7 +528,7 @@ class PionClient:
         return args
 
     @staticmethod
-    def parse_chain(reply: Any) -> Optional[List[Tuple[str, int]]]:
+    def parse_chain(reply: Any) -> list[tuple[str, int]] | None:
         """A ``KV.PREFIX.LOOKUP ... CHAIN`` reply as ``[(namespace, tokens), ...]`` root first,
         or None for ``+MISS``."""
         if isinstance(reply, E.PionError):
@@ -752,16 +544,16 @@ class PionClient:
             out.append((bytes(seg[0]).decode("utf-8", "surrogateescape"), int(seg[1])))
         return out
 
-    def kv_prefix_lookup_chain(self, ns: Key, *, tokens: Optional[int] = None,
-                               prefill_ms: Optional[int] = None) -> Optional[List[Tuple[str, int]]]:
+    def kv_prefix_lookup_chain(self, ns: Key, *, tokens: int | None = None,
+                               prefill_ms: int | None = None) -> list[tuple[str, int]] | None:
         """KV.PREFIX.LOOKUP ns CHAIN [TOKENS n] [PREFILL_MS ms] -> ``[(namespace, tokens), ...]``
         from the root to ``ns``, or None on ``+MISS``. One receipt hit for the whole chain."""
         return self.parse_chain(self.execute(*self._lookup_chain_args(ns, tokens, prefill_ms)))
 
-    def kv_prefix_lookup(self, ns: Key, *, tokens: Optional[int] = None,
-                         prefill_ms: Optional[int] = None) -> bool:
+    def kv_prefix_lookup(self, ns: Key, *, tokens: int | None = None,
+                         prefill_ms: int | None = None) -> bool:
         """KV.PREFIX.LOOKUP ns [TOKENS n] [PREFILL_MS ms] -> True on +HIT, False on +MISS."""
-        args: List[Any] = ["KV.PREFIX.LOOKUP", ns]
+        args: list[Any] = ["KV.PREFIX.LOOKUP", ns]
         if tokens is not None:
             args += ["TOKENS", str(int(tokens))]
         if prefill_ms is not None:
@@ -781,7 +573,7 @@ class PionClient:
             return sum(int(self.execute("KV.PREFIX.DROP", ns)) for ns in namespaces)
         return int(self.execute("KV.PREFIX.DROP", *namespaces))
 
-    def kv_prefix_blocks(self, ns: Key) -> Optional[BlockTable]:
+    def kv_prefix_blocks(self, ns: Key) -> BlockTable | None:
         """KV.PREFIX.BLOCKS ns -> :class:`BlockTable`, or None for ``+UNKNOWN``."""
         r = self.execute("KV.PREFIX.BLOCKS", ns)
         if r == b"UNKNOWN" or r == "UNKNOWN":
@@ -793,7 +585,7 @@ class PionClient:
             raise E.UnexpectedReplyError(f"KV.PREFIX.BLOCKS: {len(r)} bytes for {int(count)} hashes")
         return BlockTable(int(bs), unpack_hashes(memoryview(r)[8:]))
 
-    def kv_prefix_membership(self, ns: Key, hashes: Union[Sequence[int], np.ndarray]) -> Optional[np.ndarray]:
+    def kv_prefix_membership(self, ns: Key, hashes: Sequence[int] | np.ndarray) -> np.ndarray | None:
         """KV.PREFIX.MEMBERSHIP ns n blob -> bool array (probe i registered?), or None for UNKNOWN."""
         h = np.asarray(hashes, dtype=np.uint64)
         r = self.execute("KV.PREFIX.MEMBERSHIP", ns, str(h.size), pack_hashes(h))
@@ -803,7 +595,7 @@ class PionClient:
             return None
         return unpack_bitmap(r, int(h.size))
 
-    def kv_prefix_info(self, ns: Optional[Key] = None) -> Optional[Dict[str, Union[int, float, str]]]:
+    def kv_prefix_info(self, ns: Key | None = None) -> dict[str, int | float | str] | None:
         """KV.PREFIX.INFO -> dict (registered_prefixes, vstore_bytes, wal_bytes, ...).
 
         With ``ns``: that namespace's place in its chain (``parent``, ``children``,
@@ -821,7 +613,7 @@ class PionClient:
         return self.parse_info_reply(r)
 
     @staticmethod
-    def parse_info_reply(reply: Any) -> Dict[str, Union[int, float, str]]:
+    def parse_info_reply(reply: Any) -> dict[str, int | float | str]:
         """A ``KV.PREFIX.INFO <ns>`` bulk as a dict; ``namespace`` and ``parent`` stay strings."""
         out = parse_info(bytes(reply) if isinstance(reply, np.ndarray) else reply)
         for line in _s(bytes(reply) if isinstance(reply, np.ndarray) else reply).splitlines():
@@ -830,7 +622,7 @@ class PionClient:
                 out[k] = v
         return out
 
-    def kv_prefix_save(self, path: Optional[str] = None) -> None:
+    def kv_prefix_save(self, path: str | None = None) -> None:
         """KV.PREFIX.SAVE [path]: snapshot then truncate the WAL. Raises on any failure."""
         _expect_ok(self.execute("KV.PREFIX.SAVE", *([path] if path else [])), "KV.PREFIX.SAVE")
 
@@ -838,7 +630,7 @@ class PionClient:
         """KV.PREFIX.COMMIT: returns once every acknowledged write is on stable storage."""
         _expect_ok(self.execute("KV.PREFIX.COMMIT"), "KV.PREFIX.COMMIT")
 
-    # ------------------------------------------------------------- §6 V-store
+    # -------------------------------------------------------------- V-store
 
     def v_storebatch(self, sid: Key, layer: int, start: int, rows: np.ndarray) -> None:
         """V.STOREBATCH sid layer start count blob [FMT F16].
@@ -849,17 +641,17 @@ class PionClient:
         self.execute(*self._storebatch_args(sid, layer, start, rows))
 
     @staticmethod
-    def _storebatch_args(sid: Key, layer: int, start: int, rows: np.ndarray) -> List[Any]:
+    def _storebatch_args(sid: Key, layer: int, start: int, rows: np.ndarray) -> list[Any]:
         if rows.ndim != 2:
             raise ValueError("rows must be 2-D [count, dim]")
         blob, fmt = _rows_blob(rows)
-        args: List[Any] = ["V.STOREBATCH", sid, str(int(layer)), str(int(start)), str(rows.shape[0]), blob]
+        args: list[Any] = ["V.STOREBATCH", sid, str(int(layer)), str(int(start)), str(rows.shape[0]), blob]
         if fmt:
             args += ["FMT", fmt]
         return args
 
     @staticmethod
-    def decode_rows(payload: Any, rows: int, dim: Optional[int], fmt: FetchFmt) -> Optional[np.ndarray]:
+    def decode_rows(payload: Any, rows: int, dim: int | None, fmt: FetchFmt) -> np.ndarray | None:
         """Turns a V.FETCH bulk (bytes or uint8 array) into an array ``[rows, dim]`` (zero-copy view).
 
         ``fmt`` is what was asked: F32 -> float32, F16 -> float16, NATIVE -> float16
@@ -884,13 +676,13 @@ class PionClient:
             raise E.UnexpectedReplyError(f"V.FETCH: {n} bytes is not {rows} rows of {dim} {dt.name}")
         return a.reshape(rows, dim)
 
-    def _dim_for(self, sid: Key, dim: Optional[int], fmt: FetchFmt) -> Optional[int]:
+    def _dim_for(self, sid: Key, dim: int | None, fmt: FetchFmt) -> int | None:
         if dim is None and fmt.upper() == "NATIVE":
             dim = int(self.v_info(sid)["value_dim"])
         return dim
 
     def v_fetch_range(self, sid: Key, layer: int, start: int, end: int, *, fmt: FetchFmt = "F32",
-                      dim: Optional[int] = None) -> Optional[np.ndarray]:
+                      dim: int | None = None) -> np.ndarray | None:
         """V.FETCH sid layer RANGE start end [FMT fmt] -> ``[end-start, dim]`` array or None.
 
         None means no row of the range is stored. ``dim`` (kv_dim) is needed to
@@ -900,11 +692,11 @@ class PionClient:
         r = self._fetch_one("V.FETCH", sid, str(int(layer)), "RANGE", str(int(start)), str(int(end)), "FMT", fmt)
         return self.decode_rows(r, end - start, dim, fmt)
 
-    def v_fetch_batch(self, sid: Key, start: int, end: int, num_layers: Optional[int] = None, *,
-                      fmt: FetchFmt = "F32", dim: Optional[int] = None) -> List[Optional[np.ndarray]]:
+    def v_fetch_batch(self, sid: Key, start: int, end: int, num_layers: int | None = None, *,
+                      fmt: FetchFmt = "F32", dim: int | None = None) -> list[np.ndarray | None]:
         """V.FETCH sid BATCH start end [num_layers] [FMT fmt] -> one array (or None) per layer."""
         dim = self._dim_for(sid, dim, fmt)
-        args: List[Any] = ["V.FETCH", sid, "BATCH", str(int(start)), str(int(end))]
+        args: list[Any] = ["V.FETCH", sid, "BATCH", str(int(start)), str(int(end))]
         if num_layers is not None:
             args.append(str(int(num_layers)))
         args += ["FMT", fmt]
@@ -913,26 +705,26 @@ class PionClient:
             raise E.UnexpectedReplyError(f"V.FETCH BATCH: expected an array, got {type(r).__name__}")
         return [self.decode_rows(p, end - start, dim, fmt) for p in r]
 
-    def v_fetch_ids(self, sid: Key, layer: int, ids: Sequence[int], *, fmt: Optional[FetchFmt] = None,
-                    dim: Optional[int] = None) -> Optional[np.ndarray]:
+    def v_fetch_ids(self, sid: Key, layer: int, ids: Sequence[int], *, fmt: FetchFmt | None = None,
+                    dim: int | None = None) -> np.ndarray | None:
         """V.FETCH sid layer id [id ...] [FMT F32|F16] -> rows in request order (``[len(ids), dim]``)."""
         if not ids:
             raise ValueError("v_fetch_ids needs at least one id")
-        args: List[Any] = ["V.FETCH", sid, str(int(layer))] + [str(int(i)) for i in ids]
+        args: list[Any] = ["V.FETCH", sid, str(int(layer))] + [str(int(i)) for i in ids]
         if fmt is not None:
             args += ["FMT", fmt]
         r = self._fetch_one(*args)
         return self.decode_rows(r, len(ids), dim, fmt or "F32")
 
-    def v_info(self, sid: Optional[Key] = None) -> Dict[str, Union[int, float, str]]:
+    def v_info(self, sid: Key | None = None) -> dict[str, int | float | str]:
         """V.INFO [sid] -> dict (global: sessions, total_tokens...; per sid: value_dim, v_format, layer_<i>_tokens...)."""
         if sid is None and self.cluster_mode:
             return _sum_replies([parse_info(r) for r in self.per_node("V.INFO").values()])
         return parse_info(self.execute("V.INFO", *([sid] if sid is not None else [])))
 
-    # ------------------------------------------------------------- §8 receipt
+    # -------------------------------------------------------------- receipt
 
-    def pion_stats(self) -> Dict[str, Union[int, float]]:
+    def pion_stats(self) -> dict[str, int | float]:
         """PION.STATS -> the 16-field value receipt as a dict (server order)."""
         if self.cluster_mode:
             return _sum_replies([parse_stats(r) for r in self.per_node("PION.STATS").values()])

@@ -2,16 +2,23 @@
 
 pion-server answers errors as RESP error lines ``-<CODE> <text>``; the code word
 is ``ERR`` unless one of ``OOM``, ``LOADING``, ``NOAUTH``, ``WRONGPASS``,
-``NOPROTO`` or ``COLDMISS`` applies (product.md §3). Every such reply becomes a
-subclass of :class:`PionError` carrying ``code`` (the code word) and ``message``
-(the text after it). redis-py's own exception classes (``ResponseError``,
-``BusyLoadingError``, ``AuthenticationError``, ``ConnectionError``...) never
-escape the public API: :func:`translate` maps them.
+``NOPROTO`` or ``COLDMISS`` applies (docs/protocol.md "Error code words"). Every
+such reply becomes a subclass of :class:`PionError` carrying ``code`` (the code
+word) and ``message`` (the text after it). The class is chosen by the code word;
+only ``-ERR`` replies are refined further, by the exact texts listed below, since
+they share one word. :class:`PionError` derives from
+``redis.exceptions.RedisError``, so code that catches redis-py's errors catches
+pion's too. redis-py's own exception classes (``ResponseError``,
+``BusyLoadingError``, ``AuthenticationError``, ``ConnectionError``...) never escape
+the public API: :func:`translate` maps them, taking the code word from the class
+redis-py chose (it strips the words it knows) or from the text (it keeps the others).
 
 Hierarchy::
 
-    PionError
-    ├── CommandError              -ERR ... (generic)
+    redis.exceptions.RedisError
+    └── PionError
+    ├── CommandError              -ERR ... (generic), and code words without a class
+    │   │                          of their own (-WRONGTYPE, -NOPERM, -MOVED ...)
     │   ├── SessionNotFoundError   -ERR session not found
     │   ├── NotEnabledError        -ERR V-store not enabled (use --kvcache)
     │   ├── PersistenceNotEnabledError  -ERR persistence is not enabled
@@ -31,7 +38,7 @@ Hierarchy::
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Type
+import re
 
 import redis.exceptions as rex
 
@@ -58,7 +65,7 @@ __all__ = [
 ]
 
 
-class PionError(Exception):
+class PionError(rex.RedisError):
     """Base class of every error raised by the pion client.
 
     Attributes:
@@ -69,7 +76,7 @@ class PionError(Exception):
 
     code: str = "ERR"
 
-    def __init__(self, message: str = "", code: Optional[str] = None) -> None:
+    def __init__(self, message: str = "", code: str | None = None) -> None:
         if code is not None:
             self.code = code
         self.message = message
@@ -158,7 +165,7 @@ class IncompletePrefixError(ClientError):
     """A registered prefix has layers or rows missing (e.g. another process is still storing it)."""
 
 
-_BY_CODE: Dict[str, Type[PionError]] = {
+_BY_CODE: dict[str, type[PionError]] = {
     "ERR": CommandError,
     "OOM": OutOfMemoryError,
     "LOADING": LoadingError,
@@ -168,35 +175,43 @@ _BY_CODE: Dict[str, Type[PionError]] = {
     "COLDMISS": ColdMissError,
 }
 
-# (prefix of the text after "ERR ", class): refinements of -ERR.
-_ERR_PREFIXES = (
-    ("session not found", SessionNotFoundError),
-    ("V-store not enabled", NotEnabledError),
-    ("persistence is not enabled", PersistenceNotEnabledError),
-    ("unknown command", UnknownCommandError),
-    ("wrong number of arguments", WrongArityError),
+# -ERR texts with a class of their own: the server's fixed texts, and the two
+# families whose text names the command (Redis's "unknown command '<name>', with
+# args beginning with: ..." and "wrong number of arguments for '<cmd>' command").
+_ERR_TEXTS: dict[str, type[PionError]] = {
+    "session not found": SessionNotFoundError,
+    "V-store not enabled (use --kvcache)": NotEnabledError,
+    "persistence is not enabled": PersistenceNotEnabledError,
+}
+_ERR_PATTERNS = (
+    (re.compile(r"unknown command '"), UnknownCommandError),
+    (re.compile(r"wrong number of arguments for '"), WrongArityError),
 )
+# A code word: capitals (and digits, '_', '-'), as Redis sends them.
+_CODE_WORD = re.compile(r"[A-Z][A-Z0-9_-]*\Z")
 
 
 def error_from_reply(line: str) -> PionError:
     """Builds the exception for a full error line such as ``"OOM command not allowed ..."``.
 
-    The first word is the code word when it is one of the known ones; anything
-    else (a server that omits the code) is treated as ``ERR`` with the whole text.
+    The first word is the code word; a line whose first word is not one (a server
+    that omits the code) is treated as ``ERR`` with the whole text.
     """
     word, _, rest = line.partition(" ")
-    if word in _BY_CODE:
-        return _from_code(word, rest)
-    return _from_code("ERR", line)
+    if _CODE_WORD.match(word):
+        return from_code(word, rest)
+    return from_code("ERR", line)
 
 
-def _from_code(code: str, message: str) -> PionError:
+def from_code(code: str, message: str) -> PionError:
+    """The exception for code word ``code`` and the text after it."""
     if code == "ERR":
-        for prefix, cls in _ERR_PREFIXES:
-            if message.startswith(prefix):
-                return cls(message)
-        return CommandError(message)
-    return _BY_CODE[code](message)
+        cls = _ERR_TEXTS.get(message)
+        if cls is None:
+            cls = next((c for p, c in _ERR_PATTERNS if p.match(message)), CommandError)
+        return cls(message)
+    cls = _BY_CODE.get(code)
+    return cls(message) if cls is not None else CommandError(message, code=code)
 
 
 def translate(exc: BaseException) -> PionError:
@@ -209,24 +224,53 @@ def translate(exc: BaseException) -> PionError:
     if isinstance(exc, PionError):
         return exc
     text = str(exc.args[0]) if exc.args else str(exc)
-    if isinstance(exc, rex.BusyLoadingError):  # subclass of ConnectionError: test first
-        return LoadingError(text)
-    if isinstance(exc, rex.AuthenticationWrongNumberOfArgsError):
-        return WrongArityError(text)
-    if isinstance(exc, rex.AuthenticationError):
-        # -NOAUTH ... (code stripped by redis-py) or -ERR Client sent AUTH, but no password...
-        if text.startswith("WRONGPASS"):
-            return WrongPassError(text.partition(" ")[2])
-        if text.startswith("Client sent AUTH"):  # -ERR: AUTH without a configured password
-            return CommandError(text)
-        return NoAuthError(text)
-    if isinstance(exc, rex.ResponseError):
-        word = text.partition(" ")[0]
-        if word in _BY_CODE and word != "ERR":
-            return _from_code(word, text.partition(" ")[2])
-        return _from_code("ERR", text)
+    code = _redis_py_code(exc, text)
+    if code is not None:
+        if code == "ERR" or text.partition(" ")[0] != code:
+            return from_code(code, text)  # redis-py stripped the word
+        return from_code(code, text.partition(" ")[2])
     if isinstance(exc, (rex.ConnectionError, rex.TimeoutError, OSError)):
         return PionConnectionError(text)
-    if isinstance(exc, rex.RedisError):
-        return ClientError(text)
     return ClientError(text)
+
+
+# redis-py's classes for the code words it strips (ERR refinements included).
+_REDIS_PY_CODES = (
+    (rex.BusyLoadingError, "LOADING"),  # a subclass of its ConnectionError: first
+    (rex.AuthenticationWrongNumberOfArgsError, "ERR"),
+    (rex.ExecAbortError, "EXECABORT"),
+    (rex.ReadOnlyError, "READONLY"),
+    (rex.NoScriptError, "NOSCRIPT"),
+    (rex.NoPermissionError, "NOPERM"),
+)
+
+
+def _redis_py_code(exc: BaseException, text: str) -> str | None:
+    """The code word of a server error redis-py raised (None: not a server reply)."""
+    for cls, code in _REDIS_PY_CODES:
+        if isinstance(exc, cls):
+            return code
+    if isinstance(exc, rex.AuthenticationError):
+        # redis-py strips NOAUTH, and raises this class for two -ERR texts too.
+        if text in ("Client sent AUTH, but no password is set", "invalid password"):
+            return "ERR"
+        word = text.partition(" ")[0]
+        return word if _CODE_WORD.match(word) and word in _BY_CODE else "NOAUTH"
+    if isinstance(exc, rex.ResponseError):
+        # Words redis-py does not know stay in the text; ERR is stripped.
+        word = text.partition(" ")[0]
+        return word if _CODE_WORD.match(word) and word != "ERR" and _looks_coded(word) else "ERR"
+    return None
+
+
+def _looks_coded(word: str) -> bool:
+    """A first word that is a code word rather than the start of an -ERR text (whose
+    texts may begin with a command name in capitals: 'AUTH <password> called ...')."""
+    return word in _BY_CODE or word in _OTHER_CODES
+
+
+# Redis's other code words (src/server.c shared errors, cluster redirects).
+_OTHER_CODES = frozenset({"WRONGTYPE", "NOPERM", "EXECABORT", "BUSYKEY", "MOVED", "ASK",
+                          "TRYAGAIN", "CROSSSLOT", "CLUSTERDOWN", "NOSCRIPT", "READONLY",
+                          "MASTERDOWN", "MISCONF", "BUSY", "NOREPLICAS", "UNBLOCKED",
+                          "NOTBUSY", "NOGROUP", "BUSYGROUP"})

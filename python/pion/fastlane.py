@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Optional, Tuple
 
 import numpy as np
 
 from . import errors as E
 
 __all__ = ["FastLane", "MAGIC", "OP_PING", "OP_AUTH", "OP_QUERY_FUSED", "OP_QUERY",
-           "ST_OK", "ST_MISS", "ST_ERROR", "ST_COLDMISS", "query_fused_body", "query_body"]
+           "ST_OK", "ST_MISS", "ST_ERROR", "ST_COLDMISS", "HEADER_SIZE", "frame", "query_fused_body",
+           "query_body"]
 
 MAGIC = 0xCA5E
 OP_PING = 0xFF
@@ -33,6 +33,12 @@ OP_QUERY = 0x25
 ST_OK, ST_MISS, ST_ERROR, ST_COLDMISS = 0, 1, 2, 3
 
 _HDR = struct.Struct("<HBI")
+HEADER_SIZE = _HDR.size  # 7: magic, command or status, body length
+
+
+def frame(op: int, body: bytes = b"") -> bytes:
+    """One request frame: the header, then ``body``."""
+    return _HDR.pack(MAGIC, op, len(body)) + body
 
 
 def _sid_bytes(sid: bytes) -> bytes:
@@ -41,12 +47,12 @@ def _sid_bytes(sid: bytes) -> bytes:
     return struct.pack("<H", len(sid)) + sid
 
 
-def _window(fa_window: Optional[int]) -> bytes:
+def _window(fa_window: int | None) -> bytes:
     return b"" if fa_window is None else struct.pack("<i", int(fa_window))
 
 
 def query_fused_body(sid: bytes, layer: int, q: np.ndarray, k_suf: np.ndarray, v_suf: np.ndarray,
-                     head_map: np.ndarray, fa_window: Optional[int] = None) -> bytes:
+                     head_map: np.ndarray, fa_window: int | None = None) -> bytes:
     """QUERY_FUSED body: q ``[H_q, M, D]``, k_suf/v_suf ``[H_kv, S, D]`` (f32), head_map ``[H_q]`` u8."""
     h_q, m, d = q.shape
     h_kv, s = k_suf.shape[0], k_suf.shape[1]
@@ -54,7 +60,7 @@ def query_fused_body(sid: bytes, layer: int, q: np.ndarray, k_suf: np.ndarray, v
     return b"".join((head, q.tobytes(), k_suf.tobytes(), v_suf.tobytes(), head_map.tobytes(), _window(fa_window)))
 
 
-def query_body(sid: bytes, layer: int, q: np.ndarray, fa_window: Optional[int] = None) -> bytes:
+def query_body(sid: bytes, layer: int, q: np.ndarray, fa_window: int | None = None) -> bytes:
     """QUERY body: q ``[H, M, D]`` f32."""
     h, m, d = q.shape
     return b"".join((_sid_bytes(sid), struct.pack("<HHHI", layer, h, d, m), q.tobytes(), _window(fa_window)))
@@ -72,10 +78,10 @@ class FastLane:
     connection or a bad frame header (the connection is then closed).
     """
 
-    def __init__(self, host: str, port: int, *, password: Optional[str] = None, username: Optional[str] = None,
-                 timeout: Optional[float] = 60.0) -> None:
+    def __init__(self, host: str, port: int, *, password: str | None = None, username: str | None = None,
+                 timeout: float | None = 60.0) -> None:
         self.host, self.port = host, int(port)
-        self.sock: Optional[socket.socket] = None
+        self.sock: socket.socket | None = None
         try:
             self.sock = socket.create_connection((host, self.port), timeout=timeout)
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -108,7 +114,7 @@ class FastLane:
             got += k
         return buf
 
-    def request(self, op: int, body: bytes = b"") -> Tuple[int, bytearray]:
+    def request(self, op: int, body: bytes = b"") -> tuple[int, bytearray]:
         """Sends one frame and reads its response: ``(status, body)``."""
         if self.sock is None:
             raise E.PionConnectionError("fast lane connection is closed")

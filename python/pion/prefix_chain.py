@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -40,10 +40,10 @@ __all__ = ["PrefixChain"]
 
 # prefill_fn(suffix_ids, past) -> K/V of the suffix (or of past + suffix):
 # ``(K, V)`` numpy arrays or torch ``past_key_values``; past is ``(K, V)`` or None.
-PrefillFn = Callable[[np.ndarray, Optional[PrefixKV]], Any]
+PrefillFn = Callable[[np.ndarray, PrefixKV | None], Any]
 
 
-def _concat(parts: List[PrefixKV]) -> PrefixKV:
+def _concat(parts: list[PrefixKV]) -> PrefixKV:
     if len(parts) == 1:
         return parts[0]
     dt = np.result_type(*[p[0].dtype for p in parts])
@@ -76,8 +76,8 @@ class PrefixChain:
             parts = (mid,)
         self.cache = cache
         self.parts = tuple(parts)
-        self.turns: List[np.ndarray] = []
-        self.namespaces: List[str] = []
+        self.turns: list[np.ndarray] = []
+        self.namespaces: list[str] = []
         self.last_restored_segments = 0
         self.last_restored_tokens = 0
         self.last_prefilled_tokens = 0
@@ -87,7 +87,7 @@ class PrefixChain:
 
     # ------------------------------------------------------------------ names
 
-    def namespaces_for(self, turns: Sequence[TokenIds]) -> List[str]:
+    def namespaces_for(self, turns: Sequence[TokenIds]) -> list[str]:
         """The segment namespaces of a conversation whose turns are ``turns`` (root first)."""
         h = hashlib.sha256()
         out = []
@@ -99,7 +99,7 @@ class PrefixChain:
         return out
 
     @property
-    def leaf(self) -> Optional[str]:
+    def leaf(self) -> str | None:
         """The last segment's namespace (None for an empty chain)."""
         return self.namespaces[-1] if self.namespaces else None
 
@@ -110,8 +110,8 @@ class PrefixChain:
 
     # ------------------------------------------------------------------ writes
 
-    def append(self, turn_ids: TokenIds, k: Any, v: Optional[np.ndarray] = None, *,
-               prefill_ms: Optional[float] = None) -> str:
+    def append(self, turn_ids: TokenIds, k: Any, v: np.ndarray | None = None, *,
+               prefill_ms: float | None = None) -> str:
         """Stores one turn as a new segment, the child of the current leaf; returns its namespace.
 
         ``k``, ``v``: that turn's K/V only, ``[layers, kv_heads, len(turn_ids), head_dim]``
@@ -136,7 +136,7 @@ class PrefixChain:
 
     # ------------------------------------------------------------------ reads
 
-    def _fetch_cmds(self, ns: str, n_tokens: int, fmt: str) -> List[List[Any]]:
+    def _fetch_cmds(self, ns: str, n_tokens: int, fmt: str) -> list[list[Any]]:
         sid_k, sid_v = self.cache._sids(ns)
         L = str(self.cache.n_layers)
         return [["V.FETCH", sid, "BATCH", "0", str(n_tokens), L, "FMT", fmt] for sid in (sid_k, sid_v)]
@@ -166,7 +166,7 @@ class PrefixChain:
         if not c.n_layers or not c.n_kv_heads or not c.head_dim:
             raise ValueError("layout unknown: pass n_layers/n_kv_heads/head_dim or a model to the cache")
 
-    def restore(self, leaf: Optional[str] = None) -> PrefixKV:
+    def restore(self, leaf: str | None = None) -> PrefixKV:
         """Restores a whole chain: ``(K, V)`` of every segment from the root to ``leaf``.
 
         Two round trips: ``KV.PREFIX.LOOKUP <leaf> CHAIN`` (the segments and their
@@ -188,7 +188,7 @@ class PrefixChain:
             raise E.SessionNotFoundError(f"{leaf}: not registered")
         fmt = self.cache._fetch_fmt()
         t0 = time.perf_counter()
-        cmds: List[List[Any]] = []
+        cmds: list[list[Any]] = []
         for ns, n in chain:
             if n < 1:
                 raise E.IncompletePrefixError(f"{ns}: no stored tokens")
@@ -200,7 +200,7 @@ class PrefixChain:
         self.turns = []
         return _concat(parts)
 
-    def get_or_prefill(self, turns: Sequence[TokenIds], prefill_fn: Optional[PrefillFn] = None) -> PrefixKV:
+    def get_or_prefill(self, turns: Sequence[TokenIds], prefill_fn: PrefillFn | None = None) -> PrefixKV:
         """The K/V of a conversation: the longest cached ancestor restored, only the rest prefilled.
 
         1. One pipeline of ``KV.PREFIX.INFO <seg>`` for every segment of ``turns``
@@ -238,11 +238,11 @@ class PrefixChain:
                     or (i > 0 and info.get("parent") != nss[i - 1])):
                 break
             have = i + 1
-        parts: List[PrefixKV] = []
+        parts: list[PrefixKV] = []
         if have:
             fmt = self.cache._fetch_fmt()
             t0 = time.perf_counter()
-            cmds: List[List[Any]] = [PionClient._lookup_chain_args(nss[have - 1])]
+            cmds: list[list[Any]] = [PionClient._lookup_chain_args(nss[have - 1])]
             for i in range(have):
                 cmds += self._fetch_cmds(nss[i], int(ids[i].size), fmt)
             replies = client.fetch_pipeline(cmds)
@@ -292,7 +292,7 @@ class PrefixChain:
         if forward is None:
             raise ValueError("get_or_prefill needs prefill_fn (or a cache model with forward(ids, past))")
 
-        def run(suffix: np.ndarray, past: Optional[PrefixKV]) -> Any:
+        def run(suffix: np.ndarray, past: PrefixKV | None) -> Any:
             from .torch_adapters import to_past_key_values
 
             pkv = to_past_key_values(past[0], past[1]) if past is not None else None

@@ -1,10 +1,11 @@
 """PionPromptCache: store a prefilled prompt prefix once, restore it from any process.
 
-This is the original client's API (reference §11.1) minus what only applies on
-Apple hardware (MLX caches, the in-process and binary lanes, ``V.EXPORT``):
+The API is that of the Apple-hardware client, minus what only applies there
+(MLX caches, the in-process and binary lanes, ``V.EXPORT``), so its callers run
+unchanged:
 
-* the original's constructor arguments that apply here: ``model``, ``vquant``,
-  ``host``, ``port``, ``stage2``, ``admission_threshold``. Stage 2 (attention
+* its constructor arguments that apply here: ``model``, ``vquant``,
+  ``host``, ``port``, ``stage2`` (now ``server_attention``), ``admission_threshold``. Stage 2 (attention
   over the cached prefix on the server: ``attend_*``, ``warm``, ``-COLDMISS``
   rehydration, the binary fast lane) is in :mod:`pion.attend`; the decode helper
   for the reference model in :mod:`pion.server_decode`. ``boundary_protect`` (needs ``V.CREATE ... SCHEMA``),
@@ -25,7 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+import warnings
+from typing import Any, Callable, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -53,7 +55,7 @@ def _token_list(prefix_ids: TokenIds) -> np.ndarray:
     return a.astype(np.int64, copy=False)
 
 
-def _layout_of(model: Any) -> Tuple[Optional[int], Optional[int], Optional[int]]:
+def _layout_of(model: Any) -> tuple[int | None, int | None, int | None]:
     """(n_layers, n_kv_heads, head_dim) from a model object or its ``config`` (HF names too)."""
     for src in (model, getattr(model, "config", None), getattr(model, "args", None)):
         if src is None:
@@ -83,10 +85,12 @@ class PionPromptCache(AttendMixin):
             for fp16 models), ``fp8``, ``int8``, ``mlx4g32``, ``turbo4``,
             ``turbo3``, ``turbo2``.
         host, port: the server (default ``127.0.0.1:1974``).
-        stage2: also keep every stored prefix as server-side attention slots
-            (``<ns>_attn``, one per layer) and require them in :meth:`lookup`
+        server_attention: also keep every stored prefix as server-side attention
+            slots (``<ns>_attn``, one per layer) and require them in :meth:`lookup`
             (rebuilt with ``KV.PREFIX.WARM`` when the V-store hits but the slot
             is cold or missing). The ``attend_*`` methods work either way.
+            ``stage2=`` is its deprecated former name (accepted for one release,
+            with a ``DeprecationWarning``).
         admission_threshold: a namespace is stored only once it has missed this
             many times in this object (1 = store on the first miss); misses below
             the threshold return the local prefill and count ``admission_skips``.
@@ -117,18 +121,19 @@ class PionPromptCache(AttendMixin):
         vquant: str = "fp16",
         host: str = "127.0.0.1",
         port: int = 1974,
-        stage2: bool = False,
+        server_attention: bool = False,
         admission_threshold: int = 1,
         *,
-        n_layers: Optional[int] = None,
-        n_kv_heads: Optional[int] = None,
-        head_dim: Optional[int] = None,
-        block_size: Optional[int] = DEFAULT_BLOCK_SIZE,
+        stage2: bool | None = None,
+        n_layers: int | None = None,
+        n_kv_heads: int | None = None,
+        head_dim: int | None = None,
+        block_size: int | None = DEFAULT_BLOCK_SIZE,
         block_seed: int = 0,
-        fetch_fmt: Optional[str] = None,
-        client: Optional[PionClient] = None,
-        lane_port: Optional[int] = None,
-        cluster: Optional[Sequence[Any]] = None,
+        fetch_fmt: str | None = None,
+        client: PionClient | None = None,
+        lane_port: int | None = None,
+        cluster: Sequence[Any] | None = None,
         **client_kwargs: Any,
     ) -> None:
         vq = vquant.lower()
@@ -138,8 +143,12 @@ class PionPromptCache(AttendMixin):
             raise ValueError("admission_threshold must be >= 1")
         if fetch_fmt is not None and fetch_fmt.upper() not in ("NATIVE", "F16", "F32"):
             raise ValueError("fetch_fmt must be NATIVE, F16 or F32")
+        if stage2 is not None:
+            warnings.warn("PionPromptCache(stage2=...) is deprecated; use server_attention=...",
+                          DeprecationWarning, stacklevel=2)
+            server_attention = stage2
         self.model = model
-        self.stage2 = bool(stage2)
+        self.server_attention = bool(server_attention)
         self.vquant = vq
         self.admission_threshold = int(admission_threshold)
         self.block_size = block_size
@@ -154,7 +163,7 @@ class PionPromptCache(AttendMixin):
             if lane_port is None:
                 lane_port = 0  # the fast lane is pion-server's, not a cluster's
         self.client = client if client is not None else PionClient(host, port, **client_kwargs)
-        # client-side statistics (the original's stats())
+        # client-side statistics (stats())
         self.hits = 0
         self.misses = 0
         self.admission_skips = 0
@@ -163,8 +172,8 @@ class PionPromptCache(AttendMixin):
         self.last_prefill_ms = 0.0
         self.bytes_stored = 0
         self.bytes_fetched = 0
-        self.last_hit: Optional[bool] = None
-        self._miss_counts: Dict[str, int] = {}
+        self.last_hit: bool | None = None
+        self._miss_counts: dict[str, int] = {}
         self._init_attend(lane_port)
 
     # ------------------------------------------------------------------ helpers
@@ -197,18 +206,18 @@ class PionPromptCache(AttendMixin):
         return block_hashes(_token_list(prefix_ids), self.block_size or DEFAULT_BLOCK_SIZE, self.block_seed)
 
     @property
-    def kv_dim(self) -> Optional[int]:
+    def kv_dim(self) -> int | None:
         """``n_kv_heads * head_dim`` when the layout is known."""
         if self.n_kv_heads and self.head_dim:
             return self.n_kv_heads * self.head_dim
         return None
 
     @staticmethod
-    def _sids(namespace: str) -> Tuple[str, str]:
+    def _sids(namespace: str) -> tuple[str, str]:
         return namespace + "_pk", namespace + "_pv"
 
-    def _register_args(self, namespace: str, kv_dim: int, prefix_ids: Optional[TokenIds],
-                       prefill_ms: Optional[float], parent: Optional[str] = None) -> List[Any]:
+    def _register_args(self, namespace: str, kv_dim: int, prefix_ids: TokenIds | None,
+                       prefill_ms: float | None, parent: str | None = None) -> list[Any]:
         hashes = None
         if prefix_ids is not None and self.block_size:
             hashes = self.block_hashes(prefix_ids)
@@ -219,9 +228,9 @@ class PionPromptCache(AttendMixin):
 
     # ------------------------------------------------------------------ commands
 
-    def register(self, namespace: str, kv_dim: Optional[int] = None, *,
-                 prefix_ids: Optional[TokenIds] = None, prefill_ms: Optional[float] = None,
-                 parent: Optional[str] = None) -> None:
+    def register(self, namespace: str, kv_dim: int | None = None, *,
+                 prefix_ids: TokenIds | None = None, prefill_ms: float | None = None,
+                 parent: str | None = None) -> None:
         """KV.PREFIX.REGISTER: creates ``<ns>_pk`` / ``<ns>_pv`` in this cache's vquant.
 
         Args:
@@ -236,11 +245,11 @@ class PionPromptCache(AttendMixin):
             raise ValueError("kv_dim unknown: pass it, a model, or n_kv_heads/head_dim")
         self.client.execute(*self._register_args(namespace, kv_dim, prefix_ids, prefill_ms, parent))
 
-    def lookup(self, namespace: str, *, tokens: Optional[int] = None,
-               prefill_ms: Optional[float] = None) -> bool:
+    def lookup(self, namespace: str, *, tokens: int | None = None,
+               prefill_ms: float | None = None) -> bool:
         """KV.PREFIX.LOOKUP: True if both sides of the namespace exist (a receipt hit).
 
-        With ``stage2`` the attention slot must be usable too: ``ATTEND.PREFIX.LOOKUP
+        With ``server_attention`` the attention slot must be usable too: ``ATTEND.PREFIX.LOOKUP
         <ns>_attn 0`` is ``+HIT``, or (``+COLD`` / ``+MISS``, e.g. after a demotion
         or a server restart) ``KV.PREFIX.WARM`` rebuilds the slots from the V-store
         (counted in ``warm_rebuilds``; no prefill). False if that stores no layer.
@@ -248,7 +257,7 @@ class PionPromptCache(AttendMixin):
         ms = None if prefill_ms is None else int(round(prefill_ms))
         if not self.client.kv_prefix_lookup(namespace, tokens=tokens, prefill_ms=ms):
             return False
-        if not self.stage2:
+        if not self.server_attention:
             return True
         if self.attend_lookup(namespace, 0) == "HIT":
             return True
@@ -259,9 +268,9 @@ class PionPromptCache(AttendMixin):
         self.warm_rebuilds += 1
         return True
 
-    def store(self, namespace: str, k: Any, v: Optional[np.ndarray] = None, *,
-              register: bool = True, prefix_ids: Optional[TokenIds] = None,
-              prefill_ms: Optional[float] = None, parent: Optional[str] = None) -> int:
+    def store(self, namespace: str, k: Any, v: np.ndarray | None = None, *,
+              register: bool = True, prefix_ids: TokenIds | None = None,
+              prefill_ms: float | None = None, parent: str | None = None) -> int:
         """Stores a whole prefix in one pipelined round trip; returns the payload bytes sent.
 
         Args:
@@ -271,7 +280,7 @@ class PionPromptCache(AttendMixin):
             prefix_ids, prefill_ms, parent: passed to the REGISTER (BLOCKS table,
                 PREFILL_MS, PARENT).
 
-        With ``stage2`` every layer is also sent as ``ATTEND.PREFIX.STORE
+        With ``server_attention`` every layer is also sent as ``ATTEND.PREFIX.STORE
         <ns>_attn <layer> H N D K V`` in the same pipeline, with the values the
         V-store keeps for an fp16 namespace (float16, ``FMT F16``) so a slot
         rebuilt later by ``KV.PREFIX.WARM`` holds exactly the same numbers;
@@ -300,7 +309,7 @@ class PionPromptCache(AttendMixin):
         wire = np.float16 if (f16 or self.vquant == "fp16") else np.float32
         t0 = time.perf_counter()
         sid_k, sid_v = self._sids(namespace)
-        cmds: List[List[Any]] = []
+        cmds: list[list[Any]] = []
         if register:
             cmds.append(self._register_args(namespace, kv_dim, prefix_ids, prefill_ms, parent))
         row_bytes = kv_dim * np.dtype(wire).itemsize
@@ -316,7 +325,7 @@ class PionPromptCache(AttendMixin):
                     rows = rows_all[layer, s:s + step]
                     cmds.append(PionClient._storebatch_args(sid, layer, s, rows))
                     sent += rows.nbytes
-        if self.stage2:
+        if self.server_attention:
             wire_attn = np.float16 if wire == np.float16 else np.float32
             ka = np.ascontiguousarray(k, dtype=wire_attn)
             va = np.ascontiguousarray(v, dtype=wire_attn)
@@ -335,8 +344,8 @@ class PionPromptCache(AttendMixin):
             return self.fetch_fmt
         return "NATIVE" if self.vquant == "fp16" else "F32"
 
-    def fetch(self, namespace: str, n_tokens: Optional[int] = None, *,
-              n_layers: Optional[int] = None, fmt: Optional[str] = None) -> PrefixKV:
+    def fetch(self, namespace: str, n_tokens: int | None = None, *,
+              n_layers: int | None = None, fmt: str | None = None) -> PrefixKV:
         """Fetches a whole prefix: ``(K, V)`` arrays ``[layers, kv_heads, tokens, head_dim]``.
 
         K and V are fetched with ``V.FETCH <sid> BATCH 0 n n_layers FMT <fmt>``, both
@@ -396,8 +405,8 @@ class PionPromptCache(AttendMixin):
     def get_or_prefill(
         self,
         prefix_ids: TokenIds,
-        namespace: Optional[str] = None,
-        prefill_fn: Optional[Callable[[Any], Any]] = None,
+        namespace: str | None = None,
+        prefill_fn: Callable[[Any], Any] | None = None,
         *,
         output: str = "numpy",
         torch_dtype: Any = None,
@@ -481,7 +490,7 @@ class PionPromptCache(AttendMixin):
             self._miss_counts.pop(ns, None)
         return self.client.kv_prefix_drop(*namespaces)
 
-    def save(self, path: Optional[str] = None) -> None:
+    def save(self, path: str | None = None) -> None:
         """KV.PREFIX.SAVE [path]: snapshot + WAL truncation. Raises PionError on failure
         (e.g. ``PersistenceNotEnabledError`` on a server without durability)."""
         self.client.kv_prefix_save(path)
@@ -490,19 +499,19 @@ class PionPromptCache(AttendMixin):
         """KV.PREFIX.COMMIT: returns once every acknowledged write is on stable storage."""
         self.client.kv_prefix_commit()
 
-    def info(self) -> Dict[str, Union[int, float, str]]:
+    def info(self) -> dict[str, int | float | str]:
         """KV.PREFIX.INFO parsed into a dict."""
         return self.client.kv_prefix_info()
 
-    def server_stats(self) -> Dict[str, Union[int, float]]:
+    def server_stats(self) -> dict[str, int | float]:
         """PION.STATS (the server's value receipt) parsed into a dict."""
         return self.client.pion_stats()
 
-    def blocks(self, namespace: str) -> Optional[BlockTable]:
+    def blocks(self, namespace: str) -> BlockTable | None:
         """KV.PREFIX.BLOCKS: the registered block table, or None (+UNKNOWN)."""
         return self.client.kv_prefix_blocks(namespace)
 
-    def membership(self, namespace: str, hashes: Union[Sequence[int], np.ndarray]) -> Optional[np.ndarray]:
+    def membership(self, namespace: str, hashes: Sequence[int] | np.ndarray) -> np.ndarray | None:
         """KV.PREFIX.MEMBERSHIP: bool per probe hash, or None (+UNKNOWN).
 
         Probe with :meth:`block_hashes` of a prompt to see how many leading
@@ -510,7 +519,7 @@ class PionPromptCache(AttendMixin):
         """
         return self.client.kv_prefix_membership(namespace, hashes)
 
-    def stats(self) -> Dict[str, Union[int, float]]:
+    def stats(self) -> dict[str, int | float]:
         """Client-side counters of this object (not the server's receipt)."""
         total = self.hits + self.misses
         return {
@@ -537,6 +546,19 @@ class PionPromptCache(AttendMixin):
             self._lane.close()
             self._lane = None
         self.client.close()
+
+    @property
+    def stage2(self) -> bool:
+        """Deprecated name of :attr:`server_attention` (kept for one release)."""
+        warnings.warn("PionPromptCache.stage2 is deprecated; use server_attention",
+                      DeprecationWarning, stacklevel=2)
+        return self.server_attention
+
+    @stage2.setter
+    def stage2(self, value: bool) -> None:
+        warnings.warn("PionPromptCache.stage2 is deprecated; use server_attention",
+                      DeprecationWarning, stacklevel=2)
+        self.server_attention = bool(value)
 
     def __enter__(self) -> "PionPromptCache":
         return self

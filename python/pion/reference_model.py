@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple, Union
+from typing import Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -102,7 +102,7 @@ class ReferenceDecoder:
             Keep it equal across processes whose logits must match bit for bit.
     """
 
-    def __init__(self, config: ModelConfig = ModelConfig(), num_threads: Optional[int] = None) -> None:
+    def __init__(self, config: ModelConfig = ModelConfig(), num_threads: int | None = None) -> None:
         c = config
         if c.n_heads % c.n_kv_heads:
             raise ValueError("n_heads must be a multiple of n_kv_heads")
@@ -198,8 +198,8 @@ class ReferenceDecoder:
 
     # -- public API -------------------------------------------------------------
     @torch.inference_mode()
-    def forward(self, ids: TokenIds, past_key_values: Optional[PastKeyValues] = None,
-                last_only: bool = False) -> Tuple[torch.Tensor, PastKeyValues]:
+    def forward(self, ids: TokenIds, past_key_values: PastKeyValues | None = None,
+                last_only: bool = False) -> tuple[torch.Tensor, PastKeyValues]:
         """Runs ``ids`` [B, T] after an optional cached prefix.
 
         Args:
@@ -247,7 +247,7 @@ class ReferenceDecoder:
         logits = torch.nn.functional.linear(_rms_norm(x, self.final_norm, c.norm_eps), self.lm_head)
         return logits, tuple(new_past)
 
-    def prefill(self, ids: TokenIds) -> Tuple[torch.Tensor, PastKeyValues]:
+    def prefill(self, ids: TokenIds) -> tuple[torch.Tensor, PastKeyValues]:
         """Prefills a prompt: returns ``(last-position logits [B, vocab], past_key_values)``."""
         logits, past = self.forward(ids, None, last_only=True)
         return logits[:, -1], past
@@ -257,7 +257,7 @@ class ReferenceDecoder:
         return self.prefill(ids)[1]
 
     @torch.inference_mode()
-    def generate(self, ids: TokenIds, past_key_values: Optional[PastKeyValues] = None,
+    def generate(self, ids: TokenIds, past_key_values: PastKeyValues | None = None,
                  n: int = 32) -> torch.Tensor:
         """Greedy decoding: feeds ``ids`` after the cached prefix, then ``n`` argmax steps.
 

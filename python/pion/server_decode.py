@@ -18,7 +18,7 @@ Both give the same numbers up to float rounding; decode (T = 1) is the same call
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -34,8 +34,8 @@ class ServerAttentionDecoder:
 
     Args:
         model: the reference model whose prefix K/V the server holds.
-        cache: a :class:`pion.PionPromptCache` (any ``stage2`` setting; the slots
-            must exist, e.g. after ``store`` with ``stage2=True`` or ``warm``).
+        cache: a :class:`pion.PionPromptCache` (any ``server_attention`` setting; the slots
+            must exist, e.g. after ``store`` with ``server_attention=True`` or ``warm``).
         namespace: the prefix's namespace (slots ``<ns>_attn``, layers 0..L-1).
         prefix_len: N, the number of cached prefix tokens (RoPE positions of the
             new tokens start there).
@@ -50,8 +50,8 @@ class ServerAttentionDecoder:
         self.batched = batched
         self.head_map = default_head_map(c.n_heads, c.n_kv_heads)
         empty = np.zeros((c.n_kv_heads, 0, c.head_dim), dtype=np.float32)
-        self.suffix_k: List[np.ndarray] = [empty] * c.n_layers
-        self.suffix_v: List[np.ndarray] = [empty] * c.n_layers
+        self.suffix_k: list[np.ndarray] = [empty] * c.n_layers
+        self.suffix_v: list[np.ndarray] = [empty] * c.n_layers
 
     @property
     def position(self) -> int:
@@ -73,7 +73,7 @@ class ServerAttentionDecoder:
         return out
 
     @torch.inference_mode()
-    def forward(self, ids: Union[Sequence[int], torch.Tensor], last_only: bool = True) -> torch.Tensor:
+    def forward(self, ids: Sequence[int] | torch.Tensor, last_only: bool = True) -> torch.Tensor:
         """Runs ``ids`` (``[T]``, batch 1) after the prefix and the suffix so far; returns logits
         ``[1, T or 1, vocab]`` and appends the tokens' K/V to the local suffix."""
         m = self.model
@@ -104,14 +104,14 @@ class ServerAttentionDecoder:
             x = x[:, -1:]
         return torch.nn.functional.linear(_rms_norm(x, m.final_norm, c.norm_eps), m.lm_head)
 
-    def generate(self, ids: Union[Sequence[int], torch.Tensor], n: int = 32,
-                 logits_out: Optional[List[np.ndarray]] = None) -> List[int]:
+    def generate(self, ids: Sequence[int] | torch.Tensor, n: int = 32,
+                 logits_out: list[np.ndarray] | None = None) -> list[int]:
         """Greedy decoding: feeds ``ids`` then ``n`` argmax steps (as ``ReferenceDecoder.generate``).
 
         ``logits_out``, when given, receives each step's last-position logits (float32).
         """
         logits = self.forward(ids)
-        out: List[int] = []
+        out: list[int] = []
         for step in range(n):
             lg = logits[0, -1]
             if logits_out is not None:

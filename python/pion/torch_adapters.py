@@ -13,7 +13,7 @@ torch is imported lazily: ``import pion`` works without it.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -50,7 +50,7 @@ def _np_from_tensor(t: Any) -> np.ndarray:
     raise TypeError(f"past_key_values tensors must be floating point, got {t.dtype}")
 
 
-def from_past_key_values(past_key_values: Sequence[Tuple[Any, Any]]) -> Tuple[np.ndarray, np.ndarray]:
+def from_past_key_values(past_key_values: Sequence[tuple[Any, Any]]) -> tuple[np.ndarray, np.ndarray]:
     """Stacks ``past_key_values`` into ``(K, V)`` numpy arrays ``[layers, kv_heads, tokens, head_dim]``.
 
     Args:
@@ -75,8 +75,8 @@ def from_past_key_values(past_key_values: Sequence[Tuple[Any, Any]]) -> Tuple[np
     return np.stack([a.astype(dt, copy=False) for a in ks]), np.stack([a.astype(dt, copy=False) for a in vs])
 
 
-def to_past_key_values(k: np.ndarray, v: np.ndarray, dtype: Optional[Any] = None,
-                       device: Optional[Any] = None) -> Tuple[Tuple[Any, Any], ...]:
+def to_past_key_values(k: np.ndarray, v: np.ndarray, dtype: Any | None = None,
+                       device: Any | None = None) -> tuple[tuple[Any, Any], ...]:
     """Builds torch ``past_key_values`` from ``(K, V)`` arrays ``[layers, kv_heads, tokens, head_dim]``.
 
     Args:

@@ -1,4 +1,4 @@
-// Attention over a warm slot (stage2.md §1 is the math; docs/attention.md explains
+// Attention over a warm slot (docs/attention.md §1 is the math and explains
 // positions, windows, sparse selection and split-KV).
 //
 // One call handles one layer of one session: H_q query heads, M query rows each,
@@ -76,7 +76,7 @@ struct AttendOptions {
 Status Attend(const Slot& slot, const AttendRequest& req, float* out, float* lse,
               const AttendOptions& opt = {});
 
-// The oracle: stage2.md §1 literally, accumulating in double, reading the slot's stored
+// The oracle: docs/attention.md §1 literally, accumulating in double, reading the slot's stored
 // values (so it measures the kernels, not the storage precision). Same validation.
 Status AttendReference(const Slot& slot, const AttendRequest& req, float* out, float* lse);
 

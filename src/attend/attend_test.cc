@@ -1,4 +1,4 @@
-// attend: slots, every kernel against the double reference (stage2.md §1), split-KV,
+// attend: slots, every kernel against the double reference (docs/attention.md §1), split-KV,
 // sparse selection, and the precision error of the stored K/V. Built twice: attend_test
 // (the kernels this CPU gets) and attend_scalar_test (CPU features switched off before
 // dispatch, so the scalar kernels run).
@@ -292,7 +292,7 @@ TEST(AttendKernels, SampledGridMatchesReference) {
 
 TEST(AttendKernels, NamedCasesEveryPrecision) {
   const Case cases[] = {
-      {8, 1, 2048, 128, 1, 0, 0, Precision::kF32},  // the §6 decode shape
+      {8, 1, 2048, 128, 1, 0, 0, Precision::kF32},  // the decode shape of docs/attention.md §7
       {8, 4, 1000, 128, 3, 0, 0, Precision::kF32},  // GQA, M > 1
       {2, 8, 1000, 64, 9, 9, 17, Precision::kF32},  // fused, causal suffix, window
       {1, 1, 7, 3, 1, 1, 0, Precision::kF32},       // odd D (scalar path)

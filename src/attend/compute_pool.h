@@ -1,4 +1,4 @@
-// ComputePool: the server's attention threads (--attend-threads, stage2.md §2), apart
+// ComputePool: the server's attention threads (--attend-threads, docs/attention.md §5a), apart
 // from the I/O workers and the background SAVE/COMMIT runner.
 //
 // Two kinds of work share its threads: whole tasks (a query or a KV.PREFIX.WARM whose

@@ -1,4 +1,4 @@
-// Internal to src/attend: request validation and the position rules of stage2.md §1
+// Internal to src/attend: request validation and the position rules of docs/attention.md §1
 // shared by the fast path (attend.cc) and the reference (reference.cc).
 #pragma once
 
@@ -19,7 +19,7 @@ struct Shape {
 Status Validate(const Slot& slot, const AttendRequest& req, Shape* shape);
 
 // Visible prefix positions [lo, hi) and suffix positions [slo, shi) (0-based within
-// the suffix) of query row m (stage2.md §1).
+// the suffix) of query row m (docs/attention.md §1).
 struct Visible {
   int64_t lo, hi, slo, shi;
 };

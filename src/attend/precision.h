@@ -1,4 +1,4 @@
-// Precision of a warm attention slot (stage2.md §2): f32 (exact), f16 (IEEE half,
+// Precision of a warm attention slot (docs/attention.md §3): f32 (exact), f16 (IEEE half,
 // round to nearest even) or int8 (symmetric, one f32 scale per token per head).
 #pragma once
 
@@ -20,7 +20,7 @@ inline constexpr uint32_t ElementBytes(Precision p) {
   return p == Precision::kF32 ? 4 : p == Precision::kF16 ? 2 : 1;
 }
 
-// Sparse-auto block selectors (stage2.md §1).
+// Sparse-auto block selectors (docs/attention.md §1).
 enum class Selector : uint8_t { kBlockMean = 0, kQuest = 1 };
 std::string_view SelectorName(Selector s);
 

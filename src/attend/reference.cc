@@ -1,4 +1,4 @@
-// The oracle: stage2.md §1 written out literally, one (query head, row) at a time,
+// The oracle: docs/attention.md §1 written out literally, one (query head, row) at a time,
 // with every sum in double and a two-pass softmax. It shares only request validation
 // and the position rule (plan.cc) with the fast path.
 #include <algorithm>
@@ -119,7 +119,8 @@ Status AttendReference(const Slot& slot, const AttendRequest& req, float* out, f
     for (uint32_t m = 0; m < sh.m; ++m) {
       const float* q = req.q + (static_cast<size_t>(hq) * sh.m + m) * d;
       float* o = out + (static_cast<size_t>(hq) * sh.m + m) * d;
-      // Visible positions, written from §1 directly: the row's own position and window.
+      // Visible positions, written from docs/attention.md §1 directly: the row's own position and
+      // window.
       const int64_t qpos = sh.s > 0 ? int64_t{N} + sh.s - sh.m + m : int64_t{N};
       pos.clear();
       for (int64_t p = 0; p < int64_t{N} + sh.s; ++p) {

@@ -1,5 +1,5 @@
 // Slot: the K and V of one (session, layer), resident in the engine's layout and
-// precision (stage2.md §2; docs/attention.md "Layout").
+// precision (docs/attention.md §2).
 //
 // Layout: one 64-byte-aligned allocation holding, each region starting on a 64-byte
 // boundary, K [H][N][D] then V [H][N][D] in the slot precision, then (int8 only) the

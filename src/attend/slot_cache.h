@@ -1,6 +1,5 @@
 // SlotCache: the warm attention slots of the server, keyed by (session id, layer), and
-// the cold registry behind them (stage2.md §2-§3, reference §9; docs/attention.md
-// "Warm and cold slots").
+// the cold registry behind them (docs/attention.md §5a).
 //
 // States of a key: WARM (a slot is resident), COLD (it was demoted: only its shape and
 // last access are remembered, the caller must rebuild it, e.g. KV.PREFIX.WARM), MISSING.

@@ -5,7 +5,8 @@
 // instead of copying it, and neither layer needs to know the other: the block
 // travels as (data, capacity, release). BufferRecycler is where such blocks go
 // when the last owner drops them, so that the next big argument reuses pages
-// already faulted in (first touch costs ~1 GB/s here, env-baseline.md §1c)
+// already faulted in (first touch costs ~1 GB/s per core on the
+// development VM)
 // instead of fresh ones from mmap.
 //
 // Thread-safety: an OwnedBuffer is a plain owned value (release may run on any

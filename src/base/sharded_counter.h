@@ -1,4 +1,4 @@
-// Per-thread-slot counters for the hot path (issue 15): a server-wide count
+// Per-thread-slot counters for the hot path: a server-wide count
 // that every command bumps (receipts, fetch counts) is split into one
 // cache-line-padded cell per worker, so no cache line is written by every
 // worker; a reader sums the cells (a read may miss an increment in flight).
@@ -8,7 +8,7 @@
 // thread, background tasks, tests, the Redis module's threads), which share
 // that cell. A worker's own cell is bumped with a relaxed load and store (it is
 // the cell's only writer: no locked read-modify-write, ~20 cycles saved per
-// bump, issue 15); the shared cell 0 with relaxed fetch_add, so it stays exact.
+// bump); the shared cell 0 with relaxed fetch_add, so it stays exact.
 // A Reset racing with an owner's bump may be undone by it (CONFIG RESETSTAT
 // while commands run; as CommandStats).
 //

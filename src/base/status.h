@@ -1,7 +1,8 @@
-// Status and Result<T>: expected failures travel as values (docs/ARCHITECTURE.md,
-// "Errors"). A Status is a code plus a human-readable message; OK costs one
-// null pointer. The server maps codes to RESP error words in one table
-// (src/server/commands/errors.cc); everything below the command layer only returns values.
+// Status and Result<T>: expected failures travel as values. A Status is a code
+// plus a human-readable message; OK costs one null pointer. Codes become RESP
+// error words in one table (src/net/resp_errors.cc; the words clients see are in
+// docs/protocol.md "Error code words"); everything below the command layer only
+// returns values.
 #pragma once
 
 #include <memory>

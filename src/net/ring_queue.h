@@ -2,7 +2,7 @@
 // per-connection queues that every reply goes through (OutputQueue's segments
 // and arena blocks). Unlike std::deque, which allocates and frees a node every
 // few elements as the queue moves forward, a ring that has grown to its
-// working size never allocates again (issue 15: zero heap allocations per
+// working size never allocates again (zero heap allocations per
 // small command in steady state).
 //
 // Indexing is from the front (0 = oldest). A popped or erased slot is reset to

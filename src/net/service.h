@@ -98,7 +98,7 @@ struct ConnStats {
   std::atomic<uint64_t> tls_handshake_failures{0};
   // The host's thread only (its connections run there): a relaxed load and
   // store, not a locked read-modify-write (otherwise one per command and two
-  // per read batch, ~20 cycles each: issue 15). Readers on other threads load them;
+  // per read batch, ~20 cycles each). Readers on other threads load them;
   // a reset (store 0) from another thread racing with an Add may be undone.
   void Add(std::atomic<uint64_t>& c, uint64_t n = 1) {
     c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);

@@ -323,7 +323,7 @@ TEST(Recovery, CorruptSnapshotRefused) {
   EXPECT_NE(s.message().find("snapshot /db/pion.vstore corrupt at offset"), std::string::npos);
 }
 
-// Issue 17 item 11: a failed append is cut off the file and, once space is
+// A full disk: a failed append is cut off the file and, once space is
 // free again, writes succeed without a restart.
 TEST(FullDisk, WalAppendFailureIsCutAndWritesResume) {
   FaultEnv env;

@@ -476,7 +476,8 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
     healing = !broken_.ok();
   }
   // A recycled file being retired must end at its last record: with a stale
-  // tail, recovery would read it as torn and drop every newer file (§5).
+  // tail, recovery would read it as torn and drop every newer file
+  // (docs/wal_format.md §5).
   if (cur_->stale_end > end_) {
     Status ts = cur_->f->Truncate(end_);
     if (!ts.ok() && !healing) return ts;
@@ -608,7 +609,8 @@ Status WalWriter::FinishRotation(const std::string& final_name,
   // Never let a rename make a file durable whose header is not.
   PION_RETURN_IF_ERROR(cur->f->Sync());
   // Recycling: the retired file (the one under final_name, else another
-  // obsolete one) becomes the spare instead of being removed (§6).
+  // obsolete one) becomes the spare instead of being removed
+  // (docs/wal_format.md §6).
   std::string kept;
   if (!spare_name_.empty()) {
     for (const auto& n : obsolete)

@@ -24,8 +24,10 @@
 // have dropped the dirty pages), the WAL refuses appends until a snapshot heals
 // it: Rotate at its barrier makes the new file durable itself, and
 // FinishRotation reopens the WAL for appends (docs/wal_format.md §6). Reads
-// continue throughout. TODO(persist): preallocate (fallocate) at reservation so
-// that ENOSPC is refused before anything is written.
+// continue throughout. Disk space can be preallocated ahead of the appends
+// (SetPreallocateBytes, PreallocateAhead); a preallocation that fails is logged
+// and appending goes on without it, so a full disk still shows as a failed
+// write, handled as above.
 //
 // Two-phase appends (ReserveStore/ReserveRegister) let the store fix a record's
 // LSN under its locks and write the body after releasing them.

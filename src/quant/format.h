@@ -36,7 +36,7 @@ std::string_view FormatName(Format f);
 // Case-insensitive parse of a format name; nullopt if unknown.
 std::optional<Format> ParseFormat(std::string_view name);
 
-// Bytes of one stored row of `dim` values (quant-formats.md §3).
+// Bytes of one stored row of `dim` values (docs/quant_formats.md §3).
 size_t RowBytes(Format f, uint32_t dim);
 // Whether `dim` (1..kMaxDim) is valid for `f`: fp16 and int8 take any dim, the
 // 32-block formats need dim % 32 == 0.

@@ -1,4 +1,4 @@
-// fp16: IEEE binary16 per value, round-to-nearest-even (quant-formats.md §2.1).
+// fp16: IEEE binary16 per value, round-to-nearest-even (docs/quant_formats.md §2.1).
 // Layout D x binary16, little-endian. Overflow -> +-inf, NaN kept: the format never
 // refuses a row. Decoding is exact. Any dim is valid. Pure functions, thread-safe.
 #pragma once

@@ -1,4 +1,4 @@
-// fp8: OCP E4M3FN with one fp16 scale per 32 values (quant-formats.md §2.2).
+// fp8: OCP E4M3FN with one fp16 scale per 32 values (docs/quant_formats.md §2.2).
 // Row layout: [f32 header][BlockFp8 x D/32]; header = sum of squares of the decoded
 // row (fixed 8-lane order, kernels.h), informational only. Per block:
 //   a = max|x|; s = fp16(min(a / 448, 65504)); a == 0 -> s = 1; s rounded to 0 -> s = 2^-24

@@ -1,4 +1,4 @@
-// int8: symmetric per-row int8 (quant-formats.md §2.3). Layout [f32 scale][D x int8].
+// int8: symmetric per-row int8 (docs/quant_formats.md §2.3). Layout [f32 scale][D x int8].
 //   a = max|x|; a == 0 -> scale 0, codes 0
 //   inv = 127.0f / a; scale = a / 127.0f                  (fp32, in this order)
 //   q_i = clamp(rint(x_i * inv), -127, 127)               (RNE), decode q_i * scale

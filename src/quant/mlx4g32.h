@@ -1,4 +1,4 @@
-// mlx4g32: MLX's affine 4-bit layout with groups of 32 (quant-formats.md §2.4).
+// mlx4g32: MLX's affine 4-bit layout with groups of 32 (docs/quant_formats.md §2.4).
 // Row layout (MLX quantize(bits=4, group_size=32) of one row):
 //   [D/8 x u32 codes][D/32 x fp16 scale][D/32 x fp16 bias]
 // element j of group g = bits [4*(j%8), 4*(j%8)+4) of word 4g + j/8 (byte k holds

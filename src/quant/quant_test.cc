@@ -1,4 +1,4 @@
-// Tests of the quant library: traits, round-trip error budgets (quant-formats.md §4.1),
+// Tests of the quant library: traits, round-trip error budgets (docs/quant_formats.md §4.1),
 // fast (AVX2) path == scalar reference bit for bit, turbo inner-product slope, edge
 // cases, pinned constants, fp8/fp16 exactness and golden hashes of every format.
 // Seeds are fixed; every randomised test prints its seed through the test name/data.
@@ -149,7 +149,7 @@ TEST(QuantTraits, NamesParseAndOrder) {
 #endif
 }
 
-TEST(QuantTraits, RowBytesMatchSpecTable) {  // quant-formats.md §3
+TEST(QuantTraits, RowBytesMatchSpecTable) {  // docs/quant_formats.md §3
   struct Row {
     Format f;
     size_t b64, b128, b1024, b8192;
@@ -182,7 +182,7 @@ TEST(QuantTraits, DimSupported) {
 
 // ---------------------------------------------------------------- error budgets
 
-// quant-formats.md §4.1 (D = 1024). Upper budget = 1.15x the table; lower bound =
+// docs/quant_formats.md §4.1 (D = 1024). Upper budget = 1.15x the table; lower bound =
 // 0.85x where the value is a property of the format alone (Gaussian rows). For K-like
 // rows the table's generator is not fully specified, so only the formats whose K-like
 // error is insensitive to the generator's details get a lower bound.
@@ -226,7 +226,7 @@ TEST(QuantError, KLikeRowsWithinBudget) {
   }
 }
 
-TEST(QuantError, OtherDimsStayNearTable) {  // quant-formats.md §4.1: "nothing depends on D"
+TEST(QuantError, OtherDimsStayNearTable) {  // docs/quant_formats.md §4.1: "nothing depends on D"
   for (uint32_t dim : {128u, 640u, 8192u}) {
     const std::vector<float> x = GaussianRows(200000 / dim + 16, dim, dim);
     for (const Budget& b : kBudgets) {

@@ -1,4 +1,4 @@
-// Randomized Hadamard transform (RHT) used by the turbo formats (quant-formats.md §2.5).
+// Randomized Hadamard transform (RHT) used by the turbo formats (docs/quant_formats.md §2.5).
 // A row of D values is cut into blocks of R = min(128, largest power of two dividing D)
 // coordinates; every block gets the same transform
 //   forward  y = (1/sqrt(R)) * S2 .* H_R (S1 .* x)

@@ -1,5 +1,5 @@
-// turbo4 / turbo3 / turbo2: TurboQuant-MSE in a 32-block envelope (quant-formats.md §2.5,
-// docs/quant_formats.md). A row is rotated block-wise by the RHT (rht.h); every 32
+// turbo4 / turbo3 / turbo2: TurboQuant-MSE in a 32-block envelope
+// (docs/quant_formats.md §2.5). A row is rotated block-wise by the RHT (rht.h); every 32
 // rotated coordinates v get one fp16 scale and 32 b-bit indices into a Lloyd-Max
 // codebook C_b for the 32-dim sphere marginal:
 //   n2 = sum v_i^2, u_i = v_i * (sqrt(32) / sqrt(n2)), idx_i = #{thresholds t <= u_i}
@@ -18,7 +18,7 @@ namespace pion::quant {
 template <int kBits>
 struct BlockTurbo {
   uint16_t scale;            // fp16
-  uint8_t codes[4 * kBits];  // 32 indices, packed as in quant-formats.md §2.5
+  uint8_t codes[4 * kBits];  // 32 indices, packed as in docs/quant_formats.md §2.5
 };
 static_assert(sizeof(BlockTurbo<4>) == 18);
 static_assert(sizeof(BlockTurbo<3>) == 14);

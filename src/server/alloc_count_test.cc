@@ -1,4 +1,4 @@
-// Zero heap allocations per small command in steady state (issue 15): this
+// Zero heap allocations per small command in steady state: this
 // binary replaces the global operator new/delete with counting versions that
 // count only on the server's worker threads ("pion-w<N>"), starts a real Server
 // (one worker, --kvcache, memory only) on an ephemeral port, warms one

@@ -425,7 +425,7 @@ const std::vector<ConfigOption>& Table() {
       {"fastlane-max-frame-len",
        BytesRange(&Config::fastlane_max_frame_len, 1024, 2ull << 30, "a byte size from 1kb to 2gb"),
        "1gb", kStartup, "BYTES", "largest fast-lane frame body", "1gb, at most 2gb"},
-      // Stage 2 (stage2.md §2; docs/attention.md "Warm and cold slots").
+      // Server-side attention (docs/attention.md §5a).
       {"attend-max-slots", Uint(&Config::attend_max_slots, 1, 1ull << 24), "4096", kRuntime, "N",
        "warm attention slots ((sid, layer) pairs)"},
       {"attend-maxmemory", Bytes(&Config::attend_maxmemory, 0), "0", kRuntime, "BYTES",

@@ -76,7 +76,7 @@ struct Config {
   // largest frame body a client may send.
   int fastlane_port = 0;
   uint64_t fastlane_max_frame_len = 0;
-  // Stage 2 (server-side attention, stage2.md §2; docs/attention.md "Warm and cold slots").
+  // Server-side attention (docs/attention.md §5a).
   uint64_t attend_max_slots = 0;       // runtime: warm (sid, layer) slots
   uint64_t attend_maxmemory = 0;       // runtime: bytes of warm slots, 0 = none
   uint64_t attend_cold_slots = 0;      // runtime: cold-registry entries

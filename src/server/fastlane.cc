@@ -118,7 +118,7 @@ bool Query(std::string_view body, LaneRequest* r, std::string* error) {
   AddNumber(r, layer);
   AddNumber(r, h);
   AddNumber(r, d);
-  Add(r, "1");  // top_k: required > 0, ignored (reference §3.17)
+  Add(r, "1");  // top_k: required > 0, ignored (docs/protocol.md "ATTEND.PREFIX")
   Add(r, q);
   if (!AddWindow(&in, r)) {
     *error = FrameBodyError(kName, "bytes after Q other than a u32 fa_window");

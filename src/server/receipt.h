@@ -3,8 +3,8 @@
 // worker (one cache-line cell per thread slot, base/sharded_counter.h: no line
 // written by every worker) and summed on Read (a read may miss a command in
 // flight; Reset may race with one and keep it). Accounting
-// rules (product.md §8): a hit with a measured prefill time credits exactly that
-// time; otherwise tokens x 555 us, kept apart as an estimate. Not persisted.
+// rules (docs/protocol.md "The value receipt"): a hit with a measured prefill time credits exactly
+// that time; otherwise tokens x 555 us, kept apart as an estimate. Not persisted.
 #pragma once
 
 #include <array>

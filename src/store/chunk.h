@@ -75,7 +75,7 @@ struct Chunk {
 
   // A chunk of `rows` rows whose bytes are not initialised: for a writer that
   // fills every one of them (bytes()) before the chunk is published. Saves the
-  // zeroing pass of Make (issue 15: one pass per stored byte).
+  // zeroing pass of Make (one pass per stored byte).
   static std::shared_ptr<Chunk> MakeUninit(uint32_t rows, size_t row_bytes) {
     auto c = std::make_shared<Chunk>();
     c->capacity_rows = rows;

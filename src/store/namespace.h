@@ -29,7 +29,7 @@ struct SideData {
   uint64_t total_rows = 0;    // sum of Layer::rows
   // layers[0].rows (0 while there is no layer), written under `mu` with it;
   // Store::Lookup reads it under the namespace's shard lock only (no side lock
-  // and no reference taken: two locked read-modify-writes each, issue 15).
+  // and no reference taken: two locked read-modify-writes each).
   std::atomic<uint64_t> layer0_rows{0};
   // Stores reserve (rows counted in the budget, log record reserved) in one
   // hold of `mu` and apply in a later one, after their record is written; they

@@ -439,7 +439,7 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
                   static_cast<unsigned long long>(count), n->dim, in_elem);
     return Status(Code::kInvalidArgument, buf, ErrorId::kSizeMismatch);
   }
-  // One pass per stored byte (issue 15): rows are split at chunk boundaries;
+  // One pass per stored byte: rows are split at chunk boundaries;
   // every whole chunk is encoded (or copied, or for F16 rows into an fp16
   // namespace, taken by reference from the received buffer) straight into a
   // fresh chunk nobody else sees yet, which the apply step swaps in and the

@@ -197,7 +197,7 @@ struct RowPiece {
 // A per-thread cache of segment vectors (their capacity): the store builds a
 // FetchRange/FetchIds plan's segments in one taken from it, and a caller that
 // is done with a plan may give the vector back, so a small fetch on a worker
-// allocates nothing in steady state (issue 15). At most a few vectors of
+// allocates nothing in steady state. At most a few vectors of
 // modest capacity are kept per thread.
 std::vector<FetchSegment> TakeSegmentVector();
 void RecycleSegmentVector(std::vector<FetchSegment>&& v);
@@ -302,7 +302,7 @@ class Store {
   // (or a table of zero hashes). Touches the LRU.
   std::shared_ptr<const BlockTable> Blocks(std::string_view ns);
   // The same, but `fn` reads the table in place, under the namespace's shard
-  // lock (no reference taken: MEMBERSHIP, issue 15); false (fn not called) when
+  // lock (no reference taken: MEMBERSHIP); false (fn not called) when
   // Blocks would return nullptr. `fn` must not call into the store.
   bool WithBlocks(std::string_view ns, const std::function<void(const BlockTable&)>& fn);
   Status FlushAll(uint64_t* lsn);
@@ -374,7 +374,7 @@ class Store {
   Result<StrRef> StrGet(std::string_view key);
   // StrGet that hands the value (nullptr on a miss) to `fn`, called once; on
   // the read path under the key's shard lock, so a small value can be copied
-  // out without taking a reference (GET, issue 15). `fn` must not call into
+  // out without taking a reference (GET). `fn` must not call into
   // the store; it may copy the reference to keep the value.
   Status StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn);
   Result<StrRef> StrGetDel(std::string_view key, uint64_t* lsn);

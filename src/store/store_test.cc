@@ -146,7 +146,7 @@ TEST(BlockTable, MembershipMatchesASet) {
   }
 }
 
-// Hash flooding (issue 17 item 7): hashes are client input. These 65,536 values
+// Hash flooding: hashes are client input. These 65,536 values
 // all land in slot 0 under the old public Fibonacci multiplier (k times its
 // inverse mod 2^64, so h * M = k), which made Finish() cost 2^31 probes. With a
 // per-process random seed they must spread like random keys: building does
@@ -327,7 +327,7 @@ Status RegBlocks(Store& st, std::string_view ns, std::shared_ptr<const BlockTabl
   return st.Register(a, &lsn);
 }
 
-// Issue 17 item 10: block tables (hashes + index) are memory the store holds;
+// Block tables (hashes + index) are memory the store holds;
 // they count in vstore_bytes and against the byte budget like rows.
 TEST(Store, BlockTablesCountInBytesAndBudget) {
   const uint64_t tb = Table(10000, 1)->MemoryBytes();  // 10000 hashes + 32768-slot index
@@ -369,7 +369,7 @@ TEST(Store, BlockTablesCountInBytesAndBudget) {
   EXPECT_EQ(st.Stats().bytes, 0u);
 }
 
-// Issue 17 item 14: a store's WAL write (checksum + pwrite of the whole
+// A store's WAL write (checksum + pwrite of the whole
 // payload) and a register's (up to 8 MiB of hashes) run with no store lock
 // held. The sink below parks the write of the first big record; meanwhile
 // another thread must be able to fetch from the same side, register, drop and
@@ -1081,7 +1081,7 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
   EXPECT_EQ(st.Stats().bytes, 0u);  // every charge given back
 }
 
-// Issue 15 write path: whole chunks encoded in place, partial ones at either
+// The write path: whole chunks encoded in place, partial ones at either
 // end through scratch; the stored bytes equal one EncodeRows of the input, for
 // every format, and a fetch pinned before a whole-chunk overwrite keeps its bytes.
 TEST(StoreWritePath, WholeAndPartialChunksExactBytesEveryFormat) {

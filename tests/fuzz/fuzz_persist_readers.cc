@@ -1,4 +1,4 @@
-// libFuzzer target for the WAL and snapshot readers (product.md §15). Malformed
+// libFuzzer target for the WAL and snapshot readers. Malformed
 // input must give a Corruption status, never a crash, a hang or an unbounded
 // allocation. The first input byte picks the mode:
 //

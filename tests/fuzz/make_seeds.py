@@ -9,20 +9,18 @@ corpus/persist: [0] + a whole WAL or snapshot file (raw mode), or [1] + its reco
                 taken from the golden files in tests/testdata.
 """
 import struct
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TESTDATA = HERE.parent / "testdata"
+sys.path.insert(0, str(HERE.parents[1] / "python"))
+
+from pion._resp import encode as cmd  # noqa: E402
+from pion.fastlane import frame  # noqa: E402
 
 # Record type -> the byte the harness maps back to it (MapType: index in its table).
 TYPE_INDEX = {1: 0, 2: 1, 3: 2, 4: 3, 16: 4, 17: 5, 18: 6}
-
-
-def cmd(*args: bytes) -> bytes:
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
 def resp_seeds() -> dict[str, bytes]:
@@ -38,10 +36,6 @@ def resp_seeds() -> dict[str, bytes]:
         "bad_len": b"\x00\x00" + b"*2\r\n$-7\r\nx\r\n",
         "resp3_types": b"\x00\x00" + b"*1\r\n$5\r\nHELLO\r\n*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n",
     }
-
-
-def frame(cmd: int, body: bytes) -> bytes:
-    return struct.pack("<HBI", 0xCA5E, cmd, len(body)) + body
 
 
 def frame_seeds() -> dict[str, bytes]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import redis
 
-from conftest import BIN_DIR, ServerLog, free_port, poll
+from conftest import BIN_DIR, ServerLog, free_port
 
 REDIS_SERVER = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"

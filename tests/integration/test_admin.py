@@ -1,4 +1,4 @@
-"""Connection and admin commands of pion-server (product.md §4): AUTH/HELLO flows
+"""Connection and admin commands of pion-server (docs/protocol.md "Connection"): AUTH/HELLO flows
 with --requirepass, SELECT, QUIT, RESET, CLIENT (including KILL across workers),
 COMMAND, CONFIG GET/SET, INFO sections, DBSIZE, FLUSHALL, TIME, --kvcache gating,
 SHUTDOWN and signals (exit 0), and the command line itself."""

@@ -2,7 +2,7 @@
 
 pion-attend-check runs one attention call from raw f32 files (GQA, a causal suffix
 and a window, as QUERY_FUSED uses it); numpy computes softmax(Q K^T / sqrt(D)) V over
-the positions stage2.md §1 makes visible. f32 slots must agree to ~1e-5; f16 and
+the positions docs/attention.md §1 makes visible. f32 slots must agree to ~1e-5; f16 and
 int8 to their storage error (docs/attention.md).
 """
 from __future__ import annotations

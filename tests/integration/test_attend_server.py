@@ -1,5 +1,5 @@
-"""ATTEND.PREFIX.* and KV.PREFIX.WARM against the real binary (stage2.md §1-§3,
-reference §3.10 / §3.17 / §9).
+"""ATTEND.PREFIX.* and KV.PREFIX.WARM against the real binary (docs/attention.md §1,
+docs/protocol.md "ATTEND.PREFIX").
 
 Every result is compared with a numpy float64 reference computed from what was stored
 (the rows sent, or for KV.PREFIX.WARM the V-store's dequantized rows fetched back with
@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 
 import numpy as np
 import pytest
 import redis
 
-from conftest import RawError, poll
+from conftest import poll
 
 F32 = ["--attend-precision", "f32"]
 TOL = 2e-5  # max |server - numpy| / max(1, max|V|), f32 slots
@@ -31,7 +30,7 @@ def rand(shape, seed, amp=1.0):
 
 
 def reference(k, v, q, ksuf=None, vsuf=None, window=0, head_map=None, positions=None):
-    """softmax(Q K^T / sqrt(D)) V over the visible positions of stage2.md §1, float64.
+    """softmax(Q K^T / sqrt(D)) V over the visible positions of docs/attention.md §1, float64.
 
     k, v [H_kv, N, D]; q [H_q, M, D]; ksuf, vsuf [H_kv, S, D]; positions: per query head
     a set of prefix positions (sparse) or None (all). Returns out [H_q, M, D], lse [H_q, M].
@@ -77,7 +76,7 @@ def reference(k, v, q, ksuf=None, vsuf=None, window=0, head_map=None, positions=
 
 
 def select_blocks(k, q, block, k_top, selector, head_map=None):
-    """The prefix blocks sparse auto attends (stage2.md §1), float64."""
+    """The prefix blocks sparse auto attends (docs/attention.md §1), float64."""
     h_kv, n, d = k.shape
     h_q = q.shape[0]
     if head_map is None:
@@ -487,7 +486,7 @@ def test_state_machine_demote_coldmiss_warm(server_factory):
     assert (i["sdpa_warm"], i["sdpa_cold"], i["sdpa_demotions"]) == ("2", "1", "1")
     cold = "COLDMISS session evicted to cold tier (call KV.PREFIX.WARM)"
     assert err(r, "ATTEND.PREFIX.QUERY", "ns_attn", 0, h, d, 1, f32(q)) == cold
-    # COLDMISS comes before blob validation everywhere but QUERY (as the original).
+    # COLDMISS comes before blob validation everywhere but QUERY (the order existing clients see).
     assert err(r, "ATTEND.PREFIX.QUERY", "ns_attn", 0, h, d, 1, b"xx").startswith("Q blob size")
     assert err(r, "ATTEND.PREFIX.QUERY_FUSED", "ns_attn", 0, h, d, 0, h, b"xx", b"", b"",
                b"") == cold

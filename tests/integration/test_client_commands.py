@@ -1,5 +1,5 @@
 """The Python client's command layer (python/pion/client.py) against the real pion-server:
-every wrapper of product.md §4-§6 and §8, and the mapping of error replies to exceptions.
+every command wrapper (docs/protocol.md), and the mapping of error replies to exceptions.
 
 Run: PION_BIN_DIR=build/<preset>/bin PYTHONPATH=python /usr/bin/python3 -m pytest -q tests/integration/test_client_commands.py
 """
@@ -42,7 +42,7 @@ def rows(n: int, dim: int, seed: int = 0, dtype=np.float32) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, dim)).astype(dtype)
 
 
-# ---------------------------------------------------------------- §4 admin
+# ------------------------------------------------------------------- admin
 
 
 def test_admin_commands(pc):
@@ -171,7 +171,7 @@ def test_translate_table():
         assert issubclass(cls, PionError)
 
 
-# ---------------------------------------------------------------- §5 KV.PREFIX
+# --------------------------------------------------------------- KV.PREFIX
 
 
 def test_register_lookup_drop(pc):
@@ -306,7 +306,7 @@ def test_save_and_commit_without_persistence(server_factory):
     c.close()
 
 
-# ---------------------------------------------------------------- §6 V-store
+# ----------------------------------------------------------------- V-store
 
 
 def test_storebatch_fetch_fp16(pc):
@@ -419,7 +419,7 @@ def test_oom(server_factory):
     c.close()
 
 
-# ---------------------------------------------------------------- §8 receipt
+# ----------------------------------------------------------------- receipt
 
 
 def test_pion_stats(pc):

@@ -1,4 +1,5 @@
-"""Durability of pion-server: WAL, snapshots, crash recovery (product.md §10, §15).
+"""Durability of pion-server: WAL, snapshots, crash recovery (docs/wal_format.md,
+docs/snapshot_format.md).
 
 Uses the real binary (conftest.py). The SIGKILL loop runs 20 times by default and
 100 times with PION_SLOW=1 or `-m slow`. Formats: docs/wal_format.md,
@@ -13,7 +14,6 @@ import struct
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -137,7 +137,8 @@ def test_sigkill_under_everysec_keeps_acknowledged(server_factory, round_):
 
 @pytest.mark.slow
 def test_sigkill_100_rounds(server_factory, request):
-    """The 100-round loop of product.md §15: PION_SLOW=1, or select it with -m slow."""
+    """The 100-round kill -9 loop (every acknowledged write survives): PION_SLOW=1,
+    or select it with -m slow."""
     if not SLOW and "slow" not in (request.config.getoption("-m") or ""):
         pytest.skip("slow: set PION_SLOW=1 or run with -m slow")
     for i in range(100):
@@ -443,7 +444,7 @@ def test_shutdown_save(server_factory):
     c.close()
 
 
-# --- a full disk (issue 17 item 11) -------------------------------------------
+# --- a full disk -------------------------------------------
 
 def test_full_disk_writes_resume_without_restart(tmp_path):
     # A 16 MiB tmpfs as --dir (needs mount rights; skipped without them). The WAL

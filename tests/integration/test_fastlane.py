@@ -8,31 +8,15 @@ import struct
 
 import pytest
 
-from conftest import RawSocket, free_port, poll
+from conftest import FastLaneConn, free_port, poll
+from pion.fastlane import frame
+
+# A raw fast-lane connection: exact frames on the wire (pion.testing).
+Lane = FastLaneConn
 
 MAGIC = 0xCA5E
 PING, AUTH, QUERY_FUSED, QUERY = 0xFF, 0x37, 0x24, 0x25
 OK, MISS, ERROR, COLDMISS = 0, 1, 2, 3
-
-
-def frame(cmd: int, body: bytes = b"") -> bytes:
-    return struct.pack("<HBI", MAGIC, cmd, len(body)) + body
-
-
-class Lane(RawSocket):
-    """A raw fast-lane connection: exact frames on the wire."""
-
-    def read(self) -> tuple[int, bytes]:
-        self._need(7)
-        magic, status, n = struct.unpack_from("<HBI", self.buf)
-        assert magic == MAGIC, self.buf[:16]
-        self._need(7 + n)
-        body, self.buf = self.buf[7:7 + n], self.buf[7 + n:]
-        return status, body
-
-    def call(self, cmd: int, body: bytes = b"") -> tuple[int, bytes]:
-        self.send(frame(cmd, body))
-        return self.read()
 
 
 def query_fused_body(sid: bytes, layer: int, hq: int, d: int, hkv: int, m: int, s_suf: int,

@@ -6,14 +6,11 @@ from __future__ import annotations
 import os
 import resource
 import socket
-import struct
 import subprocess
-import threading
 import time
 
 import numpy as np
 import pytest
-import redis
 
 from conftest import BIN_DIR, RawConn, RawError, poll
 

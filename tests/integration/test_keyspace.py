@@ -20,6 +20,7 @@ import pytest
 import redis
 
 from conftest import poll
+from pion import _resp
 
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
@@ -515,11 +516,8 @@ class RespClient:
         return out
 
     @staticmethod
-    def cmd(*parts: bytes) -> list[bytes]:
-        out = [b"*%d\r\n" % len(parts)]
-        for p in parts:
-            out += [b"$%d\r\n" % len(p), p, b"\r\n"]
-        return out
+    def cmd(*parts: bytes) -> list[bytes | memoryview]:
+        return _resp.encode_parts(*parts)
 
     def send(self, *parts: bytes) -> None:
         self.s.sendmsg(self.cmd(*parts))

@@ -1,4 +1,4 @@
-"""KV.PREFIX.* and PION.STATS against the real binary (product.md §5, §8; seed page)."""
+"""KV.PREFIX.* and PION.STATS against the real binary (docs/protocol.md "KV.PREFIX", "The value receipt")."""
 from __future__ import annotations
 
 import struct
@@ -260,7 +260,7 @@ def test_kv_info_fields(r):
 
 
 def test_block_tables_count_against_maxmemory(server_factory):
-    # Issue 17 item 10: 40 full tables used to take 1 GiB of RSS under --maxmemory 64mb
+    # 40 full tables used to take 1 GiB of RSS under --maxmemory 64mb
     # while vstore_bytes said 0. A table of n hashes holds 8n bytes of hashes plus an
     # index of the next power of two >= 2n slots of 8 bytes.
     n = 1048576

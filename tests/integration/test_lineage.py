@@ -1,7 +1,7 @@
 """Lineage against the real binary: KV.PREFIX.REGISTER ... PARENT, LOOKUP ... CHAIN,
 INFO <ns>, DROP of a subtree, and tree-aware eviction under --maxmemory.
 
-The workload of issue 16: 20 conversations (chains) of 5 segments each, built by
+The workload: 20 conversations (chains) of 5 segments each, built by
 interleaved appends (a turn added as a child of the chain's leaf: only the leaf is
 touched, as a serving process that keeps its own copy does) and restores (another
 process restores the whole chain: every segment is read). Checked after every

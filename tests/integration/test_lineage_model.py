@@ -70,7 +70,7 @@ def test_five_turns_restored_bit_exact_only_the_new_turn_prefilled(server, model
     v16 = np.concatenate([v for _, v in stored], axis=2).astype(np.float16)
     r = server.client()
     info = r.execute_command("KV.PREFIX.INFO", writer.leaf).decode()
-    assert f"chain_length:5\r\n" in info and f"chain_tokens:{sum(LENGTHS[:5])}\r\n" in info
+    assert "chain_length:5\r\n" in info and f"chain_tokens:{sum(LENGTHS[:5])}\r\n" in info
 
     # Another client: the five stored turns are restored, the sixth is prefilled alone.
     r.execute_command("PION.STATS", "RESET")

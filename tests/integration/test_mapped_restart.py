@@ -1,4 +1,4 @@
-"""Restart by mapping the snapshot (docs/snapshot_format.md §5, issue 15): rows
+"""Restart by mapping the snapshot (docs/snapshot_format.md §5): rows
 stay in the page cache and become chunks by reference; writes copy the chunk
 they touch; a corrupt snapshot is still refused before anything is served.
 

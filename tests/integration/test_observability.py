@@ -1,4 +1,4 @@
-"""What monitoring tools read (issue 12, docs/operations.md): INFO sections as redis-py
+"""What monitoring tools read (docs/operations.md): INFO sections as redis-py
 parses them, commandstats/errorstats, CLIENT LIST/SETINFO/REPLY, COMMAND DOCS/GETKEYS/LIST,
 redis-cli's argument hints, MONITOR, SLOWLOG, LATENCY, CONFIG SET compatibility, the
 Prometheus /metrics endpoint scraped by a real Prometheus server, and
@@ -26,7 +26,6 @@ import urllib.request
 
 import numpy as np
 import pytest
-import redis
 import redis.exceptions as rex
 
 from conftest import RawConn, RawError, free_port, poll

@@ -1,5 +1,4 @@
-"""Payloads are encoded where they arrive and decoded straight into the reply (issue 17
-item 13): the f32/f16 rows of a V.STOREBATCH sit at whatever byte their RESP header
+"""Payloads are encoded where they arrive and decoded straight into the reply: the f32/f16 rows of a V.STOREBATCH sit at whatever byte their RESP header
 leaves them in the query buffer, and a V.FETCH decodes right after "$<len>\\r\\n".
 Session names of 8 lengths and replies of varying row counts put both at every offset
 mod 8, on dims with scalar tails. Against the sanitized server (make test-sanitize)

@@ -14,7 +14,7 @@ import time
 import pytest
 import redis
 
-from conftest import RawConn, RawError, Verbatim, poll
+from conftest import RawConn, Verbatim, poll
 
 
 def assert_alive(server):

@@ -4,7 +4,6 @@ Against the real binary. Certificates are made by the test with the openssl tool
 """
 from __future__ import annotations
 
-import os
 import socket
 import ssl
 import struct
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 import redis
 
-from conftest import RawError, free_port, poll
+from conftest import free_port, poll
 
 NOPERM_KEY = "this user has no permissions to access one of the keys used as arguments"
 

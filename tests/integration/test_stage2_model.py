@@ -232,7 +232,7 @@ def _layer0_kv(m: ReferenceDecoder, ids: List[int], offset: int = 0):
 @torch.inference_mode()
 def test_sparse_auto_needle_8k_top1_equals_dense(server_factory):
     """1-layer reference model, 8,192-token prefix, one planted needle block (64 positions whose
-    keys align with the next token's query, stage2.md §6): next-token logits through sparse auto
+    keys align with the next token's query, docs/attention.md §7): next-token logits through sparse auto
     (B = 64, K_top = 16, K_top*B = N/8) have the dense top-1, for both selectors."""
     from pion.server_decode import ServerAttentionDecoder
 

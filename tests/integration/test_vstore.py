@@ -1,4 +1,4 @@
-"""V.STOREBATCH / V.FETCH / V.INFO against the real binary (product.md §6, §9, §11)."""
+"""V.STOREBATCH / V.FETCH / V.INFO against the real binary (docs/protocol.md "V-store")."""
 from __future__ import annotations
 
 import shutil
@@ -10,7 +10,7 @@ import pytest
 import redis
 
 
-# Gaussian nMSE at D=1024 from quant-formats.md §4.1; budget = 1.15x.
+# Gaussian nMSE at D=1024 from docs/quant_formats.md §4.1; budget = 1.15x.
 NMSE = {"fp16": 4.3e-8, "fp8": 5.7e-4, "int8": 6.1e-5, "mlx4g32": 6.1e-3,
         "turbo4": 8.3e-3, "turbo3": 3.2e-2, "turbo2": 1.2e-1}
 ROW_BYTES = {"fp16": lambda d: 2 * d, "fp8": lambda d: 4 + 34 * d // 32, "int8": lambda d: d + 4,
@@ -29,7 +29,7 @@ def gaussian(rows: int, dim: int, seed: int) -> np.ndarray:
 
 
 def int8_reference(x: np.ndarray) -> np.ndarray:
-    """quant-formats.md §2.3, in float32 arithmetic exactly as specified."""
+    """docs/quant_formats.md §2.3, in float32 arithmetic exactly as specified."""
     out = np.zeros_like(x)
     for i, row in enumerate(x):
         a = np.float32(np.max(np.abs(row)))

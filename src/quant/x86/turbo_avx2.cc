@@ -171,7 +171,7 @@ inline __m256i CodeIndex(__m256 u) {
   return idx;
 }
 
-// ---- decode (docs/quant_formats.md "turbo decode kernel")
+// ---- decode (docs/quant_formats.md §6, the turbo decode kernel)
 //
 // y = scale * C[idx] comes from tables of the products (scale * C[j], 2 vmulps per
 // 32-value sub-block instead of one per 8 values): the same single float

@@ -1,11 +1,11 @@
-// ATTEND.PREFIX.* and KV.PREFIX.WARM (stage2.md §3, reference §3.10 / §3.17 / §9):
+// ATTEND.PREFIX.* and KV.PREFIX.WARM (docs/protocol.md "ATTEND.PREFIX"):
 // server-side attention over warm slots (src/attend), the warm/cold slot cache
 // (attend/slot_cache.h) and its rebuild from the V-store.
 //
-// Every handler checks its arguments in the original's order, and every blob size
-// before anything is allocated or changed. The cold-tier check (-COLDMISS) comes
-// before the blob-size checks in QUERY_FUSED, QUERY_SPARSE and QUERY_SPARSE_AUTO(_FUSED)
-// and after them in QUERY, as in the original.
+// Every handler checks its arguments in a fixed order (the one existing clients see), and every
+// blob size before anything is allocated or changed. The cold-tier check (-COLDMISS) comes before
+// the blob-size checks in QUERY_FUSED, QUERY_SPARSE and QUERY_SPARSE_AUTO(_FUSED) and after them in
+// QUERY, as existing clients expect.
 //
 // Queries hold their own reference to the slot (shared_ptr), so a re-STORE, a
 // demotion or a drop while they run frees nothing they read. A query that reads at
@@ -446,7 +446,7 @@ void SparseAuto(CommandContext& ctx, bool fused) {
   j->req.sparse_auto = true;
   j->req.block = static_cast<uint32_t>(b);
   j->req.k_top = static_cast<uint32_t>(k_top);
-  // 1 = Quest; any other id is block-mean (as the original).
+  // 1 = Quest; any other id is block-mean (existing clients rely on it).
   j->req.selector = selector == 1 ? attend::Selector::kQuest : attend::Selector::kBlockMean;
   j->recount = true;
   j->failed = failed;
@@ -483,7 +483,7 @@ struct WarmResult {
 };
 
 // Rebuilds the slots (attend_sid, layer) of every layer held in both <ns>_pk and
-// <ns>_pv (reference §3.10), in parallel over the layers on the compute pool.
+// <ns>_pv, in parallel over the layers on the compute pool.
 //
 // Order: the layers are installed (Put, which stamps them most recent and may demote)
 // in the order of their last access, least recent first (missing layers first, by
@@ -600,7 +600,7 @@ void AppendAttendInfo(Server& s, std::string* out) {
 }
 
 void AddAttendCommands(std::vector<CommandSpec>* out) {
-  // kCmdOwnArity: the handlers answer the original's "requires: ..." texts; the
+  // kCmdOwnArity: the handlers answer their own "requires: ..." texts; the
   // arity below is what COMMAND reports.
   const uint32_t f = kCmdKvcache | kCmdOwnArity;
   size_t first = out->size();

@@ -74,7 +74,7 @@ enum CommandFlags : uint32_t {
   kCmdStale = 1u << 6,
   kCmdKvcache = 1u << 7,  // needs --kvcache ("-ERR V-store not enabled (use --kvcache)")
   kCmdDenyOom = 1u << 8,
-  // The handler checks its own argument count (the original's "requires: ..." texts);
+  // The handler checks its own argument count (its own "requires: ..." texts);
   // `arity` stays what COMMAND reports, admission only insists on the name.
   kCmdOwnArity = 1u << 9,
   kCmdTxControl = 1u << 10,  // runs at once inside MULTI and takes no exec lock (MULTI, EXEC, ...)

@@ -111,7 +111,7 @@ const CommandDoc kDocs[] = {
      "Resets the latency data for one or more events."},
     {"LATENCY|DOCTOR", "server", "2.8.13", "", "Returns a human-readable latency analysis report."},
     {"LATENCY|HELP", "server", "2.8.13", "", "Returns helpful text about the subcommands."},
-    // the string keyspace (issue 12; reported once the server has them)
+    // the string keyspace (reported once the server has them)
     {"GET", "string", "1.0.0", "key", nullptr},
     {"SET", "string", "1.0.0",
      "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | "

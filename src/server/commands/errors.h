@@ -137,7 +137,7 @@ inline constexpr std::string_view kErrAclGenpass =
 inline constexpr std::string_view kErrSaveInProgress = "ERR Background save already in progress";
 inline constexpr std::string_view kErrShuttingDown = "ERR server is shutting down";
 
-// Stage 2 (ATTEND.PREFIX.*, KV.PREFIX.WARM): reference §3.10 / §3.17 texts, plus ours
+// Stage 2 (ATTEND.PREFIX.*, KV.PREFIX.WARM): the texts existing clients know, plus ours
 // for ATTEND.PREFIX.DROP, FMT, LSE, fa_window and the slot-size bound. The cold-tier
 // error has its own code word, COLDMISS, so a transport (the binary fast lane) maps it
 // to its own status by the code word, never by the text.

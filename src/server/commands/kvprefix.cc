@@ -1,4 +1,4 @@
-// KV.PREFIX.* (product.md §5): the prefix registry over the V-store. Handlers
+// KV.PREFIX.* (docs/protocol.md "KV.PREFIX"): the prefix registry over the V-store. Handlers
 // validate every argument before anything changes, then make one store call.
 // Receipts (PION.STATS) are recorded by LOOKUP; see receipt.h for the rules.
 #include <cstring>
@@ -167,7 +167,7 @@ void KvBlocks(CommandContext& ctx) {
     std::memcpy(out + 8, table->hashes.data(), 8 * n);
     return;
   }
-  // By reference (issue 15): the table is immutable once finished, and the
+  // By reference (no allocation per request): the table is immutable once finished, and the
   // pin keeps it alive until the last byte is written, even if the namespace is
   // dropped or re-registered meanwhile; it counts once against the client's
   // output limits however many replies pin it.
@@ -180,7 +180,7 @@ void KvBlocks(CommandContext& ctx) {
 void KvMembership(CommandContext& ctx) {
   auto a = ctx.args;
   if (!CheckNsLength(ctx, a[1])) return;
-  // The probes are read straight from the argument (no copy: issue 15).
+  // The probes are read straight from the argument (no copy, no allocation).
   int64_t count;
   if (!ArgInRange(ctx, a[2], 0, static_cast<int64_t>(store::kMaxHashCount), kErrHashCountRange,
                   &count))

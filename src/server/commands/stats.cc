@@ -1,4 +1,4 @@
-// PION.STATS (product.md §8): the value receipt, server-wide. 16 fields in a
+// PION.STATS (docs/protocol.md "The value receipt"): the value receipt, server-wide. 16 fields in a
 // fixed order; a map under RESP3, a flat array under RESP2.
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// V.* (product.md §6): rows in and out of the V-store. A fetch pins the chunks
+// V.* (docs/protocol.md "V-store"): rows in and out of the V-store. A fetch pins the chunks
 // it needs (Store::Fetch*), then, with no lock held, either decodes them into an
 // exactly-sized reply buffer (F32/F16) or, for rows stored as fp16, sends the
 // stored bytes themselves with writev (NATIVE/F16): no copy at all.
