@@ -89,11 +89,16 @@ try_fetch() {
   rm -rf "$dir"
   if [ -n "$dsc" ] && [ -n "$deb" ]; then
     dpkg-source --no-check -x "$dl/$dsc" "$dir" >>"$apt/download.log" 2>&1 || return 1
+    rm -f "$src"/*.orig.tar.*  # dpkg-source leaves a copy beside the tree
   else
     mkdir -p "$dir" && tar -xf "$dl/$orig" -C "$dir" --strip-components=1 || return 1
   fi
   echo "$ver" >"$dir/.debian-version"
-  echo "conformance: $pkg $ver in $dir${deb:+}$([ -n "$deb" ] || echo ' (upstream tarball only)')"
+  if [ -n "$deb" ]; then
+    echo "conformance: $pkg $ver in $dir"
+  else
+    echo "conformance: $pkg $ver in $dir (upstream tarball: the mirror lacks Debian's part)"
+  fi
   rm -rf "$dl"
 }
 

@@ -11,8 +11,9 @@ per test, written to build/conformance/results-<server>.txt:
     py test_commands.py::<class>::<test> : passed|failed|error|skipped|...|hang
 
 and compared with tests/conformance/must_pass.txt: the run fails when a listed test does
-not pass (unless flaky.txt names it), when a file hangs past its wall time, or when the
-server dies or logs a crash. Tests not listed may fail.
+not pass (unless flaky.txt names it), when a file runs past its wall time, or when the
+server dies, stops answering, does not stop on SIGTERM or logs a crash. Tests not listed
+may fail (a test that waits for a reply that never comes counts as `hang`).
 
 Modes:
   (default)    run pion, check must_pass.txt, print the report;
@@ -63,7 +64,7 @@ PY_FILES = ["test_commands.py", "test_connection.py", "test_pipeline.py", "test_
 TCL_WALL = {"default": 240}
 PY_WALL = {"default": 240}
 TCL_TAGS = "-needs:repl -needs:debug -needs:pfdebug"
-MAX_RERUNS = 2  # reruns of a file after a hang, each skipping the hung tests
+MAX_RERUNS = 2  # reruns of a Tcl file after a test made no progress, each skipping it
 
 PASS = {"ok", "passed"}
 CRASH_LOG = re.compile(
@@ -166,7 +167,8 @@ class FileResult:
     name: str  # unit/expire or test_commands.py
     tests: dict[str, str] = field(default_factory=dict)  # key -> status, in run order
     messages: dict[str, str] = field(default_factory=dict)  # key -> failure message
-    problems: list[str] = field(default_factory=list)  # hang, crash, abort
+    problems: list[str] = field(default_factory=list)  # fail the run: crash, server hang
+    hangs: list[str] = field(default_factory=list)  # tests that made no progress
     seconds: float = 0.0
 
     def count(self, statuses) -> int:
@@ -240,7 +242,7 @@ def run_tcl_file(kind: str, file: str, harness: Path, pion_bin: Path, work: Path
         env = dict(os.environ, PION_CONFORMANCE_RESULTS=str(rec))
         out = logdir / f"{kind}-tcl-{file.replace('/', '_')}.log"
         wall = TCL_WALL.get(file, TCL_WALL["default"])
-        rc, timed_out = run_bounded(cmd, harness, env, out, wall)
+        rc, timed_out = run_bounded(cmd, harness, env, out, wall - (time.monotonic() - t0))
         problems = server.finish(out.with_suffix(".server.log"))
         done, started = read_records(rec, "tcl")
         hung = [k.split(" :: ", 1)[1].rsplit(" #", 1)[0] for k in started]
@@ -248,19 +250,25 @@ def run_tcl_file(kind: str, file: str, harness: Path, pion_bin: Path, work: Path
         res.messages = {k: m for k, _, m in done if m}
         for name in skip:
             res.tests[tcl_key(file, name)] = "hang"
+            res.messages[tcl_key(file, name)] = "no progress for 60 s"
         res.problems += problems
-        if timed_out and not hung:
-            res.problems.append(f"file exceeded its wall time of {wall} s")
-        if not hung:
-            if rc != 0 and not timed_out and not done:
-                res.problems.append(f"harness exited with {rc} and ran nothing (see {out})")
-            break
         for name in hung:
             res.tests[tcl_key(file, name)] = "hang"
-            res.problems.append(f"hang: {name!r}")
+            res.messages[tcl_key(file, name)] = ("still running at the file's wall time"
+                                                 if timed_out else "no progress for 60 s")
+            res.hangs.append(tcl_key(file, name))
+        if timed_out:
+            res.problems.append(f"the file ran past its wall time of {wall} s")
+            break
+        if not hung:
+            if rc != 0 and not done:
+                res.problems.append(f"harness exited with {rc} and ran nothing (see {out})")
+            break
+        # The harness stopped at a test that made no progress for 60 s: run the file
+        # again on a fresh server without it, so the tests after it still count.
         skip += hung
         if attempt == MAX_RERUNS:
-            res.problems.append("gave up after reruns")
+            res.problems.append(f"more than {MAX_RERUNS} tests made no progress")
     res.seconds = time.monotonic() - t0
     return res
 
@@ -273,48 +281,41 @@ def run_py_file(kind: str, file: str, pion_bin: Path, work: Path, logdir: Path,
     ini.write_text("[pytest]\naddopts = -p no:cacheprovider -p no:warnings\n")
     # pytest-timeout (Debian's python3-pytest-timeout) stops one hung test after 30 s.
     per_test = ["--timeout=30"] if importlib.util.find_spec("pytest_timeout") else []
-    deselect: list[str] = []
-    for attempt in range(MAX_RERUNS + 1):
-        server = Server(kind, pion_bin, work)
-        server.start()
-        rec = work / f"py-{file}.rec"
-        rec.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "pytest", "-c", str(ini), "--rootdir", str(REDISPY_SRC),
-               "-q", "-p", "pytest_records", f"--redis-url=redis://127.0.0.1:{server.port}/0",
-               "--tb=line", *per_test, f"tests/{file}"]
-        for nodeid in deselect + ["tests/" + k[3:] for k in not_run]:
-            cmd += ["--deselect", nodeid]
-        env = dict(os.environ, PION_CONFORMANCE_RESULTS=str(rec), PYTHONDONTWRITEBYTECODE="1",
-                   PYTHONPATH=os.pathsep.join([str(REDISPY_SRC), str(HERE)]))
-        out = logdir / f"{kind}-py-{file}.log"
-        wall = PY_WALL.get(file, PY_WALL["default"])
-        rc, timed_out = run_bounded(cmd, REDISPY_SRC, env, out, wall)
-        problems = server.finish(out.with_suffix(".server.log"))
-        done, started = read_records(rec, "py")
-        res.tests = {k: s for k, s, _ in done}
-        res.messages = {k: m for k, _, m in done if m}
-        for nodeid in deselect:
-            res.tests[py_key(nodeid)] = "hang"
-        res.problems += problems
-        if not timed_out:
-            if rc not in (0, 1) and not done:
-                res.problems.append(f"pytest exited with {rc} and ran nothing (see {out})")
-            break
-        if not started:
-            res.problems.append(f"file exceeded its wall time of {wall} s")
-            break
-        for k in started:
-            res.tests[k] = "hang"
-            res.problems.append(f"hang: {k}")
-            deselect.append("tests/" + k[3:])
-        if attempt == MAX_RERUNS:
-            res.problems.append("gave up after reruns")
+    # One run: pytest-timeout ends a hung test, the wall time a hung file.
+    server = Server(kind, pion_bin, work)
+    server.start()
+    rec = work / f"py-{file}.rec"
+    rec.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pytest", "-c", str(ini), "--rootdir", str(REDISPY_SRC),
+           "-q", "-p", "pytest_records", f"--redis-url=redis://127.0.0.1:{server.port}/0",
+           "--tb=line", *per_test, f"tests/{file}"]
+    for nodeid in ["tests/" + k[3:] for k in not_run]:
+        cmd += ["--deselect", nodeid]
+    env = dict(os.environ, PION_CONFORMANCE_RESULTS=str(rec), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join([str(REDISPY_SRC), str(HERE)]))
+    out = logdir / f"{kind}-py-{file}.log"
+    wall = PY_WALL.get(file, PY_WALL["default"])
+    rc, timed_out = run_bounded(cmd, REDISPY_SRC, env, out, wall)
+    problems = server.finish(out.with_suffix(".server.log"))
+    done, started = read_records(rec, "py")
+    res.tests = {k: s for k, s, _ in done}
+    res.messages = {k: m for k, _, m in done if m}
+    res.problems += problems
+    for k in started:
+        res.tests[k] = "hang"
+        res.messages[k] = f"still running at the file's wall time of {wall} s"
+        res.hangs.append(k)
+    if timed_out:
+        res.problems.append(f"the file ran past its wall time of {wall} s")
+    elif rc not in (0, 1) and not done:
+        res.problems.append(f"pytest exited with {rc} and ran nothing (see {out})")
     res.seconds = time.monotonic() - t0
     return res
 
 
 def run_bounded(cmd, cwd, env, out: Path, wall: float) -> tuple[int, bool]:
     """Runs cmd in its own process group, output to `out`; kills the group after `wall`."""
+    wall = max(wall, 1.0)
     with open(out, "wb") as f:
         p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL, start_new_session=True)
@@ -527,16 +528,17 @@ def main() -> int:
             r = run_tcl_file(kind, f, harness, pion_bin, work, logdir,
                              flaky.not_run(f"tcl {f} :: "))
             print(f"  {kind:5} tcl {f:22} {r.count(PASS):4} pass {len(r.tests) - r.count(PASS):4} "
-                  f"not  {r.seconds:5.1f} s" + (f"  {'; '.join(r.problems)}" if r.problems else ""),
-                  flush=True)
+                  f"not  {r.seconds:5.1f} s" + note(r), flush=True)
             out.append(r)
         for f in py_files:
             r = run_py_file(kind, f, pion_bin, work, logdir, flaky.not_run(f"py {f}::"))
             print(f"  {kind:5} py  {f:22} {r.count(PASS):4} pass {len(r.tests) - r.count(PASS):4} "
-                  f"not  {r.seconds:5.1f} s" + (f"  {'; '.join(r.problems)}" if r.problems else ""),
-                  flush=True)
+                  f"not  {r.seconds:5.1f} s" + note(r), flush=True)
             out.append(r)
         return out
+
+    def note(r: FileResult) -> str:
+        return "".join(f"  hang: {k}" for k in r.hangs) + "".join(f"  {p}" for p in r.problems)
 
     pyver = redispy_version()
     redis_path = HERE / "redis_results.txt"
@@ -601,6 +603,9 @@ def main() -> int:
               f"run --update")
     for f in flips:
         print(f"conformance: flaky (not enforced): {f}")
+    for r in pion:
+        for k in r.hangs:
+            print(f"conformance: hang (the server still answered and stopped): {k}")
     for p in problems:
         print(f"conformance: PROBLEM {p}")
     shown = violations[:60]
@@ -616,7 +621,8 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)
     failed = bool(problems) or (bool(violations) and not args.update)
     print(f"conformance: {'FAILED' if failed else 'OK'}: {len(must) - len(violations)} of "
-          f"{len(must)} must-pass tests pass, {len(problems)} hangs or crashes")
+          f"{len(must)} must-pass tests pass; {len(problems)} server problems (crash, "
+          f"server hang, wall time)")
     return 1 if failed else 0
 
 
