@@ -231,7 +231,11 @@ def run_tcl_file(kind: str, file: str, harness: Path, pion_bin: Path, work: Path
     never = [k.split(" :: ", 1)[1] for k in not_run]
     for attempt in range(MAX_RERUNS + 1):
         server = Server(kind, pion_bin, work)
-        server.start()
+        try:
+            server.start()
+        except RuntimeError as e:
+            res.problems.append(str(e))
+            break
         rec = work / f"tcl-{file.replace('/', '_')}.rec"
         rec.unlink(missing_ok=True)
         cmd = ["tclsh", "tests/test_helper.tcl", "--host", "127.0.0.1", "--port",
@@ -283,7 +287,11 @@ def run_py_file(kind: str, file: str, pion_bin: Path, work: Path, logdir: Path,
     per_test = ["--timeout=30"] if importlib.util.find_spec("pytest_timeout") else []
     # One run: pytest-timeout ends a hung test, the wall time a hung file.
     server = Server(kind, pion_bin, work)
-    server.start()
+    try:
+        server.start()
+    except RuntimeError as e:
+        res.problems.append(str(e))
+        return res
     rec = work / f"py-{file}.rec"
     rec.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", "-c", str(ini), "--rootdir", str(REDISPY_SRC),
@@ -543,7 +551,8 @@ def main() -> int:
     pyver = redispy_version()
     redis_path = HERE / "redis_results.txt"
     if args.baseline:
-        print(f"conformance: Debian redis-server ({subprocess.run(['redis-server', '--version'], capture_output=True, text=True).stdout.strip()})")
+        version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True)
+        print(f"conformance: Debian redis-server ({version.stdout.strip()})")
         redis_runs = run_all("redis")
         if not only:
             write_results(redis_path, redis_runs, [
