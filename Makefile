@@ -3,7 +3,9 @@
 # `make test` runs every CTest entry of the release build, then the libFuzzer targets
 # for a bounded time each (fuzz preset, clang); `make test-sanitize` runs the unit and
 # integration suites under ASan+UBSan (dev preset) and the store, persist and
-# concurrency tests under TSan (tsan preset). CONTRIBUTING.md has the details.
+# concurrency tests under TSan (tsan preset); `make test-conformance` runs Redis's own
+# Tcl suite and redis-py's tests against pion-server (tests/conformance). CONTRIBUTING.md
+# has the details.
 PRESET ?= release
 BUILD  := build/$(PRESET)
 BIN    := $(BUILD)/bin
@@ -13,7 +15,7 @@ ARGS   ?=
 SUITE  ?=
 
 .PHONY: all deps configure build test test-unit test-fuzz test-sanitize test-asan test-tsan \
-        run bench bench-quant format clean
+        test-conformance run bench bench-quant format clean
 
 all: build
 
@@ -52,6 +54,17 @@ test-tsan: deps
 	@test -f build/tsan/build.ninja || cmake --preset tsan
 	cmake --build --preset tsan
 	setarch $$(uname -m) -R ctest --preset tsan
+
+# Redis 7.0.15's Tcl suite and redis-py's tests (from Debian's source packages, fetched
+# once into build/conformance/src) against the release pion-server; fails when a test of
+# tests/conformance/must_pass.txt does not pass, a file hangs or the server crashes.
+# CONFORMANCE_ARGS: --update (rewrite the list), --baseline (also run redis-server),
+# --files unit/expire,test_pipeline.py (a subset).
+CONFORMANCE_ARGS ?=
+test-conformance: configure
+	@bash scripts/deps.sh --conformance
+	cmake --build --preset $(PRESET) --target pion-server
+	/usr/bin/python3 tests/conformance/run_conformance.py --bin $(BIN)/pion-server $(CONFORMANCE_ARGS)
 
 test-unit: build
 	ctest --preset $(PRESET) -L unit

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages pion needs to build, test and benchmark, skipping
 # what is already present. Runs as root on Debian 12 (as CI and `make run` do).
+# --bench adds the benchmark tools; --conformance the conformance suites' packages and,
+# once, the suites themselves (scripts/conformance_sources.sh).
 set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
@@ -13,11 +15,19 @@ pkgs=(
   python3-pyflakes python3-setuptools python3-pip python3-venv
 )
 if [ "${1:-}" = "--bench" ]; then pkgs+=(iperf3 python3-matplotlib); fi
+# The conformance suites (make test-conformance): Tcl for Redis's harness, dpkg-source to
+# unpack Debian's source packages, and what redis-py's tests import.
+if [ "${1:-}" = "--conformance" ]; then
+  pkgs+=(tcl dpkg-dev python3-packaging python3-async-timeout python3-pytest-timeout)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+fetch_sources() {
+  if [ "${1:-}" = "--conformance" ]; then bash "$(dirname "$0")/conformance_sources.sh"; fi
+}
+if [ ${#missing[@]} -eq 0 ]; then fetch_sources "${1:-}"; exit 0; fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "deps.sh: missing packages (${missing[*]}); run as root or install them" >&2
   exit 1
@@ -25,3 +35,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fetch_sources "${1:-}"
