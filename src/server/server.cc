@@ -537,10 +537,7 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
     if (ToLower(name).starts_with("tls-")) tls_changed = true;
   if (tls_changed && (tls_listen_fd_ >= 0 || (fastlane_fd_ >= 0 && cfg_.tls_fastlane))) {
     auto ctx = net::TlsContext::Create(TlsConfigOf(next));
-    if (!ctx.ok())
-      return Status::InvalidArgument(
-          "ERR CONFIG SET failed - Unable to update TLS configuration: " +
-          std::string(ctx.status().message()));
+    if (!ctx.ok()) return Status::InvalidArgument(ConfigSetTlsError(ctx.status().message()));
     new_tls = *ctx;
   }
   // Everything validated: apply.
