@@ -2,10 +2,11 @@
 # missing (Debian packages, as root), configure and build with CMake presets first.
 # `make test` runs every CTest entry of the release build, then the libFuzzer targets
 # for a bounded time each (fuzz preset, clang); `make test-sanitize` runs the unit and
-# integration suites under ASan+UBSan (dev preset) and the store, persist and
-# concurrency tests under TSan (tsan preset); `make test-conformance` runs Redis's own
-# Tcl suite and redis-py's tests against pion-server (tests/conformance). CONTRIBUTING.md
-# has the details.
+# integration suites under ASan+UBSan (dev preset), the store, persist and
+# concurrency tests under TSan (tsan preset) and clang's thread-safety analysis
+# (thread-safety preset); `make test-conformance` runs Redis's own Tcl suite and
+# redis-py's tests against pion-server (tests/conformance). CONTRIBUTING.md has
+# the details.
 PRESET ?= release
 BUILD  := build/$(PRESET)
 BIN    := $(BUILD)/bin
@@ -14,7 +15,7 @@ DATA   ?= data
 ARGS   ?=
 SUITE  ?=
 
-.PHONY: all deps configure build test test-unit test-fuzz test-sanitize test-asan test-tsan \
+.PHONY: all deps configure build test test-unit test-fuzz test-sanitize test-asan test-tsan test-tsa \
         test-conformance run bench bench-quant format clean
 
 all: build
@@ -38,7 +39,14 @@ test-fuzz: deps
 	cmake --build --preset fuzz
 	ctest --preset fuzz
 
-test-sanitize: test-asan test-tsan
+test-sanitize: test-tsa test-asan test-tsan
+
+# clang's thread-safety analysis over the annotated libraries (base, persist,
+# server): -fsyntax-only, so a front-end pass and nothing else; a lock misuse
+# fails the build (base/thread_annotations.h).
+test-tsa: deps
+	@test -f build/thread-safety/build.ninja || cmake --preset thread-safety
+	cmake --build --preset thread-safety
 
 # Debug + AddressSanitizer + UBSan: unit and integration suites (the pytest files
 # run against build/dev/bin/pion-server; a sanitizer report fails the test).

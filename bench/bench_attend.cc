@@ -3,7 +3,7 @@
 //
 //   dense/<prec>/<N>        M = 1, H = 8, D = 128, one thread: µs/query, GB/s of K/V read
 //   stream/<prec>/<N>       StreamRead over the same slot buffer (bytes/s ceiling)
-//   threads/<T>/<N>         dense f16 on a T-thread ThreadPoolExecutor (split-KV)
+//   threads/<T>/<N>         dense f16 split-KV on a T-thread ComputePool (the server's pool)
 //   stream_threads/<T>/<N>  the streaming read cut over T threads (the pool's ceiling)
 //   multi/<N>               M = 16, H_q = 32 over H_kv = 8, f16: GFLOP/s, bytes = one pass
 //   sparse/<sel>/<N>        sparse auto, B = 64, K_top * B = N / 8, H = 8, f16, planted
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "attend/attend.h"
+#include "attend/compute_pool.h"
 
 namespace {
 
@@ -111,7 +112,7 @@ void BmStream(benchmark::State& st, Precision p, uint32_t n) {
 
 void BmThreads(benchmark::State& st, uint32_t threads, uint32_t n) {
   const Fixture& f = Get(Precision::kF16, n, false);
-  ThreadPoolExecutor pool(threads);
+  ComputePool pool(threads, "bench");
   AttendOptions opt;
   opt.executor = &pool;
   AttendRequest r = Dense(f);
@@ -126,7 +127,7 @@ void BmThreads(benchmark::State& st, uint32_t threads, uint32_t n) {
 // The 2-thread ceiling: the same read-only pass cut in halves on the pool.
 void BmStreamThreads(benchmark::State& st, uint32_t threads, uint32_t n) {
   const Fixture& f = Get(Precision::kF16, n, false);
-  ThreadPoolExecutor pool(threads);
+  ComputePool pool(threads, "bench");
   const size_t bytes = f.slot->kv_bytes();
   const size_t part = (bytes / threads + 63) / 64 * 64;
   std::vector<uint64_t> sink(threads);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "attend/compute_pool.h"
 #include "base/cpu.h"
 #include "base/fp16.h"
 #include "quant/format.h"
@@ -622,7 +623,7 @@ TEST(AttendSparse, BlockStatsAreCachedAndRecomputedAfterReStore) {
 // ---------------------------------------------------------------- split-KV
 
 TEST(AttendSplit, SplitEqualsUnsplit) {
-  ThreadPoolExecutor pool(3);
+  ComputePool pool(3, "test");
   const Case cases[] = {{1, 8, 4096, 128, 1, 0, 0, Precision::kF16},
                         {2, 4, 1000, 64, 3, 9, 17, Precision::kInt8},
                         {8, 1, 64, 80, 16, 0, 0, Precision::kF32},

@@ -14,7 +14,9 @@
 // (server/command_service.cc).
 //
 // Meets the standard SharedMutex requirements, so std::shared_lock and
-// std::unique_lock work with it.
+// std::unique_lock work with it. It is a capability for the clang
+// thread-safety analysis (base/thread_annotations.h); the std lock types are
+// not annotated, so only direct lock()/lock_shared() calls are checked.
 //
 // Thread-safety: thread-safe (it is a lock).
 #pragma once
@@ -22,10 +24,11 @@
 #include <pthread.h>
 
 #include "base/check.h"
+#include "base/thread_annotations.h"
 
 namespace pion {
 
-class WriterFirstMutex {
+class CAPABILITY("mutex") WriterFirstMutex {
  public:
   WriterFirstMutex() {
     pthread_rwlockattr_t attr;
@@ -39,13 +42,13 @@ class WriterFirstMutex {
   WriterFirstMutex(const WriterFirstMutex&) = delete;
   WriterFirstMutex& operator=(const WriterFirstMutex&) = delete;
 
-  void lock() { PION_CHECK(pthread_rwlock_wrlock(&rw_) == 0); }
-  bool try_lock() { return pthread_rwlock_trywrlock(&rw_) == 0; }
-  void unlock() { pthread_rwlock_unlock(&rw_); }
-  void lock_shared() { PION_CHECK(pthread_rwlock_rdlock(&rw_) == 0); }
+  void lock() ACQUIRE() { PION_CHECK(pthread_rwlock_wrlock(&rw_) == 0); }
+  bool try_lock() TRY_ACQUIRE(true) { return pthread_rwlock_trywrlock(&rw_) == 0; }
+  void unlock() RELEASE() { pthread_rwlock_unlock(&rw_); }
+  void lock_shared() ACQUIRE_SHARED() { PION_CHECK(pthread_rwlock_rdlock(&rw_) == 0); }
   // False while a writer holds the lock or waits for it.
-  bool try_lock_shared() { return pthread_rwlock_tryrdlock(&rw_) == 0; }
-  void unlock_shared() { pthread_rwlock_unlock(&rw_); }
+  bool try_lock_shared() TRY_ACQUIRE_SHARED(true) { return pthread_rwlock_tryrdlock(&rw_) == 0; }
+  void unlock_shared() RELEASE_SHARED() { pthread_rwlock_unlock(&rw_); }
 
  private:
   pthread_rwlock_t rw_;

@@ -177,7 +177,7 @@ int KvRegister(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
     if (!st.ok()) return c.Status(st);
     Reaccount(fresh.get());
     if (api.ModuleTypeSetValue(key.get(), NsType(), fresh.get()) != redis::kOk)
-      return c.Error("ERR could not set the key");
+      return c.Error(srv::kErrModuleSetKey);
     fresh.release();
   } else {
     pion::Status st = v->store->Register(ra, &lsn);

@@ -3,13 +3,13 @@
 
 #include <utility>
 
+#include "net/resp_errors.h"
 #include "net/service.h"
 
 namespace pion::net {
 
 DeferredReply::~DeferredReply() {
-  if (!completed())
-    Complete([](ReplyBuilder& r) { r.Error("ERR internal error: deferred reply abandoned"); });
+  if (!completed()) Complete([](ReplyBuilder& r) { r.Error(kErrDeferredAbandoned); });
 }
 
 void DeferredReply::Complete(WriteFn fn) {

@@ -36,6 +36,11 @@ inline constexpr std::string_view kErrFrameUnauthenticated =
     "ERR Protocol error: unauthenticated fast-lane frame body (at most 16384 bytes before AUTH)";
 inline constexpr std::string_view kErrQueryBufferLimit =
     "ERR Protocol error: client query buffer limit exceeded";
+// The RESP parser's errors: this prefix, then what was wrong (net/resp_parser.cc).
+inline constexpr std::string_view kErrProtocolPrefix = "ERR Protocol error: ";
+// A DeferredReply destroyed without a reply (a bug: logged by the client as this).
+inline constexpr std::string_view kErrDeferredAbandoned =
+    "ERR internal error: deferred reply abandoned";
 // A reply that a response frame (u32 body length) cannot carry.
 inline constexpr std::string_view kErrFrameReplyTooLong =
     "ERR reply too large for a fast-lane frame";

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "base/strutil.h"
+#include "net/resp_errors.h"
 
 namespace pion::net {
 
@@ -123,7 +124,7 @@ bool SplitInlineArgs(std::string_view line, std::string* arena,
 
 RespParser::Result RespParser::Fail(std::string msg) {
   state_ = State::kError;
-  error_ = "ERR Protocol error: " + std::move(msg);
+  error_ = std::string(kErrProtocolPrefix) + std::move(msg);
   return Result::kError;
 }
 

@@ -9,9 +9,10 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "persist/env.h"
 
 namespace pion::persist {
@@ -31,7 +32,7 @@ class PosixWritableFile final : public WritableFile {
   PosixWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   // Errors name the file by its current name (the WAL renames its active file).
   std::string path() const {
-    std::lock_guard<std::mutex> l(path_mu_);
+    base::MutexLock l(&path_mu_);
     return path_;
   }
   ~PosixWritableFile() override {
@@ -79,7 +80,7 @@ class PosixWritableFile final : public WritableFile {
     return static_cast<uint64_t>(st.st_size);
   }
   void Renamed(const std::string& path) override {
-    std::lock_guard<std::mutex> l(path_mu_);
+    base::MutexLock l(&path_mu_);
     path_ = path;
   }
   Status Close() override {
@@ -90,8 +91,8 @@ class PosixWritableFile final : public WritableFile {
   }
 
  private:
-  mutable std::mutex path_mu_;
-  std::string path_;  // guarded by path_mu_
+  mutable base::Mutex path_mu_;
+  std::string path_ GUARDED_BY(path_mu_);
   int fd_;
 };
 

@@ -52,11 +52,11 @@ Status Persistence::Recover() {
   wal_ = std::move(wal);
   host_->AttachLog(wal_.get());
   {
-    std::lock_guard<std::mutex> l(save_mu_);
+    base::MutexLock l(&save_mu_);
     live_wal_names_ = r.live_wal_names;
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     stats_.wal_replayed = r.wal_replayed;
     stats_.recovery_seconds = r.seconds;
     HostCounts c = host_->Counts();
@@ -109,7 +109,7 @@ Status Persistence::ValidateSavePath(std::string_view path) {
 Status Persistence::Save(std::string_view path) {
   if (!wal_) return Status::NotSupported("persistence is not enabled");
   if (!path.empty()) PION_RETURN_IF_ERROR(ValidateSavePath(path));
-  std::lock_guard<std::mutex> l(save_mu_);
+  base::MutexLock l(&save_mu_);
   return RunSaveLocked(path);
 }
 
@@ -117,7 +117,7 @@ Status Persistence::RunSaveLocked(std::string_view path) {
   saving_ = true;
   Status s = SaveLocked(path);
   saving_ = false;
-  std::lock_guard<std::mutex> m(mu_);
+  base::MutexLock m(&mu_);
   stats_.last_save_ok = s.ok();
   return s;
 }
@@ -149,7 +149,7 @@ Status Persistence::SaveLocked(std::string_view path) {
   if (!barrier.ok()) return barrier;
   // A failed save removes the WAL file its barrier created when nothing was
   // logged to it since (else it holds records and stays live).
-  auto undo_rotation = [&] {
+  auto undo_rotation = [&]() REQUIRES(save_mu_) {
     if (!compact) return;
     Status u = wal_->AbortRotation();
     if (!u.ok())
@@ -206,7 +206,7 @@ Status Persistence::SaveLocked(std::string_view path) {
              static_cast<unsigned long long>(st.rows),
              static_cast<unsigned long long>(st.file_bytes), secs,
              secs > 0 ? static_cast<double>(st.file_bytes) / 1e6 / secs : 0.0);
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   stats_.last_save_unix = UnixSeconds();
   stats_.last_save_seconds = secs;
   ++stats_.saves;
@@ -226,7 +226,7 @@ void Persistence::SetPolicy(SyncPolicy p) {
 
 uint64_t Persistence::AutoSaveThreshold() const {
   if (opt_.auto_save_wal_bytes != 0) return opt_.auto_save_wal_bytes;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return std::max<uint64_t>(64ull << 20, stats_.snapshot_bytes);
 }
 
@@ -244,7 +244,7 @@ bool Persistence::AutoSaveTick(uint64_t now_ms) {
   // is compacted.
   if (!ws.broken && ws.bytes <= AutoSaveThreshold()) return false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (now_ms < next_auto_save_ms_) return false;
   }
   Status s;
@@ -252,7 +252,7 @@ bool Persistence::AutoSaveTick(uint64_t now_ms) {
     // A SAVE may have held save_mu_ since the check above and compacted the
     // log: decide again under it, or the log would be snapshotted twice (and a
     // client that saw its SAVE answered would find another one in progress).
-    std::lock_guard<std::mutex> sl(save_mu_);
+    base::MutexLock sl(&save_mu_);
     ws = wal_->Stats();
     if (!ws.broken && ws.bytes <= AutoSaveThreshold()) return false;
     if (ws.broken) {
@@ -264,7 +264,7 @@ bool Persistence::AutoSaveTick(uint64_t now_ms) {
     }
     s = RunSaveLocked("");
   }
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   ++stats_.auto_save_attempts;
   if (s.ok()) {
     stats_.auto_save_failures = 0;
@@ -281,24 +281,24 @@ bool Persistence::AutoSaveTick(uint64_t now_ms) {
 }
 
 void Persistence::BackgroundLoop() {
-  std::unique_lock<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   while (!stop_) {
-    cv_.wait_for(l, std::chrono::milliseconds(100));
+    cv_.WaitUntil(mu_, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
     if (stop_) break;
-    l.unlock();
+    l.Unlock();
     (void)AutoSaveTick(MonotonicNs() / 1000000);
-    l.lock();
+    l.Lock();
   }
 }
 
 Status Persistence::Close() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (closed_) return Status::OK();
     closed_ = true;
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (bg_.joinable()) bg_.join();
   Status s;
   if (wal_) {
@@ -312,7 +312,7 @@ Status Persistence::Close() {
 PersistStats Persistence::Stats() const {
   PersistStats s;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     s = stats_;
   }
   s.save_in_progress = saving_.load();

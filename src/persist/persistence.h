@@ -11,16 +11,16 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
 
+#include "base/mutex.h"
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "persist/env.h"
 #include "persist/records.h"
 #include "persist/recovery.h"
@@ -135,11 +135,11 @@ class Persistence {
   uint64_t AutoSaveBackoffMs(uint64_t failures) const;
 
  private:
-  Status SaveLocked(std::string_view path);
-  // SaveLocked with saving_ raised and last_save_ok recorded (save_mu_ held).
-  Status RunSaveLocked(std::string_view path);
-  void BackgroundLoop();
-  uint64_t AutoSaveThreshold() const;
+  Status SaveLocked(std::string_view path) REQUIRES(save_mu_) EXCLUDES(mu_);
+  // SaveLocked with saving_ raised and last_save_ok recorded.
+  Status RunSaveLocked(std::string_view path) REQUIRES(save_mu_) EXCLUDES(mu_);
+  void BackgroundLoop() EXCLUDES(mu_);
+  uint64_t AutoSaveThreshold() const EXCLUDES(mu_);
 
   std::unique_ptr<PersistHost> host_;
   PersistOptions opt_;
@@ -148,16 +148,16 @@ class Persistence {
   std::function<void(uint64_t)> on_ack_;
   std::atomic<uint64_t> acked_{0};
 
-  std::mutex save_mu_;                       // one save at a time
-  std::vector<std::string> live_wal_names_;  // guarded by save_mu_
+  base::Mutex save_mu_ ACQUIRED_BEFORE(mu_);  // one save at a time
+  std::vector<std::string> live_wal_names_ GUARDED_BY(save_mu_);
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool closed_ = false;
+  mutable base::Mutex mu_;
+  base::CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool closed_ GUARDED_BY(mu_) = false;
   std::thread bg_;
-  PersistStats stats_;              // save/recovery fields, guarded by mu_
-  uint64_t next_auto_save_ms_ = 0;  // guarded by mu_
+  PersistStats stats_ GUARDED_BY(mu_);  // save/recovery fields
+  uint64_t next_auto_save_ms_ GUARDED_BY(mu_) = 0;
   std::atomic<bool> saving_{false};
 };
 

@@ -18,16 +18,16 @@ WalWriter::~WalWriter() {
     Status s = Commit();
     if (!s.ok()) LOG_WARNING("WAL: final sync failed: %s", s.ToString().c_str());
     {
-      std::lock_guard<std::mutex> l(state_mu_);
+      base::MutexLock l(&state_mu_);
       stop_ = true;
     }
-    work_cv_.notify_all();
+    work_cv_.SignalAll();
     thread_.join();
   }
   // A recycled file still holding stale records past the last one: cut them,
   // so that a clean restart finds a clean end instead of a torn tail
   // (docs/wal_format.md §6). Nothing is in flight at destruction.
-  std::lock_guard<std::mutex> w(write_mu_);
+  base::MutexLock w(&write_mu_);
   if (cur_ && cur_->stale_end > end_ && broken_.ok()) {
     Status s = cur_->f->Truncate(end_);
     if (!s.ok())
@@ -57,8 +57,8 @@ Status WalWriter::Continue(const std::string& name, uint64_t generation, uint64_
 
 void WalWriter::Adopt(const std::string& name, std::unique_ptr<WritableFile> f, uint64_t generation,
                       uint64_t next_lsn, uint64_t end) {
-  std::lock_guard<std::mutex> w(write_mu_);
-  std::lock_guard<std::mutex> l(state_mu_);
+  base::MutexLock w(&write_mu_);
+  base::MutexLock l(&state_mu_);
   cur_ = std::make_shared<File>(File{name, std::move(f)});
   sync_cur_ = cur_;
   active_name_ = name;
@@ -71,7 +71,10 @@ void WalWriter::Adopt(const std::string& name, std::unique_ptr<WritableFile> f, 
 }
 
 void WalWriter::Start() {
-  PION_CHECK(cur_ != nullptr);
+  {
+    base::MutexLock w(&write_mu_);
+    PION_CHECK(cur_ != nullptr);
+  }
   thread_ = std::thread([this] { SyncLoop(); });
 }
 
@@ -82,8 +85,8 @@ Status WalWriter::BrokenLocked() const {
                          "); writes refused until a snapshot (KV.PREFIX.SAVE) succeeds");
 }
 
-void WalWriter::DrainLocked(std::unique_lock<std::mutex>& l) {
-  drain_cv_.wait(l, [&] { return in_flight_ == 0; });
+void WalWriter::DrainLocked() {
+  while (in_flight_ != 0) drain_cv_.Wait(state_mu_);
 }
 
 Result<WalWriter::Reserved> WalWriter::Reserve(RecordType t, std::span<const uint8_t> prefix,
@@ -101,9 +104,9 @@ Result<WalWriter::Reserved> WalWriter::Reserve(RecordType t, std::span<const uin
   std::shared_ptr<File> prealloc;
   uint64_t pre_from = 0, pre_len = 0;
   {
-    std::lock_guard<std::mutex> w(write_mu_);
+    base::MutexLock w(&write_mu_);
     {
-      std::lock_guard<std::mutex> l(state_mu_);
+      base::MutexLock l(&state_mu_);
       PION_RETURN_IF_ERROR(BrokenLocked());
       r.lsn = next_lsn_++;
       r.off = end_;
@@ -142,7 +145,7 @@ void WalWriter::PreallocateAhead(const std::shared_ptr<File>& file, uint64_t fro
   if (s.code() != Code::kNotSupported)
     LOG_WARNING("WAL %s: preallocation failed (%s); appending without it", file->name.c_str(),
                 s.ToString().c_str());
-  std::lock_guard<std::mutex> w(write_mu_);
+  base::MutexLock w(&write_mu_);
   file->prealloc_end = UINT64_MAX;
 }
 
@@ -203,7 +206,7 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
   uint64_t truncate_at = 0;
   Result<uint64_t> ret = lsn;
   {
-    std::lock_guard<std::mutex> l(state_mu_);
+    base::MutexLock l(&state_mu_);
     --in_flight_;
     ++appended_;
     if (!s.ok()) {
@@ -215,7 +218,7 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
         fail_off_ = off;
         fail_file_ = file;
       }
-      durable_cv_.notify_all();
+      durable_cv_.SignalAll();
       ret = Status::IOError(std::string("WAL append failed: ") + std::string(s.message()));
     } else if (lsn > fail_lsn_) {
       // Reserved before an earlier record failed: it is cut off below with
@@ -248,7 +251,7 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
       truncate = fail_file_;
       truncate_at = fail_off_;
     }
-    if (in_flight_ == 0) drain_cv_.notify_all();
+    if (in_flight_ == 0) drain_cv_.SignalAll();
   }
   if (truncate) {
     Status ts = truncate->f->Truncate(truncate_at);
@@ -259,14 +262,14 @@ Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shar
       ResumeAfterCleanCut(truncate);
     }
   }
-  if (wake) work_cv_.notify_one();
+  if (wake) work_cv_.Signal();
   if (ack != 0 && on_ack_) on_ack_(ack);
   return ret;
 }
 
 void WalWriter::ResumeAfterCleanCut(const std::shared_ptr<File>& file) {
-  std::lock_guard<std::mutex> w(write_mu_);
-  std::lock_guard<std::mutex> l(state_mu_);
+  base::MutexLock w(&write_mu_);
+  base::MutexLock l(&state_mu_);
   // Clean iff the file ends at the failed record again, nothing is in flight,
   // no fsync failed, and no record after the failed one was reported written
   // (it could have been applied; then only a snapshot makes the log whole).
@@ -458,21 +461,21 @@ Result<uint64_t> WalWriter::OnStrRename(std::string_view src, std::string_view d
 }
 
 void WalWriter::Position(uint64_t* generation, uint64_t* next_lsn) {
-  std::lock_guard<std::mutex> w(write_mu_);
+  base::MutexLock w(&write_mu_);
   *generation = generation_;
   *next_lsn = next_lsn_;
 }
 
 Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t* first_lsn,
                          std::string* out_name) {
-  std::lock_guard<std::mutex> r(rotate_mu_);
-  std::lock_guard<std::mutex> w(write_mu_);
+  base::MutexLock r(&rotate_mu_);
+  base::MutexLock w(&write_mu_);
   bool healing;
   {
     // Appends reserved in the old file finish there first (at the store's
     // barrier there are none), so a rotated-out file is complete.
-    std::unique_lock<std::mutex> l(state_mu_);
-    DrainLocked(l);
+    base::MutexLock l(&state_mu_);
+    DrainLocked();
     healing = !broken_.ok();
   }
   // A recycled file being retired must end at its last record: with a stale
@@ -537,7 +540,7 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
   }
   rot_ = Rotation{cur_, generation_, end_, active_name_, next_lsn_, healing, true};
   {
-    std::lock_guard<std::mutex> l(state_mu_);
+    base::MutexLock l(&state_mu_);
     old_files_.push_back(cur_);
     cur_ = nf;
     sync_cur_ = nf;
@@ -557,16 +560,16 @@ Status WalWriter::Rotate(const std::string& base, uint64_t* generation, uint64_t
 }
 
 bool WalWriter::RotationHeals() {
-  std::lock_guard<std::mutex> w(write_mu_);
+  base::MutexLock w(&write_mu_);
   return rot_.active && rot_.healing;
 }
 
 Status WalWriter::AbortRotation() {
-  std::lock_guard<std::mutex> r(rotate_mu_);
+  base::MutexLock r(&rotate_mu_);
   std::shared_ptr<File> dropped;
   {
-    std::lock_guard<std::mutex> w(write_mu_);
-    std::lock_guard<std::mutex> l(state_mu_);
+    base::MutexLock w(&write_mu_);
+    base::MutexLock l(&state_mu_);
     if (!rot_.active) return Status::OK();
     rot_.active = false;
     // Records went to the new file since the barrier: it is live, keep it
@@ -598,11 +601,11 @@ Status WalWriter::AbortRotation() {
 Status WalWriter::FinishRotation(const std::string& final_name,
                                  const std::vector<std::string>& obsolete) {
   // File I/O here runs without write_mu_: appends go on meanwhile.
-  std::lock_guard<std::mutex> r(rotate_mu_);
+  base::MutexLock r(&rotate_mu_);
   std::shared_ptr<File> cur;
   std::string active;
   {
-    std::lock_guard<std::mutex> w(write_mu_);
+    base::MutexLock w(&write_mu_);
     cur = cur_;
     active = active_name_;
   }
@@ -628,9 +631,9 @@ Status WalWriter::FinishRotation(const std::string& final_name,
   }
   if (active != final_name) {
     PION_RETURN_IF_ERROR(env_->Rename(JoinPath(dir_, active), JoinPath(dir_, final_name)));
-    std::lock_guard<std::mutex> w(write_mu_);
+    base::MutexLock w(&write_mu_);
     active_name_ = final_name;
-    std::lock_guard<std::mutex> l(state_mu_);
+    base::MutexLock l(&state_mu_);
     cur->name = final_name;
     // Later errors about this file name the file that exists.
     cur->f->Renamed(JoinPath(dir_, final_name));
@@ -640,14 +643,14 @@ Status WalWriter::FinishRotation(const std::string& final_name,
   PION_RETURN_IF_ERROR(env_->SyncDir(dir_));
   uint64_t ack = 0;
   {
-    std::lock_guard<std::mutex> w(write_mu_);
+    base::MutexLock w(&write_mu_);
     bool heal = rot_.active && rot_.healing;
     rot_.active = false;
     if (heal) {
       // The snapshot holds every change the store applied, durably: the WAL
       // is whole again from the new generation on (nothing was appended to it
       // meanwhile: appends were refused while broken).
-      std::lock_guard<std::mutex> l(state_mu_);
+      base::MutexLock l(&state_mu_);
       LOG_NOTICE("WAL: snapshot durable, writes resume in %s (generation %llu)", final_name.c_str(),
                  static_cast<unsigned long long>(generation_));
       ClearFailureLocked();
@@ -657,7 +660,7 @@ Status WalWriter::FinishRotation(const std::string& final_name,
       max_ok_lsn_ = written_lsn_;
       ack = durable_lsn_;
       ++resumes_;
-      durable_cv_.notify_all();
+      durable_cv_.SignalAll();
     }
   }
   // Replies held for records before the barrier are covered by the snapshot.
@@ -666,31 +669,31 @@ Status WalWriter::FinishRotation(const std::string& final_name,
 }
 
 uint64_t WalWriter::last_lsn() const {
-  std::lock_guard<std::mutex> l(state_mu_);
+  base::MutexLock l(&state_mu_);
   return written_lsn_;
 }
 
 uint64_t WalWriter::durable_lsn() const {
-  std::lock_guard<std::mutex> l(state_mu_);
+  base::MutexLock l(&state_mu_);
   return durable_lsn_;
 }
 
 Status WalWriter::WaitDurable(uint64_t lsn) {
-  std::unique_lock<std::mutex> l(state_mu_);
+  base::MutexLock l(&state_mu_);
   if (lsn > requested_lsn_ && policy_.load() != SyncPolicy::kAlways) {
     requested_lsn_ = lsn;
-    work_cv_.notify_one();
+    work_cv_.Signal();
   }
-  durable_cv_.wait(l, [&] { return durable_lsn_ >= lsn || !broken_.ok() || stop_; });
+  while (durable_lsn_ < lsn && broken_.ok() && !stop_) durable_cv_.Wait(state_mu_);
   if (durable_lsn_ >= lsn) return Status::OK();
   PION_RETURN_IF_ERROR(BrokenLocked());
   return Status::IOError("WAL closed");
 }
 
 uint64_t WalWriter::RequestSync() {
-  std::lock_guard<std::mutex> l(state_mu_);
+  base::MutexLock l(&state_mu_);
   if (reserved_lsn_ > requested_lsn_) requested_lsn_ = reserved_lsn_;
-  work_cv_.notify_one();
+  work_cv_.Signal();
   return reserved_lsn_;
 }
 
@@ -698,9 +701,9 @@ Status WalWriter::Commit() {
   uint64_t lsn = RequestSync();
   if (!thread_.joinable()) {
     // No sync thread (tests, tools): sync inline, once the appends in flight finished.
-    std::lock_guard<std::mutex> w(write_mu_);
-    std::unique_lock<std::mutex> l(state_mu_);
-    DrainLocked(l);
+    base::MutexLock w(&write_mu_);
+    base::MutexLock l(&state_mu_);
+    DrainLocked();
     PION_RETURN_IF_ERROR(BrokenLocked());
     for (auto& f : old_files_) PION_RETURN_IF_ERROR(f->f->Sync());
     old_files_.clear();
@@ -715,7 +718,7 @@ Status WalWriter::Commit() {
 
 void WalWriter::SetPolicy(SyncPolicy p) {
   policy_.store(p);
-  work_cv_.notify_one();
+  work_cv_.Signal();
   // Replies held for a sync under `always` may go out at once now.
   if (p != SyncPolicy::kAlways && on_ack_) on_ack_(last_lsn());
 }
@@ -728,7 +731,7 @@ void WalWriter::RecordSyncLocked(uint64_t us) {
 }
 
 WalStats WalWriter::Stats() const {
-  std::lock_guard<std::mutex> l(state_mu_);
+  base::MutexLock l(&state_mu_);
   WalStats s;
   s.generation = generation_seen_;
   s.bytes = bytes_;
@@ -747,9 +750,9 @@ WalStats WalWriter::Stats() const {
 void WalWriter::SyncLoop() {
   using Clock = std::chrono::steady_clock;
   auto next_tick = Clock::now() + std::chrono::seconds(1);
-  std::unique_lock<std::mutex> l(state_mu_);
+  base::MutexLock l(&state_mu_);
   for (;;) {
-    auto pending = [&] {
+    auto pending = [&]() REQUIRES(state_mu_) {
       if (!broken_.ok()) return false;
       // Only ever sync up to the contiguous written mark; a request for LSNs
       // still being written is served once the mark reaches them.
@@ -764,11 +767,11 @@ void WalWriter::SyncLoop() {
     };
     while (!stop_ && !pending()) {
       if (policy_.load() == SyncPolicy::kEverySec) {
-        work_cv_.wait_until(l, next_tick);
+        work_cv_.WaitUntil(state_mu_, next_tick);
         if (Clock::now() >= next_tick && written_lsn_ <= durable_lsn_ && !dir_dirty_)
           next_tick = Clock::now() + std::chrono::seconds(1);
       } else {
-        work_cv_.wait(l);
+        work_cv_.Wait(state_mu_);
       }
     }
     if (stop_ && !pending()) return;
@@ -777,7 +780,7 @@ void WalWriter::SyncLoop() {
     std::shared_ptr<File> cur = sync_cur_;
     bool dir = dir_dirty_;
     dir_dirty_ = false;
-    l.unlock();
+    l.Unlock();
     Status s;
     auto sync_start = Clock::now();
     for (auto& f : old)
@@ -786,7 +789,7 @@ void WalWriter::SyncLoop() {
     if (s.ok() && dir) s = env_->SyncDir(dir_);
     uint64_t sync_us = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sync_start).count());
-    l.lock();
+    l.Lock();
     ++syncs_;
     RecordSyncLocked(sync_us);
     next_tick = Clock::now() + std::chrono::seconds(1);
@@ -795,7 +798,7 @@ void WalWriter::SyncLoop() {
                   s.ToString().c_str());
       broken_ = s;
       sync_failed_ = true;
-      durable_cv_.notify_all();
+      durable_cv_.SignalAll();
       continue;
     }
     // Closed files synced above are no longer needed (a rotation may have added more).
@@ -807,11 +810,11 @@ void WalWriter::SyncLoop() {
     }
     if (target > durable_lsn_) durable_lsn_ = target;
     uint64_t d = durable_lsn_;
-    durable_cv_.notify_all();
+    durable_cv_.SignalAll();
     if (on_ack_) {
-      l.unlock();
+      l.Unlock();
       on_ack_(d);
-      l.lock();
+      l.Lock();
     }
   }
 }

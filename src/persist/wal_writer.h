@@ -32,20 +32,22 @@
 // Two-phase appends (ReserveStore/ReserveRegister) let the store fix a record's
 // LSN under its locks and write the body after releasing them.
 //
-// Thread-safety: all public methods may be called from any thread.
+// Thread-safety: all public methods may be called from any thread. Locks, in the
+// order they are taken: rotate_mu_, write_mu_, state_mu_ (annotated: the clang
+// thread-safety build checks every member below against its lock).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "persist/env.h"
 #include "persist/records.h"
 #include "persist/wal_format.h"
@@ -84,7 +86,7 @@ class WalWriter final : public MutationSink {
   // record gets `next_lsn`.
   Status Continue(const std::string& name, uint64_t generation, uint64_t next_lsn, uint64_t end);
   // Starts the sync thread. REQUIRES: Create or Continue succeeded.
-  void Start();
+  void Start() EXCLUDES(write_mu_);
   // Keeps disk space preallocated (WritableFile::Preallocate, the file's size
   // unchanged) `bytes` ahead of the append position, topped up whenever less
   // than half of it is left, by the append that notices, outside every lock
@@ -96,8 +98,9 @@ class WalWriter final : public MutationSink {
   // file and overwrites it (its pages are cached and its blocks allocated)
   // instead of creating an empty one. `spare_exists`: a spare is on disk already
   // (start-up). Call before Start.
-  void EnableRecycling(std::string spare_name, bool spare_exists) {
+  void EnableRecycling(std::string spare_name, bool spare_exists) EXCLUDES(rotate_mu_) {
     spare_name_ = std::move(spare_name);
+    base::MutexLock l(&rotate_mu_);
     spare_exists_ = spare_exists;
   }
 
@@ -173,7 +176,10 @@ class WalWriter final : public MutationSink {
   void SetPolicy(SyncPolicy p);
   SyncPolicy policy() const { return policy_.load(); }
   WalStats Stats() const;
-  const std::string& active_name() const { return active_name_; }
+  std::string active_name() const EXCLUDES(write_mu_) {
+    base::MutexLock l(&write_mu_);
+    return active_name_;
+  }
 
  private:
   struct File {
@@ -190,7 +196,7 @@ class WalWriter final : public MutationSink {
   // Makes `f` (named `name`, holding records up to byte `end`) the file appends go
   // to, with the next record numbered `next_lsn`; resets the counters.
   void Adopt(const std::string& name, std::unique_ptr<WritableFile> f, uint64_t generation,
-             uint64_t next_lsn, uint64_t end);
+             uint64_t next_lsn, uint64_t end) EXCLUDES(write_mu_, state_mu_);
   // A record whose LSN and byte range are reserved (and counted in flight) but
   // not yet written; Write must be called exactly once.
   struct Reserved {
@@ -202,7 +208,8 @@ class WalWriter final : public MutationSink {
     // Wraps a reservation as the store's PendingRecord.
     static Status Into(WalWriter* w, Result<Reserved> r, PendingRecord* out);
   };
-  Result<Reserved> Reserve(RecordType t, std::span<const uint8_t> prefix, uint64_t body_len);
+  Result<Reserved> Reserve(RecordType t, std::span<const uint8_t> prefix, uint64_t body_len)
+      EXCLUDES(write_mu_, state_mu_);
   Result<uint64_t> Write(Reserved& r, std::span<const uint8_t> body);
   // Write with the body in pieces (checksummed as one body, each piece written
   // where it lands; the header still last).
@@ -212,19 +219,19 @@ class WalWriter final : public MutationSink {
   // Records the outcome of the write of `lsn` (at `off` in `file`); returns
   // what Append returns.
   Result<uint64_t> Complete(uint64_t lsn, uint64_t off, const std::shared_ptr<File>& file,
-                            const Status& s);
-  // REQUIRES: state_mu_ held (as `l`). Waits until no append is in flight.
-  void DrainLocked(std::unique_lock<std::mutex>& l);
-  void SyncLoop();
-  Status BrokenLocked() const;
+                            const Status& s) EXCLUDES(write_mu_, state_mu_);
+  // Waits (releasing state_mu_ meanwhile) until no append is in flight.
+  void DrainLocked() REQUIRES(state_mu_);
+  void SyncLoop() EXCLUDES(state_mu_);
+  Status BrokenLocked() const REQUIRES(state_mu_);
   // After the failed record was cut off `file`: appends resume at its LSN and
   // offset if that is clean (see wal_format.md §6).
-  void ResumeAfterCleanCut(const std::shared_ptr<File>& file);
-  // REQUIRES write_mu_ and state_mu_.
-  void ClearFailureLocked();
+  void ResumeAfterCleanCut(const std::shared_ptr<File>& file) EXCLUDES(write_mu_, state_mu_);
+  void ClearFailureLocked() REQUIRES(write_mu_, state_mu_);
   // Preallocates [from, from + len) of `file` (no lock held); a refusal turns
   // preallocation off for that file.
-  void PreallocateAhead(const std::shared_ptr<File>& file, uint64_t from, uint64_t len);
+  void PreallocateAhead(const std::shared_ptr<File>& file, uint64_t from, uint64_t len)
+      EXCLUDES(write_mu_);
 
   Env* env_;
   std::string dir_;
@@ -234,18 +241,17 @@ class WalWriter final : public MutationSink {
 
   // Serialises reservations (LSN + offset) and rotations; never held across a
   // write or a sync.
-  std::mutex write_mu_;
-  std::shared_ptr<File> cur_;  // guarded by write_mu_ (and state_mu_ to change)
-  uint64_t generation_ = 0;    // guarded by write_mu_
-  uint64_t next_lsn_ = 1;      // guarded by write_mu_
-  uint64_t end_ = 0;           // guarded by write_mu_
-  std::string active_name_;    // guarded by write_mu_ (and rotate_mu_ to change)
+  mutable base::Mutex write_mu_ ACQUIRED_BEFORE(state_mu_);
+  std::shared_ptr<File> cur_ GUARDED_BY(write_mu_);  // (and state_mu_ to change)
+  uint64_t generation_ GUARDED_BY(write_mu_) = 0;
+  uint64_t next_lsn_ GUARDED_BY(write_mu_) = 1;
+  uint64_t end_ GUARDED_BY(write_mu_) = 0;
+  std::string active_name_ GUARDED_BY(write_mu_);  // (and rotate_mu_ to change)
   // Serialises Rotate and FinishRotation (the latter does file I/O without write_mu_).
-  std::mutex rotate_mu_;
-  std::string spare_name_;     // recycling on iff not empty; set before Start
-  bool spare_exists_ = false;  // guarded by rotate_mu_
-  uint64_t recycled_ = 0;      // guarded by state_mu_
-  // The rotation of the save in progress, to heal or undo it. Guarded by write_mu_.
+  base::Mutex rotate_mu_ ACQUIRED_BEFORE(write_mu_);
+  std::string spare_name_;  // recycling on iff not empty; set before Start
+  bool spare_exists_ GUARDED_BY(rotate_mu_) = false;
+  // The rotation of the save in progress, to heal or undo it.
   struct Rotation {
     std::shared_ptr<File> prev;
     uint64_t prev_generation = 0;
@@ -254,39 +260,46 @@ class WalWriter final : public MutationSink {
     uint64_t first_lsn = 0;
     bool healing = false;
     bool active = false;
-  } rot_;
+  } rot_ GUARDED_BY(write_mu_);
 
   // Small shared state for the sync thread and waiters.
-  mutable std::mutex state_mu_;
-  std::condition_variable work_cv_;               // wakes the sync thread
-  std::condition_variable durable_cv_;            // wakes waiters
-  std::condition_variable drain_cv_;              // in_flight_ reached 0
-  std::shared_ptr<File> sync_cur_;                // the file the sync thread syncs last
-  std::vector<std::shared_ptr<File>> old_files_;  // rotated out, synced then closed
-  bool dir_dirty_ = false;
-  uint64_t written_lsn_ = 0;    // contiguous: every record <= it is fully written
-  uint64_t reserved_lsn_ = 0;   // the last LSN handed out
-  std::vector<uint64_t> done_;  // written LSNs > written_lsn_ + 1 (out of order), a min-heap
-  uint64_t in_flight_ = 0;      // reserved, write not finished
+  mutable base::Mutex state_mu_;
+  base::CondVar work_cv_;     // wakes the sync thread
+  base::CondVar durable_cv_;  // wakes waiters
+  base::CondVar drain_cv_;    // in_flight_ reached 0
+  // The file the sync thread syncs last.
+  std::shared_ptr<File> sync_cur_ GUARDED_BY(state_mu_);
+  // Rotated out, synced then closed.
+  std::vector<std::shared_ptr<File>> old_files_ GUARDED_BY(state_mu_);
+  bool dir_dirty_ GUARDED_BY(state_mu_) = false;
+  // Contiguous: every record <= it is fully written.
+  uint64_t written_lsn_ GUARDED_BY(state_mu_) = 0;
+  uint64_t reserved_lsn_ GUARDED_BY(state_mu_) = 0;  // the last LSN handed out
+  // Written LSNs > written_lsn_ + 1 (out of order), a min-heap.
+  std::vector<uint64_t> done_ GUARDED_BY(state_mu_);
+  uint64_t in_flight_ GUARDED_BY(state_mu_) = 0;  // reserved, write not finished
   // The first failed record (UINT64_MAX: none): nothing from it on is written.
-  uint64_t fail_lsn_ = UINT64_MAX;
-  uint64_t fail_off_ = 0;
-  std::shared_ptr<File> fail_file_;
-  bool fail_truncated_ = false;
-  bool sync_failed_ = false;  // an fdatasync failed: only a snapshot heals
-  uint64_t max_ok_lsn_ = 0;   // the largest LSN whose append reported success
-  uint64_t resumes_ = 0;
-  uint64_t durable_lsn_ = 0;
-  uint64_t requested_lsn_ = 0;
-  uint64_t generation_seen_ = 0;
-  uint64_t bytes_ = 0;
-  uint64_t appended_ = 0;
-  uint64_t syncs_ = 0;
-  uint64_t sync_us_ = 0;
-  uint64_t sync_hist_[kSyncHistBuckets] = {};
-  void RecordSyncLocked(uint64_t us);  // state_mu_ held
-  Status broken_;
-  bool stop_ = false;
+  uint64_t fail_lsn_ GUARDED_BY(state_mu_) = UINT64_MAX;
+  uint64_t fail_off_ GUARDED_BY(state_mu_) = 0;
+  std::shared_ptr<File> fail_file_ GUARDED_BY(state_mu_);
+  bool fail_truncated_ GUARDED_BY(state_mu_) = false;
+  // An fdatasync failed: only a snapshot heals.
+  bool sync_failed_ GUARDED_BY(state_mu_) = false;
+  // The largest LSN whose append reported success.
+  uint64_t max_ok_lsn_ GUARDED_BY(state_mu_) = 0;
+  uint64_t resumes_ GUARDED_BY(state_mu_) = 0;
+  uint64_t recycled_ GUARDED_BY(state_mu_) = 0;
+  uint64_t durable_lsn_ GUARDED_BY(state_mu_) = 0;
+  uint64_t requested_lsn_ GUARDED_BY(state_mu_) = 0;
+  uint64_t generation_seen_ GUARDED_BY(state_mu_) = 0;
+  uint64_t bytes_ GUARDED_BY(state_mu_) = 0;
+  uint64_t appended_ GUARDED_BY(state_mu_) = 0;
+  uint64_t syncs_ GUARDED_BY(state_mu_) = 0;
+  uint64_t sync_us_ GUARDED_BY(state_mu_) = 0;
+  uint64_t sync_hist_[kSyncHistBuckets] GUARDED_BY(state_mu_) = {};
+  void RecordSyncLocked(uint64_t us) REQUIRES(state_mu_);
+  Status broken_ GUARDED_BY(state_mu_);
+  bool stop_ GUARDED_BY(state_mu_) = false;
   std::thread thread_;
 };
 

@@ -366,7 +366,7 @@ Status Acl::LoadLines(const std::vector<std::string>& lines, std::string_view or
   std::unordered_map<std::string, std::shared_ptr<const AclUser>> fresh;
   std::vector<std::string> seen;
   for (size_t i = 0; i < lines.size(); ++i) {
-    std::string where = "ERR " + std::string(origin) + ":" + std::to_string(i + 1) + ": ";
+    std::string where = AclFileLinePrefix(origin, i + 1);
     std::vector<std::string_view> toks;
     std::string_view line = lines[i];
     size_t p = 0;
@@ -390,7 +390,7 @@ Status Acl::LoadLines(const std::vector<std::string>& lines, std::string_view or
     Status st = SetUserLocked(&fresh, name, rules);
     if (!st.ok()) {
       std::string_view m = st.message();
-      if (m.starts_with("ERR ")) m.remove_prefix(4);
+      if (m.starts_with(kErrCodeWord)) m.remove_prefix(kErrCodeWord.size());
       return Status::InvalidArgument(where + std::string(m));
     }
   }

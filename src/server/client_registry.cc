@@ -3,37 +3,37 @@
 namespace pion::server {
 
 void ClientRegistry::Register(net::ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(mu_);
+  base::MutexLock lk(&mu_);
   clients_[c->id] = c;
 }
 
 void ClientRegistry::Unregister(net::ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(mu_);
+  base::MutexLock lk(&mu_);
   clients_.erase(c->id);
 }
 
 void ClientRegistry::SetName(net::ClientInfo* c, std::string name) {
-  std::lock_guard<std::mutex> lk(mu_);
+  base::MutexLock lk(&mu_);
   c->name = std::move(name);
 }
 
 std::string ClientRegistry::Name(const net::ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(mu_);
+  base::MutexLock lk(&mu_);
   return c->name;
 }
 
 void ClientRegistry::SetUser(net::ClientInfo* c, std::string user) {
-  std::lock_guard<std::mutex> lk(mu_);
+  base::MutexLock lk(&mu_);
   c->user = std::move(user);
 }
 
 std::string ClientRegistry::User(const net::ClientInfo* c) {
-  std::lock_guard<std::mutex> lk(mu_);
+  base::MutexLock lk(&mu_);
   return c->user;
 }
 
 int ClientRegistry::WorkerOf(uint64_t id) {
-  std::lock_guard<std::mutex> lk(mu_);
+  base::MutexLock lk(&mu_);
   auto it = clients_.find(id);
   return it == clients_.end() ? -1 : it->second->worker;
 }
@@ -54,7 +54,7 @@ bool ClientRegistry::ReserveMemory(uint64_t n, uint64_t limit) {
 }
 
 void ClientRegistry::SetLibInfo(net::ClientInfo* c, bool lib_name, std::string value) {
-  std::lock_guard<std::mutex> lk(mu_);
+  base::MutexLock lk(&mu_);
   (lib_name ? c->lib_name : c->lib_ver) = std::move(value);
 }
 

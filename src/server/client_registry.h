@@ -11,10 +11,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "net/client_info.h"
 
 namespace pion::server {
@@ -27,8 +28,8 @@ class ClientRegistry {
   // Calls fn(const ClientInfo&) for every client with the registry locked (fn
   // may read `name`; it must not call back into the registry).
   template <typename Fn>
-  void ForEach(Fn&& fn) {
-    std::lock_guard<std::mutex> lk(mu_);
+  void ForEach(Fn&& fn) EXCLUDES(mu_) {
+    base::MutexLock lk(&mu_);
     for (auto& [id, c] : clients_) fn(*c);
   }
   void SetName(net::ClientInfo* c, std::string name);
@@ -40,8 +41,8 @@ class ClientRegistry {
   std::string User(const net::ClientInfo* c);
   // Calls fn(const ClientInfo&) for `c` with the registry locked.
   template <typename Fn>
-  void With(const net::ClientInfo* c, Fn&& fn) {
-    std::lock_guard<std::mutex> lk(mu_);
+  void With(const net::ClientInfo* c, Fn&& fn) EXCLUDES(mu_) {
+    base::MutexLock lk(&mu_);
     fn(*c);
   }
   // The index of the worker that owns client `id`; -1 if there is none.
@@ -67,8 +68,8 @@ class ClientRegistry {
   std::atomic<uint64_t> next_id_{1};
   std::atomic<uint64_t> connected_{0};
   std::atomic<int64_t> memory_{0};
-  std::mutex mu_;
-  std::unordered_map<uint64_t, net::ClientInfo*> clients_;  // guarded by mu_
+  base::Mutex mu_;
+  std::unordered_map<uint64_t, net::ClientInfo*> clients_ GUARDED_BY(mu_);
 };
 
 }  // namespace pion::server

@@ -23,7 +23,7 @@ CommandStats::CommandStats(size_t slots)
 
 void CommandStats::CountError(std::string_view code) {
   if (code.empty()) return;
-  std::lock_guard<std::mutex> l(errors_mu_);
+  base::MutexLock l(&errors_mu_);
   auto it = errors_.find(code);
   if (it != errors_.end()) {
     ++it->second;
@@ -48,7 +48,7 @@ void CommandStats::AddTo(std::vector<CommandCounters>* out) const {
 }
 
 void CommandStats::AddErrorsTo(std::map<std::string, uint64_t>* out) const {
-  std::lock_guard<std::mutex> l(errors_mu_);
+  base::MutexLock l(&errors_mu_);
   for (const auto& [code, n] : errors_) (*out)[code] += n;
 }
 
@@ -61,7 +61,7 @@ void CommandStats::Reset() {
     s.failed.store(0, kR);
     for (auto& h : s.hist) h.store(0, kR);
   }
-  std::lock_guard<std::mutex> l(errors_mu_);
+  base::MutexLock l(&errors_mu_);
   errors_.clear();
 }
 

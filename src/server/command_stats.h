@@ -16,11 +16,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 
 namespace pion::server {
 
@@ -74,8 +76,8 @@ class CommandStats {
 
   std::unique_ptr<Slot[]> slots_storage_;
   std::span<Slot> slots_;
-  mutable std::mutex errors_mu_;
-  std::map<std::string, uint64_t, std::less<>> errors_;  // guarded by errors_mu_
+  mutable base::Mutex errors_mu_;
+  std::map<std::string, uint64_t, std::less<>> errors_ GUARDED_BY(errors_mu_);
 };
 
 }  // namespace pion::server

@@ -8,12 +8,12 @@ void DurabilityGate::NotifyDurable(uint64_t lsn) {
   uint64_t cur = durable_lsn_.load(std::memory_order_relaxed);
   while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_seq_cst)) {
   }
-  std::lock_guard<std::mutex> lk(mu_);
+  base::MutexLock lk(&mu_);
   for (HeldReplies* h : watchers_) h->Wake(lsn);
 }
 
 void DurabilityGate::Watch(HeldReplies* h) {
-  std::lock_guard<std::mutex> lk(mu_);
+  base::MutexLock lk(&mu_);
   watchers_.push_back(h);
 }
 

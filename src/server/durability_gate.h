@@ -13,10 +13,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <unordered_set>
 #include <vector>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "net/connection.h"
 #include "net/event_loop.h"
 
@@ -36,8 +37,8 @@ class DurabilityGate {
 
  private:
   std::atomic<uint64_t> durable_lsn_{0};
-  std::mutex mu_;
-  std::vector<HeldReplies*> watchers_;  // guarded by mu_
+  base::Mutex mu_;
+  std::vector<HeldReplies*> watchers_ GUARDED_BY(mu_);
 };
 
 // One worker's connections that hold replies for durability. Worker thread,

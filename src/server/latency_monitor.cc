@@ -6,7 +6,7 @@ namespace pion::server {
 
 void LatencyMonitor::Add(const char* event, uint64_t ms) {
   int64_t now = static_cast<int64_t>(UnixMicros() / 1000000);
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   Event& e = events_[event];
   if (ms > e.max_ms) e.max_ms = ms;
   if (!e.samples.empty()) {
@@ -27,7 +27,7 @@ void LatencyMonitor::Add(const char* event, uint64_t ms) {
 }
 
 std::vector<LatencyEventInfo> LatencyMonitor::Latest() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   std::vector<LatencyEventInfo> out;
   for (const auto& [name, e] : events_) {
     if (e.samples.empty()) continue;
@@ -39,7 +39,7 @@ std::vector<LatencyEventInfo> LatencyMonitor::Latest() const {
 }
 
 std::vector<LatencySample> LatencyMonitor::History(const std::string& event) const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   std::vector<LatencySample> out;
   auto it = events_.find(event);
   if (it == events_.end()) return out;
@@ -51,7 +51,7 @@ std::vector<LatencySample> LatencyMonitor::History(const std::string& event) con
 }
 
 size_t LatencyMonitor::Reset(const std::vector<std::string>& events) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (events.empty()) {
     size_t n = events_.size();
     events_.clear();

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 
 namespace pion::server {
 
@@ -42,8 +44,8 @@ class LatencyMonitor {
     size_t head = 0;
     uint64_t max_ms = 0;
   };
-  mutable std::mutex mu_;
-  std::map<std::string, Event> events_;  // guarded by mu_
+  mutable base::Mutex mu_;
+  std::map<std::string, Event> events_ GUARDED_BY(mu_);
 };
 
 }  // namespace pion::server

@@ -125,6 +125,7 @@ Status Server::Start() {
   if (cfg_.tls_port != 0 || (cfg_.tls_fastlane && cfg_.kvcache && cfg_.fastlane_port != 0)) {
     auto ctx = net::TlsContext::Create(TlsConfigOf(cfg_));
     if (!ctx.ok()) return ctx.status();
+    base::MutexLock lk(&tls_mu_);
     tls_ctx_ = *ctx;
   }
   if (cfg_.tls_port != 0) {
@@ -274,7 +275,7 @@ void Server::StopWorkers() {
 
 void Server::RemoveMonitor(ClientInfo* c) {
   if (!c->monitor.load(std::memory_order_relaxed)) return;
-  std::lock_guard<std::mutex> lk(monitors_mu_);
+  base::MutexLock lk(&monitors_mu_);
   auto it = std::find(monitor_list_.begin(), monitor_list_.end(), std::make_pair(c->worker, c->id));
   if (it != monitor_list_.end()) {
     monitor_list_.erase(it);
@@ -284,7 +285,7 @@ void Server::RemoveMonitor(ClientInfo* c) {
 
 void Server::AddMonitor(ClientInfo* c) {
   if (c->monitor.exchange(true)) return;
-  std::lock_guard<std::mutex> lk(monitors_mu_);
+  base::MutexLock lk(&monitors_mu_);
   monitor_list_.emplace_back(c->worker, c->id);
   monitors_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -326,7 +327,7 @@ void Server::FeedMonitors(const ClientInfo& from, std::span<const std::string_vi
   line->append("\r\n");
   std::vector<std::pair<int, uint64_t>> to;
   {
-    std::lock_guard<std::mutex> lk(monitors_mu_);
+    base::MutexLock lk(&monitors_mu_);
     to = monitor_list_;
   }
   for (auto& [w, id] : to)
@@ -414,7 +415,7 @@ void Server::SampleRates() {
 }
 
 std::shared_ptr<const net::TlsContext> Server::tls_context() const {
-  std::lock_guard<std::mutex> lk(tls_mu_);
+  base::MutexLock lk(&tls_mu_);
   return tls_ctx_;
 }
 
@@ -510,14 +511,14 @@ void Server::ResetStats() {
 }
 
 Config Server::ConfigSnapshot() const {
-  std::lock_guard<std::mutex> lk(config_mu_);
+  base::MutexLock lk(&config_mu_);
   return cfg_;
 }
 
 Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>& pairs,
                          uint64_t* lsn) {
   *lsn = 0;
-  std::lock_guard<std::mutex> lk(config_mu_);
+  base::MutexLock lk(&config_mu_);
   Config next = cfg_;
   ConfigSetError err = ApplyConfigSet(pairs, &next);
   if (!err.ok()) return Status::InvalidArgument(ConfigSetErrorText(err));
@@ -536,10 +537,7 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
     if (ToLower(name).starts_with("tls-")) tls_changed = true;
   if (tls_changed && (tls_listen_fd_ >= 0 || (fastlane_fd_ >= 0 && cfg_.tls_fastlane))) {
     auto ctx = net::TlsContext::Create(TlsConfigOf(next));
-    if (!ctx.ok())
-      return Status::InvalidArgument(
-          "ERR CONFIG SET failed - Unable to update TLS configuration: " +
-          std::string(ctx.status().message()));
+    if (!ctx.ok()) return Status::InvalidArgument(ConfigSetTlsError(ctx.status().message()));
     new_tls = *ctx;
   }
   // Everything validated: apply.
@@ -563,7 +561,7 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   PublishRuntimeSettings();
   slowlog_.Trim(cfg_.slowlog_max_len);
   if (new_tls != nullptr) {
-    std::lock_guard<std::mutex> tlk(tls_mu_);
+    base::MutexLock tlk(&tls_mu_);
     tls_ctx_ = std::move(new_tls);
   }
   return Status::OK();

@@ -37,7 +37,9 @@
 #include "attend/compute_pool.h"
 #include "attend/precision.h"
 #include "attend/slot_cache.h"
+#include "base/mutex.h"
 #include "base/rw_mutex.h"
+#include "base/thread_annotations.h"
 #include "net/tls.h"
 #include "server/acl.h"
 #include "server/client_registry.h"
@@ -160,7 +162,7 @@ class Server {
   int tls_port() const { return tls_port_; }
   // The TLS context new TLS connections use (nullptr without --tls-port).
   // CONFIG SET tls-cert-file & co. replace it; open connections keep theirs.
-  std::shared_ptr<const net::TlsContext> tls_context() const;
+  std::shared_ptr<const net::TlsContext> tls_context() const EXCLUDES(tls_mu_);
   int num_workers() const { return static_cast<int>(workers_.size()); }
   Worker* worker(int i) { return workers_[i].get(); }
   const std::string& run_id() const { return run_id_; }
@@ -184,10 +186,11 @@ class Server {
   // protected-mode yes and no requirepass: only loopback peers are served.
   bool protected_mode() const { return cfg_.protected_mode && default_user_open(); }
   // A copy of the current configuration (CONFIG GET).
-  Config ConfigSnapshot() const;
+  Config ConfigSnapshot() const EXCLUDES(config_mu_);
   // CONFIG SET: validates every pair, then applies them all or none. `*lsn`
   // gets the log position of any eviction it caused. Errors are reply texts.
-  Status SetConfig(const std::vector<std::pair<std::string, std::string>>& pairs, uint64_t* lsn);
+  Status SetConfig(const std::vector<std::pair<std::string, std::string>>& pairs, uint64_t* lsn)
+      EXCLUDES(config_mu_);
 
   // Durability: the acknowledged LSN and the workers' held replies.
   DurabilityGate& durability() { return durability_; }
@@ -207,7 +210,7 @@ class Server {
   ClientRegistry& clients() { return clients_; }
   // Held shared by every command (once per read batch), exclusively by EXEC
   // (commands/transaction.h); a waiting EXEC holds off new batches (base/rw_mutex.h).
-  WriterFirstMutex& exec_mu() { return exec_mu_; }
+  WriterFirstMutex& exec_mu() RETURN_CAPABILITY(exec_mu_) { return exec_mu_; }
   // Asks the owning worker to close client `id`; false if there is none.
   bool KillClient(uint64_t id);
   // Connection slots: fails at maxclients.
@@ -254,9 +257,9 @@ class Server {
   SlowLog& slowlog() { return slowlog_; }
   LatencyMonitor& latency() { return latency_; }
   // MONITOR: `c` (on its own worker thread) receives every later command.
-  void AddMonitor(ClientInfo* c);
+  void AddMonitor(ClientInfo* c) EXCLUDES(monitors_mu_);
   // A closing client stops monitoring (CommandService::OnClose).
-  void RemoveMonitor(ClientInfo* c);
+  void RemoveMonitor(ClientInfo* c) EXCLUDES(monitors_mu_);
   // 40 hex digits, random per start (INFO replication, ROLE).
   const std::string& replid() const { return replid_; }
   // Sampled every 100 ms by worker 0 (Redis' instantaneous_* fields).
@@ -276,7 +279,8 @@ class Server {
  private:
   void AfterCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
                         uint64_t usec, const ClientInfo& client, int64_t slow, uint64_t lat);
-  void FeedMonitors(const ClientInfo& from, std::span<const std::string_view> args);
+  void FeedMonitors(const ClientInfo& from, std::span<const std::string_view> args)
+      EXCLUDES(monitors_mu_);
 
   void StopWorkers();
   // Binds the fast lane's socket as configured (fastlane_port_, fastlane_fd_).
@@ -286,7 +290,9 @@ class Server {
 
   Config cfg_;
   WriterFirstMutex exec_mu_;
-  mutable std::mutex config_mu_;  // guards cfg_'s run-time fields during CONFIG SET/GET
+  // Guards cfg_'s run-time fields during CONFIG SET/GET. cfg_ itself is not
+  // annotated: config() reads its start-up fields without a lock.
+  mutable base::Mutex config_mu_;
   std::unique_ptr<store::Store> store_;
   Receipt receipt_;
   CommandTable commands_;
@@ -316,9 +322,9 @@ class Server {
   int fastlane_port_ = 0;
   int tls_listen_fd_ = -1;
   int tls_port_ = 0;
-  mutable std::mutex tls_mu_;
-  std::shared_ptr<const net::TlsContext> tls_ctx_;  // guarded by tls_mu_
-  int shutdown_fd_ = -1;                            // eventfd written by RequestShutdown
+  mutable base::Mutex tls_mu_ ACQUIRED_AFTER(config_mu_);
+  std::shared_ptr<const net::TlsContext> tls_ctx_ GUARDED_BY(tls_mu_);
+  int shutdown_fd_ = -1;  // eventfd written by RequestShutdown
   std::atomic<bool> shutting_down_{false};
   std::vector<std::unique_ptr<Worker>> workers_;
 
@@ -350,8 +356,8 @@ class Server {
   LatencyMonitor latency_;
   std::string replid_;
   std::atomic<int> monitors_{0};
-  std::mutex monitors_mu_;
-  std::vector<std::pair<int, uint64_t>> monitor_list_;  // (worker, client id); monitors_mu_
+  base::Mutex monitors_mu_;
+  std::vector<std::pair<int, uint64_t>> monitor_list_ GUARDED_BY(monitors_mu_);  // (worker, id)
   // The rate sampler's ring (worker 0's thread only) and its results.
   static constexpr int kRateSamples = 16;
   struct RateSample {

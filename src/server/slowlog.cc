@@ -26,30 +26,30 @@ void SlowLog::Add(std::span<const std::string_view> args, uint64_t usec, std::st
   }
   e.addr = std::move(addr);
   e.name = std::move(name);
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   e.id = next_id_++;
   entries_.push_front(std::move(e));
   while (entries_.size() > max_len) entries_.pop_back();
 }
 
 std::vector<SlowLogEntry> SlowLog::Get(size_t count) const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   size_t n = count < entries_.size() ? count : entries_.size();
   return std::vector<SlowLogEntry>(entries_.begin(), entries_.begin() + static_cast<long>(n));
 }
 
 size_t SlowLog::Len() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return entries_.size();
 }
 
 void SlowLog::Reset() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   entries_.clear();
 }
 
 void SlowLog::Trim(size_t max_len) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   while (entries_.size() > max_len) entries_.pop_back();
 }
 

@@ -8,11 +8,13 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 
 namespace pion::server {
 
@@ -40,9 +42,9 @@ class SlowLog {
   void Trim(size_t max_len);
 
  private:
-  mutable std::mutex mu_;
-  std::deque<SlowLogEntry> entries_;  // newest first; guarded by mu_
-  uint64_t next_id_ = 0;              // guarded by mu_
+  mutable base::Mutex mu_;
+  std::deque<SlowLogEntry> entries_ GUARDED_BY(mu_);  // newest first
+  uint64_t next_id_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace pion::server

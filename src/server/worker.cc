@@ -17,6 +17,7 @@
 #include "base/sharded_counter.h"
 #include "net/connection.h"
 #include "net/tls.h"
+#include "server/commands/errors.h"
 #include "server/protected_mode.h"
 #include "server/server.h"
 
@@ -26,7 +27,6 @@ namespace {
 
 constexpr int kAcceptBatch = 16;
 constexpr uint64_t kAcceptPauseMs = 100;
-constexpr std::string_view kMaxClientsError = "ERR max number of clients reached";
 
 // A refusal sent before closing an accepted socket: a RESP error line, or an
 // ERROR frame on the fast lane.
@@ -191,7 +191,7 @@ void Worker::OnAccept(const ListenSocket& l) {
     }
     if (!server_->TryAcquireClientSlot()) {
       stats_.Add(stats_.rejected);
-      RefuseAndClose(fd, l.protocol, "-" + std::string(kMaxClientsError) + "\r\n");
+      RefuseAndClose(fd, l.protocol, "-" + std::string(kErrMaxClients) + "\r\n");
       continue;
     }
     // Hand the connection round-robin so every worker gets its share.

@@ -1,5 +1,5 @@
 // Test-only: a blocking loopback client for the transport tests
-// (net/connection_test.cc against a test Service, server/connection_test.cc
+// (net/transport_test.cc against a test Service, server/server_conn_test.cc
 // against a whole Server): connect, write everything, read with a deadline
 // (polling, never sleeping), read to the peer's close.
 #pragma once

@@ -1,6 +1,6 @@
 // Test-only: where a test command leaves the DeferredReply tickets it takes
 // (on its connection's thread) for the test to complete (from its own), as in
-// net/connection_test.cc and server/connection_test.cc.
+// net/transport_test.cc and server/server_conn_test.cc.
 #pragma once
 
 #include <chrono>

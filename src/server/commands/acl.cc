@@ -227,7 +227,7 @@ void GenPass(CommandContext& ctx) {
   size_t chars = static_cast<size_t>((bits + 3) / 4);
   std::vector<unsigned char> raw((chars + 1) / 2);
   if (RAND_bytes(raw.data(), static_cast<int>(raw.size())) != 1) {
-    ctx.reply->Error("ERR cannot read random bytes");
+    ctx.reply->Error(kErrRandomBytes);
     return;
   }
   static const char kHex[] = "0123456789abcdef";

@@ -13,6 +13,7 @@
 
 #include "server/commands/command.h"
 #include "server/commands/command_table.h"
+#include "server/commands/errors.h"
 
 namespace pion::server {
 
@@ -21,12 +22,5 @@ class Server;
 // The spec to run, or nullptr after writing the error reply to `rb`.
 const CommandSpec* AdmitCommand(Server& server, std::span<const std::string_view> args,
                                 bool authenticated, ReplyBuilder* rb);
-
-// "ERR unknown command '<name>', with args beginning with: '<a1>' ... " exactly
-// as Redis 7 words it (name truncated to 128 bytes, args to 128 bytes in all).
-std::string UnknownCommandError(std::span<const std::string_view> args);
-
-// "ERR unknown subcommand '<sub>'. Try <CMD> HELP."
-std::string UnknownSubcommandError(std::string_view cmd, std::string_view sub);
 
 }  // namespace pion::server

@@ -141,6 +141,38 @@ std::string ConfigSetFdLimitError(uint64_t max_clients) {
                                            std::to_string(max_clients) + " clients");
 }
 
+std::string ConfigSetTlsError(std::string_view why) {
+  return "ERR CONFIG SET failed - Unable to update TLS configuration: " + std::string(why);
+}
+
+std::string AclFileLinePrefix(std::string_view origin, size_t line) {
+  return "ERR " + std::string(origin) + ":" + std::to_string(line) + ": ";
+}
+
+std::string UnknownCommandError(std::span<const std::string_view> args) {
+  std::string s = "ERR unknown command '";
+  s.append(args[0].substr(0, 128));
+  s += "', with args beginning with: ";
+  std::string a;
+  for (size_t i = 1; i < args.size() && a.size() < 128; ++i) {
+    size_t room = 128 - a.size();
+    a += '\'';
+    a.append(args[i].substr(0, room));
+    a += "' ";
+  }
+  s += a;
+  return s;
+}
+
+std::string UnknownSubcommandError(std::string_view cmd, std::string_view sub) {
+  std::string s = "ERR unknown subcommand '";
+  s.append(sub.substr(0, 128));
+  s += "'. Try ";
+  s += ToUpper(cmd);
+  s += " HELP.";
+  return s;
+}
+
 std::string WrongArity(std::string_view cmd) {
   std::string s = "ERR wrong number of arguments for '";
   s += ToLower(cmd);

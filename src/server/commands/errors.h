@@ -5,6 +5,7 @@
 // (docs/protocol.md).
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,14 @@ inline constexpr std::string_view kErrLoading = "LOADING pion is loading the dat
 inline constexpr std::string_view kErrNoAuth = "NOAUTH Authentication required.";
 inline constexpr std::string_view kErrNoProto = "NOPROTO unsupported protocol version";
 inline constexpr std::string_view kErrNoPersistence = "ERR persistence is not enabled";
+// The code word a message without its own gets, with its space (to test for, or strip).
+inline constexpr std::string_view kErrCodeWord = "ERR ";
+// A connection refused at accept (maxclients), as Redis words it.
+inline constexpr std::string_view kErrMaxClients = "ERR max number of clients reached";
+// ACL GENPASS when the system's random source fails.
+inline constexpr std::string_view kErrRandomBytes = "ERR cannot read random bytes";
+// The Redis module: RedisModule_ModuleTypeSetValue refused the new namespace value.
+inline constexpr std::string_view kErrModuleSetKey = "ERR could not set the key";
 
 // Command texts (Redis' wording where Redis has the command; pion's own otherwise).
 inline constexpr std::string_view kErrConfigRewrite =
@@ -275,6 +284,10 @@ std::string AttendStoreOomError(std::string_view why);
 std::string ConfigSetErrorText(const ConfigSetError& e);
 // CONFIG SET maxclients above what RLIMIT_NOFILE allows.
 std::string ConfigSetFdLimitError(uint64_t max_clients);
+// CONFIG SET tls-*: the new certificate, key or CA could not be loaded (`why`).
+std::string ConfigSetTlsError(std::string_view why);
+// "ERR <origin>:<line>: " in front of the reason an ACL file line is refused.
+std::string AclFileLinePrefix(std::string_view origin, size_t line);
 
 // ACL texts that quote the request.
 std::string NoPermCommandError(std::string_view cmd);  // NOPERM ... run the 'x' command
@@ -289,6 +302,11 @@ std::string UnknownSubcommandOrArityError(std::string_view cmd, std::string_view
 
 // "-ERR wrong number of arguments for '<cmd>' command" (without the '-').
 std::string WrongArity(std::string_view cmd);
+// "ERR unknown command '<name>', with args beginning with: '<a1>' ... " exactly
+// as Redis 7 words it (name truncated to 128 bytes, args to 128 bytes in all).
+std::string UnknownCommandError(std::span<const std::string_view> args);
+// "ERR unknown subcommand '<sub>'. Try <CMD> HELP."
+std::string UnknownSubcommandError(std::string_view cmd, std::string_view sub);
 
 // The fast lane (src/server/fastlane.h): a frame body that does not follow its
 // command's layout, "ERR Protocol error: malformed fast-lane <CMD> frame body

@@ -11,7 +11,7 @@
 // registered like a connection). A command that defers its reply (SAVE,
 // COMMIT) is waited for, with a deadline, on the server's background runner.
 // What needs a real connection (pipelining, held replies, output limits,
-// closing) stays in src/server/connection_test.cc and the pytest suites.
+// closing) stays in src/server/server_conn_test.cc and the pytest suites.
 #pragma once
 
 #include <gtest/gtest.h>

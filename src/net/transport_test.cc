@@ -5,7 +5,7 @@
 // closed, and replies completed later (DeferredReply): from another thread in
 // request order with the client's pipelined commands, after the client
 // disconnected, and abandoned. Held replies (the durable LSN) and shutdown are
-// the server's (src/server/connection_test.cc).
+// the server's (src/server/server_conn_test.cc).
 #include "net/connection.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // A real Server on an ephemeral port with test commands, for what the transport
-// alone (src/net/connection_test.cc) does not cover: a command that sets
+// alone (src/net/transport_test.cc) does not cover: a command that sets
 // ctx.wait_lsn has its reply held until the DurabilityGate's NotifyDurable,
 // released in request order (also with a deferred reply, ctx.Defer(), on
 // either side of the hold), other clients not held; and a shutdown while
