@@ -247,6 +247,13 @@ class Server {
         monitors_.load(std::memory_order_relaxed) > 0)
       AfterCommandSlow(args, spec, usec, client, slow, lat);
   }
+  // MONITOR clients only (a command refused before it ran that Redis still
+  // shows: EXEC aborted under memory pressure).
+  void MonitorCommand(std::span<const std::string_view> args, const CommandSpec& spec,
+                      const ClientInfo& client) {
+    if (monitors_.load(std::memory_order_relaxed) > 0)
+      AfterCommandSlow(args, spec, 0, client, -1, 0);
+  }
   SlowLog& slowlog() { return slowlog_; }
   LatencyMonitor& latency() { return latency_; }
   // MONITOR: `c` (on its own worker thread) receives every later command.

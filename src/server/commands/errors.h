@@ -228,6 +228,11 @@ inline constexpr std::string_view kErrExecWithoutMulti = "ERR EXEC without MULTI
 inline constexpr std::string_view kErrDiscardWithoutMulti = "ERR DISCARD without MULTI";
 inline constexpr std::string_view kErrExecAbort =
     "EXECABORT Transaction discarded because of previous errors.";
+// EXEC of a transaction holding a write that may use memory while the store is
+// full (Redis's execCommandAbort text around its OOM error).
+inline constexpr std::string_view kErrExecAbortOom =
+    "EXECABORT Transaction discarded because of: OOM command not allowed when used memory > "
+    "'maxmemory'.";
 inline constexpr std::string_view kErrWatchInMulti = "ERR WATCH inside MULTI is not allowed";
 inline constexpr std::string_view kErrNotInMulti = "ERR Command not allowed inside a transaction";
 
