@@ -349,7 +349,7 @@ const std::vector<ConfigOption>& Table() {
        "namespaces sampled per LRU eviction (Redis's eviction pool)"},
       {"appendfsync", Fsync(&Config::appendfsync), "everysec", kRuntime, "always|everysec|no",
        "WAL fsync policy"},
-      {"requirepass", String(&Config::requirepass), "", kStartup, "PASS", "require AUTH"},
+      {"requirepass", String(&Config::requirepass), "", kRuntime, "PASS", "require AUTH"},
       {"loglevel", Level(&Config::loglevel), "notice", kRuntime, "debug|verbose|notice|warning",
        "log verbosity"},
       {"logfile", String(&Config::logfile), "", kStartup, "PATH", "log file", "stderr"},

@@ -559,6 +559,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
     hooks_.set_appendfsync(next.appendfsync);
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
   if (next.acllog_max_len != cfg_.acllog_max_len) acl_.set_log_max_len(next.acllog_max_len);
+  // As Redis: CONFIG SET requirepass resets the default user's passwords to
+  // this one (empty: nopass); connections already authenticated stay so.
+  for (const auto& [name, value] : pairs)
+    if (EqualsIgnoreCase(name, "requirepass")) acl_.SetDefaultPassword(next.requirepass);
   CopyRuntimeSettings(next, &cfg_);
   PublishRuntimeSettings();
   slowlog_.Trim(cfg_.slowlog_max_len);

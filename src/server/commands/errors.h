@@ -112,6 +112,8 @@ inline constexpr std::string_view kErrNoPermKey =
     "NOPERM this user has no permissions to access one of the keys used as arguments";
 inline constexpr std::string_view kErrAclSyntax = "Syntax error";
 inline constexpr std::string_view kErrAclUnknownCommand = "Unknown command or category name in ACL";
+inline constexpr std::string_view kErrAclSubcommandFirstArg =
+    "Allowing first-arg of a subcommand is not supported";
 inline constexpr std::string_view kErrAclKeyAfterAll =
     "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have "
     "any effect. Try 'resetkeys' to start with an empty list of patterns";
