@@ -99,8 +99,11 @@ void ClientsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
 
 void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
   uint64_t rss = ResidentSetBytes();
+  // used_memory is what maxmemory bounds (the data budget); what the
+  // allocator holds besides (buffers, connections) is allocator_allocated.
   uint64_t used = s.UsedMemory();
   uint64_t peak = s.used_memory_peak();
+  uint64_t alloc = s.AllocatorMemory();
   uint64_t max = s.maxmemory();
   InfoField(out, "used_memory", used);
   InfoField(out, "used_memory_human", Human(used));
@@ -108,9 +111,13 @@ void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "used_memory_rss_human", Human(rss));
   InfoField(out, "used_memory_peak", peak);
   InfoField(out, "used_memory_peak_human", Human(peak));
+  InfoField(out, "used_memory_dataset", used);
+  InfoField(out, "allocator_allocated", alloc);
+  InfoField(out, "allocator_allocated_human", Human(alloc));
+  InfoField(out, "allocator_peak", s.allocator_peak());
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.2f",
-                used > 0 ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
+                alloc > 0 ? static_cast<double>(rss) / static_cast<double>(alloc) : 0.0);
   InfoField(out, "mem_fragmentation_ratio", std::string(ratio));
   InfoField(out, "maxmemory", max);
   InfoField(out, "maxmemory_human", Human(max));
