@@ -76,7 +76,9 @@ struct SetOutcome {
 };
 
 // EXPIRE options (Redis 7).
-enum class ExpireCond : uint8_t { kAlways, kNx, kXx, kGt, kLt };
+// EXPIRE's conditions; kLtXx is LT and XX together (only a key that has a TTL,
+// and only lowered). GT with XX is kGt (GT already needs a TTL).
+enum class ExpireCond : uint8_t { kAlways, kNx, kXx, kGt, kLt, kLtXx };
 
 struct ScanResult {
   uint64_t cursor = 0;  // 0 = done

@@ -467,7 +467,7 @@ void ExpireCommon(CommandContext& ctx, int64_t unit_ms, bool absolute, std::stri
   if (nx) c = store::ExpireCond::kNx;
   if (xx) c = store::ExpireCond::kXx;
   if (gt) c = store::ExpireCond::kGt;
-  if (lt) c = store::ExpireCond::kLt;
+  if (lt) c = xx ? store::ExpireCond::kLtXx : store::ExpireCond::kLt;
   int64_t n = *v;
   if (n > LLONG_MAX / unit_ms || n < LLONG_MIN / unit_ms) {
     ctx.reply->Error(InvalidExpireError(cmd));
