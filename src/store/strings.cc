@@ -909,6 +909,7 @@ KeyspaceStats Store::KeyStats() const {
   }
   s.expired = expired_keys_;
   s.evicted_keys = evicted_strings_ + evictions_ / 2;
+  s.changes = str_version_ + str_removals_;
   return s;
 }
 

@@ -93,6 +93,7 @@ struct KeyspaceStats {
   uint64_t hits = 0, misses = 0;
   uint64_t expired = 0;       // keys removed because their TTL passed
   uint64_t evicted_keys = 0;  // string keys + namespaces evicted
+  uint64_t changes = 0;       // string keys written or removed since start (never reset)
 };
 
 // Internal to the store (guarded by Store::mu_): one string key. Entries live

@@ -344,6 +344,9 @@ const std::pair<const char*, const char*> kCompatConfig[] = {
     {"save", ""},
     {"appendonly", "no"},
     {"databases", "1"},
+    // No replication: Redis answers an empty value under the name and its alias.
+    {"replicaof", ""},
+    {"slaveof", ""},
 };
 
 void ConfigGet(CommandContext& ctx) {

@@ -102,7 +102,8 @@ inline constexpr std::string_view kErrFetchArgs =
 inline constexpr std::string_view kErrWrongPass =
     "WRONGPASS invalid username-password pair or user is disabled.";
 inline constexpr std::string_view kErrAuthNoPassword =
-    "ERR Client sent AUTH, but no password is set. Did you mean AUTH <username> <password>?";
+    "ERR AUTH <password> called without any password configured for the default user. Are you "
+    "sure your configuration is correct?";
 inline constexpr std::string_view kErrHelloNoAuth =
     "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
     "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
@@ -259,6 +260,7 @@ std::string UnsupportedOptionError(std::string_view opt);   // Unsupported optio
 std::string HelloOptionError(std::string_view opt);         // Syntax error in HELLO option 'x'
 std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
 std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized option 'x'
+std::string NoSuchUserError(std::string_view user);         // No such user 'x' (CLIENT KILL USER)
 std::string ClientSetInfoBadValueError(std::string_view attr);  // lib-name cannot contain ...
 std::string UnknownVquantError(std::string_view name);  // KV.PREFIX.REGISTER: unknown vquant
 std::string VquantDimError(std::string_view format);    // vquant x needs kv_dim % 32 == 0

@@ -133,12 +133,18 @@ void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
     InfoField(out, "vstore_bytes_human", Human(ss.bytes));
   }
   InfoField(out, "mem_allocator", std::string("libc"));
+  InfoField(out, "lazyfree_pending_objects", uint64_t{0});  // values are freed at once
 }
 
 void PersistenceSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "loading", uint64_t{s.loading() ? 1u : 0u});
   InfoField(out, "async_loading", uint64_t{0});
-  if (s.hooks().info) s.hooks().info(out);
+  if (s.hooks().info) {
+    s.hooks().info(out);
+  } else if (store::Store* st = s.store()) {
+    // Without persistence nothing is ever saved: every change since start.
+    InfoField(out, "rdb_changes_since_last_save", st->KeyStats().changes);
+  }
 }
 
 // The keyspace counters of INFO stats (string keys and namespaces together).
