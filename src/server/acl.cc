@@ -31,13 +31,6 @@ bool IsLowerHex(std::string_view s) {
   return true;
 }
 
-void SetBit(std::vector<uint64_t>* v, size_t i, bool on) {
-  if (on)
-    (*v)[i / 64] |= uint64_t{1} << (i % 64);
-  else
-    (*v)[i / 64] &= ~(uint64_t{1} << (i % 64));
-}
-
 }  // namespace
 
 uint32_t CommandCategories(const CommandSpec& s) {
@@ -137,7 +130,7 @@ std::string AclUser::Describe() const {
 Acl::Acl(const CommandTable* commands) : commands_(commands), ncommands_(commands->specs().size()) {
   auto def = std::make_shared<AclUser>();
   def->name = "default";
-  def->allowed.assign((ncommands_ + 63) / 64, 0);
+  InitCommandRules(def.get());
   std::string_view rules[] = {"on", "nopass", "~*", "&*", "+@all"};
   Status st = ApplyRuleForInit(def.get(), rules);
   (void)st;
@@ -178,10 +171,10 @@ Status Acl::ApplyRule(AclUser* u, std::string_view rule) const {
   } else if (EqualsIgnoreCase(rule, "resetchannels")) {
     u->allchannels = false;
   } else if (EqualsIgnoreCase(rule, "allcommands") || EqualsIgnoreCase(rule, "+@all")) {
-    u->allowed.assign(u->allowed.size(), ~uint64_t{0});
+    SetAllCommands(u, true);
     u->cmd_rules.assign(1, "+@all");
   } else if (EqualsIgnoreCase(rule, "nocommands") || EqualsIgnoreCase(rule, "-@all")) {
-    u->allowed.assign(u->allowed.size(), 0);
+    SetAllCommands(u, false);
     u->cmd_rules.clear();
   } else if (EqualsIgnoreCase(rule, "reset")) {
     u->enabled = false;
@@ -190,7 +183,7 @@ Status Acl::ApplyRule(AclUser* u, std::string_view rule) const {
     u->allkeys = false;
     u->keys.clear();
     u->allchannels = false;
-    u->allowed.assign(u->allowed.size(), 0);
+    SetAllCommands(u, false);
     u->cmd_rules.clear();
   } else if (!rule.empty() && (rule[0] == '>' || rule[0] == '#')) {
     std::string h;
@@ -250,21 +243,7 @@ Status Acl::ApplyRule(AclUser* u, std::string_view rule) const {
   } else if (!rule.empty() && rule[0] == '&') {
     if (rule == "&*") u->allchannels = true;  // other channel patterns: accepted, no effect
   } else if (rule.size() >= 2 && (rule[0] == '+' || rule[0] == '-')) {
-    bool allow = rule[0] == '+';
-    std::string_view what = rule.substr(1);
-    const auto& specs = commands_->specs();
-    if (what[0] == '@') {
-      uint32_t bit = AclCategoryBit(what.substr(1));
-      if (bit == 0) return fail(kErrAclUnknownCommand);
-      for (size_t i = 0; i < specs.size(); ++i)
-        if (CommandCategories(specs[i]) & bit) SetBit(&u->allowed, i, allow);
-      u->cmd_rules.push_back(std::string(1, rule[0]) + "@" + ToLower(what.substr(1)));
-    } else {
-      const CommandSpec* s = commands_->Find(what);
-      if (s == nullptr) return fail(kErrAclUnknownCommand);
-      SetBit(&u->allowed, static_cast<size_t>(s - specs.data()), allow);
-      u->cmd_rules.push_back(std::string(1, rule[0]) + ToLower(what));
-    }
+    return ApplyCommandRule(u, rule);
   } else {
     return fail(kErrAclSyntax);
   }
@@ -272,15 +251,18 @@ Status Acl::ApplyRule(AclUser* u, std::string_view rule) const {
 }
 
 void Acl::Finish(AclUser* u) const {
+  FinishCommandRules(u);
   bool all = true;
-  for (size_t i = 0; i < ncommands_ && all; ++i) all = u->CommandAllowed(i);
+  for (size_t i = 0; i < ncommands_ && all; ++i)
+    all = u->CommandAllowed(i) && !u->DecidedBySubcommand(i);
   u->unrestricted = u->enabled && all && u->allkeys;
   u->full_categories = 0;
   for (size_t b = 0; b < std::size(kCategoryNames); ++b) {
     uint32_t bit = 1u << b;
     bool every = true;
     for (size_t i = 0; i < ncommands_ && every; ++i)
-      if (CommandCategories(commands_->specs()[i]) & bit) every = u->CommandAllowed(i);
+      if (CommandCategories(commands_->specs()[i]) & bit)
+        every = u->CommandAllowed(i) && !u->DecidedBySubcommand(i);
     if (every) u->full_categories |= bit;
   }
 }
@@ -318,7 +300,7 @@ Status Acl::SetUserLocked(std::unordered_map<std::string, std::shared_ptr<const 
     *nu = *it->second;
   } else {
     nu->name = std::string(name);
-    nu->allowed.assign((ncommands_ + 63) / 64, 0);
+    InitCommandRules(nu.get());
   }
   for (std::string_view r : rules) {
     Status st = ApplyRule(nu.get(), r);
@@ -419,7 +401,7 @@ void Acl::SetDefaultPassword(std::string_view pass) {
 AclDenial Acl::Check(const AclUser& u, const CommandSpec& spec, size_t index,
                      std::span<const std::string_view> args, std::string_view* denied_key) {
   if (u.unrestricted) return AclDenial::kNone;
-  if (!u.CommandAllowed(index)) return AclDenial::kCommand;
+  if (!u.CallAllowed(index, spec, args)) return AclDenial::kCommand;
   if (u.allkeys || spec.first_key <= 0) return AclDenial::kNone;
   int argc = static_cast<int>(args.size());
   int last = spec.last_key < 0 ? argc + spec.last_key : spec.last_key;

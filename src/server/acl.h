@@ -79,9 +79,37 @@ struct AclUser {
   // Redis files under a category of their own: CLIENT LIST / KILL are @admin).
   uint32_t full_categories = 0;
 
+  // Subcommand and first-argument rules (+config|get, -config|set, +select|0;
+  // server/acl_commands.cc): a bit per statistics slot of the command table
+  // (a documented subcommand has its own slot, command_table.h), rules for an
+  // args[1] without a slot, and the commands they make depend on args[1]
+  // (computed by Acl::Finish; bit per command-table index).
+  struct ArgRule {
+    size_t index;     // command-table index
+    std::string arg;  // args[1], upper case
+    bool allow;
+  };
+  std::vector<uint64_t> allowed_slots;  // bit per stat slot
+  std::vector<ArgRule> arg_rules;
+  std::vector<uint64_t> by_sub;  // bit per command-table index
+  const CommandTable* table = nullptr;
+
   bool CommandAllowed(size_t index) const {
     return index / 64 < allowed.size() && (allowed[index / 64] >> (index % 64) & 1);
   }
+  bool DecidedBySubcommand(size_t index) const {
+    return index / 64 < by_sub.size() && (by_sub[index / 64] >> (index % 64) & 1);
+  }
+  // Whether this call of the command at `index` is allowed: the command's bit,
+  // or its subcommand's rule when it has subcommand rules.
+  bool CallAllowed(size_t index, const CommandSpec& spec,
+                   std::span<const std::string_view> args) const {
+    if (!DecidedBySubcommand(index)) [[likely]]
+      return CommandAllowed(index);
+    return SubcommandAllowed(index, spec, args);
+  }
+  bool SubcommandAllowed(size_t index, const CommandSpec& spec,
+                         std::span<const std::string_view> args) const;
   // Whether `key` (already mapped to its owner when it is a sid) may be used
   // with `perm`.
   bool KeyAllowed(std::string_view key, uint8_t perm) const;
@@ -155,6 +183,15 @@ class Acl {
 
  private:
   Status ApplyRule(AclUser* u, std::string_view rule) const;
+  // The command part of the rules (server/acl_commands.cc): +cmd, -cmd,
+  // +@cat, -@cat, +cmd|sub, -cmd|sub; names of Redis commands pion lacks are
+  // accepted and kept as written, with no effect.
+  Status ApplyCommandRule(AclUser* u, std::string_view rule) const;
+  // A new user's empty command bits; every command (and subcommand) allowed or none.
+  void InitCommandRules(AclUser* u) const;
+  void SetAllCommands(AclUser* u, bool allow) const;
+  // Finish's part: which commands depend on their subcommand.
+  void FinishCommandRules(AclUser* u) const;
   Status ApplyRuleForInit(AclUser* u, std::span<const std::string_view> rules) const;
   void Finish(AclUser* u) const;
   Status SetUserLocked(std::unordered_map<std::string, std::shared_ptr<const AclUser>>* map,

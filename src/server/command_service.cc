@@ -12,6 +12,7 @@
 #include "server/fastlane.h"
 #include "server/kv_events.h"
 #include "server/server.h"
+#include "store/store.h"
 
 namespace pion::server {
 
@@ -38,6 +39,23 @@ void ReleaseExecHeld() NO_THREAD_SAFETY_ANALYSIS {
     tls_exec_held->unlock_shared();
     tls_exec_held = nullptr;
   }
+}
+
+// Store::OutOfMemory under the exec lock held shared (as a handler runs: an
+// eviction never lands inside another client's EXEC); kept for the batch.
+bool OutOfMemory(Server& server, uint64_t* lsn) {
+  *lsn = 0;
+  store::Store* st = server.store();
+  if (st == nullptr || server.maxmemory() == 0) return false;
+  if (tls_batch_depth > 0) {
+    if (tls_exec_held == nullptr) {
+      server.exec_mu().lock_shared();
+      tls_exec_held = &server.exec_mu();
+    }
+    return st->OutOfMemory(lsn);
+  }
+  std::shared_lock<WriterFirstMutex> l(server.exec_mu());
+  return st->OutOfMemory(lsn);
 }
 }  // namespace
 
@@ -79,6 +97,26 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
     }
   }
   size_t slot = table.StatIndex(spec, args);
+  if (tx != nullptr && tx->in_multi) {
+    // As Redis under memory pressure: nothing more is queued (the transaction
+    // is marked, EXEC answers EXECABORT) and EXEC of a transaction holding a
+    // write that may use memory runs nothing; DISCARD, QUIT and RESET pass.
+    const bool queue = !(spec->flags & kCmdTxControl);
+    uint64_t lsn = 0;
+    if ((queue || (tx->denyoom && IsExec(spec))) && OutOfMemory(*server_, &lsn)) {
+      if (queue) {
+        tx->dirty = true;
+        reply.Error(kErrOom);
+      } else {
+        tx->Reset();
+        reply.Error(kErrExecAbortOom);
+        server_->MonitorCommand(args, *spec, *c.info);  // as Redis: the MULTI gets its EXEC
+      }
+      stats.Reject(slot);
+      stats.CountError(reply.last_error_code());
+      return lsn;
+    }
+  }
   c.info->last_cmd.store(table.stat_name(slot).c_str(), std::memory_order_relaxed);
   CommandContext ctx;
   ctx.args = args;
@@ -108,8 +146,14 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
     spec->handler(ctx);
   }
   uint64_t usec = MonotonicUs() - start;
-  bool failed = reply.error_count() != errors;
-  stats.Record(slot, usec, failed);
+  bool failed = reply.error_count() - ctx.inner_errors != errors;
+  if (failed && (spec->flags & kCmdDenyOom) && reply.last_error_code() == "OOM") {
+    // Refused for memory with nothing changed: Redis refuses it before it
+    // runs and counts it as rejected, not as a call.
+    stats.Reject(slot);
+  } else {
+    stats.Record(slot, usec, failed);
+  }
   if (failed) stats.CountError(reply.last_error_code());
   server_->AfterCommand(args, *spec, usec, *c.info);
   if (tls_batch_depth == 0) KvEvents::FlushThread();  // not in a batch: now
@@ -143,8 +187,11 @@ bool CommandService::CheckAcl(const AclUser* user, const CommandSpec& spec,
   AclDenial d = Acl::Check(*user, spec, index, args, &key);
   if (d == AclDenial::kNone) return true;
   if (d == AclDenial::kCommand) {
-    reply.Error(NoPermCommandError(spec.name));
-    server_->acl().Log("command", ToLower(spec.name), user->name, server_->ClientLine(c.info));
+    // As Redis: a subcommand is named in full ("config|set").
+    const CommandTable& table = server_->commands();
+    const std::string& name = table.stat_name(table.StatIndex(&spec, args));
+    reply.Error(NoPermCommandError(name));
+    server_->acl().Log("command", name, user->name, server_->ClientLine(c.info));
   } else {
     reply.Error(kErrNoPermKey);
     server_->acl().Log("key", key, user->name, server_->ClientLine(c.info));

@@ -18,7 +18,6 @@ namespace {
 constexpr uint64_t kHundredYears = 100ull * 365 * 86400;
 // A nonzero output limit below this would cut every client that pipelines.
 constexpr uint64_t kMinOutputLimit = 1ull << 20;
-constexpr uint64_t kMinClientsMemory = 64ull << 20;
 
 using Values = std::vector<std::string>;
 
@@ -125,7 +124,8 @@ ConfigCodec Bytes(uint64_t Config::*field, uint64_t min) {
 }
 
 // 0 (no limit) or a byte size of at least min; `expected` words the rule.
-ConfigCodec BytesOrZero(uint64_t Config::*field, uint64_t min, const char* expected) {
+[[maybe_unused]] ConfigCodec BytesOrZero(uint64_t Config::*field, uint64_t min,
+                                         const char* expected) {
   return Scalar(
       field,
       [=](const std::string& n, const std::string& v) -> Result<uint64_t> {
@@ -135,6 +135,41 @@ ConfigCodec BytesOrZero(uint64_t Config::*field, uint64_t min, const char* expec
         return *r;
       },
       PrintU64);
+}
+
+// maxmemory-clients, as Redis 7: 0 (no limit), a byte size, or a percentage
+// of maxmemory ("10%", up to 100%).
+ConfigCodec ClientsMemory() {
+  ConfigCodec c;
+  c.set = [](Config* cfg, const std::string& name, const Values& values) -> Status {
+    if (values.size() != 1) {
+      return Status::InvalidArgument("option '" + name + "' takes exactly one value (" +
+                                     std::to_string(values.size()) + " given)");
+    }
+    const std::string& v = values[0];
+    if (!v.empty() && v.back() == '%') {
+      auto p = ParseUint64Strict(std::string_view(v).substr(0, v.size() - 1));
+      if (!p.has_value() || *p > 100)
+        return Bad(name, v, "0 (no limit), a byte size, or a percentage of maxmemory up to 100%");
+      cfg->maxmemory_clients = 0;
+      cfg->maxmemory_clients_percent = *p;
+      return Status::OK();
+    }
+    auto r = BytesArg(name, v, 0);
+    if (!r.ok()) return r.status();
+    cfg->maxmemory_clients = *r;
+    cfg->maxmemory_clients_percent = 0;
+    return Status::OK();
+  };
+  c.get = [](const Config& cfg) {
+    return cfg.maxmemory_clients_percent > 0 ? std::to_string(cfg.maxmemory_clients_percent) + "%"
+                                             : std::to_string(cfg.maxmemory_clients);
+  };
+  c.copy = [](const Config& from, Config* to) {
+    to->maxmemory_clients = from.maxmemory_clients;
+    to->maxmemory_clients_percent = from.maxmemory_clients_percent;
+  };
+  return c;
 }
 
 ConfigCodec Bool(bool Config::*field) { return Scalar(field, BoolArg, PrintYesNo); }
@@ -349,7 +384,7 @@ const std::vector<ConfigOption>& Table() {
        "namespaces sampled per LRU eviction (Redis's eviction pool)"},
       {"appendfsync", Fsync(&Config::appendfsync), "everysec", kRuntime, "always|everysec|no",
        "WAL fsync policy"},
-      {"requirepass", String(&Config::requirepass), "", kStartup, "PASS", "require AUTH"},
+      {"requirepass", String(&Config::requirepass), "", kRuntime, "PASS", "require AUTH"},
       {"loglevel", Level(&Config::loglevel), "notice", kRuntime, "debug|verbose|notice|warning",
        "log verbosity"},
       {"logfile", String(&Config::logfile), "", kStartup, "PATH", "log file", "stderr"},
@@ -363,10 +398,8 @@ const std::vector<ConfigOption>& Table() {
        kStartup, "BYTES", "largest pending command"},
       {"client-output-buffer-limit", OutputLimit(), "normal 1gb 0 0", kRuntime,
        "'normal HARD SOFT SECONDS' (or HARD)", "unsent replies before disconnect"},
-      {"maxmemory-clients",
-       BytesOrZero(&Config::maxmemory_clients, kMinClientsMemory,
-                   "0 (no limit) or a byte size of at least 64mb"),
-       "2gb", kRuntime, "BYTES", "all clients' buffers together", "2gb, 0 = none"},
+      {"maxmemory-clients", ClientsMemory(), "2gb", kRuntime, "BYTES|N%",
+       "all clients' buffers together (N% of maxmemory)", "2gb, 0 = none"},
       {"buffer-recycle-bytes", Bytes(&Config::buffer_recycle_bytes, 0), "256mb", kRuntime, "BYTES",
        "freed value/argument blocks kept for reuse", "256mb, 0 = none"},
       {"protected-mode", Bool(&Config::protected_mode), "yes", kStartup, "yes|no",

@@ -51,8 +51,10 @@ struct Config {
   uint64_t client_output_buffer_limit = 0;         // hard: disconnect at once
   uint64_t client_output_buffer_soft_limit = 0;    // soft: for longer than ...
   uint64_t client_output_buffer_soft_seconds = 0;  // ... this many seconds
-  // All clients' buffers together (query, big arguments, unsent replies).
+  // All clients' buffers together (query, big arguments, unsent replies):
+  // bytes, or (maxmemory_clients_percent > 0) that percentage of maxmemory.
   uint64_t maxmemory_clients = 0;
+  uint64_t maxmemory_clients_percent = 0;
   // Large blocks of dropped values and big arguments kept for reuse (base/owned_buffer.h).
   uint64_t buffer_recycle_bytes = 0;
   bool protected_mode = false;

@@ -155,7 +155,8 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
                                             "attend-cold-slots",
                                             "attend-precision",
                                             "attend-pool-min-bytes",
-                                            "buffer-recycle-bytes"}));
+                                            "buffer-recycle-bytes",
+                                            "requirepass"}));
 }
 
 }  // namespace

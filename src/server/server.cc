@@ -368,7 +368,21 @@ std::map<std::string, uint64_t> Server::ErrorCounts() const {
   return out;
 }
 
+namespace {
+void RaisePeak(std::atomic<uint64_t>* peak_var, uint64_t v) {
+  uint64_t peak = peak_var->load(std::memory_order_relaxed);
+  while (v > peak && !peak_var->compare_exchange_weak(peak, v, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
+
 uint64_t Server::UsedMemory() {
+  uint64_t used = store_ != nullptr ? store_->used_bytes() : 0;
+  RaisePeak(&mem_peak_, used);
+  return used;
+}
+
+uint64_t Server::AllocatorMemory() {
   struct mallinfo2 mi = ::mallinfo2();
   uint64_t used = mi.uordblks + mi.hblkhd;
   if (used == 0) {
@@ -381,9 +395,7 @@ uint64_t Server::UsedMemory() {
     }
     used = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   }
-  uint64_t peak = mem_peak_.load(std::memory_order_relaxed);
-  while (used > peak && !mem_peak_.compare_exchange_weak(peak, used, std::memory_order_relaxed)) {
-  }
+  RaisePeak(&alloc_peak_, used);
   return used;
 }
 
@@ -411,7 +423,10 @@ void Server::SampleRates() {
     inst_out_bps_.store(static_cast<uint64_t>(out / rate_count_), std::memory_order_relaxed);
   }
   rate_last_ = now;
-  if (++rate_ticks_ % 10 == 0) UsedMemory();  // keeps used_memory_peak current
+  if (++rate_ticks_ % 10 == 0) {  // keeps the peaks current
+    UsedMemory();
+    AllocatorMemory();
+  }
 }
 
 std::shared_ptr<const net::TlsContext> Server::tls_context() const {
@@ -557,6 +572,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
     hooks_.set_appendfsync(next.appendfsync);
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
   if (next.acllog_max_len != cfg_.acllog_max_len) acl_.set_log_max_len(next.acllog_max_len);
+  // As Redis: CONFIG SET requirepass resets the default user's passwords to
+  // this one (empty: nopass); connections already authenticated stay so.
+  for (const auto& [name, value] : pairs)
+    if (EqualsIgnoreCase(name, "requirepass")) acl_.SetDefaultPassword(next.requirepass);
   CopyRuntimeSettings(next, &cfg_);
   PublishRuntimeSettings();
   slowlog_.Trim(cfg_.slowlog_max_len);
@@ -567,6 +586,20 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   return Status::OK();
 }
 
+uint64_t EffectiveClientsMemory(const Config& c) {
+  uint64_t limit = c.maxmemory_clients;
+  // A percentage of maxmemory; none while maxmemory is 0 (as Redis).
+  if (c.maxmemory_clients_percent > 0)
+    limit = c.maxmemory > 0
+                ? static_cast<uint64_t>(static_cast<double>(c.maxmemory) *
+                                        static_cast<double>(c.maxmemory_clients_percent) / 100.0)
+                : 0;
+  // As Redis: never so small that no client could be served at all.
+  constexpr uint64_t kFloor = 128 * 1024;
+  if (limit > 0 && limit < kFloor) limit = kFloor;
+  return limit;
+}
+
 void Server::PublishRuntimeSettings() {
   constexpr auto kR = std::memory_order_relaxed;
   maxclients_.store(cfg_.maxclients, kR);
@@ -574,7 +607,7 @@ void Server::PublishRuntimeSettings() {
   output_limit_.store(cfg_.client_output_buffer_limit, kR);
   output_soft_limit_.store(cfg_.client_output_buffer_soft_limit, kR);
   output_soft_seconds_.store(cfg_.client_output_buffer_soft_seconds, kR);
-  maxmemory_clients_.store(cfg_.maxmemory_clients, kR);
+  maxmemory_clients_.store(EffectiveClientsMemory(cfg_), kR);
   maxmemory_.store(cfg_.maxmemory, kR);
   BufferRecycler::Global().set_max_bytes(cfg_.buffer_recycle_bytes);
   attend_cache_.SetLimits({cfg_.attend_max_slots, cfg_.attend_maxmemory, cfg_.attend_cold_slots});

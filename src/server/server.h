@@ -92,6 +92,10 @@ struct ServerStats {
   uint64_t error_replies = 0;
 };
 
+// maxmemory-clients in bytes: a percentage of maxmemory resolved (none while
+// maxmemory is 0), and at least 128 KiB when set (as Redis); 0 = no limit.
+uint64_t EffectiveClientsMemory(const Config& c);
+
 class Server {
  public:
   explicit Server(Config cfg);
@@ -217,6 +221,8 @@ class Server {
   bool TryAcquireClientSlot() { return clients_.TryAcquireSlot(maxclients()); }
   // Admits `n` more bytes of client buffers within maxmemory-clients.
   bool ReserveClientMemory(uint64_t n) { return clients_.ReserveMemory(n, maxmemory_clients()); }
+  // The client memory limit in bytes (maxmemory-clients, a percentage of
+  // maxmemory resolved; at least 128 KiB when set; 0 = none).
   uint64_t maxmemory_clients() const { return maxmemory_clients_.load(std::memory_order_relaxed); }
 
   ServerStats Stats() const;
@@ -254,6 +260,13 @@ class Server {
         monitors_.load(std::memory_order_relaxed) > 0)
       AfterCommandSlow(args, spec, usec, client, slow, lat);
   }
+  // MONITOR clients only (a command refused before it ran that Redis still
+  // shows: EXEC aborted under memory pressure).
+  void MonitorCommand(std::span<const std::string_view> args, const CommandSpec& spec,
+                      const ClientInfo& client) {
+    if (monitors_.load(std::memory_order_relaxed) > 0)
+      AfterCommandSlow(args, spec, 0, client, -1, 0);
+  }
   SlowLog& slowlog() { return slowlog_; }
   LatencyMonitor& latency() { return latency_; }
   // MONITOR: `c` (on its own worker thread) receives every later command.
@@ -271,10 +284,16 @@ class Server {
   double instantaneous_output_kbps() const {
     return static_cast<double>(inst_out_bps_.load(std::memory_order_relaxed)) / 1024.0;
   }
-  // Bytes the allocator has handed out (mallinfo2: arenas in use + mmapped
-  // blocks), and the largest value seen (updated here and by the sampler).
+  // INFO used_memory: the bytes charged against maxmemory (the store's data
+  // budget: string keys and namespaces; 0 without --kvcache), so that
+  // used_memory <= maxmemory holds as for Redis; and the largest value seen
+  // (updated here and by the sampler).
   uint64_t UsedMemory();
   uint64_t used_memory_peak() const { return mem_peak_.load(std::memory_order_relaxed); }
+  // Bytes the allocator has handed out (mallinfo2: arenas in use + mmapped
+  // blocks; buffers and bookkeeping too), and the largest value seen.
+  uint64_t AllocatorMemory();
+  uint64_t allocator_peak() const { return alloc_peak_.load(std::memory_order_relaxed); }
 
  private:
   void AfterCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
@@ -368,6 +387,7 @@ class Server {
   int rate_pos_ = 0, rate_count_ = 0, rate_ticks_ = 0;
   std::atomic<uint64_t> inst_ops_{0}, inst_in_bps_{0}, inst_out_bps_{0};
   std::atomic<uint64_t> mem_peak_{0};
+  std::atomic<uint64_t> alloc_peak_{0};
   std::unique_ptr<CommandStats> spare_stats_;  // see cmdstats_of()
 };
 

@@ -326,13 +326,33 @@ Status Store::SetMaxBytes(uint64_t max_bytes, uint64_t* lsn) {
   std::lock_guard<std::mutex> l(mu_);
   cfg_.max_bytes = max_bytes;
   if (max_bytes == 0) return Status::OK();
-  return EvictLocked(
+  Status st = EvictLocked(
       nullptr, [&] { return bytes_ <= max_bytes; }, lsn);
+  // As Redis: a budget the policy cannot reach now (noeviction, nothing left
+  // to evict) still stands; writes that need room are refused until it is met.
+  return st.code() == Code::kOutOfBudget ? Status::OK() : st;
 }
 
 void Store::SetEvictionSamples(uint32_t n) {
   std::lock_guard<std::mutex> l(mu_);
   cfg_.eviction_samples = std::max<uint32_t>(1, n);
+}
+
+bool Store::OutOfMemory(uint64_t* lsn) {
+  *lsn = 0;
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  const uint64_t max = cfg_.max_bytes;
+  if (max == 0) return false;
+  return !EvictLocked(
+              nullptr,
+              [&] { return max >= kStrEntryOverhead && bytes_ <= max - kStrEntryOverhead; }, lsn)
+              .ok();
+}
+
+uint64_t Store::used_bytes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return bytes_;
 }
 
 uint64_t Store::max_bytes() const {

@@ -328,9 +328,19 @@ class Store {
   Result<SessionInfo> Info(std::string_view sid) const;
   StoreStats Stats() const;
 
-  // Run-time configuration (CONFIG SET maxmemory): evicts down to the new budget.
+  // Run-time configuration (CONFIG SET maxmemory): evicts down to the new budget
+  // as far as the policy allows (under noeviction the budget may stay exceeded:
+  // OK, as Redis; only a failure to log an eviction is an error).
   Status SetMaxBytes(uint64_t max_bytes, uint64_t* lsn);
   uint64_t max_bytes() const;
+  // The bytes charged against max_bytes now (string keys and namespaces; INFO used_memory).
+  uint64_t used_bytes() const;
+  // Redis's check before a command that may use memory (a write queued in
+  // MULTI, EXEC of such writes): with a byte budget, evicts by the policy
+  // until one more smallest entry (kStrEntryOverhead bytes) fits below it;
+  // true when it cannot (noeviction, or nothing left to evict). *lsn: what
+  // the evictions logged (0 when none).
+  bool OutOfMemory(uint64_t* lsn);
 
   // Snapshots: blocks every mutation, calls `at_barrier` (e.g. to start a new
   // WAL generation: nothing logged after this point belongs in the snapshot),

@@ -735,6 +735,9 @@ Result<bool> Store::Expire(std::string_view key, int64_t at_ms, ExpireCond c, ui
     case ExpireCond::kLt:
       if (cur != 0 && at_ms >= cur) return false;
       break;
+    case ExpireCond::kLtXx:
+      if (cur == 0 || at_ms >= cur) return false;
+      break;
   }
   if (at_ms <= now) {
     PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
@@ -906,6 +909,7 @@ KeyspaceStats Store::KeyStats() const {
   }
   s.expired = expired_keys_;
   s.evicted_keys = evicted_strings_ + evictions_ / 2;
+  s.changes = str_version_ + str_removals_;
   return s;
 }
 

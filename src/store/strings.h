@@ -76,7 +76,9 @@ struct SetOutcome {
 };
 
 // EXPIRE options (Redis 7).
-enum class ExpireCond : uint8_t { kAlways, kNx, kXx, kGt, kLt };
+// EXPIRE's conditions; kLtXx is LT and XX together (only a key that has a TTL,
+// and only lowered). GT with XX is kGt (GT already needs a TTL).
+enum class ExpireCond : uint8_t { kAlways, kNx, kXx, kGt, kLt, kLtXx };
 
 struct ScanResult {
   uint64_t cursor = 0;  // 0 = done
@@ -91,6 +93,7 @@ struct KeyspaceStats {
   uint64_t hits = 0, misses = 0;
   uint64_t expired = 0;       // keys removed because their TTL passed
   uint64_t evicted_keys = 0;  // string keys + namespaces evicted
+  uint64_t changes = 0;       // string keys written or removed since start (never reset)
 };
 
 // Internal to the store (guarded by Store::mu_): one string key. Entries live

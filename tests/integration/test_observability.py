@@ -62,7 +62,8 @@ def test_every_info_section_parses_with_redis_py(r):
     cpu = r.info("cpu")
     assert all(isinstance(cpu[k], float) for k in SECTIONS["cpu"])
     mem = r.info("memory")
-    assert 0 < mem["used_memory"] <= mem["used_memory_peak"]
+    assert 0 <= mem["used_memory"] <= mem["used_memory_peak"]
+    assert 0 < mem["allocator_allocated"] <= mem["allocator_peak"]
     assert mem["used_memory_rss"] > 0
     assert isinstance(mem["mem_fragmentation_ratio"], float)
     r.info("commandstats")
@@ -237,7 +238,7 @@ def test_command_list_filterby_and_getkeys(server, raw_factory):
     kf = c.call("COMMAND", "GETKEYSANDFLAGS", "KV.PREFIX.LOOKUP", "ns")
     assert kf[0][0] == b"ns" and set(kf[0][1]) == {"RO", "access"}
     kf = c.call("COMMAND", "GETKEYSANDFLAGS", "KV.PREFIX.DROP", "ns")
-    assert set(kf[0][1]) == {"RW", "update"}
+    assert set(kf[0][1]) == {"RW", "access", "update"}  # as its COMMAND INFO key spec
     assert c.call("COMMAND", "GETKEYS", "NOSUCH", "a") == "ERR Invalid command specified"
     assert c.call("COMMAND", "GETKEYS", "PING") == "ERR The command has no key arguments"
     assert c.call("COMMAND", "GETKEYS", "KV.PREFIX.MEMBERSHIP", "a") == \

@@ -130,8 +130,8 @@ void DryRun(CommandContext& ctx) {
       (spec->flags & kCmdNoAuth) ? AclDenial::kNone : Acl::Check(*u, *spec, index, args, &key);
   if (d == AclDenial::kNone)
     ctx.reply->SimpleString("OK");
-  else if (d == AclDenial::kCommand)
-    ctx.reply->Bulk(AclDryRunCommandError(spec->name));
+  else if (d == AclDenial::kCommand)  // as Redis: a subcommand by its full name ("config|set")
+    ctx.reply->Bulk(AclDryRunCommandError(table.stat_name(table.StatIndex(spec, args))));
   else
     ctx.reply->Bulk(AclDryRunKeyError(key));
 }
@@ -299,7 +299,9 @@ void AclCmd(CommandContext& ctx) {
     if (!SubArity(ctx, sub, 2, 2)) return;
     ctx.reply->Bulk(ctx.server->ClientUserName(ctx.client));
   } else if (is("CAT")) {
-    if (SubArity(ctx, sub, 2, 3)) Cat(ctx);
+    // As Redis (acl|cat is -2): more than one category is a syntax error.
+    if (ctx.args.size() > 3) return ctx.reply->Error(UnknownSubcommandOrArityError("acl", sub));
+    Cat(ctx);
   } else if (is("DRYRUN")) {
     if (SubArity(ctx, sub, 4, kAny)) DryRun(ctx);
   } else if (is("LOG")) {
@@ -313,9 +315,10 @@ void AclCmd(CommandContext& ctx) {
   } else if (is("SAVE")) {
     if (SubArity(ctx, sub, 2, 2)) Save(ctx);
   } else if (is("GENPASS")) {
-    if (SubArity(ctx, sub, 2, 3)) GenPass(ctx);
+    if (ctx.args.size() > 3) return ctx.reply->Error(UnknownSubcommandOrArityError("acl", sub));
+    GenPass(ctx);
   } else if (is("HELP")) {
-    Help(ctx);
+    if (SubArity(ctx, sub, 2, 2)) Help(ctx);
   } else {
     ctx.reply->Error(UnknownSubcommandError("acl", sub));
   }

@@ -16,6 +16,7 @@
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
+#include "server/commands/key_specs.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -34,41 +35,43 @@ const char* CommandGroup(const CommandSpec& s) {
   return "server";
 }
 
-// The key specs Redis 7 derives from a legacy (first, last, step) key range, so that
-// cluster clients that read key specs route every keyed command (docs/cluster.md).
+// Key specs (key_specs.h): Redis 7.0's for a Redis command, one derived from
+// the (first, last, step) key range otherwise, so that cluster clients that
+// read key specs route every keyed command (docs/cluster.md).
+void KeySpecFlagsReply(ReplyBuilder* rb, uint32_t flags) {
+  std::vector<std::string_view> names = KeySpecFlagNames(flags);
+  rb->SetHeader(names.size());
+  for (std::string_view n : names) rb->SimpleString(n);
+}
+
 void KeySpecsReply(ReplyBuilder* rb, const CommandSpec& s) {
-  if (s.first_key <= 0) {
-    rb->ArrayHeader(0);
-    return;
+  std::vector<KeySpec> specs = KeySpecsOf(s);
+  rb->ArrayHeader(specs.size());
+  for (const KeySpec& k : specs) {
+    rb->MapHeader(3);
+    rb->Bulk("flags");
+    KeySpecFlagsReply(rb, k.flags);
+    rb->Bulk("begin_search");
+    rb->MapHeader(2);
+    rb->Bulk("type");
+    rb->Bulk("index");
+    rb->Bulk("spec");
+    rb->MapHeader(1);
+    rb->Bulk("index");
+    rb->Integer(k.begin);
+    rb->Bulk("find_keys");
+    rb->MapHeader(2);
+    rb->Bulk("type");
+    rb->Bulk("range");
+    rb->Bulk("spec");
+    rb->MapHeader(3);
+    rb->Bulk("lastkey");
+    rb->Integer(k.lastkey);
+    rb->Bulk("keystep");
+    rb->Integer(k.step);
+    rb->Bulk("limit");
+    rb->Integer(0);
   }
-  rb->ArrayHeader(1);
-  rb->MapHeader(3);
-  rb->Bulk("flags");
-  const bool write = s.flags & kCmdWrite;
-  rb->ArrayHeader(write ? 3 : 2);
-  rb->SimpleString(write ? "RW" : "RO");
-  rb->SimpleString("access");
-  if (write) rb->SimpleString("update");
-  rb->Bulk("begin_search");
-  rb->MapHeader(2);
-  rb->Bulk("type");
-  rb->Bulk("index");
-  rb->Bulk("spec");
-  rb->MapHeader(1);
-  rb->Bulk("index");
-  rb->Integer(s.first_key);
-  rb->Bulk("find_keys");
-  rb->MapHeader(2);
-  rb->Bulk("type");
-  rb->Bulk("range");
-  rb->Bulk("spec");
-  rb->MapHeader(3);
-  rb->Bulk("lastkey");
-  rb->Integer(s.last_key < 0 ? s.last_key : s.last_key - s.first_key);
-  rb->Bulk("keystep");
-  rb->Integer(s.key_step);
-  rb->Bulk("limit");
-  rb->Integer(0);
 }
 
 void CommandInfoReply(ReplyBuilder* rb, const CommandSpec& s) {
@@ -182,7 +185,7 @@ void CommandDocsReply(ReplyBuilder* rb, const CommandTable& table, const Command
 
 // The keys of a command line by the spec's first/last/step (COMMAND GETKEYS).
 bool KeysOf(const CommandTable& table, std::span<const std::string_view> cmd,
-            std::vector<std::string_view>* keys, const CommandSpec** spec, std::string_view* err) {
+            std::vector<int>* keys, const CommandSpec** spec, std::string_view* err) {
   const CommandSpec* s = table.Find(cmd[0]);
   if (s == nullptr) {
     *err = kErrInvalidCommand;
@@ -199,31 +202,29 @@ bool KeysOf(const CommandTable& table, std::span<const std::string_view> cmd,
   }
   int last = s->last_key < 0 ? argc + s->last_key : s->last_key;
   int step = s->key_step > 0 ? s->key_step : 1;
-  for (int i = s->first_key; i <= last && i < argc; i += step) keys->push_back(cmd[i]);
+  for (int i = s->first_key; i <= last && i < argc; i += step) keys->push_back(i);
   *spec = s;
   return true;
 }
 
 void CommandGetKeys(CommandContext& ctx, bool flags) {
-  std::vector<std::string_view> keys;
+  std::vector<int> keys;
   const CommandSpec* spec = nullptr;
   std::string_view err;
-  if (!KeysOf(ctx.server->commands(), ctx.args.subspan(2), &keys, &spec, &err)) {
+  std::span<const std::string_view> cmd = ctx.args.subspan(2);
+  if (!KeysOf(ctx.server->commands(), cmd, &keys, &spec, &err)) {
     ctx.reply->Error(err);
     return;
   }
   ctx.reply->ArrayHeader(keys.size());
-  for (std::string_view k : keys) {
+  for (int k : keys) {
     if (!flags) {
-      ctx.reply->Bulk(k);
+      ctx.reply->Bulk(cmd[k]);
       continue;
     }
     ctx.reply->ArrayHeader(2);
-    ctx.reply->Bulk(k);
-    bool write = spec->flags & kCmdWrite;
-    ctx.reply->SetHeader(2);
-    ctx.reply->SimpleString(write ? "RW" : "RO");
-    ctx.reply->SimpleString(write ? "update" : "access");
+    ctx.reply->Bulk(cmd[k]);
+    KeySpecFlagsReply(ctx.reply, KeyFlagsAt(*spec, cmd, k));
   }
 }
 
@@ -343,6 +344,9 @@ const std::pair<const char*, const char*> kCompatConfig[] = {
     {"save", ""},
     {"appendonly", "no"},
     {"databases", "1"},
+    // No replication: Redis answers an empty value under the name and its alias.
+    {"replicaof", ""},
+    {"slaveof", ""},
 };
 
 void ConfigGet(CommandContext& ctx) {

@@ -31,7 +31,7 @@ bool ValidName(std::string_view name) {
 
 // One CLIENT LIST line (Redis 7 field order; fields pion does not have are
 // reported as Redis reports them for an idle normal client). Registry locked.
-void AppendClientLine(const ClientInfo& c, std::string* out) {
+void AppendClientLine(const ClientInfo& c, std::string* out, uint64_t running_bytes) {
   uint64_t now = MonotonicUs();
   constexpr auto kR = std::memory_order_relaxed;
   uint64_t last = c.last_active_us.load(kR);
@@ -42,8 +42,8 @@ void AppendClientLine(const ClientInfo& c, std::string* out) {
                 c.addr.c_str(), c.laddr.c_str(), c.fd);
   out->append(buf);
   out->append(c.name);
-  uint64_t qbuf = c.qbuf.load(kR), qfree = c.qbuf_free.load(kR), omem = c.omem.load(kR);
-  uint64_t tot = c.tot_mem.load(kR);
+  uint64_t qbuf = c.qbuf.load(kR) + running_bytes, qfree = c.qbuf_free.load(kR);
+  uint64_t omem = c.omem.load(kR), tot = c.tot_mem.load(kR) + running_bytes;
   std::snprintf(buf, sizeof(buf),
                 " age=%llu idle=%llu flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=%llu "
                 "qbuf-free=%llu argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%llu "
@@ -62,6 +62,20 @@ void AppendClientLine(const ClientInfo& c, std::string* out) {
 }
 
 namespace {
+
+size_t DecimalDigits(size_t n) {
+  size_t d = 1;
+  while (n >= 10) n /= 10, ++d;
+  return d;
+}
+
+// The running command's size as a RESP array of bulk strings (what Redis's
+// query buffer holds while it runs).
+uint64_t RunningBytes(const CommandContext& ctx) {
+  uint64_t n = 1 + DecimalDigits(ctx.args.size()) + 2;
+  for (std::string_view a : ctx.args) n += 1 + DecimalDigits(a.size()) + 2 + a.size() + 2;
+  return n;
+}
 
 void ClientList(CommandContext& ctx) {
   std::vector<uint64_t> ids;
@@ -100,7 +114,7 @@ void ClientList(CommandContext& ctx) {
   std::string out;
   ctx.server->clients().ForEach([&](const ClientInfo& c) {
     if (filter_ids && std::find(ids.begin(), ids.end(), c.id) == ids.end()) return;
-    AppendClientLine(c, &out);
+    AppendClientLine(c, &out, c.id == ctx.client->id ? RunningBytes(ctx) : 0);
   });
   // Redis lists clients by id.
   std::vector<std::string_view> lines;
@@ -121,7 +135,7 @@ void ClientList(CommandContext& ctx) {
 void ClientInfoCmd(CommandContext& ctx) {
   std::string out;
   ctx.server->clients().ForEach([&](const ClientInfo& c) {
-    if (c.id == ctx.client->id) AppendClientLine(c, &out);
+    if (c.id == ctx.client->id) AppendClientLine(c, &out, RunningBytes(ctx));
   });
   ctx.reply->Verbatim(out);
 }
@@ -162,6 +176,10 @@ void ClientKill(CommandContext& ctx) {
       } else if (EqualsIgnoreCase(k, "LADDR")) {
         f.laddr = std::string(v);
       } else if (EqualsIgnoreCase(k, "USER")) {
+        if (ctx.server->acl().Find(v) == nullptr) {
+          ctx.reply->Error(NoSuchUserError(v));  // as Redis
+          return;
+        }
         f.user = std::string(v);
       } else if (EqualsIgnoreCase(k, "SKIPME")) {
         if (EqualsIgnoreCase(v, "yes")) {

@@ -31,6 +31,9 @@ struct CommandContext {
   // Set for a command EXEC runs: its reply is one element of EXEC's array and must be
   // written before the next one, so it may not defer.
   bool in_exec = false;
+  // Set by EXEC: the error replies of the commands it ran, each already counted
+  // on its own command (INFO commandstats/errorstats), not as EXEC's failure.
+  uint64_t inner_errors = 0;
   // What keeps argument memory alive until the dispatch is over (the command's
   // stats, SLOWLOG and MONITOR read ctx.args after the handler): a handler that
   // took a big argument's buffer (TakeArg) keeps its owner here.

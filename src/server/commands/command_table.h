@@ -68,7 +68,9 @@ void AddInfoCommands(std::vector<CommandSpec>* out);
 void AddObserveCommands(std::vector<CommandSpec>* out);
 
 // One CLIENT LIST line for `c` (client.cc); the client registry must be locked.
-void AppendClientLine(const ClientInfo& c, std::string* out);
+// `running_bytes`: for the client running the command, the command's own
+// bytes, which Redis counts in its query buffer (qbuf, tot-mem) while it runs.
+void AppendClientLine(const ClientInfo& c, std::string* out, uint64_t running_bytes = 0);
 
 // The ACL commands (commands/acl.cc).
 void AddAclCommands(std::vector<CommandSpec>* out);

@@ -42,8 +42,8 @@ TEST_F(ConnectionCommands, HelloSetName) {
 
 TEST_F(ConnectionCommands, AuthWithoutPassword) {
   EXPECT_EQ(Run({"AUTH", "pw"}).error(),
-            "ERR Client sent AUTH, but no password is set. Did you mean AUTH <username> "
-            "<password>?");
+            "ERR AUTH <password> called without any password configured for the default user. "
+            "Are you sure your configuration is correct?");
 }
 
 TEST_F(ConnectionCommands, SelectOnlyZero) {

@@ -47,6 +47,7 @@ std::string HelloOptionError(std::string_view opt) {
 std::string UnknownClientTypeError(std::string_view type) {
   return Quoted("ERR Unknown client type ", type);
 }
+std::string NoSuchUserError(std::string_view user) { return Quoted("ERR No such user ", user); }
 std::string UnrecognizedOptionError(std::string_view opt) {
   return Quoted("ERR Unrecognized option ", opt);
 }

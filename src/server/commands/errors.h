@@ -111,7 +111,8 @@ inline constexpr std::string_view kErrFetchArgs =
 inline constexpr std::string_view kErrWrongPass =
     "WRONGPASS invalid username-password pair or user is disabled.";
 inline constexpr std::string_view kErrAuthNoPassword =
-    "ERR Client sent AUTH, but no password is set. Did you mean AUTH <username> <password>?";
+    "ERR AUTH <password> called without any password configured for the default user. Are you "
+    "sure your configuration is correct?";
 inline constexpr std::string_view kErrHelloNoAuth =
     "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
     "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
@@ -121,6 +122,8 @@ inline constexpr std::string_view kErrNoPermKey =
     "NOPERM this user has no permissions to access one of the keys used as arguments";
 inline constexpr std::string_view kErrAclSyntax = "Syntax error";
 inline constexpr std::string_view kErrAclUnknownCommand = "Unknown command or category name in ACL";
+inline constexpr std::string_view kErrAclSubcommandFirstArg =
+    "Allowing first-arg of a subcommand is not supported";
 inline constexpr std::string_view kErrAclKeyAfterAll =
     "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have "
     "any effect. Try 'resetkeys' to start with an empty list of patterns";
@@ -237,6 +240,11 @@ inline constexpr std::string_view kErrExecWithoutMulti = "ERR EXEC without MULTI
 inline constexpr std::string_view kErrDiscardWithoutMulti = "ERR DISCARD without MULTI";
 inline constexpr std::string_view kErrExecAbort =
     "EXECABORT Transaction discarded because of previous errors.";
+// EXEC of a transaction holding a write that may use memory while the store is
+// full (Redis's execCommandAbort text around its OOM error).
+inline constexpr std::string_view kErrExecAbortOom =
+    "EXECABORT Transaction discarded because of: OOM command not allowed when used memory > "
+    "'maxmemory'.";
 inline constexpr std::string_view kErrWatchInMulti = "ERR WATCH inside MULTI is not allowed";
 inline constexpr std::string_view kErrNotInMulti = "ERR Command not allowed inside a transaction";
 
@@ -261,6 +269,7 @@ std::string UnsupportedOptionError(std::string_view opt);   // Unsupported optio
 std::string HelloOptionError(std::string_view opt);         // Syntax error in HELLO option 'x'
 std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
 std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized option 'x'
+std::string NoSuchUserError(std::string_view user);         // No such user 'x' (CLIENT KILL USER)
 std::string ClientSetInfoBadValueError(std::string_view attr);  // lib-name cannot contain ...
 std::string UnknownVquantError(std::string_view name);  // KV.PREFIX.REGISTER: unknown vquant
 std::string VquantDimError(std::string_view format);    // vquant x needs kv_dim % 32 == 0

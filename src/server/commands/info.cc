@@ -100,8 +100,11 @@ void ClientsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
 
 void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
   uint64_t rss = ResidentSetBytes();
+  // used_memory is what maxmemory bounds (the data budget); what the
+  // allocator holds besides (buffers, connections) is allocator_allocated.
   uint64_t used = s.UsedMemory();
   uint64_t peak = s.used_memory_peak();
+  uint64_t alloc = s.AllocatorMemory();
   uint64_t max = s.maxmemory();
   InfoField(out, "used_memory", used);
   InfoField(out, "used_memory_human", Human(used));
@@ -109,9 +112,13 @@ void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "used_memory_rss_human", Human(rss));
   InfoField(out, "used_memory_peak", peak);
   InfoField(out, "used_memory_peak_human", Human(peak));
+  InfoField(out, "used_memory_dataset", used);
+  InfoField(out, "allocator_allocated", alloc);
+  InfoField(out, "allocator_allocated_human", Human(alloc));
+  InfoField(out, "allocator_peak", s.allocator_peak());
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.2f",
-                used > 0 ? static_cast<double>(rss) / static_cast<double>(used) : 0.0);
+                alloc > 0 ? static_cast<double>(rss) / static_cast<double>(alloc) : 0.0);
   InfoField(out, "mem_fragmentation_ratio", std::string(ratio));
   InfoField(out, "maxmemory", max);
   InfoField(out, "maxmemory_human", Human(max));
@@ -127,12 +134,18 @@ void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
     InfoField(out, "vstore_bytes_human", Human(ss.bytes));
   }
   InfoField(out, "mem_allocator", std::string("libc"));
+  InfoField(out, "lazyfree_pending_objects", uint64_t{0});  // values are freed at once
 }
 
 void PersistenceSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "loading", uint64_t{s.loading() ? 1u : 0u});
   InfoField(out, "async_loading", uint64_t{0});
-  if (s.hooks().info) s.hooks().info(out);
+  if (s.hooks().info) {
+    s.hooks().info(out);
+  } else if (store::Store* st = s.store()) {
+    // Without persistence nothing is ever saved: every change since start.
+    InfoField(out, "rdb_changes_since_last_save", st->KeyStats().changes);
+  }
 }
 
 // The keyspace counters of INFO stats (string keys and namespaces together).

@@ -128,6 +128,10 @@ void Latency(CommandContext& ctx) {
         "    Print this help.",
     };
     HelpReply(ctx, kLines);
+  } else if (EqualsIgnoreCase(sub, "LATEST") || EqualsIgnoreCase(sub, "HISTORY") ||
+             EqualsIgnoreCase(sub, "DOCTOR") || EqualsIgnoreCase(sub, "HELP")) {
+    // A known subcommand with the wrong number of arguments (Redis's text).
+    ctx.reply->Error(WrongArity("latency|" + ToLower(sub)));
   } else {
     ctx.reply->Error(UnknownSubcommandError("LATENCY", sub));
   }

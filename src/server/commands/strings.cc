@@ -361,8 +361,25 @@ void Keys(CommandContext& ctx) {
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+// A SCAN cursor read as Redis reads it (strtoul): an optional sign, decimal
+// digits, nothing else; "-1" is 2^64-1. Nullopt: "invalid cursor".
+std::optional<uint64_t> ParseScanCursor(std::string_view s) {
+  size_t i = 0;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+  if (i == s.size()) return s.empty() ? std::optional<uint64_t>(0) : std::nullopt;
+  uint64_t v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return std::nullopt;
+    uint64_t d = static_cast<uint64_t>(s[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) return std::nullopt;  // ERANGE
+    v = v * 10 + d;
+  }
+  return negative ? uint64_t{0} - v : v;
+}
+
 void Scan(CommandContext& ctx) {
-  auto cur = ParseUint64Strict(ctx.args[1]);
+  auto cur = ParseScanCursor(ctx.args[1]);
   if (!cur) {
     ctx.reply->Error(kErrInvalidCursor);
     return;
@@ -467,7 +484,7 @@ void ExpireCommon(CommandContext& ctx, int64_t unit_ms, bool absolute, std::stri
   if (nx) c = store::ExpireCond::kNx;
   if (xx) c = store::ExpireCond::kXx;
   if (gt) c = store::ExpireCond::kGt;
-  if (lt) c = store::ExpireCond::kLt;
+  if (lt) c = xx ? store::ExpireCond::kLtXx : store::ExpireCond::kLt;
   int64_t n = *v;
   if (n > LLONG_MAX / unit_ms || n < LLONG_MIN / unit_ms) {
     ctx.reply->Error(InvalidExpireError(cmd));
@@ -527,9 +544,25 @@ void Persist(CommandContext& ctx) {
 void Memory(CommandContext& ctx) {
   std::string_view sub = ctx.args[1];
   if (IsKeyword(sub, "USAGE")) {
-    if (ctx.args.size() != 3 && !(ctx.args.size() == 5 && IsKeyword(ctx.args[3], "SAMPLES"))) {
-      ctx.reply->Error(kErrSyntaxError);
+    if (ctx.args.size() < 3) {
+      ctx.reply->Error(WrongArity("memory|usage"));
       return;
+    }
+    // As Redis: any number of SAMPLES <n>, n >= 0 (pion counts exactly: n is unused).
+    for (size_t j = 3; j < ctx.args.size(); j += 2) {
+      if (!IsKeyword(ctx.args[j], "SAMPLES") || j + 1 >= ctx.args.size()) {
+        ctx.reply->Error(kErrSyntaxError);
+        return;
+      }
+      auto samples = ParseInt64Strict(ctx.args[j + 1]);
+      if (!samples) {
+        ctx.reply->Error(kErrNotInteger);
+        return;
+      }
+      if (*samples < 0) {
+        ctx.reply->Error(kErrSyntaxError);
+        return;
+      }
     }
     if (ctx.server->store() == nullptr) {
       ctx.reply->Null();

@@ -5,9 +5,11 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "base/clock.h"
 #include "base/strutil.h"
 #include "net/client_info.h"
 #include "server/acl.h"
+#include "server/command_stats.h"
 #include "server/commands/command_table.h"
 #include "server/commands/errors.h"
 #include "server/server.h"
@@ -37,6 +39,7 @@ void TxQueue(CommandContext& ctx, const CommandSpec* spec, TxState& tx) {
     ctx.reply->Error(kErrNotInMulti);
     return;
   }
+  if (spec->flags & kCmdDenyOom) tx.denyoom = true;
   TxState::Queued q;
   q.spec = spec;
   q.args.reserve(ctx.args.size());
@@ -60,6 +63,7 @@ void Multi(CommandContext& ctx) {
   }
   tx.in_multi = true;
   tx.dirty = false;
+  tx.denyoom = false;
   tx.queued.clear();
   ctx.reply->SimpleString("OK");
 }
@@ -97,6 +101,12 @@ void Exec(CommandContext& ctx) {
   tx->Reset();
   ctx.reply->ArrayHeader(queued.size());
   std::vector<std::string_view> views;
+  // As Redis: each command is counted on its own (commandstats, errorstats),
+  // and the slow log, the latency monitor and MONITOR see it, after it ran
+  // (so MONITOR shows MULTI, the commands, then EXEC).
+  CommandStats& stats = ctx.server->cmdstats_of(ctx.client->worker);
+  const CommandTable& table = ctx.server->commands();
+  const uint64_t errors_before = ctx.reply->error_count();
   for (TxState::Queued& q : queued) {
     views.assign(q.args.begin(), q.args.end());
     CommandContext sub;
@@ -116,19 +126,28 @@ void Exec(CommandContext& ctx) {
       if (d != AclDenial::kNone) {
         std::string who = u != nullptr ? u->name : std::string();
         if (d == AclDenial::kCommand) {
-          ctx.reply->Error(NoPermCommandError(q.spec->name));
-          ctx.server->acl().Log("command", ToLower(q.spec->name), who,
-                                ctx.server->ClientLine(ctx.client));
+          const std::string& name = table.stat_name(table.StatIndex(q.spec, views));
+          ctx.reply->Error(NoPermCommandError(name));
+          ctx.server->acl().Log("command", name, who, ctx.server->ClientLine(ctx.client));
         } else {
           ctx.reply->Error(kErrNoPermKey);
           ctx.server->acl().Log("key", key, who, ctx.server->ClientLine(ctx.client));
         }
+        stats.CountError(ctx.reply->last_error_code());
         continue;
       }
     }
+    const uint64_t before = ctx.reply->error_count();
+    const uint64_t start = MonotonicUs();
     q.spec->handler(sub);
+    const uint64_t usec = MonotonicUs() - start;
+    const bool failed = ctx.reply->error_count() != before;
+    stats.Record(table.StatIndex(q.spec, views), usec, failed);
+    if (failed) stats.CountError(ctx.reply->last_error_code());
+    ctx.server->AfterCommand(views, *q.spec, usec, *ctx.client);
     ctx.wait_lsn = std::max(ctx.wait_lsn, sub.wait_lsn);
   }
+  ctx.inner_errors = ctx.reply->error_count() - errors_before;
 }
 
 void Watch(CommandContext& ctx) {
@@ -152,6 +171,8 @@ void Unwatch(CommandContext& ctx) {
 }
 
 }  // namespace
+
+bool IsExec(const CommandSpec* spec) { return spec->handler == Exec; }
 
 void AddTransactionCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kTx = kCmdTxControl | kCmdFast | kCmdLoading | kCmdStale;

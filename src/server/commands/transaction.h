@@ -3,7 +3,10 @@
 // on first use, freed by CommandService::OnClose). While a client is in MULTI,
 // CommandService::Dispatch admits each command as usual (an error there marks
 // the transaction, so EXEC answers EXECABORT), queues it and answers +QUEUED;
-// the commands flagged kCmdTxControl run at once. EXEC runs the queue holding
+// the commands flagged kCmdTxControl run at once. Under memory pressure (the
+// store has no room for one more entry, Store::OutOfMemory) Dispatch refuses,
+// as Redis, every command queued (-OOM, marking the transaction) and EXEC of a
+// transaction holding a kCmdDenyOom command (EXECABORT, nothing runs). EXEC runs the queue holding
 // the server's exec lock exclusively; every other command holds it shared,
 // so no other client's command interleaves with a transaction.
 //
@@ -21,7 +24,8 @@ namespace pion::server {
 
 struct TxState {
   bool in_multi = false;
-  bool dirty = false;  // a command was refused while queueing
+  bool dirty = false;    // a command was refused while queueing
+  bool denyoom = false;  // a queued command may use memory (kCmdDenyOom)
   struct Queued {
     const CommandSpec* spec;
     std::vector<std::string> args;
@@ -32,6 +36,7 @@ struct TxState {
   void Reset() {
     in_multi = false;
     dirty = false;
+    denyoom = false;
     queued.clear();
     watched.clear();
   }
@@ -48,6 +53,10 @@ void TxClear(ClientInfo* c);
 // Called by Dispatch for a client in MULTI with an admitted command that is not
 // kCmdTxControl: queues it (or refuses a kCmdNoMulti one) and replies.
 void TxQueue(CommandContext& ctx, const CommandSpec* spec, TxState& tx);
+
+// Whether `spec` is EXEC (Dispatch refuses it under memory pressure when the
+// transaction holds a kCmdDenyOom command, as Redis).
+bool IsExec(const CommandSpec* spec);
 
 void AddTransactionCommands(std::vector<CommandSpec>* out);
 
