@@ -63,6 +63,15 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
     }
   }
   size_t slot = table.StatIndex(spec, args);
+  // RESP2 subscribed mode: only the subscribe family, PING, QUIT and RESET.
+  if (c.info->pubsub.load(std::memory_order_relaxed) && !(spec->flags & kCmdPubSubContext) &&
+      c.conn->proto() == 2) [[unlikely]] {
+    if (tx != nullptr && tx->in_multi) tx->dirty = true;
+    reply.Error(PubSubContextError(table.stat_name(slot)));
+    stats.Reject(slot);
+    stats.CountError(reply.last_error_code());
+    return 0;
+  }
   c.info->last_cmd.store(table.stat_name(slot).c_str(), std::memory_order_relaxed);
   CommandContext ctx;
   ctx.args = args;
@@ -131,6 +140,9 @@ bool CommandService::CheckAcl(const AclUser* user, const CommandSpec& spec,
   if (d == AclDenial::kCommand) {
     reply.Error(NoPermCommandError(spec.name));
     server_->acl().Log("command", ToLower(spec.name), user->name, server_->ClientLine(c.info));
+  } else if (d == AclDenial::kChannel) {
+    reply.Error(kErrNoPermChannel);
+    server_->acl().Log("channel", key, user->name, server_->ClientLine(c.info));
   } else {
     reply.Error(kErrNoPermKey);
     server_->acl().Log("key", key, user->name, server_->ClientLine(c.info));
@@ -159,6 +171,9 @@ uint64_t CommandService::query_buffer_limit() const {
 uint64_t CommandService::output_limit() const { return server_->output_limit(); }
 uint64_t CommandService::output_soft_limit() const { return server_->output_soft_limit(); }
 uint64_t CommandService::output_soft_seconds() const { return server_->output_soft_seconds(); }
+net::Service::OutputLimits CommandService::pubsub_output_limits() const {
+  return server_->pubsub_output_limits();
+}
 uint64_t CommandService::output_check_threshold() const {
   return server_->output_check_threshold();
 }
@@ -175,6 +190,7 @@ void CommandService::OnClose(ClientInfo* info) {
   TxFree(info);
   server_->clients().Unregister(info);
   server_->RemoveMonitor(info);
+  server_->PubSubRemoveClient(info);
   server_->clients().ReleaseSlot();
 }
 

@@ -236,7 +236,7 @@ class RawConn(RawSocket):
                 return None
             data = self._exact(n)
             return Verbatim(data[4:]) if t == b"=" else data
-        if t in (b"*", b"~"):
+        if t in (b"*", b"~", b">"):  # '>': a RESP3 push (Pub/Sub), read as a list
             n = int(rest)
             if n < 0:
                 return None

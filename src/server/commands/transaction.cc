@@ -119,6 +119,9 @@ void Exec(CommandContext& ctx) {
           ctx.reply->Error(NoPermCommandError(q.spec->name));
           ctx.server->acl().Log("command", ToLower(q.spec->name), who,
                                 ctx.server->ClientLine(ctx.client));
+        } else if (d == AclDenial::kChannel) {
+          ctx.reply->Error(kErrNoPermChannel);
+          ctx.server->acl().Log("channel", key, who, ctx.server->ClientLine(ctx.client));
         } else {
           ctx.reply->Error(kErrNoPermKey);
           ctx.server->acl().Log("key", key, who, ctx.server->ClientLine(ctx.client));
