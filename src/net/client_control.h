@@ -18,6 +18,8 @@
 
 namespace pion::net {
 
+class ReplyBuilder;
+
 // CLIENT REPLY: kOff drops every reply from this command on (this one
 // included), kSkip drops this command's reply and the next command's, kOn
 // sends replies again from this one on.
@@ -45,6 +47,10 @@ class ClientControl {
   // read into (RequestParser::TakeBigArg), so it can keep the bytes without
   // copying them; empty when `arg` is not such an argument. `arg` (and every
   // other view into that buffer) stays valid while the buffer is kept.
+  // Where a Pub/Sub confirmation goes while CLIENT REPLY OFF|SKIP drops this
+  // command's reply (Redis sends those pushes regardless); nullptr: the
+  // command's own reply builder.
+  virtual ReplyBuilder* PushWriter() { return nullptr; }
   virtual OwnedBuffer TakeArgBuffer(std::string_view arg) {
     (void)arg;
     return OwnedBuffer();

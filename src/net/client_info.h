@@ -51,6 +51,11 @@ struct ClientInfo {
   std::atomic<uint64_t> omem{0};       // queued output bytes
   std::atomic<uint64_t> tot_mem{0};    // every buffer the connection holds
   std::atomic<bool> monitor{false};    // MONITOR issued on this connection
+  // Subscribed to a Pub/Sub channel, pattern or shard channel (Redis's
+  // CLIENT_PUBSUB): RESP2 subscribed mode, the `pubsub` output-limit class.
+  std::atomic<bool> pubsub{false};
+  // Its channels, patterns and shard channels (CLIENT LIST sub= psub= ssub=).
+  std::atomic<uint32_t> sub{0}, psub{0}, ssub{0};
 };
 
 }  // namespace pion::net

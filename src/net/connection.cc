@@ -48,7 +48,8 @@ Connection::Connection(ConnHost* host, Service* service, int fd, uint64_t id, st
       parser_(resp_ ? static_cast<RequestParser&>(*resp_) : *frames_),
       writer_(&out_),
       frame_writer_(&out_),
-      out_(&host->pool()) {
+      out_(&host->pool()),
+      push_writer_(&out_) {
   info_.id = id;
   info_.fd = fd;
   info_.worker = host->index();
@@ -294,6 +295,11 @@ void Connection::ReleaseIdleBuffers() {
 }
 
 void Connection::ProcessInput() {
+  // Messages published to this worker's clients before this input was read go
+  // out first (Pub/Sub ordering: a message published before a command is read
+  // precedes that command's reply).
+  host_->BeforeInput();
+  if (closed_) return;
   // One batch for the service (Service::BeginBatch): ended on every return.
   service_->BeginBatch();
   struct BatchEnd {
@@ -353,8 +359,17 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
   }
   uint64_t exempt = big_reply_end_ > out_.consumed_total() ? big_reply_len_ : 0;
   uint64_t counted = held > exempt ? held - exempt : 0;
-  uint64_t hard = service_->output_limit();
-  uint64_t soft = service_->output_soft_limit();
+  uint64_t hard, soft, soft_seconds;
+  if (info_.pubsub.load(std::memory_order_relaxed)) {
+    Service::OutputLimits l = service_->pubsub_output_limits();
+    hard = l.hard;
+    soft = l.soft;
+    soft_seconds = l.soft_seconds;
+  } else {
+    hard = service_->output_limit();
+    soft = service_->output_soft_limit();
+    soft_seconds = service_->output_soft_seconds();
+  }
   uint64_t limit = 0;
   if (hard > 0 && counted > hard) {
     limit = hard;
@@ -362,7 +377,7 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
     if (now_us == 0) now_us = MonotonicUs();
     if (soft_since_us_ == 0)
       soft_since_us_ = now_us;
-    else if (now_us - soft_since_us_ > service_->output_soft_seconds() * 1000000ull)
+    else if (now_us - soft_since_us_ > soft_seconds * 1000000ull)
       limit = soft;
   } else {
     soft_since_us_ = 0;
@@ -500,6 +515,23 @@ void Connection::PushRaw(std::string_view bytes) {
   out_.Append(bytes);
   if (!CheckOutputLimits(0)) return;
   Flush();
+}
+
+ReplyBuilder* Connection::PushWriter() {
+  if (protocol_ != Protocol::kResp || writer_.out() == &out_) return nullptr;
+  push_writer_.set_proto(writer_.proto());
+  return &push_writer_;
+}
+
+bool Connection::QueuePush(std::string_view msg) {
+  if (closed_) return false;
+  if (writer_.proto() == 3 && !msg.empty() && msg[0] == '*') {
+    out_.Append(">");
+    out_.Append(msg.substr(1));
+  } else {
+    out_.Append(msg);
+  }
+  return CheckOutputLimits(0);
 }
 
 std::shared_ptr<DeferredReply> Connection::BeginDeferred() {

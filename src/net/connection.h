@@ -112,12 +112,19 @@ class Connection final : public ClientControl, private BufferGate {
   void StopReading() override;
   bool ReserveMemory(size_t n) override { return Reserve(n); }
   void SetReplyMode(ReplyMode m) override;
+  ReplyBuilder* PushWriter() override;
   OwnedBuffer TakeArgBuffer(std::string_view arg) override {
     return parser_.TakeBigArg(arg.data());
   }
   // Bytes that are not a reply to a command (MONITOR lines): queued after
   // everything queued so far and sent (host thread).
   void PushRaw(std::string_view bytes);
+  // A Pub/Sub message in its RESP2 form ("*3\r\n$7\r\nmessage..."), queued
+  // after everything queued so far; on a RESP3 connection its header becomes a
+  // push (">3"). Sent by the next FlushPushes() (the host queues a batch, then
+  // flushes each connection once). False if the output limit closed the client.
+  bool QueuePush(std::string_view msg);
+  void FlushPushes() { Flush(); }
 
   // For the host.
   void OnEvent(uint32_t events);
@@ -196,6 +203,7 @@ class Connection final : public ClientControl, private BufferGate {
   bool skip_next_ = false;     // drop the next command's reply
   bool skip_set_now_ = false;  // SKIP was set by the command running now
   std::unique_ptr<OutputQueue> discard_;
+  RespWriter push_writer_;               // PushWriter(): straight to out_
   std::vector<uint64_t> discard_slots_;  // deferred replies to drop
 };
 

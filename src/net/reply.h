@@ -40,8 +40,10 @@ class ReplyBuilder {
   virtual void ArrayHeader(size_t n) = 0;
   virtual void MapHeader(size_t pairs) = 0;  // %n (RESP3) / *2n (RESP2)
   virtual void SetHeader(size_t n) = 0;      // ~n (RESP3) / *n (RESP2)
-  virtual void Double(double v) = 0;         // ,v (RESP3) / bulk (RESP2)
-  virtual void Boolean(bool v) = 0;          // #t/#f (RESP3) / :1/:0 (RESP2)
+  // A Pub/Sub push: >n (RESP3) / *n (RESP2).
+  virtual void PushHeader(size_t n) { ArrayHeader(n); }
+  virtual void Double(double v) = 0;  // ,v (RESP3) / bulk (RESP2)
+  virtual void Boolean(bool v) = 0;   // #t/#f (RESP3) / :1/:0 (RESP2)
   // RESP3 verbatim string (=len\r\ntxt:body) / RESP2 bulk.
   virtual void Verbatim(std::string_view body) = 0;
 

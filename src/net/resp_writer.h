@@ -44,6 +44,7 @@ class RespWriter final : public ReplyBuilder {
   void ArrayHeader(size_t n) override;
   void MapHeader(size_t pairs) override;
   void SetHeader(size_t n) override;
+  void PushHeader(size_t n) override { Header(proto_ == 3 ? '>' : '*', n); }
   void Double(double v) override;
   void Boolean(bool v) override;
   void Verbatim(std::string_view body) override;

@@ -73,6 +73,14 @@ class Service {
   virtual uint64_t output_soft_limit() const = 0;
   virtual uint64_t output_soft_seconds() const = 0;
   virtual uint64_t output_check_threshold() const = 0;
+  // The limits of a client subscribed to Pub/Sub channels (Redis's `pubsub`
+  // class of client-output-buffer-limit); by default those above.
+  struct OutputLimits {
+    uint64_t hard, soft, soft_seconds;
+  };
+  virtual OutputLimits pubsub_output_limits() const {
+    return {output_limit(), output_soft_limit(), output_soft_seconds()};
+  }
 
   // The shared client-memory budget (maxmemory-clients): Reserve admits `n`
   // more bytes if the bound allows (and counts them); Adjust corrects the count
@@ -118,6 +126,10 @@ class ConnHost {
   // Any thread: run c->FinishDeferred(slot, fn) on the host's thread if client
   // `client_id` still exists there (dropped otherwise).
   virtual void CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn) = 0;
+  // Called before a connection runs the commands of a batch of input: the host
+  // delivers what other threads queued for its connections (Pub/Sub messages)
+  // first.
+  virtual void BeforeInput() {}
 
  protected:
   ~ConnHost() = default;

@@ -122,7 +122,7 @@ std::string AclUser::Describe() const {
   for (const std::string& p : passwords) s += " #" + p;
   std::string k = KeysDescription();
   if (!k.empty()) s += " " + k;
-  s += allchannels ? " &*" : " resetchannels";
+  s += " " + ChannelsDescription();
   s += " " + CommandsDescription();
   return s;
 }
@@ -166,10 +166,8 @@ Status Acl::ApplyRule(AclUser* u, std::string_view rule) const {
   } else if (EqualsIgnoreCase(rule, "resetkeys")) {
     u->allkeys = false;
     u->keys.clear();
-  } else if (EqualsIgnoreCase(rule, "allchannels")) {
-    u->allchannels = true;
-  } else if (EqualsIgnoreCase(rule, "resetchannels")) {
-    u->allchannels = false;
+  } else if (Status cst; AclApplyChannelRule(u, rule, &cst)) {
+    return cst;
   } else if (EqualsIgnoreCase(rule, "allcommands") || EqualsIgnoreCase(rule, "+@all")) {
     SetAllCommands(u, true);
     u->cmd_rules.assign(1, "+@all");
@@ -182,7 +180,8 @@ Status Acl::ApplyRule(AclUser* u, std::string_view rule) const {
     u->passwords.clear();
     u->allkeys = false;
     u->keys.clear();
-    u->allchannels = false;
+    u->allchannels = pubsub_default_all();
+    u->channels.clear();
     SetAllCommands(u, false);
     u->cmd_rules.clear();
   } else if (!rule.empty() && (rule[0] == '>' || rule[0] == '#')) {
@@ -240,8 +239,6 @@ Status Acl::ApplyRule(AclUser* u, std::string_view rule) const {
       }
       if (!merged) u->keys.push_back({std::string(glob), perm});
     }
-  } else if (!rule.empty() && rule[0] == '&') {
-    if (rule == "&*") u->allchannels = true;  // other channel patterns: accepted, no effect
   } else if (rule.size() >= 2 && (rule[0] == '+' || rule[0] == '-')) {
     return ApplyCommandRule(u, rule);
   } else {
@@ -255,7 +252,7 @@ void Acl::Finish(AclUser* u) const {
   bool all = true;
   for (size_t i = 0; i < ncommands_ && all; ++i)
     all = u->CommandAllowed(i) && !u->DecidedBySubcommand(i);
-  u->unrestricted = u->enabled && all && u->allkeys;
+  u->unrestricted = u->enabled && all && u->allkeys && u->allchannels;
   u->full_categories = 0;
   for (size_t b = 0; b < std::size(kCategoryNames); ++b) {
     uint32_t bit = 1u << b;
@@ -301,6 +298,7 @@ Status Acl::SetUserLocked(std::unordered_map<std::string, std::shared_ptr<const 
   } else {
     nu->name = std::string(name);
     InitCommandRules(nu.get());
+    nu->allchannels = pubsub_default_all();  // acl-pubsub-default
   }
   for (std::string_view r : rules) {
     Status st = ApplyRule(nu.get(), r);
@@ -402,6 +400,12 @@ AclDenial Acl::Check(const AclUser& u, const CommandSpec& spec, size_t index,
                      std::span<const std::string_view> args, std::string_view* denied_key) {
   if (u.unrestricted) return AclDenial::kNone;
   if (!u.CallAllowed(index, spec, args)) return AclDenial::kCommand;
+  // Pub/Sub channels (no keys: Redis checks keys first, then channels).
+  if (!u.allchannels &&
+      (spec.acl_key_flags & (kAclChannelArgs | kAclChannelFirst | kAclChannelPatterns)) != 0) {
+    if (!AclChannelsAllowed(u, spec, args, denied_key)) return AclDenial::kChannel;
+    return AclDenial::kNone;
+  }
   if (u.allkeys || spec.first_key <= 0) return AclDenial::kNone;
   int argc = static_cast<int>(args.size());
   int last = spec.last_key < 0 ? argc + spec.last_key : spec.last_key;

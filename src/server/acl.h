@@ -73,7 +73,8 @@ struct AclUser {
   std::vector<std::string> cmd_rules;  // as ACL GETUSER prints them ("+@all", "-flushall")
   bool allkeys = false;                // ~* (read and write every key)
   std::vector<AclKeyPattern> keys;     // when !allkeys
-  bool allchannels = false;            // &* (accepted for compatibility; pion has no pub/sub)
+  bool allchannels = false;            // &* / allchannels: every Pub/Sub channel
+  std::vector<std::string> channels;   // &<pattern> rules, when !allchannels
   bool unrestricted = false;           // every command on every key: no check at all
   // Categories every command of which this user may run (for subcommands that
   // Redis files under a category of their own: CLIENT LIST / KILL are @admin).
@@ -113,6 +114,12 @@ struct AclUser {
   // Whether `key` (already mapped to its owner when it is a sid) may be used
   // with `perm`.
   bool KeyAllowed(std::string_view key, uint8_t perm) const;
+  // Pub/Sub (acl_channels.cc): whether `channel` may be published or
+  // subscribed to; a PSUBSCRIBE pattern (`is_pattern`) must equal one of the
+  // user's channel patterns, as Redis compares them.
+  bool ChannelAllowed(std::string_view channel, bool is_pattern) const;
+  // "&*", or "resetchannels" and each "&<pattern>" (ACL LIST, GETUSER).
+  std::string ChannelsDescription() const;
   // The rule list as ACL LIST prints it (after "user <name> ").
   std::string Describe() const;
   std::string KeysDescription() const;
@@ -125,7 +132,22 @@ struct AclUser {
 std::function<bool(std::string_view)> SubtreeWriteCheck(const AclUser* u, std::string* denied);
 
 // Why a command was refused.
-enum class AclDenial : uint8_t { kNone, kCommand, kKey };
+enum class AclDenial : uint8_t { kNone, kCommand, kKey, kChannel };
+
+// Channel rules (acl_channels.cc): applies `rule` when it is one
+// (&<pattern>, allchannels, resetchannels); false when it is not one.
+// `*st` gets the error of a refused channel rule.
+bool AclApplyChannelRule(AclUser* u, std::string_view rule, Status* st);
+// The channel arguments of a Pub/Sub command the user may not use: the first
+// refused one in `*denied`. Commands: SUBSCRIBE, SSUBSCRIBE, PSUBSCRIBE,
+// PUBLISH, SPUBLISH (spec.acl_key_flags kAclChannelArgs / kAclChannelFirst /
+// kAclChannelPatterns).
+bool AclChannelsAllowed(const AclUser& u, const CommandSpec& spec,
+                        std::span<const std::string_view> args, std::string_view* denied);
+// Whether a client of `u` may keep every one of these subscriptions.
+bool AclSubscriptionsAllowed(const AclUser& u, const std::vector<std::string>& channels,
+                             const std::vector<std::string>& patterns,
+                             const std::vector<std::string>& shards);
 
 struct AclLogEntry {
   uint64_t count = 1;
@@ -163,6 +185,10 @@ class Acl {
   // that fails leaves everything as it was; the error names the line.
   Status LoadLines(const std::vector<std::string>& lines, std::string_view origin);
   std::vector<std::string> ListLines() const;
+
+  // acl-pubsub-default: whether a new user (and `reset`) starts with allchannels.
+  void set_pubsub_default_all(bool all) { pubsub_all_.store(all, std::memory_order_relaxed); }
+  bool pubsub_default_all() const { return pubsub_all_.load(std::memory_order_relaxed); }
 
   // requirepass: the default user's password (empty: nopass).
   void SetDefaultPassword(std::string_view pass);
@@ -204,6 +230,7 @@ class Acl {
   std::atomic<uint64_t> epoch_{1};
   std::deque<AclLogEntry> log_;  // newest first
   size_t log_max_len_ = 128;
+  std::atomic<bool> pubsub_all_{false};
 };
 
 }  // namespace pion::server

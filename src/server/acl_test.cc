@@ -124,7 +124,7 @@ TEST_F(AclTest, EveryCommandHasCategoriesConsistentWithItsFlags) {
     }
     // A family category besides the flags' (what +@<family> grants).
     uint32_t family = kAclKeyspace | kAclString | kAclKvcache | kAclAttend | kAclConnection |
-                      kAclTransaction | kAclAdmin | kAclDangerous;
+                      kAclTransaction | kAclPubsub | kAclAdmin | kAclDangerous;
     if (n != "TIME") {
       EXPECT_NE(c & family, 0u) << "no family category";  // TIME: @fast only, as Redis
     }

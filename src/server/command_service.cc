@@ -117,6 +117,15 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
       return lsn;
     }
   }
+  // RESP2 subscribed mode: only the subscribe family, PING, QUIT and RESET.
+  if (c.info->pubsub.load(std::memory_order_relaxed) && !(spec->flags & kCmdPubSubContext) &&
+      c.conn->proto() == 2) [[unlikely]] {
+    if (tx != nullptr && tx->in_multi) tx->dirty = true;
+    reply.Error(PubSubContextError(table.stat_name(slot)));
+    stats.Reject(slot);
+    stats.CountError(reply.last_error_code());
+    return 0;
+  }
   c.info->last_cmd.store(table.stat_name(slot).c_str(), std::memory_order_relaxed);
   CommandContext ctx;
   ctx.args = args;
@@ -192,6 +201,9 @@ bool CommandService::CheckAcl(const AclUser* user, const CommandSpec& spec,
     const std::string& name = table.stat_name(table.StatIndex(&spec, args));
     reply.Error(NoPermCommandError(name));
     server_->acl().Log("command", name, user->name, server_->ClientLine(c.info));
+  } else if (d == AclDenial::kChannel) {
+    reply.Error(kErrNoPermChannel);
+    server_->acl().Log("channel", key, user->name, server_->ClientLine(c.info));
   } else {
     reply.Error(kErrNoPermKey);
     server_->acl().Log("key", key, user->name, server_->ClientLine(c.info));
@@ -220,6 +232,9 @@ uint64_t CommandService::query_buffer_limit() const {
 uint64_t CommandService::output_limit() const { return server_->output_limit(); }
 uint64_t CommandService::output_soft_limit() const { return server_->output_soft_limit(); }
 uint64_t CommandService::output_soft_seconds() const { return server_->output_soft_seconds(); }
+net::Service::OutputLimits CommandService::pubsub_output_limits() const {
+  return server_->pubsub_output_limits();
+}
 uint64_t CommandService::output_check_threshold() const {
   return server_->output_check_threshold();
 }
@@ -236,6 +251,7 @@ void CommandService::OnClose(ClientInfo* info) {
   TxFree(info);
   server_->clients().Unregister(info);
   server_->RemoveMonitor(info);
+  server_->PubSubRemoveClient(info);
   server_->clients().ReleaseSlot();
 }
 

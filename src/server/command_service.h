@@ -35,6 +35,7 @@ class CommandService final : public net::Service {
   uint64_t output_soft_limit() const override;
   uint64_t output_soft_seconds() const override;
   uint64_t output_check_threshold() const override;
+  OutputLimits pubsub_output_limits() const override;
   bool ReserveClientMemory(uint64_t n) override;
   void AdjustClientMemory(int64_t delta) override;
   void OnOpen(ClientInfo* info) override;

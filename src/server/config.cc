@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "base/strutil.h"
 #include "net/resp_parser.h"
+#include "server/notify.h"
 #include "store/strings.h"
 
 namespace pion::server {
@@ -241,14 +242,37 @@ Result<uint64_t> OutputLimitArg(const std::string& name, const std::string& v) {
   return *n;
 }
 
-// client-output-buffer-limit: "<hard>" (pion's short form) or Redis' "normal
-// <hard> <soft> <seconds>", as separate values or as one space-separated value
-// (CONFIG SET).
+// client-output-buffer-limit: "<hard>" (pion's short form, the normal class)
+// or Redis's "<class> <hard> <soft> <seconds>" for the classes normal,
+// replica (slave) and pubsub, several in one value, as separate values or as
+// one space-separated value (CONFIG SET). A class not named keeps its limits.
+struct OutputClassFields {
+  uint64_t Config::*hard;
+  uint64_t Config::*soft;
+  uint64_t Config::*secs;
+};
+constexpr OutputClassFields kOutputNormal{&Config::client_output_buffer_limit,
+                                          &Config::client_output_buffer_soft_limit,
+                                          &Config::client_output_buffer_soft_seconds};
+constexpr OutputClassFields kOutputReplica{&Config::replica_output_buffer_limit,
+                                           &Config::replica_output_buffer_soft_limit,
+                                           &Config::replica_output_buffer_soft_seconds};
+constexpr OutputClassFields kOutputPubsub{&Config::pubsub_output_buffer_limit,
+                                          &Config::pubsub_output_buffer_soft_limit,
+                                          &Config::pubsub_output_buffer_soft_seconds};
+
+const OutputClassFields* OutputClass(std::string_view name) {
+  if (EqualsIgnoreCase(name, "normal")) return &kOutputNormal;
+  if (EqualsIgnoreCase(name, "replica") || EqualsIgnoreCase(name, "slave")) return &kOutputReplica;
+  if (EqualsIgnoreCase(name, "pubsub")) return &kOutputPubsub;
+  return nullptr;
+}
+
 Status SetOutputLimit(Config* cfg, const std::string& name, Values values) {
   if (values.size() == 1 && values[0].find(' ') != std::string::npos) {
     Values parts;
     if (!SplitLine(values[0], &parts))
-      return Bad(name, values[0], "normal <hard> <soft> <seconds>");
+      return Bad(name, values[0], "<class> <hard> <soft> <seconds>");
     values = std::move(parts);
   }
   if (values.size() == 1) {
@@ -257,36 +281,93 @@ Status SetOutputLimit(Config* cfg, const std::string& name, Values values) {
     cfg->client_output_buffer_limit = *hard;
     return Status::OK();
   }
-  if (values.size() != 4 || !EqualsIgnoreCase(values[0], "normal"))
-    return Status::InvalidArgument("option '" + name +
-                                   "' takes <bytes> or 'normal <hard> <soft> <seconds>'");
-  auto hard = OutputLimitArg(name, values[1]);
-  if (!hard.ok()) return hard.status();
-  auto soft = OutputLimitArg(name, values[2]);
-  if (!soft.ok()) return soft.status();
-  auto secs = UintArg(name, values[3], 0, kHundredYears);
-  if (!secs.ok()) return secs.status();
-  cfg->client_output_buffer_limit = *hard;
-  cfg->client_output_buffer_soft_limit = *soft;
-  cfg->client_output_buffer_soft_seconds = *secs;
+  if (values.empty() || values.size() % 4 != 0)
+    return Status::InvalidArgument(
+        "option '" + name +
+        "' takes <bytes> or '<class> <hard> <soft> <seconds>' (class normal, replica or pubsub)");
+  Config next = *cfg;  // all classes or none
+  for (size_t i = 0; i < values.size(); i += 4) {
+    const OutputClassFields* f = OutputClass(values[i]);
+    if (f == nullptr) return Bad(name, values[i], "a client class: normal, replica or pubsub");
+    auto hard = ParseBytes(values[i + 1]);
+    if (!hard.has_value()) return Bad(name, values[i + 1], "a byte size (0 = no limit)");
+    auto soft = ParseBytes(values[i + 2]);
+    if (!soft.has_value()) return Bad(name, values[i + 2], "a byte size (0 = no limit)");
+    auto secs = UintArg(name, values[i + 3], 0, kHundredYears);
+    if (!secs.ok()) return secs.status();
+    next.*(f->hard) = *hard;
+    next.*(f->soft) = *soft;
+    next.*(f->secs) = *secs;
+  }
+  for (const OutputClassFields* f : {&kOutputNormal, &kOutputReplica, &kOutputPubsub}) {
+    cfg->*(f->hard) = next.*(f->hard);
+    cfg->*(f->soft) = next.*(f->soft);
+    cfg->*(f->secs) = next.*(f->secs);
+  }
   return Status::OK();
+}
+
+// Whether `arg` is one of the '|'-separated words of `list`.
+bool IsListKeyword(std::string_view list, std::string_view arg) {
+  while (!list.empty()) {
+    size_t bar = list.find('|');
+    if (EqualsIgnoreCase(list.substr(0, bar), arg)) return true;
+    if (bar == std::string_view::npos) break;
+    list.remove_prefix(bar + 1);
+  }
+  return false;
 }
 
 ConfigCodec OutputLimit() {
   ConfigCodec c;
   c.set = SetOutputLimit;
   c.get = [](const Config& cfg) {
-    return "normal " + PrintU64(cfg.client_output_buffer_limit) + " " +
-           PrintU64(cfg.client_output_buffer_soft_limit) + " " +
-           PrintU64(cfg.client_output_buffer_soft_seconds);
+    // Redis's order and names (CONFIG GET shows "slave" for the replica class).
+    std::string s;
+    const std::pair<const char*, const OutputClassFields*> kClasses[] = {
+        {"normal", &kOutputNormal}, {"slave", &kOutputReplica}, {"pubsub", &kOutputPubsub}};
+    for (const auto& [cls, f] : kClasses) {
+      if (!s.empty()) s += ' ';
+      s += cls;
+      s += ' ' + PrintU64(cfg.*(f->hard)) + ' ' + PrintU64(cfg.*(f->soft)) + ' ' +
+           PrintU64(cfg.*(f->secs));
+    }
+    return s;
   };
   c.copy = [](const Config& from, Config* to) {
-    to->client_output_buffer_limit = from.client_output_buffer_limit;
-    to->client_output_buffer_soft_limit = from.client_output_buffer_soft_limit;
-    to->client_output_buffer_soft_seconds = from.client_output_buffer_soft_seconds;
+    for (const OutputClassFields* f : {&kOutputNormal, &kOutputReplica, &kOutputPubsub}) {
+      to->*(f->hard) = from.*(f->hard);
+      to->*(f->soft) = from.*(f->soft);
+      to->*(f->secs) = from.*(f->secs);
+    }
   };
-  c.list_keyword = "normal";
+  c.list_keyword = "normal|replica|slave|pubsub";
   return c;
+}
+
+// notify-keyspace-events: Redis's class letters (server/notify.h).
+ConfigCodec NotifyEvents(uint32_t Config::*field) {
+  return Scalar(
+      field,
+      [](const std::string& n, const std::string& v) -> Result<uint32_t> {
+        uint32_t f = 0;
+        if (!ParseNotifyFlags(v, &f))
+          return Bad(n, v, "event class characters from 'Ag$lshzxeKEtmdn'");
+        return f;
+      },
+      [](uint32_t f) { return NotifyFlagsString(f); });
+}
+
+// acl-pubsub-default: allchannels or resetchannels.
+ConfigCodec PubsubDefault(bool Config::*field) {
+  return Scalar(
+      field,
+      [](const std::string& n, const std::string& v) -> Result<bool> {
+        if (EqualsIgnoreCase(v, "allchannels")) return true;
+        if (EqualsIgnoreCase(v, "resetchannels")) return false;
+        return Bad(n, v, "allchannels or resetchannels");
+      },
+      [](bool all) { return std::string(all ? "allchannels" : "resetchannels"); });
 }
 
 // fastlane-port: -1 (port + 1), 0 (off) or a port.
@@ -396,8 +477,14 @@ const std::vector<ConfigOption>& Table() {
        "largest bulk string"},
       {"client-query-buffer-limit", Bytes(&Config::client_query_buffer_limit, 1024), "2gb",
        kStartup, "BYTES", "largest pending command"},
-      {"client-output-buffer-limit", OutputLimit(), "normal 1gb 0 0", kRuntime,
-       "'normal HARD SOFT SECONDS' (or HARD)", "unsent replies before disconnect"},
+      {"client-output-buffer-limit", OutputLimit(),
+       "normal 1gb 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60", kRuntime,
+       "'CLASS HARD SOFT SECONDS ...' (or HARD)",
+       "unsent replies before disconnect, per class (normal, replica, pubsub)"},
+      {"notify-keyspace-events", NotifyEvents(&Config::notify_keyspace_events), "", kRuntime,
+       "CLASSES", "keyspace notifications, Redis's class letters (KEA, Kx, ...)", "none"},
+      {"acl-pubsub-default", PubsubDefault(&Config::acl_pubsub_allchannels), "resetchannels",
+       kRuntime, "allchannels|resetchannels", "Pub/Sub channels of a new ACL user"},
       {"maxmemory-clients", ClientsMemory(), "2gb", kRuntime, "BYTES|N%",
        "all clients' buffers together (N% of maxmemory)", "2gb, 0 = none"},
       {"buffer-recycle-bytes", Bytes(&Config::buffer_recycle_bytes, 0), "256mb", kRuntime, "BYTES",
@@ -651,8 +738,11 @@ Result<Config> ParseConfig(int argc, char** argv) {
       if (opt->is_flag()) {
         // A flag takes an explicit yes/no only if one follows.
         if (i + 1 < argc && BoolArg(opt->name, argv[i + 1]).ok()) values.push_back(argv[++i]);
-      } else if (list != nullptr && i + 4 < argc && EqualsIgnoreCase(argv[i + 1], list)) {
-        for (int k = 0; k < 4; ++k) values.push_back(argv[++i]);
+      } else if (list != nullptr && i + 4 < argc && IsListKeyword(list, argv[i + 1])) {
+        // "<class> a b c" and as many more groups of four as follow.
+        do {
+          for (int k = 0; k < 4; ++k) values.push_back(argv[++i]);
+        } while (i + 4 < argc && IsListKeyword(list, argv[i + 1]));
       } else {
         if (i + 1 >= argc) return Status::InvalidArgument("option '" + a + "' needs a value");
         values.push_back(argv[++i]);

@@ -51,6 +51,18 @@ struct Config {
   uint64_t client_output_buffer_limit = 0;         // hard: disconnect at once
   uint64_t client_output_buffer_soft_limit = 0;    // soft: for longer than ...
   uint64_t client_output_buffer_soft_seconds = 0;  // ... this many seconds
+  // The same for the `pubsub` class (clients subscribed to a channel or
+  // pattern) and the `replica` class (kept for CONFIG GET; pion has no replicas).
+  uint64_t pubsub_output_buffer_limit = 0;
+  uint64_t pubsub_output_buffer_soft_limit = 0;
+  uint64_t pubsub_output_buffer_soft_seconds = 0;
+  uint64_t replica_output_buffer_limit = 0;
+  uint64_t replica_output_buffer_soft_limit = 0;
+  uint64_t replica_output_buffer_soft_seconds = 0;
+  // notify-keyspace-events as NotifyClass bits (server/notify.h); runtime.
+  uint32_t notify_keyspace_events = 0;
+  // acl-pubsub-default: whether new users start with allchannels (else resetchannels).
+  bool acl_pubsub_allchannels = false;
   // All clients' buffers together (query, big arguments, unsent replies):
   // bytes, or (maxmemory_clients_percent > 0) that percentage of maxmemory.
   uint64_t maxmemory_clients = 0;

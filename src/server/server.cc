@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -283,6 +284,34 @@ void Server::RemoveMonitor(ClientInfo* c) {
   }
 }
 
+void Server::Push(int w, uint64_t id, const std::shared_ptr<const std::string>& msg) {
+  // In-process tests run without workers: nothing to deliver to.
+  if (w >= 0 && static_cast<size_t>(w) < workers_.size()) workers_[w]->DeliverPush(id, msg);
+}
+
+void Server::PubSubRemoveClient(ClientInfo* c) {
+  if (!c->pubsub.load(std::memory_order_relaxed)) return;
+  pubsub_.RemoveClient(c->id);
+  c->pubsub.store(false, std::memory_order_relaxed);
+  c->sub.store(0, std::memory_order_relaxed);
+  c->psub.store(0, std::memory_order_relaxed);
+  c->ssub.store(0, std::memory_order_relaxed);
+}
+
+void Server::AttendObserver::OnNamespaceGone(std::string_view ns, bool evicted) {
+  if (evicted)
+    server_->NotifyKeyspaceEvent(kNotifyEvicted, "evicted", ns);
+  else
+    server_->NotifyKeyspaceEvent(kNotifyModule, "kvprefix.drop", ns);
+}
+
+void Server::AttendObserver::OnStringRemoved(std::string_view key, bool evicted) {
+  if (evicted)
+    server_->NotifyKeyspaceEvent(kNotifyEvicted, "evicted", key);
+  else
+    server_->NotifyKeyspaceEvent(kNotifyExpired, "expired", key);
+}
+
 void Server::AddMonitor(ClientInfo* c) {
   if (c->monitor.exchange(true)) return;
   base::MutexLock lk(&monitors_mu_);
@@ -486,6 +515,21 @@ void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
   for (uint64_t id : ids) KillClient(id);
 }
 
+void Server::KillPubSubClientsOfUsers() {
+  if (!pubsub_.any() || workers_.empty()) return;
+  std::unordered_map<uint64_t, std::string> users;
+  clients_.ForEach([&](const ClientInfo& c) {
+    if (c.pubsub.load(std::memory_order_relaxed)) users.emplace(c.id, c.user);
+  });
+  for (const PubSub::ClientView& v : pubsub_.Clients()) {
+    auto it = users.find(v.id);
+    if (it == users.end()) continue;
+    std::shared_ptr<const AclUser> u = acl_.Find(it->second);
+    if (u == nullptr || AclSubscriptionsAllowed(*u, v.channels, v.patterns, v.shards)) continue;
+    workers_[v.worker]->Kill(v.id);  // as Redis: the client goes, not only the subscription
+  }
+}
+
 bool Server::KillClient(uint64_t id) {
   int worker = clients_.WorkerOf(id);
   if (worker < 0) return false;
@@ -607,6 +651,11 @@ void Server::PublishRuntimeSettings() {
   output_limit_.store(cfg_.client_output_buffer_limit, kR);
   output_soft_limit_.store(cfg_.client_output_buffer_soft_limit, kR);
   output_soft_seconds_.store(cfg_.client_output_buffer_soft_seconds, kR);
+  ps_output_limit_.store(cfg_.pubsub_output_buffer_limit, kR);
+  ps_output_soft_limit_.store(cfg_.pubsub_output_buffer_soft_limit, kR);
+  ps_output_soft_seconds_.store(cfg_.pubsub_output_buffer_soft_seconds, kR);
+  notify_flags_.store(cfg_.notify_keyspace_events, kR);
+  acl_.set_pubsub_default_all(cfg_.acl_pubsub_allchannels);
   maxmemory_clients_.store(EffectiveClientsMemory(cfg_), kR);
   maxmemory_.store(cfg_.maxmemory, kR);
   BufferRecycler::Global().set_max_bytes(cfg_.buffer_recycle_bytes);

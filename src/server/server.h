@@ -49,6 +49,8 @@
 #include "server/config.h"
 #include "server/durability_gate.h"
 #include "server/latency_monitor.h"
+#include "server/notify.h"
+#include "server/pubsub.h"
 #include "server/receipt.h"
 #include "server/slowlog.h"
 #include "server/task_runner.h"
@@ -96,7 +98,7 @@ struct ServerStats {
 // maxmemory is 0), and at least 128 KiB when set (as Redis); 0 = no limit.
 uint64_t EffectiveClientsMemory(const Config& c);
 
-class Server {
+class Server final : private PushSink {
  public:
   explicit Server(Config cfg);
   // With commands added to the standard table (tests, embedding).
@@ -136,6 +138,9 @@ class Server {
   std::string ClientLine(const ClientInfo* c);
   // Closes every client authenticated as one of `names` (ACL DELUSER, LOAD).
   void KillClientsOfUsers(const std::vector<std::string>& names);
+  // After ACL SETUSER / LOAD: closes every client subscribed to a channel or
+  // pattern its user may no longer use (as Redis 7.0 does).
+  void KillPubSubClientsOfUsers();
   // Applies the `user` config lines, --aclfile and --requirepass (Start()).
   Status InitAcl();
   // What the workers' connections serve (net::Service).
@@ -178,13 +183,21 @@ class Server {
   uint64_t output_soft_limit() const { return output_soft_limit_.load(std::memory_order_relaxed); }
   // The smallest nonzero output limit (UINT64_MAX when there is none).
   uint64_t output_check_threshold() const {
-    uint64_t h = output_limit(), s = output_soft_limit();
-    if (h == 0) h = UINT64_MAX;
-    if (s == 0) s = UINT64_MAX;
-    return h < s ? h : s;
+    uint64_t least = UINT64_MAX;
+    for (uint64_t v :
+         {output_limit(), output_soft_limit(), ps_output_limit_.load(std::memory_order_relaxed),
+          ps_output_soft_limit_.load(std::memory_order_relaxed)})
+      if (v != 0 && v < least) least = v;
+    return least;
   }
   uint64_t output_soft_seconds() const {
     return output_soft_seconds_.load(std::memory_order_relaxed);
+  }
+  // client-output-buffer-limit pubsub <hard> <soft> <seconds>.
+  net::Service::OutputLimits pubsub_output_limits() const {
+    constexpr auto kR = std::memory_order_relaxed;
+    return {ps_output_limit_.load(kR), ps_output_soft_limit_.load(kR),
+            ps_output_soft_seconds_.load(kR)};
   }
   uint64_t maxmemory() const { return maxmemory_.load(std::memory_order_relaxed); }
   // protected-mode yes and no requirepass: only loopback peers are served.
@@ -269,6 +282,25 @@ class Server {
   }
   SlowLog& slowlog() { return slowlog_; }
   LatencyMonitor& latency() { return latency_; }
+  // Pub/Sub (server/pubsub.h): the subscription registry every worker shares.
+  PubSub& pubsub() { return pubsub_; }
+  // Keyspace notifications (server/notify.h): publishes `event` for `key` when
+  // notify-keyspace-events enables `type` and someone could hear it (two
+  // relaxed loads otherwise). Any thread.
+  void NotifyKeyspaceEvent(uint32_t type, std::string_view event, std::string_view key) {
+    uint32_t f = notify_flags_.load(std::memory_order_relaxed);
+    if ((f & type) && (f & (kNotifyKeyspace | kNotifyKeyevent)) && pubsub_.key_listeners())
+      NotifyKeyspaceEventSlow(f, event, key);
+  }
+  uint32_t notify_flags() const { return notify_flags_.load(std::memory_order_relaxed); }
+  // Whether an event of class `type` would be published now (for an event
+  // that needs extra work to detect, such as whether a key is new).
+  bool NotifyWanted(uint32_t type) const {
+    uint32_t f = notify_flags_.load(std::memory_order_relaxed);
+    return (f & type) && (f & (kNotifyKeyspace | kNotifyKeyevent)) && pubsub_.key_listeners();
+  }
+  // A client leaves Pub/Sub (close, RESET): its subscriptions go.
+  void PubSubRemoveClient(ClientInfo* c);
   // MONITOR: `c` (on its own worker thread) receives every later command.
   void AddMonitor(ClientInfo* c) EXCLUDES(monitors_mu_);
   // A closing client stops monitoring (CommandService::OnClose).
@@ -302,6 +334,9 @@ class Server {
       EXCLUDES(monitors_mu_);
 
   void StopWorkers();
+  // PushSink: a Pub/Sub message for client `id` of worker `w`.
+  void Push(int w, uint64_t id, const std::shared_ptr<const std::string>& msg) override;
+  void NotifyKeyspaceEventSlow(uint32_t flags, std::string_view event, std::string_view key);
   // Binds the fast lane's socket as configured (fastlane_port_, fastlane_fd_).
   Status ListenFastLane();
   // Copies cfg_'s run-time settings into the atomics the accessors read.
@@ -326,6 +361,10 @@ class Server {
   std::atomic<uint64_t> output_limit_{0};
   std::atomic<uint64_t> output_soft_limit_{0};
   std::atomic<uint64_t> output_soft_seconds_{0};
+  std::atomic<uint64_t> ps_output_limit_{0};
+  std::atomic<uint64_t> ps_output_soft_limit_{0};
+  std::atomic<uint64_t> ps_output_soft_seconds_{0};
+  std::atomic<uint32_t> notify_flags_{0};
   std::atomic<uint64_t> maxmemory_clients_{0};
   std::atomic<uint64_t> maxmemory_{0};
 
@@ -349,19 +388,25 @@ class Server {
 
   std::atomic<uint64_t> next_worker_{0};
   CommandService service_{this};
+  PubSub pubsub_{this};
 
   // Stage 2.
+  // Told by the store what leaves it: the attention slots go, keyspace
+  // notifications are sent (expired, evicted, kvprefix.drop).
   class AttendObserver final : public store::RemovalObserver {
    public:
-    explicit AttendObserver(attend::SlotCache* c) : cache_(c) {}
+    AttendObserver(Server* s, attend::SlotCache* c) : server_(s), cache_(c) {}
     void OnNamespaceRemoved(std::string_view ns) override { cache_->DropNamespace(ns); }
+    void OnNamespaceGone(std::string_view ns, bool evicted) override;
+    void OnStringRemoved(std::string_view key, bool evicted) override;
     void OnFlushAll() override { cache_->Clear(); }
 
    private:
+    Server* server_;
     attend::SlotCache* cache_;
   };
   attend::SlotCache attend_cache_;
-  AttendObserver attend_observer_{&attend_cache_};
+  AttendObserver attend_observer_{this, &attend_cache_};
   uint32_t attend_threads_ = 1;
   std::unique_ptr<attend::ComputePool> attend_pool_;
   std::atomic<uint8_t> attend_precision_{static_cast<uint8_t>(attend::Precision::kF16)};

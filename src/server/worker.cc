@@ -131,6 +131,38 @@ void Worker::PushMonitor(uint64_t client_id, std::shared_ptr<const std::string> 
   });
 }
 
+void Worker::DeliverPush(uint64_t client_id, std::shared_ptr<const std::string> msg) {
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> l(inbox_mu_);
+    inbox_.push_back({client_id, std::move(msg)});
+    inbox_ready_.store(true, std::memory_order_release);
+    if (!inbox_posted_) post = inbox_posted_ = true;
+  }
+  if (post) loop_.Post([this] { DrainInbox(); });
+}
+
+void Worker::DrainInbox() {
+  {
+    std::lock_guard<std::mutex> l(inbox_mu_);
+    inbox_batch_.swap(inbox_);
+    inbox_posted_ = false;
+    inbox_ready_.store(false, std::memory_order_relaxed);
+  }
+  pushed_to_.clear();
+  for (Push& p : inbox_batch_) {
+    auto it = conns_.find(p.client_id);
+    if (it == conns_.end() || it->second->closed()) continue;
+    if (it->second->QueuePush(*p.msg) && (pushed_to_.empty() || pushed_to_.back() != p.client_id))
+      pushed_to_.push_back(p.client_id);
+  }
+  inbox_batch_.clear();
+  for (uint64_t id : pushed_to_) {
+    auto it = conns_.find(id);
+    if (it != conns_.end() && !it->second->closed()) it->second->FlushPushes();
+  }
+}
+
 void Worker::Start() {
   thread_ = std::thread([this] {
     char name[16];

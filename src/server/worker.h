@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -69,6 +70,10 @@ class Worker final : public net::ConnHost {
   void Kill(uint64_t client_id);
   // A MONITOR line for client `client_id` (dropped if it is gone).
   void PushMonitor(uint64_t client_id, std::shared_ptr<const std::string> line);
+  // A Pub/Sub message for client `client_id` (dropped if it is gone): queued in
+  // this worker's mailbox, delivered on its loop, before the next batch of
+  // input any of its connections runs (BeforeInput) at the latest.
+  void DeliverPush(uint64_t client_id, std::shared_ptr<const std::string> msg);
   // A DeferredReply's completion: writes it to client `client_id` if that
   // connection still exists (dropped otherwise).
   void CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn) override;
@@ -81,6 +86,9 @@ class Worker final : public net::ConnHost {
   // Worker thread.
   void Release(Connection* c) override;  // a closed connection: free it after the batch
   void WaitDurable(Connection* c, uint64_t lsn) override;
+  void BeforeInput() override {
+    if (inbox_ready_.load(std::memory_order_acquire)) DrainInbox();
+  }
   size_t num_connections() const { return conns_.size(); }
   // Its connections that hold replies for durability (the gate wakes it).
   HeldReplies& held_replies() { return held_; }
@@ -94,6 +102,7 @@ class Worker final : public net::ConnHost {
   void AddConnection(int fd, ListenSocket l);
   void Cron();
   void MaybeStop();
+  void DrainInbox();
 
   Server* server_;
   int index_;
@@ -109,6 +118,17 @@ class Worker final : public net::ConnHost {
   HeldReplies held_;
   bool shutting_down_ = false;
   bool stopping_ = false;
+  // Pub/Sub mailbox (DeliverPush): any thread appends, the worker drains.
+  struct Push {
+    uint64_t client_id;
+    std::shared_ptr<const std::string> msg;
+  };
+  std::mutex inbox_mu_;
+  std::vector<Push> inbox_;               // guarded by inbox_mu_
+  bool inbox_posted_ = false;             // a drain task is posted; guarded by inbox_mu_
+  std::atomic<bool> inbox_ready_{false};  // inbox_ is not empty
+  std::vector<Push> inbox_batch_;         // the worker's drained batch (reused)
+  std::vector<uint64_t> pushed_to_;       // connections to flush after a drain
 };
 
 }  // namespace pion::server

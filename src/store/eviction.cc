@@ -186,6 +186,7 @@ Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
   n->dropped = true;
   bytes_ -= n->bytes;
   if (reason == DropReason::kEviction) evictions_ += 2;
+  if (observer_) observer_->OnNamespaceGone(n->name, reason == DropReason::kEviction);
   return Status::OK();
 }
 

@@ -231,6 +231,17 @@ class RemovalObserver {
  public:
   virtual void OnNamespaceRemoved(std::string_view ns) = 0;
   virtual void OnFlushAll() = 0;
+  // After a namespace left the store (`evicted`: by the LRU, else DROP, DEL or
+  // a replayed drop), and after a string key expired or was evicted (not when
+  // a command deleted it). Called under the store's locks: keep it short.
+  virtual void OnNamespaceGone(std::string_view ns, bool evicted) {
+    (void)ns;
+    (void)evicted;
+  }
+  virtual void OnStringRemoved(std::string_view key, bool evicted) {
+    (void)key;
+    (void)evicted;
+  }
 
  protected:
   ~RemovalObserver() = default;

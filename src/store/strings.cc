@@ -244,6 +244,7 @@ Status Store::StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn) {
     *lsn = std::max(*lsn, *r);
   }
   if (reason == 2) ++expired_keys_;
+  if (observer_ != nullptr && reason != 0) observer_->OnStringRemoved(*e.key, reason == 1);
   StrEraseLocked(e);
   return Status::OK();
 }

@@ -46,6 +46,7 @@ void SetUser(CommandContext& ctx) {
     ReplyStatus(ctx, st);
     return;
   }
+  ctx.server->KillPubSubClientsOfUsers();  // channel rights may have shrunk
   ctx.reply->SimpleString("OK");
 }
 
@@ -70,7 +71,10 @@ void GetUser(CommandContext& ctx) {
   rb->Bulk("keys");
   rb->Bulk(u->KeysDescription());
   rb->Bulk("channels");
-  rb->Bulk(u->allchannels ? "&*" : "");
+  // "&*", or each &pattern ("" for none), as Redis 7.0's GETUSER.
+  std::string chans = u->allchannels ? "&*" : "";
+  for (const std::string& p : u->channels) chans += (chans.empty() ? "&" : " &") + p;
+  rb->Bulk(chans);
   rb->Bulk("selectors");
   rb->ArrayHeader(0);
 }
@@ -132,6 +136,8 @@ void DryRun(CommandContext& ctx) {
     ctx.reply->SimpleString("OK");
   else if (d == AclDenial::kCommand)  // as Redis: a subcommand by its full name ("config|set")
     ctx.reply->Bulk(AclDryRunCommandError(table.stat_name(table.StatIndex(spec, args))));
+  else if (d == AclDenial::kChannel)
+    ctx.reply->Bulk(AclDryRunChannelError(key));
   else
     ctx.reply->Bulk(AclDryRunKeyError(key));
 }
@@ -197,6 +203,7 @@ void Load(CommandContext& ctx) {
   for (const std::string& n : before)
     if (ctx.server->acl().Find(n) == nullptr) gone.push_back(n);
   if (!gone.empty()) ctx.server->KillClientsOfUsers(gone);
+  ctx.server->KillPubSubClientsOfUsers();
   ctx.reply->SimpleString("OK");
 }
 

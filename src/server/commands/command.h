@@ -82,6 +82,8 @@ enum CommandFlags : uint32_t {
   kCmdOwnArity = 1u << 9,
   kCmdTxControl = 1u << 10,  // runs at once inside MULTI and takes no exec lock (MULTI, EXEC, ...)
   kCmdNoMulti = 1u << 11,    // refused inside MULTI (its reply is completed later)
+  // Allowed in RESP2 subscribed mode (the subscribe family, PING, QUIT, RESET).
+  kCmdPubSubContext = 1u << 20,
 };
 
 // ACL categories (ACL CAT, +@<category>), as COMMAND INFO lists them. A spec's
@@ -128,6 +130,12 @@ enum AclKeyFlags : uint32_t {
   kAclKeyAccessIfGet = 1u << 3,
   // The keys need read permission only (WATCH: it reveals whether a key changed).
   kAclKeyReadOnly = 1u << 4,
+  // Pub/Sub channel arguments, checked against the user's &patterns: every
+  // argument (SUBSCRIBE, SSUBSCRIBE), the first one (PUBLISH, SPUBLISH), every
+  // argument as a pattern (PSUBSCRIBE).
+  kAclChannelArgs = 1u << 8,
+  kAclChannelFirst = 1u << 9,
+  kAclChannelPatterns = 1u << 10,
 };
 
 struct CommandSpec {
@@ -159,5 +167,7 @@ void AddStatsCommands(std::vector<CommandSpec>* out);
 // (commands/transaction.cc).
 void AddStringCommands(std::vector<CommandSpec>* out);
 void AddTransactionCommands(std::vector<CommandSpec>* out);
+// Pub/Sub (commands/pubsub.cc).
+void AddPubSubCommands(std::vector<CommandSpec>* out);
 
 }  // namespace pion::server

@@ -88,6 +88,7 @@ std::vector<CommandSpec> AllCommands() {
   AddAttendCommands(&v);
   AddStringCommands(&v);
   AddTransactionCommands(&v);
+  AddPubSubCommands(&v);
   AddClusterCommands(&v);
   return v;
 }

@@ -34,6 +34,13 @@ void Ping(CommandContext& ctx) {
     ctx.reply->Error(WrongArity("ping"));
     return;
   }
+  if (ctx.client->pubsub.load(std::memory_order_relaxed) && ctx.reply->proto() == 2) {
+    // RESP2 subscribed mode: a two-element array, as Redis answers there.
+    ctx.reply->ArrayHeader(2);
+    ctx.reply->Bulk("pong");
+    ctx.reply->Bulk(ctx.args.size() == 1 ? std::string_view() : ctx.args[1]);
+    return;
+  }
   if (ctx.args.size() == 1)
     ctx.reply->SimpleString("PONG");
   else
@@ -159,7 +166,8 @@ void Reset(CommandContext& ctx) {
   ctx.server->clients().SetName(ctx.client, "");
   ctx.server->SetClientUser(ctx.client, ctx.server->acl().Default());
   conn->SetAuthenticated(ctx.server->default_user_open());
-  TxClear(ctx.client);  // leaves MULTI, forgets WATCHed keys
+  TxClear(ctx.client);                         // leaves MULTI, forgets WATCHed keys
+  ctx.server->PubSubRemoveClient(ctx.client);  // every subscription goes
   ctx.reply->SimpleString("RESET");
 }
 
@@ -168,17 +176,18 @@ void Reset(CommandContext& ctx) {
 void AddConnectionCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kAlways = kCmdFast | kCmdLoading | kCmdStale;
   size_t first = out->size();
-  out->push_back({"PING", -1, kAlways, 0, 0, 0, Ping, "Returns PONG, or the argument."});
+  out->push_back(
+      {"PING", -1, kAlways | kCmdPubSubContext, 0, 0, 0, Ping, "Returns PONG, or the argument."});
   out->push_back({"ECHO", 2, kAlways, 0, 0, 0, Echo, "Returns the argument."});
   out->push_back({"HELLO", -1, kAlways | kCmdNoAuth, 0, 0, 0, Hello,
                   "Handshake: protocol version, optional AUTH and SETNAME."});
   out->push_back(
       {"AUTH", -2, kAlways | kCmdNoAuth, 0, 0, 0, Auth, "Authenticates the connection."});
   out->push_back({"SELECT", 2, kAlways, 0, 0, 0, Select, "Selects database 0 (the only one)."});
-  out->push_back(
-      {"QUIT", -1, kAlways | kCmdNoAuth | kCmdTxControl, 0, 0, 0, Quit, "Closes the connection."});
-  out->push_back({"RESET", 1, kAlways | kCmdNoAuth | kCmdTxControl, 0, 0, 0, Reset,
-                  "Resets the connection: RESP2, no name, not authenticated."});
+  out->push_back({"QUIT", -1, kAlways | kCmdNoAuth | kCmdTxControl | kCmdPubSubContext, 0, 0, 0,
+                  Quit, "Closes the connection."});
+  out->push_back({"RESET", 1, kAlways | kCmdNoAuth | kCmdTxControl | kCmdPubSubContext, 0, 0, 0,
+                  Reset, "Resets the connection: RESP2, no name, not authenticated."});
   for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_categories |= kAclConnection;
 }
 

@@ -37,9 +37,19 @@ std::string AclDryRunCommandError(std::string_view cmd) {
 std::string AclDryRunKeyError(std::string_view key) {
   return Quoted("This user has no permissions to access the ", key, " key");
 }
+std::string AclDryRunChannelError(std::string_view ch) {
+  return Quoted("This user has no permissions to access the ", ch, " channel");
+}
 std::string UnknownSubcommandOrArityError(std::string_view cmd, std::string_view sub) {
   return Quoted("ERR unknown subcommand or wrong number of arguments for ", sub,
                 ". Try " + ToUpper(cmd) + " HELP.");
+}
+std::string PubSubContextError(std::string_view cmd) {
+  std::string s = "ERR Can't execute '";
+  s.append(cmd);
+  s += "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+       "context";
+  return s;
 }
 std::string HelloOptionError(std::string_view opt) {
   return Quoted("ERR Syntax error in HELLO option ", opt);

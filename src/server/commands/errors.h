@@ -120,7 +120,12 @@ inline constexpr std::string_view kErrHelloNoAuth =
 // ACL (Redis 7.0's texts). A key denial never names the key.
 inline constexpr std::string_view kErrNoPermKey =
     "NOPERM this user has no permissions to access one of the keys used as arguments";
+inline constexpr std::string_view kErrNoPermChannel =
+    "NOPERM this user has no permissions to access one of the channels used as arguments";
 inline constexpr std::string_view kErrAclSyntax = "Syntax error";
+inline constexpr std::string_view kErrAclChannelAfterAll =
+    "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not "
+    "have any effect. Try 'resetchannels' to start with an empty list of channels";
 inline constexpr std::string_view kErrAclUnknownCommand = "Unknown command or category name in ACL";
 inline constexpr std::string_view kErrAclSubcommandFirstArg =
     "Allowing first-arg of a subcommand is not supported";
@@ -306,8 +311,12 @@ std::string AclCommandNotFoundError(std::string_view cmd);  // Command 'x' not f
 std::string AclUnknownCategoryError(std::string_view cat);  // Unknown category 'x'
 std::string AclDryRunCommandError(std::string_view cmd);    // ... run the 'x' command
 std::string AclDryRunKeyError(std::string_view key);        // ... access the 'x' key
+std::string AclDryRunChannelError(std::string_view ch);     // ... access the 'x' channel
 // "ERR unknown subcommand or wrong number of arguments for 'sub'. Try CMD HELP."
 std::string UnknownSubcommandOrArityError(std::string_view cmd, std::string_view sub);
+
+// RESP2 subscribed mode: "ERR Can't execute '<cmd>': only (P|S)SUBSCRIBE / ...".
+std::string PubSubContextError(std::string_view cmd);
 
 // "-ERR wrong number of arguments for '<cmd>' command" (without the '-').
 std::string WrongArity(std::string_view cmd);

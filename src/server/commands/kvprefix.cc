@@ -59,6 +59,9 @@ void KvRegister(CommandContext& ctx) {
   };
   if (!ParseRegister(ReplyErrors(ctx), ctx.args, parent_ok, &ra)) return;
   uint64_t lsn = 0;
+  // Keyspace notifications: `new` for a namespace that did not exist.
+  bool absent = ctx.server->NotifyWanted(kNotifyNew) &&
+                ctx.server->store()->TypeOf(ra.ns) == store::KeyType::kNone;
   Status st = ctx.server->store()->Register(ra, &lsn);
   ctx.wait_lsn = lsn;
   if (!st.ok()) {
@@ -76,6 +79,8 @@ void KvRegister(CommandContext& ctx) {
         return ReplyStatus(ctx, st);
     }
   }
+  if (absent) ctx.server->NotifyKeyspaceEvent(kNotifyNew, "new", ra.ns);
+  ctx.server->NotifyKeyspaceEvent(kNotifyModule, "kvprefix.register", ra.ns);
   ctx.reply->SimpleString("OK");
 }
 

@@ -5,6 +5,7 @@
 // sends the stored buffer by reference (writev, no copy).
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <climits>
 #include <functional>
 #include <optional>
@@ -89,6 +90,23 @@ bool ExpireArg(CommandContext& ctx, std::string_view arg, int64_t unit_ms, bool 
   return true;
 }
 
+// Keyspace notifications (server/notify.h; Redis 7.0's events for the same
+// commands). `new` needs a look before the write, taken only when someone
+// could hear it.
+void Notify(CommandContext& ctx, uint32_t type, std::string_view event, std::string_view key) {
+  ctx.server->NotifyKeyspaceEvent(type, event, key);
+}
+bool KeyAbsent(CommandContext& ctx, std::string_view key) {
+  return ctx.server->NotifyWanted(kNotifyNew) &&
+         ctx.server->store()->TypeOf(key) == store::KeyType::kNone;
+}
+void NotifyMisses(CommandContext& ctx, std::span<const std::string_view> keys) {
+  if (!ctx.server->NotifyWanted(kNotifyKeyMiss)) return;
+  for (std::string_view k : keys)
+    if (ctx.server->store()->TypeOf(k) == store::KeyType::kNone)
+      Notify(ctx, kNotifyKeyMiss, "keymiss", k);
+}
+
 bool Reply(CommandContext& ctx, const Status& st) {
   if (st.ok()) return true;
   ctx.reply->Error(st);
@@ -98,9 +116,13 @@ bool Reply(CommandContext& ctx, const Status& st) {
 void Get(CommandContext& ctx) {
   // The reply is written in place (a small value copied under the shard lock,
   // a big one referenced): no reference count taken for a small GET.
-  Status st = ctx.server->store()->StrGetWith(
-      ctx.args[1], [&ctx](const store::StrRef& v) { ReplyValue(ctx, v); });
-  if (!st.ok()) (void)Reply(ctx, st);
+  bool miss = false;
+  Status st = ctx.server->store()->StrGetWith(ctx.args[1], [&ctx, &miss](const store::StrRef& v) {
+    miss = v == nullptr;
+    ReplyValue(ctx, v);
+  });
+  if (!st.ok()) return (void)Reply(ctx, st);
+  if (miss) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
 }
 
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL]
@@ -133,9 +155,16 @@ void Set(CommandContext& ctx) {
   store::StrRef v = ValueOf(ctx, ctx.args[2]);
   if (!v) return;
   uint64_t lsn = 0;
+  bool absent = KeyAbsent(ctx, ctx.args[1]);
   auto r = ctx.server->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
   ctx.wait_lsn = lsn;
   if (!r.ok()) return (void)Reply(ctx, r.status());
+  if (o.want_old && r->old == nullptr) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
+  if (r->done) {
+    if (absent) Notify(ctx, kNotifyNew, "new", ctx.args[1]);
+    Notify(ctx, kNotifyString, "set", ctx.args[1]);
+    if (have_expire) Notify(ctx, kNotifyGeneric, "expire", ctx.args[1]);
+  }
   if (o.want_old) return ReplyValue(ctx, r->old);
   if (r->done)
     ctx.reply->SimpleString("OK");
@@ -149,9 +178,13 @@ void SetWithExpire(CommandContext& ctx, int64_t unit_ms, std::string_view cmd) {
   store::StrRef v = ValueOf(ctx, ctx.args[3]);
   if (!v) return;
   uint64_t lsn = 0;
+  bool absent = KeyAbsent(ctx, ctx.args[1]);
   auto r = ctx.server->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
+  if (absent) Notify(ctx, kNotifyNew, "new", ctx.args[1]);
+  Notify(ctx, kNotifyString, "set", ctx.args[1]);
+  Notify(ctx, kNotifyGeneric, "expire", ctx.args[1]);
   ctx.reply->SimpleString("OK");
 }
 
@@ -167,6 +200,10 @@ void SetNx(CommandContext& ctx) {
   auto r = ctx.server->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
+  if (r->done) {
+    Notify(ctx, kNotifyNew, "new", ctx.args[1]);  // NX: the key did not exist
+    Notify(ctx, kNotifyString, "set", ctx.args[1]);
+  }
   ctx.reply->Integer(r->done ? 1 : 0);
 }
 
@@ -175,6 +212,7 @@ void GetDel(CommandContext& ctx) {
   auto r = ctx.server->store()->StrGetDel(ctx.args[1], &lsn);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
+  Notify(ctx, *r ? kNotifyGeneric : kNotifyKeyMiss, *r ? "del" : "keymiss", ctx.args[1]);
   ReplyValue(ctx, *r);
 }
 
@@ -198,9 +236,18 @@ void GetEx(CommandContext& ctx) {
     return;
   }
   uint64_t lsn = 0;
+  // PERSIST notifies only when it removed a TTL.
+  bool had_ttl = persist && ctx.server->NotifyWanted(kNotifyGeneric) &&
+                 ctx.server->store()->ExpireTimeMs(ctx.args[1]) >= 0;
   auto r = ctx.server->store()->StrGetEx(ctx.args[1], persist, at, &lsn);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
+  if (*r == nullptr)
+    Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
+  else if (at > 0)
+    Notify(ctx, kNotifyGeneric, at <= NowMs() ? "del" : "expire", ctx.args[1]);
+  else if (had_ttl)
+    Notify(ctx, kNotifyGeneric, "persist", ctx.args[1]);
   ReplyValue(ctx, *r);
 }
 
@@ -208,6 +255,11 @@ void MGet(CommandContext& ctx) {
   auto vals = ctx.server->store()->StrMGet(ctx.args.subspan(1));
   ctx.reply->ArrayHeader(vals.size());
   for (const auto& v : vals) ReplyValue(ctx, v);
+  if (ctx.server->NotifyWanted(kNotifyKeyMiss))
+    for (size_t i = 0; i < vals.size(); ++i)
+      if (vals[i] == nullptr &&
+          ctx.server->store()->TypeOf(ctx.args[i + 1]) != store::KeyType::kKvPrefix)
+        Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[i + 1]);
 }
 
 void MSetCommon(CommandContext& ctx, bool nx) {
@@ -225,9 +277,18 @@ void MSetCommon(CommandContext& ctx, bool nx) {
     made[(i - 2) / 2] = std::move(v);
   }
   uint64_t lsn = 0;
+  std::vector<bool> absent;
+  if (ctx.server->NotifyWanted(kNotifyNew))
+    for (size_t i = 1; i < ctx.args.size(); i += 2) absent.push_back(KeyAbsent(ctx, ctx.args[i]));
   auto r = ctx.server->store()->StrMSet(ctx.args.subspan(1), nx, &lsn, made);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
+  if (*r) {
+    for (size_t i = 1; i < ctx.args.size(); i += 2) {
+      if (!absent.empty() && absent[(i - 1) / 2]) Notify(ctx, kNotifyNew, "new", ctx.args[i]);
+      Notify(ctx, kNotifyString, "set", ctx.args[i]);
+    }
+  }
   if (nx)
     ctx.reply->Integer(*r ? 1 : 0);
   else
@@ -239,16 +300,20 @@ void MSetNx(CommandContext& ctx) { MSetCommon(ctx, true); }
 
 void Append(CommandContext& ctx) {
   uint64_t lsn = 0;
+  bool absent = KeyAbsent(ctx, ctx.args[1]);
   auto r =
       ctx.server->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn, AdoptArg(ctx, ctx.args[2]));
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
+  if (absent) Notify(ctx, kNotifyNew, "new", ctx.args[1]);
+  Notify(ctx, kNotifyString, "append", ctx.args[1]);
   ctx.reply->Integer(static_cast<int64_t>(*r));
 }
 
 void StrLen(CommandContext& ctx) {
   auto r = ctx.server->store()->StrGet(ctx.args[1]);
   if (!Reply(ctx, r.status())) return;
+  if (!*r) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
   ctx.reply->Integer(*r ? static_cast<int64_t>((*r)->size) : 0);
 }
 
@@ -262,6 +327,7 @@ void GetRange(CommandContext& ctx) {
   auto r = ctx.server->store()->StrGet(ctx.args[1]);
   if (!Reply(ctx, r.status())) return;
   if (!*r) {
+    Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
     ctx.reply->Bulk("");
     return;
   }
@@ -286,6 +352,7 @@ void GetRange(CommandContext& ctx) {
 
 void Exists(CommandContext& ctx) {
   ctx.reply->Integer(static_cast<int64_t>(ctx.server->store()->KeysExist(ctx.args.subspan(1))));
+  NotifyMisses(ctx, ctx.args.subspan(1));
 }
 
 void Del(CommandContext& ctx) {
@@ -295,6 +362,15 @@ void Del(CommandContext& ctx) {
   std::string denied;
   std::function<bool(std::string_view)> may_drop = SubtreeWriteCheck(u, &denied);
   uint64_t lsn = 0;
+  // The names `del` is sent for (a namespace's, for one of its session ids).
+  std::vector<std::string> gone;
+  if (ctx.server->NotifyWanted(kNotifyGeneric)) {
+    for (std::string_view k : ctx.args.subspan(1)) {
+      store::KeyType t = ctx.server->store()->TypeOf(k);
+      if (t == store::KeyType::kString) gone.emplace_back(k);
+      if (t == store::KeyType::kKvPrefix) gone.emplace_back(AclKeyOwner(k));
+    }
+  }
   auto r = ctx.server->store()->KeysDelete(ctx.args.subspan(1), &lsn, may_drop);
   ctx.wait_lsn = lsn;
   if (!r.ok() && r.status().id() == ErrorId::kDropRefused) {
@@ -304,6 +380,9 @@ void Del(CommandContext& ctx) {
     return;
   }
   if (!Reply(ctx, r.status())) return;
+  for (size_t i = 0; i < gone.size(); ++i)
+    if (std::find(gone.begin(), gone.begin() + i, gone[i]) == gone.begin() + i)
+      Notify(ctx, kNotifyGeneric, "del", gone[i]);
   ctx.reply->Integer(static_cast<int64_t>(*r));
 }
 
@@ -320,7 +399,9 @@ const char* TypeName(store::KeyType t) {
 }
 
 void Type(CommandContext& ctx) {
-  ctx.reply->SimpleString(TypeName(ctx.server->store()->TypeOf(ctx.args[1])));
+  store::KeyType t = ctx.server->store()->TypeOf(ctx.args[1]);
+  if (t == store::KeyType::kNone) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
+  ctx.reply->SimpleString(TypeName(t));
 }
 
 void RenameCommon(CommandContext& ctx, bool nx) {
@@ -337,6 +418,13 @@ void RenameCommon(CommandContext& ctx, bool nx) {
     return;
   }
   if (!Reply(ctx, st)) return;
+  if (done && ctx.args[1] != ctx.args[2]) {
+    // Redis adds the target (`new`, even over an existing key: it deletes that
+    // one first), then reports both names.
+    Notify(ctx, kNotifyNew, "new", ctx.args[2]);
+    Notify(ctx, kNotifyGeneric, "rename_from", ctx.args[1]);
+    Notify(ctx, kNotifyGeneric, "rename_to", ctx.args[2]);
+  }
   if (nx)
     ctx.reply->Integer(done ? 1 : 0);
   else
@@ -504,6 +592,8 @@ void ExpireCommon(CommandContext& ctx, int64_t unit_ms, bool absolute, std::stri
   auto r = ctx.server->store()->Expire(ctx.args[1], ms, c, &lsn);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
+  // A time in the past deletes the key: Redis reports `del`, not `expired`.
+  if (*r) Notify(ctx, kNotifyGeneric, ms <= NowMs() ? "del" : "expire", ctx.args[1]);
   ctx.reply->Integer(*r ? 1 : 0);
 }
 
@@ -514,6 +604,7 @@ void PExpireAt(CommandContext& ctx) { ExpireCommon(ctx, 1, true, "pexpireat"); }
 
 void TtlCommon(CommandContext& ctx, bool ms, bool absolute) {
   int64_t at = ctx.server->store()->ExpireTimeMs(ctx.args[1]);
+  if (at == -2) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
   if (at < 0) {
     ctx.reply->Integer(at);
     return;
@@ -537,6 +628,7 @@ void Persist(CommandContext& ctx) {
   auto r = ctx.server->store()->Persist(ctx.args[1], &lsn);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
+  if (*r) Notify(ctx, kNotifyGeneric, "persist", ctx.args[1]);
   ctx.reply->Integer(*r ? 1 : 0);
 }
 

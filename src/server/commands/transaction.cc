@@ -129,6 +129,9 @@ void Exec(CommandContext& ctx) {
           const std::string& name = table.stat_name(table.StatIndex(q.spec, views));
           ctx.reply->Error(NoPermCommandError(name));
           ctx.server->acl().Log("command", name, who, ctx.server->ClientLine(ctx.client));
+        } else if (d == AclDenial::kChannel) {
+          ctx.reply->Error(kErrNoPermChannel);
+          ctx.server->acl().Log("channel", key, who, ctx.server->ClientLine(ctx.client));
         } else {
           ctx.reply->Error(kErrNoPermKey);
           ctx.server->acl().Log("key", key, who, ctx.server->ClientLine(ctx.client));

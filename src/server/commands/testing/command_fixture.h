@@ -105,6 +105,14 @@ class CommandTest : public ::testing::Test {
   // its reply, decoded. A reply that does not decode fails the test.
   RespValue Run(std::initializer_list<std::string_view> args);
   RespValue Run(const std::vector<std::string>& args);
+  // Runs a command that answers with several replies (SUBSCRIBE a b) and
+  // returns their bytes.
+  const std::string& RunMany(std::initializer_list<std::string_view> args) {
+    many_ = true;
+    Run(args);
+    many_ = false;
+    return wire_;
+  }
   // The hold-until LSN the last command returned (0: nothing to wait for).
   uint64_t last_wait_lsn() const { return last_wait_lsn_; }
   // The raw bytes of the last reply.
@@ -121,6 +129,7 @@ class CommandTest : public ::testing::Test {
   size_t current_ = 0;
   uint64_t last_wait_lsn_ = 0;
   std::string wire_;
+  bool many_ = false;
 };
 
 // With --kvcache (a store; no persistence).
