@@ -298,3 +298,22 @@ def test_nothing_is_published_without_listeners(server, raw_factory):
     assert c.call("SET", "a", "b") == "OK"
     assert c.call("PUBLISH", "unrelated", "x") == 1
     assert other.read() == [b"message", b"unrelated", b"x"]  # no notification came first
+
+
+def test_monitor_commandstats_and_client_list(server, raw_factory):
+    mon, c, sub = raw_factory(server), raw_factory(server), raw_factory(server)
+    assert mon.call("MONITOR") == "OK"
+    assert sub.call("SUBSCRIBE", "a") == [b"subscribe", b"a", 1]
+    line = mon.read()
+    assert '"SUBSCRIBE" "a"' in line
+    assert c.call("PUBLISH", "a", "m") == 1
+    assert '"PUBLISH" "a" "m"' in mon.read()
+    stats = c.call("INFO", "commandstats").decode()
+    assert "cmdstat_publish:calls=1" in stats and "cmdstat_subscribe:calls=1" in stats
+    assert c.call("PUBSUB", "NUMPAT") == 0
+    assert "cmdstat_pubsub|numpat:calls=1" in c.call("INFO", "commandstats").decode()
+    listing = c.call("CLIENT", "LIST").decode()
+    mine = [ln for ln in listing.splitlines() if " cmd=subscribe " in ln]
+    assert len(mine) == 1 and " flags=P " in mine[0] and " sub=1 psub=0 ssub=0 " in mine[0]
+    cats = c.call("COMMAND", "INFO", "PUBLISH")[0]
+    assert cats[6] == ["@pubsub", "@fast"]
