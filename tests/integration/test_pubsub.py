@@ -315,5 +315,9 @@ def test_monitor_commandstats_and_client_list(server, raw_factory):
     listing = c.call("CLIENT", "LIST").decode()
     mine = [ln for ln in listing.splitlines() if " cmd=subscribe " in ln]
     assert len(mine) == 1 and " flags=P " in mine[0] and " sub=1 psub=0 ssub=0 " in mine[0]
+    assert c.call("CLIENT", "LIST", "TYPE", "pubsub").decode().count("\n") == 1
+    assert " cmd=subscribe " not in c.call("CLIENT", "LIST", "TYPE", "normal").decode()
+    assert c.call("CLIENT", "KILL", "TYPE", "pubsub") == 1
+    assert sub.at_eof()
     cats = c.call("COMMAND", "INFO", "PUBLISH")[0]
     assert cats[6] == ["@pubsub", "@fast"]
