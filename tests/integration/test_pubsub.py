@@ -86,6 +86,23 @@ def test_resp3_message_precedes_the_next_reply(server_factory, raw_factory):
 
 
 @pytest.mark.concurrency
+def test_no_message_after_the_unsubscribe_confirmation(server_factory, raw_factory):
+    s = server_factory(["-w", "2"])
+    sub, pub = on_each_worker(s, raw_factory)
+    for _ in range(100):
+        assert sub.call("SUBSCRIBE", "u") == [b"subscribe", b"u", 1]
+        pub.send(RawConn.encode("PUBLISH", "u", "m") * 50)  # replies read below
+        sub.send(RawConn.encode("UNSUBSCRIBE", "u") + RawConn.encode("PING"))
+        while True:
+            m = sub.read()
+            if m[0] == b"unsubscribe":
+                break
+            assert m == [b"message", b"u", b"m"]
+        assert sub.read() == "PONG"  # nothing published to "u" after the confirmation
+        assert [pub.read() for _ in range(50)] != [None] * 50
+
+
+@pytest.mark.concurrency
 def test_many_publishers_many_subscribers(server_factory, raw_factory):
     """Every message reaches every subscriber once, in each publisher's order."""
     s = server_factory(["-w", "2"])
