@@ -139,17 +139,16 @@ void Worker::DeliverPush(uint64_t client_id, std::shared_ptr<const std::string> 
     inbox_ready_.store(true, std::memory_order_release);
     if (!inbox_posted_) post = inbox_posted_ = true;
   }
-  if (post) loop_.Post([this] { DrainInbox(); });
+  if (post) loop_.Post([this] { DrainInbox(true); });
 }
 
-void Worker::DrainInbox() {
+void Worker::DrainInbox(bool posted) {
   {
     std::lock_guard<std::mutex> l(inbox_mu_);
     inbox_batch_.swap(inbox_);
-    inbox_posted_ = false;
+    if (posted) inbox_posted_ = false;
     inbox_ready_.store(false, std::memory_order_relaxed);
   }
-  pushed_to_.clear();
   for (Push& p : inbox_batch_) {
     auto it = conns_.find(p.client_id);
     if (it == conns_.end() || it->second->closed()) continue;
@@ -157,10 +156,22 @@ void Worker::DrainInbox() {
       pushed_to_.push_back(p.client_id);
   }
   inbox_batch_.clear();
-  for (uint64_t id : pushed_to_) {
+  if (!pushed_to_.empty() && !flush_deferred_) {
+    flush_deferred_ = true;
+    loop_.Defer([this] { FlushPushed(); });
+  }
+}
+
+void Worker::FlushPushed() {
+  flush_deferred_ = false;
+  std::vector<uint64_t> ids;
+  ids.swap(pushed_to_);
+  for (uint64_t id : ids) {
     auto it = conns_.find(id);
     if (it != conns_.end() && !it->second->closed()) it->second->FlushPushes();
   }
+  ids.clear();
+  if (pushed_to_.empty()) pushed_to_.swap(ids);  // keep the capacity
 }
 
 void Worker::Start() {

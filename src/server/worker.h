@@ -87,7 +87,7 @@ class Worker final : public net::ConnHost {
   void Release(Connection* c) override;  // a closed connection: free it after the batch
   void WaitDurable(Connection* c, uint64_t lsn) override;
   void BeforeInput() override {
-    if (inbox_ready_.load(std::memory_order_acquire)) DrainInbox();
+    if (inbox_ready_.load(std::memory_order_acquire)) DrainInbox(false);
   }
   size_t num_connections() const { return conns_.size(); }
   // Its connections that hold replies for durability (the gate wakes it).
@@ -102,7 +102,12 @@ class Worker final : public net::ConnHost {
   void AddConnection(int fd, ListenSocket l);
   void Cron();
   void MaybeStop();
-  void DrainInbox();
+  // Queues the mailbox's messages on their connections; `posted`: called by
+  // the posted task (which alone clears inbox_posted_, so at most one task is
+  // outstanding). The connections are flushed once, after the current batch
+  // of events (FlushPushed), so many publishers cost one write per subscriber.
+  void DrainInbox(bool posted);
+  void FlushPushed();
 
   Server* server_;
   int index_;
@@ -128,7 +133,8 @@ class Worker final : public net::ConnHost {
   bool inbox_posted_ = false;             // a drain task is posted; guarded by inbox_mu_
   std::atomic<bool> inbox_ready_{false};  // inbox_ is not empty
   std::vector<Push> inbox_batch_;         // the worker's drained batch (reused)
-  std::vector<uint64_t> pushed_to_;       // connections to flush after a drain
+  std::vector<uint64_t> pushed_to_;       // connections to flush after this batch
+  bool flush_deferred_ = false;           // FlushPushed is scheduled
 };
 
 }  // namespace pion::server

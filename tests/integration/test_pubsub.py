@@ -86,6 +86,23 @@ def test_resp3_message_precedes_the_next_reply(server_factory, raw_factory):
 
 
 @pytest.mark.concurrency
+def test_no_message_after_the_unsubscribe_confirmation(server_factory, raw_factory):
+    s = server_factory(["-w", "2"])
+    sub, pub = on_each_worker(s, raw_factory)
+    for _ in range(100):
+        assert sub.call("SUBSCRIBE", "u") == [b"subscribe", b"u", 1]
+        pub.send(RawConn.encode("PUBLISH", "u", "m") * 50)  # replies read below
+        sub.send(RawConn.encode("UNSUBSCRIBE", "u") + RawConn.encode("PING"))
+        while True:
+            m = sub.read()
+            if m[0] == b"unsubscribe":
+                break
+            assert m == [b"message", b"u", b"m"]
+        assert sub.read() == "PONG"  # nothing published to "u" after the confirmation
+        assert [pub.read() for _ in range(50)] != [None] * 50
+
+
+@pytest.mark.concurrency
 def test_many_publishers_many_subscribers(server_factory, raw_factory):
     """Every message reaches every subscriber once, in each publisher's order."""
     s = server_factory(["-w", "2"])
@@ -298,3 +315,26 @@ def test_nothing_is_published_without_listeners(server, raw_factory):
     assert c.call("SET", "a", "b") == "OK"
     assert c.call("PUBLISH", "unrelated", "x") == 1
     assert other.read() == [b"message", b"unrelated", b"x"]  # no notification came first
+
+
+def test_monitor_commandstats_and_client_list(server, raw_factory):
+    mon, c, sub = raw_factory(server), raw_factory(server), raw_factory(server)
+    assert mon.call("MONITOR") == "OK"
+    assert sub.call("SUBSCRIBE", "a") == [b"subscribe", b"a", 1]
+    line = mon.read()
+    assert '"SUBSCRIBE" "a"' in line
+    assert c.call("PUBLISH", "a", "m") == 1
+    assert '"PUBLISH" "a" "m"' in mon.read()
+    stats = c.call("INFO", "commandstats").decode()
+    assert "cmdstat_publish:calls=1" in stats and "cmdstat_subscribe:calls=1" in stats
+    assert c.call("PUBSUB", "NUMPAT") == 0
+    assert "cmdstat_pubsub|numpat:calls=1" in c.call("INFO", "commandstats").decode()
+    listing = c.call("CLIENT", "LIST").decode()
+    mine = [ln for ln in listing.splitlines() if " cmd=subscribe " in ln]
+    assert len(mine) == 1 and " flags=P " in mine[0] and " sub=1 psub=0 ssub=0 " in mine[0]
+    assert c.call("CLIENT", "LIST", "TYPE", "pubsub").decode().count("\n") == 1
+    assert " cmd=subscribe " not in c.call("CLIENT", "LIST", "TYPE", "normal").decode()
+    assert c.call("CLIENT", "KILL", "TYPE", "pubsub") == 1
+    assert sub.at_eof()
+    cats = c.call("COMMAND", "INFO", "PUBLISH")[0]
+    assert cats[6] == ["@pubsub", "@fast"]

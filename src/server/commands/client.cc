@@ -84,6 +84,7 @@ uint64_t RunningBytes(const CommandContext& ctx) {
 void ClientList(CommandContext& ctx) {
   std::vector<uint64_t> ids;
   bool filter_ids = false;
+  int type = -1;  // TYPE filter: -1 any, 0 normal, 1 pubsub (a subscribed client)
   for (size_t i = 2; i < ctx.args.size(); i += 2) {
     if (i + 1 >= ctx.args.size()) {
       ctx.reply->Error(kErrSyntaxError);
@@ -91,9 +92,12 @@ void ClientList(CommandContext& ctx) {
     }
     if (EqualsIgnoreCase(ctx.args[i], "TYPE")) {
       std::string_view t = ctx.args[i + 1];
-      if (EqualsIgnoreCase(t, "normal")) continue;
+      if (EqualsIgnoreCase(t, "normal") || EqualsIgnoreCase(t, "pubsub")) {
+        type = EqualsIgnoreCase(t, "pubsub") ? 1 : 0;
+        continue;
+      }
       if (EqualsIgnoreCase(t, "master") || EqualsIgnoreCase(t, "replica") ||
-          EqualsIgnoreCase(t, "slave") || EqualsIgnoreCase(t, "pubsub")) {
+          EqualsIgnoreCase(t, "slave")) {
         ctx.reply->Bulk("");
         return;
       }
@@ -118,6 +122,7 @@ void ClientList(CommandContext& ctx) {
   std::string out;
   ctx.server->clients().ForEach([&](const ClientInfo& c) {
     if (filter_ids && std::find(ids.begin(), ids.end(), c.id) == ids.end()) return;
+    if (type >= 0 && c.pubsub.load(std::memory_order_relaxed) != (type == 1)) return;
     AppendClientLine(c, &out, c.id == ctx.client->id ? RunningBytes(ctx) : 0);
   });
   // Redis lists clients by id.
@@ -152,6 +157,7 @@ struct KillFilter {
   bool has_maxage = false;
   uint64_t maxage = 0;
   bool type_matches_none = false;
+  int type = -1;  // -1 any, 0 normal, 1 pubsub
 };
 
 void ClientKill(CommandContext& ctx) {
@@ -196,9 +202,11 @@ void ClientKill(CommandContext& ctx) {
         }
       } else if (EqualsIgnoreCase(k, "TYPE")) {
         if (EqualsIgnoreCase(v, "master") || EqualsIgnoreCase(v, "replica") ||
-            EqualsIgnoreCase(v, "slave") || EqualsIgnoreCase(v, "pubsub")) {
+            EqualsIgnoreCase(v, "slave")) {
           f.type_matches_none = true;
-        } else if (!EqualsIgnoreCase(v, "normal")) {
+        } else if (EqualsIgnoreCase(v, "normal") || EqualsIgnoreCase(v, "pubsub")) {
+          f.type = EqualsIgnoreCase(v, "pubsub") ? 1 : 0;
+        } else {
           ctx.reply->Error(UnknownClientTypeError(v));
           return;
         }
@@ -226,6 +234,7 @@ void ClientKill(CommandContext& ctx) {
       if (!f.user.empty() && f.user != c.user) return;
       if (f.has_maxage && (now - c.created_us) / 1000000 < f.maxage) return;
       if (f.skipme && c.id == ctx.client->id) return;
+      if (f.type >= 0 && c.pubsub.load(std::memory_order_relaxed) != (f.type == 1)) return;
       victims.push_back(c.id);
     });
   }

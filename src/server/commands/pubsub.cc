@@ -10,6 +10,7 @@
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
 #include "server/server.h"
+#include "server/worker.h"
 
 namespace pion::server {
 
@@ -55,16 +56,29 @@ void SubscribeKind(CommandContext& ctx, PubSub::Kind k, std::string_view confirm
   UpdateMode(ctx);
 }
 
+// Messages a publisher matched before the registry dropped a subscription may
+// still wait in this worker's mailbox: they go out before the confirmation,
+// as in Redis no message follows it (not inside EXEC, whose reply is one array).
+void FlushMailbox(CommandContext& ctx) {
+  int w = ctx.client->worker;
+  if (!ctx.in_exec && w >= 0 && w < ctx.server->num_workers()) ctx.server->worker(w)->BeforeInput();
+}
+
 void UnsubscribeKind(CommandContext& ctx, PubSub::Kind k, std::string_view confirm) {
   ReplyBuilder* rb = Out(ctx);
   PubSub& ps = ctx.server->pubsub();
   size_t count = 0;
   if (ctx.args.size() == 1) {
     std::vector<std::string> all = ps.ClientList(k, ctx.client->id);
+    std::vector<size_t> counts;
     for (const std::string& name : all) {
       ps.Unsubscribe(k, ctx.client->id, name, &count);
-      std::string_view v = name;
-      Confirm(rb, confirm, &v, count);
+      counts.push_back(count);
+    }
+    FlushMailbox(ctx);
+    for (size_t i = 0; i < all.size(); ++i) {
+      std::string_view v = all[i];
+      Confirm(rb, confirm, &v, counts[i]);
     }
     if (all.empty()) {
       // Subscribed to nothing: still one reply, with a null name.
@@ -73,10 +87,13 @@ void UnsubscribeKind(CommandContext& ctx, PubSub::Kind k, std::string_view confi
       Confirm(rb, confirm, nullptr, k == PubSub::kShard ? ssub : sub + psub);
     }
   } else {
+    std::vector<size_t> counts;
     for (size_t i = 1; i < ctx.args.size(); ++i) {
       ps.Unsubscribe(k, ctx.client->id, ctx.args[i], &count);
-      Confirm(rb, confirm, &ctx.args[i], count);
+      counts.push_back(count);
     }
+    FlushMailbox(ctx);
+    for (size_t i = 1; i < ctx.args.size(); ++i) Confirm(rb, confirm, &ctx.args[i], counts[i - 1]);
   }
   UpdateMode(ctx);
 }
