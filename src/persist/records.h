@@ -139,6 +139,15 @@ class MutationSink {
     (void)src, (void)dst;
     return uint64_t{0};
   }
+  // STRPATCH (docs/wal_format.md): `bytes` at `offset` (zero-filled from the
+  // old end), the value cut after them when `truncate`, the expiry set to
+  // expire_at_ms. Written whole before returning (an edit is small or is an
+  // APPEND's tail: the log grows by what changed, not by the value).
+  virtual Result<uint64_t> OnStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
+                                      std::span<const uint8_t> bytes, bool truncate) {
+    (void)key, (void)expire_at_ms, (void)offset, (void)bytes, (void)truncate;
+    return uint64_t{0};
+  }
 
   // Two-phase forms. The defaults defer to the one-shot calls at write time
   // (fine for a sink with no ordering of its own, e.g. a test recorder); the
@@ -221,6 +230,10 @@ class RecordSink {
     (void)key, (void)expire_at_ms;
   }
   virtual void ApplyStrRename(std::string_view src, std::string_view dst) { (void)src, (void)dst; }
+  virtual void ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
+                             std::span<const uint8_t> bytes, bool truncate) {
+    (void)key, (void)expire_at_ms, (void)offset, (void)bytes, (void)truncate;
+  }
 };
 
 // A run of `rows` consecutive stored rows at `data` (kept alive by `pin`), or

@@ -80,6 +80,12 @@ Status ApplyRecord(RecordSink* sink, const WalRecord& rec, bool* applied) {
       sink->ApplyStrRename(r.key, r.dst);
       return Status::OK();
     }
+    case RecordType::kStrPatch: {
+      StrPatchRec r;
+      PION_RETURN_IF_ERROR(DecodeStrPatch(rec.payload, &r));
+      sink->ApplyStrPatch(r.key, r.expire_at_ms, r.offset, r.bytes, r.truncate);
+      return Status::OK();
+    }
     default:
       return Status::Corruption("unknown record type");
   }

@@ -319,6 +319,34 @@ Status DecodeStrSet(std::span<const uint8_t> p, bool snap, StrSetRec* r) {
   return Status::OK();
 }
 
+void EncodeStrPatchPrefix(const StrPatchRec& r, std::vector<uint8_t>* out) {
+  Writer w(out);
+  Key32(w, r.key);
+  w.U64(static_cast<uint64_t>(r.expire_at_ms));
+  w.U8(r.truncate ? 1 : 0);
+  w.U64(r.offset);
+  w.U64(r.bytes.size());
+}
+
+Status DecodeStrPatch(std::span<const uint8_t> p, StrPatchRec* r) {
+  Reader rd(p);
+  uint64_t exp, len;
+  uint8_t flags;
+  if (!ReadKey32(rd, &r->key)) return Bad("bad string key");
+  if (!rd.U64(&exp) || !rd.U8(&flags) || !rd.U64(&r->offset) || !rd.U64(&len))
+    return Bad("truncated strpatch record");
+  if (static_cast<int64_t>(exp) < 0) return Bad("negative expiry");
+  if (flags > 1) return Bad("bad strpatch flags");
+  // Values stay below 2^31 (see docs/wal_format.md).
+  if (r->offset > (uint64_t{1} << 31) || len > (uint64_t{1} << 31))
+    return Bad("strpatch out of range");
+  if (len != rd.left()) return Bad("strpatch record size does not match its length");
+  r->expire_at_ms = static_cast<int64_t>(exp);
+  r->truncate = flags == 1;
+  r->bytes = p.subspan(p.size() - rd.left());
+  return Status::OK();
+}
+
 Status DecodeStrDel(std::span<const uint8_t> p, StrKeyRec* r) {
   Reader rd(p);
   if (!ReadKey32(rd, &r->key) || !rd.U8(&r->reason)) return Bad("truncated strdel record");
@@ -476,6 +504,10 @@ Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p) {
     case RecordType::kRegisterChild: {
       RegisterRec r;
       return DecodeRegisterChild(p, &r);
+    }
+    case RecordType::kStrPatch: {
+      StrPatchRec r;
+      return DecodeStrPatch(p, &r);
     }
     default:
       return Bad("unknown record type");

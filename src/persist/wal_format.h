@@ -22,7 +22,8 @@ namespace pion::persist {
 
 inline constexpr char kWalMagic[8] = {'P', 'I', 'O', 'N', 'W', 'A', 'L', '\0'};
 inline constexpr char kSnapMagic[8] = {'P', 'I', 'O', 'N', 'S', 'N', 'P', '\0'};
-inline constexpr uint32_t kWalVersion = 3;  // 2: string-key records 5-8; 3: REGISTER_CHILD
+// 2: string-key records 5-8; 3: REGISTER_CHILD; 4: STRPATCH (record 10)
+inline constexpr uint32_t kWalVersion = 4;
 // 2: STRING sections, END string_count; 3: NAMESPACE_CHILD; 4: PAD sections
 // (rows of every ROWS section 64-byte aligned in the file, so a loader can map them).
 inline constexpr uint32_t kSnapVersion = 4;
@@ -51,6 +52,7 @@ enum class RecordType : uint8_t {
   kStrExpire = 7,
   kStrRename = 8,
   kRegisterChild = 9,  // version 3: REGISTER ... PARENT
+  kStrPatch = 10,      // an in-place edit of a string (APPEND, SETRANGE, SETBIT, INCR ...)
   kSnapNamespace = 16,
   kSnapRows = 17,
   kSnapEnd = 18,
@@ -60,7 +62,7 @@ enum class RecordType : uint8_t {
 };
 // Alignment of the rows of a ROWS section in a version 4 snapshot file.
 inline constexpr uint64_t kSnapRowsAlign = 64;
-inline constexpr uint8_t kMaxWalRecordType = 9;
+inline constexpr uint8_t kMaxWalRecordType = 10;
 
 // On-disk format tags (int8 0, turbo4 1, fp16 2, turbo3 3, turbo2 4, fp8 5, mlx4g32 7).
 uint8_t FormatTag(quant::Format f);
@@ -154,6 +156,16 @@ struct StrSetRec {
   uint64_t lru_stamp = 0;  // snapshot only
   std::span<const uint8_t> value;
 };
+// STRPATCH: `bytes` written at `offset` of the key's value (zero-filled from
+// its old end), the value cut at the patch's end when `truncate`; the expiry
+// is set to expire_at_ms. A missing key starts empty.
+struct StrPatchRec {
+  std::string_view key;
+  int64_t expire_at_ms = 0;
+  bool truncate = false;
+  uint64_t offset = 0;
+  std::span<const uint8_t> bytes;
+};
 struct StrKeyRec {  // STRDEL (reason), STREXPIRE (expire_at_ms), STRRENAME (key -> dst)
   std::string_view key;
   std::string_view dst;
@@ -179,6 +191,9 @@ void EncodeStrSetPrefix(const StrSetRec& r, uint64_t value_len, bool snap,
 void EncodeStrDel(std::string_view key, uint8_t reason, std::vector<uint8_t>* out);
 void EncodeStrExpire(std::string_view key, int64_t expire_at_ms, std::vector<uint8_t>* out);
 void EncodeStrRename(std::string_view src, std::string_view dst, std::vector<uint8_t>* out);
+// STRPATCH's fixed part (the patch bytes follow it).
+void EncodeStrPatchPrefix(const StrPatchRec& r, std::vector<uint8_t>* out);
+Status DecodeStrPatch(std::span<const uint8_t> p, StrPatchRec* r);
 Status DecodeStrSet(std::span<const uint8_t> p, bool snap, StrSetRec* r);
 Status DecodeStrDel(std::span<const uint8_t> p, StrKeyRec* r);
 Status DecodeStrExpire(std::span<const uint8_t> p, StrKeyRec* r);

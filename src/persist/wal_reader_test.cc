@@ -249,7 +249,7 @@ void GoldenWorkloadV3(Store& s) {
   child("other:t1", "other:root", quant::Format::kTurbo4, 506, false);
 }
 
-TEST(Golden, Version3WalAndVersion4SnapshotMatchAndLoad) {
+TEST(Golden, Version4WalAndVersion4SnapshotMatchAndLoad) {
   FaultEnv env;
   StoreDump want;
   {
@@ -280,27 +280,30 @@ TEST(Golden, Version3WalAndVersion4SnapshotMatchAndLoad) {
   auto wal = env.GetFile(kWal);
   auto snap = env.GetFile("/db/golden.vstore");
   const std::string dir = PION_TESTDATA_DIR;
-  // The WAL is still version 3; snapshots are version 4 (PAD sections) since
-  // golden_v4.vstore, and the version 3 snapshot of the same workload still loads.
+  // The WAL is version 4 (STRPATCH: the workload's APPEND) since golden_v4.wal;
+  // snapshots are version 4 (PAD sections) since golden_v4.vstore. The version 3
+  // files of the same workload still load to the same state.
   if (std::getenv("PION_WRITE_GOLDEN")) {
-    std::ofstream(dir + "/golden_v3.wal", std::ios::binary)
+    std::ofstream(dir + "/golden_v4.wal", std::ios::binary)
         .write(reinterpret_cast<const char*>(wal.data()), static_cast<long>(wal.size()));
     std::ofstream(dir + "/golden_v4.vstore", std::ios::binary)
         .write(reinterpret_cast<const char*>(snap.data()), static_cast<long>(snap.size()));
   }
-  auto gwal = ReadAll(dir + "/golden_v3.wal");
+  auto gwal = ReadAll(dir + "/golden_v4.wal");
+  auto gwal3 = ReadAll(dir + "/golden_v3.wal");
   auto gsnap3 = ReadAll(dir + "/golden_v3.vstore");
   auto gsnap = ReadAll(dir + "/golden_v4.vstore");
-  ASSERT_FALSE(gwal.empty()) << "missing " << dir << "/golden_v3.wal";
+  ASSERT_FALSE(gwal.empty()) << "missing " << dir << "/golden_v4.wal";
   ASSERT_FALSE(gsnap.empty()) << "missing " << dir << "/golden_v4.vstore";
-  ASSERT_EQ(GetU32(gwal.data() + 8), 3u);
+  ASSERT_EQ(GetU32(gwal.data() + 8), 4u);
+  ASSERT_EQ(GetU32(gwal3.data() + 8), 3u);
   ASSERT_EQ(GetU32(gsnap3.data() + 8), 3u);
   ASSERT_EQ(GetU32(gsnap.data() + 8), 4u);
   EXPECT_EQ(gwal, wal) << "WAL bytes changed: a format change needs a new version";
   EXPECT_EQ(gsnap, snap) << "snapshot bytes changed: a format change needs a new version";
-  FaultEnv env2;
-  env2.SetFile(kWal, gwal);
-  {
+  for (const auto* g : {&gwal, &gwal3}) {
+    FaultEnv env2;
+    env2.SetFile(kWal, *g);
     Node m(&env2);
     ASSERT_TRUE(m.persist->Recover().ok());
     EXPECT_EQ(Dump(m.store), want);
@@ -360,7 +363,7 @@ TEST(Golden, ChildSectionBeforeItsParentIsCorrupt) {
 // snapshot with today's snapshot writer, give the same bytes.
 TEST(Golden, WriterReproducesGoldenBytesFromDecodedRecords) {
   const std::string dir = PION_TESTDATA_DIR;
-  auto gwal = ReadAll(dir + "/golden_v3.wal");
+  auto gwal = ReadAll(dir + "/golden_v4.wal");
   auto gsnap = ReadAll(dir + "/golden_v4.vstore");
   ASSERT_FALSE(gwal.empty());
   ASSERT_FALSE(gsnap.empty());
@@ -445,6 +448,12 @@ TEST(Golden, WriterReproducesGoldenBytesFromDecodedRecords) {
           StrKeyRec r;
           ASSERT_TRUE(DecodeStrRename(rec.payload, &r).ok());
           ASSERT_TRUE(w.OnStrRename(r.key, r.dst).ok());
+          break;
+        }
+        case RecordType::kStrPatch: {
+          StrPatchRec r;
+          ASSERT_TRUE(DecodeStrPatch(rec.payload, &r).ok());
+          ASSERT_TRUE(w.OnStrPatch(r.key, r.expire_at_ms, r.offset, r.bytes, r.truncate).ok());
           break;
         }
         default:

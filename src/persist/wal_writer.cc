@@ -460,6 +460,19 @@ Result<uint64_t> WalWriter::OnStrRename(std::string_view src, std::string_view d
   return Append(RecordType::kStrRename, p, {});
 }
 
+Result<uint64_t> WalWriter::OnStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
+                                       std::span<const uint8_t> bytes, bool truncate) {
+  std::vector<uint8_t> p;
+  StrPatchRec r;
+  r.key = key;
+  r.expire_at_ms = expire_at_ms;
+  r.truncate = truncate;
+  r.offset = offset;
+  r.bytes = bytes;
+  EncodeStrPatchPrefix(r, &p);
+  return Append(RecordType::kStrPatch, p, bytes);
+}
+
 void WalWriter::Position(uint64_t* generation, uint64_t* next_lsn) {
   base::MutexLock w(&write_mu_);
   *generation = generation_;

@@ -123,13 +123,13 @@ TEST_F(AclTest, EveryCommandHasCategoriesConsistentWithItsFlags) {
       EXPECT_TRUE((c & kAclAdmin) && (c & kAclDangerous));
     }
     // A family category besides the flags' (what +@<family> grants).
-    uint32_t family = kAclKeyspace | kAclString | kAclKvcache | kAclAttend | kAclConnection |
-                      kAclTransaction | kAclPubsub | kAclAdmin | kAclDangerous;
+    uint32_t family = kAclKeyspace | kAclString | kAclBitmap | kAclKvcache | kAclAttend |
+                      kAclConnection | kAclTransaction | kAclPubsub | kAclAdmin | kAclDangerous;
     if (n != "TIME") {
       EXPECT_NE(c & family, 0u) << "no family category";  // TIME: @fast only, as Redis
     }
     if (s.flags & kCmdKvcache) {
-      EXPECT_NE(c & (kAclKvcache | kAclAttend | kAclString | kAclKeyspace), 0u);
+      EXPECT_NE(c & (kAclKvcache | kAclAttend | kAclString | kAclBitmap | kAclKeyspace), 0u);
     }
     if (n.starts_with("KV.PREFIX.") || n.starts_with("V.")) {
       EXPECT_TRUE(c & kAclKvcache);

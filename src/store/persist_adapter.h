@@ -50,6 +50,10 @@ class StorePersistHost final : public persist::PersistHost {
   void ApplyStrRename(std::string_view src, std::string_view dst) override {
     store_->ApplyStrRename(src, dst);
   }
+  void ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
+                     std::span<const uint8_t> bytes, bool truncate) override {
+    store_->ApplyStrPatch(key, expire_at_ms, offset, bytes, truncate);
+  }
   // persist::SnapshotSource
   std::vector<persist::SnapshotString> TakeCapturedStrings() override {
     return store_->TakeCapturedStrings();

@@ -403,9 +403,32 @@ class Store {
   Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms, uint64_t* lsn);
   // APPEND: the new length. `tail_value` (may be null) holds the bytes of `tail`
   // already as a value (an adopted argument buffer): a key that does not exist
-  // yet takes it as is instead of a copy.
+  // yet takes it as is instead of a copy. An existing value grows in place
+  // (StrPatch); one that would pass `max_len` (> 0) bytes is refused
+  // (InvalidArgument "string exceeds maximum allowed size ...", nothing changes).
   Result<uint64_t> StrAppend(std::string_view key, std::string_view tail, uint64_t* lsn,
-                             StrRef tail_value = nullptr);
+                             StrRef tail_value = nullptr, uint64_t max_len = 0);
+  // Read-modify-write of one string key, atomic under its locks
+  // (store/string_edit.cc): `plan` sees the current value (`exists` false and
+  // an empty view for a missing key) and fills the edit, or returns an error
+  // (nothing changes). The edit is logged (STRPATCH: only the bytes it
+  // writes) before it is applied, in place when the store holds the only
+  // reference to the value and it fits its capacity, else into a copy grown
+  // greedily (double up to 1 MiB, then +1 MiB), so repeated appends cost
+  // amortised O(appended bytes). The TTL is kept. Returns the new length.
+  using StrPlanFn = std::function<Status(std::string_view cur, bool exists, StrEdit* edit)>;
+  Result<uint64_t> StrPatch(std::string_view key, const StrPlanFn& plan, uint64_t* lsn);
+  // COPY src dst [REPLACE]: false when src is missing or dst exists without
+  // replace. The copy shares the value (an edit of either copies it first)
+  // and takes src's TTL. A namespace source is NotSupported; a namespace
+  // destination WrongType.
+  Result<bool> StrCopy(std::string_view src, std::string_view dst, bool replace, uint64_t* lsn);
+  // TOUCH: how many of the keys exist (with repetition); touches their LRU.
+  uint64_t KeysTouch(std::span<const std::string_view> keys);
+  // RESTORE ... IDLETIME: the key reads as last accessed `idle_s` seconds ago.
+  void SetIdleTime(std::string_view key, uint64_t idle_s);
+  // OBJECT: the key's type, value and idle time (no touch, no hit or miss).
+  KeyObject ObjectOf(std::string_view key);
   // MGET: nullptr for a missing key or one of another type.
   std::vector<StrRef> StrMGet(std::span<const std::string_view> keys);
   // MSET (nx = false) / MSETNX (nx: nothing is written when any key exists).
@@ -461,6 +484,8 @@ class Store {
   void ApplyStrDel(std::string_view key);
   void ApplyStrExpire(std::string_view key, int64_t expire_at_ms);
   void ApplyStrRename(std::string_view src, std::string_view dst);
+  void ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
+                     std::span<const uint8_t> bytes, bool truncate);
   // The string keys the last CaptureSnapshot pinned (at the same barrier),
   // oldest LRU first; empties the list.
   std::vector<persist::SnapshotString> TakeCapturedStrings();

@@ -31,6 +31,13 @@ namespace {
 
 int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
 
+// OBJECT IDLETIME's clock: the kernel's coarse clock (no hardware read per touch).
+uint32_t CoarseUnixSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return static_cast<uint32_t>(ts.tv_sec);
+}
+
 std::atomic<uint64_t> g_adopted{0};  // StrValue::adopted_total()
 
 uint64_t KeyHash(std::string_view k) { return XXH3_64bits(k.data(), k.size()); }
@@ -185,6 +192,7 @@ void Store::StrUnlinkLocked(Shard& sh, StrEntry& e) {
 
 void Store::StrTouchLocked(Shard& sh, StrEntry& e) {
   e.stamp = NextStamp();
+  e.atime_s = CoarseUnixSeconds();
   if (sh.lru_tail != &e) {
     StrUnlinkLocked(sh, e);
     StrLinkLocked(sh, e);
@@ -463,44 +471,6 @@ Result<StrRef> Store::StrGetEx(std::string_view key, bool persist, int64_t expir
     e->version = ++str_version_;
   }
   return v;
-}
-
-Result<uint64_t> Store::StrAppend(std::string_view key, std::string_view tail, uint64_t* lsn,
-                                  StrRef tail_value) {
-  *lsn = 0;
-  StrPending pend[1];  // on the stack: no allocation per SET
-  uint64_t len = 0;
-  {
-    std::shared_lock<std::shared_mutex> gate(gate_);
-    std::lock_guard<std::mutex> l(mu_);
-    if (IsNamespaceKeyLocked(key)) return Status::WrongType();
-    if (key.size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
-    StrEntry* e = StrFindLocked(key, NowMs(), lsn);
-    std::string_view head = e != nullptr ? e->value->view() : std::string_view();
-    StrRef value;
-    if (head.empty() && tail_value != nullptr && tail_value->size == tail.size()) {
-      value = std::move(tail_value);
-    } else {
-      auto v = StrValue::TryMake(head.size() + tail.size());
-      if (!v) return Status::OutOfBudget("out of memory");
-      if (!head.empty()) std::memcpy(v->data, head.data(), head.size());
-      if (!tail.empty()) std::memcpy(v->data + head.size(), tail.data(), tail.size());
-      value = std::move(v);
-    }
-    int64_t expire = e != nullptr ? e->expire_at_ms : 0;
-    uint64_t need = StrCharge(key, value);
-    uint64_t have = e != nullptr ? StrCharge(key, e->value) : 0;
-    if (cfg_.max_bytes > 0 && need > have) {
-      if (need > cfg_.max_bytes) return Status::OutOfBudget("");
-      PION_RETURN_IF_ERROR(EvictLocked(
-          nullptr, [&] { return bytes_ - have + need <= cfg_.max_bytes; }, lsn, key, true));
-    }
-    PION_RETURN_IF_ERROR(StrLogSetLocked(key, value, expire, &pend[0]));
-    BeginPending();
-    len = value->size;
-  }
-  PION_RETURN_IF_ERROR(StrFinish(pend, lsn));
-  return len;
 }
 
 std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys) {

@@ -1,10 +1,13 @@
 // The string keyspace's public types (docs/protocol.md "Keys"). String values
 // share the store with the namespaces: one key space (a name is either a string
-// key or a namespace), one byte budget (--maxmemory) and one LRU. A value is an
-// immutable, 64-byte aligned, reference-counted buffer: GET pins it and sends
+// key or a namespace), one byte budget (--maxmemory) and one LRU. A value is a
+// 64-byte aligned, reference-counted buffer: GET pins it and sends
 // it by reference, an overwrite or eviction only drops the store's reference.
 //
-// Thread-safety: StrValue is immutable once published; the rest are values.
+// Thread-safety: StrValue is immutable while anyone but the store holds it:
+// the store edits a value in place (Store::StrPatch) only under its key's
+// locks and only when it holds the sole reference (use_count() == 1); a value
+// pinned by a reply, a pending log write or a snapshot is copied first.
 #pragma once
 
 #include <atomic>
@@ -29,6 +32,9 @@ struct StrValue {
   size_t size = 0;
   size_t capacity = 0;  // allocated bytes (>= size; what the budget is charged)
   OwnedBuffer mem;
+  // Edited in place (APPEND, SETRANGE, SETBIT...): OBJECT ENCODING says "raw"
+  // whatever the content, as Redis does for a value it modified.
+  bool edited = false;
 
   StrValue() = default;
   StrValue(const StrValue&) = delete;
@@ -80,6 +86,23 @@ struct SetOutcome {
 // and only lowered). GT with XX is kGt (GT already needs a TTL).
 enum class ExpireCond : uint8_t { kAlways, kNx, kXx, kGt, kLt, kLtXx };
 
+// StrPatch's edit, filled by the caller's planner from the current value.
+struct StrEdit {
+  uint64_t offset = 0;
+  std::string_view bytes;  // written at offset (zero-filled from the old end); must
+                           // outlive the StrPatch call
+  bool truncate = false;   // the value ends right after `bytes`
+  bool write = true;       // false: nothing changes (StrPatch returns the length)
+  bool edited = true;      // OBJECT ENCODING "raw" afterwards (false: by content)
+};
+
+// OBJECT's view of a key.
+struct KeyObject {
+  KeyType type = KeyType::kNone;
+  StrRef value;         // a string's value
+  uint64_t idle_s = 0;  // seconds since the last access
+};
+
 struct ScanResult {
   uint64_t cursor = 0;  // 0 = done
   std::vector<std::string> keys;
@@ -105,6 +128,7 @@ struct StrEntry {
   uint64_t stamp = 0;    // LRU stamp (the store's clock, shared with namespaces)
   uint64_t hash = 0;     // scan order
   uint64_t version = 0;  // WATCH
+  uint32_t atime_s = 0;  // last access, coarse unix seconds (OBJECT IDLETIME)
   StrEntry* prev = nullptr;
   StrEntry* next = nullptr;
 };

@@ -166,6 +166,15 @@ void AddStatsCommands(std::vector<CommandSpec>* out);
 // String and generic key commands (commands/strings.cc) and transactions
 // (commands/transaction.cc).
 void AddStringCommands(std::vector<CommandSpec>* out);
+// INCR/DECR family (commands/counters.cc), GETSET/SETRANGE/LCS
+// (commands/string_edit.cc), the bit commands (commands/bitops.cc), COPY/TOUCH/
+// OBJECT (commands/keys_object.cc).
+void AddCounterCommands(std::vector<CommandSpec>* out);
+void AddStringEditCommands(std::vector<CommandSpec>* out);
+void AddBitCommands(std::vector<CommandSpec>* out);
+void AddKeyObjectCommands(std::vector<CommandSpec>* out);
+// DUMP / RESTORE (commands/dump_restore.cc, payload in commands/rdb_payload.h).
+void AddDumpRestoreCommands(std::vector<CommandSpec>* out);
 void AddTransactionCommands(std::vector<CommandSpec>* out);
 // Pub/Sub (commands/pubsub.cc).
 void AddPubSubCommands(std::vector<CommandSpec>* out);

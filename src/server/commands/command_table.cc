@@ -87,6 +87,11 @@ std::vector<CommandSpec> AllCommands() {
   AddStatsCommands(&v);
   AddAttendCommands(&v);
   AddStringCommands(&v);
+  AddCounterCommands(&v);
+  AddStringEditCommands(&v);
+  AddBitCommands(&v);
+  AddKeyObjectCommands(&v);
+  AddDumpRestoreCommands(&v);
   AddTransactionCommands(&v);
   AddPubSubCommands(&v);
   AddClusterCommands(&v);

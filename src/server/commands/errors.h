@@ -317,6 +317,51 @@ std::string UnknownSubcommandOrArityError(std::string_view cmd, std::string_view
 
 // RESP2 subscribed mode: "ERR Can't execute '<cmd>': only (P|S)SUBSCRIBE / ...".
 std::string PubSubContextError(std::string_view cmd);
+// String edits, counters and bit commands (Redis 7.0's texts).
+inline constexpr std::string_view kErrIncrOverflow = "ERR increment or decrement would overflow";
+inline constexpr std::string_view kErrDecrOverflow = "ERR decrement would overflow";
+inline constexpr std::string_view kErrNotFloat = "ERR value is not a valid float";
+inline constexpr std::string_view kErrIncrNanInf = "ERR increment would produce NaN or Infinity";
+inline constexpr std::string_view kErrStringTooBig =
+    "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+inline constexpr std::string_view kErrOffsetRange = "ERR offset is out of range";
+inline constexpr std::string_view kErrBitOffset =
+    "ERR bit offset is not an integer or out of range";
+inline constexpr std::string_view kErrBitValue = "ERR bit is not an integer or out of range";
+inline constexpr std::string_view kErrBitArg = "ERR The bit argument must be 1 or 0.";
+inline constexpr std::string_view kErrBitopNot =
+    "ERR BITOP NOT must be called with a single source key.";
+inline constexpr std::string_view kErrBitfieldType =
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 "
+    "is.";
+inline constexpr std::string_view kErrBitfieldOverflow = "ERR Invalid OVERFLOW type specified";
+inline constexpr std::string_view kErrBitfieldRo =
+    "ERR BITFIELD_RO only supports the GET subcommand";
+inline constexpr std::string_view kErrLcsTypes =
+    "ERR The specified keys must contain string values";
+inline constexpr std::string_view kErrLcsLenIdx =
+    "ERR If you want both the length and indexes, please just use IDX.";
+inline constexpr std::string_view kErrLcsTooLong = "ERR String too long for LCS";
+inline constexpr std::string_view kErrLcsMemory =
+    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
+// COPY / OBJECT (one database: DB 0 only).
+inline constexpr std::string_view kErrDbIndexRange = "ERR DB index is out of range";
+inline constexpr std::string_view kErrCopyKvPrefix =
+    "ERR COPY of a pion-kvprefix key is not supported";
+// DUMP / RESTORE.
+inline constexpr std::string_view kErrDumpPayload =
+    "ERR DUMP payload version or checksum are wrong";
+inline constexpr std::string_view kErrBadDataFormat = "ERR Bad data format";
+inline constexpr std::string_view kErrBusyKey = "BUSYKEY Target key name already exists.";
+inline constexpr std::string_view kErrRestoreTtl = "ERR Invalid TTL value, must be >= 0";
+inline constexpr std::string_view kErrRestoreIdle = "ERR Invalid IDLETIME value, must be >= 0";
+inline constexpr std::string_view kErrRestoreFreq =
+    "ERR Invalid FREQ value, must be >= 0 and <= 255";
+inline constexpr std::string_view kErrDumpKvPrefix =
+    "ERR DUMP of a pion-kvprefix key is not supported";
+inline constexpr std::string_view kErrObjectFreq =
+    "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that "
+    "when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 
 // "-ERR wrong number of arguments for '<cmd>' command" (without the '-').
 std::string WrongArity(std::string_view cmd);

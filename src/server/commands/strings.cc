@@ -1,5 +1,5 @@
 // String and generic key commands (docs/protocol.md "Keys"): GET, SET and its
-// variants, MGET/MSET, APPEND, STRLEN, GETRANGE, EXISTS, DEL/UNLINK, TYPE,
+// variants, MGET/MSET, APPEND, STRLEN, GETRANGE/SUBSTR, EXISTS, DEL/UNLINK, TYPE,
 // RENAME, KEYS, SCAN, RANDOMKEY, the EXPIRE/TTL family, FLUSHDB and MEMORY
 // USAGE. The values live in the store (store/strings.h); GET of a large value
 // sends the stored buffer by reference (writev, no copy).
@@ -302,7 +302,8 @@ void Append(CommandContext& ctx) {
   uint64_t lsn = 0;
   bool absent = KeyAbsent(ctx, ctx.args[1]);
   auto r =
-      ctx.server->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn, AdoptArg(ctx, ctx.args[2]));
+      ctx.server->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn, AdoptArg(ctx, ctx.args[2]),
+                                     ctx.server->config().proto_max_bulk_len);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
   if (absent) Notify(ctx, kNotifyNew, "new", ctx.args[1]);
@@ -704,6 +705,7 @@ void AddStringCommands(std::vector<CommandSpec>* out) {
   out->push_back({"APPEND", 3, kWd, 1, 1, 1, Append, "Appends to a string value."});
   out->push_back({"STRLEN", 2, kR | kCmdFast, 1, 1, 1, StrLen, "Length of a string value."});
   out->push_back({"GETRANGE", 4, kR, 1, 1, 1, GetRange, "A substring of a string value."});
+  out->push_back({"SUBSTR", 4, kR, 1, 1, 1, GetRange, "GETRANGE's former name."});
   out->push_back({"EXISTS", -2, kR | kCmdFast, 1, -1, 1, Exists, "How many of the keys exist."});
   out->push_back({"DEL", -2, kW, 1, -1, 1, Del, "Deletes keys (a namespace key: KV.PREFIX.DROP)."});
   out->push_back({"UNLINK", -2, kW | kCmdFast, 1, -1, 1, Del, "DEL (memory is freed lazily)."});
@@ -738,7 +740,7 @@ void AddStringCommands(std::vector<CommandSpec>* out) {
     std::string_view n = s.name;
     bool str = n == "GET" || n == "SET" || n == "SETEX" || n == "PSETEX" || n == "SETNX" ||
                n == "GETDEL" || n == "GETEX" || n == "MGET" || n == "MSET" || n == "MSETNX" ||
-               n == "APPEND" || n == "STRLEN" || n == "GETRANGE";
+               n == "APPEND" || n == "STRLEN" || n == "GETRANGE" || n == "SUBSTR";
     s.acl_categories |= str ? kAclString : kAclKeyspace;
     if (n == "KEYS") s.acl_categories |= kAclDangerous;
     if (n == "GETDEL" || n == "GETEX" || n == "RENAME" || n == "RENAMENX")
