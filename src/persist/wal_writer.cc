@@ -457,6 +457,14 @@ Result<uint64_t> WalWriter::OnStrRename(std::string_view src, std::string_view d
   return Append(RecordType::kStrRename, p, {});
 }
 
+Status WalWriter::ReserveStrChain(const StrChainRecord& r, PendingRecord* out) {
+  std::vector<uint8_t> p;
+  EncodeStrChainPrefix(r, &p);
+  uint64_t body = 0;
+  for (const StrChainEntry& e : r.entries) body += e.value_len;
+  return Reserved::Into(this, Reserve(RecordType::kStrChain, p, body), out);
+}
+
 void WalWriter::Position(uint64_t* generation, uint64_t* next_lsn) {
   std::lock_guard<std::mutex> w(write_mu_);
   *generation = generation_;

@@ -133,6 +133,7 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
   EXPECT_EQ(runtime, (std::set<std::string>{"maxmemory",
                                             "maxmemory-policy",
                                             "maxmemory-samples",
+                                            "max-block-leases",
                                             "appendfsync",
                                             "loglevel",
                                             "timeout",

@@ -50,6 +50,8 @@ class StorePersistHost final : public persist::PersistHost {
   void ApplyStrRename(std::string_view src, std::string_view dst) override {
     store_->ApplyStrRename(src, dst);
   }
+  void ApplyStrChain(const persist::StrChainRecord& r) override { store_->ApplyStrChain(r); }
+  void ApplyStrBlock(const persist::StrBlockRecord& r) override { store_->ApplyStrBlock(r); }
   // persist::SnapshotSource
   std::vector<persist::SnapshotString> TakeCapturedStrings() override {
     return store_->TakeCapturedStrings();

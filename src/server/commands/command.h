@@ -125,6 +125,12 @@ enum AclKeyFlags : uint32_t {
   kAclKeyAccessIfGet = 1u << 3,
   // The keys need read permission only (WATCH: it reveals whether a key changed).
   kAclKeyReadOnly = 1u << 4,
+  // The keys are the numkeys arguments from first_key on, numkeys being the
+  // argument before first_key (KV.BLOCK.MATCH; last_key is ignored).
+  kAclKeyNumkeys = 1u << 5,
+  // KV.BLOCK.CHAIN: the AFTER key, and every other argument from the first key
+  // after the keyword options (ChainFirstKey).
+  kAclKeyChain = 1u << 6,
 };
 
 struct CommandSpec {
@@ -155,6 +161,14 @@ void AddStatsCommands(std::vector<CommandSpec>* out);
 // String and generic key commands (commands/strings.cc) and transactions
 // (commands/transaction.cc).
 void AddStringCommands(std::vector<CommandSpec>* out);
+// The KV.BLOCK.* family (commands/kvblock.cc).
+void AddKvBlockCommands(std::vector<CommandSpec>* out);
+// KV.BLOCK.CHAIN's first key argument (0 when its options do not parse).
+size_t ChainFirstKey(std::span<const std::string_view> args);
+// The key arguments of a command line by its spec (first/last/step, or the
+// kAclKeyNumkeys / kAclKeyChain rules), in order: ACL checks, COMMAND GETKEYS.
+void CommandKeyIndexes(const CommandSpec& spec, std::span<const std::string_view> args,
+                       std::vector<int>* out);
 void AddTransactionCommands(std::vector<CommandSpec>* out);
 
 }  // namespace pion::server
