@@ -43,6 +43,34 @@ struct BlockRecord {
   std::vector<uint64_t> hashes;
 };
 
+// KV.BLOCK.CHAIN as logged (STRCHAIN, docs/wal_format.md): the pairs, their
+// hashes, TOKENS, the shared expiry and the parent of the first key (after,
+// when has_after: it was a live key when the chain was written). Encoding
+// uses value_len; decoding sets value (a view of the payload).
+struct StrChainEntry {
+  std::string_view key;
+  uint64_t hash = 0;
+  uint64_t value_len = 0;
+  std::span<const uint8_t> value;
+};
+struct StrChainRecord {
+  std::string_view after;
+  bool has_after = false;
+  bool has_hashes = false;
+  uint32_t tokens = 0;
+  int64_t expire_at_ms = 0;
+  std::span<const StrChainEntry> entries;
+};
+// A string key's block metadata in a snapshot (BLOCK section, version 5).
+struct StrBlockRecord {
+  std::string_view key;
+  std::string_view parent;  // empty: a root
+  bool has_parent = false;
+  bool has_hash = false;
+  uint64_t hash = 0;
+  uint32_t tokens = 0;
+};
+
 // A reserved record: its LSN (0 if the log assigns it only when writing) and
 // the call that writes it with its body (the rows, or the block table's hashes
 // as little-endian u64s) and returns its LSN or the write's error.
@@ -148,6 +176,18 @@ class MutationSink {
     (void)key, (void)expire_at_ms, (void)offset, (void)bytes, (void)truncate;
     return uint64_t{0};
   }
+  // STRCHAIN (KV.BLOCK.CHAIN): two-phase like STRSET; the body is the values
+  // back to back in entry order (write_parts: one part per value). Default:
+  // logs nothing.
+  virtual Status ReserveStrChain(const StrChainRecord& r, PendingRecord* out) {
+    (void)r;
+    out->lsn = 0;
+    out->write = [](std::span<const uint8_t>) { return Result<uint64_t>(uint64_t{0}); };
+    out->write_parts = [](std::span<const std::span<const uint8_t>>) {
+      return Result<uint64_t>(uint64_t{0});
+    };
+    return Status::OK();
+  }
 
   // Two-phase forms. The defaults defer to the one-shot calls at write time
   // (fine for a sink with no ordering of its own, e.g. a test recorder); the
@@ -234,6 +274,9 @@ class RecordSink {
                              std::span<const uint8_t> bytes, bool truncate) {
     (void)key, (void)expire_at_ms, (void)offset, (void)bytes, (void)truncate;
   }
+  // A STRCHAIN record (values in the entries); a snapshot's BLOCK section.
+  virtual void ApplyStrChain(const StrChainRecord& r) { (void)r; }
+  virtual void ApplyStrBlock(const StrBlockRecord& r) { (void)r; }
 };
 
 // A run of `rows` consecutive stored rows at `data` (kept alive by `pin`), or
@@ -270,6 +313,13 @@ struct SnapshotString {
   std::shared_ptr<const void> pin;
   const uint8_t* data = nullptr;
   uint64_t size = 0;
+  // A block (KV.BLOCK.CHAIN; a BLOCK section after the STRING sections).
+  bool is_block = false;
+  bool has_parent = false;
+  std::string parent;
+  bool has_hash = false;
+  uint64_t hash = 0;
+  uint32_t tokens = 0;
 };
 
 class SnapshotSource {

@@ -86,6 +86,13 @@ Status ApplyRecord(RecordSink* sink, const WalRecord& rec, bool* applied) {
       sink->ApplyStrPatch(r.key, r.expire_at_ms, r.offset, r.bytes, r.truncate);
       return Status::OK();
     }
+    case RecordType::kStrChain: {
+      StrChainRecord r;
+      std::vector<StrChainEntry> entries;
+      PION_RETURN_IF_ERROR(DecodeStrChain(rec.payload, &r, &entries));
+      sink->ApplyStrChain(r);
+      return Status::OK();
+    }
     default:
       return Status::Corruption("unknown record type");
   }

@@ -199,6 +199,7 @@ Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
         PION_RETURN_IF_ERROR(WriteLayer(sw, v, static_cast<Side>(side), lv, rb, st));
   }
   const uint64_t rows_sections = sw.sections() - sw.pads() - st->namespaces;
+  uint64_t blocks = 0;
   if (strings != nullptr) {
     for (const SnapshotString& k : *strings) {
       StrSetRec r;
@@ -210,6 +211,21 @@ Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
       std::span<const uint8_t> value[1] = {std::span<const uint8_t>(k.data, k.size)};
       PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapString, p, value));
       ++st->strings;
+    }
+    // Blocks' links after every string (a link names a key loaded before it).
+    for (const SnapshotString& k : *strings) {
+      if (!k.is_block) continue;
+      StrBlockRecord r;
+      r.key = k.key;
+      r.has_parent = k.has_parent;
+      r.parent = k.parent;
+      r.has_hash = k.has_hash;
+      r.hash = k.hash;
+      r.tokens = k.tokens;
+      std::vector<uint8_t> p;
+      EncodeSnapBlock(r, &p);
+      PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapBlock, p, {}));
+      ++blocks;
     }
   }
   SnapEndRec end{st->namespaces, rows_sections, st->rows, st->row_bytes, st->strings};
@@ -358,6 +374,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
   const uint64_t gen = st.header.generation;
   const uint32_t version = GetU32(hbuf + 8);
   uint64_t pads = 0;
+  uint64_t blocks = 0;  // BLOCK sections (version 5), not counted in END
 
   uint64_t off = kSnapHeaderSize;
   uint64_t seq = 0;
@@ -475,6 +492,15 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         ++st.strings;
         break;
       }
+      case RecordType::kSnapBlock: {
+        if (version < 5) return BadAt(path, off, "block section before version 5", bad_offset);
+        StrBlockRecord r;
+        Status s = DecodeSnapBlock(payload, &r);
+        if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
+        if (sink) sink->ApplyStrBlock(r);
+        ++blocks;
+        break;
+      }
       case RecordType::kSnapPad: {
         if (version < 4) return BadAt(path, off, "pad section before version 4", bad_offset);
         if (len >= kSnapRowsAlign) return BadAt(path, off, "pad section too long", bad_offset);
@@ -491,7 +517,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
           return BadAt(path, off, "end section string count does not match the file", bad_offset);
         if (e.namespaces != st.namespaces || e.total_rows != st.rows ||
             e.total_row_bytes != st.row_bytes ||
-            e.rows_sections != seq - pads - st.namespaces - st.strings ||
+            e.rows_sections != seq - pads - blocks - st.namespaces - st.strings ||
             st.namespaces != st.header.namespace_count)
           return BadAt(path, off, "end section counts do not match the file", bad_offset);
         ended = true;

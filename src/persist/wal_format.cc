@@ -372,6 +372,90 @@ Status DecodeStrRename(std::span<const uint8_t> p, StrKeyRec* r) {
   return Status::OK();
 }
 
+void EncodeStrChainPrefix(const StrChainRecord& r, std::vector<uint8_t>* out) {
+  Writer w(out);
+  w.U8(static_cast<uint8_t>((r.has_after ? 1 : 0) | (r.has_hashes ? 2 : 0)));
+  w.U8(0);
+  w.U16(0);
+  w.U32(r.tokens);
+  w.U64(static_cast<uint64_t>(r.expire_at_ms));
+  Key32(w, r.has_after ? r.after : std::string_view());
+  w.U32(static_cast<uint32_t>(r.entries.size()));
+  for (const StrChainEntry& e : r.entries) {
+    Key32(w, e.key);
+    w.U64(r.has_hashes ? e.hash : 0);
+    w.U64(e.value_len);
+  }
+}
+
+Status DecodeStrChain(std::span<const uint8_t> p, StrChainRecord* r,
+                      std::vector<StrChainEntry>* entries) {
+  Reader rd(p);
+  uint8_t flags, r8;
+  uint16_t r16;
+  uint64_t exp;
+  uint32_t count;
+  if (!rd.U8(&flags) || !rd.U8(&r8) || !rd.U16(&r16) || !rd.U32(&r->tokens) || !rd.U64(&exp))
+    return Bad("truncated strchain record");
+  if ((flags & ~3u) != 0 || r8 != 0 || r16 != 0) return Bad("reserved bits not zero");
+  if (static_cast<int64_t>(exp) < 0) return Bad("negative expiry");
+  r->expire_at_ms = static_cast<int64_t>(exp);
+  r->has_after = (flags & 1) != 0;
+  r->has_hashes = (flags & 2) != 0;
+  if (!ReadKey32(rd, &r->after)) return Bad("bad strchain parent key");
+  if (!r->has_after && !r->after.empty()) return Bad("strchain parent key without has_after");
+  if (!rd.U32(&count) || count == 0) return Bad("bad strchain count");
+  // Each entry takes at least 20 bytes: a count beyond that is corrupt (and
+  // never makes the vector below large).
+  if (count > rd.left() / 20) return Bad("strchain count larger than the record");
+  entries->assign(count, StrChainEntry{});
+  uint64_t total = 0;
+  for (StrChainEntry& e : *entries) {
+    if (!ReadKey32(rd, &e.key) || !rd.U64(&e.hash) || !rd.U64(&e.value_len))
+      return Bad("truncated strchain entry");
+    if (!r->has_hashes && e.hash != 0) return Bad("strchain hash without has_hashes");
+    if (e.value_len > rd.left() || total + e.value_len > rd.left())
+      return Bad("strchain values larger than the record");
+    total += e.value_len;
+  }
+  if (total != rd.left()) return Bad("strchain record size does not match the values");
+  size_t off = p.size() - rd.left();
+  for (StrChainEntry& e : *entries) {
+    e.value = p.subspan(off, e.value_len);
+    off += e.value_len;
+  }
+  r->entries = *entries;
+  return Status::OK();
+}
+
+void EncodeSnapBlock(const StrBlockRecord& r, std::vector<uint8_t>* out) {
+  Writer w(out);
+  Key32(w, r.key);
+  w.U8(static_cast<uint8_t>((r.has_parent ? 1 : 0) | (r.has_hash ? 2 : 0)));
+  w.U8(0);
+  w.U16(0);
+  w.U32(r.tokens);
+  w.U64(r.has_hash ? r.hash : 0);
+  Key32(w, r.has_parent ? r.parent : std::string_view());
+}
+
+Status DecodeSnapBlock(std::span<const uint8_t> p, StrBlockRecord* r) {
+  Reader rd(p);
+  uint8_t flags, r8;
+  uint16_t r16;
+  if (!ReadKey32(rd, &r->key)) return Bad("bad block key");
+  if (!rd.U8(&flags) || !rd.U8(&r8) || !rd.U16(&r16) || !rd.U32(&r->tokens) || !rd.U64(&r->hash))
+    return Bad("truncated block section");
+  if ((flags & ~3u) != 0 || r8 != 0 || r16 != 0) return Bad("reserved bits not zero");
+  r->has_parent = (flags & 1) != 0;
+  r->has_hash = (flags & 2) != 0;
+  if (!r->has_hash && r->hash != 0) return Bad("block hash without has_hash");
+  if (!ReadKey32(rd, &r->parent)) return Bad("bad block parent key");
+  if (!r->has_parent && !r->parent.empty()) return Bad("block parent key without has_parent");
+  if (rd.left() != 0) return Bad("trailing bytes in block section");
+  return Status::OK();
+}
+
 static Status DecodeRegisterCommon(Reader& rd, RegisterRec* r, bool snap) {
   uint8_t tag, hb;
   if (!rd.Name(&r->ns)) return Bad("bad namespace name");
@@ -508,6 +592,11 @@ Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p) {
     case RecordType::kStrPatch: {
       StrPatchRec r;
       return DecodeStrPatch(p, &r);
+    }
+    case RecordType::kStrChain: {
+      StrChainRecord r;
+      std::vector<StrChainEntry> entries;
+      return DecodeStrChain(p, &r, &entries);
     }
     default:
       return Bad("unknown record type");

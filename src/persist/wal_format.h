@@ -22,11 +22,12 @@ namespace pion::persist {
 
 inline constexpr char kWalMagic[8] = {'P', 'I', 'O', 'N', 'W', 'A', 'L', '\0'};
 inline constexpr char kSnapMagic[8] = {'P', 'I', 'O', 'N', 'S', 'N', 'P', '\0'};
-// 2: string-key records 5-8; 3: REGISTER_CHILD; 4: STRPATCH (record 10)
+// 2: string-key records 5-8; 3: REGISTER_CHILD; 4: STRPATCH (record 10) and STRCHAIN (11)
 inline constexpr uint32_t kWalVersion = 4;
 // 2: STRING sections, END string_count; 3: NAMESPACE_CHILD; 4: PAD sections
-// (rows of every ROWS section 64-byte aligned in the file, so a loader can map them).
-inline constexpr uint32_t kSnapVersion = 4;
+// (rows of every ROWS section 64-byte aligned in the file, so a loader can map them);
+// 5: BLOCK sections.
+inline constexpr uint32_t kSnapVersion = 5;
 inline constexpr uint32_t kOldestVersion = 1;  // readers accept kOldestVersion..current
 inline constexpr size_t kMaxStrKey = 65536;
 inline constexpr size_t kWalHeaderSize = 40;
@@ -53,12 +54,14 @@ enum class RecordType : uint8_t {
   kStrRename = 8,
   kRegisterChild = 9,  // version 3: REGISTER ... PARENT
   kStrPatch = 10,      // an in-place edit of a string (APPEND, SETRANGE, SETBIT, INCR ...)
+  kStrChain = 11,      // version 4: KV.BLOCK.CHAIN
   kSnapNamespace = 16,
   kSnapRows = 17,
   kSnapEnd = 18,
   kSnapString = 19,
   kSnapNamespaceChild = 20,  // version 3
   kSnapPad = 21,             // version 4: 0..63 zero bytes aligning the next ROWS' rows
+  kSnapBlock = 22,           // version 5: a string key's chain link, hash and tokens
 };
 // Alignment of the rows of a ROWS section in a version 4 snapshot file.
 inline constexpr uint64_t kSnapRowsAlign = 64;
@@ -198,6 +201,15 @@ Status DecodeStrSet(std::span<const uint8_t> p, bool snap, StrSetRec* r);
 Status DecodeStrDel(std::span<const uint8_t> p, StrKeyRec* r);
 Status DecodeStrExpire(std::span<const uint8_t> p, StrKeyRec* r);
 Status DecodeStrRename(std::span<const uint8_t> p, StrKeyRec* r);
+// STRCHAIN: the encoder stops before the values (entries' value_len counts);
+// the decoder fills `entries` (views of the payload, values included) and
+// points r->entries at it.
+void EncodeStrChainPrefix(const StrChainRecord& r, std::vector<uint8_t>* out);
+Status DecodeStrChain(std::span<const uint8_t> p, StrChainRecord* r,
+                      std::vector<StrChainEntry>* entries);
+// BLOCK (snapshot version 5).
+void EncodeSnapBlock(const StrBlockRecord& r, std::vector<uint8_t>* out);
+Status DecodeSnapBlock(std::span<const uint8_t> p, StrBlockRecord* r);
 
 // Decoders: Corruption with a reason unless the payload parses exactly.
 Status DecodeRegister(std::span<const uint8_t> p, RegisterRec* r);

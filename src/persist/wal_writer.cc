@@ -473,6 +473,14 @@ Result<uint64_t> WalWriter::OnStrPatch(std::string_view key, int64_t expire_at_m
   return Append(RecordType::kStrPatch, p, bytes);
 }
 
+Status WalWriter::ReserveStrChain(const StrChainRecord& r, PendingRecord* out) {
+  std::vector<uint8_t> p;
+  EncodeStrChainPrefix(r, &p);
+  uint64_t body = 0;
+  for (const StrChainEntry& e : r.entries) body += e.value_len;
+  return Reserved::Into(this, Reserve(RecordType::kStrChain, p, body), out);
+}
+
 void WalWriter::Position(uint64_t* generation, uint64_t* next_lsn) {
   base::MutexLock w(&write_mu_);
   *generation = generation_;

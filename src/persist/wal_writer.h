@@ -134,6 +134,7 @@ class WalWriter final : public MutationSink {
   Result<uint64_t> OnStrRename(std::string_view src, std::string_view dst) override;
   Result<uint64_t> OnStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
                               std::span<const uint8_t> bytes, bool truncate) override;
+  Status ReserveStrChain(const StrChainRecord& r, PendingRecord* out) override;
 
   // Snapshot barrier (no appends run meanwhile): every later record goes to a
   // new file "<base>.<G>" of generation G = current + 1. Sets G, the new file's

@@ -412,6 +412,18 @@ AclDenial Acl::Check(const AclUser& u, const CommandSpec& spec, size_t index,
   if (last >= argc) last = argc - 1;
   int step = spec.key_step > 0 ? spec.key_step : 1;
   const uint32_t kf = spec.acl_key_flags;
+  if (kf & (kAclKeyNumkeys | kAclKeyChain)) {
+    // Key positions that depend on the arguments (KV.BLOCK.MATCH, CHAIN).
+    thread_local std::vector<int> idx;
+    CommandKeyIndexes(spec, args, &idx);
+    const uint8_t p = (spec.flags & kCmdWrite) ? kAclPermWrite : kAclPermRead;
+    for (int i : idx)
+      if (!u.KeyAllowed(args[i], p)) {
+        *denied_key = args[i];
+        return AclDenial::kKey;
+      }
+    return AclDenial::kNone;
+  }
   uint8_t perm = (kf & kAclKeyReadOnly)        ? kAclPermRead
                  : (spec.flags & kCmdWrite)    ? kAclPermWrite
                  : (spec.flags & kCmdReadonly) ? kAclPermRead

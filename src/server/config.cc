@@ -463,6 +463,8 @@ const std::vector<ConfigOption>& Table() {
        "allkeys-lru|noeviction|volatile-lru|allkeys-random", "what a full budget evicts"},
       {"maxmemory-samples", Uint(&Config::maxmemory_samples, 1, 64), "5", kRuntime, "N",
        "namespaces sampled per LRU eviction (Redis's eviction pool)"},
+      {"max-block-leases", Uint(&Config::max_block_leases, 0, 1ull << 32), "1000000", kRuntime, "N",
+       "live KV.BLOCK.MATCH ... PIN leases", "0 = PIN always refused"},
       {"appendfsync", Fsync(&Config::appendfsync), "everysec", kRuntime, "always|everysec|no",
        "WAL fsync policy"},
       {"requirepass", String(&Config::requirepass), "", kRuntime, "PASS", "require AUTH"},

@@ -40,6 +40,7 @@ struct Config {
   uint64_t maxmemory = 0;                            // runtime
   std::string maxmemory_policy = "allkeys-lru";      // runtime; store::ParseEvictPolicy names
   uint64_t maxmemory_samples = 0;                    // runtime: namespaces sampled per eviction
+  uint64_t max_block_leases = 0;                     // runtime: live KV.BLOCK.MATCH ... PIN leases
   FsyncPolicy appendfsync = FsyncPolicy::kEverySec;  // runtime
   std::string requirepass;
   LogLevel loglevel = LogLevel::kNotice;  // runtime

@@ -137,6 +137,7 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
                                             "acl-pubsub-default",
                                             "maxmemory-policy",
                                             "maxmemory-samples",
+                                            "max-block-leases",
                                             "appendfsync",
                                             "loglevel",
                                             "timeout",

@@ -168,6 +168,10 @@ std::string MetricsText(Server& s) {
           ss.evictions);
     w.One("pion_vstore_fetched_rows_total", "counter", "Rows requested by V.FETCH.",
           ss.total_fetches);
+    store::Store::PinStats ps = sto->PinStatsNow();
+    w.One("pion_pinned_keys", "gauge", "Keys pinned by KV.BLOCK.MATCH ... PIN.", ps.keys);
+    w.One("pion_pinned_bytes", "gauge", "Bytes charged to the pinned keys.", ps.bytes);
+    w.One("pion_block_leases", "gauge", "Live KV.BLOCK.MATCH ... PIN leases.", ps.leases);
     // The keyspace (string keys and namespaces together, as INFO keyspace/stats).
     store::KeyspaceStats k = sto->KeyStats();
     w.One("pion_keys", "gauge", "Keys: string keys and namespaces.", k.keys);

@@ -98,6 +98,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     (void)store::ParseEvictPolicy(cfg_.maxmemory_policy, &p);  // validated by the config
     store_->SetEvictPolicy(p);
     store_->SetEvictionSamples(static_cast<uint32_t>(cfg_.maxmemory_samples));
+    store_->SetMaxBlockLeases(cfg_.max_block_leases);
   }
   int at = cfg_.attend_threads;
   if (at <= 0) at = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -612,6 +613,8 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   cfg_.maxmemory_policy = next.maxmemory_policy;
   if (next.maxmemory_samples != cfg_.maxmemory_samples && store_ != nullptr)
     store_->SetEvictionSamples(static_cast<uint32_t>(next.maxmemory_samples));
+  if (next.max_block_leases != cfg_.max_block_leases && store_ != nullptr)
+    store_->SetMaxBlockLeases(next.max_block_leases);
   if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)
     hooks_.set_appendfsync(next.appendfsync);
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);

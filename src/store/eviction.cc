@@ -224,7 +224,11 @@ Status Store::EvictNamespacesLocked(const Namespace* keep, const std::function<b
 
 Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn,
                           std::string_view keep_key, bool keep_key_set) {
-  auto is_kept = [&](const StrEntry* e) { return keep_key_set && *e->key == keep_key; };
+  // Pinned keys, blocks with a live child (leaves go first) and keys held by
+  // a CHAIN being written are never string candidates.
+  auto is_kept = [&](const StrEntry* e) {
+    return EvictionExempt(*e) || (keep_key_set && *e->key == keep_key);
+  };
   while (!fits()) {
     if (policy_ == EvictPolicy::kNoEviction) return Status::OutOfBudget("");
     StrEntry* sv = nullptr;

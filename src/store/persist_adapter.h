@@ -54,6 +54,8 @@ class StorePersistHost final : public persist::PersistHost {
                      std::span<const uint8_t> bytes, bool truncate) override {
     store_->ApplyStrPatch(key, expire_at_ms, offset, bytes, truncate);
   }
+  void ApplyStrChain(const persist::StrChainRecord& r) override { store_->ApplyStrChain(r); }
+  void ApplyStrBlock(const persist::StrBlockRecord& r) override { store_->ApplyStrBlock(r); }
   // persist::SnapshotSource
   std::vector<persist::SnapshotString> TakeCapturedStrings() override {
     return store_->TakeCapturedStrings();

@@ -490,6 +490,62 @@ class Store {
   // oldest LRU first; empties the list.
   std::vector<persist::SnapshotString> TakeCapturedStrings();
 
+  // ---- Blocks (store/pins.cc, store/block_links.cc; docs/protocol.md "Blocks") ----
+  // KV.BLOCK.MATCH: probes `keys` in order. Without `bitmap` it counts the
+  // leading run of live string keys and stops at the first missing one; with
+  // it (ceil(n/8) zeroed bytes) it probes every key and sets bit i (LSB
+  // first) for each live one. Expired keys count as missing and are removed
+  // (logged, as GET); namespaces and their sids count as missing. The keys
+  // counted get one LRU stamp, and their chain ancestors with it. pin_ms > 0
+  // pins every key counted until now + pin_ms or BlockUnpin (a lease of
+  // `user`; lease 0 when nothing was pinned); too_many_leases when
+  // max-block-leases are live (nothing pinned then, count still given).
+  struct BlockMatchResult {
+    uint64_t count = 0;
+    uint64_t lease = 0;
+    bool too_many_leases = false;
+  };
+  BlockMatchResult BlockMatch(std::span<const std::string_view> keys, uint8_t* bitmap,
+                              int64_t pin_ms, std::string_view user);
+  // KV.BLOCK.UNPIN: how many of the leases (live, taken by `user`) ended.
+  uint64_t BlockUnpin(std::span<const uint64_t> leases, std::string_view user);
+  struct PinStats {
+    uint64_t keys = 0;    // distinct keys with at least one pin
+    uint64_t bytes = 0;   // their charged bytes
+    uint64_t leases = 0;  // live leases
+  };
+  PinStats PinStatsNow() const;
+  void SetMaxBlockLeases(uint64_t n);
+  // KV.BLOCK.CHAIN: `kv` alternates key, value (made as for StrMSet). Written
+  // atomically as one log record, linked as a chain: the first key's parent is
+  // `after` when it is a live string key, key i's parent key i-1. `hashes`
+  // (empty, or 8 bytes per pair, little-endian u64) and `tokens` are kept with
+  // the keys. expire_at_ms (0: none) applies to every key.
+  struct ChainArgs {
+    std::string_view after;
+    bool has_after = false;
+    int64_t expire_at_ms = 0;
+    std::string_view hashes;
+    uint32_t tokens = 0;
+  };
+  Status BlockChain(std::span<const std::string_view> kv, const ChainArgs& a, uint64_t* lsn,
+                    std::span<const StrRef> made = {});
+  // What a block key carries (tests, KV events): false if `key` is no live
+  // string key. *parent empty for a root.
+  struct BlockInfo {
+    bool has_parent = false;
+    std::string parent;
+    uint64_t children = 0;
+    bool has_hash = false;
+    uint64_t hash = 0;
+    uint32_t tokens = 0;
+    uint64_t stamp = 0;
+  };
+  bool DescribeBlock(std::string_view key, BlockInfo* out);
+  // Recovery: a STRCHAIN record, and a snapshot's BLOCK section.
+  void ApplyStrChain(const persist::StrChainRecord& r);
+  void ApplyStrBlock(const persist::StrBlockRecord& r);
+
   // The shard a key lives in: its hash slot >> kShardSlotShift (base/keyslot.h),
   // so a shard is one contiguous slot range and a hash tag keeps keys together.
   static size_t ShardOf(std::string_view key) { return ShardIndex(key); }
@@ -677,6 +733,49 @@ class Store {
   uint64_t rand_state_ = 0x9e3779b97f4a7c15ull;
   std::vector<persist::SnapshotString>
       captured_strings_;  // guarded by gate_ (exclusive) / the save
+
+  // ---- Pins and chain links (guarded by mu_; store/pins.cc, store/block_links.cc) ----
+  struct PinLease {
+    int64_t deadline_ms = 0;
+    uint64_t epoch = 0;  // pin_epoch_ when taken (FLUSHALL ends every pin at once)
+    std::string user;
+    std::vector<std::pair<StrEntry*, uint64_t>> keys;  // (entry, its born)
+  };
+  std::unordered_map<uint64_t, PinLease> leases_;
+  std::set<std::pair<int64_t, uint64_t>> lease_order_;  // (deadline, id)
+  // Pins still counted by leases on entries that were removed (born -> pins).
+  std::unordered_map<uint64_t, uint32_t> dead_pins_;
+  uint64_t next_lease_ = 1, next_born_ = 1, pin_epoch_ = 0;
+  uint64_t pinned_keys_ = 0, pinned_bytes_ = 0;
+  uint64_t max_leases_ = 1000000;
+  // Adds a pin to `e` (REQUIRES mu_; takes its shard lock).
+  void PinEntryLocked(StrEntry& e);
+  // Ends one pin of a lease's key; a key whose time has passed then expires.
+  void UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn);
+  void EndLeaseLocked(uint64_t id, uint64_t* lsn);
+  // Ends every lease whose deadline is at or before now_ms.
+  void ReleaseDueLeasesLocked(int64_t now_ms, uint64_t* lsn);
+  // An entry leaves the map: its pins go to dead_pins_, its links are cut
+  // (children become roots). REQUIRES mu_, no shard lock held.
+  void ForgetBlockStateLocked(StrEntry& e);
+  // Pins and charge bookkeeping when a pinned entry's value changes.
+  void PinnedChargeChangedLocked(const StrEntry& e, uint64_t old_charge, uint64_t new_charge);
+  // Links `child` under `parent` (null: a root), refusing a cycle. REQUIRES mu_.
+  void LinkBlockLocked(StrEntry& child, StrEntry* parent);
+  void UnlinkParentLocked(StrEntry& child);
+  // Raises the stamps of e's ancestors to `stamp` (moving them in their
+  // shards' LRU lists). REQUIRES mu_, no shard lock held.
+  void StampAncestorsLocked(const StrEntry& e, uint64_t stamp);
+  // RENAME: moves e's links to `to` (the entry that replaces it).
+  std::unique_ptr<BlockLinks> TakeLinksLocked(StrEntry& e);
+  void GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, const StrEntry* from);
+  // KV.BLOCK.CHAIN applied (live and replayed): puts the pairs, links them and
+  // gives them one stamp. REQUIRES mu_; no logging, no budget.
+  void ApplyChainLocked(std::span<const std::string_view> keys, std::span<const StrRef> values,
+                        StrEntry* after, int64_t expire_at_ms, std::span<const uint64_t> hashes,
+                        uint32_t tokens);
+  // Whether eviction must pass over a string key.
+  static bool EvictionExempt(const StrEntry& e) { return e.pins > 0 || e.held || e.HasChildren(); }
 };
 
 }  // namespace pion::store

@@ -42,8 +42,9 @@ std::atomic<uint64_t> g_adopted{0};  // StrValue::adopted_total()
 
 uint64_t KeyHash(std::string_view k) { return XXH3_64bits(k.data(), k.size()); }
 
+// A pinned key (KV.BLOCK.MATCH ... PIN) does not expire while pinned.
 bool Expired(const StrEntry& e, int64_t now) {
-  return e.expire_at_ms != 0 && e.expire_at_ms <= now;
+  return e.expire_at_ms != 0 && e.expire_at_ms <= now && e.pins == 0;
 }
 
 }  // namespace
@@ -218,6 +219,7 @@ void Store::StrSetExpireLocked(StrEntry& e, int64_t at_ms) {
 }
 
 void Store::StrEraseLocked(StrEntry& e) {
+  if (e.pins > 0 || e.block) ForgetBlockStateLocked(e);
   Shard& sh = ShardFor(*e.key);
   std::lock_guard<std::mutex> sl(sh.mu);
   auto it = sh.strings.find(*e.key);
@@ -243,6 +245,10 @@ void Store::ClearStringsLocked() {
   expiry_order_.clear();
   expire_sum_ms_ = 0;
   str_bytes_ = 0;
+  // Every pinned key is gone: the leases live on, pinning nothing (pins.cc).
+  ++pin_epoch_;
+  dead_pins_.clear();
+  pinned_keys_ = pinned_bytes_ = 0;
 }
 
 Status Store::StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn) {
@@ -270,6 +276,7 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
     found = &it->second;
     found->key = &it->first;
     found->hash = KeyHash(key);
+    found->born = next_born_++;
     scan_order_.insert({found->hash, found});
     StrLinkLocked(sh, *found);
   } else {
@@ -278,8 +285,10 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
     str_bytes_ -= old;
   }
   StrEntry& e = *found;
+  const uint64_t old_charge = e.value ? StrCharge(key, e.value) : 0;
   e.value = std::move(v);
   uint64_t charge = StrCharge(key, e.value);
+  if (e.pins > 0) PinnedChargeChangedLocked(e, old_charge, charge);
   bytes_ += charge;
   str_bytes_ += charge;
   e.version = ++str_version_;
@@ -389,7 +398,9 @@ Status Store::StrGetWith(std::string_view key, const std::function<void(const St
       auto it = sh.strings.find(key);
       missing = it == sh.strings.end();
       // The clock is read only for a key with a TTL (one read per GET otherwise).
-      if (!missing && (it->second.expire_at_ms == 0 || !Expired(it->second, NowMs()))) {
+      // A block with a parent takes the path below (its ancestors are stamped under mu_).
+      if (!missing && !it->second.HasParent() &&
+          (it->second.expire_at_ms == 0 || !Expired(it->second, NowMs()))) {
         ++sh.hits;
         StrTouchLocked(sh, it->second);
         fn(it->second.value);
@@ -411,6 +422,7 @@ Status Store::StrGetWith(std::string_view key, const std::function<void(const St
   StrEntry* e = StrFindLocked(key, NowMs(), &unused);
   Shard& sh = ShardFor(key);
   StrRef v;
+  uint64_t stamp = 0;
   {
     std::lock_guard<std::mutex> sl(sh.mu);
     if (e == nullptr) {
@@ -420,8 +432,10 @@ Status Store::StrGetWith(std::string_view key, const std::function<void(const St
       ++sh.hits;
       StrTouchLocked(sh, *e);
       v = e->value;
+      stamp = e->stamp;
     }
   }
+  if (e != nullptr && e->HasParent()) StampAncestorsLocked(*e, stamp);
   fn(v);
   return Status::OK();
 }
@@ -488,8 +502,8 @@ std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys) {
       ++sh.misses;
       continue;
     }
-    if (Expired(it->second, now)) {
-      expired = true;
+    if (Expired(it->second, now) || it->second.HasParent()) {
+      expired = true;  // the path under mu_ (removal, or ancestors to stamp)
       break;
     }
     ++sh.hits;
@@ -501,15 +515,20 @@ std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys) {
   uint64_t unused = 0;
   for (; i < keys.size(); ++i) {
     StrEntry* e = StrFindLocked(keys[i], now, &unused);
-    Shard& sh = ShardFor(keys[i]);
-    std::lock_guard<std::mutex> sl(sh.mu);
-    if (e == nullptr) {
-      ++sh.misses;
-      continue;
+    uint64_t stamp = 0;
+    {
+      Shard& sh = ShardFor(keys[i]);
+      std::lock_guard<std::mutex> sl(sh.mu);
+      if (e == nullptr) {
+        ++sh.misses;
+        continue;
+      }
+      ++sh.hits;
+      StrTouchLocked(sh, *e);
+      out[i] = e->value;
+      stamp = e->stamp;
     }
-    ++sh.hits;
-    StrTouchLocked(sh, *e);
-    out[i] = e->value;
+    if (e->HasParent()) StampAncestorsLocked(*e, stamp);
   }
   return out;
 }
@@ -678,8 +697,11 @@ Status Store::Rename(std::string_view src, std::string_view dst, bool nx, bool* 
   }
   StrRef v = e->value;
   int64_t expire = e->expire_at_ms;
+  // RENAME moves a block's links (the destination's own go with it first).
+  if (StrEntry* old = StrEntryLocked(dst)) StrEraseLocked(*old);
+  std::unique_ptr<BlockLinks> links = TakeLinksLocked(*e);
   StrEraseLocked(*e);
-  StrPutLocked(dst, std::move(v), expire);
+  GiveLinksLocked(StrPutLocked(dst, std::move(v), expire), std::move(links), e);
   return Status::OK();
 }
 
@@ -855,8 +877,15 @@ uint64_t Store::ExpireActive(uint64_t max_keys) {
   std::lock_guard<std::mutex> l(mu_);
   int64_t now = NowMs();
   uint64_t n = 0, unused = 0;
-  while (n < max_keys && !expiry_order_.empty() && expiry_order_.begin()->first <= now) {
-    StrEntry* e = expiry_order_.begin()->second;
+  ReleaseDueLeasesLocked(now, &unused);
+  // Pinned keys stay (they expire when their last pin ends): passed over.
+  uint64_t looked = 0;
+  for (auto it = expiry_order_.begin();
+       n < max_keys && looked < 4 * max_keys + 16 && it != expiry_order_.end() && it->first <= now;
+       ++looked) {
+    StrEntry* e = it->second;
+    ++it;
+    if (e->pins > 0) continue;
     if (!StrRemoveLocked(*e, 2, &unused).ok()) break;
     ++n;
   }
@@ -964,8 +993,10 @@ void Store::ApplyStrRename(std::string_view src, std::string_view dst) {
   if (e == nullptr || src == dst) return;
   StrRef v = e->value;
   int64_t expire = e->expire_at_ms;
+  if (StrEntry* old = StrEntryLocked(dst)) StrEraseLocked(*old);
+  std::unique_ptr<BlockLinks> links = TakeLinksLocked(*e);
   StrEraseLocked(*e);
-  StrPutLocked(dst, std::move(v), expire);
+  GiveLinksLocked(StrPutLocked(dst, std::move(v), expire), std::move(links), e);
 }
 
 std::vector<persist::SnapshotString> Store::TakeCapturedStrings() {

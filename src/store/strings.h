@@ -119,6 +119,20 @@ struct KeyspaceStats {
   uint64_t changes = 0;       // string keys written or removed since start (never reset)
 };
 
+struct StrEntry;
+
+// Internal to the store: a block's chain links and engine metadata
+// (KV.BLOCK.CHAIN, store/block_links.cc). Guarded by Store::mu_; `parent` is
+// also written only under the entry's shard lock (the read paths test it there
+// to choose the path that stamps ancestors).
+struct BlockLinks {
+  StrEntry* parent = nullptr;       // null: a root
+  std::vector<StrEntry*> children;  // live children (each names this entry as parent)
+  uint64_t hash = 0;                // the engine's block hash (HASHES), if has_hash
+  uint32_t tokens = 0;              // TOKENS (0: not given)
+  bool has_hash = false;
+};
+
 // Internal to the store (guarded by Store::mu_): one string key. Entries live
 // in the map's nodes (stable addresses) and are linked into the LRU list.
 struct StrEntry {
@@ -131,6 +145,18 @@ struct StrEntry {
   uint32_t atime_s = 0;  // last access, coarse unix seconds (OBJECT IDLETIME)
   StrEntry* prev = nullptr;
   StrEntry* next = nullptr;
+  // KV.BLOCK.MATCH ... PIN (store/pins.cc): live pins on this key; written
+  // under Store::mu_ and the entry's shard lock. A pinned key is neither
+  // evicted nor expired. `born` identifies this entry for the leases that pin
+  // it (unique per entry created); `held` keeps it from eviction during a
+  // CHAIN that links to it.
+  uint32_t pins = 0;
+  bool held = false;
+  uint64_t born = 0;
+  // Chain links (KV.BLOCK.CHAIN); null for a plain string key.
+  std::unique_ptr<BlockLinks> block;
+  bool HasParent() const { return block != nullptr && block->parent != nullptr; }
+  bool HasChildren() const { return block != nullptr && !block->children.empty(); }
 };
 
 }  // namespace pion::store

@@ -48,7 +48,8 @@ uint8_t MapType(uint8_t b) {
       RecordType::kSnapEnd,       RecordType::kStrSet,
       RecordType::kStrDel,        RecordType::kStrExpire,
       RecordType::kStrRename,     RecordType::kSnapString,
-      RecordType::kRegisterChild, RecordType::kSnapNamespaceChild};
+      RecordType::kRegisterChild, RecordType::kSnapNamespaceChild,
+      RecordType::kStrChain,      RecordType::kSnapBlock};
   constexpr size_t n = sizeof(kTypes) / sizeof(kTypes[0]);
   return b < 0xF0 ? static_cast<uint8_t>(kTypes[b % n]) : b;
 }

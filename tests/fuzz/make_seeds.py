@@ -20,7 +20,7 @@ from pion._resp import encode as cmd  # noqa: E402
 from pion.fastlane import frame  # noqa: E402
 
 # Record type -> the byte the harness maps back to it (MapType: index in its table).
-TYPE_INDEX = {1: 0, 2: 1, 3: 2, 4: 3, 16: 4, 17: 5, 18: 6}
+TYPE_INDEX = {1: 0, 2: 1, 3: 2, 4: 3, 16: 4, 17: 5, 18: 6, 10: 14, 22: 15}
 
 
 def resp_seeds() -> dict[str, bytes]:
@@ -35,6 +35,13 @@ def resp_seeds() -> dict[str, bytes]:
         "vstore": b"\x04\x20" + cmd(b"V.STOREBATCH", b"ns:k", b"0", b"0", b"1", f32),
         "bad_len": b"\x00\x00" + b"*2\r\n$-7\r\nx\r\n",
         "resp3_types": b"\x00\x00" + b"*1\r\n$5\r\nHELLO\r\n*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n",
+        # KV.BLOCK grammars (docs/protocol.md "Blocks").
+        "kvblock_match": b"\x00\x05" + cmd(b"KV.BLOCK.MATCH", b"3", b"a", b"b", b"c", b"BITMAP",
+                                             b"PIN", b"5000"),
+        "kvblock_chain": b"\x00\x09" + cmd(b"KV.BLOCK.CHAIN", b"AFTER", b"p", b"PX", b"100",
+                                             b"HASHES", struct.pack("<2Q", 1, 2), b"TOKENS",
+                                             b"16", b"k1", b"v1", b"k2", b"TOKENS")
+        + cmd(b"KV.BLOCK.UNPIN", b"1", b"x"),
     }
 
 

@@ -35,9 +35,16 @@ StoreDump Dump(store::Store& s) {
     out[v.ns] = std::move(d);
   }
   // String keys (captured at the same barrier), with their expiry.
-  for (const SnapshotString& k : s.TakeCapturedStrings())
-    out["string:" + k.key] = "exp=" + std::to_string(k.expire_at_ms) + " " +
-                             std::string(reinterpret_cast<const char*>(k.data), k.size);
+  // A block (KV.BLOCK.CHAIN) adds its link, hash and tokens.
+  for (const SnapshotString& k : s.TakeCapturedStrings()) {
+    std::string d = "exp=" + std::to_string(k.expire_at_ms) + " " +
+                    std::string(reinterpret_cast<const char*>(k.data), k.size);
+    if (k.is_block)
+      d += " block parent=" + (k.has_parent ? k.parent : std::string("-")) +
+           " hash=" + (k.has_hash ? std::to_string(k.hash) : std::string("-")) +
+           " tokens=" + std::to_string(k.tokens);
+    out["string:" + k.key] = std::move(d);
+  }
   return out;
 }
 

@@ -200,9 +200,9 @@ bool KeysOf(const CommandTable& table, std::span<const std::string_view> cmd,
     *err = kErrNoKeyArguments;
     return false;
   }
-  int last = s->last_key < 0 ? argc + s->last_key : s->last_key;
-  int step = s->key_step > 0 ? s->key_step : 1;
-  for (int i = s->first_key; i <= last && i < argc; i += step) keys->push_back(i);
+  std::vector<int> idx;
+  CommandKeyIndexes(*s, cmd, &idx);
+  for (int i : idx) keys->push_back(cmd[i]);
   *spec = s;
   return true;
 }

@@ -136,6 +136,12 @@ enum AclKeyFlags : uint32_t {
   kAclChannelArgs = 1u << 8,
   kAclChannelFirst = 1u << 9,
   kAclChannelPatterns = 1u << 10,
+  // The keys are the numkeys arguments from first_key on, numkeys being the
+  // argument before first_key (KV.BLOCK.MATCH; last_key is ignored).
+  kAclKeyNumkeys = 1u << 5,
+  // KV.BLOCK.CHAIN: the AFTER key, and every other argument from the first key
+  // after the keyword options (ChainFirstKey).
+  kAclKeyChain = 1u << 6,
 };
 
 struct CommandSpec {
@@ -175,6 +181,14 @@ void AddBitCommands(std::vector<CommandSpec>* out);
 void AddKeyObjectCommands(std::vector<CommandSpec>* out);
 // DUMP / RESTORE (commands/dump_restore.cc, payload in commands/rdb_payload.h).
 void AddDumpRestoreCommands(std::vector<CommandSpec>* out);
+// The KV.BLOCK.* family (commands/kvblock.cc).
+void AddKvBlockCommands(std::vector<CommandSpec>* out);
+// KV.BLOCK.CHAIN's first key argument (0 when its options do not parse).
+size_t ChainFirstKey(std::span<const std::string_view> args);
+// The key arguments of a command line by its spec (first/last/step, or the
+// kAclKeyNumkeys / kAclKeyChain rules), in order: ACL checks, COMMAND GETKEYS.
+void CommandKeyIndexes(const CommandSpec& spec, std::span<const std::string_view> args,
+                       std::vector<int>* out);
 void AddTransactionCommands(std::vector<CommandSpec>* out);
 // Pub/Sub (commands/pubsub.cc).
 void AddPubSubCommands(std::vector<CommandSpec>* out);

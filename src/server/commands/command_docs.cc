@@ -219,6 +219,13 @@ const CommandDoc kDocs[] = {
     {"KV.PREFIX.BLOCKS", "pion", "0.1.0", "namespace", nullptr},
     {"KV.PREFIX.MEMBERSHIP", "pion", "0.1.0", "namespace hash_count hash_blob", nullptr},
     {"KV.PREFIX.INFO", "pion", "0.1.0", "", nullptr},
+    {"KV.BLOCK.MATCH", "pion", "0.2.0", "numkeys key... [BITMAP] [PIN milliseconds]", nullptr},
+    {"KV.BLOCK.UNPIN", "pion", "0.2.0", "lease...", nullptr},
+    {"KV.BLOCK.INFO", "pion", "0.2.0", "key", nullptr},
+    {"KV.BLOCK.CHAIN", "pion", "0.2.0",
+     "[AFTER parentkey] [EX seconds | PX milliseconds] [HASHES hash_blob] [TOKENS count] "
+     "(key value)...",
+     nullptr},
     {"KV.PREFIX.SAVE", "pion", "0.1.0", "[path]", nullptr},
     {"KV.PREFIX.COMMIT", "pion", "0.1.0", "", nullptr},
     {"PION.STATS", "pion", "0.1.0", "[RESET]", nullptr},

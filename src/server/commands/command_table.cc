@@ -1,6 +1,7 @@
 #include "server/commands/command_table.h"
 
 #include <cstring>
+#include <optional>
 
 #include "base/check.h"
 #include "base/strutil.h"
@@ -74,6 +75,31 @@ const CommandSpec* CommandTable::Find(std::string_view name) const {
   }
 }
 
+void CommandKeyIndexes(const CommandSpec& spec, std::span<const std::string_view> args,
+                       std::vector<int>* out) {
+  out->clear();
+  const int argc = static_cast<int>(args.size());
+  if (spec.first_key <= 0) return;
+  int first = spec.first_key;
+  int last = spec.last_key < 0 ? argc + spec.last_key : spec.last_key;
+  int step = spec.key_step > 0 ? spec.key_step : 1;
+  if (spec.acl_key_flags & kAclKeyNumkeys) {
+    auto n = first - 1 < argc ? ParseInt64Strict(args[first - 1]) : std::nullopt;
+    last = (n && *n > 0 && *n <= argc) ? first + static_cast<int>(*n) - 1 : first - 1;
+  }
+  if (spec.acl_key_flags & kAclKeyChain) {
+    const size_t f = ChainFirstKey(args);
+    if (f == 0) return;
+    for (size_t i = 1; i + 1 < f; i += 2)
+      if (EqualsIgnoreCase(args[i], "AFTER")) out->push_back(static_cast<int>(i + 1));
+    first = static_cast<int>(f);
+    last = argc - 2;
+    step = 2;
+  }
+  if (last >= argc) last = argc - 1;
+  for (int i = first; i <= last; i += step) out->push_back(i);
+}
+
 std::vector<CommandSpec> AllCommands() {
   std::vector<CommandSpec> v;
   AddConnectionCommands(&v);
@@ -92,6 +118,7 @@ std::vector<CommandSpec> AllCommands() {
   AddBitCommands(&v);
   AddKeyObjectCommands(&v);
   AddDumpRestoreCommands(&v);
+  AddKvBlockCommands(&v);
   AddTransactionCommands(&v);
   AddPubSubCommands(&v);
   AddClusterCommands(&v);

@@ -117,6 +117,19 @@ inline constexpr std::string_view kErrHelloNoAuth =
     "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
     "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
     "RESP protocol version at the same time";
+// KV.BLOCK.* (docs/protocol.md "Blocks"); numkeys as Redis 7.0's SINTERCARD.
+inline constexpr std::string_view kErrNumkeysPositive = "ERR numkeys should be greater than 0";
+inline constexpr std::string_view kErrNumkeysRange = "ERR numkeys out of range (1..1048576)";
+inline constexpr std::string_view kErrNumkeysArgs =
+    "ERR Number of keys can't be greater than number of args";
+inline constexpr std::string_view kErrPinRange = "ERR PIN out of range (1..600000)";
+inline constexpr std::string_view kErrTooManyLeases =
+    "ERR too many block leases (max-block-leases)";
+inline constexpr std::string_view kErrChainTokens = "ERR TOKENS out of range (1..65536)";
+inline constexpr std::string_view kErrChainHashes =
+    "ERR HASHES must hold 8 bytes (a little-endian u64) per key";
+inline constexpr std::string_view kErrPinInModule =
+    "ERR PIN is not supported in the module (pion-server only)";
 // ACL (Redis 7.0's texts). A key denial never names the key.
 inline constexpr std::string_view kErrNoPermKey =
     "NOPERM this user has no permissions to access one of the keys used as arguments";

@@ -203,6 +203,10 @@ void PionSection(Server& s, const InfoFor& who, std::string* out) {
     InfoField(out, "vstore_max_bytes", ss.max_bytes);
     InfoField(out, "vstore_evictions", ss.evictions);
     InfoField(out, "vstore_total_fetches", ss.total_fetches);
+    store::Store::PinStats ps = st->PinStatsNow();
+    InfoField(out, "pinned_keys", ps.keys);
+    InfoField(out, "pinned_bytes", ps.bytes);
+    InfoField(out, "leases", ps.leases);
   }
   // KV events (docs/kv_events.md): zeros while off.
   events::KvEventStats ev = s.kv_events() ? s.kv_events()->Stats() : events::KvEventStats{};

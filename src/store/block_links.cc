@@ -1,0 +1,305 @@
+// KV.BLOCK.CHAIN: string keys linked as chains (docs/protocol.md "Blocks",
+// store.h "Blocks").
+//
+// The rules are the namespaces' lineage rules (store.h "Lineage",
+// eviction.cc), applied to string keys: a block with a live child is not an
+// eviction candidate (EvictionExempt: leaves go first, and a parent becomes a
+// candidate once its last child is gone); a touch gives the block's ancestors
+// the same stamp (StampAncestorsLocked, the counterpart of Store::Touch), so a
+// chain ages as one unit and the least recently used chain goes leaf to root.
+// Unlike a namespace, a block's links may change: removing a block (DEL,
+// expiry, eviction, an overwrite by RENAME) makes its children roots, and a
+// link that would close a cycle is not made (the key becomes a root).
+//
+// Links live in StrEntry::block (BlockLinks), guarded by mu_; the `parent`
+// pointer is also written under the entry's shard lock, because the read paths
+// (GET, MGET, MATCH) test it under that lock alone to choose the path under
+// mu_ that stamps ancestors.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+
+#include "base/check.h"
+#include "base/clock.h"
+#include "store/store.h"
+
+namespace pion::store {
+
+namespace {
+
+int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
+
+}  // namespace
+
+void Store::UnlinkParentLocked(StrEntry& child) {
+  if (!child.block || child.block->parent == nullptr) return;
+  StrEntry* p = child.block->parent;
+  auto& kids = p->block->children;
+  auto it = std::find(kids.begin(), kids.end(), &child);
+  if (it != kids.end()) {
+    *it = kids.back();
+    kids.pop_back();
+  }
+  Shard& sh = ShardFor(*child.key);
+  std::lock_guard<std::mutex> sl(sh.mu);
+  child.block->parent = nullptr;
+}
+
+void Store::LinkBlockLocked(StrEntry& child, StrEntry* parent) {
+  if (!child.block) {
+    Shard& sh = ShardFor(*child.key);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    child.block = std::make_unique<BlockLinks>();
+  }
+  if (child.block->parent == parent) return;
+  UnlinkParentLocked(child);
+  // A parent that is the child itself or one of its descendants would close a
+  // cycle: the child stays a root.
+  for (const StrEntry* p = parent; p != nullptr; p = p->block ? p->block->parent : nullptr)
+    if (p == &child) return;
+  if (parent == nullptr) return;
+  {
+    Shard& psh = ShardFor(*parent->key);
+    std::lock_guard<std::mutex> sl(psh.mu);
+    if (!parent->block) parent->block = std::make_unique<BlockLinks>();
+  }
+  parent->block->children.push_back(&child);
+  Shard& sh = ShardFor(*child.key);
+  std::lock_guard<std::mutex> sl(sh.mu);
+  child.block->parent = parent;
+}
+
+void Store::StampAncestorsLocked(const StrEntry& e, uint64_t stamp) {
+  // Stamps only grow along a chain (every touch stamps up to the root), so an
+  // ancestor already at `stamp` or later has its own ancestors there too.
+  for (StrEntry* p = e.block ? e.block->parent : nullptr; p != nullptr;
+       p = p->block ? p->block->parent : nullptr) {
+    Shard& sh = ShardFor(*p->key);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    if (p->stamp >= stamp) break;
+    p->stamp = stamp;
+    if (sh.lru_tail != p) {
+      StrUnlinkLocked(sh, *p);
+      StrLinkLocked(sh, *p);
+    }
+  }
+}
+
+std::unique_ptr<BlockLinks> Store::TakeLinksLocked(StrEntry& e) {
+  Shard& sh = ShardFor(*e.key);
+  std::lock_guard<std::mutex> sl(sh.mu);
+  return std::move(e.block);
+}
+
+void Store::GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, const StrEntry* from) {
+  if (!links) return;
+  // `from` is gone (only its address is compared): its parent and children
+  // now name `to`.
+  for (StrEntry* c : links->children) {
+    Shard& csh = ShardFor(*c->key);
+    std::lock_guard<std::mutex> sl(csh.mu);
+    c->block->parent = &to;
+  }
+  if (StrEntry* p = links->parent) {
+    for (StrEntry*& k : p->block->children)
+      if (k == from) k = &to;
+  }
+  Shard& sh = ShardFor(*to.key);
+  std::lock_guard<std::mutex> sl(sh.mu);
+  to.block = std::move(links);
+}
+
+void Store::ApplyChainLocked(std::span<const std::string_view> keys, std::span<const StrRef> values,
+                             StrEntry* after, int64_t expire_at_ms,
+                             std::span<const uint64_t> hashes, uint32_t tokens) {
+  StrEntry* prev = after;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    StrEntry& e = StrPutLocked(keys[i], values[i], expire_at_ms);
+    LinkBlockLocked(e, prev);
+    e.block->has_hash = !hashes.empty();
+    e.block->hash = hashes.empty() ? 0 : hashes[i];
+    e.block->tokens = tokens;
+    prev = &e;
+  }
+  // One stamp for the chain written and the ancestors it continues.
+  const uint64_t s = NextStamp();
+  for (std::string_view k : keys) {
+    StrEntry* e = StrEntryLocked(k);
+    Shard& sh = ShardFor(k);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    e->stamp = s;
+    if (sh.lru_tail != e) {
+      StrUnlinkLocked(sh, *e);
+      StrLinkLocked(sh, *e);
+    }
+  }
+  if (prev != nullptr) StampAncestorsLocked(*prev, s);
+}
+
+Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& a, uint64_t* lsn,
+                         std::span<const StrRef> made) {
+  *lsn = 0;
+  const size_t n = kv.size() / 2;
+  std::vector<std::string_view> keys(n);
+  std::vector<StrRef> values(n);
+  std::vector<uint64_t> hashes;
+  if (!a.hashes.empty()) {
+    hashes.resize(n);
+    std::memcpy(hashes.data(), a.hashes.data(), n * 8);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = kv[2 * i];
+    if (keys[i].size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
+    if (i < made.size() && made[i] != nullptr) {
+      values[i] = made[i];
+      continue;
+    }
+    values[i] = StrValue::Copy(kv[2 * i + 1]);
+    if (!values[i]) return Status::OutOfBudget("out of memory");
+  }
+  // What a failed log write restores.
+  struct Previous {
+    StrRef value;  // null: the key did not exist
+    int64_t expire = 0;
+  };
+  std::vector<Previous> previous(n);
+  PendingRecord rec;
+  {
+    std::shared_lock<std::shared_mutex> gate(gate_);
+    std::lock_guard<std::mutex> l(mu_);
+    const int64_t now = NowMs();
+    uint64_t need = 0, have = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (IsNamespaceKeyLocked(keys[i])) return Status::WrongType();
+      if (StrEntry* e = StrFindLocked(keys[i], now, lsn)) {
+        previous[i] = {e->value, e->expire_at_ms};
+        have += StrCharge(keys[i], e->value);
+      }
+      need += StrCharge(keys[i], values[i]);
+    }
+    StrEntry* after = a.has_after ? StrFindLocked(a.after, now, lsn) : nullptr;
+    if (cfg_.max_bytes > 0 && need > have) {
+      if (need > cfg_.max_bytes) return Status::OutOfBudget("");
+      // Never evicted for this write: the keys written and the chain it continues.
+      std::vector<StrEntry*> held;
+      for (StrEntry* p = after; p != nullptr; p = p->block ? p->block->parent : nullptr) {
+        if (p->held) break;
+        p->held = true;
+        held.push_back(p);
+      }
+      for (std::string_view k : keys)
+        if (StrEntry* e = StrEntryLocked(k); e != nullptr && !e->held) {
+          e->held = true;
+          held.push_back(e);
+        }
+      Status st = EvictLocked(
+          nullptr, [&] { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; }, lsn);
+      for (StrEntry* e : held) e->held = false;
+      PION_RETURN_IF_ERROR(st);
+    }
+    if (sink_) {
+      std::vector<persist::StrChainEntry> entries(n);
+      for (size_t i = 0; i < n; ++i)
+        entries[i] = {keys[i], hashes.empty() ? 0 : hashes[i], values[i]->size, {}};
+      persist::StrChainRecord r;
+      r.has_after = after != nullptr;
+      if (after != nullptr) r.after = a.after;
+      r.has_hashes = !hashes.empty();
+      r.tokens = a.tokens;
+      r.expire_at_ms = a.expire_at_ms;
+      r.entries = entries;
+      PION_RETURN_IF_ERROR(sink_->ReserveStrChain(r, &rec));
+    }
+    ApplyChainLocked(keys, values, after, a.expire_at_ms, hashes, a.tokens);
+    // Hook point for keyspace notifications: per key, `kvblock.chain` (class d)
+    // and `new` (class n) for a key `previous[i]` shows did not exist.
+    BeginPending();
+  }
+  Status st;
+  if (rec.write_parts || rec.write) {
+    std::vector<std::span<const uint8_t>> parts(n);
+    for (size_t i = 0; i < n; ++i) parts[i] = {values[i]->data, values[i]->size};
+    Result<uint64_t> r = rec.write_parts ? rec.write_parts(parts) : Result<uint64_t>(uint64_t{0});
+    if (r.ok()) {
+      *lsn = std::max(*lsn, *r);
+    } else {
+      st = r.status();
+      // Not in the log: undone, key by key, where nothing replaced it since.
+      std::lock_guard<std::mutex> l(mu_);
+      for (size_t i = n; i-- > 0;) {
+        StrEntry* e = StrEntryLocked(keys[i]);
+        if (e == nullptr || e->value != values[i]) continue;
+        if (previous[i].value)
+          StrPutLocked(keys[i], previous[i].value, previous[i].expire);
+        else
+          StrEraseLocked(*e);
+      }
+    }
+  }
+  EndPending();
+  return st;
+}
+
+bool Store::DescribeBlock(std::string_view key, BlockInfo* out) {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t unused = 0;
+  const StrEntry* e = StrFindLocked(key, NowMs(), &unused);
+  if (e == nullptr) return false;
+  *out = BlockInfo{};
+  out->stamp = e->stamp;
+  if (e->block) {
+    out->has_parent = e->block->parent != nullptr;
+    if (out->has_parent) out->parent = *e->block->parent->key;
+    out->children = e->block->children.size();
+    out->has_hash = e->block->has_hash;
+    out->hash = e->block->hash;
+    out->tokens = e->block->tokens;
+  }
+  return true;
+}
+
+void Store::ApplyStrChain(const persist::StrChainRecord& r) {
+  std::lock_guard<std::mutex> l(mu_);
+  const size_t n = r.entries.size();
+  std::vector<std::string_view> keys(n);
+  std::vector<StrRef> values(n);
+  std::vector<uint64_t> hashes(r.has_hashes ? n : 0);
+  const bool gone = r.expire_at_ms != 0 && r.expire_at_ms <= NowMs();
+  uint64_t need = 0, have = 0;
+  for (size_t i = 0; i < n; ++i) {
+    keys[i] = r.entries[i].key;
+    if (gone) {
+      if (StrEntry* e = StrEntryLocked(keys[i])) StrEraseLocked(*e);
+      continue;
+    }
+    const auto& v = r.entries[i].value;
+    values[i] = StrValue::Copy(std::string_view(reinterpret_cast<const char*>(v.data()), v.size()));
+    PION_CHECK(values[i] != nullptr);
+    if (r.has_hashes) hashes[i] = r.entries[i].hash;
+    need += StrCharge(keys[i], values[i]);
+    if (const StrEntry* e = StrEntryLocked(keys[i])) have += StrCharge(keys[i], e->value);
+  }
+  if (gone) return;
+  StrEntry* after = r.has_after ? StrEntryLocked(r.after) : nullptr;
+  if (cfg_.max_bytes > 0) {
+    uint64_t unused = 0;
+    (void)EvictLocked(
+        nullptr, [&] { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; }, &unused);
+    if (r.has_after) after = StrEntryLocked(r.after);  // may have been evicted
+  }
+  ApplyChainLocked(keys, values, after, r.expire_at_ms, hashes, r.tokens);
+}
+
+void Store::ApplyStrBlock(const persist::StrBlockRecord& r) {
+  std::lock_guard<std::mutex> l(mu_);
+  StrEntry* e = StrEntryLocked(r.key);
+  if (e == nullptr) return;  // expired or evicted while loading
+  StrEntry* parent = r.has_parent ? StrEntryLocked(r.parent) : nullptr;
+  LinkBlockLocked(*e, parent);
+  e->block->has_hash = r.has_hash;
+  e->block->hash = r.hash;
+  e->block->tokens = r.tokens;
+}
+
+}  // namespace pion::store

@@ -1,0 +1,215 @@
+// KV.BLOCK.MATCH and its pins (docs/protocol.md "Blocks", store.h "Blocks").
+//
+// A lease pins the keys one MATCH ... PIN counted until its deadline or
+// KV.BLOCK.UNPIN. Pins live on the entries themselves (StrEntry::pins, written
+// under mu_ and the entry's shard lock, so a reader's expiry test under the
+// shard lock sees them); a lease holds (entry, born) pairs in one vector (no
+// allocation per key). An entry that leaves the map while pinned (DEL,
+// overwrite by RENAME, eviction cannot happen) moves its pin count to
+// dead_pins_ under its `born`, so a lease never touches a freed entry: it
+// looks there first. FLUSHALL ends every pin at once (pin_epoch_). Leases end
+// at their deadline through ReleaseDueLeasesLocked, which the active expiry
+// cycle calls (ExpireActive), so a client that dies leaks nothing.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+
+#include "base/check.h"
+#include "base/clock.h"
+#include "store/store.h"
+
+namespace pion::store {
+
+namespace {
+
+int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
+
+bool PastDue(const StrEntry& e, int64_t now) {
+  return e.expire_at_ms != 0 && e.expire_at_ms <= now;
+}
+
+bool Expired(const StrEntry& e, int64_t now) { return PastDue(e, now) && e.pins == 0; }
+
+}  // namespace
+
+void Store::PinEntryLocked(StrEntry& e) {
+  {
+    Shard& sh = ShardFor(*e.key);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    ++e.pins;
+  }
+  if (e.pins == 1) {
+    ++pinned_keys_;
+    pinned_bytes_ += StrCharge(*e.key, e.value);
+  }
+}
+
+void Store::PinnedChargeChangedLocked(const StrEntry& e, uint64_t old_charge, uint64_t new_charge) {
+  (void)e;
+  pinned_bytes_ = pinned_bytes_ - std::min(pinned_bytes_, old_charge) + new_charge;
+}
+
+void Store::UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn) {
+  if (auto d = dead_pins_.find(born); d != dead_pins_.end()) {
+    if (--d->second == 0) dead_pins_.erase(d);
+    return;
+  }
+  // Not dead: the entry is still in the map (every removal of a pinned entry
+  // records it in dead_pins_ first).
+  PION_DCHECK(e->born == born && e->pins > 0);
+  {
+    Shard& sh = ShardFor(*e->key);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    --e->pins;
+  }
+  if (e->pins > 0) return;
+  --pinned_keys_;
+  pinned_bytes_ -= std::min(pinned_bytes_, StrCharge(*e->key, e->value));
+  // Its time passed while it was pinned: it expires now (logged, as any expiry).
+  if (PastDue(*e, NowMs())) (void)StrRemoveLocked(*e, 2, lsn);
+}
+
+void Store::EndLeaseLocked(uint64_t id, uint64_t* lsn) {
+  auto it = leases_.find(id);
+  if (it == leases_.end()) return;
+  PinLease lease = std::move(it->second);
+  leases_.erase(it);
+  lease_order_.erase({lease.deadline_ms, id});
+  if (lease.epoch != pin_epoch_) return;  // a FLUSHALL since: it pins nothing
+  for (auto& [e, born] : lease.keys) UnpinEntryLocked(e, born, lsn);
+}
+
+void Store::ReleaseDueLeasesLocked(int64_t now_ms, uint64_t* lsn) {
+  while (!lease_order_.empty() && lease_order_.begin()->first <= now_ms)
+    EndLeaseLocked(lease_order_.begin()->second, lsn);
+}
+
+void Store::ForgetBlockStateLocked(StrEntry& e) {
+  if (e.pins > 0) {
+    dead_pins_[e.born] += e.pins;
+    --pinned_keys_;
+    pinned_bytes_ -= std::min(pinned_bytes_, StrCharge(*e.key, e.value));
+    Shard& sh = ShardFor(*e.key);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    e.pins = 0;
+  }
+  if (e.block) {
+    // Its children become roots; it leaves its parent's children.
+    for (StrEntry* c : e.block->children) {
+      Shard& csh = ShardFor(*c->key);
+      std::lock_guard<std::mutex> sl(csh.mu);
+      c->block->parent = nullptr;
+    }
+    e.block->children.clear();
+    UnlinkParentLocked(e);
+  }
+}
+
+Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys, uint8_t* bitmap,
+                                          int64_t pin_ms, std::string_view user) {
+  BlockMatchResult out;
+  const int64_t now = NowMs();
+  const uint64_t stamp = NextStamp();  // one stamp for every key counted
+  if (pin_ms <= 0) {
+    // The read path: one shard lock at a time. An expired key, or a counted
+    // block with a parent (ancestors to stamp), sends the call to the path
+    // under mu_ below, which starts over.
+    bool slow = false;
+    for (size_t i = 0; i < keys.size() && !slow; ++i) {
+      Shard& sh = ShardFor(keys[i]);
+      std::lock_guard<std::mutex> sl(sh.mu);
+      auto it = sh.strings.find(keys[i]);
+      if (it == sh.strings.end()) {
+        if (bitmap == nullptr) break;
+        continue;
+      }
+      StrEntry& e = it->second;
+      if ((e.expire_at_ms != 0 && Expired(e, now)) || e.HasParent()) {
+        slow = true;
+        break;
+      }
+      e.stamp = stamp;
+      if (sh.lru_tail != &e) {
+        StrUnlinkLocked(sh, e);
+        StrLinkLocked(sh, e);
+      }
+      ++out.count;
+      if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+    }
+    if (!slow) return out;
+    out.count = 0;
+    if (bitmap != nullptr) std::memset(bitmap, 0, (keys.size() + 7) / 8);
+  }
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t unused = 0;
+  ReleaseDueLeasesLocked(now, &unused);
+  bool pin = pin_ms > 0;
+  if (pin && leases_.size() >= max_leases_) {
+    out.too_many_leases = true;
+    pin = false;
+  }
+  PinLease lease;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    StrEntry* e = StrFindLocked(keys[i], now, &unused);
+    if (e == nullptr) {
+      if (bitmap == nullptr) break;
+      continue;
+    }
+    {
+      Shard& sh = ShardFor(keys[i]);
+      std::lock_guard<std::mutex> sl(sh.mu);
+      e->stamp = stamp;
+      if (sh.lru_tail != e) {
+        StrUnlinkLocked(sh, *e);
+        StrLinkLocked(sh, *e);
+      }
+    }
+    if (e->HasParent()) StampAncestorsLocked(*e, stamp);
+    ++out.count;
+    if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+    if (pin) {
+      if (lease.keys.empty()) lease.keys.reserve(bitmap != nullptr ? keys.size() - i : 16);
+      PinEntryLocked(*e);
+      lease.keys.emplace_back(e, e->born);
+    }
+  }
+  if (pin && !lease.keys.empty()) {
+    const uint64_t id = next_lease_++;
+    lease.deadline_ms = now + pin_ms;
+    lease.epoch = pin_epoch_;
+    lease.user = std::string(user);
+    lease_order_.insert({lease.deadline_ms, id});
+    leases_.emplace(id, std::move(lease));
+    out.lease = id;
+  }
+  return out;
+}
+
+uint64_t Store::BlockUnpin(std::span<const uint64_t> ids, std::string_view user) {
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t unused = 0;
+  ReleaseDueLeasesLocked(NowMs(), &unused);
+  uint64_t n = 0;
+  for (uint64_t id : ids) {
+    auto it = leases_.find(id);
+    if (it == leases_.end() || it->second.user != user) continue;
+    EndLeaseLocked(id, &unused);
+    ++n;
+  }
+  return n;
+}
+
+Store::PinStats Store::PinStatsNow() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return PinStats{pinned_keys_, pinned_bytes_, leases_.size()};
+}
+
+void Store::SetMaxBlockLeases(uint64_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  max_leases_ = n;
+}
+
+}  // namespace pion::store
