@@ -65,7 +65,7 @@ enum class RecordType : uint8_t {
 };
 // Alignment of the rows of a ROWS section in a version 4 snapshot file.
 inline constexpr uint64_t kSnapRowsAlign = 64;
-inline constexpr uint8_t kMaxWalRecordType = 10;
+inline constexpr uint8_t kMaxWalRecordType = 11;
 
 // On-disk format tags (int8 0, turbo4 1, fp16 2, turbo3 3, turbo2 4, fp8 5, mlx4g32 7).
 uint8_t FormatTag(quant::Format f);

@@ -183,7 +183,7 @@ void CommandDocsReply(ReplyBuilder* rb, const CommandTable& table, const Command
   DocBodyReply(rb, summary, doc, CommandGroup(s), &subs);
 }
 
-// The keys of a command line by the spec's first/last/step (COMMAND GETKEYS).
+// The key argument indexes of a command line by its spec (COMMAND GETKEYS).
 bool KeysOf(const CommandTable& table, std::span<const std::string_view> cmd,
             std::vector<int>* keys, const CommandSpec** spec, std::string_view* err) {
   const CommandSpec* s = table.Find(cmd[0]);
@@ -200,9 +200,7 @@ bool KeysOf(const CommandTable& table, std::span<const std::string_view> cmd,
     *err = kErrNoKeyArguments;
     return false;
   }
-  std::vector<int> idx;
-  CommandKeyIndexes(*s, cmd, &idx);
-  for (int i : idx) keys->push_back(cmd[i]);
+  CommandKeyIndexes(*s, cmd, keys);  // first/last/step, or MATCH's numkeys, CHAIN's pairs
   *spec = s;
   return true;
 }

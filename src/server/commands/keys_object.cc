@@ -17,8 +17,6 @@ namespace pion::server {
 
 namespace {
 
-constexpr std::string_view kErrSameObject = "ERR source and destination objects are the same";
-
 // COPY source destination [DB destination-db] [REPLACE]
 void Copy(CommandContext& ctx) {
   bool replace = false;
