@@ -48,10 +48,7 @@ bool OutOfMemory(Server& server, uint64_t* lsn) {
   store::Store* st = server.store();
   if (st == nullptr || server.maxmemory() == 0) return false;
   if (tls_batch_depth > 0) {
-    if (tls_exec_held == nullptr) {
-      server.exec_mu().lock_shared();
-      tls_exec_held = &server.exec_mu();
-    }
+    HoldExecSharedForBatch(server.exec_mu());
     return st->OutOfMemory(lsn);
   }
   std::shared_lock<WriterFirstMutex> l(server.exec_mu());
