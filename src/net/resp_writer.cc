@@ -81,7 +81,7 @@ void RespWriter::Bulk(std::string_view s) {
   size_t h = EncodeHeader(hdr, '$', s.size());
   char* p = out_->AppendSpace(h + s.size() + 2);
   std::memcpy(p, hdr, h);
-  std::memcpy(p + h, s.data(), s.size());
+  if (!s.empty()) std::memcpy(p + h, s.data(), s.size());  // an empty view may hold nullptr
   p[h + s.size()] = '\r';
   p[h + s.size() + 1] = '\n';
 }

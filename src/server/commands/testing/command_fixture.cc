@@ -4,6 +4,7 @@
 
 #include "net/output_queue.h"
 #include "net/resp_writer.h"
+#include "server/commands/transaction.h"
 
 namespace pion::server::testing {
 
@@ -39,7 +40,10 @@ FakeClient::FakeClient(Server* server, uint64_t id) : server_(server) {
   server_->clients().Register(&info_);
 }
 
-FakeClient::~FakeClient() { server_->clients().Unregister(&info_); }
+FakeClient::~FakeClient() {
+  TxFree(&info_);  // a MULTI's queue, as a closing connection frees it (OnClose)
+  server_->clients().Unregister(&info_);
+}
 
 void FakeClient::SetProto(int p) {
   proto_ = p;
