@@ -142,7 +142,7 @@ TEST(StrUtil, GlobEdgeCasesAsRedis) {
   EXPECT_TRUE(GlobMatch("a[b-]c]", "a]", false));
   EXPECT_TRUE(GlobMatch("a[b-]c]", "ac", false));
   EXPECT_FALSE(GlobMatch("a[b-]c]", "a]c", false));
-  EXPECT_TRUE(GlobMatch("a[bc", "ab", false));      // an unterminated class ends the pattern
+  EXPECT_TRUE(GlobMatch("a[bc", "ab", false));  // an unterminated class ends the pattern
   EXPECT_TRUE(GlobMatch("a\\", "a\\", false));  // a trailing backslash is itself
   EXPECT_TRUE(GlobMatch("\\*x", "*x", false));
   EXPECT_FALSE(GlobMatch("\\*x", "ax", false));

@@ -584,8 +584,8 @@ const std::vector<ConfigOption>& Table() {
        "KV-event messages queued per subscriber before batches are dropped", "0 = no limit"},
       {"kv-events-medium", String(&Config::kv_events_medium, "a medium name"), "SHARED", kStartup,
        "NAME", "the medium KV events report"},
-      {"kv-events-max-queue", Uint(&Config::kv_events_max_queue, 1, 100000000), "100000",
-       kStartup, "N", "KV-event batches waiting for the publisher thread before drops"},
+      {"kv-events-max-queue", Uint(&Config::kv_events_max_queue, 1, 100000000), "100000", kStartup,
+       "N", "KV-event batches waiting for the publisher thread before drops"},
   };
   return kOptions;
 }

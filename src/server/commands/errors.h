@@ -358,7 +358,8 @@ inline constexpr std::string_view kErrLcsTooLong = "ERR String too long for LCS"
 inline constexpr std::string_view kErrLcsMemory =
     "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
 // COPY / OBJECT (one database: DB 0 only).
-inline constexpr std::string_view kErrSameObject = "ERR source and destination objects are the same";
+inline constexpr std::string_view kErrSameObject =
+    "ERR source and destination objects are the same";
 inline constexpr std::string_view kErrDbIndexRange = "ERR DB index is out of range";
 inline constexpr std::string_view kErrCopyKvPrefix =
     "ERR COPY of a pion-kvprefix key is not supported";

@@ -18,8 +18,8 @@
 #include "server/acl.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
-#include "server/metrics.h"
 #include "server/kv_events.h"
+#include "server/metrics.h"
 #include "server/server.h"
 
 #ifndef PION_BUILD_ID

@@ -80,7 +80,7 @@ TEST_F(PubSubCommands, PublishCountsReceivers) {
   Run({"SSUBSCRIBE", "news"});
   SwitchClient(2);
   EXPECT_TRUE(Run({"PUBLISH", "news", "hi"}).is_integer(4));   // 2 channel + 2 pattern
-  EXPECT_TRUE(Run({"PUBLISH", "nope", "hi"}).is_integer(2));  // "n*" and "*"
+  EXPECT_TRUE(Run({"PUBLISH", "nope", "hi"}).is_integer(2));   // "n*" and "*"
   EXPECT_TRUE(Run({"SPUBLISH", "news", "hi"}).is_integer(1));  // patterns ignored
   EXPECT_TRUE(Run({"SPUBLISH", "x", "hi"}).is_integer(0));
   EXPECT_EQ(Run({"PUBLISH", "a"}).error(), "ERR wrong number of arguments for 'publish' command");
