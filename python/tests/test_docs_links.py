@@ -31,12 +31,12 @@ def test_good_citations_pass(tmp_path):
 
 
 def test_dangling_citations_fail(tmp_path):
-    rc, out = run(make(tmp_path, '// product.md §3\n// docs/fmt.md §9\n'
+    rc, out = run(make(tmp_path, '// absent.md §3\n// docs/fmt.md §9\n'
                                  '// docs/fmt.md "Errors"\n// docs/fmt.md#nope\n// see §4\n'
                                  '// docs/fmt.md,\n// "Not here"\n'))
     assert rc == 1
     text = "\n".join(out)
-    for want in ("x.h:1: product.md: no such file", "x.h:2: docs/fmt.md §9: no such section",
+    for want in ("x.h:1: absent.md: no such file", "x.h:2: docs/fmt.md §9: no such section",
                  'x.h:3: docs/fmt.md "Errors": no such section', "x.h:4: docs/fmt.md#nope",
                  "x.h:5: § without a document name", 'x.h:6: docs/fmt.md "Not here"'):
         assert want in text, (want, out)
