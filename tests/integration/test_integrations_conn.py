@@ -1,0 +1,80 @@
+"""The adapters' shared block connection against a live server: MATCH with and without
+pins, pipelined CHAIN from memoryview slices, GETs straight into caller buffers,
+notification setup and the removal listener."""
+from __future__ import annotations
+
+import queue
+
+import numpy as np
+
+from pion.integrations import _conn
+
+
+def _url(server) -> str:
+    return f"redis://127.0.0.1:{server.port}/0"
+
+
+def test_chain_match_get_into_unpin(server):
+    c = _conn.connect(_url(server), depth=4)
+    try:
+        blocks = np.arange(20 * 4096, dtype=np.uint8).reshape(20, 4096) ^ 0x5A
+        flat = memoryview(blocks).cast("B")
+        keys = [b"t|%d" % i for i in range(20)]
+        pairs = [(k, flat[i * 4096:(i + 1) * 4096]) for i, k in enumerate(keys)]
+        replies = c.chain(pairs, per_command=3)
+        assert replies == [b"OK"] * 7
+        assert c.match(keys + [b"t|missing"]) == (20, 0)
+        count, lease = c.match(keys, pin_ms=60000)
+        assert count == 20 and lease > 0
+        info = c.call("KV.BLOCK.INFO", keys[5])
+        assert info[1] == keys[4]  # the pipelined commands form one chain
+        bm, _ = c.match([keys[0], b"nope", keys[2]], bitmap=True)
+        assert [c.bit(bm, i) for i in range(3)] == [True, False, True]
+        out = np.zeros((21, 4096), dtype=np.uint8)
+        small = bytearray(10)
+        got = c.get_into(keys + [b"t|missing", keys[0]], list(out[:21]) + [small])
+        assert got[:20] == [4096] * 20 and got[20] == -1 and got[21] == -2
+        assert np.array_equal(out[:20], blocks)
+        assert c.unpin([lease]) == 1
+        assert c.unpin([lease]) == 0
+        assert c.delete(keys[:2]) == 2
+    finally:
+        c.close()
+
+
+def test_keyspace_events_and_removal_listener(server):
+    c = _conn.connect(_url(server))
+    try:
+        assert c.call("CONFIG", "GET", "notify-keyspace-events")[1] == b""
+        assert _conn.ensure_keyspace_events(c)
+        flags = c.call("CONFIG", "GET", "notify-keyspace-events")[1].decode()
+        assert set("Egxe") <= set(flags)
+        heard: queue.Queue = queue.Queue()
+        lis = _conn.RemovalListener(_url(server), lambda k, ev: heard.put((k, ev)),
+                                    prefix=b"p|")
+        try:
+            c.call("SET", "other", "1")
+            c.call("SET", "p|a", "1")
+            c.call("DEL", "other", "p|a")
+            assert heard.get(timeout=10) == (b"p|a", "del")
+            assert heard.empty()
+        finally:
+            lis.close()
+    finally:
+        c.close()
+
+
+def test_keyspace_events_refused_is_logged_once(server, caplog):
+    c = _conn.connect(_url(server))
+    try:
+        c.call("ACL", "SETUSER", "eng", "on", ">pw", "~*", "+@all", "-config|set")
+        e = _conn.connect(f"redis://eng:pw@127.0.0.1:{server.port}/0")
+        try:
+            assert not _conn.ensure_keyspace_events(e)
+            assert not _conn.ensure_keyspace_events(e)
+            warnings = [r for r in caplog.records if "evictions will not be reported" in r.message]
+            assert len(warnings) == 1
+        finally:
+            e.close()
+    finally:
+        c.close()
