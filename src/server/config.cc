@@ -586,6 +586,17 @@ const std::vector<ConfigOption>& Table() {
        "NAME", "the medium KV events report"},
       {"kv-events-max-queue", Uint(&Config::kv_events_max_queue, 1, 100000000), "100000", kStartup,
        "N", "KV-event batches waiting for the publisher thread before drops"},
+      // The disk tier (docs/operations.md "Disk tier", docs/tier_format.md).
+      {"tier-dir", String(&Config::tier_dir), "", kStartup, "PATH",
+       "directory of the disk tier that string values evicted from RAM move to", "empty = off"},
+      {"tier-maxbytes", Bytes(&Config::tier_maxbytes, 0), "0", kRuntime, "BYTES",
+       "bound of the disk tier's file (required with tier-dir; at most 16tb)"},
+      {"tier-min-value", Bytes(&Config::tier_min_value, 0), "64kb", kRuntime, "BYTES",
+       "smaller string values are evicted, not moved to the disk tier"},
+      {"tier-write-queue", Bytes(&Config::tier_write_queue, 1), "256mb", kStartup, "BYTES",
+       "bytes of values waiting to be written to the disk tier before writers wait"},
+      {"tier-io-threads", Uint(&Config::tier_io_threads, 1, 64), "2", kStartup, "N",
+       "threads doing the disk tier's reads and writes"},
   };
   return kOptions;
 }

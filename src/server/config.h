@@ -111,6 +111,12 @@ struct Config {
   uint64_t kv_events_hwm = 100000;
   std::string kv_events_medium = "SHARED";
   uint64_t kv_events_max_queue = 100000;
+  // The disk tier (docs/operations.md "Disk tier"); an empty dir is off.
+  std::string tier_dir;
+  uint64_t tier_maxbytes = 0;           // runtime
+  uint64_t tier_min_value = 64 * 1024;  // runtime
+  uint64_t tier_write_queue = 256ull << 20;
+  uint64_t tier_io_threads = 2;
 
   // ACL (docs/security.md): `user <name> <rules...>` lines of the config
   // file (each kept whole), or an ACL file of such lines (not both).

@@ -138,6 +138,8 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
                                             "maxmemory-policy",
                                             "maxmemory-samples",
                                             "max-block-leases",
+                                            "tier-maxbytes",
+                                            "tier-min-value",
                                             "appendfsync",
                                             "loglevel",
                                             "timeout",

@@ -157,6 +157,28 @@ std::string MetricsText(Server& s) {
         ev.batches);
   w.One("pion_kv_events_replayed_total", "counter", "KV-event batches resent on replay.",
         ev.replayed);
+  // The disk tier (docs/operations.md "Disk tier").
+  if (store::Store* sto = s.store()) {
+    store::Store::TierStats t = sto->tier_stats();
+    w.One("pion_tier_bytes", "gauge", "Bytes of the disk tier's extents (headers included).",
+          t.bytes);
+    w.One("pion_tier_maxbytes", "gauge", "The disk tier's bound (tier-maxbytes).", t.max_bytes);
+    w.One("pion_tier_entries", "gauge", "Keys whose value lives in the disk tier.", t.entries);
+    w.One("pion_tier_reads_total", "counter", "Values read from the disk tier.", t.reads);
+    w.One("pion_tier_read_bytes_total", "counter", "Bytes read from the disk tier.", t.read_bytes);
+    w.One("pion_tier_writes_total", "counter", "Values written to the disk tier.", t.writes);
+    w.One("pion_tier_write_bytes_total", "counter", "Bytes written to the disk tier.",
+          t.write_bytes);
+    w.One("pion_tier_promotions_total", "counter", "Values moved back from the disk tier to RAM.",
+          t.promotions);
+    w.One("pion_tier_evictions_total", "counter", "Values the full disk tier dropped.",
+          t.evictions);
+    w.One("pion_tier_errors_total", "counter", "Failed or damaged disk tier reads and writes.",
+          t.errors);
+    w.Head("pion_tier_read_seconds", "histogram", "Disk tier read latency.");
+    w.Histogram("pion_tier_read_seconds", "", t.read_latency.data(), t.read_latency.size(),
+                t.read_us);
+  }
   // The store.
   if (store::Store* sto = s.store()) {
     store::StoreStats ss = sto->Stats();

@@ -119,9 +119,28 @@ Server::~Server() {
   if (shutdown_fd_ >= 0) ::close(shutdown_fd_);
 }
 
+Status Server::AttachTier() {
+  if (store_ == nullptr || cfg_.tier_dir.empty()) return Status::OK();
+  if (cfg_.tier_maxbytes == 0 || cfg_.tier_maxbytes > tier::kMaxTierBytes)
+    return Status::InvalidArgument("tier-dir needs tier-maxbytes (1 byte to 16tb)");
+  if (cfg_.maxmemory == 0)
+    LOG_WARNING("tier-dir is set but maxmemory is 0: nothing will move to the disk tier");
+  PION_RETURN_IF_ERROR(store_->AttachTier(cfg_.tier_dir, cfg_.tier_maxbytes, cfg_.tier_min_value,
+                                          cfg_.tier_write_queue,
+                                          static_cast<uint32_t>(cfg_.tier_io_threads)));
+  const store::Store::TierStats ts = store_->tier_stats();
+  LOG_NOTICE("disk tier: %s/%s, up to %llu bytes, values of %llu bytes or more%s",
+             cfg_.tier_dir.c_str(), tier::kFileName,
+             static_cast<unsigned long long>(cfg_.tier_maxbytes),
+             static_cast<unsigned long long>(cfg_.tier_min_value),
+             ts.direct_io ? "" : " (no direct I/O on this file system: page cache)");
+  return Status::OK();
+}
+
 Status Server::Start() {
   PION_CHECK(workers_.empty());
   PION_RETURN_IF_ERROR(InitAcl());
+  PION_RETURN_IF_ERROR(AttachTier());
   // A TLS context for the TLS port and/or a TLS fast lane (--tls-fastlane yes
   // without certificates is a start-up error, as the TLS port's).
   if (cfg_.tls_port != 0 || (cfg_.tls_fastlane && cfg_.kvcache && cfg_.fastlane_port != 0)) {
@@ -600,7 +619,14 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
     if (!ctx.ok()) return Status::InvalidArgument(ConfigSetTlsError(ctx.status().message()));
     new_tls = *ctx;
   }
+  if (next.tier_maxbytes != cfg_.tier_maxbytes && !cfg_.tier_dir.empty() &&
+      (next.tier_maxbytes == 0 || next.tier_maxbytes > tier::kMaxTierBytes))
+    return Status::InvalidArgument(ConfigSetTierMaxbytesError());
   // Everything validated: apply.
+  if (next.tier_maxbytes != cfg_.tier_maxbytes && store_ != nullptr)
+    store_->SetTierMaxBytes(next.tier_maxbytes);
+  if (next.tier_min_value != cfg_.tier_min_value && store_ != nullptr)
+    store_->SetTierMinValue(next.tier_min_value);
   if (next.maxmemory != cfg_.maxmemory && store_ != nullptr) {
     Status st = store_->SetMaxBytes(next.maxmemory, lsn);
     if (!st.ok()) return st;

@@ -143,6 +143,8 @@ class Server final : private PushSink {
   void KillPubSubClientsOfUsers();
   // Applies the `user` config lines, --aclfile and --requirepass (Start()).
   Status InitAcl();
+  // The disk tier (tier-dir), attached before recovery fills the store.
+  Status AttachTier();
   // What the workers' connections serve (net::Service).
   net::Service* service() { return &service_; }
 

@@ -226,8 +226,10 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
                           std::string_view keep_key, bool keep_key_set) {
   // Pinned keys, blocks with a live child (leaves go first) and keys held by
   // a CHAIN being written are never string candidates.
+  // With a disk tier, a block whose children are all on disk may move there
+  // too (it is never removed while it has children).
   auto is_kept = [&](const StrEntry* e) {
-    return EvictionExempt(*e) || (keep_key_set && *e->key == keep_key);
+    return (EvictionExempt(*e) && !TierMovableLocked(*e)) || (keep_key_set && *e->key == keep_key);
   };
   while (!fits()) {
     if (policy_ == EvictPolicy::kNoEviction) return Status::OutOfBudget("");
@@ -313,6 +315,9 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
       }
     }
     if (sv != nullptr) {
+      // To the disk tier when it takes the value (not an eviction: nothing leaves pion).
+      if (TierMoveLocked(*sv, lsn)) continue;
+      if (EvictionExempt(*sv)) break;  // chosen to move, and the tier could not take it
       PION_RETURN_IF_ERROR(StrRemoveLocked(*sv, 1, lsn));
       ++evicted_strings_;
     } else if (nv) {

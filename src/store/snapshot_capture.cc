@@ -38,20 +38,21 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
     captured_strings_.clear();
     captured_strings_.reserve(StrCountLocked());
     for (const Shard& sh : shards_) {
-      std::lock_guard<std::mutex> sl(sh.mu);  // readers touch stamps under it
-      for (const StrEntry* e = sh.lru_head; e != nullptr; e = e->next) {
-        captured_strings_.push_back(
-            {*e->key, e->expire_at_ms, e->stamp, e->value, e->value->data, e->value->size});
-        if (e->block) {  // a block's links and metadata (a BLOCK section)
-          persist::SnapshotString& c = captured_strings_.back();
-          c.is_block = true;
-          c.has_parent = e->block->parent != nullptr;
-          if (c.has_parent) c.parent = *e->block->parent->key;
-          c.has_hash = e->block->has_hash;
-          c.hash = e->block->hash;
-          c.tokens = e->block->tokens;
+      std::lock_guard<std::mutex> sl(sh.mu);                    // readers touch stamps under it
+      for (const StrEntry* head : {sh.lru_head, sh.tier_head})  // RAM, then disk tier
+        for (const StrEntry* e = head; e != nullptr; e = e->next) {
+          captured_strings_.push_back(
+              {*e->key, e->expire_at_ms, e->stamp, e->value, e->value->data, e->value->size});
+          if (e->block) {  // a block's links and metadata (a BLOCK section)
+            persist::SnapshotString& c = captured_strings_.back();
+            c.is_block = true;
+            c.has_parent = e->block->parent != nullptr;
+            if (c.has_parent) c.parent = *e->block->parent->key;
+            c.has_hash = e->block->has_hash;
+            c.hash = e->block->hash;
+            c.tokens = e->block->tokens;
+          }
         }
-      }
     }
     // Oldest first over all shards (each shard's list is in its own order).
     std::stable_sort(captured_strings_.begin(), captured_strings_.end(),

@@ -23,7 +23,7 @@ thread_local std::vector<RowPiece> tl_pieces;  // the pieces of the store in pro
 }  // namespace
 
 Store::Store(StoreConfig cfg) : cfg_(cfg) {}
-Store::~Store() = default;
+Store::~Store() { DetachTier(); }
 
 Store::NsPtr Store::Find(std::string_view ns) const {
   const Shard& sh = ShardFor(ns);

@@ -60,6 +60,7 @@
 // (the seam to src/persist).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -79,6 +80,7 @@
 #include "base/keyslot.h"
 #include "base/sharded_counter.h"
 #include "base/status.h"
+#include "base/thread_pool.h"
 #include "quant/format.h"
 #include "store/block_index.h"
 #include "store/chunk.h"
@@ -468,6 +470,37 @@ class Store {
   // Removes up to `max_keys` keys whose TTL has passed (logged); how many.
   uint64_t ExpireActive(uint64_t max_keys);
   KeyspaceStats KeyStats() const;
+
+  // ---- Disk tier (store/tiering.cc, docs/operations.md "Disk tier") ----
+  // String values of at least min_value bytes that the budget pushes out of
+  // RAM move to the tier's file instead of being evicted; reads serve them
+  // from there. Attach before serving; DetachTier before the store goes.
+  static constexpr size_t kTierLatencyBuckets = 24;  // read latency: <= 2^i us
+  struct TierStats {
+    bool enabled = false;
+    uint64_t bytes = 0, max_bytes = 0, entries = 0, reads = 0, read_bytes = 0, writes = 0,
+             write_bytes = 0, promotions = 0, evictions = 0, errors = 0, backlog_bytes = 0,
+             read_us = 0;
+    bool direct_io = false;
+    std::array<uint64_t, kTierLatencyBuckets> read_latency{};
+  };
+  Status AttachTier(const std::string& dir, uint64_t max_bytes, uint64_t min_value,
+                    uint64_t queue_bytes, uint32_t io_threads);
+  void DetachTier();
+  // CONFIG SET: a smaller tier drops its least recently used values now.
+  void SetTierMaxBytes(uint64_t n);
+  void SetTierMinValue(uint64_t n);
+  TierStats tier_stats() const;
+  // A read of a value on disk (v->on_disk()) with one checked direct read on a
+  // tier I/O thread; `done` runs there with the value in a RAM buffer, or the
+  // error (a damaged extent: Corruption).
+  void ReadTiered(std::string key, StrRef v, std::function<void(Result<StrRef>)> done);
+  // After ReadTiered, on a worker: `fresh` replaces `v` when the key still
+  // holds it and it fits the budget once colder RAM values moved to the tier.
+  void PromoteTiered(std::string_view key, const StrRef& v, const StrRef& fresh);
+  // After ReadTiered failed on damage: the key, if it still holds `v`, is
+  // dropped as the tier drops entries (logged, counted, announced).
+  void DropDamagedTiered(std::string_view key, const StrRef& v);
   // WATCH: changes whenever the key is written or removed. A missing key's
   // version is the count of string removals so far (so a key created and
   // removed again in between still counts as touched; any removal of another
@@ -575,6 +608,8 @@ class Store {
     StrMap strings;
     StrEntry* lru_head = nullptr;  // guarded by mu: least recently used of this shard
     StrEntry* lru_tail = nullptr;
+    StrEntry* tier_head = nullptr;  // guarded by mu: the tier's entries, oldest first
+    StrEntry* tier_tail = nullptr;
     uint64_t hits = 0, misses = 0;  // guarded by mu
   };
   static size_t ShardIndex(std::string_view key) { return KeySlotInline(key) >> kShardSlotShift; }
@@ -774,6 +809,38 @@ class Store {
   void ApplyChainLocked(std::span<const std::string_view> keys, std::span<const StrRef> values,
                         StrEntry* after, int64_t expire_at_ms, std::span<const uint64_t> hashes,
                         uint32_t tokens);
+  // ---- Disk tier (store/tiering.cc) ----
+  std::shared_ptr<tier::TierFile> tier_;
+  // Moves whose write finished, applied by the next holder of mu_
+  // (TierApplyDoneLocked): an I/O thread never waits for mu_.
+  struct TierDone {
+    std::string key;
+    StrRef ram, moving;
+    Status status;
+  };
+  std::mutex tier_done_mu_;
+  std::vector<TierDone> tier_done_;  // guarded by tier_done_mu_
+  void TierApplyDoneLocked();
+  std::unique_ptr<base::ThreadPool> tier_io_;
+  std::atomic<uint64_t> tier_min_value_{64 * 1024};
+  uint64_t tier_queue_bytes_ = 256ull << 20;
+  uint64_t tier_entries_ = 0;  // guarded by mu_
+  std::mutex tier_backlog_mu_;
+  std::condition_variable tier_backlog_cv_;
+  uint64_t tier_backlog_ = 0;  // guarded by tier_backlog_mu_: bytes queued for writing
+  std::atomic<uint64_t> tier_reads_{0}, tier_read_bytes_{0}, tier_writes_{0}, tier_write_bytes_{0},
+      tier_promotions_{0}, tier_evictions_{0}, tier_errors_{0}, tier_read_us_{0};
+  std::array<std::atomic<uint64_t>, kTierLatencyBuckets> tier_read_latency_{};
+  // Moves e's value to the tier (its write queued to an I/O thread); false
+  // when it cannot go there (no tier, too small, already there, no room even
+  // after the tier dropped its coldest). REQUIRES mu_, no shard lock.
+  bool TierMoveLocked(StrEntry& e, uint64_t* lsn);
+  // Drops the tier's least recently used entry (not `keep`); false if none.
+  bool TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn);
+  // The I/O thread's half of a move.
+  void TierWrite(std::string key, StrRef ram, StrRef moving);
+  // Whether a key may move to the tier (its value is eligible and nothing holds it in RAM).
+  bool TierMovableLocked(const StrEntry& e) const;
   // Whether eviction must pass over a string key.
   static bool EvictionExempt(const StrEntry& e) { return e.pins > 0 || e.held || e.HasChildren(); }
 };

@@ -51,7 +51,8 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
   const StrValue* old = e != nullptr ? e->value.get() : nullptr;
   // The acquire fence pairs with the release of the last other reference, so
   // its holder's reads happen before our writes.
-  bool in_place = old != nullptr && e->value.use_count() == 1 && new_len <= old->capacity;
+  bool in_place =
+      old != nullptr && !old->tiered() && e->value.use_count() == 1 && new_len <= old->capacity;
   if (in_place) std::atomic_thread_fence(std::memory_order_acquire);
   std::shared_ptr<StrValue> fresh;
   if (!in_place) {
@@ -226,7 +227,8 @@ void Store::ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t o
   std::string_view cur = e != nullptr ? e->value->view() : std::string_view();
   uint64_t end = offset + bytes.size();
   uint64_t new_len = truncate ? end : std::max<uint64_t>(cur.size(), end);
-  if (e != nullptr && e->value.use_count() == 1 && new_len <= e->value->capacity) {
+  if (e != nullptr && !e->value->tiered() && e->value.use_count() == 1 &&
+      new_len <= e->value->capacity) {
     // In place, as live (a replayed run of appends stays linear).
     Shard& sh = ShardFor(key);
     std::lock_guard<std::mutex> sl(sh.mu);

@@ -148,6 +148,15 @@ std::shared_ptr<StrValue> StrValue::Wrap(OwnedBuffer buf, size_t n) {
   return v;
 }
 
+std::shared_ptr<StrValue> StrValue::FromBuffer(OwnedBuffer buf, size_t offset, size_t n) {
+  auto v = std::make_shared<StrValue>();
+  v->data = static_cast<uint8_t*>(buf.data()) + offset;
+  v->size = n;
+  v->capacity = buf.capacity();
+  v->mem = std::move(buf);
+  return v;
+}
+
 std::shared_ptr<StrValue> StrValue::Copy(std::string_view s) {
   auto v = TryMake(s.size());
   if (v && !s.empty()) std::memcpy(v->data, s.data(), s.size());
@@ -169,32 +178,38 @@ StrEntry* Store::StrEntryLocked(std::string_view key) const {
   return it == sh.strings.end() ? nullptr : const_cast<StrEntry*>(&it->second);
 }
 
+// An entry is in its shard's RAM list or, when its value lives in the disk
+// tier, in the tier's list.
 void Store::StrLinkLocked(Shard& sh, StrEntry& e) {
-  e.prev = sh.lru_tail;
+  StrEntry*& head = e.tiered ? sh.tier_head : sh.lru_head;
+  StrEntry*& tail = e.tiered ? sh.tier_tail : sh.lru_tail;
+  e.prev = tail;
   e.next = nullptr;
-  if (sh.lru_tail != nullptr)
-    sh.lru_tail->next = &e;
+  if (tail != nullptr)
+    tail->next = &e;
   else
-    sh.lru_head = &e;
-  sh.lru_tail = &e;
+    head = &e;
+  tail = &e;
 }
 
 void Store::StrUnlinkLocked(Shard& sh, StrEntry& e) {
+  StrEntry*& head = e.tiered ? sh.tier_head : sh.lru_head;
+  StrEntry*& tail = e.tiered ? sh.tier_tail : sh.lru_tail;
   if (e.prev != nullptr)
     e.prev->next = e.next;
   else
-    sh.lru_head = e.next;
+    head = e.next;
   if (e.next != nullptr)
     e.next->prev = e.prev;
   else
-    sh.lru_tail = e.prev;
+    tail = e.prev;
   e.prev = e.next = nullptr;
 }
 
 void Store::StrTouchLocked(Shard& sh, StrEntry& e) {
   e.stamp = NextStamp();
   e.atime_s = CoarseUnixSeconds();
-  if (sh.lru_tail != &e) {
+  if ((e.tiered ? sh.tier_tail : sh.lru_tail) != &e) {
     StrUnlinkLocked(sh, e);
     StrLinkLocked(sh, e);
   }
@@ -226,6 +241,7 @@ void Store::StrEraseLocked(StrEntry& e) {
   PION_DCHECK(it != sh.strings.end() && &it->second == &e);
   StrSetExpireLocked(e, 0);
   StrUnlinkLocked(sh, e);
+  if (e.tiered) --tier_entries_;
   scan_order_.erase({e.hash, &e});
   uint64_t charge = StrCharge(it->first, e.value);
   bytes_ -= charge;
@@ -240,11 +256,13 @@ void Store::ClearStringsLocked() {
     str_removals_ += sh.strings.size();
     sh.strings.clear();
     sh.lru_head = sh.lru_tail = nullptr;
+    sh.tier_head = sh.tier_tail = nullptr;
   }
   scan_order_.clear();
   expiry_order_.clear();
   expire_sum_ms_ = 0;
   str_bytes_ = 0;
+  tier_entries_ = 0;
   // Every pinned key is gone: the leases live on, pinning nothing (pins.cc).
   ++pin_epoch_;
   dead_pins_.clear();
@@ -286,6 +304,12 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
   }
   StrEntry& e = *found;
   const uint64_t old_charge = e.value ? StrCharge(key, e.value) : 0;
+  if (e.tiered != (v && v->tiered())) {  // between the RAM and the tier lists
+    StrUnlinkLocked(sh, e);
+    e.tiered = !e.tiered;
+    StrLinkLocked(sh, e);
+    e.tiered ? ++tier_entries_ : --tier_entries_;
+  }
   e.value = std::move(v);
   uint64_t charge = StrCharge(key, e.value);
   if (e.pins > 0) PinnedChargeChangedLocked(e, old_charge, charge);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/owned_buffer.h"
+#include "tier/tier_file.h"
 
 namespace pion::store {
 
@@ -35,6 +36,15 @@ struct StrValue {
   // Edited in place (APPEND, SETRANGE, SETBIT...): OBJECT ENCODING says "raw"
   // whatever the content, as Redis does for a value it modified.
   bool edited = false;
+  // The disk tier (store/tiering.cc): the extent of a value that lives there.
+  // While the extent is being written, `backing` keeps the RAM value alive and
+  // `data` points into it; once written, `data` points into the tier's
+  // read-only mapping and `backing` is null. Either way capacity is 0 (no RAM
+  // charged) and the bytes are never edited in place.
+  tier::ExtentRef extent;
+  std::shared_ptr<const StrValue> backing;
+  bool tiered() const { return extent != nullptr; }
+  bool on_disk() const { return extent != nullptr && backing == nullptr; }
 
   StrValue() = default;
   StrValue(const StrValue&) = delete;
@@ -50,6 +60,8 @@ struct StrValue {
   static std::shared_ptr<StrValue> Adopt(OwnedBuffer buf, size_t n);
   // How many values Adopt made since start (INFO stats, /metrics).
   static uint64_t adopted_total();
+  // The `n` bytes at `offset` of `buf` as a value (a read from the disk tier).
+  static std::shared_ptr<StrValue> FromBuffer(OwnedBuffer buf, size_t offset, size_t n);
 
  private:
   static std::shared_ptr<StrValue> Wrap(OwnedBuffer buf, size_t n);
@@ -152,6 +164,9 @@ struct StrEntry {
   // CHAIN that links to it.
   uint32_t pins = 0;
   bool held = false;
+  // The value lives in the disk tier: the entry is in its shard's tier LRU list
+  // (not the RAM one). Written under mu_ and the shard lock.
+  bool tiered = false;
   uint64_t born = 0;
   // Chain links (KV.BLOCK.CHAIN); null for a plain string key.
   std::unique_ptr<BlockLinks> block;

@@ -152,6 +152,11 @@ std::string ConfigSetFdLimitError(uint64_t max_clients) {
                                            std::to_string(max_clients) + " clients");
 }
 
+std::string ConfigSetTierMaxbytesError() {
+  return "ERR CONFIG SET failed (possibly related to argument 'tier-maxbytes') - the disk tier "
+         "needs 1 byte to 16tb while tier-dir is set";
+}
+
 std::string ConfigSetTlsError(std::string_view why) {
   return "ERR CONFIG SET failed - Unable to update TLS configuration: " + std::string(why);
 }

@@ -311,6 +311,8 @@ std::string AttendStoreOomError(std::string_view why);
 std::string ConfigSetErrorText(const ConfigSetError& e);
 // CONFIG SET maxclients above what RLIMIT_NOFILE allows.
 std::string ConfigSetFdLimitError(uint64_t max_clients);
+// CONFIG SET tier-maxbytes 0 (or above 16tb) while a disk tier is on.
+std::string ConfigSetTierMaxbytesError();
 // CONFIG SET tls-*: the new certificate, key or CA could not be loaded (`why`).
 std::string ConfigSetTlsError(std::string_view why);
 // "ERR <origin>:<line>: " in front of the reason an ACL file line is refused.

@@ -177,6 +177,37 @@ void StatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   KeyspaceStatsFields(s, out);
 }
 
+// The disk tier (docs/operations.md "Disk tier"): zeros while off. The read
+// latency as the upper bounds (us) of the histogram buckets holding p50, p99.
+void AppendTierInfo(Server& s, std::string* out) {
+  store::Store::TierStats t = s.store() ? s.store()->tier_stats() : store::Store::TierStats{};
+  InfoField(out, "tier_enabled", t.enabled ? 1 : 0);
+  InfoField(out, "tier_bytes", t.bytes);
+  InfoField(out, "tier_maxbytes", t.max_bytes);
+  InfoField(out, "tier_entries", t.entries);
+  InfoField(out, "tier_reads", t.reads);
+  InfoField(out, "tier_read_bytes", t.read_bytes);
+  InfoField(out, "tier_writes", t.writes);
+  InfoField(out, "tier_write_bytes", t.write_bytes);
+  InfoField(out, "tier_promotions", t.promotions);
+  InfoField(out, "tier_evictions", t.evictions);
+  InfoField(out, "tier_errors", t.errors);
+  InfoField(out, "tier_write_backlog_bytes", t.backlog_bytes);
+  uint64_t total = 0;
+  for (uint64_t c : t.read_latency) total += c;
+  auto quantile = [&](double q) -> uint64_t {
+    if (total == 0) return 0;
+    uint64_t cum = 0;
+    for (size_t i = 0; i < t.read_latency.size(); ++i) {
+      cum += t.read_latency[i];
+      if (static_cast<double>(cum) >= q * static_cast<double>(total)) return uint64_t{1} << i;
+    }
+    return uint64_t{1} << (t.read_latency.size() - 1);
+  };
+  InfoField(out, "tier_read_latency_p50_us", quantile(0.5));
+  InfoField(out, "tier_read_latency_p99_us", quantile(0.99));
+}
+
 void PionSection(Server& s, const InfoFor& who, std::string* out) {
   ReceiptSnapshot r = s.receipt().Read();
   InfoField(out, "stats_scope", std::string("server"));
@@ -208,6 +239,7 @@ void PionSection(Server& s, const InfoFor& who, std::string* out) {
     InfoField(out, "pinned_bytes", ps.bytes);
     InfoField(out, "leases", ps.leases);
   }
+  AppendTierInfo(s, out);
   // KV events (docs/kv_events.md): zeros while off.
   events::KvEventStats ev = s.kv_events() ? s.kv_events()->Stats() : events::KvEventStats{};
   InfoField(out, "kv_events_published", ev.published);

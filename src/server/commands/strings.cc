@@ -113,15 +113,46 @@ bool Reply(CommandContext& ctx, const Status& st) {
   return false;
 }
 
+// GET of a value in the disk tier: one checked direct read on a tier I/O
+// thread while the worker serves others; the reply is completed on the worker,
+// which first puts the value back in RAM when the budget allows. A damaged
+// extent is dropped as the tier drops entries (the reply is then nil).
+void ReplyFromTier(CommandContext& ctx, store::StrRef v) {
+  std::shared_ptr<DeferredReply> done = ctx.Defer();
+  Server* server = ctx.server;
+  std::string key(ctx.args[1]);
+  server->store()->ReadTiered(key, v, [server, done, key, v](Result<store::StrRef> r) {
+    if (!r.ok()) {
+      done->Complete([server, key, v](ReplyBuilder& rb) {
+        server->store()->DropDamagedTiered(key, v);
+        rb.Null();
+      });
+      return;
+    }
+    done->Complete([server, key, v, fresh = *r](ReplyBuilder& rb) {
+      server->store()->PromoteTiered(key, v, fresh);
+      iovec part{fresh->data, fresh->size};
+      rb.BulkExternal(fresh->size, std::span<const iovec>(&part, 1), fresh);
+    });
+  });
+}
+
 void Get(CommandContext& ctx) {
   // The reply is written in place (a small value copied under the shard lock,
   // a big one referenced): no reference count taken for a small GET.
   bool miss = false;
-  Status st = ctx.server->store()->StrGetWith(ctx.args[1], [&ctx, &miss](const store::StrRef& v) {
-    miss = v == nullptr;
-    ReplyValue(ctx, v);
-  });
+  store::StrRef on_disk;
+  const bool can_defer = ctx.CanDefer();
+  Status st = ctx.server->store()->StrGetWith(
+      ctx.args[1], [&ctx, &miss, &on_disk, can_defer](const store::StrRef& v) {
+        miss = v == nullptr;
+        if (v != nullptr && v->on_disk() && can_defer)
+          on_disk = v;  // read below, outside the shard lock
+        else
+          ReplyValue(ctx, v);
+      });
   if (!st.ok()) return (void)Reply(ctx, st);
+  if (on_disk != nullptr) return ReplyFromTier(ctx, std::move(on_disk));
   if (miss) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
 }
 

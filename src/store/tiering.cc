@@ -1,0 +1,300 @@
+// The disk tier's side of the keyspace (store.h "Disk tier", docs/tier_format.md).
+//
+// A string value the budget pushes out of RAM (at least tier-min-value bytes,
+// not pinned, not held by a CHAIN, its chain children already on disk) moves:
+// the entry's value becomes a "moving" value that still points at the RAM bytes
+// (kept alive by `backing`) but charges no RAM, the entry goes to its shard's
+// tier list, and an I/O thread writes the extent. When the write is done the
+// value is replaced by one that points into the tier's read-only mapping. Any
+// reader that holds a value keeps its bytes (and its extent) alive, as for RAM
+// values. No WAL record is written: a move changes where the bytes are, not
+// what they are; the tier is a cache beside the WAL and snapshots.
+//
+// I/O threads never wait for mu_: a finished write is queued (tier_done_) and
+// applied by whoever holds mu_ next (a try-lock from the I/O thread, the next
+// move, promotion, or the expiry cycle).
+#include <algorithm>
+#include <mutex>
+#include <shared_mutex>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "store/store.h"
+
+namespace pion::store {
+
+Status Store::AttachTier(const std::string& dir, uint64_t max_bytes, uint64_t min_value,
+                         uint64_t queue_bytes, uint32_t io_threads) {
+  auto f = tier::TierFile::Open(dir, max_bytes);
+  if (!f.ok()) return f.status();
+  auto io = std::make_unique<base::ThreadPool>(std::max<uint32_t>(1, io_threads), "pion-tier");
+  io->Start();
+  std::lock_guard<std::mutex> l(mu_);
+  tier_ = std::move(*f);
+  tier_io_ = std::move(io);
+  tier_min_value_ = min_value;
+  tier_queue_bytes_ = std::max<uint64_t>(queue_bytes, 1);
+  return Status::OK();
+}
+
+void Store::DetachTier() {
+  if (tier_io_) tier_io_->Stop();  // finishes the queued writes and reads
+  std::lock_guard<std::mutex> l(mu_);
+  if (tier_) TierApplyDoneLocked();
+}
+
+void Store::SetTierMaxBytes(uint64_t n) {
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  if (!tier_) return;
+  tier_->set_max_bytes(n);
+  TierApplyDoneLocked();
+  uint64_t lsn = 0;
+  while (tier_->used_bytes() > n && TierDropOldestLocked(nullptr, &lsn)) {
+  }
+}
+
+void Store::SetTierMinValue(uint64_t n) { tier_min_value_.store(n, std::memory_order_relaxed); }
+
+Store::TierStats Store::tier_stats() const {
+  TierStats s;
+  std::lock_guard<std::mutex> l(mu_);
+  if (!tier_) return s;
+  s.enabled = true;
+  s.bytes = tier_->used_bytes();
+  s.max_bytes = tier_->max_bytes();
+  s.direct_io = tier_->direct();
+  s.entries = tier_entries_;
+  s.reads = tier_reads_.load(std::memory_order_relaxed);
+  s.read_bytes = tier_read_bytes_.load(std::memory_order_relaxed);
+  s.writes = tier_writes_.load(std::memory_order_relaxed);
+  s.write_bytes = tier_write_bytes_.load(std::memory_order_relaxed);
+  s.promotions = tier_promotions_.load(std::memory_order_relaxed);
+  s.evictions = tier_evictions_.load(std::memory_order_relaxed);
+  s.errors = tier_errors_.load(std::memory_order_relaxed);
+  s.read_us = tier_read_us_.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < kTierLatencyBuckets; ++i)
+    s.read_latency[i] = tier_read_latency_[i].load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> bl(const_cast<std::mutex&>(tier_backlog_mu_));
+    s.backlog_bytes = tier_backlog_;
+  }
+  return s;
+}
+
+bool Store::TierMovableLocked(const StrEntry& e) const {
+  if (!tier_ || e.pins > 0 || e.held || e.value == nullptr || e.value->tiered() ||
+      e.value->size < tier_min_value_.load(std::memory_order_relaxed))
+    return false;
+  if (e.HasChildren())  // a chain goes to disk leaves first
+    for (const StrEntry* c : e.block->children)
+      if (!c->tiered) return false;
+  return true;
+}
+
+bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
+  StrEntry* victim = nullptr;
+  for (Shard& sh : shards_) {
+    std::lock_guard<std::mutex> sl(sh.mu);
+    for (StrEntry* e = sh.tier_head; e != nullptr; e = e->next)
+      if (e != keep && !EvictionExempt(*e)) {
+        if (victim == nullptr || e->stamp < victim->stamp) victim = e;
+        break;
+      }
+  }
+  if (victim == nullptr) return false;
+  if (!StrRemoveLocked(*victim, 1, lsn).ok()) return false;
+  ++evicted_strings_;
+  tier_evictions_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
+  TierApplyDoneLocked();
+  if (!TierMovableLocked(e)) return false;
+  const std::string_view key = *e.key;
+  StrRef ram = e.value;
+  if (tier::ExtentBytes(key.size(), ram->size) > tier_->max_bytes()) return false;
+  tier::ExtentRef x = tier_->Allocate(key, ram->size);
+  while (x == nullptr) {  // full: the tier drops its coldest values
+    if (!TierDropOldestLocked(&e, lsn)) return false;
+    x = tier_->Allocate(key, ram->size);
+  }
+  {
+    // Back-pressure: at most tier-write-queue bytes wait for the disk (one
+    // value always may, however big).
+    std::unique_lock<std::mutex> bl(tier_backlog_mu_);
+    tier_backlog_cv_.wait(
+        bl, [&] { return tier_backlog_ == 0 || tier_backlog_ + ram->size <= tier_queue_bytes_; });
+    tier_backlog_ += ram->size;
+  }
+  auto mv = std::make_shared<StrValue>();
+  mv->data = ram->data;
+  mv->size = ram->size;
+  mv->edited = ram->edited;
+  mv->extent = std::move(x);
+  mv->backing = ram;
+  StrRef moving = std::move(mv);
+  const uint64_t freed = StrCharge(key, ram) - StrCharge(key, moving);
+  {
+    Shard& sh = ShardFor(key);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    StrUnlinkLocked(sh, e);
+    e.tiered = true;
+    StrLinkLocked(sh, e);
+    e.value = moving;
+  }
+  ++tier_entries_;
+  bytes_ -= freed;
+  str_bytes_ -= freed;
+  std::string k(key);
+  if (!tier_io_->Post([this, k, ram, moving] { TierWrite(k, ram, moving); })) {
+    std::lock_guard<std::mutex> tl(tier_done_mu_);  // stopping: undone below
+    tier_done_.push_back({std::move(k), ram, moving, Status::IOError("tier stopped")});
+    std::lock_guard<std::mutex> bl(tier_backlog_mu_);
+    tier_backlog_ -= ram->size;
+  }
+  return true;
+}
+
+void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
+  Status st = tier_->Write(*moving->extent, ram->data, ram->size);
+  {
+    std::lock_guard<std::mutex> bl(tier_backlog_mu_);
+    tier_backlog_ -= ram->size;
+  }
+  tier_backlog_cv_.notify_all();
+  if (st.ok()) {
+    tier_writes_.fetch_add(1, std::memory_order_relaxed);
+    tier_write_bytes_.fetch_add(moving->extent->length, std::memory_order_relaxed);
+  } else {
+    tier_errors_.fetch_add(1, std::memory_order_relaxed);
+    LOG_WARNING("disk tier: writing %s at offset %llu failed: %s (the value stays in RAM)",
+                tier_->path().c_str(), static_cast<unsigned long long>(moving->extent->offset),
+                st.ToString().c_str());
+  }
+  {
+    std::lock_guard<std::mutex> tl(tier_done_mu_);
+    tier_done_.push_back({std::move(key), std::move(ram), std::move(moving), std::move(st)});
+  }
+  if (mu_.try_lock()) {
+    TierApplyDoneLocked();
+    mu_.unlock();
+  }
+}
+
+void Store::TierApplyDoneLocked() {
+  std::vector<TierDone> done;
+  {
+    std::lock_guard<std::mutex> tl(tier_done_mu_);
+    done.swap(tier_done_);
+  }
+  for (TierDone& d : done) {
+    StrEntry* e = StrEntryLocked(d.key);
+    if (e == nullptr || e->value != d.moving) continue;  // replaced or gone since
+    Shard& sh = ShardFor(d.key);
+    if (d.status.ok()) {
+      auto m = std::make_shared<StrValue>();
+      m->data = const_cast<uint8_t*>(d.moving->extent->mapped());
+      m->size = d.moving->size;
+      m->edited = d.moving->edited;
+      m->extent = d.moving->extent;
+      std::lock_guard<std::mutex> sl(sh.mu);
+      e->value = std::move(m);  // the RAM bytes go with the last reader of `moving`
+      continue;
+    }
+    // The write failed: the value stays in RAM (charged again; the budget is
+    // met by the next write that needs room).
+    const uint64_t back = StrCharge(d.key, d.ram) - StrCharge(d.key, d.moving);
+    {
+      std::lock_guard<std::mutex> sl(sh.mu);
+      StrUnlinkLocked(sh, *e);
+      e->tiered = false;
+      StrLinkLocked(sh, *e);
+      e->value = d.ram;
+    }
+    --tier_entries_;
+    bytes_ += back;
+    str_bytes_ += back;
+    if (e->pins > 0)
+      PinnedChargeChangedLocked(*e, StrCharge(d.key, d.moving), StrCharge(d.key, d.ram));
+  }
+}
+
+void Store::ReadTiered(std::string key, StrRef v, std::function<void(Result<StrRef>)> done) {
+  auto job = [this, key, v, done]() {
+    const uint64_t t0 = MonotonicUs();
+    const tier::Extent& x = *v->extent;
+    auto buf = tier_->Read(x);
+    if (!buf.ok()) {
+      tier_errors_.fetch_add(1, std::memory_order_relaxed);
+      LOG_WARNING("disk tier: reading key '%.*s' at %s offset %llu failed: %s",
+                  static_cast<int>(std::min<size_t>(key.size(), 128)), key.data(),
+                  tier_->path().c_str(), static_cast<unsigned long long>(x.offset),
+                  buf.status().ToString().c_str());
+      done(buf.status());
+      return;
+    }
+    tier_reads_.fetch_add(1, std::memory_order_relaxed);
+    tier_read_bytes_.fetch_add(x.length, std::memory_order_relaxed);
+    const uint64_t us = MonotonicUs() - t0;
+    tier_read_us_.fetch_add(us, std::memory_order_relaxed);
+    size_t b = 0;
+    while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
+    tier_read_latency_[b].fetch_add(1, std::memory_order_relaxed);
+    done(StrRef(StrValue::FromBuffer(std::move(*buf), x.header_bytes, x.value_len)));
+  };
+  if (!tier_io_ || !tier_io_->Post(job)) done(Status::Busy("disk tier stopped"));
+}
+
+void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& fresh) {
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  TierApplyDoneLocked();
+  StrEntry* e = StrEntryLocked(key);
+  if (e == nullptr || e->value != v) return;
+  const uint64_t need = StrCharge(key, fresh) - StrCharge(key, v);
+  if (cfg_.max_bytes > 0 && bytes_ + need > cfg_.max_bytes) {
+    // Room by moving colder RAM values to the tier, never by dropping anything.
+    while (bytes_ + need > cfg_.max_bytes) {
+      StrEntry* colder = nullptr;
+      for (Shard& sh : shards_) {
+        std::lock_guard<std::mutex> sl(sh.mu);
+        for (StrEntry* c = sh.lru_head; c != nullptr; c = c->next)
+          if (TierMovableLocked(*c)) {
+            if (colder == nullptr || c->stamp < colder->stamp) colder = c;
+            break;
+          }
+      }
+      uint64_t lsn = 0;
+      if (colder == nullptr || colder->stamp > e->stamp || !TierMoveLocked(*colder, &lsn))
+        return;  // served from disk, not promoted
+    }
+  }
+  {
+    Shard& sh = ShardFor(key);
+    std::lock_guard<std::mutex> sl(sh.mu);
+    StrUnlinkLocked(sh, *e);
+    e->tiered = false;
+    StrLinkLocked(sh, *e);
+    e->value = fresh;
+  }
+  --tier_entries_;
+  bytes_ += need;
+  str_bytes_ += need;
+  if (e->pins > 0) PinnedChargeChangedLocked(*e, StrCharge(key, v), StrCharge(key, fresh));
+  tier_promotions_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Store::DropDamagedTiered(std::string_view key, const StrRef& v) {
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  StrEntry* e = StrEntryLocked(key);
+  if (e == nullptr || e->value != v) return;
+  uint64_t lsn = 0;
+  if (!StrRemoveLocked(*e, 1, &lsn).ok()) return;
+  ++evicted_strings_;
+  tier_evictions_.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace pion::store

@@ -1,0 +1,272 @@
+// See tier_file.h and docs/tier_format.md.
+#include "tier/tier_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/crc32c.h"
+
+namespace pion::tier {
+
+namespace {
+
+uint64_t RoundUp(uint64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
+
+void Put32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void Put64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
+uint32_t Get32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+uint64_t Get64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+uint32_t HeaderCrc(const uint8_t* h, uint32_t header_bytes) {
+  uint32_t c = crc32c::Extend(0, h, 60);
+  const uint8_t zero[4] = {0, 0, 0, 0};
+  c = crc32c::Extend(c, zero, 4);
+  return crc32c::Extend(c, h + 64, header_bytes - 64);
+}
+
+void FreeAligned(void* p, size_t) { std::free(p); }
+
+OwnedBuffer AlignedBuffer(size_t n) {
+  void* p = std::aligned_alloc(kBlock, n);
+  return p == nullptr ? OwnedBuffer() : OwnedBuffer(p, n, FreeAligned);
+}
+
+// The bytes per direct write: a staging buffer of this size per call.
+constexpr uint64_t kStage = 8ull << 20;
+
+}  // namespace
+
+uint32_t HeaderBytes(size_t key_len) {
+  return static_cast<uint32_t>(RoundUp(kHeaderFixed + key_len));
+}
+uint64_t ExtentBytes(size_t key_len, uint64_t value_len) {
+  return RoundUp(HeaderBytes(key_len) + value_len);
+}
+
+void EncodeHeader(uint8_t* h, uint32_t header_bytes, std::string_view key, uint64_t value_len,
+                  uint32_t value_crc, uint64_t seq) {
+  std::memcpy(h, kMagic, 8);
+  Put32(h + 8, kVersion);
+  Put32(h + 12, header_bytes);
+  Put64(h + 16, value_len);
+  Put32(h + 24, static_cast<uint32_t>(key.size()));
+  Put32(h + 28, value_crc);
+  Put64(h + 32, seq);
+  std::memcpy(h + 64, key.data(), key.size());
+  Put32(h + 60, HeaderCrc(h, header_bytes));
+}
+
+Status DecodeHeader(const uint8_t* h, size_t avail, uint32_t* header_bytes, uint64_t* value_len,
+                    std::string_view* key, uint32_t* value_crc) {
+  if (avail < kBlock || std::memcmp(h, kMagic, 8) != 0) return Status::Corruption("bad magic");
+  if (Get32(h + 8) != kVersion) return Status::Corruption("unknown version");
+  const uint32_t hb = Get32(h + 12);
+  const uint32_t klen = Get32(h + 24);
+  if (hb % kBlock != 0 || hb < kHeaderFixed + static_cast<uint64_t>(klen) || hb > avail)
+    return Status::Corruption("bad header length");
+  if (HeaderCrc(h, hb) != Get32(h + 60)) return Status::Corruption("header checksum mismatch");
+  *header_bytes = hb;
+  *value_len = Get64(h + 16);
+  *key = std::string_view(reinterpret_cast<const char*>(h + 64), klen);
+  *value_crc = Get32(h + 28);
+  return Status::OK();
+}
+
+Extent::~Extent() {
+  if (file != nullptr) file->Free(offset, length);
+}
+
+const uint8_t* Extent::mapped() const { return file->map_base() + offset + header_bytes; }
+
+Result<std::shared_ptr<TierFile>> TierFile::Open(const std::string& dir, uint64_t max_bytes) {
+  if (max_bytes == 0 || max_bytes > kMaxTierBytes)
+    return Status::InvalidArgument("tier-maxbytes out of range");
+  ::mkdir(dir.c_str(), 0700);
+  std::shared_ptr<TierFile> t(new TierFile());
+  t->path_ = dir + "/" + kFileName;
+  t->fd_ = ::open(t->path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+  if (t->fd_ < 0 && errno == EINVAL) {
+    // A file system without direct I/O (tmpfs): the same layout through the page cache.
+    t->fd_ = ::open(t->path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    t->direct_ = false;
+  }
+  if (t->fd_ < 0) return Status::IOError("open " + t->path_ + ": " + std::strerror(errno));
+  void* m = ::mmap(nullptr, kMaxTierBytes, PROT_READ, MAP_SHARED | MAP_NORESERVE, t->fd_, 0);
+  if (m == MAP_FAILED) return Status::IOError("mmap " + t->path_ + ": " + std::strerror(errno));
+  t->map_ = static_cast<uint8_t*>(m);
+  t->max_bytes_ = max_bytes;
+  return t;
+}
+
+TierFile::~TierFile() {
+  if (map_ != nullptr) ::munmap(map_, kMaxTierBytes);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TierFile::set_max_bytes(uint64_t n) { max_bytes_.store(n, std::memory_order_relaxed); }
+
+ExtentRef TierFile::Allocate(std::string_view key, uint64_t value_len) {
+  const uint64_t need = ExtentBytes(key.size(), value_len);
+  uint64_t off = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (used_.load(std::memory_order_relaxed) + need > max_bytes()) return nullptr;
+    auto it = free_by_len_.lower_bound(need);  // best fit among freed runs
+    if (it != free_by_len_.end()) {
+      off = it->second;
+      const uint64_t len = it->first;
+      free_by_len_.erase(it);
+      free_by_off_.erase(off);
+      if (len > need) {
+        free_by_off_[off + need] = len - need;
+        free_by_len_.emplace(len - need, off + need);
+      }
+    } else {
+      if (end_ + need > kMaxTierBytes) return nullptr;
+      off = end_;
+      end_ += need;
+    }
+    used_.fetch_add(need, std::memory_order_relaxed);
+  }
+  extents_.fetch_add(1, std::memory_order_relaxed);
+  auto x = std::make_shared<Extent>();
+  x->file = shared_from_this();
+  x->offset = off;
+  x->length = need;
+  x->header_bytes = HeaderBytes(key.size());
+  x->key = key;
+  x->value_len = value_len;
+  return x;
+}
+
+void TierFile::Free(uint64_t offset, uint64_t length) {
+  // Give the blocks back to the file system before they are reused.
+  ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+              static_cast<off_t>(length));
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t off = offset, len = length;
+  auto next = free_by_off_.lower_bound(off);
+  if (next != free_by_off_.begin()) {  // coalesce with the run before
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == off) {
+      auto r = free_by_len_.equal_range(prev->second);
+      for (auto it = r.first; it != r.second; ++it)
+        if (it->second == prev->first) {
+          free_by_len_.erase(it);
+          break;
+        }
+      off = prev->first;
+      len += prev->second;
+      free_by_off_.erase(prev);
+    }
+  }
+  next = free_by_off_.lower_bound(off + len);
+  if (next != free_by_off_.end() && next->first == off + len) {  // and the run after
+    auto r = free_by_len_.equal_range(next->second);
+    for (auto it = r.first; it != r.second; ++it)
+      if (it->second == next->first) {
+        free_by_len_.erase(it);
+        break;
+      }
+    len += next->second;
+    free_by_off_.erase(next);
+  }
+  if (off + len == end_) {
+    end_ = off;  // the tail of the file is free again
+  } else {
+    free_by_off_[off] = len;
+    free_by_len_.emplace(len, off);
+  }
+  used_.fetch_sub(length, std::memory_order_relaxed);
+  extents_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Status TierFile::Write(Extent& x, const uint8_t* data, uint64_t n) {
+  if (fail_writes_.load() > 0 && fail_writes_.fetch_sub(1) > 0)
+    return Status::IOError("injected write error");
+  const uint64_t stage_bytes = std::min<uint64_t>(x.length, kStage);
+  OwnedBuffer stage = AlignedBuffer(stage_bytes);
+  if (stage.empty()) return Status::OutOfBudget("tier staging buffer");
+  uint8_t* s = static_cast<uint8_t*>(stage.data());
+  // The extent's bytes in order (header, value, zero padding), staged piece by piece.
+  uint64_t pos = 0;  // bytes of the extent written
+  const uint32_t crc = crc32c::Value(data, n);
+  while (pos < x.length) {
+    const uint64_t piece = std::min<uint64_t>(stage_bytes, x.length - pos);
+    std::memset(s, 0, piece);
+    uint64_t fill = 0;
+    if (pos == 0) {
+      EncodeHeader(s, x.header_bytes, x.key, n, crc, seq_.fetch_add(1) + 1);
+      fill = x.header_bytes;
+    }
+    // Value bytes [pos + fill - H, ...) go to s + fill.
+    const uint64_t vstart = pos + fill - x.header_bytes;
+    if (vstart < n && fill < piece) {
+      const uint64_t take = std::min<uint64_t>(piece - fill, n - vstart);
+      std::memcpy(s + fill, data + vstart, take);
+    }
+    uint64_t done = 0;
+    while (done < piece) {
+      ssize_t w = ::pwrite(fd_, s + done, piece - done, static_cast<off_t>(x.offset + pos + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return Status::IOError(std::string("tier write: ") + std::strerror(errno));
+      if (w == 0) return Status::IOError("tier write: no progress");
+      done += static_cast<uint64_t>(w);
+    }
+    pos += piece;
+  }
+  x.written.store(true, std::memory_order_release);
+  return Status::OK();
+}
+
+Result<OwnedBuffer> TierFile::Read(const Extent& x) {
+  if (fail_reads_.load() > 0 && fail_reads_.fetch_sub(1) > 0)
+    return Status::IOError("injected read error");
+  OwnedBuffer buf = AlignedBuffer(x.length);
+  if (buf.empty()) return Status::OutOfBudget("tier read buffer");
+  uint8_t* p = static_cast<uint8_t*>(buf.data());
+  uint64_t got = 0;
+  while (got < x.length) {
+    ssize_t r = ::pread(fd_, p + got, x.length - got, static_cast<off_t>(x.offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::IOError(std::string("tier read: ") + std::strerror(errno));
+    if (r == 0) return Status::Corruption("short read");
+    got += static_cast<uint64_t>(r);
+  }
+  uint32_t hb = 0, crc = 0;
+  uint64_t vlen = 0;
+  std::string_view k;
+  PION_RETURN_IF_ERROR(DecodeHeader(p, x.length, &hb, &vlen, &k, &crc));
+  if (hb != x.header_bytes || vlen != x.value_len || hb + vlen > x.length || k != x.key)
+    return Status::Corruption("header does not match the index");
+  if (crc32c::Value(p + hb, vlen) != crc) return Status::Corruption("value checksum mismatch");
+  return buf;
+}
+
+Status TierFile::CorruptForTest(const Extent& x) {
+  OwnedBuffer b = AlignedBuffer(kBlock);
+  const uint64_t at = (x.offset + x.header_bytes) / kBlock * kBlock;
+  if (::pread(fd_, b.data(), kBlock, static_cast<off_t>(at)) != static_cast<ssize_t>(kBlock))
+    return Status::IOError("pread");
+  static_cast<uint8_t*>(b.data())[(x.offset + x.header_bytes) % kBlock] ^= 0xff;
+  if (::pwrite(fd_, b.data(), kBlock, static_cast<off_t>(at)) != static_cast<ssize_t>(kBlock))
+    return Status::IOError("pwrite");
+  return Status::OK();
+}
+
+}  // namespace pion::tier

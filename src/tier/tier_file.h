@@ -1,0 +1,112 @@
+// The disk tier's file (docs/tier_format.md): extents of 4 KiB blocks in one
+// O_DIRECT file, each holding one value behind a header with CRCs, and a
+// read-only mapping of the whole file through which a written extent's value
+// can be read in place.
+//
+// An Extent is held by shared_ptr: while any holder lives (the keyspace entry,
+// a reply being sent from the mapping, a write in flight) its space is not
+// reused; the last holder's release gives the blocks back and punches them out.
+//
+// Thread-safety: every TierFile method may be called from any thread (space is
+// managed under an internal mutex; reads and writes are positional).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "base/owned_buffer.h"
+#include "base/status.h"
+
+namespace pion::tier {
+
+inline constexpr uint64_t kBlock = 4096;
+inline constexpr uint32_t kHeaderFixed = 64;
+inline constexpr char kMagic[8] = {'P', 'I', 'O', 'N', 'T', 'I', 'E', 'R'};
+inline constexpr uint32_t kVersion = 1;
+// The mapping reserves this much address space; tier-maxbytes may not exceed it.
+inline constexpr uint64_t kMaxTierBytes = 16ull << 40;
+inline constexpr const char* kFileName = "pion-tier.dat";
+
+class TierFile;
+
+struct Extent {
+  std::shared_ptr<TierFile> file;  // kept open while any extent lives
+  uint64_t offset = 0;
+  uint64_t length = 0;        // allocated bytes (a multiple of kBlock)
+  uint32_t header_bytes = 0;  // H
+  uint64_t value_len = 0;     // V
+  std::string key;            // the key in its header (the key it was written for)
+  std::atomic<bool> written{false};
+  ~Extent();
+  // The value's bytes in the mapping (valid once written).
+  const uint8_t* mapped() const;
+};
+using ExtentRef = std::shared_ptr<Extent>;
+
+uint32_t HeaderBytes(size_t key_len);
+uint64_t ExtentBytes(size_t key_len, uint64_t value_len);
+// Fills `h` (header_bytes long, zeroed by the caller) for a value.
+void EncodeHeader(uint8_t* h, uint32_t header_bytes, std::string_view key, uint64_t value_len,
+                  uint32_t value_crc, uint64_t seq);
+// Checks a header read from disk; on success sets *value_len and *key (a view into h).
+Status DecodeHeader(const uint8_t* h, size_t avail, uint32_t* header_bytes, uint64_t* value_len,
+                    std::string_view* key, uint32_t* value_crc);
+
+class TierFile : public std::enable_shared_from_this<TierFile> {
+ public:
+  // Opens (creating) <dir>/pion-tier.dat, truncated to empty.
+  static Result<std::shared_ptr<TierFile>> Open(const std::string& dir, uint64_t max_bytes);
+  ~TierFile();
+  TierFile(const TierFile&) = delete;
+  TierFile& operator=(const TierFile&) = delete;
+
+  // Space for a value, or null when the tier cannot hold it within max_bytes.
+  ExtentRef Allocate(std::string_view key, uint64_t value_len);
+  // Writes header + value at the extent (blocking: the tier's I/O threads call it).
+  Status Write(Extent& x, const uint8_t* data, uint64_t n);
+  // Reads the extent with one direct read into a fresh aligned buffer, checks it
+  // and returns the buffer (the value starts at x.header_bytes).
+  Result<OwnedBuffer> Read(const Extent& x);
+
+  void set_max_bytes(uint64_t n);
+  uint64_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
+  uint64_t used_bytes() const { return used_.load(std::memory_order_relaxed); }
+  uint64_t extents() const { return extents_.load(std::memory_order_relaxed); }
+  const std::string& path() const { return path_; }
+  const uint8_t* map_base() const { return map_; }
+  // False on a file system without O_DIRECT (tmpfs): reads go through the page cache.
+  bool direct() const { return direct_; }
+
+  // Fault injection for tests: the next `n` writes (or reads) fail with EIO.
+  void FailNextWrites(int n) { fail_writes_.store(n); }
+  void FailNextReads(int n) { fail_reads_.store(n); }
+  // Test hook: flips one byte of a written extent's value on disk.
+  Status CorruptForTest(const Extent& x);
+
+ private:
+  friend struct Extent;
+  TierFile() = default;
+  void Free(uint64_t offset, uint64_t length);
+
+  std::string path_;
+  int fd_ = -1;
+  bool direct_ = true;
+  uint8_t* map_ = nullptr;
+  std::atomic<uint64_t> max_bytes_{0};
+  std::atomic<uint64_t> used_{0};
+  std::atomic<uint64_t> extents_{0};
+  std::atomic<uint64_t> seq_{0};
+  std::atomic<int> fail_writes_{0}, fail_reads_{0};
+  std::mutex mu_;
+  uint64_t end_ = 0;                               // guarded by mu_: first never-used offset
+  std::map<uint64_t, uint64_t> free_by_off_;       // guarded by mu_: offset -> length
+  std::multimap<uint64_t, uint64_t> free_by_len_;  // guarded by mu_: length -> offset
+};
+
+}  // namespace pion::tier

@@ -1,0 +1,173 @@
+"""The disk tier end to end: values the RAM budget pushes out move to the tier
+file and read back bit-exact (GET through the direct-read path, every other read
+through the mapping), promotion, writes over tiered keys, the tier's own LRU
+drops when full, damage, CONFIG, and a kill -9 restart."""
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+
+import pytest
+
+from pion.testing import poll
+
+MIB = 1 << 20
+
+
+def _value(i: int, n: int = MIB) -> bytes:
+    seed = hashlib.sha256(b"%d" % i).digest()
+    return (seed * (n // len(seed) + 1))[:n]
+
+
+def _info(r) -> dict:
+    return r.info("pion")
+
+
+def _tier_server(server_factory, tmp, *, ram="8mb", tier="64mb", extra=()):
+    return server_factory(["--maxmemory", ram, "--tier-dir", str(tmp / "tier"),
+                           "--tier-maxbytes", tier, "--appendonly", "yes", *extra])
+
+
+def _settle(r):
+    """Waits until every queued tier write has been applied."""
+    poll(lambda: _info(r)["tier_write_backlog_bytes"] == 0 or None, timeout=30)
+
+
+def test_values_move_to_the_tier_and_read_back(server_factory, tmpdir_path):
+    s = _tier_server(server_factory, tmpdir_path)
+    r = s.client()
+    for i in range(24):
+        r.set(b"v%d" % i, _value(i))
+    _settle(r)
+    info = _info(r)
+    assert info["tier_enabled"] == 1
+    assert info["tier_entries"] >= 16, info
+    assert info["tier_writes"] >= 16
+    assert info["tier_bytes"] >= info["tier_entries"] * (MIB + 4096)
+    assert r.info("memory")["used_memory"] <= 8 * MIB
+    assert r.dbsize() == 24
+    assert os.path.getsize(tmpdir_path / "tier" / "pion-tier.dat") > 0
+    # Every read form answers the same bytes, from RAM or the tier.
+    for i in range(24):
+        v = _value(i)
+        assert r.strlen(b"v%d" % i) == MIB
+        assert r.getrange(b"v%d" % i, 1000, 1099) == v[1000:1100]
+        assert r.get(b"v%d" % i) == v
+    assert r.mget([b"v%d" % i for i in range(3)]) == [_value(i) for i in range(3)]
+    info = _info(r)
+    assert info["tier_reads"] >= 1
+    assert info["tier_promotions"] >= 1
+    assert info["evicted_keys"] if "evicted_keys" in info else True
+    assert r.info("stats")["evicted_keys"] == 0  # moves are not evictions
+
+
+def test_writes_to_tiered_keys_behave_as_in_ram(server_factory, tmpdir_path):
+    s = _tier_server(server_factory, tmpdir_path)
+    r = s.client()
+    for i in range(20):
+        r.set(b"w%d" % i, _value(i))
+    _settle(r)
+    # w0 is among the coldest: on disk now.
+    r.append(b"w0", b"tail")
+    assert r.get(b"w0") == _value(0) + b"tail"
+    r.setrange(b"w1", 5, b"XY")
+    v1 = bytearray(_value(1))
+    v1[5:7] = b"XY"
+    assert r.get(b"w1") == bytes(v1)
+    r.set(b"w2", b"small")
+    assert r.get(b"w2") == b"small"
+    assert r.delete(b"w3") == 1 and r.get(b"w3") is None
+    assert r.rename(b"w4", b"w4b") and r.get(b"w4b") == _value(4)
+    assert r.copy(b"w5", b"w5c") and r.get(b"w5c") == _value(5)
+    assert r.expire(b"w6", 1000) and 0 < r.ttl(b"w6") <= 1000
+    assert r.getdel(b"w7") == _value(7) and not r.exists(b"w7")
+    assert r.object("encoding", b"w8") in (b"raw", b"embstr", "raw")
+    r.flushall()
+    _settle(r)
+    assert _info(r)["tier_entries"] == 0
+    poll(lambda: _info(r)["tier_bytes"] == 0 or None, timeout=10)
+
+
+def test_full_tier_drops_its_coldest_as_evictions(server_factory, tmpdir_path):
+    s = _tier_server(server_factory, tmpdir_path, ram="4mb", tier="8mb")
+    r = s.client()
+    p = r.pubsub()
+    r.config_set("notify-keyspace-events", "Ee")
+    p.subscribe("__keyevent@0__:evicted")
+    for i in range(30):
+        r.set(b"f%d" % i, _value(i))
+        _settle(r)
+    info = _info(r)
+    assert info["tier_bytes"] <= 8 * MIB
+    assert info["tier_evictions"] > 0
+    evicted = r.info("stats")["evicted_keys"]
+    assert evicted == info["tier_evictions"]
+    assert r.dbsize() == 30 - evicted
+    assert r.get(b"f0") is None  # the oldest left pion
+    assert r.get(b"f29") == _value(29)
+    heard = []
+    poll(lambda: (m := p.get_message(timeout=0.1)) and m["type"] == "message"
+         and heard.append(m["data"]) or None if len(heard) < 1 else True, timeout=10)
+    assert heard and heard[0].startswith(b"f")
+    # Shrinking the tier drops more, at once.
+    r.config_set("tier-maxbytes", "3mb")
+    assert _info(r)["tier_bytes"] <= 3 * MIB
+    with pytest.raises(Exception, match="tier-maxbytes"):
+        r.config_set("tier-maxbytes", "0")
+    assert r.config_get("tier-min-value") == {"tier-min-value": "65536"}
+    p.close()
+
+
+def test_small_values_are_evicted_not_tiered(server_factory, tmpdir_path):
+    s = _tier_server(server_factory, tmpdir_path, ram="2mb",
+                     extra=("--tier-min-value", "200kb"))
+    r = s.client()
+    for i in range(40):
+        r.set(b"s%d" % i, _value(i, 100 * 1024))
+    _settle(r)
+    assert _info(r)["tier_entries"] == 0
+    assert r.info("stats")["evicted_keys"] > 0
+
+
+def test_kill9_restart_serves_every_acknowledged_value(server_factory, tmpdir_path):
+    s = _tier_server(server_factory, tmpdir_path)
+    r = s.client()
+    for i in range(24):
+        r.set(b"k%d" % i, _value(i))
+    _settle(r)
+    assert _info(r)["tier_entries"] > 0
+    s.stop(signal.SIGKILL)
+    s.start()
+    r = s.client()
+    assert r.dbsize() == 24
+    for i in range(24):
+        assert r.get(b"k%d" % i) == _value(i)
+
+
+def test_damaged_extent_is_dropped_never_served(server_factory, tmpdir_path):
+    s = _tier_server(server_factory, tmpdir_path)
+    r = s.client()
+    for i in range(20):
+        r.set(b"d%d" % i, _value(i))
+    _settle(r)
+    # Flip bytes in the middle of every extent's value on disk.
+    path = tmpdir_path / "tier" / "pion-tier.dat"
+    with open(path, "r+b") as f:
+        data = f.read()
+        at = 0
+        while True:
+            at = data.find(b"PIONTIER", at)
+            if at < 0:
+                break
+            f.seek(at + 4096 + 1000)
+            f.write(b"\xff\xfe\xfd")
+            at += 4096
+    os.sync()
+    wrong = 0
+    for i in range(20):
+        got = r.get(b"d%d" % i)
+        if got is not None and got != _value(i):
+            wrong += 1
+    assert wrong == 0
+    assert _info(r)["tier_errors"] > 0
