@@ -463,6 +463,34 @@ def test_lookup_never_blocks(server, r):
         tier.shutdown()
 
 
+def test_acl_user_with_key_pattern(server, r):
+    """Credentials from the URL; a user limited to its prefix (no CONFIG) works when the
+    operator set the notification classes, and a wrong password fails at start-up."""
+    r.config_set("notify-keyspace-events", "Egxe")
+    r.execute_command("ACL", "SETUSER", "vllm", "on", ">s3cret", "~test-model|*",
+                      "&__keyevent@*", "+@all", "-config")
+    url = f"redis://vllm:s3cret@127.0.0.1:{server.port}/0"
+    slots = np.zeros((8, 1024), dtype=np.uint8)
+    slots[:4] = np.random.default_rng(3).integers(0, 256, (4, 1024), dtype=np.uint8)
+    tier = _tier(url, memoryview(slots))
+    try:
+        keys = _keys(4, seed="acl")
+        ctx = ReqContext("acl")
+        tier.submit_store(TransferJob(1, keys, np.arange(4), False, ctx))
+        assert _finished(tier, {1})[1].success
+        _, final = _resolve(tier, keys, ReqContext("acl2"))
+        assert final == [LookupResult.HIT] * 4
+        tier.submit_load(TransferJob(2, keys, np.arange(4, 8), True, ReqContext("acl2")))
+        assert _finished(tier, {2})[2].success
+        assert np.array_equal(slots[4:], slots[:4])
+        r.delete(tier.key_name(keys[0]))
+        _deadline_loop(lambda: any(e.removed for e in tier.take_events()), what="removal event")
+    finally:
+        tier.shutdown()
+    with pytest.raises(Exception, match="(?i)WRONGPASS|invalid"):
+        _tier(f"redis://vllm:wrong@127.0.0.1:{server.port}/0", memoryview(slots))
+
+
 def test_drain_and_shutdown_release_everything(server, r):
     n, size = 8, 8192
     slots = np.full((2 * n, size), 3, dtype=np.uint8)

@@ -43,6 +43,7 @@ import importlib
 import inspect
 import logging
 import queue
+import re
 import struct
 import threading
 import time
@@ -103,6 +104,11 @@ def _parse_format(fmt: Any) -> tuple[str, str, int] | None:
         except KeyError as e:
             raise ValueError(f"format needs keys format, dtype and row (missing {e})") from None
     raise ValueError(f"format {fmt!r}: a dict or a FORMAT:DTYPE:ROW string")
+
+
+def _redact(url: str) -> str:
+    """The URL without its credentials (for logs)."""
+    return re.sub(r"//[^/@]*@", "//***@", url)
 
 
 class _PionTierImpl:
@@ -180,14 +186,20 @@ class _PionTierImpl:
 
         conn = self._connect()  # fails start-up on a wrong URL or credentials
         notify = _conn.ensure_keyspace_events(conn)
-        self._listener = _conn.RemovalListener(url, self._on_removed, prefix=self._prefix,
-                                               **self._options)
+        try:
+            self._listener: Any = _conn.RemovalListener(url, self._on_removed,
+                                                        prefix=self._prefix, **self._options)
+        except Exception as exc:  # e.g. an ACL user without SUBSCRIBE on __keyevent@*
+            log.warning("pion tier %s: cannot subscribe to keyspace notifications (%s): "
+                        "removals will not be reported", tier_type, exc)
+            self._listener = None
+            notify = False
         self._workers: list[tuple[queue.SimpleQueue, threading.Thread]] = []
         self._lookup_q = self._start("pion-vllm-lookup", self._lookup_task, conn)
         self._store_q = self._start("pion-vllm-store", self._store_task, None)
         self._load_q = self._start("pion-vllm-load", self._load_task, None)
         log.info("pion tier %s at %s: key prefix %r, %d-byte chunks, ttl %s, format %s, "
-                 "pins %d ms, evictions %s (matched %s)", self.tier_type, url,
+                 "pins %d ms, evictions %s (matched %s)", self.tier_type, _redact(url),
                  self._prefix.decode(errors="replace"), self._bs,
                  f"{ttl_s} s" if ttl_s else "none", self._fmt or "none (bytes as given)",
                  self._pin_ms, "reported" if notify else "NOT reported", MATCHED_UPSTREAM)
@@ -553,7 +565,8 @@ class _PionTierImpl:
             q.put(None)
         for _, t in self._workers:
             t.join(timeout=10)
-        self._listener.close()
+        if self._listener is not None:
+            self._listener.close()
 
     # ---- for tests and operators
     def key_name(self, key: bytes) -> bytes:
