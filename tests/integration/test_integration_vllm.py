@@ -206,6 +206,9 @@ _install_stand_in()
 
 from pion import hashing  # noqa: E402
 from pion.integrations import vllm as pion_vllm  # noqa: E402
+from test_security import certs, tls_args, tls_port  # noqa: E402
+
+FIXTURES = (certs,)  # the TLS certificates fixture, module-scoped
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -489,6 +492,25 @@ def test_acl_user_with_key_pattern(server, r):
         tier.shutdown()
     with pytest.raises(Exception, match="(?i)WRONGPASS|invalid"):
         _tier(f"redis://vllm:wrong@127.0.0.1:{server.port}/0", memoryview(slots))
+
+
+def test_tls_with_client_certificate(server_factory, certs):
+    s = server_factory(tls_args(certs, auth="yes"))
+    slots = np.zeros((4, 2048), dtype=np.uint8)
+    slots[:2] = 0x3C
+    tier = _tier(f"rediss://localhost:{tls_port(s)}/0", memoryview(slots),
+                 ssl_ca_certs=str(certs / "ca.crt"), ssl_certfile=str(certs / "client.crt"),
+                 ssl_keyfile=str(certs / "client.key"))
+    try:
+        keys = _keys(2, seed="tls")
+        tier.submit_store(TransferJob(1, keys, np.arange(2), False, ReqContext("t")))
+        assert _finished(tier, {1})[1].success
+        ctx = ReqContext("t2")
+        assert _resolve(tier, keys, ctx)[1] == [LookupResult.HIT] * 2
+        tier.submit_load(TransferJob(2, keys, np.arange(2, 4), True, ctx))
+        assert _finished(tier, {2})[2].success and np.array_equal(slots[2:], slots[:2])
+    finally:
+        tier.shutdown()
 
 
 def test_drain_and_shutdown_release_everything(server, r):
