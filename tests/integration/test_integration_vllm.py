@@ -306,6 +306,20 @@ def test_docs_snippet_builds_the_tier(server, r):
         create_secondary_tier(dict(entry, colour="blue"), memoryview(slots), _spec())
 
 
+def test_methods_match_the_interface():
+    import inspect
+    cls = pion_vllm.PionTier
+    for name in ("lookup", "submit_store", "submit_load", "get_finished_jobs", "has_pending_work",
+                 "take_events", "touch", "on_new_request", "on_request_finished",
+                 "on_schedule_end", "drain_jobs", "shutdown"):
+        ours = list(inspect.signature(getattr(cls, name)).parameters)
+        theirs = list(inspect.signature(getattr(SecondaryTierManager, name)).parameters)
+        assert ours == theirs, name
+    assert not getattr(cls, "__abstractmethods__", None)
+    init = inspect.signature(cls.__init__).parameters
+    assert list(init)[:4] == ["self", "offloading_spec", "primary_kv_view", "tier_type"]
+
+
 def test_module_loads_without_vllm_and_parses_settings():
     code = ("import pion.integrations.vllm as m\n"
             "try:\n    m.PionTier\nexcept ImportError as e:\n    print('ImportError', e)\n")

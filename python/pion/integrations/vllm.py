@@ -435,7 +435,7 @@ class _PionTierImpl:
             return LookupResult.RETRY
         return LookupResult.HIT if st.result else LookupResult.MISS
 
-    def on_schedule_end(self, context: Any = None) -> None:
+    def on_schedule_end(self, context: Any) -> None:
         self._drain()
         if self._batch:
             batch, self._batch = self._batch, []
@@ -513,7 +513,7 @@ class _PionTierImpl:
             while self._pending_jobs > 0:
                 self._jobs_cv.wait(timeout=1.0)
 
-    def touch(self, keys: Any, req_context: Any = None) -> None:
+    def touch(self, keys: Any, req_context: Any) -> None:
         names = [self._name(k) for k in keys]
         if names:
             self._lookup_q.put({"kind": "touch", "names": names})
