@@ -12,7 +12,7 @@ Modules: :mod:`pion.client` (``PionClient``, one method per server command),
 segments in :mod:`pion.prefix_chain`, ``PrefixChain``; its Stage-2 methods in
 :mod:`pion.attend`, the binary fast lane in :mod:`pion.fastlane`, decode through
 server-side attention in :mod:`pion.server_decode`), :mod:`pion.blocks` (chained
-block hashes), :mod:`pion.errors` (exceptions named after the error code words),
+block hashes), :mod:`pion.hashing` (the block hashes vLLM, Dynamo and SGLang name KV by), :mod:`pion.errors` (exceptions named after the error code words),
 :mod:`pion.torch_adapters` and :mod:`pion.reference_model` (need torch; imported
 lazily, so ``import pion`` works without torch).
 """

@@ -119,11 +119,14 @@ class BlockConnection(_fetch.FetchConnection):
 
     def chain(self, pairs: Sequence[tuple[Any, Any]], *, after: Any = None,
               px: int | None = None, hashes: bytes | None = None,
-              tokens: int | None = None, per_command: int = 8) -> list[Any]:
+              tokens: int | None = None, per_command: int = 8,
+              fmt: Sequence[Any] | None = None) -> list[Any]:
         """Stores ``(key, value)`` pairs as one chain: ``KV.BLOCK.CHAIN`` commands of
         ``per_command`` pairs each, every one after the previous one's last key, all
         pipelined. Values may be any buffer (memoryview slices are sent without a copy).
-        Returns one reply per command (``b"OK"`` or a PionError value)."""
+        ``fmt`` = ``(format, dtype, row)`` adds ``FORMAT f DTYPE d ROW r`` (the server
+        stores the values quantized). Returns one reply per command (``b"OK"`` or a
+        PionError value)."""
         cmds: list[list[Any]] = []
         parent = after
         for i in range(0, len(pairs), per_command):
@@ -137,6 +140,8 @@ class BlockConnection(_fetch.FetchConnection):
                 args += ["HASHES", hashes[8 * i:8 * (i + len(group))]]
             if tokens:
                 args += ["TOKENS", int(tokens)]
+            if fmt is not None:
+                args += ["FORMAT", fmt[0], "DTYPE", fmt[1], "ROW", int(fmt[2])]
             for k, v in group:
                 args += [k, v]
             cmds.append(args)
