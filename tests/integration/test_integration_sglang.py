@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import types
 from abc import ABC, abstractmethod
@@ -45,7 +46,6 @@ ROOT = HERE.parents[1]
 if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
-from pion.integrations import _conn  # noqa: E402
 
 PAGE = 16
 
@@ -446,6 +446,75 @@ def test_clear_removes_only_this_prefix(server, make_backend):
     assert other.batch_exists(keys) == 3
     assert r.get("unrelated") == b"1"
     r.close()
+
+
+def test_what_pion_shows(server, make_backend):
+    """What docs/integrations/sglang.md says an operator sees in pion."""
+    src = FakeMHAHostPool(4 * PAGE, 2, 2, 8)
+    fill_random(src, 13)
+    a = make_backend(src)
+    keys = page_keys(tokens(4 * PAGE, 14))
+    assert all(a.batch_set_v1(keys, torch.arange(4 * PAGE)))
+    r = server.client()
+    assert r.info("keyspace")["db0"]["keys"] == 4
+    hits = int(r.info("stats")["keyspace_hits"])
+    assert a.batch_exists(keys) == 4
+    assert int(r.info("pion")["pinned_keys"]) == 4  # pinned until loaded
+    assert a.batch_get_v1(keys, torch.arange(4 * PAGE)) == [True] * 4
+    assert int(r.info("stats")["keyspace_hits"]) == hits + 4
+    pion = r.info("pion")
+    assert int(pion["pinned_keys"]) == 0 and int(pion["leases"]) == 0
+    cmds = r.info("commandstats")
+    for c in ("kv.block.match", "kv.block.chain", "get", "kv.block.unpin"):
+        assert f"cmdstat_{c}" in cmds, c
+    assert any(c["name"] == "sglang-hicache-tp0" for c in r.client_list())
+    info = r.execute_command("KV.BLOCK.INFO", f"test-f32|org/tiny|0of1|{keys[1]}")
+    assert info[0] == b"parent" and info[1] == f"test-f32|org/tiny|0of1|{keys[0]}".encode()
+    assert info[6:8] == [b"tokens", PAGE]
+    r.close()
+
+
+def test_threads_and_a_lost_server(server, make_backend):
+    """SGLang calls from three threads at once (prefetch query, prefetch IO, backup): each
+    gets its own connection. A lost server reads as misses and failures, never raises."""
+    src = FakeMHAHostPool(64 * PAGE, 2, 2, 16)  # pages 0..31 are stored, 32..63 loaded into
+    fill_random(src, 15)
+    src.kv_buffer[:, 32 * PAGE:] = 0
+    a = make_backend(src)
+    seqs = [page_keys(tokens(8 * PAGE, 100 + i)) for i in range(4)]
+    errors: list = []
+
+    def work(i: int) -> None:
+        try:
+            here = torch.arange(i * 8 * PAGE, (i + 1) * 8 * PAGE)
+            there = here + 32 * PAGE
+            for _ in range(5):
+                assert all(a.batch_set_v1(seqs[i], here))
+                assert a.batch_exists(seqs[i]) == 8
+                assert a.batch_get_v1(seqs[i], there) == [True] * 8
+            assert torch.equal(src.kv_buffer[:, there].view(torch.int32),
+                               src.kv_buffer[:, here].view(torch.int32))
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert len(a._conns) >= 4
+    dst = FakeMHAHostPool(8 * PAGE, 2, 2, 16)
+    b = make_backend(dst)
+    assert b.batch_get_v1(seqs[2], torch.arange(8 * PAGE)) == [True] * 8
+    assert torch.equal(dst.kv_buffer.view(torch.int32),
+                       src.kv_buffer[:, 16 * PAGE:24 * PAGE].view(torch.int32))
+    server.stop()
+    assert b.batch_exists(seqs[0]) == 0
+    assert b.batch_get_v1(seqs[0], torch.arange(8 * PAGE)) == [False] * 8
+    assert b.batch_set_v1(seqs[0], torch.arange(8 * PAGE)) == [False] * 8
+    assert not b.exists(seqs[0][0])
+    assert b.counters["errors"] >= 3
 
 
 DOC = ROOT / "docs" / "integrations" / "sglang.md"

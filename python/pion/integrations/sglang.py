@@ -92,12 +92,18 @@ class _StorageMetrics:
     backup_bandwidth: List[float] = field(default_factory=list)
 
 
+_metrics_cls: list[type] = []
+
+
 def _metrics_class() -> type:
-    try:
-        from sglang.srt.metrics.collector import StorageMetrics  # type: ignore
-        return StorageMetrics
-    except Exception:  # no SGLang, or one without it
-        return _StorageMetrics
+    """SGLang's ``StorageMetrics`` (its collector asserts that type), else ours."""
+    if not _metrics_cls:
+        try:
+            from sglang.srt.metrics.collector import StorageMetrics  # type: ignore
+            _metrics_cls.append(StorageMetrics)
+        except Exception:  # no SGLang, or one without it
+            _metrics_cls.append(_StorageMetrics)
+    return _metrics_cls[0]
 
 
 def _tensor_view(t: Any) -> memoryview:
@@ -182,14 +188,19 @@ class _PionHiCacheStorage:
             with self._lock:
                 if c in self._conns:
                     self._conns.remove(c)
-        self.counters["errors"] += 1
+        self._count(errors=1)
         log.warning("PionHiCacheStorage %s failed: %s", what, exc)
+
+    def _count(self, **deltas: int) -> None:
+        with self._lock:
+            for k, v in deltas.items():
+                self.counters[k] += v
 
     def _key(self, page_hash: str) -> bytes:
         return self.key_head + page_hash.encode()
 
     def _on_removed(self, key: bytes, event: str) -> None:
-        self.counters["pages_removed"] += 1
+        self._count(pages_removed=1)
 
     def _page_views(self, keys: Sequence[str], host_indices: Any) -> list[tuple[memoryview, ...]]:
         """Per key, the page's regions in the host pool (K then V, or one for MLA)."""
@@ -225,7 +236,7 @@ class _PionHiCacheStorage:
             for i in range(len(pkeys)):
                 if c.bit(bm, i):
                     ok[i] = True
-            self.counters["pages_skipped"] += len(pkeys) - len(todo)
+            self._count(pages_skipped=len(pkeys) - len(todo))
         per = max(1, int(self.config["per_command"]))
         # Runs of consecutive pages to write, each chained after the page before it.
         runs: list[list[int]] = []
@@ -270,8 +281,7 @@ class _PionHiCacheStorage:
             self._drop_conn(exc, "batch_exists")
             return 0
         n = int(n)
-        self.counters["exists_queries"] += 1
-        self.counters["pages_found"] += n
+        self._count(exists_queries=1, pages_found=n)
         if lease:
             with self._lock:
                 self._leases[pkeys[0]] = lease
@@ -285,7 +295,11 @@ class _PionHiCacheStorage:
             return []
         t0 = time.perf_counter()
         pkeys = [self._key(k) for k in keys]
-        views = self._page_views(keys, host_indices)
+        try:
+            views = self._page_views(keys, host_indices)
+        except (ValueError, RuntimeError) as exc:  # never raise into SGLang's IO threads
+            log.error("PionHiCacheStorage.batch_get_v1: %s", exc)
+            return [False] * len(keys)
         try:
             c = self._conn()
             got = c.get_into(pkeys, views)
@@ -300,9 +314,7 @@ class _PionHiCacheStorage:
         ok = [g == w for g, w in zip(got, want)]
         n_ok = sum(ok)
         nbytes = sum(w for w, o in zip(want, ok) if o)
-        self.counters["pages_loaded"] += n_ok
-        self.counters["pages_load_failed"] += len(ok) - n_ok
-        self.counters["bytes_loaded"] += nbytes
+        self._count(pages_loaded=n_ok, pages_load_failed=len(ok) - n_ok, bytes_loaded=nbytes)
         self._record(self._metrics.prefetch_pgs, self._metrics.prefetch_bandwidth, n_ok,
                      nbytes, t0)
         return ok
@@ -312,7 +324,11 @@ class _PionHiCacheStorage:
         if not keys:
             return []
         t0 = time.perf_counter()
-        views = self._page_views(keys, host_indices)
+        try:
+            views = self._page_views(keys, host_indices)
+        except (ValueError, RuntimeError) as exc:
+            log.error("PionHiCacheStorage.batch_set_v1: %s", exc)
+            return [False] * len(keys)
         values = [_conn.Concat(*page) for page in views]
         try:
             ok = self._store([self._key(k) for k in keys], values, self._parent(extra_info))
@@ -321,9 +337,7 @@ class _PionHiCacheStorage:
             return [False] * len(keys)
         n_ok = sum(ok)
         nbytes = sum(v.nbytes for v, o in zip(values, ok) if o)
-        self.counters["pages_stored"] += n_ok
-        self.counters["pages_store_failed"] += len(ok) - n_ok
-        self.counters["bytes_stored"] += nbytes
+        self._count(pages_stored=n_ok, pages_store_failed=len(ok) - n_ok, bytes_stored=nbytes)
         self._record(self._metrics.backup_pgs, self._metrics.backup_bandwidth, n_ok, nbytes, t0)
         return ok
 
@@ -369,7 +383,7 @@ class _PionHiCacheStorage:
         except Exception as exc:
             self._drop_conn(exc, "batch_set")
             return False
-        self.counters["pages_stored"] += sum(ok)
+        self._count(pages_stored=sum(ok))
         return all(ok)
 
     def exists(self, key: str) -> bool:
@@ -384,7 +398,11 @@ class _PionHiCacheStorage:
         """Removes every page under this adapter's ``key_prefix`` (all models and ranks
         sharing it), nothing else."""
         pattern = _glob_escape(f"{self.config['key_prefix']}|".encode()) + b"*"
-        n = self._conn().delete_matching(pattern)
+        try:
+            n = self._conn().delete_matching(pattern)
+        except Exception as exc:
+            self._drop_conn(exc, "clear")
+            return
         log.info("PionHiCacheStorage: cleared %d pages under %r", n,
                  self.config["key_prefix"])
 
