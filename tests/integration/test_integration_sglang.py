@@ -248,6 +248,23 @@ def page_keys(token_ids: List[int], page_size: int = PAGE, prior: Optional[str] 
     return out
 
 
+def test_page_keys_chain():
+    """The local chain: golden values recomputed by hand from the definition, and, when
+    pion.hashing is present, the same keys as pion.hashing.sglang_page_keys."""
+    ids = list(range(40))
+    first = hashlib.sha256(b"".join(t.to_bytes(4, "little") for t in range(16))).hexdigest()
+    second = hashlib.sha256(bytes.fromhex(first) +
+                            b"".join(t.to_bytes(4, "little") for t in range(16, 32))).hexdigest()
+    assert page_keys(ids) == [first, second]  # the partial third page has no key
+    assert page_keys(ids[16:32], prior=first) == [second]
+    try:
+        from pion.hashing import sglang_page_keys  # type: ignore
+    except ImportError:
+        return
+    assert sglang_page_keys(ids, 16) == [first, second]
+    assert sglang_page_keys(ids[16:32], 16, first) == [second]
+
+
 def storage_config(extra: dict, *, tp_rank=0, tp_size=1, mla=False, page_first=True,
                    model="org/tiny") -> HiCacheStorageConfig:
     return HiCacheStorageConfig(tp_rank=tp_rank, tp_size=tp_size, pp_rank=0, pp_size=1,
