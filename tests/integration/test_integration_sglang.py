@@ -447,6 +447,10 @@ def test_layout_refusal(server, make_backend):
         b.register_mem_pool_host(lf)
     with pytest.raises(ValueError, match="needs 'key_prefix'"):
         make_backend(extra={"key_prefix": ""})
+    with pytest.raises(ValueError, match="may not contain '|'"):
+        make_backend(extra={"key_prefix": "a|b"})
+    with pytest.raises(ValueError, match="pin_ms must be in 0..600000"):
+        make_backend(extra={"pin_ms": 600001})
 
 
 def test_clear_removes_only_this_prefix(server, make_backend):

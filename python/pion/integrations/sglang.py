@@ -131,6 +131,16 @@ class _PionHiCacheStorage:
             if not cfg[k]:
                 raise ValueError(f"PionHiCacheStorage needs {k!r} in "
                                  "--hicache-storage-backend-extra-config")
+        if "|" in str(cfg["key_prefix"]):
+            raise ValueError("PionHiCacheStorage: key_prefix may not contain '|' (it separates "
+                             "the parts of a page key, and clear() relies on that)")
+        for k, lo, hi in (("depth", 1, 1 << 20), ("per_command", 1, 4096),
+                          ("pin_ms", 0, 600000)):
+            if not lo <= int(cfg[k]) <= hi:
+                raise ValueError(f"PionHiCacheStorage: {k} must be in {lo}..{hi}, "
+                                 f"got {cfg[k]!r}")
+        if float(cfg["ttl_s"]) < 0:
+            raise ValueError(f"PionHiCacheStorage: ttl_s must be >= 0, got {cfg['ttl_s']!r}")
         if not getattr(storage_config, "is_page_first_layout", True):
             raise _layout_refusal("not page_first")
         self.config = cfg
