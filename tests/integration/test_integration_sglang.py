@@ -82,6 +82,23 @@ class HiCacheStorage(ABC):
     def register_mem_pool_host(self, mem_pool_host):
         self.mem_pool_host = mem_pool_host
 
+    def register_mem_host_pool_v2(self, host_pool, host_pool_name):
+        if not hasattr(self, "registered_pools"):
+            self.registered_pools = {}
+        self.registered_pools[host_pool_name] = host_pool
+
+    def batch_exists_v2(self, keys: List[str], pool_transfers: Optional[List[Any]] = None,
+                        extra_info: Optional[HiCacheStorageExtraInfo] = None) -> Any:
+        raise NotImplementedError()
+
+    def batch_get_v2(self, transfers: List[Any],
+                     extra_info: Optional[HiCacheStorageExtraInfo] = None) -> dict:
+        raise NotImplementedError()
+
+    def batch_set_v2(self, transfers: List[Any],
+                     extra_info: Optional[HiCacheStorageExtraInfo] = None) -> dict:
+        raise NotImplementedError()
+
     def batch_get_v1(self, keys: List[str], host_indices: torch.Tensor,
                      extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
         raise NotImplementedError()
