@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -327,6 +328,7 @@ def tokens(n: int, seed: int = 0) -> List[int]:
 
 
 # ---------------------------------------------------------------- tests
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is not None, reason="SGLang is installed")
 def test_module_imports_without_sglang():
     code = ("import pion.integrations.sglang as s\n"
             "try:\n    s.PionHiCacheStorage\nexcept ImportError as e:\n    print('lazy', e.name)\n")
