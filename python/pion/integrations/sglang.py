@@ -171,7 +171,7 @@ class _PionHiCacheStorage:
                          "pages_load_failed": 0, "pages_stored": 0, "pages_skipped": 0,
                          "pages_store_failed": 0, "bytes_loaded": 0, "bytes_stored": 0,
                          "pages_removed": 0, "errors": 0}
-        c = self._conn()  # fail at start, not at the first request, on a bad URL or password
+        c = self._connection()  # fail at start, not at the first request, on a bad URL or password
         self.removals_reported = _conn.ensure_keyspace_events(c)
         self._listener: Optional[_conn.RemovalListener] = None
         if cfg["listen_removals"] and self.removals_reported:
@@ -181,7 +181,7 @@ class _PionHiCacheStorage:
                  _redact(cfg["url"]), INTERFACE)
 
     # ---- plumbing
-    def _conn(self) -> _conn.BlockConnection:
+    def _connection(self) -> _conn.BlockConnection:
         c = getattr(self._local, "conn", None)
         if c is None:
             c = _conn.connect(self.config["url"], depth=int(self.config["depth"]), **self._opts)
@@ -237,7 +237,7 @@ class _PionHiCacheStorage:
     def _store(self, pkeys: list[bytes], values: list[Any], parent: Optional[bytes]) -> list[bool]:
         """Stores pages (skipping those already stored when configured); per page True
         when it is stored now."""
-        c = self._conn()
+        c = self._connection()
         ok = [False] * len(pkeys)
         todo = list(range(len(pkeys)))
         if self.config["skip_existing"] and pkeys:
@@ -286,7 +286,7 @@ class _PionHiCacheStorage:
         pkeys = [self._key(k) for k in keys]
         pin = int(self.config["pin_ms"] or 0)
         try:
-            n, lease = self._conn().match(pkeys, pin_ms=pin or None)
+            n, lease = self._connection().match(pkeys, pin_ms=pin or None)
         except Exception as exc:
             self._drop_conn(exc, "batch_exists")
             return 0
@@ -311,7 +311,7 @@ class _PionHiCacheStorage:
             log.error("PionHiCacheStorage.batch_get_v1: %s", exc)
             return [False] * len(keys)
         try:
-            c = self._conn()
+            c = self._connection()
             got = c.get_into(pkeys, views)
             with self._lock:
                 lease = self._leases.pop(pkeys[0], 0)
@@ -370,7 +370,7 @@ class _PionHiCacheStorage:
         if target_locations is None:
             raise ValueError("PionHiCacheStorage.batch_get reads into target_locations")
         try:
-            got = self._conn().get_into([self._key(k) for k in keys],
+            got = self._connection().get_into([self._key(k) for k in keys],
                                         [_tensor_view(t) for t in target_locations])
         except Exception as exc:
             self._drop_conn(exc, "batch_get")
@@ -398,7 +398,7 @@ class _PionHiCacheStorage:
 
     def exists(self, key: str) -> bool:
         try:
-            return self._conn().match([self._key(key)])[0] == 1
+            return self._connection().match([self._key(key)])[0] == 1
         except Exception as exc:
             self._drop_conn(exc, "exists")
             return False
@@ -409,7 +409,7 @@ class _PionHiCacheStorage:
         sharing it), nothing else."""
         pattern = _glob_escape(f"{self.config['key_prefix']}|".encode()) + b"*"
         try:
-            n = self._conn().delete_matching(pattern)
+            n = self._connection().delete_matching(pattern)
         except Exception as exc:
             self._drop_conn(exc, "clear")
             return
