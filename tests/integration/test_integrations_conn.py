@@ -78,3 +78,29 @@ def test_keyspace_events_refused_is_logged_once(server, caplog):
             e.close()
     finally:
         c.close()
+
+
+def test_concat_value_and_parts_reads(server):
+    c = _conn.connect(_url(server), depth=3)
+    try:
+        k = np.arange(100_000, dtype=np.uint8)  # above the join threshold: sent as is
+        v = (np.arange(300, dtype=np.uint8) * 7)  # small: still its own buffer
+        big = _conn.Concat(k, v)
+        assert big.nbytes == 100_300
+        assert c.call("SET", "cc|1", big) == b"OK"
+        pairs = [(b"cc|%d" % i, _conn.Concat(k[:i + 1], v[:i + 2])) for i in range(2, 7)]
+        assert c.chain(pairs, per_command=2) == [b"OK"] * 3
+        whole = bytes(c.call("GET", "cc|1"))
+        assert whole == k.tobytes() + v.tobytes()
+        ka, va = np.zeros(100_000, np.uint8), np.zeros(300, np.uint8)
+        wrong = (bytearray(5), bytearray(5))
+        got = c.get_into([b"cc|1", b"cc|none", b"cc|1", b"cc|3"],
+                         [(ka, va), (bytearray(1), bytearray(1)), wrong, (bytearray(4), bytearray(5))])
+        assert got == [100_300, -1, -2, 9]
+        assert np.array_equal(ka, k) and np.array_equal(va, v)
+        assert c.call("SET", "other|x", "1") == b"OK"
+        assert c.delete_matching(b"cc|*", count=2) == 6
+        assert c.call("EXISTS", "other|x") == 1
+        assert c.call("DBSIZE") == 1
+    finally:
+        c.close()

@@ -20,6 +20,8 @@ Standard library and redis-py only; no engine is imported here.
 from __future__ import annotations
 
 import logging
+import socket
+import ssl
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
@@ -28,8 +30,8 @@ import redis
 from .. import _fetch, _resp
 from .. import errors as E
 
-__all__ = ["BlockConnection", "RemovalListener", "connect", "ensure_keyspace_events",
-           "connection_params"]
+__all__ = ["BlockConnection", "Concat", "RemovalListener", "connect",
+           "ensure_keyspace_events", "connection_params"]
 
 log = logging.getLogger("pion.integrations")
 
@@ -49,11 +51,76 @@ def connection_params(url: str, **options: Any) -> tuple[type, dict[str, Any]]:
         pool.disconnect()
 
 
+class Concat:
+    """One value made of several buffers, in order (e.g. a page's K region, then its V
+    region). As a command argument it is sent as one bulk string whose parts are written
+    one after the other: nothing is joined or copied on this side of the socket."""
+
+    __slots__ = ("parts", "nbytes")
+
+    def __init__(self, *parts: Any) -> None:
+        self.parts = [memoryview(p).cast("B") for p in parts]
+        self.nbytes = sum(p.nbytes for p in self.parts)
+
+
+# Writes with sendmsg gather at most this many buffers per call (below IOV_MAX).
+_IOV = 512
+_SMALL = 1 << 16
+
+
+def _frames(args: Sequence[Any]) -> list[Any]:
+    """A command as buffers to write in order; large arguments and every part of a
+    Concat are their own buffers (not copied), small pieces are joined."""
+    out: list[Any] = []
+    head = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, Concat):
+            parts = a.parts
+            n = a.nbytes
+        else:
+            b = _resp._arg(a)
+            parts = [b]
+            n = b.nbytes if isinstance(b, memoryview) else len(b)
+        head.append(b"$%d\r\n" % n)
+        if isinstance(a, Concat) or n > _SMALL:
+            out.append(b"".join(head))
+            out.extend(parts)
+            head = [b"\r\n"]
+        else:
+            head.append(bytes(parts[0]))
+            head.append(b"\r\n")
+    out.append(b"".join(head))
+    return out
+
+
+def _send_all(sock: socket.socket, bufs: list[Any]) -> None:
+    """Writes every buffer in order: gathered (sendmsg) on a plain socket, one sendall
+    each on TLS (no gather write there)."""
+    if isinstance(sock, ssl.SSLSocket) or not hasattr(sock, "sendmsg"):
+        for b in bufs:
+            sock.sendall(b)
+        return
+    views = [memoryview(b).cast("B") for b in bufs]
+    i = 0
+    while i < len(views):
+        batch = views[i:i + _IOV]
+        sent = sock.sendmsg(batch)
+        for v in batch:
+            if sent >= v.nbytes:
+                sent -= v.nbytes
+                i += 1
+            else:
+                views[i] = v[sent:]
+                break
+
+
 class _IntoReader(_resp.SocketReader):
-    """Bulks go into the buffer ``target`` names when its size matches (else into a
-    fresh bytearray); errors come back as PionError values."""
+    """Bulks go into the buffer ``target`` names when its size matches, or into the
+    buffers ``parts`` names, in order, when their total size matches (else into a fresh
+    bytearray); errors come back as PionError values."""
 
     target: memoryview | None = None
+    parts: list[memoryview] | None = None
     landed: bool = False
 
     def alloc(self, n: int) -> Any:
@@ -63,8 +130,38 @@ class _IntoReader(_resp.SocketReader):
             return t
         return bytearray(n)
 
+    def _bulk_body(self, n: int) -> Any:
+        parts = self.parts
+        if parts is None or sum(p.nbytes for p in parts) != n:
+            return super()._bulk_body(n)
+        for mv in parts:  # what is buffered first, then recv_into straight into each part
+            m = mv.nbytes
+            have = min(m, len(self.buf) - self.pos)
+            mv[:have] = self.buf[self.pos:self.pos + have]
+            self.pos += have
+            got = have
+            while got < m:
+                k = self.sock.recv_into(mv[got:], m - got)
+                if k == 0:
+                    raise ConnectionError("Connection closed by server.")
+                got += k
+        while len(self.buf) - self.pos < 2:
+            self._fill()
+        if self.buf[self.pos:self.pos + 2] != b"\r\n":
+            raise _resp.ProtocolError("bulk string not followed by CRLF")
+        self.pos += 2
+        self.landed = True
+        return _Landed(n)
+
     def error(self, text: str) -> E.PionError:
         return E.error_from_reply(text)
+
+
+class _Landed(int):
+    """What a bulk received into caller parts reads as: its length."""
+
+    def __len__(self) -> int:
+        return int(self)
 
 
 class BlockConnection(_fetch.FetchConnection):
@@ -74,6 +171,12 @@ class BlockConnection(_fetch.FetchConnection):
         super().__init__(connection_class, kw)
         self.reader = _IntoReader(self.sock)
         self.depth = max(1, int(depth))
+
+    def send(self, commands: Sequence[Sequence[Any]]) -> None:
+        bufs: list[Any] = []
+        for c in commands:
+            bufs.extend(_frames(c))
+        _send_all(self.sock, bufs)
 
     # ---- generic
     def call(self, *args: Any) -> Any:
@@ -149,8 +252,9 @@ class BlockConnection(_fetch.FetchConnection):
         return self.run_pipelined(cmds)
 
     def get_into(self, keys: Sequence[Any], buffers: Sequence[Any]) -> list[int]:
-        """Pipelined GETs; value i lands in ``buffers[i]`` (any writable buffer) by
-        ``recv_into``. Returns per key the value's length when it filled its buffer
+        """Pipelined GETs; value i lands in ``buffers[i]`` (any writable buffer, or a
+        tuple of writable buffers that the value fills one after the other) by
+        ``recv_into``. Returns per key the value's length when it filled its buffer(s)
         exactly, -1 when the key is missing, and -2 when the value's size differs from
         the buffer's (the bytes are read and dropped; the buffer may not be trusted)."""
         out: list[int] = []
@@ -159,12 +263,17 @@ class BlockConnection(_fetch.FetchConnection):
             window = range(i, min(len(keys), i + self.depth))
             self.send([("GET", keys[j]) for j in window])
             for j in window:
-                rd.target = memoryview(buffers[j]).cast("B")
+                b = buffers[j]
+                if isinstance(b, (tuple, list)):
+                    rd.parts = [memoryview(p).cast("B") for p in b]
+                else:
+                    rd.target = memoryview(b).cast("B")
                 rd.landed = False
                 try:
                     r = rd.read()
                 finally:
                     rd.target = None
+                    rd.parts = None
                 if isinstance(r, E.PionError):
                     out.append(-1 if isinstance(r, E.CommandError) and "WRONGTYPE" in str(r)
                                else -2)
@@ -182,6 +291,20 @@ class BlockConnection(_fetch.FetchConnection):
 
     def delete(self, keys: Sequence[Any]) -> int:
         return int(self.call("UNLINK", *keys)) if keys else 0
+
+    def delete_matching(self, pattern: bytes | str, count: int = 1000) -> int:
+        """UNLINKs every key matching the glob ``pattern`` (SCAN ... MATCH, one UNLINK
+        per page of results); returns how many were removed. Keys written meanwhile may
+        or may not be seen, as SCAN guarantees."""
+        cursor = b"0"
+        removed = 0
+        while True:
+            cursor, found = self.call("SCAN", cursor, "MATCH", pattern, "COUNT", int(count))
+            cursor = bytes(cursor)
+            if found:
+                removed += self.delete([bytes(k) for k in found])
+            if cursor == b"0":
+                return removed
 
 
 def connect(url: str, *, depth: int = 64, **options: Any) -> BlockConnection:
