@@ -78,3 +78,26 @@ def test_keyspace_events_refused_is_logged_once(server, caplog):
             e.close()
     finally:
         c.close()
+
+
+def test_get_split_header_then_recv_into(server):
+    c = _conn.connect(_url(server), depth=2)
+    try:
+        vals = [b"H%03d" % i + bytes([i]) * (1000 + i) for i in range(5)]
+        c.run_pipelined([("SET", b"s|%d" % i, v) for i, v in enumerate(vals)])
+        c.call("SET", "s|short", "ab")
+        bufs = [bytearray(2000) for _ in range(5)]
+        seen = []
+
+        def place(i, head, rest):
+            seen.append((i, head, rest))
+            return None if i == 3 else bufs[i]
+        keys = [b"s|%d" % i for i in range(5)] + [b"s|missing", b"s|short"]
+        got = c.get_split(keys, 4, place)
+        assert got == [1000, 1001, 1002, -2, 1004, -1, -2]
+        assert [s[1] for s in seen] == [b"H%03d" % i for i in range(5)]
+        for i in (0, 1, 2, 4):
+            assert bufs[i][:1000 + i] == bytes([i]) * (1000 + i)
+        assert c.call("PING") == b"PONG"  # the stream stays in step
+    finally:
+        c.close()

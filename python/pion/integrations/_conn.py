@@ -66,6 +66,44 @@ class _IntoReader(_resp.SocketReader):
     def error(self, text: str) -> E.PionError:
         return E.error_from_reply(text)
 
+    # A split read: the value's first ``split_size`` bytes (a header) are read, handed
+    # to ``split(header, rest)``, and the rest goes into the buffer it returns.
+    split: Callable[[bytes, int], Any] | None = None
+    split_size: int = 0
+    rest: int = 0
+
+    def _read_exact(self, mv: memoryview) -> None:
+        n = mv.nbytes
+        have = min(n, len(self.buf) - self.pos)
+        mv[:have] = self.buf[self.pos:self.pos + have]
+        self.pos += have
+        while have < n:
+            k = self.sock.recv_into(mv[have:], n - have)
+            if k == 0:
+                raise ConnectionError("Connection closed by server.")
+            have += k
+
+    def _bulk_body(self, n: int) -> Any:
+        split = self.split
+        if split is None or n < self.split_size:
+            return super()._bulk_body(n)
+        head = bytearray(self.split_size)
+        self._read_exact(memoryview(head))
+        rest = self.rest = n - self.split_size
+        target = split(bytes(head), rest)
+        mv = memoryview(target).cast("B") if target is not None else None
+        if mv is not None and mv.nbytes >= rest:
+            self.landed = True
+            self._read_exact(mv[:rest])
+        else:
+            self._read_exact(memoryview(bytearray(rest)))  # read and dropped
+        while len(self.buf) - self.pos < 2:
+            self._fill()
+        if self.buf[self.pos:self.pos + 2] != b"\r\n":
+            raise _resp.ProtocolError("bulk string not followed by CRLF")
+        self.pos += 2
+        return head
+
 
 class BlockConnection(_fetch.FetchConnection):
     """One pipelined connection for block traffic (not thread-safe: one user at a time)."""
@@ -167,6 +205,35 @@ class BlockConnection(_fetch.FetchConnection):
                     out.append(-1)
                 elif rd.landed:
                     out.append(len(r))
+                else:
+                    out.append(-2)
+        return out
+
+    def get_split(self, keys: Sequence[Any], header_size: int,
+                  place: Callable[[int, bytes, int], Any]) -> list[int]:
+        """Pipelined GETs of values that begin with a ``header_size``-byte header:
+        for key i the header is read first and ``place(i, header, rest)`` returns the
+        writable buffer (at least ``rest`` bytes) the remaining bytes are received into
+        with ``recv_into``, or None to drop them. Returns per key ``rest`` when it
+        landed, -1 when the key is missing, -2 when the value was dropped or shorter
+        than a header."""
+        out: list[int] = []
+        rd = self.reader
+        for i in range(0, len(keys), self.depth):
+            window = range(i, min(len(keys), i + self.depth))
+            self.send([("GET", keys[j]) for j in window])
+            for j in window:
+                rd.split = lambda head, rest, j=j: place(j, head, rest)
+                rd.split_size = header_size
+                rd.landed = False
+                try:
+                    r = rd.read()
+                finally:
+                    rd.split = None
+                if r is None or (isinstance(r, E.CommandError) and "WRONGTYPE" in str(r)):
+                    out.append(-1)
+                elif rd.landed and not isinstance(r, E.PionError):
+                    out.append(rd.rest)
                 else:
                     out.append(-2)
         return out
