@@ -101,3 +101,19 @@ def test_get_split_header_then_recv_into(server):
         assert c.call("PING") == b"PONG"  # the stream stays in step
     finally:
         c.close()
+
+
+def test_set_many_joins_parts_on_the_wire(server):
+    c = _conn.connect(_url(server), depth=2)
+    try:
+        body = np.arange(100000, dtype=np.uint8)
+        items = [(b"m|%d" % i, [b"HEAD%d" % i, memoryview(body)]) for i in range(3)]
+        items.append((b"m|plain", b"xyz"))
+        assert c.set_many(items) == [b"OK"] * 4
+        assert c.call("GET", "m|1") == b"HEAD1" + body.tobytes()
+        assert c.call("GET", "m|plain") == b"xyz"
+        assert c.set_many([(b"m|ttl", [b"a", b"b"])], px=50000) == [b"OK"]
+        assert 0 < c.call("PTTL", "m|ttl") <= 50000
+        assert c.call("GET", "m|ttl") == b"ab"
+    finally:
+        c.close()

@@ -238,6 +238,30 @@ class BlockConnection(_fetch.FetchConnection):
                     out.append(-2)
         return out
 
+    def set_many(self, items: Sequence[tuple[Any, Any]], *, px: int | None = None) -> list[Any]:
+        """Pipelined ``SET key value [PX px]``, ``depth`` at a time. A value is one buffer
+        or a list of buffers sent back to back as one value (a header and a payload
+        without joining them in memory). Returns one reply per key (``b"OK"`` or a
+        PionError value)."""
+        out: list[Any] = []
+        tail = _resp.encode_parts("PX", int(px))[0][len(b"*2\r\n"):] if px else b""
+        nargs = 5 if px else 3
+        for i in range(0, len(items), self.depth):
+            window = items[i:i + self.depth]
+            for key, value in window:
+                parts = value if isinstance(value, (list, tuple)) else [value]
+                views = [_resp._arg(p) for p in parts]
+                size = sum(v.nbytes if isinstance(v, memoryview) else len(v) for v in views)
+                k = _resp._arg(key)
+                head = b"*%d\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n" % (
+                    nargs, len(k), bytes(k), size)
+                self.sock.sendall(head)
+                for v in views:
+                    self.sock.sendall(v)
+                self.sock.sendall(b"\r\n" + tail)
+            out.extend(self.reader.read() for _ in window)
+        return out
+
     def unpin(self, leases: Iterable[int]) -> int:
         ids = [int(x) for x in leases if x]
         return int(self.call("KV.BLOCK.UNPIN", *ids)) if ids else 0
