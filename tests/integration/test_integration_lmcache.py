@@ -1,0 +1,377 @@
+"""pion.integrations.lmcache against a live server, with LMCache's interfaces faked.
+
+LMCache is not installed here. The fakes below have the method names and signatures of
+the real ones, read from LMCache/LMCache:
+
+* ``RemoteConnector``: lmcache/v1/storage_backend/connector/base_connector.py at
+  78f6e7eee2ce3cc0c03ece597a9a2ec1b5580d9d (the six abstract methods and the optional
+  capability pairs of that commit).
+* ``ConnectorAdapter``, ``ConnectorContext``, ``extract_plugin_type`` and the plugin
+  loading of ``ConnectorManager._remote_adapters_plugin_launcher``:
+  lmcache/v1/storage_backend/connector/__init__.py (the version whose ConnectorContext
+  has ``plugin_name``; plugin URLs are ``plugin://<name>``, per
+  docs/source/developer_guide/extending_lmcache/remote_storage_plugins.rst).
+* ``MemoryFormat`` (an Enum with integer values), ``MemoryObj`` (``byte_array``,
+  ``get_shape``, ``get_dtype``, ``get_memory_format``, ``get_size``, ``ref_count_down``):
+  lmcache/v1/memory_management.py; ``CacheEngineKey.to_string``: lmcache/utils.py.
+* The native plugin loader (``_create_native_plugin_l2_adapter``: import module, get the
+  class, ``cls(**adapter_params)``, check the six required methods) and the way
+  ``NativeConnectorL2Adapter`` uses the connector (poll the eventfd, never read it, call
+  ``drain_completions``, completions ``(future_id, ok, error, result_bools)``):
+  lmcache/v1/distributed/l2_adapters/native_plugin_l2_adapter.py and
+  native_connector_l2_adapter.py at 99e466181702258557ff3ed81a252f169780864b.
+"""
+from __future__ import annotations
+
+import abc
+import asyncio
+import enum
+import importlib
+import json
+import re
+import select
+import sys
+import time
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from pion.integrations import lmcache as L
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "integrations" / "lmcache.md"
+
+
+# ----------------------------------------------------------------------------- fakes
+
+class MemoryFormat(enum.Enum):
+    UNDEFINED = 0
+    KV_2LTD = 1
+    KV_T2D = 2
+    KV_2TD = 3
+    KV_MLA_FMT = 4
+
+
+class MemoryObj:
+    """A CPU memory object over a torch tensor, as LMCache's TensorMemoryObj exposes it."""
+
+    def __init__(self, shape, dtype, fmt):
+        self.tensor = torch.zeros(tuple(shape), dtype=dtype)
+        self.fmt = fmt
+        self.refs = 1
+
+    @property
+    def byte_array(self) -> memoryview:
+        return memoryview(self.tensor.reshape(-1).view(torch.uint8).numpy())
+
+    def get_shape(self) -> torch.Size:
+        return self.tensor.shape
+
+    def get_dtype(self) -> torch.dtype:
+        return self.tensor.dtype
+
+    def get_memory_format(self) -> MemoryFormat:
+        return self.fmt
+
+    def get_size(self) -> int:
+        return self.tensor.numel() * self.tensor.element_size()
+
+    def ref_count_down(self) -> None:
+        self.refs -= 1
+
+
+class LocalCPUBackend:
+    def __init__(self):
+        self.allocated: list[MemoryObj] = []
+
+    def allocate(self, shape, dtype, fmt):
+        obj = MemoryObj(shape, dtype, fmt)
+        self.allocated.append(obj)
+        return obj
+
+
+@dataclass(frozen=True)
+class CacheEngineKey:
+    fmt: str
+    model_name: str
+    world_size: int
+    worker_id: int
+    chunk_hash: int
+
+    def to_string(self) -> str:
+        return (f"{self.fmt}@{self.model_name}@{self.world_size}"
+                f"@{self.worker_id}@{self.chunk_hash:x}")
+
+
+class RemoteConnector(metaclass=abc.ABCMeta):
+    """base_connector.py at 78f6e7ee: the abstract methods and the optional pairs."""
+
+    @abc.abstractmethod
+    async def exists(self, key: CacheEngineKey) -> bool: ...
+
+    @abc.abstractmethod
+    def exists_sync(self, key: CacheEngineKey) -> bool: ...
+
+    @abc.abstractmethod
+    async def get(self, key: CacheEngineKey) -> Optional[MemoryObj]: ...
+
+    @abc.abstractmethod
+    async def put(self, key: CacheEngineKey, memory_obj: MemoryObj): ...
+
+    @abc.abstractmethod
+    async def list(self) -> List[str]: ...
+
+    @abc.abstractmethod
+    async def close(self): ...
+
+    def support_ping(self) -> bool:
+        return False
+
+    async def ping(self) -> int:
+        raise NotImplementedError
+
+    def support_batched_get(self) -> bool:
+        return False
+
+    async def batched_get(self, keys: List[CacheEngineKey]) -> List[Optional[MemoryObj]]:
+        raise NotImplementedError
+
+    def support_batched_put(self) -> bool:
+        return False
+
+    async def batched_put(self, keys: List[CacheEngineKey], memory_objs: List[MemoryObj]):
+        raise NotImplementedError
+
+
+class ConnectorAdapter(abc.ABC):
+    def __init__(self, schema: str = "") -> None:
+        self.schema = schema
+
+    def can_parse(self, url: str) -> bool:
+        return self.schema != "" and url.startswith(self.schema)
+
+    @abc.abstractmethod
+    def create_connector(self, context: "ConnectorContext") -> RemoteConnector: ...
+
+
+class ConnectorContext:
+    def __init__(self, url, loop, local_cpu_backend, config, metadata, plugin_name=None):
+        self.url = url
+        self.loop = loop
+        self.local_cpu_backend = local_cpu_backend
+        self.config = config
+        self.metadata = metadata
+        self.plugin_name = plugin_name
+
+
+def extract_plugin_type(plugin_name: str) -> str:
+    return plugin_name.split(".", 1)[0]
+
+
+def load_remote_plugins(config) -> list:
+    """What ConnectorManager._remote_adapters_plugin_launcher does with the config."""
+    adapters = []
+    for name in config.remote_storage_plugins or []:
+        module = importlib.import_module(
+            config.extra_config[f"remote_storage_plugin.{name}.module_path"])
+        cls = getattr(module, config.extra_config[f"remote_storage_plugin.{name}.class_name"])
+        adapter = cls()
+        assert isinstance(adapter, ConnectorAdapter)
+        adapters.append(adapter)
+    return adapters
+
+
+def load_native_plugin(d: dict):
+    """What _create_native_plugin_l2_adapter does before wrapping the connector."""
+    assert d["type"] == "native_plugin"
+    module = importlib.import_module(d["module_path"])
+    client = getattr(module, d["class_name"])(**d.get("adapter_params", {}))
+    for m in ("event_fd", "submit_batch_get", "submit_batch_set", "submit_batch_exists",
+              "drain_completions", "close"):
+        assert callable(getattr(client, m, None)), m
+    assert callable(getattr(client, "submit_batch_delete", None))
+    return client
+
+
+@pytest.fixture
+def fake_lmcache(monkeypatch):
+    mods = {}
+    for name in ("lmcache", "lmcache.v1", "lmcache.v1.storage_backend",
+                 "lmcache.v1.storage_backend.connector",
+                 "lmcache.v1.storage_backend.connector.base_connector",
+                 "lmcache.v1.memory_management", "lmcache.utils"):
+        mods[name] = types.ModuleType(name)
+        monkeypatch.setitem(sys.modules, name, mods[name])
+    conn = mods["lmcache.v1.storage_backend.connector"]
+    conn.ConnectorAdapter = ConnectorAdapter
+    conn.ConnectorContext = ConnectorContext
+    conn.extract_plugin_type = extract_plugin_type
+    mods["lmcache.v1.storage_backend.connector.base_connector"].RemoteConnector = RemoteConnector
+    mods["lmcache.v1.memory_management"].MemoryFormat = MemoryFormat
+    mods["lmcache.v1.memory_management"].MemoryObj = MemoryObj
+    mods["lmcache.utils"].CacheEngineKey = CacheEngineKey
+    L._forget_engine_classes()
+    yield mods
+    L._forget_engine_classes()
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _url(server) -> str:
+    return f"redis://127.0.0.1:{server.port}/0"
+
+
+def wait_completions(conn, want: int, timeout: float = 20.0) -> dict:
+    """Polls the eventfd as NativeConnectorL2Adapter's demux thread does (never reads it)
+    and drains until ``want`` completions are in."""
+    poller = select.poll()
+    poller.register(conn.event_fd(), select.POLLIN)
+    out: dict = {}
+    deadline = time.monotonic() + timeout
+    while len(out) < want:
+        assert time.monotonic() < deadline, f"only {len(out)} of {want} completions"
+        if poller.poll(500):
+            for fid, ok, error, bools in conn.drain_completions():
+                out[fid] = (ok, error, bools)
+    return out
+
+
+def readable(fd: int) -> bool:
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+def doc_snippets(lang: str) -> list[str]:
+    return re.findall(r"```" + lang + r"\n(.*?)```", DOC.read_text(), re.S)
+
+
+# ----------------------------------------------------------------------------- native plugin
+
+def test_object_key_string_matches_lmcache():
+    h = bytes(range(32))
+    assert L.object_key_string("m/x", 3, h) == "m/x@00000003@" + h.hex()
+    assert L.object_key_string("m", 0x1a, b"\xab", "salt") == "m@0000001a@ab@salt"
+
+
+def test_native_round_trip_partial_batches_exists_delete(server, r):
+    c = L.PionNativeConnector(url=_url(server), num_workers=3, depth=4)
+    try:
+        rng = np.random.default_rng(5)
+        keys = [L.object_key_string("model", 0, bytes([i]) * 16) for i in range(10)]
+        src = [rng.integers(0, 256, 4096 + 64 * i, dtype=np.uint8) for i in range(10)]
+        fid = c.submit_batch_set(keys, [memoryview(a) for a in src])
+        done = wait_completions(c, 1)
+        assert done[fid] == (True, "", [True] * 10)
+        assert r.get(keys[3]) == src[3].tobytes()
+
+        ex = c.submit_batch_exists(keys[:4] + ["model@00000000@missing"] + keys[4:6])
+        assert wait_completions(c, 1)[ex] == (True, "", [True] * 4 + [False, True, True])
+
+        dst = [np.zeros_like(a) for a in src] + [np.zeros(100, dtype=np.uint8),
+                                                 np.zeros(4096, dtype=np.uint8)]
+        g = c.submit_batch_get(keys + ["model@00000000@missing", keys[1]],
+                               [memoryview(a) for a in dst])
+        ok, err, bools = wait_completions(c, 1)[g]
+        # a missing key and a value of another size are per-key misses, not errors
+        assert ok and err == "" and bools == [True] * 10 + [False, False]
+        for a, b in zip(src, dst):
+            assert np.array_equal(a, b)  # bit exact
+
+        d = c.submit_batch_delete([keys[0], "model@00000000@missing", keys[9]])
+        assert wait_completions(c, 1)[d] == (True, "", [True, False, True])
+        assert r.exists(keys[0], keys[9]) == 0
+
+        empty = c.submit_batch_exists([])
+        assert wait_completions(c, 1)[empty] == (True, "", [])
+        with pytest.raises(ValueError):
+            c.submit_batch_get(keys[:2], [memoryview(dst[0])])
+    finally:
+        c.close()
+        c.close()
+
+
+def test_native_many_batches_in_flight(server):
+    c = L.PionNativeConnector(url=_url(server), num_workers=4, key_prefix="t|")
+    try:
+        bufs = {}
+        fids = []
+        for b in range(20):
+            ks = [f"m@00000000@{b:02x}{i:02x}" for i in range(8)]
+            vals = [np.full(1024, b * 8 + i, dtype=np.uint8) for i in range(8)]
+            bufs[b] = (ks, vals)
+            fids.append(c.submit_batch_set(ks, vals))
+        assert len(set(fids)) == 20
+        done = wait_completions(c, 20)
+        assert all(done[f][0] for f in fids)
+        outs = {b: [np.zeros(1024, dtype=np.uint8) for _ in range(8)] for b in bufs}
+        gets = {c.submit_batch_get(bufs[b][0], outs[b]): b for b in bufs}
+        done = wait_completions(c, 20)
+        for f, b in gets.items():
+            assert done[f] == (True, "", [True] * 8)
+            assert all(np.array_equal(x, y) for x, y in zip(outs[b], bufs[b][1]))
+    finally:
+        c.close()
+
+
+def test_native_eventfd_readable_until_drained(server):
+    c = L.PionNativeConnector(url=_url(server), num_workers=2)
+    try:
+        fd = c.event_fd()
+        assert not readable(fd)
+        assert c.drain_completions() == []
+        fid = c.submit_batch_exists(["nothing"])
+        assert select.select([fd], [], [], 20)[0] == [fd]  # becomes readable on completion
+        assert readable(fd)  # and stays so: LMCache polls, never reads
+        got = c.drain_completions()
+        assert got == [(fid, True, "", [False])]
+        assert not readable(fd)  # cleared by drain_completions
+        assert c.drain_completions() == []
+    finally:
+        c.close()
+
+
+def test_native_server_gone_completes_with_error(server_factory):
+    s = server_factory()
+    c = L.PionNativeConnector(url=_url(s), num_workers=2, listen_removals=False,
+                              socket_timeout=5)
+    try:
+        s.stop()
+        fid = c.submit_batch_set(["a", "b", "c"], [b"1", b"2", b"3"])
+        ok, err, bools = wait_completions(c, 1)[fid]
+        assert not ok and err and bools == [False] * 3
+    finally:
+        c.close()
+
+
+def test_native_hears_evictions(server_factory):
+    s = server_factory(["--maxmemory", "8mb"])
+    c = L.PionNativeConnector(url=_url(s), num_workers=2, key_prefix="ev|")
+    try:
+        assert c.removals is not None and c.removals.listener is not None
+        val = np.ones(256 * 1024, dtype=np.uint8)
+        keys = [f"m@00000000@{i:04x}" for i in range(80)]  # 20 MiB through 8 MiB
+        fids = [c.submit_batch_set(keys[i:i + 8], [val] * 8) for i in range(0, 80, 8)]
+        done = wait_completions(c, len(fids))
+        assert all(done[f][0] for f in fids)
+        heard: list = []
+        deadline = time.monotonic() + 20
+        while not any(ev == "evicted" for _, ev in heard):
+            assert time.monotonic() < deadline, "no eviction heard"
+            heard += c.take_removals()
+            time.sleep(0.05)
+        evicted = [k for k, ev in heard if ev == "evicted"]
+        assert all(k in keys for k in evicted)  # the key as LMCache named it, no prefix
+        d = c.submit_batch_delete([keys[-1]])
+        assert wait_completions(c, 1)[d][2] == [True]
+        deadline = time.monotonic() + 20
+        while (keys[-1], "del") not in heard:
+            assert time.monotonic() < deadline, "deletion not heard"
+            heard += c.take_removals()
+            time.sleep(0.05)
+    finally:
+        c.close()
