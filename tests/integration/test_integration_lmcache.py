@@ -375,3 +375,142 @@ def test_native_hears_evictions(server_factory):
             time.sleep(0.05)
     finally:
         c.close()
+
+
+# ----------------------------------------------------------------------------- remote plugin
+
+@dataclass
+class EngineConfig:
+    remote_storage_plugins: list
+    extra_config: dict
+
+
+def _remote(server, fake_lmcache, **settings):
+    extra = {"remote_storage_plugin.pion.module_path": "pion.integrations.lmcache",
+             "remote_storage_plugin.pion.class_name": "PionConnectorAdapter",
+             "remote_storage_plugin.pion.url": _url(server)}
+    extra.update({f"remote_storage_plugin.pion.{k}": v for k, v in settings.items()})
+    config = EngineConfig(["pion"], extra)
+    (adapter,) = load_remote_plugins(config)
+    assert adapter.can_parse("plugin://pion") and adapter.can_parse("plugin://pion.a")
+    assert not adapter.can_parse("plugin://fs") and not adapter.can_parse("redis://x:1")
+    backend = LocalCPUBackend()
+    loop = asyncio.new_event_loop()
+    ctx = ConnectorContext("plugin://pion", loop, backend, config, None, "pion")
+    conn = adapter.create_connector(ctx)
+    assert isinstance(conn, RemoteConnector)
+    return conn, backend, loop
+
+
+def _chunk(seed: int, tokens: int = 256, dtype=torch.bfloat16) -> MemoryObj:
+    obj = MemoryObj((2, 4, tokens, 128), dtype, MemoryFormat.KV_2LTD)
+    g = torch.Generator().manual_seed(seed)
+    obj.tensor.copy_(torch.randn(obj.tensor.shape, generator=g).to(dtype))
+    return obj
+
+
+def test_module_imports_without_lmcache():
+    code = ("import sys; import pion.integrations.lmcache as m; "
+            "assert 'lmcache' not in sys.modules; "
+            "assert callable(m.PionNativeConnector)\n"
+            "try:\n    m.PionConnectorAdapter\nexcept ImportError:\n    print('lazy')")
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(ROOT / "python")}, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "lazy"
+
+
+def test_chunk_header_round_trip():
+    h = L.encode_chunk_header(1 << 20, torch.Size([2, 32, 256, 1024]), torch.float8_e4m3fn
+                              if hasattr(torch, "float8_e4m3fn") else torch.bfloat16,
+                              MemoryFormat.KV_2LTD)
+    assert len(h) == L.HEADER_SIZE
+    length, shape, dtype, fmt = L.decode_chunk_header(h)
+    assert (length, shape, fmt) == (1 << 20, (2, 32, 256, 1024), 1)
+    assert getattr(torch, dtype) in (torch.bfloat16, getattr(torch, "float8_e4m3fn", None))
+    with pytest.raises(ValueError):
+        L.decode_chunk_header(b"X" * L.HEADER_SIZE)
+
+
+def test_remote_round_trip_one_key_per_chunk(server, r, fake_lmcache):
+    conn, backend, loop = _remote(server, fake_lmcache, key_prefix="lmc|", ttl_s=600)
+    try:
+        keys = [CacheEngineKey("vllm", "m", 2, 1, 0xabc0 + i) for i in range(6)]
+        objs = [_chunk(i) for i in range(5)] + [_chunk(5, tokens=100)]  # last one partial
+        loop.run_until_complete(conn.batched_put(keys[:5], objs[:5]))
+        loop.run_until_complete(conn.put(keys[5], objs[5]))
+        # one key per chunk, metadata inside
+        stored = sorted(r.keys("lmc|*"))
+        assert stored == sorted(b"lmc|" + k.to_string().encode() for k in keys)
+        raw = r.get(b"lmc|" + keys[5].to_string().encode())
+        assert len(raw) == L.HEADER_SIZE + objs[5].get_size()
+        assert 0 < r.pttl(b"lmc|" + keys[0].to_string().encode()) <= 600000
+
+        assert loop.run_until_complete(conn.exists(keys[0]))
+        assert conn.exists_sync(keys[5])
+        missing = CacheEngineKey("vllm", "m", 2, 1, 0xdead)
+        assert not conn.exists_sync(missing)
+
+        got = loop.run_until_complete(conn.batched_get(keys[:3] + [missing] + keys[3:]))
+        assert got[3] is None
+        for want, have in zip(objs, got[:3] + got[4:]):
+            assert have.get_shape() == want.get_shape()
+            assert have.get_dtype() == want.get_dtype()
+            assert have.get_memory_format() is MemoryFormat.KV_2LTD
+            assert torch.equal(have.tensor.view(torch.int16), want.tensor.view(torch.int16))
+        one = loop.run_until_complete(conn.get(keys[5]))
+        assert one.get_shape() == torch.Size([2, 4, 100, 128])
+        assert loop.run_until_complete(conn.get(missing)) is None
+
+        assert conn.batched_contains(keys[:2] + [missing] + keys[2:]) == [True, True] + [False] * 5
+        assert conn.batched_contains(keys[:2] + [missing] + keys[2:],
+                                     stop_after_first_not_exits=False) == [
+            True, True, False, True, True, True, True]
+        assert loop.run_until_complete(
+            conn.batched_async_contains("req-1", keys[:4] + [missing] + keys[4:])) == 4
+        prefix = loop.run_until_complete(
+            conn.batched_get_non_blocking("req-1", keys[:2] + [missing] + keys[2:4]))
+        assert len(prefix) == 2
+        assert loop.run_until_complete(conn.ping()) == 0
+        listed = loop.run_until_complete(conn.list())
+        assert sorted(listed) == sorted(k.to_string() for k in keys)
+        assert conn.remove_sync(keys[0]) and not conn.remove_sync(keys[0])
+        assert conn.support_batched_get() and conn.support_batched_put()
+        assert conn.support_batched_contains() and conn.support_batched_async_contains()
+    finally:
+        loop.run_until_complete(conn.close())
+        loop.close()
+
+
+def test_remote_value_that_is_no_chunk_is_a_miss(server, r, fake_lmcache):
+    conn, backend, loop = _remote(server, fake_lmcache)
+    try:
+        key = CacheEngineKey("vllm", "m", 1, 0, 7)
+        r.set(key.to_string(), b"Z" * 500)  # another writer's value
+        assert loop.run_until_complete(conn.get(key)) is None
+        r.set(key.to_string(), b"tiny")
+        assert loop.run_until_complete(conn.get(key)) is None
+        assert backend.allocated == []
+        assert r.ping()
+    finally:
+        loop.run_until_complete(conn.close())
+        loop.close()
+
+
+def test_remote_hears_removals(server, r, fake_lmcache):
+    conn, backend, loop = _remote(server, fake_lmcache, key_prefix="p|")
+    try:
+        key = CacheEngineKey("vllm", "m", 1, 0, 9)
+        loop.run_until_complete(conn.put(key, _chunk(1, tokens=16)))
+        r.delete(b"p|" + key.to_string().encode())
+        deadline = time.monotonic() + 20
+        heard: list = []
+        while not heard:
+            assert time.monotonic() < deadline
+            heard = conn.take_removals()
+            time.sleep(0.05)
+        assert heard == [(key.to_string(), "del")]
+    finally:
+        loop.run_until_complete(conn.close())
+        loop.close()
