@@ -514,3 +514,62 @@ def test_remote_hears_removals(server, r, fake_lmcache):
     finally:
         loop.run_until_complete(conn.close())
         loop.close()
+
+
+# ----------------------------------------------------------------------------- the doc
+
+def test_doc_snippets_build_working_connectors(server, r, fake_lmcache):
+    url = _url(server)
+    # native_plugin: the JSON block, and the same JSON inside the command line
+    (block,) = [s for s in doc_snippets("json") if '"native_plugin"' in s]
+    cfg = json.loads(block)
+    assert cfg["adapter_params"]["url"].startswith("redis://")
+    (cmd,) = [s for s in doc_snippets("sh") if "--l2-adapter" in s]
+    inline = json.loads(re.search(r"--l2-adapter '(.*?)'", cmd, re.S).group(1))
+    assert {k: inline[k] for k in ("type", "module_path", "class_name")} == {
+        k: cfg[k] for k in ("type", "module_path", "class_name")}
+    cfg["adapter_params"]["url"] = url
+    native = load_native_plugin(cfg)
+    try:
+        key = L.object_key_string("doc-model", 0, b"\x01" * 32)
+        src = np.arange(8192, dtype=np.uint8)
+        dst = np.zeros_like(src)
+        f1 = native.submit_batch_set([key], [memoryview(src)])
+        assert wait_completions(native, 1)[f1][0]
+        f2 = native.submit_batch_exists([key])
+        f3 = native.submit_batch_get([key], [memoryview(dst)])
+        done = wait_completions(native, 2)
+        assert done[f2][2] == [True] and done[f3][2] == [True]
+        assert np.array_equal(src, dst)
+    finally:
+        native.close()
+
+    # remote_storage_plugins: the YAML block, loaded as LMCache's plugin launcher does
+    (block,) = [s for s in doc_snippets("yaml") if "remote_storage_plugins" in s]
+    y = yaml.safe_load(block)
+    y["extra_config"]["remote_storage_plugin.pion.url"] = url
+    config = EngineConfig(y["remote_storage_plugins"], y["extra_config"])
+    (adapter,) = load_remote_plugins(config)
+    name = y["remote_storage_plugins"][0]
+    assert adapter.can_parse(f"plugin://{name}")
+    loop = asyncio.new_event_loop()
+    conn = adapter.create_connector(ConnectorContext(f"plugin://{name}", loop,
+                                                     LocalCPUBackend(), config, None, name))
+    try:
+        key = CacheEngineKey("vllm", "doc-model", 1, 0, 0x1234)
+        obj = _chunk(3, tokens=y["chunk_size"])
+        loop.run_until_complete(conn.batched_put([key], [obj]))
+        assert 0 < r.ttl(key.to_string()) <= y["extra_config"]["remote_storage_plugin.pion.ttl_s"]
+        assert conn.batched_contains([key]) == [True]
+        (back,) = loop.run_until_complete(conn.batched_get([key]))
+        assert torch.equal(back.tensor.view(torch.int16), obj.tensor.view(torch.int16))
+    finally:
+        loop.run_until_complete(conn.close())
+        loop.close()
+
+    # what the doc says INFO shows
+    doc = DOC.read_text()
+    stats = r.info("commandstats")
+    for name in ("cmdstat_set", "cmdstat_get", "cmdstat_kv.block.match"):
+        assert f"`{name}`" in doc and name in stats, name
+    assert "notify-keyspace-events Egxe" in doc
