@@ -43,6 +43,7 @@ import torch
 import yaml
 
 from pion.integrations import lmcache as L
+from pion.testing import poll
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "integrations" / "lmcache.md"
@@ -359,20 +360,17 @@ def test_native_hears_evictions(server_factory):
         done = wait_completions(c, len(fids))
         assert all(done[f][0] for f in fids)
         heard: list = []
-        deadline = time.monotonic() + 20
-        while not any(ev == "evicted" for _, ev in heard):
-            assert time.monotonic() < deadline, "no eviction heard"
-            heard += c.take_removals()
-            time.sleep(0.05)
+
+        def hear(what):
+            heard.extend(c.take_removals())
+            return what(heard)
+        assert poll(lambda: hear(lambda h: any(ev == "evicted" for _, ev in h)), 20), \
+            "no eviction heard"
         evicted = [k for k, ev in heard if ev == "evicted"]
         assert all(k in keys for k in evicted)  # the key as LMCache named it, no prefix
         d = c.submit_batch_delete([keys[-1]])
         assert wait_completions(c, 1)[d][2] == [True]
-        deadline = time.monotonic() + 20
-        while (keys[-1], "del") not in heard:
-            assert time.monotonic() < deadline, "deletion not heard"
-            heard += c.take_removals()
-            time.sleep(0.05)
+        assert poll(lambda: hear(lambda h: (keys[-1], "del") in h), 20), "deletion not heard"
     finally:
         c.close()
 
@@ -504,13 +502,7 @@ def test_remote_hears_removals(server, r, fake_lmcache):
         key = CacheEngineKey("vllm", "m", 1, 0, 9)
         loop.run_until_complete(conn.put(key, _chunk(1, tokens=16)))
         r.delete(b"p|" + key.to_string().encode())
-        deadline = time.monotonic() + 20
-        heard: list = []
-        while not heard:
-            assert time.monotonic() < deadline
-            heard = conn.take_removals()
-            time.sleep(0.05)
-        assert heard == [(key.to_string(), "del")]
+        assert poll(conn.take_removals, 20) == [(key.to_string(), "del")]
     finally:
         loop.run_until_complete(conn.close())
         loop.close()
@@ -573,3 +565,119 @@ def test_doc_snippets_build_working_connectors(server, r, fake_lmcache):
     for name in ("cmdstat_set", "cmdstat_get", "cmdstat_kv.block.match"):
         assert f"`{name}`" in doc and name in stats, name
     assert "notify-keyspace-events Egxe" in doc
+
+
+# ----------------------------------------------------------------------------- proof
+
+PROOF_CFG = dict(vocab_size=8000, d_model=256, n_layers=4, n_heads=4, n_kv_heads=2,
+                 head_dim=64, ffn_dim=688, seed=7)
+CHUNK = 256  # LMCache's default chunk_size
+PREFIX = 2048
+DECODE = 16
+
+# Process B: look the prefix's chunks up, load them through the connector, decode.
+PROCESS_B = r'''
+import hashlib, json, select, sys, time
+import numpy as np, torch
+from pion.integrations.lmcache import PionNativeConnector, object_key_string
+from pion.reference_model import ModelConfig, ReferenceDecoder
+
+args = json.loads(sys.argv[1])
+model = ReferenceDecoder(ModelConfig(**args["cfg"]), num_threads=1)
+c = model.config
+prefix, tail, chunk = args["prefix"], args["tail"], args["chunk"]
+
+def chunk_keys(tokens):
+    keys, parent = [], b""
+    for i in range(0, len(tokens) - len(tokens) % chunk, chunk):
+        parent = hashlib.sha256(parent + np.asarray(tokens[i:i + chunk], "<i8").tobytes()).digest()
+        keys.append(object_key_string(c.model_id, 0, parent))
+    return keys
+
+def wait(conn, fid):
+    p = select.poll(); p.register(conn.event_fd(), select.POLLIN)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if p.poll(500):
+            for f, ok, err, bools in conn.drain_completions():
+                if f == fid:
+                    return ok, err, bools
+    raise SystemExit("no completion")
+
+conn = PionNativeConnector(url=args["url"], num_workers=4, listen_removals=False)
+t0 = time.perf_counter()
+keys = chunk_keys(prefix)
+ok, err, found = wait(conn, conn.submit_batch_exists(keys))
+hit = found.index(False) if False in found else len(found)
+bufs = [torch.empty(2, c.n_layers, chunk, c.kv_dim) for _ in range(hit)]
+ok, err, loaded = wait(conn, conn.submit_batch_get(keys[:hit], [b.numpy() for b in bufs]))
+assert ok and all(loaded), (err, loaded)
+kv = torch.cat(bufs, dim=2)  # [2, layers, tokens, kv_dim]: LMCache's KV_2LTD
+past = tuple((kv[0, l].view(-1, c.n_kv_heads, c.head_dim).transpose(0, 1).unsqueeze(0),
+              kv[1, l].view(-1, c.n_kv_heads, c.head_dim).transpose(0, 1).unsqueeze(0))
+             for l in range(c.n_layers))
+first = model.generate(prefix[hit * chunk:] + tail, past, n=1)
+ttft_loaded = time.perf_counter() - t0
+tokens = model.generate(prefix[hit * chunk:] + tail, past, n=args["n"])[0].tolist()
+t1 = time.perf_counter()
+cold_first = model.generate(prefix + tail, None, n=1)
+ttft_cold = time.perf_counter() - t1
+assert cold_first[0, 0] == first[0, 0]
+conn.close()
+print(json.dumps({"hit_chunks": hit, "found": found, "tokens": tokens,
+                  "ttft_loaded_s": ttft_loaded, "ttft_cold_s": ttft_cold}))
+'''
+
+
+def test_proof_two_processes_share_a_prefix(server, r):
+    """A prefills a 2,048-token prefix and stores it as LMCache's MP server would (chunks
+    of 256 tokens in LMCache's KV_2LTD layout, through PionNativeConnector); B, another
+    process, finds every chunk with one MATCH, loads them and decodes 16 greedy tokens
+    identical to A's."""
+    import hashlib
+    import subprocess
+    from pion.reference_model import ModelConfig, ReferenceDecoder
+
+    threads = torch.get_num_threads()
+    try:
+        model = ReferenceDecoder(ModelConfig(**PROOF_CFG), num_threads=1)
+        c = model.config
+        g = torch.Generator().manual_seed(11)
+        prefix = torch.randint(0, c.vocab_size, (PREFIX,), generator=g).tolist()
+        tail = torch.randint(0, c.vocab_size, (7,), generator=g).tolist()
+        # A: prefill the prefix, decode after it
+        _, past = model.prefill(prefix)
+        want = model.generate(tail, past, n=DECODE)[0].tolist()
+        # ... and store its KV as LMCache would: per chunk [2, layers, 256, kv_dim]
+        keys, bufs, parent = [], [], b""
+        for i in range(0, PREFIX, CHUNK):
+            parent = hashlib.sha256(
+                parent + np.asarray(prefix[i:i + CHUNK], "<i8").tobytes()).digest()
+            keys.append(L.object_key_string(c.model_id, 0, parent))
+            kv = torch.stack([torch.stack([p[j][0, :, i:i + CHUNK].transpose(0, 1)
+                                           .reshape(CHUNK, c.kv_dim) for p in past])
+                              for j in (0, 1)]).contiguous()
+            bufs.append(kv)
+    finally:
+        torch.set_num_threads(threads)
+    conn = L.PionNativeConnector(url=_url(server), num_workers=4)
+    try:
+        fid = conn.submit_batch_set(keys, [b.numpy() for b in bufs])
+        assert wait_completions(conn, 1)[fid] == (True, "", [True] * (PREFIX // CHUNK))
+    finally:
+        conn.close()
+    assert r.info("keyspace")["db0"]["keys"] == PREFIX // CHUNK
+    matches = r.info("commandstats").get("cmdstat_kv.block.match", {}).get("calls", 0)
+
+    args = {"url": _url(server), "cfg": PROOF_CFG, "prefix": prefix, "tail": tail,
+            "chunk": CHUNK, "n": DECODE}
+    out = subprocess.run([sys.executable, "-c", PROCESS_B, json.dumps(args)],
+                         capture_output=True, text=True, timeout=300,
+                         env={"PYTHONPATH": str(ROOT / "python"), "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["found"] == [True] * (PREFIX // CHUNK) and got["hit_chunks"] == PREFIX // CHUNK
+    assert got["tokens"] == want  # identical greedy continuation
+    assert r.info("commandstats")["cmdstat_kv.block.match"]["calls"] == matches + 1
+    print(f"\nB: time to first token with the 2,048-token prefix loaded from pion "
+          f"{got['ttft_loaded_s'] * 1000:.1f} ms; cold prefill {got['ttft_cold_s'] * 1000:.1f} ms")
