@@ -461,7 +461,9 @@ def test_remote_round_trip_one_key_per_chunk(server, r, fake_lmcache):
         assert one.get_shape() == torch.Size([2, 4, 100, 128])
         assert loop.run_until_complete(conn.get(missing)) is None
 
-        assert conn.batched_contains(keys[:2] + [missing] + keys[2:]) == [True, True] + [False] * 5
+        assert conn.batched_contains(keys[:2] + [missing] + keys[2:]) == 2  # as RemoteBackend
+        assert conn.batched_contains(keys[:2] + [missing] + keys[2:], True) == [
+            True, True] + [False] * 5
         assert conn.batched_contains(keys[:2] + [missing] + keys[2:],
                                      stop_after_first_not_exits=False) == [
             True, True, False, True, True, True, True]
@@ -552,7 +554,7 @@ def test_doc_snippets_build_working_connectors(server, r, fake_lmcache):
         obj = _chunk(3, tokens=y["chunk_size"])
         loop.run_until_complete(conn.batched_put([key], [obj]))
         assert 0 < r.ttl(key.to_string()) <= y["extra_config"]["remote_storage_plugin.pion.ttl_s"]
-        assert conn.batched_contains([key]) == [True]
+        assert conn.batched_contains([key]) == 1
         (back,) = loop.run_until_complete(conn.batched_get([key]))
         assert torch.equal(back.tensor.view(torch.int16), obj.tensor.view(torch.int16))
     finally:

@@ -435,6 +435,14 @@ class _PionRemoteConnectorImpl:
                  num_threads: int = 4, socket_timeout: float | None = 30.0,
                  socket_connect_timeout: float | None = 10.0, listen_removals: bool = True,
                  max_removals_kept: int = 65536) -> None:
+        mro = type(self).__mro__
+        base = next((c for c in mro[mro.index(_PionRemoteConnectorImpl) + 1:]
+                     if "__init__" in c.__dict__), object)
+        if base is not object:  # 78f6e7ee's RemoteConnector has none; later ones may
+            try:
+                base.__init__(self, config, metadata)
+            except TypeError:
+                base.__init__(self)
         self.url = url
         self.loop = loop
         self.local_cpu_backend = local_cpu_backend
@@ -573,9 +581,15 @@ class _PionRemoteConnectorImpl:
         return True
 
     def batched_contains(self, keys: List[Any],
-                         stop_after_first_not_exits: bool = True) -> List[bool]:
-        """One KV.BLOCK.MATCH (its leading count, or its bitmap when every key is asked)."""
+                         stop_after_first_not_exits: Optional[bool] = None) -> Any:
+        """One KV.BLOCK.MATCH for all keys. Called as LMCache's RemoteBackend calls it,
+        ``batched_contains(keys)``, it answers the number of leading keys present (the
+        prefix-hit count the backend slices ``keys`` with). With the flag some LMCache
+        trees declare, it answers one bool per key: False after the first miss when the
+        flag is true, else each key's own bit (MATCH ... BITMAP)."""
         ks = [self._key(k) for k in keys]
+        if stop_after_first_not_exits is None:
+            return self._pool.run(lambda c: c.match(ks)[0])
         if stop_after_first_not_exits:
             n = self._pool.run(lambda c: c.match(ks)[0])
             return [i < n for i in range(len(ks))]
