@@ -319,6 +319,23 @@ def test_native_many_batches_in_flight(server):
         c.close()
 
 
+def test_native_ctypes_byte_arrays(server):
+    """LMCache hands MemoryObj.byte_array: a ctypes-backed memoryview, format '<B'."""
+    import ctypes
+    c = L.PionNativeConnector(url=_url(server), num_workers=2)
+    try:
+        src = (ctypes.c_ubyte * 3000)(*[i % 251 for i in range(3000)])
+        dst = (ctypes.c_ubyte * 3000)()
+        assert memoryview(src).format == "<B"
+        f = c.submit_batch_set(["m@00000000@cc"], [memoryview(src)])
+        assert wait_completions(c, 1)[f][0]
+        f = c.submit_batch_get(["m@00000000@cc"], [memoryview(dst)])
+        assert wait_completions(c, 1)[f][2] == [True]
+        assert bytes(dst) == bytes(src)
+    finally:
+        c.close()
+
+
 def test_native_eventfd_readable_until_drained(server):
     c = L.PionNativeConnector(url=_url(server), num_workers=2)
     try:
