@@ -581,7 +581,7 @@ def test_doc_snippets_build_working_connectors(server, r, fake_lmcache):
     # what the doc says INFO shows
     doc = DOC.read_text()
     stats = r.info("commandstats")
-    for name in ("cmdstat_set", "cmdstat_get", "cmdstat_kv.block.match"):
+    for name in ("cmdstat_set", "cmdstat_get", "cmdstat_kv.block.match", "cmdstat_subscribe"):
         assert f"`{name}`" in doc and name in stats, name
     assert "notify-keyspace-events Egxe" in doc
 
