@@ -13,7 +13,9 @@ rm -rf "$tmp/python/build" "$tmp/python/"*.egg-info "$tmp/python/tests"
 cd "$tmp"
 "$tmp/venv/bin/python" - <<'PY'
 import pion, pion.testing, pion._resp
+import pion.integrations.lmcache
 assert "/venv/" in pion.__file__, pion.__file__
+assert "/venv/" in pion.integrations.lmcache.__file__
 assert pion._resp.encode("PING") == b"*1\r\n$4\r\nPING\r\n"
 print("installed", pion.__version__, "at", pion.__file__)
 PY

@@ -104,3 +104,42 @@ def test_concat_value_and_parts_reads(server):
         assert c.call("DBSIZE") == 1
     finally:
         c.close()
+
+
+def test_get_split_header_then_recv_into(server):
+    c = _conn.connect(_url(server), depth=2)
+    try:
+        vals = [b"H%03d" % i + bytes([i]) * (1000 + i) for i in range(5)]
+        c.run_pipelined([("SET", b"s|%d" % i, v) for i, v in enumerate(vals)])
+        c.call("SET", "s|short", "ab")
+        bufs = [bytearray(2000) for _ in range(5)]
+        seen = []
+
+        def place(i, head, rest):
+            seen.append((i, head, rest))
+            return None if i == 3 else bufs[i]
+        keys = [b"s|%d" % i for i in range(5)] + [b"s|missing", b"s|short"]
+        got = c.get_split(keys, 4, place)
+        assert got == [1000, 1001, 1002, -2, 1004, -1, -2]
+        assert [s[1] for s in seen] == [b"H%03d" % i for i in range(5)]
+        for i in (0, 1, 2, 4):
+            assert bufs[i][:1000 + i] == bytes([i]) * (1000 + i)
+        assert c.call("PING") == b"PONG"  # the stream stays in step
+    finally:
+        c.close()
+
+
+def test_set_many_joins_parts_on_the_wire(server):
+    c = _conn.connect(_url(server), depth=2)
+    try:
+        body = np.arange(100000, dtype=np.uint8)
+        items = [(b"m|%d" % i, [b"HEAD%d" % i, memoryview(body)]) for i in range(3)]
+        items.append((b"m|plain", b"xyz"))
+        assert c.set_many(items) == [b"OK"] * 4
+        assert c.call("GET", "m|1") == b"HEAD1" + body.tobytes()
+        assert c.call("GET", "m|plain") == b"xyz"
+        assert c.set_many([(b"m|ttl", [b"a", b"b"])], px=50000) == [b"OK"]
+        assert 0 < c.call("PTTL", "m|ttl") <= 50000
+        assert c.call("GET", "m|ttl") == b"ab"
+    finally:
+        c.close()

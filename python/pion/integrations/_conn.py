@@ -130,31 +130,64 @@ class _IntoReader(_resp.SocketReader):
             return t
         return bytearray(n)
 
+    def error(self, text: str) -> E.PionError:
+        return E.error_from_reply(text)
+
+    # A split read: the value's first ``split_size`` bytes (a header) are read, handed
+    # to ``split(header, rest)``, and the rest goes into the buffer it returns.
+    split: Callable[[bytes, int], Any] | None = None
+    split_size: int = 0
+    rest: int = 0
+
+    def _read_exact(self, mv: memoryview) -> None:
+        n = mv.nbytes
+        have = min(n, len(self.buf) - self.pos)
+        mv[:have] = self.buf[self.pos:self.pos + have]
+        self.pos += have
+        while have < n:
+            k = self.sock.recv_into(mv[have:], n - have)
+            if k == 0:
+                raise ConnectionError("Connection closed by server.")
+            have += k
+
     def _bulk_body(self, n: int) -> Any:
+        if self.split is not None:
+            return self._split_body(n)
         parts = self.parts
-        if parts is None or sum(p.nbytes for p in parts) != n:
-            return super()._bulk_body(n)
+        if parts is not None and sum(p.nbytes for p in parts) == n:
+            return self._parts_body(parts, n)
+        return super()._bulk_body(n)
+
+    def _parts_body(self, parts: list[memoryview], n: int) -> Any:
         for mv in parts:  # what is buffered first, then recv_into straight into each part
-            m = mv.nbytes
-            have = min(m, len(self.buf) - self.pos)
-            mv[:have] = self.buf[self.pos:self.pos + have]
-            self.pos += have
-            got = have
-            while got < m:
-                k = self.sock.recv_into(mv[got:], m - got)
-                if k == 0:
-                    raise ConnectionError("Connection closed by server.")
-                got += k
+            self._read_exact(mv)
+        self._crlf()
+        self.landed = True
+        return _Landed(n)
+
+    def _crlf(self) -> None:
         while len(self.buf) - self.pos < 2:
             self._fill()
         if self.buf[self.pos:self.pos + 2] != b"\r\n":
             raise _resp.ProtocolError("bulk string not followed by CRLF")
         self.pos += 2
-        self.landed = True
-        return _Landed(n)
 
-    def error(self, text: str) -> E.PionError:
-        return E.error_from_reply(text)
+    def _split_body(self, n: int) -> Any:
+        split = self.split
+        if n < self.split_size:
+            return super()._bulk_body(n)
+        head = bytearray(self.split_size)
+        self._read_exact(memoryview(head))
+        rest = self.rest = n - self.split_size
+        target = split(bytes(head), rest)
+        mv = memoryview(target).cast("B") if target is not None else None
+        if mv is not None and mv.nbytes >= rest:
+            self.landed = True
+            self._read_exact(mv[:rest])
+        else:
+            self._read_exact(memoryview(bytearray(rest)))  # read and dropped
+        self._crlf()
+        return head
 
 
 class _Landed(int):
@@ -284,6 +317,45 @@ class BlockConnection(_fetch.FetchConnection):
                 else:
                     out.append(-2)
         return out
+
+    def get_split(self, keys: Sequence[Any], header_size: int,
+                  place: Callable[[int, bytes, int], Any]) -> list[int]:
+        """Pipelined GETs of values that begin with a ``header_size``-byte header:
+        for key i the header is read first and ``place(i, header, rest)`` returns the
+        writable buffer (at least ``rest`` bytes) the remaining bytes are received into
+        with ``recv_into``, or None to drop them. Returns per key ``rest`` when it
+        landed, -1 when the key is missing, -2 when the value was dropped or shorter
+        than a header."""
+        out: list[int] = []
+        rd = self.reader
+        for i in range(0, len(keys), self.depth):
+            window = range(i, min(len(keys), i + self.depth))
+            self.send([("GET", keys[j]) for j in window])
+            for j in window:
+                rd.split = lambda head, rest, j=j: place(j, head, rest)
+                rd.split_size = header_size
+                rd.landed = False
+                try:
+                    r = rd.read()
+                finally:
+                    rd.split = None
+                if r is None or (isinstance(r, E.CommandError) and "WRONGTYPE" in str(r)):
+                    out.append(-1)
+                elif rd.landed and not isinstance(r, E.PionError):
+                    out.append(rd.rest)
+                else:
+                    out.append(-2)
+        return out
+
+    def set_many(self, items: Sequence[tuple[Any, Any]], *, px: int | None = None) -> list[Any]:
+        """Pipelined ``SET key value [PX px]``, ``depth`` at a time. A value is one buffer
+        or a list of buffers sent back to back as one value (a header and a payload
+        without joining them in memory, as :class:`Concat`). Returns one reply per key
+        (``b"OK"`` or a PionError value)."""
+        opt = ["PX", int(px)] if px else []
+        return self.run_pipelined([
+            ["SET", key, Concat(*value) if isinstance(value, (list, tuple)) else value, *opt]
+            for key, value in items])
 
     def unpin(self, leases: Iterable[int]) -> int:
         ids = [int(x) for x in leases if x]
