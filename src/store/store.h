@@ -163,6 +163,7 @@ struct NamespaceInfo {
   uint64_t chain_length = 0;  // namespaces root..this, inclusive
   uint64_t tokens = 0;        // K side, layer 0 row count
   uint64_t chain_tokens = 0;  // sum of tokens over the chain
+  bool on_disk = false;       // its rows live in the disk tier
 };
 
 // Input rows of a store: f32 or f16, row-major [count, dim].
@@ -490,6 +491,9 @@ class Store {
   // CONFIG SET: a smaller tier drops its least recently used values now.
   void SetTierMaxBytes(uint64_t n);
   void SetTierMinValue(uint64_t n);
+  // After recovery: what the log and snapshot brought back beyond the budget
+  // moves to the tier, oldest first (nothing is dropped). Returns the entries moved.
+  uint64_t MoveOverBudgetToTier();
   TierStats tier_stats() const;
   // A read of a value on disk (v->on_disk()) with one checked direct read on a
   // tier I/O thread; `done` runs there with the value in a RAM buffer, or the
@@ -821,6 +825,32 @@ class Store {
   std::mutex tier_done_mu_;
   std::vector<TierDone> tier_done_;  // guarded by tier_done_mu_
   void TierApplyDoneLocked();
+  // Namespaces (store/tier_namespaces.cc). A chunk written to a namespace's extent.
+  struct TierChunk {
+    uint8_t side = 0;
+    uint32_t layer = 0;
+    uint64_t index = 0;
+    std::shared_ptr<Chunk> chunk;
+    uint64_t offset = 0;  // in the extent's value (64-byte aligned)
+  };
+  struct TierNsDone {
+    std::shared_ptr<Namespace> ns;
+    tier::ExtentRef extent;
+    std::vector<TierChunk> chunks;
+    Status status;
+  };
+  std::vector<TierNsDone> tier_ns_done_;  // guarded by tier_done_mu_
+  uint64_t tier_uncharged_ = 0;           // guarded by mu_: sum of Namespace::tier_uncharged
+  bool TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_t* lsn);
+  void TierNamespaceWrite(TierNsDone job);
+  void TierApplyNsDoneLocked(std::vector<TierNsDone>& done);
+  // A write to a tiered namespace charges its rows to RAM again (its chunks
+  // keep reading the tier until they are rewritten). REQUIRES mu_.
+  void UntierNamespaceLocked(Namespace& n);
+  // A RAM eviction candidate: not on disk, every child on disk (leaves first).
+  bool RamCandidateLocked(const Namespace& n) const;
+  // The tier's least recently used namespace leaf, or null.
+  std::shared_ptr<Namespace> OldestTieredNamespaceLocked() const;
   std::unique_ptr<base::ThreadPool> tier_io_;
   std::atomic<uint64_t> tier_min_value_{64 * 1024};
   uint64_t tier_queue_bytes_ = 256ull << 20;

@@ -19,6 +19,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "store/namespace.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -52,6 +53,38 @@ void Store::SetTierMaxBytes(uint64_t n) {
   uint64_t lsn = 0;
   while (tier_->used_bytes() > n && TierDropOldestLocked(nullptr, &lsn)) {
   }
+}
+
+uint64_t Store::MoveOverBudgetToTier() {
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  if (!tier_ || cfg_.max_bytes == 0) return 0;
+  uint64_t moved = 0, lsn = 0;
+  // Bounded: every entry is looked at once at most.
+  for (uint64_t tries = StrCountLocked() + NsCountLocked(); bytes_ > cfg_.max_bytes && tries > 0;
+       --tries) {
+    StrEntry* sv = nullptr;
+    for (Shard& sh : shards_) {
+      std::lock_guard<std::mutex> sl(sh.mu);
+      for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
+        if (TierMovableLocked(*e)) {
+          if (sv == nullptr || e->stamp < sv->stamp) sv = e;
+          break;
+        }
+    }
+    NsPtr nv = OldestPooledLeafLocked(nullptr);
+    const bool take_ns =
+        nv && (sv == nullptr || nv->stamp.load(std::memory_order_relaxed) < sv->stamp);
+    if (take_ns) {
+      if (TierMoveNamespaceLocked(nv, &lsn)) ++moved;
+      EvictedFromPoolLocked(nv, nullptr);  // moved, or not movable: not offered again now
+    } else if (sv != nullptr && TierMoveLocked(*sv, &lsn)) {
+      ++moved;
+    } else {
+      break;
+    }
+  }
+  return moved;
 }
 
 void Store::SetTierMinValue(uint64_t n) { tier_min_value_.store(n, std::memory_order_relaxed); }
@@ -93,6 +126,8 @@ bool Store::TierMovableLocked(const StrEntry& e) const {
 }
 
 bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
+  // The older of the oldest string and the oldest namespace leaf on disk.
+  NsPtr nv = OldestTieredNamespaceLocked();
   StrEntry* victim = nullptr;
   for (Shard& sh : shards_) {
     std::lock_guard<std::mutex> sl(sh.mu);
@@ -101,6 +136,12 @@ bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
         if (victim == nullptr || e->stamp < victim->stamp) victim = e;
         break;
       }
+  }
+  if (nv && (victim == nullptr || nv->stamp.load(std::memory_order_relaxed) < victim->stamp)) {
+    if (!RemoveLocked(nv, DropReason::kEviction, lsn).ok()) return false;
+    EvictedFromPoolLocked(nv, nullptr);
+    tier_evictions_.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
   if (victim == nullptr) return false;
   if (!StrRemoveLocked(*victim, 1, lsn).ok()) return false;
@@ -185,10 +226,13 @@ void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
 
 void Store::TierApplyDoneLocked() {
   std::vector<TierDone> done;
+  std::vector<TierNsDone> ns_done;
   {
     std::lock_guard<std::mutex> tl(tier_done_mu_);
     done.swap(tier_done_);
+    ns_done.swap(tier_ns_done_);
   }
+  if (!ns_done.empty()) TierApplyNsDoneLocked(ns_done);
   for (TierDone& d : done) {
     StrEntry* e = StrEntryLocked(d.key);
     if (e == nullptr || e->value != d.moving) continue;  // replaced or gone since

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,10 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   ExtentRef Allocate(std::string_view key, uint64_t value_len);
   // Writes header + value at the extent (blocking: the tier's I/O threads call it).
   Status Write(Extent& x, const uint8_t* data, uint64_t n);
+  // The same with the value gathered by `fill(offset, dst, len)`, which puts the
+  // value's bytes [offset, offset + len) at dst (called in order, len > 0).
+  using Filler = std::function<void(uint64_t offset, uint8_t* dst, uint64_t len)>;
+  Status Write(Extent& x, const Filler& fill);
   // Reads the extent with one direct read into a fresh aligned buffer, checks it
   // and returns the buffer (the value starts at x.header_bytes).
   Result<OwnedBuffer> Read(const Extent& x);
@@ -93,6 +98,7 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   friend struct Extent;
   TierFile() = default;
   void Free(uint64_t offset, uint64_t length);
+  Status PwriteAll(const uint8_t* p, uint64_t n, uint64_t at);
 
   std::string path_;
   int fd_ = -1;
