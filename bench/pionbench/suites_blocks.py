@@ -269,7 +269,7 @@ def suite_blocks(ctx):
     rows = []
     rows += match_rows(ctx)
     rows += chain_rows(ctx)
-    rows.append(events_row(ctx))
+    rows += events_rows(ctx)
     rows.append(publish_row(ctx))
     return rows
 
@@ -392,11 +392,25 @@ def wait_subscribed(port, drain, timeout=15.0):
         c.close()
 
 
-def events_row(ctx):
+def register_bench_cmd(hashes=16):
+    """redis-benchmark's command line re-registering one of 10,000 namespaces with a
+    BLOCKS table of `hashes` hashes (each one a BlockRemoved and a BlockStored once the
+    namespace exists): the KV events pion publishes today under load."""
+    return ['-r', '10000', 'KV.PREFIX.REGISTER', 'evns:__rand_int__', '8', 'fp16', 'BLOCKS',
+            '16', str(hashes), 'B' * 8 * hashes]
+
+
+def events_rows(ctx):
+    """Events on vs off: KV.BLOCK.CHAIN with HASHES (the contract's row), and
+    KV.PREFIX.REGISTER with BLOCKS (what publishes events in every build)."""
     n = 2000 if ctx.smoke else 100000
-    cmd = chain_bench_cmd()
-    row = Row('blocks', 'KV.BLOCK.CHAIN 4 × 1 KiB with HASHES, redis-benchmark 50 clients: '
-              'KV events on, 1 SUB draining', 'ops/s', 'events off (same pion)', '≥ 0.95×')
+    work = [
+        ('KV.BLOCK.CHAIN 4 × 1 KiB with HASHES', 'KV.BLOCK.CHAIN', chain_bench_cmd()),
+        ('KV.PREFIX.REGISTER with 16 BLOCKS hashes', 'KV.PREFIX.REGISTER',
+         register_bench_cmd()),
+    ]
+    rows = [Row('blocks', '%s, redis-benchmark 50 clients: KV events on, 1 SUB draining' % w[0],
+                'ops/s', 'events off (same pion)', '≥ 0.95×') for w in work]
     zport = free_port()
     drain = ZmqDrain('tcp://127.0.0.1:%d' % zport)
     on = off = None
@@ -404,42 +418,51 @@ def events_row(ctx):
         on = ctx.start_pion(extra=['--kv-events-endpoint', 'tcp://127.0.0.1:%d' % zport])
         off = ctx.start_pion()
         wait_subscribed(on.port, drain)
-        before = drain.messages
-        published0 = int(info_fields(on.port).get('kv_events_published', 0) or 0)
-        res = interleaved(ctx, [lambda: redis_benchmark(ctx, on, n, 1, 50, cmd),
-                                lambda: redis_benchmark(ctx, off, n, 1, 50, cmd)])
-        row.pion = [x['ops_per_s'] for x in res[0]]
-        row.peer = [x['ops_per_s'] for x in res[1]]
-        info = info_fields(on.port)
-        # Every batch published by now reaches the drain within a few ms (1 ms batching).
-        deadline = time.monotonic() + 5
-        want = int(info.get('kv_events_batches', 0) or 0) - int(info.get('kv_events_dropped', 0) or 0)
-        while drain.messages < want and time.monotonic() < deadline:
-            time.sleep(0.01)
-        row.extra = {'events_on_p99_ms': [x['p99_ms'] for x in res[0]],
-                     'events_off_p99_ms': [x['p99_ms'] for x in res[1]],
-                     'messages_received': drain.messages - before}
-        for k in ('kv_events_batches', 'kv_events_published', 'kv_events_dropped'):
-            if k in info:
-                row.extra[k] = float(info[k])
-        published = int(info.get('kv_events_published', 0) or 0) - published0
-        row.extra['events_published_during_the_runs'] = float(published)
-        ratio = mmm(row.ratios())[1]
-        if published <= 0:
-            # Nothing to publish: the ratio measures no publisher at all.
-            judge(row, False, '%.3f×, but KV.BLOCK.CHAIN published no KV event '
-                  '(kv_events_published unchanged): nothing measured' % ratio)
-        else:
-            judge(row, ratio >= 0.95, '%.3f×, %d events, %s batches dropped' % (
-                ratio, published, info.get('kv_events_dropped', '?')))
+        for row, (_, name, cmd) in zip(rows, work):
+            try:
+                events_row(ctx, row, name, cmd, n, on, off, drain)
+            except BenchError as e:
+                row.error = str(e)
     except BenchError as e:
-        row.error = str(e)
+        for row in rows:
+            row.error = row.error or str(e)
     finally:
         for s in (on, off):
             if s is not None:
                 s.stop()
         drain.close()
-    return row
+    return rows
+
+
+def events_row(ctx, row, name, cmd, n, on, off, drain):
+    before = drain.messages
+    published0 = int(info_fields(on.port).get('kv_events_published', 0) or 0)
+    res = interleaved(ctx, [lambda: redis_benchmark(ctx, on, n, 1, 50, cmd),
+                            lambda: redis_benchmark(ctx, off, n, 1, 50, cmd)])
+    row.pion = [x['ops_per_s'] for x in res[0]]
+    row.peer = [x['ops_per_s'] for x in res[1]]
+    info = info_fields(on.port)
+    # Every batch published by now reaches the drain within a few ms (1 ms batching).
+    deadline = time.monotonic() + 5
+    want = int(info.get('kv_events_batches', 0) or 0) - int(info.get('kv_events_dropped', 0) or 0)
+    while drain.messages < want and time.monotonic() < deadline:
+        time.sleep(0.01)
+    published = int(info.get('kv_events_published', 0) or 0) - published0
+    row.extra = {'events_on_p99_ms': [x['p99_ms'] for x in res[0]],
+                 'events_off_p99_ms': [x['p99_ms'] for x in res[1]],
+                 'messages_received': drain.messages - before,
+                 'events_published_during_the_runs': float(published)}
+    for k in ('kv_events_batches', 'kv_events_dropped'):
+        if k in info:
+            row.extra[k] = float(info[k])
+    ratio = mmm(row.ratios())[1]
+    if published <= 0:
+        # Nothing was published: the ratio measures no publisher at all.
+        judge(row, False, '%.3f×, but %s published no KV event (kv_events_published '
+              'unchanged): nothing measured' % (ratio, name))
+    else:
+        judge(row, ratio >= 0.95, '%.3f×, %d events, %s batches dropped' % (
+            ratio, published, info.get('kv_events_dropped', '?')))
 
 
 def publish_row(ctx):
