@@ -151,7 +151,10 @@ class SglangStorage:
     name = 'SGLang PionHiCacheStorage (batch_exists + batch_get_v1)'
 
     def __init__(self, url, n, size, src):
-        import torch
+        try:
+            import torch
+        except ImportError as e:
+            raise NotAvailable('torch does not import (%s)' % e)
         self.torch = torch
         hs = install_sglang()
         cls = load_class('pion.integrations.sglang', 'PionHiCacheStorage')
