@@ -197,7 +197,7 @@ TEST_F(KvPrefixCommands, InfoOfANamespaceEscapesNames) {
     EXPECT_EQ(line.find_first_of("\r\n"), std::string::npos) << line;
     pos = end + 2;
   }
-  EXPECT_EQ(lines, 7u);
+  EXPECT_EQ(lines, 8u);
 }
 
 // ACL over links: a tenant that may write root and t1 but only read t2.
