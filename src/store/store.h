@@ -495,6 +495,8 @@ class Store {
   // moves to the tier, oldest first (nothing is dropped). Returns the entries moved.
   uint64_t MoveOverBudgetToTier();
   TierStats tier_stats() const;
+  // Tests: the tier's file (fault injection), or null without a tier.
+  tier::TierFile* tier_file_for_test() { return tier_.get(); }
   // A read of a value on disk (v->on_disk()) with one checked direct read on a
   // tier I/O thread; `done` runs there with the value in a RAM buffer, or the
   // error (a damaged extent: Corruption).
@@ -855,6 +857,9 @@ class Store {
   std::atomic<uint64_t> tier_min_value_{64 * 1024};
   uint64_t tier_queue_bytes_ = 256ull << 20;
   uint64_t tier_entries_ = 0;  // guarded by mu_
+  // After a failed tier write nothing moves for a second (a failing disk
+  // behaves as no tier instead of bouncing every value); monotonic us.
+  std::atomic<uint64_t> tier_paused_until_us_{0};
   std::mutex tier_backlog_mu_;
   std::condition_variable tier_backlog_cv_;
   uint64_t tier_backlog_ = 0;  // guarded by tier_backlog_mu_: bytes queued for writing

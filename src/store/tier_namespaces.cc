@@ -15,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "store/namespace.h"
 #include "store/store.h"
@@ -27,6 +28,7 @@ uint64_t Align64(uint64_t n) { return (n + 63) & ~uint64_t{63}; }
 
 bool Store::RamCandidateLocked(const Namespace& n) const {
   if (n.tiered || n.pending_children != 0) return false;
+  // (Moving is also paused after a failed write: TierMoveNamespaceLocked says no.)
   for (const Namespace* c : n.children)
     if (!c->tiered) return false;
   return true;
@@ -55,7 +57,9 @@ std::shared_ptr<Namespace> Store::OldestTieredNamespaceLocked() const {
 
 bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_t* lsn) {
   TierApplyDoneLocked();
-  if (!tier_ || n->dropped || !RamCandidateLocked(*n)) return false;
+  if (!tier_ || n->dropped || !RamCandidateLocked(*n) ||
+      MonotonicUs() < tier_paused_until_us_.load(std::memory_order_relaxed))
+    return false;
   const uint64_t rows_bytes = n->bytes - TableBytes(n->blocks);
   if (rows_bytes == 0 || rows_bytes < tier_min_value_.load(std::memory_order_relaxed)) return false;
   TierNsDone job;
@@ -151,6 +155,7 @@ void Store::TierNamespaceWrite(TierNsDone job) {
     tier_write_bytes_.fetch_add(x.length, std::memory_order_relaxed);
   } else {
     tier_errors_.fetch_add(1, std::memory_order_relaxed);
+    tier_paused_until_us_.store(MonotonicUs() + 1'000'000, std::memory_order_relaxed);
     LOG_WARNING(
         "disk tier: writing namespace '%s' to %s at offset %llu failed: %s (it stays in "
         "RAM)",

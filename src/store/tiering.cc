@@ -116,7 +116,8 @@ Store::TierStats Store::tier_stats() const {
 }
 
 bool Store::TierMovableLocked(const StrEntry& e) const {
-  if (!tier_ || e.pins > 0 || e.held || e.value == nullptr || e.value->tiered() ||
+  if (!tier_ || MonotonicUs() < tier_paused_until_us_.load(std::memory_order_relaxed) ||
+      e.pins > 0 || e.held || e.value == nullptr || e.value->tiered() ||
       e.value->size < tier_min_value_.load(std::memory_order_relaxed))
     return false;
   if (e.HasChildren())  // a chain goes to disk leaves first
@@ -210,6 +211,7 @@ void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
     tier_write_bytes_.fetch_add(moving->extent->length, std::memory_order_relaxed);
   } else {
     tier_errors_.fetch_add(1, std::memory_order_relaxed);
+    tier_paused_until_us_.store(MonotonicUs() + 1'000'000, std::memory_order_relaxed);
     LOG_WARNING("disk tier: writing %s at offset %llu failed: %s (the value stays in RAM)",
                 tier_->path().c_str(), static_cast<unsigned long long>(moving->extent->offset),
                 st.ToString().c_str());
