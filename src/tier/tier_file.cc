@@ -106,7 +106,20 @@ Result<std::shared_ptr<TierFile>> TierFile::Open(const std::string& dir, uint64_
     t->direct_ = false;
   }
   if (t->fd_ < 0) return Status::IOError("open " + t->path_ + ": " + std::strerror(errno));
-  void* m = ::mmap(nullptr, kMaxTierBytes, PROT_READ, MAP_SHARED | MAP_NORESERVE, t->fd_, 0);
+  // Address space for the whole tier, reserved once (the mapping never moves,
+  // so values and chunks may point into it): 16 TiB where the process may
+  // (sanitizers reserve much of the address space), else less, never below
+  // four times the starting bound.
+  void* m = MAP_FAILED;
+  for (uint64_t want : {kMaxTierBytes, uint64_t{1} << 40, uint64_t{64} << 30,
+                        std::max<uint64_t>(4 * max_bytes, uint64_t{1} << 30)}) {
+    if (want < max_bytes) continue;
+    m = ::mmap(nullptr, want, PROT_READ, MAP_SHARED | MAP_NORESERVE, t->fd_, 0);
+    if (m != MAP_FAILED) {
+      t->map_bytes_ = want;
+      break;
+    }
+  }
   if (m == MAP_FAILED) return Status::IOError("mmap " + t->path_ + ": " + std::strerror(errno));
   t->map_ = static_cast<uint8_t*>(m);
   t->max_bytes_ = max_bytes;
@@ -114,7 +127,7 @@ Result<std::shared_ptr<TierFile>> TierFile::Open(const std::string& dir, uint64_
 }
 
 TierFile::~TierFile() {
-  if (map_ != nullptr) ::munmap(map_, kMaxTierBytes);
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -137,7 +150,7 @@ ExtentRef TierFile::Allocate(std::string_view key, uint64_t value_len) {
         free_by_len_.emplace(len - need, off + need);
       }
     } else {
-      if (end_ + need > kMaxTierBytes) return nullptr;
+      if (end_ + need > map_bytes_) return nullptr;
       off = end_;
       end_ += need;
     }

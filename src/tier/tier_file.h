@@ -85,6 +85,8 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   uint64_t extents() const { return extents_.load(std::memory_order_relaxed); }
   const std::string& path() const { return path_; }
   const uint8_t* map_base() const { return map_; }
+  // How far the file can grow (the mapping reserved at open).
+  uint64_t map_bytes() const { return map_bytes_; }
   // False on a file system without O_DIRECT (tmpfs): reads go through the page cache.
   bool direct() const { return direct_; }
 
@@ -104,6 +106,7 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   int fd_ = -1;
   bool direct_ = true;
   uint8_t* map_ = nullptr;
+  uint64_t map_bytes_ = 0;  // address space reserved for the mapping
   std::atomic<uint64_t> max_bytes_{0};
   std::atomic<uint64_t> used_{0};
   std::atomic<uint64_t> extents_{0};
