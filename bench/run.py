@@ -11,7 +11,7 @@ better (throughput pion/peer, latency peer/pion).
 
     /usr/bin/python3 bench/run.py --build build/release [--suite NAME] [--smoke]
 
-Suites: small, bulk, membership, quant, formats, attend, strings, cluster, persist (see
+Suites: small, bulk, membership, quant, formats, attend, strings, cluster, persist, tier (see
 docs/benchmarks.md, docs/attention.md and docs/cluster.md).
 The harness is the package bench/pionbench (harness, one module per group of suites,
 report); it uses the standard library, the Python package's pion._resp and
@@ -35,14 +35,14 @@ from pionbench.report import (append_history, cpu_busy, cpu_name, git_sha, rende
                               render_md, wait_idle)
 from pionbench.suites_attend import suite_attend_all
 from pionbench.suites_core import suite_bulk, suite_membership, suite_small
-from pionbench.suites_more import suite_cluster, suite_persist, suite_strings
+from pionbench.suites_more import suite_cluster, suite_persist, suite_strings, suite_tier
 from pionbench.suites_quant import suite_formats, suite_quant
 
 
 SUITE_FNS = {'small': suite_small, 'bulk': suite_bulk, 'membership': suite_membership,
              'quant': suite_quant, 'formats': suite_formats,
              'attend': suite_attend_all, 'strings': suite_strings,
-             'cluster': suite_cluster, 'persist': suite_persist}
+             'cluster': suite_cluster, 'persist': suite_persist, 'tier': suite_tier}
 
 
 def main():
