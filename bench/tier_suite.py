@@ -28,6 +28,13 @@ Each repetition measures pion and its anchor one after the other.
    = evicted). Strings only: namespaces are not tiered yet. The tier's writes are
    queued (tier-write-queue, 256 MiB): the row is redis-benchmark's rate; what was
    still queued at its end and the time to drain it are in the details. Target >= 0.8x.
+4. Time to first token from the disk tier vs cold prefill, with the reference model
+   (python/pion/reference_model.py, random weights, CPU): a 2,048-token prefix's K/V
+   stored as fp16 blocks of 256 tokens (1 MiB strings) with KV.BLOCK.CHAIN under
+   --maxmemory 4mb, RAM filled as in 1 so every block is in the tier and none is
+   promoted; warm = GET of every block (page cache dropped first) + conversion + the
+   16-token suffix's forward pass to its first token; cold = the forward pass of prefix
+   + suffix. Target: warm <= 30 % of cold.
 """
 
 import json
@@ -333,9 +340,82 @@ def _row_evictions(ctx, m):
     return row
 
 
+# ---------------------------------------------------------------- 4. TTFT from the tier
+
+def _row_ttft(ctx, m):
+    import numpy as np
+    import torch
+
+    from pion.reference_model import ReferenceDecoder
+
+    model = ReferenceDecoder()
+    cfg = model.config
+    prefix = 256 if ctx.smoke else 2048
+    block = 64 if ctx.smoke else 256
+    nblocks = prefix // block
+    ids = [(7 * i + 3) % cfg.vocab_size for i in range(prefix + 16)]
+    row = m.Row('tier', 'reference model TTFT, %d-token prefix from the disk tier (fp16 blocks '
+                'of %d tokens, KV.BLOCK.CHAIN) + 16-token suffix' % (prefix, block), 's',
+                'cold prefill of prefix + suffix', 'warm ≤ 30% of cold', higher_better=False)
+    # The prefix's K/V as blocks: per block, every layer's K then V, fp16.
+    _, past = model.prefill(ids[:prefix])
+    shape = (cfg.n_layers, 2, 1, cfg.n_kv_heads, block, cfg.head_dim)
+    blobs = []
+    for b in range(nblocks):
+        parts = [t[:, :, b * block:(b + 1) * block, :] for kv in past for t in kv]
+        blobs.append(torch.stack(parts).to(torch.float16).contiguous().numpy().tobytes())
+    d = tempfile.mkdtemp(dir=ctx.tmp)
+    srv, sd = _start(ctx, m, 'ttft', _tier_args(d, '4mb', '1gb'))
+    try:
+        c = _connect(srv.port)
+        keys = [b'ttft:%d' % b for b in range(nblocks)]
+        r = c.chain(list(zip(keys, blobs)), tokens=block)
+        if any(x != b'OK' for x in r):
+            raise m.BenchError('KV.BLOCK.CHAIN: %r' % r[:2])
+        _fill_ram(m, c, 4 * MIB)
+        _settle(m, srv)
+        info0 = _info(m, srv.port)
+        if info0['tier_entries'] < nblocks:
+            raise m.BenchError('%d of %d blocks in the tier' % (info0['tier_entries'], nblocks))
+        bufs = [bytearray(len(x)) for x in blobs]
+        warm, cold, same = [], [], []
+        for _ in range(ctx.reps):
+            _drop_caches(ctx)
+            t0 = time.perf_counter()
+            got = c.get_into(keys, bufs)
+            if got != [len(x) for x in blobs]:
+                raise m.BenchError('GET of the blocks: %r' % got)
+            kv = torch.cat([torch.from_numpy(np.frombuffer(x, dtype=np.float16)).view(shape)
+                            for x in bufs], dim=4)
+            restored = tuple((kv[i, 0], kv[i, 1]) for i in range(cfg.n_layers))
+            logits, _ = model.forward(ids[prefix:], restored, last_only=True)
+            tok_warm = int(logits[0, -1].argmax())
+            warm.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            logits, _ = model.forward(ids, None, last_only=True)
+            tok_cold = int(logits[0, -1].argmax())
+            cold.append(time.perf_counter() - t0)
+            same.append(tok_warm == tok_cold)
+        info1 = _info(m, srv.port)
+        row.pion, row.peer = warm, cold
+        row.extra = {'tier_reads': info1['tier_reads'] - info0['tier_reads'],
+                     'tier_promotions': info1['tier_promotions'] - info0['tier_promotions'],
+                     'block_bytes': len(blobs[0]), 'same_first_token': same}
+        if row.extra['tier_reads'] < nblocks * ctx.reps:
+            raise m.BenchError('only %d of %d block reads came from the tier' % (
+                row.extra['tier_reads'], nblocks * ctx.reps))
+        frac = m.mmm([w / c_ for w, c_ in zip(warm, cold)])[1]
+        row.met = frac <= 0.3
+        row.met_note = 'warm = %.0f%% of cold' % (100 * frac)
+    finally:
+        _stop(m, srv, sd)
+        shutil.rmtree(d, ignore_errors=True)
+    return row
+
+
 def suite(ctx, m):
     rows = []
-    for fn in (_row_cold_get, _rows_random_reads, _row_evictions):
+    for fn in (_row_cold_get, _rows_random_reads, _row_evictions, _row_ttft):
         try:
             r = fn(ctx, m)
             rows += r if isinstance(r, list) else [r]
