@@ -30,9 +30,9 @@ Each repetition measures pion and its anchor one after the other.
    still queued at its end and the time to drain it are in the details. Target >= 0.8x.
 4. Time to first token from the disk tier vs cold prefill, with the reference model
    (python/pion/reference_model.py, random weights, CPU): a 2,048-token prefix's K/V
-   stored as fp16 blocks of 256 tokens (1 MiB strings) with KV.BLOCK.CHAIN under
-   --maxmemory 4mb, RAM filled as in 1 so every block is in the tier and none is
-   promoted; warm = GET of every block (page cache dropped first) + conversion + the
+   stored as fp16 blocks of 256 tokens (1 MiB strings) with KV.BLOCK.CHAIN, then 32 KiB
+   values push every block to the tier (the RAM budget is then full of values that
+   cannot move: no block is promoted); warm = GET of every block (page cache dropped first) + conversion + the
    16-token suffix's forward pass to its first token; cold = the forward pass of prefix
    + suffix. Target: warm <= 30 % of cold.
 """
@@ -365,18 +365,31 @@ def _row_ttft(ctx, m):
         parts = [t[:, :, b * block:(b + 1) * block, :] for kv in past for t in kv]
         blobs.append(torch.stack(parts).to(torch.float16).contiguous().numpy().tobytes())
     d = tempfile.mkdtemp(dir=ctx.tmp)
-    srv, sd = _start(ctx, m, 'ttft', _tier_args(d, '4mb', '1gb'))
+    # The budget holds the chain while it is written (a CHAIN that extends a chain
+    # filling the budget is refused: its AFTER block is the only leaf and is held, and
+    # tiering goes leaves-first); then small values push the blocks out, a leaf at a
+    # time (a parent moves once its child's write is done).
+    budget = sum(len(x) for x in blobs) + 4 * MIB
+    srv, sd = _start(ctx, m, 'ttft', _tier_args(d, str(budget), '1gb'))
     try:
         c = _connect(srv.port)
         keys = [b'ttft:%d' % b for b in range(nblocks)]
-        r = c.chain(list(zip(keys, blobs)), tokens=block)
+        r = c.chain(list(zip(keys, blobs)), tokens=block, per_command=1)
         if any(x != b'OK' for x in r):
-            raise m.BenchError('KV.BLOCK.CHAIN: %r' % r[:2])
-        _fill_ram(m, c, 4 * MIB)
+            raise m.BenchError('KV.BLOCK.CHAIN: %r' % [x for x in r if x != b'OK'][:2])
+        deadline = time.time() + 120
+        step = 0
+        while _info(m, srv.port)['tier_entries'] < nblocks:
+            if time.time() > deadline:
+                raise m.BenchError('%d of %d blocks in the tier' % (
+                    _info(m, srv.port)['tier_entries'], nblocks))
+            v = b'f' * (32 * KIB)
+            c.run_pipelined([('SET', 'push:%d:%d' % (step, j), v) for j in range(8)])
+            step += 1
+            _settle(m, srv)
+        _fill_ram(m, c, budget)  # no room left to promote a block into
         _settle(m, srv)
         info0 = _info(m, srv.port)
-        if info0['tier_entries'] < nblocks:
-            raise m.BenchError('%d of %d blocks in the tier' % (info0['tier_entries'], nblocks))
         bufs = [bytearray(len(x)) for x in blobs]
         warm, cold, same = [], [], []
         for _ in range(ctx.reps):
