@@ -12,7 +12,7 @@ better (throughput pion/peer, latency peer/pion).
     /usr/bin/python3 bench/run.py --build build/release [--suite NAME] [--smoke]
 
 Suites: small, bulk, membership, quant, formats, attend, strings, cluster, persist, blocks,
-adapters (see docs/benchmarks.md, docs/attention.md and docs/cluster.md).
+adapters, tier (see docs/benchmarks.md, docs/attention.md and docs/cluster.md).
 The harness is the package bench/pionbench (harness, one module per group of suites,
 report); it uses the standard library, the Python package's pion._resp and
 pion.testing (python/), and matplotlib for the chart. A full run also appends its rows
@@ -37,7 +37,7 @@ from pionbench.suites_adapters import suite_adapters
 from pionbench.suites_attend import suite_attend_all
 from pionbench.suites_blocks import suite_blocks
 from pionbench.suites_core import suite_bulk, suite_membership, suite_small
-from pionbench.suites_more import suite_cluster, suite_persist, suite_strings
+from pionbench.suites_more import suite_cluster, suite_persist, suite_strings, suite_tier
 from pionbench.suites_quant import suite_formats, suite_quant
 
 
@@ -45,7 +45,7 @@ SUITE_FNS = {'small': suite_small, 'bulk': suite_bulk, 'membership': suite_membe
              'quant': suite_quant, 'formats': suite_formats,
              'attend': suite_attend_all, 'strings': suite_strings,
              'cluster': suite_cluster, 'persist': suite_persist,
-             'blocks': suite_blocks, 'adapters': suite_adapters}
+             'blocks': suite_blocks, 'adapters': suite_adapters, 'tier': suite_tier}
 
 
 def main():

@@ -17,7 +17,7 @@ from pion.testing import free_port
 BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 
 SUITES = ['small', 'bulk', 'membership', 'quant', 'formats', 'attend', 'strings', 'cluster',
-          'persist', 'blocks', 'adapters']
+          'persist', 'blocks', 'adapters', 'tier']
 KIB = 1024
 MIB = 1024 * 1024
 VQUANTS = ['fp16', 'fp8', 'int8', 'mlx4g32', 'turbo4', 'turbo3', 'turbo2']
