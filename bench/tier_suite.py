@@ -25,7 +25,7 @@ Each repetition measures pion and its anchor one after the other.
    (random keys) against --maxmemory 64mb with --appendonly yes (so the automatic
    snapshots the load triggers are in it; a snapshot copies tiered values), once with
    the tier on (every value pushed out is written to it) and once without (pushed out
-   = evicted). Strings only: namespaces are not tiered yet. The tier's writes are
+   = evicted). String values only (namespaces tier too, not measured here). The tier's writes are
    queued (tier-write-queue, 256 MiB): the row is redis-benchmark's rate; what was
    still queued at its end and the time to drain it are in the details. Target >= 0.8x.
 4. Time to first token from the disk tier vs cold prefill, with the reference model

@@ -400,7 +400,10 @@ class Store {
   // the read path under the key's shard lock, so a small value can be copied
   // out without taking a reference (GET). `fn` must not call into
   // the store; it may copy the reference to keep the value.
-  Status StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn);
+  // A value in the disk tier is read (checked) before `fn` sees it, unless
+  // `tiered_as_is` (GET, which reads it asynchronously itself: StrValue::on_disk()).
+  Status StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn,
+                    bool tiered_as_is = false);
   Result<StrRef> StrGetDel(std::string_view key, uint64_t* lsn);
   // GETEX: persist removes the TTL, expire_at_ms > 0 sets it, else unchanged.
   Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms, uint64_t* lsn);
@@ -816,6 +819,18 @@ class Store {
                         StrEntry* after, int64_t expire_at_ms, std::span<const uint64_t> hashes,
                         uint32_t tokens);
   // ---- Disk tier (store/tiering.cc) ----
+  // The read paths without the tier's check (values on disk handed out as they are).
+  Status StrGetWithRaw(std::string_view key, const std::function<void(const StrRef&)>& fn);
+  Result<StrRef> StrGetDelRaw(std::string_view key, uint64_t* lsn);
+  Result<StrRef> StrGetExRaw(std::string_view key, bool persist, int64_t expire_at_ms,
+                             uint64_t* lsn);
+  // A value on disk read with one checked direct read (blocking: the paths
+  // that cannot defer); a damaged one is dropped (nullptr). No lock held.
+  Result<StrRef> LoadTieredSync(std::string_view key, const StrRef& v);
+  // MGET's values on disk, read as LoadTieredSync does.
+  std::vector<StrRef> MGetFromTier(std::span<const std::string_view> keys, std::vector<StrRef> out);
+  // Reads the extent of `v` and counts the read. Any thread, no lock.
+  Result<StrRef> TierReadCounted(std::string_view key, const StrRef& v);
   std::shared_ptr<tier::TierFile> tier_;
   // Moves whose write finished, applied by the next holder of mu_
   // (TierApplyDoneLocked): an I/O thread never waits for mu_.

@@ -120,9 +120,8 @@ bool Store::TierMovableLocked(const StrEntry& e) const {
       e.pins > 0 || e.held || e.value == nullptr || e.value->tiered() ||
       e.value->size < tier_min_value_.load(std::memory_order_relaxed))
     return false;
-  if (e.HasChildren())  // a chain goes to disk leaves first
-    for (const StrEntry* c : e.block->children)
-      if (!c->tiered) return false;
+  // A block may move while its children are in RAM (a move drops nothing; the
+  // tier drops leaves first): a chain growing past the budget spills its oldest part.
   return true;
 }
 
@@ -267,29 +266,37 @@ void Store::TierApplyDoneLocked() {
   }
 }
 
+Result<StrRef> Store::TierReadCounted(std::string_view key, const StrRef& v) {
+  const uint64_t t0 = MonotonicUs();
+  const tier::Extent& x = *v->extent;
+  auto buf = tier_->Read(x);
+  if (!buf.ok()) {
+    tier_errors_.fetch_add(1, std::memory_order_relaxed);
+    LOG_WARNING("disk tier: reading key '%.*s' at %s offset %llu failed: %s",
+                static_cast<int>(std::min<size_t>(key.size(), 128)), key.data(),
+                tier_->path().c_str(), static_cast<unsigned long long>(x.offset),
+                buf.status().ToString().c_str());
+    return buf.status();
+  }
+  tier_reads_.fetch_add(1, std::memory_order_relaxed);
+  tier_read_bytes_.fetch_add(x.length, std::memory_order_relaxed);
+  const uint64_t us = MonotonicUs() - t0;
+  tier_read_us_.fetch_add(us, std::memory_order_relaxed);
+  size_t b = 0;
+  while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
+  tier_read_latency_[b].fetch_add(1, std::memory_order_relaxed);
+  return StrRef(StrValue::FromBuffer(std::move(*buf), x.header_bytes, x.value_len));
+}
+
+Result<StrRef> Store::LoadTieredSync(std::string_view key, const StrRef& v) {
+  auto r = TierReadCounted(key, v);
+  if (r.ok() || r.status().code() != Code::kCorruption) return r;
+  DropDamagedTiered(key, v);  // never a wrong byte: the entry goes, as the tier drops
+  return StrRef();
+}
+
 void Store::ReadTiered(std::string key, StrRef v, std::function<void(Result<StrRef>)> done) {
-  auto job = [this, key, v, done]() {
-    const uint64_t t0 = MonotonicUs();
-    const tier::Extent& x = *v->extent;
-    auto buf = tier_->Read(x);
-    if (!buf.ok()) {
-      tier_errors_.fetch_add(1, std::memory_order_relaxed);
-      LOG_WARNING("disk tier: reading key '%.*s' at %s offset %llu failed: %s",
-                  static_cast<int>(std::min<size_t>(key.size(), 128)), key.data(),
-                  tier_->path().c_str(), static_cast<unsigned long long>(x.offset),
-                  buf.status().ToString().c_str());
-      done(buf.status());
-      return;
-    }
-    tier_reads_.fetch_add(1, std::memory_order_relaxed);
-    tier_read_bytes_.fetch_add(x.length, std::memory_order_relaxed);
-    const uint64_t us = MonotonicUs() - t0;
-    tier_read_us_.fetch_add(us, std::memory_order_relaxed);
-    size_t b = 0;
-    while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
-    tier_read_latency_[b].fetch_add(1, std::memory_order_relaxed);
-    done(StrRef(StrValue::FromBuffer(std::move(*buf), x.header_bytes, x.value_len)));
-  };
+  auto job = [this, key, v, done]() { done(TierReadCounted(key, v)); };
   if (!tier_io_ || !tier_io_->Post(job)) done(Status::Busy("disk tier stopped"));
 }
 

@@ -123,8 +123,9 @@ void ReplyFromTier(CommandContext& ctx, store::StrRef v) {
   std::string key(ctx.args[1]);
   server->store()->ReadTiered(key, v, [server, done, key, v](Result<store::StrRef> r) {
     if (!r.ok()) {
-      done->Complete([server, key, v](ReplyBuilder& rb) {
-        server->store()->DropDamagedTiered(key, v);
+      done->Complete([server, key, v, st = r.status()](ReplyBuilder& rb) {
+        if (st.code() != Code::kCorruption) return rb.Error(st);  // kept: may read later
+        server->store()->DropDamagedTiered(key, v);               // damaged: never a wrong byte
         rb.Null();
       });
       return;
@@ -147,13 +148,16 @@ void Get(CommandContext& ctx) {
     bool miss = false;
     store::StrRef on_disk;
   } seen{&ctx, ctx.CanDefer()};
-  Status st = ctx.server->store()->StrGetWith(ctx.args[1], [&seen](const store::StrRef& v) {
-    seen.miss = v == nullptr;
-    if (v != nullptr && v->on_disk() && seen.can_defer)
-      seen.on_disk = v;  // read below, outside the shard lock
-    else
-      ReplyValue(*seen.ctx, v);
-  });
+  Status st = ctx.server->store()->StrGetWith(
+      ctx.args[1],
+      [&seen](const store::StrRef& v) {
+        seen.miss = v == nullptr;
+        if (v != nullptr && v->on_disk())
+          seen.on_disk = v;  // read below, outside the shard lock
+        else
+          ReplyValue(*seen.ctx, v);
+      },
+      /*tiered_as_is=*/seen.can_defer);
   if (!st.ok()) return (void)Reply(ctx, st);
   if (seen.on_disk != nullptr) return ReplyFromTier(ctx, std::move(seen.on_disk));
   if (seen.miss) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
