@@ -55,7 +55,7 @@ TEST_F(TierFileTest, RoundTripsValuesOfEverySize) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(View(*r, *x), std::string_view(reinterpret_cast<const char*>(v.data()), n));
     // The mapping shows the same bytes.
-    EXPECT_EQ(std::memcmp(x->mapped(), v.data(), n), 0);
+    if (n > 0) EXPECT_EQ(std::memcmp(x->mapped(), v.data(), n), 0);
     // An index entry that names another key is a mismatch, never its bytes.
     Extent other;
     other.offset = x->offset;
