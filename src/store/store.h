@@ -96,6 +96,14 @@ inline constexpr size_t kMaxNamespaceBytes = 512;
 inline constexpr uint32_t kMaxBlockSize = 65536;
 inline constexpr uint64_t kMaxHashCount = 1048576;
 
+// A quantized block's tag as persist logs it and back (the dtype numbers match).
+inline persist::QuantRecord QuantRecordOf(const QuantTag& t) {
+  return {t.format, static_cast<uint8_t>(t.dtype), t.row};
+}
+inline QuantTag QuantTagOf(const persist::QuantRecord& q) {
+  return {q.row, q.format, static_cast<BlockDtype>(q.dtype)};
+}
+
 struct StoreConfig {
   uint64_t max_sessions = 256;    // a namespace uses two sessions
   uint64_t max_bytes = 0;         // 0 = no byte budget
@@ -560,6 +568,8 @@ class Store {
     int64_t expire_at_ms = 0;
     std::string_view hashes;
     uint32_t tokens = 0;
+    // FORMAT (row != 0): every value is in `made`, already quantized with this tag.
+    QuantTag quant;
   };
   Status BlockChain(std::span<const std::string_view> kv, const ChainArgs& a, uint64_t* lsn,
                     std::span<const StrRef> made = {});
@@ -578,6 +588,7 @@ class Store {
   // Recovery: a STRCHAIN record, and a snapshot's BLOCK section.
   void ApplyStrChain(const persist::StrChainRecord& r);
   void ApplyStrBlock(const persist::StrBlockRecord& r);
+  void ApplyStrQuant(const persist::StrQuantRecord& r);
 
   // The shard a key lives in: its hash slot >> kShardSlotShift (base/keyslot.h),
   // so a shard is one contiguous slot range and a hash tag keeps keys together.

@@ -132,6 +132,7 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
   mv->data = ram->data;
   mv->size = ram->size;
   mv->edited = ram->edited;
+  mv->quant = ram->quant;
   mv->extent = std::move(x);
   mv->backing = ram;
   StrRef moving = std::move(mv);
@@ -198,6 +199,7 @@ void Store::TierApplyDoneLocked() {
       m->data = const_cast<uint8_t*>(d.moving->extent->mapped());
       m->size = d.moving->size;
       m->edited = d.moving->edited;
+      m->quant = d.moving->quant;
       m->extent = d.moving->extent;
       std::lock_guard<std::mutex> sl(sh.mu);
       e->value = std::move(m);  // the RAM bytes go with the last reader of `moving`
@@ -242,7 +244,9 @@ void Store::ReadTiered(std::string key, StrRef v, std::function<void(Result<StrR
     size_t b = 0;
     while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
     tier_read_latency_[b].fetch_add(1, std::memory_order_relaxed);
-    done(StrRef(StrValue::FromBuffer(std::move(*buf), x.header_bytes, x.value_len)));
+    auto fresh = StrValue::FromBuffer(std::move(*buf), x.header_bytes, x.value_len);
+    if (fresh != nullptr) fresh->quant = v->quant;  // a quantized block stays one
+    done(StrRef(std::move(fresh)));
   };
   if (!tier_io_ || !tier_io_->Post(job)) done(Status::Busy("disk tier stopped"));
 }
