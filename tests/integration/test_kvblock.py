@@ -325,3 +325,26 @@ def test_restart_keeps_quantized_blocks(server_factory, how):
         assert r.get(key) == value, key  # the stored bytes, never re-quantized
         assert r.strlen(key) == len(value) and r.memory_usage(key) == mem
     assert r.get("r:gone") == b"plain" and r.getrange("r:gone", 0, 1) == b"pl"
+
+
+def test_quantized_blocks_keep_their_format_in_the_disk_tier(server_factory, tmpdir_path):
+    import numpy as np
+    s = server_factory(["--maxmemory", "8mb", "--tier-dir", str(tmpdir_path / "tier"),
+                        "--tier-maxbytes", "64mb", "--appendonly", "yes"])
+    r = s.client()
+    want = {}
+    for i in range(6):  # 2 MiB of f32 each, ~0.5 MiB stored (int8)
+        raw = qencode(np.random.default_rng(i).standard_normal(512 * 1024), "f32")
+        assert qchain(r, "int8", "f32", f"t{i}", raw, row=1024) == b"OK"
+        want[f"t{i}"] = r.get(f"t{i}")
+        assert len(want[f"t{i}"]) == len(raw)
+    for j in range(12):  # newer plain values push the (older) blocks to the tier
+        r.set(f"p{j}", bytes([j]) * (1 << 20))
+    poll(lambda: pinfo(r)["tier_write_backlog_bytes"] == 0 or None, timeout=30)
+    assert pinfo(r)["tier_entries"] >= 6
+    for key, v in want.items():  # from the tier: still quantized blocks, answered dequantized
+        assert r.strlen(key) == len(v)
+        assert r.mget(key) == [v]
+        assert r.get(key) == v
+        with pytest.raises(redis.ResponseError, match="quantized block"):
+            r.getrange(key, 0, 1)
