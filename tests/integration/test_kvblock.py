@@ -348,3 +348,26 @@ def test_quantized_blocks_keep_their_format_in_the_disk_tier(server_factory, tmp
         assert r.get(key) == v
         with pytest.raises(redis.ResponseError, match="quantized block"):
             r.getrange(key, 0, 1)
+
+
+def test_block_connection_chains_quantized_blocks(server, r):
+    """The engines' connection (pion.integrations._conn): chain(fmt=(f, dtype, row))
+    stores quantized blocks that get_into reads back at their original size."""
+    from pion.integrations import _conn
+    conn = _conn.connect(f"redis://127.0.0.1:{server.port}/0")
+    try:
+        values = [qrows("bf16", rows=4, seed=s) for s in range(10)]
+        pairs = [(f"e{i}", v) for i, v in enumerate(values)]
+        replies = conn.chain(pairs, fmt=("turbo4", "bf16", QROW), per_command=4)
+        assert replies == [b"OK"] * 3
+        bufs = [bytearray(len(v)) for v in values]
+        assert conn.get_into([k for k, _ in pairs], bufs) == [len(v) for v in values]
+        for v, b in zip(values, bufs):
+            e = nmse(qdecode(v, "bf16"), qdecode(bytes(b), "bf16"))
+            assert 0.7 * QBUDGET["turbo4"] <= e <= 1.3 * QBUDGET["turbo4"] + 2 * QFLOOR["bf16"]
+        assert binfo(r, "e5")["parent"] == b"e4"
+        bad = conn.chain([("x", b"\0" * 3)], fmt=("int8", "f32", 8))
+        assert len(bad) == 1 and "whole number of rows" in str(bad[0])
+        assert r.exists("x") == 0
+    finally:
+        conn.close()
