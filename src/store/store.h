@@ -96,14 +96,6 @@ inline constexpr size_t kMaxNamespaceBytes = 512;
 inline constexpr uint32_t kMaxBlockSize = 65536;
 inline constexpr uint64_t kMaxHashCount = 1048576;
 
-// A quantized block's tag as persist logs it and back (the dtype numbers match).
-inline persist::QuantRecord QuantRecordOf(const QuantTag& t) {
-  return {t.format, static_cast<uint8_t>(t.dtype), t.row};
-}
-inline QuantTag QuantTagOf(const persist::QuantRecord& q) {
-  return {q.row, q.format, static_cast<BlockDtype>(q.dtype)};
-}
-
 struct StoreConfig {
   uint64_t max_sessions = 256;    // a namespace uses two sessions
   uint64_t max_bytes = 0;         // 0 = no byte budget
