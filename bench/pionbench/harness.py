@@ -17,7 +17,7 @@ from pion.testing import free_port
 BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 
 SUITES = ['small', 'bulk', 'membership', 'quant', 'formats', 'attend', 'strings', 'cluster',
-          'persist']
+          'persist', 'blocks', 'adapters', 'tier']
 KIB = 1024
 MIB = 1024 * 1024
 VQUANTS = ['fp16', 'fp8', 'int8', 'mlx4g32', 'turbo4', 'turbo3', 'turbo2']
@@ -200,13 +200,14 @@ class Ctx:
                 r.returncode, (r.stderr or r.stdout).decode(errors='replace').strip()[-800:]))
         return r.stdout.decode()
 
-    def start_redis(self):
+    def start_redis(self, core='server'):
         port = free_port()
         d = tempfile.mkdtemp(prefix='redis-', dir=self.tmp)
         p = PROCS.start([self.tool('redis-server'), '--port', str(port),
                          '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
                          '--dir', d, '--protected-mode', 'no'],
-                        core=self.server_core, log_path=os.path.join(d, 'log'),
+                        core=self.server_core if core == 'server' else None,
+                        log_path=os.path.join(d, 'log'),
                         name='redis-server')
         wait_ready(port, p)
         return Server('redis', port, p)
@@ -226,16 +227,21 @@ class Ctx:
         wait_ready(port, p)
         return Server('pion.so', port, p)
 
-    def start_pion(self):
+    def start_pion(self, extra=(), workers='ctx', core='server'):
+        """pion-server with persistence off. `extra`: more flags; `workers`: 'ctx'
+        (--pion-workers, or 1 when pinned), None (pion's default: one per core) or a
+        count; `core`: 'server' (the server core) or None (not pinned)."""
         port = free_port()
         d = tempfile.mkdtemp(prefix='pion-', dir=self.tmp)
         args = [self.tool('pion-server'), '--kvcache', '--port', str(port),
                 '--bind', '127.0.0.1', '--dir', d, '--appendonly', 'no']
-        if self.pion_workers:
-            args += ['--workers', str(self.pion_workers)]
-        args += self.args.pion_arg
-        p = PROCS.start(args, core=self.server_core, log_path=os.path.join(d, 'log'),
-                        name='pion-server')
+        if workers == 'ctx':
+            workers = self.pion_workers
+        if workers:
+            args += ['--workers', str(workers)]
+        args += list(extra) + self.args.pion_arg
+        p = PROCS.start(args, core=self.server_core if core == 'server' else None,
+                        log_path=os.path.join(d, 'log'), name='pion-server')
         wait_ready(port, p)
         return Server('pion', port, p)
 
@@ -279,6 +285,7 @@ class Row:
         self.ceiling_name = ''
         self.extra = {}
         self.error = None
+        self.unavailable = False  # error is "not available" (an optional part missing): not a failure
         self.met = None       # True/False/None (no target)
         self.met_note = ''
 
@@ -467,10 +474,10 @@ def iperf3_run(ctx, seconds, length, streams, sender_on_server_core=False):
         PROCS.stop(srv)
 
 
-def redis_benchmark(ctx, server, n, pipeline, clients, cmd):
+def redis_benchmark(ctx, server, n, pipeline, clients, cmd, core='client'):
     args = [ctx.tool('redis-benchmark'), '-h', '127.0.0.1', '-p', str(server.port),
             '-c', str(clients), '-n', str(n), '-P', str(pipeline), '--csv'] + cmd
-    out = ctx.run_client(args)
+    out = ctx.run_client(args, core=core)
     server.check_alive()
     lines = [ln for ln in out.splitlines() if ln.startswith('"') and not ln.startswith('"test"')]
     if not lines:

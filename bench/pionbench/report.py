@@ -15,6 +15,8 @@ def unit_fmt(unit):
         return lambda x: fmt_num(x)
     if unit == 'µs':
         return lambda x: '%.1f µs' % x
+    if unit == 'ms':
+        return lambda x: '%.2f ms' % x
     if unit == 'Gelem/s':
         return lambda x: '%.2f' % x
     if unit == 'B':

@@ -1,5 +1,5 @@
-"""Suites strings (the plain keyspace), cluster (pion.so on redis-server) and
-persist (bench/persist_suite.py)."""
+"""Suites strings (the plain keyspace), cluster (pion.so on redis-server),
+persist (bench/persist_suite.py) and tier (bench/tier_suite.py)."""
 
 import json
 import subprocess
@@ -191,3 +191,11 @@ def suite_persist(ctx):
     sys.path.insert(0, BENCH_DIR)
     import persist_suite
     return persist_suite.suite(ctx, harness)
+
+
+def suite_tier(ctx):
+    """The disk tier against the disk it is on: a cold 16 MiB GET vs dd, 64 KiB random
+    reads vs fio, evictions written to the tier vs dropped (bench/tier_suite.py)."""
+    sys.path.insert(0, BENCH_DIR)
+    import tier_suite
+    return tier_suite.suite(ctx, harness)

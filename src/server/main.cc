@@ -191,6 +191,13 @@ int main(int argc, char** argv) {
     LOG_WARNING("cannot start: %s", st.ToString().c_str());
     ::_exit(1);
   }
+  if (server.store() != nullptr && !c.tier_dir.empty()) {
+    // What recovery brought back beyond the budget goes to the (empty) disk tier.
+    const uint64_t moved = server.store()->MoveOverBudgetToTier();
+    if (moved > 0)
+      LOG_NOTICE("disk tier: %llu recovered entries moved out of RAM",
+                 static_cast<unsigned long long>(moved));
+  }
   LOG_NOTICE("Ready to accept connections tcp");
   if (events != nullptr)
     LOG_NOTICE("KV events on %s (topic %s)", events->publisher().last_endpoint().c_str(),

@@ -42,7 +42,7 @@ bool Older(uint64_t sa, uint32_t da, uint64_t sb, uint32_t db) {
 }  // namespace
 
 bool Store::OfferToPoolLocked(const NsPtr& n, const Namespace* keep) {
-  if (n.get() == keep || n->dropped || !IsLeaf(*n)) return false;
+  if (n.get() == keep || n->dropped || !RamCandidateLocked(*n)) return false;
   const uint64_t st = n->stamp.load(std::memory_order_relaxed);
   // Already pooled: refresh it in place (the pool is re-sorted on every pick).
   for (PoolEntry& e : evict_pool_)
@@ -107,7 +107,7 @@ Store::NsPtr Store::OldestPooledLeafLocked(const Namespace* keep) {
     for (size_t i = 0; i < evict_pool_.size(); ++i) {
       PoolEntry& e = evict_pool_[i];
       NsPtr n = e.ref.lock();
-      if (!n || n->dropped || n.get() == keep || !IsLeaf(*n)) continue;
+      if (!n || n->dropped || n.get() == keep || !RamCandidateLocked(*n)) continue;
       e.stamp = n->stamp.load(std::memory_order_relaxed);
       if (w != i) evict_pool_[w] = std::move(e);
       ++w;
@@ -184,7 +184,11 @@ Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
     sh.map.erase(n->name);
   }
   n->dropped = true;
-  bytes_ -= n->bytes;
+  bytes_ -= n->bytes - n->tier_uncharged;  // a namespace on disk charged only its table
+  if (n->tiered) {
+    tier_uncharged_ -= n->tier_uncharged;
+    --tier_entries_;
+  }
   if (reason == DropReason::kEviction) evictions_ += 2;
   if (observer_) observer_->OnNamespaceGone(n->name, reason == DropReason::kEviction);
   return Status::OK();
@@ -216,7 +220,12 @@ Status Store::EvictNamespacesLocked(const Namespace* keep, const std::function<b
   while (!fits()) {
     NsPtr victim = OldestPooledLeafLocked(keep);
     if (!victim) return Status::OutOfBudget("");
-    PION_RETURN_IF_ERROR(RemoveLocked(victim, DropReason::kEviction, lsn));
+    if (IsLeaf(*victim)) {
+      PION_RETURN_IF_ERROR(RemoveLocked(victim, DropReason::kEviction, lsn));
+    } else {  // every child on disk: the subtree goes, leaves first
+      uint64_t removed = 0;
+      PION_RETURN_IF_ERROR(RemoveSubtreeLocked(victim, DropReason::kEviction, lsn, &removed));
+    }
     EvictedFromPoolLocked(victim, keep);
   }
   return Status::OK();
@@ -321,6 +330,12 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
       PION_RETURN_IF_ERROR(StrRemoveLocked(*sv, 1, lsn));
       ++evicted_strings_;
     } else if (nv) {
+      // To the disk tier when it takes the namespace (not an eviction).
+      if (TierMoveNamespaceLocked(nv, lsn)) {
+        EvictedFromPoolLocked(nv, keep);
+        continue;
+      }
+      if (!IsLeaf(*nv)) break;  // chosen to move, and the tier could not take it
       PION_RETURN_IF_ERROR(RemoveLocked(nv, DropReason::kEviction, lsn));
       EvictedFromPoolLocked(nv, keep);
     } else {

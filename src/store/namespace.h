@@ -15,6 +15,7 @@
 #include "quant/format.h"
 #include "store/block_index.h"
 #include "store/chunk.h"
+#include "tier/tier_file.h"
 
 namespace pion::store {
 
@@ -77,6 +78,13 @@ class Namespace {
   uint64_t prefill_us = 0;
   std::vector<Namespace*> children;  // live children (in the map); each holds a reference to us
   uint32_t pending_children = 0;     // child registrations reserved but not yet applied
+  // The disk tier (store/tier_namespaces.cc), guarded by Store::mu_: the rows
+  // live in `tier_extent` (still in RAM while its write is in flight; then
+  // the chunks borrow the tier's mapping). `bytes` stays what is stored;
+  // `tier_uncharged` of it (the rows) is not charged to the RAM budget.
+  bool tiered = false;
+  tier::ExtentRef tier_extent;
+  uint64_t tier_uncharged = 0;
 };
 
 // Heap bytes of a block table (0 for none), counted in vstore_bytes.

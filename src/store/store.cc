@@ -162,6 +162,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
     // Counted now as if applied (a replaced table's bytes already given back);
     // undone below if the write fails. reg_mu_ keeps `replaced` current.
     delta -= replaced;  // modulo 2^64: may "subtract"
+    if (existing) UntierNamespaceLocked(*existing);
     bytes_ += delta;
     if (existing) existing->bytes += delta;
     BeginPending();
@@ -185,6 +186,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
       // A drop or eviction meanwhile (logged after this record) took the
       // namespace's bytes out of the total already.
       if (!st.ok() && !existing->dropped) {
+        UntierNamespaceLocked(*existing);
         existing->bytes -= delta;
         bytes_ -= delta;
       }
@@ -256,6 +258,7 @@ bool Store::Describe(std::string_view ns, NamespaceInfo* out) const {
     if (it == nullptr) return false;
     n = *it;
     out->children = n->children.size();
+    out->on_disk = n->tiered;
   }
   out->parent = n->parent ? n->parent->name : std::string();
   out->depth = n->depth;
@@ -543,6 +546,7 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
         PION_RETURN_IF_ERROR(sink_->ReserveStore(n->name, n->incarnation, side, layer, start, count,
                                                  static_cast<uint32_t>(rb), &rec));
       }
+      UntierNamespaceLocked(*n);
       n->bytes += delta;
       bytes_ += delta;
     }
@@ -749,7 +753,7 @@ StoreStats Store::Stats() const {
     s.sessions = 2 * s.registered_prefixes;
     s.max_sessions = cfg_.max_sessions;
     s.evictions = evictions_;
-    s.bytes = bytes_;
+    s.bytes = bytes_ + tier_uncharged_;  // held, in RAM or on disk
     s.max_bytes = cfg_.max_bytes;
     all.reserve(s.registered_prefixes);
     for (const Shard& sh : shards_)

@@ -163,6 +163,7 @@ struct NamespaceInfo {
   uint64_t chain_length = 0;  // namespaces root..this, inclusive
   uint64_t tokens = 0;        // K side, layer 0 row count
   uint64_t chain_tokens = 0;  // sum of tokens over the chain
+  bool on_disk = false;       // its rows live in the disk tier
 };
 
 // Input rows of a store: f32 or f16, row-major [count, dim].
@@ -399,7 +400,10 @@ class Store {
   // the read path under the key's shard lock, so a small value can be copied
   // out without taking a reference (GET). `fn` must not call into
   // the store; it may copy the reference to keep the value.
-  Status StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn);
+  // A value in the disk tier is read (checked) before `fn` sees it, unless
+  // `tiered_as_is` (GET, which reads it asynchronously itself: StrValue::on_disk()).
+  Status StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn,
+                    bool tiered_as_is = false);
   Result<StrRef> StrGetDel(std::string_view key, uint64_t* lsn);
   // GETEX: persist removes the TTL, expire_at_ms > 0 sets it, else unchanged.
   Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms, uint64_t* lsn);
@@ -490,7 +494,12 @@ class Store {
   // CONFIG SET: a smaller tier drops its least recently used values now.
   void SetTierMaxBytes(uint64_t n);
   void SetTierMinValue(uint64_t n);
+  // After recovery: what the log and snapshot brought back beyond the budget
+  // moves to the tier, oldest first (nothing is dropped). Returns the entries moved.
+  uint64_t MoveOverBudgetToTier();
   TierStats tier_stats() const;
+  // Tests: the tier's file (fault injection), or null without a tier.
+  tier::TierFile* tier_file_for_test() { return tier_.get(); }
   // A read of a value on disk (v->on_disk()) with one checked direct read on a
   // tier I/O thread; `done` runs there with the value in a RAM buffer, or the
   // error (a damaged extent: Corruption).
@@ -813,6 +822,18 @@ class Store {
                         StrEntry* after, int64_t expire_at_ms, std::span<const uint64_t> hashes,
                         uint32_t tokens);
   // ---- Disk tier (store/tiering.cc) ----
+  // The read paths without the tier's check (values on disk handed out as they are).
+  Status StrGetWithRaw(std::string_view key, const std::function<void(const StrRef&)>& fn);
+  Result<StrRef> StrGetDelRaw(std::string_view key, uint64_t* lsn);
+  Result<StrRef> StrGetExRaw(std::string_view key, bool persist, int64_t expire_at_ms,
+                             uint64_t* lsn);
+  // A value on disk read with one checked direct read (blocking: the paths
+  // that cannot defer); a damaged one is dropped (nullptr). No lock held.
+  Result<StrRef> LoadTieredSync(std::string_view key, const StrRef& v);
+  // MGET's values on disk, read as LoadTieredSync does.
+  std::vector<StrRef> MGetFromTier(std::span<const std::string_view> keys, std::vector<StrRef> out);
+  // Reads the extent of `v` and counts the read. Any thread, no lock.
+  Result<StrRef> TierReadCounted(std::string_view key, const StrRef& v);
   std::shared_ptr<tier::TierFile> tier_;
   // Moves whose write finished, applied by the next holder of mu_
   // (TierApplyDoneLocked): an I/O thread never waits for mu_.
@@ -824,10 +845,39 @@ class Store {
   std::mutex tier_done_mu_;
   std::vector<TierDone> tier_done_;  // guarded by tier_done_mu_
   void TierApplyDoneLocked();
+  // Namespaces (store/tier_namespaces.cc). A chunk written to a namespace's extent.
+  struct TierChunk {
+    uint8_t side = 0;
+    uint32_t layer = 0;
+    uint64_t index = 0;
+    std::shared_ptr<Chunk> chunk;
+    uint64_t offset = 0;  // in the extent's value (64-byte aligned)
+  };
+  struct TierNsDone {
+    std::shared_ptr<Namespace> ns;
+    tier::ExtentRef extent;
+    std::vector<TierChunk> chunks;
+    Status status;
+  };
+  std::vector<TierNsDone> tier_ns_done_;  // guarded by tier_done_mu_
+  uint64_t tier_uncharged_ = 0;           // guarded by mu_: sum of Namespace::tier_uncharged
+  bool TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_t* lsn);
+  void TierNamespaceWrite(TierNsDone job);
+  void TierApplyNsDoneLocked(std::vector<TierNsDone>& done);
+  // A write to a tiered namespace charges its rows to RAM again (its chunks
+  // keep reading the tier until they are rewritten). REQUIRES mu_.
+  void UntierNamespaceLocked(Namespace& n);
+  // A RAM eviction candidate: not on disk, every child on disk (leaves first).
+  bool RamCandidateLocked(const Namespace& n) const;
+  // The tier's least recently used namespace leaf, or null.
+  std::shared_ptr<Namespace> OldestTieredNamespaceLocked() const;
   std::unique_ptr<base::ThreadPool> tier_io_;
   std::atomic<uint64_t> tier_min_value_{64 * 1024};
   uint64_t tier_queue_bytes_ = 256ull << 20;
   uint64_t tier_entries_ = 0;  // guarded by mu_
+  // After a failed tier write nothing moves for a second (a failing disk
+  // behaves as no tier instead of bouncing every value); monotonic us.
+  std::atomic<uint64_t> tier_paused_until_us_{0};
   std::mutex tier_backlog_mu_;
   std::condition_variable tier_backlog_cv_;
   uint64_t tier_backlog_ = 0;  // guarded by tier_backlog_mu_: bytes queued for writing

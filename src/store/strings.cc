@@ -411,7 +411,37 @@ Result<StrRef> Store::StrGet(std::string_view key) {
   return out;
 }
 
-Status Store::StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn) {
+Status Store::StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn,
+                         bool tiered_as_is) {
+  if (!tier_ || tiered_as_is) return StrGetWithRaw(key, fn);
+  StrRef disk;
+  Status st = StrGetWithRaw(key, [&disk, &fn](const StrRef& v) {
+    if (v != nullptr && v->on_disk())
+      disk = v;  // read below, with no lock held
+    else
+      fn(v);
+  });
+  if (!st.ok() || disk == nullptr) return st;
+  auto r = LoadTieredSync(key, disk);
+  if (!r.ok()) return r.status();
+  fn(*r);
+  return Status::OK();
+}
+
+Result<StrRef> Store::StrGetDel(std::string_view key, uint64_t* lsn) {
+  auto r = StrGetDelRaw(key, lsn);
+  if (!r.ok() || *r == nullptr || !(*r)->on_disk()) return r;
+  return LoadTieredSync(key, *r);
+}
+
+Result<StrRef> Store::StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms,
+                               uint64_t* lsn) {
+  auto r = StrGetExRaw(key, persist, expire_at_ms, lsn);
+  if (!r.ok() || *r == nullptr || !(*r)->on_disk()) return r;
+  return LoadTieredSync(key, *r);
+}
+
+Status Store::StrGetWithRaw(std::string_view key, const std::function<void(const StrRef&)>& fn) {
   {
     // The read path: only the key's shard lock. An expired key is removed
     // (and logged) by the slow path below, under mu_.
@@ -464,7 +494,7 @@ Status Store::StrGetWith(std::string_view key, const std::function<void(const St
   return Status::OK();
 }
 
-Result<StrRef> Store::StrGetDel(std::string_view key, uint64_t* lsn) {
+Result<StrRef> Store::StrGetDelRaw(std::string_view key, uint64_t* lsn) {
   *lsn = 0;
   std::shared_lock<std::shared_mutex> gate(gate_);
   std::lock_guard<std::mutex> l(mu_);
@@ -477,8 +507,8 @@ Result<StrRef> Store::StrGetDel(std::string_view key, uint64_t* lsn) {
   return v;
 }
 
-Result<StrRef> Store::StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms,
-                               uint64_t* lsn) {
+Result<StrRef> Store::StrGetExRaw(std::string_view key, bool persist, int64_t expire_at_ms,
+                                  uint64_t* lsn) {
   *lsn = 0;
   std::shared_lock<std::shared_mutex> gate(gate_);
   std::lock_guard<std::mutex> l(mu_);
@@ -534,8 +564,8 @@ std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys) {
     StrTouchLocked(sh, it->second);
     out[i] = it->second.value;
   }
-  if (!expired) return out;
-  std::lock_guard<std::mutex> l(mu_);
+  if (!expired) return MGetFromTier(keys, std::move(out));
+  std::unique_lock<std::mutex> l(mu_);
   uint64_t unused = 0;
   for (; i < keys.size(); ++i) {
     StrEntry* e = StrFindLocked(keys[i], now, &unused);
@@ -554,6 +584,18 @@ std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys) {
     }
     if (e->HasParent()) StampAncestorsLocked(*e, stamp);
   }
+  l.unlock();
+  return MGetFromTier(keys, std::move(out));
+}
+
+std::vector<StrRef> Store::MGetFromTier(std::span<const std::string_view> keys,
+                                        std::vector<StrRef> out) {
+  if (!tier_) return out;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i] != nullptr && out[i]->on_disk()) {
+      auto r = LoadTieredSync(keys[i], out[i]);
+      out[i] = r.ok() ? *r : nullptr;  // an unreadable value reads as missing here
+    }
   return out;
 }
 

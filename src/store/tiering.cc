@@ -19,6 +19,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "store/namespace.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -54,6 +55,38 @@ void Store::SetTierMaxBytes(uint64_t n) {
   }
 }
 
+uint64_t Store::MoveOverBudgetToTier() {
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  if (!tier_ || cfg_.max_bytes == 0) return 0;
+  uint64_t moved = 0, lsn = 0;
+  // Bounded: every entry is looked at once at most.
+  for (uint64_t tries = StrCountLocked() + NsCountLocked(); bytes_ > cfg_.max_bytes && tries > 0;
+       --tries) {
+    StrEntry* sv = nullptr;
+    for (Shard& sh : shards_) {
+      std::lock_guard<std::mutex> sl(sh.mu);
+      for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
+        if (TierMovableLocked(*e)) {
+          if (sv == nullptr || e->stamp < sv->stamp) sv = e;
+          break;
+        }
+    }
+    NsPtr nv = OldestPooledLeafLocked(nullptr);
+    const bool take_ns =
+        nv && (sv == nullptr || nv->stamp.load(std::memory_order_relaxed) < sv->stamp);
+    if (take_ns) {
+      if (TierMoveNamespaceLocked(nv, &lsn)) ++moved;
+      EvictedFromPoolLocked(nv, nullptr);  // moved, or not movable: not offered again now
+    } else if (sv != nullptr && TierMoveLocked(*sv, &lsn)) {
+      ++moved;
+    } else {
+      break;
+    }
+  }
+  return moved;
+}
+
 void Store::SetTierMinValue(uint64_t n) { tier_min_value_.store(n, std::memory_order_relaxed); }
 
 Store::TierStats Store::tier_stats() const {
@@ -83,16 +116,18 @@ Store::TierStats Store::tier_stats() const {
 }
 
 bool Store::TierMovableLocked(const StrEntry& e) const {
-  if (!tier_ || e.pins > 0 || e.held || e.value == nullptr || e.value->tiered() ||
+  if (!tier_ || MonotonicUs() < tier_paused_until_us_.load(std::memory_order_relaxed) ||
+      e.pins > 0 || e.held || e.value == nullptr || e.value->tiered() ||
       e.value->size < tier_min_value_.load(std::memory_order_relaxed))
     return false;
-  if (e.HasChildren())  // a chain goes to disk leaves first
-    for (const StrEntry* c : e.block->children)
-      if (!c->tiered) return false;
+  // A block may move while its children are in RAM (a move drops nothing; the
+  // tier drops leaves first): a chain growing past the budget spills its oldest part.
   return true;
 }
 
 bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
+  // The older of the oldest string and the oldest namespace leaf on disk.
+  NsPtr nv = OldestTieredNamespaceLocked();
   StrEntry* victim = nullptr;
   for (Shard& sh : shards_) {
     std::lock_guard<std::mutex> sl(sh.mu);
@@ -101,6 +136,12 @@ bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
         if (victim == nullptr || e->stamp < victim->stamp) victim = e;
         break;
       }
+  }
+  if (nv && (victim == nullptr || nv->stamp.load(std::memory_order_relaxed) < victim->stamp)) {
+    if (!RemoveLocked(nv, DropReason::kEviction, lsn).ok()) return false;
+    EvictedFromPoolLocked(nv, nullptr);
+    tier_evictions_.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
   if (victim == nullptr) return false;
   if (!StrRemoveLocked(*victim, 1, lsn).ok()) return false;
@@ -170,6 +211,7 @@ void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
     tier_write_bytes_.fetch_add(moving->extent->length, std::memory_order_relaxed);
   } else {
     tier_errors_.fetch_add(1, std::memory_order_relaxed);
+    tier_paused_until_us_.store(MonotonicUs() + 1'000'000, std::memory_order_relaxed);
     LOG_WARNING("disk tier: writing %s at offset %llu failed: %s (the value stays in RAM)",
                 tier_->path().c_str(), static_cast<unsigned long long>(moving->extent->offset),
                 st.ToString().c_str());
@@ -186,10 +228,13 @@ void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
 
 void Store::TierApplyDoneLocked() {
   std::vector<TierDone> done;
+  std::vector<TierNsDone> ns_done;
   {
     std::lock_guard<std::mutex> tl(tier_done_mu_);
     done.swap(tier_done_);
+    ns_done.swap(tier_ns_done_);
   }
+  if (!ns_done.empty()) TierApplyNsDoneLocked(ns_done);
   for (TierDone& d : done) {
     StrEntry* e = StrEntryLocked(d.key);
     if (e == nullptr || e->value != d.moving) continue;  // replaced or gone since
@@ -223,31 +268,39 @@ void Store::TierApplyDoneLocked() {
   }
 }
 
+Result<StrRef> Store::TierReadCounted(std::string_view key, const StrRef& v) {
+  const uint64_t t0 = MonotonicUs();
+  const tier::Extent& x = *v->extent;
+  auto buf = tier_->Read(x);
+  if (!buf.ok()) {
+    tier_errors_.fetch_add(1, std::memory_order_relaxed);
+    LOG_WARNING("disk tier: reading key '%.*s' at %s offset %llu failed: %s",
+                static_cast<int>(std::min<size_t>(key.size(), 128)), key.data(),
+                tier_->path().c_str(), static_cast<unsigned long long>(x.offset),
+                buf.status().ToString().c_str());
+    return buf.status();
+  }
+  tier_reads_.fetch_add(1, std::memory_order_relaxed);
+  tier_read_bytes_.fetch_add(x.length, std::memory_order_relaxed);
+  const uint64_t us = MonotonicUs() - t0;
+  tier_read_us_.fetch_add(us, std::memory_order_relaxed);
+  size_t b = 0;
+  while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
+  tier_read_latency_[b].fetch_add(1, std::memory_order_relaxed);
+  auto fresh = StrValue::FromBuffer(std::move(*buf), x.header_bytes, x.value_len);
+  if (fresh != nullptr) fresh->quant = v->quant;  // a quantized block stays one
+  return StrRef(std::move(fresh));
+}
+
+Result<StrRef> Store::LoadTieredSync(std::string_view key, const StrRef& v) {
+  auto r = TierReadCounted(key, v);
+  if (r.ok() || r.status().code() != Code::kCorruption) return r;
+  DropDamagedTiered(key, v);  // never a wrong byte: the entry goes, as the tier drops
+  return StrRef();
+}
+
 void Store::ReadTiered(std::string key, StrRef v, std::function<void(Result<StrRef>)> done) {
-  auto job = [this, key, v, done]() {
-    const uint64_t t0 = MonotonicUs();
-    const tier::Extent& x = *v->extent;
-    auto buf = tier_->Read(x);
-    if (!buf.ok()) {
-      tier_errors_.fetch_add(1, std::memory_order_relaxed);
-      LOG_WARNING("disk tier: reading key '%.*s' at %s offset %llu failed: %s",
-                  static_cast<int>(std::min<size_t>(key.size(), 128)), key.data(),
-                  tier_->path().c_str(), static_cast<unsigned long long>(x.offset),
-                  buf.status().ToString().c_str());
-      done(buf.status());
-      return;
-    }
-    tier_reads_.fetch_add(1, std::memory_order_relaxed);
-    tier_read_bytes_.fetch_add(x.length, std::memory_order_relaxed);
-    const uint64_t us = MonotonicUs() - t0;
-    tier_read_us_.fetch_add(us, std::memory_order_relaxed);
-    size_t b = 0;
-    while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
-    tier_read_latency_[b].fetch_add(1, std::memory_order_relaxed);
-    auto fresh = StrValue::FromBuffer(std::move(*buf), x.header_bytes, x.value_len);
-    if (fresh != nullptr) fresh->quant = v->quant;  // a quantized block stays one
-    done(StrRef(std::move(fresh)));
-  };
+  auto job = [this, key, v, done]() { done(TierReadCounted(key, v)); };
   if (!tier_io_ || !tier_io_->Post(job)) done(Status::Busy("disk tier stopped"));
 }
 

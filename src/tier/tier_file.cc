@@ -106,7 +106,20 @@ Result<std::shared_ptr<TierFile>> TierFile::Open(const std::string& dir, uint64_
     t->direct_ = false;
   }
   if (t->fd_ < 0) return Status::IOError("open " + t->path_ + ": " + std::strerror(errno));
-  void* m = ::mmap(nullptr, kMaxTierBytes, PROT_READ, MAP_SHARED | MAP_NORESERVE, t->fd_, 0);
+  // Address space for the whole tier, reserved once (the mapping never moves,
+  // so values and chunks may point into it): 16 TiB where the process may
+  // (sanitizers reserve much of the address space), else less, never below
+  // four times the starting bound.
+  void* m = MAP_FAILED;
+  for (uint64_t want : {kMaxTierBytes, uint64_t{1} << 40, uint64_t{64} << 30,
+                        std::max<uint64_t>(4 * max_bytes, uint64_t{1} << 30)}) {
+    if (want < max_bytes) continue;
+    m = ::mmap(nullptr, want, PROT_READ, MAP_SHARED | MAP_NORESERVE, t->fd_, 0);
+    if (m != MAP_FAILED) {
+      t->map_bytes_ = want;
+      break;
+    }
+  }
   if (m == MAP_FAILED) return Status::IOError("mmap " + t->path_ + ": " + std::strerror(errno));
   t->map_ = static_cast<uint8_t*>(m);
   t->max_bytes_ = max_bytes;
@@ -114,7 +127,7 @@ Result<std::shared_ptr<TierFile>> TierFile::Open(const std::string& dir, uint64_
 }
 
 TierFile::~TierFile() {
-  if (map_ != nullptr) ::munmap(map_, kMaxTierBytes);
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -137,7 +150,7 @@ ExtentRef TierFile::Allocate(std::string_view key, uint64_t value_len) {
         free_by_len_.emplace(len - need, off + need);
       }
     } else {
-      if (end_ + need > kMaxTierBytes) return nullptr;
+      if (end_ + need > map_bytes_) return nullptr;
       off = end_;
       end_ += need;
     }
@@ -197,39 +210,51 @@ void TierFile::Free(uint64_t offset, uint64_t length) {
 }
 
 Status TierFile::Write(Extent& x, const uint8_t* data, uint64_t n) {
+  if (n != x.value_len) return Status::InvalidArgument("value length differs from the extent's");
+  return Write(
+      x, [data](uint64_t off, uint8_t* dst, uint64_t len) { std::memcpy(dst, data + off, len); });
+}
+
+Status TierFile::PwriteAll(const uint8_t* p, uint64_t n, uint64_t at) {
+  uint64_t done = 0;
+  while (done < n) {
+    ssize_t w = ::pwrite(fd_, p + done, n - done, static_cast<off_t>(at + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return Status::IOError(std::string("tier write: ") + std::strerror(errno));
+    if (w == 0) return Status::IOError("tier write: no progress");
+    done += static_cast<uint64_t>(w);
+  }
+  return Status::OK();
+}
+
+Status TierFile::Write(Extent& x, const Filler& fill) {
   if (fail_writes_.load() > 0 && fail_writes_.fetch_sub(1) > 0)
     return Status::IOError("injected write error");
-  const uint64_t stage_bytes = std::min<uint64_t>(x.length, kStage);
-  OwnedBuffer stage = AlignedBuffer(stage_bytes);
+  // One staging buffer per thread, kept: fresh pages cost a first touch each.
+  thread_local OwnedBuffer stage;
+  if (stage.empty()) stage = AlignedBuffer(kStage);
   if (stage.empty()) return Status::OutOfBudget("tier staging buffer");
+  const uint64_t stage_bytes = std::min<uint64_t>(x.length, kStage);
   uint8_t* s = static_cast<uint8_t*>(stage.data());
-  // The extent's bytes in order (header, value, zero padding), staged piece by piece.
-  uint64_t pos = 0;  // bytes of the extent written
-  const uint32_t crc = crc32c::Value(data, n);
-  while (pos < x.length) {
+  // The value (and its zero padding) first, staged piece by piece, its CRC
+  // taken on the way; the header, which holds that CRC, last.
+  const uint64_t v = x.value_len;
+  uint32_t crc = 0;
+  for (uint64_t pos = x.header_bytes; pos < x.length;) {
     const uint64_t piece = std::min<uint64_t>(stage_bytes, x.length - pos);
-    std::memset(s, 0, piece);
-    uint64_t fill = 0;
-    if (pos == 0) {
-      EncodeHeader(s, x.header_bytes, x.key, n, crc, seq_.fetch_add(1) + 1);
-      fill = x.header_bytes;
+    const uint64_t vstart = pos - x.header_bytes;
+    const uint64_t take = vstart < v ? std::min<uint64_t>(piece, v - vstart) : 0;
+    if (take > 0) {
+      fill(vstart, s, take);
+      crc = crc32c::Extend(crc, s, take);
     }
-    // Value bytes [pos + fill - H, ...) go to s + fill.
-    const uint64_t vstart = pos + fill - x.header_bytes;
-    if (vstart < n && fill < piece) {
-      const uint64_t take = std::min<uint64_t>(piece - fill, n - vstart);
-      std::memcpy(s + fill, data + vstart, take);
-    }
-    uint64_t done = 0;
-    while (done < piece) {
-      ssize_t w = ::pwrite(fd_, s + done, piece - done, static_cast<off_t>(x.offset + pos + done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return Status::IOError(std::string("tier write: ") + std::strerror(errno));
-      if (w == 0) return Status::IOError("tier write: no progress");
-      done += static_cast<uint64_t>(w);
-    }
+    std::memset(s + take, 0, piece - take);
+    PION_RETURN_IF_ERROR(PwriteAll(s, piece, x.offset + pos));
     pos += piece;
   }
+  std::memset(s, 0, x.header_bytes);
+  EncodeHeader(s, x.header_bytes, x.key, v, crc, seq_.fetch_add(1) + 1);
+  PION_RETURN_IF_ERROR(PwriteAll(s, x.header_bytes, x.offset));
   x.written.store(true, std::memory_order_release);
   return Status::OK();
 }

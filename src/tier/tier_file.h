@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,10 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   ExtentRef Allocate(std::string_view key, uint64_t value_len);
   // Writes header + value at the extent (blocking: the tier's I/O threads call it).
   Status Write(Extent& x, const uint8_t* data, uint64_t n);
+  // The same with the value gathered by `fill(offset, dst, len)`, which puts the
+  // value's bytes [offset, offset + len) at dst (called in order, len > 0).
+  using Filler = std::function<void(uint64_t offset, uint8_t* dst, uint64_t len)>;
+  Status Write(Extent& x, const Filler& fill);
   // Reads the extent with one direct read into a fresh aligned buffer, checks it
   // and returns the buffer (the value starts at x.header_bytes).
   Result<OwnedBuffer> Read(const Extent& x);
@@ -80,6 +85,8 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   uint64_t extents() const { return extents_.load(std::memory_order_relaxed); }
   const std::string& path() const { return path_; }
   const uint8_t* map_base() const { return map_; }
+  // How far the file can grow (the mapping reserved at open).
+  uint64_t map_bytes() const { return map_bytes_; }
   // False on a file system without O_DIRECT (tmpfs): reads go through the page cache.
   bool direct() const { return direct_; }
 
@@ -93,11 +100,13 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   friend struct Extent;
   TierFile() = default;
   void Free(uint64_t offset, uint64_t length);
+  Status PwriteAll(const uint8_t* p, uint64_t n, uint64_t at);
 
   std::string path_;
   int fd_ = -1;
   bool direct_ = true;
   uint8_t* map_ = nullptr;
+  uint64_t map_bytes_ = 0;  // address space reserved for the mapping
   std::atomic<uint64_t> max_bytes_{0};
   std::atomic<uint64_t> used_{0};
   std::atomic<uint64_t> extents_{0};

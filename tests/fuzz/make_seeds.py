@@ -7,6 +7,8 @@ corpus/frame:   [mode byte][chunk byte] + a fast-lane frame stream (fuzz_frame_p
 corpus/persist: [0] + a whole WAL or snapshot file (raw mode), or [1] + its records
                 as [type u8][length u32 LE][payload] (framed mode, fuzz_persist_readers.cc),
                 taken from the golden files in tests/testdata.
+corpus/tier:    [mode byte] + a disk tier file (fuzz_tier_reader.cc): raw files with
+                correct CRCs, and files whose CRCs the harness fills in (odd mode).
 """
 import struct
 import sys
@@ -96,9 +98,47 @@ def persist_seeds() -> dict[str, bytes]:
     }
 
 
+def _crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def tier_extent(key: bytes, value: bytes, seq: int) -> bytes:
+    """One extent as docs/tier_format.md lays it out, CRCs included."""
+    hb = -(-(64 + len(key)) // 4096) * 4096
+    head = bytearray(hb)
+    struct.pack_into("<8sIIQIIQ", head, 0, b"PIONTIER", 1, hb, len(value), len(key),
+                     _crc32c(value), seq)
+    head[64:64 + len(key)] = key
+    struct.pack_into("<I", head, 60, _crc32c(bytes(head)))  # the field is still zero here
+    ext = bytes(head) + value
+    return ext + b"\0" * (-len(ext) % 4096)
+
+
+def tier_seeds() -> dict[str, bytes]:
+    a = tier_extent(b"alpha", bytes(range(256)) * 20, 1)
+    b = tier_extent(b"k" * 5000, b"v" * 100, 2)
+    c = tier_extent(b"", b"", 3)
+    hole = b"\0" * 4096
+    bad = bytearray(a)
+    bad[4096 + 7] ^= 0xFF
+    return {
+        "raw_clean": b"\x00" + a + hole + b + c,
+        "raw_damaged_value": b"\x00" + bytes(bad) + c,
+        "raw_stray": b"\x00" + c + b"x" * 5000,
+        "raw_holes_as_zeros": b"\x04" + hole + a + hole + hole + c,
+        "fixed_crcs": b"\x03" + a[:4096] + b"\x11" * 9000 + c,
+        "fixed_header_only": b"\x01" + b[:8192] + b"\x22" * 300,
+    }
+
+
 def main() -> None:
     for name, seeds in (("resp", resp_seeds()), ("frame", frame_seeds()),
-                        ("persist", persist_seeds())):
+                        ("persist", persist_seeds()), ("tier", tier_seeds())):
         d = HERE / "corpus" / name
         d.mkdir(parents=True, exist_ok=True)
         for f, data in seeds.items():

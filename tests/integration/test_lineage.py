@@ -109,7 +109,8 @@ def test_register_parent_chain_info_drop(r):
     st = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
     assert st["kvprefix_hits"] == 1 and st["kvprefix_tokens_served"] == 40
     assert info(r, "t2") == {"namespace": "t2", "parent": "t1", "children": 0, "depth": 2,
-                             "chain_length": 3, "tokens": 3, "chain_tokens": 40}
+                             "chain_length": 3, "tokens": 3, "chain_tokens": 40,
+                             "tier": "ram"}
     assert info(r)["linked_prefixes"] == 2
     assert r.execute_command("KV.PREFIX.LOOKUP", "nope", "CHAIN") == b"MISS"
     # DROP of a parent drops its subtree and counts every namespace removed.

@@ -361,6 +361,7 @@ std::string NamespaceInfoBody(std::string_view ns, const store::NamespaceInfo& i
   InfoField(&out, "chain_length", info.chain_length);
   InfoField(&out, "tokens", info.tokens);
   InfoField(&out, "chain_tokens", info.chain_tokens);
+  InfoField(&out, "tier", info.on_disk ? "disk" : "ram");
   return out;
 }
 

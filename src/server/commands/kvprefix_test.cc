@@ -155,7 +155,7 @@ TEST_F(KvLineage, InfoOfANamespaceReportsItsChain) {
   RespValue r = Run({"KV.PREFIX.INFO", "t2"});
   EXPECT_EQ(r.str,
             "namespace:t2\r\nparent:t1\r\nchildren:0\r\ndepth:2\r\nchain_length:3\r\n"
-            "tokens:5\r\nchain_tokens:125\r\n");
+            "tokens:5\r\nchain_tokens:125\r\ntier:ram\r\n");
   r = Run({"KV.PREFIX.INFO", "root"});
   EXPECT_NE(r.str.find("parent:\r\nchildren:1\r\ndepth:0\r\nchain_length:1\r\n"), std::string::npos)
       << r.str;
@@ -182,9 +182,9 @@ TEST_F(KvPrefixCommands, InfoOfANamespaceEscapesNames) {
   ASSERT_EQ(Run({"KV.PREFIX.REGISTER", "kid", "4", "fp16", "PARENT", odd}), "OK");
   const std::string esc = "a\\r\\nb:\\\\c\\x01\\x00";
   RespValue r = Run({"KV.PREFIX.INFO", "kid"});
-  EXPECT_EQ(r.str,
-            "namespace:kid\r\nparent:" + esc +
-                "\r\nchildren:0\r\ndepth:1\r\nchain_length:2\r\ntokens:0\r\nchain_tokens:0\r\n");
+  EXPECT_EQ(r.str, "namespace:kid\r\nparent:" + esc +
+                       "\r\nchildren:0\r\ndepth:1\r\nchain_length:2\r\ntokens:0\r\nchain_tokens:"
+                       "0\r\ntier:ram\r\n");
   r = Run({"KV.PREFIX.INFO", odd});
   EXPECT_EQ(r.str.rfind("namespace:" + esc + "\r\nparent:\r\nchildren:1\r\n", 0), 0u) << r.str;
   // Seven lines, each one key:value pair.
@@ -197,7 +197,7 @@ TEST_F(KvPrefixCommands, InfoOfANamespaceEscapesNames) {
     EXPECT_EQ(line.find_first_of("\r\n"), std::string::npos) << line;
     pos = end + 2;
   }
-  EXPECT_EQ(lines, 7u);
+  EXPECT_EQ(lines, 8u);
 }
 
 // ACL over links: a tenant that may write root and t1 but only read t2.

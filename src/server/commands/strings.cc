@@ -110,8 +110,9 @@ void ReplyFromTier(CommandContext& ctx, store::StrRef v) {
   std::string key(ctx.args[1]);
   server->store()->ReadTiered(key, v, [server, done, key, v](Result<store::StrRef> r) {
     if (!r.ok()) {
-      done->Complete([server, key, v](ReplyBuilder& rb) {
-        server->store()->DropDamagedTiered(key, v);
+      done->Complete([server, key, v, st = r.status()](ReplyBuilder& rb) {
+        if (st.code() != Code::kCorruption) return rb.Error(st);  // kept: may read later
+        server->store()->DropDamagedTiered(key, v);               // damaged: never a wrong byte
         rb.Null();
       });
       return;
@@ -127,21 +128,27 @@ void ReplyFromTier(CommandContext& ctx, store::StrRef v) {
 
 void Get(CommandContext& ctx) {
   // The reply is written in place (a small value copied under the shard lock,
-  // a big one referenced): no reference count taken for a small GET.
-  bool miss = false;
-  store::StrRef on_disk;
-  const bool can_defer = ctx.CanDefer();
+  // a big one referenced): no reference count taken for a small GET. The
+  // callback captures one pointer (std::function keeps it without allocating).
+  struct Seen {
+    CommandContext* ctx;
+    bool can_defer;
+    bool miss = false;
+    store::StrRef on_disk;
+  } seen{&ctx, ctx.CanDefer()};
   Status st = ctx.server->store()->StrGetWith(
-      ctx.args[1], [&ctx, &miss, &on_disk, can_defer](const store::StrRef& v) {
-        miss = v == nullptr;
-        if (v != nullptr && v->on_disk() && can_defer)
-          on_disk = v;  // read below, outside the shard lock
+      ctx.args[1],
+      [&seen](const store::StrRef& v) {
+        seen.miss = v == nullptr;
+        if (v != nullptr && v->on_disk())
+          seen.on_disk = v;  // read below, outside the shard lock
         else
-          ReplyValue(ctx, v);
-      });
+          ReplyValue(*seen.ctx, v);
+      },
+      /*tiered_as_is=*/seen.can_defer);
   if (!st.ok()) return (void)Reply(ctx, st);
-  if (on_disk != nullptr) return ReplyFromTier(ctx, std::move(on_disk));
-  if (miss) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
+  if (seen.on_disk != nullptr) return ReplyFromTier(ctx, std::move(seen.on_disk));
+  if (seen.miss) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
 }
 
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL]

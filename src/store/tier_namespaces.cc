@@ -1,0 +1,205 @@
+// Namespaces in the disk tier (store.h "Disk tier", docs/tier_format.md).
+//
+// A namespace the budget pushes out of RAM (its stored bytes at least
+// tier-min-value, every child already on disk, no store or child
+// registration in flight) moves whole: both sides, every layer, in one
+// extent whose value is its chunks one after the other, each at a 64-byte
+// aligned offset. Its rows stop being charged to the budget at once; an I/O
+// thread writes the extent from the chunks (held by reference, so nobody
+// writes them in place meanwhile), and when the write is done each chunk that
+// is still the layer's is replaced by one that borrows the tier's read-only
+// mapping (Chunk::Borrow, frozen). Every read path sees chunks as before; a
+// write copies a frozen chunk first, as for a mapped snapshot. The block
+// table and lineage stay in RAM (they are what MEMBERSHIP and LOOKUP read).
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "store/namespace.h"
+#include "store/store.h"
+
+namespace pion::store {
+
+namespace {
+uint64_t Align64(uint64_t n) { return (n + 63) & ~uint64_t{63}; }
+}  // namespace
+
+bool Store::RamCandidateLocked(const Namespace& n) const {
+  if (n.tiered || n.pending_children != 0) return false;
+  // (Moving is also paused after a failed write: TierMoveNamespaceLocked says no.)
+  for (const Namespace* c : n.children)
+    if (!c->tiered) return false;
+  return true;
+}
+
+void Store::UntierNamespaceLocked(Namespace& n) {
+  if (!n.tiered) return;
+  bytes_ += n.tier_uncharged;
+  tier_uncharged_ -= n.tier_uncharged;
+  n.tier_uncharged = 0;
+  n.tiered = false;
+  n.tier_extent.reset();  // the chunks that borrow it keep it alive
+  --tier_entries_;
+}
+
+std::shared_ptr<Namespace> Store::OldestTieredNamespaceLocked() const {
+  std::shared_ptr<Namespace> best;
+  for (const Shard& sh : shards_)
+    for (const auto& [name, n] : sh.map)
+      if (n->tiered && n->children.empty() && n->pending_children == 0 &&
+          (!best ||
+           n->stamp.load(std::memory_order_relaxed) < best->stamp.load(std::memory_order_relaxed)))
+        best = n;
+  return best;
+}
+
+bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_t* lsn) {
+  TierApplyDoneLocked();
+  if (!tier_ || n->dropped || !RamCandidateLocked(*n) ||
+      MonotonicUs() < tier_paused_until_us_.load(std::memory_order_relaxed))
+    return false;
+  const uint64_t rows_bytes = n->bytes - TableBytes(n->blocks);
+  if (rows_bytes == 0 || rows_bytes < tier_min_value_.load(std::memory_order_relaxed)) return false;
+  TierNsDone job;
+  uint64_t total = 0;
+  for (uint8_t side = 0; side < 2; ++side) {
+    // The lock order is side -> mu_: under mu_ a side lock is only tried (a
+    // namespace being written is not moved now).
+    const SideData& sd = n->sides[side];
+    std::unique_lock<std::mutex> sl(sd.mu, std::try_to_lock);
+    if (!sl.owns_lock() || sd.reserved_total != sd.total_rows) return false;
+    for (uint32_t li = 0; li < sd.layers.size(); ++li)
+      for (uint64_t ci = 0; ci < sd.layers[li].chunks.size(); ++ci)
+        if (const std::shared_ptr<Chunk>& c = sd.layers[li].chunks[ci]) {
+          job.chunks.push_back({side, li, ci, c, total});
+          total += Align64(c->bytes());
+        }
+  }
+  if (total == 0 || tier::ExtentBytes(n->name.size(), total) > tier_->max_bytes()) return false;
+  tier::ExtentRef x = tier_->Allocate(n->name, total);
+  while (x == nullptr) {  // full: the tier drops its coldest entries
+    if (!TierDropOldestLocked(nullptr, lsn)) return false;
+    if (n->dropped) return false;
+    x = tier_->Allocate(n->name, total);
+  }
+  {
+    std::unique_lock<std::mutex> bl(tier_backlog_mu_);
+    tier_backlog_cv_.wait(
+        bl, [&] { return tier_backlog_ == 0 || tier_backlog_ + total <= tier_queue_bytes_; });
+    tier_backlog_ += total;
+  }
+  n->tiered = true;
+  n->tier_extent = x;
+  n->tier_uncharged = rows_bytes;
+  tier_uncharged_ += rows_bytes;
+  bytes_ -= rows_bytes;
+  ++tier_entries_;
+  job.ns = n;
+  job.extent = std::move(x);
+  const uint64_t bytes = total;
+  auto shared = std::make_shared<TierNsDone>(std::move(job));
+  if (!tier_io_->Post([this, shared] { TierNamespaceWrite(std::move(*shared)); })) {
+    shared->status = Status::IOError("tier stopped");
+    {
+      std::lock_guard<std::mutex> bl(tier_backlog_mu_);
+      tier_backlog_ -= bytes;
+    }
+    std::lock_guard<std::mutex> tl(tier_done_mu_);
+    tier_ns_done_.push_back(std::move(*shared));
+  }
+  return true;
+}
+
+void Store::TierNamespaceWrite(TierNsDone job) {
+  const tier::Extent& x = *job.extent;
+  const std::vector<TierChunk>& cs = job.chunks;
+  // The value's bytes [off, off + len): the chunks' bytes, zeros between them.
+  auto fill = [&cs](uint64_t off, uint8_t* dst, uint64_t len) {
+    auto it = std::upper_bound(cs.begin(), cs.end(), off,
+                               [](uint64_t o, const TierChunk& c) { return o < c.offset; });
+    size_t i = it == cs.begin() ? 0 : static_cast<size_t>(it - cs.begin()) - 1;
+    uint64_t done = 0;
+    while (done < len) {
+      const uint64_t at = off + done;
+      const TierChunk* c = i < cs.size() ? &cs[i] : nullptr;
+      if (c != nullptr && at >= c->offset + c->chunk->bytes()) {
+        ++i;
+        const uint64_t next = i < cs.size() ? cs[i].offset : off + len;
+        const uint64_t gap = std::min(next, off + len) - at;
+        std::memset(dst + done, 0, gap);
+        done += gap;
+        continue;
+      }
+      if (c == nullptr || at < c->offset) {  // before the first chunk (never) or padding
+        const uint64_t gap = std::min(c != nullptr ? c->offset : off + len, off + len) - at;
+        std::memset(dst + done, 0, gap);
+        done += gap;
+        continue;
+      }
+      const uint64_t in = at - c->offset;
+      const uint64_t take = std::min(c->chunk->bytes() - in, len - done);
+      std::memcpy(dst + done, c->chunk->data + in, take);
+      done += take;
+    }
+  };
+  job.status = tier_->Write(*job.extent, fill);
+  {
+    std::lock_guard<std::mutex> bl(tier_backlog_mu_);
+    tier_backlog_ -= x.value_len;
+  }
+  tier_backlog_cv_.notify_all();
+  if (job.status.ok()) {
+    tier_writes_.fetch_add(1, std::memory_order_relaxed);
+    tier_write_bytes_.fetch_add(x.length, std::memory_order_relaxed);
+  } else {
+    tier_errors_.fetch_add(1, std::memory_order_relaxed);
+    tier_paused_until_us_.store(MonotonicUs() + 1'000'000, std::memory_order_relaxed);
+    LOG_WARNING(
+        "disk tier: writing namespace '%s' to %s at offset %llu failed: %s (it stays in "
+        "RAM)",
+        job.ns->name.c_str(), tier_->path().c_str(), static_cast<unsigned long long>(x.offset),
+        job.status.ToString().c_str());
+  }
+  {
+    std::lock_guard<std::mutex> tl(tier_done_mu_);
+    tier_ns_done_.push_back(std::move(job));
+  }
+  if (mu_.try_lock()) {
+    TierApplyDoneLocked();
+    mu_.unlock();
+  }
+}
+
+void Store::TierApplyNsDoneLocked(std::vector<TierNsDone>& done) {
+  std::vector<TierNsDone> later;  // a side lock was busy: the next holder of mu_ retries
+  for (TierNsDone& d : done) {
+    Namespace& n = *d.ns;
+    if (n.dropped || !n.tiered || n.tier_extent != d.extent) continue;  // changed since
+    if (!d.status.ok()) {
+      UntierNamespaceLocked(n);
+      continue;
+    }
+    const uint8_t* base = d.extent->mapped();
+    std::unique_lock<std::mutex> l0(n.sides[0].mu, std::try_to_lock);
+    std::unique_lock<std::mutex> l1(n.sides[1].mu, std::defer_lock);
+    if (!l0.owns_lock() || !l1.try_lock()) {
+      later.push_back(std::move(d));
+      continue;
+    }
+    for (const TierChunk& c : d.chunks) {
+      SideData& sd = n.sides[c.side];
+      if (c.layer >= sd.layers.size() || c.index >= sd.layers[c.layer].chunks.size()) continue;
+      std::shared_ptr<Chunk>& slot = sd.layers[c.layer].chunks[c.index];
+      if (slot != c.chunk) continue;  // rewritten since: the new chunk stays
+      slot = Chunk::Borrow(base + c.offset, c.chunk->capacity_rows, c.chunk->row_bytes, d.extent);
+    }
+  }
+  if (!later.empty()) {
+    std::lock_guard<std::mutex> tl(tier_done_mu_);
+    for (TierNsDone& d : later) tier_ns_done_.push_back(std::move(d));
+  }
+}
+
+}  // namespace pion::store

@@ -1,0 +1,203 @@
+// The disk tier in the keyspace: moves under a small budget, reads of every
+// kind while moves, promotions and overwrites run on other threads (TSan runs
+// this), write failures that keep the value in RAM, damaged extents dropped.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "store/store.h"
+
+namespace pion::store {
+namespace {
+
+constexpr size_t kValue = 256 * 1024;
+
+std::string Value(int i, int gen = 0) {
+  std::string v(kValue, '\0');
+  for (size_t j = 0; j < v.size(); ++j)
+    v[j] = static_cast<char>((i * 131 + gen * 17 + static_cast<int>(j)) & 0xff);
+  return v;
+}
+
+class TieringTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pion-tiering-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    st_ = std::make_unique<Store>(StoreConfig{256, 2 * 1024 * 1024});
+    ASSERT_TRUE(st_->AttachTier(dir_, 64 << 20, 64 * 1024, 1 << 20, 2).ok());
+  }
+  void TearDown() override {
+    st_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  Status Set(const std::string& k, const std::string& v) {
+    uint64_t lsn = 0;
+    return st_->StrSet(k, StrValue::Copy(v), SetOptions{}, &lsn).status();
+  }
+  // The value as the keyspace holds it (on disk: not read), as GET's async path sees it.
+  Result<StrRef> Raw(const std::string& k) {
+    StrRef out;
+    Status st = st_->StrGetWith(
+        k, [&out](const StrRef& v) { out = v; }, /*tiered_as_is=*/true);
+    if (!st.ok()) return st;
+    return out;
+  }
+  std::string Get(const std::string& k) {
+    auto r = st_->StrGet(k);
+    return r.ok() && *r ? std::string((*r)->view()) : "<none>";
+  }
+  // Waits (bounded) until every queued write was applied.
+  void Settle() {
+    const uint64_t deadline = MonotonicUs() + 30'000'000;
+    while (st_->tier_stats().backlog_bytes > 0 && MonotonicUs() < deadline)
+      std::this_thread::yield();
+    ASSERT_EQ(st_->tier_stats().backlog_bytes, 0u);
+    uint64_t lsn = 0;
+    (void)st_->SetMaxBytes(st_->max_bytes(), &lsn);  // applies finished moves under mu_
+  }
+
+  std::string dir_;
+  std::unique_ptr<Store> st_;
+};
+
+TEST_F(TieringTest, ValuesOverTheBudgetMoveAndReadBack) {
+  for (int i = 0; i < 32; ++i) ASSERT_TRUE(Set("k" + std::to_string(i), Value(i)).ok());
+  Settle();
+  Store::TierStats t = st_->tier_stats();
+  EXPECT_GE(t.entries, 24u);
+  EXPECT_EQ(t.writes, t.entries);
+  EXPECT_LE(st_->used_bytes(), 2u * 1024 * 1024);
+  EXPECT_EQ(st_->KeyStats().evicted_keys, 0u);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(Get("k" + std::to_string(i)), Value(i)) << i;
+  // The direct read path, then promotion.
+  auto v = Raw("k0");
+  ASSERT_TRUE(v.ok() && *v && (*v)->on_disk());
+  std::atomic<bool> done{false};
+  StrRef fresh;
+  st_->ReadTiered("k0", *v, [&](Result<StrRef> r) {
+    ASSERT_TRUE(r.ok());
+    fresh = *r;
+    done = true;
+  });
+  const uint64_t deadline = MonotonicUs() + 30'000'000;
+  while (!done && MonotonicUs() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(done);
+  EXPECT_EQ(std::string(fresh->view()), Value(0));
+  st_->PromoteTiered("k0", *v, fresh);
+  EXPECT_EQ(st_->tier_stats().promotions, 1u);
+  auto again = Raw("k0");
+  EXPECT_FALSE((*again)->tiered());
+  // Every other read path reads a value on disk with a checked read, not the mapping.
+  auto k1 = Raw("k1");
+  ASSERT_TRUE(k1.ok() && *k1 && (*k1)->on_disk());
+  const uint64_t reads = st_->tier_stats().reads;
+  EXPECT_EQ(Get("k1"), Value(1));
+  EXPECT_EQ(st_->tier_stats().reads, reads + 1);
+}
+
+TEST_F(TieringTest, ConcurrentReadsWritesAndMoves) {
+  for (int i = 0; i < 24; ++i) ASSERT_TRUE(Set("c" + std::to_string(i), Value(i)).ok());
+  std::atomic<int> wrong{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t)
+    readers.emplace_back([&, t] {
+      for (int round = 0; round < 200 && !stop; ++round) {
+        const int i = (round * 7 + t) % 24;
+        // Half the reads as GET's async path sees values, half as every other read.
+        auto r =
+            round % 2 == 0 ? Raw("c" + std::to_string(i)) : st_->StrGet("c" + std::to_string(i));
+        if (!r.ok() || !*r) continue;
+        std::string got((*r)->view());
+        if (got != Value(i, 0) && got != Value(i, 1)) ++wrong;
+        if ((*r)->on_disk()) {
+          std::atomic<bool> done{false};
+          st_->ReadTiered("c" + std::to_string(i), *r, [&](Result<StrRef> f) {
+            if (f.ok()) {
+              std::string b((*f)->view());
+              if (b != Value(i, 0) && b != Value(i, 1)) ++wrong;
+              st_->PromoteTiered("c" + std::to_string(i), *r, *f);
+            }
+            done = true;
+          });
+          const uint64_t deadline = MonotonicUs() + 30'000'000;
+          while (!done && MonotonicUs() < deadline) std::this_thread::yield();
+        }
+      }
+    });
+  for (int round = 0; round < 48; ++round)
+    ASSERT_TRUE(Set("c" + std::to_string(round % 24), Value(round % 24, 1)).ok());
+  for (auto& th : readers) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  Settle();
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(Get("c" + std::to_string(i)), Value(i, 1)) << i;
+}
+
+TEST_F(TieringTest, AFailedWriteKeepsTheValueInRam) {
+  st_->tier_file_for_test()->FailNextWrites(1000);
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(Set("f" + std::to_string(i), Value(i)).ok());
+  Settle();
+  Store::TierStats t = st_->tier_stats();
+  EXPECT_GT(t.errors, 0u);
+  EXPECT_EQ(t.entries, 0u);  // every failed move went back to RAM
+  EXPECT_EQ(t.bytes, 0u);
+  // Moves pause after a failure: what did not fit was evicted, never a wrong byte.
+  uint64_t kept = 0;
+  for (int i = 0; i < 16; ++i) {
+    std::string got = Get("f" + std::to_string(i));
+    if (got != "<none>") {
+      EXPECT_EQ(got, Value(i)) << i;
+      ++kept;
+    }
+  }
+  EXPECT_EQ(kept + st_->KeyStats().evicted_keys, 16u);
+  st_->tier_file_for_test()->FailNextWrites(0);
+}
+
+TEST_F(TieringTest, ADamagedExtentIsDroppedAsAnEviction) {
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(Set("d" + std::to_string(i), Value(i)).ok());
+  Settle();
+  auto v = Raw("d0");
+  ASSERT_TRUE(v.ok() && *v && (*v)->on_disk());
+  ASSERT_TRUE(st_->tier_file_for_test()->CorruptForTest(*(*v)->extent).ok());
+  std::atomic<bool> done{false};
+  Status seen;
+  st_->ReadTiered("d0", *v, [&](Result<StrRef> r) {
+    seen = r.status();
+    done = true;
+  });
+  const uint64_t deadline = MonotonicUs() + 30'000'000;
+  while (!done && MonotonicUs() < deadline) std::this_thread::yield();
+  ASSERT_TRUE(done);
+  EXPECT_EQ(seen.code(), Code::kCorruption);
+  // Every read path refuses the damaged bytes: the entry is dropped.
+  EXPECT_EQ(Get("d0"), "<none>");
+  EXPECT_EQ(st_->KeyStats().evicted_keys, 1u);
+  EXPECT_EQ(st_->tier_stats().errors, 2u);  // the async read and the checked one
+}
+
+TEST_F(TieringTest, AFullTierDropsItsColdestAndShrinkingDropsMore) {
+  st_->SetTierMaxBytes(8 * (kValue + 4096));
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(Set("s" + std::to_string(i), Value(i)).ok());
+    Settle();
+  }
+  Store::TierStats t = st_->tier_stats();
+  EXPECT_LE(t.bytes, 8 * (kValue + 4096));
+  EXPECT_GT(t.evictions, 0u);
+  EXPECT_EQ(Get("s0"), "<none>");
+  EXPECT_EQ(Get("s39"), Value(39));
+  st_->SetTierMaxBytes(2 * (kValue + 4096));
+  EXPECT_LE(st_->tier_stats().bytes, 2 * (kValue + 4096));
+}
+
+}  // namespace
+}  // namespace pion::store
