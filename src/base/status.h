@@ -40,6 +40,7 @@ enum class ErrorId : unsigned char {
   kParentMismatch,  // re-registration names another parent (or one the namespace lacks)
   kChainTooLong,    // the chain would exceed max-chain-length
   kDropRefused,     // a DROP's predicate refused a namespace it would remove
+  kBlockQuantized,  // an edit (APPEND, SETRANGE, ...) or COPY of a quantized block
 };
 
 class [[nodiscard]] Status {

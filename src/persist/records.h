@@ -47,6 +47,13 @@ struct BlockRecord {
 // hashes, TOKENS, the shared expiry and the parent of the first key (after,
 // when has_after: it was a live key when the chain was written). Encoding
 // uses value_len; decoding sets value (a view of the payload).
+// A quantized block's format (KV.BLOCK.CHAIN ... FORMAT; WAL version 5 STRCHAIN
+// has_format, snapshot version 6 QUANT section). row == 0: a plain value.
+struct QuantRecord {
+  quant::Format format = quant::Format::kFp16;
+  uint8_t dtype = 0;  // what the rows decode to: 0 f16, 1 bf16, 2 f32
+  uint32_t row = 0;   // elements per row
+};
 struct StrChainEntry {
   std::string_view key;
   uint64_t hash = 0;
@@ -59,7 +66,13 @@ struct StrChainRecord {
   bool has_hashes = false;
   uint32_t tokens = 0;
   int64_t expire_at_ms = 0;
+  QuantRecord quant;  // row != 0: every value is a quantized block (has_format)
   std::span<const StrChainEntry> entries;
+};
+// A quantized string value's format in a snapshot (QUANT section, version 6).
+struct StrQuantRecord {
+  std::string_view key;
+  QuantRecord quant;
 };
 // A string key's block metadata in a snapshot (BLOCK section, version 5).
 struct StrBlockRecord {
@@ -277,6 +290,9 @@ class RecordSink {
   // A STRCHAIN record (values in the entries); a snapshot's BLOCK section.
   virtual void ApplyStrChain(const StrChainRecord& r) { (void)r; }
   virtual void ApplyStrBlock(const StrBlockRecord& r) { (void)r; }
+  // A snapshot's QUANT section: the key loaded from its STRING section is a
+  // quantized block.
+  virtual void ApplyStrQuant(const StrQuantRecord& r) { (void)r; }
 };
 
 // A run of `rows` consecutive stored rows at `data` (kept alive by `pin`), or
@@ -320,6 +336,8 @@ struct SnapshotString {
   bool has_hash = false;
   uint64_t hash = 0;
   uint32_t tokens = 0;
+  // A quantized block (KV.BLOCK.CHAIN ... FORMAT; a QUANT section) when row != 0.
+  QuantRecord quant;
 };
 
 class SnapshotSource {

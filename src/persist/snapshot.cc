@@ -227,6 +227,17 @@ Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
       PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapBlock, p, {}));
       ++blocks;
     }
+    // Quantized blocks' formats (version 6), after the BLOCK sections.
+    for (const SnapshotString& k : *strings) {
+      if (k.quant.row == 0) continue;
+      StrQuantRecord r;
+      r.key = k.key;
+      r.quant = k.quant;
+      std::vector<uint8_t> p;
+      EncodeSnapQuant(r, &p);
+      PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapQuant, p, {}));
+      ++blocks;
+    }
   }
   SnapEndRec end{st->namespaces, rows_sections, st->rows, st->row_bytes, st->strings};
   std::vector<uint8_t> p;
@@ -374,7 +385,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
   const uint64_t gen = st.header.generation;
   const uint32_t version = GetU32(hbuf + 8);
   uint64_t pads = 0;
-  uint64_t blocks = 0;  // BLOCK sections (version 5), not counted in END
+  uint64_t blocks = 0;  // BLOCK and QUANT sections (versions 5, 6), not counted in END
 
   uint64_t off = kSnapHeaderSize;
   uint64_t seq = 0;
@@ -499,6 +510,15 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
         if (sink) sink->ApplyStrBlock(r);
         ++blocks;
+        break;
+      }
+      case RecordType::kSnapQuant: {
+        if (version < 6) return BadAt(path, off, "quant section before version 6", bad_offset);
+        StrQuantRecord r;
+        Status s = DecodeSnapQuant(payload, &r);
+        if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
+        if (sink) sink->ApplyStrQuant(r);
+        ++blocks;  // not counted in END either
         break;
       }
       case RecordType::kSnapPad: {

@@ -372,13 +372,43 @@ Status DecodeStrRename(std::span<const uint8_t> p, StrKeyRec* r) {
   return Status::OK();
 }
 
+// The 8 bytes of a quantized format: u8 tag, u8 dtype, u16 reserved, u32 row.
+static void PutQuant(Writer& w, const QuantRecord& q) {
+  w.U8(FormatTag(q.format));
+  w.U8(q.dtype);
+  w.U16(0);
+  w.U32(q.row);
+}
+
+static Status ReadQuant(Reader& rd, QuantRecord* q) {
+  uint8_t tag, dtype;
+  uint16_t r16;
+  if (!rd.U8(&tag) || !rd.U8(&dtype) || !rd.U16(&r16) || !rd.U32(&q->row))
+    return Bad("truncated quantized format");
+  auto f = FormatFromTag(tag);
+  if (!f) return Bad("unknown format tag");
+  q->format = *f;
+  q->dtype = dtype;
+  if (r16 != 0) return Bad("reserved bits not zero");
+  if (dtype > 2) return Bad("unknown dtype");
+  if (!quant::DimSupported(q->format, q->row)) return Bad("row not supported by the format");
+  return Status::OK();
+}
+
+bool QuantValueValid(const QuantRecord& q, uint64_t value_len) {
+  return q.dtype <= 2 && quant::DimSupported(q.format, q.row) &&
+         value_len % quant::RowBytes(q.format, q.row) == 0;
+}
+
 void EncodeStrChainPrefix(const StrChainRecord& r, std::vector<uint8_t>* out) {
   Writer w(out);
-  w.U8(static_cast<uint8_t>((r.has_after ? 1 : 0) | (r.has_hashes ? 2 : 0)));
+  const bool fmt = r.quant.row != 0;
+  w.U8(static_cast<uint8_t>((r.has_after ? 1 : 0) | (r.has_hashes ? 2 : 0) | (fmt ? 4 : 0)));
   w.U8(0);
   w.U16(0);
   w.U32(r.tokens);
   w.U64(static_cast<uint64_t>(r.expire_at_ms));
+  if (fmt) PutQuant(w, r.quant);
   Key32(w, r.has_after ? r.after : std::string_view());
   w.U32(static_cast<uint32_t>(r.entries.size()));
   for (const StrChainEntry& e : r.entries) {
@@ -397,11 +427,13 @@ Status DecodeStrChain(std::span<const uint8_t> p, StrChainRecord* r,
   uint32_t count;
   if (!rd.U8(&flags) || !rd.U8(&r8) || !rd.U16(&r16) || !rd.U32(&r->tokens) || !rd.U64(&exp))
     return Bad("truncated strchain record");
-  if ((flags & ~3u) != 0 || r8 != 0 || r16 != 0) return Bad("reserved bits not zero");
+  if ((flags & ~7u) != 0 || r8 != 0 || r16 != 0) return Bad("reserved bits not zero");
   if (static_cast<int64_t>(exp) < 0) return Bad("negative expiry");
   r->expire_at_ms = static_cast<int64_t>(exp);
   r->has_after = (flags & 1) != 0;
   r->has_hashes = (flags & 2) != 0;
+  r->quant = QuantRecord{};
+  if ((flags & 4) != 0) PION_RETURN_IF_ERROR(ReadQuant(rd, &r->quant));
   if (!ReadKey32(rd, &r->after)) return Bad("bad strchain parent key");
   if (!r->has_after && !r->after.empty()) return Bad("strchain parent key without has_after");
   if (!rd.U32(&count) || count == 0) return Bad("bad strchain count");
@@ -416,6 +448,8 @@ Status DecodeStrChain(std::span<const uint8_t> p, StrChainRecord* r,
     if (!r->has_hashes && e.hash != 0) return Bad("strchain hash without has_hashes");
     if (e.value_len > rd.left() || total + e.value_len > rd.left())
       return Bad("strchain values larger than the record");
+    if (r->quant.row != 0 && !QuantValueValid(r->quant, e.value_len))
+      return Bad("strchain value not a whole number of quantized rows");
     total += e.value_len;
   }
   if (total != rd.left()) return Bad("strchain record size does not match the values");
@@ -453,6 +487,20 @@ Status DecodeSnapBlock(std::span<const uint8_t> p, StrBlockRecord* r) {
   if (!ReadKey32(rd, &r->parent)) return Bad("bad block parent key");
   if (!r->has_parent && !r->parent.empty()) return Bad("block parent key without has_parent");
   if (rd.left() != 0) return Bad("trailing bytes in block section");
+  return Status::OK();
+}
+
+void EncodeSnapQuant(const StrQuantRecord& r, std::vector<uint8_t>* out) {
+  Writer w(out);
+  Key32(w, r.key);
+  PutQuant(w, r.quant);
+}
+
+Status DecodeSnapQuant(std::span<const uint8_t> p, StrQuantRecord* r) {
+  Reader rd(p);
+  if (!ReadKey32(rd, &r->key)) return Bad("bad quant key");
+  PION_RETURN_IF_ERROR(ReadQuant(rd, &r->quant));
+  if (rd.left() != 0) return Bad("trailing bytes in quant section");
   return Status::OK();
 }
 

@@ -22,12 +22,13 @@ namespace pion::persist {
 
 inline constexpr char kWalMagic[8] = {'P', 'I', 'O', 'N', 'W', 'A', 'L', '\0'};
 inline constexpr char kSnapMagic[8] = {'P', 'I', 'O', 'N', 'S', 'N', 'P', '\0'};
-// 2: string-key records 5-8; 3: REGISTER_CHILD; 4: STRPATCH (record 10) and STRCHAIN (11)
-inline constexpr uint32_t kWalVersion = 4;
+// 2: string-key records 5-8; 3: REGISTER_CHILD; 4: STRPATCH (record 10) and STRCHAIN (11);
+// 5: STRCHAIN has_format (quantized blocks)
+inline constexpr uint32_t kWalVersion = 5;
 // 2: STRING sections, END string_count; 3: NAMESPACE_CHILD; 4: PAD sections
 // (rows of every ROWS section 64-byte aligned in the file, so a loader can map them);
-// 5: BLOCK sections.
-inline constexpr uint32_t kSnapVersion = 5;
+// 5: BLOCK sections; 6: QUANT sections.
+inline constexpr uint32_t kSnapVersion = 6;
 inline constexpr uint32_t kOldestVersion = 1;  // readers accept kOldestVersion..current
 inline constexpr size_t kMaxStrKey = 65536;
 inline constexpr size_t kWalHeaderSize = 40;
@@ -62,6 +63,7 @@ enum class RecordType : uint8_t {
   kSnapNamespaceChild = 20,  // version 3
   kSnapPad = 21,             // version 4: 0..63 zero bytes aligning the next ROWS' rows
   kSnapBlock = 22,           // version 5: a string key's chain link, hash and tokens
+  kSnapQuant = 23,           // version 6: a string key's value is a quantized block
 };
 // Alignment of the rows of a ROWS section in a version 4 snapshot file.
 inline constexpr uint64_t kSnapRowsAlign = 64;
@@ -210,6 +212,11 @@ Status DecodeStrChain(std::span<const uint8_t> p, StrChainRecord* r,
 // BLOCK (snapshot version 5).
 void EncodeSnapBlock(const StrBlockRecord& r, std::vector<uint8_t>* out);
 Status DecodeSnapBlock(std::span<const uint8_t> p, StrBlockRecord* r);
+// QUANT (snapshot version 6).
+void EncodeSnapQuant(const StrQuantRecord& r, std::vector<uint8_t>* out);
+Status DecodeSnapQuant(std::span<const uint8_t> p, StrQuantRecord* r);
+// Whether a value of `value_len` bytes is whole rows of a valid quantized format.
+bool QuantValueValid(const QuantRecord& q, uint64_t value_len);
 
 // Decoders: Corruption with a reason unless the payload parses exactly.
 Status DecodeRegister(std::span<const uint8_t> p, RegisterRec* r);

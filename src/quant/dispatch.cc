@@ -10,6 +10,7 @@
 
 #include "base/cpu.h"
 #include "base/fp16.h"
+#include "quant/bf16.h"
 #include "quant/format.h"
 #include "quant/fp16.h"
 #include "quant/fp8.h"
@@ -120,6 +121,12 @@ void F32ToF16Ref(const float* x, uint32_t n, uint16_t* dst) {
 void F16ToF32Ref(const uint16_t* x, uint32_t n, float* dst) {
   for (uint32_t i = 0; i < n; ++i) dst[i] = F16ToF32(x[i]);
 }
+void F32ToBf16Ref(const float* x, uint32_t n, uint16_t* dst) {
+  for (uint32_t i = 0; i < n; ++i) dst[i] = F32ToBf16(x[i]);
+}
+void Bf16ToF32Ref(const uint16_t* x, uint32_t n, float* dst) {
+  for (uint32_t i = 0; i < n; ++i) dst[i] = Bf16ToF32(x[i]);
+}
 
 // One complete set of kernels: the references, or the fast path of this CPU.
 struct KernelSet {
@@ -127,11 +134,13 @@ struct KernelSet {
   std::array<RowKernels, kNumFormats> rows;
   F32ToF16Fn to_f16;
   F16ToF32Fn to_f32;
+  F32ToF16Fn to_bf16;  // the same signatures, for bfloat16
+  F16ToF32Fn bf16_to_f32;
   bool any_alignment;  // the kernels take f32/f16 arrays at any address (kernels.h)
 };
 
 KernelSet MakeRefSet() {
-  KernelSet k{"scalar", {}, F32ToF16Ref, F16ToF32Ref, false};
+  KernelSet k{"scalar", {}, F32ToF16Ref, F16ToF32Ref, F32ToBf16Ref, Bf16ToF32Ref, false};
   for (int i = 0; i < kNumFormats; ++i) k.rows[i] = kTraits[i].ref;
   return k;
 }
@@ -144,6 +153,8 @@ KernelSet PickFastSet() {
     for (int i = 0; i < kNumFormats; ++i) k.rows[i] = kTraits[i].avx2;
     k.to_f16 = x86::F32ToF16Avx2;
     k.to_f32 = x86::F16ToF32Avx2;
+    k.to_bf16 = x86::F32ToBf16Avx2;
+    k.bf16_to_f32 = x86::Bf16ToF32Avx2;
     k.any_alignment = true;
   }
 #endif
@@ -203,13 +214,9 @@ Status Encode(const KernelSet& k, Format f, const void* src, size_t rows, uint32
   return Status::OK();
 }
 
-Status EncodeF16(const KernelSet& k, Format f, const void* src, size_t rows, uint32_t dim,
-                 uint8_t* dst) {
-  PION_DCHECK(DimSupported(f, dim));
-  if (f == Format::kFp16) {
-    std::memcpy(dst, src, rows * dim * sizeof(uint16_t));
-    return Status::OK();
-  }
+// Encodes 16-bit input (f16 or bf16) widened to f32 by `widen`.
+Status EncodeHalf(const KernelSet& k, F16ToF32Fn widen, Format f, const void* src, size_t rows,
+                  uint32_t dim, uint8_t* dst) {
   const size_t rb = RowBytes(f, dim);
   const EncodeRowFn enc = k.rows[static_cast<size_t>(f)].encode;
   const bool direct = Usable(k, src, alignof(uint16_t));
@@ -224,10 +231,26 @@ Status EncodeF16(const KernelSet& k, Format f, const void* src, size_t rows, uin
     } else {
       std::memcpy(half, in + r * in_bytes, in_bytes);
     }
-    k.to_f32(h, dim, tmp);
+    widen(h, dim, tmp);
     if (!enc(tmp, dim, dst + r * rb)) return NonFinite(r);
   }
   return Status::OK();
+}
+
+Status EncodeF16(const KernelSet& k, Format f, const void* src, size_t rows, uint32_t dim,
+                 uint8_t* dst) {
+  PION_DCHECK(DimSupported(f, dim));
+  if (f == Format::kFp16) {
+    std::memcpy(dst, src, rows * dim * sizeof(uint16_t));
+    return Status::OK();
+  }
+  return EncodeHalf(k, k.to_f32, f, src, rows, dim, dst);
+}
+
+Status EncodeBF16(const KernelSet& k, Format f, const void* src, size_t rows, uint32_t dim,
+                  uint8_t* dst) {
+  PION_DCHECK(DimSupported(f, dim));
+  return EncodeHalf(k, k.bf16_to_f32, f, src, rows, dim, dst);
 }
 
 void Decode(const KernelSet& k, Format f, const uint8_t* src, size_t rows, uint32_t dim,
@@ -288,6 +311,28 @@ void DecodeF16(const KernelSet& k, Format f, const uint8_t* src, size_t rows, ui
   }
 }
 
+// Decodes to bf16: the f32 decode of each row, narrowed.
+void DecodeBF16(const KernelSet& k, Format f, const uint8_t* src, size_t rows, uint32_t dim,
+                void* dst) {
+  PION_DCHECK(DimSupported(f, dim));
+  const size_t rb = RowBytes(f, dim);
+  const DecodeRowFn dec = k.rows[static_cast<size_t>(f)].decode;
+  const bool direct = Usable(k, dst, alignof(uint16_t));
+  uint8_t* out = static_cast<uint8_t*>(dst);
+  const size_t out_bytes = size_t{dim} * sizeof(uint16_t);
+  float* tmp = ScratchRow();
+  uint16_t* half = ScratchHalfRow();
+  for (size_t r = 0; r < rows; ++r) {
+    dec(src + r * rb, dim, tmp);
+    if (direct) {
+      k.to_bf16(tmp, dim, static_cast<uint16_t*>(dst) + r * dim);
+    } else {
+      k.to_bf16(tmp, dim, half);
+      std::memcpy(out + r * out_bytes, half, out_bytes);
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view FormatName(Format f) { return Traits(f).name; }
@@ -321,6 +366,12 @@ void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* d
 void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst) {
   DecodeF16(FastSet(), f, src, rows, dim, dst);
 }
+Status EncodeRowsBF16(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst) {
+  return EncodeBF16(FastSet(), f, src, rows, dim, dst);
+}
+void DecodeRowsBF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst) {
+  DecodeBF16(FastSet(), f, src, rows, dim, dst);
+}
 std::string_view KernelName() { return FastSet().name; }
 
 namespace ref {
@@ -335,6 +386,12 @@ void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* d
 }
 void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst) {
   DecodeF16(RefSet(), f, src, rows, dim, dst);
+}
+Status EncodeRowsBF16(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst) {
+  return EncodeBF16(RefSet(), f, src, rows, dim, dst);
+}
+void DecodeRowsBF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst) {
+  DecodeBF16(RefSet(), f, src, rows, dim, dst);
 }
 }  // namespace ref
 

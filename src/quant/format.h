@@ -55,11 +55,16 @@ Status EncodeRows(Format f, const void* src, size_t rows, uint32_t dim, uint8_t*
 // Same, from IEEE binary16 input (FMT F16 uploads). fp16 copies the bytes
 // unchanged (bit-exact); other formats widen to f32 and encode.
 Status EncodeRowsF16(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst);
+// Same, from bfloat16 input (quant/bf16.h): every format, fp16 included, widens
+// to f32 (exact) and encodes.
+Status EncodeRowsBF16(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst);
 
 // Decodes stored rows to f32 / to f16 (f32 decode rounded to nearest even;
 // fp16 rows are copied unchanged).
 void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst);
 void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst);
+// Decodes stored rows to bfloat16: the f32 decode rounded to nearest even.
+void DecodeRowsBF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst);
 
 // Name of the implementation chosen at start-up ("avx2+f16c+fma" or "scalar").
 std::string_view KernelName();

@@ -15,5 +15,7 @@ Status EncodeRows(Format f, const void* src, size_t rows, uint32_t dim, uint8_t*
 Status EncodeRowsF16(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst);
 void DecodeRows(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst);
 void DecodeRowsF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst);
+Status EncodeRowsBF16(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst);
+void DecodeRowsBF16(Format f, const uint8_t* src, size_t rows, uint32_t dim, void* dst);
 
 }  // namespace pion::quant::ref

@@ -22,6 +22,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -155,6 +156,8 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
       values[i] = made[i];
       continue;
     }
+    // FORMAT: the command layer quantized every value (a tag without one is a bug).
+    PION_CHECK(a.quant.row == 0);
     values[i] = StrValue::Copy(kv[2 * i + 1]);
     if (!values[i]) return Status::OutOfBudget("out of memory");
   }
@@ -208,6 +211,7 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
       r.has_hashes = !hashes.empty();
       r.tokens = a.tokens;
       r.expire_at_ms = a.expire_at_ms;
+      if (a.quant.row != 0) r.quant = QuantRecordOf(a.quant);
       r.entries = entries;
       PION_RETURN_IF_ERROR(sink_->ReserveStrChain(r, &rec));
     }
@@ -274,8 +278,10 @@ void Store::ApplyStrChain(const persist::StrChainRecord& r) {
       continue;
     }
     const auto& v = r.entries[i].value;
-    values[i] = StrValue::Copy(std::string_view(reinterpret_cast<const char*>(v.data()), v.size()));
-    PION_CHECK(values[i] != nullptr);
+    auto copy = StrValue::Copy(std::string_view(reinterpret_cast<const char*>(v.data()), v.size()));
+    PION_CHECK(copy != nullptr);
+    if (r.quant.row != 0) copy->quant = QuantTagOf(r.quant);  // checked by the decoder
+    values[i] = std::move(copy);
     if (r.has_hashes) hashes[i] = r.entries[i].hash;
     need += StrCharge(keys[i], values[i]);
     if (const StrEntry* e = StrEntryLocked(keys[i])) have += StrCharge(keys[i], e->value);
@@ -300,6 +306,32 @@ void Store::ApplyStrBlock(const persist::StrBlockRecord& r) {
   e->block->has_hash = r.has_hash;
   e->block->hash = r.hash;
   e->block->tokens = r.tokens;
+}
+
+void Store::ApplyStrQuant(const persist::StrQuantRecord& r) {
+  std::lock_guard<std::mutex> l(mu_);
+  StrEntry* e = StrEntryLocked(r.key);
+  if (e == nullptr) return;  // expired or evicted while loading
+  if (r.quant.dtype > 2 || !quant::DimSupported(r.quant.format, r.quant.row) ||
+      e->value->size % quant::RowBytes(r.quant.format, r.quant.row) != 0) {
+    LOG_WARNING("snapshot: key '%.*s' is not whole rows of its quantized format; loaded as bytes",
+                static_cast<int>(std::min<size_t>(r.key.size(), 128)), r.key.data());
+    return;
+  }
+  // While loading, the value just made from its STRING section is the
+  // store's alone (StrValue objects are never const-constructed): tagged where
+  // it is; otherwise (never expected) a copy is.
+  if (e->value.use_count() == 1) {
+    const_cast<StrValue&>(*e->value).quant = QuantTagOf(r.quant);
+    return;
+  }
+  auto v = StrValue::Copy(e->value->view());
+  PION_CHECK(v != nullptr);
+  v->quant = QuantTagOf(r.quant);
+  const uint64_t before = StrCharge(r.key, e->value), after = StrCharge(r.key, v);
+  e->value = std::move(v);
+  bytes_ = bytes_ - before + after;
+  str_bytes_ = str_bytes_ - before + after;
 }
 
 }  // namespace pion::store

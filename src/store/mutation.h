@@ -6,6 +6,7 @@
 #pragma once
 
 #include "persist/records.h"
+#include "store/strings.h"
 
 namespace pion::store {
 
@@ -14,5 +15,13 @@ using Side = persist::Side;  // "<ns>_pk", "<ns>_pv"
 using DropReason = persist::DropReason;
 using PendingRecord = persist::PendingRecord;
 using BlockRecord = persist::BlockRecord;  // BlockTable adds the membership index
+
+// A quantized block's tag as persist logs it and back (the dtype numbers match).
+inline persist::QuantRecord QuantRecordOf(const QuantTag& t) {
+  return {t.format, static_cast<uint8_t>(t.dtype), t.row};
+}
+inline QuantTag QuantTagOf(const persist::QuantRecord& q) {
+  return {q.row, q.format, static_cast<BlockDtype>(q.dtype)};
+}
 
 }  // namespace pion::store

@@ -56,6 +56,7 @@ class StorePersistHost final : public persist::PersistHost {
   }
   void ApplyStrChain(const persist::StrChainRecord& r) override { store_->ApplyStrChain(r); }
   void ApplyStrBlock(const persist::StrBlockRecord& r) override { store_->ApplyStrBlock(r); }
+  void ApplyStrQuant(const persist::StrQuantRecord& r) override { store_->ApplyStrQuant(r); }
   // persist::SnapshotSource
   std::vector<persist::SnapshotString> TakeCapturedStrings() override {
     return store_->TakeCapturedStrings();

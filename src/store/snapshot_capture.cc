@@ -52,6 +52,8 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
             c.hash = e->block->hash;
             c.tokens = e->block->tokens;
           }
+          if (e->value->quantized())  // a quantized block's format (a QUANT section)
+            captured_strings_.back().quant = QuantRecordOf(e->value->quant);
         }
     }
     // Oldest first over all shards (each shard's list is in its own order).

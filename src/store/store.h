@@ -569,6 +569,8 @@ class Store {
     int64_t expire_at_ms = 0;
     std::string_view hashes;
     uint32_t tokens = 0;
+    // FORMAT (row != 0): every value is in `made`, already quantized with this tag.
+    QuantTag quant;
   };
   Status BlockChain(std::span<const std::string_view> kv, const ChainArgs& a, uint64_t* lsn,
                     std::span<const StrRef> made = {});
@@ -587,6 +589,7 @@ class Store {
   // Recovery: a STRCHAIN record, and a snapshot's BLOCK section.
   void ApplyStrChain(const persist::StrChainRecord& r);
   void ApplyStrBlock(const persist::StrBlockRecord& r);
+  void ApplyStrQuant(const persist::StrQuantRecord& r);
 
   // The shard a key lives in: its hash slot >> kShardSlotShift (base/keyslot.h),
   // so a shard is one contiguous slot range and a hash tag keeps keys together.

@@ -41,6 +41,9 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
   std::lock_guard<std::mutex> l(mu_);
   if (IsNamespaceKeyLocked(key)) return Status::WrongType();
   StrEntry* e = StrFindLocked(key, NowMs(), lsn);
+  // A quantized block's bytes are no string to edit (docs/protocol.md "Block formats").
+  if (e != nullptr && e->value->quantized())
+    return Status(Code::kInvalidArgument, "", ErrorId::kBlockQuantized);
   std::string_view cur = e != nullptr ? e->value->view() : std::string_view();
   StrEdit ed;
   PION_RETURN_IF_ERROR(plan(cur, e != nullptr, &ed));
@@ -152,6 +155,7 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
     }
     StrEntry* d = StrFindLocked(dst, now, lsn);
     if (d != nullptr && !replace) return false;
+    if (e->value->quantized()) return Status(Code::kInvalidArgument, "", ErrorId::kBlockQuantized);
     StrRef v = e->value;
     int64_t expire = e->expire_at_ms;
     uint64_t need = StrCharge(dst, v);

@@ -19,9 +19,22 @@
 #include <vector>
 
 #include "base/owned_buffer.h"
+#include "quant/format.h"
 #include "tier/tier_file.h"
 
 namespace pion::store {
+
+// KV.BLOCK.CHAIN ... FORMAT f DTYPE d ROW n (docs/protocol.md "Block formats"):
+// the value holds whole rows of `row` elements quantized in `format`, each
+// decoding to `row` values of `dtype`. row == 0: a plain value.
+enum class BlockDtype : uint8_t { kF16 = 0, kBf16 = 1, kF32 = 2 };
+inline constexpr size_t BlockDtypeBytes(BlockDtype d) { return d == BlockDtype::kF32 ? 4 : 2; }
+struct QuantTag {
+  uint32_t row = 0;
+  quant::Format format = quant::Format::kFp16;
+  BlockDtype dtype = BlockDtype::kF16;
+  bool operator==(const QuantTag&) const = default;
+};
 
 // The bytes live in `mem`: a block of ours (std::aligned_alloc) or one adopted
 // from the layer that received it (a big argument's buffer, Adopt). Either way
@@ -36,6 +49,17 @@ struct StrValue {
   // Edited in place (APPEND, SETRANGE, SETBIT...): OBJECT ENCODING says "raw"
   // whatever the content, as Redis does for a value it modified.
   bool edited = false;
+  // Set once, before the value is published: a quantized block's format
+  // (QuantTag; row 0 = plain bytes). Travels with the value (RENAME, the disk
+  // tier's moving and mapped copies, the WAL and the snapshot).
+  QuantTag quant;
+  bool quantized() const { return quant.row != 0; }
+  // The length GET answers: the dequantized size of a quantized value.
+  size_t PlainSize() const {
+    if (!quantized()) return size;
+    const size_t rb = quant::RowBytes(quant.format, quant.row);
+    return size / rb * quant.row * BlockDtypeBytes(quant.dtype);
+  }
   // The disk tier (store/tiering.cc): the extent of a value that lives there.
   // While the extent is being written, `backing` keeps the RAM value alive and
   // `data` points into it; once written, `data` points into the tier's

@@ -173,6 +173,7 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
   mv->data = ram->data;
   mv->size = ram->size;
   mv->edited = ram->edited;
+  mv->quant = ram->quant;
   mv->extent = std::move(x);
   mv->backing = ram;
   StrRef moving = std::move(mv);
@@ -243,6 +244,7 @@ void Store::TierApplyDoneLocked() {
       m->data = const_cast<uint8_t*>(d.moving->extent->mapped());
       m->size = d.moving->size;
       m->edited = d.moving->edited;
+      m->quant = d.moving->quant;
       m->extent = d.moving->extent;
       std::lock_guard<std::mutex> sl(sh.mu);
       e->value = std::move(m);  // the RAM bytes go with the last reader of `moving`
@@ -285,7 +287,9 @@ Result<StrRef> Store::TierReadCounted(std::string_view key, const StrRef& v) {
   size_t b = 0;
   while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
   tier_read_latency_[b].fetch_add(1, std::memory_order_relaxed);
-  return StrRef(StrValue::FromBuffer(std::move(*buf), x.header_bytes, x.value_len));
+  auto fresh = StrValue::FromBuffer(std::move(*buf), x.header_bytes, x.value_len);
+  if (fresh != nullptr) fresh->quant = v->quant;  // a quantized block stays one
+  return StrRef(std::move(fresh));
 }
 
 Result<StrRef> Store::LoadTieredSync(std::string_view key, const StrRef& v) {

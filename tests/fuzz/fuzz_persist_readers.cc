@@ -37,7 +37,7 @@ struct Rec {
   std::span<const uint8_t> payload;
 };
 
-// Type bytes below 0xF0 map onto the fourteen real record types (the first seven
+// Type bytes below 0xF0 map onto the real record types (the first seven
 // as before version 2, so older seeds keep their meaning); the rest stay raw
 // (unknown types).
 uint8_t MapType(uint8_t b) {
@@ -49,7 +49,8 @@ uint8_t MapType(uint8_t b) {
       RecordType::kStrDel,        RecordType::kStrExpire,
       RecordType::kStrRename,     RecordType::kSnapString,
       RecordType::kRegisterChild, RecordType::kSnapNamespaceChild,
-      RecordType::kStrChain,      RecordType::kSnapBlock};
+      RecordType::kStrChain,      RecordType::kSnapBlock,
+      RecordType::kSnapQuant};
   constexpr size_t n = sizeof(kTypes) / sizeof(kTypes[0]);
   return b < 0xF0 ? static_cast<uint8_t>(kTypes[b % n]) : b;
 }

@@ -43,6 +43,9 @@ StoreDump Dump(store::Store& s) {
       d += " block parent=" + (k.has_parent ? k.parent : std::string("-")) +
            " hash=" + (k.has_hash ? std::to_string(k.hash) : std::string("-")) +
            " tokens=" + std::to_string(k.tokens);
+    if (k.quant.row != 0)
+      d += " quant=" + std::to_string(static_cast<int>(k.quant.format)) + "/" +
+           std::to_string(k.quant.dtype) + "/" + std::to_string(k.quant.row);
     out["string:" + k.key] = std::move(d);
   }
   return out;

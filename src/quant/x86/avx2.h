@@ -32,5 +32,8 @@ void DecodeRowF16Mlx4g32Avx2(const uint8_t* src, uint32_t dim, uint16_t* dst);
 // n-element f32 <-> f16 conversions (F16C, RNE), bit-identical to base/fp16.h.
 void F32ToF16Avx2(const float* x, uint32_t n, uint16_t* dst);
 void F16ToF32Avx2(const uint16_t* x, uint32_t n, float* dst);
+// n-element f32 <-> bf16 conversions, bit-identical to quant/bf16.h (x86/bf16_avx2.cc).
+void F32ToBf16Avx2(const float* x, uint32_t n, uint16_t* dst);
+void Bf16ToF32Avx2(const uint16_t* x, uint32_t n, float* dst);
 
 }  // namespace pion::quant::x86

@@ -26,6 +26,7 @@ void Dump(CommandContext& ctx) {
     return ReplyStatus(ctx, r.status());
   }
   if (!*r) return ctx.reply->Null();
+  if ((*r)->quantized()) return ctx.reply->Error(kErrBlockQuantized);  // no RDB form
   ctx.reply->Bulk(DumpString((*r)->view()));
 }
 

@@ -87,6 +87,31 @@ std::string ParentMismatchError(std::string_view existing) {
   if (existing.empty()) return "ERR namespace already registered without a PARENT";
   return Quoted("ERR namespace already registered with PARENT ", existing, "");
 }
+std::string StatusToError(const Status& st) {
+  if (st.id() == ErrorId::kBlockQuantized) return std::string(kErrBlockQuantized);
+  return net::StatusToError(st);
+}
+
+std::string ChainRowError(std::string_view format, uint32_t multiple, uint32_t max_row) {
+  std::string s = "ERR ROW must be 1.." + std::to_string(max_row);
+  if (multiple > 1) s += " and a multiple of " + std::to_string(multiple);
+  s += " for FORMAT ";
+  s += format;
+  return s;
+}
+
+std::string ChainValueLengthError(size_t index, size_t row_bytes) {
+  return "ERR value " + std::to_string(index) +
+         " is not a whole number of rows (ROW x DTYPE = " + std::to_string(row_bytes) + " bytes)";
+}
+
+std::string ChainNonFiniteError(size_t index, std::string_view codec_message) {
+  std::string s = "ERR value " + std::to_string(index) + ": ";
+  s += codec_message;
+  s += " (only FORMAT fp16 stores inf and NaN)";
+  return s;
+}
+
 std::string ChainTooLongError(std::string_view max_chain) {
   std::string s = "ERR PARENT chain too long (at most ";
   s.append(max_chain);

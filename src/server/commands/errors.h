@@ -128,6 +128,21 @@ inline constexpr std::string_view kErrTooManyLeases =
 inline constexpr std::string_view kErrChainTokens = "ERR TOKENS out of range (1..65536)";
 inline constexpr std::string_view kErrChainHashes =
     "ERR HASHES must hold 8 bytes (a little-endian u64) per key";
+// KV.BLOCK.CHAIN ... FORMAT (docs/protocol.md "Block formats").
+inline constexpr std::string_view kErrBlockQuantized =
+    "ERR the value is a quantized block (KV.BLOCK.CHAIN FORMAT): read it with GET or "
+    "replace it with SET";
+inline constexpr std::string_view kErrChainFormat =
+    "ERR FORMAT must be one of int8, turbo4, turbo3, turbo2, fp16, fp8, mlx4g32";
+inline constexpr std::string_view kErrChainDtype = "ERR DTYPE must be one of f16, bf16, f32";
+inline constexpr std::string_view kErrChainFormatNeeds = "ERR FORMAT requires DTYPE and ROW";
+inline constexpr std::string_view kErrChainFormatAlone = "ERR DTYPE and ROW require FORMAT";
+// The ROW a format does not allow (with the format's rule appended).
+std::string ChainRowError(std::string_view format, uint32_t multiple, uint32_t max_row);
+// A value whose length is not whole rows (key index from 0 in the chain).
+std::string ChainValueLengthError(size_t index, size_t row_bytes);
+// Non-finite input refused by a quantized format (key index, row within it).
+std::string ChainNonFiniteError(size_t index, std::string_view codec_message);
 inline constexpr std::string_view kErrPinInModule =
     "ERR PIN is not supported in the module (pion-server only)";
 // ACL (Redis 7.0's texts). A key denial never names the key.
@@ -396,6 +411,8 @@ std::string FrameBodyError(std::string_view cmd, std::string_view what);
 using net::kErrClientMemory;
 using net::kErrNoMemory;
 using net::kErrOom;
-using net::StatusToError;
+// The Status -> error line table of src/net/resp_errors.h, plus the command
+// layer's texts for the ErrorIds that name one (kBlockQuantized).
+std::string StatusToError(const Status& st);
 
 }  // namespace pion::server

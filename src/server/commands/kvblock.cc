@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "server/commands/args.h"
+#include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
 #include "server/commands/errors.h"
 #include "server/server.h"
@@ -114,6 +115,8 @@ bool ParseChain(CommandContext* ctx, std::span<const std::string_view> args, Cha
     return false;
   };
   bool after = false, ex = false, px = false, hashes = false, tokens = false;
+  bool format = false, dtype = false, row = false;
+  std::string_view row_arg;
   size_t i = 1;
   int64_t expire_ms = 0;
   for (; i + 1 < args.size(); i += 2) {
@@ -144,9 +147,33 @@ bool ParseChain(CommandContext* ctx, std::span<const std::string_view> args, Cha
       auto t = ParseInt64Strict(v);
       if (!t || *t < 1 || *t > kMaxTokens) return fail(kErrChainTokens);
       o->a.tokens = static_cast<uint32_t>(*t);
+    } else if (IsKeyword(kw, "FORMAT")) {
+      if (format) return fail(kErrSyntaxError);
+      format = true;
+      auto f = quant::ParseFormat(v);
+      if (!f) return fail(kErrChainFormat);
+      o->a.quant.format = *f;
+    } else if (IsKeyword(kw, "DTYPE")) {
+      if (dtype) return fail(kErrSyntaxError);
+      dtype = true;
+      auto d = ParseBlockDtype(v);
+      if (!d) return fail(kErrChainDtype);
+      o->a.quant.dtype = *d;
+    } else if (IsKeyword(kw, "ROW")) {
+      if (row) return fail(kErrSyntaxError);
+      row = true;
+      row_arg = v;
     } else {
       break;
     }
+  }
+  if (format && (!dtype || !row)) return fail(kErrChainFormatNeeds);
+  if (!format && (dtype || row)) return fail(kErrChainFormatAlone);
+  if (format) {
+    auto n = ParseInt64Strict(row_arg);
+    std::string e = CheckBlockRow(o->a.quant.format, n ? *n : 0);
+    if (!e.empty()) return fail(e);
+    o->a.quant.row = static_cast<uint32_t>(*n);
   }
   o->first = i;
   const size_t rest = args.size() - i;
@@ -157,14 +184,23 @@ bool ParseChain(CommandContext* ctx, std::span<const std::string_view> args, Cha
   return true;
 }
 
-// KV.BLOCK.CHAIN [AFTER parent] [EX s | PX ms] [HASHES blob] [TOKENS n] key value [...]
+// KV.BLOCK.CHAIN [AFTER parent] [EX s | PX ms] [HASHES blob] [TOKENS n]
+//                [FORMAT f DTYPE d ROW n] key value [...]
 void Chain(CommandContext& ctx) {
   ChainOptions o;
   if (!ParseChain(&ctx, ctx.args, &o)) return;
   std::span<const std::string_view> kv = ctx.args.subspan(o.first);
-  // Big values are adopted (no copy), as MSET does.
   std::vector<store::StrRef> made;
-  for (size_t i = 1; i < kv.size(); i += 2) {
+  if (o.a.quant.row != 0) {  // FORMAT: every value quantized here, before anything is stored
+    made.resize(kv.size() / 2);
+    std::string err;
+    for (size_t i = 1; i < kv.size(); i += 2) {
+      made[i / 2] = QuantizeBlockValue(kv[i], o.a.quant, i / 2, &err);
+      if (!made[i / 2]) return ctx.reply->Error(err);
+    }
+  }
+  // Big values are adopted (no copy), as MSET does.
+  for (size_t i = 1; i < kv.size() && o.a.quant.row == 0; i += 2) {
     if (kv[i].size() < kBigArgBytes) continue;
     OwnedBuffer b = ctx.TakeArg(kv[i]);
     if (b.empty()) continue;
@@ -177,7 +213,7 @@ void Chain(CommandContext& ctx) {
   Status st = ctx.server->store()->BlockChain(kv, o.a, &lsn, made);
   ctx.wait_lsn = lsn;
   if (!st.ok()) {
-    ctx.reply->Error(st);
+    ctx.reply->Error(StatusToError(st));
     return;
   }
   ctx.reply->SimpleString("OK");

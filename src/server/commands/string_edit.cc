@@ -13,6 +13,7 @@
 
 #include "base/strutil.h"
 #include "server/commands/args.h"
+#include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
 #include "server/commands/errors.h"
 #include "server/server.h"
@@ -22,12 +23,7 @@ namespace pion::server {
 
 namespace {
 
-void ReplyOld(CommandContext& ctx, const store::StrRef& v) {
-  if (!v) return ctx.reply->Null();
-  if (v->size < 16 * 1024) return ctx.reply->Bulk(v->view());
-  iovec part{v->data, v->size};
-  ctx.reply->BulkExternal(v->size, std::span<const iovec>(&part, 1), v);
-}
+void ReplyOld(CommandContext& ctx, const store::StrRef& v) { ReplyStrValue(*ctx.reply, v); }
 
 // GETSET key value: SET key value GET (the TTL is removed).
 void GetSet(CommandContext& ctx) {

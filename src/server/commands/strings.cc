@@ -16,6 +16,7 @@
 #include "base/strutil.h"
 #include "server/acl.h"
 #include "server/commands/args.h"
+#include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
@@ -26,24 +27,10 @@ namespace pion::server {
 
 namespace {
 
-// Values at least this large are sent by reference (a smaller one is cheaper
-// to copy into the output arena than to pin).
-constexpr size_t kByRefBytes = 16 * 1024;
-
 int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
 
-void ReplyValue(CommandContext& ctx, const store::StrRef& v) {
-  if (!v) {
-    ctx.reply->Null();
-    return;
-  }
-  if (v->size < kByRefBytes) {
-    ctx.reply->Bulk(v->view());
-    return;
-  }
-  iovec part{v->data, v->size};
-  ctx.reply->BulkExternal(v->size, std::span<const iovec>(&part, 1), v);
-}
+// A quantized block (KV.BLOCK.CHAIN ... FORMAT) is answered dequantized.
+void ReplyValue(CommandContext& ctx, const store::StrRef& v) { ReplyStrValue(*ctx.reply, v); }
 
 // A big argument's value adopted without a copy: the buffer it was received
 // into becomes the value's memory (pinned in ctx until the dispatch is over:
@@ -109,7 +96,7 @@ void NotifyMisses(CommandContext& ctx, std::span<const std::string_view> keys) {
 
 bool Reply(CommandContext& ctx, const Status& st) {
   if (st.ok()) return true;
-  ctx.reply->Error(st);
+  ctx.reply->Error(StatusToError(st));
   return false;
 }
 
@@ -132,6 +119,7 @@ void ReplyFromTier(CommandContext& ctx, store::StrRef v) {
     }
     done->Complete([server, key, v, fresh = *r](ReplyBuilder& rb) {
       server->store()->PromoteTiered(key, v, fresh);
+      if (fresh->quantized()) return ReplyStrValue(rb, fresh);
       iovec part{fresh->data, fresh->size};
       rb.BulkExternal(fresh->size, std::span<const iovec>(&part, 1), fresh);
     });
@@ -353,7 +341,7 @@ void StrLen(CommandContext& ctx) {
   auto r = ctx.server->store()->StrGet(ctx.args[1]);
   if (!Reply(ctx, r.status())) return;
   if (!*r) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
-  ctx.reply->Integer(*r ? static_cast<int64_t>((*r)->size) : 0);
+  ctx.reply->Integer(*r ? static_cast<int64_t>((*r)->PlainSize()) : 0);
 }
 
 void GetRange(CommandContext& ctx) {
@@ -370,6 +358,7 @@ void GetRange(CommandContext& ctx) {
     ctx.reply->Bulk("");
     return;
   }
+  if ((*r)->quantized()) return ctx.reply->Error(kErrBlockQuantized);
   int64_t len = static_cast<int64_t>((*r)->size);
   int64_t start = *s, end = *e;
   if (start < 0 && end < 0 && start > end) {
