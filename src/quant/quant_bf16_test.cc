@@ -1,6 +1,6 @@
 // bfloat16 as an input and output type of the codecs (EncodeRowsBF16 /
 // DecodeRowsBF16): the conversions' rounding, the fast path against the scalar
-// reference bit for bit, the error budgets of docs/quant_formats.md §4 measured on
+// reference bit for bit, the error budgets of docs/quant_formats.md "Test data and budgets" measured on
 // bf16 rows, and non-finite input. Built twice, as quant_test is: once with the
 // CPU's own kernels and once forced to the scalar references.
 #include <gtest/gtest.h>
