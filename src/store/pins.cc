@@ -95,6 +95,8 @@ void Store::ForgetBlockStateLocked(StrEntry& e) {
     e.pins = 0;
   }
   if (e.block) {
+    if (e.block->has_hash && block_observer_ != nullptr)
+      block_observer_->OnBlockKeyRemoved(e.block->hash);
     // Its children become roots; it leaves its parent's children.
     for (StrEntry* c : e.block->children) {
       Shard& csh = ShardFor(*c->key);

@@ -261,9 +261,31 @@ class BlockTableObserver {
   virtual void OnBlocksStored(const BlockTable& table, std::optional<uint64_t> parent_hash) = 0;
   virtual void OnBlocksRemoved(const BlockTable& table) = 0;
   virtual void OnAllBlocksCleared() = 0;
+  // Hashed block keys (KV.BLOCK.CHAIN ... HASHES), under the same rules: a
+  // chain's keys became resident (`hashes` in key order; `parent_hash` the hash
+  // of the key it continues, none when that has no hash or there is none), and
+  // a hashed key's block left: DEL/UNLINK, expiry, eviction (also by the disk
+  // tier, never a move to it), a write that replaced its value (the hash goes
+  // with the bytes it named), or a RENAME over it. FLUSHALL of everything is
+  // OnAllBlocksCleared alone.
+  virtual void OnBlockKeysStored(std::span<const uint64_t> hashes,
+                                 std::optional<uint64_t> parent_hash, uint32_t tokens) {
+    (void)hashes;
+    (void)parent_hash;
+    (void)tokens;
+  }
+  virtual void OnBlockKeyRemoved(uint64_t hash) { (void)hash; }
 
  protected:
   ~BlockTableObserver() = default;
+};
+
+// A run of resident hashed block keys, each the child of the one before (the
+// first the child of the key whose hash is `parent_hash`, if that has one).
+struct ResidentBlockRun {
+  std::vector<uint64_t> hashes;
+  std::optional<uint64_t> parent_hash;
+  uint32_t tokens = 0;
 };
 
 // A resident block table and its parent's last hash (BlockTableObserver's terms).
@@ -288,6 +310,9 @@ class Store {
   void SetBlockTableObserver(BlockTableObserver* o) { block_observer_ = o; }
   // Every namespace's non-empty block table, parents before their children.
   std::vector<ResidentTable> ResidentBlockTables() const;
+  // Every hashed block key (KV.BLOCK.CHAIN ... HASHES) as runs, parents before
+  // their children (block_links.cc).
+  std::vector<ResidentBlockRun> ResidentBlockKeys() const;
 
   // Each mutating call sets *lsn to the largest log sequence number it appended
   // (0 if nothing was logged); the caller waits for it before acknowledging.
@@ -807,6 +832,9 @@ class Store {
   // Raises the stamps of e's ancestors to `stamp` (moving them in their
   // shards' LRU lists). REQUIRES mu_, no shard lock held.
   void StampAncestorsLocked(const StrEntry& e, uint64_t stamp);
+  // A write replaced e's value: a hash (HASHES) named the old bytes, so it
+  // goes (BlockTableObserver::OnBlockKeyRemoved); the links stay. REQUIRES mu_.
+  void DropBlockHashLocked(StrEntry& e);
   // RENAME: moves e's links to `to` (the entry that replaces it).
   std::unique_ptr<BlockLinks> TakeLinksLocked(StrEntry& e);
   void GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, const StrEntry* from);

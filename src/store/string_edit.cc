@@ -79,6 +79,7 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
     *lsn = std::max(*lsn, *r);
   }
   if (in_place) {
+    DropBlockHashLocked(*e);
     Shard& sh = ShardFor(key);
     std::lock_guard<std::mutex> sl(sh.mu);
     StrValue* v = const_cast<StrValue*>(old);
@@ -230,6 +231,7 @@ void Store::ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t o
   if (e != nullptr && !e->value->tiered() && e->value.use_count() == 1 &&
       new_len <= e->value->capacity) {
     // In place, as live (a replayed run of appends stays linear).
+    DropBlockHashLocked(*e);
     Shard& sh = ShardFor(key);
     std::lock_guard<std::mutex> sl(sh.mu);
     StrValue* v = const_cast<StrValue*>(e->value.get());

@@ -287,6 +287,7 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
 
 StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms,
                               StrEntry* found) {
+  if (found != nullptr && found->block) DropBlockHashLocked(*found);
   Shard& sh = ShardFor(key);
   std::lock_guard<std::mutex> sl(sh.mu);
   if (found == nullptr) {

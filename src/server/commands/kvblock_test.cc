@@ -2,8 +2,11 @@
 // UNPIN (never an error, per user), pins against expiry, eviction and -OOM,
 // max-block-leases, INFO's pin lines, and CHAIN (links, eviction leaves
 // first, ancestor stamps, DEL/RENAME/SET of a chained key, errors).
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -351,6 +354,76 @@ TEST_F(KvBlockChain, EvictionTakesLeavesFirst) {
   ASSERT_EQ(Run({"SET", "n4", v}), "OK");
   EXPECT_TRUE(Run({"EXISTS", "r"}).is_integer(1));
   EXPECT_TRUE(Run({"EXISTS", "l"}).is_integer(0));
+}
+
+// What the store reports for hashed block keys (server/kv_events.cc turns it
+// into BlockStored / BlockRemoved).
+struct KeyEvents final : store::BlockTableObserver {
+  struct Stored {
+    std::vector<uint64_t> hashes;
+    std::optional<uint64_t> parent;
+    uint32_t tokens;
+    bool operator==(const Stored&) const = default;
+  };
+  std::vector<Stored> stored;
+  std::vector<uint64_t> removed;
+  int cleared = 0;
+  void OnBlocksStored(const store::BlockTable&, std::optional<uint64_t>) override {}
+  void OnBlocksRemoved(const store::BlockTable&) override {}
+  void OnAllBlocksCleared() override { ++cleared; }
+  void OnBlockKeysStored(std::span<const uint64_t> h, std::optional<uint64_t> parent,
+                         uint32_t tokens) override {
+    stored.push_back({{h.begin(), h.end()}, parent, tokens});
+  }
+  void OnBlockKeyRemoved(uint64_t hash) override { removed.push_back(hash); }
+};
+
+TEST_F(KvBlockChain, HashedKeysAreReportedStoredAndRemoved) {
+  KeyEvents ev;
+  server().store()->SetBlockTableObserver(&ev);
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "HASHES", U64s({1, 2}), "TOKENS", "16", "a", "x", "b", "y"}),
+            "OK");
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "AFTER", "b", "HASHES", U64s({3}), "c", "z"}), "OK");
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "AFTER", "c", "d", "w"}), "OK");  // no hash: no report
+  using S = KeyEvents::Stored;
+  EXPECT_EQ(ev.stored, (std::vector<S>{{{1, 2}, std::nullopt, 16}, {{3}, 2, 0}}));
+  // RENAME keeps the hash (nothing); DEL of the renamed key removes it.
+  ASSERT_EQ(Run({"RENAME", "a", "a2"}), "OK");
+  EXPECT_TRUE(ev.removed.empty());
+  // Writes that replace the bytes take the hash: SET, APPEND (in place too).
+  ASSERT_EQ(Run({"SET", "b", "new"}), "OK");
+  EXPECT_EQ(ev.removed, (std::vector<uint64_t>{2}));
+  EXPECT_FALSE(Info("b").has_hash);
+  EXPECT_EQ(Info("c").parent, "b");  // the links stay
+  ASSERT_TRUE(Run({"APPEND", "c", "more"}).is_integer(5));
+  EXPECT_EQ(ev.removed, (std::vector<uint64_t>{2, 3}));
+  ASSERT_EQ(Run({"SET", "b", "again"}), "OK");  // no hash left: nothing
+  EXPECT_TRUE(Run({"DEL", "a2", "d"}).is_integer(2));
+  EXPECT_EQ(ev.removed, (std::vector<uint64_t>{2, 3, 1}));
+  // A CHAIN over a hashed key: the old hash goes first.
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "HASHES", U64s({5}), "e", "x"}), "OK");
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "HASHES", U64s({6}), "e", "y"}), "OK");
+  EXPECT_EQ(ev.removed.back(), 5u);
+  EXPECT_EQ(ev.stored.back(), (S{{6}, std::nullopt, 0}));
+  // Expiry: a key read after its time.
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "PX", "1", "HASHES", U64s({7}), "t", "x"}), "OK");
+  WaitMs(3);
+  EXPECT_EQ(Run({"GET", "t"}).type, RespValue::Type::kNull);
+  EXPECT_EQ(ev.removed.back(), 7u);
+  // What start-up announces: runs of hashed keys, forks start their own.
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "HASHES", U64s({10, 11}), "TOKENS", "4", "r0", "x", "r1", "y"}),
+            "OK");
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "AFTER", "r0", "HASHES", U64s({12}), "f0", "x"}), "OK");
+  std::vector<S> runs;
+  for (const store::ResidentBlockRun& r : server().store()->ResidentBlockKeys())
+    runs.push_back({r.hashes, r.parent_hash, r.tokens});
+  std::sort(runs.begin(), runs.end(), [](const S& x, const S& y) { return x.hashes < y.hashes; });
+  EXPECT_EQ(runs,
+            (std::vector<S>{
+                {{6}, std::nullopt, 0}, {{10}, std::nullopt, 4}, {{11}, 10, 4}, {{12}, 10, 0}}));
+  ASSERT_EQ(Run({"FLUSHALL"}), "OK");
+  EXPECT_EQ(ev.cleared, 1);
+  server().store()->SetBlockTableObserver(nullptr);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
+#include "server/kv_events.h"
 #include "server/server.h"
 #include "store/store.h"
 
@@ -125,6 +126,7 @@ void ReplyFromTier(CommandContext& ctx, store::StrRef v) {
     if (!r.ok()) {
       done->Complete([server, key, v](ReplyBuilder& rb) {
         server->store()->DropDamagedTiered(key, v);
+        KvEvents::FlushThread();  // completed outside the read batch
         rb.Null();
       });
       return;
