@@ -571,6 +571,10 @@ class Store {
   };
   BlockMatchResult BlockMatch(std::span<const std::string_view> keys, uint8_t* bitmap,
                               int64_t pin_ms, std::string_view user);
+  // The reference BlockMatch is tested against: the same answers and effects,
+  // one key at a time, each lookup and lock finding the key's slot afresh.
+  BlockMatchResult BlockMatchSimple(std::span<const std::string_view> keys, uint8_t* bitmap,
+                                    int64_t pin_ms, std::string_view user);
   // KV.BLOCK.UNPIN: how many of the leases (live, taken by `user`) ended.
   uint64_t BlockUnpin(std::span<const uint64_t> leases, std::string_view user);
   struct PinStats {
@@ -629,7 +633,17 @@ class Store {
     }
   };
   using NsMap = std::unordered_map<std::string, NsPtr, NameHash, std::equal_to<>>;
-  using StrMap = std::unordered_map<std::string, StrEntry, NameHash, std::equal_to<>>;
+  // The string map's hasher: XXH3 (as StrEntry::hash), out of line. Not
+  // noexcept on purpose: libstdc++ then keeps each node's hash, so a lookup
+  // compares hashes before keys and never rehashes a neighbour's key to find
+  // where a bucket ends (KV.BLOCK.MATCH's cost per key).
+  struct StrHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const;  // NOLINT: not noexcept (see above)
+  };
+  using StrMap = std::unordered_map<std::string, StrEntry, StrHash, std::equal_to<>>;
+  // KV.BLOCK.MATCH computes its keys' slots this many at a time.
+  static constexpr size_t kMatchChunk = 64;
   // One shard of the key space (see the header comment): the namespaces and
   // string keys whose hash slot falls in its slot range. `map` and `strings`
   // change only with both Store::mu_ and `mu` held; a reader holds only `mu`.

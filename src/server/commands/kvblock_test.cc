@@ -356,6 +356,85 @@ TEST_F(KvBlockChain, EvictionTakesLeavesFirst) {
   EXPECT_TRUE(Run({"EXISTS", "l"}).is_integer(0));
 }
 
+// BlockMatch (slots a chunk at a time, the ancestor walk skipped after the key
+// before) against BlockMatchSimple (one key at a time): the same count, bitmap
+// and keys stamped, for lists longer than a chunk of plain keys, chained keys
+// (forks, a parent outside the list), missing, expired and repeated keys.
+TEST_F(KvBlockMatch, FastPathAgreesWithTheSimpleOne) {
+  std::vector<std::string> all;
+  for (int i = 0; i < 120; ++i) {
+    all.push_back("p" + std::to_string(i) + std::string(60, 'x'));
+    ASSERT_EQ(Run({"SET", all.back(), "v"}), "OK");
+  }
+  std::vector<std::string> chain_args = {"KV.BLOCK.CHAIN"};
+  for (int i = 0; i < 100; ++i) {
+    all.push_back("c" + std::to_string(i));
+    chain_args.push_back(all.back());
+    chain_args.push_back("v");
+  }
+  ASSERT_EQ(Run(chain_args), "OK");
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "AFTER", "c40", "f0", "v", "f1", "v"}), "OK");
+  all.push_back("f0");
+  all.push_back("f1");
+  for (int i = 0; i < 6; ++i) {
+    all.push_back("gone" + std::to_string(i));
+    ASSERT_EQ(Run({"SET", all.back(), "v", "PX", "1"}), "OK");
+  }
+  for (int i = 0; i < 20; ++i) all.push_back("missing" + std::to_string(i));
+  WaitMs(3);
+  store::Store* st = server().store();
+  // The keys holding the newest stamp after a call: those it stamped.
+  auto stamped = [&] {
+    uint64_t top = 0;
+    std::vector<std::string> out;
+    for (const std::string& k : all) {
+      store::Store::BlockInfo b;
+      if (st->DescribeBlock(k, &b) && b.stamp >= top) {
+        if (b.stamp > top) out.clear();
+        top = b.stamp;
+        out.push_back(k);
+      }
+    }
+    return out;
+  };
+  uint32_t x = 99;
+  auto pick = [&](size_t lo, size_t hi) {
+    x = x * 1103515245u + 12345u;
+    return lo + (x >> 8) % (hi - lo);
+  };
+  for (int round = 0; round < 60; ++round) {
+    std::vector<std::string_view> keys;
+    const size_t n = 1 + pick(0, 200);
+    const bool runs = round % 3 != 0;  // mostly leading runs of one kind, then a miss
+    for (size_t i = 0; i < n; ++i) {
+      if (runs && i < n - 3)
+        keys.push_back(all[round % 2 == 0 ? pick(0, 120) : 120 + (i % 100)]);
+      else
+        keys.push_back(all[pick(0, all.size())]);
+    }
+    for (bool bitmap : {false, true}) {
+      std::string fast_bits(bitmap ? (n + 7) / 8 : 0, '\0'), simple_bits = fast_bits;
+      auto* fb = bitmap ? reinterpret_cast<uint8_t*>(fast_bits.data()) : nullptr;
+      auto* sb = bitmap ? reinterpret_cast<uint8_t*>(simple_bits.data()) : nullptr;
+      store::Store::BlockMatchResult f = st->BlockMatch(keys, fb, 0, "default");
+      std::vector<std::string> fast_stamped = stamped();
+      store::Store::BlockMatchResult s = st->BlockMatchSimple(keys, sb, 0, "default");
+      EXPECT_EQ(f.count, s.count) << round;
+      EXPECT_EQ(fast_bits, simple_bits) << round;
+      if (f.count > 0) EXPECT_EQ(fast_stamped, stamped()) << round;
+    }
+  }
+  // With PIN (the path under mu_ alone): the same count and pins.
+  std::vector<std::string_view> keys = {all[0], all[125], all[126], all[1], "missing0", all[2]};
+  store::Store::BlockMatchResult f = st->BlockMatch(keys, nullptr, 1000, "default");
+  store::Store::BlockMatchResult s = st->BlockMatchSimple(keys, nullptr, 1000, "default");
+  EXPECT_EQ(f.count, 4u);
+  EXPECT_EQ(s.count, 4u);
+  EXPECT_NE(f.lease, 0u);
+  EXPECT_NE(s.lease, 0u);
+  EXPECT_EQ(st->PinStatsNow().keys, 4u);
+}
+
 // What the store reports for hashed block keys (server/kv_events.cc turns it
 // into BlockStored / BlockRemoved).
 struct KeyEvents final : store::BlockTableObserver {
