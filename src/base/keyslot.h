@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 namespace pion {
@@ -64,5 +65,10 @@ inline uint32_t KeySlotInline(std::string_view key) {
   if (key.find('{') != std::string_view::npos) return KeySlot(key);
   return internal::Crc16Fast(key) % kClusterSlots;
 }
+
+// KeySlotInline of every key (out[i] for keys[i]), for a command of many keys
+// (KV.BLOCK.MATCH): four keys of one length at a time, their CRCs' table lookups
+// interleaved, so that one key's chain of dependent loads hides another's.
+void KeySlots(std::span<const std::string_view> keys, uint16_t* out);
 
 }  // namespace pion

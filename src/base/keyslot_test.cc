@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 namespace pion {
 namespace {
 
@@ -29,6 +33,29 @@ TEST(KeySlot, InlineSlotMatchesKeySlot) {
   for (int i = 0; i < 200; ++i) {
     k.push_back(static_cast<char>('a' + (i * 7) % 26));
     EXPECT_EQ(KeySlotInline(k), KeySlot(k)) << k;
+  }
+}
+
+TEST(KeySlot, BatchedSlotsMatchKeySlot) {
+  // Runs of one length (the interleaved path), mixed lengths, hash tags, the
+  // empty key and a tail of fewer than four keys, against the one-key rule.
+  std::vector<std::string> owned;
+  uint32_t x = 777;
+  for (int i = 0; i < 203; ++i) {
+    size_t len = i < 80 ? 64 : (i < 120 ? static_cast<size_t>(i % 7) : 1 + (i % 37));
+    std::string k;
+    for (size_t b = 0; b < len; ++b) {
+      x = x * 1103515245u + 12345u;
+      k.push_back(static_cast<char>(x >> 16));
+    }
+    if (i % 29 == 5) k = "{tag}" + k.substr(std::min<size_t>(k.size(), 5));
+    owned.push_back(std::move(k));
+  }
+  std::vector<std::string_view> keys(owned.begin(), owned.end());
+  for (size_t n : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{80}, keys.size()}) {
+    std::vector<uint16_t> out(n, 0xffff);
+    KeySlots(std::span<const std::string_view>(keys.data(), n), out.data());
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(out[i], KeySlot(keys[i])) << n << " " << i;
   }
 }
 

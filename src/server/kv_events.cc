@@ -55,6 +55,14 @@ void KvEvents::Attach(store::Store* store) {
     e.block_size = t.table->block_size;
     first.events.push_back(std::move(e));
   }
+  for (store::ResidentBlockRun& run : store->ResidentBlockKeys()) {
+    events::KvEvent e;
+    e.type = events::KvEventType::kBlockStored;
+    e.block_hashes = std::move(run.hashes);
+    e.parent_block_hash = run.parent_hash;
+    e.block_size = run.tokens;
+    first.events.push_back(std::move(e));
+  }
   pub_.Submit(std::move(first));
   store_ = store;
   store->SetBlockTableObserver(this);
@@ -78,6 +86,30 @@ void KvEvents::OnBlocksRemoved(const store::BlockTable& table) {
   events::KvEvent e;
   e.type = events::KvEventType::kBlockRemoved;
   e.block_hashes = table.hashes;
+  Append(std::move(e));
+}
+
+void KvEvents::OnBlockKeysStored(std::span<const uint64_t> hashes,
+                                 std::optional<uint64_t> parent_hash, uint32_t tokens) {
+  events::KvEvent e;
+  e.type = events::KvEventType::kBlockStored;
+  e.block_hashes.assign(hashes.begin(), hashes.end());
+  e.parent_block_hash = parent_hash;
+  e.block_size = tokens;
+  Append(std::move(e));
+}
+
+void KvEvents::OnBlockKeyRemoved(uint64_t hash) {
+  // Removals in a row (a DEL of many keys, an eviction run) share one event.
+  std::vector<events::KvEvent>& pending = tls_pending.events;
+  if (tls_pending.pub == &pub_ && !pending.empty() &&
+      pending.back().type == events::KvEventType::kBlockRemoved) {
+    pending.back().block_hashes.push_back(hash);
+    return;
+  }
+  events::KvEvent e;
+  e.type = events::KvEventType::kBlockRemoved;
+  e.block_hashes.push_back(hash);
   Append(std::move(e));
 }
 

@@ -1,4 +1,5 @@
-// KV events (docs/kv_events.md): the store's block-table changes, turned into
+// KV events (docs/kv_events.md): the store's block-table and hashed block-key
+// changes (KV.BLOCK.CHAIN ... HASHES), turned into
 // vLLM-format events and handed to the publisher thread (events/).
 //
 // The store reports changes with its locks held (store::BlockTableObserver); the
@@ -27,13 +28,17 @@ class KvEvents final : public store::BlockTableObserver {
   ~KvEvents();
 
   // Publishes the first batch (seq 0): AllBlocksCleared, then BlockStored for
-  // every table `store` holds (what recovery loaded), and starts observing it.
+  // every table `store` holds and every run of hashed block keys (what
+  // recovery loaded), and starts observing it.
   // Call while no command runs (before serving, or while loading).
   void Attach(store::Store* store);
 
   void OnBlocksStored(const store::BlockTable& table, std::optional<uint64_t> parent) override;
   void OnBlocksRemoved(const store::BlockTable& table) override;
   void OnAllBlocksCleared() override;
+  void OnBlockKeysStored(std::span<const uint64_t> hashes, std::optional<uint64_t> parent_hash,
+                         uint32_t tokens) override;
+  void OnBlockKeyRemoved(uint64_t hash) override;
 
   // Hands the calling thread's pending events to the publisher as one batch;
   // cheap when there are none (a thread-local test).

@@ -194,6 +194,7 @@ int main(int argc, char** argv) {
   if (server.store() != nullptr && !c.tier_dir.empty()) {
     // What recovery brought back beyond the budget goes to the (empty) disk tier.
     const uint64_t moved = server.store()->MoveOverBudgetToTier();
+    KvEvents::FlushThread();  // what a full tier dropped on the way
     if (moved > 0)
       LOG_NOTICE("disk tier: %llu recovered entries moved out of RAM",
                  static_cast<unsigned long long>(moved));

@@ -18,6 +18,7 @@
 #include "net/connection.h"
 #include "net/tls.h"
 #include "server/commands/errors.h"
+#include "server/kv_events.h"
 #include "server/protected_mode.h"
 #include "server/server.h"
 
@@ -108,6 +109,7 @@ Status Worker::Init(const std::vector<ListenSocket>& listeners) {
       if (st == nullptr || server_->loading()) return;
       std::shared_lock<WriterFirstMutex> l(server_->exec_mu());  // not inside an EXEC
       (void)st->ExpireActive(kActiveExpireKeys);
+      KvEvents::FlushThread();  // BlockRemoved of hashed block keys that expired
     });
     // instantaneous_ops_per_sec & co. are sampled by one worker.
     loop_.AddTimer(100, true, [this] { server_->SampleRates(); });

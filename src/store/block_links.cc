@@ -114,8 +114,13 @@ void Store::GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, con
 void Store::ApplyChainLocked(std::span<const std::string_view> keys, std::span<const StrRef> values,
                              StrEntry* after, int64_t expire_at_ms,
                              std::span<const uint64_t> hashes, uint32_t tokens) {
+  // KV events: the hash of the key this chain continues, as it stood.
+  std::optional<uint64_t> parent_hash;
+  if (after != nullptr && after->block && after->block->has_hash) parent_hash = after->block->hash;
   StrEntry* prev = after;
   for (size_t i = 0; i < keys.size(); ++i) {
+    // A CHAIN over a hashed key replaces its hash: the old one is removed.
+    if (StrEntry* old = StrEntryLocked(keys[i])) DropBlockHashLocked(*old);
     StrEntry& e = StrPutLocked(keys[i], values[i], expire_at_ms);
     LinkBlockLocked(e, prev);
     e.block->has_hash = !hashes.empty();
@@ -136,6 +141,49 @@ void Store::ApplyChainLocked(std::span<const std::string_view> keys, std::span<c
     }
   }
   if (prev != nullptr) StampAncestorsLocked(*prev, s);
+  if (block_observer_ != nullptr && !hashes.empty())
+    block_observer_->OnBlockKeysStored(hashes, parent_hash, tokens);
+}
+
+void Store::DropBlockHashLocked(StrEntry& e) {
+  if (!e.block || !e.block->has_hash) return;
+  if (block_observer_ != nullptr) block_observer_->OnBlockKeyRemoved(e.block->hash);
+  e.block->has_hash = false;
+  e.block->hash = 0;
+}
+
+std::vector<ResidentBlockRun> Store::ResidentBlockKeys() const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto hashed = [](const StrEntry* e) { return e->block && e->block->has_hash; };
+  std::vector<ResidentBlockRun> out;
+  // Each run starts at a hashed key whose parent has no hash (or that has no
+  // parent), or at a child of a key with several children; it follows single
+  // hashed children. Links never form a cycle, so every hashed key is in
+  // exactly one run.
+  std::vector<std::pair<const StrEntry*, std::optional<uint64_t>>> todo;
+  for (const Shard& sh : shards_)
+    for (const auto& [key, e] : sh.strings)
+      if (hashed(&e) && (e.block->parent == nullptr || !hashed(e.block->parent)))
+        todo.push_back({&e, std::nullopt});
+  std::vector<std::pair<const StrEntry*, std::optional<uint64_t>>> next;
+  while (!todo.empty()) {
+    next.clear();
+    for (auto [e, parent] : todo) {
+      ResidentBlockRun run;
+      run.parent_hash = parent;
+      run.tokens = e->block->tokens;
+      run.hashes.push_back(e->block->hash);
+      while (e->block->children.size() == 1 && hashed(e->block->children[0])) {
+        e = e->block->children[0];
+        run.hashes.push_back(e->block->hash);
+      }
+      for (const StrEntry* c : e->block->children)
+        if (hashed(c)) next.push_back({c, e->block->hash});
+      out.push_back(std::move(run));
+    }
+    todo.swap(next);
+  }
+  return out;
 }
 
 Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& a, uint64_t* lsn,
@@ -216,8 +264,6 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
       PION_RETURN_IF_ERROR(sink_->ReserveStrChain(r, &rec));
     }
     ApplyChainLocked(keys, values, after, a.expire_at_ms, hashes, a.tokens);
-    // Hook point for keyspace notifications: per key, `kvblock.chain` (class d)
-    // and `new` (class n) for a key `previous[i]` shows did not exist.
     BeginPending();
   }
   Status st;

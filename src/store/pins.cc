@@ -17,6 +17,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/keyslot.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -95,6 +96,8 @@ void Store::ForgetBlockStateLocked(StrEntry& e) {
     e.pins = 0;
   }
   if (e.block) {
+    if (e.block->has_hash && block_observer_ != nullptr)
+      block_observer_->OnBlockKeyRemoved(e.block->hash);
     // Its children become roots; it leaves its parent's children.
     for (StrEntry* c : e.block->children) {
       Shard& csh = ShardFor(*c->key);
@@ -108,6 +111,121 @@ void Store::ForgetBlockStateLocked(StrEntry& e) {
 
 Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys, uint8_t* bitmap,
                                           int64_t pin_ms, std::string_view user) {
+  // BlockMatchSimple's rules, made cheap per key: the keys' slots are computed
+  // a chunk at a time (KeySlots interleaves four CRCs) instead of once per
+  // lookup and lock, the string map compares cached hashes before keys
+  // (StrHash), and under mu_ a block whose parent is the key counted just
+  // before it skips the ancestor walk (that key's walk stamped them already).
+  BlockMatchResult out;
+  const size_t n = keys.size();
+  const int64_t now = NowMs();
+  const uint64_t stamp = NextStamp();  // one stamp for every key counted
+  uint16_t slots[kMatchChunk];
+  auto shard_of = [&](size_t j) -> Shard& { return shards_[slots[j] >> kShardSlotShift]; };
+  if (pin_ms <= 0) {
+    // The read path: one shard lock at a time. An expired key, or a counted
+    // block with a parent (ancestors to stamp), sends the call to the path
+    // under mu_ below, which starts over.
+    bool slow = false, stop = false;
+    for (size_t base = 0; base < n && !slow && !stop; base += kMatchChunk) {
+      const size_t m = std::min(kMatchChunk, n - base);
+      KeySlots(keys.subspan(base, m), slots);
+      for (size_t j = 0; j < m; ++j) {
+        const size_t i = base + j;
+        Shard& sh = shard_of(j);
+        std::lock_guard<std::mutex> sl(sh.mu);
+        auto it = sh.strings.find(keys[i]);
+        if (it == sh.strings.end()) {
+          if (bitmap == nullptr) {
+            stop = true;
+            break;
+          }
+          continue;
+        }
+        StrEntry& e = it->second;
+        if ((e.expire_at_ms != 0 && Expired(e, now)) || e.HasParent()) {
+          slow = true;
+          break;
+        }
+        e.stamp = stamp;
+        if (sh.lru_tail != &e) {
+          StrUnlinkLocked(sh, e);
+          StrLinkLocked(sh, e);
+        }
+        ++out.count;
+        if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+      }
+    }
+    if (!slow) return out;
+    out.count = 0;
+    if (bitmap != nullptr) std::memset(bitmap, 0, (n + 7) / 8);
+  }
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t unused = 0;
+  ReleaseDueLeasesLocked(now, &unused);
+  bool pin = pin_ms > 0;
+  if (pin && leases_.size() >= max_leases_) {
+    out.too_many_leases = true;
+    pin = false;
+  }
+  PinLease lease;
+  const StrEntry* counted = nullptr;  // the key counted last (its ancestors are stamped)
+  bool stop = false;
+  for (size_t base = 0; base < n && !stop; base += kMatchChunk) {
+    const size_t m = std::min(kMatchChunk, n - base);
+    KeySlots(keys.subspan(base, m), slots);
+    for (size_t j = 0; j < m; ++j) {
+      const size_t i = base + j;
+      Shard& sh = shard_of(j);
+      // StrFindLocked with the slot known: an expired key is removed, missing.
+      auto it = sh.strings.find(keys[i]);
+      StrEntry* e = it == sh.strings.end() ? nullptr : &it->second;
+      if (e != nullptr && Expired(*e, now)) {
+        (void)StrRemoveLocked(*e, 2, &unused);  // a failed log write keeps it (still expired)
+        e = nullptr;
+      }
+      if (e == nullptr) {
+        if (bitmap == nullptr) {
+          stop = true;
+          break;
+        }
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> sl(sh.mu);
+        e->stamp = stamp;
+        if (sh.lru_tail != e) {
+          StrUnlinkLocked(sh, *e);
+          StrLinkLocked(sh, *e);
+        }
+      }
+      if (e->HasParent() && e->block->parent != counted) StampAncestorsLocked(*e, stamp);
+      counted = e;
+      ++out.count;
+      if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+      if (pin) {
+        if (lease.keys.empty()) lease.keys.reserve(bitmap != nullptr ? n - i : 16);
+        PinEntryLocked(*e);
+        lease.keys.emplace_back(e, e->born);
+      }
+    }
+  }
+  if (pin && !lease.keys.empty()) {
+    const uint64_t id = next_lease_++;
+    lease.deadline_ms = now + pin_ms;
+    lease.epoch = pin_epoch_;
+    lease.user = std::string(user);
+    lease_order_.insert({lease.deadline_ms, id});
+    leases_.emplace(id, std::move(lease));
+    out.lease = id;
+  }
+  return out;
+}
+
+Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view> keys,
+                                                uint8_t* bitmap, int64_t pin_ms,
+                                                std::string_view user) {
   BlockMatchResult out;
   const int64_t now = NowMs();
   const uint64_t stamp = NextStamp();  // one stamp for every key counted

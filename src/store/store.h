@@ -85,6 +85,7 @@
 #include "store/block_index.h"
 #include "store/chunk.h"
 #include "store/mutation.h"
+#include "store/observers.h"
 #include "store/session_id.h"
 #include "store/strings.h"
 
@@ -226,52 +227,6 @@ struct SessionInfo {
 
 class Namespace;
 
-// Told when namespaces leave the store (DROP, LRU eviction, replayed drops) and on
-// FLUSHALL, so that what is derived from them (the attention slots of <ns> and
-// <ns>_attn) goes too. Called with the store's lock held: it must not call back into
-// the store.
-class RemovalObserver {
- public:
-  virtual void OnNamespaceRemoved(std::string_view ns) = 0;
-  virtual void OnFlushAll() = 0;
-  // After a namespace left the store (`evicted`: by the LRU, else DROP, DEL or
-  // a replayed drop), and after a string key expired or was evicted (not when
-  // a command deleted it). Called under the store's locks: keep it short.
-  virtual void OnNamespaceGone(std::string_view ns, bool evicted) {
-    (void)ns;
-    (void)evicted;
-  }
-  virtual void OnStringRemoved(std::string_view key, bool evicted) {
-    (void)key;
-    (void)evicted;
-  }
-
- protected:
-  ~RemovalObserver() = default;
-};
-
-// Told when a namespace's block table (KV.PREFIX.REGISTER ... BLOCKS) becomes
-// resident or leaves, and when everything goes, so that routers can be told which
-// blocks pion holds (server/kv_events.h). `parent_hash` is the last hash of the
-// parent namespace's table (none for a root, or a parent without a table). Called
-// with the store's locks held, only for tables of at least one hash: it must be
-// quick and must not call back into the store.
-class BlockTableObserver {
- public:
-  virtual void OnBlocksStored(const BlockTable& table, std::optional<uint64_t> parent_hash) = 0;
-  virtual void OnBlocksRemoved(const BlockTable& table) = 0;
-  virtual void OnAllBlocksCleared() = 0;
-
- protected:
-  ~BlockTableObserver() = default;
-};
-
-// A resident block table and its parent's last hash (BlockTableObserver's terms).
-struct ResidentTable {
-  std::shared_ptr<const BlockTable> table;
-  std::optional<uint64_t> parent_hash;
-};
-
 class Store {
  public:
   explicit Store(StoreConfig cfg);
@@ -288,6 +243,9 @@ class Store {
   void SetBlockTableObserver(BlockTableObserver* o) { block_observer_ = o; }
   // Every namespace's non-empty block table, parents before their children.
   std::vector<ResidentTable> ResidentBlockTables() const;
+  // Every hashed block key (KV.BLOCK.CHAIN ... HASHES) as runs, parents before
+  // their children (block_links.cc).
+  std::vector<ResidentBlockRun> ResidentBlockKeys() const;
 
   // Each mutating call sets *lsn to the largest log sequence number it appended
   // (0 if nothing was logged); the caller waits for it before acknowledging.
@@ -549,6 +507,10 @@ class Store {
   };
   BlockMatchResult BlockMatch(std::span<const std::string_view> keys, uint8_t* bitmap,
                               int64_t pin_ms, std::string_view user);
+  // The reference BlockMatch is tested against: the same answers and effects,
+  // one key at a time, each lookup and lock finding the key's slot afresh.
+  BlockMatchResult BlockMatchSimple(std::span<const std::string_view> keys, uint8_t* bitmap,
+                                    int64_t pin_ms, std::string_view user);
   // KV.BLOCK.UNPIN: how many of the leases (live, taken by `user`) ended.
   uint64_t BlockUnpin(std::span<const uint64_t> leases, std::string_view user);
   struct PinStats {
@@ -610,7 +572,17 @@ class Store {
     }
   };
   using NsMap = std::unordered_map<std::string, NsPtr, NameHash, std::equal_to<>>;
-  using StrMap = std::unordered_map<std::string, StrEntry, NameHash, std::equal_to<>>;
+  // The string map's hasher: XXH3 (as StrEntry::hash), out of line. Not
+  // noexcept on purpose: libstdc++ then keeps each node's hash, so a lookup
+  // compares hashes before keys and never rehashes a neighbour's key to find
+  // where a bucket ends (KV.BLOCK.MATCH's cost per key).
+  struct StrHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const;  // NOLINT: not noexcept (see above)
+  };
+  using StrMap = std::unordered_map<std::string, StrEntry, StrHash, std::equal_to<>>;
+  // KV.BLOCK.MATCH computes its keys' slots this many at a time.
+  static constexpr size_t kMatchChunk = 64;
   // One shard of the key space (see the header comment): the namespaces and
   // string keys whose hash slot falls in its slot range. `map` and `strings`
   // change only with both Store::mu_ and `mu` held; a reader holds only `mu`.
@@ -813,6 +785,9 @@ class Store {
   // Raises the stamps of e's ancestors to `stamp` (moving them in their
   // shards' LRU lists). REQUIRES mu_, no shard lock held.
   void StampAncestorsLocked(const StrEntry& e, uint64_t stamp);
+  // A write replaced e's value: a hash (HASHES) named the old bytes, so it
+  // goes (BlockTableObserver::OnBlockKeyRemoved); the links stay. REQUIRES mu_.
+  void DropBlockHashLocked(StrEntry& e);
   // RENAME: moves e's links to `to` (the entry that replaces it).
   std::unique_ptr<BlockLinks> TakeLinksLocked(StrEntry& e);
   void GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, const StrEntry* from);

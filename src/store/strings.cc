@@ -49,6 +49,8 @@ bool Expired(const StrEntry& e, int64_t now) {
 
 }  // namespace
 
+size_t Store::StrHash::operator()(std::string_view s) const { return KeyHash(s); }
+
 const char* EvictPolicyName(EvictPolicy p) {
   switch (p) {
     case EvictPolicy::kAllKeysLru:

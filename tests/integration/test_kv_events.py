@@ -259,3 +259,132 @@ def test_a_bad_endpoint_stops_start_up(server_factory):
     s = server_factory(["--kv-events-endpoint", "bogus://nowhere"], start=False)
     with pytest.raises(RuntimeError, match="kv-events-endpoint 'bogus://nowhere'"):
         s.start()
+
+
+# ---- hashed block keys (KV.BLOCK.CHAIN ... HASHES) ----
+
+def chain(r, pairs: list[tuple[str, bytes]], hashes: list[int] | None = None,
+          after: str | None = None, tokens: int | None = None, px: int | None = None):
+    args: list = ["KV.BLOCK.CHAIN"]
+    if after is not None:
+        args += ["AFTER", after]
+    if px is not None:
+        args += ["PX", px]
+    if hashes is not None:
+        args += ["HASHES", blob(hashes)]
+    if tokens is not None:
+        args += ["TOKENS", tokens]
+    for k, v in pairs:
+        args += [k, v]
+    assert r.execute_command(*args) == b"OK"
+
+
+def test_chain_with_hashes_publishes_stored_and_removals(ipc_events):
+    s, sub = ipc_events
+    r = s.client()
+    sync(sub, r)
+    chain(r, [("b0", b"x"), ("b1", b"y")], hashes=[10, 2**64 - 2], tokens=16)
+    (ev,) = events_until(sub, 1)
+    assert ev == BlockStored(block_hashes=[10, 2**64 - 2], parent_block_hash=None,
+                             block_size=16, medium="SHARED", token_ids=[], lora_id=None,
+                             lora_name=None, group_idx=0)
+    # Continuing the chain: the parent is the AFTER key's hash; no TOKENS: 0.
+    chain(r, [("b2", b"z")], hashes=[12], after="b1")
+    (ev,) = events_until(sub, 1)
+    assert ev.block_hashes == [12] and ev.parent_block_hash == 2**64 - 2
+    assert ev.block_size == 0
+    # AFTER a key without a hash, or a missing one: no parent.
+    r.set("plain", "p")
+    chain(r, [("c0", b"x")], hashes=[20], after="plain")
+    chain(r, [("d0", b"x")], hashes=[30], after="missing")
+    evs = events_until(sub, 2)
+    assert [(e.block_hashes, e.parent_block_hash) for e in evs] == [([20], None), ([30], None)]
+    # A CHAIN without HASHES publishes nothing; RENAME keeps the hash: nothing.
+    chain(r, [("e0", b"x")])
+    assert r.rename("c0", "c0x") is True
+    # DEL of hashed keys (and of one without a hash): BlockRemoved of the hashes.
+    # One command's removals in a row share one event.
+    assert r.delete("b0", "e0", "b2") == 3
+    (ev,) = events_until(sub, 1)
+    assert ev == BlockRemoved(block_hashes=[10, 12], medium="SHARED", group_idx=0)
+    # UNLINK of the renamed key: its hash goes with it.
+    assert r.unlink("c0x") == 1
+    (ev,) = events_until(sub, 1)
+    assert ev == BlockRemoved(block_hashes=[20], medium="SHARED", group_idx=0)
+    # Overwriting a hashed key with SET keeps its hash (no event); a CHAIN with a
+    # new hash removes the old one first, then stores the new.
+    assert r.set("b1", "new") is True
+    chain(r, [("d0", b"w")], hashes=[31])
+    removed, stored = events_until(sub, 2)
+    assert removed.block_hashes == [30] and stored.block_hashes == [31]
+    assert isinstance(removed, BlockRemoved) and isinstance(stored, BlockStored)
+    # FLUSHALL: AllBlocksCleared alone.
+    assert r.flushall() is True
+    assert events_until(sub, 1) == [AllBlocksCleared()]
+    assert sub.gaps == []
+
+
+def test_expiry_of_a_hashed_key_is_published(ipc_events):
+    s, sub = ipc_events
+    r = s.client()
+    sync(sub, r)
+    chain(r, [("t0", b"x"), ("t1", b"y")], hashes=[40, 41], px=20)
+    (ev,) = events_until(sub, 1)
+    assert ev.block_hashes == [40, 41]
+    # Active expiry removes them without any command: BlockRemoved arrives.
+    removed: list[int] = []
+    deadline = time.monotonic() + WAIT
+    while sorted(removed) != [40, 41]:
+        assert time.monotonic() < deadline, removed
+        b = sub.recv(0.5)
+        if b is not None:
+            removed += [h for e in b.events if isinstance(e, BlockRemoved) for h in e.block_hashes]
+    assert r.exists("t0", "t1") == 0
+
+
+def test_eviction_of_hashed_keys_is_published(server_factory, tmpdir_path):
+    endpoint = f"ipc://{tmpdir_path}/kev.sock"
+    s = server_factory(["--kv-events-endpoint", endpoint, "--maxmemory", "256kb"])
+    r = s.client()
+    value = b"v" * 8192
+    with KvEventSubscriber(endpoint) as sub:
+        sync(sub, r)
+        for i in range(1, 80):
+            chain(r, [(f"k{i}", value)], hashes=[1000 + i])
+        register(r, "end", [FENCE - 1])
+        removed: set[int] = set()
+        done = False
+        while not done:
+            b = sub.recv(WAIT)
+            assert b is not None, "the end marker did not arrive"
+            for e in b.events:
+                if isinstance(e, BlockRemoved):
+                    removed.update(e.block_hashes)
+                elif isinstance(e, BlockStored) and e.block_hashes == [FENCE - 1]:
+                    done = True
+        gone = [i for i in range(1, 80) if not r.exists(f"k{i}")]
+        assert gone, "nothing was evicted"
+        assert {h for h in removed if h < FENCE} == {1000 + i for i in gone}
+
+
+def test_restart_publishes_hashed_block_keys(server_factory, tmpdir_path):
+    endpoint = f"ipc://{tmpdir_path}/rk.sock"
+    replay = f"ipc://{tmpdir_path}/rk-replay.sock"
+    args = ["--appendfsync", "always", "--kv-events-endpoint", endpoint,
+            "--kv-events-replay-endpoint", replay]
+    s = server_factory(args)
+    r = s.client()
+    chain(r, [("a0", b"x"), ("a1", b"y"), ("a2", b"z")], hashes=[1, 2, 3], tokens=16)
+    chain(r, [("f0", b"x")], hashes=[4], after="a1", tokens=16)  # a fork
+    chain(r, [("n0", b"x")])  # no hash: not announced
+    r.close()
+    s.stop(signal.SIGTERM)
+    s.start()
+    with KvEventSubscriber(endpoint, replay_endpoint=replay) as sub:
+        (first, *_) = sub.replay(0)
+        assert first.seq == 0 and first.events[0] == AllBlocksCleared()
+        stored = first.events[1:]
+        assert all(isinstance(e, BlockStored) and e.block_size == 16 for e in stored)
+        got = sorted((tuple(e.block_hashes), e.parent_block_hash) for e in stored)
+        # a1 has two children: the run stops there, each child starts one.
+        assert got == [((1, 2), None), ((3,), 2), ((4,), 2)]

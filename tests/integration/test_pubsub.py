@@ -307,6 +307,35 @@ def test_namespace_events_name_the_namespace(server, raw_factory):
                    ("kvprefix.drop", "ns1"), ("del", "ns1")]
 
 
+def test_chain_events_per_key(server, raw_factory):
+    c, sub = raw_factory(server), raw_factory(server)
+    sub.send(RawConn.encode("PSUBSCRIBE", "__keyevent@0__:*", "__keyspace@0__:b1", "end"))
+    sub.read(), sub.read(), sub.read()
+    assert c.call("CONFIG", "SET", "notify-keyspace-events", "KEdn") == "OK"
+    assert c.call("SET", "b0", "old") == "OK"  # then exists: CHAIN sends no `new` for it
+    assert c.call("KV.BLOCK.CHAIN", "b0", "x", "b1", "y", "b1", "z") == "OK"
+    # Class d without n: no `new`; without d nothing at all (`set` is not sent).
+    assert c.call("CONFIG", "SET", "notify-keyspace-events", "KEd") == "OK"
+    assert c.call("KV.BLOCK.CHAIN", "AFTER", "b1", "b2", "w") == "OK"
+    assert c.call("CONFIG", "SET", "notify-keyspace-events", "KE$g") == "OK"
+    assert c.call("KV.BLOCK.CHAIN", "b3", "w") == "OK"
+    c.call("PUBLISH", "end", "x")
+    got = []
+    while True:
+        m = sub.read()
+        if m[2] == b"end":
+            break
+        got.append((m[2].decode(), m[3].decode()))
+    assert got == [
+        ("__keyevent@0__:new", "b0"),  # from the SET
+        ("__keyevent@0__:kvblock.chain", "b0"),
+        ("__keyspace@0__:b1", "new"), ("__keyevent@0__:new", "b1"),
+        ("__keyspace@0__:b1", "kvblock.chain"), ("__keyevent@0__:kvblock.chain", "b1"),
+        ("__keyspace@0__:b1", "kvblock.chain"), ("__keyevent@0__:kvblock.chain", "b1"),
+        ("__keyevent@0__:kvblock.chain", "b2"),
+    ]
+
+
 def test_nothing_is_published_without_listeners(server, raw_factory):
     c = raw_factory(server)
     assert c.call("CONFIG", "SET", "notify-keyspace-events", "KEA") == "OK"

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -209,12 +210,26 @@ void Chain(CommandContext& ctx) {
     made.resize(kv.size() / 2);
     made[i / 2] = std::move(v);
   }
+  // Keyspace notifications: per key `new` (class n) when it did not exist,
+  // looked up only when someone could hear it, and `kvblock.chain` (class d).
+  std::vector<bool> absent;
+  if (ctx.server->NotifyWanted(kNotifyNew)) {
+    absent.resize(kv.size() / 2);
+    for (size_t i = 0; i < absent.size(); ++i)
+      absent[i] = ctx.server->store()->TypeOf(kv[2 * i]) == store::KeyType::kNone;
+  }
   uint64_t lsn = 0;
   Status st = ctx.server->store()->BlockChain(kv, o.a, &lsn, made);
   ctx.wait_lsn = lsn;
   if (!st.ok()) {
     ctx.reply->Error(StatusToError(st));
     return;
+  }
+  std::unordered_set<std::string_view> told;  // a key named twice is new once
+  for (size_t i = 0; i < kv.size(); i += 2) {
+    if (!absent.empty() && absent[i / 2] && told.insert(kv[i]).second)
+      ctx.server->NotifyKeyspaceEvent(kNotifyNew, "new", kv[i]);
+    ctx.server->NotifyKeyspaceEvent(kNotifyModule, "kvblock.chain", kv[i]);
   }
   ctx.reply->SimpleString("OK");
 }

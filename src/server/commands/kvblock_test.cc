@@ -2,8 +2,11 @@
 // UNPIN (never an error, per user), pins against expiry, eviction and -OOM,
 // max-block-leases, INFO's pin lines, and CHAIN (links, eviction leaves
 // first, ancestor stamps, DEL/RENAME/SET of a chained key, errors).
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -351,6 +354,157 @@ TEST_F(KvBlockChain, EvictionTakesLeavesFirst) {
   ASSERT_EQ(Run({"SET", "n4", v}), "OK");
   EXPECT_TRUE(Run({"EXISTS", "r"}).is_integer(1));
   EXPECT_TRUE(Run({"EXISTS", "l"}).is_integer(0));
+}
+
+// BlockMatch (slots a chunk at a time, the ancestor walk skipped after the key
+// before) against BlockMatchSimple (one key at a time): the same count, bitmap
+// and keys stamped, for lists longer than a chunk of plain keys, chained keys
+// (forks, a parent outside the list), missing, expired and repeated keys.
+TEST_F(KvBlockMatch, FastPathAgreesWithTheSimpleOne) {
+  std::vector<std::string> all;
+  for (int i = 0; i < 120; ++i) {
+    all.push_back("p" + std::to_string(i) + std::string(60, 'x'));
+    ASSERT_EQ(Run({"SET", all.back(), "v"}), "OK");
+  }
+  std::vector<std::string> chain_args = {"KV.BLOCK.CHAIN"};
+  for (int i = 0; i < 100; ++i) {
+    all.push_back("c" + std::to_string(i));
+    chain_args.push_back(all.back());
+    chain_args.push_back("v");
+  }
+  ASSERT_EQ(Run(chain_args), "OK");
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "AFTER", "c40", "f0", "v", "f1", "v"}), "OK");
+  all.push_back("f0");
+  all.push_back("f1");
+  for (int i = 0; i < 6; ++i) {
+    all.push_back("gone" + std::to_string(i));
+    ASSERT_EQ(Run({"SET", all.back(), "v", "PX", "1"}), "OK");
+  }
+  for (int i = 0; i < 20; ++i) all.push_back("missing" + std::to_string(i));
+  WaitMs(3);
+  store::Store* st = server().store();
+  // The keys holding the newest stamp after a call: those it stamped.
+  auto stamped = [&] {
+    uint64_t top = 0;
+    std::vector<std::string> out;
+    for (const std::string& k : all) {
+      store::Store::BlockInfo b;
+      if (st->DescribeBlock(k, &b) && b.stamp >= top) {
+        if (b.stamp > top) out.clear();
+        top = b.stamp;
+        out.push_back(k);
+      }
+    }
+    return out;
+  };
+  uint32_t x = 99;
+  auto pick = [&](size_t lo, size_t hi) {
+    x = x * 1103515245u + 12345u;
+    return lo + (x >> 8) % (hi - lo);
+  };
+  for (int round = 0; round < 60; ++round) {
+    std::vector<std::string_view> keys;
+    const size_t n = 1 + pick(0, 200);
+    const bool runs = round % 3 != 0;  // mostly leading runs of one kind, then a miss
+    for (size_t i = 0; i < n; ++i) {
+      if (runs && i < n - 3)
+        keys.push_back(all[round % 2 == 0 ? pick(0, 120) : 120 + (i % 100)]);
+      else
+        keys.push_back(all[pick(0, all.size())]);
+    }
+    for (bool bitmap : {false, true}) {
+      std::string fast_bits(bitmap ? (n + 7) / 8 : 0, '\0'), simple_bits = fast_bits;
+      auto* fb = bitmap ? reinterpret_cast<uint8_t*>(fast_bits.data()) : nullptr;
+      auto* sb = bitmap ? reinterpret_cast<uint8_t*>(simple_bits.data()) : nullptr;
+      store::Store::BlockMatchResult f = st->BlockMatch(keys, fb, 0, "default");
+      std::vector<std::string> fast_stamped = stamped();
+      store::Store::BlockMatchResult s = st->BlockMatchSimple(keys, sb, 0, "default");
+      EXPECT_EQ(f.count, s.count) << round;
+      EXPECT_EQ(fast_bits, simple_bits) << round;
+      if (f.count > 0) EXPECT_EQ(fast_stamped, stamped()) << round;
+    }
+  }
+  // With PIN (the path under mu_ alone): the same count and pins.
+  std::vector<std::string_view> keys = {all[0], all[125], all[126], all[1], "missing0", all[2]};
+  store::Store::BlockMatchResult f = st->BlockMatch(keys, nullptr, 1000, "default");
+  store::Store::BlockMatchResult s = st->BlockMatchSimple(keys, nullptr, 1000, "default");
+  EXPECT_EQ(f.count, 4u);
+  EXPECT_EQ(s.count, 4u);
+  EXPECT_NE(f.lease, 0u);
+  EXPECT_NE(s.lease, 0u);
+  EXPECT_EQ(st->PinStatsNow().keys, 4u);
+}
+
+// What the store reports for hashed block keys (server/kv_events.cc turns it
+// into BlockStored / BlockRemoved).
+struct KeyEvents final : store::BlockTableObserver {
+  struct Stored {
+    std::vector<uint64_t> hashes;
+    std::optional<uint64_t> parent;
+    uint32_t tokens;
+    bool operator==(const Stored&) const = default;
+  };
+  std::vector<Stored> stored;
+  std::vector<uint64_t> removed;
+  int cleared = 0;
+  void OnBlocksStored(const store::BlockTable&, std::optional<uint64_t>) override {}
+  void OnBlocksRemoved(const store::BlockTable&) override {}
+  void OnAllBlocksCleared() override { ++cleared; }
+  void OnBlockKeysStored(std::span<const uint64_t> h, std::optional<uint64_t> parent,
+                         uint32_t tokens) override {
+    stored.push_back({{h.begin(), h.end()}, parent, tokens});
+  }
+  void OnBlockKeyRemoved(uint64_t hash) override { removed.push_back(hash); }
+};
+
+TEST_F(KvBlockChain, HashedKeysAreReportedStoredAndRemoved) {
+  KeyEvents ev;
+  server().store()->SetBlockTableObserver(&ev);
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "HASHES", U64s({1, 2}), "TOKENS", "16", "a", "x", "b", "y"}),
+            "OK");
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "AFTER", "b", "HASHES", U64s({3}), "c", "z"}), "OK");
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "AFTER", "c", "d", "w"}), "OK");  // no hash: no report
+  using S = KeyEvents::Stored;
+  EXPECT_EQ(ev.stored, (std::vector<S>{{{1, 2}, std::nullopt, 16}, {{3}, 2, 0}}));
+  // RENAME keeps the hash (nothing); DEL of the renamed key removes it.
+  ASSERT_EQ(Run({"RENAME", "a", "a2"}), "OK");
+  EXPECT_TRUE(ev.removed.empty());
+  // SET and APPEND over a block keep its links and hash (as the WAL and snapshot
+  // keep them): nothing is removed.
+  ASSERT_EQ(Run({"SET", "b", "new"}), "OK");
+  EXPECT_TRUE(ev.removed.empty());
+  EXPECT_TRUE(Info("b").has_hash);
+  EXPECT_EQ(Info("c").parent, "b");
+  ASSERT_TRUE(Run({"APPEND", "c", "more"}).is_integer(5));
+  EXPECT_TRUE(ev.removed.empty());
+  EXPECT_TRUE(Run({"DEL", "a2", "d"}).is_integer(2));
+  EXPECT_EQ(ev.removed, (std::vector<uint64_t>{1}));
+  // A CHAIN over a hashed key: the old hash goes first.
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "HASHES", U64s({5}), "e", "x"}), "OK");
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "HASHES", U64s({6}), "e", "y"}), "OK");
+  EXPECT_EQ(ev.removed.back(), 5u);
+  EXPECT_EQ(ev.stored.back(), (S{{6}, std::nullopt, 0}));
+  // Expiry: a key read after its time.
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "PX", "1", "HASHES", U64s({7}), "t", "x"}), "OK");
+  WaitMs(3);
+  EXPECT_EQ(Run({"GET", "t"}).type, RespValue::Type::kNull);
+  EXPECT_EQ(ev.removed.back(), 7u);
+  // What start-up announces: runs of hashed keys, forks start their own.
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "HASHES", U64s({10, 11}), "TOKENS", "4", "r0", "x", "r1", "y"}),
+            "OK");
+  ASSERT_EQ(Run({"KV.BLOCK.CHAIN", "AFTER", "r0", "HASHES", U64s({12}), "f0", "x"}), "OK");
+  std::vector<S> runs;
+  for (const store::ResidentBlockRun& r : server().store()->ResidentBlockKeys())
+    runs.push_back({r.hashes, r.parent_hash, r.tokens});
+  std::sort(runs.begin(), runs.end(), [](const S& x, const S& y) { return x.hashes < y.hashes; });
+  EXPECT_EQ(runs, (std::vector<S>{{{2, 3}, std::nullopt, 16},  // b and c kept their hashes
+                                  {{6}, std::nullopt, 0},
+                                  {{10}, std::nullopt, 4},
+                                  {{11}, 10, 4},
+                                  {{12}, 10, 0}}));
+  ASSERT_EQ(Run({"FLUSHALL"}), "OK");
+  EXPECT_EQ(ev.cleared, 1);
+  server().store()->SetBlockTableObserver(nullptr);
 }
 
 }  // namespace

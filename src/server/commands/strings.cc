@@ -20,6 +20,7 @@
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
+#include "server/kv_events.h"
 #include "server/server.h"
 #include "store/store.h"
 
@@ -113,6 +114,7 @@ void ReplyFromTier(CommandContext& ctx, store::StrRef v) {
       done->Complete([server, key, v, st = r.status()](ReplyBuilder& rb) {
         if (st.code() != Code::kCorruption) return rb.Error(st);  // kept: may read later
         server->store()->DropDamagedTiered(key, v);               // damaged: never a wrong byte
+        KvEvents::FlushThread();  // completed outside the read batch
         rb.Null();
       });
       return;
