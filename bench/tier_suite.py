@@ -300,7 +300,7 @@ def _row_evictions(ctx, m):
     size = MIB
     nreq = 128 if ctx.smoke else 1024
     row = m.Row('tier', 'SET 1 MiB ×8 clients under maxmemory 64mb, appendonly yes: '
-                'evictions to the tier (strings; namespaces not tiered yet)', 'ops/s',
+                'evictions to the tier (string values)', 'ops/s',
                 'the same load, tier off (evictions dropped)', '≥ 0.8×')
     on, off, extra = [], [], {'tier_writes': [], 'tier_backlog_at_end_mb': [],
                               'tier_drain_s': [], 'rdb_saves_tier': [],
