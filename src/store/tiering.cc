@@ -271,7 +271,8 @@ void Store::TierApplyDoneLocked() {
 Result<StrRef> Store::TierReadCounted(std::string_view key, const StrRef& v) {
   const uint64_t t0 = MonotonicUs();
   const tier::Extent& x = *v->extent;
-  auto buf = tier_->Read(x);
+  size_t at = 0;
+  auto buf = tier_->Read(x, &at);
   if (!buf.ok()) {
     tier_errors_.fetch_add(1, std::memory_order_relaxed);
     LOG_WARNING("disk tier: reading key '%.*s' at %s offset %llu failed: %s",
@@ -287,7 +288,7 @@ Result<StrRef> Store::TierReadCounted(std::string_view key, const StrRef& v) {
   size_t b = 0;
   while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
   tier_read_latency_[b].fetch_add(1, std::memory_order_relaxed);
-  auto fresh = StrValue::FromBuffer(std::move(*buf), x.header_bytes, x.value_len);
+  auto fresh = StrValue::FromBuffer(std::move(*buf), at + x.header_bytes, x.value_len);
   if (fresh != nullptr) fresh->quant = v->quant;  // a quantized block stays one
   return StrRef(std::move(fresh));
 }

@@ -259,12 +259,24 @@ Status TierFile::Write(Extent& x, const Filler& fill) {
   return Status::OK();
 }
 
-Result<OwnedBuffer> TierFile::Read(const Extent& x) {
+Result<OwnedBuffer> TierFile::Read(const Extent& x, size_t* at) {
   if (fail_reads_.load() > 0 && fail_reads_.fetch_sub(1) > 0)
     return Status::IOError("injected read error");
-  OwnedBuffer buf = AlignedBuffer(x.length);
+  OwnedBuffer buf;
+  size_t skip = 0;
+  if (at != nullptr && x.length >= BufferRecycler::kMinBytes) {
+    // A recycled block (pages already faulted in: a fresh one costs a first
+    // touch per page, about as much as the read), aligned inside for O_DIRECT.
+    auto [block, cap] = BufferRecycler::Global().Take(x.length + kBlock);
+    if (block != nullptr) {
+      buf = OwnedBuffer(block, cap, BufferRecycler::ReleaseToGlobal);
+      skip = (kBlock - reinterpret_cast<uintptr_t>(block) % kBlock) % kBlock;
+    }
+  }
+  if (buf.empty()) buf = AlignedBuffer(x.length);
   if (buf.empty()) return Status::OutOfBudget("tier read buffer");
-  uint8_t* p = static_cast<uint8_t*>(buf.data());
+  if (at != nullptr) *at = skip;
+  uint8_t* p = static_cast<uint8_t*>(buf.data()) + skip;
   uint64_t got = 0;
   while (got < x.length) {
     ssize_t r = ::pread(fd_, p + got, x.length - got, static_cast<off_t>(x.offset + got));

@@ -75,9 +75,10 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   // value's bytes [offset, offset + len) at dst (called in order, len > 0).
   using Filler = std::function<void(uint64_t offset, uint8_t* dst, uint64_t len)>;
   Status Write(Extent& x, const Filler& fill);
-  // Reads the extent with one direct read into a fresh aligned buffer, checks it
-  // and returns the buffer (the value starts at x.header_bytes).
-  Result<OwnedBuffer> Read(const Extent& x);
+  // Reads the extent with one direct read, checks it and returns the buffer:
+  // the extent starts at its beginning, or with `at`, at *at (the buffer may
+  // then be a recycled block, BufferRecycler); the value at x.header_bytes after.
+  Result<OwnedBuffer> Read(const Extent& x, size_t* at = nullptr);
 
   void set_max_bytes(uint64_t n);
   uint64_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }

@@ -67,6 +67,29 @@ TEST_F(TierFileTest, RoundTripsValuesOfEverySize) {
   }
 }
 
+TEST_F(TierFileTest, ReadsIntoRecycledBlocks) {
+  auto f = TierFile::Open(dir_, 64 << 20);
+  ASSERT_TRUE(f.ok());
+  BufferRecycler& rec = BufferRecycler::Global();
+  rec.set_max_bytes(64 << 20);
+  auto v = Bytes(1 << 20, 9);
+  ExtentRef x = (*f)->Allocate("k", v.size());
+  ASSERT_TRUE((*f)->Write(*x, v.data(), v.size()).ok());
+  // A block with only 64-byte alignment: the read is placed at the next 4 KiB.
+  void* block = std::aligned_alloc(64, (2 << 20) + 64 * 3);
+  rec.Put(static_cast<uint8_t*>(block), (2 << 20) + 64 * 3);
+  const uint64_t hits = rec.hits();
+  size_t at = 12345;
+  auto r = (*f)->Read(*x, &at);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(rec.hits(), hits + 1);
+  EXPECT_EQ((reinterpret_cast<uintptr_t>(r->data()) + at) % kBlock, 0u);
+  EXPECT_EQ(std::memcmp(static_cast<const uint8_t*>(r->data()) + at + x->header_bytes, v.data(),
+                        v.size()),
+            0);
+  rec.set_max_bytes(0);
+}
+
 TEST_F(TierFileTest, LongKeysTakeMoreHeaderBlocks) {
   auto f = TierFile::Open(dir_, 64 << 20);
   ASSERT_TRUE(f.ok());
