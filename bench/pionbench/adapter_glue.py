@@ -69,6 +69,9 @@ class VllmTier:
         self.req = 0
 
     def _wait_job(self, job_id):
+        # vLLM's own blocking wait (as the LMCache driver blocks on its eventfd): a poll
+        # loop here would take the GIL from the job thread between its socket reads.
+        self.tier.drain_jobs()
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
             for r in self.tier.get_finished_jobs():
