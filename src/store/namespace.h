@@ -85,6 +85,11 @@ class Namespace {
   bool tiered = false;
   tier::ExtentRef tier_extent;
   uint64_t tier_uncharged = 0;
+  // The extent some chunks borrow (unchecked bytes: the next read checks the
+  // extent first, Store::CheckTieredNamespace), guarded by mu_; `maps_tier`
+  // says it is set without the lock (a read of a namespace in RAM pays a load).
+  tier::ExtentRef mapped_extent;
+  std::atomic<bool> maps_tier{false};
 };
 
 // Heap bytes of a block table (0 for none), counted in vstore_bytes.

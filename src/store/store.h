@@ -458,6 +458,8 @@ class Store {
   TierStats tier_stats() const;
   // Tests: the tier's file (fault injection), or null without a tier.
   tier::TierFile* tier_file_for_test() { return tier_.get(); }
+  // Tests: the extent a namespace's chunks borrow, or null.
+  tier::ExtentRef namespace_extent_for_test(std::string_view ns);
   // A read of a value on disk (v->on_disk()) with one checked direct read on a
   // tier I/O thread; `done` runs there with the value in a RAM buffer, or the
   // error (a damaged extent: Corruption).
@@ -840,8 +842,23 @@ class Store {
   void TierNamespaceWrite(TierNsDone job);
   void TierApplyNsDoneLocked(std::vector<TierNsDone>& done);
   // A write to a tiered namespace charges its rows to RAM again (its chunks
-  // keep reading the tier until they are rewritten). REQUIRES mu_.
+  // keep reading the tier until they are rewritten or the next read promotes
+  // them). REQUIRES mu_.
   void UntierNamespaceLocked(Namespace& n);
+  // Before a read (V.FETCH, WARM) of a namespace whose chunks borrow the tier's
+  // mapping: one checked direct read of its extent. Then its chunks borrow that
+  // buffer instead (a promotion: it is charged to RAM again) when it fits the
+  // budget after colder RAM entries moved to the tier, else the read is served
+  // from the mapping it has just checked. A damaged extent drops the namespace
+  // as the tier drops entries (NotFound); another read error is returned and
+  // changes nothing.
+  Status CheckTieredNamespace(const std::shared_ptr<Namespace>& n);
+  // Moves colder RAM entries (stamp below `stamp`, never `keep`) to the tier
+  // until `need` more bytes fit the budget; false when they cannot.
+  bool TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp);
+  // A checked direct read of an extent, counted (tier_reads, latency) and, on
+  // failure, counted in tier_errors and logged with the file and offset.
+  Result<OwnedBuffer> TierReadExtent(std::string_view what, const tier::Extent& x, size_t* at);
   // A RAM eviction candidate: not on disk, every child on disk (leaves first).
   bool RamCandidateLocked(const Namespace& n) const;
   // The tier's least recently used namespace leaf, or null.

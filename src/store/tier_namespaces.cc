@@ -195,11 +195,103 @@ void Store::TierApplyNsDoneLocked(std::vector<TierNsDone>& done) {
       if (slot != c.chunk) continue;  // rewritten since: the new chunk stays
       slot = Chunk::Borrow(base + c.offset, c.chunk->capacity_rows, c.chunk->row_bytes, d.extent);
     }
+    n.mapped_extent = d.extent;
+    n.maps_tier.store(true, std::memory_order_release);
   }
   if (!later.empty()) {
     std::lock_guard<std::mutex> tl(tier_done_mu_);
     for (TierNsDone& d : later) tier_ns_done_.push_back(std::move(d));
   }
+}
+
+tier::ExtentRef Store::namespace_extent_for_test(std::string_view ns) {
+  NsPtr n = Find(ns);
+  std::lock_guard<std::mutex> l(mu_);
+  TierApplyDoneLocked();
+  return n ? n->mapped_extent : nullptr;
+}
+
+bool Store::TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp) {
+  // Room by moving colder RAM entries to the tier, never by dropping anything
+  // (the tier itself may drop its oldest to take them, as any move does).
+  while (cfg_.max_bytes > 0 && bytes_ + need > cfg_.max_bytes) {
+    StrEntry* sv = nullptr;
+    for (Shard& sh : shards_) {
+      std::lock_guard<std::mutex> sl(sh.mu);
+      for (StrEntry* c = sh.lru_head; c != nullptr; c = c->next)
+        if (TierMovableLocked(*c)) {
+          if (sv == nullptr || c->stamp < sv->stamp) sv = c;
+          break;
+        }
+    }
+    NsPtr nv = OldestPooledLeafLocked(keep);
+    if (nv && nv->stamp.load(std::memory_order_relaxed) >= stamp) nv.reset();
+    if (sv != nullptr && sv->stamp >= stamp) sv = nullptr;
+    if (nv && sv != nullptr) {
+      if (sv->stamp < nv->stamp.load(std::memory_order_relaxed))
+        nv.reset();
+      else
+        sv = nullptr;
+    }
+    uint64_t lsn = 0;  // what a drop from the tier logged: an eviction, never waited for
+    if (nv) {
+      if (!TierMoveNamespaceLocked(nv, &lsn)) return false;
+      EvictedFromPoolLocked(nv, keep);
+    } else if (sv == nullptr || !TierMoveLocked(*sv, &lsn)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status Store::CheckTieredNamespace(const NsPtr& n) {
+  tier::ExtentRef x;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    TierApplyDoneLocked();
+    x = n->mapped_extent;
+  }
+  if (x == nullptr || tier_ == nullptr) return Status::OK();  // promoted meanwhile
+  size_t at = 0;
+  auto buf = TierReadExtent(n->name, *x, &at);
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  TierApplyDoneLocked();
+  if (n->dropped || n->mapped_extent != x) return Status::OK();  // changed since: as it is now
+  if (!buf.ok()) {
+    if (buf.status().code() != Code::kCorruption) return buf.status();
+    // Never a wrong byte: the namespace goes, as the tier drops entries.
+    uint64_t lsn = 0;
+    uint64_t removed = 0;
+    PION_RETURN_IF_ERROR(RemoveSubtreeLocked(n, DropReason::kEviction, &lsn, &removed));
+    EvictedFromPoolLocked(n, nullptr);
+    tier_evictions_.fetch_add(removed, std::memory_order_relaxed);
+    return Status::NotFound("session not found");
+  }
+  // Checked. Promoted when it fits (the read's buffer becomes its chunks'
+  // backing), else served from the mapping just checked.
+  const uint64_t need = n->tiered ? n->tier_uncharged : 0;
+  if (need > 0 && !TierRoomLocked(need, n.get(), n->stamp.load(std::memory_order_relaxed)))
+    return Status::OK();
+  if (n->dropped || n->mapped_extent != x) return Status::OK();  // the moves applied a newer one
+  std::unique_lock<std::mutex> l0(n->sides[0].mu, std::try_to_lock);  // order: side -> mu_
+  std::unique_lock<std::mutex> l1(n->sides[1].mu, std::defer_lock);
+  if (!l0.owns_lock() || !l1.try_lock()) return Status::OK();  // being written: not now
+  auto holder = std::make_shared<OwnedBuffer>(std::move(*buf));
+  const uint8_t* base = static_cast<const uint8_t*>(holder->data()) + at + x->header_bytes;
+  const uint8_t* mapped = x->mapped();
+  for (SideData& sd : n->sides)
+    for (Layer& layer : sd.layers)
+      for (std::shared_ptr<Chunk>& c : layer.chunks)
+        if (c != nullptr && c->backing.get() == static_cast<const void*>(x.get()))
+          c = Chunk::Borrow(base + (c->data - mapped), c->capacity_rows, c->row_bytes, holder);
+  n->mapped_extent.reset();
+  n->maps_tier.store(false, std::memory_order_release);
+  if (n->tiered) {
+    UntierNamespaceLocked(*n);
+    tier_promotions_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return Status::OK();
 }
 
 }  // namespace pion::store

@@ -268,15 +268,14 @@ void Store::TierApplyDoneLocked() {
   }
 }
 
-Result<StrRef> Store::TierReadCounted(std::string_view key, const StrRef& v) {
+Result<OwnedBuffer> Store::TierReadExtent(std::string_view what, const tier::Extent& x,
+                                          size_t* at) {
   const uint64_t t0 = MonotonicUs();
-  const tier::Extent& x = *v->extent;
-  size_t at = 0;
-  auto buf = tier_->Read(x, &at);
+  auto buf = tier_->Read(x, at);
   if (!buf.ok()) {
     tier_errors_.fetch_add(1, std::memory_order_relaxed);
-    LOG_WARNING("disk tier: reading key '%.*s' at %s offset %llu failed: %s",
-                static_cast<int>(std::min<size_t>(key.size(), 128)), key.data(),
+    LOG_WARNING("disk tier: reading '%.*s' at %s offset %llu failed: %s",
+                static_cast<int>(std::min<size_t>(what.size(), 128)), what.data(),
                 tier_->path().c_str(), static_cast<unsigned long long>(x.offset),
                 buf.status().ToString().c_str());
     return buf.status();
@@ -288,6 +287,14 @@ Result<StrRef> Store::TierReadCounted(std::string_view key, const StrRef& v) {
   size_t b = 0;
   while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
   tier_read_latency_[b].fetch_add(1, std::memory_order_relaxed);
+  return buf;
+}
+
+Result<StrRef> Store::TierReadCounted(std::string_view key, const StrRef& v) {
+  const tier::Extent& x = *v->extent;
+  size_t at = 0;
+  auto buf = TierReadExtent(key, x, &at);
+  if (!buf.ok()) return buf.status();
   auto fresh = StrValue::FromBuffer(std::move(*buf), at + x.header_bytes, x.value_len);
   if (fresh != nullptr) fresh->quant = v->quant;  // a quantized block stays one
   return StrRef(std::move(fresh));

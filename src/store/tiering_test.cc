@@ -5,12 +5,14 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/fp16.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -197,6 +199,127 @@ TEST_F(TieringTest, AFullTierDropsItsColdestAndShrinkingDropsMore) {
   EXPECT_EQ(Get("s39"), Value(39));
   st_->SetTierMaxBytes(2 * (kValue + 4096));
   EXPECT_LE(st_->tier_stats().bytes, 2 * (kValue + 4096));
+}
+
+// ---- namespaces: 1024 fp16 rows of 256 (512 KiB) in layer 0 of the K side
+
+constexpr uint32_t kNsDim = 256;
+constexpr uint64_t kNsRows = 1024;
+
+std::vector<uint16_t> NsRows(int i) {
+  std::vector<uint16_t> v(kNsRows * kNsDim);
+  for (size_t j = 0; j < v.size(); ++j)
+    v[j] = F32ToF16(static_cast<float>((j * 7 + static_cast<size_t>(i) * 13) % 251) / 251.0f);
+  return v;
+}
+
+class TieredNamespaceTest : public TieringTest {
+ protected:
+  // Eight namespaces (4 MiB) under the 2 MiB budget: some move to the tier.
+  void Fill() {
+    for (int i = 0; i < 8; ++i) {
+      RegisterArgs a;
+      a.ns = Name(i);
+      a.kv_dim = kNsDim;
+      a.fmt = quant::Format::kFp16;
+      uint64_t lsn = 0;
+      ASSERT_TRUE(st_->Register(a, &lsn).ok());
+      auto v = NsRows(i);
+      ASSERT_TRUE(st_->StoreRows(Name(i) + "_pk", 0, 0, kNsRows,
+                                 RowInput{RowInput::Type::kF16, v.data(), v.size() * 2}, &lsn)
+                      .ok());
+    }
+    Settle();
+  }
+  static std::string Name(int i) { return "ns" + std::to_string(i); }
+  bool OnDisk(int i) {
+    NamespaceInfo info;
+    return st_->Describe(Name(i), &info) && info.on_disk;
+  }
+  int FirstOnDisk() {
+    for (int i = 0; i < 8; ++i)
+      if (OnDisk(i) && st_->namespace_extent_for_test(Name(i)) != nullptr) return i;
+    return -1;
+  }
+  // V.FETCH's plan, gathered: the rows as the client would get them.
+  Result<std::vector<uint16_t>> Fetch(int i) {
+    auto p = st_->FetchRange(Name(i) + "_pk", 0, 0, kNsRows);
+    if (!p.ok()) return p.status();
+    std::vector<uint16_t> out(kNsRows * kNsDim, 0);
+    uint8_t* dst = reinterpret_cast<uint8_t*>(out.data());
+    for (const FetchSegment& s : p->segments) {
+      const size_t n = s.rows * p->row_bytes;
+      if (s.data != nullptr) std::memcpy(dst, s.data, n);
+      dst += n;
+    }
+    return out;
+  }
+};
+
+TEST_F(TieredNamespaceTest, AReadChecksTheExtentAndPromotes) {
+  Fill();
+  const int i = FirstOnDisk();
+  ASSERT_GE(i, 0);
+  const Store::TierStats t0 = st_->tier_stats();
+  auto got = Fetch(i);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, NsRows(i));
+  const Store::TierStats t1 = st_->tier_stats();
+  EXPECT_EQ(t1.reads, t0.reads + 1);  // one checked read of the whole extent
+  EXPECT_EQ(t1.promotions, t0.promotions + 1);
+  EXPECT_FALSE(OnDisk(i));
+  EXPECT_EQ(st_->namespace_extent_for_test(Name(i)), nullptr);
+  EXPECT_LE(st_->used_bytes(), st_->max_bytes());
+  // In RAM now: the next read reads nothing from disk.
+  got = Fetch(i);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, NsRows(i));
+  EXPECT_EQ(st_->tier_stats().reads, t1.reads);
+  Settle();
+  for (int k = 0; k < 8; ++k) {
+    auto all = Fetch(k);
+    ASSERT_TRUE(all.ok()) << k << ": " << all.status().ToString();
+    EXPECT_EQ(*all, NsRows(k)) << k;
+  }
+  EXPECT_EQ(st_->KeyStats().evicted_keys, 0u);
+}
+
+TEST_F(TieredNamespaceTest, TooBigForTheBudgetIsServedCheckedWithoutPromotion) {
+  Fill();
+  uint64_t lsn = 0;
+  ASSERT_TRUE(st_->SetMaxBytes(256 * 1024, &lsn).ok());  // no namespace fits any more
+  Settle();
+  const int i = FirstOnDisk();
+  ASSERT_GE(i, 0);
+  for (int round = 0; round < 2; ++round) {
+    const Store::TierStats t0 = st_->tier_stats();
+    auto got = Fetch(i);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, NsRows(i));
+    EXPECT_EQ(st_->tier_stats().reads, t0.reads + 1);  // checked on every read
+    EXPECT_EQ(st_->tier_stats().promotions, t0.promotions);
+    EXPECT_TRUE(OnDisk(i));
+  }
+}
+
+TEST_F(TieredNamespaceTest, AReadErrorChangesNothingAndDamageDropsTheNamespace) {
+  Fill();
+  const int i = FirstOnDisk();
+  ASSERT_GE(i, 0);
+  st_->tier_file_for_test()->FailNextReads(1);
+  auto got = Fetch(i);
+  EXPECT_EQ(got.status().code(), Code::kIOError);
+  EXPECT_TRUE(OnDisk(i));
+  tier::ExtentRef x = st_->namespace_extent_for_test(Name(i));
+  ASSERT_NE(x, nullptr);
+  ASSERT_TRUE(st_->tier_file_for_test()->CorruptForTest(*x).ok());
+  x.reset();
+  got = Fetch(i);
+  EXPECT_EQ(got.status().code(), Code::kNotFound);  // never a wrong byte
+  NamespaceInfo info;
+  EXPECT_FALSE(st_->Describe(Name(i), &info));
+  EXPECT_EQ(st_->tier_stats().errors, 2u);
+  EXPECT_GE(st_->tier_stats().evictions, 1u);
 }
 
 }  // namespace

@@ -250,6 +250,49 @@ def test_namespaces_move_to_the_tier_and_read_back(server_factory, tmpdir_path):
                               data[(name, "pv", layers - 1)])
 
 
+def test_damaged_namespace_extent_is_never_served(server_factory, tmpdir_path):
+    import numpy as np
+    import redis
+    s = _tier_server(server_factory, tmpdir_path, ram="2mb", tier="64mb",
+                     extra=("--tier-min-value", "4kb"))
+    r = s.client()
+    dim, n = 256, 1024  # 512 KiB per namespace: 8 of them under a 2 MiB budget
+    data = {}
+    for i in range(8):
+        ns = f"dn{i}"
+        assert r.execute_command("KV.PREFIX.REGISTER", ns, dim, "fp16") == b"OK"
+        data[ns] = _rows(n, dim, 1000 + i)
+        assert r.execute_command("V.STOREBATCH", f"{ns}_pk", 0, 0, n, data[ns].tobytes(),
+                                 "FMT", "F16") == b"OK"
+    _settle(r)
+    on_disk = [ns for ns in data if "tier:disk" in
+               r.execute_command("KV.PREFIX.INFO", ns).decode()]
+    assert len(on_disk) >= 4, on_disk
+    # Flip bytes inside every extent's value on disk (the page cache sees them too).
+    path = tmpdir_path / "tier" / "pion-tier.dat"
+    with open(path, "r+b") as f:
+        blob = f.read()
+        at = 0
+        while (at := blob.find(b"PIONTIER", at)) >= 0:
+            f.seek(at + 4096 + 5000)
+            f.write(b"\xff\xfe\xfd")
+            at += 4096
+    os.sync()
+    wrong = gone = 0
+    for ns in on_disk:
+        try:
+            got = r.execute_command("V.FETCH", f"{ns}_pk", 0, "RANGE", 0, n, "FMT", "F16")
+        except redis.ResponseError as e:
+            assert "not found" in str(e), e
+            gone += 1
+            continue
+        wrong += not np.array_equal(np.frombuffer(got, np.float16).reshape(n, dim), data[ns])
+    assert wrong == 0
+    assert gone == len(on_disk)  # each was damaged: checked, dropped, never served
+    assert _info(r)["tier_errors"] >= len(on_disk)
+    assert r.info("stats")["evicted_keys"] >= len(on_disk)  # dropped as evictions
+
+
 def test_pion_check_verifies_a_live_tier(server_factory, tmpdir_path):
     """pion-check on a running server's tier directory: OK after writes; after a
     value byte is damaged on disk, non-zero with that extent's offset."""
