@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -577,6 +578,59 @@ int PionLoadRows(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return c.Simple("OK");
 }
 
+// KV.BLOCK.MATCH numkeys key [key ...] [BITMAP]: as pion-server's
+// (server/commands/kvblock.cc) over Redis string keys, without PIN. The keys
+// are named to Redis through the getkeys API, so a cluster routes the command
+// by them (one slot: a hash tag) and answers CROSSSLOT otherwise. Opening a
+// key for reading is an access for Redis's LRU/LFU, as pion's MATCH touches.
+constexpr int64_t kMaxMatchKeys = 1048576;
+
+int KvBlockMatch(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
+  if (api.IsKeysPositionRequest(ctx) != 0) {
+    size_t len = 0;
+    const char* p = argc > 1 ? api.StringPtrLen(argv[1], &len) : nullptr;
+    auto nk = p != nullptr ? ParseInt64Strict(std::string_view(p, len)) : std::nullopt;
+    if (nk && *nk > 0 && *nk <= argc - 2)
+      for (int i = 0; i < *nk; ++i) api.KeyAtPos(ctx, 2 + i);
+    return redis::kOk;
+  }
+  Call c(ctx, argv, argc);
+  if (!CheckArity(c, -3)) return redis::kOk;
+  auto nk = ParseInt64Strict(c.a[1]);
+  if (!nk || *nk <= 0) return c.Error(srv::kErrNumkeysPositive);
+  if (*nk > kMaxMatchKeys) return c.Error(srv::kErrNumkeysRange);
+  const size_t n = static_cast<size_t>(*nk);
+  if (n > c.a.size() - 2) return c.Error(srv::kErrNumkeysArgs);
+  bool bitmap = false, pin = false;
+  for (size_t i = 2 + n; i < c.a.size(); ++i) {
+    if (IsKeyword(c.a[i], "BITMAP") && !bitmap) {
+      bitmap = true;
+    } else if (IsKeyword(c.a[i], "PIN") && !pin && i + 1 < c.a.size()) {
+      pin = true;
+      ++i;
+    } else {
+      return c.Error(srv::kErrSyntaxError);
+    }
+  }
+  if (pin) return c.Error(srv::kErrPinInModule);
+  std::string bits(bitmap ? (n + 7) / 8 : 0, '\0');
+  uint64_t count = 0;
+  bool run = true;
+  for (size_t i = 0; i < n && (bitmap || run); ++i) {
+    Key k(ctx, argv[2 + i], redis::kRead);
+    const bool live = k.get() != nullptr && api.KeyType(k.get()) == redis::kKeyString;
+    if (!live) {
+      run = false;
+      continue;
+    }
+    if (run) ++count;
+    if (bitmap) bits[i >> 3] = static_cast<char>(bits[i >> 3] | (1u << (i & 7)));
+  }
+  if (bitmap) return c.Bulk(bits.data(), bits.size());
+  api.ReplyWithLongLong(ctx, static_cast<long long>(count));
+  return redis::kOk;
+}
+
 struct CommandRow {
   const char* name;
   redis::CmdFunc fn;
@@ -600,6 +654,7 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
       {"V.INFO", VInfo, "readonly fast", 1, 1, 1},
       {"PION.STATS", PionStats, "readonly fast", 0, 0, 0},
       {"PION.LOADROWS", PionLoadRows, "write deny-oom", 1, 1, 1},
+      {"KV.BLOCK.MATCH", KvBlockMatch, "readonly fast getkeys-api", 0, 0, 0},
   };
   for (const CommandRow& r : rows)
     if (api.CreateCommand(ctx, r.name, r.fn, r.flags, r.first, r.last, r.step) != redis::kOk)

@@ -68,6 +68,8 @@ bool LoadApi(RedisModuleCtx* ctx) {
       {"RedisModule_Call", Slot(&api.Call), true},
       {"RedisModule_CallReplyStringPtr", Slot(&api.CallReplyStringPtr), true},
       {"RedisModule_FreeCallReply", Slot(&api.FreeCallReply), true},
+      {"RedisModule_IsKeysPositionRequest", Slot(&api.IsKeysPositionRequest), true},
+      {"RedisModule_KeyAtPos", Slot(&api.KeyAtPos), true},
       {"RedisModule_Log", Slot(&api.Log), true},
       {"RedisModule_LogIOError", Slot(&api.LogIOError), true},
   };

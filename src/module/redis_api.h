@@ -40,6 +40,7 @@ inline constexpr int kWrite = 1 << 1;
 
 // KeyType results.
 inline constexpr int kKeyEmpty = 0;
+inline constexpr int kKeyString = 1;
 inline constexpr int kKeyModule = 6;
 
 // GetContextFlags bits.
@@ -125,6 +126,11 @@ struct Api {
   RedisModuleCallReply* (*Call)(RedisModuleCtx*, const char* cmd, const char* fmt, ...);
   const char* (*CallReplyStringPtr)(RedisModuleCallReply*, size_t* len);
   void (*FreeCallReply)(RedisModuleCallReply*);
+  // A command created with the "getkeys-api" flag is first called to name its keys
+  // (in a cluster, for the slot check): then IsKeysPositionRequest is non-zero and
+  // the command reports each key's argument index with KeyAtPos.
+  int (*IsKeysPositionRequest)(RedisModuleCtx*);
+  void (*KeyAtPos)(RedisModuleCtx*, int pos);
   void (*Log)(RedisModuleCtx*, const char* level, const char* fmt, ...);
   void (*LogIOError)(RedisModuleIO*, const char* level, const char* fmt, ...);
 };

@@ -163,6 +163,26 @@ def test_crossslot_without_a_hash_tag(cluster):
     assert isinstance(reply, RawError) and reply.startswith("CROSSSLOT namespace 'plain-namespace'")
 
 
+def test_block_match_in_one_round_trip_with_a_hash_tag(cluster):
+    rc = rc_of(cluster)
+    keys = [f"{{chain7}}blk{i}" for i in range(8)]
+    for k in keys[:5]:
+        rc.set(k, b"v" * 64)
+    # One command to the node that owns the tag's slot answers for the whole chain.
+    raw = RawConn(rc.get_node_from_key(keys[0]).port)
+    assert raw.call("KV.BLOCK.MATCH", 8, *keys) == 5
+    assert raw.call("KV.BLOCK.MATCH", 8, *keys, "BITMAP") == bytes([0x1F])
+    # Keys of different slots: Redis's own CROSSSLOT (the keys come from the getkeys API).
+    a, b = "chain-a", "chain-b"
+    assert rc.keyslot(a) != rc.keyslot(b)
+    reply = raw.call("KV.BLOCK.MATCH", 2, a, b)
+    raw.close()
+    assert isinstance(reply, RawError) and reply.startswith("CROSSSLOT"), reply
+    # redis-py's cluster client routes it by the keys, as it routes MGET.
+    assert rc.execute_command("KV.BLOCK.MATCH", 8, *keys) == 5
+    assert rc.delete(*keys[:5]) == 5  # the later tests count the cluster's keys
+
+
 def test_pion_client_cluster(cluster):
     c = PionClient.cluster([("127.0.0.1", cluster[0].port)])
     exercise_pion_client(c)

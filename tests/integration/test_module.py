@@ -148,6 +148,36 @@ def test_module_specific_errors(node_factory):
     assert c.memory_usage("n") > 0
 
 
+def test_block_match_over_redis_strings_as_pion_server(node_factory, server):
+    node = node_factory()
+    m, p = call_of(node.client()), call_of(server.client())
+    keys = [f"{{b}}k{i}" for i in range(10)]
+    for call in (m, p):
+        for i in (0, 1, 2, 4, 9):
+            assert call("SET", keys[i], b"x" * 100) is True
+    script = [("KV.BLOCK.MATCH", 10, *keys), ("KV.BLOCK.MATCH", 10, *keys, "BITMAP"),
+              ("KV.BLOCK.MATCH", 3, *keys[:3]), ("KV.BLOCK.MATCH", 1, keys[3], "bitmap"),
+              ("KV.BLOCK.MATCH", 0, "a"), ("KV.BLOCK.MATCH", "x", "a"),
+              ("KV.BLOCK.MATCH", 2000000, "a"), ("KV.BLOCK.MATCH", 3, "a"),
+              ("KV.BLOCK.MATCH", 1, "a", "NOPE"), ("KV.BLOCK.MATCH", 1, "a", "BITMAP", "BITMAP"),
+              ("KV.BLOCK.MATCH", 1, "a", "PIN"), ("KV.BLOCK.MATCH", 1)]
+    for cmd in script:
+        assert m(*cmd) == p(*cmd), cmd
+    assert m(*script[0]) == 3 and m(*script[1]) == bytes([0b00010111, 0b10])
+    # PIN is pion-server's (Redis evicts and expires the module's keys itself).
+    assert m("KV.BLOCK.MATCH", 1, keys[0], "PIN", 100)[1].startswith(
+        "PIN is not supported in the module")
+    assert p("KV.BLOCK.MATCH", 1, keys[0], "PIN", 100) == [1, p("KV.BLOCK.MATCH", 1, keys[0],
+                                                                "PIN", 100)[1] - 1]
+    # Only strings are blocks; an expired key is gone; Redis is told the keys.
+    c = node.client()
+    c.rpush("{b}list", "x")
+    assert m("KV.BLOCK.MATCH", 2, keys[0], "{b}list", "BITMAP") == bytes([1])
+    c.set("{b}short", "v", px=1)
+    assert poll(lambda: m("KV.BLOCK.MATCH", 1, "{b}short") == 0 or None, timeout=5)
+    assert c.command_getkeys("KV.BLOCK.MATCH", 2, "x", "y", "BITMAP") == ["x", "y"]
+
+
 def write_edges(c: redis.Redis) -> None:
     """Namespaces at the edges of the encoding: an empty block table, no table and no
     PREFILL_MS, sparse rows far into a high layer, one side empty."""
