@@ -659,7 +659,7 @@ Result<FetchPlan> Store::FetchRange(std::string_view sid, uint32_t layer, uint64
   if (end <= start) return Status::InvalidArgument("invalid RANGE: end must exceed start");
   NsPtr n = FindAndTouch(ns);
   if (!n) return Status::NotFound("session not found");
-  if (n->maps_tier.load(std::memory_order_acquire)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
+  if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
   total_fetches_.Add(end - start);
   return FetchRangeOf(*n, side, layer, start, end);
 }
@@ -671,7 +671,7 @@ Result<FetchPlan> Store::FetchIds(std::string_view sid, uint32_t layer,
   if (!ParseSessionId(sid, &ns, &side)) return Status::NotFound("session not found");
   NsPtr n = FindAndTouch(ns);
   if (!n) return Status::NotFound("session not found");
-  if (n->maps_tier.load(std::memory_order_acquire)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
+  if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
   total_fetches_.Add(ids.size());
   FetchPlan plan;
   plan.segments = TakeSegmentVector();
@@ -701,7 +701,7 @@ Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t 
   if (end <= start) return Status::InvalidArgument("invalid range: end must exceed start");
   NsPtr n = FindAndTouch(ns);
   if (!n) return Status::NotFound("session not found");
-  if (n->maps_tier.load(std::memory_order_acquire)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
+  if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
   const SideData& sd = n->sides[static_cast<int>(side)];
   std::vector<FetchPlan> plans;
   {

@@ -458,6 +458,29 @@ class Store {
   TierStats tier_stats() const;
   // Tests: the tier's file (fault injection), or null without a tier.
   tier::TierFile* tier_file_for_test() { return tier_.get(); }
+  // Reading a namespace whose chunks borrow the tier's mapping without blocking:
+  // TierCheckFor(sid) says whether a read of `sid` needs the check (and of
+  // which extent), ReadTierCheck reads the extent on a tier I/O thread, and
+  // ApplyTierCheck, on the worker, does what CheckTieredNamespace does with it.
+  // A fetch run under a TierCheckedScope of the namespace then reads it as it is.
+  struct TierCheck {
+    std::shared_ptr<Namespace> ns;
+    tier::ExtentRef extent;
+  };
+  std::optional<TierCheck> TierCheckFor(std::string_view sid);
+  void ReadTierCheck(const TierCheck& c,
+                     std::function<void(Result<OwnedBuffer> buf, size_t at)> done);
+  Status ApplyTierCheck(const TierCheck& c, Result<OwnedBuffer> buf, size_t at);
+  class TierCheckedScope {
+   public:
+    explicit TierCheckedScope(const Namespace* n);
+    ~TierCheckedScope();
+    TierCheckedScope(const TierCheckedScope&) = delete;
+    TierCheckedScope& operator=(const TierCheckedScope&) = delete;
+
+   private:
+    const Namespace* prev_;
+  };
   // Tests: the extent a namespace's chunks borrow, or null.
   tier::ExtentRef namespace_extent_for_test(std::string_view ns);
   // A read of a value on disk (v->on_disk()) with one checked direct read on a
@@ -853,6 +876,9 @@ class Store {
   // as the tier drops entries (NotFound); another read error is returned and
   // changes nothing.
   Status CheckTieredNamespace(const std::shared_ptr<Namespace>& n);
+  // Whether a fetch of `n` must check its extent first (not when this thread
+  // runs under a TierCheckedScope of it).
+  static bool NeedsTierCheck(const Namespace& n);
   // Moves colder RAM entries (stamp below `stamp`, never `keep`) to the tier
   // until `need` more bytes fit the budget; false when they cannot.
   bool TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp);

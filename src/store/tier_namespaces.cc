@@ -244,16 +244,58 @@ bool Store::TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp)
   return true;
 }
 
+namespace {
+// The namespace whose extent this thread's caller has just checked (TierCheckedScope).
+thread_local const Namespace* t_tier_checked = nullptr;
+}  // namespace
+
+Store::TierCheckedScope::TierCheckedScope(const Namespace* n) : prev_(t_tier_checked) {
+  t_tier_checked = n;
+}
+Store::TierCheckedScope::~TierCheckedScope() { t_tier_checked = prev_; }
+
+bool Store::NeedsTierCheck(const Namespace& n) {
+  return n.maps_tier.load(std::memory_order_acquire) && t_tier_checked != &n;
+}
+
+std::optional<Store::TierCheck> Store::TierCheckFor(std::string_view sid) {
+  std::string_view ns;
+  Side side;
+  if (!ParseSessionId(sid, &ns, &side)) return std::nullopt;
+  NsPtr n = Find(ns);
+  if (!n || !n->maps_tier.load(std::memory_order_acquire) || tier_ == nullptr) return std::nullopt;
+  std::lock_guard<std::mutex> l(mu_);
+  TierApplyDoneLocked();
+  if (n->mapped_extent == nullptr) return std::nullopt;
+  return TierCheck{n, n->mapped_extent};
+}
+
+void Store::ReadTierCheck(const TierCheck& c,
+                          std::function<void(Result<OwnedBuffer> buf, size_t at)> done) {
+  auto job = [this, c, done]() {
+    size_t at = 0;
+    auto buf = TierReadExtent(c.ns->name, *c.extent, &at);
+    done(std::move(buf), at);
+  };
+  if (!tier_io_ || !tier_io_->Post(job)) done(Status::Busy("disk tier stopped"), 0);
+}
+
 Status Store::CheckTieredNamespace(const NsPtr& n) {
-  tier::ExtentRef x;
+  TierCheck c{n, nullptr};
   {
     std::lock_guard<std::mutex> l(mu_);
     TierApplyDoneLocked();
-    x = n->mapped_extent;
+    c.extent = n->mapped_extent;
   }
-  if (x == nullptr || tier_ == nullptr) return Status::OK();  // promoted meanwhile
+  if (c.extent == nullptr || tier_ == nullptr) return Status::OK();  // promoted meanwhile
   size_t at = 0;
-  auto buf = TierReadExtent(n->name, *x, &at);
+  auto buf = TierReadExtent(n->name, *c.extent, &at);
+  return ApplyTierCheck(c, std::move(buf), at);
+}
+
+Status Store::ApplyTierCheck(const TierCheck& c, Result<OwnedBuffer> buf, size_t at) {
+  const NsPtr& n = c.ns;
+  const tier::ExtentRef& x = c.extent;
   std::shared_lock<std::shared_mutex> gate(gate_);
   std::lock_guard<std::mutex> l(mu_);
   TierApplyDoneLocked();
@@ -282,9 +324,9 @@ Status Store::CheckTieredNamespace(const NsPtr& n) {
   const uint8_t* mapped = x->mapped();
   for (SideData& sd : n->sides)
     for (Layer& layer : sd.layers)
-      for (std::shared_ptr<Chunk>& c : layer.chunks)
-        if (c != nullptr && c->backing.get() == static_cast<const void*>(x.get()))
-          c = Chunk::Borrow(base + (c->data - mapped), c->capacity_rows, c->row_bytes, holder);
+      for (std::shared_ptr<Chunk>& ch : layer.chunks)
+        if (ch != nullptr && ch->backing.get() == static_cast<const void*>(x.get()))
+          ch = Chunk::Borrow(base + (ch->data - mapped), ch->capacity_rows, ch->row_bytes, holder);
   n->mapped_extent.reset();
   n->maps_tier.store(false, std::memory_order_release);
   if (n->tiered) {

@@ -13,6 +13,7 @@
 #include "net/buffer.h"
 #include "net/connection.h"
 #include "server/commands/args.h"
+#include "server/kv_events.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -192,11 +193,41 @@ void VStoreBatch(CommandContext& ctx) {
   ctx.reply->SimpleString("OK");
 }
 
+void VFetch(CommandContext& ctx);
+
+// V.FETCH of a namespace on disk: its extent is read and checked on a tier I/O
+// thread while the worker serves others; on the worker, the namespace is then
+// promoted (or dropped if damaged: the reply is the missing namespace's) and
+// the command runs again on what is now in RAM, or on the mapping just checked.
+void FetchAfterTierRead(CommandContext& ctx, store::Store::TierCheck chk) {
+  std::shared_ptr<DeferredReply> done = ctx.Defer();
+  Server* server = ctx.server;
+  auto args = std::make_shared<const std::vector<std::string>>(ctx.args.begin(), ctx.args.end());
+  server->store()->ReadTierCheck(chk, [server, done, args, chk](Result<OwnedBuffer> r, size_t at) {
+    auto buf = std::make_shared<Result<OwnedBuffer>>(std::move(r));
+    done->Complete([server, args, chk, buf, at](ReplyBuilder& rb) {
+      std::vector<std::string_view> views(args->begin(), args->end());
+      CommandContext again;
+      again.args = views;
+      again.reply = &rb;
+      again.server = server;
+      again.deferred = true;  // never deferred twice
+      Status st = server->store()->ApplyTierCheck(chk, std::move(*buf), at);
+      KvEvents::FlushThread();  // a damaged namespace's removal, outside the read batch
+      if (!st.ok()) return ReplyStatus(again, st);
+      store::Store::TierCheckedScope checked(chk.ns.get());
+      VFetch(again);
+    });
+  });
+}
+
 void VFetch(CommandContext& ctx) {
   FetchArgs fa;
   if (!ParseFetch(ReplyErrors(ctx), ctx.args, &fa)) return;
   store::Store* st = ctx.server->store();
   std::string_view sid = ctx.args[1];
+  if (ctx.CanDefer())
+    if (auto chk = st->TierCheckFor(sid)) return FetchAfterTierRead(ctx, std::move(*chk));
   if (fa.kind == FetchArgs::Kind::kBatch) {
     auto plans = st->FetchBatch(sid, fa.start, fa.end, fa.layers);
     if (!plans.ok()) {
