@@ -85,7 +85,8 @@ def main():
     results_dir = os.path.join(BENCH_DIR, 'results')
     if args.publish or args.check:
         lines = publish(results_dir) if args.publish else check(results_dir)
-        print('\n'.join(lines))
+        for line in lines:
+            print(line)
         return 1 if args.check and lines else 0
     if args.reps < 1:
         ap.error('--reps must be >= 1')
