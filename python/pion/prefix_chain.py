@@ -1,10 +1,10 @@
 """PrefixChain: a conversation stored as a chain of segment namespaces.
 
-The original's serve layer keeps a conversation as one namespace per segment
-(the root holds the system prompt, then one segment per turn) and restores the
+A serving layer that keeps a conversation as one namespace per segment (the
+root holds the system prompt, then one segment per turn) would restore the
 chain with one ``V.FETCH ... BATCH`` per segment side plus ``KV.PREFIX.LOOKUP
-<leaf> TOKENS <n>`` for the receipt; because the server's LRU saw only the
-leaf being touched, it had to run its own byte budget and eviction loop. Here
+<leaf> TOKENS <n>`` for the receipt and, with the server's LRU seeing only the
+leaf being touched, would have to run its own byte budget and eviction loop. Here
 the server knows the chain (``KV.PREFIX.REGISTER ... PARENT``, docs/protocol.md
 "Lineage"): touching a segment refreshes its ancestors, eviction takes leaves
 first and the least recently used chain first, and ``KV.PREFIX.LOOKUP <leaf>
