@@ -137,7 +137,10 @@ def prune(results_dir: str, keep: set[str] | None = None) -> list[str]:
         keep = set(current_files(results_dir).values())
     removed = []
     for md in result_files(results_dir):
-        if md in keep:
+        if md in keep:  # the one chart is chart.png: a run's own .png (older runs) goes
+            if os.path.exists(md[:-3] + '.png'):
+                os.remove(md[:-3] + '.png')
+                removed.append(md[:-3] + '.png')
             continue
         meta, rows = file_facts(md)
         missing = [r for r in rows if tuple(history_row(r, meta)) not in seen]
@@ -222,8 +225,11 @@ def check(results_dir: str, doc: str = DOC) -> list[str]:
     """What is out of date: result files that are no suite's newest, and a doc table that
     differs from render_current(). Empty when all is current."""
     keep = set(current_files(results_dir).values())
-    out = ['%s: no suite\'s newest result (run bench/run.py --publish)' % os.path.basename(p)
-           for p in result_files(results_dir) if p not in keep]
+    known = {'chart.png', 'history.csv', 'LOG.md'}
+    known |= {os.path.basename(p)[:-3] + ext for p in keep for ext in ('.md', '.json')}
+    out = ['%s: not a suite\'s newest result (run bench/run.py --publish)' % n
+           for n in sorted(os.listdir(results_dir))
+           if n not in known and not n.endswith('.tmp')]  # *.tmp: ignored by git
     with open(doc, encoding='utf-8') as f:
         if render_current(results_dir) not in f.read():
             out.append('%s: the current table differs from bench/results '

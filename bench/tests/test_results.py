@@ -96,7 +96,12 @@ def test_publish_rewrites_the_table_and_check_sees_a_stale_one(tmp_path):
     assert '| PING | 2.00 | redis: 1.00 | 2.00× | ≥ 1.0× | yes (2.00×) |' in text
     assert 'old' not in text and results.check(d, doc) == []
     write_run(d, '2026-01-02-bbbbbbb-small', '2026-01-02', '', [row('small', 'PING', [3, 3], [1, 1])])
-    assert len(results.check(d, doc)) == 2  # a superseded file and a stale table
+    open(os.path.join(d, '2026-01-02-bbbbbbb-small.png'), 'w').close()  # an older run's chart
+    assert len(results.check(d, doc)) == 4  # the superseded .md and .json, the .png, the table
+    results.publish(d, doc)
+    assert results.check(d, doc) == []
+    assert sorted(set(os.listdir(d)) - {'chart.png'}) == [  # no chart without matplotlib
+        '2026-01-02-bbbbbbb-small.json', '2026-01-02-bbbbbbb-small' + MD, 'history.csv']
 
 
 def test_parse_cell():
