@@ -6,7 +6,7 @@
 # runs under valgrind with instrumentation off; it is switched on
 # (callgrind_control) only around each fixed -n run, so start-up, set-up and
 # the warm-up runs are not counted. Repeatable on a loaded machine
-# (docs/benchmarks_log.md "Small commands: instructions per request").
+# (bench/results/LOG.md "Small commands: instructions per request").
 # usage: bench/callgrind_small.sh pion|redis BIN OUTDIR   (N=20000 requests per row)
 set -u
 kind=$1; bin=$2; out=$3; mkdir -p $out

@@ -5,18 +5,22 @@ Every suite starts its own servers on free loopback ports with persistence off,
 pins the servers to one core and the load generator to another (where the
 machine has two), repeats each measurement (min/median/max), and stops
 everything it started, also on Ctrl-C or an exception. The result is a Markdown
-table (bench/results/<date>-<sha>.md), a JSON file of the raw numbers and a PNG
-chart of the ratios next to it. Ratios are "pion's advantage": > 1 means pion is
-better (throughput pion/peer, latency peer/pion).
+table (bench/results/<date>-<sha>[-<suites>].md) and a JSON file of the raw numbers.
+Ratios are "pion's advantage": > 1 means pion is better (throughput pion/peer, latency
+peer/pion).
 
     /usr/bin/python3 bench/run.py --build build/release [--suite NAME] [--smoke]
+    /usr/bin/python3 bench/run.py --publish | --check
 
 Suites: small, bulk, membership, quant, formats, attend, strings, cluster, persist, blocks,
 adapters, tier (see docs/benchmarks.md, docs/attention.md and docs/cluster.md).
 The harness is the package bench/pionbench (harness, one module per group of suites,
-report); it uses the standard library, the Python package's pion._resp and
-pion.testing (python/), and matplotlib for the chart. A full run also appends its rows
-to bench/results/history.csv.
+report, results); it uses the standard library, the Python package's pion._resp and
+pion.testing (python/), and matplotlib for the chart. A run into bench/results appends
+its rows to bench/results/history.csv, then keeps only the newest result file of each
+suite, redraws bench/results/chart.png and rewrites the current table in
+docs/benchmarks.md (pionbench/results.py; --publish does only that, --check fails when
+any of it is out of date).
 """
 
 import argparse
@@ -31,8 +35,8 @@ import time
 
 from pionbench.harness import (BENCH_DIR, PROCS, SUITES, BenchError, Ctx, Row, fmt_mmm,
                                fmt_ratio, on_signal)
-from pionbench.report import (append_history, cpu_busy, cpu_name, git_sha, render_chart,
-                              render_md, wait_idle)
+from pionbench.report import cpu_busy, cpu_name, git_sha, render_md, wait_idle
+from pionbench.results import append_history, check, publish
 from pionbench.suites_adapters import suite_adapters
 from pionbench.suites_attend import suite_attend_all
 from pionbench.suites_blocks import suite_blocks
@@ -72,7 +76,18 @@ def main():
     ap.add_argument('--wait-idle', type=float,
                     help='seconds to wait for an idle machine before each suite '
                          '(default 30; smoke 0)')
+    ap.add_argument('--publish', action='store_true',
+                    help='run nothing: prune bench/results, redraw the chart, rewrite the '
+                         'current table of docs/benchmarks.md')
+    ap.add_argument('--check', action='store_true',
+                    help='run nothing: fail if bench/results or that table is out of date')
     args = ap.parse_args()
+    results_dir = os.path.join(BENCH_DIR, 'results')
+    if args.publish or args.check:
+        lines = publish(results_dir) if args.publish else check(results_dir)
+        for line in lines:
+            print(line)
+        return 1 if args.check and lines else 0
     if args.reps < 1:
         ap.error('--reps must be >= 1')
     signal.signal(signal.SIGINT, on_signal)
@@ -82,13 +97,12 @@ def main():
     suites = args.suite or SUITES
     tmp = tempfile.mkdtemp(prefix='pion-bench-')
     ctx = Ctx(args, tmp)
-    here = BENCH_DIR
     if args.out:
         out_dir = args.out
     elif args.smoke:
         out_dir = os.path.join(tmp, 'results')
     else:
-        out_dir = os.path.join(here, 'results')
+        out_dir = results_dir
     os.makedirs(out_dir, exist_ok=True)
     load_start = '%.2f' % os.getloadavg()[0]
     t0 = time.time()
@@ -127,9 +141,10 @@ def main():
         PROCS.stop_all()
 
     sha = git_sha()
-    date = datetime.date.today().isoformat()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    date = now.date().isoformat()
     meta = {
-        'date': date, 'sha': sha, 'cpu': cpu_name(), 'kernel': os.uname().release,
+        'date': date, 'time': now.strftime('%H:%M:%S'), 'sha': sha, 'cpu': cpu_name(), 'kernel': os.uname().release,
         'server_core': ctx.server_core, 'client_core': ctx.client_core,
         'pion_args': '--kvcache --appendonly no' + (
             ' --workers %d' % ctx.pion_workers if ctx.pion_workers else '') +
@@ -142,19 +157,15 @@ def main():
     if args.suite and not args.smoke:
         name += '-' + '-'.join(args.suite)
     base = os.path.join(out_dir, name)
-    chart_err = None
-    if not args.smoke:
-        chart_err = render_chart(rows, base + '.png', 'pion vs peers, %s %s' % (date, sha))
-        if chart_err:
-            meta['notes'].append(chart_err)
+    jrows = [r.to_json() for r in rows]
     with open(base + '.md', 'w') as f:
         f.write(render_md(rows, meta))
     with open(base + '.json', 'w') as f:
-        json.dump({'meta': meta, 'rows': [r.to_json() for r in rows]}, f, indent=1)
-    if not args.smoke and not args.out:
-        append_history(os.path.join(out_dir, 'history.csv'), rows, meta)
-    print('wrote %s.md%s (%.0f s)' % (base, '' if args.smoke or chart_err else ' and .png',
-                                      time.time() - t0), file=sys.stderr)
+        json.dump({'meta': meta, 'rows': jrows}, f, indent=1)
+    print('wrote %s.md (%.0f s)' % (base, time.time() - t0), file=sys.stderr)
+    if out_dir == results_dir:
+        append_history(os.path.join(out_dir, 'history.csv'), jrows, meta)
+        print('\n'.join(publish(out_dir)), file=sys.stderr)
     failed = any(r.error and not r.unavailable for r in rows)
     if args.smoke:
         sys.stdout.write(render_md(rows, meta))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""TLS and ACL costs (docs/benchmarks_log.md "security").
+"""TLS and ACL costs (bench/results/LOG.md "security").
 
   /usr/bin/python3 bench/security_bench.py --build build/release [--redis redis-server] [-n 40]
 

@@ -1,5 +1,5 @@
-"""The result files: Markdown table, chart, CSV history, and the machine facts
-they record."""
+"""A run's Markdown table and the machine facts it records (results.py keeps the
+results directory: history, the current table, the chart)."""
 
 import os
 import subprocess
@@ -106,48 +106,6 @@ def detail_lines(srows):
     return out
 
 
-def render_chart(rows, path, title):
-    try:
-        import matplotlib
-        matplotlib.use('Agg')
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import Patch
-    except ImportError:
-        return 'matplotlib not installed: no chart'
-
-    def charted(r):
-        if r.error or not r.ratios() or r.unit == 'B':
-            return False
-        return r.suite != 'quant' or r.workload.endswith('dim 1024')
-    sel = [r for r in rows if charted(r)]
-    if not sel:
-        return 'no ratios to chart'
-    items = [(r.suite + ': ' + r.workload, mmm(r.ratios()), r.met) for r in sel][::-1]
-    fig, ax = plt.subplots(figsize=(11, 0.3 * len(items) + 1.6))
-    names = [i[0] for i in items]
-    med = [i[1][1] for i in items]
-    lo = [i[1][1] - i[1][0] for i in items]
-    hi = [i[1][2] - i[1][1] for i in items]
-    colors = [{True: '#3a7', False: '#c44', None: '#999'}[i[2]] for i in items]
-    # Bars grow from 1.0 (parity) towards the ratio, on a log axis.
-    ax.barh(range(len(items)), [m - 1.0 for m in med], left=1.0, color=colors,
-            xerr=[lo, hi], ecolor='#333', capsize=2)
-    ax.legend(handles=[Patch(color='#3a7', label='meets its target'),
-                       Patch(color='#c44', label='below its target'),
-                       Patch(color='#999', label='no target (info)')],
-              loc='best', fontsize=7, framealpha=0.9)
-    ax.axvline(1.0, color='k', lw=0.8)
-    ax.set_yticks(range(len(items)))
-    ax.set_yticklabels(names, fontsize=7)
-    ax.set_xscale('log')
-    ax.set_xlabel("pion's advantage over the peer (median, min–max; > 1 is better)")
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return None
-
-
 def git_sha():
     try:
         return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True,
@@ -189,31 +147,3 @@ def wait_idle(max_wait, threshold=0.15):
     while busy > threshold and time.time() < deadline:
         busy = cpu_busy(1.0)
     return busy
-
-
-HISTORY_FIELDS = ['date', 'sha', 'suite', 'workload', 'unit', 'pion_median', 'peer',
-                  'peer_median', 'ratio_median', 'ratio_min', 'ratio_max', 'met', 'error']
-
-
-def append_history(path, rows, meta):
-    """Appends one CSV line per row (medians, the ratio's min/median/max) to `path`, the
-    header first when the file is new: the long-run record, one file for every run."""
-    import csv
-    import statistics
-
-    def med(v):
-        v = [x for x in v if x is not None]
-        return '%.6g' % statistics.median(v) if v else ''
-
-    new = not os.path.exists(path)
-    with open(path, 'a', newline='') as f:
-        w = csv.writer(f)
-        if new:
-            w.writerow(HISTORY_FIELDS)
-        for r in rows:
-            ratios = r.ratios()
-            w.writerow([meta['date'], meta['sha'], r.suite, r.workload, r.unit, med(r.pion),
-                        r.peer_name, med(r.peer), med(ratios),
-                        '%.4g' % min(ratios) if ratios else '',
-                        '%.4g' % max(ratios) if ratios else '',
-                        '' if r.met is None else ('yes' if r.met else 'no'), r.error or ''])

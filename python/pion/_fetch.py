@@ -79,7 +79,7 @@ class FetchConnection:
                 sock = _tls_context(kw).wrap_socket(sock, server_hostname=host)
         sock.settimeout(timeout)
         self.sock = sock
-        self.reader = _ArrayReader(sock)
+        self.reader: _resp.SocketReader = _ArrayReader(sock)
         try:
             self._handshake(kw)
         except BaseException:

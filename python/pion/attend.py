@@ -95,7 +95,7 @@ def _blob(reply: Any, n_floats: int, cmd: str) -> np.ndarray:
 
 def _mv(a: np.ndarray) -> memoryview | bytes:
     """The array's bytes for a command argument, without a copy (b"" when empty)."""
-    return memoryview(a).cast("B") if a.size else b""
+    return a.data.cast("B") if a.size else b""
 
 
 def _window_args(fa_window: int | None) -> list[str]:
@@ -226,7 +226,7 @@ class AttendMixin:
         vb = np.ascontiguousarray(va, dtype=dt)
         h, n, d = kb.shape
         args: list[Any] = ["ATTEND.PREFIX.STORE", self.attn_sid(namespace), str(layer), str(h), str(n), str(d),
-                           memoryview(kb).cast("B"), memoryview(vb).cast("B")]
+                           kb.data.cast("B"), vb.data.cast("B")]
         if f16:
             args += ["FMT", "F16"]
         return args
@@ -398,7 +398,8 @@ class AttendMixin:
         h_q, d = qa.shape
         h_kv = n_kv_heads or self.n_kv_heads or h_q
         hm = np.zeros(0, np.uint8) if (head_map is None and h_kv == h_q) else _head_map(head_map, h_q, h_kv)
-        tail = [str(int(fa_window)) if fa_window is not None else "-1", str(SELECTORS[selector])]
+        tail: list[Any] = [str(int(fa_window)) if fa_window is not None else "-1",
+                           str(SELECTORS[selector])]
         if fa_window is None and selector == "block_mean":
             tail = []
         sid = self.attn_sid(namespace)

@@ -83,7 +83,7 @@ def _rows_blob(rows: np.ndarray) -> tuple[memoryview, str | None]:
     else:
         a = np.ascontiguousarray(rows, dtype="<f4")
         fmt = None
-    return memoryview(a).cast("B"), fmt
+    return a.data.cast("B"), fmt
 
 
 class PionClient:
@@ -661,6 +661,7 @@ class PionClient:
             return None
         n = len(payload)
         f = fmt.upper()
+        dt: np.dtype[Any]
         if f == "F16":
             dt = np.dtype("<f2")
         elif f == "F32":
@@ -668,7 +669,9 @@ class PionClient:
         else:
             if dim is None:
                 raise ValueError("FMT NATIVE needs the row dimension to tell f16 from f32")
-            dt = np.dtype("<f2") if n == rows * dim * 2 else np.dtype("<f4")
+            dt = np.dtype("<f2")
+            if n != rows * dim * 2:
+                dt = np.dtype("<f4")
         a = np.frombuffer(payload, dtype=dt)
         if dim is None:
             dim = a.size // rows if rows else 0

@@ -4,7 +4,7 @@ hash-tag rule"); and how a keyless command's per-node replies add up.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence, Union
+from typing import Any, Sequence, Union, cast
 
 __all__ = ["Key", "hash_tagged", "tagged_sid"]
 
@@ -36,8 +36,9 @@ def tagged_sid(sid: Key) -> Key:
     """A session id ``<ns>_pk``/``<ns>_pv`` with its namespace hash-tagged (others unchanged)."""
     b = sid.encode() if isinstance(sid, str) else bytes(sid)
     if len(b) > 3 and b[-3:] in (b"_pk", b"_pv"):
-        ns = hash_tagged(sid[:-3])
-        return ns + sid[-3:]
+        if isinstance(sid, str):
+            return cast(str, hash_tagged(sid[:-3])) + sid[-3:]
+        return cast(bytes, hash_tagged(sid[:-3])) + sid[-3:]
     return sid
 
 

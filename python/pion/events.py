@@ -165,7 +165,7 @@ class KvEventSubscriber:
             self._sub.bind(endpoint)
         else:
             self._sub.connect(endpoint)
-        self.endpoint = self._sub.getsockopt(zmq.LAST_ENDPOINT).decode()
+        self.endpoint = self._sub.getsockopt_string(zmq.LAST_ENDPOINT)
         self._replay_endpoint = replay_endpoint
         self.next_seq: int | None = None  # the seq expected next
         self.gaps: list[tuple[int, int]] = []  # [first missing, first seen after) ranges

@@ -162,7 +162,7 @@ class Commands:
         return self._add(("PION.STATS", "RESET"), _ok("PION.STATS RESET"))
 
 
-def _client() -> type:
+def _client() -> type[PionClient]:
     from .client import PionClient
 
     return PionClient

@@ -1,10 +1,10 @@
 """PrefixChain: a conversation stored as a chain of segment namespaces.
 
-The original's serve layer keeps a conversation as one namespace per segment
-(the root holds the system prompt, then one segment per turn) and restores the
+A serving layer that keeps a conversation as one namespace per segment (the
+root holds the system prompt, then one segment per turn) would restore the
 chain with one ``V.FETCH ... BATCH`` per segment side plus ``KV.PREFIX.LOOKUP
-<leaf> TOKENS <n>`` for the receipt; because the server's LRU saw only the
-leaf being touched, it had to run its own byte budget and eviction loop. Here
+<leaf> TOKENS <n>`` for the receipt and, with the server's LRU seeing only the
+leaf being touched, would have to run its own byte budget and eviction loop. Here
 the server knows the chain (``KV.PREFIX.REGISTER ... PARENT``, docs/protocol.md
 "Lineage"): touching a segment refreshes its ancestors, eviction takes leaves
 first and the least recently used chain first, and ``KV.PREFIX.LOOKUP <leaf>
@@ -143,6 +143,8 @@ class PrefixChain:
 
     def _decode(self, ns: str, replies: Sequence[Any], n_tokens: int, fmt: str) -> PrefixKV:
         heads, hd, n_layers = self.cache.n_kv_heads, self.cache.head_dim, self.cache.n_layers
+        if heads is None or hd is None or n_layers is None:
+            raise ValueError(f"{ns}: the cache's model shape (layers, KV heads, head dim) is not known")
         out = []
         for side, r in zip("KV", replies):
             if isinstance(r, E.PionError):
@@ -157,6 +159,8 @@ class PrefixChain:
                 if arr is None:
                     arr = np.empty((n_layers, heads, n_tokens, hd), dtype=rows.dtype)
                 arr[layer] = rows.reshape(n_tokens, heads, hd).transpose(1, 0, 2)
+            if arr is None:
+                raise E.IncompletePrefixError(f"{ns}: no layers")
             out.append(arr)
         self.cache.bytes_fetched += out[0].nbytes + out[1].nbytes
         return out[0], out[1]
@@ -288,15 +292,16 @@ class PrefixChain:
 
     def _default_prefill(self) -> PrefillFn:
         model = self.cache.model
-        forward = getattr(model, "forward", None)
+        forward: Callable[..., Any] | None = getattr(model, "forward", None)
         if forward is None:
             raise ValueError("get_or_prefill needs prefill_fn (or a cache model with forward(ids, past))")
+        fwd = forward
 
         def run(suffix: np.ndarray, past: PrefixKV | None) -> Any:
             from .torch_adapters import to_past_key_values
 
             pkv = to_past_key_values(past[0], past[1]) if past is not None else None
-            return forward(suffix.tolist(), pkv, last_only=True)[1]
+            return fwd(suffix.tolist(), pkv, last_only=True)[1]
 
         return run
 

@@ -396,6 +396,8 @@ class PionPromptCache(AttendMixin):
                 if arr is None:
                     arr = np.empty((n_layers, heads, n_tokens, hd), dtype=rows.dtype)
                 arr[layer] = rows.reshape(n_tokens, heads, hd).transpose(1, 0, 2)
+            if arr is None:
+                raise E.IncompletePrefixError(f"{namespace}: no layers")
             out.append(arr)
         self.fetch_ms_total += (time.perf_counter() - t0) * 1000.0
         self.bytes_fetched += nbytes

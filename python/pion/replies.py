@@ -31,7 +31,7 @@ _SECONDS_FIELDS = ("prefill_seconds_avoided", "prefill_seconds_avoided_measured"
 
 
 def _s(v: Any) -> str:
-    return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray, memoryview)) else str(v)
+    return bytes(v).decode("utf-8", "replace") if isinstance(v, (bytes, bytearray, memoryview)) else str(v)
 
 
 def _num(v: str) -> int | float | str:

@@ -259,7 +259,7 @@ TEST(AttendSlot, BadInputIsRefusedAndKeepsThePreviousSlot) {
 
 // ---------------------------------------------------------------- dense grid
 
-// The grid (H x D x N x M x GQA x window x suffix x precision) is 58,320
+// The full grid (H x D x N x M x GQA x window x suffix x precision) is 58,320
 // combinations; a fixed-seed sample of 160 of them runs here (each against the
 // reference), plus the named corner cases below. The sample keeps the reference's
 // work per case under ~3e7 multiply-adds.

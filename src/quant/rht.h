@@ -33,7 +33,7 @@ constexpr SignWords MakeSignWords() {
   return s;
 }
 inline constexpr SignWords kSignWords = MakeSignWords();
-// The four words quoted in the spec; S1 = w0,w1 and S2 = w2,w3.
+// The four words listed in docs/quant_formats.md §2.5; S1 = w0,w1 and S2 = w2,w3.
 static_assert(kSignWords.w[0] == 0xBA352C674EF6AB7Bull);
 static_assert(kSignWords.w[1] == 0xAD177EECD547E2EFull);
 static_assert(kSignWords.w[2] == 0x4EA7E891AE15959Eull);

@@ -1,4 +1,4 @@
-// Scalar reference encoder/decoder of turbo4/3/2 (see turbo.h). This is the spec; the
+// Scalar reference encoder/decoder of turbo4/3/2 (see turbo.h). This is the definition; the
 // AVX2 kernels in x86/turbo_avx2.cc produce the same bytes and floats.
 #include "quant/turbo.h"
 

@@ -29,7 +29,8 @@ constexpr size_t TurboRowBytes(int bits, uint32_t dim) {
   return kTurboHeaderBytes + (dim / 32) * (2 + 4 * static_cast<size_t>(bits));
 }
 
-// Unit-variance Lloyd-Max codebooks (ascending), floats nearest the spec's decimals.
+// Unit-variance Lloyd-Max codebooks (ascending), floats nearest the decimals printed in
+// docs/quant_formats.md §2.5.
 inline constexpr float kCodebook2[4] = {-1.48956f, -0.451428f, 0.451428f, 1.48956f};
 inline constexpr float kCodebook3[8] = {-2.071926f, -1.314996f, -0.745325f, -0.242405f,
                                         0.242405f,  0.745325f,  1.314996f,  2.071926f};

@@ -19,6 +19,7 @@ Standard library and redis-py only; no engine is imported here.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import ssl
@@ -73,6 +74,7 @@ def _frames(args: Sequence[Any]) -> list[Any]:
     Concat are their own buffers (not copied), small pieces are joined."""
     out: list[Any] = []
     head = [b"*%d\r\n" % len(args)]
+    parts: list[Any]
     for a in args:
         if isinstance(a, Concat):
             parts = a.parts
@@ -174,7 +176,7 @@ class _IntoReader(_resp.SocketReader):
 
     def _split_body(self, n: int) -> Any:
         split = self.split
-        if n < self.split_size:
+        if split is None or n < self.split_size:
             return super()._bulk_body(n)
         head = bytearray(self.split_size)
         self._read_exact(memoryview(head))
@@ -202,7 +204,8 @@ class BlockConnection(_fetch.FetchConnection):
 
     def __init__(self, connection_class: type, kw: dict[str, Any], depth: int = 64) -> None:
         super().__init__(connection_class, kw)
-        self.reader = _IntoReader(self.sock)
+        self.into = _IntoReader(self.sock)  # the base's reader, with its buffer-placing API
+        self.reader = self.into
         self.depth = max(1, int(depth))
 
     def send(self, commands: Sequence[Sequence[Any]]) -> None:
@@ -291,7 +294,7 @@ class BlockConnection(_fetch.FetchConnection):
         exactly, -1 when the key is missing, and -2 when the value's size differs from
         the buffer's (the bytes are read and dropped; the buffer may not be trusted)."""
         out: list[int] = []
-        rd = self.reader
+        rd = self.into
         for i in range(0, len(keys), self.depth):
             window = range(i, min(len(keys), i + self.depth))
             self.send([("GET", keys[j]) for j in window])
@@ -327,12 +330,12 @@ class BlockConnection(_fetch.FetchConnection):
         landed, -1 when the key is missing, -2 when the value was dropped or shorter
         than a header."""
         out: list[int] = []
-        rd = self.reader
+        rd = self.into
         for i in range(0, len(keys), self.depth):
             window = range(i, min(len(keys), i + self.depth))
             self.send([("GET", keys[j]) for j in window])
             for j in window:
-                rd.split = lambda head, rest, j=j: place(j, head, rest)
+                rd.split = functools.partial(place, j)
                 rd.split_size = header_size
                 rd.landed = False
                 try:

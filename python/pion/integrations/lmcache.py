@@ -141,7 +141,7 @@ class PionNativeConnector:
     the model and KV rank, so it is optional); ``ttl_s`` gives stored keys a TTL.
     """
 
-    def __init__(self, url: str, key_prefix: str = "", num_workers: int = 4, depth: int = 64,
+    def __init__(self, url: str, key_prefix: str | bytes = "", num_workers: int = 4, depth: int = 64,
                  ttl_s: float | None = None, socket_timeout: float | None = 30.0,
                  socket_connect_timeout: float | None = 10.0, listen_removals: bool = True,
                  max_removals_kept: int = 65536,
@@ -165,7 +165,8 @@ class PionNativeConnector:
         except BaseException:
             first.close()
             raise
-        self._efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        # os.eventfd (Linux, Python 3.10+) is missing from Debian mypy's stubs.
+        self._efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)  # type: ignore[attr-defined]
         self._lock = threading.Lock()
         self._done: collections.deque[tuple[int, bool, str, Optional[list[bool]]]] = \
             collections.deque()
@@ -233,7 +234,7 @@ class PionNativeConnector:
         """Every completion filed since the last call; clears the eventfd first, so a
         completion filed while this runs leaves it readable again."""
         try:
-            os.eventfd_read(self._efd)
+            os.eventfd_read(self._efd)  # type: ignore[attr-defined]
         except (BlockingIOError, OSError):
             pass
         with self._lock:
@@ -266,7 +267,7 @@ class PionNativeConnector:
         return self.removals.take() if self.removals is not None else []
 
     # ---- internals
-    def _keys(self, keys: Sequence[str]) -> list[bytes]:
+    def _keys(self, keys: Sequence[str | bytes]) -> list[bytes]:
         p = self.key_prefix
         return [p + (k.encode() if isinstance(k, str) else bytes(k)) for k in keys]
 
@@ -299,7 +300,7 @@ class PionNativeConnector:
             if self._closed:
                 return
             self._done.append((fid, ok, error, results))
-        os.eventfd_write(self._efd, 1)
+        os.eventfd_write(self._efd, 1)  # type: ignore[attr-defined]
 
     def _finish(self, batch: _Batch, error: str | None) -> None:
         with batch.lock:
@@ -439,10 +440,11 @@ class _PionRemoteConnectorImpl:
         base = next((c for c in mro[mro.index(_PionRemoteConnectorImpl) + 1:]
                      if "__init__" in c.__dict__), object)
         if base is not object:  # 78f6e7ee's RemoteConnector has none; later ones may
+            base_init = base.__dict__["__init__"]
             try:
-                base.__init__(self, config, metadata)
+                base_init(self, config, metadata)
             except TypeError:
-                base.__init__(self)
+                base_init(self)
         self.url = url
         self.loop = loop
         self.local_cpu_backend = local_cpu_backend
@@ -626,7 +628,7 @@ class _PionRemoteConnectorImpl:
     def remove_sync(self, key: Any) -> bool:
         return self._pool.run(lambda c: c.delete([self._key(key)])) == 1
 
-    def take_removals(self) -> list[tuple[str, str]]:
+    def take_removals(self) -> List[tuple[str, str]]:  # `list` is a method of this class
         """``(key, event)`` for each chunk key the server removed since the last call."""
         return self.removals.take() if self.removals is not None else []
 

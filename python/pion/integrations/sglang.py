@@ -99,7 +99,7 @@ def _metrics_class() -> type:
     """SGLang's ``StorageMetrics`` (its collector asserts that type), else ours."""
     if not _metrics_cls:
         try:
-            from sglang.srt.metrics.collector import StorageMetrics  # type: ignore
+            from sglang.srt.metrics.collector import StorageMetrics
             _metrics_cls.append(StorageMetrics)
         except Exception:  # no SGLang, or one without it
             _metrics_cls.append(_StorageMetrics)
@@ -159,7 +159,7 @@ class _PionHiCacheStorage:
         self.key_head = head.encode()
         self.mem_pool_host: Any = None
         self._ttl_ms = int(float(cfg["ttl_s"]) * 1000)
-        self._opts = {"socket_timeout": float(cfg["timeout_s"]),
+        self._opts: dict[str, Any] = {"socket_timeout": float(cfg["timeout_s"]),
                       "socket_connect_timeout": float(cfg["connect_timeout_s"]),
                       "client_name": f"sglang-hicache-tp{getattr(storage_config, 'tp_rank', 0)}"}
         self._local = threading.local()
@@ -387,6 +387,8 @@ class _PionHiCacheStorage:
                   target_sizes: Optional[Any] = None) -> bool:
         if not keys:
             return True
+        if values is None:  # nothing to store (not an error of the connection)
+            return False
         try:
             ok = self._store([self._key(k) for k in keys], [_tensor_view(v) for v in values],
                              None)
@@ -460,7 +462,7 @@ def storage_class(base: Optional[type] = None) -> type:
     """``PionHiCacheStorage`` built over ``base`` (default: SGLang's ``HiCacheStorage``,
     imported now). Built once per base."""
     if base is None:
-        from sglang.srt.mem_cache.hicache_storage import HiCacheStorage  # type: ignore
+        from sglang.srt.mem_cache.hicache_storage import HiCacheStorage
         base = HiCacheStorage
     cls = _built.get(base)
     if cls is None:

@@ -48,7 +48,7 @@ import struct
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping, cast
 
 from . import _conn
 from ..hashing import vllm_event_hash
@@ -116,9 +116,10 @@ class _PionTierImpl:
 
     _vllm_tiering: Any = None  # set on the built class
     _vllm_types: Any = None
+    medium: Any  # set by vLLM's base class
 
     def __init__(self, offloading_spec: Any = None, primary_kv_view: memoryview | None = None,
-                 tier_type: str = "PionTier", *, url: str, key_prefix: str,
+                 tier_type: str = "PionTier", *, url: str, key_prefix: str | bytes,
                  username: str | None = None, password: str | None = None,
                  ssl_ca_certs: str | None = None, ssl_certfile: str | None = None,
                  ssl_keyfile: str | None = None, ssl_cert_reqs: str | None = None,
@@ -141,7 +142,7 @@ class _PionTierImpl:
         if not hasattr(self, "tier_type"):
             self.tier_type = tier_type
         view = primary_kv_view
-        self._bs = int(view.strides[0]) if view.ndim > 1 else int(view.nbytes)
+        self._bs = int(cast(tuple, view.strides)[0]) if view.ndim > 1 else int(view.nbytes)
         # vLLM's view is 2-D (slots x slot bytes); slices are taken from a 1-D byte view.
         self._flat = view.cast("B") if (view.ndim != 1 or view.format != "B") else view
         self._prefix = key_prefix.encode() if isinstance(key_prefix, str) else bytes(key_prefix)
@@ -159,7 +160,7 @@ class _PionTierImpl:
         self._events: deque | None = deque(maxlen=_EVENTS_MAX) if kv_events else None
 
         self._url = url
-        self._options = {k: v for k, v in dict(
+        self._options: dict[str, Any] = {k: v for k, v in dict(
             username=username, password=password, ssl_ca_certs=ssl_ca_certs,
             ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, ssl_cert_reqs=ssl_cert_reqs,
             socket_timeout=socket_timeout, socket_connect_timeout=socket_connect_timeout).items()
@@ -207,6 +208,7 @@ class _PionTierImpl:
     # ---- set-up helpers
     def _init_base(self, spec: Any, view: memoryview, tier_type: str, vllm_config: Any) -> None:
         base_init = super().__init__  # the vLLM base class, next in the MRO
+        params: Mapping[str, inspect.Parameter]
         try:
             params = inspect.signature(base_init).parameters
         except (TypeError, ValueError):
