@@ -120,32 +120,34 @@ def main() -> int:
                                                   # two sessions per namespace, with room
                                                   "--max-sessions", str(max(256, 4 * namespaces))])
     srv.start()
-    total = (namespaces * 2 * LAYERS * ROWS * DIM * 2 + chains * CHAIN * BLOCK) / 2**30
-    print(f"# tier capacity: RAM {a.ram}, tier {a.tier}, {namespaces} namespaces of 16 MiB and "
-          f"{chains} chains of {CHAIN} x 2 MiB ({total:.2f} GiB)")
-    c = _conn.connect(f"redis://127.0.0.1:{srv.port}/0", socket_timeout=600)
-    wt = write_all(c, namespaces, chains)
-    poll(lambda: info(c)["tier_write_backlog_bytes"] == 0 or None, timeout=600)
-    st = info(c)
-    print(f"written: {total / wt:.2f} GiB/s; used_memory {st['used_memory'] / MIB:.0f} MiB; "
-          f"tier_bytes {st['tier_bytes'] / 2**30:.2f} GiB, tier_entries {st['tier_entries']}, "
-          f"tier evictions {st.get('tier_evictions', 0)}, vstore evictions "
-          f"{st.get('vstore_evictions', 0)}")
-    bad, rt = check_all(c, namespaces, chains)
-    print(f"read back: {bad} wrong or missing; {total / rt:.2f} GiB/s")
-    c.close()
-    srv.stop(signal.SIGKILL)
-    t0 = time.perf_counter()
-    srv.start()
-    c = _conn.connect(f"redis://127.0.0.1:{srv.port}/0", socket_timeout=600)
-    poll(lambda: info(c)["tier_write_backlog_bytes"] == 0 or None, timeout=600)
-    restart = time.perf_counter() - t0
-    st = info(c)
-    bad2, rt2 = check_all(c, namespaces, chains)
-    print(f"after kill -9: restart {restart:.1f} s; used_memory {st['used_memory'] / MIB:.0f} MiB; "
-          f"tier_entries {st['tier_entries']}; {bad2} wrong or missing; {total / rt2:.2f} GiB/s")
-    c.close()
-    srv.stop()
+    try:
+        total = (namespaces * 2 * LAYERS * ROWS * DIM * 2 + chains * CHAIN * BLOCK) / 2**30
+        print(f"# tier capacity: RAM {a.ram}, tier {a.tier}, {namespaces} namespaces of 16 MiB and "
+              f"{chains} chains of {CHAIN} x 2 MiB ({total:.2f} GiB)")
+        c = _conn.connect(f"redis://127.0.0.1:{srv.port}/0", socket_timeout=600)
+        wt = write_all(c, namespaces, chains)
+        poll(lambda: info(c)["tier_write_backlog_bytes"] == 0 or None, timeout=600)
+        st = info(c)
+        print(f"written: {total / wt:.2f} GiB/s; used_memory {st['used_memory'] / MIB:.0f} MiB; "
+              f"tier_bytes {st['tier_bytes'] / 2**30:.2f} GiB, tier_entries {st['tier_entries']}, "
+              f"tier evictions {st.get('tier_evictions', 0)}, vstore evictions "
+              f"{st.get('vstore_evictions', 0)}")
+        bad, rt = check_all(c, namespaces, chains)
+        print(f"read back: {bad} wrong or missing; {total / rt:.2f} GiB/s")
+        c.close()
+        srv.stop(signal.SIGKILL)
+        t0 = time.perf_counter()
+        srv.start()
+        c = _conn.connect(f"redis://127.0.0.1:{srv.port}/0", socket_timeout=600)
+        poll(lambda: info(c)["tier_write_backlog_bytes"] == 0 or None, timeout=600)
+        restart = time.perf_counter() - t0
+        st = info(c)
+        bad2, rt2 = check_all(c, namespaces, chains)
+        print(f"after kill -9: restart {restart:.1f} s; used_memory {st['used_memory'] / MIB:.0f} MiB; "
+              f"tier_entries {st['tier_entries']}; {bad2} wrong or missing; {total / rt2:.2f} GiB/s")
+        c.close()
+    finally:
+        srv.stop()  # also when a step fails: never leave a server behind
     return 0 if bad == 0 and bad2 == 0 else 1
 
 
