@@ -393,8 +393,10 @@ class Store {
   void SetIdleTime(std::string_view key, uint64_t idle_s);
   // OBJECT: the key's type, value and idle time (no touch, no hit or miss).
   KeyObject ObjectOf(std::string_view key);
-  // MGET: nullptr for a missing key or one of another type.
-  std::vector<StrRef> StrMGet(std::span<const std::string_view> keys);
+  // MGET: nullptr for a missing key or one of another type. Values on disk are
+  // read (checked) first, unless `tiered_as_is` (MGET reading them
+  // asynchronously itself: StrValue::on_disk(), ReadTiered).
+  std::vector<StrRef> StrMGet(std::span<const std::string_view> keys, bool tiered_as_is = false);
   // MSET (nx = false) / MSETNX (nx: nothing is written when any key exists).
   // `kv` alternates key, value. True when written. `made` (empty, or one per
   // pair) holds values already made of the value arguments (adopted argument

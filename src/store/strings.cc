@@ -543,7 +543,7 @@ Result<StrRef> Store::StrGetExRaw(std::string_view key, bool persist, int64_t ex
   return v;
 }
 
-std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys) {
+std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys, bool tiered_as_is) {
   std::vector<StrRef> out(keys.size());
   int64_t now = NowMs();
   bool expired = false;
@@ -566,7 +566,7 @@ std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys) {
     StrTouchLocked(sh, it->second);
     out[i] = it->second.value;
   }
-  if (!expired) return MGetFromTier(keys, std::move(out));
+  if (!expired) return tiered_as_is ? out : MGetFromTier(keys, std::move(out));
   std::unique_lock<std::mutex> l(mu_);
   uint64_t unused = 0;
   for (; i < keys.size(); ++i) {
@@ -587,7 +587,7 @@ std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys) {
     if (e->HasParent()) StampAncestorsLocked(*e, stamp);
   }
   l.unlock();
-  return MGetFromTier(keys, std::move(out));
+  return tiered_as_is ? out : MGetFromTier(keys, std::move(out));
 }
 
 std::vector<StrRef> Store::MGetFromTier(std::span<const std::string_view> keys,

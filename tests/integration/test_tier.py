@@ -55,6 +55,17 @@ def test_values_move_to_the_tier_and_read_back(server_factory, tmpdir_path):
         assert r.getrange(b"v%d" % i, 1000, 1099) == v[1000:1100]
         assert r.get(b"v%d" % i) == v
     assert r.mget([b"v%d" % i for i in range(3)]) == [_value(i) for i in range(3)]
+    # MGET of values on disk (read together, asynchronously), in RAM and missing, in order.
+    for i in range(24):
+        r.set(b"w%d" % i, _value(100 + i))
+    _settle(r)
+    names = [b"w%d" % i for i in range(24)]
+    on_disk = _info(r)["tier_entries"]
+    before = _info(r)["tier_reads"]
+    got = r.mget(names[:12] + [b"nope"] + names[12:])
+    assert got == [_value(100 + i) for i in range(12)] + [None] + \
+        [_value(100 + i) for i in range(12, 24)]
+    assert _info(r)["tier_reads"] > before and on_disk > 0
     info = _info(r)
     assert info["tier_reads"] >= 1
     assert info["tier_promotions"] >= 1

@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <functional>
 #include <optional>
@@ -279,15 +280,78 @@ void GetEx(CommandContext& ctx) {
   ReplyValue(ctx, *r);
 }
 
+// MGET with values in the disk tier: each is read (checked) on a tier I/O
+// thread, all at once, while the worker serves others; the reply is completed
+// on the worker when the last read is done, promoting as GET does. A value
+// that cannot be read answers nil, as the synchronous path does (a damaged one
+// is dropped as the tier drops entries).
+struct MGetFromDisk {
+  Server* server;
+  std::shared_ptr<DeferredReply> done;
+  std::vector<std::string> keys;  // of the values on disk
+  std::vector<size_t> at;         // their positions in the reply
+  std::vector<store::StrRef> vals;
+  std::vector<store::StrRef> fresh;  // read back (null: failed)
+  std::vector<Code> failed;
+  std::atomic<size_t> left{0};
+};
+
+void CompleteMGet(const std::shared_ptr<MGetFromDisk>& m) {
+  m->done->Complete([m](ReplyBuilder& rb) {
+    store::Store* st = m->server->store();
+    for (size_t j = 0; j < m->keys.size(); ++j) {
+      store::StrRef& slot = m->vals[m->at[j]];
+      if (m->fresh[j] != nullptr) {
+        st->PromoteTiered(m->keys[j], slot, m->fresh[j]);
+        slot = m->fresh[j];
+      } else {
+        if (m->failed[j] == Code::kCorruption) st->DropDamagedTiered(m->keys[j], slot);
+        slot = nullptr;
+      }
+    }
+    KvEvents::FlushThread();  // completed outside the read batch
+    rb.ArrayHeader(m->vals.size());
+    for (const auto& v : m->vals) ReplyStrValue(rb, v);
+  });
+}
+
 void MGet(CommandContext& ctx) {
-  auto vals = ctx.server->store()->StrMGet(ctx.args.subspan(1));
-  ctx.reply->ArrayHeader(vals.size());
-  for (const auto& v : vals) ReplyValue(ctx, v);
+  const bool can_defer = ctx.CanDefer();
+  auto vals = ctx.server->store()->StrMGet(ctx.args.subspan(1), /*tiered_as_is=*/can_defer);
   if (ctx.server->NotifyWanted(kNotifyKeyMiss))
     for (size_t i = 0; i < vals.size(); ++i)
       if (vals[i] == nullptr &&
           ctx.server->store()->TypeOf(ctx.args[i + 1]) != store::KeyType::kKvPrefix)
         Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[i + 1]);
+  if (can_defer) {
+    auto m = std::make_shared<MGetFromDisk>();
+    for (size_t i = 0; i < vals.size(); ++i)
+      if (vals[i] != nullptr && vals[i]->on_disk()) {
+        m->keys.emplace_back(ctx.args[i + 1]);
+        m->at.push_back(i);
+      }
+    if (!m->keys.empty()) {
+      m->server = ctx.server;
+      m->done = ctx.Defer();
+      m->vals = std::move(vals);
+      m->fresh.resize(m->keys.size());
+      m->failed.resize(m->keys.size(), Code::kOk);
+      m->left.store(m->keys.size(), std::memory_order_relaxed);
+      for (size_t j = 0; j < m->keys.size(); ++j)
+        m->server->store()->ReadTiered(m->keys[j], m->vals[m->at[j]],
+                                       [m, j](Result<store::StrRef> r) {
+                                         if (r.ok())
+                                           m->fresh[j] = *r;
+                                         else
+                                           m->failed[j] = r.status().code();
+                                         if (m->left.fetch_sub(1, std::memory_order_acq_rel) == 1)
+                                           CompleteMGet(m);
+                                       });
+      return;
+    }
+  }
+  ctx.reply->ArrayHeader(vals.size());
+  for (const auto& v : vals) ReplyValue(ctx, v);
 }
 
 void MSetCommon(CommandContext& ctx, bool nx) {
