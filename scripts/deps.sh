@@ -8,7 +8,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config
   clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev libssl-dev openssl
-  libzmq3-dev libmsgpack-cxx-dev
+  libzmq3-dev libmsgpack-cxx-dev liburing-dev
   redis-server redis-tools prometheus prometheus-redis-exporter
   python3 python3-pytest python3-numpy python3-redis python3-hiredis python3-xxhash
   python3-torch libopenblas0-pthread python3-zmq python3-msgpack python3-yaml

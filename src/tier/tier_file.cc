@@ -2,6 +2,7 @@
 #include "tier/tier_file.h"
 
 #include <fcntl.h>
+#include <liburing.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -48,6 +49,38 @@ OwnedBuffer AlignedBuffer(size_t n) {
 
 // The bytes per direct write: a staging buffer of this size per call.
 constexpr uint64_t kStage = 8ull << 20;
+
+// Big reads are split into pieces read together through the thread's
+// io_uring, so that the value's CRC is computed on the pieces already read
+// while the device reads the rest (one pass over the bytes, overlapped).
+constexpr uint64_t kPiece = 1ull << 20;  // at least; at most kRingDepth pieces
+constexpr unsigned kRingDepth = 16;
+
+// The calling thread's ring, made on first use; null where io_uring is not
+// available (an old kernel, a sandbox that forbids it) or after it failed once:
+// reads are then one pread.
+struct ThreadRing {
+  io_uring ring{};
+  bool ok = false;
+  bool tried = false;
+  ~ThreadRing() { Close(); }
+  void Close() {
+    if (ok) io_uring_queue_exit(&ring);
+    ok = false;
+  }
+  io_uring* get() {
+    if (!tried) {
+      tried = true;
+      ok = io_uring_queue_init(kRingDepth, &ring, 0) == 0;
+    }
+    return ok ? &ring : nullptr;
+  }
+};
+
+ThreadRing& ThisThreadRing() {
+  static thread_local ThreadRing r;
+  return r;
+}
 
 }  // namespace
 
@@ -277,22 +310,115 @@ Result<OwnedBuffer> TierFile::Read(const Extent& x, size_t* at) {
   if (buf.empty()) return Status::OutOfBudget("tier read buffer");
   if (at != nullptr) *at = skip;
   uint8_t* p = static_cast<uint8_t*>(buf.data()) + skip;
-  uint64_t got = 0;
-  while (got < x.length) {
-    ssize_t r = ::pread(fd_, p + got, x.length - got, static_cast<off_t>(x.offset + got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Status::IOError(std::string("tier read: ") + std::strerror(errno));
-    if (r == 0) return Status::Corruption("short read");
-    got += static_cast<uint64_t>(r);
+  uint32_t value_crc = 0;
+  bool crc_done = false;
+  io_uring* ring = x.length >= 4 * kPiece ? ThisThreadRing().get() : nullptr;
+  if (ring != nullptr) {
+    bool abandon = false;
+    Status st = ReadPieces(ring, x, p, &value_crc, &abandon);
+    if (abandon) {
+      // The ring failed with reads possibly still in flight into this buffer: it
+      // is never freed (once per thread at most: the thread reads with pread now).
+      new OwnedBuffer(std::move(buf));
+      return st;
+    }
+    if (st.code() == Code::kNotSupported) {
+      ring = nullptr;  // the ring refused: pread below
+    } else if (!st.ok()) {
+      return st;
+    } else {
+      crc_done = true;
+      piece_reads_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
+  if (ring == nullptr) PION_RETURN_IF_ERROR(PreadAll(p, x.length, x.offset));
   uint32_t hb = 0, crc = 0;
   uint64_t vlen = 0;
   std::string_view k;
   PION_RETURN_IF_ERROR(DecodeHeader(p, x.length, &hb, &vlen, &k, &crc));
   if (hb != x.header_bytes || vlen != x.value_len || hb + vlen > x.length || k != x.key)
     return Status::Corruption("header does not match the index");
-  if (crc32c::Value(p + hb, vlen) != crc) return Status::Corruption("value checksum mismatch");
+  if (!crc_done) value_crc = crc32c::Value(p + hb, vlen);
+  if (value_crc != crc) return Status::Corruption("value checksum mismatch");
   return buf;
+}
+
+bool TierFile::PieceReadsSupported() { return ThisThreadRing().get() != nullptr; }
+
+Status TierFile::PreadAll(uint8_t* p, uint64_t n, uint64_t at) {
+  uint64_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd_, p + got, n - got, static_cast<off_t>(at + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::IOError(std::string("tier read: ") + std::strerror(errno));
+    if (r == 0) return Status::Corruption("short read");
+    got += static_cast<uint64_t>(r);
+  }
+  return Status::OK();
+}
+
+Status TierFile::ReadPieces(io_uring* ring, const Extent& x, uint8_t* p, uint32_t* value_crc,
+                            bool* abandon) {
+  // At most kRingDepth pieces, all submitted at once; the CRC of the value
+  // ([header_bytes, header_bytes + value_len) of the extent) advances over the
+  // pieces read so far, in order, while the later ones are still being read.
+  const uint64_t piece = std::max(kPiece, RoundUp((x.length + kRingDepth - 1) / kRingDepth));
+  const uint64_t n = (x.length + piece - 1) / piece;
+  auto len_of = [&](uint64_t i) { return std::min(piece, x.length - i * piece); };
+  for (uint64_t i = 0; i < n; ++i) {
+    io_uring_sqe* sqe = io_uring_get_sqe(ring);  // never null: n <= kRingDepth, all reaped
+    io_uring_prep_read(sqe, fd_, p + i * piece, static_cast<unsigned>(len_of(i)),
+                       x.offset + i * piece);
+    io_uring_sqe_set_data64(sqe, i);
+  }
+  uint64_t submitted = 0;
+  while (submitted < n) {
+    const int r = io_uring_submit(ring);
+    if (r == -EINTR) continue;
+    if (r <= 0) break;
+    submitted += static_cast<uint64_t>(r);
+  }
+  Status err;
+  if (submitted < n) {
+    // The kernel took only some (or none): reap those, then stop using the ring
+    // (closing it drops what it never took) and read with pread.
+    err = Status(Code::kNotSupported, "io_uring refused the reads");
+  }
+  uint8_t done[kRingDepth] = {};
+  uint64_t reaped = 0, next_crc = 0;
+  uint32_t crc = 0;
+  while (reaped < submitted) {
+    io_uring_cqe* cqe = nullptr;
+    int wr = io_uring_wait_cqe(ring, &cqe);
+    if (wr == -EINTR) continue;
+    if (wr < 0) {
+      ThisThreadRing().Close();
+      *abandon = true;
+      return Status::IOError(std::string("tier read: io_uring: ") + std::strerror(-wr));
+    }
+    const uint64_t i = io_uring_cqe_get_data64(cqe);
+    const int res = cqe->res;
+    io_uring_cqe_seen(ring, cqe);
+    ++reaped;
+    if (res < 0) {
+      if (err.ok()) err = Status::IOError(std::string("tier read: ") + std::strerror(-res));
+    } else if (static_cast<uint64_t>(res) < len_of(i)) {  // short (rare): the rest by pread
+      Status s = PreadAll(p + i * piece + res, len_of(i) - res, x.offset + i * piece + res);
+      if (!s.ok() && err.ok()) err = s;
+    }
+    done[i] = 1;
+    while (err.ok() && next_crc < n && done[next_crc] != 0) {
+      const uint64_t lo = std::max<uint64_t>(next_crc * piece, x.header_bytes);
+      const uint64_t hi = std::min<uint64_t>(next_crc * piece + len_of(next_crc),
+                                             uint64_t{x.header_bytes} + x.value_len);
+      if (hi > lo) crc = crc32c::Extend(crc, p + lo, hi - lo);
+      ++next_crc;
+    }
+  }
+  if (err.code() == Code::kNotSupported) ThisThreadRing().Close();
+  if (!err.ok()) return err;
+  *value_crc = crc;
+  return Status::OK();
 }
 
 Status TierFile::CorruptForTest(const Extent& x) {

@@ -11,6 +11,8 @@
 // managed under an internal mutex; reads and writes are positional).
 #pragma once
 
+struct io_uring;
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -91,6 +93,11 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   // False on a file system without O_DIRECT (tmpfs): reads go through the page cache.
   bool direct() const { return direct_; }
 
+  // Reads done in pieces through io_uring (the rest: one pread each).
+  uint64_t piece_reads() const { return piece_reads_.load(std::memory_order_relaxed); }
+  // Whether this thread can read in pieces (io_uring works here).
+  static bool PieceReadsSupported();
+
   // Fault injection for tests: the next `n` writes (or reads) fail with EIO.
   void FailNextWrites(int n) { fail_writes_.store(n); }
   void FailNextReads(int n) { fail_reads_.store(n); }
@@ -102,6 +109,12 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   TierFile() = default;
   void Free(uint64_t offset, uint64_t length);
   Status PwriteAll(const uint8_t* p, uint64_t n, uint64_t at);
+  Status PreadAll(uint8_t* p, uint64_t n, uint64_t at);
+  // A big extent read in pieces through the thread's io_uring, the value's CRC
+  // computed as they arrive. kNotSupported: the ring refused (read with pread);
+  // *abandon: the ring failed with reads in flight (never free `p`'s buffer).
+  Status ReadPieces(io_uring* ring, const Extent& x, uint8_t* p, uint32_t* value_crc,
+                    bool* abandon);
 
   std::string path_;
   int fd_ = -1;
@@ -113,6 +126,7 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   std::atomic<uint64_t> extents_{0};
   std::atomic<uint64_t> seq_{0};
   std::atomic<int> fail_writes_{0}, fail_reads_{0};
+  std::atomic<uint64_t> piece_reads_{0};
   std::mutex mu_;
   uint64_t end_ = 0;                               // guarded by mu_: first never-used offset
   std::map<uint64_t, uint64_t> free_by_off_;       // guarded by mu_: offset -> length

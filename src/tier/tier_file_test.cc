@@ -55,7 +55,9 @@ TEST_F(TierFileTest, RoundTripsValuesOfEverySize) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(View(*r, *x), std::string_view(reinterpret_cast<const char*>(v.data()), n));
     // The mapping shows the same bytes.
-    if (n > 0) EXPECT_EQ(std::memcmp(x->mapped(), v.data(), n), 0);
+    if (n > 0) {
+      EXPECT_EQ(std::memcmp(x->mapped(), v.data(), n), 0);
+    }
     // An index entry that names another key is a mismatch, never its bytes.
     Extent other;
     other.offset = x->offset;
@@ -64,6 +66,29 @@ TEST_F(TierFileTest, RoundTripsValuesOfEverySize) {
     other.value_len = x->value_len;
     other.key = key + "x";
     EXPECT_FALSE((*f)->Read(other).ok());
+  }
+}
+
+TEST_F(TierFileTest, BigReadsInPiecesCheckEveryByte) {
+  auto f = TierFile::Open(dir_, 256 << 20);
+  ASSERT_TRUE(f.ok());
+  // Sizes around the piece boundaries (1 MiB pieces up to 16 MiB, bigger ones above).
+  for (size_t n : {(size_t{4} << 20) - 4096, (size_t{16} << 20) + 1, (size_t{33} << 20) + 777}) {
+    auto v = Bytes(n, static_cast<uint32_t>(n) * 7);
+    ExtentRef x = (*f)->Allocate("big" + std::to_string(n), n);
+    ASSERT_NE(x, nullptr);
+    ASSERT_TRUE((*f)->Write(*x, v.data(), n).ok());
+    const uint64_t pieces = (*f)->piece_reads();
+    auto r = (*f)->Read(*x);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(View(*r, *x), std::string_view(reinterpret_cast<const char*>(v.data()), n));
+    if ((*f)->direct() && TierFile::PieceReadsSupported()) {
+      EXPECT_EQ((*f)->piece_reads(), pieces + 1);
+    }
+    // A flipped byte in the value is caught.
+    ASSERT_TRUE((*f)->CorruptForTest(*x).ok());
+    auto bad = (*f)->Read(*x);
+    EXPECT_EQ(bad.status().code(), Code::kCorruption);
   }
 }
 
