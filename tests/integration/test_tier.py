@@ -34,6 +34,7 @@ def _settle(r):
     poll(lambda: _info(r)["tier_write_backlog_bytes"] == 0 or None, timeout=30)
 
 
+@pytest.mark.concurrency  # tier I/O threads, deferred replies, promotions: also under TSan
 def test_values_move_to_the_tier_and_read_back(server_factory, tmpdir_path):
     s = _tier_server(server_factory, tmpdir_path)
     r = s.client()
@@ -261,6 +262,7 @@ def test_namespaces_move_to_the_tier_and_read_back(server_factory, tmpdir_path):
                               data[(name, "pv", layers - 1)])
 
 
+@pytest.mark.concurrency  # tier I/O threads, deferred replies, promotions: also under TSan
 def test_damaged_namespace_extent_is_never_served(server_factory, tmpdir_path):
     import numpy as np
     import redis
