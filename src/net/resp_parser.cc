@@ -292,6 +292,24 @@ RespParser::Result RespParser::ParseInline(const char* data, size_t len) {
 
 bool RespParser::LengthLine(const char* data, size_t len, const char* too_long, Result* wait,
                             std::optional<int64_t>* n) {
+  // The common case in one pass: up to 18 digits, no leading zero, then CRLF
+  // (every argument of a pipeline of many small ones). Anything else takes the
+  // general path below, which gives the same answer for these lines.
+  {
+    const char* p = data + pos_ + 1;
+    const char* end = data + len;
+    const char* q = p;
+    uint64_t v = 0;
+    while (q < end && q - p < 18 && static_cast<unsigned char>(*q - '0') <= 9) {
+      v = v * 10 + static_cast<unsigned>(*q - '0');
+      ++q;
+    }
+    if (q > p && end - q >= 2 && q[0] == '\r' && q[1] == '\n' && (q - p == 1 || *p != '0')) {
+      *n = static_cast<int64_t>(v);
+      pos_ = static_cast<size_t>(q + 2 - data);
+      return true;
+    }
+  }
   const char* cr = FindByte(data, std::max(scan_, pos_ + 1), len, '\r');
   if (cr == nullptr) {
     if (len - pos_ > kInlineMaxBytes) {
