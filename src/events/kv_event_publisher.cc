@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -131,10 +132,20 @@ KvEventStats KvEventPublisher::Stats() const {
 }
 
 void KvEventPublisher::SendBatch(Queued& q) {
+  const uint64_t n = q.batch.events.size();
+  if (!listened_) {
+    // Nobody would receive it: counted as published (a subscriber that joins
+    // later can replay it), kept unencoded.
+    published_.fetch_add(n, std::memory_order_relaxed);
+    if (opt_.buffer_steps > 0) {
+      if (replay_.size() >= opt_.buffer_steps) replay_.pop_front();
+      replay_.push_back(Kept{q.seq, false, std::string(), std::move(q.batch)});
+    }
+    return;
+  }
   scratch_.clear();
   EncodeKvEventBatch(q.batch, opt_.medium, &scratch_);
   const std::string seq = EncodeSeq(q.seq);
-  const uint64_t n = q.batch.events.size();
   // The first frame decides: once it is accepted, ZeroMQ queues the rest of the
   // message with it.
   if (SendFrame(pub_, opt_.topic.data(), opt_.topic.size(), true)) {
@@ -146,15 +157,35 @@ void KvEventPublisher::SendBatch(Queued& q) {
   }
   if (opt_.buffer_steps > 0) {
     if (replay_.size() >= opt_.buffer_steps) replay_.pop_front();
-    replay_.emplace_back(q.seq, scratch_);
+    replay_.push_back(Kept{q.seq, true, scratch_, KvEventBatch{}});
   }
 }
 
 void KvEventPublisher::DrainSubscriptions() {
-  // XPUB hands subscription messages up; read them so they do not pile up.
+  // XPUB hands subscription messages up: a 1 byte then the prefix for a new
+  // one, a 0 byte for one nobody holds any more (ZeroMQ reports each prefix
+  // once, however many subscribers share it, and unsubscribes a subscriber
+  // that disconnects).
   char buf[256];
-  while (zmq_recv(pub_, buf, sizeof(buf), ZMQ_DONTWAIT) >= 0) {
+  bool changed = false;
+  for (;;) {
+    const int len = zmq_recv(pub_, buf, sizeof(buf), ZMQ_DONTWAIT);
+    if (len < 0) break;
+    if (len == 0 || (buf[0] != 0 && buf[0] != 1)) continue;
+    // A prefix longer than the buffer is kept truncated (the same way when it
+    // is unsubscribed): at worst a batch is sent that nobody takes.
+    const size_t plen = std::min<size_t>(static_cast<size_t>(len), sizeof(buf)) - 1;
+    std::string prefix(buf + 1, plen);
+    if (buf[0] == 1)
+      subscriptions_.insert(std::move(prefix));
+    else
+      subscriptions_.erase(prefix);
+    changed = true;
   }
+  if (!changed) return;
+  listened_ = false;
+  for (const std::string& prefix : subscriptions_)
+    if (std::string_view(opt_.topic).substr(0, prefix.size()) == prefix) listened_ = true;
 }
 
 void KvEventPublisher::ServeReplay() {
@@ -185,9 +216,14 @@ void KvEventPublisher::ServeReplay() {
       SendFrame(router_, seq.data(), seq.size(), true);
       SendFrame(router_, payload.data(), payload.size(), false);
     };
-    for (const auto& [seq, payload] : replay_) {
-      if (seq < start) continue;
-      send_prefixed(EncodeSeq(seq), payload);
+    for (Kept& k : replay_) {
+      if (k.seq < start) continue;
+      if (!k.encoded) {  // published while nobody listened
+        EncodeKvEventBatch(k.batch, opt_.medium, &k.payload);
+        k.batch = KvEventBatch{};
+        k.encoded = true;
+      }
+      send_prefixed(EncodeSeq(k.seq), k.payload);
       replayed_.fetch_add(1, std::memory_order_relaxed);
     }
     send_prefixed(std::string(8, '\xff'), "");
@@ -208,7 +244,6 @@ void KvEventPublisher::Run() {
       ssize_t r = ::read(wake_fd_, &v, sizeof(v));
       (void)r;
     }
-    if (items[1].revents & ZMQ_POLLIN) DrainSubscriptions();
     if (nitems == 3 && (items[2].revents & ZMQ_POLLIN)) ServeReplay();
     bool stop;
     {
@@ -216,6 +251,9 @@ void KvEventPublisher::Run() {
       work.swap(queue_);
       stop = stopping_;
     }
+    // Every round: who listens decides whether the batches are encoded and sent
+    // (a subscription ZeroMQ has taken in but not yet reported would be missed).
+    if (!work.empty() || (items[1].revents & ZMQ_POLLIN)) DrainSubscriptions();
     for (Queued& q : work) SendBatch(q);
     work.clear();
     if (stop) return;

@@ -3,6 +3,9 @@
 // batches through a bounded queue and never wait on the network: a full queue
 // drops the batch, a subscriber past its high-water mark makes the send fail
 // and the batch is dropped for the stream (kept for replay); both are counted.
+// While no subscriber's subscription matches the topic nothing is encoded or
+// sent (ZeroMQ would discard it): the batch only goes to the replay buffer, as
+// is, and is encoded if a replay asks for it.
 //
 // Thread-safety: Submit and Stats from any thread; Start and Stop from one.
 #pragma once
@@ -11,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -65,6 +69,13 @@ class KvEventPublisher {
     uint64_t seq;
     KvEventBatch batch;
   };
+  // A batch kept for replay: its payload once encoded, else the batch itself.
+  struct Kept {
+    uint64_t seq;
+    bool encoded;
+    std::string payload;
+    KvEventBatch batch;
+  };
   void Run();
   void SendBatch(Queued& q);
   void ServeReplay();
@@ -85,8 +96,12 @@ class KvEventPublisher {
   bool stopping_ = false;
 
   // Publisher thread only.
-  std::deque<std::pair<uint64_t, std::string>> replay_;  // (seq, payload), the last buffer_steps
+  std::deque<Kept> replay_;  // the last buffer_steps batches
   std::string scratch_;
+  // The subscription prefixes XPUB reported, and whether one of them starts
+  // the topic, i.e. whether anyone receives what is sent.
+  std::set<std::string> subscriptions_;
+  bool listened_ = false;
 
   std::atomic<uint64_t> published_{0}, dropped_{0}, batches_{0}, replayed_{0};
 };

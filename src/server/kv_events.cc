@@ -9,9 +9,14 @@ namespace pion::server {
 
 namespace {
 
-// The calling thread's events since its last flush, and where they go.
+// The calling thread's events since its last flush, where they go, and when
+// the first of them was made.
 struct Pending {
+  KvEvents* owner = nullptr;
   events::KvEventPublisher* pub = nullptr;
+  uint64_t batch_us = 0;
+  uint64_t first_us = 0;    // MonotonicUs of the first pending event
+  bool loop_owned = false;  // a worker: its loop's turn hook flushes
   std::vector<events::KvEvent> events;
 };
 thread_local Pending tls_pending;
@@ -32,7 +37,7 @@ Result<std::unique_ptr<KvEvents>> KvEvents::Start(const Config& cfg, int resp_po
   o.hwm = static_cast<int>(cfg.kv_events_hwm);
   o.medium = cfg.kv_events_medium;
   o.max_queue = cfg.kv_events_max_queue;
-  std::unique_ptr<KvEvents> ev(new KvEvents(std::move(o)));
+  std::unique_ptr<KvEvents> ev(new KvEvents(std::move(o), cfg.kv_events_batch_us));
   Status s = ev->pub_.Start();
   if (!s.ok()) return s;
   return ev;
@@ -69,8 +74,14 @@ void KvEvents::Attach(store::Store* store) {
 }
 
 void KvEvents::Append(events::KvEvent&& e) {
-  tls_pending.pub = &pub_;
-  tls_pending.events.push_back(std::move(e));
+  Pending& p = tls_pending;
+  if (p.events.empty()) {
+    p.owner = this;
+    p.pub = &pub_;
+    p.batch_us = batch_us_;
+    p.first_us = MonotonicUs();
+  }
+  p.events.push_back(std::move(e));
 }
 
 void KvEvents::OnBlocksStored(const store::BlockTable& table, std::optional<uint64_t> parent) {
@@ -102,7 +113,7 @@ void KvEvents::OnBlockKeysStored(std::span<const uint64_t> hashes,
 void KvEvents::OnBlockKeyRemoved(uint64_t hash) {
   // Removals in a row (a DEL of many keys, an eviction run) share one event.
   std::vector<events::KvEvent>& pending = tls_pending.events;
-  if (tls_pending.pub == &pub_ && !pending.empty() &&
+  if (tls_pending.owner == this && !pending.empty() &&
       pending.back().type == events::KvEventType::kBlockRemoved) {
     pending.back().block_hashes.push_back(hash);
     return;
@@ -116,11 +127,34 @@ void KvEvents::OnBlockKeyRemoved(uint64_t hash) {
 void KvEvents::OnAllBlocksCleared() { Append(events::KvEvent{}); }
 
 void KvEvents::FlushThread() {
-  if (tls_pending.events.empty()) return;
+  Pending& p = tls_pending;
+  if (p.events.empty()) return;
   events::KvEventBatch b;
   b.ts = WallSeconds();
-  b.events.swap(tls_pending.events);
-  tls_pending.pub->Submit(std::move(b));
+  b.events.swap(p.events);
+  p.events.reserve(b.events.size());  // the next batch is about as large
+  p.pub->Submit(std::move(b));
+}
+
+void KvEvents::CommandDone() {
+  Pending& p = tls_pending;
+  if (p.events.empty()) return;
+  if (!p.loop_owned || (p.batch_us > 0 && MonotonicUs() - p.first_us >= p.batch_us)) FlushThread();
+}
+
+void KvEvents::LoopOwnsThread() { tls_pending.loop_owned = true; }
+
+int64_t KvEvents::OnLoopTurn() {
+  Pending& p = tls_pending;
+  if (p.events.empty()) return -1;
+  if (p.batch_us == 0) {
+    FlushThread();
+    return -1;
+  }
+  const uint64_t waited = MonotonicUs() - p.first_us;
+  if (waited < p.batch_us) return static_cast<int64_t>(p.batch_us - waited);
+  FlushThread();
+  return -1;
 }
 
 }  // namespace pion::server
