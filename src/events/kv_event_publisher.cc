@@ -143,22 +143,31 @@ void KvEventPublisher::SendBatch(Queued& q) {
     }
     return;
   }
-  scratch_.clear();
-  EncodeKvEventBatch(q.batch, opt_.medium, &scratch_);
+  // Encoded into the buffer it is kept in for replay (the oldest one's, reused,
+  // once the replay buffer is full).
+  std::string payload;
+  if (opt_.buffer_steps > 0 && replay_.size() >= opt_.buffer_steps) {
+    payload = std::move(replay_.front().payload);
+    replay_.pop_front();
+  } else if (opt_.buffer_steps == 0) {
+    payload = std::move(scratch_);
+  }
+  payload.clear();
+  EncodeKvEventBatch(q.batch, opt_.medium, &payload);
   const std::string seq = EncodeSeq(q.seq);
   // The first frame decides: once it is accepted, ZeroMQ queues the rest of the
   // message with it.
   if (SendFrame(pub_, opt_.topic.data(), opt_.topic.size(), true)) {
     SendFrame(pub_, seq.data(), seq.size(), true);
-    SendFrame(pub_, scratch_.data(), scratch_.size(), false);
+    SendFrame(pub_, payload.data(), payload.size(), false);
     published_.fetch_add(n, std::memory_order_relaxed);
   } else {
     dropped_.fetch_add(n, std::memory_order_relaxed);
   }
-  if (opt_.buffer_steps > 0) {
-    if (replay_.size() >= opt_.buffer_steps) replay_.pop_front();
-    replay_.push_back(Kept{q.seq, true, scratch_, KvEventBatch{}});
-  }
+  if (opt_.buffer_steps > 0)
+    replay_.push_back(Kept{q.seq, true, std::move(payload), KvEventBatch{}});
+  else
+    scratch_ = std::move(payload);
 }
 
 void KvEventPublisher::DrainSubscriptions() {
