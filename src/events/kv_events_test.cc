@@ -308,6 +308,42 @@ TEST_F(PublisherTest, ASubscriberPastItsHighWaterMarkCostsDroppedBatchesNotAStal
   tcp.Stop();
 }
 
+TEST_F(PublisherTest, WithNoSubscriberBatchesAreKeptAndReplayEncodesThem) {
+  KvEventOptions o;
+  o.endpoint = "tcp://127.0.0.1:*";
+  o.replay_endpoint = "tcp://127.0.0.1:*";
+  o.topic = "kv@quiet@pion";
+  KvEventPublisher pub(o);
+  ASSERT_TRUE(pub.Start().ok());
+  // A subscription to another topic does not count as a listener.
+  ASSERT_EQ(zmq_setsockopt(sub_, ZMQ_SUBSCRIBE, "other", 5), 0);
+  ASSERT_EQ(zmq_connect(sub_, pub.last_endpoint().c_str()), 0);
+  std::vector<std::string> want;
+  for (uint64_t h : {5u, 6u, 7u}) {
+    KvEventBatch b = OneStored(h);
+    want.emplace_back();
+    EncodeKvEventBatch(b, "SHARED", &want.back());
+    ASSERT_TRUE(pub.Submit(std::move(b)));
+  }
+  for (int w = 0; w < 1000000 && pub.Stats().published < 3; ++w) std::this_thread::yield();
+  ASSERT_EQ(pub.Stats().published, 3u);  // counted though nobody listened
+  void* dealer = zmq_socket(ctx_, ZMQ_DEALER);
+  const int timeout_ms = 10000;
+  zmq_setsockopt(dealer, ZMQ_RCVTIMEO, &timeout_ms, sizeof(timeout_ms));
+  ASSERT_EQ(zmq_connect(dealer, pub.last_replay_endpoint().c_str()), 0);
+  std::string start = EncodeSeq(0);
+  ASSERT_EQ(zmq_send(dealer, start.data(), start.size(), 0), 8);
+  for (uint64_t seq = 0; seq < 3; ++seq) {
+    Message r = Recv(dealer);
+    ASSERT_EQ(r.frames.size(), 2u);
+    EXPECT_EQ(SeqOf(r.frames[0]), seq);
+    EXPECT_EQ(r.frames[1], want[seq]);
+  }
+  EXPECT_EQ(Recv(dealer).frames.at(0), std::string(8, '\xff'));
+  zmq_close(dealer);
+  pub.Stop();
+}
+
 TEST(KvEventPublisherQueue, AFullQueueDropsAndCountsTheBatch) {
   KvEventOptions o;
   o.endpoint = "tcp://127.0.0.1:*";
