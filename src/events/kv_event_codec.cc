@@ -132,8 +132,10 @@ class Writer {
   }
 
  private:
-  void Be(uint64_t v, int n) {
-    for (int i = n - 1; i >= 0; --i) *p_++ = static_cast<char>(v >> (8 * i));
+  void Be(uint64_t v, int n) {  // the low n bytes, big-endian
+    const uint64_t be = __builtin_bswap64(v << (8 * (8 - n)));
+    std::memcpy(p_, &be, 8);  // the buffer has room: its bound counts 9 bytes a value
+    p_ += n;
   }
   char* p_;
 };
@@ -191,7 +193,7 @@ void EncodeKvEventBatch(const KvEventBatch& batch, std::string_view medium, std:
     pk.pack_double(batch.ts);
     pk.pack_array(static_cast<uint32_t>(batch.events.size()));
   }
-  size_t bound = 1;  // the rank
+  size_t bound = 1 + 8;  // the rank, and room for Be() writing 8 bytes for fewer
   for (const KvEvent& e : batch.events) bound += Bound(pc, e);
   const size_t at = out->size();
   out->resize(at + bound);

@@ -133,11 +133,13 @@ KvEventStats KvEventPublisher::Stats() const {
 
 void KvEventPublisher::SendBatch(Queued& q) {
   const uint64_t n = q.batch.events.size();
+  // Without a replay endpoint nothing is kept: the buffer could never be read.
+  const bool keep = router_ != nullptr && opt_.buffer_steps > 0;
   if (!listened_) {
     // Nobody would receive it: counted as published (a subscriber that joins
     // later can replay it), kept unencoded.
     published_.fetch_add(n, std::memory_order_relaxed);
-    if (opt_.buffer_steps > 0) {
+    if (keep) {
       if (replay_.size() >= opt_.buffer_steps) replay_.pop_front();
       replay_.push_back(Kept{q.seq, false, std::string(), std::move(q.batch)});
     }
@@ -146,10 +148,10 @@ void KvEventPublisher::SendBatch(Queued& q) {
   // Encoded into the buffer it is kept in for replay (the oldest one's, reused,
   // once the replay buffer is full).
   std::string payload;
-  if (opt_.buffer_steps > 0 && replay_.size() >= opt_.buffer_steps) {
+  if (keep && replay_.size() >= opt_.buffer_steps) {
     payload = std::move(replay_.front().payload);
     replay_.pop_front();
-  } else if (opt_.buffer_steps == 0) {
+  } else if (!keep) {
     payload = std::move(scratch_);
   }
   payload.clear();
@@ -164,7 +166,7 @@ void KvEventPublisher::SendBatch(Queued& q) {
   } else {
     dropped_.fetch_add(n, std::memory_order_relaxed);
   }
-  if (opt_.buffer_steps > 0)
+  if (keep)
     replay_.push_back(Kept{q.seq, true, std::move(payload), KvEventBatch{}});
   else
     scratch_ = std::move(payload);
