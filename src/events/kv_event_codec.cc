@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <msgpack/pack.hpp>
+#include <optional>
+#include <span>
 
 namespace pion::events {
 
@@ -126,7 +128,7 @@ class Writer {
       Be(n, 4);
     }
   }
-  void Hashes(const std::vector<uint64_t>& hashes) {
+  void Hashes(std::span<const uint64_t> hashes) {
     Array(hashes.size());
     for (uint64_t h : hashes) Uint(h);
   }
@@ -141,10 +143,10 @@ class Writer {
 };
 
 // At most this many bytes: the constant runs, a u64 per hash and for the parent
-// and the block size, an array header.
-size_t Bound(const Pieces& pc, const KvEvent& e) {
-  const size_t variable = 9 * e.block_hashes.size() + 9 + 9 + 5;
-  switch (e.type) {
+// and the block size, an array header, and room for Be() writing 8 bytes for fewer.
+size_t Bound(const Pieces& pc, KvEventType type, size_t hashes) {
+  const size_t variable = 9 * hashes + 9 + 9 + 5 + 8;
+  switch (type) {
     case KvEventType::kBlockStored:
       return pc.stored_head.size() + pc.parent_key.size() + pc.stored_mid.size() +
              pc.stored_tail.size() + variable;
@@ -156,24 +158,25 @@ size_t Bound(const Pieces& pc, const KvEvent& e) {
   return pc.cleared.size();
 }
 
-void Event(Writer& w, const Pieces& pc, const KvEvent& e) {
-  switch (e.type) {
+void Event(Writer& w, const Pieces& pc, KvEventType type, std::span<const uint64_t> hashes,
+           std::optional<uint64_t> parent, uint32_t block_size) {
+  switch (type) {
     case KvEventType::kBlockStored:
       w.Bytes(pc.stored_head);
-      w.Hashes(e.block_hashes);
+      w.Hashes(hashes);
       w.Bytes(pc.parent_key);
-      if (e.parent_block_hash) {
-        w.Uint(*e.parent_block_hash);
+      if (parent) {
+        w.Uint(*parent);
       } else {
         w.Nil();
       }
       w.Bytes(pc.stored_mid);
-      w.Uint(e.block_size);
+      w.Uint(block_size);
       w.Bytes(pc.stored_tail);
       return;
     case KvEventType::kBlockRemoved:
       w.Bytes(pc.removed_head);
-      w.Hashes(e.block_hashes);
+      w.Hashes(hashes);
       w.Bytes(pc.removed_tail);
       return;
     case KvEventType::kAllBlocksCleared:
@@ -182,25 +185,47 @@ void Event(Writer& w, const Pieces& pc, const KvEvent& e) {
   }
 }
 
+void Header(double ts, uint64_t count, std::string* out) {
+  StringSink sink{out};
+  Packer pk(sink);
+  pk.pack_array(3);
+  pk.pack_double(ts);
+  pk.pack_array(static_cast<uint32_t>(count));
+}
+
 }  // namespace
 
 void EncodeKvEventBatch(const KvEventBatch& batch, std::string_view medium, std::string* out) {
   const Pieces& pc = PiecesFor(medium);
-  {
-    StringSink sink{out};
-    Packer pk(sink);
-    pk.pack_array(3);
-    pk.pack_double(batch.ts);
-    pk.pack_array(static_cast<uint32_t>(batch.events.size()));
-  }
-  size_t bound = 1 + 8;  // the rank, and room for Be() writing 8 bytes for fewer
-  for (const KvEvent& e : batch.events) bound += Bound(pc, e);
+  Header(batch.ts, batch.events.size(), out);
+  size_t bound = 1;  // the rank
+  for (const KvEvent& e : batch.events) bound += Bound(pc, e.type, e.block_hashes.size());
   const size_t at = out->size();
   out->resize(at + bound);
   Writer w(out->data() + at);
-  for (const KvEvent& e : batch.events) Event(w, pc, e);
+  for (const KvEvent& e : batch.events)
+    Event(w, pc, e.type, e.block_hashes, e.parent_block_hash, e.block_size);
   w.Uint(0);  // data-parallel rank: pion is one rank
   out->resize(static_cast<size_t>(w.end() - out->data()));
+}
+
+void AppendKvEvent(KvEventType type, std::span<const uint64_t> hashes,
+                   std::optional<uint64_t> parent, uint32_t block_size, std::string_view medium,
+                   KvEncodedEvents* out) {
+  const Pieces& pc = PiecesFor(medium);
+  std::string& body = out->body;
+  const size_t at = body.size();
+  body.resize(at + Bound(pc, type, hashes.size()));
+  Writer w(body.data() + at);
+  Event(w, pc, type, hashes, parent, block_size);
+  body.resize(static_cast<size_t>(w.end() - body.data()));
+  ++out->count;
+}
+
+void EncodeKvEventPayload(double ts, const KvEncodedEvents& events, std::string* out) {
+  Header(ts, events.count, out);
+  out->append(events.body);
+  out->push_back('\0');  // data-parallel rank 0
 }
 
 std::string EncodeSeq(uint64_t seq) {

@@ -83,17 +83,28 @@ Status KvEventPublisher::Start() {
 
 bool KvEventPublisher::Submit(KvEventBatch&& batch) {
   const uint64_t n = batch.events.size();
+  return Enqueue(Queued{0, std::move(batch), KvEncodedEvents{}, false}, n);
+}
+
+bool KvEventPublisher::Submit(double ts, KvEncodedEvents&& events) {
+  const uint64_t n = events.count;
+  KvEventBatch stamp;
+  stamp.ts = ts;
+  return Enqueue(Queued{0, std::move(stamp), std::move(events), true}, n);
+}
+
+bool KvEventPublisher::Enqueue(Queued&& q, uint64_t n) {
   bool wake;
   {
     std::lock_guard<std::mutex> l(mu_);
-    const uint64_t seq = next_seq_++;
+    q.seq = next_seq_++;
     batches_.fetch_add(1, std::memory_order_relaxed);
     if (stopping_ || queue_.size() >= opt_.max_queue) {
       dropped_.fetch_add(n, std::memory_order_relaxed);
       return false;
     }
     wake = queue_.empty();
-    queue_.push_back(Queued{seq, std::move(batch)});
+    queue_.push_back(std::move(q));
   }
   if (wake && wake_fd_ >= 0) {
     uint64_t one = 1;
@@ -132,12 +143,12 @@ KvEventStats KvEventPublisher::Stats() const {
 }
 
 void KvEventPublisher::SendBatch(Queued& q) {
-  const uint64_t n = q.batch.events.size();
+  const uint64_t n = q.encoded ? q.body.count : q.batch.events.size();
   // Without a replay endpoint nothing is kept: the buffer could never be read.
   const bool keep = router_ != nullptr && opt_.buffer_steps > 0;
-  if (!listened_) {
+  if (!listened_ && (!keep || !q.encoded)) {
     // Nobody would receive it: counted as published (a subscriber that joins
-    // later can replay it), kept unencoded.
+    // later can replay it), kept unencoded if it is not yet.
     published_.fetch_add(n, std::memory_order_relaxed);
     if (keep) {
       if (replay_.size() >= opt_.buffer_steps) replay_.pop_front();
@@ -155,7 +166,18 @@ void KvEventPublisher::SendBatch(Queued& q) {
     payload = std::move(scratch_);
   }
   payload.clear();
-  EncodeKvEventBatch(q.batch, opt_.medium, &payload);
+  if (q.encoded)
+    EncodeKvEventPayload(q.batch.ts, q.body, &payload);
+  else
+    EncodeKvEventBatch(q.batch, opt_.medium, &payload);
+  if (!listened_) {  // a worker's batch, nobody listening: only kept
+    published_.fetch_add(n, std::memory_order_relaxed);
+    if (keep)
+      replay_.push_back(Kept{q.seq, true, std::move(payload), KvEventBatch{}});
+    else
+      scratch_ = std::move(payload);
+    return;
+  }
   const std::string seq = EncodeSeq(q.seq);
   // The first frame decides: once it is accepted, ZeroMQ queues the rest of the
   // message with it.

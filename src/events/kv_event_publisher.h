@@ -21,6 +21,7 @@
 
 #include "base/status.h"
 #include "events/kv_event.h"
+#include "events/kv_event_codec.h"
 
 namespace pion::events {
 
@@ -57,6 +58,9 @@ class KvEventPublisher {
   // Queues one batch and takes its sequence number (in submission order). Never
   // blocks on I/O; false, and the events counted as dropped, when the queue is full.
   bool Submit(KvEventBatch&& batch);
+  // The same for events a worker encoded as it made them (kv_event_codec.h): the
+  // publisher only wraps them, formed at `ts`.
+  bool Submit(double ts, KvEncodedEvents&& events);
   // Sends what is queued, then stops the thread and closes the sockets.
   void Stop();
   KvEventStats Stats() const;
@@ -67,8 +71,11 @@ class KvEventPublisher {
  private:
   struct Queued {
     uint64_t seq;
-    KvEventBatch batch;
+    KvEventBatch batch;    // unless `encoded`; with it, only its ts
+    KvEncodedEvents body;  // with `encoded`
+    bool encoded;
   };
+  bool Enqueue(Queued&& q, uint64_t events);
   // A batch kept for replay: its payload once encoded, else the batch itself.
   struct Kept {
     uint64_t seq;

@@ -129,6 +129,14 @@ TEST(KvEventCodec, EveryWidthIsWhatMsgpacksPackerWrites) {
     std::string got = "prefix";  // appended to what is there
     EncodeKvEventBatch(b, medium, &got);
     EXPECT_EQ(got, "prefix" + Reference(b, medium)) << medium;
+    // Encoded event by event, as a worker does, then wrapped: the same bytes.
+    KvEncodedEvents enc;
+    for (const KvEvent& e : b.events)
+      AppendKvEvent(e.type, e.block_hashes, e.parent_block_hash, e.block_size, medium, &enc);
+    EXPECT_EQ(enc.count, b.events.size());
+    std::string wrapped;
+    EncodeKvEventPayload(b.ts, enc, &wrapped);
+    EXPECT_EQ(wrapped, Reference(b, medium)) << medium;
   }
 }
 

@@ -3,23 +3,30 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "events/kv_event_codec.h"
 #include "server/config.h"
 
 namespace pion::server {
 
-namespace {
-
 // The calling thread's events since its last flush, where they go, and when
 // the first of them was made.
-struct Pending {
+struct KvPendingEvents {
   KvEvents* owner = nullptr;
   events::KvEventPublisher* pub = nullptr;
   uint64_t batch_us = 0;
   uint64_t first_us = 0;    // MonotonicUs of the first pending event
   bool loop_owned = false;  // a worker: its loop's turn hook flushes
-  std::vector<events::KvEvent> events;
+  // The events, encoded as they come, except a run of removals still open
+  // (removals in a row share one BlockRemoved): its hashes.
+  events::KvEncodedEvents encoded;
+  bool run_open = false;
+  std::vector<uint64_t> run;
+  bool empty() const { return encoded.count == 0 && !run_open; }
 };
-thread_local Pending tls_pending;
+
+namespace {
+
+thread_local KvPendingEvents tls_pending;
 
 double WallSeconds() { return static_cast<double>(UnixMicros()) / 1e6; }
 
@@ -73,80 +80,89 @@ void KvEvents::Attach(store::Store* store) {
   store->SetBlockTableObserver(this);
 }
 
-void KvEvents::Append(events::KvEvent&& e) {
-  Pending& p = tls_pending;
-  if (p.events.empty()) {
+KvPendingEvents& KvEvents::Begin() {
+  KvPendingEvents& p = tls_pending;
+  if (p.empty()) {
     p.owner = this;
     p.pub = &pub_;
     p.batch_us = batch_us_;
     p.first_us = MonotonicUs();
   }
-  p.events.push_back(std::move(e));
+  return p;
+}
+
+namespace {
+void CloseRun(KvPendingEvents& p, std::string_view medium) {
+  if (!p.run_open) return;
+  events::AppendKvEvent(events::KvEventType::kBlockRemoved, p.run, std::nullopt, 0, medium,
+                        &p.encoded);
+  p.run.clear();
+  p.run_open = false;
+}
+}  // namespace
+
+void KvEvents::Stored(std::span<const uint64_t> hashes, std::optional<uint64_t> parent,
+                      uint32_t block_size) {
+  KvPendingEvents& p = Begin();
+  CloseRun(p, medium_);
+  events::AppendKvEvent(events::KvEventType::kBlockStored, hashes, parent, block_size, medium_,
+                        &p.encoded);
 }
 
 void KvEvents::OnBlocksStored(const store::BlockTable& table, std::optional<uint64_t> parent) {
-  events::KvEvent e;
-  e.type = events::KvEventType::kBlockStored;
-  e.block_hashes = table.hashes;
-  e.parent_block_hash = parent;
-  e.block_size = table.block_size;
-  Append(std::move(e));
+  Stored(table.hashes, parent, table.block_size);
 }
 
 void KvEvents::OnBlocksRemoved(const store::BlockTable& table) {
-  events::KvEvent e;
-  e.type = events::KvEventType::kBlockRemoved;
-  e.block_hashes = table.hashes;
-  Append(std::move(e));
+  // Opens a run of removals: hashed keys removed right after join it.
+  KvPendingEvents& p = Begin();
+  CloseRun(p, medium_);
+  p.run.assign(table.hashes.begin(), table.hashes.end());
+  p.run_open = true;
 }
 
 void KvEvents::OnBlockKeysStored(std::span<const uint64_t> hashes,
                                  std::optional<uint64_t> parent_hash, uint32_t tokens) {
-  events::KvEvent e;
-  e.type = events::KvEventType::kBlockStored;
-  e.block_hashes.assign(hashes.begin(), hashes.end());
-  e.parent_block_hash = parent_hash;
-  e.block_size = tokens;
-  Append(std::move(e));
+  Stored(hashes, parent_hash, tokens);
 }
 
 void KvEvents::OnBlockKeyRemoved(uint64_t hash) {
   // Removals in a row (a DEL of many keys, an eviction run) share one event.
-  std::vector<events::KvEvent>& pending = tls_pending.events;
-  if (tls_pending.owner == this && !pending.empty() &&
-      pending.back().type == events::KvEventType::kBlockRemoved) {
-    pending.back().block_hashes.push_back(hash);
-    return;
-  }
-  events::KvEvent e;
-  e.type = events::KvEventType::kBlockRemoved;
-  e.block_hashes.push_back(hash);
-  Append(std::move(e));
+  KvPendingEvents& p = Begin();
+  p.run.push_back(hash);
+  p.run_open = true;
 }
 
-void KvEvents::OnAllBlocksCleared() { Append(events::KvEvent{}); }
+void KvEvents::OnAllBlocksCleared() {
+  KvPendingEvents& p = Begin();
+  CloseRun(p, medium_);
+  events::AppendKvEvent(events::KvEventType::kAllBlocksCleared, {}, std::nullopt, 0, medium_,
+                        &p.encoded);
+}
 
 void KvEvents::FlushThread() {
-  Pending& p = tls_pending;
-  if (p.events.empty()) return;
-  events::KvEventBatch b;
-  b.ts = WallSeconds();
-  b.events.swap(p.events);
-  p.events.reserve(b.events.size());  // the next batch is about as large
-  p.pub->Submit(std::move(b));
+  KvPendingEvents& p = tls_pending;
+  if (p.empty()) return;
+  CloseRun(p, p.owner->medium_);
+  events::KvEncodedEvents batch;
+  batch.body.swap(p.encoded.body);
+  batch.count = p.encoded.count;
+  p.encoded.count = 0;
+  p.encoded.body.reserve(batch.body.size());  // the next batch is about as large
+  p.pub->Submit(WallSeconds(), std::move(batch));
 }
 
 void KvEvents::CommandDone() {
-  Pending& p = tls_pending;
-  if (p.events.empty()) return;
+  KvPendingEvents& p = tls_pending;
+  if (p.empty()) return;
   if (!p.loop_owned || (p.batch_us > 0 && MonotonicUs() - p.first_us >= p.batch_us)) FlushThread();
 }
 
 void KvEvents::LoopOwnsThread() { tls_pending.loop_owned = true; }
 
 int64_t KvEvents::OnLoopTurn() {
-  Pending& p = tls_pending;
-  if (p.events.empty()) return -1;
+  KvPendingEvents& p = tls_pending;
+  if (p.empty()) return -1;
   if (p.batch_us == 0) {
     FlushThread();
     return -1;

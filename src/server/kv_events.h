@@ -22,6 +22,7 @@
 namespace pion::server {
 
 struct Config;
+struct KvPendingEvents;  // kv_events.cc: a thread's events not yet sent
 
 class KvEvents final : public store::BlockTableObserver {
  public:
@@ -65,10 +66,14 @@ class KvEvents final : public store::BlockTableObserver {
 
  private:
   KvEvents(events::KvEventOptions o, uint64_t batch_us)
-      : batch_us_(batch_us), topic_(o.topic), pub_(std::move(o)) {}
-  void Append(events::KvEvent&& e);
+      : batch_us_(batch_us), medium_(o.medium), topic_(o.topic), pub_(std::move(o)) {}
+  // The calling thread's pending events, now owned by this publisher.
+  KvPendingEvents& Begin();
+  void Stored(std::span<const uint64_t> hashes, std::optional<uint64_t> parent,
+              uint32_t block_size);
 
   const uint64_t batch_us_;  // kv-events-batch-us
+  const std::string medium_;
   std::string topic_;
   events::KvEventPublisher pub_;
   store::Store* store_ = nullptr;
