@@ -168,7 +168,6 @@ void EventLoop::Run() {
   }
   DrainPosted();
   RunDeferred();
-  if (turn_hook_) turn_hook_();
 }
 
 }  // namespace pion::net
