@@ -1,5 +1,7 @@
 #include "events/kv_event_publisher.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -47,6 +49,10 @@ KvEventPublisher::~KvEventPublisher() { Stop(); }
 Status KvEventPublisher::Start() {
   ctx_ = zmq_ctx_new();
   if (ctx_ == nullptr) return Status::IOError("zmq_ctx_new failed");
+  // ZeroMQ's I/O thread, like the publisher thread, is background work: as
+  // SCHED_BATCH it does not preempt a worker on waking (both run in the
+  // workers' idle moments when they share a core).
+  zmq_ctx_set(ctx_, ZMQ_THREAD_SCHED_POLICY, SCHED_BATCH);
   // An XPUB that refuses (EAGAIN) instead of silently dropping when a subscriber
   // is past its high-water mark, so that drops can be counted.
   pub_ = zmq_socket(ctx_, ZMQ_XPUB);
@@ -264,6 +270,11 @@ void KvEventPublisher::ServeReplay() {
 }
 
 void KvEventPublisher::Run() {
+  {
+    sched_param p{};
+    p.sched_priority = 0;
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &p);  // best effort: see Start
+  }
   std::deque<Queued> work;
   for (;;) {
     zmq_pollitem_t items[3] = {
