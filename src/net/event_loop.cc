@@ -136,12 +136,16 @@ int EventLoop::Wait(epoll_event* events, int max, int64_t hook_us) {
     return ::epoll_wait(epfd_, events, max, ms);
   if (hook_us == 0) return ::epoll_wait(epfd_, events, max, 0);
   // Sub-millisecond: epoll_pwait2 takes a timespec (Linux 5.11); where it is
-  // missing, the millisecond rounded up.
-  timespec ts{static_cast<time_t>(hook_us / 1000000), static_cast<long>(hook_us % 1000000) * 1000};
-  int n = ::epoll_pwait2(epfd_, events, max, &ts, nullptr);
-  if (n < 0 && errno == ENOSYS)
-    n = ::epoll_wait(epfd_, events, max, static_cast<int>((hook_us + 999) / 1000));
-  return n;
+  // missing or refused (an old kernel, a seccomp filter), the millisecond
+  // rounded up, from then on.
+  if (!no_pwait2_) {
+    timespec ts{static_cast<time_t>(hook_us / 1000000),
+                static_cast<long>(hook_us % 1000000) * 1000};
+    int n = ::epoll_pwait2(epfd_, events, max, &ts, nullptr);
+    if (n >= 0 || errno == EINTR) return n;
+    no_pwait2_ = true;
+  }
+  return ::epoll_wait(epfd_, events, max, static_cast<int>((hook_us + 999) / 1000));
 }
 
 void EventLoop::Run() {

@@ -91,6 +91,7 @@ class EventLoop {
   uint64_t next_timer_id_ = 1;
   std::vector<Task> deferred_;
   std::function<int64_t()> turn_hook_;
+  bool no_pwait2_ = false;  // epoll_pwait2 failed once: Wait rounds to milliseconds
 
   std::mutex post_mu_;
   std::vector<Task> posted_;   // guarded by post_mu_
