@@ -451,3 +451,23 @@ def test_with_no_subscriber_events_are_counted_and_replayable(server_factory, tm
         got = [e for b in sub.replay(0) for e in b.events]
         assert got[0] == AllBlocksCleared()
         assert [e.block_hashes for e in got[1:]] == [[900 + i, 950 + i] for i in range(3)]
+
+
+def test_batch_us_zero_sends_each_loop_turn(server_factory, tmpdir_path):
+    # kv-events-batch-us 0: no holding back, one batch per loop turn that made
+    # events; a pipelined write is still one turn, so one batch.
+    endpoint = f"ipc://{tmpdir_path}/zero.sock"
+    s = server_factory(["--kv-events-endpoint", endpoint, "--kv-events-batch-us", "0"])
+    r = s.client()
+    with KvEventSubscriber(endpoint) as sub:
+        sync(sub, r)
+        p = r.pipeline(transaction=False)
+        for i in range(3):
+            p.execute_command("KV.PREFIX.REGISTER", f"z{i}", 8, "fp16", "BLOCKS", 16, 1,
+                              blob([600 + i]))
+        assert p.execute() == [b"OK"] * 3
+        b = sub.recv(WAIT)
+        assert b is not None
+        assert [e.block_hashes for e in b.events] == [[600], [601], [602]]
+        register(r, "z-after", [700])
+        assert [e.block_hashes for e in events_until(sub, 1)] == [[700]]
