@@ -78,6 +78,7 @@ Status KvEventPublisher::Start() {
     }
     last_replay_endpoint_ = LastEndpoint(router_);
   }
+  wanted_.store(router_ != nullptr && opt_.buffer_steps > 0, std::memory_order_relaxed);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) {
     Stop();
@@ -225,6 +226,8 @@ void KvEventPublisher::DrainSubscriptions() {
   listened_ = false;
   for (const std::string& prefix : subscriptions_)
     if (std::string_view(opt_.topic).substr(0, prefix.size()) == prefix) listened_ = true;
+  wanted_.store(listened_ || (router_ != nullptr && opt_.buffer_steps > 0),
+                std::memory_order_relaxed);
 }
 
 void KvEventPublisher::ServeReplay() {

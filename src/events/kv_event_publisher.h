@@ -64,6 +64,11 @@ class KvEventPublisher {
   // Sends what is queued, then stops the thread and closes the sockets.
   void Stop();
   KvEventStats Stats() const;
+  // Whether anything would come of a batch: a subscription matches the topic
+  // or there is a replay endpoint. While not, producers may skip forming
+  // events at all (a subscriber that joins misses them, as ZeroMQ's slow
+  // joiner misses what is sent before it connects).
+  bool wanted() const { return wanted_.load(std::memory_order_relaxed); }
   // The endpoints as ZeroMQ resolved them (a wildcard port becomes the real one).
   const std::string& last_endpoint() const { return last_endpoint_; }
   const std::string& last_replay_endpoint() const { return last_replay_endpoint_; }
@@ -111,6 +116,7 @@ class KvEventPublisher {
   bool listened_ = false;
 
   std::atomic<uint64_t> published_{0}, dropped_{0}, batches_{0}, replayed_{0};
+  std::atomic<bool> wanted_{false};
 };
 
 }  // namespace pion::events

@@ -110,10 +110,12 @@ void KvEvents::Stored(std::span<const uint64_t> hashes, std::optional<uint64_t> 
 }
 
 void KvEvents::OnBlocksStored(const store::BlockTable& table, std::optional<uint64_t> parent) {
+  if (!pub_.wanted()) return;  // nobody subscribed, no replay: nothing to form
   Stored(table.hashes, parent, table.block_size);
 }
 
 void KvEvents::OnBlocksRemoved(const store::BlockTable& table) {
+  if (!pub_.wanted()) return;  // nobody subscribed, no replay: nothing to form
   // Opens a run of removals: hashed keys removed right after join it.
   KvPendingEvents& p = Begin();
   CloseRun(p, medium_);
@@ -123,10 +125,12 @@ void KvEvents::OnBlocksRemoved(const store::BlockTable& table) {
 
 void KvEvents::OnBlockKeysStored(std::span<const uint64_t> hashes,
                                  std::optional<uint64_t> parent_hash, uint32_t tokens) {
+  if (!pub_.wanted()) return;
   Stored(hashes, parent_hash, tokens);
 }
 
 void KvEvents::OnBlockKeyRemoved(uint64_t hash) {
+  if (!pub_.wanted()) return;  // nobody subscribed, no replay: nothing to form
   // Removals in a row (a DEL of many keys, an eviction run) share one event.
   KvPendingEvents& p = Begin();
   p.run.push_back(hash);
@@ -134,6 +138,7 @@ void KvEvents::OnBlockKeyRemoved(uint64_t hash) {
 }
 
 void KvEvents::OnAllBlocksCleared() {
+  if (!pub_.wanted()) return;  // nobody subscribed, no replay: nothing to form
   KvPendingEvents& p = Begin();
   CloseRun(p, medium_);
   events::AppendKvEvent(events::KvEventType::kAllBlocksCleared, {}, std::nullopt, 0, medium_,

@@ -471,3 +471,23 @@ def test_batch_us_zero_sends_each_loop_turn(server_factory, tmpdir_path):
         assert [e.block_hashes for e in b.events] == [[600], [601], [602]]
         register(r, "z-after", [700])
         assert [e.block_hashes for e in events_until(sub, 1)] == [[700]]
+
+
+def test_with_no_subscriber_and_no_replay_nothing_is_formed(server_factory, tmpdir_path):
+    # Nothing could come of the events: the workers skip them (not counted),
+    # and once a subscriber joins they flow.
+    endpoint = f"ipc://{tmpdir_path}/idle.sock"
+    s = server_factory(["--kv-events-endpoint", endpoint])
+    r = s.client()
+    deadline = time.monotonic() + WAIT
+    while r.info("all")["kv_events_published"] < 1:  # the start-up batch's event
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    for i in range(5):
+        register(r, f"unheard{i}", [800 + i])
+    info = r.info("all")
+    assert info["kv_events_published"] == 1 and info["kv_events_batches"] == 1
+    with KvEventSubscriber(endpoint) as sub:
+        sync(sub, r)
+        register(r, "heard", [850])
+        assert [e.block_hashes for e in events_until(sub, 1)] == [[850]]
