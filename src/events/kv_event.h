@@ -20,8 +20,9 @@ struct KvEvent {
   uint32_t block_size = 0;                    // Stored: tokens per block
 };
 
-// The events one worker produced in one turn of its event loop, and the wall
-// clock when that turn ended (the batch's timestamp).
+// The events of one batch and the wall clock when it was formed (the batch's
+// timestamp). A worker's batches are encoded as they are made instead
+// (KvEncodedEvents, kv_event_codec.h); this form is the start-up batch's.
 struct KvEventBatch {
   double ts = 0;
   std::vector<KvEvent> events;

@@ -1,9 +1,12 @@
 #include "events/kv_event_publisher.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -46,6 +49,10 @@ KvEventPublisher::~KvEventPublisher() { Stop(); }
 Status KvEventPublisher::Start() {
   ctx_ = zmq_ctx_new();
   if (ctx_ == nullptr) return Status::IOError("zmq_ctx_new failed");
+  // ZeroMQ's I/O thread, like the publisher thread, is background work: as
+  // SCHED_BATCH it does not preempt a worker on waking (both run in the
+  // workers' idle moments when they share a core).
+  zmq_ctx_set(ctx_, ZMQ_THREAD_SCHED_POLICY, SCHED_BATCH);
   // An XPUB that refuses (EAGAIN) instead of silently dropping when a subscriber
   // is past its high-water mark, so that drops can be counted.
   pub_ = zmq_socket(ctx_, ZMQ_XPUB);
@@ -71,6 +78,7 @@ Status KvEventPublisher::Start() {
     }
     last_replay_endpoint_ = LastEndpoint(router_);
   }
+  wanted_.store(router_ != nullptr && opt_.buffer_steps > 0, std::memory_order_relaxed);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) {
     Stop();
@@ -82,17 +90,28 @@ Status KvEventPublisher::Start() {
 
 bool KvEventPublisher::Submit(KvEventBatch&& batch) {
   const uint64_t n = batch.events.size();
+  return Enqueue(Queued{0, std::move(batch), KvEncodedEvents{}, false}, n);
+}
+
+bool KvEventPublisher::Submit(double ts, KvEncodedEvents&& events) {
+  const uint64_t n = events.count;
+  KvEventBatch stamp;
+  stamp.ts = ts;
+  return Enqueue(Queued{0, std::move(stamp), std::move(events), true}, n);
+}
+
+bool KvEventPublisher::Enqueue(Queued&& q, uint64_t n) {
   bool wake;
   {
     std::lock_guard<std::mutex> l(mu_);
-    const uint64_t seq = next_seq_++;
+    q.seq = next_seq_++;
     batches_.fetch_add(1, std::memory_order_relaxed);
     if (stopping_ || queue_.size() >= opt_.max_queue) {
       dropped_.fetch_add(n, std::memory_order_relaxed);
       return false;
     }
     wake = queue_.empty();
-    queue_.push_back(Queued{seq, std::move(batch)});
+    queue_.push_back(std::move(q));
   }
   if (wake && wake_fd_ >= 0) {
     uint64_t one = 1;
@@ -131,30 +150,84 @@ KvEventStats KvEventPublisher::Stats() const {
 }
 
 void KvEventPublisher::SendBatch(Queued& q) {
-  scratch_.clear();
-  EncodeKvEventBatch(q.batch, opt_.medium, &scratch_);
+  const uint64_t n = q.encoded ? q.body.count : q.batch.events.size();
+  // Without a replay endpoint nothing is kept: the buffer could never be read.
+  const bool keep = router_ != nullptr && opt_.buffer_steps > 0;
+  if (!listened_ && (!keep || !q.encoded)) {
+    // Nobody would receive it: counted as published (a subscriber that joins
+    // later can replay it), kept unencoded if it is not yet.
+    published_.fetch_add(n, std::memory_order_relaxed);
+    if (keep) {
+      if (replay_.size() >= opt_.buffer_steps) replay_.pop_front();
+      replay_.push_back(Kept{q.seq, false, std::string(), std::move(q.batch)});
+    }
+    return;
+  }
+  // Encoded into the buffer it is kept in for replay (the oldest one's, reused,
+  // once the replay buffer is full).
+  std::string payload;
+  if (keep && replay_.size() >= opt_.buffer_steps) {
+    payload = std::move(replay_.front().payload);
+    replay_.pop_front();
+  } else if (!keep) {
+    payload = std::move(scratch_);
+  }
+  payload.clear();
+  if (q.encoded)
+    EncodeKvEventPayload(q.batch.ts, q.body, &payload);
+  else
+    EncodeKvEventBatch(q.batch, opt_.medium, &payload);
+  if (!listened_) {  // a worker's batch, nobody listening: only kept
+    published_.fetch_add(n, std::memory_order_relaxed);
+    if (keep)
+      replay_.push_back(Kept{q.seq, true, std::move(payload), KvEventBatch{}});
+    else
+      scratch_ = std::move(payload);
+    return;
+  }
   const std::string seq = EncodeSeq(q.seq);
-  const uint64_t n = q.batch.events.size();
   // The first frame decides: once it is accepted, ZeroMQ queues the rest of the
   // message with it.
   if (SendFrame(pub_, opt_.topic.data(), opt_.topic.size(), true)) {
     SendFrame(pub_, seq.data(), seq.size(), true);
-    SendFrame(pub_, scratch_.data(), scratch_.size(), false);
+    SendFrame(pub_, payload.data(), payload.size(), false);
     published_.fetch_add(n, std::memory_order_relaxed);
   } else {
     dropped_.fetch_add(n, std::memory_order_relaxed);
   }
-  if (opt_.buffer_steps > 0) {
-    if (replay_.size() >= opt_.buffer_steps) replay_.pop_front();
-    replay_.emplace_back(q.seq, scratch_);
-  }
+  if (keep)
+    replay_.push_back(Kept{q.seq, true, std::move(payload), KvEventBatch{}});
+  else
+    scratch_ = std::move(payload);
 }
 
 void KvEventPublisher::DrainSubscriptions() {
-  // XPUB hands subscription messages up; read them so they do not pile up.
+  // XPUB hands subscription messages up: a 1 byte then the prefix for a new
+  // one, a 0 byte for one nobody holds any more (ZeroMQ reports each prefix
+  // once, however many subscribers share it, and unsubscribes a subscriber
+  // that disconnects).
   char buf[256];
-  while (zmq_recv(pub_, buf, sizeof(buf), ZMQ_DONTWAIT) >= 0) {
+  bool changed = false;
+  for (;;) {
+    const int len = zmq_recv(pub_, buf, sizeof(buf), ZMQ_DONTWAIT);
+    if (len < 0) break;
+    if (len == 0 || (buf[0] != 0 && buf[0] != 1)) continue;
+    // A prefix longer than the buffer is kept truncated (the same way when it
+    // is unsubscribed): at worst a batch is sent that nobody takes.
+    const size_t plen = std::min<size_t>(static_cast<size_t>(len), sizeof(buf)) - 1;
+    std::string prefix(buf + 1, plen);
+    if (buf[0] == 1)
+      subscriptions_.insert(std::move(prefix));
+    else
+      subscriptions_.erase(prefix);
+    changed = true;
   }
+  if (!changed) return;
+  listened_ = false;
+  for (const std::string& prefix : subscriptions_)
+    if (std::string_view(opt_.topic).substr(0, prefix.size()) == prefix) listened_ = true;
+  wanted_.store(listened_ || (router_ != nullptr && opt_.buffer_steps > 0),
+                std::memory_order_relaxed);
 }
 
 void KvEventPublisher::ServeReplay() {
@@ -185,9 +258,14 @@ void KvEventPublisher::ServeReplay() {
       SendFrame(router_, seq.data(), seq.size(), true);
       SendFrame(router_, payload.data(), payload.size(), false);
     };
-    for (const auto& [seq, payload] : replay_) {
-      if (seq < start) continue;
-      send_prefixed(EncodeSeq(seq), payload);
+    for (Kept& k : replay_) {
+      if (k.seq < start) continue;
+      if (!k.encoded) {  // published while nobody listened
+        EncodeKvEventBatch(k.batch, opt_.medium, &k.payload);
+        k.batch = KvEventBatch{};
+        k.encoded = true;
+      }
+      send_prefixed(EncodeSeq(k.seq), k.payload);
       replayed_.fetch_add(1, std::memory_order_relaxed);
     }
     send_prefixed(std::string(8, '\xff'), "");
@@ -195,6 +273,11 @@ void KvEventPublisher::ServeReplay() {
 }
 
 void KvEventPublisher::Run() {
+  {
+    sched_param p{};
+    p.sched_priority = 0;
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &p);  // best effort: see Start
+  }
   std::deque<Queued> work;
   for (;;) {
     zmq_pollitem_t items[3] = {
@@ -208,7 +291,6 @@ void KvEventPublisher::Run() {
       ssize_t r = ::read(wake_fd_, &v, sizeof(v));
       (void)r;
     }
-    if (items[1].revents & ZMQ_POLLIN) DrainSubscriptions();
     if (nitems == 3 && (items[2].revents & ZMQ_POLLIN)) ServeReplay();
     bool stop;
     {
@@ -216,6 +298,9 @@ void KvEventPublisher::Run() {
       work.swap(queue_);
       stop = stopping_;
     }
+    // Every round: who listens decides whether the batches are encoded and sent
+    // (a subscription ZeroMQ has taken in but not yet reported would be missed).
+    if (!work.empty() || (items[1].revents & ZMQ_POLLIN)) DrainSubscriptions();
     for (Queued& q : work) SendBatch(q);
     work.clear();
     if (stop) return;

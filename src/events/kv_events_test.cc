@@ -5,6 +5,7 @@
 #include <zmq.h>
 
 #include <cstdint>
+#include <msgpack/pack.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +58,86 @@ TEST(KvEventCodec, BatchBytesAreVllmsMapForm) {
           '\xc0' + Str("group_idx") + '\x00';
   want += '\x00';  // data-parallel rank
   EXPECT_EQ(got, want);
+}
+
+// What msgpack-cxx's own packer writes for a batch, field by field (the codec
+// writes the variable fields itself): every integer width and array size class.
+struct RefSink {
+  std::string* s;
+  void write(const char* p, size_t n) { s->append(p, n); }
+};
+
+std::string Reference(const KvEventBatch& b, std::string_view medium) {
+  std::string out;
+  RefSink sink{&out};
+  msgpack::packer<RefSink> pk(sink);
+  auto str = [&](std::string_view v) {
+    pk.pack_str(static_cast<uint32_t>(v.size()));
+    pk.pack_str_body(v.data(), static_cast<uint32_t>(v.size()));
+  };
+  auto hashes = [&](const std::vector<uint64_t>& h) {
+    pk.pack_array(static_cast<uint32_t>(h.size()));
+    for (uint64_t x : h) pk.pack_uint64(x);
+  };
+  pk.pack_array(3);
+  pk.pack_double(b.ts);
+  pk.pack_array(static_cast<uint32_t>(b.events.size()));
+  for (const KvEvent& e : b.events) {
+    if (e.type == KvEventType::kBlockStored) {
+      pk.pack_map(9);
+      str("type"), str("BlockStored"), str("block_hashes"), hashes(e.block_hashes);
+      str("parent_block_hash");
+      e.parent_block_hash ? pk.pack_uint64(*e.parent_block_hash) : pk.pack_nil();
+      str("token_ids"), pk.pack_array(0), str("block_size"), pk.pack_uint32(e.block_size);
+      str("lora_id"), pk.pack_nil(), str("medium"), str(medium), str("lora_name");
+      pk.pack_nil(), str("group_idx"), pk.pack_uint32(0);
+    } else if (e.type == KvEventType::kBlockRemoved) {
+      pk.pack_map(4);
+      str("type"), str("BlockRemoved"), str("block_hashes"), hashes(e.block_hashes);
+      str("medium"), str(medium), str("group_idx"), pk.pack_uint32(0);
+    } else {
+      pk.pack_map(1);
+      str("type"), str("AllBlocksCleared");
+    }
+  }
+  pk.pack_uint32(0);
+  return out;
+}
+
+TEST(KvEventCodec, EveryWidthIsWhatMsgpacksPackerWrites) {
+  const uint64_t edges[] = {0,          1,           127,          128,
+                            255,        256,         65535,        65536,
+                            0xffffffff, 0x100000000, ~uint64_t{0}, 0x4242424242424242};
+  KvEventBatch b;
+  b.ts = 1764720000.123456;
+  for (uint64_t v : edges) {
+    KvEvent s;
+    s.type = KvEventType::kBlockStored;
+    s.block_hashes = {v, v / 3};
+    s.parent_block_hash = v;
+    s.block_size = static_cast<uint32_t>(v);
+    b.events.push_back(s);
+  }
+  for (size_t n : {size_t{15}, size_t{16}, size_t{65535}, size_t{65536}}) {
+    KvEvent r;
+    r.type = KvEventType::kBlockRemoved;
+    for (size_t i = 0; i < n; ++i) r.block_hashes.push_back(i * 0x9e3779b97f4a7c15ull);
+    b.events.push_back(r);
+  }
+  b.events.emplace_back();  // AllBlocksCleared
+  for (std::string_view medium : {"SHARED", "CPU_TIER2", "a-medium-name-longer-than-31-bytes"}) {
+    std::string got = "prefix";  // appended to what is there
+    EncodeKvEventBatch(b, medium, &got);
+    EXPECT_EQ(got, "prefix" + Reference(b, medium)) << medium;
+    // Encoded event by event, as a worker does, then wrapped: the same bytes.
+    KvEncodedEvents enc;
+    for (const KvEvent& e : b.events)
+      AppendKvEvent(e.type, e.block_hashes, e.parent_block_hash, e.block_size, medium, &enc);
+    EXPECT_EQ(enc.count, b.events.size());
+    std::string wrapped;
+    EncodeKvEventPayload(b.ts, enc, &wrapped);
+    EXPECT_EQ(wrapped, Reference(b, medium)) << medium;
+  }
 }
 
 TEST(KvEventCodec, SeqIsEightBytesBigEndian) {
@@ -233,6 +314,42 @@ TEST_F(PublisherTest, ASubscriberPastItsHighWaterMarkCostsDroppedBatchesNotAStal
   }
   EXPECT_GT(tcp.Stats().dropped, 0u);
   tcp.Stop();
+}
+
+TEST_F(PublisherTest, WithNoSubscriberBatchesAreKeptAndReplayEncodesThem) {
+  KvEventOptions o;
+  o.endpoint = "tcp://127.0.0.1:*";
+  o.replay_endpoint = "tcp://127.0.0.1:*";
+  o.topic = "kv@quiet@pion";
+  KvEventPublisher pub(o);
+  ASSERT_TRUE(pub.Start().ok());
+  // A subscription to another topic does not count as a listener.
+  ASSERT_EQ(zmq_setsockopt(sub_, ZMQ_SUBSCRIBE, "other", 5), 0);
+  ASSERT_EQ(zmq_connect(sub_, pub.last_endpoint().c_str()), 0);
+  std::vector<std::string> want;
+  for (uint64_t h : {5u, 6u, 7u}) {
+    KvEventBatch b = OneStored(h);
+    want.emplace_back();
+    EncodeKvEventBatch(b, "SHARED", &want.back());
+    ASSERT_TRUE(pub.Submit(std::move(b)));
+  }
+  for (int w = 0; w < 1000000 && pub.Stats().published < 3; ++w) std::this_thread::yield();
+  ASSERT_EQ(pub.Stats().published, 3u);  // counted though nobody listened
+  void* dealer = zmq_socket(ctx_, ZMQ_DEALER);
+  const int timeout_ms = 10000;
+  zmq_setsockopt(dealer, ZMQ_RCVTIMEO, &timeout_ms, sizeof(timeout_ms));
+  ASSERT_EQ(zmq_connect(dealer, pub.last_replay_endpoint().c_str()), 0);
+  std::string start = EncodeSeq(0);
+  ASSERT_EQ(zmq_send(dealer, start.data(), start.size(), 0), 8);
+  for (uint64_t seq = 0; seq < 3; ++seq) {
+    Message r = Recv(dealer);
+    ASSERT_EQ(r.frames.size(), 2u);
+    EXPECT_EQ(SeqOf(r.frames[0]), seq);
+    EXPECT_EQ(r.frames[1], want[seq]);
+  }
+  EXPECT_EQ(Recv(dealer).frames.at(0), std::string(8, '\xff'));
+  zmq_close(dealer);
+  pub.Stop();
 }
 
 TEST(KvEventPublisherQueue, AFullQueueDropsAndCountsTheBatch) {

@@ -130,11 +130,30 @@ void EventLoop::RunDeferred() {
   }
 }
 
+int EventLoop::Wait(epoll_event* events, int max, int64_t hook_us) {
+  const int ms = NextTimeoutMs();
+  if (hook_us < 0 || (ms >= 0 && static_cast<int64_t>(ms) * 1000 <= hook_us))
+    return ::epoll_wait(epfd_, events, max, ms);
+  if (hook_us == 0) return ::epoll_wait(epfd_, events, max, 0);
+  // Sub-millisecond: epoll_pwait2 takes a timespec (Linux 5.11); where it is
+  // missing or refused (an old kernel, a seccomp filter), the millisecond
+  // rounded up, from then on.
+  if (!no_pwait2_) {
+    timespec ts{static_cast<time_t>(hook_us / 1000000),
+                static_cast<long>(hook_us % 1000000) * 1000};
+    int n = ::epoll_pwait2(epfd_, events, max, &ts, nullptr);
+    if (n >= 0 || errno == EINTR) return n;
+    no_pwait2_ = true;
+  }
+  return ::epoll_wait(epfd_, events, max, static_cast<int>((hook_us + 999) / 1000));
+}
+
 void EventLoop::Run() {
   constexpr int kMaxEvents = 256;
   epoll_event events[kMaxEvents];
+  int64_t hook_us = -1;
   while (!stop_.load(std::memory_order_acquire)) {
-    int n = ::epoll_wait(epfd_, events, kMaxEvents, NextTimeoutMs());
+    int n = Wait(events, kMaxEvents, hook_us);
     if (n < 0) {
       if (errno == EINTR) continue;
       LOG_WARNING("epoll_wait: %s", std::strerror(errno));
@@ -149,6 +168,7 @@ void EventLoop::Run() {
     RunTimers();
     RunDeferred();
     graveyard_.clear();
+    if (turn_hook_) hook_us = turn_hook_();
   }
   DrainPosted();
   RunDeferred();

@@ -61,7 +61,7 @@ void CommandService::BeginBatch() { ++tls_batch_depth; }
 void CommandService::EndBatch() {
   if (--tls_batch_depth == 0) {
     ReleaseExecHeld();
-    KvEvents::FlushThread();  // one KV-event batch per loop turn that made any
+    KvEvents::CommandDone();  // a worker's loop batches KV events (kv_events.h)
   }
 }
 
@@ -162,7 +162,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   }
   if (failed) stats.CountError(reply.last_error_code());
   server_->AfterCommand(args, *spec, usec, *c.info);
-  if (tls_batch_depth == 0) KvEvents::FlushThread();  // not in a batch: now
+  if (tls_batch_depth == 0) KvEvents::CommandDone();  // not in a batch: now
   return ctx.wait_lsn;
 }
 

@@ -586,6 +586,8 @@ const std::vector<ConfigOption>& Table() {
        "NAME", "the medium KV events report"},
       {"kv-events-max-queue", Uint(&Config::kv_events_max_queue, 1, 100000000), "100000", kStartup,
        "N", "KV-event batches waiting for the publisher thread before drops"},
+      {"kv-events-batch-us", Uint(&Config::kv_events_batch_us, 0, 1000), "900", kStartup, "US",
+       "longest a worker holds KV events to batch them", "0 = one batch per loop turn"},
       // The disk tier (docs/operations.md "Disk tier", docs/tier_format.md).
       {"tier-dir", String(&Config::tier_dir), "", kStartup, "PATH",
        "directory of the disk tier that string values evicted from RAM move to", "empty = off"},

@@ -111,6 +111,7 @@ struct Config {
   uint64_t kv_events_hwm = 100000;
   std::string kv_events_medium = "SHARED";
   uint64_t kv_events_max_queue = 100000;
+  uint64_t kv_events_batch_us = 900;  // longest a worker holds KV events back
   // The disk tier (docs/operations.md "Disk tier"); an empty dir is off.
   std::string tier_dir;
   uint64_t tier_maxbytes = 0;           // runtime

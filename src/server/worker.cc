@@ -102,14 +102,15 @@ Status Worker::Init(const std::vector<ListenSocket>& listeners) {
   listeners_ = listeners;
   PION_RETURN_IF_ERROR(WatchListeners());
   loop_.AddTimer(1000, true, [this] { Cron(); });
+  // KV events made on this worker go out in batches up to kv-events-batch-us old.
+  loop_.SetTurnHook([] { return KvEvents::OnLoopTurn(); });
   if (index_ == 0) {
     // Active expiry of string keys (lazy expiry covers keys that are read).
     loop_.AddTimer(kActiveExpireMs, true, [this] {
       store::Store* st = server_->store();
       if (st == nullptr || server_->loading()) return;
       std::shared_lock<WriterFirstMutex> l(server_->exec_mu());  // not inside an EXEC
-      (void)st->ExpireActive(kActiveExpireKeys);
-      KvEvents::FlushThread();  // BlockRemoved of hashed block keys that expired
+      (void)st->ExpireActive(kActiveExpireKeys);  // BlockRemoved: batched by OnLoopTurn
     });
     // instantaneous_ops_per_sec & co. are sampled by one worker.
     loop_.AddTimer(100, true, [this] { server_->SampleRates(); });
@@ -181,12 +182,14 @@ void Worker::Start() {
     char name[16];
     std::snprintf(name, sizeof(name), "pion-w%d", index_);
     pthread_setname_np(pthread_self(), name);
-    SetThreadSlot(index_);  // its own cells of the server-wide counters
+    SetThreadSlot(index_);       // its own cells of the server-wide counters
+    KvEvents::LoopOwnsThread();  // KV events wait for OnLoopTurn (set in Init)
     loop_.Run();
     // Whatever is left (deadline passed) is closed on the worker's own thread.
     for (auto& [id, c] : conns_)
       if (!c->closed()) c->Close("server exit");
     conns_.clear();
+    KvEvents::FlushThread();  // held KV events, before the publisher stops
   });
 }
 

@@ -388,3 +388,106 @@ def test_restart_publishes_hashed_block_keys(server_factory, tmpdir_path):
         got = sorted((tuple(e.block_hashes), e.parent_block_hash) for e in stored)
         # a1 has two children: the run stops there, each child starts one.
         assert got == [((1, 2), None), ((3,), 2), ((4,), 2)]
+
+
+# ---- batching (docs/kv_events.md "Batching, drops and replay") ----
+
+def test_commands_of_one_loop_turn_are_one_message_in_order(ipc_events):
+    s, sub = ipc_events
+    r = s.client()
+    sync(sub, r)
+    # One write of five commands: one read, one turn of the worker's loop.
+    p = r.pipeline(transaction=False)
+    for i in range(5):
+        p.execute_command("KV.PREFIX.REGISTER", f"turn{i}", 8, "fp16", "BLOCKS", 16, 1,
+                          blob([500 + i]))
+    p.execute_command("KV.PREFIX.DROP", "turn0")
+    assert p.execute() == [b"OK"] * 5 + [1]
+    b = sub.recv(WAIT)
+    assert b is not None, "the batch never came"
+    assert [(type(e).__name__, e.block_hashes) for e in b.events] == (
+        [("BlockStored", [500 + i]) for i in range(5)] + [("BlockRemoved", [500])])
+    # Its sequence number follows the fence's, and replay gives the same batch.
+    assert sub.gaps == []
+    (again, *_) = sub.replay(b.seq)
+    assert again.seq == b.seq and again.events == b.events
+
+
+def test_a_held_event_goes_out_without_more_traffic(server_factory, tmpdir_path):
+    # The longest hold (1 ms): the worker's loop wakes for it though no command
+    # follows. A bounded wait, not a timing: the event must come at all.
+    endpoint = f"ipc://{tmpdir_path}/held.sock"
+    s = server_factory(["--kv-events-endpoint", endpoint, "--kv-events-batch-us", "1000"])
+    r = s.client()
+    with KvEventSubscriber(endpoint) as sub:
+        sync(sub, r)
+        register(r, "alone", [77])
+        b = sub.recv(WAIT)
+        assert b is not None, "a held event never went out"
+        assert [e.block_hashes for e in b.events] == [[77]]
+        # Expiry by the timer, no command at all: its removal goes out too.
+        chain(r, [("held0", b"x")], hashes=[78], px=10)
+        assert [e.block_hashes for e in events_until(sub, 1)] == [[78]]
+        (ev,) = events_until(sub, 1)
+        assert isinstance(ev, BlockRemoved) and ev.block_hashes == [78]
+    assert r.config_get("kv-events-batch-us") == {"kv-events-batch-us": "1000"}
+
+
+def test_with_no_subscriber_events_are_counted_and_replayable(server_factory, tmpdir_path):
+    # Nobody subscribed: nothing is encoded or sent, but the batches keep their
+    # sequence numbers and a late subscriber replays them.
+    endpoint = f"ipc://{tmpdir_path}/nosub.sock"
+    replay = f"ipc://{tmpdir_path}/nosub-replay.sock"
+    s = server_factory(["--kv-events-endpoint", endpoint, "--kv-events-replay-endpoint", replay])
+    r = s.client()
+    for i in range(3):
+        register(r, f"quiet{i}", [900 + i, 950 + i])
+    deadline = time.monotonic() + WAIT
+    while r.info("all")["kv_events_published"] < 4:  # the start-up batch's event, and 3
+        assert time.monotonic() < deadline, r.info("all")
+        time.sleep(0.01)
+    assert r.info("all")["kv_events_dropped"] == 0
+    with KvEventSubscriber(endpoint, replay_endpoint=replay) as sub:
+        got = [e for b in sub.replay(0) for e in b.events]
+        assert got[0] == AllBlocksCleared()
+        assert [e.block_hashes for e in got[1:]] == [[900 + i, 950 + i] for i in range(3)]
+
+
+def test_batch_us_zero_sends_each_loop_turn(server_factory, tmpdir_path):
+    # kv-events-batch-us 0: no holding back, one batch per loop turn that made
+    # events; a pipelined write is still one turn, so one batch.
+    endpoint = f"ipc://{tmpdir_path}/zero.sock"
+    s = server_factory(["--kv-events-endpoint", endpoint, "--kv-events-batch-us", "0"])
+    r = s.client()
+    with KvEventSubscriber(endpoint) as sub:
+        sync(sub, r)
+        p = r.pipeline(transaction=False)
+        for i in range(3):
+            p.execute_command("KV.PREFIX.REGISTER", f"z{i}", 8, "fp16", "BLOCKS", 16, 1,
+                              blob([600 + i]))
+        assert p.execute() == [b"OK"] * 3
+        b = sub.recv(WAIT)
+        assert b is not None
+        assert [e.block_hashes for e in b.events] == [[600], [601], [602]]
+        register(r, "z-after", [700])
+        assert [e.block_hashes for e in events_until(sub, 1)] == [[700]]
+
+
+def test_with_no_subscriber_and_no_replay_nothing_is_formed(server_factory, tmpdir_path):
+    # Nothing could come of the events: the workers skip them (not counted),
+    # and once a subscriber joins they flow.
+    endpoint = f"ipc://{tmpdir_path}/idle.sock"
+    s = server_factory(["--kv-events-endpoint", endpoint])
+    r = s.client()
+    deadline = time.monotonic() + WAIT
+    while r.info("all")["kv_events_published"] < 1:  # the start-up batch's event
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    for i in range(5):
+        register(r, f"unheard{i}", [800 + i])
+    info = r.info("all")
+    assert info["kv_events_published"] == 1 and info["kv_events_batches"] == 1
+    with KvEventSubscriber(endpoint) as sub:
+        sync(sub, r)
+        register(r, "heard", [850])
+        assert [e.block_hashes for e in events_until(sub, 1)] == [[850]]
