@@ -421,7 +421,9 @@ TEST_F(KvBlockMatch, FastPathAgreesWithTheSimpleOne) {
       store::Store::BlockMatchResult s = st->BlockMatchSimple(keys, sb, 0, "default");
       EXPECT_EQ(f.count, s.count) << round;
       EXPECT_EQ(fast_bits, simple_bits) << round;
-      if (f.count > 0) EXPECT_EQ(fast_stamped, stamped()) << round;
+      if (f.count > 0) {
+        EXPECT_EQ(fast_stamped, stamped()) << round;
+      }
     }
   }
   // With PIN (the path under mu_ alone): the same count and pins.
