@@ -127,13 +127,29 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
     // block with a parent (ancestors to stamp), sends the call to the path
     // under mu_ below, which starts over.
     bool slow = false, stop = false;
+    static_assert(kShards <= 32, "a chunk's shards fit a 32-bit mask");
     for (size_t base = 0; base < n && !slow && !stop; base += kMatchChunk) {
       const size_t m = std::min(kMatchChunk, n - base);
       KeySlots(keys.subspan(base, m), slots);
+      // The chunk's shards are locked together, in shard order: one lock per
+      // shard per chunk instead of one per key. Every other path holds at most
+      // one shard lock at a time (and takes none of mu_ under it), so this
+      // order cannot deadlock with them.
+      uint32_t mask = 0;
+      for (size_t j = 0; j < m; ++j) mask |= 1u << (slots[j] >> kShardSlotShift);
+      struct ChunkLocks {
+        Shard* shards;
+        uint32_t mask;
+        ChunkLocks(Shard* s, uint32_t k) : shards(s), mask(k) {
+          for (uint32_t b = mask; b != 0; b &= b - 1) shards[__builtin_ctz(b)].mu.lock();
+        }
+        ~ChunkLocks() {
+          for (uint32_t b = mask; b != 0; b &= b - 1) shards[__builtin_ctz(b)].mu.unlock();
+        }
+      } locks(shards_, mask);
       for (size_t j = 0; j < m; ++j) {
         const size_t i = base + j;
         Shard& sh = shard_of(j);
-        std::lock_guard<std::mutex> sl(sh.mu);
         auto it = sh.strings.find(keys[i]);
         if (it == sh.strings.end()) {
           if (bitmap == nullptr) {

@@ -1036,7 +1036,7 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
         std::string k = "s" + std::to_string(rng() % 64);
         std::string ns = "n" + std::to_string(rng() % 32);
         uint64_t lsn = 0;
-        switch (rng() % 8) {
+        switch (rng() % 9) {
           case 0:
             (void)SetStr(st, k, std::string(200 + rng() % 800, 'x'));
             break;
@@ -1064,6 +1064,16 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
           case 6:
             (void)st.FetchRange(ns + "_pk", 0, 0, 4);
             break;
+          case 7: {
+            // KV.BLOCK.MATCH over every string key (more than a chunk: the chunk's
+            // shards are locked together) while the others write them.
+            std::vector<std::string> names;
+            for (int i = 0; i < 80; ++i) names.push_back("s" + std::to_string((r + i) % 64));
+            std::vector<std::string_view> keys(names.begin(), names.end());
+            uint8_t bits[10] = {};
+            (void)st.BlockMatch(keys, (r & 1) ? bits : nullptr, 0, "");
+            break;
+          }
           default:
             (void)GetStr(st, k);
             break;
