@@ -884,6 +884,8 @@ class Store {
   // Moves colder RAM entries (stamp below `stamp`, never `keep`) to the tier
   // until `need` more bytes fit the budget; false when they cannot.
   bool TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp);
+  // The least recently used string in RAM that may move to the tier, or null.
+  StrEntry* OldestTierMovableLocked();
   // A checked direct read of an extent, counted (tier_reads, latency) and, on
   // failure, counted in tier_errors and logged with the file and offset.
   Result<OwnedBuffer> TierReadExtent(std::string_view what, const tier::Extent& x, size_t* at);

@@ -215,15 +215,7 @@ bool Store::TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp)
   // Room by moving colder RAM entries to the tier, never by dropping anything
   // (the tier itself may drop its oldest to take them, as any move does).
   while (cfg_.max_bytes > 0 && bytes_ + need > cfg_.max_bytes) {
-    StrEntry* sv = nullptr;
-    for (Shard& sh : shards_) {
-      std::lock_guard<std::mutex> sl(sh.mu);
-      for (StrEntry* c = sh.lru_head; c != nullptr; c = c->next)
-        if (TierMovableLocked(*c)) {
-          if (sv == nullptr || c->stamp < sv->stamp) sv = c;
-          break;
-        }
-    }
+    StrEntry* sv = OldestTierMovableLocked();
     NsPtr nv = OldestPooledLeafLocked(keep);
     if (nv && nv->stamp.load(std::memory_order_relaxed) >= stamp) nv.reset();
     if (sv != nullptr && sv->stamp >= stamp) sv = nullptr;

@@ -63,15 +63,7 @@ uint64_t Store::MoveOverBudgetToTier() {
   // Bounded: every entry is looked at once at most.
   for (uint64_t tries = StrCountLocked() + NsCountLocked(); bytes_ > cfg_.max_bytes && tries > 0;
        --tries) {
-    StrEntry* sv = nullptr;
-    for (Shard& sh : shards_) {
-      std::lock_guard<std::mutex> sl(sh.mu);
-      for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
-        if (TierMovableLocked(*e)) {
-          if (sv == nullptr || e->stamp < sv->stamp) sv = e;
-          break;
-        }
-    }
+    StrEntry* sv = OldestTierMovableLocked();
     NsPtr nv = OldestPooledLeafLocked(nullptr);
     const bool take_ns =
         nv && (sv == nullptr || nv->stamp.load(std::memory_order_relaxed) < sv->stamp);
@@ -123,6 +115,20 @@ bool Store::TierMovableLocked(const StrEntry& e) const {
   // A block may move while its children are in RAM (a move drops nothing; the
   // tier drops leaves first): a chain growing past the budget spills its oldest part.
   return true;
+}
+
+StrEntry* Store::OldestTierMovableLocked() {
+  // The oldest of the shards' first movable entries (each RAM list is oldest first).
+  StrEntry* oldest = nullptr;
+  for (Shard& sh : shards_) {
+    std::lock_guard<std::mutex> sl(sh.mu);
+    for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
+      if (TierMovableLocked(*e)) {
+        if (oldest == nullptr || e->stamp < oldest->stamp) oldest = e;
+        break;
+      }
+  }
+  return oldest;
 }
 
 bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
@@ -322,15 +328,7 @@ void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& f
   if (cfg_.max_bytes > 0 && bytes_ + need > cfg_.max_bytes) {
     // Room by moving colder RAM values to the tier, never by dropping anything.
     while (bytes_ + need > cfg_.max_bytes) {
-      StrEntry* colder = nullptr;
-      for (Shard& sh : shards_) {
-        std::lock_guard<std::mutex> sl(sh.mu);
-        for (StrEntry* c = sh.lru_head; c != nullptr; c = c->next)
-          if (TierMovableLocked(*c)) {
-            if (colder == nullptr || c->stamp < colder->stamp) colder = c;
-            break;
-          }
-      }
+      StrEntry* colder = OldestTierMovableLocked();
       uint64_t lsn = 0;
       if (colder == nullptr || colder->stamp > e->stamp || !TierMoveLocked(*colder, &lsn))
         return;  // served from disk, not promoted
