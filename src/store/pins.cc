@@ -18,21 +18,10 @@
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/keyslot.h"
+#include "store/expiry.h"
 #include "store/store.h"
 
 namespace pion::store {
-
-namespace {
-
-int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
-
-bool PastDue(const StrEntry& e, int64_t now) {
-  return e.expire_at_ms != 0 && e.expire_at_ms <= now;
-}
-
-bool Expired(const StrEntry& e, int64_t now) { return PastDue(e, now) && e.pins == 0; }
-
-}  // namespace
 
 void Store::PinEntryLocked(StrEntry& e) {
   {

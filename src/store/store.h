@@ -727,6 +727,8 @@ class Store {
   void StrSetExpireLocked(StrEntry& e, int64_t at_ms);
   // StrSetExpireLocked under the entry's shard lock.
   void StrSetExpireShardLocked(StrEntry& e, int64_t at_ms);
+  // A new expiry (0: none) of a live key, logged (EXPIRE, GETEX), then applied.
+  Status StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t at_ms, uint64_t* lsn);
   // Removes every string key (FLUSHALL; no logging, bytes_ is reset by the caller).
   void ClearStringsLocked();
   // Removes every namespace and string key (FLUSHALL, live or replayed). REQUIRES: mu_.

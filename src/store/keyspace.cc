@@ -1,0 +1,356 @@
+// The keyspace's commands over both kinds of key (string keys and namespaces):
+// EXISTS, DEL/UNLINK, TYPE, RENAME, EXPIRE and PERSIST, SCAN, KEYS, RANDOMKEY,
+// DBSIZE, MEMORY USAGE, active expiry, the keyspace counters and WATCH versions.
+// See store.h ("String keys") and docs/ARCHITECTURE.md "Store"; strings.cc has
+// the string map itself and its values.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+
+#include "base/check.h"
+#include "base/strutil.h"
+#include "store/expiry.h"
+#include "store/namespace.h"
+#include "store/store.h"
+
+namespace pion::store {
+
+uint64_t Store::KeysExist(std::span<const std::string_view> keys) {
+  int64_t now = NowMs();
+  uint64_t n = 0;
+  size_t i = 0;
+  // The read path: one shard lock at a time. An expired key sends the keys
+  // from it on to the slow path (under mu_), which removes it.
+  for (; i < keys.size(); ++i) {
+    std::string_view k = keys[i];
+    {
+      const Shard& sh = ShardFor(k);
+      std::lock_guard<std::mutex> sl(sh.mu);
+      auto it = sh.strings.find(k);
+      if (it != sh.strings.end()) {
+        if (Expired(it->second, now)) break;
+        ++n;
+        continue;
+      }
+    }
+    if (IsNamespaceKeyShared(k)) ++n;
+  }
+  if (i == keys.size()) return n;
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t unused = 0;
+  for (; i < keys.size(); ++i)
+    if (StrFindLocked(keys[i], now, &unused) != nullptr || IsNamespaceKeyLocked(keys[i])) ++n;
+  return n;
+}
+
+Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint64_t* lsn,
+                                   const std::function<bool(std::string_view ns)>& may_drop) {
+  *lsn = 0;
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  int64_t now = NowMs();
+  if (may_drop) {
+    // As Drop: every namespace a key would remove, descendants included, is
+    // asked before anything is removed; one refusal refuses the whole call.
+    std::vector<const Namespace*> todo;
+    for (std::string_view k : keys) {
+      const StrEntry* se = StrEntryLocked(k);
+      if (se != nullptr && !Expired(*se, now)) continue;  // a string key
+      std::string_view ns = k;
+      Side side;
+      const Namespace* it = NsFindLocked(ns);
+      if (it == nullptr && ParseSessionId(k, &ns, &side)) it = NsFindLocked(ns);
+      if (it != nullptr) todo.push_back(it);
+    }
+    if (Status s = AskSubtrees(std::move(todo), may_drop); !s.ok()) return s;
+  }
+  uint64_t n = 0;
+  for (std::string_view k : keys) {
+    if (StrEntry* e = StrFindLocked(k, now, lsn)) {
+      PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
+      ++n;
+      continue;
+    }
+    std::string_view ns = k;
+    Side side;
+    const NsPtr* it = NsRefLocked(ns);
+    if (it == nullptr && ParseSessionId(k, &ns, &side)) it = NsRefLocked(ns);
+    if (it == nullptr) continue;
+    NsPtr victim = *it;
+    // With its descendants (store.h "Lineage"), each counted as a key removed.
+    PION_RETURN_IF_ERROR(RemoveSubtreeLocked(victim, DropReason::kDrop, lsn, &n));
+  }
+  return n;
+}
+
+KeyType Store::TypeOf(std::string_view key) {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t unused = 0;
+  if (StrFindLocked(key, NowMs(), &unused) != nullptr) return KeyType::kString;
+  return IsNamespaceKeyLocked(key) ? KeyType::kKvPrefix : KeyType::kNone;
+}
+
+Status Store::Rename(std::string_view src, std::string_view dst, bool nx, bool* done,
+                     uint64_t* lsn) {
+  *lsn = 0;
+  *done = false;
+  if (dst.size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  int64_t now = NowMs();
+  StrEntry* e = StrFindLocked(src, now, lsn);
+  if (e == nullptr) {
+    if (IsNamespaceKeyLocked(src)) return Status::NotSupported("RENAME of a pion-kvprefix key");
+    return Status::NotFound("no such key");
+  }
+  bool dst_ns = IsNamespaceKeyLocked(dst);
+  bool dst_str = StrFindLocked(dst, now, lsn) != nullptr;
+  if (nx && (dst_ns || dst_str)) return Status::OK();
+  *done = true;
+  if (src == dst) return Status::OK();
+  if (dst_ns) return Status::WrongType();
+  if (sink_) {
+    auto r = sink_->OnStrRename(src, dst);
+    if (!r.ok()) return r.status();
+    *lsn = std::max(*lsn, *r);
+  }
+  StrRef v = e->value;
+  int64_t expire = e->expire_at_ms;
+  // RENAME moves a block's links (the destination's own go with it first).
+  if (StrEntry* old = StrEntryLocked(dst)) StrEraseLocked(*old);
+  std::unique_ptr<BlockLinks> links = TakeLinksLocked(*e);
+  StrEraseLocked(*e);
+  GiveLinksLocked(StrPutLocked(dst, std::move(v), expire), std::move(links), e);
+  return Status::OK();
+}
+
+Result<bool> Store::Expire(std::string_view key, int64_t at_ms, ExpireCond c, uint64_t* lsn) {
+  *lsn = 0;
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  int64_t now = NowMs();
+  StrEntry* e = StrFindLocked(key, now, lsn);
+  if (e == nullptr) return false;
+  int64_t cur = e->expire_at_ms;  // 0 = none = infinite for GT/LT
+  switch (c) {
+    case ExpireCond::kAlways:
+      break;
+    case ExpireCond::kNx:
+      if (cur != 0) return false;
+      break;
+    case ExpireCond::kXx:
+      if (cur == 0) return false;
+      break;
+    case ExpireCond::kGt:
+      if (cur == 0 || at_ms <= cur) return false;
+      break;
+    case ExpireCond::kLt:
+      if (cur != 0 && at_ms >= cur) return false;
+      break;
+    case ExpireCond::kLtXx:
+      if (cur == 0 || at_ms >= cur) return false;
+      break;
+  }
+  if (at_ms <= now) {
+    PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
+    return true;
+  }
+  PION_RETURN_IF_ERROR(StrExpireLoggedLocked(key, *e, at_ms, lsn));
+  return true;
+}
+
+int64_t Store::ExpireTimeMs(std::string_view key) {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t unused = 0;
+  StrEntry* e = StrFindLocked(key, NowMs(), &unused);
+  if (e == nullptr) return IsNamespaceKeyLocked(key) ? -1 : -2;
+  return e->expire_at_ms == 0 ? -1 : e->expire_at_ms;
+}
+
+Result<bool> Store::Persist(std::string_view key, uint64_t* lsn) {
+  *lsn = 0;
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  StrEntry* e = StrFindLocked(key, NowMs(), lsn);
+  if (e == nullptr || e->expire_at_ms == 0) return false;
+  if (sink_) {
+    auto r = sink_->OnStrExpire(key, 0);
+    if (!r.ok()) return r.status();
+    *lsn = std::max(*lsn, *r);
+  }
+  StrSetExpireShardLocked(*e, 0);
+  e->version = ++str_version_;
+  return true;
+}
+
+ScanResult Store::Scan(uint64_t cursor, uint64_t count, std::optional<std::string_view> match,
+                       KeyType type) {
+  ScanResult out;
+  if (count == 0) count = 10;
+  std::lock_guard<std::mutex> l(mu_);
+  int64_t now = NowMs();
+  auto it = scan_order_.lower_bound({cursor, nullptr});
+  uint64_t taken = 0;
+  uint64_t last = 0;
+  bool done = true;
+  for (; it != scan_order_.end(); ++it) {
+    if (taken >= count && it->first != last) {
+      done = false;
+      break;
+    }
+    last = it->first;
+    ++taken;
+    const StrEntry& e = *it->second;
+    if (Expired(e, now)) continue;
+    if (type != KeyType::kNone && type != KeyType::kString) continue;
+    if (match && !GlobMatch(*match, *e.key, false)) continue;
+    out.keys.push_back(*e.key);
+  }
+  // Namespaces whose hash falls in the range this call covered.
+  uint64_t end = done ? UINT64_MAX : last;
+  if (type == KeyType::kNone || type == KeyType::kKvPrefix) {
+    for (const Shard& sh : shards_)
+      for (auto& [name, n] : sh.map) {
+        uint64_t h = StrHash{}(name);
+        if (h < cursor || h > end) continue;
+        if (match && !GlobMatch(*match, name, false)) continue;
+        out.keys.push_back(name);
+      }
+  }
+  out.cursor = (done || end == UINT64_MAX) ? 0 : end + 1;
+  return out;
+}
+
+std::vector<std::string> Store::Keys(std::string_view pattern) {
+  std::vector<std::string> out;
+  std::lock_guard<std::mutex> l(mu_);
+  int64_t now = NowMs();
+  for (const Shard& sh : shards_)
+    for (auto& [k, e] : sh.strings)
+      if (!Expired(e, now) && GlobMatch(pattern, k, false)) out.push_back(k);
+  for (const Shard& sh : shards_)
+    for (auto& [name, n] : sh.map)
+      if (GlobMatch(pattern, name, false)) out.push_back(name);
+  return out;
+}
+
+std::optional<std::string> Store::RandomKey() {
+  std::lock_guard<std::mutex> l(mu_);
+  const uint64_t nstr = StrCountLocked();
+  uint64_t total = nstr + NsCountLocked();
+  if (total == 0) return std::nullopt;
+  rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
+      rand_state_ ^= rand_state_ << 17;
+  uint64_t r = rand_state_ % total;
+  if (r >= nstr) {
+    r -= nstr;
+    for (const Shard& sh : shards_) {
+      if (r >= sh.map.size()) {
+        r -= sh.map.size();
+        continue;
+      }
+      auto it = sh.map.begin();
+      std::advance(it, static_cast<long>(r));
+      return it->first;
+    }
+    return std::nullopt;
+  }
+  // A random bucket of the shards' tables (one after the other), then the first key on.
+  size_t nb = 0;
+  for (const Shard& sh : shards_) nb += sh.strings.bucket_count();
+  size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
+  size_t si = 0;
+  while (g >= shards_[si].strings.bucket_count()) g -= shards_[si++].strings.bucket_count();
+  for (size_t k = 0; k < nb; ++k) {
+    const StrMap& m = shards_[si].strings;
+    if (m.begin(g) != m.end(g)) return m.begin(g)->first;
+    if (++g == m.bucket_count()) {
+      g = 0;
+      si = (si + 1) % kShards;
+    }
+  }
+  return std::nullopt;
+}
+
+uint64_t Store::DbSize() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return StrCountLocked() + NsCountLocked();
+}
+
+uint64_t Store::KeyMemory(std::string_view key) {
+  std::lock_guard<std::mutex> l(mu_);
+  uint64_t unused = 0;
+  if (StrEntry* e = StrFindLocked(key, NowMs(), &unused)) return StrCharge(key, e->value);
+  if (const Namespace* n = NsFindLocked(key)) return n->bytes + key.size() + kStrEntryOverhead;
+  return 0;
+}
+
+uint64_t Store::ExpireActive(uint64_t max_keys) {
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  std::lock_guard<std::mutex> l(mu_);
+  int64_t now = NowMs();
+  uint64_t n = 0, unused = 0;
+  ReleaseDueLeasesLocked(now, &unused);
+  // Pinned keys stay (they expire when their last pin ends): passed over.
+  uint64_t looked = 0;
+  for (auto it = expiry_order_.begin();
+       n < max_keys && looked < 4 * max_keys + 16 && it != expiry_order_.end() && it->first <= now;
+       ++looked) {
+    StrEntry* e = it->second;
+    ++it;
+    if (e->pins > 0) continue;
+    if (!StrRemoveLocked(*e, 2, &unused).ok()) break;
+    ++n;
+  }
+  return n;
+}
+
+KeyspaceStats Store::KeyStats() const {
+  KeyspaceStats s;
+  std::lock_guard<std::mutex> l(mu_);
+  s.keys = StrCountLocked() + NsCountLocked();
+  s.expires = expiry_order_.size();
+  if (!expiry_order_.empty()) {
+    int64_t avg = expire_sum_ms_ / static_cast<int64_t>(expiry_order_.size()) - NowMs();
+    s.avg_ttl_ms = avg > 0 ? static_cast<uint64_t>(avg) : 0;
+  }
+  s.string_bytes = str_bytes_;
+  for (const Shard& sh : shards_) {
+    std::lock_guard<std::mutex> sl(sh.mu);
+    s.hits += sh.hits;
+    s.misses += sh.misses;
+  }
+  s.expired = expired_keys_;
+  s.evicted_keys = evicted_strings_ + evictions_ / 2;
+  s.changes = str_version_ + str_removals_;
+  return s;
+}
+
+void Store::ResetKeyStats() {
+  std::lock_guard<std::mutex> l(mu_);
+  expired_keys_ = 0;
+  for (Shard& sh : shards_) {
+    std::lock_guard<std::mutex> sl(sh.mu);
+    sh.hits = sh.misses = 0;
+  }
+}
+
+uint64_t Store::KeyVersion(std::string_view key) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (const StrEntry* e = StrEntryLocked(key)) return e->version;
+  if (const Namespace* ns = NsFindLocked(key)) return (uint64_t{1} << 63) | ns->incarnation;
+  return str_removals_ | (uint64_t{1} << 62);
+}
+
+void Store::SetEvictPolicy(EvictPolicy p) {
+  std::lock_guard<std::mutex> l(mu_);
+  policy_ = p;
+}
+
+EvictPolicy Store::evict_policy() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return policy_;
+}
+
+}  // namespace pion::store
