@@ -150,8 +150,11 @@ ConfigCodec ClientsMemory() {
     const std::string& v = values[0];
     if (!v.empty() && v.back() == '%') {
       auto p = ParseUint64Strict(std::string_view(v).substr(0, v.size() - 1));
-      if (!p.has_value() || *p > 100)
+      if (!p.has_value())
         return Bad(name, v, "0 (no limit), a byte size, or a percentage of maxmemory up to 100%");
+      // Redis 7.0's own words for a percentage past the maximum.
+      if (*p > 100)
+        return Status::InvalidArgument("percentage argument must be less or equal to 100");
       cfg->maxmemory_clients = 0;
       cfg->maxmemory_clients_percent = *p;
       return Status::OK();
