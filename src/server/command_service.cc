@@ -158,7 +158,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
     // runs and counts it as rejected, not as a call.
     stats.Reject(slot);
   } else {
-    stats.Record(slot, usec, failed);
+    stats.Record(slot, usec, failed, server_->latency_tracking());
   }
   if (failed) stats.CountError(reply.last_error_code());
   server_->AfterCommand(args, *spec, usec, *c.info);

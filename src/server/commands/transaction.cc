@@ -145,7 +145,7 @@ void Exec(CommandContext& ctx) {
     q.spec->handler(sub);
     const uint64_t usec = MonotonicUs() - start;
     const bool failed = ctx.reply->error_count() != before;
-    stats.Record(table.StatIndex(q.spec, views), usec, failed);
+    stats.Record(table.StatIndex(q.spec, views), usec, failed, ctx.server->latency_tracking());
     if (failed) stats.CountError(ctx.reply->last_error_code());
     ctx.server->AfterCommand(views, *q.spec, usec, *ctx.client);
     ctx.wait_lsn = std::max(ctx.wait_lsn, sub.wait_lsn);
