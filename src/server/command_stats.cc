@@ -12,9 +12,11 @@ size_t LatencyBucket(uint64_t us) {
 
 size_t TrackBucket(uint64_t us) {
   if (us < kTrackExact) return static_cast<size_t>(us);
-  const size_t k = static_cast<size_t>(std::bit_width(us)) - 1;  // floor(log2(us)) >= 4
+  // us - 1 in [2^k, 2^(k+1)): us in (2^k, 2^(k+1)], k >= 4.
+  const uint64_t v = us - 1;
+  const size_t k = static_cast<size_t>(std::bit_width(v)) - 1;
   if (k >= kTrackMaxLog2) return kTrackBuckets - 1;
-  const size_t sub = static_cast<size_t>(us >> (k - 3)) & (kTrackSub - 1);
+  const size_t sub = static_cast<size_t>(v >> (k - 3)) & (kTrackSub - 1);
   return kTrackExact + (k - 4) * kTrackSub + sub;
 }
 
@@ -22,7 +24,7 @@ uint64_t TrackBucketHighUs(size_t i) {
   if (i < kTrackExact) return i;
   const size_t k = 4 + (i - kTrackExact) / kTrackSub;
   const uint64_t sub = (i - kTrackExact) % kTrackSub;
-  return ((kTrackSub + sub + 1) << (k - 3)) - 1;
+  return (kTrackSub + sub + 1) << (k - 3);
 }
 
 uint64_t TrackPercentileUs(const TrackHist& h, double p) {

@@ -33,10 +33,12 @@ inline uint64_t LatencyBucketBoundUs(size_t i) { return uint64_t{1} << i; }
 size_t LatencyBucket(uint64_t us);
 
 // Latency tracking (INFO latencystats, LATENCY HISTOGRAM): a finer
-// log-linear histogram in microseconds. Values below 16 us have a bucket each;
-// above, every power of two [2^k, 2^(k+1)) is cut into 8 equal buckets (an
-// error of at most 12.5%), up to 2^30 us (longer calls count in the last).
-inline constexpr size_t kTrackExact = 16;
+// log-linear histogram in microseconds. Values up to 16 us have a bucket
+// each; above, every (2^k, 2^(k+1)] is cut into 8 equal buckets (an error of
+// at most 12.5%), up to 2^30 us (longer calls count in the last). Every power
+// of two is a bucket's upper end, so LATENCY HISTOGRAM's cumulative
+// "calls <= 2^i us" are exact.
+inline constexpr size_t kTrackExact = 17;  // 0..16 us
 inline constexpr size_t kTrackSub = 8;
 inline constexpr size_t kTrackMaxLog2 = 30;
 inline constexpr size_t kTrackBuckets = kTrackExact + (kTrackMaxLog2 - 4) * kTrackSub;

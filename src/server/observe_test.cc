@@ -116,16 +116,21 @@ TEST(CommandStats, BucketsCountsAndErrors) {
 }
 
 TEST(CommandStats, TrackedLatencyBucketsAndPercentiles) {
-  // Exact below 16 us, then 8 buckets per power of two.
-  for (uint64_t us = 0; us < 16; ++us) EXPECT_EQ(TrackBucketHighUs(TrackBucket(us)), us);
-  EXPECT_EQ(TrackBucket(16), 16u);
-  EXPECT_EQ(TrackBucket(17), 16u);
-  EXPECT_EQ(TrackBucketHighUs(16), 17u);
-  EXPECT_EQ(TrackBucketHighUs(TrackBucket(1000)), 1023u);  // [960, 1023]
-  EXPECT_EQ(TrackBucketHighUs(TrackBucket(959)), 959u);
+  // Exact up to 16 us, then 8 buckets per power of two, each power of two
+  // the upper end of one.
+  for (uint64_t us = 0; us <= 16; ++us) EXPECT_EQ(TrackBucketHighUs(TrackBucket(us)), us);
+  EXPECT_EQ(TrackBucket(17), 17u);
+  EXPECT_EQ(TrackBucket(18), 17u);
+  EXPECT_EQ(TrackBucketHighUs(17), 18u);
+  EXPECT_EQ(TrackBucketHighUs(TrackBucket(1000)), 1024u);  // (960, 1024]
+  EXPECT_EQ(TrackBucketHighUs(TrackBucket(960)), 960u);
+  for (size_t i = 4; i <= 30; ++i) {
+    EXPECT_EQ(TrackBucketHighUs(TrackBucket(uint64_t{1} << i)), uint64_t{1} << i) << i;
+    if (i < 30) EXPECT_GT(TrackBucket((uint64_t{1} << i) + 1), TrackBucket(uint64_t{1} << i)) << i;
+  }
   EXPECT_EQ(TrackBucket(UINT64_MAX), kTrackBuckets - 1);
   EXPECT_EQ(TrackBucket(1ull << 30), kTrackBuckets - 1);
-  EXPECT_EQ(TrackBucket((1ull << 30) - 1), kTrackBuckets - 1);
+  EXPECT_EQ(TrackBucket((1ull << 30) + 1), kTrackBuckets - 1);
   for (uint64_t us = 16; us < (1u << 20); us = us * 3 / 2 + 1) {
     const uint64_t hi = TrackBucketHighUs(TrackBucket(us));
     EXPECT_GE(hi, us);
@@ -140,8 +145,8 @@ TEST(CommandStats, TrackedLatencyBucketsAndPercentiles) {
   EXPECT_EQ(TrackPercentileUs(h, 50), 3u);
   EXPECT_EQ(TrackPercentileUs(h, 98), 3u);
   EXPECT_EQ(TrackPercentileUs(h, 99), 10u);
-  EXPECT_EQ(TrackPercentileUs(h, 99.9), 1023u);
-  EXPECT_EQ(TrackPercentileUs(h, 100), 1023u);
+  EXPECT_EQ(TrackPercentileUs(h, 99.9), 1024u);
+  EXPECT_EQ(TrackPercentileUs(h, 100), 1024u);
 
   CommandStats s(2);
   s.Record(1, 5, false, true);

@@ -122,6 +122,44 @@ TEST_F(InfoCommand, LatencyStatsFollowTrackingAndPercentiles) {
   EXPECT_EQ(on.count("latency_percentiles_usec_config|set"), 1u);
 }
 
+// LATENCY HISTOGRAM (Redis 7.0): per command, calls and the cumulative
+// counts at powers of two microseconds (RESP2: flat name/value lists).
+TEST_F(InfoCommand, LatencyHistogramCumulativeCounts) {
+  EXPECT_EQ(Run({"CONFIG", "RESETSTAT"}), "OK");
+  RespValue all = Run({"LATENCY", "HISTOGRAM"});
+  ASSERT_EQ(all.size(), 2u) << all.Debug();  // only CONFIG RESETSTAT ran
+  EXPECT_EQ(all[0].str, "config|resetstat");
+  Run({"PING"});
+  Run({"PING"});
+  Run({"CLIENT", "ID"});
+  Run({"CLIENT", "GETNAME"});
+  RespValue r = Run({"LATENCY", "HISTOGRAM", "ping"});
+  ASSERT_EQ(r.size(), 2u) << r.Debug();
+  EXPECT_EQ(r[0].str, "ping");
+  const RespValue& h = r[1];
+  ASSERT_EQ(h.size(), 4u) << h.Debug();
+  EXPECT_EQ(h[0].str, "calls");
+  EXPECT_TRUE(h[1].is_integer(2));
+  EXPECT_EQ(h[2].str, "histogram_usec");
+  // Bounds are powers of two, counts grow and end at the number of calls.
+  const RespValue& points = h[3];
+  ASSERT_GE(points.size(), 2u);
+  int64_t last = 0;
+  for (size_t i = 0; i + 1 < points.size(); i += 2) {
+    const int64_t bound = points[i].integer, n = points[i + 1].integer;
+    EXPECT_EQ(bound & (bound - 1), 0) << bound;
+    EXPECT_GT(n, last);
+    last = n;
+  }
+  EXPECT_EQ(last, 2);
+  // A container names its subcommands; a subcommand itself; unknown names skipped.
+  RespValue c = Run({"LATENCY", "HISTOGRAM", "client"});
+  ASSERT_EQ(c.size(), 4u) << c.Debug();
+  EXPECT_EQ(Run({"LATENCY", "HISTOGRAM", "client|id"}).size(), 2u);
+  EXPECT_EQ(Run({"LATENCY", "HISTOGRAM", "blabla"}).size(), 0u);
+  EXPECT_EQ(Run({"LATENCY", "HISTOGRAM", "blabla", "ping", "get"}).size(), 2u);  // get: no calls
+}
+
 class InfoKvCommand : public KvTest {};
 
 TEST_F(InfoKvCommand, KeyspaceAndPionCountNamespaces) {
