@@ -497,6 +497,8 @@ const std::vector<ConfigOption>& Table() {
       {"loglevel", Level(&Config::loglevel), "notice", kRuntime, "debug|verbose|notice|warning",
        "log verbosity"},
       {"logfile", String(&Config::logfile), "", kStartup, "PATH", "log file", "stderr"},
+      {"daemonize", Bool(&Config::daemonize), "no", kStartup, "yes|no",
+       "run in the background (stdin, stdout, stderr to /dev/null: set logfile)"},
       {"timeout", Uint(&Config::timeout, 0, kHundredYears), "0", kRuntime, "SECONDS",
        "close idle clients", "0 = never"},
       {"maxclients", Uint(&Config::maxclients, 1, 1000000), "10000", kRuntime, "N",

@@ -45,6 +45,7 @@ struct Config {
   std::string requirepass;
   LogLevel loglevel = LogLevel::kNotice;  // runtime
   std::string logfile;
+  bool daemonize = false;  // detach at start (stdio to /dev/null)
   uint64_t proto_max_bulk_len = 0;
   uint64_t client_query_buffer_limit = 0;
   uint64_t max_multibulk_len = 1ull << 20;  // arguments per command (fixed, not an option)
