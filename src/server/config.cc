@@ -282,20 +282,21 @@ Status SetOutputLimit(Config* cfg, const std::string& name, Values values) {
     cfg->client_output_buffer_limit = *hard;
     return Status::OK();
   }
+  // Redis 7.0's words for the class form's mistakes.
   if (values.empty() || values.size() % 4 != 0)
-    return Status::InvalidArgument(
-        "option '" + name +
-        "' takes <bytes> or '<class> <hard> <soft> <seconds>' (class normal, replica or pubsub)");
+    return Status::InvalidArgument("Wrong number of arguments in buffer limit configuration.");
   Config next = *cfg;  // all classes or none
   for (size_t i = 0; i < values.size(); i += 4) {
     const OutputClassFields* f = OutputClass(values[i]);
-    if (f == nullptr) return Bad(name, values[i], "a client class: normal, replica or pubsub");
+    if (f == nullptr)
+      return Status::InvalidArgument(
+          "Invalid client class specified in buffer limit configuration.");
     auto hard = ParseBytes(values[i + 1]);
-    if (!hard.has_value()) return Bad(name, values[i + 1], "a byte size (0 = no limit)");
     auto soft = ParseBytes(values[i + 2]);
-    if (!soft.has_value()) return Bad(name, values[i + 2], "a byte size (0 = no limit)");
     auto secs = UintArg(name, values[i + 3], 0, kHundredYears);
-    if (!secs.ok()) return secs.status();
+    if (!hard.has_value() || !soft.has_value() || !secs.ok())
+      return Status::InvalidArgument(
+          "Error in hard, soft or soft_seconds setting in buffer limit configuration.");
     next.*(f->hard) = *hard;
     next.*(f->soft) = *soft;
     next.*(f->secs) = *secs;
