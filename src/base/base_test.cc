@@ -173,6 +173,27 @@ TEST(StrUtil, GlobStarsCostAtMostTheProductOfTheLengths) {
   EXPECT_LE(steps, (pat.size() + 1) * 501u);
 }
 
+// Redis' stringmatchlen gives up past 1000 nested stars; a trailing star and
+// runs of stars count once.
+TEST(StrUtil, GlobRefusesMoreThan1000NestedStars) {
+  std::string rep1000, rep1001;
+  for (int i = 0; i < 1000; ++i) rep1000 += "*?";
+  rep1001 = rep1000 + "*?";
+  EXPECT_TRUE(GlobMatch(rep1000, std::string(1000, 'a'), false));
+  EXPECT_FALSE(GlobMatch(rep1001, std::string(1001, 'a'), false));
+  EXPECT_FALSE(GlobMatch(rep1001, std::string(5000, 'a'), false));
+  EXPECT_TRUE(GlobMatch(rep1000 + "*", std::string(1001, 'a'), false));  // trailing star
+  EXPECT_TRUE(GlobMatch(std::string(5000, '*'), "abc", false));          // one group
+  std::string doubled;
+  for (int i = 0; i < 1000; ++i) doubled += "**?";
+  EXPECT_TRUE(GlobMatch(doubled, std::string(1000, 'a'), false));
+  std::string escaped;
+  for (int i = 0; i < 1001; ++i) escaped += "\\*?";  // literal stars: no nesting
+  std::string text;
+  for (int i = 0; i < 1001; ++i) text += "*a";
+  EXPECT_TRUE(GlobMatch(escaped, text, false));
+}
+
 TEST(StrUtil, GlobAgreesWithTheReferenceMatcher) {
   std::mt19937 rng(1974);
   const char kPat[] = "ab*?[]^-\\A";

@@ -152,6 +152,23 @@ inline bool TokenMatches(const char*& p, const char* pe, char c, bool nocase) {
     }
   }
 }
+
+// Star groups ("*", "**", ...) followed by another token: how deep Redis'
+// recursive stringmatchlen nests on the way to a match.
+size_t NestedStars(std::string_view pattern) {
+  const char* p = pattern.data();
+  const char* const pe = p + pattern.size();
+  size_t n = 0;
+  while (p < pe) {
+    if (*p == '*') {
+      while (p < pe && *p == '*') ++p;
+      if (p < pe) ++n;
+      continue;
+    }
+    TokenMatches(p, pe, '\0', false);  // only to step over the token
+  }
+  return n;
+}
 }  // namespace
 
 // Iterative matching with one backtrack point, the last '*' seen: every token other
@@ -200,6 +217,12 @@ bool GlobMatch(std::string_view pattern, std::string_view str, bool nocase, uint
     s = ++star_s;
   }
   if (steps) *steps += n;
+  // As Redis: a match nesting more than 1000 star groups is refused (its guard
+  // against abusive patterns; a non-final star group and the token after it
+  // take 2 bytes at least, so only long patterns are counted).
+  constexpr size_t kMaxNestedStars = 1000;
+  if (matched && pattern.size() > 2 * kMaxNestedStars && NestedStars(pattern) > kMaxNestedStars)
+    matched = false;
   return matched;
 }
 

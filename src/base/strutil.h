@@ -32,7 +32,9 @@ void AppendRepr(std::string* out, std::string_view s, bool quoted = true);
 // Glob-style match as Redis stringmatchlen (*, ?, [..], \\), case-insensitive when nocase.
 // Never recursive: at most (pattern + 1) x (s + 1) token steps, whatever the pattern
 // (KEYS, SCAN MATCH, ACL key patterns and CONFIG GET take patterns from clients).
-// `steps`, when given, is increased by the steps taken (the tests bound it).
+// `steps`, when given, is increased by the steps taken (the tests bound it). As
+// Redis, a pattern whose match goes through more than 1000 '*' groups followed by
+// another token ("*?" repeated 1001 times) matches nothing.
 bool GlobMatch(std::string_view pattern, std::string_view s, bool nocase,
                uint64_t* steps = nullptr);
 

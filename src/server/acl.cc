@@ -448,16 +448,26 @@ AclDenial Acl::Check(const AclUser& u, const CommandSpec& spec, size_t index,
 }
 
 void Acl::Log(std::string_view reason, std::string_view object, std::string_view username,
-              std::string client_info) {
+              std::string client_info, std::string_view context) {
   uint64_t now = MonotonicUs();
   std::lock_guard<std::mutex> lk(mu_);
-  // Redis merges an entry that repeats a recent one (same reason, object, user).
-  for (AclLogEntry& e : log_) {
-    if (now - e.updated_us > 60'000'000) break;
-    if (e.reason == reason && e.object == object && e.username == username) {
+  // Redis merges an entry that repeats one of the last ten (same reason,
+  // context, object and user, updated within 60 s) and moves it to the front.
+  constexpr size_t kScan = 10;
+  size_t scanned = 0;
+  for (auto it = log_.begin(); it != log_.end() && scanned < kScan; ++it, ++scanned) {
+    AclLogEntry& e = *it;
+    if (now - e.updated_us > 60'000'000) continue;
+    if (e.reason == reason && e.context == context && e.object == object &&
+        e.username == username) {
       ++e.count;
       e.updated_us = now;
       e.client_info = std::move(client_info);
+      if (it != log_.begin()) {
+        AclLogEntry moved = std::move(e);
+        log_.erase(it);
+        log_.push_front(std::move(moved));
+      }
       return;
     }
   }
@@ -465,6 +475,7 @@ void Acl::Log(std::string_view reason, std::string_view object, std::string_view
   e.reason = std::string(reason);
   e.object = std::string(object);
   e.username = std::string(username);
+  e.context = std::string(context);
   e.created_us = e.updated_us = now;
   e.client_info = std::move(client_info);
   log_.push_front(std::move(e));

@@ -149,11 +149,14 @@ bool AclSubscriptionsAllowed(const AclUser& u, const std::vector<std::string>& c
                              const std::vector<std::string>& patterns,
                              const std::vector<std::string>& shards);
 
+inline constexpr std::string_view kAclLogTopLevel = "toplevel", kAclLogMulti = "multi";
+
 struct AclLogEntry {
   uint64_t count = 1;
   std::string reason;  // "command", "key", "auth"
   std::string object;  // command name (lower case), key, or "AUTH"
   std::string username;
+  std::string context;  // "toplevel", or "multi" (queued in, or run by, MULTI/EXEC)
   uint64_t created_us = 0, updated_us = 0;
   std::string client_info;
 };
@@ -199,8 +202,12 @@ class Acl {
                          std::span<const std::string_view> args, std::string_view* denied_key);
 
   // ACL LOG.
+  // `context`: "multi" for a client in MULTI and for commands EXEC runs,
+  // else "toplevel" (Redis 7.0's words). An entry repeating one of the last
+  // ten within 60 s (same reason, context, object and user) is counted on it
+  // and moves to the front, as Redis does.
   void Log(std::string_view reason, std::string_view object, std::string_view username,
-           std::string client_info);
+           std::string client_info, std::string_view context = kAclLogTopLevel);
   std::vector<AclLogEntry> LogEntries(size_t max) const;
   void ResetLog();
   void set_log_max_len(size_t n);

@@ -262,6 +262,153 @@ constexpr std::string_view kRedisCommands[] = {
     "zunionstore",
 };
 
+// Every subcommand of Redis 7.0's container commands ("container|sub", lower
+// case, sorted; src/commands/*-*.json), so that a rule naming one pion lacks
+// loads, and one Redis does not know is refused as Redis refuses it.
+constexpr std::string_view kRedisSubcommands[] = {
+    "acl|cat",
+    "acl|deluser",
+    "acl|dryrun",
+    "acl|genpass",
+    "acl|getuser",
+    "acl|help",
+    "acl|list",
+    "acl|load",
+    "acl|log",
+    "acl|save",
+    "acl|setuser",
+    "acl|users",
+    "acl|whoami",
+    "client|caching",
+    "client|getname",
+    "client|getredir",
+    "client|help",
+    "client|id",
+    "client|info",
+    "client|kill",
+    "client|list",
+    "client|no-evict",
+    "client|pause",
+    "client|reply",
+    "client|setname",
+    "client|tracking",
+    "client|trackinginfo",
+    "client|unblock",
+    "client|unpause",
+    "cluster|addslots",
+    "cluster|addslotsrange",
+    "cluster|bumpepoch",
+    "cluster|count-failure-reports",
+    "cluster|countkeysinslot",
+    "cluster|delslots",
+    "cluster|delslotsrange",
+    "cluster|failover",
+    "cluster|flushslots",
+    "cluster|forget",
+    "cluster|getkeysinslot",
+    "cluster|help",
+    "cluster|info",
+    "cluster|keyslot",
+    "cluster|links",
+    "cluster|meet",
+    "cluster|myid",
+    "cluster|nodes",
+    "cluster|replicas",
+    "cluster|replicate",
+    "cluster|reset",
+    "cluster|saveconfig",
+    "cluster|set-config-epoch",
+    "cluster|setslot",
+    "cluster|shards",
+    "cluster|slaves",
+    "cluster|slots",
+    "command|count",
+    "command|docs",
+    "command|getkeys",
+    "command|getkeysandflags",
+    "command|help",
+    "command|info",
+    "command|list",
+    "config|get",
+    "config|help",
+    "config|resetstat",
+    "config|rewrite",
+    "config|set",
+    "function|delete",
+    "function|dump",
+    "function|flush",
+    "function|help",
+    "function|kill",
+    "function|list",
+    "function|load",
+    "function|restore",
+    "function|stats",
+    "latency|doctor",
+    "latency|graph",
+    "latency|help",
+    "latency|histogram",
+    "latency|history",
+    "latency|latest",
+    "latency|reset",
+    "memory|doctor",
+    "memory|help",
+    "memory|malloc-stats",
+    "memory|purge",
+    "memory|stats",
+    "memory|usage",
+    "module|help",
+    "module|list",
+    "module|load",
+    "module|loadex",
+    "module|unload",
+    "object|encoding",
+    "object|freq",
+    "object|help",
+    "object|idletime",
+    "object|refcount",
+    "pubsub|channels",
+    "pubsub|help",
+    "pubsub|numpat",
+    "pubsub|numsub",
+    "pubsub|shardchannels",
+    "pubsub|shardnumsub",
+    "script|debug",
+    "script|exists",
+    "script|flush",
+    "script|help",
+    "script|kill",
+    "script|load",
+    "slowlog|get",
+    "slowlog|help",
+    "slowlog|len",
+    "slowlog|reset",
+    "xgroup|create",
+    "xgroup|createconsumer",
+    "xgroup|delconsumer",
+    "xgroup|destroy",
+    "xgroup|help",
+    "xgroup|setid",
+    "xinfo|consumers",
+    "xinfo|groups",
+    "xinfo|help",
+    "xinfo|stream",
+};
+
+// Whether `name` ("config|get", any case) is a Redis subcommand.
+bool IsRedisSubcommand(std::string_view name) {
+  std::string lower = ToLower(name);
+  return std::binary_search(std::begin(kRedisSubcommands), std::end(kRedisSubcommands),
+                            std::string_view(lower));
+}
+
+// Whether Redis's `cmd` is a container command (has subcommands).
+bool IsRedisContainer(std::string_view cmd) {
+  std::string prefix = ToLower(cmd) + "|";
+  auto it = std::lower_bound(std::begin(kRedisSubcommands), std::end(kRedisSubcommands),
+                             std::string_view(prefix));
+  return it != std::end(kRedisSubcommands) && it->starts_with(prefix);
+}
+
 bool IsRedisCommand(std::string_view name) {
   std::string lower = ToLower(name);
   return std::binary_search(std::begin(kRedisCommands), std::end(kRedisCommands),
@@ -336,24 +483,31 @@ Status Acl::ApplyCommandRule(AclUser* u, std::string_view rule) const {
   // cmd|sub: a subcommand, or (a command without subcommands) a first argument.
   std::string_view cmd = what.substr(0, bar), sub = what.substr(bar + 1);
   if (sub.empty() || cmd.empty()) return fail(kErrAclSyntax);
-  if (cmd.find('|') != std::string_view::npos) return fail(kErrAclSubcommandFirstArg);
+  if (cmd.find('|') != std::string_view::npos) {
+    // As Redis: "+a|b|c" with a|b a subcommand asks for a subcommand's first
+    // argument; anything else (-a|b|c, get|x|y) names no command at all.
+    return fail(allow && IsRedisSubcommand(cmd) ? kErrAclSubcommandFirstArg
+                                                : kErrAclUnknownCommand);
+  }
   const CommandSpec* s = commands_->Find(cmd);
+  std::string upper = ToUpper(sub);
+  bool documented = false;
+  if (s != nullptr)
+    for (const auto& [name, slot] : commands_->subcommands(s)) documented |= name == upper;
+  // A container command of Redis takes only subcommands (no first
+  // arguments): +config|asdf is refused as Redis refuses it.
+  if (!documented && IsRedisContainer(cmd) && !IsRedisSubcommand(what))
+    return fail(kErrAclUnknownCommand);
   if (s == nullptr) {
     if (!IsRedisCommand(cmd)) return fail(kErrAclUnknownCommand);
     u->cmd_rules.push_back(std::move(written));  // a Redis command pion lacks: no effect
     return Status::OK();
   }
   const size_t index = static_cast<size_t>(s - specs.data());
-  std::string upper = ToUpper(sub);
   std::erase_if(u->arg_rules,
                 [&](const AclUser::ArgRule& r) { return r.index == index && r.arg == upper; });
-  bool documented = false;
-  for (const auto& [name, slot] : commands_->subcommands(s)) {
-    if (name == upper) {
-      SetBit(&u->allowed_slots, slot, allow);
-      documented = true;
-    }
-  }
+  for (const auto& [name, slot] : commands_->subcommands(s))
+    if (name == upper) SetBit(&u->allowed_slots, slot, allow);
   // A subcommand pion does not document (or a first argument) is matched by
   // name; one pion lacks altogether then simply never comes.
   if (!documented) u->arg_rules.push_back({index, std::move(upper), allow});

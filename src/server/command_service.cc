@@ -158,7 +158,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
     // runs and counts it as rejected, not as a call.
     stats.Reject(slot);
   } else {
-    stats.Record(slot, usec, failed);
+    stats.Record(slot, usec, failed, server_->latency_tracking());
   }
   if (failed) stats.CountError(reply.last_error_code());
   server_->AfterCommand(args, *spec, usec, *c.info);
@@ -192,18 +192,21 @@ bool CommandService::CheckAcl(const AclUser* user, const CommandSpec& spec,
   size_t index = static_cast<size_t>(&spec - server_->commands().specs().data());
   AclDenial d = Acl::Check(*user, spec, index, args, &key);
   if (d == AclDenial::kNone) return true;
+  // ACL LOG's context, as Redis: "multi" while the client is queueing a MULTI.
+  const TxState* tx = TxOf(c.info);
+  const std::string_view where = tx != nullptr && tx->in_multi ? kAclLogMulti : kAclLogTopLevel;
   if (d == AclDenial::kCommand) {
     // As Redis: a subcommand is named in full ("config|set").
     const CommandTable& table = server_->commands();
     const std::string& name = table.stat_name(table.StatIndex(&spec, args));
     reply.Error(NoPermCommandError(name));
-    server_->acl().Log("command", name, user->name, server_->ClientLine(c.info));
+    server_->acl().Log("command", name, user->name, server_->ClientLine(c.info), where);
   } else if (d == AclDenial::kChannel) {
     reply.Error(kErrNoPermChannel);
-    server_->acl().Log("channel", key, user->name, server_->ClientLine(c.info));
+    server_->acl().Log("channel", key, user->name, server_->ClientLine(c.info), where);
   } else {
     reply.Error(kErrNoPermKey);
-    server_->acl().Log("key", key, user->name, server_->ClientLine(c.info));
+    server_->acl().Log("key", key, user->name, server_->ClientLine(c.info), where);
   }
   return false;
 }

@@ -2,9 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "base/check.h"
 #include "base/strutil.h"
@@ -150,8 +148,11 @@ ConfigCodec ClientsMemory() {
     const std::string& v = values[0];
     if (!v.empty() && v.back() == '%') {
       auto p = ParseUint64Strict(std::string_view(v).substr(0, v.size() - 1));
-      if (!p.has_value() || *p > 100)
+      if (!p.has_value())
         return Bad(name, v, "0 (no limit), a byte size, or a percentage of maxmemory up to 100%");
+      // Redis 7.0's own words for a percentage past the maximum.
+      if (*p > 100)
+        return Status::InvalidArgument("percentage argument must be less or equal to 100");
       cfg->maxmemory_clients = 0;
       cfg->maxmemory_clients_percent = *p;
       return Status::OK();
@@ -281,20 +282,21 @@ Status SetOutputLimit(Config* cfg, const std::string& name, Values values) {
     cfg->client_output_buffer_limit = *hard;
     return Status::OK();
   }
+  // Redis 7.0's words for the class form's mistakes.
   if (values.empty() || values.size() % 4 != 0)
-    return Status::InvalidArgument(
-        "option '" + name +
-        "' takes <bytes> or '<class> <hard> <soft> <seconds>' (class normal, replica or pubsub)");
+    return Status::InvalidArgument("Wrong number of arguments in buffer limit configuration.");
   Config next = *cfg;  // all classes or none
   for (size_t i = 0; i < values.size(); i += 4) {
     const OutputClassFields* f = OutputClass(values[i]);
-    if (f == nullptr) return Bad(name, values[i], "a client class: normal, replica or pubsub");
+    if (f == nullptr)
+      return Status::InvalidArgument(
+          "Invalid client class specified in buffer limit configuration.");
     auto hard = ParseBytes(values[i + 1]);
-    if (!hard.has_value()) return Bad(name, values[i + 1], "a byte size (0 = no limit)");
     auto soft = ParseBytes(values[i + 2]);
-    if (!soft.has_value()) return Bad(name, values[i + 2], "a byte size (0 = no limit)");
     auto secs = UintArg(name, values[i + 3], 0, kHundredYears);
-    if (!secs.ok()) return secs.status();
+    if (!hard.has_value() || !soft.has_value() || !secs.ok())
+      return Status::InvalidArgument(
+          "Error in hard, soft or soft_seconds setting in buffer limit configuration.");
     next.*(f->hard) = *hard;
     next.*(f->soft) = *soft;
     next.*(f->secs) = *secs;
@@ -307,15 +309,40 @@ Status SetOutputLimit(Config* cfg, const std::string& name, Values values) {
   return Status::OK();
 }
 
-// Whether `arg` is one of the '|'-separated words of `list`.
-bool IsListKeyword(std::string_view list, std::string_view arg) {
-  while (!list.empty()) {
-    size_t bar = list.find('|');
-    if (EqualsIgnoreCase(list.substr(0, bar), arg)) return true;
-    if (bar == std::string_view::npos) break;
-    list.remove_prefix(bar + 1);
-  }
-  return false;
+// latency-tracking-info-percentiles: a list of percentiles from 0 to 100, given
+// as several values or as one space-separated value (CONFIG SET's form); ""
+// is the empty list. CONFIG GET prints each as %f does, trailing zeros removed.
+ConfigCodec Percentiles(std::vector<double> Config::*field) {
+  ConfigCodec c;
+  c.set = [field](Config* cfg, const std::string& name, const Values& values) -> Status {
+    std::vector<double> out;
+    for (const std::string& v : values) {
+      Values words;
+      if (!SplitLine(v, &words)) return Bad(name, v, "percentiles from 0 to 100");
+      for (const std::string& w : words) {
+        std::optional<double> d = ParseDouble(w);
+        // Redis 7.0's own words for either mistake.
+        if (!d.has_value())
+          return Status::InvalidArgument("Invalid latency-tracking-info-percentiles parameters");
+        if (*d < 0.0 || *d > 100.0)
+          return Status::InvalidArgument(
+              "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]");
+        out.push_back(*d);
+      }
+    }
+    cfg->*field = std::move(out);
+    return Status::OK();
+  };
+  c.get = [field](const Config& cfg) {
+    std::string s;
+    for (double d : cfg.*field) {
+      if (!s.empty()) s += ' ';
+      s += FormatPercentile(d);
+    }
+    return s;
+  };
+  c.copy = [field](const Config& from, Config* to) { to->*field = from.*field; };
+  return c;
 }
 
 ConfigCodec OutputLimit() {
@@ -471,6 +498,8 @@ const std::vector<ConfigOption>& Table() {
       {"loglevel", Level(&Config::loglevel), "notice", kRuntime, "debug|verbose|notice|warning",
        "log verbosity"},
       {"logfile", String(&Config::logfile), "", kStartup, "PATH", "log file", "stderr"},
+      {"daemonize", Bool(&Config::daemonize), "no", kStartup, "yes|no",
+       "run in the background (stdin, stdout, stderr to /dev/null: set logfile)"},
       {"timeout", Uint(&Config::timeout, 0, kHundredYears), "0", kRuntime, "SECONDS",
        "close idle clients", "0 = never"},
       {"maxclients", Uint(&Config::maxclients, 1, 1000000), "10000", kRuntime, "N",
@@ -567,6 +596,11 @@ const std::vector<ConfigOption>& Table() {
        "SLOWLOG entries kept"},
       {"latency-monitor-threshold", Uint(&Config::latency_monitor_threshold, 0, 86400000), "0",
        kRuntime, "MS", "LATENCY monitor threshold", "0 = off"},
+      {"latency-tracking", Bool(&Config::latency_tracking), "yes", kRuntime, "yes|no",
+       "per-command latency histograms (INFO latencystats)"},
+      {"latency-tracking-info-percentiles", Percentiles(&Config::latency_tracking_percentiles),
+       "50 99 99.9", kRuntime, "'P ...'", "percentiles INFO latencystats shows",
+       "50 99 99.9; \"\" = none"},
       {"metrics-port", Int(&Config::metrics_port, 0, 65535), "0", kStartup, "N",
        "Prometheus GET /metrics on --bind:N", "0 = off"},
       // KV events for routers (docs/kv_events.md).
@@ -603,52 +637,6 @@ const std::vector<ConfigOption>& Table() {
   return kOptions;
 }
 
-Status LoadFile(Config* cfg, const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::InvalidArgument("cannot open config file '" + path + "'");
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    size_t first = line.find_first_not_of(" \t");
-    if (first == std::string::npos || line[first] == '#') continue;
-    Values toks;
-    if (!SplitLine(line, &toks))
-      return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": unbalanced quotes");
-    if (toks.empty()) continue;
-    std::string name = ToLower(toks[0]);
-    Values values(toks.begin() + 1, toks.end());
-    Status st = ApplySetting(cfg, name, values);
-    if (!st.ok())
-      return Status::InvalidArgument(path + ":" + std::to_string(lineno) + ": " +
-                                     std::string(st.message()));
-  }
-  return Status::OK();
-}
-
-// Appends `words` to `out` wrapped at `width` columns, continuation lines
-// indented by `indent` spaces.
-void AppendWrapped(std::string* out, size_t col, const std::string& words, size_t indent,
-                   size_t width) {
-  std::istringstream in(words);
-  std::string w;
-  bool first = true;
-  while (in >> w) {
-    if (!first && col + 1 + w.size() > width) {
-      out->append("\n").append(indent, ' ');
-      col = indent;
-    } else if (!first) {
-      out->push_back(' ');
-      ++col;
-    }
-    out->append(w);
-    col += w.size();
-    first = false;
-  }
-  out->push_back('\n');
-}
-
 }  // namespace
 
 Config::Config() {
@@ -681,93 +669,6 @@ Status ApplySetting(Config* cfg, const std::string& raw_name, const Values& valu
   return opt->codec.set(cfg, opt->name, values);
 }
 
-std::string ConfigUsage() {
-  constexpr size_t kHelpColumn = 33, kWidth = 100;
-  std::string out = "Usage: pion-server [/path/to/pion.conf] [--option value ...]\n\n";
-  for (const ConfigOption& o : Table()) {
-    std::string line = "  ";
-    if (o.short_flag != 0) line.append("-").append(1, o.short_flag).append(", ");
-    line.append("--").append(o.name);
-    if (*o.arg != '\0') line.append(" ").append(o.arg);
-    line.append(line.size() + 2 <= kHelpColumn ? kHelpColumn - line.size() : 2, ' ');
-    std::string help = o.help;
-    const char* shown = o.shown_default != nullptr ? o.shown_default : o.default_value;
-    if (!o.is_flag() && *shown != '\0') help.append(" (default ").append(shown).append(")");
-    out.append(line);
-    AppendWrapped(&out, line.size(), help, kHelpColumn, kWidth);
-  }
-  out.append(
-      "  --user 'NAME RULES...'         an ACL user (repeatable; config file: user NAME RULES...)\n"
-      "  --help, --version\n"
-      "\n"
-      "A config file holds the same names without dashes, one 'name value' per line.\n");
-  return out;
-}
-
-Result<Config> ParseConfig(int argc, char** argv) {
-  Config cfg;
-  int i = 1;
-  if (argc > 1 && argv[1][0] != '-') {
-    cfg.config_file = argv[1];
-    PION_RETURN_IF_ERROR(LoadFile(&cfg, cfg.config_file));
-    i = 2;
-  }
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      cfg.show_help = true;
-      continue;
-    }
-    if (a == "-v" || a == "--version") {
-      cfg.show_version = true;
-      continue;
-    }
-    const ConfigOption* opt = nullptr;
-    Values values;
-    if (a.size() == 2 && a[0] == '-' && a[1] != '-') {
-      for (const ConfigOption& o : Table())
-        if (o.short_flag == a[1]) opt = &o;
-    } else if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
-      std::string name = a.substr(2);
-      size_t eq = name.find('=');
-      if (eq != std::string::npos) {
-        values.push_back(name.substr(eq + 1));
-        name.resize(eq);
-      }
-      opt = FindConfigOption(name);
-      if (opt == nullptr && name == "user") {
-        if (values.empty()) {
-          if (i + 1 >= argc) return Status::InvalidArgument("option '" + a + "' needs a value");
-          values.push_back(argv[++i]);
-        }
-        PION_RETURN_IF_ERROR(ApplySetting(&cfg, name, values));
-        continue;
-      }
-    } else {
-      return Status::InvalidArgument("unexpected argument '" + a +
-                                     "' (options start with --; the config file comes first)");
-    }
-    if (opt == nullptr) return Status::InvalidArgument("unknown option '" + a + "' (see --help)");
-    if (values.empty()) {
-      const char* list = opt->codec.list_keyword;
-      if (opt->is_flag()) {
-        // A flag takes an explicit yes/no only if one follows.
-        if (i + 1 < argc && BoolArg(opt->name, argv[i + 1]).ok()) values.push_back(argv[++i]);
-      } else if (list != nullptr && i + 4 < argc && IsListKeyword(list, argv[i + 1])) {
-        // "<class> a b c" and as many more groups of four as follow.
-        do {
-          for (int k = 0; k < 4; ++k) values.push_back(argv[++i]);
-        } while (i + 4 < argc && IsListKeyword(list, argv[i + 1]));
-      } else {
-        if (i + 1 >= argc) return Status::InvalidArgument("option '" + a + "' needs a value");
-        values.push_back(argv[++i]);
-      }
-    }
-    PION_RETURN_IF_ERROR(opt->codec.set(&cfg, opt->name, values));
-  }
-  return cfg;
-}
-
 ConfigSetError ApplyConfigSet(const std::vector<std::pair<std::string, std::string>>& pairs,
                               Config* next) {
   std::set<std::string_view> seen;
@@ -794,6 +695,17 @@ ConfigSetError ApplyConfigSet(const std::vector<std::pair<std::string, std::stri
 void CopyRuntimeSettings(const Config& from, Config* to) {
   for (const ConfigOption& o : Table())
     if (o.runtime) o.codec.copy(from, to);
+}
+
+std::string FormatPercentile(double p) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%f", p);
+  std::string s(buf);
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+  }
+  return s;
 }
 
 }  // namespace pion::server

@@ -45,6 +45,7 @@ struct Config {
   std::string requirepass;
   LogLevel loglevel = LogLevel::kNotice;  // runtime
   std::string logfile;
+  bool daemonize = false;  // detach at start (stdio to /dev/null)
   uint64_t proto_max_bulk_len = 0;
   uint64_t client_query_buffer_limit = 0;
   uint64_t max_multibulk_len = 1ull << 20;  // arguments per command (fixed, not an option)
@@ -102,7 +103,9 @@ struct Config {
   int64_t slowlog_log_slower_than = 10000;  // microseconds; 0 logs every command, <0 none
   uint64_t slowlog_max_len = 128;
   uint64_t latency_monitor_threshold = 0;  // milliseconds; 0 = off
-  int metrics_port = 0;                    // Prometheus GET /metrics; 0 = off
+  bool latency_tracking = true;            // runtime: per-command latency histograms
+  std::vector<double> latency_tracking_percentiles = {50.0, 99.0, 99.9};  // INFO latencystats
+  int metrics_port = 0;  // Prometheus GET /metrics; 0 = off
   // KV events for routers (docs/kv_events.md); an empty endpoint is off.
   std::string kv_events_endpoint;
   std::string kv_events_topic;  // empty: kv@<bind>:<port>@pion
@@ -179,6 +182,9 @@ struct ConfigOption {
 
 // Every setting, in pion.conf order.
 const std::vector<ConfigOption>& ConfigOptions();
+// A percentile as Redis prints it (%f with the trailing zeros and dot removed:
+// "50", "99.9"): CONFIG GET latency-tracking-info-percentiles, INFO latencystats.
+std::string FormatPercentile(double p);
 // Case-insensitive; nullptr if unknown.
 const ConfigOption* FindConfigOption(std::string_view name);
 // "pion-server --help" text.

@@ -149,6 +149,8 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
                                             "slowlog-log-slower-than",
                                             "slowlog-max-len",
                                             "latency-monitor-threshold",
+                                            "latency-tracking",
+                                            "latency-tracking-info-percentiles",
                                             "acllog-max-len",
                                             "tls-cert-file",
                                             "tls-key-file",

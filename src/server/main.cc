@@ -94,6 +94,12 @@ int main(int argc, char** argv) {
                  std::strerror(errno));
     return 1;
   }
+  // daemonize: before any thread starts. The working directory stays (--dir
+  // may be relative); standard input, output and error go to /dev/null.
+  if (cfg.daemonize && ::daemon(1, 0) != 0) {
+    std::fprintf(stderr, "pion-server: cannot daemonize: %s\n", std::strerror(errno));
+    return 1;
+  }
   std::string err;
   if (!MakeDirs(cfg.dir, &err)) {
     LOG_WARNING("cannot use data directory %s", err.c_str());

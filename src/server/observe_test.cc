@@ -92,8 +92,8 @@ TEST(CommandStats, BucketsCountsAndErrors) {
   EXPECT_EQ(LatencyBucket(1025), 11u);
   EXPECT_EQ(LatencyBucket(UINT64_MAX), kLatencyBuckets - 1);
   CommandStats s(3);
-  s.Record(1, 5, false);
-  s.Record(1, 7, true);
+  s.Record(1, 5, false, true);
+  s.Record(1, 7, true, false);
   s.Reject(2);
   for (size_t i = 0; i < CommandStats::kMaxErrorCodes + 10; ++i)
     s.CountError("E" + std::to_string(i));
@@ -113,6 +113,51 @@ TEST(CommandStats, BucketsCountsAndErrors) {
   std::vector<CommandCounters> zero(3);
   s.AddTo(&zero);
   EXPECT_EQ(zero[1].calls, 0u);
+}
+
+TEST(CommandStats, TrackedLatencyBucketsAndPercentiles) {
+  // Exact up to 16 us, then 8 buckets per power of two, each power of two
+  // the upper end of one.
+  for (uint64_t us = 0; us <= 16; ++us) EXPECT_EQ(TrackBucketHighUs(TrackBucket(us)), us);
+  EXPECT_EQ(TrackBucket(17), 17u);
+  EXPECT_EQ(TrackBucket(18), 17u);
+  EXPECT_EQ(TrackBucketHighUs(17), 18u);
+  EXPECT_EQ(TrackBucketHighUs(TrackBucket(1000)), 1024u);  // (960, 1024]
+  EXPECT_EQ(TrackBucketHighUs(TrackBucket(960)), 960u);
+  for (size_t i = 4; i <= 30; ++i) {
+    EXPECT_EQ(TrackBucketHighUs(TrackBucket(uint64_t{1} << i)), uint64_t{1} << i) << i;
+    if (i < 30) EXPECT_GT(TrackBucket((uint64_t{1} << i) + 1), TrackBucket(uint64_t{1} << i)) << i;
+  }
+  EXPECT_EQ(TrackBucket(UINT64_MAX), kTrackBuckets - 1);
+  EXPECT_EQ(TrackBucket(1ull << 30), kTrackBuckets - 1);
+  EXPECT_EQ(TrackBucket((1ull << 30) + 1), kTrackBuckets - 1);
+  for (uint64_t us = 16; us < (1u << 20); us = us * 3 / 2 + 1) {
+    const uint64_t hi = TrackBucketHighUs(TrackBucket(us));
+    EXPECT_GE(hi, us);
+    EXPECT_LE(hi - us, us / 8) << us;  // within 12.5%
+  }
+  TrackHist h{};
+  EXPECT_EQ(TrackPercentileUs(h, 50), 0u);
+  for (int i = 0; i < 98; ++i) ++h[TrackBucket(3)];
+  ++h[TrackBucket(10)];
+  ++h[TrackBucket(1000)];
+  EXPECT_EQ(TrackPercentileUs(h, 0), 3u);
+  EXPECT_EQ(TrackPercentileUs(h, 50), 3u);
+  EXPECT_EQ(TrackPercentileUs(h, 98), 3u);
+  EXPECT_EQ(TrackPercentileUs(h, 99), 10u);
+  EXPECT_EQ(TrackPercentileUs(h, 99.9), 1024u);
+  EXPECT_EQ(TrackPercentileUs(h, 100), 1024u);
+
+  CommandStats s(2);
+  s.Record(1, 5, false, true);
+  s.Record(1, 9, false, false);  // latency-tracking off
+  std::vector<TrackHist> out(2);
+  EXPECT_TRUE(s.AddTrackedTo(&out));
+  EXPECT_EQ(out[1][TrackBucket(5)], 1u);
+  EXPECT_EQ(out[1][TrackBucket(9)], 0u);
+  s.Reset();
+  std::vector<TrackHist> zero(2);
+  EXPECT_FALSE(s.AddTrackedTo(&zero));
 }
 
 TEST(SlowLog, TruncatesKeepsNewestFirstAndTrims) {

@@ -410,6 +410,15 @@ std::vector<CommandCounters> Server::CommandCountersAll() const {
   return out;
 }
 
+std::vector<TrackHist> Server::TrackedLatencyAll() const {
+  std::vector<TrackHist> out(commands_.num_stat_names());
+  bool any = false;
+  for (auto& w : workers_) any |= w->cmdstats().AddTrackedTo(&out);
+  any |= spare_stats_->AddTrackedTo(&out);
+  if (!any) out.clear();
+  return out;
+}
+
 std::map<std::string, uint64_t> Server::ErrorCounts() const {
   std::map<std::string, uint64_t> out;
   for (auto& w : workers_) w->cmdstats().AddErrorsTo(&out);
@@ -695,6 +704,7 @@ void Server::PublishRuntimeSettings() {
   slowlog_slower_than_.store(cfg_.slowlog_log_slower_than, kR);
   slowlog_max_len_.store(cfg_.slowlog_max_len, kR);
   latency_threshold_ms_.store(cfg_.latency_monitor_threshold, kR);
+  latency_tracking_.store(cfg_.latency_tracking, kR);
 }
 
 }  // namespace pion::server

@@ -264,6 +264,10 @@ class Server final : private PushSink {
   // one spare table, for the one thread that dispatches then.
   CommandStats& cmdstats_of(int w);
   std::map<std::string, uint64_t> ErrorCounts() const;
+  // latency-tracking (CONFIG SET) and the histograms it fills, summed over
+  // the workers (empty when no command was tracked since the last reset).
+  bool latency_tracking() const { return latency_tracking_.load(std::memory_order_relaxed); }
+  std::vector<TrackHist> TrackedLatencyAll() const;
   // After a command's handler returned (worker thread): the slow log, the
   // latency monitor and MONITOR clients, each only when enabled (three
   // relaxed loads otherwise).
@@ -418,6 +422,7 @@ class Server final : private PushSink {
   std::atomic<int64_t> slowlog_slower_than_{0};
   std::atomic<uint64_t> slowlog_max_len_{0};
   std::atomic<uint64_t> latency_threshold_ms_{0};
+  std::atomic<bool> latency_tracking_{true};
   SlowLog slowlog_;
   LatencyMonitor latency_;
   std::string replid_;

@@ -105,9 +105,11 @@ class Server:
         if kind == "pion":
             # Redis's default eviction policy (pion's own default is allkeys-lru): the
             # suites set maxmemory expecting noeviction, and a key evicted there fails a
-            # test that then leaves maxmemory set for the tests after it.
+            # test that then leaves maxmemory set for the tests after it. Likewise Redis's
+            # default proto-max-bulk-len (pion's own is 1gb, for large block batches): the
+            # string tests expect SETBIT/SETRANGE past 512 MiB to be refused.
             self.cmd = [str(pion_bin), "--kvcache", "--appendonly", "no", "--fastlane-port", "0",
-                        "--maxmemory-policy", "noeviction",
+                        "--maxmemory-policy", "noeviction", "--proto-max-bulk-len", "512mb",
                         "--port", str(self.port), "--dir", str(self.dir)]
         else:
             self.cmd = ["redis-server", "--port", str(self.port), "--save", "",

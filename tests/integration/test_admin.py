@@ -316,10 +316,11 @@ def test_info_sections(server, raw_factory):
     two = parse_info(c.call("INFO", "CLIENTS", "stats"))
     assert list(two) == ["clients", "stats"]
     assert int(two["stats"]["total_commands_processed"]) >= 3
-    # default leaves commandstats out (Redis); all and everything have it.
-    assert "commandstats" not in full
+    # default leaves commandstats and latencystats out (Redis); all and everything have them.
+    assert "commandstats" not in full and "latencystats" not in full
     every = list(parse_info(c.call("INFO", "everything")))
-    assert [x for x in every if x != "commandstats"] == list(full) and "commandstats" in every
+    assert [x for x in every if x not in ("commandstats", "latencystats")] == list(full)
+    assert "commandstats" in every and "latencystats" in every
     assert list(parse_info(c.call("INFO", "all"))) == every
     assert c.call("INFO", "nosuchsection") == b""
 

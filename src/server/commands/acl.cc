@@ -168,7 +168,7 @@ void Log(CommandContext& ctx) {
     rb->Bulk("reason");
     rb->Bulk(e.reason);
     rb->Bulk("context");
-    rb->Bulk("toplevel");
+    rb->Bulk(e.context);
     rb->Bulk("object");
     rb->Bulk(e.object);
     rb->Bulk("username");

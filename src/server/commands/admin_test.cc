@@ -63,6 +63,28 @@ TEST_F(AdminCommands, ConfigSetAppliesAllOrNothing) {
   EXPECT_EQ(server().output_limit(), 2ull << 20);
   EXPECT_EQ(server().output_soft_limit(), 1ull << 20);
   EXPECT_EQ(server().output_soft_seconds(), 10u);
+  // Redis 7.0's text for a percentage over 100; the valid maxmemory beside it stays unset.
+  const std::string maxmemory = Run({"CONFIG", "GET", "maxmemory"}).Find("maxmemory")->str;
+  EXPECT_EQ(Run({"CONFIG", "SET", "maxmemory", "10000001", "maxmemory-clients", "200%"}).error(),
+            "ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - "
+            "percentage argument must be less or equal to 100");
+  EXPECT_EQ(*Run({"CONFIG", "GET", "maxmemory"}).Find("maxmemory"), maxmemory);
+  EXPECT_EQ(Run({"CONFIG", "SET", "maxmemory-clients", "x%"}).error(),
+            "ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - invalid "
+            "value 'x%' for 'maxmemory-clients': expected 0 (no limit), a byte size, or a "
+            "percentage of maxmemory up to 100%");
+  // The class form's mistakes, in Redis 7.0's words; nothing changes.
+  const std::string prefix =
+      "ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - ";
+  EXPECT_EQ(Run({"CONFIG", "SET", "client-output-buffer-limit", "wrong number"}).error(),
+            prefix + "Wrong number of arguments in buffer limit configuration.");
+  EXPECT_EQ(Run({"CONFIG", "SET", "client-output-buffer-limit", "master 10mb 10mb 60"}).error(),
+            prefix + "Invalid client class specified in buffer limit configuration.");
+  for (const char* bad : {"normal 10mbs 10mb 60", "replica 10mb 10mbs 60", "pubsub 1mb 1mb 60s"})
+    EXPECT_EQ(Run({"CONFIG", "SET", "client-output-buffer-limit", bad}).error(),
+              prefix + "Error in hard, soft or soft_seconds setting in buffer limit configuration.")
+        << bad;
+  EXPECT_EQ(server().output_limit(), 2ull << 20);
   EXPECT_EQ(Run({"CONFIG", "REWRITE"}).error(),
             "ERR CONFIG REWRITE is not supported: edit the config file");
   EXPECT_EQ(Run({"CONFIG", "RESETSTAT"}), "OK");

@@ -322,7 +322,8 @@ void Client(CommandContext& ctx) {
     if (u == nullptr || !(u->unrestricted || (u->full_categories & kAclAdmin))) {
       ctx.reply->Error(NoPermCommandError("client|" + ToLower(sub)));
       ctx.server->acl().Log("command", "client|" + ToLower(sub), u ? u->name : "",
-                            ctx.server->ClientLine(ctx.client));
+                            ctx.server->ClientLine(ctx.client),
+                            ctx.in_exec ? kAclLogMulti : kAclLogTopLevel);
       return;
     }
     if (EqualsIgnoreCase(sub, "LIST"))

@@ -128,6 +128,8 @@ const CommandDoc kDocs[] = {
     {"LATENCY|RESET", "server", "2.8.13", "[event...]",
      "Resets the latency data for one or more events."},
     {"LATENCY|DOCTOR", "server", "2.8.13", "", "Returns a human-readable latency analysis report."},
+    {"LATENCY|HISTOGRAM", "server", "7.0.0", "[command [command ...]]",
+     "Returns the cumulative distribution of latencies of a subset or all commands."},
     {"LATENCY|HELP", "server", "2.8.13", "", "Returns helpful text about the subcommands."},
     // the string keyspace (reported once the server has them)
     {"GET", "string", "1.0.0", "key", nullptr},

@@ -296,6 +296,67 @@ TEST_F(Conformance, AclSubcommandRules) {
             "in ACL");
 }
 
+// Redis 7.0: a container command takes subcommands only, not first arguments;
+// a rule naming three levels names no command.
+TEST_F(Conformance, AclContainerRulesTakeOnlySubcommands) {
+  const std::string unknown = "Unknown command or category name in ACL";
+  ASSERT_EQ(Run({"ACL", "SETUSER", "c", "+@all", "+config|get"}), "OK");
+  for (const char* rule : {"+config|asdf", "-config|asdf", "+get|key1|key2", "-get|key1|key2",
+                           "-config|get|x", "+xinfo|nosuch"}) {
+    EXPECT_EQ(Run({"ACL", "SETUSER", "c", "+@all", rule}).error(),
+              "ERR Error in ACL SETUSER modifier '" + std::string(rule) + "': " + unknown)
+        << rule;
+  }
+  // A Redis subcommand pion lacks still loads (kept without effect).
+  EXPECT_EQ(Run({"ACL", "SETUSER", "c", "-client|no-evict", "+memory|doctor"}), "OK");
+  // A first argument of a command without subcommands is still one.
+  EXPECT_EQ(Run({"ACL", "SETUSER", "c", "-@all", "+select|0"}), "OK");
+}
+
+// ACL LOG's context: "multi" for a command refused while queueing a MULTI or
+// when EXEC runs it; repeats are merged per context; ACL LOG <count>.
+TEST_F(Conformance, AclLogContextAndCount) {
+  ASSERT_EQ(Run({"ACL", "SETUSER", "t", "on", "nopass", "~*", "+@all", "-incr"}), "OK");
+  SwitchClient(1);
+  ASSERT_EQ(Run({"AUTH", "t", "x"}), "OK");
+  EXPECT_TRUE(Run({"INCR", "a"}).error().starts_with("NOPERM"));
+  EXPECT_TRUE(Run({"INCR", "a"}).error().starts_with("NOPERM"));
+  ASSERT_EQ(Run({"MULTI"}), "OK");
+  EXPECT_TRUE(Run({"INCR", "a"}).error().starts_with("NOPERM"));
+  EXPECT_TRUE(Run({"EXEC"}).error().starts_with("EXECABORT"));
+  SwitchClient(0);
+  RespValue log = Run({"ACL", "LOG"});
+  ASSERT_EQ(log.size(), 2u) << log.Debug();
+  EXPECT_EQ(*log[0].Find("context"), "multi");
+  EXPECT_EQ(*log[0].Find("object"), "incr");
+  EXPECT_TRUE(log[0].Find("count")->is_integer(1));
+  EXPECT_EQ(*log[1].Find("context"), "toplevel");
+  EXPECT_TRUE(log[1].Find("count")->is_integer(2));
+  EXPECT_EQ(Run({"ACL", "LOG", "1"}).size(), 1u);
+  // A repeat of the older entry moves it to the front.
+  SwitchClient(1);
+  EXPECT_TRUE(Run({"INCR", "a"}).error().starts_with("NOPERM"));
+  SwitchClient(0);
+  log = Run({"ACL", "LOG"});
+  ASSERT_EQ(log.size(), 2u) << log.Debug();
+  EXPECT_EQ(*log[0].Find("context"), "toplevel");
+  EXPECT_TRUE(log[0].Find("count")->is_integer(3));
+  // Refused when EXEC runs it (the rule changed after queueing).
+  ASSERT_EQ(Run({"ACL", "SETUSER", "t", "+incr"}), "OK");
+  ASSERT_EQ(Run({"ACL", "LOG", "RESET"}), "OK");
+  SwitchClient(1);
+  ASSERT_EQ(Run({"MULTI"}), "OK");
+  ASSERT_EQ(Run({"INCR", "a"}), "QUEUED");
+  SwitchClient(0);
+  ASSERT_EQ(Run({"ACL", "SETUSER", "t", "-incr"}), "OK");
+  SwitchClient(1);
+  Run({"EXEC"});
+  SwitchClient(0);
+  log = Run({"ACL", "LOG"});
+  ASSERT_EQ(log.size(), 1u) << log.Debug();
+  EXPECT_EQ(*log[0].Find("context"), "multi");
+}
+
 TEST_F(Conformance, AclRulesNamingRedisCommandsPionLacksAreKeptWithoutEffect) {
   ASSERT_EQ(Run({"ACL", "SETUSER", "w", "on", "nopass", "~*", "+@all", "-debug", "-eval",
                  "+subscribe", "-script|flush", "-FLUSHALL"}),

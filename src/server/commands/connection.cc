@@ -22,7 +22,9 @@ bool Login(CommandContext& ctx, std::string_view user, std::string_view pass) {
   Server& s = *ctx.server;
   std::shared_ptr<const AclUser> u = s.acl().Authenticate(user, pass);
   if (u == nullptr) {
-    s.acl().Log("auth", "AUTH", user, s.ClientLine(ctx.client));
+    const TxState* tx = TxOf(ctx.client);
+    s.acl().Log("auth", "AUTH", user, s.ClientLine(ctx.client),
+                tx != nullptr && tx->in_multi ? kAclLogMulti : kAclLogTopLevel);
     return false;
   }
   s.SetClientUser(ctx.client, std::move(u));

@@ -1,7 +1,8 @@
 // INFO [section ...]: Redis-style "# Section" blocks of "field:value" lines.
 // Sections: server, clients, memory, persistence, stats, replication, cpu,
-// commandstats, errorstats, pion, cluster, keyspace; "default" (or no
-// argument) is all but commandstats, "all" and "everything" are all of them.
+// commandstats, errorstats, latencystats, pion, cluster, keyspace; "default"
+// (or no argument) is all but commandstats and latencystats, "all" and
+// "everything" are all of them.
 // RESP3 gets a verbatim string, RESP2 a bulk string. Counters are
 // server-wide (every worker).
 #include <sys/resource.h>
@@ -313,6 +314,29 @@ void ErrorStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
     InfoField(out, "errorstat_" + code, "count=" + std::to_string(n));
 }
 
+// Per-command latency percentiles (latency-tracking), Redis's lines:
+// latency_percentiles_usec_<cmd>:p50=1.000,p99=3.000,p99.9=7.000 (microseconds).
+void LatencyStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
+  if (!s.latency_tracking()) return;
+  std::vector<TrackHist> all = s.TrackedLatencyAll();
+  if (all.empty()) return;
+  const std::vector<double> percentiles = s.ConfigSnapshot().latency_tracking_percentiles;
+  const CommandTable& t = s.commands();
+  for (size_t i = 0; i < all.size(); ++i) {
+    bool any = false;
+    for (uint64_t n : all[i]) any |= n != 0;
+    if (!any) continue;
+    std::string v;
+    for (double p : percentiles) {
+      if (!v.empty()) v += ',';
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "=%.3f", static_cast<double>(TrackPercentileUs(all[i], p)));
+      v += 'p' + FormatPercentile(p) + buf;
+    }
+    InfoField(out, "latency_percentiles_usec_" + t.stat_name(i), v);
+  }
+}
+
 // cluster_enabled:1 only as the one-node cluster of --cluster-emulated (commands/cluster.cc).
 void ClusterSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "cluster_enabled", uint64_t{s.config().cluster_emulated ? 1u : 0u});
@@ -336,6 +360,7 @@ constexpr Section kSections[] = {
     {"cpu", "CPU", true, CpuSection},
     {"commandstats", "Commandstats", false, CommandStatsSection},
     {"errorstats", "Errorstats", true, ErrorStatsSection},
+    {"latencystats", "Latencystats", false, LatencyStatsSection},
     {"pion", "Pion", true, PionSection},
     {"cluster", "Cluster", true, ClusterSection},
     {"keyspace", "Keyspace", true, KeyspaceSection},

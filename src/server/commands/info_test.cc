@@ -57,12 +57,107 @@ TEST_F(InfoCommand, ChosenSectionsOnly) {
   EXPECT_EQ(Sections(Run({"INFO", "memory"}).str)["Memory"]["maxmemory_clients"],
             std::to_string(128ull << 20));
   EXPECT_EQ(Sections(Run({"INFO", "nope"}).str).size(), 0u);
-  EXPECT_EQ(Sections(Run({"INFO", "everything"}).str).size(), 12u);
-  EXPECT_EQ(Sections(Run({"INFO", "all"}).str).size(), 12u);
+  EXPECT_EQ(Sections(Run({"INFO", "everything"}).str).size(), 13u);
+  EXPECT_EQ(Sections(Run({"INFO", "all"}).str).size(), 13u);
   // Commands run in process are counted (the spare table: no workers run here).
   auto cs = Sections(Run({"INFO", "commandstats"}).str)["Commandstats"];
   EXPECT_NE(cs["cmdstat_info"].find("calls="), std::string::npos);
   EXPECT_NE(cs["cmdstat_config|set"].find("calls=1,"), std::string::npos);
+}
+
+// INFO latencystats (Redis 7.0): one line per command run since the last
+// CONFIG RESETSTAT while latency-tracking is on, with the configured percentiles.
+TEST_F(InfoCommand, LatencyStatsFollowTrackingAndPercentiles) {
+  auto lat = [&] { return Sections(Run({"INFO", "latencystats"}).str)["Latencystats"]; };
+  EXPECT_EQ(Run({"CONFIG", "GET", "latency-tracking"}).Find("latency-tracking")->str, "yes");
+  EXPECT_EQ(Run({"CONFIG", "GET", "latency-tracking-info-percentiles"})
+                .Find("latency-tracking-info-percentiles")
+                ->str,
+            "50 99 99.9");
+  EXPECT_EQ(Run({"CONFIG", "RESETSTAT"}), "OK");
+  EXPECT_EQ(lat().count("latency_percentiles_usec_ping"), 0u);  // (CONFIG RESETSTAT counts)
+  Run({"PING"});
+  Run({"CLIENT", "ID"});
+  auto l = lat();
+  EXPECT_TRUE(l["latency_percentiles_usec_ping"].starts_with("p50="))
+      << l["latency_percentiles_usec_ping"];
+  EXPECT_NE(l["latency_percentiles_usec_ping"].find(",p99="), std::string::npos);
+  EXPECT_NE(l["latency_percentiles_usec_ping"].find(",p99.9="), std::string::npos);
+  EXPECT_EQ(l.count("latency_percentiles_usec_client|id"), 1u);
+  EXPECT_EQ(l.count("latency_percentiles_usec_get"), 0u);  // never ran
+
+  EXPECT_EQ(Run({"CONFIG", "SET", "latency-tracking-info-percentiles", "0.0 50.0 100.0"}), "OK");
+  EXPECT_EQ(Run({"CONFIG", "GET", "latency-tracking-info-percentiles"})
+                .Find("latency-tracking-info-percentiles")
+                ->str,
+            "0 50 100");
+  const std::string ping = lat()["latency_percentiles_usec_ping"];
+  EXPECT_TRUE(ping.starts_with("p0=")) << ping;
+  EXPECT_NE(ping.find(",p50="), std::string::npos) << ping;
+  EXPECT_NE(ping.find(",p100="), std::string::npos) << ping;
+  // Bad lists change nothing (Redis's texts).
+  EXPECT_EQ(Run({"CONFIG", "SET", "latency-tracking-info-percentiles", "10.0 50.0 a"}).error(),
+            "ERR CONFIG SET failed (possibly related to argument "
+            "'latency-tracking-info-percentiles') - Invalid latency-tracking-info-percentiles "
+            "parameters");
+  EXPECT_EQ(Run({"CONFIG", "SET", "latency-tracking-info-percentiles", "10 101"}).error(),
+            "ERR CONFIG SET failed (possibly related to argument "
+            "'latency-tracking-info-percentiles') - latency-tracking-info-percentiles "
+            "parameters should sit between [0.0,100.0]");
+  EXPECT_EQ(Run({"CONFIG", "GET", "latency-tracking-info-percentiles"})
+                .Find("latency-tracking-info-percentiles")
+                ->str,
+            "0 50 100");
+  EXPECT_EQ(Run({"CONFIG", "SET", "latency-tracking-info-percentiles", ""}), "OK");
+  EXPECT_EQ(lat()["latency_percentiles_usec_ping"], "");
+
+  // Off: nothing is shown and nothing more is counted.
+  EXPECT_EQ(Run({"CONFIG", "SET", "latency-tracking", "no"}), "OK");
+  EXPECT_EQ(Run({"CONFIG", "RESETSTAT"}), "OK");
+  Run({"PING"});
+  EXPECT_TRUE(lat().empty());
+  EXPECT_EQ(Run({"CONFIG", "SET", "latency-tracking", "yes"}), "OK");
+  auto on = lat();
+  EXPECT_EQ(on.count("latency_percentiles_usec_ping"), 0u);  // PING ran untracked
+  EXPECT_EQ(on.count("latency_percentiles_usec_config|set"), 1u);
+}
+
+// LATENCY HISTOGRAM (Redis 7.0): per command, calls and the cumulative
+// counts at powers of two microseconds (RESP2: flat name/value lists).
+TEST_F(InfoCommand, LatencyHistogramCumulativeCounts) {
+  EXPECT_EQ(Run({"CONFIG", "RESETSTAT"}), "OK");
+  RespValue all = Run({"LATENCY", "HISTOGRAM"});
+  ASSERT_EQ(all.size(), 2u) << all.Debug();  // only CONFIG RESETSTAT ran
+  EXPECT_EQ(all[0].str, "config|resetstat");
+  Run({"PING"});
+  Run({"PING"});
+  Run({"CLIENT", "ID"});
+  Run({"CLIENT", "GETNAME"});
+  RespValue r = Run({"LATENCY", "HISTOGRAM", "ping"});
+  ASSERT_EQ(r.size(), 2u) << r.Debug();
+  EXPECT_EQ(r[0].str, "ping");
+  const RespValue& h = r[1];
+  ASSERT_EQ(h.size(), 4u) << h.Debug();
+  EXPECT_EQ(h[0].str, "calls");
+  EXPECT_TRUE(h[1].is_integer(2));
+  EXPECT_EQ(h[2].str, "histogram_usec");
+  // Bounds are powers of two, counts grow and end at the number of calls.
+  const RespValue& points = h[3];
+  ASSERT_GE(points.size(), 2u);
+  int64_t last = 0;
+  for (size_t i = 0; i + 1 < points.size(); i += 2) {
+    const int64_t bound = points[i].integer, n = points[i + 1].integer;
+    EXPECT_EQ(bound & (bound - 1), 0) << bound;
+    EXPECT_GT(n, last);
+    last = n;
+  }
+  EXPECT_EQ(last, 2);
+  // A container names its subcommands; a subcommand itself; unknown names skipped.
+  RespValue c = Run({"LATENCY", "HISTOGRAM", "client"});
+  ASSERT_EQ(c.size(), 4u) << c.Debug();
+  EXPECT_EQ(Run({"LATENCY", "HISTOGRAM", "client|id"}).size(), 2u);
+  EXPECT_EQ(Run({"LATENCY", "HISTOGRAM", "blabla"}).size(), 0u);
+  EXPECT_EQ(Run({"LATENCY", "HISTOGRAM", "blabla", "ping", "get"}).size(), 2u);  // get: no calls
 }
 
 class InfoKvCommand : public KvTest {};

@@ -28,8 +28,8 @@ bool CheckNsLength(CommandContext& ctx, std::string_view ns) {
 // NOPERM (and logs the key to ACL LOG as admission does). Dispatch checks the
 // keys a command names; this is for the namespaces it reaches through links.
 void DenyKey(CommandContext& ctx, const AclUser* u, std::string_view key) {
-  ctx.server->acl().Log("key", key, u != nullptr ? u->name : "",
-                        ctx.server->ClientLine(ctx.client));
+  ctx.server->acl().Log("key", key, u != nullptr ? u->name : "", ctx.server->ClientLine(ctx.client),
+                        ctx.in_exec ? kAclLogMulti : kAclLogTopLevel);
   ctx.reply->Error(kErrNoPermKey);
 }
 

@@ -1,6 +1,8 @@
 // Observability commands: SLOWLOG, LATENCY, MONITOR, ROLE, LASTSAVE
 // (docs/protocol.md "Observability"; docs/operations.md).
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -73,6 +75,66 @@ void Slowlog(CommandContext& ctx) {
   }
 }
 
+// LATENCY HISTOGRAM's slots: every slot with tracked calls (no names), or
+// for each name in turn the command or subcommand ("client|id") and, for a
+// command with subcommands, each of them; unknown names are skipped (Redis).
+std::vector<size_t> HistogramSlots(const CommandTable& t, std::span<const std::string_view> names,
+                                   const std::vector<TrackHist>& hists) {
+  auto has_data = [&](size_t slot) {
+    if (slot >= hists.size()) return false;
+    for (uint64_t n : hists[slot])
+      if (n != 0) return true;
+    return false;
+  };
+  std::vector<size_t> out;
+  if (names.empty()) {
+    for (size_t i = 0; i < hists.size(); ++i)
+      if (has_data(i)) out.push_back(i);
+    return out;
+  }
+  for (std::string_view name : names) {
+    const size_t bar = name.find('|');
+    const CommandSpec* spec = t.Find(name.substr(0, bar));
+    if (spec == nullptr) continue;
+    const auto& subs = t.subcommands(spec);
+    if (bar != std::string_view::npos) {
+      for (const auto& [sub, slot] : subs)
+        if (EqualsIgnoreCase(sub, name.substr(bar + 1)) && has_data(slot)) out.push_back(slot);
+      continue;
+    }
+    if (has_data(t.StatIndex(spec))) out.push_back(t.StatIndex(spec));
+    for (const auto& [sub, slot] : subs)
+      if (has_data(slot)) out.push_back(slot);
+  }
+  return out;
+}
+
+// One command's cumulative distribution, as Redis: calls, then
+// histogram_usec {2^i: calls that took at most 2^i us} for each i where the
+// count grew.
+void HistogramReply(ReplyBuilder* rb, const TrackHist& h) {
+  uint64_t total = 0;
+  for (uint64_t n : h) total += n;
+  std::vector<std::pair<uint64_t, uint64_t>> points;
+  uint64_t cumulative = 0, last = 0;
+  size_t b = 0;
+  for (size_t i = 0; i <= kTrackMaxLog2 && last < total; ++i) {
+    const uint64_t bound = uint64_t{1} << i;
+    while (b < kTrackBuckets && TrackBucketHighUs(b) <= bound) cumulative += h[b++];
+    if (cumulative > last) points.emplace_back(bound, cumulative);
+    last = cumulative;
+  }
+  rb->MapHeader(2);
+  rb->Bulk("calls");
+  rb->Integer(static_cast<int64_t>(total));
+  rb->Bulk("histogram_usec");
+  rb->MapHeader(points.size());
+  for (const auto& [bound, n] : points) {
+    rb->Integer(static_cast<int64_t>(bound));
+    rb->Integer(static_cast<int64_t>(n));
+  }
+}
+
 void Latency(CommandContext& ctx) {
   std::string_view sub = ctx.args[1];
   size_t n = ctx.args.size();
@@ -112,6 +174,15 @@ void Latency(CommandContext& ctx) {
                 std::to_string(e.max_ms) + " ms. See SLOWLOG GET for the commands.\n";
     }
     ctx.reply->Verbatim(text);
+  } else if (EqualsIgnoreCase(sub, "HISTOGRAM")) {
+    const CommandTable& t = ctx.server->commands();
+    const std::vector<TrackHist> hists = ctx.server->TrackedLatencyAll();
+    const std::vector<size_t> slots = HistogramSlots(t, ctx.args.subspan(2), hists);
+    ctx.reply->MapHeader(slots.size());
+    for (size_t slot : slots) {
+      ctx.reply->Bulk(t.stat_name(slot));
+      HistogramReply(ctx.reply, hists[slot]);
+    }
   } else if (EqualsIgnoreCase(sub, "HELP") && n == 2) {
     static const char* const kLines[] = {
         "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -124,6 +195,10 @@ void Latency(CommandContext& ctx) {
         "RESET [<event> ...]",
         "    Reset latency data of one or more <event> classes.",
         "    (default: reset all data for all event classes)",
+        "HISTOGRAM [COMMAND ...]",
+        "    Return a cumulative distribution of latencies in the format of a histogram for the "
+        "specified command names.",
+        "    If no commands are specified then all histograms are replied.",
         "HELP",
         "    Print this help.",
     };
@@ -166,7 +241,8 @@ void AddObserveCommands(std::vector<CommandSpec>* out) {
   out->push_back({"SLOWLOG", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, Slowlog,
                   "The slow log: GET [count], LEN, RESET."});
   out->push_back({"LATENCY", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, Latency,
-                  "The latency monitor: LATEST, HISTORY event, RESET [event ...], DOCTOR."});
+                  "The latency monitor: LATEST, HISTORY event, RESET [event ...], DOCTOR, "
+                  "HISTOGRAM [command ...]."});
   out->push_back({"MONITOR", 1, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, Monitor,
                   "Streams every command the server runs, from every client."});
   out->push_back({"ROLE", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, Role,

@@ -469,7 +469,8 @@ void Del(CommandContext& ctx) {
   ctx.wait_lsn = lsn;
   if (!r.ok() && r.status().id() == ErrorId::kDropRefused) {
     ctx.server->acl().Log("key", denied, u != nullptr ? u->name : "",
-                          ctx.server->ClientLine(ctx.client));
+                          ctx.server->ClientLine(ctx.client),
+                          ctx.in_exec ? kAclLogMulti : kAclLogTopLevel);
     ctx.reply->Error(kErrNoPermKey);
     return;
   }

@@ -128,13 +128,15 @@ void Exec(CommandContext& ctx) {
         if (d == AclDenial::kCommand) {
           const std::string& name = table.stat_name(table.StatIndex(q.spec, views));
           ctx.reply->Error(NoPermCommandError(name));
-          ctx.server->acl().Log("command", name, who, ctx.server->ClientLine(ctx.client));
+          ctx.server->acl().Log("command", name, who, ctx.server->ClientLine(ctx.client),
+                                kAclLogMulti);
         } else if (d == AclDenial::kChannel) {
           ctx.reply->Error(kErrNoPermChannel);
-          ctx.server->acl().Log("channel", key, who, ctx.server->ClientLine(ctx.client));
+          ctx.server->acl().Log("channel", key, who, ctx.server->ClientLine(ctx.client),
+                                kAclLogMulti);
         } else {
           ctx.reply->Error(kErrNoPermKey);
-          ctx.server->acl().Log("key", key, who, ctx.server->ClientLine(ctx.client));
+          ctx.server->acl().Log("key", key, who, ctx.server->ClientLine(ctx.client), kAclLogMulti);
         }
         stats.CountError(ctx.reply->last_error_code());
         continue;
@@ -145,7 +147,7 @@ void Exec(CommandContext& ctx) {
     q.spec->handler(sub);
     const uint64_t usec = MonotonicUs() - start;
     const bool failed = ctx.reply->error_count() != before;
-    stats.Record(table.StatIndex(q.spec, views), usec, failed);
+    stats.Record(table.StatIndex(q.spec, views), usec, failed, ctx.server->latency_tracking());
     if (failed) stats.CountError(ctx.reply->last_error_code());
     ctx.server->AfterCommand(views, *q.spec, usec, *ctx.client);
     ctx.wait_lsn = std::max(ctx.wait_lsn, sub.wait_lsn);
