@@ -126,7 +126,9 @@ TEST(CommandStats, TrackedLatencyBucketsAndPercentiles) {
   EXPECT_EQ(TrackBucketHighUs(TrackBucket(960)), 960u);
   for (size_t i = 4; i <= 30; ++i) {
     EXPECT_EQ(TrackBucketHighUs(TrackBucket(uint64_t{1} << i)), uint64_t{1} << i) << i;
-    if (i < 30) EXPECT_GT(TrackBucket((uint64_t{1} << i) + 1), TrackBucket(uint64_t{1} << i)) << i;
+    if (i < 30) {
+      EXPECT_GT(TrackBucket((uint64_t{1} << i) + 1), TrackBucket(uint64_t{1} << i)) << i;
+    }
   }
   EXPECT_EQ(TrackBucket(UINT64_MAX), kTrackBuckets - 1);
   EXPECT_EQ(TrackBucket(1ull << 30), kTrackBuckets - 1);
