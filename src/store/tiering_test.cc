@@ -218,8 +218,9 @@ class TieredNamespaceTest : public TieringTest {
   // Eight namespaces (4 MiB) under the 2 MiB budget: some move to the tier.
   void Fill() {
     for (int i = 0; i < 8; ++i) {
+      const std::string name = Name(i);  // a.ns is a view: the name must outlive it
       RegisterArgs a;
-      a.ns = Name(i);
+      a.ns = name;
       a.kv_dim = kNsDim;
       a.fmt = quant::Format::kFp16;
       uint64_t lsn = 0;
