@@ -115,13 +115,7 @@ Status Store::Rename(std::string_view src, std::string_view dst, bool nx, bool* 
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }
-  StrRef v = e->value;
-  int64_t expire = e->expire_at_ms;
-  // RENAME moves a block's links (the destination's own go with it first).
-  if (StrEntry* old = StrEntryLocked(dst)) StrEraseLocked(*old);
-  std::unique_ptr<BlockLinks> links = TakeLinksLocked(*e);
-  StrEraseLocked(*e);
-  GiveLinksLocked(StrPutLocked(dst, std::move(v), expire), std::move(links), e);
+  StrMoveLocked(*e, dst);
   return Status::OK();
 }
 

@@ -820,6 +820,9 @@ class Store {
   // RENAME: moves e's links to `to` (the entry that replaces it).
   std::unique_ptr<BlockLinks> TakeLinksLocked(StrEntry& e);
   void GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, const StrEntry* from);
+  // RENAME's move of a live key to `dst` (replacing what is there), links included;
+  // the caller has logged it (or is replaying the log).
+  void StrMoveLocked(StrEntry& e, std::string_view dst);
   // KV.BLOCK.CHAIN applied (live and replayed): puts the pairs, links them and
   // gives them one stamp. REQUIRES mu_; no logging, no budget.
   void ApplyChainLocked(std::span<const std::string_view> keys, std::span<const StrRef> values,

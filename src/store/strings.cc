@@ -715,12 +715,17 @@ void Store::ApplyStrRename(std::string_view src, std::string_view dst) {
   std::lock_guard<std::mutex> l(mu_);
   StrEntry* e = StrEntryLocked(src);
   if (e == nullptr || src == dst) return;
-  StrRef v = e->value;
-  int64_t expire = e->expire_at_ms;
+  StrMoveLocked(*e, dst);
+}
+
+void Store::StrMoveLocked(StrEntry& e, std::string_view dst) {
+  StrRef v = e.value;
+  int64_t expire = e.expire_at_ms;
+  // A block's links move with it (the destination's own go with it first).
   if (StrEntry* old = StrEntryLocked(dst)) StrEraseLocked(*old);
-  std::unique_ptr<BlockLinks> links = TakeLinksLocked(*e);
-  StrEraseLocked(*e);
-  GiveLinksLocked(StrPutLocked(dst, std::move(v), expire), std::move(links), e);
+  std::unique_ptr<BlockLinks> links = TakeLinksLocked(e);
+  StrEraseLocked(e);
+  GiveLinksLocked(StrPutLocked(dst, std::move(v), expire), std::move(links), &e);
 }
 
 std::vector<persist::SnapshotString> Store::TakeCapturedStrings() {
