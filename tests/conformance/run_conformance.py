@@ -44,7 +44,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "python"))
 import tcl_harness  # noqa: E402
+from pion.testing import free_port  # noqa: E402
 
 BUILD = ROOT / "build" / "conformance"
 REDIS_SRC = BUILD / "src" / "redis-7.0.15"
@@ -76,12 +78,6 @@ CRASH_LOG = re.compile(
 
 
 # ---------------------------------------------------------------- servers
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ping(port: int) -> bool:
