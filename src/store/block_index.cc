@@ -5,9 +5,6 @@
 #include <cstring>
 #include <random>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 namespace pion::store {
 
 namespace {
@@ -24,11 +21,6 @@ uint64_t IndexSeed() {
 
 }  // namespace
 
-size_t BlockTable::Slot(uint64_t h) const {
-  return static_cast<size_t>(XXH3_64bits_withSeed(&h, sizeof(h), IndexSeed()) >>
-                             (64 - index_bits_));
-}
-
 bool BlockTable::Contains(uint64_t h) const {
   if (h == 0) return has_zero_;
   if (index_.empty()) return false;
@@ -39,6 +31,53 @@ bool BlockTable::Contains(uint64_t h) const {
     if (v == h) return true;
     if (v == 0) return false;
     i = (i + 1) & mask;
+  }
+}
+
+void BlockTable::ContainsEach(const uint8_t* probes, size_t n, uint8_t* bitmap) const {
+  if (index_.empty()) {  // no hashes, or only 0
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t h;
+      std::memcpy(&h, probes + 8 * i, 8);
+      if (h == 0 && has_zero_) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+    }
+    return;
+  }
+  const size_t mask = index_.size() - 1;
+  const uint64_t* index = index_.data();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {  // one bitmap byte per group
+    uint64_t h[8];
+    size_t slot[8];
+    std::memcpy(h, probes + 8 * i, sizeof(h));
+    for (int j = 0; j < 8; ++j) {
+      slot[j] = Slot(h[j]);
+      __builtin_prefetch(index + slot[j]);
+    }
+    unsigned bits = 0;
+    for (int j = 0; j < 8; ++j) {
+      bool hit;
+      if (h[j] == 0) {
+        hit = has_zero_;
+      } else {
+        size_t s = slot[j];
+        for (;;) {
+          const uint64_t v = index[s];
+          if (v == h[j] || v == 0) {
+            hit = v != 0;
+            break;
+          }
+          s = (s + 1) & mask;
+        }
+      }
+      bits |= static_cast<unsigned>(hit) << j;
+    }
+    bitmap[i >> 3] |= static_cast<uint8_t>(bits);
+  }
+  for (; i < n; ++i) {
+    uint64_t h;
+    std::memcpy(&h, probes + 8 * i, 8);
+    if (Contains(h)) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
   }
 }
 
@@ -55,6 +94,7 @@ void BlockTable::Finish() {
   // in libstdc++ without exceptions, so copy when there is slack.
   if (hashes.capacity() > hashes.size())
     hashes = std::vector<uint64_t>(hashes.begin(), hashes.end());
+  seed_ = IndexSeed();
   index_bits_ = 4;
   while ((size_t{1} << index_bits_) < 2 * hashes.size()) ++index_bits_;
   index_.assign(size_t{1} << index_bits_, 0);

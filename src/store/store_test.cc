@@ -143,6 +143,26 @@ TEST(BlockTable, MembershipMatchesASet) {
       ASSERT_EQ(t.Contains(h), ref.count(h) == 1) << n << " " << h;
     }
     EXPECT_EQ(t.Contains(0), n > 0);
+    // The batched probe answers as Contains does, for every count (full
+    // groups of eight and a tail), hits, misses and 0 included.
+    std::vector<uint64_t> probes;
+    for (size_t i = 0; i < 1003; ++i) {
+      if (i % 3 == 0 && n > 0) {
+        probes.push_back(t.hashes[rng() % t.hashes.size()]);
+      } else {
+        probes.push_back(i % 7 == 0 ? 0 : rng());
+      }
+    }
+    for (size_t m : {0u, 1u, 8u, 13u, 1003u}) {
+      std::vector<uint8_t> bits((m + 7) / 8 + 1, 0);
+      t.ContainsEach(reinterpret_cast<const uint8_t*>(probes.data()), m, bits.data());
+      for (size_t i = 0; i < m; ++i)
+        ASSERT_EQ((bits[i >> 3] >> (i & 7)) & 1, t.Contains(probes[i]) ? 1 : 0) << n << " " << i;
+      if (m % 8 != 0) {
+        ASSERT_EQ(bits[m / 8] >> (m % 8), 0) << "bits past the probes";
+      }
+      ASSERT_EQ(bits.back(), 0) << "no byte past the bitmap";
+    }
   }
 }
 

@@ -199,11 +199,7 @@ void KvMembership(CommandContext& ctx) {
     size_t bytes = (n + 7) / 8;
     uint8_t* out = ctx.reply->BulkReserve(bytes);
     std::memset(out, 0, bytes);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t h;
-      std::memcpy(&h, blob.data() + 8 * i, 8);
-      if (table.Contains(h)) out[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
-    }
+    table.ContainsEach(reinterpret_cast<const uint8_t*>(blob.data()), n, out);
   });
   if (!known) ctx.reply->SimpleString("UNKNOWN");
 }
