@@ -265,8 +265,8 @@ int KvMembership(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   auto table = TableOf(c);
   if (!table) return redis::kOk;
   std::string out((probes.size() + 7) / 8, '\0');
-  for (size_t i = 0; i < probes.size(); ++i)
-    if (table->Contains(probes[i])) out[i >> 3] |= static_cast<char>(1u << (i & 7));
+  table->ContainsEach(reinterpret_cast<const uint8_t*>(probes.data()), probes.size(),
+                      reinterpret_cast<uint8_t*>(out.data()));
   return c.Bulk(out.data(), out.size());
 }
 
