@@ -441,6 +441,21 @@ uint64_t Server::UsedMemory() {
 }
 
 uint64_t Server::AllocatorMemory() {
+  const uint64_t last = alloc_last_.load(std::memory_order_acquire);
+  if (last == 0) return MeasureAllocator();  // the first figure: the heap is small
+  const uint64_t now = MonotonicUs();
+  if (now - alloc_last_us_.load(std::memory_order_relaxed) >= kAllocatorRefreshUs &&
+      !alloc_refreshing_.exchange(true, std::memory_order_acq_rel)) {
+    if (!background_.Post([this] {
+          MeasureAllocator();
+          alloc_refreshing_.store(false, std::memory_order_release);
+        }))
+      alloc_refreshing_.store(false, std::memory_order_release);  // shutting down
+  }
+  return last;
+}
+
+uint64_t Server::MeasureAllocator() {
   struct mallinfo2 mi = ::mallinfo2();
   uint64_t used = mi.uordblks + mi.hblkhd;
   if (used == 0) {
@@ -454,6 +469,8 @@ uint64_t Server::AllocatorMemory() {
     used = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   }
   RaisePeak(&alloc_peak_, used);
+  alloc_last_us_.store(MonotonicUs(), std::memory_order_relaxed);
+  alloc_last_.store(used, std::memory_order_release);
   return used;
 }
 
@@ -481,10 +498,9 @@ void Server::SampleRates() {
     inst_out_bps_.store(static_cast<uint64_t>(out / rate_count_), std::memory_order_relaxed);
   }
   rate_last_ = now;
-  if (++rate_ticks_ % 10 == 0) {  // keeps the peaks current
-    UsedMemory();
-    AllocatorMemory();
-  }
+  // Keeps used_memory_peak current (the allocator's peak is raised by each
+  // mallinfo2 figure, taken only when asked for: see AllocatorMemory).
+  if (++rate_ticks_ % 10 == 0) UsedMemory();
 }
 
 std::shared_ptr<const net::TlsContext> Server::tls_context() const {
