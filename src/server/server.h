@@ -446,8 +446,8 @@ class Server final : private PushSink {
   std::atomic<uint64_t> inst_ops_{0}, inst_in_bps_{0}, inst_out_bps_{0};
   std::atomic<uint64_t> mem_peak_{0};
   std::atomic<uint64_t> alloc_peak_{0};
-  std::atomic<uint64_t> alloc_last_{0};      // the last mallinfo2 figure
-  std::atomic<uint64_t> alloc_last_us_{0};   // MonotonicUs when it was taken
+  std::atomic<uint64_t> alloc_last_{0};        // the last mallinfo2 figure
+  std::atomic<uint64_t> alloc_last_us_{0};     // MonotonicUs when it was taken
   std::atomic<bool> alloc_refreshing_{false};  // a refresh is queued or running
   uint64_t MeasureAllocator();
   std::unique_ptr<CommandStats> spare_stats_;  // see cmdstats_of()
