@@ -400,9 +400,30 @@ def register_bench_cmd(hashes=16):
             '16', str(hashes), 'B' * 8 * hashes]
 
 
+def move_side_threads(server, core):
+    """Moves every thread of `server` but its workers (pion-w*) to `core`: the KV-event
+    publisher, ZeroMQ's I/O thread and the background pool then share the load
+    generator's core instead of the worker's. Returns the names moved."""
+    moved = []
+    pid = server.proc.pid
+    for tid in os.listdir('/proc/%d/task' % pid):
+        try:
+            with open('/proc/%d/task/%s/comm' % (pid, tid)) as f:
+                comm = f.read().strip()
+            if comm.startswith('pion-w'):
+                continue
+            os.sched_setaffinity(int(tid), {core})
+            moved.append(comm)
+        except OSError:  # the thread ended in between
+            continue
+    return sorted(moved)
+
+
 def events_rows(ctx):
     """Events on vs off: KV.BLOCK.CHAIN with HASHES (the contract's row), and
-    KV.PREFIX.REGISTER with BLOCKS (what publishes events in every build)."""
+    KV.PREFIX.REGISTER with BLOCKS (what publishes events in every build); each with the
+    whole server on the server core, then with only its worker there (the publisher's
+    and ZeroMQ's threads on the other core, as a server with a core to spare has them)."""
     n = 2000 if ctx.smoke else 100000
     work = [
         ('KV.BLOCK.CHAIN 4 × 1 KiB with HASHES', 'KV.BLOCK.CHAIN', chain_bench_cmd()),
@@ -411,6 +432,11 @@ def events_rows(ctx):
     ]
     rows = [Row('blocks', '%s, redis-benchmark 50 clients: KV events on, 1 SUB draining' % w[0],
                 'ops/s', 'events off (same pion)', '≥ 0.95×') for w in work]
+    split = ctx.server_core is not None and ctx.client_core is not None
+    if split:
+        rows += [Row('blocks', '%s, redis-benchmark 50 clients: KV events on, 1 SUB draining; '
+                     'worker alone on its core' % w[0], 'ops/s', 'events off (same pion)',
+                     '≥ 0.95×') for w in work]
     zport = free_port()
     try:
         drain = ZmqDrain('tcp://127.0.0.1:%d' % zport)
@@ -428,6 +454,15 @@ def events_rows(ctx):
                 events_row(ctx, row, name, cmd, n, on, off, drain)
             except BenchError as e:
                 row.error = str(e)
+        if split:
+            moved = {'on': move_side_threads(on, ctx.client_core),
+                     'off': move_side_threads(off, ctx.client_core)}
+            for row, (_, name, cmd) in zip(rows[len(work):], work):
+                try:
+                    events_row(ctx, row, name, cmd, n, on, off, drain)
+                    row.extra['threads_moved_events_on'] = ' '.join(moved['on'])
+                except BenchError as e:
+                    row.error = str(e)
     except BenchError as e:
         for row in rows:
             row.error = row.error or str(e)

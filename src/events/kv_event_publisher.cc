@@ -273,6 +273,7 @@ void KvEventPublisher::ServeReplay() {
 }
 
 void KvEventPublisher::Run() {
+  pthread_setname_np(pthread_self(), "pion-kvevents");  // for top, perf and affinity tools
   {
     sched_param p{};
     p.sched_priority = 0;
