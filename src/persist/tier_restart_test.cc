@@ -48,8 +48,9 @@ std::string Value(int i, int gen = 0) {
 // A store with a disk tier in `tier_dir` and its Persistence on `env`,
 // recovered (adopting what the snapshot references) as pion-server starts.
 struct TierNode {
-  TierNode(Env* env, const std::string& tier_dir) : store(store::StoreConfig{256, kBudget}) {
-    Status st = store.AttachTier(tier_dir, 64 << 20, 64 * 1024, 1 << 20, 1, /*adopt=*/true);
+  TierNode(Env* env, const std::string& tier_dir, uint64_t tier_bytes = 64 << 20)
+      : store(store::StoreConfig{256, kBudget}) {
+    Status st = store.AttachTier(tier_dir, tier_bytes, 64 * 1024, 1 << 20, 1, /*adopt=*/true);
     PION_CHECK(st.ok());
     PersistOptions o;
     o.dir = kDir;
@@ -240,6 +241,26 @@ TEST_F(TierRestartTest, DamagedOrMissingExtentsDropOnlyTheirKeys) {
     const std::string got = r.Get(k);
     EXPECT_TRUE(got == v || got == "<none>") << k << ": a wrong value";
   }
+}
+
+// A full tier whose extents the snapshot holds does not drop them to make
+// room (that would free nothing): the new values are evicted instead, and
+// every snapshotted value stays readable.
+TEST_F(TierRestartTest, AFullTierKeepsTheValuesTheSnapshotHolds) {
+  FaultEnv env;
+  TierNode n(&env, dir_, 10 << 20);  // room for about 36 values
+  ASSERT_TRUE(n.Recover().ok());
+  std::map<std::string, std::string> held;  // in the tier at the snapshot
+  for (const auto& [k, v] : WriteAndSave(n))
+    if (StrRef raw = n.Raw(k); raw != nullptr && raw->on_disk()) held[k] = v;
+  ASSERT_GE(held.size(), 24u);
+  for (int i = 100; i < 140; ++i) ASSERT_TRUE(n.Set("k" + std::to_string(i), Value(i)).ok());
+  n.Settle();
+  uint64_t kept = 0;
+  for (const auto& [k, v] : held) kept += n.Raw(k) != nullptr;
+  EXPECT_EQ(kept, held.size());
+  EXPECT_GE(n.store.tier_stats().entries, held.size());
+  ExpectAll(n, held);
 }
 
 // A crash at each sync of a save (the WAL's, the snapshot file's, after the

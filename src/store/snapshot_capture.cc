@@ -60,7 +60,7 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
             persist::SnapshotString& c = captured_strings_.back();
             c.in_tier = true;
             c.tier = {x->offset, x->length, x->header_bytes, x->value_crc, x->seq};
-            c.tier_pin = x;
+            c.tier_pin = tier::PinForSnapshot(x);
           }
         }
     }

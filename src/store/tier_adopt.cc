@@ -74,7 +74,7 @@ void Store::ApplyStrTier(const persist::StrTierRecord& r) {
   v->data = const_cast<uint8_t*>((*x)->mapped());
   v->size = r.value_len;
   v->extent = *x;
-  snapshot_tier_pins_.push_back(*x);  // the loaded snapshot references it
+  snapshot_tier_pins_.push_back(tier::PinForSnapshot(*x));  // the loaded snapshot references it
   StrRef ref = std::move(v);
   const uint64_t need = StrCharge(r.key, ref);
   if (cfg_.max_bytes > 0) {

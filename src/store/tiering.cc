@@ -135,13 +135,19 @@ StrEntry* Store::OldestTierMovableLocked() {
 }
 
 bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
-  // The older of the oldest string and the oldest namespace leaf on disk.
+  // The older of the oldest string and the oldest namespace leaf on disk. A
+  // value whose extent a snapshot holds is not a victim: dropping it would
+  // free no space (docs/tier_format.md §3).
   NsPtr nv = OldestTieredNamespaceLocked();
   StrEntry* victim = nullptr;
+  auto snapshot_held = [](const StrEntry& e) {
+    return e.value != nullptr && e.value->extent != nullptr &&
+           e.value->extent->snapshot_pins.load(std::memory_order_relaxed) > 0;
+  };
   for (Shard& sh : shards_) {
     std::lock_guard<std::mutex> sl(sh.mu);
     for (StrEntry* e = sh.tier_head; e != nullptr; e = e->next)
-      if (e != keep && !EvictionExempt(*e)) {
+      if (e != keep && !EvictionExempt(*e) && !snapshot_held(*e)) {
         if (victim == nullptr || e->stamp < victim->stamp) victim = e;
         break;
       }

@@ -121,6 +121,20 @@ Status DecodeHeader(const uint8_t* h, size_t avail, uint32_t* header_bytes, uint
   return Status::OK();
 }
 
+namespace {
+struct SnapshotPin {
+  explicit SnapshotPin(ExtentRef e) : x(std::move(e)) { x->snapshot_pins.fetch_add(1); }
+  ~SnapshotPin() { x->snapshot_pins.fetch_sub(1); }
+  SnapshotPin(const SnapshotPin&) = delete;
+  SnapshotPin& operator=(const SnapshotPin&) = delete;
+  ExtentRef x;
+};
+}  // namespace
+
+std::shared_ptr<const void> PinForSnapshot(ExtentRef x) {
+  return std::make_shared<SnapshotPin>(std::move(x));
+}
+
 Extent::~Extent() {
   if (file != nullptr) file->Free(offset, length);
 }

@@ -50,11 +50,18 @@ struct Extent {
   uint32_t value_crc = 0;
   uint64_t seq = 0;
   std::atomic<bool> written{false};
+  // Holds by snapshots (PinForSnapshot): while any, dropping the extent's
+  // entry frees no space, so the tier drops other entries first.
+  std::atomic<uint32_t> snapshot_pins{0};
   ~Extent();
   // The value's bytes in the mapping (valid once written).
   const uint8_t* mapped() const;
 };
 using ExtentRef = std::shared_ptr<Extent>;
+
+// A snapshot's hold on a written extent (docs/tier_format.md §3): keeps it
+// allocated and counted in Extent::snapshot_pins while the holder lives.
+std::shared_ptr<const void> PinForSnapshot(ExtentRef x);
 
 uint32_t HeaderBytes(size_t key_len);
 uint64_t ExtentBytes(size_t key_len, uint64_t value_len);
