@@ -14,8 +14,11 @@ time, and the count of wrong or missing values (must be 0). The default is the f
 
     /usr/bin/python3 bench/tier_capacity.py --build build/release [--dir /path/on/ssd] [--small]
 
-Note: recovery loads the whole data set into RAM before moving the overflow to the tier,
-so the machine needs RAM for the data set at restart (docs/operations.md "Disk tier").
+With --save, a snapshot (KV.PREFIX.SAVE) is taken before the kill: it references the
+string values already in the tier, and the restart adopts them instead of loading them
+(docs/operations.md "Disk tier", Restart). Without it (or for namespaces, which a snapshot
+still copies) recovery loads the data into RAM before moving the overflow to the tier, so
+the machine needs RAM for it at restart. The restart's peak RSS (VmHWM) is reported.
 """
 import argparse
 import hashlib
@@ -53,6 +56,14 @@ def info(c) -> dict:
         if v.isdigit():
             out[k] = int(v)
     return out
+
+
+def vm_hwm(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def write_all(c, namespaces: int, chains: int) -> float:
@@ -106,6 +117,8 @@ def main() -> int:
     ap.add_argument("--ns-gib", type=float, default=6.0)
     ap.add_argument("--str-gib", type=float, default=6.0)
     ap.add_argument("--small", action="store_true", help="256mb RAM, 2gb tier, 1 GiB data")
+    ap.add_argument("--save", action="store_true",
+                    help="KV.PREFIX.SAVE before the kill (the restart adopts the tier)")
     a = ap.parse_args()
     if a.small:
         a.ram, a.tier, a.ns_gib, a.str_gib = "256mb", "2gb", 0.5, 0.5
@@ -134,6 +147,11 @@ def main() -> int:
               f"{st.get('vstore_evictions', 0)}")
         bad, rt = check_all(c, namespaces, chains)
         print(f"read back: {bad} wrong or missing; {total / rt:.2f} GiB/s")
+        if a.save:
+            t0 = time.perf_counter()
+            c.call("KV.PREFIX.SAVE")
+            snap = os.path.getsize(os.path.join(base, "data", "pion.vstore"))
+            print(f"snapshot: {time.perf_counter() - t0:.1f} s, {snap / MIB:.1f} MiB")
         c.close()
         srv.stop(signal.SIGKILL)
         t0 = time.perf_counter()
@@ -141,6 +159,8 @@ def main() -> int:
         c = _conn.connect(f"redis://127.0.0.1:{srv.port}/0", socket_timeout=600)
         poll(lambda: info(c)["tier_write_backlog_bytes"] == 0 or None, timeout=600)
         restart = time.perf_counter() - t0
+        hwm = vm_hwm(srv.proc.pid)
+        print(f"restart peak RSS (VmHWM): {hwm / MIB:.0f} MiB")
         st = info(c)
         bad2, rt2 = check_all(c, namespaces, chains)
         print(f"after kill -9: restart {restart:.1f} s; used_memory {st['used_memory'] / MIB:.0f} MiB; "

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "persist/env.h"
 #include "persist/snapshot.h"
@@ -103,10 +104,46 @@ int CheckWal(Env* env, const std::string& path) {
   return 1;
 }
 
-int CheckSnapshot(Env* env, const std::string& path) {
+// Collects a snapshot's STRING_TIER references (everything else is ignored).
+class TierRefs final : public RecordSink {
+ public:
+  struct Ref {
+    std::string key;
+    pion::tier::ExtentId id;
+  };
+  std::vector<Ref> refs;
+  Status ApplyRegister(std::string_view, uint64_t, uint32_t, pion::quant::Format,
+                       const BlockRecord*) override {
+    return Status::OK();
+  }
+  Status ApplyStored(std::string_view, uint64_t, Side, uint32_t, uint64_t, uint64_t,
+                     std::span<const uint8_t>) override {
+    return Status::OK();
+  }
+  void ApplyDrop(std::string_view, uint64_t) override {}
+  void ApplyFlushAll() override {}
+  void SetLruStamp(std::string_view, uint64_t) override {}
+  void ApplyStrTier(const StrTierRecord& r) override {
+    Ref x;
+    x.key.assign(r.key);
+    x.id.offset = r.extent.offset;
+    x.id.length = r.extent.length;
+    x.id.header_bytes = r.extent.header_bytes;
+    x.id.value_len = r.value_len;
+    x.id.value_crc = r.extent.value_crc;
+    x.id.seq = r.extent.seq;
+    refs.push_back(std::move(x));
+  }
+};
+
+std::string Printable(const std::string& k);
+
+// `tier`: the tier file to check the references against (empty: not checked).
+int CheckSnapshot(Env* env, const std::string& path, const std::string& tier) {
   SnapshotStats st;
   uint64_t bad = 0;
-  Status s = LoadSnapshot(env, path, nullptr, &st, &bad);
+  TierRefs refs;
+  Status s = LoadSnapshot(env, path, &refs, &st, &bad);
   std::printf("file: %s\ntype: snapshot\nversion: %u\n", path.c_str(), kSnapVersion);
   if (!s.ok() && s.code() != Code::kCorruption) {
     std::fprintf(stderr, "pion-check: %s\n", s.ToString().c_str());
@@ -126,8 +163,30 @@ int CheckSnapshot(Env* env, const std::string& path) {
                 static_cast<unsigned long long>(bad), std::string(s.message()).c_str());
     return 1;
   }
-  std::printf("file_bytes: %llu\nstatus: OK\n", static_cast<unsigned long long>(st.file_bytes));
-  return 0;
+  std::printf("strings: %llu\ntier_refs: %llu\n", static_cast<unsigned long long>(st.strings),
+              static_cast<unsigned long long>(st.tier_refs));
+  uint64_t refs_bad = 0;
+  if (!tier.empty()) {
+    // Each reference as the server checks it at start, and the value's CRC too.
+    for (const TierRefs::Ref& r : refs.refs) {
+      Status v = pion::tier::TierFile::VerifyExtentAt(tier, r.key, r.id, /*check_value=*/true);
+      if (v.code() == Code::kIOError) {
+        std::fprintf(stderr, "pion-check: %s\n", v.ToString().c_str());
+        return 2;
+      }
+      if (!v.ok()) {
+        ++refs_bad;
+        std::printf("tier_ref: offset %llu: %s; key %s\n",
+                    static_cast<unsigned long long>(r.id.offset), std::string(v.message()).c_str(),
+                    Printable(r.key).c_str());
+      }
+    }
+    std::printf("tier_file: %s\ntier_refs_bad: %llu\n", tier.c_str(),
+                static_cast<unsigned long long>(refs_bad));
+  }
+  std::printf("file_bytes: %llu\nstatus: %s\n", static_cast<unsigned long long>(st.file_bytes),
+              refs_bad == 0 ? "OK" : "BAD (tier references the server would drop)");
+  return refs_bad == 0 ? 0 : 1;
 }
 
 // A key as printable text: bytes outside printable ASCII as \xHH.
@@ -191,17 +250,27 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 
 int main(int argc, char** argv) {
   using namespace pion::persist;
-  if (argc != 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
+  const bool with_tier = argc == 4 && std::strcmp(argv[2], "--tier") == 0;
+  if ((argc != 2 && !with_tier) || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "--help") == 0) {
     std::fprintf(stderr,
                  "usage: pion-check <file or tier-dir>\n"
+                 "       pion-check <snapshot> --tier <tier-dir or tier file>\n"
                  "Verifies a pion WAL (pion.vstore.wal), snapshot (pion.vstore) or disk tier\n"
-                 "file (pion-tier.dat, or the tier directory holding it).\n"
+                 "file (pion-tier.dat, or the tier directory holding it); with --tier, also\n"
+                 "the snapshot's references to values in that tier file.\n"
                  "Exit status: 0 valid, 1 invalid (first bad offset printed), 2 error.\n");
     return 2;
   }
   Env* env = PosixEnv();
   std::string path = argv[1];
   struct stat st;
+  std::string tier;
+  if (with_tier) {
+    tier = argv[3];
+    if (::stat(tier.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      tier += std::string("/") + pion::tier::kFileName;
+  }
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     const std::string inside = path + "/" + pion::tier::kFileName;
     if (::stat(inside.c_str(), &st) != 0) {
@@ -221,7 +290,12 @@ int main(int argc, char** argv) {
   uint8_t magic[8] = {0};
   auto n = (*f)->ReadAt(0, 8, magic);
   if (n.ok() && *n == 8 && std::memcmp(magic, kWalMagic, 8) == 0) return CheckWal(env, path);
-  if (n.ok() && *n == 8 && std::memcmp(magic, kSnapMagic, 8) == 0) return CheckSnapshot(env, path);
+  if (n.ok() && *n == 8 && std::memcmp(magic, kSnapMagic, 8) == 0)
+    return CheckSnapshot(env, path, tier);
+  if (with_tier) {
+    std::fprintf(stderr, "pion-check: --tier goes with a snapshot\n");
+    return 2;
+  }
   if (n.ok() && *n == 8 && std::memcmp(magic, pion::tier::kMagic, 8) == 0) return CheckTier(path);
   std::printf(
       "file: %s\nstatus: BAD\nfirst_bad_offset: 0\nreason: not a pion WAL, snapshot or tier file "

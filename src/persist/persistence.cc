@@ -178,9 +178,22 @@ Status Persistence::SaveLocked(std::string_view path) {
   for (const auto& v : views) hdr.lru_clock = std::max(hdr.lru_clock, v.lru_stamp);
   for (const auto& k : strings) hdr.lru_clock = std::max(hdr.lru_clock, k.lru_stamp);
   SnapshotStats st;
-  Status s = WriteSnapshot(env_, target, hdr, views, &st, &strings);
+  // The default path references values in the disk tier instead of copying
+  // them (docs/snapshot_format.md §6): their extents stay allocated until the
+  // next such snapshot is in place, and the tier is synced before the rename.
+  SnapshotWriteOptions wo;
+  std::vector<std::shared_ptr<const void>> tier_pins;
+  if (compact) {
+    wo.tier_refs = true;
+    for (const SnapshotString& k : strings)
+      if (k.in_tier) tier_pins.push_back(k.tier_pin);
+    if (!tier_pins.empty()) wo.before_rename = [this] { return host_->SyncTierForSnapshot(); };
+  }
+  Status s = WriteSnapshot(env_, target, hdr, views, &st, &strings, &wo);
   views.clear();  // unpin the chunks
   strings.clear();
+  if (s.ok() && compact) host_->SnapshotCommitted(std::move(tier_pins));
+  tier_pins.clear();
   if (!s.ok()) {
     LOG_WARNING("SAVE to %s failed: %s (previous snapshot and WAL kept)", target.c_str(),
                 s.ToString().c_str());
@@ -201,11 +214,13 @@ Status Persistence::SaveLocked(std::string_view path) {
     live_wal_names_.assign(1, kWalName);
   }
   double secs = static_cast<double>(MonotonicNs() - t0) / 1e9;
-  LOG_NOTICE("SAVE %s: %llu namespaces, %llu rows, %llu bytes in %.3f s (%.0f MB/s)",
-             target.c_str(), static_cast<unsigned long long>(st.namespaces),
-             static_cast<unsigned long long>(st.rows),
-             static_cast<unsigned long long>(st.file_bytes), secs,
-             secs > 0 ? static_cast<double>(st.file_bytes) / 1e6 / secs : 0.0);
+  LOG_NOTICE(
+      "SAVE %s: %llu namespaces, %llu rows, %llu strings (%llu in the disk tier), %llu "
+      "bytes in %.3f s (%.0f MB/s)",
+      target.c_str(), static_cast<unsigned long long>(st.namespaces),
+      static_cast<unsigned long long>(st.rows), static_cast<unsigned long long>(st.strings),
+      static_cast<unsigned long long>(st.tier_refs), static_cast<unsigned long long>(st.file_bytes),
+      secs, secs > 0 ? static_cast<double>(st.file_bytes) / 1e6 / secs : 0.0);
   base::MutexLock l(&mu_);
   stats_.last_save_unix = UnixSeconds();
   stats_.last_save_seconds = secs;

@@ -6,6 +6,7 @@
 // (PION_WRITE_GOLDEN=1 rewrites them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -224,11 +225,11 @@ TEST(Golden, Version5QuantWalAndVersion6SnapshotMatchAndLoad) {
   auto wal = env.GetFile(kWal);
   auto snap = env.GetFile("/db/golden.vstore");
   const std::string dir = PION_TESTDATA_DIR;
+  // The snapshot is no longer today's version (version 7 adds STRING_TIER
+  // sections, tier_restart_test.cc): PION_WRITE_GOLDEN rewrites only the WAL.
   if (std::getenv("PION_WRITE_GOLDEN")) {
     std::ofstream(dir + "/golden_v5_quant.wal", std::ios::binary)
         .write(reinterpret_cast<const char*>(wal.data()), static_cast<long>(wal.size()));
-    std::ofstream(dir + "/golden_v6.vstore", std::ios::binary)
-        .write(reinterpret_cast<const char*>(snap.data()), static_cast<long>(snap.size()));
   }
   auto gwal = ReadAll(dir + "/golden_v5_quant.wal");
   auto gsnap = ReadAll(dir + "/golden_v6.vstore");
@@ -237,7 +238,13 @@ TEST(Golden, Version5QuantWalAndVersion6SnapshotMatchAndLoad) {
   ASSERT_EQ(GetU32(gwal.data() + 8), 5u);
   ASSERT_EQ(GetU32(gsnap.data() + 8), 6u);
   EXPECT_EQ(gwal, wal) << "WAL bytes changed: a format change needs a new version";
-  EXPECT_EQ(gsnap, snap) << "snapshot bytes changed: a format change needs a new version";
+  // This workload has no value in a disk tier, so today's bytes equal the
+  // golden file's after the file header (whose version, and so CRC, differs).
+  ASSERT_GE(snap.size(), kSnapHeaderSize);
+  EXPECT_EQ(GetU32(snap.data() + 8), kSnapVersion);
+  EXPECT_TRUE(std::equal(gsnap.begin() + kSnapHeaderSize, gsnap.end(),
+                         snap.begin() + kSnapHeaderSize, snap.end()))
+      << "snapshot bytes changed: a format change needs a new version";
   {
     FaultEnv env2;
     env2.SetFile(kWal, gwal);

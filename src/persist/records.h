@@ -74,6 +74,23 @@ struct StrQuantRecord {
   std::string_view key;
   QuantRecord quant;
 };
+// An extent of the disk tier's file as a snapshot references it (STRING_TIER
+// section, version 7; docs/snapshot_format.md §6): what its header holds.
+struct TierExtentRecord {
+  uint64_t offset = 0;
+  uint64_t length = 0;  // allocated bytes
+  uint32_t header_bytes = 0;
+  uint32_t value_crc = 0;
+  uint64_t seq = 0;
+};
+// A string key whose value stays in the disk tier (STRING_TIER section).
+struct StrTierRecord {
+  std::string_view key;
+  int64_t expire_at_ms = 0;
+  uint64_t lru_stamp = 0;
+  uint64_t value_len = 0;
+  TierExtentRecord extent;
+};
 // A string key's block metadata in a snapshot (BLOCK section, version 5).
 struct StrBlockRecord {
   std::string_view key;
@@ -293,6 +310,10 @@ class RecordSink {
   // A snapshot's QUANT section: the key loaded from its STRING section is a
   // quantized block.
   virtual void ApplyStrQuant(const StrQuantRecord& r) { (void)r; }
+  // A snapshot's STRING_TIER section: the key's value is the referenced extent
+  // of the disk tier's file (adopted when its header matches, else the key is
+  // dropped as the tier drops entries). Default: ignored.
+  virtual void ApplyStrTier(const StrTierRecord& r) { (void)r; }
 };
 
 // A run of `rows` consecutive stored rows at `data` (kept alive by `pin`), or
@@ -338,6 +359,13 @@ struct SnapshotString {
   uint32_t tokens = 0;
   // A quantized block (KV.BLOCK.CHAIN ... FORMAT; a QUANT section) when row != 0.
   QuantRecord quant;
+  // The value lives in the disk tier, written and unchanged: a default-path
+  // snapshot references `tier` (a STRING_TIER section) instead of copying the
+  // bytes (`data` still points at them, for other paths). `tier_pin` keeps the
+  // extent allocated (SnapshotSource::SnapshotCommitted).
+  bool in_tier = false;
+  TierExtentRecord tier;
+  std::shared_ptr<const void> tier_pin;
 };
 
 class SnapshotSource {
@@ -350,6 +378,15 @@ class SnapshotSource {
   // in the snapshot), pins every namespace, lets mutations go on, returns the views.
   virtual std::vector<SnapshotNamespace> CaptureSnapshot(const std::function<Status()>& at_barrier,
                                                          Status* barrier_status) = 0;
+  // Makes the disk tier's extents durable (fdatasync): called after a snapshot
+  // that references them was synced and before it is renamed into place.
+  virtual Status SyncTierForSnapshot() { return Status::OK(); }
+  // A default-path snapshot was renamed into place: `tier_pins` (its
+  // SnapshotString::tier_pin values) replace the extents the previous one
+  // referenced, which may be reused from now on (docs/tier_format.md §3).
+  virtual void SnapshotCommitted(std::vector<std::shared_ptr<const void>> tier_pins) {
+    (void)tier_pins;
+  }
 };
 
 // What recovery reports of the data it restored.

@@ -160,7 +160,7 @@ Status WriteLayer(SnapWriter& sw, const SnapshotNamespace& v, Side side,
 
 Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
                 const std::vector<SnapshotNamespace>& views,
-                const std::vector<SnapshotString>* strings, SnapshotStats* st) {
+                const std::vector<SnapshotString>* strings, bool tier_refs, SnapshotStats* st) {
   SnapWriter sw(f, header.generation);
   uint8_t hdr[kSnapHeaderSize];
   EncodeSnapHeader(header, hdr);
@@ -202,6 +202,20 @@ Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
   uint64_t blocks = 0;
   if (strings != nullptr) {
     for (const SnapshotString& k : *strings) {
+      if (tier_refs && k.in_tier) {  // a reference to the value's extent (version 7)
+        StrTierRecord t;
+        t.key = k.key;
+        t.expire_at_ms = k.expire_at_ms;
+        t.lru_stamp = k.lru_stamp;
+        t.value_len = k.size;
+        t.extent = k.tier;
+        std::vector<uint8_t> p;
+        EncodeSnapStringTier(t, &p);
+        PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapStringTier, p, {}));
+        ++st->strings;
+        ++st->tier_refs;
+        continue;
+      }
       StrSetRec r;
       r.key = k.key;
       r.expire_at_ms = k.expire_at_ms;
@@ -311,16 +325,19 @@ Verified VerifySections(const uint8_t* data, uint64_t size, uint64_t gen, uint32
 
 Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
                      const std::vector<SnapshotNamespace>& views, SnapshotStats* stats,
-                     const std::vector<SnapshotString>* strings) {
+                     const std::vector<SnapshotString>* strings, const SnapshotWriteOptions* opts) {
   uint64_t t0 = MonotonicNs();
   SnapshotStats st;
   st.header = header;
   std::string tmp = path + ".tmp";
   auto f = env->NewWritableFile(tmp);
   if (!f.ok()) return f.status();
-  Status s = WriteAll(env, f->get(), header, views, strings, &st);
+  Status s =
+      WriteAll(env, f->get(), header, views, strings, opts != nullptr && opts->tier_refs, &st);
   if (s.ok()) s = (*f)->Sync();
   if (s.ok()) s = (*f)->Close();
+  // What the file references must be durable before the file can replace anything.
+  if (s.ok() && opts != nullptr && opts->before_rename) s = opts->before_rename();
   if (s.ok()) s = env->Rename(tmp, path);
   if (!s.ok()) {
     (void)(*f)->Close();
@@ -501,6 +518,17 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
         if (sink) sink->ApplyStrSet(r.key, r.expire_at_ms, r.lru_stamp, r.value);
         ++st.strings;
+        break;
+      }
+      case RecordType::kSnapStringTier: {
+        if (version < 7)
+          return BadAt(path, off, "string_tier section before version 7", bad_offset);
+        StrTierRecord r;
+        Status s = DecodeSnapStringTier(payload, &r);
+        if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
+        if (sink) sink->ApplyStrTier(r);
+        ++st.strings;
+        ++st.tier_refs;
         break;
       }
       case RecordType::kSnapBlock: {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -26,18 +27,29 @@ struct SnapshotStats {
   uint64_t rows = 0;       // rows in ROWS sections
   uint64_t row_bytes = 0;  // their bytes
   uint64_t sections = 0;
-  uint64_t strings = 0;         // STRING sections (version 2)
+  uint64_t strings = 0;         // STRING and STRING_TIER sections (versions 2, 7)
+  uint64_t tier_refs = 0;       // of which STRING_TIER (version 7)
   bool mapped = false;          // loaded from a mapping (rows may be kept by reference)
   uint32_t verify_threads = 1;  // threads that verified the section CRCs
   double seconds = 0;
 };
 
+struct SnapshotWriteOptions {
+  // Strings whose value is in the disk tier (SnapshotString::in_tier) become
+  // STRING_TIER sections (references) instead of STRING sections (copies).
+  bool tier_refs = false;
+  // Called after the file was synced and before the rename (the tier's sync);
+  // an error fails the write like any other.
+  std::function<Status()> before_rename;
+};
+
 // Writes a snapshot of `views` to `path` atomically (temp file + rename). On any
 // failure the temp file is removed and `path` is untouched.
-// `strings` (may be null): the string keys, written as STRING sections.
+// `strings` (may be null): the string keys, written as STRING (or STRING_TIER) sections.
 Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header,
                      const std::vector<SnapshotNamespace>& views, SnapshotStats* stats,
-                     const std::vector<SnapshotString>* strings = nullptr);
+                     const std::vector<SnapshotString>* strings = nullptr,
+                     const SnapshotWriteOptions* opts = nullptr);
 
 // Reads and checks `path`; applies it to `sink` unless sink is nullptr (check
 // only, pion-check). Corruption names the offset. *bad_offset gets the offset of

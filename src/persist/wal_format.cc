@@ -504,6 +504,38 @@ Status DecodeSnapQuant(std::span<const uint8_t> p, StrQuantRecord* r) {
   return Status::OK();
 }
 
+void EncodeSnapStringTier(const StrTierRecord& r, std::vector<uint8_t>* out) {
+  Writer w(out);
+  Key32(w, r.key);
+  w.U64(static_cast<uint64_t>(r.expire_at_ms));
+  w.U64(r.lru_stamp);
+  w.U64(r.value_len);
+  w.U64(r.extent.offset);
+  w.U64(r.extent.length);
+  w.U32(r.extent.header_bytes);
+  w.U32(r.extent.value_crc);
+  w.U64(r.extent.seq);
+}
+
+Status DecodeSnapStringTier(std::span<const uint8_t> p, StrTierRecord* r) {
+  Reader rd(p);
+  uint64_t exp;
+  TierExtentRecord& x = r->extent;
+  if (!ReadKey32(rd, &r->key)) return Bad("bad string key");
+  if (!rd.U64(&exp) || !rd.U64(&r->lru_stamp) || !rd.U64(&r->value_len) || !rd.U64(&x.offset) ||
+      !rd.U64(&x.length) || !rd.U32(&x.header_bytes) || !rd.U32(&x.value_crc) || !rd.U64(&x.seq))
+    return Bad("truncated string_tier section");
+  if (static_cast<int64_t>(exp) < 0) return Bad("negative expiry");
+  r->expire_at_ms = static_cast<int64_t>(exp);
+  constexpr uint64_t kBlock = 4096;
+  if (x.offset % kBlock != 0 || x.length % kBlock != 0 || x.header_bytes % kBlock != 0 ||
+      x.header_bytes < 64 + r->key.size() || r->value_len > x.length ||
+      x.header_bytes > x.length - r->value_len)
+    return Bad("string_tier section does not describe an extent");
+  if (rd.left() != 0) return Bad("trailing bytes in string_tier section");
+  return Status::OK();
+}
+
 static Status DecodeRegisterCommon(Reader& rd, RegisterRec* r, bool snap) {
   uint8_t tag, hb;
   if (!rd.Name(&r->ns)) return Bad("bad namespace name");

@@ -27,8 +27,8 @@ inline constexpr char kSnapMagic[8] = {'P', 'I', 'O', 'N', 'S', 'N', 'P', '\0'};
 inline constexpr uint32_t kWalVersion = 5;
 // 2: STRING sections, END string_count; 3: NAMESPACE_CHILD; 4: PAD sections
 // (rows of every ROWS section 64-byte aligned in the file, so a loader can map them);
-// 5: BLOCK sections; 6: QUANT sections.
-inline constexpr uint32_t kSnapVersion = 6;
+// 5: BLOCK sections; 6: QUANT sections; 7: STRING_TIER sections.
+inline constexpr uint32_t kSnapVersion = 7;
 inline constexpr uint32_t kOldestVersion = 1;  // readers accept kOldestVersion..current
 inline constexpr size_t kMaxStrKey = 65536;
 inline constexpr size_t kWalHeaderSize = 40;
@@ -64,6 +64,7 @@ enum class RecordType : uint8_t {
   kSnapPad = 21,             // version 4: 0..63 zero bytes aligning the next ROWS' rows
   kSnapBlock = 22,           // version 5: a string key's chain link, hash and tokens
   kSnapQuant = 23,           // version 6: a string key's value is a quantized block
+  kSnapStringTier = 24,      // version 7: a string key's value referenced in the disk tier
 };
 // Alignment of the rows of a ROWS section in a version 4 snapshot file.
 inline constexpr uint64_t kSnapRowsAlign = 64;
@@ -215,6 +216,9 @@ Status DecodeSnapBlock(std::span<const uint8_t> p, StrBlockRecord* r);
 // QUANT (snapshot version 6).
 void EncodeSnapQuant(const StrQuantRecord& r, std::vector<uint8_t>* out);
 Status DecodeSnapQuant(std::span<const uint8_t> p, StrQuantRecord* r);
+// STRING_TIER (snapshot version 7).
+void EncodeSnapStringTier(const StrTierRecord& r, std::vector<uint8_t>* out);
+Status DecodeSnapStringTier(std::span<const uint8_t> p, StrTierRecord* r);
 // Whether a value of `value_len` bytes is whole rows of a valid quantized format.
 bool QuantValueValid(const QuantRecord& q, uint64_t value_len);
 

@@ -198,7 +198,10 @@ int main(int argc, char** argv) {
     ::_exit(1);
   }
   if (server.store() != nullptr && !c.tier_dir.empty()) {
-    // What recovery brought back beyond the budget goes to the (empty) disk tier.
+    // The tier file's space the loaded snapshot does not reference is free now
+    // (docs/tier_format.md §3); what recovery brought back into RAM beyond the
+    // budget goes to the tier.
+    server.store()->FinishTierAdoption();
     const uint64_t moved = server.store()->MoveOverBudgetToTier();
     KvEvents::FlushThread();  // what a full tier dropped on the way
     if (moved > 0)

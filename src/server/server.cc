@@ -127,7 +127,8 @@ Status Server::AttachTier() {
     LOG_WARNING("tier-dir is set but maxmemory is 0: nothing will move to the disk tier");
   PION_RETURN_IF_ERROR(store_->AttachTier(cfg_.tier_dir, cfg_.tier_maxbytes, cfg_.tier_min_value,
                                           cfg_.tier_write_queue,
-                                          static_cast<uint32_t>(cfg_.tier_io_threads)));
+                                          static_cast<uint32_t>(cfg_.tier_io_threads),
+                                          /*adopt=*/true));
   const store::Store::TierStats ts = store_->tier_stats();
   LOG_NOTICE("disk tier: %s/%s, up to %llu bytes, values of %llu bytes or more%s",
              cfg_.tier_dir.c_str(), tier::kFileName,

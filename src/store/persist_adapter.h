@@ -57,6 +57,7 @@ class StorePersistHost final : public persist::PersistHost {
   void ApplyStrChain(const persist::StrChainRecord& r) override { store_->ApplyStrChain(r); }
   void ApplyStrBlock(const persist::StrBlockRecord& r) override { store_->ApplyStrBlock(r); }
   void ApplyStrQuant(const persist::StrQuantRecord& r) override { store_->ApplyStrQuant(r); }
+  void ApplyStrTier(const persist::StrTierRecord& r) override { store_->ApplyStrTier(r); }
   // persist::SnapshotSource
   std::vector<persist::SnapshotString> TakeCapturedStrings() override {
     return store_->TakeCapturedStrings();
@@ -64,6 +65,10 @@ class StorePersistHost final : public persist::PersistHost {
   std::vector<persist::SnapshotNamespace> CaptureSnapshot(const std::function<Status()>& at_barrier,
                                                           Status* barrier_status) override {
     return store_->CaptureSnapshot(at_barrier, barrier_status);
+  }
+  Status SyncTierForSnapshot() override { return store_->SyncTierForSnapshot(); }
+  void SnapshotCommitted(std::vector<std::shared_ptr<const void>> tier_pins) override {
+    store_->SetSnapshotTierPins(std::move(tier_pins));
   }
   // persist::PersistHost
   void AttachLog(persist::MutationSink* log) override { store_->SetSink(log); }

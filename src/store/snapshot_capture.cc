@@ -54,6 +54,14 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
           }
           if (e->value->quantized())  // a quantized block's format (a QUANT section)
             captured_strings_.back().quant = QuantRecordOf(e->value->quant);
+          const tier::ExtentRef& x = e->value->extent;
+          if (e->value->on_disk() && x->written.load(std::memory_order_acquire)) {
+            // Written to the tier: a default-path snapshot references the extent.
+            persist::SnapshotString& c = captured_strings_.back();
+            c.in_tier = true;
+            c.tier = {x->offset, x->length, x->header_bytes, x->value_crc, x->seq};
+            c.tier_pin = tier::PinForSnapshot(x);
+          }
         }
     }
     // Oldest first over all shards (each shard's list is in its own order).

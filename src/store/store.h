@@ -448,9 +448,28 @@ class Store {
     bool direct_io = false;
     std::array<uint64_t, kTierLatencyBuckets> read_latency{};
   };
+  // `adopt`: the file is kept, and a snapshot load adopts the extents it
+  // references (ApplyStrTier) until FinishTierAdoption; otherwise it is emptied.
   Status AttachTier(const std::string& dir, uint64_t max_bytes, uint64_t min_value,
-                    uint64_t queue_bytes, uint32_t io_threads);
+                    uint64_t queue_bytes, uint32_t io_threads, bool adopt = false);
+  // Stops the tier's I/O; from then on freed extents are not punched out (the
+  // last snapshot may reference them for the next start).
   void DetachTier();
+  // After recovery (snapshot and WAL): the file's space no adopted extent
+  // holds becomes free. Before MoveOverBudgetToTier.
+  void FinishTierAdoption();
+  // A snapshot's STRING_TIER section (docs/snapshot_format.md §6): the key
+  // becomes a tiered entry on the referenced extent when its header matches;
+  // otherwise (or without a tier) it is dropped as the tier drops entries.
+  void ApplyStrTier(const persist::StrTierRecord& r);
+  // The tier file's fdatasync (before a snapshot that references it is renamed).
+  Status SyncTierForSnapshot();
+  // The extents the snapshot now in place references (adopted at start, or
+  // pinned by the last default-path save): held, so never reused, until the next.
+  void SetSnapshotTierPins(std::vector<std::shared_ptr<const void>> pins);
+  // Tests: string keys adopted from the tier at the last load, and dropped there.
+  uint64_t tier_adopted() const { return tier_adopted_.load(std::memory_order_relaxed); }
+  uint64_t tier_adopt_drops() const { return tier_adopt_drops_.load(std::memory_order_relaxed); }
   // CONFIG SET: a smaller tier drops its least recently used values now.
   void SetTierMaxBytes(uint64_t n);
   void SetTierMinValue(uint64_t n);
@@ -902,6 +921,9 @@ class Store {
   std::atomic<uint64_t> tier_min_value_{64 * 1024};
   uint64_t tier_queue_bytes_ = 256ull << 20;
   uint64_t tier_entries_ = 0;  // guarded by mu_
+  // The extents the snapshot in place references (see SetSnapshotTierPins).
+  std::vector<std::shared_ptr<const void>> snapshot_tier_pins_;  // guarded by mu_
+  std::atomic<uint64_t> tier_adopted_{0}, tier_adopt_drops_{0};
   // After a failed tier write nothing moves for a second (a failing disk
   // behaves as no tier instead of bouncing every value); monotonic us.
   std::atomic<uint64_t> tier_paused_until_us_{0};

@@ -25,8 +25,8 @@
 namespace pion::store {
 
 Status Store::AttachTier(const std::string& dir, uint64_t max_bytes, uint64_t min_value,
-                         uint64_t queue_bytes, uint32_t io_threads) {
-  auto f = tier::TierFile::Open(dir, max_bytes);
+                         uint64_t queue_bytes, uint32_t io_threads, bool adopt) {
+  auto f = tier::TierFile::Open(dir, max_bytes, adopt);
   if (!f.ok()) return f.status();
   auto io = std::make_unique<base::ThreadPool>(std::max<uint32_t>(1, io_threads), "pion-tier");
   io->Start();
@@ -39,6 +39,9 @@ Status Store::AttachTier(const std::string& dir, uint64_t max_bytes, uint64_t mi
 }
 
 void Store::DetachTier() {
+  // What is freed from now on stays on disk: the snapshot in place may
+  // reference it for the next start (docs/tier_format.md §3).
+  if (tier_) tier_->KeepFreedExtents();
   if (tier_io_) tier_io_->Stop();  // finishes the queued writes and reads
   std::lock_guard<std::mutex> l(mu_);
   if (tier_) TierApplyDoneLocked();
@@ -132,13 +135,19 @@ StrEntry* Store::OldestTierMovableLocked() {
 }
 
 bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
-  // The older of the oldest string and the oldest namespace leaf on disk.
+  // The older of the oldest string and the oldest namespace leaf on disk. A
+  // value whose extent a snapshot holds is not a victim: dropping it would
+  // free no space (docs/tier_format.md §3).
   NsPtr nv = OldestTieredNamespaceLocked();
   StrEntry* victim = nullptr;
+  auto snapshot_held = [](const StrEntry& e) {
+    return e.value != nullptr && e.value->extent != nullptr &&
+           e.value->extent->snapshot_pins.load(std::memory_order_relaxed) > 0;
+  };
   for (Shard& sh : shards_) {
     std::lock_guard<std::mutex> sl(sh.mu);
     for (StrEntry* e = sh.tier_head; e != nullptr; e = e->next)
-      if (e != keep && !EvictionExempt(*e)) {
+      if (e != keep && !EvictionExempt(*e) && !snapshot_held(*e)) {
         if (victim == nullptr || e->stamp < victim->stamp) victim = e;
         break;
       }

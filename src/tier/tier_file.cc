@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "base/crc32c.h"
 
@@ -120,25 +121,52 @@ Status DecodeHeader(const uint8_t* h, size_t avail, uint32_t* header_bytes, uint
   return Status::OK();
 }
 
+namespace {
+struct SnapshotPin {
+  explicit SnapshotPin(ExtentRef e) : x(std::move(e)) { x->snapshot_pins.fetch_add(1); }
+  ~SnapshotPin() { x->snapshot_pins.fetch_sub(1); }
+  SnapshotPin(const SnapshotPin&) = delete;
+  SnapshotPin& operator=(const SnapshotPin&) = delete;
+  ExtentRef x;
+};
+}  // namespace
+
+std::shared_ptr<const void> PinForSnapshot(ExtentRef x) {
+  return std::make_shared<SnapshotPin>(std::move(x));
+}
+
 Extent::~Extent() {
   if (file != nullptr) file->Free(offset, length);
 }
 
 const uint8_t* Extent::mapped() const { return file->map_base() + offset + header_bytes; }
 
-Result<std::shared_ptr<TierFile>> TierFile::Open(const std::string& dir, uint64_t max_bytes) {
+Result<std::shared_ptr<TierFile>> TierFile::Open(const std::string& dir, uint64_t max_bytes,
+                                                 bool adopt) {
   if (max_bytes == 0 || max_bytes > kMaxTierBytes)
     return Status::InvalidArgument("tier-maxbytes out of range");
   ::mkdir(dir.c_str(), 0700);
   std::shared_ptr<TierFile> t(new TierFile());
   t->path_ = dir + "/" + kFileName;
-  t->fd_ = ::open(t->path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+  const int trunc = adopt ? 0 : O_TRUNC;
+  t->fd_ = ::open(t->path_.c_str(), O_RDWR | O_CREAT | trunc | O_DIRECT | O_CLOEXEC, 0600);
   if (t->fd_ < 0 && errno == EINVAL) {
     // A file system without direct I/O (tmpfs): the same layout through the page cache.
-    t->fd_ = ::open(t->path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    t->fd_ = ::open(t->path_.c_str(), O_RDWR | O_CREAT | trunc | O_CLOEXEC, 0600);
     t->direct_ = false;
   }
   if (t->fd_ < 0) return Status::IOError("open " + t->path_ + ": " + std::strerror(errno));
+  if (adopt) {
+    // The old file's space is set aside: nothing is allocated in it until
+    // FinishAdopt (allocations meanwhile go after it).
+    struct stat sb;
+    if (::fstat(t->fd_, &sb) != 0)
+      return Status::IOError("stat " + t->path_ + ": " + std::strerror(errno));
+    t->adopting_ = true;
+    t->old_size_ = static_cast<uint64_t>(sb.st_size);
+    t->adopt_limit_ = RoundUp(t->old_size_);
+    t->end_ = t->adopt_limit_;
+  }
   // Address space for the whole tier, reserved once (the mapping never moves,
   // so values and chunks may point into it): 16 TiB where the process may
   // (sanitizers reserve much of the address space), else less, never below
@@ -201,10 +229,21 @@ ExtentRef TierFile::Allocate(std::string_view key, uint64_t value_len) {
 }
 
 void TierFile::Free(uint64_t offset, uint64_t length) {
-  // Give the blocks back to the file system before they are reused.
-  ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-              static_cast<off_t>(length));
+  // Give the blocks back to the file system before they are reused (not while
+  // stopping: the last snapshot may reference them for the next start).
+  if (!keep_freed_.load(std::memory_order_relaxed))
+    ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                static_cast<off_t>(length));
   std::lock_guard<std::mutex> l(mu_);
+  if (adopting_ && offset < adopt_limit_)
+    adopted_.erase(offset);  // in the old file's space: FinishAdopt frees it with the gaps
+  else
+    ReleaseLocked(offset, length);
+  used_.fetch_sub(length, std::memory_order_relaxed);
+  extents_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void TierFile::ReleaseLocked(uint64_t offset, uint64_t length) {
   uint64_t off = offset, len = length;
   auto next = free_by_off_.lower_bound(off);
   if (next != free_by_off_.begin()) {  // coalesce with the run before
@@ -238,8 +277,130 @@ void TierFile::Free(uint64_t offset, uint64_t length) {
     free_by_off_[off] = len;
     free_by_len_.emplace(len, off);
   }
-  used_.fetch_sub(length, std::memory_order_relaxed);
-  extents_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+namespace {
+// Checks a header read at `id.offset` against `id` and `key`.
+Status MatchHeader(const uint8_t* h, size_t avail, std::string_view key, const ExtentId& id) {
+  uint32_t hb = 0, crc = 0;
+  uint64_t vlen = 0;
+  std::string_view k;
+  PION_RETURN_IF_ERROR(DecodeHeader(h, avail, &hb, &vlen, &k, &crc));
+  if (hb != id.header_bytes || vlen != id.value_len || k != key || crc != id.value_crc ||
+      Get64(h + 32) != id.seq)
+    return Status::Corruption("header does not match the snapshot's reference");
+  return Status::OK();
+}
+
+Status CheckId(std::string_view key, const ExtentId& id) {
+  if (id.offset % kBlock != 0 || id.header_bytes != HeaderBytes(key.size()) ||
+      id.value_len > kMaxTierBytes || id.length != ExtentBytes(key.size(), id.value_len))
+    return Status::Corruption("reference does not describe an extent for its key");
+  return Status::OK();
+}
+}  // namespace
+
+Result<ExtentRef> TierFile::Adopt(std::string_view key, const ExtentId& id) {
+  PION_RETURN_IF_ERROR(CheckId(key, id));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!adopting_) return Status::InvalidArgument("the tier file is not being adopted");
+    if (id.offset > old_size_ || id.length > old_size_ - id.offset ||
+        id.offset + id.length > map_bytes_)
+      return Status::Corruption("extent beyond the end of the tier file");
+    auto next = adopted_.lower_bound(id.offset);
+    if ((next != adopted_.end() && next->first < id.offset + id.length) ||
+        (next != adopted_.begin() && std::prev(next)->first + std::prev(next)->second > id.offset))
+      return Status::Corruption("extent overlaps another referenced extent");
+    if (used_.load(std::memory_order_relaxed) + id.length > max_bytes())
+      return Status::OutOfBudget("tier-maxbytes reached");
+  }
+  OwnedBuffer h = AlignedBuffer(id.header_bytes);
+  if (h.empty()) return Status::OutOfBudget("tier header buffer");
+  PION_RETURN_IF_ERROR(PreadAll(static_cast<uint8_t*>(h.data()), id.header_bytes, id.offset));
+  PION_RETURN_IF_ERROR(
+      MatchHeader(static_cast<const uint8_t*>(h.data()), id.header_bytes, key, id));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!adopting_) return Status::InvalidArgument("the tier file is not being adopted");
+    if (!adopted_.emplace(id.offset, id.length).second)
+      return Status::Corruption("extent overlaps another referenced extent");
+    used_.fetch_add(id.length, std::memory_order_relaxed);
+  }
+  extents_.fetch_add(1, std::memory_order_relaxed);
+  for (uint64_t cur = seq_.load(); cur < id.seq && !seq_.compare_exchange_weak(cur, id.seq);) {
+  }
+  auto x = std::make_shared<Extent>();
+  x->file = shared_from_this();
+  x->offset = id.offset;
+  x->length = id.length;
+  x->header_bytes = id.header_bytes;
+  x->key = key;
+  x->value_len = id.value_len;
+  x->value_crc = id.value_crc;
+  x->seq = id.seq;
+  x->written.store(true, std::memory_order_release);
+  return x;
+}
+
+void TierFile::FinishAdopt() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!adopting_) return;
+  adopting_ = false;
+  // The gaps between the adopted extents, up to the old length, are free.
+  uint64_t at = 0;
+  auto release = [&](uint64_t upto) {
+    if (upto <= at) return;
+    if (!keep_freed_.load(std::memory_order_relaxed))
+      ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(at),
+                  static_cast<off_t>(upto - at));
+    ReleaseLocked(at, upto - at);
+  };
+  for (const auto& [off, len] : adopted_) {
+    release(off);
+    at = off + len;
+  }
+  release(adopt_limit_);  // (end_ >= adopt_limit_: nothing below it was free)
+  adopted_.clear();
+  if (end_ == 0) (void)::ftruncate(fd_, 0);  // nothing adopted, nothing written: empty
+}
+
+Status TierFile::Sync() {
+  if (::fdatasync(fd_) != 0)
+    return Status::IOError("fdatasync " + path_ + ": " + std::strerror(errno));
+  return Status::OK();
+}
+
+Status TierFile::VerifyExtentAt(const std::string& path, std::string_view key, const ExtentId& id,
+                                bool check_value) {
+  PION_RETURN_IF_ERROR(CheckId(key, id));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IOError("open " + path + ": " + std::strerror(errno));
+  struct stat sb;
+  Status st;
+  if (::fstat(fd, &sb) != 0 || id.offset + id.length > static_cast<uint64_t>(sb.st_size))
+    st = Status::Corruption("extent beyond the end of the tier file");
+  const uint64_t n = check_value ? id.length : id.header_bytes;
+  std::vector<uint8_t> buf;
+  if (st.ok()) {
+    buf.resize(n);
+    uint64_t got = 0;
+    while (got < n) {
+      ssize_t r = ::pread(fd, buf.data() + got, n - got, static_cast<off_t>(id.offset + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        st = Status::Corruption("short read");
+        break;
+      }
+      got += static_cast<uint64_t>(r);
+    }
+  }
+  ::close(fd);
+  PION_RETURN_IF_ERROR(st);
+  PION_RETURN_IF_ERROR(MatchHeader(buf.data(), buf.size(), key, id));
+  if (check_value && crc32c::Value(buf.data() + id.header_bytes, id.value_len) != id.value_crc)
+    return Status::Corruption("value checksum mismatch");
+  return Status::OK();
 }
 
 Status TierFile::Write(Extent& x, const uint8_t* data, uint64_t n) {
@@ -286,7 +447,9 @@ Status TierFile::Write(Extent& x, const Filler& fill) {
     pos += piece;
   }
   std::memset(s, 0, x.header_bytes);
-  EncodeHeader(s, x.header_bytes, x.key, v, crc, seq_.fetch_add(1) + 1);
+  x.value_crc = crc;
+  x.seq = seq_.fetch_add(1) + 1;
+  EncodeHeader(s, x.header_bytes, x.key, v, crc, x.seq);
   PION_RETURN_IF_ERROR(PwriteAll(s, x.header_bytes, x.offset));
   x.written.store(true, std::memory_order_release);
   return Status::OK();

@@ -45,12 +45,23 @@ struct Extent {
   uint32_t header_bytes = 0;  // H
   uint64_t value_len = 0;     // V
   std::string key;            // the key in its header (the key it was written for)
+  // Set once written (before `written`): the value's CRC-32C and the header's
+  // sequence number, which a snapshot's reference to the extent repeats.
+  uint32_t value_crc = 0;
+  uint64_t seq = 0;
   std::atomic<bool> written{false};
+  // Holds by snapshots (PinForSnapshot): while any, dropping the extent's
+  // entry frees no space, so the tier drops other entries first.
+  std::atomic<uint32_t> snapshot_pins{0};
   ~Extent();
   // The value's bytes in the mapping (valid once written).
   const uint8_t* mapped() const;
 };
 using ExtentRef = std::shared_ptr<Extent>;
+
+// A snapshot's hold on a written extent (docs/tier_format.md §3): keeps it
+// allocated and counted in Extent::snapshot_pins while the holder lives.
+std::shared_ptr<const void> PinForSnapshot(ExtentRef x);
 
 uint32_t HeaderBytes(size_t key_len);
 uint64_t ExtentBytes(size_t key_len, uint64_t value_len);
@@ -61,10 +72,25 @@ void EncodeHeader(uint8_t* h, uint32_t header_bytes, std::string_view key, uint6
 Status DecodeHeader(const uint8_t* h, size_t avail, uint32_t* header_bytes, uint64_t* value_len,
                     std::string_view* key, uint32_t* value_crc);
 
+// What a snapshot records of an extent (docs/snapshot_format.md §6) and a
+// restart checks against the extent's header before adopting it.
+struct ExtentId {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint32_t header_bytes = 0;
+  uint64_t value_len = 0;
+  uint32_t value_crc = 0;
+  uint64_t seq = 0;
+};
+
 class TierFile : public std::enable_shared_from_this<TierFile> {
  public:
-  // Opens (creating) <dir>/pion-tier.dat, truncated to empty.
-  static Result<std::shared_ptr<TierFile>> Open(const std::string& dir, uint64_t max_bytes);
+  // Opens (creating) <dir>/pion-tier.dat, truncated to empty; with `adopt`,
+  // kept as it is: its old length is set aside (nothing is allocated there)
+  // until FinishAdopt, and Adopt takes extents a snapshot references from it
+  // (docs/tier_format.md §3).
+  static Result<std::shared_ptr<TierFile>> Open(const std::string& dir, uint64_t max_bytes,
+                                                bool adopt = false);
   ~TierFile();
   TierFile(const TierFile&) = delete;
   TierFile& operator=(const TierFile&) = delete;
@@ -81,6 +107,25 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   // the extent starts at its beginning, or with `at`, at *at (the buffer may
   // then be a recycled block, BufferRecycler); the value at x.header_bytes after.
   Result<OwnedBuffer> Read(const Extent& x, size_t* at = nullptr);
+
+  // Adopting (Open with adopt, before FinishAdopt): the extent `id` written
+  // for `key` by an earlier process, after its header was read and matched
+  // `id` (one header read; the value's CRC is checked by Read as always).
+  // Corruption when the header does not match, the extent lies outside the
+  // old file or overlaps one adopted before; OutOfBudget past max_bytes.
+  Result<ExtentRef> Adopt(std::string_view key, const ExtentId& id);
+  // Ends adoption: the old file's space no adopted extent holds becomes free
+  // (punched out). Idempotent; a no-op without adopt.
+  void FinishAdopt();
+  // fdatasync of the file (before a snapshot that references it is renamed).
+  Status Sync();
+  // From now on freed extents are not punched out (the server is stopping:
+  // a snapshot may still reference them for the next start).
+  void KeepFreedExtents() { keep_freed_.store(true, std::memory_order_relaxed); }
+  // Checks the extent `id` of the file at `path` for `key` as a restart would
+  // and, with `check_value`, its value's CRC too (pion-check).
+  static Status VerifyExtentAt(const std::string& path, std::string_view key, const ExtentId& id,
+                               bool check_value);
 
   void set_max_bytes(uint64_t n);
   uint64_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
@@ -108,6 +153,8 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   friend struct Extent;
   TierFile() = default;
   void Free(uint64_t offset, uint64_t length);
+  // Puts [offset, offset + length) back in the free runs (coalescing). REQUIRES mu_.
+  void ReleaseLocked(uint64_t offset, uint64_t length);
   Status PwriteAll(const uint8_t* p, uint64_t n, uint64_t at);
   Status PreadAll(uint8_t* p, uint64_t n, uint64_t at);
   // A big extent read in pieces through the thread's io_uring, the value's CRC
@@ -127,9 +174,14 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   std::atomic<uint64_t> seq_{0};
   std::atomic<int> fail_writes_{0}, fail_reads_{0};
   std::atomic<uint64_t> piece_reads_{0};
+  std::atomic<bool> keep_freed_{false};
   std::mutex mu_;
-  uint64_t end_ = 0;                               // guarded by mu_: first never-used offset
-  std::map<uint64_t, uint64_t> free_by_off_;       // guarded by mu_: offset -> length
+  bool adopting_ = false;                     // guarded by mu_
+  uint64_t old_size_ = 0;                     // guarded by mu_: the old file's length
+  uint64_t adopt_limit_ = 0;                  // guarded by mu_: that, rounded up to kBlock
+  std::map<uint64_t, uint64_t> adopted_;      // guarded by mu_ while adopting: offset -> length
+  uint64_t end_ = 0;                          // guarded by mu_: first never-used offset
+  std::map<uint64_t, uint64_t> free_by_off_;  // guarded by mu_: offset -> length
   std::multimap<uint64_t, uint64_t> free_by_len_;  // guarded by mu_: length -> offset
 };
 

@@ -189,5 +189,96 @@ TEST_F(TierFileTest, OpenEmptiesTheFileAndRefusesBadBounds) {
   EXPECT_FALSE(TierFile::Open(dir_, kMaxTierBytes + 1).ok());
 }
 
+// A restart (docs/tier_format.md §3): the file is kept, extents are adopted
+// after their header matched the reference, a mismatch is refused, and the
+// space no adopted extent holds is free afterwards (reused from the start).
+TEST_F(TierFileTest, AdoptsReferencedExtentsAndFreesTheRest) {
+  std::vector<ExtentId> ids;
+  std::vector<std::vector<uint8_t>> values;
+  {
+    auto f = TierFile::Open(dir_, 64 << 20);
+    ASSERT_TRUE(f.ok());
+    std::vector<ExtentRef> keep;
+    for (int i = 0; i < 4; ++i) {
+      values.push_back(Bytes(10000 + i, static_cast<uint32_t>(i)));
+      ExtentRef x = (*f)->Allocate("k" + std::to_string(i), values.back().size());
+      ASSERT_NE(x, nullptr);
+      ASSERT_TRUE((*f)->Write(*x, values.back().data(), values.back().size()).ok());
+      EXPECT_EQ(x->seq, static_cast<uint64_t>(i + 1));
+      ids.push_back({x->offset, x->length, x->header_bytes, x->value_len, x->value_crc, x->seq});
+      keep.push_back(std::move(x));
+    }
+    ASSERT_TRUE((*f)->Sync().ok());
+    (*f)->KeepFreedExtents();  // stopping: what is freed stays on disk
+  }
+  auto f = TierFile::Open(dir_, 64 << 20, /*adopt=*/true);
+  ASSERT_TRUE(f.ok());
+  // A wrong key, CRC or sequence number is refused (never a wrong byte).
+  EXPECT_EQ((*f)->Adopt("k9", ids[0]).status().code(), Code::kCorruption);
+  ExtentId wrong = ids[0];
+  wrong.value_crc ^= 1;
+  EXPECT_EQ((*f)->Adopt("k0", wrong).status().code(), Code::kCorruption);
+  wrong = ids[0];
+  wrong.seq += 7;
+  EXPECT_EQ((*f)->Adopt("k0", wrong).status().code(), Code::kCorruption);
+  wrong = ids[3];
+  wrong.offset += 1 << 20;  // beyond the old file
+  EXPECT_EQ((*f)->Adopt("k3", wrong).status().code(), Code::kCorruption);
+  // k0 and k2 adopted; k1 and k3 are not referenced any more.
+  auto a0 = (*f)->Adopt("k0", ids[0]);
+  auto a2 = (*f)->Adopt("k2", ids[2]);
+  ASSERT_TRUE(a0.ok()) << a0.status().ToString();
+  ASSERT_TRUE(a2.ok());
+  EXPECT_EQ((*f)->Adopt("k0", ids[0]).status().code(), Code::kCorruption);  // twice
+  EXPECT_EQ((*f)->used_bytes(), ids[0].length + ids[2].length);
+  // Allocated while adopting: after the old file's space.
+  ExtentRef during = (*f)->Allocate("new", 5000);
+  ASSERT_NE(during, nullptr);
+  EXPECT_GE(during->offset, ids[3].offset + ids[3].length);
+  (*f)->FinishAdopt();
+  for (int i : {0, 2}) {
+    const ExtentRef& x = i == 0 ? *a0 : *a2;
+    auto r = (*f)->Read(*x);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(View(*r, *x),
+              std::string_view(reinterpret_cast<const char*>(values[i].data()), values[i].size()));
+    EXPECT_EQ(std::memcmp(x->mapped(), values[i].data(), values[i].size()), 0);
+  }
+  // k1's space (between k0 and k2) is free again and reused.
+  ExtentRef reuse = (*f)->Allocate("k1", values[1].size());
+  ASSERT_NE(reuse, nullptr);
+  EXPECT_EQ(reuse->offset, ids[1].offset);
+  // Written after adoption: a higher sequence number than any adopted one.
+  ASSERT_TRUE((*f)->Write(*reuse, values[1].data(), values[1].size()).ok());
+  EXPECT_GT(reuse->seq, ids[2].seq);
+  // Only while adopting.
+  EXPECT_FALSE((*f)->Adopt("k3", ids[3]).ok());
+  // pion-check's check of a reference: the header and the value's CRC.
+  const std::string path = dir_ + "/" + kFileName;
+  EXPECT_TRUE(TierFile::VerifyExtentAt(path, "k2", ids[2], true).ok());
+  EXPECT_EQ(TierFile::VerifyExtentAt(path, "k2", ids[0], true).code(), Code::kCorruption);
+  ASSERT_TRUE((*f)->CorruptForTest(**a2).ok());
+  EXPECT_TRUE(TierFile::VerifyExtentAt(path, "k2", ids[2], false).ok());
+  EXPECT_EQ(TierFile::VerifyExtentAt(path, "k2", ids[2], true).code(), Code::kCorruption);
+}
+
+TEST_F(TierFileTest, OpeningWithoutAdoptionEmptiesTheFile) {
+  {
+    auto f = TierFile::Open(dir_, 64 << 20);
+    ASSERT_TRUE(f.ok());
+    ExtentRef x = (*f)->Allocate("k", 9000);
+    ASSERT_TRUE((*f)->Write(*x, Bytes(9000, 1).data(), 9000).ok());
+    (*f)->KeepFreedExtents();
+  }
+  EXPECT_GT(std::filesystem::file_size(dir_ + "/" + kFileName), 0u);
+  {
+    auto f = TierFile::Open(dir_, 64 << 20, /*adopt=*/true);
+    ASSERT_TRUE(f.ok());
+    (*f)->FinishAdopt();  // nothing adopted
+    EXPECT_EQ((*f)->used_bytes(), 0u);
+  }
+  EXPECT_EQ(std::filesystem::file_size(dir_ + "/" + kFileName), 0u);
+}
+
 }  // namespace
 }  // namespace pion::tier

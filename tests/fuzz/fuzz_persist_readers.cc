@@ -50,7 +50,7 @@ uint8_t MapType(uint8_t b) {
       RecordType::kStrRename,     RecordType::kSnapString,
       RecordType::kRegisterChild, RecordType::kSnapNamespaceChild,
       RecordType::kStrChain,      RecordType::kSnapBlock,
-      RecordType::kSnapQuant};
+      RecordType::kSnapQuant,     RecordType::kSnapStringTier};
   constexpr size_t n = sizeof(kTypes) / sizeof(kTypes[0]);
   return b < 0xF0 ? static_cast<uint8_t>(kTypes[b % n]) : b;
 }
@@ -133,7 +133,9 @@ void FramedMode(FaultEnv* env, const uint8_t* data, size_t size) {
     StoreRec sto;
     DropRec drop;
     SnapEndRec end;
+    StrTierRecord tier;
     (void)DecodeRegister(r.payload, &reg);
+    (void)DecodeSnapStringTier(r.payload, &tier);
     (void)DecodeSnapNamespace(r.payload, &reg);
     (void)DecodeRegisterChild(r.payload, &reg);
     (void)DecodeSnapNamespaceChild(r.payload, &reg);

@@ -1,7 +1,8 @@
 """The disk tier end to end: values the RAM budget pushes out move to the tier
 file and read back bit-exact (GET through the direct-read path, every other read
 through the mapping), promotion, writes over tiered keys, the tier's own LRU
-drops when full, damage, CONFIG, and a kill -9 restart."""
+drops when full, damage, CONFIG, and a kill -9 restart (one that adopts the
+tier's extents a snapshot referenced)."""
 from __future__ import annotations
 
 import hashlib
@@ -159,6 +160,140 @@ def test_kill9_restart_serves_every_acknowledged_value(server_factory, tmpdir_pa
     assert _info(r)["tier_entries"] > 0
     for i in range(24):
         assert r.get(b"k%d" % i) == _value(i)
+
+
+def _vm_hwm(s) -> int:
+    """The server process's peak resident set (VmHWM), bytes."""
+    with open(f"/proc/{s.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+def _pion_check(*args):
+    import subprocess
+
+    from conftest import BIN_DIR
+    p = subprocess.run([str(BIN_DIR / "pion-check"), *map(str, args)], capture_output=True,
+                       text=True, timeout=60)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_restart_adopts_the_tier_without_loading_it_into_ram(server_factory, tmpdir_path):
+    """Most of the data in the tier, a snapshot, kill -9, restart: the snapshot
+    referenced the tier's extents and the restart adopted them, so every byte
+    reads back and the restart never held the data set in RAM."""
+    n = 96  # 96 MiB of values under an 8 MiB budget
+    s = _tier_server(server_factory, tmpdir_path, tier="256mb")
+    r = s.client()
+    idle = _vm_hwm(s)  # this build's footprint with nothing stored (sanitizers: more)
+    for i in range(n):
+        r.set(b"a%d" % i, _value(i))
+    _settle(r)
+    before = _info(r)["tier_entries"]
+    assert before >= n - 8, before
+    assert r.execute_command("KV.PREFIX.SAVE") in (b"OK", "OK")
+    snap = tmpdir_path / "data" / "pion.vstore"
+    assert os.path.getsize(snap) < 16 * MIB  # references, not the values
+    rc, out = _pion_check(snap, "--tier", tmpdir_path / "tier")
+    assert rc == 0, out
+    fields = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+    assert int(fields["tier_refs"]) >= before - 1, out
+    assert fields["tier_refs_bad"] == "0", out
+    s.stop(signal.SIGKILL)
+    s.start()
+    r = s.client()
+    assert r.dbsize() == n
+    _settle(r)
+    info = _info(r)
+    assert abs(info["tier_entries"] - before) <= 2, (info["tier_entries"], before)
+    assert r.info("memory")["used_memory"] <= 8 * MIB
+    # The point: the restart never loaded the 96 MiB into RAM.
+    assert _vm_hwm(s) - idle < n * MIB // 2, (_vm_hwm(s), idle)
+    assert "values adopted from" in s.log()
+    for i in range(n):
+        assert r.get(b"a%d" % i) == _value(i), i
+    assert r.getrange(b"a%d" % (n - 1), 5, 9) == _value(n - 1)[5:10]
+
+
+def test_restart_replays_the_wal_over_adopted_extents(server_factory, tmpdir_path):
+    """Writes after the snapshot (overwrites and deletes of tiered keys, new keys)
+    are replayed from the WAL on top of the extents the restart adopted."""
+    s = _tier_server(server_factory, tmpdir_path, tier="256mb")
+    r = s.client()
+    want = {}
+    for i in range(40):
+        r.set(b"w%d" % i, _value(i))
+        want[b"w%d" % i] = _value(i)
+    _settle(r)
+    assert r.execute_command("KV.PREFIX.SAVE") in (b"OK", "OK")
+    for i in range(0, 40, 4):
+        r.set(b"w%d" % i, _value(1000 + i))
+        want[b"w%d" % i] = _value(1000 + i)
+    for i in range(1, 40, 7):
+        r.delete(b"w%d" % i)
+        del want[b"w%d" % i]
+    r.append(b"w2", b"tail")
+    want[b"w2"] += b"tail"
+    for i in range(40, 48):
+        r.set(b"w%d" % i, _value(i))
+        want[b"w%d" % i] = _value(i)
+    _settle(r)
+    before = _info(r)["tier_entries"]
+    s.stop(signal.SIGKILL)
+    s.start()
+    r = s.client()
+    assert r.dbsize() == len(want)
+    _settle(r)
+    assert r.info("memory")["used_memory"] <= 8 * MIB
+    assert abs(_info(r)["tier_entries"] - before) <= 4
+    for k, v in want.items():
+        assert r.get(k) == v, k
+    # And once more after a second snapshot (the adopted extents' turn to be replaced).
+    assert r.execute_command("KV.PREFIX.SAVE") in (b"OK", "OK")
+    r.set(b"w0", _value(7))
+    want[b"w0"] = _value(7)
+    s.stop(signal.SIGKILL)
+    s.start()
+    r = s.client()
+    for k, v in want.items():
+        assert r.get(k) == v, k
+
+
+def test_restart_drops_a_damaged_referenced_extent(server_factory, tmpdir_path):
+    """A referenced extent damaged on disk drops its key at start (or at its first
+    read); the server starts and every other key reads back exact."""
+    s = _tier_server(server_factory, tmpdir_path, tier="256mb")
+    r = s.client()
+    for i in range(32):
+        r.set(b"x%d" % i, _value(i))
+    _settle(r)
+    assert r.execute_command("KV.PREFIX.SAVE") in (b"OK", "OK")
+    s.stop(signal.SIGKILL)
+    path = tmpdir_path / "tier" / "pion-tier.dat"
+    with open(path, "r+b") as f:
+        data = f.read()
+        first = data.find(b"PIONTIER")
+        second = data.find(b"PIONTIER", first + 4096)
+        assert first >= 0 and second > first
+        f.seek(first + 16)  # a header: not adopted
+        f.write(b"\xff\xfe\xfd")
+        f.seek(second + 4096 + 1000)  # a value: adopted, dropped by its first read
+        f.write(b"\xff\xfe\xfd")
+    rc, out = _pion_check(tmpdir_path / "data" / "pion.vstore", "--tier", tmpdir_path / "tier")
+    assert rc == 1 and "tier_refs_bad: 2" in out, out
+    s.start()
+    r = s.client()
+    wrong = missing = 0
+    for i in range(32):
+        got = r.get(b"x%d" % i)
+        missing += got is None
+        wrong += got is not None and got != _value(i)
+    assert wrong == 0
+    assert missing == 2
+    assert _info(r)["tier_errors"] >= 2
+    assert "not adopted" in s.log()
 
 
 def test_damaged_extent_is_dropped_never_served(server_factory, tmpdir_path):
