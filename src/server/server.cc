@@ -98,6 +98,8 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     (void)store::ParseEvictPolicy(cfg_.maxmemory_policy, &p);  // validated by the config
     store_->SetEvictPolicy(p);
     store_->SetEvictionSamples(static_cast<uint32_t>(cfg_.maxmemory_samples));
+    store_->SetLfuParams(static_cast<uint32_t>(cfg_.lfu_log_factor),
+                         static_cast<uint32_t>(cfg_.lfu_decay_time));
     store_->SetMaxBlockLeases(cfg_.max_block_leases);
   }
   int at = cfg_.attend_threads;
@@ -648,6 +650,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   cfg_.maxmemory_policy = next.maxmemory_policy;
   if (next.maxmemory_samples != cfg_.maxmemory_samples && store_ != nullptr)
     store_->SetEvictionSamples(static_cast<uint32_t>(next.maxmemory_samples));
+  if ((next.lfu_log_factor != cfg_.lfu_log_factor || next.lfu_decay_time != cfg_.lfu_decay_time) &&
+      store_ != nullptr)
+    store_->SetLfuParams(static_cast<uint32_t>(next.lfu_log_factor),
+                         static_cast<uint32_t>(next.lfu_decay_time));
   if (next.max_block_leases != cfg_.max_block_leases && store_ != nullptr)
     store_->SetMaxBlockLeases(next.max_block_leases);
   if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)
