@@ -336,6 +336,8 @@ std::string AclFileLinePrefix(std::string_view origin, size_t line);
 // ACL texts that quote the request.
 std::string NoPermCommandError(std::string_view cmd);  // NOPERM ... run the 'x' command
 std::string AclSetUserError(std::string_view rule, std::string_view why);
+// ACL SETUSER: a selector "(" with no closing ")" (`arg`: the argument it opened at).
+std::string AclUnmatchedParenthesisError(std::string_view arg);
 std::string AclUserNotFoundError(std::string_view user);    // User 'x' not found
 std::string AclCommandNotFoundError(std::string_view cmd);  // Command 'x' not found
 std::string AclUnknownCategoryError(std::string_view cat);  // Unknown category 'x'
