@@ -546,6 +546,24 @@ void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
   for (uint64_t id : ids) KillClient(id);
 }
 
+void Server::PauseClients(int64_t end_ms, bool all) {
+  std::lock_guard<std::mutex> l(pause_mu_);
+  const int64_t now = static_cast<int64_t>(UnixMicros() / 1000);
+  const int64_t cur = pause_end_ms_.load(std::memory_order_relaxed);
+  if (cur > now) {  // in force: the longer end and the wider kind, as Redis
+    end_ms = std::max(end_ms, cur);
+    all = all || pause_all_.load(std::memory_order_relaxed);
+  }
+  pause_all_.store(all, std::memory_order_relaxed);
+  pause_end_ms_.store(end_ms, std::memory_order_relaxed);
+}
+
+void Server::UnpauseClients() {
+  std::lock_guard<std::mutex> l(pause_mu_);
+  pause_end_ms_.store(0, std::memory_order_relaxed);
+  pause_all_.store(false, std::memory_order_relaxed);
+}
+
 void Server::KillPubSubClientsOfUsers() {
   if (!pubsub_.any() || workers_.empty()) return;
   std::unordered_map<uint64_t, std::string> users;

@@ -178,5 +178,34 @@ TEST_F(AclSelectorsTest, AclIncludeSingleSubcommands) {
             "NOPERM this user has no permissions to run the 'select' command");
 }
 
+TEST_F(AclSelectorsTest, AWholeCommandEngulfsItsSubcommandRules) {
+  ASSERT_EQ(Run({"ACL", "SETUSER", "bob", "+memory|doctor"}), "OK");
+  EXPECT_EQ(Field("bob", "commands"), "-@all +memory|doctor");
+  ASSERT_EQ(Run({"ACL", "SETUSER", "bob", "+memory"}), "OK");
+  EXPECT_EQ(Field("bob", "commands"), "-@all +memory");
+  ASSERT_EQ(Run({"ACL", "SETUSER", "bob", "+@all", "+client|id"}), "OK");
+  EXPECT_EQ(Field("bob", "commands"), "+@all");
+  ASSERT_EQ(Run({"ACL", "SETUSER", "alice", "on", ">pw", "+@all", "-memory|doctor"}), "OK");
+  EXPECT_EQ(Field("alice", "commands"), "+@all -memory|doctor");
+  EXPECT_EQ(As("alice", {"MEMORY", "DOCTOR"}).error(),
+            "NOPERM this user has no permissions to run the 'memory|doctor' command");
+  EXPECT_EQ(As("alice", {"MEMORY", "STATS"}).type, RespValue::Type::kArray);
+  ASSERT_EQ(Run({"ACL", "SETUSER", "alice", "+@all", "-memory"}), "OK");
+  EXPECT_EQ(Field("alice", "commands"), "+@all -memory");
+}
+
+TEST_F(AclSelectorsTest, ClientAdminSubcommandsFollowTheirOwnCategories) {
+  // +client grants CLIENT LIST (Redis: client|list is @admin, and in CLIENT).
+  ASSERT_EQ(Run({"ACL", "SETUSER", "ps", "on", ">pw", "+acl", "+client", "+@pubsub"}), "OK");
+  EXPECT_EQ(As("ps", {"CLIENT", "LIST"}).type, RespValue::Type::kBulk);
+  // -@admin takes CLIENT LIST, KILL, PAUSE... and leaves CLIENT ID.
+  ASSERT_EQ(Run({"ACL", "SETUSER", "na", "on", ">pw", "+@all", "-@admin"}), "OK");
+  EXPECT_EQ(As("na", {"CLIENT", "LIST"}).error(),
+            "NOPERM this user has no permissions to run the 'client|list' command");
+  EXPECT_EQ(As("na", {"CLIENT", "PAUSE", "1"}).error(),
+            "NOPERM this user has no permissions to run the 'client|pause' command");
+  EXPECT_EQ(As("na", {"CLIENT", "ID"}).type, RespValue::Type::kInteger);
+}
+
 }  // namespace
 }  // namespace pion::server::testing
