@@ -158,5 +158,12 @@ TEST_F(MemoryModuleTest, LolwutDrawsVersion5And6AndOtherwiseTheVersionLine) {
             "ERR value is not an integer or out of range");
 }
 
+TEST_F(MemoryModuleTest, InfoStatsCountsEvictedClientsAfterEvictedKeys) {
+  const std::string stats = Run({"INFO", "stats"}).str;
+  const size_t keys = stats.find("\r\nevicted_keys:");
+  ASSERT_NE(keys, std::string::npos) << stats;
+  EXPECT_EQ(stats.find("\r\nevicted_clients:0\r\n"), stats.find("\r\n", keys + 2)) << stats;
+}
+
 }  // namespace
 }  // namespace pion::server::testing
