@@ -186,7 +186,7 @@ void Connection::HandleRead() {
   in_read_ = true;
   ConnStats& stats = host_->stats();
   int reads = 0;
-  while (!closed_ && !stop_reading_ && !read_eof_) {
+  while (!closed_ && !stop_reading_ && !read_eof_ && !postponed_) {
     // A deferred reply is pending: its client's later commands wait unparsed;
     // buffer some (to see EOF and errors) but not without bound.
     if (out_.pending_slots() > 0 && in_end_ - in_start_ >= kQueryBufferBytes) break;
@@ -267,7 +267,7 @@ void Connection::HandleRead() {
   if (closed_) return;
   Flush();
   if (closed_) return;
-  if (read_eof_ && out_.pending_slots() == 0) {
+  if (read_eof_ && out_.pending_slots() == 0 && !postponed_) {
     // The peer closed its side: send what is queued (a half-closed client may
     // still read), then close. A peer that is gone makes the write fail.
     // (With a deferred reply pending, this is decided once it completed and
@@ -280,7 +280,7 @@ void Connection::HandleRead() {
   }
   info_.qbuf.store(in_end_ - in_start_ + parser_.big_bytes(), std::memory_order_relaxed);
   info_.qbuf_free.store(in_.empty() ? 0 : in_.capacity() - in_end_, std::memory_order_relaxed);
-  ReleaseIdleBuffers();
+  if (!postponed_) ReleaseIdleBuffers();  // a postponed request keeps the parser's buffers
   ReportMemory();
 }
 
@@ -311,9 +311,16 @@ void Connection::ProcessInput() {
   info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
   // Below the smallest output limit no check is needed (two loads per batch,
   // one compare per command).
-  const uint64_t check_above = service_->output_check_threshold();
+  // An unauthenticated client may hold 1 KiB of replies at most (see CheckOutputLimits).
+  const uint64_t check_above =
+      authenticated_
+          ? service_->output_check_threshold()
+          : std::min<uint64_t>(service_->output_check_threshold(), kUnauthenticatedOutputBytes);
   while (!closed_ && !stop_reading_ && !paused_ && out_.pending_slots() == 0) {
-    RequestParser::Result r = parser_.Parse(in_.data() + in_start_, in_end_ - in_start_);
+    // A postponed request is still the parser's (nothing was read since).
+    RequestParser::Result r = postponed_
+                                  ? RequestParser::Result::kCommand
+                                  : parser_.Parse(in_.data() + in_start_, in_end_ - in_start_);
     if (r == RequestParser::Result::kNeedMore) break;
     if (r == RequestParser::Result::kError) {
       ConnStats& stats = host_->stats();
@@ -325,6 +332,15 @@ void Connection::ProcessInput() {
       close_after_reply_ = true;
       break;
     }
+    if (resp_ != nullptr && !parser_.rejected() && !resp_->args().empty()) {
+      ConnContext pc{this, &info_, authenticated_};
+      if (uint64_t wait_ms = service_->PostponeMs(resp_->args(), pc); wait_ms > 0) [[unlikely]] {
+        postponed_ = true;
+        host_->ResumeAfter(info_.id, wait_ms);
+        break;
+      }
+    }
+    postponed_ = false;
     if (parser_.rejected())
       RejectedCommand();
     else
@@ -371,7 +387,12 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
     soft_seconds = service_->output_soft_seconds();
   }
   uint64_t limit = 0;
-  if (hard > 0 && counted > hard) {
+  if (!authenticated_ && held > kUnauthenticatedOutputBytes) {
+    // As Redis: a client that has not authenticated (where AUTH is required)
+    // may not pile up replies it does not read (NOAUTH after NOAUTH).
+    hard = limit = kUnauthenticatedOutputBytes;
+    counted = held;
+  } else if (hard > 0 && counted > hard) {
     limit = hard;
   } else if (soft > 0 && counted > soft) {
     if (now_us == 0) now_us = MonotonicUs();
@@ -577,6 +598,13 @@ void Connection::FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& wri
     ProcessInput();
     if (!closed_) HandleRead();
   });
+}
+
+void Connection::ResumePostponed() {
+  if (closed_ || !postponed_) return;
+  ProcessInput();
+  // Read what arrived meanwhile (edge-triggered: no new event comes for it).
+  if (!closed_) HandleRead();
 }
 
 void Connection::OnDurable() {

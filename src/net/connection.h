@@ -22,7 +22,8 @@
 //    counts, except the largest reply still being sent, so one large reply to a
 //    client that reads is never cut. Above hard, or above soft for longer than
 //    secs (checked per command, per write and by the host's cron), the client
-//    is disconnected (logged).
+//    is disconnected (logged). A client that must still authenticate may
+//    hold 1 KiB (kUnauthenticatedOutputBytes) at most, as in Redis.
 //  * Memory: every buffer a connection holds (query buffer, big-argument
 //    buffers, output arena and owned replies) is counted in the server-wide
 //    client memory (Service::ReserveClientMemory/AdjustClientMemory, bounded by
@@ -40,6 +41,10 @@
 //    host calls FinishDeferred() with the reply, which resumes the client.
 //    A client that disconnects meanwhile is freed at once; its reply is
 //    dropped (the host finds no connection with that id).
+//  * Postponed requests (CLIENT PAUSE): before a RESP request runs, the
+//    Service may hold it (PostponeMs); it stays parsed and unconsumed, the
+//    connection reads nothing more meanwhile, and the host asks again after
+//    the delay the Service named (ResumeAfter, ResumePostponed).
 //  * A protocol error is answered, then the connection closes once the reply
 //    is flushed; nothing else is read from it.
 //  * Protocols (net/protocol.h): a RESP connection parses with RespParser and
@@ -78,6 +83,9 @@ class Service;
 class TlsSession;
 
 inline constexpr size_t kPauseOutputBytes = 32u << 20;
+// The most unsent reply bytes a client that must still AUTH may hold (Redis's
+// fixed 1024): more, and it is disconnected as over its output limit.
+inline constexpr uint64_t kUnauthenticatedOutputBytes = 1024;
 inline constexpr size_t kResumeOutputBytes = 8u << 20;
 inline constexpr size_t kQueryBufferBytes = 16 * 1024;
 
@@ -131,6 +139,8 @@ class Connection final : public ClientControl, private BufferGate {
   void OnDurable();  // the durable LSN advanced: send what is no longer held
   // A DeferredReply was completed: write it at `slot` and resume the client.
   void FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& write);
+  // A request held by Service::PostponeMs: ask again, run it (and the rest) if it may.
+  void ResumePostponed();
   void Close(const char* why);
   void CloseWhenDrained();  // shutdown: close once everything queued is sent
   uint64_t hold_lsn() const { return out_.HeadHold(); }
@@ -187,7 +197,10 @@ class Connection final : public ClientControl, private BufferGate {
   bool read_eof_ = false;
   // The peer's FIN (or an error) was reported: read to EOF even after a short read.
   bool peer_hup_ = false;
-  bool paused_ = false;           // output backpressure
+  bool paused_ = false;  // output backpressure
+  // The parsed request waits (CLIENT PAUSE, Service::PostponeMs): it stays in
+  // the parser, unconsumed, and nothing more is read until it ran.
+  bool postponed_ = false;
   bool stop_reading_ = false;     // protocol error, QUIT, shutdown
   bool in_read_ = false;          // re-entrancy guard
   bool waiting_durable_ = false;  // registered with the host

@@ -50,6 +50,14 @@ class Service {
   // reply through `reply` (a FrameWriter: one response frame) or defers it,
   // and calls ctx.conn->CloseAfterReply() for a body it cannot read.
   virtual uint64_t DispatchFrame(const Frame& frame, ReplyBuilder& reply, ConnContext& ctx) = 0;
+  // Whether a RESP request must wait before it runs (CLIENT PAUSE): 0 to run
+  // it now, else the milliseconds after which to ask again. Meanwhile the
+  // connection runs none of its later requests and reads nothing more.
+  virtual uint64_t PostponeMs(std::span<const std::string_view> args, const ConnContext& ctx) {
+    (void)args;
+    (void)ctx;
+    return 0;
+  }
   // Brackets the requests a connection runs from one batch of input (on the
   // host's thread, never across a blocking wait): the service may keep what
   // every request needs (the server's shared exec lock) from the first
@@ -126,6 +134,13 @@ class ConnHost {
   // Any thread: run c->FinishDeferred(slot, fn) on the host's thread if client
   // `client_id` still exists there (dropped otherwise).
   virtual void CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn) = 0;
+  // Host thread: run c->ResumePostponed() in `delay_ms` if client `client_id`
+  // still exists then (Service::PostponeMs). A host whose Service never
+  // postpones need not implement it.
+  virtual void ResumeAfter(uint64_t client_id, uint64_t delay_ms) {
+    (void)client_id;
+    (void)delay_ms;
+  }
   // Called before a connection runs the commands of a batch of input: the host
   // delivers what other threads queued for its connections (Pub/Sub messages)
   // first.

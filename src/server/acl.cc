@@ -13,6 +13,7 @@
 #include "base/strutil.h"
 #include "server/commands/command_table.h"
 #include "server/commands/errors.h"
+#include "server/commands/key_specs.h"
 
 namespace pion::server {
 
@@ -39,6 +40,15 @@ uint32_t CommandCategories(const CommandSpec& s) {
   if (s.flags & kCmdReadonly) c |= kAclRead;
   if (s.flags & kCmdAdmin) c |= kAclAdmin | kAclDangerous;
   c |= (s.flags & kCmdFast) ? kAclFast : kAclSlow;
+  return c;
+}
+
+uint32_t SubcommandCategories(const CommandSpec& s, std::string_view sub) {
+  uint32_t c = CommandCategories(s);
+  if (std::string_view(s.name) == "CLIENT" &&
+      (sub == "KILL" || sub == "LIST" || sub == "NO-EVICT" || sub == "PAUSE" || sub == "UNBLOCK" ||
+       sub == "UNPAUSE"))
+    c |= kAclAdmin | kAclDangerous;
   return c;
 }
 
@@ -81,6 +91,11 @@ std::string AclHashPassword(std::string_view password) {
 
 bool AclUser::KeyAllowed(std::string_view key, uint8_t perm) const {
   if (allkeys) return true;
+  if (perm == 0) {  // neither read nor written: any pattern that matches
+    for (const AclKeyPattern& p : keys)
+      if (GlobMatch(p.glob, key, false)) return true;
+    return false;
+  }
   // Each permission may come from a different pattern (%R~a* %W~a*).
   uint8_t have = 0;
   for (const AclKeyPattern& p : keys) {
@@ -116,14 +131,21 @@ std::string AclUser::CommandsDescription() const {
   return s;
 }
 
+std::string AclUser::PermissionsDescription() const {
+  std::string s = KeysDescription();
+  if (!s.empty()) s += ' ';
+  s += ChannelsDescription();
+  s += ' ';
+  s += CommandsDescription();
+  return s;
+}
+
 std::string AclUser::Describe() const {
   std::string s = enabled ? "on" : "off";
   if (nopass) s += " nopass";
   for (const std::string& p : passwords) s += " #" + p;
-  std::string k = KeysDescription();
-  if (!k.empty()) s += " " + k;
-  s += " " + ChannelsDescription();
-  s += " " + CommandsDescription();
+  s += " " + PermissionsDescription();
+  for (const auto& sel : selectors) s += " (" + sel->PermissionsDescription() + ")";
   return s;
 }
 
@@ -160,21 +182,12 @@ Status Acl::ApplyRule(AclUser* u, std::string_view rule) const {
   } else if (EqualsIgnoreCase(rule, "resetpass")) {
     u->nopass = false;
     u->passwords.clear();
-  } else if (EqualsIgnoreCase(rule, "allkeys")) {
-    u->allkeys = true;
-    u->keys.clear();
-  } else if (EqualsIgnoreCase(rule, "resetkeys")) {
-    u->allkeys = false;
-    u->keys.clear();
-  } else if (Status cst; AclApplyChannelRule(u, rule, &cst)) {
-    return cst;
-  } else if (EqualsIgnoreCase(rule, "allcommands") || EqualsIgnoreCase(rule, "+@all")) {
-    SetAllCommands(u, true);
-    u->cmd_rules.assign(1, "+@all");
-  } else if (EqualsIgnoreCase(rule, "nocommands") || EqualsIgnoreCase(rule, "-@all")) {
-    SetAllCommands(u, false);
-    u->cmd_rules.clear();
+  } else if (rule.size() >= 2 && rule.front() == '(' && rule.back() == ')') {
+    return AddSelector(u, rule);
+  } else if (EqualsIgnoreCase(rule, "clearselectors")) {
+    u->selectors.clear();
   } else if (EqualsIgnoreCase(rule, "reset")) {
+    u->selectors.clear();
     u->enabled = false;
     u->nopass = false;
     u->passwords.clear();
@@ -206,26 +219,57 @@ Status Acl::ApplyRule(AclUser* u, std::string_view rule) const {
     auto it = std::find(u->passwords.begin(), u->passwords.end(), h);
     if (it == u->passwords.end()) return fail(kErrAclNoSuchPassword);
     u->passwords.erase(it);
+  } else {
+    return ApplyPermissionRule(u, rule);
+  }
+  return Status::OK();
+}
+
+Status Acl::ApplyPermissionRule(AclUser* u, std::string_view rule) const {
+  auto fail = [&](std::string_view why) {
+    return Status::InvalidArgument(AclSetUserError(rule, why));
+  };
+  if (EqualsIgnoreCase(rule, "allkeys")) {
+    u->allkeys = true;
+    u->keys.clear();
+  } else if (EqualsIgnoreCase(rule, "resetkeys")) {
+    u->allkeys = false;
+    u->keys.clear();
+  } else if (Status cst; AclApplyChannelRule(u, rule, &cst)) {
+    return cst;
+  } else if (EqualsIgnoreCase(rule, "allcommands") || EqualsIgnoreCase(rule, "+@all")) {
+    SetAllCommands(u, true);
+    u->cmd_rules.assign(1, "+@all");
+  } else if (EqualsIgnoreCase(rule, "nocommands") || EqualsIgnoreCase(rule, "-@all")) {
+    SetAllCommands(u, false);
+    u->cmd_rules.clear();
   } else if (!rule.empty() && (rule[0] == '~' || rule[0] == '%')) {
-    uint8_t perm = kAclPermRead | kAclPermWrite;
-    std::string_view glob;
-    if (rule[0] == '~') {
-      glob = rule.substr(1);
-    } else {
-      size_t tilde = rule.find('~');
-      if (tilde == std::string_view::npos || tilde == 1) return fail(kErrAclSyntax);
-      perm = 0;
-      for (char c : rule.substr(1, tilde - 1)) {
-        if (c == 'R' || c == 'r')
-          perm |= kAclPermRead;
-        else if (c == 'W' || c == 'w')
-          perm |= kAclPermWrite;
-        else
-          return fail(kErrAclSyntax);
-      }
-      glob = rule.substr(tilde + 1);
-    }
     if (u->allkeys) return fail(kErrAclKeyAfterAll);
+    uint8_t perm = kAclPermRead | kAclPermWrite;
+    std::string_view glob = rule.substr(1);
+    if (rule[0] == '%') {
+      // As Redis: R and W (each at most once), then '~' and the pattern; with
+      // no '~' the pattern is empty (no key: "%RW" is accepted as such).
+      perm = 0;
+      size_t i = 1;
+      for (; i < rule.size(); ++i) {
+        char c = rule[i];
+        if ((c == 'R' || c == 'r') && !(perm & kAclPermRead)) {
+          perm |= kAclPermRead;
+        } else if ((c == 'W' || c == 'w') && !(perm & kAclPermWrite)) {
+          perm |= kAclPermWrite;
+        } else if (c == '~') {
+          ++i;
+          break;
+        } else {
+          return fail(kErrAclSyntax);
+        }
+      }
+      if (perm == 0) return fail(kErrAclSyntax);
+      glob = rule.substr(std::min(i, rule.size()));
+    }
+    for (char c : glob)
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n') return fail(kErrAclSyntax);
     if (glob == "*" && perm == (kAclPermRead | kAclPermWrite)) {
       u->allkeys = true;
       u->keys.clear();
@@ -244,6 +288,36 @@ Status Acl::ApplyRule(AclUser* u, std::string_view rule) const {
   } else {
     return fail(kErrAclSyntax);
   }
+  return Status::OK();
+}
+
+Status Acl::AddSelector(AclUser* u, std::string_view op) const {
+  // A selector starts with no permissions at all (no commands, keys or
+  // channels, whatever acl-pubsub-default says), as in Redis.
+  auto sel = std::make_shared<AclUser>();
+  sel->enabled = true;
+  InitCommandRules(sel.get());
+  sel->allchannels = false;
+  std::string_view body = op.substr(1, op.size() - 2);
+  size_t i = 0;
+  while (i < body.size()) {
+    while (i < body.size() && (body[i] == ' ' || body[i] == '\t')) ++i;
+    size_t j = i;
+    while (j < body.size() && body[j] != ' ' && body[j] != '\t') ++j;
+    if (j == i) break;
+    std::string_view rule = body.substr(i, j - i);
+    Status st = ApplyPermissionRule(sel.get(), rule);
+    if (!st.ok()) {
+      // The error names the whole selector, as Redis reports it.
+      std::string prefix = AclSetUserError(rule, "");
+      std::string_view msg = st.message();
+      std::string_view why = msg.substr(std::min(msg.size(), prefix.size()));
+      return Status::InvalidArgument(AclSetUserError(op, why));
+    }
+    i = j;
+  }
+  Finish(sel.get());
+  u->selectors.push_back(std::move(sel));
   return Status::OK();
 }
 
@@ -300,7 +374,33 @@ Status Acl::SetUserLocked(std::unordered_map<std::string, std::shared_ptr<const 
     InitCommandRules(nu.get());
     nu->allchannels = pubsub_default_all();  // acl-pubsub-default
   }
+  // A selector written over several arguments ("(" "~k" "+get" ")", as a
+  // split ACL file line gives it) is one rule, its parts joined by spaces.
+  std::vector<std::string> merged;
+  std::string open;
+  bool in_selector = false;
+  std::string_view open_at;
   for (std::string_view r : rules) {
+    if (!in_selector && !r.empty() && r.front() == '(' && r.back() != ')') {
+      in_selector = true;
+      open_at = r;
+      open = std::string(r);
+      continue;
+    }
+    if (in_selector) {
+      open += ' ';
+      open += r;
+      if (!r.empty() && r.back() == ')') {
+        in_selector = false;
+        merged.push_back(std::move(open));
+        open.clear();
+      }
+      continue;
+    }
+    merged.emplace_back(r);
+  }
+  if (in_selector) return Status::InvalidArgument(AclUnmatchedParenthesisError(open_at));
+  for (const std::string& r : merged) {
     Status st = ApplyRule(nu.get(), r);
     if (!st.ok()) return st;
   }
@@ -398,6 +498,36 @@ void Acl::SetDefaultPassword(std::string_view pass) {
 
 AclDenial Acl::Check(const AclUser& u, const CommandSpec& spec, size_t index,
                      std::span<const std::string_view> args, std::string_view* denied_key) {
+  AclDenial d = CheckOne(u, spec, index, args, denied_key);
+  if (d == AclDenial::kNone || u.selectors.empty()) [[likely]]
+    return d;
+  // Allowed when one selector allows it. Otherwise, as Redis, the refusal
+  // reported is the most specific one (command < key < channel) and, among
+  // equals, the one at the latest argument.
+  auto rank = [](AclDenial x) {
+    return x == AclDenial::kCommand ? 1 : x == AclDenial::kKey ? 2 : 4;
+  };
+  auto position = [&](std::string_view item) -> ptrdiff_t {
+    for (size_t i = 0; i < args.size(); ++i)
+      if (!item.empty() && args[i].data() == item.data()) return static_cast<ptrdiff_t>(i);
+    return -1;
+  };
+  std::string_view best_item = *denied_key;
+  for (const auto& sel : u.selectors) {
+    std::string_view item;
+    AclDenial e = CheckOne(*sel, spec, index, args, &item);
+    if (e == AclDenial::kNone) return e;
+    if (rank(e) > rank(d) || (rank(e) == rank(d) && position(item) > position(best_item))) {
+      d = e;
+      best_item = item;
+    }
+  }
+  *denied_key = best_item;
+  return d;
+}
+
+AclDenial Acl::CheckOne(const AclUser& u, const CommandSpec& spec, size_t index,
+                        std::span<const std::string_view> args, std::string_view* denied_key) {
   if (u.unrestricted) return AclDenial::kNone;
   if (!u.CallAllowed(index, spec, args)) return AclDenial::kCommand;
   // Pub/Sub channels (no keys: Redis checks keys first, then channels).
@@ -433,12 +563,18 @@ AclDenial Acl::Check(const AclUser& u, const CommandSpec& spec, size_t index,
     for (size_t i = 3; i < args.size(); ++i)
       if (EqualsIgnoreCase(args[i], "GET")) perm |= kAclPermRead;
   }
+  // Redis's commands: each key's permission from its key spec (COPY reads its
+  // source and writes its destination; EXISTS needs either; BITFIELD with only
+  // GETs reads). pion's own commands: the rule above.
+  const bool redis_specs =
+      !(kf & kAclKeyNamespace) && RedisKeyPermAt(spec, args, spec.first_key) >= 0;
   for (int i = spec.first_key; i <= last; i += step) {
     std::string_view key = args[i];
     if (kf & kAclKeyNamespace) key = AclKeyOwner(key);
-    bool ok = u.KeyAllowed(key, perm);
+    const uint8_t need = redis_specs ? static_cast<uint8_t>(RedisKeyPermAt(spec, args, i)) : perm;
+    bool ok = u.KeyAllowed(key, need);
     if (ok && (kf & kAclKeyAlsoOwner) && AclKeyOwner(key) != key)
-      ok = u.KeyAllowed(AclKeyOwner(key), perm);
+      ok = u.KeyAllowed(AclKeyOwner(key), need);
     if (!ok) {
       *denied_key = args[i];
       return AclDenial::kKey;

@@ -41,6 +41,10 @@ struct AclUser;
 
 // The categories of a command: its acl_categories plus those its flags imply.
 uint32_t CommandCategories(const CommandSpec& s);
+// The categories of a subcommand (`sub` upper case, "LIST" of CLIENT): its
+// command's, plus Redis 7.0's own for the few that differ from their command
+// (CLIENT KILL, LIST, NO-EVICT, PAUSE, UNBLOCK, UNPAUSE are @admin @dangerous).
+uint32_t SubcommandCategories(const CommandSpec& s, std::string_view sub);
 // Category names in ACL CAT order ("keyspace", ..., "kvcache", "attend").
 std::span<const char* const> AclCategoryNames();
 // The bit of a category name (case-insensitive); 0 if unknown.
@@ -94,6 +98,11 @@ struct AclUser {
   std::vector<ArgRule> arg_rules;
   std::vector<uint64_t> by_sub;  // bit per command-table index
   const CommandTable* table = nullptr;
+  // Selectors beyond these root permissions (ACL SETUSER ... (<rules>)): each
+  // holds only permissions (commands, keys, channels; `enabled` set so that
+  // `unrestricted` means what it means here). A call is allowed when the root
+  // permissions or one selector allow all of it (Acl::Check).
+  std::vector<std::shared_ptr<const AclUser>> selectors;
 
   bool CommandAllowed(size_t index) const {
     return index / 64 < allowed.size() && (allowed[index / 64] >> (index % 64) & 1);
@@ -113,6 +122,8 @@ struct AclUser {
                          std::span<const std::string_view> args) const;
   // Whether `key` (already mapped to its owner when it is a sid) may be used
   // with `perm`.
+  // A `perm` of 0 (a key the command neither reads nor writes: EXISTS, TYPE,
+  // TOUCH) needs a pattern of either kind.
   bool KeyAllowed(std::string_view key, uint8_t perm) const;
   // Pub/Sub (acl_channels.cc): whether `channel` may be published or
   // subscribed to; a PSUBSCRIBE pattern (`is_pattern`) must equal one of the
@@ -120,8 +131,11 @@ struct AclUser {
   bool ChannelAllowed(std::string_view channel, bool is_pattern) const;
   // "&*", or "resetchannels" and each "&<pattern>" (ACL LIST, GETUSER).
   std::string ChannelsDescription() const;
-  // The rule list as ACL LIST prints it (after "user <name> ").
+  // The rule list as ACL LIST prints it (after "user <name> "), each selector
+  // as " (<keys> <channels> <commands>)".
   std::string Describe() const;
+  // A selector's (or the root's) permissions: "<keys> <channels> <commands>".
+  std::string PermissionsDescription() const;
   std::string KeysDescription() const;
   std::string CommandsDescription() const;
 };
@@ -216,6 +230,13 @@ class Acl {
 
  private:
   Status ApplyRule(AclUser* u, std::string_view rule) const;
+  // A selector "(<rule> <rule> ...)": a new one from its permission rules.
+  Status AddSelector(AclUser* u, std::string_view op) const;
+  // One permission rule (keys, channels, commands): what a selector may hold.
+  Status ApplyPermissionRule(AclUser* u, std::string_view rule) const;
+  // Check's work for the root permissions or one selector.
+  static AclDenial CheckOne(const AclUser& u, const CommandSpec& spec, size_t index,
+                            std::span<const std::string_view> args, std::string_view* denied_key);
   // The command part of the rules (server/acl_commands.cc): +cmd, -cmd,
   // +@cat, -@cat, +cmd|sub, -cmd|sub; names of Redis commands pion lacks are
   // accepted and kept as written, with no effect.

@@ -435,6 +435,17 @@ void SetCommand(AclUser* u, const CommandTable& table, size_t index, bool allow)
   std::erase_if(u->arg_rules, [&](const AclUser::ArgRule& r) { return r.index == index; });
 }
 
+// Whether the command at `index` is allowed (`allow`) or denied as a whole:
+// its bit, every subcommand's, and no first-argument rule.
+bool WhollySet(const AclUser& u, const CommandTable& table, size_t index, bool allow) {
+  if (u.CommandAllowed(index) != allow) return false;
+  for (const auto& [sub, slot] : table.subcommands(&table.specs()[index]))
+    if (GetBit(u.allowed_slots, slot) != allow) return false;
+  for (const AclUser::ArgRule& r : u.arg_rules)
+    if (r.index == index) return false;
+  return true;
+}
+
 }  // namespace
 
 void Acl::InitCommandRules(AclUser* u) const {
@@ -463,8 +474,16 @@ Status Acl::ApplyCommandRule(AclUser* u, std::string_view rule) const {
   if (what[0] == '@') {
     uint32_t bit = AclCategoryBit(what.substr(1));
     if (bit == 0) return fail(kErrAclUnknownCommand);
-    for (size_t i = 0; i < specs.size(); ++i)
-      if (CommandCategories(specs[i]) & bit) SetCommand(u, *commands_, i, allow);
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (CommandCategories(specs[i]) & bit) {
+        SetCommand(u, *commands_, i, allow);
+        continue;
+      }
+      // A subcommand of a category its command is not in (client|list is
+      // @admin, CLIENT is not): that subcommand alone, as Redis.
+      for (const auto& [sub, slot] : commands_->subcommands(&specs[i]))
+        if (SubcommandCategories(specs[i], sub) & bit) SetBit(&u->allowed_slots, slot, allow);
+    }
     u->cmd_rules.push_back(std::move(written));
     return Status::OK();
   }
@@ -477,6 +496,12 @@ Status Acl::ApplyCommandRule(AclUser* u, std::string_view rule) const {
       return Status::OK();
     }
     SetCommand(u, *commands_, static_cast<size_t>(s - specs.data()), allow);
+    // As Redis's description: the whole command engulfs the rules given
+    // before for its subcommands (+memory|doctor then +memory: "+memory").
+    const std::string prefix = ToLower(what) + "|";
+    std::erase_if(u->cmd_rules, [&](const std::string& r) {
+      return r.size() > prefix.size() + 1 && r.compare(1, prefix.size(), prefix) == 0;
+    });
     u->cmd_rules.push_back(std::move(written));
     return Status::OK();
   }
@@ -504,6 +529,9 @@ Status Acl::ApplyCommandRule(AclUser* u, std::string_view rule) const {
     return Status::OK();
   }
   const size_t index = static_cast<size_t>(s - specs.data());
+  // A rule that changes nothing (+client|id while all of CLIENT is allowed,
+  // -config|set while none of CONFIG is) is not kept, as Redis describes it.
+  if (WhollySet(*u, *commands_, index, allow)) return Status::OK();
   std::erase_if(u->arg_rules,
                 [&](const AclUser::ArgRule& r) { return r.index == index && r.arg == upper; });
   for (const auto& [name, slot] : commands_->subcommands(s))

@@ -1,5 +1,6 @@
 #include "server/command_service.h"
 
+#include <algorithm>
 #include <mutex>
 #include <shared_mutex>
 
@@ -164,6 +165,31 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   server_->AfterCommand(args, *spec, usec, *c.info);
   if (tls_batch_depth == 0) KvEvents::CommandDone();  // not in a batch: now
   return ctx.wait_lsn;
+}
+
+uint64_t CommandService::PostponeMs(std::span<const std::string_view> args,
+                                    const net::ConnContext& c) {
+  const int64_t end = server_->pause_end_ms();
+  if (end == 0) [[likely]]
+    return 0;
+  const int64_t now = static_cast<int64_t>(UnixMicros() / 1000);
+  if (now >= end) return 0;  // over
+  const CommandSpec* spec = server_->commands().Find(args[0]);
+  // Refused anyway (unknown, or before AUTH): not held.
+  if (spec == nullptr || (!c.authenticated && !(spec->flags & kCmdNoAuth))) return 0;
+  if (!server_->pause_all()) {
+    bool write = (spec->flags & kCmdWrite) != 0;
+    const std::string_view name = spec->name;
+    if (name == "PUBLISH" || name == "SPUBLISH") write = true;  // Redis's may-replicate
+    if (IsExec(spec)) {
+      const TxState* tx = TxOf(c.info);
+      write = false;
+      if (tx != nullptr && tx->in_multi)
+        for (const TxState::Queued& q : tx->queued) write = write || (q.spec->flags & kCmdWrite);
+    }
+    if (!write) return 0;
+  }
+  return static_cast<uint64_t>(std::min<int64_t>(end - now, 10));
 }
 
 uint64_t CommandService::DispatchFrame(const net::Frame& frame, ReplyBuilder& reply,

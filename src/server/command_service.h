@@ -27,6 +27,10 @@ class CommandService final : public net::Service {
   // A fast-lane frame: dispatched as its RESP twin (server/fastlane.h).
   uint64_t DispatchFrame(const net::Frame& frame, ReplyBuilder& reply,
                          net::ConnContext& ctx) override;
+  // CLIENT PAUSE: a write (an EXEC of a transaction holding one; PUBLISH,
+  // which Redis replicates) under a WRITE pause, any command under an ALL
+  // pause, waits; asked again every 10 ms at most (UNPAUSE is seen that soon).
+  uint64_t PostponeMs(std::span<const std::string_view> args, const net::ConnContext& ctx) override;
   uint64_t durable_lsn() const override;
   ParserLimits parser_limits() const override;
   bool auth_required() const override;

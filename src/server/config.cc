@@ -444,7 +444,9 @@ ConfigCodec Policy(std::string Config::*field) {
       [](const std::string& n, const std::string& v) -> Result<std::string> {
         store::EvictPolicy p;
         if (!store::ParseEvictPolicy(v, &p))
-          return Bad(n, v, "allkeys-lru, noeviction, volatile-lru or allkeys-random");
+          return Bad(n, v,
+                     "allkeys-lru, noeviction, volatile-lru, allkeys-random, allkeys-lfu, "
+                     "volatile-lfu, volatile-random or volatile-ttl");
         return std::string(store::EvictPolicyName(p));
       },
       [](const std::string& v) { return v; });
@@ -487,9 +489,16 @@ const std::vector<ConfigOption>& Table() {
       {"maxmemory", Bytes(&Config::maxmemory, 0), "0", kRuntime, "BYTES",
        "budget for stored K/V and string keys, e.g. 4gb", "0 = none"},
       {"maxmemory-policy", Policy(&Config::maxmemory_policy), "allkeys-lru", kRuntime,
-       "allkeys-lru|noeviction|volatile-lru|allkeys-random", "what a full budget evicts"},
+       "allkeys-lru|noeviction|volatile-lru|allkeys-random|allkeys-lfu|volatile-lfu|"
+       "volatile-random|volatile-ttl",
+       "what a full budget evicts"},
       {"maxmemory-samples", Uint(&Config::maxmemory_samples, 1, 64), "5", kRuntime, "N",
-       "namespaces sampled per LRU eviction (Redis's eviction pool)"},
+       "namespaces sampled per LRU eviction (Redis's eviction pool); string keys per LFU, TTL "
+       "or volatile-random eviction"},
+      {"lfu-log-factor", Uint(&Config::lfu_log_factor, 0, 1000000), "10", kRuntime, "N",
+       "how slowly a key's LFU access counter grows (Redis's)"},
+      {"lfu-decay-time", Uint(&Config::lfu_decay_time, 0, 1000000), "1", kRuntime, "MINUTES",
+       "minutes per one-step decay of an idle key's LFU counter", "0 = never decays"},
       {"max-block-leases", Uint(&Config::max_block_leases, 0, 1ull << 32), "1000000", kRuntime, "N",
        "live KV.BLOCK.MATCH ... PIN leases", "0 = PIN always refused"},
       {"appendfsync", Fsync(&Config::appendfsync), "everysec", kRuntime, "always|everysec|no",

@@ -40,6 +40,8 @@ struct Config {
   uint64_t maxmemory = 0;                            // runtime
   std::string maxmemory_policy = "allkeys-lru";      // runtime; store::ParseEvictPolicy names
   uint64_t maxmemory_samples = 0;                    // runtime: namespaces sampled per eviction
+  uint64_t lfu_log_factor = 0;                       // runtime: LFU counter growth (Redis's)
+  uint64_t lfu_decay_time = 0;                       // runtime: minutes per LFU decay step
   uint64_t max_block_leases = 0;                     // runtime: live KV.BLOCK.MATCH ... PIN leases
   FsyncPolicy appendfsync = FsyncPolicy::kEverySec;  // runtime
   std::string requirepass;

@@ -137,6 +137,8 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
                                             "acl-pubsub-default",
                                             "maxmemory-policy",
                                             "maxmemory-samples",
+                                            "lfu-log-factor",
+                                            "lfu-decay-time",
                                             "max-block-leases",
                                             "tier-maxbytes",
                                             "tier-min-value",

@@ -98,6 +98,8 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     (void)store::ParseEvictPolicy(cfg_.maxmemory_policy, &p);  // validated by the config
     store_->SetEvictPolicy(p);
     store_->SetEvictionSamples(static_cast<uint32_t>(cfg_.maxmemory_samples));
+    store_->SetLfuParams(static_cast<uint32_t>(cfg_.lfu_log_factor),
+                         static_cast<uint32_t>(cfg_.lfu_decay_time));
     store_->SetMaxBlockLeases(cfg_.max_block_leases);
   }
   int at = cfg_.attend_threads;
@@ -561,6 +563,24 @@ void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
   for (uint64_t id : ids) KillClient(id);
 }
 
+void Server::PauseClients(int64_t end_ms, bool all) {
+  std::lock_guard<std::mutex> l(pause_mu_);
+  const int64_t now = static_cast<int64_t>(UnixMicros() / 1000);
+  const int64_t cur = pause_end_ms_.load(std::memory_order_relaxed);
+  if (cur > now) {  // in force: the longer end and the wider kind, as Redis
+    end_ms = std::max(end_ms, cur);
+    all = all || pause_all_.load(std::memory_order_relaxed);
+  }
+  pause_all_.store(all, std::memory_order_relaxed);
+  pause_end_ms_.store(end_ms, std::memory_order_relaxed);
+}
+
+void Server::UnpauseClients() {
+  std::lock_guard<std::mutex> l(pause_mu_);
+  pause_end_ms_.store(0, std::memory_order_relaxed);
+  pause_all_.store(false, std::memory_order_relaxed);
+}
+
 void Server::KillPubSubClientsOfUsers() {
   if (!pubsub_.any() || workers_.empty()) return;
   std::unordered_map<uint64_t, std::string> users;
@@ -665,6 +685,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   cfg_.maxmemory_policy = next.maxmemory_policy;
   if (next.maxmemory_samples != cfg_.maxmemory_samples && store_ != nullptr)
     store_->SetEvictionSamples(static_cast<uint32_t>(next.maxmemory_samples));
+  if ((next.lfu_log_factor != cfg_.lfu_log_factor || next.lfu_decay_time != cfg_.lfu_decay_time) &&
+      store_ != nullptr)
+    store_->SetLfuParams(static_cast<uint32_t>(next.lfu_log_factor),
+                         static_cast<uint32_t>(next.lfu_decay_time));
   if (next.max_block_leases != cfg_.max_block_leases && store_ != nullptr)
     store_->SetMaxBlockLeases(next.max_block_leases);
   if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)

@@ -141,6 +141,15 @@ class Server final : private PushSink {
   // After ACL SETUSER / LOAD: closes every client subscribed to a channel or
   // pattern its user may no longer use (as Redis 7.0 does).
   void KillPubSubClientsOfUsers();
+  // CLIENT PAUSE (Redis's): until `end_ms` (unix ms) the write commands (with
+  // `all`, every command) of every client wait before they run; a pause in
+  // force is only lengthened or widened by another. UnpauseClients ends it.
+  void PauseClients(int64_t end_ms, bool all);
+  void UnpauseClients();
+  // The pause in force: its end (unix ms; 0 = none; one in the past is over)
+  // and whether it holds every command.
+  int64_t pause_end_ms() const { return pause_end_ms_.load(std::memory_order_relaxed); }
+  bool pause_all() const { return pause_all_.load(std::memory_order_relaxed); }
   // Applies the `user` config lines, --aclfile and --requirepass (Start()).
   Status InitAcl();
   // The disk tier (tier-dir), attached before recovery fills the store.
@@ -368,6 +377,9 @@ class Server final : private PushSink {
   uint64_t start_time_us_ = 0;
   std::string run_id_;
 
+  std::mutex pause_mu_;  // PauseClients / UnpauseClients (readers load the atomics)
+  std::atomic<int64_t> pause_end_ms_{0};
+  std::atomic<bool> pause_all_{false};
   std::atomic<uint64_t> maxclients_{0};
   std::atomic<uint64_t> timeout_s_{0};
   std::atomic<uint64_t> output_limit_{0};

@@ -308,6 +308,13 @@ void Worker::CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::
   });
 }
 
+void Worker::ResumeAfter(uint64_t client_id, uint64_t delay_ms) {
+  loop_.AddTimer(delay_ms, false, [this, client_id] {
+    auto it = conns_.find(client_id);  // by id: the client may be gone
+    if (it != conns_.end()) it->second->ResumePostponed();
+  });
+}
+
 void Worker::WaitDurable(Connection* c, uint64_t lsn) { held_.Hold(c, lsn); }
 
 void Worker::Cron() {  // once a second

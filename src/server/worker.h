@@ -77,6 +77,8 @@ class Worker final : public net::ConnHost {
   // A DeferredReply's completion: writes it to client `client_id` if that
   // connection still exists (dropped otherwise).
   void CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn) override;
+  // CLIENT PAUSE: asks client `client_id`'s postponed request again later.
+  void ResumeAfter(uint64_t client_id, uint64_t delay_ms) override;
   // Stops accepting and reading; calls `done` on the worker thread afterwards.
   void BeginShutdown(std::function<void()> done);
   // Closes every connection once its queued replies are sent (at most

@@ -295,6 +295,13 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
             if (sv != nullptr) break;
           }
       }
+    } else if (policy_ == EvictPolicy::kVolatileRandom || policy_ == EvictPolicy::kVolatileTtl ||
+               IsLfuPolicy(policy_)) {
+      const bool volatile_only = policy_ != EvictPolicy::kAllKeysLfu;
+      sv = SampleStringVictimLocked(volatile_only, is_kept);
+      // Namespaces have no access counter: allkeys-lfu takes the least
+      // recently used one once no string key can go.
+      if (sv == nullptr && !volatile_only) nv = OldestPooledLeafLocked(keep);
     } else {
       bool volatile_only = policy_ == EvictPolicy::kVolatileLru;
       // The oldest string key: the oldest of the shards' list heads (a read
@@ -343,6 +350,46 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
     }
   }
   return fits() ? Status::OK() : Status::OutOfBudget("");
+}
+
+StrEntry* Store::SampleStringVictimLocked(bool volatile_only,
+                                          const std::function<bool(const StrEntry*)>& is_kept) {
+  size_t nb = 0;
+  for (const Shard& sh : shards_) nb += sh.strings.bucket_count();
+  if (nb == 0 || StrCountLocked() == 0) return nullptr;
+  rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
+      rand_state_ ^= rand_state_ << 17;
+  // A random bucket of the shards' tables (one after the other), and on from it.
+  size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
+  size_t si = 0;
+  while (g >= shards_[si].strings.bucket_count()) g -= shards_[si++].strings.bucket_count();
+  const size_t want = std::max<uint32_t>(1, cfg_.eviction_samples);
+  const bool lfu = IsLfuPolicy(policy_), ttl = policy_ == EvictPolicy::kVolatileTtl;
+  StrEntry* best = nullptr;
+  int64_t best_score = 0;
+  size_t seen = 0, visited = 0;
+  while (visited < nb && seen < want) {
+    Shard& sh = shards_[si];
+    std::lock_guard<std::mutex> sl(sh.mu);
+    StrMap& m = sh.strings;
+    for (; g < m.bucket_count() && visited < nb && seen < want; ++g, ++visited) {
+      for (auto it = m.begin(g); it != m.end(g) && seen < want; ++it) {
+        StrEntry* e = &it->second;
+        if (is_kept(e) || (volatile_only && e->expire_at_ms == 0)) continue;
+        ++seen;
+        // Lower is evicted first: the LFU counter, the expiry time; random: the first.
+        const int64_t score = lfu ? LfuDecayedLocked(*e) : ttl ? e->expire_at_ms : 0;
+        if (best == nullptr || score < best_score) {
+          best = e;
+          best_score = score;
+        }
+        if (!lfu && !ttl) return best;
+      }
+    }
+    g = 0;
+    si = (si + 1) % kShards;
+  }
+  return best;
 }
 
 Status Store::SetMaxBytes(uint64_t max_bytes, uint64_t* lsn) {

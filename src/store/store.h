@@ -521,8 +521,11 @@ class Store {
   uint64_t KeyVersion(std::string_view key);
   void SetEvictPolicy(EvictPolicy p);
   EvictPolicy evict_policy() const;
-  // maxmemory-samples (>= 1): namespaces sampled per eviction.
+  // maxmemory-samples (>= 1): namespaces sampled per eviction (and string keys
+  // per eviction under the LFU, TTL and volatile-random policies).
   void SetEvictionSamples(uint32_t n);
+  // lfu-log-factor and lfu-decay-time (minutes; 0: never decays), as Redis's.
+  void SetLfuParams(uint32_t log_factor, uint32_t decay_time);
   void ResetKeyStats();
   // Recovery (nothing logged; expired values are skipped).
   void ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru_stamp,
@@ -687,6 +690,16 @@ class Store {
   void SampleLeavesLocked(const Namespace* keep);
   NsPtr OldestPooledLeafLocked(const Namespace* keep);
   void EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep);
+  // REQUIRES mu_ (eviction.cc). Up to maxmemory-samples string keys from a
+  // random place of the shards' tables, none `is_kept` and, when
+  // `volatile_only`, each with a TTL: the one the policy evicts first (the
+  // lowest LFU counter, the nearest expiry, or the first found); null if none.
+  StrEntry* SampleStringVictimLocked(bool volatile_only,
+                                     const std::function<bool(const StrEntry*)>& is_kept);
+  // LFU counter of `e` decayed to now (the entry's shard lock held), and the
+  // access that bumps it (store/strings.cc).
+  uint8_t LfuDecayedLocked(const StrEntry& e) const;
+  void LfuTouchLocked(StrEntry& e);
   // A change reserved in the log but not yet written and applied; the
   // snapshot barrier waits for none to be left.
   void BeginPending();
@@ -798,6 +811,9 @@ class Store {
   uint64_t expired_keys_ = 0, evicted_strings_ = 0;
   EvictPolicy policy_ = EvictPolicy::kAllKeysLru;
   uint64_t rand_state_ = 0x9e3779b97f4a7c15ull;
+  // lfu-log-factor, lfu-decay-time: read by readers under a shard lock only.
+  std::atomic<uint32_t> lfu_log_factor_{10};
+  std::atomic<uint32_t> lfu_decay_time_{1};
   std::vector<persist::SnapshotString>
       captured_strings_;  // guarded by gate_ (exclusive) / the save
 

@@ -213,6 +213,7 @@ KeyObject Store::ObjectOf(std::string_view key) {
     out.value = e->value;
     int64_t idle = UnixSeconds() - static_cast<int64_t>(e->atime_s);
     out.idle_s = idle > 0 ? static_cast<uint64_t>(idle) : 0;
+    out.freq = LfuDecayedLocked(*e);
     return out;
   }
   if (IsNamespaceKeyLocked(key)) out.type = KeyType::kKvPrefix;

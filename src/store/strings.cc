@@ -55,13 +55,23 @@ const char* EvictPolicyName(EvictPolicy p) {
       return "volatile-lru";
     case EvictPolicy::kAllKeysRandom:
       return "allkeys-random";
+    case EvictPolicy::kAllKeysLfu:
+      return "allkeys-lfu";
+    case EvictPolicy::kVolatileLfu:
+      return "volatile-lfu";
+    case EvictPolicy::kVolatileRandom:
+      return "volatile-random";
+    case EvictPolicy::kVolatileTtl:
+      return "volatile-ttl";
   }
   return "allkeys-lru";
 }
 
 bool ParseEvictPolicy(std::string_view s, EvictPolicy* out) {
-  for (EvictPolicy p : {EvictPolicy::kAllKeysLru, EvictPolicy::kNoEviction,
-                        EvictPolicy::kVolatileLru, EvictPolicy::kAllKeysRandom}) {
+  for (EvictPolicy p :
+       {EvictPolicy::kAllKeysLru, EvictPolicy::kNoEviction, EvictPolicy::kVolatileLru,
+        EvictPolicy::kAllKeysRandom, EvictPolicy::kAllKeysLfu, EvictPolicy::kVolatileLfu,
+        EvictPolicy::kVolatileRandom, EvictPolicy::kVolatileTtl}) {
     if (EqualsIgnoreCase(s, EvictPolicyName(p))) {
       *out = p;
       return true;
@@ -202,9 +212,52 @@ void Store::StrUnlinkLocked(Shard& sh, StrEntry& e) {
   e.prev = e.next = nullptr;
 }
 
+namespace {
+
+uint16_t LfuMinuteNow() { return static_cast<uint16_t>((CoarseUnixSeconds() / 60) & 0xffff); }
+
+// A cheap per-thread random fraction in [0, 1) for the counter's increments.
+double LfuRandom() {
+  thread_local uint64_t x = 0x2545f4914f6cdd1dull ^ reinterpret_cast<uintptr_t>(&x);
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return static_cast<double>(x >> 11) / 9007199254740992.0;
+}
+
+}  // namespace
+
+uint8_t Store::LfuDecayedLocked(const StrEntry& e) const {
+  const uint32_t decay = lfu_decay_time_.load(std::memory_order_relaxed);
+  if (decay == 0) return e.lfu_counter;
+  const uint16_t now = LfuMinuteNow();
+  const uint32_t elapsed = now >= e.lfu_minute ? now - e.lfu_minute : 65535u - e.lfu_minute + now;
+  const uint32_t periods = elapsed / decay;
+  return periods >= e.lfu_counter ? 0 : static_cast<uint8_t>(e.lfu_counter - periods);
+}
+
+void Store::LfuTouchLocked(StrEntry& e) {
+  // As Redis: decay by the minutes elapsed, then one more with probability
+  // 1 / ((counter - 5) * lfu-log-factor + 1); saturates at 255.
+  uint8_t c = LfuDecayedLocked(e);
+  if (c < 255) {
+    const double base = c > kLfuInitCounter ? c - kLfuInitCounter : 0;
+    const double p = 1.0 / (base * lfu_log_factor_.load(std::memory_order_relaxed) + 1);
+    if (LfuRandom() < p) ++c;
+  }
+  e.lfu_counter = c;
+  e.lfu_minute = LfuMinuteNow();
+}
+
+void Store::SetLfuParams(uint32_t log_factor, uint32_t decay_time) {
+  lfu_log_factor_.store(log_factor, std::memory_order_relaxed);
+  lfu_decay_time_.store(decay_time, std::memory_order_relaxed);
+}
+
 void Store::StrTouchLocked(Shard& sh, StrEntry& e) {
   e.stamp = NextStamp();
   e.atime_s = CoarseUnixSeconds();
+  LfuTouchLocked(e);
   if ((e.tiered ? sh.tier_tail : sh.lru_tail) != &e) {
     StrUnlinkLocked(sh, e);
     StrLinkLocked(sh, e);
@@ -285,6 +338,7 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
                               StrEntry* found) {
   Shard& sh = ShardFor(key);
   std::lock_guard<std::mutex> sl(sh.mu);
+  const bool fresh = found == nullptr;
   if (found == nullptr) {
     auto it = sh.strings.emplace(std::string(key), StrEntry{}).first;
     found = &it->second;
@@ -314,6 +368,10 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
   e.version = ++str_version_;
   StrSetExpireLocked(e, expire_at_ms);
   StrTouchLocked(sh, e);
+  if (fresh) {  // a new key starts at Redis's initial LFU counter
+    e.lfu_counter = kLfuInitCounter;
+    e.lfu_minute = LfuMinuteNow();
+  }
   return e;
 }
 
@@ -388,7 +446,9 @@ Result<SetOutcome> Store::StrSet(std::string_view key, StrRef value, const SetOp
     if (o.keep_ttl && e != nullptr) expire = e->expire_at_ms;
     uint64_t need = StrCharge(key, value);
     uint64_t have = e != nullptr ? StrCharge(key, e->value) : 0;
-    if (cfg_.max_bytes > 0 && need > have) {
+    // As Redis: a write while used memory is over maxmemory (a budget just
+    // lowered under noeviction) is refused even when it would not grow it.
+    if (cfg_.max_bytes > 0 && (need > have || bytes_ > cfg_.max_bytes)) {
       if (need > cfg_.max_bytes) return Status::OutOfBudget("");
       PION_RETURN_IF_ERROR(EvictLocked(
           nullptr, [&] { return bytes_ - have + need <= cfg_.max_bytes; }, lsn, key, true));

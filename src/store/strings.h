@@ -95,11 +95,29 @@ using StrRef = std::shared_ptr<const StrValue>;
 // Longest string key (bytes).
 inline constexpr size_t kMaxStrKeyBytes = 65536;
 
+// Redis's LFU_INIT_VAL: a new key's counter (not evicted before it is used).
+inline constexpr uint8_t kLfuInitCounter = 5;
+
 // What memory a string key is charged (key, value capacity, entry overhead).
 inline constexpr uint64_t kStrEntryOverhead = 96;
 
-// maxmemory-policy.
-enum class EvictPolicy : uint8_t { kAllKeysLru, kNoEviction, kVolatileLru, kAllKeysRandom };
+// maxmemory-policy (Redis's eight). The LFU and TTL policies, and
+// volatile-random, choose among maxmemory-samples string keys drawn at random;
+// namespaces have no TTL (never volatile) and no access counter (allkeys-lfu
+// takes the least recently used one once no string key can go).
+enum class EvictPolicy : uint8_t {
+  kAllKeysLru,
+  kNoEviction,
+  kVolatileLru,
+  kAllKeysRandom,
+  kAllKeysLfu,
+  kVolatileLfu,
+  kVolatileRandom,
+  kVolatileTtl,
+};
+inline bool IsLfuPolicy(EvictPolicy p) {
+  return p == EvictPolicy::kAllKeysLfu || p == EvictPolicy::kVolatileLfu;
+}
 const char* EvictPolicyName(EvictPolicy p);
 bool ParseEvictPolicy(std::string_view s, EvictPolicy* out);
 
@@ -137,6 +155,7 @@ struct KeyObject {
   KeyType type = KeyType::kNone;
   StrRef value;         // a string's value
   uint64_t idle_s = 0;  // seconds since the last access
+  uint8_t freq = 0;     // the LFU counter, decayed to now (OBJECT FREQ)
 };
 
 struct ScanResult {
@@ -179,6 +198,11 @@ struct StrEntry {
   uint64_t hash = 0;     // scan order
   uint64_t version = 0;  // WATCH
   uint32_t atime_s = 0;  // last access, coarse unix seconds (OBJECT IDLETIME)
+  // LFU (Redis's logarithmic access counter, OBJECT FREQ, the LFU policies):
+  // the counter and the minute (mod 2^16) it was last decayed at. Written
+  // under the entry's shard lock.
+  uint16_t lfu_minute = 0;
+  uint8_t lfu_counter = 0;
   StrEntry* prev = nullptr;
   StrEntry* next = nullptr;
   // KV.BLOCK.MATCH ... PIN (store/pins.cc): live pins on this key; written

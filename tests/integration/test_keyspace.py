@@ -664,5 +664,7 @@ def test_maxmemory_policies(server_factory):
     for i in range(10):
         assert r.set(f"r{i}", big) is True
     assert r.info("memory")["maxmemory_policy"] == "allkeys-random"
-    with pytest.raises(redis.ResponseError, match="expected allkeys-lru, noeviction, volatile-lru or allkeys-random"):
+    with pytest.raises(redis.ResponseError,
+                       match="expected allkeys-lru, noeviction, volatile-lru, allkeys-random, "
+                             "allkeys-lfu, volatile-lfu, volatile-random or volatile-ttl"):
         r.config_set("maxmemory-policy", "lfu")

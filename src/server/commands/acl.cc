@@ -50,6 +50,13 @@ void SetUser(CommandContext& ctx) {
   ctx.reply->SimpleString("OK");
 }
 
+// "&*", or each &pattern ("" for none), as Redis 7.0's GETUSER.
+std::string GetUserChannels(const AclUser& u) {
+  std::string chans = u.allchannels ? "&*" : "";
+  for (const std::string& p : u.channels) chans += (chans.empty() ? "&" : " &") + p;
+  return chans;
+}
+
 void GetUser(CommandContext& ctx) {
   auto u = ctx.server->acl().Find(ctx.args[2]);
   if (u == nullptr) {
@@ -71,12 +78,18 @@ void GetUser(CommandContext& ctx) {
   rb->Bulk("keys");
   rb->Bulk(u->KeysDescription());
   rb->Bulk("channels");
-  // "&*", or each &pattern ("" for none), as Redis 7.0's GETUSER.
-  std::string chans = u->allchannels ? "&*" : "";
-  for (const std::string& p : u->channels) chans += (chans.empty() ? "&" : " &") + p;
-  rb->Bulk(chans);
+  rb->Bulk(GetUserChannels(*u));
   rb->Bulk("selectors");
-  rb->ArrayHeader(0);
+  rb->ArrayHeader(u->selectors.size());
+  for (const auto& sel : u->selectors) {
+    rb->MapHeader(3);
+    rb->Bulk("commands");
+    rb->Bulk(sel->CommandsDescription());
+    rb->Bulk("keys");
+    rb->Bulk(sel->KeysDescription());
+    rb->Bulk("channels");
+    rb->Bulk(GetUserChannels(*sel));
+  }
 }
 
 void DelUser(CommandContext& ctx) {

@@ -1,7 +1,9 @@
-// CLIENT ID|SETNAME|GETNAME|INFO|LIST|KILL|NO-EVICT|NO-TOUCH|SETINFO|REPLY|HELP.
+// CLIENT ID|SETNAME|GETNAME|INFO|LIST|KILL|NO-EVICT|NO-TOUCH|SETINFO|REPLY|UNBLOCK|
+// PAUSE|UNPAUSE|GETREDIR|TRACKINGINFO|HELP.
 // LIST and KILL see every worker's clients through the server's registry; a
 // client on another worker is closed by a task posted to that worker's loop.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -257,6 +259,41 @@ void ClientKill(CommandContext& ctx) {
   }
 }
 
+// CLIENT UNBLOCK <id> [TIMEOUT|ERROR]: pion has no blocking commands, so no
+// client is ever blocked and there is none to unblock (0), as Redis answers for
+// a client that is not blocked.
+void ClientUnblock(CommandContext& ctx) {
+  const size_t n = ctx.args.size();
+  if (n != 3 && n != 4) return ctx.reply->Error(WrongArity("client|unblock"));
+  if (n == 4 && !EqualsIgnoreCase(ctx.args[3], "TIMEOUT") &&
+      !EqualsIgnoreCase(ctx.args[3], "ERROR"))
+    return ctx.reply->Error(kErrClientUnblockReason);
+  if (!ParseInt64Strict(ctx.args[2])) return ctx.reply->Error(kErrNotInteger);
+  ctx.reply->Integer(0);
+}
+
+// CLIENT PAUSE <timeout-ms> [WRITE|ALL]: every client's writes (ALL: every
+// command) wait until the timeout has passed (Server::PauseClients,
+// CommandService::PostponeMs).
+void ClientPause(CommandContext& ctx) {
+  const size_t n = ctx.args.size();
+  if (n < 3) return ctx.reply->Error(WrongArity("client|pause"));
+  if (n > 4) return ctx.reply->Error(UnknownSubcommandOrArityError("CLIENT", ctx.args[1]));
+  bool all = true;
+  if (n == 4) {
+    if (EqualsIgnoreCase(ctx.args[3], "WRITE"))
+      all = false;
+    else if (!EqualsIgnoreCase(ctx.args[3], "ALL"))
+      return ctx.reply->Error(kErrClientPauseMode);
+  }
+  auto ms = ParseInt64Strict(ctx.args[2]);
+  if (!ms) return ctx.reply->Error(kErrTimeoutNotInteger);
+  if (*ms < 0) return ctx.reply->Error(kErrTimeoutNegative);
+  const int64_t now = static_cast<int64_t>(UnixMicros() / 1000);
+  ctx.server->PauseClients(*ms > INT64_MAX - now ? INT64_MAX : now + *ms, all);
+  ctx.reply->SimpleString("OK");
+}
+
 void ClientHelp(CommandContext& ctx) {
   static const char* kLines[] = {
       "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -282,6 +319,17 @@ void ClientHelp(CommandContext& ctx) {
       "    Set the client library name or version (shown by CLIENT LIST).",
       "REPLY (ON|OFF|SKIP)",
       "    Control the replies sent to the current connection.",
+      "PAUSE <timeout> [WRITE|ALL]",
+      "    Suspend all, or just write, clients for <timeout> milliseconds.",
+      "UNPAUSE",
+      "    Stop the current client pause, resuming traffic.",
+      "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+      "    Unblock the specified blocked client (pion has no blocking commands: always 0).",
+      "GETREDIR",
+      "    Return the client ID we are redirecting to when tracking is enabled (-1: pion has no",
+      "    tracking).",
+      "TRACKINGINFO",
+      "    Return information about current client's tracking status (always off in pion).",
       "HELP",
       "    Print this help.",
   };
@@ -315,20 +363,22 @@ void Client(CommandContext& ctx) {
     ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "INFO")) {
     if (arity(n == 2)) ClientInfoCmd(ctx);
-  } else if (EqualsIgnoreCase(sub, "LIST") || EqualsIgnoreCase(sub, "KILL")) {
-    // Other clients (and other tenants) are @admin's business, as in Redis
-    // where client|list and client|kill are @admin @dangerous.
-    const AclUser* u = ctx.server->ClientUser(ctx.client);
-    if (u == nullptr || !(u->unrestricted || (u->full_categories & kAclAdmin))) {
-      ctx.reply->Error(NoPermCommandError("client|" + ToLower(sub)));
-      ctx.server->acl().Log("command", "client|" + ToLower(sub), u ? u->name : "",
-                            ctx.server->ClientLine(ctx.client),
-                            ctx.in_exec ? kAclLogMulti : kAclLogTopLevel);
-      return;
-    }
+  } else if (EqualsIgnoreCase(sub, "LIST") || EqualsIgnoreCase(sub, "KILL") ||
+             EqualsIgnoreCase(sub, "UNBLOCK") || EqualsIgnoreCase(sub, "PAUSE") ||
+             EqualsIgnoreCase(sub, "UNPAUSE")) {
+    // Other clients (and other tenants) are @admin's business: these
+    // subcommands are @admin @dangerous (SubcommandCategories), as in Redis.
     if (EqualsIgnoreCase(sub, "LIST"))
       ClientList(ctx);
-    else if (arity(n >= 3))
+    else if (EqualsIgnoreCase(sub, "UNBLOCK"))
+      ClientUnblock(ctx);
+    else if (EqualsIgnoreCase(sub, "PAUSE"))
+      ClientPause(ctx);
+    else if (EqualsIgnoreCase(sub, "UNPAUSE")) {
+      if (!arity(n == 2)) return;
+      ctx.server->UnpauseClients();
+      ctx.reply->SimpleString("OK");
+    } else if (arity(n >= 3))
       ClientKill(ctx);
   } else if (EqualsIgnoreCase(sub, "NO-EVICT") || EqualsIgnoreCase(sub, "NO-TOUCH")) {
     if (!arity(n == 3)) return;
@@ -364,6 +414,19 @@ void Client(CommandContext& ctx) {
       return;
     }
     ctx.reply->SimpleString("OK");
+  } else if (EqualsIgnoreCase(sub, "GETREDIR")) {
+    // pion has no client-side caching (CLIENT TRACKING): tracking is always off.
+    if (arity(n == 2)) ctx.reply->Integer(-1);
+  } else if (EqualsIgnoreCase(sub, "TRACKINGINFO")) {
+    if (!arity(n == 2)) return;
+    ctx.reply->MapHeader(3);
+    ctx.reply->Bulk("flags");
+    ctx.reply->SetHeader(1);
+    ctx.reply->Bulk("off");
+    ctx.reply->Bulk("redirect");
+    ctx.reply->Integer(-1);
+    ctx.reply->Bulk("prefixes");
+    ctx.reply->ArrayHeader(0);
   } else if (EqualsIgnoreCase(sub, "HELP")) {
     ClientHelp(ctx);
   } else {

@@ -113,6 +113,9 @@ std::vector<CommandSpec> AllCommands() {
   AddStatsCommands(&v);
   AddAttendCommands(&v);
   AddStringCommands(&v);
+  AddMemoryCommands(&v);
+  AddLolwutCommands(&v);
+  AddSaveCommands(&v);
   AddCounterCommands(&v);
   AddStringEditCommands(&v);
   AddBitCommands(&v);

@@ -66,6 +66,11 @@ void AddAdminCommands(std::vector<CommandSpec>* out);
 void AddInfoCommands(std::vector<CommandSpec>* out);
 // SLOWLOG, LATENCY, MONITOR, ROLE, LASTSAVE (commands/observe.cc).
 void AddObserveCommands(std::vector<CommandSpec>* out);
+// MEMORY and MODULE (commands/memory.cc), LOLWUT (commands/lolwut.cc).
+void AddMemoryCommands(std::vector<CommandSpec>* out);
+void AddLolwutCommands(std::vector<CommandSpec>* out);
+// SAVE, BGSAVE, BGREWRITEAOF (commands/save.cc).
+void AddSaveCommands(std::vector<CommandSpec>* out);
 
 // One CLIENT LIST line for `c` (client.cc); the client registry must be locked.
 // `running_bytes`: for the client running the command, the command's own

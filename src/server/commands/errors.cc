@@ -22,6 +22,9 @@ std::string NoPermCommandError(std::string_view cmd) {
 std::string AclSetUserError(std::string_view rule, std::string_view why) {
   return Quoted("ERR Error in ACL SETUSER modifier ", rule, ": " + std::string(why));
 }
+std::string AclUnmatchedParenthesisError(std::string_view arg) {
+  return Quoted("ERR Unmatched parenthesis in acl selector starting at ", arg, ".");
+}
 std::string AclUserNotFoundError(std::string_view user) {
   return Quoted("ERR User ", user, " not found");
 }

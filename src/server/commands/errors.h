@@ -42,8 +42,21 @@ inline constexpr std::string_view kErrInvalidClientId = "ERR Invalid client ID";
 inline constexpr std::string_view kErrClientIdNotPositive =
     "ERR client-id should be greater than 0";
 inline constexpr std::string_view kErrNoSuchClient = "ERR No such client";
+inline constexpr std::string_view kErrClientUnblockReason =
+    "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
+inline constexpr std::string_view kErrClientPauseMode =
+    "ERR CLIENT PAUSE mode must be WRITE or ALL";
+inline constexpr std::string_view kErrTimeoutNotInteger =
+    "ERR timeout is not an integer or out of range";
+inline constexpr std::string_view kErrTimeoutNegative = "ERR timeout is negative";
 inline constexpr std::string_view kErrNoKeyArguments = "ERR The command has no key arguments";
 inline constexpr std::string_view kErrInvalidCommand = "ERR Invalid command specified";
+// MODULE LOAD / LOADEX / UNLOAD: pion loads no Redis modules (Redis's texts for a
+// load that failed and a name that is not loaded).
+inline constexpr std::string_view kErrModuleLoad =
+    "ERR Error loading the extension. Please check the server logs.";
+inline constexpr std::string_view kErrModuleUnloadNoSuchModule =
+    "ERR Error unloading module: no such module with that name";
 inline constexpr std::string_view kErrInvalidArgCount =
     "ERR Invalid number of arguments specified for command";
 inline constexpr std::string_view kErrSlowlogCount =
@@ -180,6 +193,8 @@ inline constexpr std::string_view kErrAclGenpass =
     "ERR ACL GENPASS argument must be the number of bits for the output password, a positive "
     "number up to 4096";
 inline constexpr std::string_view kErrSaveInProgress = "ERR Background save already in progress";
+inline constexpr std::string_view kErrAofRewriteInProgress =
+    "ERR Background append only file rewriting already in progress";
 inline constexpr std::string_view kErrShuttingDown = "ERR server is shutting down";
 
 // Stage 2 (ATTEND.PREFIX.*, KV.PREFIX.WARM): the texts existing clients know, plus ours
@@ -336,6 +351,8 @@ std::string AclFileLinePrefix(std::string_view origin, size_t line);
 // ACL texts that quote the request.
 std::string NoPermCommandError(std::string_view cmd);  // NOPERM ... run the 'x' command
 std::string AclSetUserError(std::string_view rule, std::string_view why);
+// ACL SETUSER: a selector "(" with no closing ")" (`arg`: the argument it opened at).
+std::string AclUnmatchedParenthesisError(std::string_view arg);
 std::string AclUserNotFoundError(std::string_view user);    // User 'x' not found
 std::string AclCommandNotFoundError(std::string_view cmd);  // Command 'x' not found
 std::string AclUnknownCategoryError(std::string_view cat);  // Unknown category 'x'

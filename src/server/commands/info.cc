@@ -155,6 +155,8 @@ void KeyspaceStatsFields(Server& s, std::string* out) {
   if (store::Store* st = s.store()) k = st->KeyStats();
   InfoField(out, "expired_keys", k.expired);
   InfoField(out, "evicted_keys", k.evicted_keys);
+  // pion never evicts a client (one past maxmemory-clients is refused memory instead).
+  InfoField(out, "evicted_clients", uint64_t{0});
   InfoField(out, "keyspace_hits", k.hits);
   InfoField(out, "keyspace_misses", k.misses);
   // pion: large values kept in the buffer they were received into (no copy).

@@ -2,6 +2,7 @@
 #include "server/commands/key_specs.h"
 
 #include <iterator>
+#include <unordered_map>
 
 #include "base/strutil.h"
 
@@ -135,6 +136,35 @@ uint32_t KeyFlagsAt(const CommandSpec& s, std::span<const std::string_view> cmd,
     return k.flags;
   }
   return (s.flags & kCmdWrite) ? kRwAccessUpdate : kRoAccess;
+}
+
+int RedisKeyPermAt(const CommandSpec& s, std::span<const std::string_view> cmd, int pos) {
+  // Each command's rows of kRedisSpecs (contiguous), found once per name.
+  struct Rows {
+    size_t begin, end;
+  };
+  static const std::unordered_map<std::string_view, Rows> kIndex = [] {
+    std::unordered_map<std::string_view, Rows> m;
+    for (size_t i = 0; i < std::size(kRedisSpecs); ++i) {
+      auto [it, fresh] = m.try_emplace(kRedisSpecs[i].name, Rows{i, i + 1});
+      if (!fresh) it->second.end = i + 1;
+    }
+    return m;
+  }();
+  auto it = kIndex.find(std::string_view(s.name));
+  if (it == kIndex.end()) return -1;
+  const int argc = static_cast<int>(cmd.size());
+  uint32_t flags = 0;
+  for (size_t i = it->second.begin; i < it->second.end; ++i) {
+    const KeySpec& k = kRedisSpecs[i].spec;
+    if (!Covers(k, argc, pos)) continue;
+    flags = (k.flags & kKeyVariableFlags) ? VariableFlags(s.name, cmd) : k.flags;
+    break;
+  }
+  int perm = 0;
+  if (flags & kKeyAccess) perm |= 1;
+  if (flags & (kKeyInsert | kKeyUpdate | kKeyDelete)) perm |= 2;
+  return perm;
 }
 
 std::vector<std::string_view> KeySpecFlagNames(uint32_t flags) {

@@ -48,6 +48,14 @@ std::vector<KeySpec> KeySpecsOf(const CommandSpec& s);
 // make it (SET: `OW update`, with GET `RW access update`).
 uint32_t KeyFlagsAt(const CommandSpec& s, std::span<const std::string_view> cmd, int pos);
 
+// What an ACL check asks of the key at argument `pos` of `cmd`, by Redis 7.0's
+// rule: read permission for an `access` key, write permission for an
+// `insert`, `update` or `delete` one, both, or neither (0: a key the command
+// only tests, as EXISTS or TYPE: a pattern of either kind will do). Bit 1 is
+// read, bit 2 write (server/acl.h's kAclPermRead, kAclPermWrite); -1 when the
+// command is not one of Redis's (pion's own commands keep their own rule).
+int RedisKeyPermAt(const CommandSpec& s, std::span<const std::string_view> cmd, int pos);
+
 // Redis's names of the set bits ("RW", "access", ...), in Redis's order.
 std::vector<std::string_view> KeySpecFlagNames(uint32_t flags);
 

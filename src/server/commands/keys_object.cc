@@ -90,7 +90,11 @@ void Object(CommandContext& ctx) {
     return ctx.reply->Error(UnknownSubcommandOrArityError("OBJECT", sub));
   store::KeyObject o = ctx.server->store()->ObjectOf(ctx.args[2]);
   if (o.type == store::KeyType::kNone) return ctx.reply->Null();
-  if (freq) return ctx.reply->Error(kErrObjectFreq);  // no LFU policy in pion
+  if (freq) {  // tracked always, reported under an LFU policy only (as Redis)
+    if (!store::IsLfuPolicy(ctx.server->store()->evict_policy()))
+      return ctx.reply->Error(kErrObjectFreq);
+    return ctx.reply->Integer(o.freq);
+  }
   if (idle) return ctx.reply->Integer(static_cast<int64_t>(o.idle_s));
   if (o.type == store::KeyType::kKvPrefix) {
     if (enc) return ctx.reply->Bulk("pion-kvprefix");
@@ -101,9 +105,10 @@ void Object(CommandContext& ctx) {
   if (enc) return ctx.reply->Bulk(e);
   // Redis shares the integers 0..9999 (refcount INT_MAX) unless an LRU/LFU
   // policy with maxmemory needs per-key access data.
+  const store::EvictPolicy pol = ctx.server->store()->evict_policy();
   bool lru = ctx.server->maxmemory() > 0 &&
-             (ctx.server->store()->evict_policy() == store::EvictPolicy::kAllKeysLru ||
-              ctx.server->store()->evict_policy() == store::EvictPolicy::kVolatileLru);
+             (pol == store::EvictPolicy::kAllKeysLru || pol == store::EvictPolicy::kVolatileLru ||
+              store::IsLfuPolicy(pol));
   if (as_int && *as_int >= 0 && *as_int < 10000 && !lru) return ctx.reply->Integer(INT32_MAX);
   ctx.reply->Integer(1);
 }

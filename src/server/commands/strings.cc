@@ -1,7 +1,7 @@
 // String and generic key commands (docs/protocol.md "Keys"): GET, SET and its
 // variants, MGET/MSET, APPEND, STRLEN, GETRANGE/SUBSTR, EXISTS, DEL/UNLINK, TYPE,
-// RENAME, KEYS, SCAN, RANDOMKEY, the EXPIRE/TTL family, FLUSHDB and MEMORY
-// USAGE. The values live in the store (store/strings.h); GET of a large value
+// RENAME, KEYS, SCAN, RANDOMKEY, the EXPIRE/TTL family and FLUSHDB (MEMORY is
+// commands/memory.cc). The values live in the store (store/strings.h); GET of a large value
 // sends the stored buffer by reference (writev, no copy).
 #include <sys/uio.h>
 
@@ -727,54 +727,6 @@ void Persist(CommandContext& ctx) {
   ctx.reply->Integer(*r ? 1 : 0);
 }
 
-// MEMORY USAGE key [SAMPLES n] | MEMORY HELP
-void Memory(CommandContext& ctx) {
-  std::string_view sub = ctx.args[1];
-  if (IsKeyword(sub, "USAGE")) {
-    if (ctx.args.size() < 3) {
-      ctx.reply->Error(WrongArity("memory|usage"));
-      return;
-    }
-    // As Redis: any number of SAMPLES <n>, n >= 0 (pion counts exactly: n is unused).
-    for (size_t j = 3; j < ctx.args.size(); j += 2) {
-      if (!IsKeyword(ctx.args[j], "SAMPLES") || j + 1 >= ctx.args.size()) {
-        ctx.reply->Error(kErrSyntaxError);
-        return;
-      }
-      auto samples = ParseInt64Strict(ctx.args[j + 1]);
-      if (!samples) {
-        ctx.reply->Error(kErrNotInteger);
-        return;
-      }
-      if (*samples < 0) {
-        ctx.reply->Error(kErrSyntaxError);
-        return;
-      }
-    }
-    if (ctx.server->store() == nullptr) {
-      ctx.reply->Null();
-      return;
-    }
-    uint64_t n = ctx.server->store()->KeyMemory(ctx.args[2]);
-    if (n == 0)
-      ctx.reply->Null();
-    else
-      ctx.reply->Integer(static_cast<int64_t>(n));
-  } else if (IsKeyword(sub, "HELP")) {
-    static const char* kLines[] = {
-        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "USAGE <key> [SAMPLES <count>]",
-        "    Return memory in bytes used by <key> and its value.",
-        "HELP",
-        "    Print this help.",
-    };
-    ctx.reply->ArrayHeader(std::size(kLines));
-    for (const char* l : kLines) ctx.reply->SimpleString(l);
-  } else {
-    ctx.reply->Error(UnknownSubcommandError("MEMORY", sub));
-  }
-}
-
 }  // namespace
 
 void AddStringCommands(std::vector<CommandSpec>* out) {
@@ -825,8 +777,6 @@ void AddStringCommands(std::vector<CommandSpec>* out) {
   out->push_back({"PEXPIRETIME", 2, kR | kCmdFast, 1, 1, 1, PExpireTime,
                   "Expiry as a unix time in milliseconds."});
   out->push_back({"PERSIST", 2, kW | kCmdFast, 1, 1, 1, Persist, "Removes a key's TTL."});
-  // MEMORY USAGE's key is argument 2 (MEMORY HELP has none: the range is empty).
-  out->push_back({"MEMORY", -2, kCmdReadonly, 2, 2, 1, Memory, "MEMORY USAGE key, MEMORY HELP."});
   // ACL: string commands are @string, generic key commands @keyspace (as Redis);
   // KEYS lists the whole keyspace (@dangerous, as Redis; it filters anyway).
   for (size_t i = first; i < out->size(); ++i) {
