@@ -67,13 +67,15 @@ class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   // A failure without a reason: the message is the whole story (a log line; a
-  // reply shows it only through net::StatusToError's generic form).
-  Status(Code code, std::string_view msg)
+  // reply shows it only through net::StatusToError's generic form). Both
+  // constructors are [[nodiscard]]: a Status built and dropped (a `return`
+  // forgotten) fails the build.
+  [[nodiscard]] Status(Code code, std::string_view msg)
       : rep_(code == Code::kOk ? nullptr : std::make_unique<Rep>(Rep{code, {}, std::string(msg)})) {
   }
   // A failure with a reason, its fields and, for logs, a message.
   template <ReasonEnum E>
-  Status(Code code, E reason, ReasonFields fields = {}, std::string_view log_msg = {})
+  [[nodiscard]] Status(Code code, E reason, ReasonFields fields = {}, std::string_view log_msg = {})
       : rep_(code == Code::kOk ? nullptr
                                : std::make_unique<Rep>(Rep{code,
                                                            {&status_internal::kDomainTag<E>,
