@@ -24,7 +24,7 @@ std::string Reply(Code c, E r, ReasonFields f = {}) {
 
 TEST(ErrorReasons, StoreTextsAreTheClientTexts) {
   using store::Reason;
-  EXPECT_EQ(Reply(Code::kNotFound, Reason::kSessionNotFound), "ERR session not found");
+  EXPECT_EQ(Reply(Code::kNotFound, Reason::kSessionNotFound), "NOSESSION session not found");
   EXPECT_EQ(Reply(Code::kInvalidArgument, Reason::kLayerRange, {300}),
             "ERR layer out of range (0..255)");
   EXPECT_EQ(Reply(Code::kInvalidArgument, Reason::kTokenRange),

@@ -16,13 +16,13 @@ namespace pion::server {
 
 struct ConfigSetError;
 
-inline constexpr std::string_view kErrNotEnabled = "ERR V-store not enabled (use --kvcache)";
+inline constexpr std::string_view kErrNotEnabled = "NOKVCACHE V-store not enabled (use --kvcache)";
 inline constexpr std::string_view kErrNotInteger = "ERR value is not an integer or out of range";
-inline constexpr std::string_view kErrSessionNotFound = "ERR session not found";
+inline constexpr std::string_view kErrSessionNotFound = "NOSESSION session not found";
 inline constexpr std::string_view kErrLoading = "LOADING pion is loading the dataset in memory";
 inline constexpr std::string_view kErrNoAuth = "NOAUTH Authentication required.";
 inline constexpr std::string_view kErrNoProto = "NOPROTO unsupported protocol version";
-inline constexpr std::string_view kErrNoPersistence = "ERR persistence is not enabled";
+inline constexpr std::string_view kErrNoPersistence = "NOPERSIST persistence is not enabled";
 // The code word a message without its own gets, with its space (to test for, or strip).
 inline constexpr std::string_view kErrCodeWord = "ERR ";
 // A connection refused at accept (maxclients), as Redis words it.

@@ -235,6 +235,14 @@ void KvInfo(CommandContext& ctx) {
   ctx.reply->Bulk(out);
 }
 
+// A failed SAVE / COMMIT: NotSupported is persistence's "no WAL" (--appendonly
+// no), the same failure as no persistence at all, so it gets the same line.
+void ReplyPersistError(DeferredReply& done, Status st) {
+  if (st.code() == Code::kNotSupported)
+    return done.Complete([](ReplyBuilder& r) { r.Error(kErrNoPersistence); });
+  done.Error(std::move(st));
+}
+
 void KvSave(CommandContext& ctx) {
   // Snapshot to pion.vstore (or a relative path in --dir); see src/persist/persistence.h.
   // Runs on a background thread and the reply is completed from there: this
@@ -259,7 +267,7 @@ void KvSave(CommandContext& ctx) {
     if (st.ok())
       done->SimpleString("OK");
     else
-      done->Error(std::move(st));
+      ReplyPersistError(*done, std::move(st));
   });
   if (!queued) {
     server->EndSave();
@@ -287,7 +295,7 @@ void KvCommit(CommandContext& ctx) {
     if (st.ok())
       done->SimpleString("OK");
     else
-      done->Error(std::move(st));
+      ReplyPersistError(*done, std::move(st));
   });
   if (!queued) done->Complete([](ReplyBuilder& r) { r.Error(kErrShuttingDown); });
 }
