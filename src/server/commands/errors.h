@@ -1,8 +1,9 @@
 // Every client-facing error text of the server, and the one table that maps a
-// Status to a RESP error line. A message that does not start with a code word
-// gets "ERR " (as Redis does). Code words: ERR, NOPROTO, NOAUTH, WRONGPASS, OOM,
-// LOADING, COLDMISS; in the Redis module also CROSSSLOT, TRYAGAIN, WRONGTYPE
-// (docs/protocol.md).
+// Status (code, reason, fields: "Reasons" below) to a RESP error line. A text
+// that does not start with a code word gets "ERR " (as Redis does). Code words:
+// ERR, NOPROTO, NOAUTH, WRONGPASS, OOM, LOADING, COLDMISS, and pion's own
+// NOSESSION, NOKVCACHE, NOPERSIST; in the Redis module also CROSSSLOT, TRYAGAIN,
+// WRONGTYPE (docs/protocol.md "Error code words"). Clients branch on the word.
 #pragma once
 
 #include <span>
