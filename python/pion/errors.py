@@ -1,17 +1,21 @@
 """Exceptions of the pion client, named after the server's error code words.
 
-pion-server answers errors as RESP error lines ``-<CODE> <text>``; the code word
-is ``ERR`` unless one of ``OOM``, ``LOADING``, ``NOAUTH``, ``WRONGPASS``,
-``NOPROTO`` or ``COLDMISS`` applies (docs/protocol.md "Error code words"). Every
-such reply becomes a subclass of :class:`PionError` carrying ``code`` (the code
-word) and ``message`` (the text after it). The class is chosen by the code word;
-only ``-ERR`` replies are refined further, by the exact texts listed below, since
-they share one word. :class:`PionError` derives from
-``redis.exceptions.RedisError``, so code that catches redis-py's errors catches
-pion's too. redis-py's own exception classes (``ResponseError``,
-``BusyLoadingError``, ``AuthenticationError``, ``ConnectionError``...) never escape
-the public API: :func:`translate` maps them, taking the code word from the class
-redis-py chose (it strips the words it knows) or from the text (it keeps the others).
+pion-server answers errors as RESP error lines ``-<CODE> <text>``. The code word
+is the part to branch on; the text is for people and may be reworded at any
+time (docs/protocol.md "Error code words"). Every such reply becomes a subclass
+of :class:`PionError` carrying ``code`` (the code word) and ``message`` (the
+text after it), and the class is chosen by the code word alone: pion gives each
+failure a client must tell apart a word of its own (``NOSESSION``,
+``NOKVCACHE``, ``NOPERSIST`` next to Redis's ``OOM``, ``LOADING``, ...). The one
+exception is two ``-ERR`` texts that Redis itself defines and keeps stable,
+``unknown command '...`` and ``wrong number of arguments for '...``, which pion
+answers exactly as Redis does: they are told apart by their Redis prefix.
+:class:`PionError` derives from ``redis.exceptions.RedisError``, so code that
+catches redis-py's errors catches pion's too. redis-py's own exception classes
+(``ResponseError``, ``BusyLoadingError``, ``AuthenticationError``,
+``ConnectionError``...) never escape the public API: :func:`translate` maps them,
+taking the code word from the class redis-py chose (it strips the words it knows)
+or from the text (it keeps the others).
 
 Hierarchy::
 
@@ -19,11 +23,11 @@ Hierarchy::
     └── PionError
     ├── CommandError              -ERR ... (generic), and code words without a class
     │   │                          of their own (-WRONGTYPE, -NOPERM, -MOVED ...)
-    │   ├── SessionNotFoundError   -ERR session not found
-    │   ├── NotEnabledError        -ERR V-store not enabled (use --kvcache)
-    │   ├── PersistenceNotEnabledError  -ERR persistence is not enabled
-    │   ├── UnknownCommandError    -ERR unknown command '...'
-    │   └── WrongArityError        -ERR wrong number of arguments for '...'
+    │   ├── SessionNotFoundError   -NOSESSION session not found
+    │   ├── NotEnabledError        -NOKVCACHE V-store not enabled (use --kvcache)
+    │   ├── PersistenceNotEnabledError  -NOPERSIST persistence is not enabled
+    │   ├── UnknownCommandError    -ERR unknown command '...'       (Redis's text)
+    │   └── WrongArityError        -ERR wrong number of arguments for '...'  (Redis's text)
     ├── OutOfMemoryError          -OOM
     ├── LoadingError              -LOADING
     ├── NoAuthError               -NOAUTH
@@ -90,15 +94,23 @@ class CommandError(PionError):
 
 
 class SessionNotFoundError(CommandError):
-    """``-ERR session not found``: the V-store session id does not exist."""
+    """``-NOSESSION session not found``: the V-store session id does not exist."""
+
+    code = "NOSESSION"
 
 
 class NotEnabledError(CommandError):
-    """``-ERR V-store not enabled (use --kvcache)``: the server runs without ``--kvcache``."""
+    """``-NOKVCACHE V-store not enabled (use --kvcache)``: the server runs without
+    ``--kvcache``."""
+
+    code = "NOKVCACHE"
 
 
 class PersistenceNotEnabledError(CommandError):
-    """``-ERR persistence is not enabled``: SAVE/COMMIT on a server without durability."""
+    """``-NOPERSIST persistence is not enabled``: SAVE/COMMIT on a server without
+    durability."""
+
+    code = "NOPERSIST"
 
 
 class UnknownCommandError(CommandError):
@@ -173,16 +185,15 @@ _BY_CODE: dict[str, type[PionError]] = {
     "WRONGPASS": WrongPassError,
     "NOPROTO": NoProtoError,
     "COLDMISS": ColdMissError,
+    "NOSESSION": SessionNotFoundError,
+    "NOKVCACHE": NotEnabledError,
+    "NOPERSIST": PersistenceNotEnabledError,
 }
 
-# -ERR texts with a class of their own: the server's fixed texts, and the two
-# families whose text names the command (Redis's "unknown command '<name>', with
-# args beginning with: ..." and "wrong number of arguments for '<cmd>' command").
-_ERR_TEXTS: dict[str, type[PionError]] = {
-    "session not found": SessionNotFoundError,
-    "V-store not enabled (use --kvcache)": NotEnabledError,
-    "persistence is not enabled": PersistenceNotEnabledError,
-}
+# The two -ERR families Redis defines with a fixed prefix (pion answers them as
+# Redis does, so they have no code word of their own): "unknown command '<name>',
+# with args beginning with: ..." and "wrong number of arguments for '<cmd>' command".
+# Every other -ERR is a plain CommandError, whatever its text.
 _ERR_PATTERNS = (
     (re.compile(r"unknown command '"), UnknownCommandError),
     (re.compile(r"wrong number of arguments for '"), WrongArityError),
@@ -206,9 +217,7 @@ def error_from_reply(line: str) -> PionError:
 def from_code(code: str, message: str) -> PionError:
     """The exception for code word ``code`` and the text after it."""
     if code == "ERR":
-        cls = _ERR_TEXTS.get(message)
-        if cls is None:
-            cls = next((c for p, c in _ERR_PATTERNS if p.match(message)), CommandError)
+        cls = next((c for p, c in _ERR_PATTERNS if p.match(message)), CommandError)
         return cls(message)
     cls = _BY_CODE.get(code)
     return cls(message) if cls is not None else CommandError(message, code=code)
@@ -219,7 +228,8 @@ def translate(exc: BaseException) -> PionError:
 
     redis-py strips the code word for the codes it knows (``ERR``, ``LOADING``,
     ``NOAUTH``) and keeps the full line for the others (``OOM ...``,
-    ``WRONGPASS ...``, ``NOPROTO ...``, ``COLDMISS ...``); both shapes are handled.
+    ``WRONGPASS ...``, ``NOPROTO ...``, ``COLDMISS ...``, ``NOSESSION ...``); both
+    shapes are handled.
     """
     if isinstance(exc, PionError):
         return exc

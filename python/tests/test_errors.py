@@ -11,11 +11,16 @@ from pion import errors as E
 
 @pytest.mark.parametrize("line, cls, code, message", [
     ("ERR syntax error", E.CommandError, "ERR", "syntax error"),
-    ("ERR session not found", E.SessionNotFoundError, "ERR", "session not found"),
-    ("ERR V-store not enabled (use --kvcache)", E.NotEnabledError, "ERR",
+    ("NOSESSION session not found", E.SessionNotFoundError, "NOSESSION", "session not found"),
+    ("NOKVCACHE V-store not enabled (use --kvcache)", E.NotEnabledError, "NOKVCACHE",
      "V-store not enabled (use --kvcache)"),
-    ("ERR persistence is not enabled", E.PersistenceNotEnabledError, "ERR",
+    ("NOPERSIST persistence is not enabled", E.PersistenceNotEnabledError, "NOPERSIST",
      "persistence is not enabled"),
+    # The class follows the code word, whatever the text says.
+    ("NOSESSION no such thing", E.SessionNotFoundError, "NOSESSION", "no such thing"),
+    ("ERR session not found", E.CommandError, "ERR", "session not found"),
+    ("ERR V-store not enabled (use --kvcache)", E.CommandError, "ERR",
+     "V-store not enabled (use --kvcache)"),
     ("ERR unknown command 'NOPE', with args beginning with: ", E.UnknownCommandError, "ERR",
      "unknown command 'NOPE', with args beginning with: "),
     ("ERR wrong number of arguments for 'get' command", E.WrongArityError, "ERR",
@@ -59,7 +64,11 @@ def test_every_error_is_a_redis_error():
 
 @pytest.mark.parametrize("exc, cls, code", [
     (rex.ResponseError("syntax error"), E.CommandError, "ERR"),  # redis-py strips ERR
-    (rex.ResponseError("session not found"), E.SessionNotFoundError, "ERR"),
+    (rex.ResponseError("NOSESSION session not found"), E.SessionNotFoundError, "NOSESSION"),
+    (rex.ResponseError("NOKVCACHE V-store not enabled"), E.NotEnabledError, "NOKVCACHE"),
+    (rex.ResponseError("NOPERSIST persistence is not enabled"), E.PersistenceNotEnabledError,
+     "NOPERSIST"),
+    (rex.ResponseError("session not found"), E.CommandError, "ERR"),
     (rex.ResponseError("OOM command not allowed"), E.OutOfMemoryError, "OOM"),
     (rex.ResponseError("COLDMISS session evicted"), E.ColdMissError, "COLDMISS"),
     (rex.ResponseError("WRONGPASS invalid username-password pair"), E.WrongPassError,
@@ -81,6 +90,18 @@ def test_every_error_is_a_redis_error():
 def test_translate_redis_py(exc, cls, code):
     e = E.translate(exc)
     assert type(e) is cls and e.code == code
+
+
+def test_every_class_with_a_code_word_is_chosen_by_it():
+    # Each server code word a class names maps back to that class, with any text.
+    for name in E.__all__:
+        cls = getattr(E, name)
+        if not (isinstance(cls, type) and issubclass(cls, E.PionError)):
+            continue
+        if cls.code in ("ERR", "CLIENT", "CONNECTION") or "code" not in vars(cls):
+            continue
+        e = E.error_from_reply(f"{cls.code} any words at all")
+        assert type(e) is cls and e.code == cls.code and e.message == "any words at all"
 
 
 def test_translate_keeps_pion_errors():

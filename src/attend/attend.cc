@@ -137,7 +137,8 @@ Status SelectBlocks(const Slot& slot, const AttendRequest& req, std::vector<uint
                     const AttendOptions& opt) {
   Shape sh;
   PION_RETURN_IF_ERROR(internal::Validate(slot, req, &sh));
-  if (!req.sparse_auto) return Status::InvalidArgument("not a sparse auto request");
+  if (!req.sparse_auto)
+    return Status(Code::kInvalidArgument, Reason::kNotSparseAuto, {}, "not a sparse auto request");
   blocks->clear();
   const std::vector<float> qs = ScaledQ(req);
   if (SelectFast(slot, sh, req, qs, Kernels(opt, sh.d), blocks)) {

@@ -73,7 +73,8 @@ Status SelectBlocksReference(const Slot& slot, const AttendRequest& req,
                              std::vector<uint32_t>* blocks, std::vector<double>* scores) {
   Shape sh;
   PION_RETURN_IF_ERROR(internal::Validate(slot, req, &sh));
-  if (!req.sparse_auto) return Status::InvalidArgument("not a sparse auto request");
+  if (!req.sparse_auto)
+    return Status(Code::kInvalidArgument, Reason::kNotSparseAuto, {}, "not a sparse auto request");
   uint32_t k_top = 0;
   const bool dense = internal::SparseAutoDense(sh, req, &k_top);
   std::vector<double> sc = RefBlockScores(slot, sh, req);

@@ -46,13 +46,20 @@ size_t RoundUp(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 // Values at or above this magnitude round to +-inf in binary16.
 constexpr float kF16Overflow = 65520.0f;
 
+// The Tensor field of a row error ("K" or "V").
+int TensorOf(const char* what) {
+  return static_cast<int>(what[0] == 'V' ? Tensor::kV : Tensor::kK);
+}
+
 Status NonFinite(const char* what, uint32_t h, size_t n) {
-  return Status::InvalidArgument(std::string("non-finite value in ") + what + " head " +
-                                 std::to_string(h) + " token " + std::to_string(n));
+  return Status(Code::kInvalidArgument, Reason::kNonFinite, {TensorOf(what), h, n},
+                std::string("non-finite value in ") + what + " head " + std::to_string(h) +
+                    " token " + std::to_string(n));
 }
 Status F16Range(const char* what, uint32_t h, size_t n) {
-  return Status::InvalidArgument(std::string("value beyond the f16 range in ") + what + " head " +
-                                 std::to_string(h) + " token " + std::to_string(n));
+  return Status(Code::kInvalidArgument, Reason::kF16Range, {TensorOf(what), h, n},
+                std::string("value beyond the f16 range in ") + what + " head " +
+                    std::to_string(h) + " token " + std::to_string(n));
 }
 
 // int8 row: s = absmax/127, q = clamp(rint(x * 127/absmax)).
@@ -114,10 +121,12 @@ Status PutRowF16(Precision p, const uint16_t* x, uint32_t d, uint8_t* dst, float
 
 Status CheckShape(uint32_t h, uint32_t d) {
   if (h < 1 || h > kMaxHeads) {
-    return Status::InvalidArgument("H must be 1.." + std::to_string(kMaxHeads));
+    return Status(Code::kInvalidArgument, Reason::kHeadsRange, {kMaxHeads},
+                  "H must be 1.." + std::to_string(kMaxHeads));
   }
   if (d < 1 || d > kMaxHeadDim) {
-    return Status::InvalidArgument("D must be 1.." + std::to_string(kMaxHeadDim));
+    return Status(Code::kInvalidArgument, Reason::kHeadDimRange, {kMaxHeadDim},
+                  "D must be 1.." + std::to_string(kMaxHeadDim));
   }
   return Status::OK();
 }
@@ -248,7 +257,8 @@ Status Slot::StoreF32(Precision p, uint32_t h, uint32_t n, uint32_t d, const flo
   PION_RETURN_IF_ERROR(CheckShape(h, d));
   const Layout l = MakeLayout(p, h, n, d);
   Buffer buf(arena_.get(), l.total);
-  if (!buf.get()) return Status::OutOfBudget("cannot allocate the slot");
+  if (!buf.get())
+    return Status(Code::kOutOfBudget, Reason::kNoMemory, {}, "cannot allocate the slot");
   ZeroPadding(buf.get(), p, h, n, d, l);
   const uint32_t eb = ElementBytes(p);
   float* ks = reinterpret_cast<float*>(buf.get() + l.ks_off);
@@ -271,7 +281,8 @@ Status Slot::StoreF16(Precision p, uint32_t h, uint32_t n, uint32_t d, const uin
   PION_RETURN_IF_ERROR(CheckShape(h, d));
   const Layout l = MakeLayout(p, h, n, d);
   Buffer buf(arena_.get(), l.total);
-  if (!buf.get()) return Status::OutOfBudget("cannot allocate the slot");
+  if (!buf.get())
+    return Status(Code::kOutOfBudget, Reason::kNoMemory, {}, "cannot allocate the slot");
   ZeroPadding(buf.get(), p, h, n, d, l);
   const uint32_t eb = ElementBytes(p);
   float* ks = reinterpret_cast<float*>(buf.get() + l.ks_off);
@@ -370,21 +381,23 @@ Status Slot::StoreRows(Precision p, uint32_t h, uint32_t d, quant::Format f,
   PION_RETURN_IF_ERROR(CheckShape(h, d));
   const uint64_t kv_dim = static_cast<uint64_t>(h) * d;
   if (kv_dim > quant::kMaxDim || !quant::DimSupported(f, static_cast<uint32_t>(kv_dim))) {
-    return Status::InvalidArgument("H*D " + std::to_string(kv_dim) + " is not a valid " +
-                                   std::string(quant::FormatName(f)) + " row size");
+    return Status(Code::kInvalidArgument, Reason::kRowSize, {kv_dim, static_cast<int>(f)},
+                  "H*D " + std::to_string(kv_dim) + " is not a valid " +
+                      std::string(quant::FormatName(f)) + " row size");
   }
   const size_t nk = CountRows(k_rows), nv = CountRows(v_rows);
   if (nk != nv) {
-    return Status::InvalidArgument("K has " + std::to_string(nk) + " rows, V has " +
-                                   std::to_string(nv));
+    return Status(Code::kInvalidArgument, Reason::kRowCountDiffer, {nk, nv},
+                  "K has " + std::to_string(nk) + " rows, V has " + std::to_string(nv));
   }
   if (nk > std::numeric_limits<uint32_t>::max()) {
-    return Status::InvalidArgument("too many rows");
+    return Status(Code::kInvalidArgument, Reason::kTooManyRows, {nk}, "too many rows");
   }
   const uint32_t n = static_cast<uint32_t>(nk);
   const Layout l = MakeLayout(p, h, n, d);
   Buffer buf(arena_.get(), l.total);
-  if (!buf.get()) return Status::OutOfBudget("cannot allocate the slot");
+  if (!buf.get())
+    return Status(Code::kOutOfBudget, Reason::kNoMemory, {}, "cannot allocate the slot");
   ZeroPadding(buf.get(), p, h, n, d, l);
   float* ks = reinterpret_cast<float*>(buf.get() + l.ks_off);
   float* vs = reinterpret_cast<float*>(buf.get() + l.vs_off);

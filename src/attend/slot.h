@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "attend/precision.h"
+#include "attend/reason.h"
 #include "attend/slot_arena.h"
 #include "base/status.h"
 #include "quant/format.h"

@@ -89,11 +89,12 @@ uint64_t SlotCache::LastAccess(std::string_view sid, uint32_t layer) const {
 Status SlotCache::Admit(uint64_t bytes) const {
   std::lock_guard<std::mutex> l(mu_);
   if (limits_.max_bytes != 0 && bytes > limits_.max_bytes) {
-    return Status::OutOfBudget("slot of " + std::to_string(bytes) +
-                               " bytes exceeds attend-maxmemory (" +
-                               std::to_string(limits_.max_bytes) + ")");
+    return Status(Code::kOutOfBudget, Reason::kSlotTooBig, {bytes, limits_.max_bytes},
+                  "slot of " + std::to_string(bytes) + " bytes exceeds attend-maxmemory (" +
+                      std::to_string(limits_.max_bytes) + ")");
   }
-  if (limits_.max_slots == 0) return Status::OutOfBudget("attend-max-slots is 0");
+  if (limits_.max_slots == 0)
+    return Status(Code::kOutOfBudget, Reason::kNoSlots, {}, "attend-max-slots is 0");
   return Status::OK();
 }
 

@@ -93,6 +93,37 @@ TEST(Status, OkAndError) {
   EXPECT_EQ(bad.status().code(), Code::kNotFound);
 }
 
+// Two reason enums as two modules would declare them (base knows neither).
+enum class FirstReason : uint16_t { kNone, kA, kB };
+constexpr std::string_view ReasonDomain(FirstReason) { return "first"; }
+enum class SecondReason : uint16_t { kNone, kA };
+constexpr std::string_view ReasonDomain(SecondReason) { return "second"; }
+
+TEST(Status, CarriesAReasonItsFieldsAndAName) {
+  Status s(Code::kInvalidArgument, FirstReason::kB, {7, -2}, "log only");
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_TRUE(s.has_reason());
+  EXPECT_EQ(s.reason<FirstReason>(), FirstReason::kB);
+  // Same underlying value, another enum: not this status's reason.
+  EXPECT_EQ(s.reason<SecondReason>(), SecondReason::kNone);
+  EXPECT_EQ(s.field(0), 7);
+  EXPECT_EQ(s.field(1), -2);
+  EXPECT_EQ(s.field(3), 0);
+  EXPECT_EQ(s.message(), "log only");
+  EXPECT_EQ(s.ToString(), "InvalidArgument: [first 2 (7, -2, 0, 0)] log only");
+  Status named = Status(Code::kNotFound, SecondReason::kA).WithName("x");
+  EXPECT_EQ(named.reason<SecondReason>(), SecondReason::kA);
+  EXPECT_EQ(named.name(), "x");
+  EXPECT_EQ(named.ToString(), "NotFound: [second 1 (0, 0, 0, 0) 'x']");
+  // A reason survives Result and copies; OK has none; a message-only status has none.
+  Result<int> r = named;
+  EXPECT_EQ(r.status().reason<SecondReason>(), SecondReason::kA);
+  EXPECT_FALSE(Status().has_reason());
+  EXPECT_EQ(Status().reason<FirstReason>(), FirstReason::kNone);
+  EXPECT_FALSE(Status::IOError("disk").has_reason());
+  EXPECT_EQ(Status::IOError("disk").ToString(), "IOError: disk");
+}
+
 TEST(LogRateLimit, OneLineAnIntervalAndACountOfTheRest) {
   LogRateLimit rl(1000000);
   EXPECT_TRUE(rl.Allow(5));

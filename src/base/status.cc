@@ -34,6 +34,19 @@ std::string Status::ToString() const {
   if (ok()) return "OK";
   std::string s = CodeName(code());
   s += ": ";
+  if (has_reason()) {
+    s += '[';
+    s += rep_->reason.domain;
+    s += ' ' + std::to_string(rep_->reason.value) + " (";
+    for (size_t i = 0; i < ReasonFields::kMax; ++i) {
+      if (i > 0) s += ", ";
+      s += std::to_string(rep_->reason.fields[i]);
+    }
+    s += ')';
+    if (!rep_->reason.name.empty()) s += " '" + rep_->reason.name + "'";
+    s += ']';
+    if (!message().empty()) s += ' ';
+  }
   s += message();
   return s;
 }

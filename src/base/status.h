@@ -1,13 +1,19 @@
 // Status and Result<T>: expected failures travel as values. A Status is a code
-// plus a human-readable message; OK costs one null pointer. Codes become RESP
-// error words in one table (src/net/resp_errors.cc; the words clients see are in
-// docs/protocol.md "Error code words"); everything below the command layer only
-// returns values.
+// plus, for the failures a caller or a client must tell apart, a reason: a value of
+// an enum its subsystem owns (store::Reason, attend::Reason, quant::Reason), with up
+// to four integer fields and one name. Its message is for logs only. Replies are
+// worded in one table from (code, reason, fields): src/server/commands/errors.cc, with
+// src/net/resp_errors.cc for a Status without a reason; the code words clients see are
+// in docs/protocol.md "Error code words". OK costs one null pointer.
 #pragma once
 
+#include <array>
+#include <concepts>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -28,27 +34,56 @@ enum class Code : unsigned char {
   kWrongType,        // a key holds another kind of value -> -WRONGTYPE
 };
 
-// A finer reason than the code, for the few failures a caller must tell apart
-// without reading the message (the command layer words them its own way).
-enum class ErrorId : unsigned char {
-  kNone = 0,
-  kSizeMismatch,   // an input's length does not match the shape it declares
-  kNothingStored,  // the named thing exists but holds nothing to return
-  // KV.PREFIX.REGISTER ... PARENT (store lineage):
-  kParentNotFound,  // the parent is not registered
-  kParentDim,       // the parent has another kv_dim
-  kParentMismatch,  // re-registration names another parent (or one the namespace lacks)
-  kChainTooLong,    // the chain would exceed max-chain-length
-  kDropRefused,     // a DROP's predicate refused a namespace it would remove
-  kBlockQuantized,  // an edit (APPEND, SETRANGE, ...) or COPY of a quantized block
+// A reason enum: an enum class whose value 0 means "none" and whose owner declares,
+// beside it, `constexpr std::string_view ReasonDomain(E) { return "name"; }` (found
+// by argument-dependent lookup; the name is for logs). base knows no reason.
+template <typename E>
+concept ReasonEnum = std::is_enum_v<E> && requires(E e) {
+  { ReasonDomain(e) } -> std::convertible_to<std::string_view>;
 };
+
+// The integers a reason carries (sizes, indexes, limits), read by position; each
+// reason's comment says which. Built from up to four integers: {expected, got}.
+class ReasonFields {
+ public:
+  static constexpr size_t kMax = 4;
+  ReasonFields() = default;
+  template <typename... T>
+  requires(sizeof...(T) <= kMax && (std::is_integral_v<T> && ...)) ReasonFields(T... v)
+      : v_{static_cast<int64_t>(v)...} {}  // NOLINT: implicit by design
+  int64_t operator[](size_t i) const { return i < kMax ? v_[i] : 0; }
+
+ private:
+  std::array<int64_t, kMax> v_{};
+};
+
+namespace status_internal {
+// One address per reason enum: tells the domains apart without a central list.
+template <typename E>
+inline constexpr char kDomainTag = 0;
+}  // namespace status_internal
 
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(Code code, std::string_view msg, ErrorId id = ErrorId::kNone)
-      : rep_(code == Code::kOk ? nullptr : std::make_unique<Rep>(Rep{code, id, std::string(msg)})) {
+  // A failure without a reason: the message is the whole story (a log line; a
+  // reply shows it only through net::StatusToError's generic form). Both
+  // constructors are [[nodiscard]]: a Status built and dropped (a `return`
+  // forgotten) fails the build.
+  [[nodiscard]] Status(Code code, std::string_view msg)
+      : rep_(code == Code::kOk ? nullptr : std::make_unique<Rep>(Rep{code, {}, std::string(msg)})) {
   }
+  // A failure with a reason, its fields and, for logs, a message.
+  template <ReasonEnum E>
+  [[nodiscard]] Status(Code code, E reason, ReasonFields fields = {}, std::string_view log_msg = {})
+      : rep_(code == Code::kOk ? nullptr
+                               : std::make_unique<Rep>(Rep{code,
+                                                           {&status_internal::kDomainTag<E>,
+                                                            ReasonDomain(reason),
+                                                            static_cast<uint32_t>(reason),
+                                                            fields,
+                                                            {}},
+                                                           std::string(log_msg)})) {}
   Status(const Status& o) : rep_(o.rep_ ? std::make_unique<Rep>(*o.rep_) : nullptr) {}
   Status& operator=(const Status& o) {
     rep_ = o.rep_ ? std::make_unique<Rep>(*o.rep_) : nullptr;
@@ -68,17 +103,41 @@ class [[nodiscard]] Status {
   static Status Loading(std::string_view m) { return Status(Code::kLoading, m); }
   static Status WrongType() { return Status(Code::kWrongType, ""); }
 
+  // The same status naming a thing (a namespace...) the reason refers to.
+  Status&& WithName(std::string_view name) && {
+    if (rep_) rep_->reason.name = std::string(name);
+    return std::move(*this);
+  }
+
   bool ok() const { return rep_ == nullptr; }
   Code code() const { return rep_ ? rep_->code : Code::kOk; }
-  ErrorId id() const { return rep_ ? rep_->id : ErrorId::kNone; }
-  // The message without any code word ("non-finite value in row 3").
+  // The reason when it is one of E's, else E{} (none).
+  template <ReasonEnum E>
+  E reason() const {
+    return rep_ && rep_->reason.tag == &status_internal::kDomainTag<E>
+               ? static_cast<E>(rep_->reason.value)
+               : E{};
+  }
+  bool has_reason() const { return rep_ && rep_->reason.tag != nullptr; }
+  int64_t field(size_t i) const { return rep_ ? rep_->reason.fields[i] : 0; }
+  std::string_view name() const { return rep_ ? std::string_view(rep_->reason.name) : ""; }
+  // For logs: the message without any code word ("non-finite value in row 3").
   std::string_view message() const { return rep_ ? std::string_view(rep_->msg) : ""; }
+  // For logs: "InvalidArgument: <message>", and the reason when there is one
+  // ("InvalidArgument: [store 7 (3, 0, 0, 0)] <message>").
   std::string ToString() const;
 
  private:
+  struct ReasonRep {
+    const void* tag = nullptr;  // status_internal::kDomainTag<E>; null: none
+    std::string_view domain;    // ReasonDomain(E{}): a literal
+    uint32_t value = 0;
+    ReasonFields fields;
+    std::string name;
+  };
   struct Rep {
     Code code;
-    ErrorId id;
+    ReasonRep reason;
     std::string msg;
   };
   std::unique_ptr<Rep> rep_;

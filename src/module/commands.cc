@@ -398,10 +398,7 @@ int VStoreBatch(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   uint64_t lsn = 0;
   pion::Status st =
       s.v->store->StoreRows(s.internal_sid, sb.layer, sb.start, sb.count, sb.in, &lsn);
-  if (!st.ok()) {
-    if (st.id() == ErrorId::kSizeMismatch) return c.Error(srv::StoreBatchError(st.message()));
-    return c.Status(st);
-  }
+  if (!st.ok()) return c.Status(st);
   Reaccount(s.v);
   api.ReplicateVerbatim(ctx);
   return c.Simple("OK");
@@ -458,10 +455,7 @@ int VFetchPlans(Call& c, const FetchArgs& fa) {
   uint64_t fetched = 0;
   if (fa.kind == FetchArgs::Kind::kBatch) {
     auto r = st.FetchBatch(s.internal_sid, fa.start, fa.end, fa.layers);
-    if (!r.ok()) {
-      if (r.status().id() == ErrorId::kNothingStored) return c.Error(srv::kErrFetchBatchNoLayers);
-      return c.Status(r.status());
-    }
+    if (!r.ok()) return c.Status(r.status());
     plans = std::move(*r);
     fetched = (fa.end - fa.start) * plans.size();
   } else {

@@ -189,7 +189,8 @@ bool Usable(const KernelSet& k, const void* p, size_t align) {
 }
 
 Status NonFinite(size_t row) {
-  return Status::InvalidArgument("non-finite value in row " + std::to_string(row));
+  return Status(Code::kInvalidArgument, Reason::kNonFinite, {row},
+                "non-finite value in row " + std::to_string(row));
 }
 
 Status Encode(const KernelSet& k, Format f, const void* src, size_t rows, uint32_t dim,

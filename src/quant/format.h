@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "quant/reason.h"
 
 namespace pion::quant {
 
@@ -47,8 +48,8 @@ bool DimSupported(Format f, uint32_t dim);
 // alignment requirement, and stored rows are byte arrays.
 //
 // Encodes `rows` rows of `dim` f32 values (row-major) into rows * RowBytes bytes
-// at `dst`. Quantized formats refuse a non-finite input with InvalidArgument
-// "non-finite value in row <i>" (i counted from 0 within this call) and then the
+// at `dst`. Quantized formats refuse a non-finite input with InvalidArgument,
+// Reason::kNonFinite, field 0 the row (counted from 0 within this call); then the
 // contents of dst are unspecified; fp16 keeps IEEE semantics (never fails).
 // REQUIRES: DimSupported(f, dim).
 Status EncodeRows(Format f, const void* src, size_t rows, uint32_t dim, uint8_t* dst);

@@ -199,7 +199,8 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
   }
   for (size_t i = 0; i < n; ++i) {
     keys[i] = kv[2 * i];
-    if (keys[i].size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
+    if (keys[i].size() > kMaxStrKeyBytes)
+      return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
     if (i < made.size() && made[i] != nullptr) {
       values[i] = made[i];
       continue;
@@ -207,7 +208,7 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
     // FORMAT: the command layer quantized every value (a tag without one is a bug).
     PION_CHECK(a.quant.row == 0);
     values[i] = StrValue::Copy(kv[2 * i + 1]);
-    if (!values[i]) return Status::OutOfBudget("out of memory");
+    if (!values[i]) return Status(Code::kOutOfBudget, Reason::kNoMemory, {}, "out of memory");
   }
   // What a failed log write restores.
   struct Previous {

@@ -95,14 +95,16 @@ Status Store::Rename(std::string_view src, std::string_view dst, bool nx, bool* 
                      uint64_t* lsn) {
   *lsn = 0;
   *done = false;
-  if (dst.size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
+  if (dst.size() > kMaxStrKeyBytes)
+    return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
   std::shared_lock<std::shared_mutex> gate(gate_);
   std::lock_guard<std::mutex> l(mu_);
   int64_t now = NowMs();
   StrEntry* e = StrFindLocked(src, now, lsn);
   if (e == nullptr) {
-    if (IsNamespaceKeyLocked(src)) return Status::NotSupported("RENAME of a pion-kvprefix key");
-    return Status::NotFound("no such key");
+    if (IsNamespaceKeyLocked(src))
+      return Status(Code::kNotSupported, Reason::kRenameNamespace, {}, "RENAME of a namespace key");
+    return Status(Code::kNotFound, Reason::kNoSuchKey, {}, "no such key");
   }
   bool dst_ns = IsNamespaceKeyLocked(dst);
   bool dst_str = StrFindLocked(dst, now, lsn) != nullptr;

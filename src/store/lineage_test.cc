@@ -105,30 +105,30 @@ TEST(Lineage, RegisterLinksAndRefusals) {
   Store st({256, 0, 4});
   ASSERT_TRUE(Reg(st, "root").ok());
   Status s = Reg(st, "x", "nope");
-  EXPECT_EQ(s.id(), ErrorId::kParentNotFound);
+  EXPECT_EQ(s.reason<Reason>(), Reason::kParentNotFound);
   EXPECT_FALSE(Has(st, "x"));
   s = Reg(st, "x", "root", 128);
-  EXPECT_EQ(s.id(), ErrorId::kParentDim);
-  EXPECT_EQ(s.message(), "64");
+  EXPECT_EQ(s.reason<Reason>(), Reason::kParentDim);
+  EXPECT_EQ(s.field(0), 64);
   EXPECT_FALSE(Has(st, "x"));
   ASSERT_TRUE(Reg(st, "t1", "root").ok());
   ASSERT_TRUE(Reg(st, "t2", "t1").ok());
   ASSERT_TRUE(Reg(st, "t3", "t2").ok());
   s = Reg(st, "t4", "t3");  // a fifth namespace in the chain: over max_chain
-  EXPECT_EQ(s.id(), ErrorId::kChainTooLong);
-  EXPECT_EQ(s.message(), "4");
+  EXPECT_EQ(s.reason<Reason>(), Reason::kChainTooLong);
+  EXPECT_EQ(s.field(0), 4);
   EXPECT_FALSE(Has(st, "t4"));
   // The link is fixed at creation: a re-registration keeps it or repeats it.
   EXPECT_TRUE(Reg(st, "t2").ok());
   EXPECT_TRUE(Reg(st, "t2", "t1").ok());
   s = Reg(st, "t2", "root");
-  EXPECT_EQ(s.id(), ErrorId::kParentMismatch);
-  EXPECT_EQ(s.message(), "t1");
+  EXPECT_EQ(s.reason<Reason>(), Reason::kParentMismatch);
+  EXPECT_EQ(s.name(), "t1");
   s = Reg(st, "root", "t3");  // would be a cycle: a root stays a root
-  EXPECT_EQ(s.id(), ErrorId::kParentMismatch);
-  EXPECT_EQ(s.message(), "");
-  EXPECT_EQ(Reg(st, "t1", "t1").id(), ErrorId::kParentMismatch);
-  EXPECT_EQ(Reg(st, "self", "self").id(), ErrorId::kParentNotFound);
+  EXPECT_EQ(s.reason<Reason>(), Reason::kParentMismatch);
+  EXPECT_EQ(s.name(), "");
+  EXPECT_EQ(Reg(st, "t1", "t1").reason<Reason>(), Reason::kParentMismatch);
+  EXPECT_EQ(Reg(st, "self", "self").reason<Reason>(), Reason::kParentNotFound);
 
   ASSERT_TRUE(Put(st, "root", 100).ok());
   ASSERT_TRUE(Put(st, "t1", 20).ok());
@@ -346,7 +346,7 @@ TEST(Lineage, DropPredicateRefusesTheWholeCall) {
   std::string_view names[] = {"x", "r"};
   auto n = st.Drop(names, &lsn, not_a1);
   ASSERT_FALSE(n.ok());
-  EXPECT_EQ(n.status().id(), ErrorId::kDropRefused);
+  EXPECT_EQ(n.status().reason<Reason>(), Reason::kDropRefused);
   EXPECT_EQ(lsn, 0u);
   EXPECT_EQ(sink.recs.size(), recs);
   EXPECT_EQ(st.NamespaceCount(), 4u);
@@ -379,7 +379,7 @@ TEST(Lineage, KeysDeletePredicateCoversDescendants) {
     std::string_view keys[] = {key};
     auto n = st.KeysDelete(keys, &lsn, not_a1);
     ASSERT_FALSE(n.ok()) << key;
-    EXPECT_EQ(n.status().id(), ErrorId::kDropRefused);
+    EXPECT_EQ(n.status().reason<Reason>(), Reason::kDropRefused);
     EXPECT_EQ(lsn, 0u);
     EXPECT_EQ(sink.recs.size(), recs);
     EXPECT_EQ(st.NamespaceCount(), 3u);
@@ -498,7 +498,7 @@ TEST(Lineage, ParentDroppedWhileAChildRegisters) {
   Status s = Reg(st, "c", "p");
   other.wait();
   EXPECT_TRUE(finished);
-  EXPECT_EQ(s.id(), ErrorId::kParentNotFound);
+  EXPECT_EQ(s.reason<Reason>(), Reason::kParentNotFound);
   EXPECT_EQ(st.NamespaceCount(), 1u);  // z
   EXPECT_FALSE(Has(st, "c"));
   Store replayed({256, 0});

@@ -90,7 +90,8 @@ Status Store::ApplyStored(std::string_view ns, uint64_t incarnation, Side side, 
                           uint64_t start, uint64_t count, std::span<const uint8_t> stored,
                           const std::shared_ptr<const void>* backing) {
   NsPtr n = Find(ns);
-  if (!n || n->incarnation != incarnation) return Status::NotFound("namespace not present");
+  if (!n || n->incarnation != incarnation)
+    return Status(Code::kNotFound, Reason::kReplayNamespaceAbsent, {}, "namespace not present");
   if (layer >= kMaxLayers || count == 0 || start > kMaxTokens || count > kMaxTokens - start ||
       stored.size() != count * n->row_bytes)
     return Status::Corruption("store record does not match its namespace");

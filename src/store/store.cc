@@ -78,12 +78,14 @@ Store::NsPtr Store::FindAndTouch(std::string_view ns) {
 Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   *lsn = 0;
   if (a.ns.empty() || a.ns.size() > kMaxNamespaceBytes)
-    return Status::InvalidArgument("ns_key length must be 1..512");
+    return Status(Code::kInvalidArgument, Reason::kNsKeyLength, {}, "ns_key length must be 1..512");
   if (a.kv_dim < 1 || a.kv_dim > quant::kMaxDim)
-    return Status::InvalidArgument("kv_dim out of range (1..16384)");
+    return Status(Code::kInvalidArgument, Reason::kKvDimRange, {},
+                  "kv_dim out of range (1..16384)");
   if (!quant::DimSupported(a.fmt, a.kv_dim))
-    return Status::InvalidArgument("vquant " + std::string(quant::FormatName(a.fmt)) +
-                                   " needs kv_dim divisible by 32");
+    return Status(
+        Code::kInvalidArgument, Reason::kDimUnsupported, {static_cast<int>(a.fmt)},
+        "vquant " + std::string(quant::FormatName(a.fmt)) + " needs kv_dim divisible by 32");
   // The table is built (and its index finished) before any lock is taken.
   std::shared_ptr<const BlockTable> table = a.blocks;
   if (table && !table->finished()) table = BlockTable::Finished(*table);
@@ -112,24 +114,26 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
         std::string_view q = quant::FormatName(n.fmt);
         std::snprintf(buf, sizeof(buf), "namespace already registered with kv_dim %u vquant %.*s",
                       n.dim, static_cast<int>(q.size()), q.data());
-        return Status::InvalidArgument(buf);
+        return Status(Code::kInvalidArgument, Reason::kRegisteredOther,
+                      {n.dim, static_cast<int>(n.fmt)}, buf);
       }
       // The link is fixed at creation: PARENT, when given, must repeat it.
       if (!a.parent.empty() && (!n.parent || n.parent->name != a.parent))
-        return Status(Code::kInvalidArgument, n.parent ? n.parent->name : "",
-                      ErrorId::kParentMismatch);
+        return Status(Code::kInvalidArgument, Reason::kParentMismatch, {}, "parent mismatch")
+            .WithName(n.parent ? n.parent->name : "");
       inc = n.incarnation;
     } else {
       if (!a.parent.empty()) {
         const NsPtr* pit = NsRefLocked(a.parent);
         if (pit == nullptr)
-          return Status(Code::kInvalidArgument, "parent not registered", ErrorId::kParentNotFound);
+          return Status(Code::kInvalidArgument, Reason::kParentNotFound, {},
+                        "parent not registered");
         parent = *pit;
         if (parent->dim != a.kv_dim)
-          return Status(Code::kInvalidArgument, std::to_string(parent->dim), ErrorId::kParentDim);
+          return Status(Code::kInvalidArgument, Reason::kParentDim, {parent->dim}, "parent kv_dim");
         if (parent->depth + 2 > cfg_.max_chain)
-          return Status(Code::kInvalidArgument, std::to_string(cfg_.max_chain),
-                        ErrorId::kChainTooLong);
+          return Status(Code::kInvalidArgument, Reason::kChainTooLong, {cfg_.max_chain},
+                        "chain too long");
       }
       if (cfg_.max_sessions < 2) return Status::OutOfBudget("");
     }
@@ -205,7 +209,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
         // is logged after this registration, and replay drops this child with
         // the parent's subtree, so it is not created here either.
         if (st.ok() && parent->dropped)
-          st = Status(Code::kInvalidArgument, "parent dropped", ErrorId::kParentNotFound);
+          st = Status(Code::kInvalidArgument, Reason::kParentNotFound, {}, "parent dropped");
       }
       if (!st.ok()) {
         bytes_ -= delta;
@@ -298,7 +302,7 @@ Status Store::AskSubtrees(std::vector<const Namespace*> todo,
     const Namespace* n = todo.back();
     todo.pop_back();
     if (!may_drop(n->name))
-      return Status(Code::kInvalidArgument, "drop refused", ErrorId::kDropRefused);
+      return Status(Code::kInvalidArgument, Reason::kDropRefused, {}, "drop refused");
     todo.insert(todo.end(), n->children.begin(), n->children.end());
   }
   return Status::OK();
@@ -428,19 +432,24 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
   *lsn = 0;
   std::string_view ns;
   Side side;
-  if (!ParseSessionId(sid, &ns, &side)) return Status::NotFound("session not found");
-  if (layer >= kMaxLayers) return Status::InvalidArgument("layer out of range (0..255)");
+  if (!ParseSessionId(sid, &ns, &side))
+    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
+  if (layer >= kMaxLayers)
+    return Status(Code::kInvalidArgument, Reason::kLayerRange, {layer},
+                  "layer out of range (0..255)");
   if (count == 0 || start > kMaxTokens || count > kMaxTokens - start)
-    return Status::InvalidArgument("start + count out of range (at most 16777216 tokens)");
+    return Status(Code::kInvalidArgument, Reason::kTokenRange, {start, count},
+                  "start + count out of range (at most 16777216 tokens)");
   NsPtr n = FindAndTouch(ns);
-  if (!n) return Status::NotFound("session not found");
+  if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   size_t in_elem = in.type == RowInput::Type::kF32 ? 4 : 2;
   if (in.bytes != count * n->dim * in_elem) {
     char buf[160];
     std::snprintf(buf, sizeof(buf), "blob size %zu != expected %llu (count=%llu x kv_dim=%u x %zu)",
                   in.bytes, static_cast<unsigned long long>(count * n->dim * in_elem),
                   static_cast<unsigned long long>(count), n->dim, in_elem);
-    return Status(Code::kInvalidArgument, buf, ErrorId::kSizeMismatch);
+    return Status(Code::kInvalidArgument, Reason::kSizeMismatch, {in.bytes, count, n->dim, in_elem},
+                  buf);
   }
   // One pass per stored byte: rows are split at chunk boundaries;
   // every whole chunk is encoded (or copied, or for F16 rows into an fp16
@@ -536,7 +545,8 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
     const uint64_t delta = (new_rows - old_rows) * rb;
     {
       std::lock_guard<std::mutex> l(mu_);
-      if (n->dropped) return Status::NotFound("session not found");
+      if (n->dropped)
+        return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
       if (delta > 0 && cfg_.max_bytes > 0) {
         if (n->bytes + delta > cfg_.max_bytes) return Status::OutOfBudget("");
         PION_RETURN_IF_ERROR(EvictLocked(
@@ -655,10 +665,13 @@ Result<FetchPlan> Store::FetchRange(std::string_view sid, uint32_t layer, uint64
                                     uint64_t end) {
   std::string_view ns;
   Side side;
-  if (!ParseSessionId(sid, &ns, &side)) return Status::NotFound("session not found");
-  if (end <= start) return Status::InvalidArgument("invalid RANGE: end must exceed start");
+  if (!ParseSessionId(sid, &ns, &side))
+    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
+  if (end <= start)
+    return Status(Code::kInvalidArgument, Reason::kFetchRangeOrder, {start, end},
+                  "invalid RANGE: end must exceed start");
   NsPtr n = FindAndTouch(ns);
-  if (!n) return Status::NotFound("session not found");
+  if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
   total_fetches_.Add(end - start);
   return FetchRangeOf(*n, side, layer, start, end);
@@ -668,9 +681,10 @@ Result<FetchPlan> Store::FetchIds(std::string_view sid, uint32_t layer,
                                   std::span<const uint64_t> ids) {
   std::string_view ns;
   Side side;
-  if (!ParseSessionId(sid, &ns, &side)) return Status::NotFound("session not found");
+  if (!ParseSessionId(sid, &ns, &side))
+    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   NsPtr n = FindAndTouch(ns);
-  if (!n) return Status::NotFound("session not found");
+  if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
   total_fetches_.Add(ids.size());
   FetchPlan plan;
@@ -697,10 +711,13 @@ Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t 
                                                  uint32_t num_layers) {
   std::string_view ns;
   Side side;
-  if (!ParseSessionId(sid, &ns, &side)) return Status::NotFound("session not found");
-  if (end <= start) return Status::InvalidArgument("invalid range: end must exceed start");
+  if (!ParseSessionId(sid, &ns, &side))
+    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
+  if (end <= start)
+    return Status(Code::kInvalidArgument, Reason::kBatchRangeOrder, {start, end},
+                  "invalid range: end must exceed start");
   NsPtr n = FindAndTouch(ns);
-  if (!n) return Status::NotFound("session not found");
+  if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
   const SideData& sd = n->sides[static_cast<int>(side)];
   std::vector<FetchPlan> plans;
@@ -709,7 +726,7 @@ Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t 
     uint32_t L =
         num_layers > 0 ? std::min(num_layers, kMaxLayers) : static_cast<uint32_t>(sd.layers.size());
     if (L == 0)
-      return Status(Code::kNotFound, "session has no stored layers", ErrorId::kNothingStored);
+      return Status(Code::kNotFound, Reason::kNothingStored, {}, "session has no stored layers");
     plans.resize(L);
     for (uint32_t i = 0; i < L; ++i) {
       FetchPlan& p = plans[i];
@@ -732,9 +749,10 @@ Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t 
 Result<SessionInfo> Store::Info(std::string_view sid) const {
   std::string_view ns;
   Side side;
-  if (!ParseSessionId(sid, &ns, &side)) return Status::NotFound("session not found");
+  if (!ParseSessionId(sid, &ns, &side))
+    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   NsPtr n = Find(ns);
-  if (!n) return Status::NotFound("session not found");
+  if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   SessionInfo info;
   info.dim = n->dim;
   info.fmt = n->fmt;

@@ -86,6 +86,7 @@
 #include "store/chunk.h"
 #include "store/mutation.h"
 #include "store/observers.h"
+#include "store/reason.h"
 #include "store/session_id.h"
 #include "store/strings.h"
 
@@ -250,11 +251,11 @@ class Store {
   // Each mutating call sets *lsn to the largest log sequence number it appended
   // (0 if nothing was logged); the caller waits for it before acknowledging.
 
-  // Creates a namespace or re-registers it. Errors: InvalidArgument
-  // "namespace already registered with kv_dim <d> vquant <q>"; with a parent,
-  // InvalidArgument with ErrorId kParentNotFound (not registered), kParentDim
-  // (another kv_dim), kParentMismatch (registered with another parent or none)
-  // or kChainTooLong (more than max_chain namespaces).
+  // Creates a namespace or re-registers it. Errors: InvalidArgument with
+  // Reason kNsKeyLength, kKvDimRange, kDimUnsupported, kRegisteredOther
+  // (registered with another kv_dim or format); with a parent, kParentNotFound
+  // (not registered), kParentDim (another kv_dim), kParentMismatch (registered
+  // with another parent or none) or kChainTooLong (more than max_chain namespaces).
   Status Register(const RegisterArgs& a, uint64_t* lsn);
   // Touches the LRU of a hit (and so its ancestors).
   LookupResult Lookup(std::string_view ns);
@@ -267,7 +268,7 @@ class Store {
   // returns how many namespaces were removed. `may_drop` (empty: any) is asked,
   // under the store's lock and before anything is removed, for every namespace
   // the call would remove, descendants included; one refusal refuses the whole
-  // call (ErrorId::kDropRefused, nothing removed or logged).
+  // call (Reason::kDropRefused, nothing removed or logged).
   Result<uint64_t> Drop(std::span<const std::string_view> names, uint64_t* lsn,
                         const std::function<bool(std::string_view ns)>& may_drop = {});
   // The block table, or nullptr if the namespace is unknown or has no table

@@ -36,20 +36,22 @@ uint64_t GrowCapacity(uint64_t n) { return n < kGreedyLimit ? n * 2 : n + kGreed
 
 Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, uint64_t* lsn) {
   *lsn = 0;
-  if (key.size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
+  if (key.size() > kMaxStrKeyBytes)
+    return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
   std::shared_lock<std::shared_mutex> gate(gate_);
   std::lock_guard<std::mutex> l(mu_);
   if (IsNamespaceKeyLocked(key)) return Status::WrongType();
   StrEntry* e = StrFindLocked(key, NowMs(), lsn);
   // A quantized block's bytes are no string to edit (docs/protocol.md "Block formats").
   if (e != nullptr && e->value->quantized())
-    return Status(Code::kInvalidArgument, "", ErrorId::kBlockQuantized);
+    return Status(Code::kInvalidArgument, Reason::kBlockQuantized, {}, "quantized block");
   std::string_view cur = e != nullptr ? e->value->view() : std::string_view();
   StrEdit ed;
   PION_RETURN_IF_ERROR(plan(cur, e != nullptr, &ed));
   if (!ed.write) return static_cast<uint64_t>(cur.size());
   const uint64_t end = ed.offset + ed.bytes.size();
-  if (end < ed.offset) return Status::InvalidArgument("edit out of range");
+  if (end < ed.offset)
+    return Status(Code::kInvalidArgument, Reason::kEditRange, {}, "edit out of range");
   const uint64_t new_len = ed.truncate ? end : std::max<uint64_t>(cur.size(), end);
   const StrValue* old = e != nullptr ? e->value.get() : nullptr;
   // The acquire fence pairs with the release of the last other reference, so
@@ -62,7 +64,7 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
     uint64_t cap = new_len;
     if (old != nullptr && new_len > cur.size()) cap = GrowCapacity(new_len);
     fresh = StrValue::TryMake(cap);
-    if (!fresh) return Status::OutOfBudget("out of memory");
+    if (!fresh) return Status(Code::kOutOfBudget, Reason::kNoMemory, {}, "out of memory");
   }
   uint64_t need = key.size() + (in_place ? old->capacity : fresh->capacity) + kStrEntryOverhead;
   uint64_t have = e != nullptr ? StrCharge(key, e->value) : 0;
@@ -118,8 +120,8 @@ Result<uint64_t> Store::StrAppend(std::string_view key, std::string_view tail, u
             return Status::OK();
           }
           if (exists && max_len > 0 && cur.size() + tail.size() > max_len)
-            return Status::InvalidArgument(
-                "string exceeds maximum allowed size (proto-max-bulk-len)");
+            return Status(Code::kInvalidArgument, Reason::kStringTooBig, {max_len},
+                          "string exceeds proto-max-bulk-len");
           ed->offset = cur.size();
           ed->bytes = tail;
           ed->edited = exists;
@@ -138,7 +140,8 @@ Result<uint64_t> Store::StrAppend(std::string_view key, std::string_view tail, u
 Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool replace,
                             uint64_t* lsn) {
   *lsn = 0;
-  if (dst.size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
+  if (dst.size() > kMaxStrKeyBytes)
+    return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
   StrPending pend[1];
   {
     std::shared_lock<std::shared_mutex> gate(gate_);
@@ -146,7 +149,8 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
     int64_t now = NowMs();
     StrEntry* e = StrFindLocked(src, now, lsn);
     if (e == nullptr) {
-      if (IsNamespaceKeyLocked(src)) return Status::NotSupported("COPY of a pion-kvprefix key");
+      if (IsNamespaceKeyLocked(src))
+        return Status(Code::kNotSupported, Reason::kCopyNamespace, {}, "COPY of a namespace key");
       return false;
     }
     if (IsNamespaceKeyLocked(dst)) {
@@ -155,7 +159,8 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
     }
     StrEntry* d = StrFindLocked(dst, now, lsn);
     if (d != nullptr && !replace) return false;
-    if (e->value->quantized()) return Status(Code::kInvalidArgument, "", ErrorId::kBlockQuantized);
+    if (e->value->quantized())
+      return Status(Code::kInvalidArgument, Reason::kBlockQuantized, {}, "quantized block");
     StrRef v = e->value;
     int64_t expire = e->expire_at_ms;
     uint64_t need = StrCharge(dst, v);

@@ -429,7 +429,8 @@ Status Store::StrFinish(std::span<StrPending> pend, uint64_t* lsn) {
 Result<SetOutcome> Store::StrSet(std::string_view key, StrRef value, const SetOptions& o,
                                  uint64_t* lsn) {
   *lsn = 0;
-  if (key.size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
+  if (key.size() > kMaxStrKeyBytes)
+    return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
   SetOutcome out;
   StrPending pend[1];  // on the stack: no allocation per SET
   {
@@ -671,13 +672,14 @@ Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint6
   *lsn = 0;
   std::vector<StrRef> values(kv.size() / 2);
   for (size_t i = 0; i + 1 < kv.size(); i += 2) {
-    if (kv[i].size() > kMaxStrKeyBytes) return Status::InvalidArgument("key too long");
+    if (kv[i].size() > kMaxStrKeyBytes)
+      return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
     if (i / 2 < made.size() && made[i / 2] != nullptr) {
       values[i / 2] = made[i / 2];
       continue;
     }
     auto v = StrValue::Copy(kv[i + 1]);
-    if (!v) return Status::OutOfBudget("out of memory");
+    if (!v) return Status(Code::kOutOfBudget, Reason::kNoMemory, {}, "out of memory");
     values[i / 2] = std::move(v);
   }
   std::vector<StrPending> pend;

@@ -101,7 +101,7 @@ bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_
   const uint64_t bytes = total;
   auto shared = std::make_shared<TierNsDone>(std::move(job));
   if (!tier_io_->Post([this, shared] { TierNamespaceWrite(std::move(*shared)); })) {
-    shared->status = Status::IOError("tier stopped");
+    shared->status = Status(Code::kIOError, Reason::kTierStopped, {}, "tier stopped");
     {
       std::lock_guard<std::mutex> bl(tier_backlog_mu_);
       tier_backlog_ -= bytes;
@@ -269,7 +269,8 @@ void Store::ReadTierCheck(const TierCheck& c,
     auto buf = TierReadExtent(c.ns->name, *c.extent, &at);
     done(std::move(buf), at);
   };
-  if (!tier_io_ || !tier_io_->Post(job)) done(Status::Busy("disk tier stopped"), 0);
+  if (!tier_io_ || !tier_io_->Post(job))
+    done(Status(Code::kBusy, Reason::kTierStopped, {}, "disk tier stopped"), 0);
 }
 
 Status Store::CheckTieredNamespace(const NsPtr& n) {
@@ -300,7 +301,7 @@ Status Store::ApplyTierCheck(const TierCheck& c, Result<OwnedBuffer> buf, size_t
     PION_RETURN_IF_ERROR(RemoveSubtreeLocked(n, DropReason::kEviction, &lsn, &removed));
     EvictedFromPoolLocked(n, nullptr);
     tier_evictions_.fetch_add(removed, std::memory_order_relaxed);
-    return Status::NotFound("session not found");
+    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   }
   // Checked. Promoted when it fits (the read's buffer becomes its chunks'
   // backing), else served from the mapping just checked.

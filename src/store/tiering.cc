@@ -207,7 +207,8 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
   std::string k(key);
   if (!tier_io_->Post([this, k, ram, moving] { TierWrite(k, ram, moving); })) {
     std::lock_guard<std::mutex> tl(tier_done_mu_);  // stopping: undone below
-    tier_done_.push_back({std::move(k), ram, moving, Status::IOError("tier stopped")});
+    tier_done_.push_back({std::move(k), ram, moving,
+                          Status(Code::kIOError, Reason::kTierStopped, {}, "tier stopped")});
     std::lock_guard<std::mutex> bl(tier_backlog_mu_);
     tier_backlog_ -= ram->size;
   }
@@ -324,7 +325,8 @@ Result<StrRef> Store::LoadTieredSync(std::string_view key, const StrRef& v) {
 
 void Store::ReadTiered(std::string key, StrRef v, std::function<void(Result<StrRef>)> done) {
   auto job = [this, key, v, done]() { done(TierReadCounted(key, v)); };
-  if (!tier_io_ || !tier_io_->Post(job)) done(Status::Busy("disk tier stopped"));
+  if (!tier_io_ || !tier_io_->Post(job))
+    done(Status(Code::kBusy, Reason::kTierStopped, {}, "disk tier stopped"));
 }
 
 void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& fresh) {

@@ -104,8 +104,8 @@ def test_dbsize_flushall(server_factory, raw_factory):
 def test_kvcache_gating(server_factory, raw_factory):
     s = server_factory(kvcache=False)
     c = raw_factory(s)
-    assert c.call("KV.PREFIX.LOOKUP", "ns") == "ERR V-store not enabled (use --kvcache)"
-    assert c.call("kv.prefix.lookup", "ns") == "ERR V-store not enabled (use --kvcache)"
+    assert c.call("KV.PREFIX.LOOKUP", "ns") == "NOKVCACHE V-store not enabled (use --kvcache)"
+    assert c.call("kv.prefix.lookup", "ns") == "NOKVCACHE V-store not enabled (use --kvcache)"
     assert c.call("PING") == "PONG"
 
 

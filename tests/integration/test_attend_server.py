@@ -427,8 +427,8 @@ def test_failed_store_leaves_old_slot(r32):
 def test_without_kvcache(server_factory):
     s = server_factory(kvcache=False)
     r = s.client()
-    assert err(r, "ATTEND.PREFIX.LOOKUP", "s", 0) == "V-store not enabled (use --kvcache)"
-    assert err(r, "KV.PREFIX.WARM", "s", 1, 1) == "V-store not enabled (use --kvcache)"
+    assert err(r, "ATTEND.PREFIX.LOOKUP", "s", 0) == "NOKVCACHE V-store not enabled (use --kvcache)"
+    assert err(r, "KV.PREFIX.WARM", "s", 1, 1) == "NOKVCACHE V-store not enabled (use --kvcache)"
 
 
 def test_command_entries(s32, raw_factory):

@@ -164,8 +164,9 @@ def test_translate_table():
     assert isinstance(translate(rex.ResponseError("WRONGPASS invalid")), WrongPassError)
     assert isinstance(translate(rex.ResponseError("NOPROTO unsupported")), NoProtoError)
     assert isinstance(translate(rex.AuthenticationError("Authentication required.")), NoAuthError)
-    e = translate(rex.ResponseError("session not found"))
-    assert isinstance(e, SessionNotFoundError) and e.code == "ERR" and e.message == "session not found"
+    e = translate(rex.ResponseError("NOSESSION session not found"))
+    assert isinstance(e, SessionNotFoundError) and e.code == "NOSESSION"
+    assert e.message == "session not found"
     assert isinstance(translate(rex.ConnectionError("x")), PionConnectionError)
     for cls in (LoadingError, ColdMissError, OutOfMemoryError, CommandError, PionConnectionError):
         assert issubclass(cls, PionError)
@@ -302,7 +303,7 @@ def test_save_and_commit_without_persistence(server_factory):
     for call in (c.kv_prefix_save, c.kv_prefix_commit):
         with pytest.raises(PersistenceNotEnabledError) as ei:
             call()
-        assert ei.value.code == "ERR"
+        assert ei.value.code == "NOPERSIST"
     c.close()
 
 

@@ -325,7 +325,7 @@ def test_tryagain_while_a_namespace_is_on_its_way(cluster):
         # On the owner (not importing), an absent namespace is "session not found".
         other = RawConn(src.port)
         assert other.call("V.FETCH", "{tryagain|ns}x_pk", 0, "RANGE", 0, 1) == (
-            "ERR session not found")
+            "NOSESSION session not found")
         raw.close()
         other.close()
     finally:

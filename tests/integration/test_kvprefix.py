@@ -35,7 +35,7 @@ def test_not_enabled_without_kvcache(server_factory):
     r = s.client()
     for args in (("KV.PREFIX.REGISTER", "ns", 64, "fp16"), ("KV.PREFIX.LOOKUP", "ns"),
                  ("V.FETCH", "ns_pk", 0, "RANGE", 0, 1), ("KV.PREFIX.INFO",)):
-        assert err(r, *args) == "V-store not enabled (use --kvcache)"
+        assert err(r, *args) == "NOKVCACHE V-store not enabled (use --kvcache)"
 
 
 def test_register_lookup_drop(r):
@@ -55,7 +55,7 @@ def test_register_lookup_drop(r):
     assert r.execute_command("KV.PREFIX.DROP", "app|v1|m|fp16|p", "never", "app|v1|m|fp16|p") == 1
     assert r.execute_command("KV.PREFIX.LOOKUP", "app|v1|m|fp16|p") == b"MISS"
     assert r.execute_command("KV.PREFIX.DROP", "app|v1|m|fp16|p") == 0
-    assert err(r, "V.INFO", "app|v1|m|fp16|p_pk") == "session not found"
+    assert err(r, "V.INFO", "app|v1|m|fp16|p_pk") == "NOSESSION session not found"
 
 
 def test_register_validation_changes_nothing(r):

@@ -286,7 +286,7 @@ def test_maxmemory_evicts_whole_namespaces(node_factory):
                 assert c.execute_command("V.STOREBATCH", f"{ns}_p{side}", 0, 0, 4096,
                                          data.tobytes()) == b"OK"
             except redis.ResponseError as e:
-                assert str(e) == "session not found"
+                assert str(e) == "NOSESSION session not found"
                 break
     info = c.info()
     assert info["evicted_keys"] > 0

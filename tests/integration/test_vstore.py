@@ -146,8 +146,8 @@ def test_batch_form(r):
 def test_errors(r):
     r.execute_command("KV.PREFIX.REGISTER", "e", 32, "turbo3")
     one = gaussian(1, 32, 0).tobytes()
-    assert err(r, "V.STOREBATCH", "nope_pk", 0, 0, 1, one) == "session not found"
-    assert err(r, "V.STOREBATCH", "e", 0, 0, 1, one) == "session not found"
+    assert err(r, "V.STOREBATCH", "nope_pk", 0, 0, 1, one) == "NOSESSION session not found"
+    assert err(r, "V.STOREBATCH", "e", 0, 0, 1, one) == "NOSESSION session not found"
     assert err(r, "V.STOREBATCH", "e_pk", 256, 0, 1, one) == "layer out of range (0..255)"
     assert err(r, "V.STOREBATCH", "e_pk", "x", 0, 1, one) == "value is not an integer or out of range"
     assert err(r, "V.STOREBATCH", "e_pk", 0, -1, 1, one) == "invalid start (0..16777216)"
@@ -171,8 +171,8 @@ def test_errors(r):
         "V.FETCH: unknown FMT 'X' (want NATIVE|F32|F16)")
     assert err(r, "V.FETCH", "e_pk", 0, *range(4097)) == (
         "too many token IDs (at most 4096; use RANGE)")
-    assert err(r, "V.FETCH", "zz_pv", 0, "RANGE", 0, 1) == "session not found"
-    assert err(r, "V.INFO", "zz_pv") == "session not found"
+    assert err(r, "V.FETCH", "zz_pv", 0, "RANGE", 0, 1) == "NOSESSION session not found"
+    assert err(r, "V.INFO", "zz_pv") == "NOSESSION session not found"
     # fp16 keeps IEEE semantics: inf is stored.
     r.execute_command("KV.PREFIX.REGISTER", "f", 32, "fp16")
     assert r.execute_command("V.STOREBATCH", "f_pk", 0, 0, 2, bad.tobytes()) == b"OK"
@@ -192,8 +192,8 @@ def test_lru_eviction_by_sessions(server_factory):
     info = r.execute_command("KV.PREFIX.INFO").decode()
     assert "vstore_evictions:2" in info and "vstore_sessions:8" in info
     # Both sides of c are gone.
-    assert err(r, "V.INFO", "c_pk") == "session not found"
-    assert err(r, "V.INFO", "c_pv") == "session not found"
+    assert err(r, "V.INFO", "c_pk") == "NOSESSION session not found"
+    assert err(r, "V.INFO", "c_pv") == "NOSESSION session not found"
 
 
 def test_lru_eviction_by_bytes_and_oom(server_factory):

@@ -10,6 +10,15 @@ This check scans every .cc/.h file under src/ (test files and testing/ helpers
 excepted) for a string literal that starts with "ERR " or "-ERR " and names
 each one found, with where the text must go. Comments are skipped.
 
+Below the command layer a failure is a code plus a reason (base/status.h): in
+src/store, src/attend and src/quant every Status that can reach a client must
+carry a reason enum value, so that the table words it and its message stays a
+log line. There the check refuses the message-only forms: the factories
+Status::NotFound / InvalidArgument / NotSupported / Busy / IOError / Loading,
+OutOfBudget with a message (OutOfBudget("") is the plain -OOM line), and
+Status(Code::kX, <message>) without a Reason. Allowed: OK(), WrongType(),
+OutOfBudget(""), Corruption(...) (replay and checks: logs, never a reply).
+
 Usage: error_texts.py <repository root>   (CTest: error_texts_test, label unit)
 """
 import os
@@ -54,6 +63,25 @@ def code_only(text):
     return "".join(out)
 
 
+# Directories whose failures must carry a reason (see the docstring).
+REASONED = ("src/store/", "src/attend/", "src/quant/")
+MESSAGE_ONLY = [
+    re.compile(r"\bStatus::(?:NotFound|InvalidArgument|NotSupported|Busy|IOError|Loading)\s*\("),
+    re.compile(r'\bStatus::OutOfBudget\s*\((?!\s*""\s*\))'),
+    re.compile(r"\bStatus(?:\s+\w+)?\s*[({]\s*Code::k\w+\s*,\s*(?!\s*Reason::|\s*\w+::Reason::)"),
+]
+
+
+def message_only(code):
+    """(line, text) of each message-only Status construction in `code`."""
+    out = []
+    for pat in MESSAGE_ONLY:
+        for m in pat.finditer(code):
+            line = code.count("\n", 0, m.start()) + 1
+            out.append((line, m.group(0).strip()))
+    return sorted(out)
+
+
 def skipped(rel):
     name = os.path.basename(rel)
     return (rel in TABLES or name.endswith("_test.cc") or "/testing/" in rel)
@@ -62,6 +90,7 @@ def skipped(rel):
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.getcwd()
     found = []
+    unreasoned = []
     for d, _, files in os.walk(os.path.join(root, "src")):
         for f in sorted(files):
             if not f.endswith((".cc", ".h")):
@@ -76,6 +105,17 @@ def main():
                 for m in LITERAL.finditer(line):
                     if BAD.match(m.group(0)):
                         found.append("%s:%d: %s" % (rel, lineno, m.group(0)))
+            if rel.startswith(REASONED):
+                for lineno, text in message_only(code):
+                    unreasoned.append("%s:%d: %s" % (rel, lineno, text))
+    if unreasoned:
+        print("Status without a reason in store/attend/quant (its message would reach a reply):")
+        for f in unreasoned:
+            print("  " + f)
+        print("Give the failure a value of the directory's Reason enum (store/reason.h, "
+              "attend/reason.h, quant/reason.h) and its fields: Status(Code::kX, Reason::kY, "
+              "{fields}, \"log message\"), and word it in src/server/commands/errors.cc "
+              "(StatusToError). CONTRIBUTING.md, \"Add an error\".")
     if found:
         print("Error reply texts outside the error tables:")
         for f in found:
@@ -85,7 +125,10 @@ def main():
               "there; the transport's own lines (src/net) go into src/net/resp_errors.h. "
               "CONTRIBUTING.md, \"Add a command\".")
         return 1
-    print("ok: no \"ERR ...\" literal outside the error tables")
+    if unreasoned:
+        return 1
+    print("ok: no \"ERR ...\" literal outside the error tables; store/attend/quant failures "
+          "carry reasons")
     return 0
 
 

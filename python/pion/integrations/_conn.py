@@ -311,7 +311,7 @@ class BlockConnection(_fetch.FetchConnection):
                     rd.target = None
                     rd.parts = None
                 if isinstance(r, E.PionError):
-                    out.append(-1 if isinstance(r, E.CommandError) and "WRONGTYPE" in str(r)
+                    out.append(-1 if isinstance(r, E.CommandError) and r.code == "WRONGTYPE"
                                else -2)
                 elif r is None:
                     out.append(-1)
@@ -342,7 +342,7 @@ class BlockConnection(_fetch.FetchConnection):
                     r = rd.read()
                 finally:
                     rd.split = None
-                if r is None or (isinstance(r, E.CommandError) and "WRONGTYPE" in str(r)):
+                if r is None or (isinstance(r, E.CommandError) and r.code == "WRONGTYPE"):
                     out.append(-1)
                 elif rd.landed and not isinstance(r, E.PionError):
                     out.append(rd.rest)

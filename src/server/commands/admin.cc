@@ -465,7 +465,7 @@ void FlushAll(CommandContext& ctx) {
         std::string_view one[] = {name};
         uint64_t one_lsn = 0;
         auto n = st->KeysDelete(one, &one_lsn, may_drop);
-        if (!n.ok() && n.status().id() != ErrorId::kDropRefused) {
+        if (!n.ok() && n.status().reason<store::Reason>() != store::Reason::kDropRefused) {
           s = n.status();
           break;
         }
@@ -473,7 +473,7 @@ void FlushAll(CommandContext& ctx) {
       }
     }
     if (!s.ok()) {
-      ctx.reply->Error(s);
+      ctx.reply->Error(StatusToError(s));
       return;
     }
     ctx.wait_lsn = lsn;

@@ -218,7 +218,7 @@ void AttendStore(CommandContext& ctx) {
   Server* server = ctx.server;
   const attend::Precision p = server->attend_precision();
   Status adm = server->attend_cache().Admit(EstimateSlotBytes(p, h, n, d));
-  if (!adm.ok()) return ctx.reply->Error(AttendStoreOomError(adm.message()));
+  if (!adm.ok()) return ctx.reply->Error(AttendStoreError(adm));
   // A new slot object: queries on the old one keep reading it; on failure the old
   // one stays installed.
   auto slot = std::make_shared<Slot>(server->attend_cache().arena());
@@ -232,10 +232,7 @@ void AttendStore(CommandContext& ctx) {
     std::vector<float> tk, tv;
     st = slot->StoreF32(p, uh, un, ud, Aligned(a[6], &tk), Aligned(a[7], &tv));
   }
-  if (!st.ok()) {
-    if (st.code() == Code::kOutOfBudget) return ctx.reply->Error(AttendStoreOomError(st.message()));
-    return ctx.reply->Error(AttendStoreError(st.message()));
-  }
+  if (!st.ok()) return ctx.reply->Error(AttendStoreError(st));
   server->attend_cache().Put(a[1], layer, std::move(slot));
   ctx.reply->SimpleString("OK");
 }

@@ -59,7 +59,7 @@ store::StrRef QuantizeBlockValue(std::string_view raw, const store::QuantTag& t,
       break;
   }
   if (!st.ok()) {
-    *err = ChainNonFiniteError(index, st.message());
+    *err = ChainNonFiniteError(index, st);
     return nullptr;
   }
   v->quant = t;

@@ -75,7 +75,7 @@ enum CommandFlags : uint32_t {
   kCmdNoAuth = 1u << 4,   // allowed before AUTH
   kCmdLoading = 1u << 5,  // allowed while loading (-LOADING otherwise)
   kCmdStale = 1u << 6,
-  kCmdKvcache = 1u << 7,  // needs --kvcache ("-ERR V-store not enabled (use --kvcache)")
+  kCmdKvcache = 1u << 7,  // needs --kvcache ("-NOKVCACHE V-store not enabled (use --kvcache)")
   kCmdDenyOom = 1u << 8,
   // The handler checks its own argument count (its own "requires: ..." texts);
   // `arity` stays what COMMAND reports, admission only insists on the name.

@@ -1,7 +1,14 @@
 #include "server/commands/errors.h"
 
+#include <cinttypes>
+#include <cstdio>
+
+#include "attend/reason.h"
 #include "base/strutil.h"
+#include "quant/format.h"
+#include "quant/reason.h"
 #include "server/config.h"
+#include "store/reason.h"
 
 namespace pion::server {
 
@@ -80,19 +87,227 @@ std::string VquantDimError(std::string_view format) {
 std::string RegisterOptionError(std::string_view opt) {
   return Quoted("ERR KV.PREFIX.REGISTER unknown option ", opt, " (BLOCKS, PREFILL_MS, PARENT)");
 }
-std::string ParentDimError(std::string_view parent_dim) {
-  std::string s = "ERR PARENT namespace has kv_dim ";
-  s.append(parent_dim);
-  s += " (a chain keeps one kv_dim)";
-  return s;
+std::string ParentDimError(int64_t parent_dim) {
+  return "ERR PARENT namespace has kv_dim " + std::to_string(parent_dim) +
+         " (a chain keeps one kv_dim)";
 }
 std::string ParentMismatchError(std::string_view existing) {
   if (existing.empty()) return "ERR namespace already registered without a PARENT";
   return Quoted("ERR namespace already registered with PARENT ", existing, "");
 }
-std::string StatusToError(const Status& st) {
-  if (st.id() == ErrorId::kBlockQuantized) return std::string(kErrBlockQuantized);
+std::string RegisteredOtherError(int64_t kv_dim, std::string_view format) {
+  std::string s = "ERR namespace already registered with kv_dim " + std::to_string(kv_dim);
+  s += " vquant ";
+  s.append(format);
+  return s;
+}
+
+// ---------------------------------------------------------------- Reasons
+namespace {
+
+std::string_view FormatNameOf(int64_t f) {
+  return quant::FormatName(static_cast<quant::Format>(f));
+}
+
+std::string Line(std::string_view word, std::string_view text) {
+  std::string s(word);
+  s += ' ';
+  s.append(text);
+  return s;
+}
+
+// store::Reason -> the whole reply line.
+std::string StoreError(const Status& st, store::Reason r) {
+  using store::Reason;
+  switch (r) {
+    case Reason::kNone:
+      break;
+    case Reason::kSessionNotFound:
+      return std::string(kErrSessionNotFound);
+    case Reason::kLayerRange:
+      return std::string(kErrLayerRange);
+    case Reason::kTokenRange:
+      return std::string(kErrStoreTokenRange);
+    case Reason::kFetchRangeOrder:
+      return std::string(kErrStoreRangeOrder);
+    case Reason::kBatchRangeOrder:
+      return std::string(kErrStoreBatchOrder);
+    case Reason::kSizeMismatch: {
+      // StoreRows' one replying caller is V.STOREBATCH: its frame is part of the text.
+      const int64_t got = st.field(0), count = st.field(1), dim = st.field(2), elem = st.field(3);
+      char buf[200];
+      std::snprintf(buf, sizeof(buf),
+                    "ERR V.STOREBATCH: blob size %" PRId64 " != expected %" PRId64
+                    " (count=%" PRId64 " x kv_dim=%" PRId64 " x %" PRId64 ")",
+                    got, count * dim * elem, count, dim, elem);
+      return buf;
+    }
+    case Reason::kNothingStored:
+      return std::string(kErrFetchBatchNoLayers);
+    case Reason::kNsKeyLength:
+      return std::string(kErrNsKeyLength);
+    case Reason::kKvDimRange:
+      return std::string(kErrKvDimRange);
+    case Reason::kDimUnsupported:
+      return VquantDimError(FormatNameOf(st.field(0)));
+    case Reason::kRegisteredOther:
+      return RegisteredOtherError(st.field(0), FormatNameOf(st.field(1)));
+    case Reason::kParentNotFound:
+      return std::string(kErrParentNotFound);
+    case Reason::kParentDim:
+      return ParentDimError(st.field(0));
+    case Reason::kParentMismatch:
+      return ParentMismatchError(st.name());
+    case Reason::kChainTooLong:
+      return ChainTooLongError(st.field(0));
+    case Reason::kDropRefused:  // a key the user may not write (commands answer DenyKey's)
+      return std::string(kErrNoPermKey);
+    case Reason::kKeyTooLong:
+      return std::string(kErrKeyTooLong);
+    case Reason::kEditRange:
+      return std::string(kErrEditRange);
+    case Reason::kStringTooBig:
+      return std::string(kErrStringTooBig);
+    case Reason::kNoMemory:
+      return std::string(kErrValueNoMemory);
+    case Reason::kNoSuchKey:
+      return std::string(kErrNoSuchKey);
+    case Reason::kRenameNamespace:
+      return std::string(kErrRenameKvPrefix);
+    case Reason::kCopyNamespace:
+      return std::string(kErrCopyKvPrefix);
+    case Reason::kBlockQuantized:
+      return std::string(kErrBlockQuantized);
+    case Reason::kTierStopped:
+      return std::string(st.code() == Code::kBusy ? kErrTierStoppedBusy : kErrTierStopped);
+    case Reason::kReplayNamespaceAbsent:
+      return std::string(kErrNamespaceAbsent);
+  }
   return net::StatusToError(st);
+}
+
+// attend::Reason -> what it says (no code word).
+std::string AttendText(const Status& st, attend::Reason r) {
+  using attend::Reason;
+  const auto n = [&](size_t i) { return std::to_string(st.field(i)); };
+  const auto row = [&](std::string_view what) {
+    std::string s(what);
+    s += st.field(0) == static_cast<int64_t>(attend::Tensor::kV) ? " V" : " K";
+    return s + " head " + n(1) + " token " + n(2);
+  };
+  switch (r) {
+    case Reason::kNone:
+      break;
+    case Reason::kNonFinite:
+      return row("non-finite value in");
+    case Reason::kF16Range:
+      return row("value beyond the f16 range in");
+    case Reason::kHeadsRange:
+      return "H must be 1.." + n(0);
+    case Reason::kHeadDimRange:
+      return "D must be 1.." + n(0);
+    case Reason::kRowSize:
+      return "H*D " + n(0) + " is not a valid " + std::string(FormatNameOf(st.field(1))) +
+             " row size";
+    case Reason::kRowCountDiffer:
+      return "K has " + n(0) + " rows, V has " + n(1);
+    case Reason::kTooManyRows:
+      return "too many rows";
+    case Reason::kNoMemory:
+      return "cannot allocate the slot";
+    case Reason::kSlotTooBig:
+      return "slot of " + n(0) + " bytes exceeds attend-maxmemory (" + n(1) + ")";
+    case Reason::kNoSlots:
+      return "attend-max-slots is 0";
+    case Reason::kSlotEmpty:
+      return "slot holds no K/V";
+    case Reason::kMissingQ:
+      return "missing Q";
+    case Reason::kQueryHeadsRange:
+      return "H_q must be 1.." + n(0);
+    case Reason::kQueryRowsRange:
+      return "M must be 1.." + n(0);
+    case Reason::kHeadDimMismatch:
+      return "D " + n(0) + " does not match the slot's " + n(1);
+    case Reason::kKvHeadsMismatch:
+      return "H_kv " + n(0) + " does not match the slot's " + n(1);
+    case Reason::kWindowNegative:
+      return "window must be >= 0";
+    case Reason::kHeadMapRange:
+      return "head_map[" + n(0) + "] out of range";
+    case Reason::kGqaMismatch:
+      return "H_q must be a multiple of H_kv without a head_map";
+    case Reason::kNonFiniteQ:
+      return "non-finite value in Q";
+    case Reason::kSuffixTooLong:
+      return "suffix too long";
+    case Reason::kMissingSuffix:
+      return "missing suffix K/V";
+    case Reason::kRowsBeyondSuffix:
+      return "M must be <= the suffix length";
+    case Reason::kNonFiniteSuffix:
+      return "non-finite value in the suffix K/V";
+    case Reason::kSparseExclusive:
+      return "explicit indices and sparse auto are exclusive";
+    case Reason::kSparseIncomplete:
+      return "sparse needs both indices and counts";
+    case Reason::kSparseCountRange:
+      return "count of head " + n(0) + " must be 0..K_sparse_max";
+    case Reason::kSparseIndexRange:
+      return "sparse index " + n(0) + " out of range [0, " + n(1) + ")";
+    case Reason::kBlockSize:
+      return "block size must be >= 1";
+    case Reason::kKTop:
+      return "K_top must be >= 1";
+    case Reason::kUnknownSelector:
+      return "unknown selector";
+    case Reason::kNotSparseAuto:
+      return "not a sparse auto request";
+  }
+  return std::string(st.message());
+}
+
+// quant::Reason -> what it says (no code word).
+std::string QuantText(const Status& st, quant::Reason r) {
+  switch (r) {
+    case quant::Reason::kNone:
+      break;
+    case quant::Reason::kNonFinite:
+      return "non-finite value in row " + std::to_string(st.field(0));
+  }
+  return std::string(st.message());
+}
+
+// The code word of a reasoned status whose text has none of its own.
+std::string_view CodeWord(const Status& st) {
+  return st.code() == Code::kOutOfBudget ? "OOM" : "ERR";
+}
+
+}  // namespace
+
+std::string StatusToError(const Status& st) {
+  if (auto r = st.reason<store::Reason>(); r != store::Reason::kNone) return StoreError(st, r);
+  if (auto r = st.reason<attend::Reason>(); r != attend::Reason::kNone)
+    return Line(CodeWord(st), AttendText(st, r));
+  if (auto r = st.reason<quant::Reason>(); r != quant::Reason::kNone)
+    return Line(CodeWord(st), QuantText(st, r));
+  return net::StatusToError(st);
+}
+
+std::string ReasonText(const Status& st) {
+  if (auto r = st.reason<attend::Reason>(); r != attend::Reason::kNone) return AttendText(st, r);
+  if (auto r = st.reason<quant::Reason>(); r != quant::Reason::kNone) return QuantText(st, r);
+  if (st.reason<store::Reason>() != store::Reason::kNone) {
+    std::string line = StatusToError(st);  // the store's texts are whole lines
+    const size_t sp = line.find(' ');
+    return sp == std::string::npos ? line : line.substr(sp + 1);
+  }
+  return std::string(st.message());
+}
+
+std::string AttendStoreError(const Status& st) {
+  if (st.code() == Code::kOutOfBudget) return "OOM ATTEND.PREFIX.STORE: " + ReasonText(st);
+  return AttendStoreError(ReasonText(st));
 }
 
 std::string ChainRowError(std::string_view format, uint32_t multiple, uint32_t max_row) {
@@ -108,26 +323,19 @@ std::string ChainValueLengthError(size_t index, size_t row_bytes) {
          " is not a whole number of rows (ROW x DTYPE = " + std::to_string(row_bytes) + " bytes)";
 }
 
-std::string ChainNonFiniteError(size_t index, std::string_view codec_message) {
+std::string ChainNonFiniteError(size_t index, const Status& st) {
   std::string s = "ERR value " + std::to_string(index) + ": ";
-  s += codec_message;
+  s += ReasonText(st);
   s += " (only FORMAT fp16 stores inf and NaN)";
   return s;
 }
 
-std::string ChainTooLongError(std::string_view max_chain) {
-  std::string s = "ERR PARENT chain too long (at most ";
-  s.append(max_chain);
-  s += " namespaces: max-chain-length)";
-  return s;
+std::string ChainTooLongError(int64_t max_chain) {
+  return "ERR PARENT chain too long (at most " + std::to_string(max_chain) +
+         " namespaces: max-chain-length)";
 }
 std::string FetchFormatError(std::string_view fmt) {
   return Quoted("ERR V.FETCH: unknown FMT ", fmt, " (want NATIVE|F32|F16)");
-}
-std::string StoreBatchError(std::string_view why) {
-  std::string s = "ERR V.STOREBATCH: ";
-  s.append(why);
-  return s;
 }
 
 std::string CrossSlotNamespaceError(std::string_view ns) {
@@ -144,11 +352,6 @@ std::string AttendStoreError(std::string_view why) {
   std::string s = "ERR ATTEND.PREFIX.STORE failed (";
   s.append(why);
   s += ')';
-  return s;
-}
-std::string AttendStoreOomError(std::string_view why) {
-  std::string s = "OOM ATTEND.PREFIX.STORE: ";
-  s.append(why);
   return s;
 }
 

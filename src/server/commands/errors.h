@@ -1,8 +1,9 @@
 // Every client-facing error text of the server, and the one table that maps a
-// Status to a RESP error line. A message that does not start with a code word
-// gets "ERR " (as Redis does). Code words: ERR, NOPROTO, NOAUTH, WRONGPASS, OOM,
-// LOADING, COLDMISS; in the Redis module also CROSSSLOT, TRYAGAIN, WRONGTYPE
-// (docs/protocol.md).
+// Status (code, reason, fields: "Reasons" below) to a RESP error line. A text
+// that does not start with a code word gets "ERR " (as Redis does). Code words:
+// ERR, NOPROTO, NOAUTH, WRONGPASS, OOM, LOADING, COLDMISS, and pion's own
+// NOSESSION, NOKVCACHE, NOPERSIST; in the Redis module also CROSSSLOT, TRYAGAIN,
+// WRONGTYPE (docs/protocol.md "Error code words"). Clients branch on the word.
 #pragma once
 
 #include <span>
@@ -16,13 +17,13 @@ namespace pion::server {
 
 struct ConfigSetError;
 
-inline constexpr std::string_view kErrNotEnabled = "ERR V-store not enabled (use --kvcache)";
+inline constexpr std::string_view kErrNotEnabled = "NOKVCACHE V-store not enabled (use --kvcache)";
 inline constexpr std::string_view kErrNotInteger = "ERR value is not an integer or out of range";
-inline constexpr std::string_view kErrSessionNotFound = "ERR session not found";
+inline constexpr std::string_view kErrSessionNotFound = "NOSESSION session not found";
 inline constexpr std::string_view kErrLoading = "LOADING pion is loading the dataset in memory";
 inline constexpr std::string_view kErrNoAuth = "NOAUTH Authentication required.";
 inline constexpr std::string_view kErrNoProto = "NOPROTO unsupported protocol version";
-inline constexpr std::string_view kErrNoPersistence = "ERR persistence is not enabled";
+inline constexpr std::string_view kErrNoPersistence = "NOPERSIST persistence is not enabled";
 // The code word a message without its own gets, with its space (to test for, or strip).
 inline constexpr std::string_view kErrCodeWord = "ERR ";
 // A connection refused at accept (maxclients), as Redis words it.
@@ -154,8 +155,9 @@ inline constexpr std::string_view kErrChainFormatAlone = "ERR DTYPE and ROW requ
 std::string ChainRowError(std::string_view format, uint32_t multiple, uint32_t max_row);
 // A value whose length is not whole rows (key index from 0 in the chain).
 std::string ChainValueLengthError(size_t index, size_t row_bytes);
-// Non-finite input refused by a quantized format (key index, row within it).
-std::string ChainNonFiniteError(size_t index, std::string_view codec_message);
+// Non-finite input refused by a quantized format (key index; `st` the codec's
+// quant::Reason::kNonFinite, which names the row within the value).
+std::string ChainNonFiniteError(size_t index, const Status& st);
 inline constexpr std::string_view kErrPinInModule =
     "ERR PIN is not supported in the module (pion-server only)";
 // ACL (Redis 7.0's texts). A key denial never names the key.
@@ -323,20 +325,19 @@ std::string UnknownVquantError(std::string_view name);  // KV.PREFIX.REGISTER: u
 std::string VquantDimError(std::string_view format);    // vquant x needs kv_dim % 32 == 0
 std::string RegisterOptionError(std::string_view opt);  // KV.PREFIX.REGISTER unknown option
 std::string FetchFormatError(std::string_view fmt);     // V.FETCH: unknown FMT 'x'
-std::string StoreBatchError(std::string_view why);      // V.STOREBATCH: <store's reason>
 // CROSSSLOT (Redis module in a cluster): a namespace and its session ids must hash to one
 // slot; the text names the namespace and tells to wrap it in a hash tag.
 std::string CrossSlotNamespaceError(std::string_view ns);
 // REGISTER ... PARENT refused: the parent's kv_dim differs; the namespace exists
 // with another parent (`existing`, empty = none); the chain would be too long.
-std::string ParentDimError(std::string_view parent_dim);
+std::string ParentDimError(int64_t parent_dim);
 std::string ParentMismatchError(std::string_view existing);
-std::string ChainTooLongError(std::string_view max_chain);
+std::string ChainTooLongError(int64_t max_chain);
+// "namespace already registered with kv_dim <d> vquant <format>".
+std::string RegisteredOtherError(int64_t kv_dim, std::string_view format);
 // ERR ATTEND.PREFIX.STORE failed (<why>); `why` names the bad value (an unsupported D,
-// a non-finite element, no memory).
+// a non-finite element, no memory). The slot's refusals: AttendStoreError(Status) below.
 std::string AttendStoreError(std::string_view why);
-// OOM ATTEND.PREFIX.STORE: <why> (the slot is larger than attend-maxmemory).
-std::string AttendStoreOomError(std::string_view why);
 // CONFIG SET refused: unknown option, or "CONFIG SET failed (... 'name') - why".
 std::string ConfigSetErrorText(const ConfigSetError& e);
 // CONFIG SET maxclients above what RLIMIT_NOFILE allows.
@@ -428,8 +429,29 @@ std::string FrameBodyError(std::string_view cmd, std::string_view what);
 using net::kErrClientMemory;
 using net::kErrNoMemory;
 using net::kErrOom;
-// The Status -> error line table of src/net/resp_errors.h, plus the command
-// layer's texts for the ErrorIds that name one (kBlockQuantized).
+// ---------------------------------------------------------------- Reasons
+// The reply of a failed store, attend or quant call: (code, reason, fields) ->
+// text, the only place where their failures are worded (their Status messages
+// are for logs). A Status without a reason falls back to src/net/resp_errors.h's
+// table (code word + message); every reason has a row below, as -Wswitch checks.
 std::string StatusToError(const Status& st);
+// What the reason says, without code word or command frame ("non-finite value in
+// row 3", "slot of 9 bytes exceeds attend-maxmemory (8)"); the message when the
+// status has no reason.
+std::string ReasonText(const Status& st);
+// ATTEND.PREFIX.STORE refused by the slot (attend::Reason): "OOM ATTEND.PREFIX.STORE:
+// <why>" for OutOfBudget, else "ERR ATTEND.PREFIX.STORE failed (<why>)".
+std::string AttendStoreError(const Status& st);
+// The store's texts without a constant elsewhere in this file.
+inline constexpr std::string_view kErrStoreTokenRange =
+    "ERR start + count out of range (at most 16777216 tokens)";
+inline constexpr std::string_view kErrStoreRangeOrder = "ERR invalid RANGE: end must exceed start";
+inline constexpr std::string_view kErrStoreBatchOrder = "ERR invalid range: end must exceed start";
+inline constexpr std::string_view kErrKeyTooLong = "ERR key too long";
+inline constexpr std::string_view kErrEditRange = "ERR edit out of range";
+inline constexpr std::string_view kErrValueNoMemory = "OOM out of memory";
+inline constexpr std::string_view kErrTierStopped = "ERR tier stopped";
+inline constexpr std::string_view kErrTierStoppedBusy = "ERR disk tier stopped";
+inline constexpr std::string_view kErrNamespaceAbsent = "ERR namespace not present";
 
 }  // namespace pion::server

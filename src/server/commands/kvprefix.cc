@@ -64,21 +64,8 @@ void KvRegister(CommandContext& ctx) {
                 ctx.server->store()->TypeOf(ra.ns) == store::KeyType::kNone;
   Status st = ctx.server->store()->Register(ra, &lsn);
   ctx.wait_lsn = lsn;
-  if (!st.ok()) {
-    // The store's lineage refusals carry an id; the texts are ours (errors.h).
-    switch (st.id()) {
-      case ErrorId::kParentNotFound:
-        return ctx.reply->Error(kErrParentNotFound);
-      case ErrorId::kParentDim:
-        return ctx.reply->Error(ParentDimError(st.message()));
-      case ErrorId::kParentMismatch:
-        return ctx.reply->Error(ParentMismatchError(st.message()));
-      case ErrorId::kChainTooLong:
-        return ctx.reply->Error(ChainTooLongError(st.message()));
-      default:
-        return ReplyStatus(ctx, st);
-    }
-  }
+  // The store's refusals (lineage ones included) carry a reason: errors.cc words them.
+  if (!st.ok()) return ReplyStatus(ctx, st);
   if (absent) ctx.server->NotifyKeyspaceEvent(kNotifyNew, "new", ra.ns);
   ctx.server->NotifyKeyspaceEvent(kNotifyModule, "kvprefix.register", ra.ns);
   ctx.reply->SimpleString("OK");
@@ -149,7 +136,7 @@ void KvDrop(CommandContext& ctx) {
   uint64_t lsn = 0;
   auto n = ctx.server->store()->Drop(names, &lsn, may_drop);
   ctx.wait_lsn = lsn;
-  if (!n.ok() && n.status().id() == ErrorId::kDropRefused) {
+  if (!n.ok() && n.status().reason<store::Reason>() == store::Reason::kDropRefused) {
     DenyKey(ctx, u, denied);
     return;
   }
@@ -244,6 +231,14 @@ void KvInfo(CommandContext& ctx) {
   ctx.reply->Bulk(out);
 }
 
+// A failed SAVE / COMMIT: NotSupported is persistence's "no WAL" (--appendonly
+// no), the same failure as no persistence at all, so it gets the same line.
+void ReplyPersistError(DeferredReply& done, Status st) {
+  if (st.code() == Code::kNotSupported)
+    return done.Complete([](ReplyBuilder& r) { r.Error(kErrNoPersistence); });
+  done.Error(std::move(st));
+}
+
 void KvSave(CommandContext& ctx) {
   // Snapshot to pion.vstore (or a relative path in --dir); see src/persist/persistence.h.
   // Runs on a background thread and the reply is completed from there: this
@@ -268,7 +263,7 @@ void KvSave(CommandContext& ctx) {
     if (st.ok())
       done->SimpleString("OK");
     else
-      done->Error(std::move(st));
+      ReplyPersistError(*done, std::move(st));
   });
   if (!queued) {
     server->EndSave();
@@ -296,7 +291,7 @@ void KvCommit(CommandContext& ctx) {
     if (st.ok())
       done->SimpleString("OK");
     else
-      done->Error(std::move(st));
+      ReplyPersistError(*done, std::move(st));
   });
   if (!queued) done->Complete([](ReplyBuilder& r) { r.Error(kErrShuttingDown); });
 }

@@ -299,15 +299,15 @@ TEST_F(KvPrefixCommands, InfoCountsNamespaces) {
 }
 
 TEST_F(KvPrefixCommands, SaveAndCommitNeedPersistence) {
-  EXPECT_EQ(Run({"KV.PREFIX.SAVE"}).error(), "ERR persistence is not enabled");
-  EXPECT_EQ(Run({"KV.PREFIX.COMMIT"}).error(), "ERR persistence is not enabled");
+  EXPECT_EQ(Run({"KV.PREFIX.SAVE"}).error(), "NOPERSIST persistence is not enabled");
+  EXPECT_EQ(Run({"KV.PREFIX.COMMIT"}).error(), "NOPERSIST persistence is not enabled");
 }
 
 class KvPrefixDisabled : public CommandTest {};
 
 TEST_F(KvPrefixDisabled, RefusedWithoutKvcache) {
   for (auto* name : {"KV.PREFIX.LOOKUP", "KV.PREFIX.DROP", "KV.PREFIX.BLOCKS"})
-    EXPECT_EQ(Run({name, "ns"}).error(), "ERR V-store not enabled (use --kvcache)") << name;
+    EXPECT_EQ(Run({name, "ns"}).error(), "NOKVCACHE V-store not enabled (use --kvcache)") << name;
 }
 
 }  // namespace

@@ -113,9 +113,9 @@ void ReplyFromTier(CommandContext& ctx, store::StrRef v) {
   server->store()->ReadTiered(key, v, [server, done, key, v](Result<store::StrRef> r) {
     if (!r.ok()) {
       done->Complete([server, key, v, st = r.status()](ReplyBuilder& rb) {
-        if (st.code() != Code::kCorruption) return rb.Error(st);  // kept: may read later
-        server->store()->DropDamagedTiered(key, v);               // damaged: never a wrong byte
-        KvEvents::FlushThread();  // completed outside the read batch
+        if (st.code() != Code::kCorruption) return rb.Error(StatusToError(st));  // kept
+        server->store()->DropDamagedTiered(key, v);  // damaged: never a wrong byte
+        KvEvents::FlushThread();                     // completed outside the read batch
         rb.Null();
       });
       return;
@@ -467,7 +467,7 @@ void Del(CommandContext& ctx) {
   }
   auto r = ctx.server->store()->KeysDelete(ctx.args.subspan(1), &lsn, may_drop);
   ctx.wait_lsn = lsn;
-  if (!r.ok() && r.status().id() == ErrorId::kDropRefused) {
+  if (!r.ok() && r.status().reason<store::Reason>() == store::Reason::kDropRefused) {
     ctx.server->acl().Log("key", denied, u != nullptr ? u->name : "",
                           ctx.server->ClientLine(ctx.client),
                           ctx.in_exec ? kAclLogMulti : kAclLogTopLevel);

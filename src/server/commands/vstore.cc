@@ -186,10 +186,7 @@ void VStoreBatch(CommandContext& ctx) {
   Status st =
       ctx.server->store()->StoreRows(ctx.args[1], sb.layer, sb.start, sb.count, sb.in, &lsn);
   ctx.wait_lsn = lsn;
-  if (!st.ok()) {
-    if (st.id() == ErrorId::kSizeMismatch) return ctx.reply->Error(StoreBatchError(st.message()));
-    return ReplyStatus(ctx, st);
-  }
+  if (!st.ok()) return ReplyStatus(ctx, st);
   ctx.reply->SimpleString("OK");
 }
 
@@ -230,11 +227,7 @@ void VFetch(CommandContext& ctx) {
     if (auto chk = st->TierCheckFor(sid)) return FetchAfterTierRead(ctx, std::move(*chk));
   if (fa.kind == FetchArgs::Kind::kBatch) {
     auto plans = st->FetchBatch(sid, fa.start, fa.end, fa.layers);
-    if (!plans.ok()) {
-      if (plans.status().id() == ErrorId::kNothingStored)
-        return ctx.reply->Error(kErrFetchBatchNoLayers);
-      return ReplyStatus(ctx, plans.status());
-    }
+    if (!plans.ok()) return ReplyStatus(ctx, plans.status());
     if (!CheckReply(ctx, *plans, fa.fmt)) return;
     ctx.reply->ArrayHeader(plans->size());
     uint64_t served = 0;

@@ -72,7 +72,7 @@ TEST_F(VStoreCommands, BatchForm) {
 
 TEST_F(VStoreCommands, RefusalsChangeNothing) {
   std::string one = F32(Rows(1, 32, 0.5f));
-  EXPECT_EQ(Run({"V.STOREBATCH", "nope_pk", "0", "0", "1", one}).error(), "ERR session not found");
+  EXPECT_EQ(Run({"V.STOREBATCH", "nope_pk", "0", "0", "1", one}).error(), "NOSESSION session not found");
   EXPECT_EQ(Run({"V.STOREBATCH", "s_pk", "256", "0", "1", one}).error(),
             "ERR layer out of range (0..255)");
   EXPECT_EQ(Run({"V.STOREBATCH", "s_pk", "0", "-1", "1", one}).error(),
@@ -90,7 +90,7 @@ TEST_F(VStoreCommands, RefusalsChangeNothing) {
             "ERR FMT NATIVE requires the RANGE or BATCH form");
   EXPECT_EQ(Run({"V.FETCH", "s_pk", "0", "RANGE", "0", "1", "FMT", "X"}).error(),
             "ERR V.FETCH: unknown FMT 'X' (want NATIVE|F32|F16)");
-  EXPECT_EQ(Run({"V.INFO", "zz_pv"}).error(), "ERR session not found");
+  EXPECT_EQ(Run({"V.INFO", "zz_pv"}).error(), "NOSESSION session not found");
 }
 
 TEST_F(VStoreCommands, InfoDescribesTheSession) {
