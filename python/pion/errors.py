@@ -219,8 +219,8 @@ def from_code(code: str, message: str) -> PionError:
     if code == "ERR":
         cls = next((c for p, c in _ERR_PATTERNS if p.match(message)), CommandError)
         return cls(message)
-    cls = _BY_CODE.get(code)
-    return cls(message) if cls is not None else CommandError(message, code=code)
+    by_code = _BY_CODE.get(code)
+    return by_code(message) if by_code is not None else CommandError(message, code=code)
 
 
 def translate(exc: BaseException) -> PionError:
