@@ -428,6 +428,14 @@ Status TierFile::Write(Extent& x, const Filler& fill) {
   thread_local OwnedBuffer stage;
   if (stage.empty()) stage = AlignedBuffer(kStage);
   if (stage.empty()) return Status::OutOfBudget("tier staging buffer");
+  // The extent's blocks first (a short metadata step), so that the data write
+  // is an overwrite inside the file: a direct write that extends the file or
+  // fills a hole takes the inode's lock exclusively for the whole transfer
+  // (ext4, xfs), so the I/O threads' writes, appended at the file's end, went
+  // to the device one at a time. Where fallocate is not supported the write
+  // goes ahead as before.
+  if (direct_)
+    (void)::fallocate(fd_, 0, static_cast<off_t>(x.offset), static_cast<off_t>(x.length));
   const uint64_t stage_bytes = std::min<uint64_t>(x.length, kStage);
   uint8_t* s = static_cast<uint8_t*>(stage.data());
   const uint64_t v = x.value_len;
