@@ -268,9 +268,10 @@ bool OutputQueue::FillSlotFrom(uint64_t id, OutputQueue& src) {
       t.kind = s.kind;
       t.len = s.len;
       if (s.kind == Kind::kOwned) {
+        const size_t in = static_cast<size_t>(s.ptr - s.owned.data());
         t.owned = std::move(s.owned);  // src's Release then frees nothing
         src.owned_bytes_ -= t.owned.capacity();
-        t.ptr = t.owned.data();
+        t.ptr = t.owned.data() + in;
       } else {
         t.ptr = s.ptr;
         t.pin = std::move(s.pin);
