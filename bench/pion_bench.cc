@@ -75,6 +75,8 @@ struct Options {
   uint32_t probes = 1562;          // membership: K probed
   bool no_setup = false;
   bool full_verify = false;
+  uint64_t keys = 0;   // get: a random key of key:000000000000..key:<keys-1> (12 digits)
+  bool fresh = false;  // storebatch: every request registers a new namespace and stores into it
 };
 
 void Usage() {
@@ -85,7 +87,8 @@ void Usage() {
                "  [--requests N per client] [--warmup BATCHES] [--ns NAME] [--kv-dim D]\n"
                "  [--vquant fp16|int8|fp8|mlx4g32|turbo4|turbo3|turbo2] [--in-fmt F16|F32]\n"
                "  [--out-fmt NATIVE|F32|F16] [--hashes N] [--probes K] [--no-setup]\n"
-               "  [--full-verify]\n");
+               "  [--full-verify] [--keys N (get: random keys key:%%012d below N, no setup)]\n"
+               "  [--fresh (storebatch: each request REGISTERs a new namespace, then stores)]\n");
 }
 
 uint64_t ParseSize(const char* s) {
@@ -149,6 +152,10 @@ Options ParseArgs(int argc, char** argv) {
       o.no_setup = true;
     else if (a == "--full-verify")
       o.full_verify = true;
+    else if (a == "--keys")
+      o.keys = ParseSize(val());
+    else if (a == "--fresh")
+      o.fresh = true;
     else if (a == "-h" || a == "--help") {
       Usage();
       std::exit(0);
@@ -165,6 +172,9 @@ Options ParseArgs(int argc, char** argv) {
   if (o.in_fmt != "F16" && o.in_fmt != "F32") Fatal("--in-fmt must be F16 or F32");
   if (o.out_fmt != "NATIVE" && o.out_fmt != "F16" && o.out_fmt != "F32")
     Fatal("--out-fmt must be NATIVE, F16 or F32");
+  if (o.keys > 0 && o.workload != "get") Fatal("--keys is for --workload get");
+  if (o.fresh && o.workload != "storebatch") Fatal("--fresh is for --workload storebatch");
+  if (o.keys > 0) o.no_setup = true;  // the keys are there already
   return o;
 }
 
@@ -643,7 +653,7 @@ Work MakeWork(const Shared& s, int client) {
     k.cmd = Cmd({"GET", ns});
     k.expect = Expect::kBulk;
     k.bulk_len = o.payload;
-    k.want = &s.payloads[client];
+    k.want = o.keys > 0 ? nullptr : &s.payloads[client];  // --keys: values set by others
     k.payload = o.payload;
   } else if (w == "storebatch") {
     k.cmd = Cmd({"V.STOREBATCH", ns + "_pk", "0", "0", std::to_string(RowsFor(o))});
@@ -688,6 +698,7 @@ struct ClientResult {
   std::vector<float> lat_us;
   double write_us = 0;  // summed over timed batches: start of the write to its end
   uint64_t ops = 0;
+  uint64_t retries = 0;  // --fresh: stores sent again (their namespace was evicted first)
   Clock::time_point end;
 };
 
@@ -710,19 +721,89 @@ void RunClient(const Shared& s, int client, Control* ctl, ClientResult* res) {
   std::vector<iovec> iov;
   Bytes body;
   body.reserve(work.bulk_len + 2);
+  // --keys / --fresh: every request is built anew (a random key; a new namespace).
+  const bool per_request = o.keys > 0 || o.fresh;
+  const int replies_per_request = o.fresh ? 2 : 1;
+  std::vector<Command> cmds;
+  cmds.reserve(2 * static_cast<size_t>(o.pipeline));  // never reallocated: iovecs point in
+  uint64_t rng = 0x9e37ull * static_cast<uint64_t>(client + 1);
+  uint64_t seq = 0;
+  std::vector<std::string> batch_ns;  // --fresh: each request's namespace
+  // --fresh: REGISTER of `ns` and the store into it, appended to cmds and iov.
+  auto add_fresh = [&](const std::string& ns) {
+    cmds.push_back(Cmd({"KV.PREFIX.REGISTER", ns, std::to_string(o.kv_dim), o.vquant}));
+    cmds.back().AppendIov(&iov);
+    Command st = Cmd({"V.STOREBATCH", ns + "_pk", "0", "0", std::to_string(RowsFor(o))});
+    st.Blob(s.payloads[client].data(), s.payloads[client].size());
+    st.Arg("FMT");
+    st.Arg(o.in_fmt);
+    cmds.push_back(std::move(st));
+    cmds.back().AppendIov(&iov);
+  };
+  auto build = [&]() {
+    cmds.clear();
+    iov.clear();
+    batch_ns.clear();
+    for (int i = 0; i < o.pipeline; ++i) {
+      if (o.keys > 0) {
+        char key[32];
+        std::snprintf(key, sizeof key, "key:%012llu",
+                      static_cast<unsigned long long>(SplitMix64(&rng) % o.keys));
+        cmds.push_back(Cmd({"GET", key}));
+        cmds.back().AppendIov(&iov);
+      } else {
+        batch_ns.push_back(ClientNs(o, client) + "_f" + std::to_string(seq++));
+        add_fresh(batch_ns.back());
+      }
+    }
+  };
+  // A new namespace may be evicted (it is empty) by another client's store
+  // between its REGISTER and its own store: "session not found". The request
+  // is then sent again (counted in `retries`), so every request stores its MiB.
+  auto is_lost = [](const Reply& r) {
+    return r.type == '-' && r.line.find("session not found") != std::string::npos;
+  };
+  std::vector<std::string> lost;
+  auto resend_lost = [&]() {
+    for (const std::string& ns : lost) {
+      for (int tries = 0;; ++tries) {
+        if (tries == 16) Fatal("V.STOREBATCH into %s: session not found 16 times", ns.c_str());
+        cmds.clear();
+        iov.clear();
+        add_fresh(ns);
+        c.WriteAll(iov);
+        ++res->retries;
+        Reply reg = ReadReply(c, &body);
+        CheckReply(reg, body, work, false);
+        Reply st = ReadReply(c, &body);
+        if (is_lost(st)) continue;
+        CheckReply(st, body, work, false);
+        break;
+      }
+    }
+    lost.clear();
+  };
   auto batch = [&](bool timed) {
-    iov = batch_tpl;
+    if (per_request)
+      build();
+    else
+      iov = batch_tpl;
     Clock::time_point t0 = Clock::now();
     c.WriteAll(iov);
     if (timed)
       res->write_us += std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    for (int i = 0; i < o.pipeline; ++i) {
+    for (int i = 0; i < o.pipeline * replies_per_request; ++i) {
       Reply r = ReadReply(c, &body);
-      CheckReply(r, body, work, o.full_verify);
-      if (timed) {
+      if (o.fresh && i % 2 == 1 && is_lost(r)) {
+        lost.push_back(batch_ns[static_cast<size_t>(i / 2)]);
+        continue;
+      }
+      CheckReply(r, body, work, o.full_verify && o.keys == 0);
+      if (timed && (i + 1) % replies_per_request == 0) {
         res->lat_us.push_back(std::chrono::duration<float, std::micro>(Clock::now() - t0).count());
       }
     }
+    if (!lost.empty()) resend_lost();
   };
   for (int i = 0; i < o.warmup; ++i) batch(false);
   ctl->ready.fetch_add(1);
@@ -813,11 +894,12 @@ int Main(int argc, char** argv) {
   const long faults = ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt;
   double write_us = 0;
 
-  uint64_t ops = 0;
+  uint64_t ops = 0, retries = 0;
   Clock::time_point end = ctl.start;
   std::vector<float> lat;
   for (ClientResult& r : results) {
     ops += r.ops;
+    retries += r.retries;
     write_us += r.write_us;
     end = std::max(end, r.end);
     lat.insert(lat.end(), r.lat_us.begin(), r.lat_us.end());
@@ -834,13 +916,15 @@ int Main(int argc, char** argv) {
       "\"hashes\":%u,\"ops\":%" PRIu64
       ",\"seconds\":%.6f,\"ops_per_s\":%.3f,\"bytes_per_s\":%.1f,\"mean_us\":%.3f,"
       "\"p50_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f,"
-      "\"write_mean_us\":%.3f,\"client_cpu_s\":%.4f,\"client_faults\":%ld,\"errors\":0}\n",
+      "\"write_mean_us\":%.3f,\"client_cpu_s\":%.4f,\"client_faults\":%ld,\"retries\":%" PRIu64
+      ",\"errors\":0}\n",
       o.workload.c_str(), o.clients, o.pipeline, w.payload, o.kv_dim, o.vquant.c_str(),
       o.in_fmt.c_str(), o.out_fmt.c_str(), o.probes, o.hashes, ops, secs,
       secs > 0 ? ops / secs : 0.0, secs > 0 ? static_cast<double>(w.payload) * ops / secs : 0.0,
       mean, Percentile(lat, 0.5), Percentile(lat, 0.99), Percentile(lat, 0.999),
       lat.empty() ? 0.0 : lat.back(),
-      lat.empty() ? 0.0 : write_us / static_cast<double>(lat.size()) * o.pipeline, cpu_s, faults);
+      lat.empty() ? 0.0 : write_us / static_cast<double>(lat.size()) * o.pipeline, cpu_s, faults,
+      retries);
   return 0;
 }
 

@@ -73,6 +73,9 @@ def main():
                     help='persist suite: only the restart row')
     ap.add_argument('--persist-skip-restart', action='store_true',
                     help='persist suite: only the WAL rows')
+    ap.add_argument('--tier-rows', default='cold,random,evict,ttft',
+                    help='tier suite: the rows to run, a comma-separated subset of '
+                         'cold,random,evict,ttft (default all)')
     ap.add_argument('--wait-idle', type=float,
                     help='seconds to wait for an idle machine before each suite '
                          '(default 30; smoke 0)')

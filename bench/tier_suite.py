@@ -14,20 +14,29 @@ Each repetition measures pion and its anchor one after the other.
    one per GET, tier_promotions stay 0), each after dropping the page cache (as root;
    else noted), and dd reads its file twice the same way. The client reads the reply
    into a preallocated buffer (pion.integrations._conn get_into). Target >= 80 %.
-2. 64 KiB random reads of tiered values, 8 clients: redis-benchmark -t get -r N -c 8
-   over N keys of 64 KiB (tier-min-value 64kb, --maxmemory 4mb), RAM then filled with
-   32 KiB values as in 1 so that no read promotes (INFO tier_promotions must stay 0),
-   vs `fio --rw=randread --bs=64k --direct=1 --iodepth=8 --ioengine=libaio` over a file
-   of the same N x 64 KiB. One row with the default tier-io-threads (2) and one with 8,
-   as many reads in flight as fio keeps.
-   Target >= 70 %.
-3. Evictions written to the tier vs dropped: redis-benchmark -t set -d 1048576 -c 8
-   (random keys) against --maxmemory 64mb with --appendonly yes (so the automatic
-   snapshots the load triggers are in it; a snapshot copies tiered values), once with
-   the tier on (every value pushed out is written to it) and once without (pushed out
-   = evicted). String values only (namespaces tier too, not measured here). The tier's writes are
-   queued (tier-write-queue, 256 MiB): the row is redis-benchmark's rate; what was
-   still queued at its end and the time to drain it are in the details. Target >= 0.8x.
+2. 64 KiB random reads of tiered values, 8 clients: pion-bench --workload get --keys N
+   (each request a random key of N keys of 64 KiB, key:<12 digits> as redis-benchmark -r
+   names them; tier-min-value 64kb, --maxmemory 4mb), RAM then filled with 32 KiB values
+   as in 1 so that no read promotes (INFO tier_promotions must stay 0), vs `fio
+   --rw=randread --bs=64k --direct=1 --iodepth=8 --ioengine=libaio` over a file of the
+   same N x 64 KiB. One row per read path: the worker's own io_uring (the default,
+   tier-ring-depth 32: as many reads in flight as clients ask for), and the tier I/O
+   threads with one blocking pread each (tier-ring-depth 0, tier-io-threads 8). The
+   ceiling column is the same GETs of the same keys from RAM (a server without a
+   budget): what the load generator and loopback allow. Target >= 70 % of fio.
+3. Evictions written to the tier vs dropped, 8 clients, --maxmemory 64mb --appendonly
+   yes (so the automatic snapshots the load triggers are in it; a snapshot copies
+   tiered values), once with the tier on (every entry pushed out is written to it) and
+   once without (pushed out = evicted): V.STOREBATCH of 1 MiB (512 fp16 rows of kv_dim
+   1024) into a new namespace per request (pion-bench --workload storebatch --fresh:
+   KV.PREFIX.REGISTER then V.STOREBATCH), and SET of 1 MiB values to random keys
+   (redis-benchmark -t set -d 1048576 -r 1000000000); 128 requests per client (1 GiB).
+   The tier's writes are queued (tier-write-queue, 256 MiB): the row is the load's
+   rate; what was still queued at its end and the time to drain it are in the details.
+   With the tier on every request's 1 MiB is written twice (the WAL, fsynced every
+   second, and the tier's extent), so the ceiling column is the disk's direct write
+   bandwidth (fio 1 MiB sequential, iodepth 8, same file system, each repetition)
+   divided by 2 MiB. Target >= 0.8x.
 4. Time to first token from the disk tier vs cold prefill, with the reference model
    (python/pion/reference_model.py, random weights, CPU): a 2,048-token prefix's K/V
    stored as fp16 blocks of 256 tokens (1 MiB strings) with KV.BLOCK.CHAIN, then 32 KiB
@@ -233,111 +242,200 @@ def _fio_randread(ctx, path, nbytes, seconds):
     return json.loads(out[out.index('{'):])['jobs'][0]['read']['bw_bytes']
 
 
+def _load_keys(m, c, nkeys, v):
+    for i in range(0, nkeys, 64):
+        r = c.run_pipelined([('SET', 'key:%012d' % j, v) for j in range(i, min(nkeys, i + 64))])
+        if any(x != b'OK' for x in r):
+            raise m.BenchError('SET: %r' % [x for x in r if x != b'OK'][:2])
+
+
+def _random_gets(ctx, m, srv, nkeys, size, seconds):
+    """8 clients GETting random keys key:<12 digits> below nkeys (pion-bench --keys:
+    the reply's length checked), bytes/s."""
+    x = m.pion_bench(ctx, srv, 'get', clients=8, payload=size, duration=seconds, keys=nkeys,
+                     warmup=1)
+    return x['bytes_per_s'], x
+
+
+# Each read path as its own row: the worker's io_uring (the default), and the
+# tier I/O threads doing one blocking pread each (tier-ring-depth 0).
+_READ_PATHS = (
+    ("worker's io_uring, tier-ring-depth 32", []),
+    ('tier-ring-depth 0: 8 tier I/O threads, one pread each',
+     ['--tier-ring-depth', '0', '--tier-io-threads', '8']),
+)
+
+
 def _rows_random_reads(ctx, m):
     size = 64 * KIB
     nkeys = 512 if ctx.smoke else 4096
-    nreq = 2000 if ctx.smoke else 20000
-    fio_s = 1 if ctx.smoke else 4
+    seconds = 0.5 if ctx.smoke else 3
+    fio_s = 1 if ctx.smoke else 3
     maxmemory = 4 * MIB
     rows = []
-    for io_threads in (2, 8):
-        row = m.Row('tier', 'GET 64 KiB random tiered values ×8 clients (tier-io-threads %d)'
-                    % io_threads, 'B/s', 'fio randread 64k direct iodepth 8 libaio',
-                    '≥ 70% of fio')
-        d = tempfile.mkdtemp(dir=ctx.tmp)
-        srv, sd = _start(ctx, m, 'rand', _tier_args(d, str(maxmemory), '2gb', [
-            '--tier-min-value', '64kb', '--tier-io-threads', str(io_threads)]))
-        try:
-            c = _connect(srv.port)
-            v = os.urandom(size)
-            for i in range(0, nkeys, 64):
-                r = c.run_pipelined([('SET', 'key:%012d' % j, v)
-                                     for j in range(i, min(nkeys, i + 64))])
-                if any(x != b'OK' for x in r):
-                    raise m.BenchError('SET: %r' % [x for x in r if x != b'OK'][:2])
-            _fill_ram(m, c, maxmemory)
-            _settle(m, srv)
-            info0 = _info(m, srv.port)
-            if info0['tier_entries'] < nkeys * 0.99:
-                raise m.BenchError('only %d of %d keys in the tier' % (info0['tier_entries'],
-                                                                       nkeys))
-            fiofile = os.path.join(d, 'fio-randread.bin')
-            _write_file(fiofile, nkeys * size)
-            pion_bps, fio_bps = [], []
-            for _ in range(ctx.reps):
-                _drop_caches(ctx)
-                x = m.redis_benchmark(ctx, srv, nreq, 1, 8, ['-t', 'get', '-r', str(nkeys)])
-                pion_bps.append(x['ops_per_s'] * size)
-                _drop_caches(ctx)
-                fio_bps.append(_fio_randread(ctx, fiofile, nkeys * size, fio_s))
-            info1 = _info(m, srv.port)
-            if info1['tier_promotions'] != info0['tier_promotions']:
-                raise m.BenchError('reads promoted %d values (the row is of reads from disk)'
-                                   % (info1['tier_promotions'] - info0['tier_promotions']))
-            row.pion, row.peer = pion_bps, fio_bps
-            row.extra = {'tier_reads': info1['tier_reads'] - info0['tier_reads'],
-                         'requests': nreq * ctx.reps, 'keys': nkeys, 'maxmemory': maxmemory,
-                         'tier_read_latency_p50_us': info1.get('tier_read_latency_p50_us'),
-                         'tier_read_latency_p99_us': info1.get('tier_read_latency_p99_us')}
-            if row.extra['tier_reads'] < 0.95 * nreq * ctx.reps:
-                raise m.BenchError('only %d of %d GETs read the tier' % (
-                    row.extra['tier_reads'], nreq * ctx.reps))
-            med = m.mmm(row.ratios())[1]
-            row.met = med >= 0.7
-            row.met_note = '%.0f%%' % (100 * med)
-        except (m.BenchError, RuntimeError) as e:
-            row.error = str(e)
-        finally:
-            _stop(m, srv, sd)
-            shutil.rmtree(d, ignore_errors=True)
-        rows.append(row)
+    v = os.urandom(size)
+    # The ceiling: the same GETs of the same keys from RAM (no maxmemory, no tier),
+    # what this load generator and loopback allow on this machine.
+    ram, ram_d = _start(ctx, m, 'rand-ram', ['--appendonly', 'no'])
+    try:
+        _load_keys(m, _connect(ram.port), nkeys, v)
+        for name, args in _READ_PATHS:
+            row = m.Row('tier', 'GET 64 KiB random tiered values ×8 clients (%s)' % name, 'B/s',
+                        'fio randread 64k direct iodepth 8 libaio', '≥ 70% of fio')
+            row.ceiling_name = 'the same GETs from RAM'
+            d = tempfile.mkdtemp(dir=ctx.tmp)
+            srv, sd = _start(ctx, m, 'rand', _tier_args(d, str(maxmemory), '2gb', [
+                '--tier-min-value', '64kb'] + args))
+            try:
+                c = _connect(srv.port)
+                _load_keys(m, c, nkeys, v)
+                _fill_ram(m, c, maxmemory)
+                _settle(m, srv)
+                info0 = _info(m, srv.port)
+                if info0['tier_entries'] < nkeys * 0.99:
+                    raise m.BenchError('only %d of %d keys in the tier' % (
+                        info0['tier_entries'], nkeys))
+                fiofile = os.path.join(d, 'fio-randread.bin')
+                _write_file(fiofile, nkeys * size)
+                pion_bps, fio_bps, ram_bps, p50 = [], [], [], []
+                gets = 0
+                for _ in range(ctx.reps):
+                    _drop_caches(ctx)
+                    bps, x = _random_gets(ctx, m, srv, nkeys, size, seconds)
+                    pion_bps.append(bps)
+                    p50.append(x['p50_us'])
+                    gets += x['ops'] + 8  # and one warm-up GET per client
+                    _drop_caches(ctx)
+                    fio_bps.append(_fio_randread(ctx, fiofile, nkeys * size, fio_s))
+                    ram_bps.append(_random_gets(ctx, m, ram, nkeys, size, seconds)[0])
+                info1 = _info(m, srv.port)
+                if info1['tier_promotions'] != info0['tier_promotions']:
+                    raise m.BenchError('reads promoted %d values (the row is of reads from disk)'
+                                       % (info1['tier_promotions'] - info0['tier_promotions']))
+                row.pion, row.peer, row.ceiling = pion_bps, fio_bps, ram_bps
+                row.extra = {'tier_reads': info1['tier_reads'] - info0['tier_reads'],
+                             'tier_ring_reads': info1.get('tier_ring_reads', 0) -
+                             info0.get('tier_ring_reads', 0),
+                             'gets': gets, 'keys': nkeys, 'maxmemory': maxmemory,
+                             'client_p50_us': p50,
+                             'tier_read_latency_p50_us': info1.get('tier_read_latency_p50_us'),
+                             'tier_read_latency_p99_us': info1.get('tier_read_latency_p99_us'),
+                             'fio_pct_of_ram_gets': [100.0 * f / r_ for f, r_ in
+                                                     zip(fio_bps, ram_bps) if r_]}
+                if row.extra['tier_reads'] < 0.95 * gets:
+                    raise m.BenchError('only %d of %d GETs read the tier' % (
+                        row.extra['tier_reads'], gets))
+                med = m.mmm(row.ratios())[1]
+                row.met = med >= 0.7
+                row.met_note = '%.0f%%' % (100 * med)
+            except (m.BenchError, RuntimeError) as e:
+                row.error = str(e)
+            finally:
+                _stop(m, srv, sd)
+                shutil.rmtree(d, ignore_errors=True)
+            rows.append(row)
+    finally:
+        _stop(m, ram, ram_d)
     return rows
 
 
 # ---------------------------------------------------------------- 3. evictions to the tier
 
-def _row_evictions(ctx, m):
-    size = MIB
-    nreq = 128 if ctx.smoke else 1024
-    row = m.Row('tier', 'SET 1 MiB ×8 clients under maxmemory 64mb, appendonly yes: '
-                'evictions to the tier (string values)', 'ops/s',
-                'the same load, tier off (evictions dropped)', '≥ 0.8×')
-    on, off, extra = [], [], {'tier_writes': [], 'tier_backlog_at_end_mb': [],
-                              'tier_drain_s': [], 'rdb_saves_tier': [],
-                              'rdb_saves_no_tier': [], 'evicted_keys_no_tier': []}
-    for _ in range(ctx.reps):
-        for tier in (True, False):
-            d = tempfile.mkdtemp(dir=ctx.tmp)
-            args = ['--maxmemory', '64mb', '--appendonly', 'yes']
-            if tier:
-                args += ['--tier-dir', os.path.join(d, 'tier'), '--tier-maxbytes', '8gb']
-            srv, sd = _start(ctx, m, 'evict-%s' % ('tier' if tier else 'drop'), args)
-            try:
-                x = m.redis_benchmark(ctx, srv, nreq, 1, 8, [
-                    '-t', 'set', '-d', str(size), '-r', '1000000000'])
-                pers = _info(m, srv.port, 'persistence')
-                if tier:
-                    on.append(x['ops_per_s'])
-                    extra['tier_backlog_at_end_mb'].append(
-                        _info(m, srv.port)['tier_write_backlog_bytes'] / MIB)
-                    t0 = time.time()
-                    _settle(m, srv, timeout=300)
-                    extra['tier_drain_s'].append(time.time() - t0)
-                    extra['tier_writes'].append(_info(m, srv.port)['tier_writes'])
-                    extra['rdb_saves_tier'].append(pers.get('rdb_saves'))
-                else:
-                    off.append(x['ops_per_s'])
-                    extra['rdb_saves_no_tier'].append(pers.get('rdb_saves'))
-                    extra['evicted_keys_no_tier'].append(
-                        _info(m, srv.port, 'stats').get('evicted_keys'))
-            finally:
-                _stop(m, srv, sd)
-                shutil.rmtree(d, ignore_errors=True)
-    row.pion, row.peer, row.extra = on, off, extra
-    med = m.mmm(row.ratios())[1]
-    row.met = med >= 0.8
-    row.met_note = '%.2f×' % med
-    return row
+def _fio_write(ctx, path, nbytes):
+    """The disk's direct sequential write bandwidth (bytes/s): 1 MiB blocks, 8 in flight."""
+    r = subprocess.run([ctx.tool('fio'), '--name=tier-write-anchor', '--filename=' + path,
+                        '--size=%d' % nbytes, '--rw=write', '--bs=1m', '--direct=1',
+                        '--iodepth=8', '--ioengine=libaio', '--output-format=json'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError('fio: %s' % r.stderr.decode()[-400:])
+    out = r.stdout.decode()
+    bw = json.loads(out[out.index('{'):])['jobs'][0]['write']['bw_bytes']
+    os.unlink(path)
+    return bw
+
+
+def _eviction_load(ctx, m, kind, tier, nreq, extra=()):
+    """One run of the load (kind 'set' or 'storebatch') on a fresh server under
+    --maxmemory 64mb --appendonly yes, the tier on or off: (ops/s, details)."""
+    d = tempfile.mkdtemp(dir=ctx.tmp)
+    # max-sessions far above the load's 2 x 1,024 sessions: what pushes entries out
+    # is the RAM budget alone.
+    args = ['--maxmemory', '64mb', '--appendonly', 'yes', '--max-sessions', '1000000']
+    if tier:
+        args += ['--tier-dir', os.path.join(d, 'tier'), '--tier-maxbytes', '8gb'] + list(extra)
+    srv, sd = _start(ctx, m, 'evict-%s-%s' % (kind, 'tier' if tier else 'drop'), args)
+    out = {}
+    try:
+        t0 = time.time()
+        if kind == 'set':
+            x = m.redis_benchmark(ctx, srv, nreq * 8, 1, 8, [
+                '-t', 'set', '-d', str(MIB), '-r', '1000000000'])
+            ops = x['ops_per_s']
+        else:
+            # Every request registers a new namespace and stores 1 MiB of fp16 rows
+            # (512 rows of kv_dim 1024) into it: RAM holds 64 MiB of them.
+            x = m.pion_bench(ctx, srv, 'storebatch', clients=8, payload=MIB, kv_dim=1024,
+                             vquant='fp16', in_fmt='F16', requests=nreq, warmup=0,
+                             ns='ev', fresh=True)
+            ops = x['ops_per_s']
+            out['retries'] = x.get('retries', 0)  # stores whose new namespace was evicted first
+        load_s = time.time() - t0
+        info = _info(m, srv.port)
+        pers = _info(m, srv.port, 'persistence')
+        out['rdb_saves'] = pers.get('rdb_saves')
+        if tier:
+            out['tier_backlog_at_end_mb'] = info['tier_write_backlog_bytes'] / MIB
+            t1 = time.time()
+            _settle(m, srv, timeout=300)
+            out['tier_drain_s'] = time.time() - t1
+            info = _info(m, srv.port)
+            out['tier_writes'] = info['tier_writes']
+            out['tier_write_MBps'] = info['tier_write_bytes'] / MIB / load_s
+        else:
+            out['evicted_keys'] = _info(m, srv.port, 'stats').get('evicted_keys')
+        return ops, out
+    finally:
+        _stop(m, srv, sd)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _rows_evictions(ctx, m):
+    nreq = 16 if ctx.smoke else 128  # per client: 8 x 128 x 1 MiB = 1 GiB, 16x the budget
+    rows = []
+    for kind, what in (('storebatch', 'V.STOREBATCH 1 MiB into a new namespace per request'),
+                       ('set', 'SET 1 MiB random keys')):
+        row = m.Row('tier', '%s ×8 clients under maxmemory 64mb, appendonly yes: evictions '
+                    'to the tier' % what, 'ops/s', 'the same load, tier off (evictions dropped)',
+                    '≥ 0.8×')
+        # The disk's own write ceiling, in requests/s of this load with the tier on:
+        # every request's 1 MiB is written twice (the WAL, fsynced every second, and
+        # the tier's extent).
+        row.ceiling_name = 'disk write (fio 1 MiB direct, iodepth 8) / 2 MiB per request'
+        on, off, ceil, extra = [], [], [], {}
+        try:
+            for _ in range(ctx.reps):
+                fd = tempfile.mkdtemp(dir=ctx.tmp)
+                try:
+                    bw = _fio_write(ctx, os.path.join(fd, 'fio-write.bin'), 512 * MIB)
+                finally:
+                    shutil.rmtree(fd, ignore_errors=True)
+                ceil.append(bw / (2 * MIB))
+                extra.setdefault('disk_write_MBps', []).append(bw / MIB)
+                for tier in (True, False):
+                    ops, det = _eviction_load(ctx, m, kind, tier, nreq)
+                    (on if tier else off).append(ops)
+                    for k, v in det.items():
+                        extra.setdefault('%s_%s' % (k, 'tier' if tier else 'no_tier'),
+                                         []).append(v)
+            row.pion, row.peer, row.ceiling, row.extra = on, off, ceil, extra
+            med = m.mmm(row.ratios())[1]
+            row.met = med >= 0.8
+            row.met_note = '%.2f×' % med
+        except (m.BenchError, RuntimeError) as e:
+            row.error = str(e)
+        rows.append(row)
+    return rows
 
 
 # ---------------------------------------------------------------- 4. TTFT from the tier
@@ -426,9 +524,18 @@ def _row_ttft(ctx, m):
     return row
 
 
+_ROWS = {'cold': _row_cold_get, 'random': _rows_random_reads, 'evict': _rows_evictions,
+         'ttft': _row_ttft}
+
+
 def suite(ctx, m):
     rows = []
-    for fn in (_row_cold_get, _rows_random_reads, _row_evictions, _row_ttft):
+    want = getattr(ctx.args, 'tier_rows', None) or ','.join(_ROWS)
+    names = [w.strip() for w in want.split(',') if w.strip()]
+    bad = [w for w in names if w not in _ROWS]
+    if bad:
+        raise m.BenchError('unknown tier rows %s (known: %s)' % (bad, ', '.join(_ROWS)))
+    for fn in (_ROWS[w] for w in names):
         try:
             r = fn(ctx, m)
             rows += r if isinstance(r, list) else [r]

@@ -362,7 +362,10 @@ def interleaved(ctx, fns):
 def pion_bench(ctx, server, workload, **kw):
     args = [ctx.tool('pion-bench'), '--port', str(server.port), '--workload', workload]
     for k, v in kw.items():
-        args += ['--' + k.replace('_', '-'), str(v)]
+        if v is True:  # a flag (--fresh)
+            args.append('--' + k.replace('_', '-'))
+        elif v is not False and v is not None:
+            args += ['--' + k.replace('_', '-'), str(v)]
     out = ctx.run_client(args)
     server.check_alive()
     lines = [ln for ln in out.splitlines() if ln.startswith('{')]

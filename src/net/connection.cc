@@ -581,13 +581,16 @@ void Connection::FinishDeferred(uint64_t slot, const DeferredReply::WriteFn& wri
     ConnStats& stats = host_->stats();
     stats.Add(stats.error_replies);
   }
-  std::string bytes = scratch.CopyAll();
+  // The reply moves into its slot: a value sent by reference stays so.
   auto drop = std::find(discard_slots_.begin(), discard_slots_.end(), slot);
+  bool filled;
   if (drop != discard_slots_.end()) {
     discard_slots_.erase(drop);
-    bytes.clear();  // CLIENT REPLY OFF|SKIP when it was issued
+    filled = out_.FillSlot(slot, {});  // CLIENT REPLY OFF|SKIP when it was issued
+  } else {
+    filled = out_.FillSlotFrom(slot, scratch);
   }
-  if (!out_.FillSlot(slot, bytes)) return;
+  if (!filled) return;
   info_.last_active_us.store(MonotonicUs(), std::memory_order_relaxed);
   Flush();
   if (closed_ || out_.pending_slots() > 0) return;

@@ -236,6 +236,80 @@ bool OutputQueue::FillSlot(uint64_t id, std::string_view bytes) {
   return false;
 }
 
+bool OutputQueue::FillSlotFrom(uint64_t id, OutputQueue& src) {
+  size_t at = 0;
+  while (at < segs_.size() && (segs_[at].kind != Kind::kSlot || segs_[at].slot != id)) ++at;
+  if (at == segs_.size()) return false;
+  --pending_slots_;
+  const uint64_t hold = segs_[at].hold;
+  // Below this a part is copied (with its neighbours) rather than moved.
+  constexpr size_t kMoveBytes = 4096;
+  std::vector<Segment> out;
+  std::string small;
+  auto flush_small = [&] {
+    if (small.empty()) return;
+    Segment t;
+    t.kind = Kind::kOwned;
+    t.owned = NewBuf(pool_, small.size());
+    std::memcpy(t.owned.data(), small.data(), small.size());
+    t.ptr = t.owned.data();
+    t.len = small.size();
+    out.push_back(std::move(t));
+    small.clear();
+  };
+  size_t skip = src.head_off_;
+  for (Segment& s : src.segs_) {
+    const size_t off = skip;
+    skip = 0;
+    if (s.kind == Kind::kSlot || s.len == off) continue;
+    if (off == 0 && s.len >= kMoveBytes && (s.kind == Kind::kExternal || s.kind == Kind::kOwned)) {
+      flush_small();
+      Segment t;
+      t.kind = s.kind;
+      t.len = s.len;
+      if (s.kind == Kind::kOwned) {
+        const size_t in = static_cast<size_t>(s.ptr - s.owned.data());
+        t.owned = std::move(s.owned);  // src's Release then frees nothing
+        src.owned_bytes_ -= t.owned.capacity();
+        t.ptr = t.owned.data() + in;
+      } else {
+        t.ptr = s.ptr;
+        t.pin = std::move(s.pin);
+        t.blocks = s.blocks;  // src keeps its own count of them
+        t.by_pin = s.by_pin;
+      }
+      out.push_back(std::move(t));
+      continue;
+    }
+    small.append(src.Base(s) + off, s.len - off);
+  }
+  flush_small();
+  if (out.empty()) {
+    segs_.Erase(at);
+    return true;
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    Segment& t = out[k];
+    t.hold = hold;
+    bytes_ += t.len;
+    appended_total_ += t.len;
+    if (t.kind == Kind::kOwned) owned_bytes_ += t.owned.capacity();
+    if (t.by_pin) pinned_ref_bytes_ += t.len;
+    for (const PinnedBlock& b : t.blocks) {
+      PinCount& c = pins_[b.id];
+      if (c.refs++ == 0) {
+        c.bytes = b.bytes;
+        pinned_bytes_ += b.bytes;
+      }
+    }
+    if (k == 0)
+      segs_[at] = std::move(t);
+    else
+      segs_.Insert(at + k, std::move(t));
+  }
+  return true;
+}
+
 std::string OutputQueue::CopyAll() const {
   std::string out;
   out.reserve(bytes_);

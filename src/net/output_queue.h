@@ -88,6 +88,12 @@ class OutputQueue {
   // Puts `bytes` (one whole encoded reply) at slot `id`; false if there is no
   // such pending slot.
   bool FillSlot(uint64_t id, std::string_view bytes);
+  // The same with the reply encoded into `src` (a scratch queue, nothing of it
+  // written): what it sends by reference (a value's buffer, with its pin) and
+  // its big owned buffers move here as they are, its small bytes are copied
+  // into one buffer. A deferred GET's value is then never copied. `src` is
+  // left to be destroyed.
+  bool FillSlotFrom(uint64_t id, OutputQueue& src);
   size_t pending_slots() const { return pending_slots_; }
   // Every queued byte, holds ignored (a scratch queue's contents).
   std::string CopyAll() const;

@@ -205,6 +205,66 @@ TEST(OutputQueue, LowerHoldNeverReordersReplies) {
   EXPECT_EQ(Drain(&f.q, 10), "+w1\r\n+w2\r\n");
 }
 
+TEST(OutputQueue, ASlotFilledFromAScratchQueueKeepsTheValueByReference) {
+  Fixture f;
+  f.w.SimpleString("a");
+  f.q.AddSlot(7);
+  f.w.SimpleString("c");
+  EXPECT_EQ(Drain(&f.q), "+a\r\n");  // the slot holds what follows
+  const std::string value(100000, 'v');
+  auto pin = std::make_shared<int>(1);
+  std::weak_ptr<int> weak = pin;
+  {
+    OutputQueue scratch(nullptr);  // as Connection::FinishDeferred encodes a reply
+    RespWriter w(&scratch);
+    iovec part{const_cast<char*>(value.data()), value.size()};
+    w.BulkExternal(value.size(), {&part, 1}, std::move(pin));
+    EXPECT_TRUE(f.q.FillSlotFrom(7, scratch));
+    EXPECT_FALSE(f.q.FillSlotFrom(7, scratch));  // filled already
+  }
+  EXPECT_EQ(f.q.pending_slots(), 0u);
+  EXPECT_FALSE(weak.expired());  // the pin moved with the value
+  // The value is sent from its own memory (not a copy).
+  iovec iov[8];
+  const int n = f.q.Writable(~0ull, iov, 8);
+  bool by_reference = false;
+  for (int i = 0; i < n; ++i) by_reference |= iov[i].iov_base == value.data();
+  EXPECT_TRUE(by_reference);
+  EXPECT_EQ(Drain(&f.q), "$100000\r\n" + value + "\r\n+c\r\n");
+  EXPECT_TRUE(weak.expired());
+  EXPECT_EQ(f.q.bytes(), 0u);
+}
+
+TEST(OutputQueue, ASlotFilledFromSmallAndOwnedReplies) {
+  Fixture f;
+  f.q.AddSlot(1);
+  f.q.AddSlot(2);
+  f.q.AddSlot(3);
+  const std::string big(50000, 'b');
+  {
+    OutputQueue scratch(nullptr);
+    RespWriter w(&scratch);
+    w.ArrayHeader(2);
+    w.Bulk("x");
+    w.Bulk(big);  // an owned buffer of its own: moved, not copied
+    EXPECT_TRUE(f.q.FillSlotFrom(2, scratch));
+  }
+  EXPECT_EQ(Drain(&f.q), "");  // slot 1 is still pending
+  {
+    OutputQueue scratch(nullptr);
+    EXPECT_TRUE(f.q.FillSlotFrom(1, scratch));  // an empty reply: the slot goes
+  }
+  {
+    OutputQueue scratch(nullptr);
+    RespWriter w(&scratch);
+    w.Integer(42);
+    EXPECT_TRUE(f.q.FillSlotFrom(3, scratch));
+  }
+  EXPECT_EQ(Drain(&f.q, ~0ull), "*2\r\n$1\r\nx\r\n$50000\r\n" + big + "\r\n:42\r\n");
+  EXPECT_TRUE(f.q.empty());
+  EXPECT_EQ(f.q.allocated_bytes(), f.q.arena_capacity());  // no owned buffer left behind
+}
+
 TEST(BufferPool, ReusesAndCaps) {
   BufferPool pool(1 << 20);
   IoBuf b = pool.Get(100000);

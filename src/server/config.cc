@@ -641,7 +641,10 @@ const std::vector<ConfigOption>& Table() {
       {"tier-write-queue", Bytes(&Config::tier_write_queue, 1), "256mb", kStartup, "BYTES",
        "bytes of values waiting to be written to the disk tier before writers wait"},
       {"tier-io-threads", Uint(&Config::tier_io_threads, 1, 64), "2", kStartup, "N",
-       "threads doing the disk tier's reads and writes"},
+       "threads doing the disk tier's writes and its reads of 4 MiB or more"},
+      {"tier-ring-depth", Uint(&Config::tier_ring_depth, 0, 4096), "32", kStartup, "N",
+       "reads of the disk tier each worker keeps in flight itself (io_uring)",
+       "0 = every read on the tier-io-threads"},
   };
   return kOptions;
 }

@@ -123,6 +123,7 @@ struct Config {
   uint64_t tier_min_value = 64 * 1024;  // runtime
   uint64_t tier_write_queue = 256ull << 20;
   uint64_t tier_io_threads = 2;
+  uint64_t tier_ring_depth = 32;  // per worker; 0: reads on the I/O threads
 
   // ACL (docs/security.md): `user <name> <rules...>` lines of the config
   // file (each kept whole), or an ACL file of such lines (not both).

@@ -21,10 +21,14 @@
 #include "server/kv_events.h"
 #include "server/protected_mode.h"
 #include "server/server.h"
+#include "tier/tier_ring.h"
 
 namespace pion::server {
 
 namespace {
+
+// The worker whose loop runs on this thread.
+thread_local Worker* t_worker = nullptr;
 
 constexpr int kAcceptBatch = 16;
 constexpr uint64_t kAcceptPauseMs = 100;
@@ -184,13 +188,41 @@ void Worker::Start() {
     pthread_setname_np(pthread_self(), name);
     SetThreadSlot(index_);       // its own cells of the server-wide counters
     KvEvents::LoopOwnsThread();  // KV events wait for OnLoopTurn (set in Init)
+    t_worker = this;
+    StartTierRing();
     loop_.Run();
+    if (tier_ring_ != nullptr) {
+      // Reads still in flight finish here (their replies go nowhere now).
+      tier_ring_->Drain();
+      tier::ReadRing::SetCurrent(nullptr);
+    }
     // Whatever is left (deadline passed) is closed on the worker's own thread.
     for (auto& [id, c] : conns_)
       if (!c->closed()) c->Close("server exit");
     conns_.clear();
     KvEvents::FlushThread();  // held KV events, before the publisher stops
   });
+}
+
+void Worker::StartTierRing() {
+  const Config& c = server_->config();
+  if (c.tier_dir.empty() || c.tier_ring_depth == 0 || server_->store() == nullptr) return;
+  auto r = tier::ReadRing::Create(static_cast<unsigned>(c.tier_ring_depth));
+  if (!r.ok()) {
+    if (index_ == 0)
+      LOG_WARNING("disk tier: reads go to the tier I/O threads (no io_uring here: %s)",
+                  r.status().ToString().c_str());
+    return;
+  }
+  tier::ReadRing* ring = r->get();
+  Status st = loop_.Add(ring->event_fd(), EPOLLIN, [ring](uint32_t) { ring->Reap(); });
+  if (!st.ok()) {
+    LOG_WARNING("disk tier: worker %d reads on the tier I/O threads (%s)", index_,
+                st.ToString().c_str());
+    return;
+  }
+  tier_ring_ = std::move(*r);
+  tier::ReadRing::SetCurrent(ring);
 }
 
 void Worker::Join() {
@@ -301,11 +333,17 @@ void Worker::Kill(uint64_t client_id) {
 }
 
 void Worker::CompleteDeferred(uint64_t client_id, uint64_t slot, DeferredReply::WriteFn fn) {
-  loop_.Post([this, client_id, slot, fn = std::move(fn)] {
+  auto finish = [this, client_id, slot, fn = std::move(fn)] {
     // By id, not by pointer: the client may have gone (and been freed) since.
     auto it = conns_.find(client_id);
     if (it != conns_.end()) it->second->FinishDeferred(slot, fn);
-  });
+  };
+  // Completed on this worker's own thread (a read of its tier ring): after the
+  // current batch of events, without waking the loop through its eventfd.
+  if (t_worker == this)
+    loop_.Defer(std::move(finish));
+  else
+    loop_.Post(std::move(finish));
 }
 
 void Worker::ResumeAfter(uint64_t client_id, uint64_t delay_ms) {
@@ -317,7 +355,8 @@ void Worker::ResumeAfter(uint64_t client_id, uint64_t delay_ms) {
 
 void Worker::WaitDurable(Connection* c, uint64_t lsn) { held_.Hold(c, lsn); }
 
-void Worker::Cron() {  // once a second
+void Worker::Cron() {                             // once a second
+  if (tier_ring_ != nullptr) tier_ring_->Reap();  // retries a submission the kernel refused
   uint64_t timeout = server_->timeout_s();
   uint64_t now = MonotonicUs();
   std::vector<Connection*> check;

@@ -24,6 +24,10 @@
 #include "server/durability_gate.h"
 #include "server/net_types.h"
 
+namespace pion::tier {
+class ReadRing;
+}
+
 namespace pion::server {
 
 class Server;
@@ -104,6 +108,9 @@ class Worker final : public net::ConnHost {
   void AddConnection(int fd, ListenSocket l);
   void Cron();
   void MaybeStop();
+  // On the worker's thread: its ring of tier reads (tier-ring-depth), watched
+  // by its loop and installed as the thread's (Store::ReadTiered uses it).
+  void StartTierRing();
   // Queues the mailbox's messages on their connections; `posted`: called by
   // the posted task (which alone clears inbox_posted_, so at most one task is
   // outstanding). The connections are flushed once, after the current batch
@@ -123,6 +130,7 @@ class Worker final : public net::ConnHost {
   std::thread thread_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
   HeldReplies held_;
+  std::unique_ptr<tier::ReadRing> tier_ring_;  // made and used on the worker's thread
   bool shutting_down_ = false;
   bool stopping_ = false;
   // Pub/Sub mailbox (DeliverPush): any thread appends, the worker drains.

@@ -363,9 +363,12 @@ class Store {
   // `tiered_as_is` (GET, which reads it asynchronously itself: StrValue::on_disk()).
   Status StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn,
                     bool tiered_as_is = false);
-  Result<StrRef> StrGetDel(std::string_view key, uint64_t* lsn);
+  // GETDEL and GETEX: a value in the disk tier is read (checked) before it is
+  // returned, unless `tiered_as_is` (the command reads it asynchronously itself).
+  Result<StrRef> StrGetDel(std::string_view key, uint64_t* lsn, bool tiered_as_is = false);
   // GETEX: persist removes the TTL, expire_at_ms > 0 sets it, else unchanged.
-  Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms, uint64_t* lsn);
+  Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms, uint64_t* lsn,
+                          bool tiered_as_is = false);
   // APPEND: the new length. `tail_value` (may be null) holds the bytes of `tail`
   // already as a value (an adopted argument buffer): a key that does not exist
   // yet takes it as is instead of a copy. An existing value grows in place
@@ -445,7 +448,7 @@ class Store {
     bool enabled = false;
     uint64_t bytes = 0, max_bytes = 0, entries = 0, reads = 0, read_bytes = 0, writes = 0,
              write_bytes = 0, promotions = 0, evictions = 0, errors = 0, backlog_bytes = 0,
-             read_us = 0;
+             read_us = 0, ring_reads = 0;
     bool direct_io = false;
     std::array<uint64_t, kTierLatencyBuckets> read_latency{};
   };
@@ -482,7 +485,7 @@ class Store {
   tier::TierFile* tier_file_for_test() { return tier_.get(); }
   // Reading a namespace whose chunks borrow the tier's mapping without blocking:
   // TierCheckFor(sid) says whether a read of `sid` needs the check (and of
-  // which extent), ReadTierCheck reads the extent on a tier I/O thread, and
+  // which extent), ReadTierCheck reads the extent (as ReadTiered reads), and
   // ApplyTierCheck, on the worker, does what CheckTieredNamespace does with it.
   // A fetch run under a TierCheckedScope of the namespace then reads it as it is.
   struct TierCheck {
@@ -505,9 +508,13 @@ class Store {
   };
   // Tests: the extent a namespace's chunks borrow, or null.
   tier::ExtentRef namespace_extent_for_test(std::string_view ns);
-  // A read of a value on disk (v->on_disk()) with one checked direct read on a
-  // tier I/O thread; `done` runs there with the value in a RAM buffer, or the
-  // error (a damaged extent: Corruption).
+  // A read of a value on disk (v->on_disk()) with one checked direct read; `done`
+  // runs with the value in a RAM buffer, or the error (a damaged extent:
+  // Corruption). On a thread with a tier::ReadRing (a worker) an extent below
+  // kTierRingReadMax is read through that ring and `done` runs on this thread
+  // from its Reap(), never inside this call; else the read runs on a tier I/O
+  // thread and `done` runs there. ReadTierCheck reads the same ways.
+  static constexpr uint64_t kTierRingReadMax = 4ull << 20;
   void ReadTiered(std::string key, StrRef v, std::function<void(Result<StrRef>)> done);
   // After ReadTiered, on a worker: `fresh` replaces `v` when the key still
   // holds it and it fits the budget once colder RAM values moved to the tier.
@@ -877,6 +884,11 @@ class Store {
   std::vector<StrRef> MGetFromTier(std::span<const std::string_view> keys, std::vector<StrRef> out);
   // Reads the extent of `v` and counts the read. Any thread, no lock.
   Result<StrRef> TierReadCounted(std::string_view key, const StrRef& v);
+  // Starts a read of `x` through the calling thread's ring (a worker's), the
+  // result counted as TierReadExtent counts; false when there is no ring here,
+  // the extent is too big for one or the ring is full (`done` is then kept).
+  bool TierReadOnRing(std::string what, const tier::ExtentRef& x,
+                      std::function<void(Result<OwnedBuffer> buf, size_t at)>& done);
   std::shared_ptr<tier::TierFile> tier_;
   // Moves whose write finished, applied by the next holder of mu_
   // (TierApplyDoneLocked): an I/O thread never waits for mu_.
@@ -930,6 +942,9 @@ class Store {
   // A checked direct read of an extent, counted (tier_reads, latency) and, on
   // failure, counted in tier_errors and logged with the file and offset.
   Result<OwnedBuffer> TierReadExtent(std::string_view what, const tier::Extent& x, size_t* at);
+  // TierReadExtent's accounting of a read that started at `t0_us`.
+  Result<OwnedBuffer> TierReadCount(std::string_view what, const tier::Extent& x, uint64_t t0_us,
+                                    Result<OwnedBuffer> buf);
   // A RAM eviction candidate: not on disk, every child on disk (leaves first).
   bool RamCandidateLocked(const Namespace& n) const;
   // The tier's least recently used namespace leaf, or null.

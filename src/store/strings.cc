@@ -485,16 +485,16 @@ Status Store::StrGetWith(std::string_view key, const std::function<void(const St
   return Status::OK();
 }
 
-Result<StrRef> Store::StrGetDel(std::string_view key, uint64_t* lsn) {
+Result<StrRef> Store::StrGetDel(std::string_view key, uint64_t* lsn, bool tiered_as_is) {
   auto r = StrGetDelRaw(key, lsn);
-  if (!r.ok() || *r == nullptr || !(*r)->on_disk()) return r;
+  if (tiered_as_is || !r.ok() || *r == nullptr || !(*r)->on_disk()) return r;
   return LoadTieredSync(key, *r);
 }
 
 Result<StrRef> Store::StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms,
-                               uint64_t* lsn) {
+                               uint64_t* lsn, bool tiered_as_is) {
   auto r = StrGetExRaw(key, persist, expire_at_ms, lsn);
-  if (!r.ok() || *r == nullptr || !(*r)->on_disk()) return r;
+  if (tiered_as_is || !r.ok() || *r == nullptr || !(*r)->on_disk()) return r;
   return LoadTieredSync(key, *r);
 }
 

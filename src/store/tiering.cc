@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "store/namespace.h"
 #include "store/store.h"
+#include "tier/tier_ring.h"
 
 namespace pion::store {
 
@@ -101,6 +102,7 @@ Store::TierStats Store::tier_stats() const {
   s.evictions = tier_evictions_.load(std::memory_order_relaxed);
   s.errors = tier_errors_.load(std::memory_order_relaxed);
   s.read_us = tier_read_us_.load(std::memory_order_relaxed);
+  s.ring_reads = tier::ReadRing::total_reads();
   for (size_t i = 0; i < kTierLatencyBuckets; ++i)
     s.read_latency[i] = tier_read_latency_[i].load(std::memory_order_relaxed);
   {
@@ -110,23 +112,33 @@ Store::TierStats Store::tier_stats() const {
   return s;
 }
 
-bool Store::TierMovableLocked(const StrEntry& e) const {
-  if (!tier_ || MonotonicUs() < tier_paused_until_us_.load(std::memory_order_relaxed) ||
-      e.pins > 0 || e.held || e.value == nullptr || e.value->tiered() ||
-      e.value->size < tier_min_value_.load(std::memory_order_relaxed))
-    return false;
+namespace {
+// Whether the entry's value may move, the tier itself aside (present, not paused).
+bool EntryMovable(const StrEntry& e, uint64_t min_value) {
   // A block may move while its children are in RAM (a move drops nothing; the
   // tier drops leaves first): a chain growing past the budget spills its oldest part.
-  return true;
+  return e.pins == 0 && !e.held && e.value != nullptr && !e.value->tiered() &&
+         e.value->size >= min_value;
+}
+}  // namespace
+
+bool Store::TierMovableLocked(const StrEntry& e) const {
+  return tier_ && MonotonicUs() >= tier_paused_until_us_.load(std::memory_order_relaxed) &&
+         EntryMovable(e, tier_min_value_.load(std::memory_order_relaxed));
 }
 
 StrEntry* Store::OldestTierMovableLocked() {
-  // The oldest of the shards' first movable entries (each RAM list is oldest first).
+  // The oldest of the shards' first movable entries (each RAM list is oldest
+  // first). The tier's state is read once, not per entry: a read that cannot
+  // promote walks every entry in RAM here.
+  if (!tier_ || MonotonicUs() < tier_paused_until_us_.load(std::memory_order_relaxed))
+    return nullptr;
+  const uint64_t min_value = tier_min_value_.load(std::memory_order_relaxed);
   StrEntry* oldest = nullptr;
   for (Shard& sh : shards_) {
     std::lock_guard<std::mutex> sl(sh.mu);
     for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
-      if (TierMovableLocked(*e)) {
+      if (EntryMovable(*e, min_value)) {
         if (oldest == nullptr || e->stamp < oldest->stamp) oldest = e;
         break;
       }
@@ -287,18 +299,22 @@ void Store::TierApplyDoneLocked() {
 Result<OwnedBuffer> Store::TierReadExtent(std::string_view what, const tier::Extent& x,
                                           size_t* at) {
   const uint64_t t0 = MonotonicUs();
-  auto buf = tier_->Read(x, at);
+  return TierReadCount(what, x, t0, tier_->Read(x, at));
+}
+
+Result<OwnedBuffer> Store::TierReadCount(std::string_view what, const tier::Extent& x,
+                                         uint64_t t0_us, Result<OwnedBuffer> buf) {
   if (!buf.ok()) {
     tier_errors_.fetch_add(1, std::memory_order_relaxed);
     LOG_WARNING("disk tier: reading '%.*s' at %s offset %llu failed: %s",
                 static_cast<int>(std::min<size_t>(what.size(), 128)), what.data(),
-                tier_->path().c_str(), static_cast<unsigned long long>(x.offset),
-                buf.status().ToString().c_str());
+                x.file != nullptr ? x.file->path().c_str() : "?",
+                static_cast<unsigned long long>(x.offset), buf.status().ToString().c_str());
     return buf.status();
   }
   tier_reads_.fetch_add(1, std::memory_order_relaxed);
   tier_read_bytes_.fetch_add(x.length, std::memory_order_relaxed);
-  const uint64_t us = MonotonicUs() - t0;
+  const uint64_t us = MonotonicUs() - t0_us;
   tier_read_us_.fetch_add(us, std::memory_order_relaxed);
   size_t b = 0;
   while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
@@ -306,14 +322,33 @@ Result<OwnedBuffer> Store::TierReadExtent(std::string_view what, const tier::Ext
   return buf;
 }
 
-Result<StrRef> Store::TierReadCounted(std::string_view key, const StrRef& v) {
-  const tier::Extent& x = *v->extent;
-  size_t at = 0;
-  auto buf = TierReadExtent(key, x, &at);
+bool Store::TierReadOnRing(std::string what, const tier::ExtentRef& x,
+                           std::function<void(Result<OwnedBuffer> buf, size_t at)>& done) {
+  tier::ReadRing* ring = tier::ReadRing::Current();
+  if (ring == nullptr || x == nullptr || x->length >= kTierRingReadMax) return false;
+  const uint64_t t0 = MonotonicUs();
+  tier::ReadRing::Done counted = [this, what = std::move(what), x, t0, done](
+                                     Result<OwnedBuffer> buf, size_t at) {
+    done(TierReadCount(what, *x, t0, std::move(buf)), at);
+  };
+  return ring->Read(x, counted);
+}
+
+namespace {
+// A value on disk as read from its extent (the read's buffer at `at`).
+Result<StrRef> ValueFromExtentRead(const StrRef& v, Result<OwnedBuffer> buf, size_t at) {
   if (!buf.ok()) return buf.status();
+  const tier::Extent& x = *v->extent;
   auto fresh = StrValue::FromBuffer(std::move(*buf), at + x.header_bytes, x.value_len);
   if (fresh != nullptr) fresh->quant = v->quant;  // a quantized block stays one
   return StrRef(std::move(fresh));
+}
+}  // namespace
+
+Result<StrRef> Store::TierReadCounted(std::string_view key, const StrRef& v) {
+  size_t at = 0;
+  auto buf = TierReadExtent(key, *v->extent, &at);
+  return ValueFromExtentRead(v, std::move(buf), at);
 }
 
 Result<StrRef> Store::LoadTieredSync(std::string_view key, const StrRef& v) {
@@ -324,6 +359,12 @@ Result<StrRef> Store::LoadTieredSync(std::string_view key, const StrRef& v) {
 }
 
 void Store::ReadTiered(std::string key, StrRef v, std::function<void(Result<StrRef>)> done) {
+  // On a worker: through its ring, the callback on the worker (no hand-off).
+  std::function<void(Result<OwnedBuffer>, size_t)> on_ring = [v, done](Result<OwnedBuffer> buf,
+                                                                       size_t at) {
+    done(ValueFromExtentRead(v, std::move(buf), at));
+  };
+  if (TierReadOnRing(key, v->extent, on_ring)) return;
   auto job = [this, key, v, done]() { done(TierReadCounted(key, v)); };
   if (!tier_io_ || !tier_io_->Post(job))
     done(Status(Code::kBusy, Reason::kTierStopped, {}, "disk tier stopped"));

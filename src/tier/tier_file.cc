@@ -428,11 +428,35 @@ Status TierFile::Write(Extent& x, const Filler& fill) {
   thread_local OwnedBuffer stage;
   if (stage.empty()) stage = AlignedBuffer(kStage);
   if (stage.empty()) return Status::OutOfBudget("tier staging buffer");
+  // The extent's blocks first (a short metadata step), so that the data write
+  // is an overwrite inside the file: a direct write that extends the file or
+  // fills a hole takes the inode's lock exclusively for the whole transfer
+  // (ext4, xfs), so the I/O threads' writes, appended at the file's end, went
+  // to the device one at a time. Where fallocate is not supported the write
+  // goes ahead as before.
+  if (direct_)
+    (void)::fallocate(fd_, 0, static_cast<off_t>(x.offset), static_cast<off_t>(x.length));
   const uint64_t stage_bytes = std::min<uint64_t>(x.length, kStage);
   uint8_t* s = static_cast<uint8_t*>(stage.data());
-  // The value (and its zero padding) first, staged piece by piece, its CRC
-  // taken on the way; the header, which holds that CRC, last.
   const uint64_t v = x.value_len;
+  if (x.length <= kStage) {
+    // The whole extent fits the stage: header and value in one direct write
+    // (a second, header-only write would wait for the device once more). A
+    // torn write leaves a header whose value's CRC does not match.
+    uint8_t* val = s + x.header_bytes;
+    if (v > 0) fill(0, val, v);
+    const uint32_t crc = v > 0 ? crc32c::Value(val, v) : 0;
+    std::memset(val + v, 0, x.length - x.header_bytes - v);
+    std::memset(s, 0, x.header_bytes);
+    x.value_crc = crc;
+    x.seq = seq_.fetch_add(1) + 1;
+    EncodeHeader(s, x.header_bytes, x.key, v, crc, x.seq);
+    PION_RETURN_IF_ERROR(PwriteAll(s, x.length, x.offset));
+    x.written.store(true, std::memory_order_release);
+    return Status::OK();
+  }
+  // A bigger one: the value (and its zero padding) first, staged piece by
+  // piece, its CRC taken on the way; the header, which holds that CRC, last.
   uint32_t crc = 0;
   for (uint64_t pos = x.header_bytes; pos < x.length;) {
     const uint64_t piece = std::min<uint64_t>(stage_bytes, x.length - pos);
@@ -455,9 +479,7 @@ Status TierFile::Write(Extent& x, const Filler& fill) {
   return Status::OK();
 }
 
-Result<OwnedBuffer> TierFile::Read(const Extent& x, size_t* at) {
-  if (fail_reads_.load() > 0 && fail_reads_.fetch_sub(1) > 0)
-    return Status::IOError("injected read error");
+Result<OwnedBuffer> TierFile::ReadBuffer(const Extent& x, size_t* at) {
   OwnedBuffer buf;
   size_t skip = 0;
   if (at != nullptr && x.length >= BufferRecycler::kMinBytes) {
@@ -471,6 +493,32 @@ Result<OwnedBuffer> TierFile::Read(const Extent& x, size_t* at) {
   }
   if (buf.empty()) buf = AlignedBuffer(x.length);
   if (buf.empty()) return Status::OutOfBudget("tier read buffer");
+  if (at != nullptr) *at = skip;
+  return buf;
+}
+
+Status TierFile::CheckRead(const Extent& x, const uint8_t* p) const {
+  return CheckExtent(x, p, nullptr);
+}
+
+Status TierFile::CheckExtent(const Extent& x, const uint8_t* p, const uint32_t* value_crc) const {
+  uint32_t hb = 0, crc = 0;
+  uint64_t vlen = 0;
+  std::string_view k;
+  PION_RETURN_IF_ERROR(DecodeHeader(p, x.length, &hb, &vlen, &k, &crc));
+  if (hb != x.header_bytes || vlen != x.value_len || hb + vlen > x.length || k != x.key)
+    return Status::Corruption("header does not match the index");
+  const uint32_t got = value_crc != nullptr ? *value_crc : crc32c::Value(p + hb, vlen);
+  if (got != crc) return Status::Corruption("value checksum mismatch");
+  return Status::OK();
+}
+
+Result<OwnedBuffer> TierFile::Read(const Extent& x, size_t* at) {
+  if (TakeInjectedReadFailure()) return Status::IOError("injected read error");
+  size_t skip = 0;
+  auto b = ReadBuffer(x, at != nullptr ? &skip : nullptr);
+  if (!b.ok()) return b.status();
+  OwnedBuffer buf = std::move(*b);
   if (at != nullptr) *at = skip;
   uint8_t* p = static_cast<uint8_t*>(buf.data()) + skip;
   uint32_t value_crc = 0;
@@ -495,14 +543,7 @@ Result<OwnedBuffer> TierFile::Read(const Extent& x, size_t* at) {
     }
   }
   if (ring == nullptr) PION_RETURN_IF_ERROR(PreadAll(p, x.length, x.offset));
-  uint32_t hb = 0, crc = 0;
-  uint64_t vlen = 0;
-  std::string_view k;
-  PION_RETURN_IF_ERROR(DecodeHeader(p, x.length, &hb, &vlen, &k, &crc));
-  if (hb != x.header_bytes || vlen != x.value_len || hb + vlen > x.length || k != x.key)
-    return Status::Corruption("header does not match the index");
-  if (!crc_done) value_crc = crc32c::Value(p + hb, vlen);
-  if (value_crc != crc) return Status::Corruption("value checksum mismatch");
+  PION_RETURN_IF_ERROR(CheckExtent(x, p, crc_done ? &value_crc : nullptr));
   return buf;
 }
 

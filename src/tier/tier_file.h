@@ -127,6 +127,16 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   static Status VerifyExtentAt(const std::string& path, std::string_view key, const ExtentId& id,
                                bool check_value);
 
+  // The parts of Read for a caller that reads the extent itself (ReadRing):
+  // a buffer for it (as Read's; the extent goes at *at when `at` is given),
+  // the injected read failure it must honour, the rest of a short read, and
+  // the check of the bytes read (header and the value's CRC).
+  Result<OwnedBuffer> ReadBuffer(const Extent& x, size_t* at);
+  bool TakeInjectedReadFailure() { return fail_reads_.load() > 0 && fail_reads_.fetch_sub(1) > 0; }
+  Status ReadAt(uint8_t* p, uint64_t n, uint64_t at) { return PreadAll(p, n, at); }
+  Status CheckRead(const Extent& x, const uint8_t* p) const;
+  int fd() const { return fd_; }
+
   void set_max_bytes(uint64_t n);
   uint64_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
   uint64_t used_bytes() const { return used_.load(std::memory_order_relaxed); }
@@ -157,6 +167,8 @@ class TierFile : public std::enable_shared_from_this<TierFile> {
   void ReleaseLocked(uint64_t offset, uint64_t length);
   Status PwriteAll(const uint8_t* p, uint64_t n, uint64_t at);
   Status PreadAll(uint8_t* p, uint64_t n, uint64_t at);
+  // CheckRead, with the value's CRC already computed where `value_crc` is set.
+  Status CheckExtent(const Extent& x, const uint8_t* p, const uint32_t* value_crc) const;
   // A big extent read in pieces through the thread's io_uring, the value's CRC
   // computed as they arrive. kNotSupported: the ring refused (read with pread);
   // *abandon: the ring failed with reads in flight (never free `p`'s buffer).

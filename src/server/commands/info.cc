@@ -190,6 +190,7 @@ void AppendTierInfo(Server& s, std::string* out) {
   InfoField(out, "tier_entries", t.entries);
   InfoField(out, "tier_reads", t.reads);
   InfoField(out, "tier_read_bytes", t.read_bytes);
+  InfoField(out, "tier_ring_reads", t.ring_reads);
   InfoField(out, "tier_writes", t.writes);
   InfoField(out, "tier_write_bytes", t.write_bytes);
   InfoField(out, "tier_promotions", t.promotions);

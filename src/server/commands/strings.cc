@@ -21,6 +21,7 @@
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/commands/errors.h"
+#include "server/commands/strings_tier.h"
 #include "server/kv_events.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -100,33 +101,6 @@ bool Reply(CommandContext& ctx, const Status& st) {
   if (st.ok()) return true;
   ctx.reply->Error(StatusToError(st));
   return false;
-}
-
-// GET of a value in the disk tier: one checked direct read on a tier I/O
-// thread while the worker serves others; the reply is completed on the worker,
-// which first puts the value back in RAM when the budget allows. A damaged
-// extent is dropped as the tier drops entries (the reply is then nil).
-void ReplyFromTier(CommandContext& ctx, store::StrRef v) {
-  std::shared_ptr<DeferredReply> done = ctx.Defer();
-  Server* server = ctx.server;
-  std::string key(ctx.args[1]);
-  server->store()->ReadTiered(key, v, [server, done, key, v](Result<store::StrRef> r) {
-    if (!r.ok()) {
-      done->Complete([server, key, v, st = r.status()](ReplyBuilder& rb) {
-        if (st.code() != Code::kCorruption) return rb.Error(StatusToError(st));  // kept
-        server->store()->DropDamagedTiered(key, v);  // damaged: never a wrong byte
-        KvEvents::FlushThread();                     // completed outside the read batch
-        rb.Null();
-      });
-      return;
-    }
-    done->Complete([server, key, v, fresh = *r](ReplyBuilder& rb) {
-      server->store()->PromoteTiered(key, v, fresh);
-      if (fresh->quantized()) return ReplyStrValue(rb, fresh);
-      iovec part{fresh->data, fresh->size};
-      rb.BulkExternal(fresh->size, std::span<const iovec>(&part, 1), fresh);
-    });
-  });
 }
 
 void Get(CommandContext& ctx) {
@@ -238,10 +212,14 @@ void SetNx(CommandContext& ctx) {
 
 void GetDel(CommandContext& ctx) {
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrGetDel(ctx.args[1], &lsn);
+  // A value on disk: the key goes now, its bytes are read without blocking the worker.
+  const bool can_defer = ctx.CanDefer();
+  auto r = ctx.server->store()->StrGetDel(ctx.args[1], &lsn, /*tiered_as_is=*/can_defer);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
   Notify(ctx, *r ? kNotifyGeneric : kNotifyKeyMiss, *r ? "del" : "keymiss", ctx.args[1]);
+  if (can_defer && *r != nullptr && (*r)->on_disk())
+    return ReplyAfterTierRead(ctx, std::move(*r), ReplyStrValue);
   ReplyValue(ctx, *r);
 }
 
@@ -268,7 +246,8 @@ void GetEx(CommandContext& ctx) {
   // PERSIST notifies only when it removed a TTL.
   bool had_ttl = persist && ctx.server->NotifyWanted(kNotifyGeneric) &&
                  ctx.server->store()->ExpireTimeMs(ctx.args[1]) >= 0;
-  auto r = ctx.server->store()->StrGetEx(ctx.args[1], persist, at, &lsn);
+  const bool can_defer = ctx.CanDefer();  // a value on disk: read without blocking
+  auto r = ctx.server->store()->StrGetEx(ctx.args[1], persist, at, &lsn, can_defer);
   ctx.wait_lsn = lsn;
   if (!Reply(ctx, r.status())) return;
   if (*r == nullptr)
@@ -277,6 +256,8 @@ void GetEx(CommandContext& ctx) {
     Notify(ctx, kNotifyGeneric, at <= NowMs() ? "del" : "expire", ctx.args[1]);
   else if (had_ttl)
     Notify(ctx, kNotifyGeneric, "persist", ctx.args[1]);
+  if (can_defer && *r != nullptr && (*r)->on_disk())
+    return ReplyAfterTierRead(ctx, std::move(*r), ReplyStrValue);
   ReplyValue(ctx, *r);
 }
 
@@ -410,6 +391,21 @@ void StrLen(CommandContext& ctx) {
   ctx.reply->Integer(*r ? static_cast<int64_t>((*r)->PlainSize()) : 0);
 }
 
+// GETRANGE's reply from the value (null: the key is missing).
+void ReplyRange(ReplyBuilder& rb, const store::StrRef& v, int64_t start, int64_t end) {
+  if (v == nullptr) return rb.Bulk("");
+  if (v->quantized()) return rb.Error(kErrBlockQuantized);
+  int64_t len = static_cast<int64_t>(v->size);
+  if (start < 0 && end < 0 && start > end) return rb.Bulk("");
+  if (start < 0) start += len;
+  if (end < 0) end += len;
+  if (start < 0) start = 0;
+  if (end < 0) end = 0;
+  if (end >= len) end = len - 1;
+  if (len == 0 || start > end) return rb.Bulk("");
+  rb.Bulk(v->view().substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
+}
+
 void GetRange(CommandContext& ctx) {
   auto s = ParseInt64Strict(ctx.args[2]);
   auto e = ParseInt64Strict(ctx.args[3]);
@@ -417,31 +413,20 @@ void GetRange(CommandContext& ctx) {
     ctx.reply->Error(kErrNotInteger);
     return;
   }
-  auto r = ctx.server->store()->StrGet(ctx.args[1]);
-  if (!Reply(ctx, r.status())) return;
-  if (!*r) {
-    Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
-    ctx.reply->Bulk("");
-    return;
+  const bool can_defer = ctx.CanDefer();  // a value on disk: read without blocking
+  store::StrRef v;
+  Status st = ctx.server->store()->StrGetWith(
+      ctx.args[1], [&v](const store::StrRef& got) { v = got; }, /*tiered_as_is=*/can_defer);
+  if (!Reply(ctx, st)) return;
+  if (!v) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
+  if (can_defer && v != nullptr && v->on_disk()) {
+    const int64_t start = *s, end = *e;
+    return ReplyAfterTierRead(ctx, std::move(v),
+                              [start, end](ReplyBuilder& rb, const store::StrRef& got) {
+                                ReplyRange(rb, got, start, end);
+                              });
   }
-  if ((*r)->quantized()) return ctx.reply->Error(kErrBlockQuantized);
-  int64_t len = static_cast<int64_t>((*r)->size);
-  int64_t start = *s, end = *e;
-  if (start < 0 && end < 0 && start > end) {
-    ctx.reply->Bulk("");
-    return;
-  }
-  if (start < 0) start += len;
-  if (end < 0) end += len;
-  if (start < 0) start = 0;
-  if (end < 0) end = 0;
-  if (end >= len) end = len - 1;
-  if (len == 0 || start > end) {
-    ctx.reply->Bulk("");
-    return;
-  }
-  ctx.reply->Bulk(
-      (*r)->view().substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
+  ReplyRange(*ctx.reply, v, *s, *e);
 }
 
 void Exists(CommandContext& ctx) {
