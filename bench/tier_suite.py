@@ -259,7 +259,7 @@ def _random_gets(ctx, m, srv, nkeys, size, seconds):
 
 # Each read path as its own row: the worker's io_uring (the default), and the
 # tier I/O threads doing one blocking pread each (tier-ring-depth 0).
-_READ_PATHS = (
+_READ_PATHS: tuple[tuple[str, list[str]], ...] = (
     ("worker's io_uring, tier-ring-depth 32", []),
     ('tier-ring-depth 0: 8 tier I/O threads, one pread each',
      ['--tier-ring-depth', '0', '--tier-io-threads', '8']),
