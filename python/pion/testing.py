@@ -50,6 +50,26 @@ def poll(fn: Callable[[], T], timeout: float = 15.0, interval: float = 0.01) -> 
         time.sleep(interval)  # polling interval of a deadline loop, not synchronisation
 
 
+def damage_tier_values(tier_file: Path) -> int:
+    """Flips three bytes inside the value of every extent of a disk-tier file (each
+    extent starts with a 4 KiB header beginning with b"PIONTIER"; the bytes flipped are
+    1,000 bytes into its value), syncs, and returns how many extents it damaged."""
+    damaged = 0
+    with open(tier_file, "r+b") as f:
+        data = f.read()
+        at = 0
+        while True:
+            at = data.find(b"PIONTIER", at)
+            if at < 0:
+                break
+            f.seek(at + 4096 + 1000)
+            f.write(b"\xff\xfe\xfd")
+            damaged += 1
+            at += 4096
+    os.sync()
+    return damaged
+
+
 def default_bin_dir() -> Path:
     """``$PION_BIN_DIR``, else build/release/bin of the source tree (or of the cwd)."""
     env = os.environ.get("PION_BIN_DIR")

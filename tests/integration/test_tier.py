@@ -11,7 +11,7 @@ import signal
 
 import pytest
 
-from pion.testing import poll
+from pion.testing import damage_tier_values, poll
 
 MIB = 1 << 20
 
@@ -303,18 +303,7 @@ def test_damaged_extent_is_dropped_never_served(server_factory, tmpdir_path):
         r.set(b"d%d" % i, _value(i))
     _settle(r)
     # Flip bytes in the middle of every extent's value on disk.
-    path = tmpdir_path / "tier" / "pion-tier.dat"
-    with open(path, "r+b") as f:
-        data = f.read()
-        at = 0
-        while True:
-            at = data.find(b"PIONTIER", at)
-            if at < 0:
-                break
-            f.seek(at + 4096 + 1000)
-            f.write(b"\xff\xfe\xfd")
-            at += 4096
-    os.sync()
+    damage_tier_values(tmpdir_path / "tier" / "pion-tier.dat")
     # Each read path meets damaged extents first: GET (direct read), MGET, GETRANGE
     # (checked reads): none may answer a wrong byte.
     wrong = 0

@@ -6,11 +6,10 @@ I/O threads; inside MULTI/EXEC they read on the worker; damage is never served."
 from __future__ import annotations
 
 import hashlib
-import os
 
 import pytest
 
-from pion.testing import poll
+from pion.testing import damage_tier_values, poll
 
 
 
@@ -130,18 +129,7 @@ def test_damaged_values_are_never_served_by_the_async_reads(server_factory, tmpd
     disk = _tiered(r, names)
     assert len(disk) >= 6, disk
     # Flip bytes in the middle of every extent's value on disk.
-    path = tmpdir_path / "tier" / "pion-tier.dat"
-    with open(path, "r+b") as f:
-        data = f.read()
-        at = 0
-        while True:
-            at = data.find(b"PIONTIER", at)
-            if at < 0:
-                break
-            f.seek(at + 4096 + 1000)
-            f.write(b"\xff\xfe\xfd")
-            at += 4096
-    os.sync()
+    damage_tier_values(tmpdir_path / "tier" / "pion-tier.dat")
     errors0 = _info(r)["tier_errors"]
     k0, k1, k2 = disk[0], disk[1], disk[2]
     assert r.getrange(k0, 900, 1100) == b""   # damaged: the entry is dropped
