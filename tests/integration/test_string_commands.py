@@ -188,7 +188,9 @@ def test_reply_in_flight_keeps_its_bytes(server):
     val = os.urandom(4 << 20)
     r.set("v", val)
     slow = socket.create_connection(("127.0.0.1", server.port))
-    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    # A 64 KiB window keeps most of the 4 MiB reply in the server while the
+    # edits run (a 4 KiB one also does, but then drains it in about 100 s).
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
     slow.sendall(b"*2\r\n$3\r\nGET\r\n$1\r\nv\r\n")
     slow.settimeout(60)
     got = bytearray()
