@@ -21,12 +21,15 @@ void Store::FinishTierAdoption() {
   const uint64_t adopted = tier_adopted_.load(std::memory_order_relaxed);
   const uint64_t ns_adopted = tier_ns_adopted_.load(std::memory_order_relaxed);
   const uint64_t dropped = tier_adopt_drops_.load(std::memory_order_relaxed);
-  if (adopted > 0 || ns_adopted > 0 || dropped > 0)
-    LOG_NOTICE(
-        "disk tier: %llu values and %llu namespaces adopted from %s, %llu dropped (missing or "
-        "damaged)",
-        static_cast<unsigned long long>(adopted), static_cast<unsigned long long>(ns_adopted),
-        tier_ ? tier_->path().c_str() : "(no tier)", static_cast<unsigned long long>(dropped));
+  if (adopted > 0 || dropped > 0)
+    LOG_NOTICE("disk tier: %llu values adopted from %s, %llu dropped (missing or damaged)",
+               static_cast<unsigned long long>(adopted),
+               tier_ ? tier_->path().c_str() : "(no tier)",
+               static_cast<unsigned long long>(dropped));
+  if (ns_adopted > 0)
+    LOG_NOTICE("disk tier: %llu namespaces adopted from %s",
+               static_cast<unsigned long long>(ns_adopted),
+               tier_ ? tier_->path().c_str() : "(no tier)");
 }
 
 Status Store::SyncTierForSnapshot() { return tier_ ? tier_->Sync() : Status::OK(); }
