@@ -461,6 +461,59 @@ def test_restart_adopts_namespaces_in_the_tier_without_loading_them(server_facto
             (name, side, layer)
 
 
+def test_restart_drops_a_namespace_whose_referenced_extent_is_damaged(server_factory,
+                                                                       tmpdir_path):
+    """A damaged header drops its namespace at start (not adopted), a damaged
+    value drops it at its first read; pion-check --tier names both; every other
+    namespace reads back bit-exact."""
+    import numpy as np
+    import redis
+    s = _tier_server(server_factory, tmpdir_path, tier="256mb",
+                     extra=("--tier-min-value", "4kb"))
+    r = s.client()
+    dim, n = 256, 1024
+    names = [f"dns{i}" for i in range(12)]  # 2 MiB each (one layer a side) under 8 MiB
+    data = {}
+    for i, ns in enumerate(names):
+        assert r.execute_command("KV.PREFIX.REGISTER", ns, dim, "fp16") == b"OK"
+        for side in ("pk", "pv"):
+            data[(ns, side)] = _rows(2 * n, dim, 500 + i * 2 + (side == "pv"))
+            assert r.execute_command("V.STOREBATCH", f"{ns}_{side}", 0, 0, 2 * n,
+                                     data[(ns, side)].tobytes(), "FMT", "F16") == b"OK"
+    _settle(r)
+    assert r.execute_command("KV.PREFIX.SAVE") in (b"OK", "OK")
+    s.stop(signal.SIGKILL)
+    path = tmpdir_path / "tier" / "pion-tier.dat"
+    with open(path, "r+b") as f:
+        blob = f.read()
+        first = blob.find(b"PIONTIER")
+        second = blob.find(b"PIONTIER", first + 4096)
+        assert first >= 0 and second > first
+        f.seek(first + 16)  # a header: not adopted
+        f.write(b"\xff\xfe\xfd")
+        f.seek(second + 4096 + 1000)  # a value: adopted, dropped by its first read
+        f.write(b"\xff\xfe\xfd")
+    rc, out = _pion_check(tmpdir_path / "data" / "pion.vstore", "--tier", tmpdir_path / "tier")
+    assert rc == 1 and "tier_refs_bad: 2" in out, out
+    assert out.count("; namespace dns") == 2, out
+    s.start()
+    r = s.client()
+    poll(lambda: _loaded(r), timeout=60)
+    wrong = missing = 0
+    for (ns, side), rows in data.items():
+        try:
+            got = r.execute_command("V.FETCH", f"{ns}_{side}", 0, "RANGE", 0, 2 * n,
+                                     "FMT", "F16")
+        except redis.exceptions.ResponseError:
+            missing += 1
+            continue
+        wrong += not np.array_equal(np.frombuffer(got, np.float16).reshape(2 * n, dim), rows)
+    assert wrong == 0
+    assert missing == 4  # two namespaces, both sides
+    assert _info(r)["tier_errors"] >= 2
+    assert "not adopted" in s.log()
+
+
 @pytest.mark.concurrency  # tier I/O threads, deferred replies, promotions: also under TSan
 def test_damaged_namespace_extent_is_never_served(server_factory, tmpdir_path):
     import numpy as np
