@@ -399,13 +399,13 @@ class NsTierRestartTest : public TierRestartTest {
     EXPECT_TRUE(n.persist->Save("").ok());
     return want;
   }
+  // The rows of the layer an NsKey names, as `n` serves them.
+  static std::string Fetch(TierNode& n, const std::string& k) {
+    return n.FetchNs(k.substr(0, k.find('/')), k[k.find('/') + 1] - '0',
+                     static_cast<uint32_t>(std::stoul(k.substr(k.rfind('/') + 1))));
+  }
   void ExpectNs(TierNode& n, const NsWant& want) {
-    for (const auto& [k, v] : want) {
-      const std::string ns = k.substr(0, k.find('/'));
-      const int side = k[k.find('/') + 1] - '0';
-      const uint32_t layer = static_cast<uint32_t>(std::stoul(k.substr(k.rfind('/') + 1)));
-      EXPECT_TRUE(n.FetchNs(ns, side, layer) == v) << k << " differs";
-    }
+    for (const auto& [k, v] : want) EXPECT_TRUE(Fetch(n, k) == v) << k << " differs";
   }
   static void Forget(NsWant* want, const std::string& ns) {
     for (auto [side, layer] : kNsLayers) want->erase(NsKey(ns, side, layer));
@@ -496,30 +496,32 @@ TEST_F(NsTierRestartTest, APartlyRewrittenNamespaceKeepsItsChunksInTheTier) {
 TEST_F(NsTierRestartTest, DamagedOrMissingExtentsDropOnlyTheirNamespaces) {
   FaultEnv env;
   NsWant want;
-  std::vector<std::pair<std::string, tier::ExtentRef>> on_disk;
+  std::vector<std::pair<std::string, uint64_t>> on_disk;  // name, extent offset
+  uint64_t value_at = 0;                                  // the second one's value
   {
     TierNode n(&env, dir_);
     ASSERT_TRUE(n.Recover().ok());
     want = WriteNsAndSave(n);
     for (int i = 0; i < 8; ++i)
-      if (n.NsOnDisk(NsName(i)))
-        on_disk.emplace_back(NsName(i), n.store.namespace_extent_for_test(NsName(i)));
+      if (n.NsOnDisk(NsName(i))) {
+        tier::ExtentRef x = n.store.namespace_extent_for_test(NsName(i));
+        ASSERT_NE(x, nullptr);
+        on_disk.emplace_back(NsName(i), x->offset);
+        if (on_disk.size() == 2) value_at = x->offset + x->header_bytes + 100;
+      }
     ASSERT_GE(on_disk.size(), 2u);
   }
   // One extent's header and another's value damaged on disk.
-  const std::string& head_ns = on_disk[0].first;
-  const std::string& value_ns = on_disk[1].first;
+  const std::string head_ns = on_disk[0].first;
+  const std::string value_ns = on_disk[1].first;
   {
     const int fd = ::open(TierFile().c_str(), O_RDWR);
     ASSERT_GE(fd, 0);
     const char junk[8] = {'d', 'a', 'm', 'a', 'g', 'e', 'd', '!'};
-    const tier::Extent& h = *on_disk[0].second;
-    const tier::Extent& v = *on_disk[1].second;
-    ASSERT_EQ(::pwrite(fd, junk, 8, static_cast<off_t>(h.offset + 16)), 8);
-    ASSERT_EQ(::pwrite(fd, junk, 8, static_cast<off_t>(v.offset + v.header_bytes + 100)), 8);
+    ASSERT_EQ(::pwrite(fd, junk, 8, static_cast<off_t>(on_disk[0].second + 16)), 8);
+    ASSERT_EQ(::pwrite(fd, junk, 8, static_cast<off_t>(value_at)), 8);
     ::close(fd);
   }
-  on_disk.resize(2);  // (the extents themselves are gone with their node)
   {
     TierNode m(&env, dir_);
     ASSERT_TRUE(m.Recover().ok());  // never a failed start
@@ -540,10 +542,7 @@ TEST_F(NsTierRestartTest, DamagedOrMissingExtentsDropOnlyTheirNamespaces) {
   EXPECT_GT(r.store.tier_adopt_drops(), 0u);
   EXPECT_EQ(r.store.tier_ns_adopted(), 0u);
   for (const auto& [k, v] : want) {
-    const std::string ns = k.substr(0, k.find('/'));
-    const int side = k[k.find('/') + 1] - '0';
-    const std::string got =
-        r.FetchNs(ns, side, static_cast<uint32_t>(std::stoul(k.substr(k.rfind('/') + 1))));
+    const std::string got = Fetch(r, k);
     EXPECT_TRUE(got == v || got == "<none>") << k << ": wrong rows";
   }
 }
