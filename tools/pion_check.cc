@@ -104,11 +104,13 @@ int CheckWal(Env* env, const std::string& path) {
   return 1;
 }
 
-// Collects a snapshot's STRING_TIER references (everything else is ignored).
+// Collects a snapshot's STRING_TIER and NAMESPACE_TIER references (everything
+// else is ignored).
 class TierRefs final : public RecordSink {
  public:
   struct Ref {
-    std::string key;
+    std::string key;  // the key, or the namespace's name
+    bool ns = false;  // a namespace's extent
     pion::tier::ExtentId id;
   };
   std::vector<Ref> refs;
@@ -126,6 +128,18 @@ class TierRefs final : public RecordSink {
   void ApplyStrTier(const StrTierRecord& r) override {
     Ref x;
     x.key.assign(r.key);
+    x.id.offset = r.extent.offset;
+    x.id.length = r.extent.length;
+    x.id.header_bytes = r.extent.header_bytes;
+    x.id.value_len = r.value_len;
+    x.id.value_crc = r.extent.value_crc;
+    x.id.seq = r.extent.seq;
+    refs.push_back(std::move(x));
+  }
+  void ApplyNamespaceTier(const NsTierRecord& r) override {
+    Ref x;
+    x.key.assign(r.ns);
+    x.ns = true;
     x.id.offset = r.extent.offset;
     x.id.length = r.extent.length;
     x.id.header_bytes = r.extent.header_bytes;
@@ -163,8 +177,11 @@ int CheckSnapshot(Env* env, const std::string& path, const std::string& tier) {
                 static_cast<unsigned long long>(bad), std::string(s.message()).c_str());
     return 1;
   }
-  std::printf("strings: %llu\ntier_refs: %llu\n", static_cast<unsigned long long>(st.strings),
-              static_cast<unsigned long long>(st.tier_refs));
+  std::printf("strings: %llu\ntier_refs: %llu\nns_tier_refs: %llu\ntier_rows: %llu\n",
+              static_cast<unsigned long long>(st.strings),
+              static_cast<unsigned long long>(st.tier_refs),
+              static_cast<unsigned long long>(st.ns_tier_refs),
+              static_cast<unsigned long long>(st.tier_rows));
   uint64_t refs_bad = 0;
   if (!tier.empty()) {
     // Each reference as the server checks it at start, and the value's CRC too.
@@ -176,9 +193,9 @@ int CheckSnapshot(Env* env, const std::string& path, const std::string& tier) {
       }
       if (!v.ok()) {
         ++refs_bad;
-        std::printf("tier_ref: offset %llu: %s; key %s\n",
+        std::printf("tier_ref: offset %llu: %s; %s %s\n",
                     static_cast<unsigned long long>(r.id.offset), std::string(v.message()).c_str(),
-                    Printable(r.key).c_str());
+                    r.ns ? "namespace" : "key", Printable(r.key).c_str());
       }
     }
     std::printf("tier_file: %s\ntier_refs_bad: %llu\n", tier.c_str(),

@@ -187,6 +187,8 @@ Status Persistence::SaveLocked(std::string_view path) {
     wo.tier_refs = true;
     for (const SnapshotString& k : strings)
       if (k.in_tier) tier_pins.push_back(k.tier_pin);
+    for (const SnapshotNamespace& v : views)
+      if (v.in_tier) tier_pins.push_back(v.tier_pin);
     if (!tier_pins.empty()) wo.before_rename = [this] { return host_->SyncTierForSnapshot(); };
   }
   Status s = WriteSnapshot(env_, target, hdr, views, &st, &strings, &wo);
@@ -215,10 +217,11 @@ Status Persistence::SaveLocked(std::string_view path) {
   }
   double secs = static_cast<double>(MonotonicNs() - t0) / 1e9;
   LOG_NOTICE(
-      "SAVE %s: %llu namespaces, %llu rows, %llu strings (%llu in the disk tier), %llu "
-      "bytes in %.3f s (%.0f MB/s)",
+      "SAVE %s: %llu namespaces (%llu in the disk tier), %llu rows (and %llu in the disk tier), "
+      "%llu strings (%llu in the disk tier), %llu bytes in %.3f s (%.0f MB/s)",
       target.c_str(), static_cast<unsigned long long>(st.namespaces),
-      static_cast<unsigned long long>(st.rows), static_cast<unsigned long long>(st.strings),
+      static_cast<unsigned long long>(st.ns_tier_refs), static_cast<unsigned long long>(st.rows),
+      static_cast<unsigned long long>(st.tier_rows), static_cast<unsigned long long>(st.strings),
       static_cast<unsigned long long>(st.tier_refs), static_cast<unsigned long long>(st.file_bytes),
       secs, secs > 0 ? static_cast<double>(st.file_bytes) / 1e6 / secs : 0.0);
   base::MutexLock l(&mu_);

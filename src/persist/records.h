@@ -91,6 +91,25 @@ struct StrTierRecord {
   uint64_t value_len = 0;
   TierExtentRecord extent;
 };
+// A chunk of a namespace that lies in its extent of the disk tier
+// (NAMESPACE_TIER section, version 8): rows [start, start + rows) of `side` and
+// `layer` are the extent value's bytes from `value_offset`.
+struct NsTierChunkRecord {
+  Side side = Side::kKeys;
+  uint32_t layer = 0;
+  uint64_t start = 0;
+  uint64_t rows = 0;
+  uint64_t value_offset = 0;
+};
+// A namespace's chunks referenced in the disk tier (NAMESPACE_TIER section).
+struct NsTierRecord {
+  std::string_view ns;
+  uint64_t incarnation = 0;
+  uint32_t row_bytes = 0;
+  uint64_t value_len = 0;
+  TierExtentRecord extent;
+  std::vector<NsTierChunkRecord> chunks;  // increasing (side, layer, start), not overlapping
+};
 // A string key's block metadata in a snapshot (BLOCK section, version 5).
 struct StrBlockRecord {
   std::string_view key;
@@ -314,6 +333,11 @@ class RecordSink {
   // of the disk tier's file (adopted when its header matches, else the key is
   // dropped as the tier drops entries). Default: ignored.
   virtual void ApplyStrTier(const StrTierRecord& r) { (void)r; }
+  // A snapshot's NAMESPACE_TIER section (after the namespace's ROWS): those
+  // chunks of the namespace are the referenced extent's bytes (adopted when its
+  // header matches, else the namespace is dropped as the tier drops entries).
+  // Default: ignored.
+  virtual void ApplyNamespaceTier(const NsTierRecord& r) { (void)r; }
 };
 
 // A run of `rows` consecutive stored rows at `data` (kept alive by `pin`), or
@@ -322,6 +346,11 @@ struct SnapshotSegment {
   std::shared_ptr<const void> pin;
   const uint8_t* data = nullptr;
   uint64_t rows = 0;
+  // The rows lie in the namespace's extent of the disk tier (written), at this
+  // offset of its value: a default-path snapshot references them (a
+  // NAMESPACE_TIER section) instead of copying them; `data` still points at them.
+  bool in_tier = false;
+  uint64_t tier_offset = 0;
 };
 
 // A consistent, pinned view of one namespace.
@@ -340,6 +369,13 @@ struct SnapshotNamespace {
     std::vector<SnapshotSegment> segments;  // covering [0, rows)
   };
   std::vector<Layer> layers[2];  // [Side]; only layers with rows > 0
+  // Some segments are in the namespace's extent of the disk tier (in_tier):
+  // what its header holds, the value's length, and the snapshot's hold on it
+  // (SnapshotSource::SnapshotCommitted), as SnapshotString's.
+  bool in_tier = false;
+  TierExtentRecord tier;
+  uint64_t tier_value_len = 0;
+  std::shared_ptr<const void> tier_pin;
 };
 
 // A pinned string key (snapshot version 2 STRING section).
@@ -382,7 +418,7 @@ class SnapshotSource {
   // that references them was synced and before it is renamed into place.
   virtual Status SyncTierForSnapshot() { return Status::OK(); }
   // A default-path snapshot was renamed into place: `tier_pins` (its
-  // SnapshotString::tier_pin values) replace the extents the previous one
+  // SnapshotString and SnapshotNamespace tier_pin values) replace the extents the previous one
   // referenced, which may be reused from now on (docs/tier_format.md §3).
   virtual void SnapshotCommitted(std::vector<std::shared_ptr<const void>> tier_pins) {
     (void)tier_pins;

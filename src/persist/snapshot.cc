@@ -91,8 +91,11 @@ class SnapWriter {
   uint64_t pads_ = 0;
 };
 
+// `tier_refs`: segments in the disk tier are left out (the namespace's
+// NAMESPACE_TIER section names them) instead of copied.
 Status WriteLayer(SnapWriter& sw, const SnapshotNamespace& v, Side side,
-                  const SnapshotNamespace::Layer& lv, size_t row_bytes, SnapshotStats* st) {
+                  const SnapshotNamespace::Layer& lv, size_t row_bytes, bool tier_refs,
+                  SnapshotStats* st) {
   static const std::vector<uint8_t> kZeroRow(quant::RowBytes(quant::Format::kFp16, quant::kMaxDim) *
                                              2);
   PION_CHECK(row_bytes <= kZeroRow.size());
@@ -120,7 +123,7 @@ Status WriteLayer(SnapWriter& sw, const SnapshotNamespace& v, Side side,
   };
   uint64_t row = 0;
   for (const auto& seg : lv.segments) {
-    if (seg.data == nullptr) {
+    if (seg.data == nullptr || (tier_refs && seg.in_tier)) {
       PION_RETURN_IF_ERROR(flush());
       row += seg.rows;
       continue;
@@ -156,6 +159,32 @@ Status WriteLayer(SnapWriter& sw, const SnapshotNamespace& v, Side side,
     PION_RETURN_IF_ERROR(flush());
   }
   return Status::OK();
+}
+
+// The chunks of `v` in the disk tier as one NAMESPACE_TIER section's record
+// (no chunks: nothing to reference, or more than a section may name).
+NsTierRecord NamespaceTierRecord(const SnapshotNamespace& v, size_t row_bytes) {
+  NsTierRecord t;
+  if (!v.in_tier) return t;
+  for (int side = 0; side < 2; ++side)
+    for (const auto& lv : v.layers[side]) {
+      uint64_t row = 0;
+      for (const auto& seg : lv.segments) {
+        if (seg.data != nullptr && seg.in_tier)
+          t.chunks.push_back({static_cast<Side>(side), lv.layer, row, seg.rows, seg.tier_offset});
+        row += seg.rows;
+      }
+    }
+  if (t.chunks.size() > kSnapMaxNsTierChunks) {
+    t.chunks.clear();
+    return t;
+  }
+  t.ns = v.ns;
+  t.incarnation = v.incarnation;
+  t.row_bytes = static_cast<uint32_t>(row_bytes);
+  t.value_len = v.tier_value_len;
+  t.extent = v.tier;
+  return t;
 }
 
 Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
@@ -194,11 +223,22 @@ Status WriteAll(Env* env, WritableFile* f, const SnapHeader& header,
     }
     ++st->namespaces;
     size_t rb = quant::RowBytes(v.fmt, v.kv_dim);
+    // Chunks in the disk tier: referenced after the ROWS (version 8), or copied.
+    NsTierRecord t;
+    if (tier_refs) t = NamespaceTierRecord(v, rb);
+    const bool refs = !t.chunks.empty();
     for (int side = 0; side < 2; ++side)
       for (const auto& lv : v.layers[side])
-        PION_RETURN_IF_ERROR(WriteLayer(sw, v, static_cast<Side>(side), lv, rb, st));
+        PION_RETURN_IF_ERROR(WriteLayer(sw, v, static_cast<Side>(side), lv, rb, refs, st));
+    if (refs) {
+      std::vector<uint8_t> tp;
+      EncodeSnapNamespaceTier(t, &tp);
+      PION_RETURN_IF_ERROR(sw.Section(RecordType::kSnapNamespaceTier, tp, {}));
+      ++st->ns_tier_refs;
+      for (const NsTierChunkRecord& c : t.chunks) st->tier_rows += c.rows;
+    }
   }
-  const uint64_t rows_sections = sw.sections() - sw.pads() - st->namespaces;
+  const uint64_t rows_sections = sw.sections() - sw.pads() - st->namespaces - st->ns_tier_refs;
   uint64_t blocks = 0;
   if (strings != nullptr) {
     for (const SnapshotString& k : *strings) {
@@ -407,6 +447,8 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
   uint64_t off = kSnapHeaderSize;
   uint64_t seq = 0;
   bool have_ns = false, ended = false;
+  bool cur_tiered = false;  // the current namespace had its NAMESPACE_TIER section
+  uint64_t ns_tiers = 0;    // NAMESPACE_TIER sections (version 8), not counted in END
   std::string cur_ns;
   uint64_t cur_inc = 0;
   size_t cur_rb = 0;
@@ -485,6 +527,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
           stamps.emplace_back(std::string(r.ns), r.lru_stamp);
         }
         have_ns = true;
+        cur_tiered = false;
         cur_ns.assign(r.ns);
         cur_inc = r.incarnation;
         cur_rb = quant::RowBytes(r.fmt, r.kv_dim);
@@ -497,6 +540,8 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
         if (!have_ns || r.ns != cur_ns || r.incarnation != cur_inc)
           return BadAt(path, off, "rows of a namespace not declared before them", bad_offset);
+        if (cur_tiered)
+          return BadAt(path, off, "rows after the namespace's namespace_tier section", bad_offset);
         if (r.row_bytes != cur_rb)
           return BadAt(path, off, "row size does not match the format", bad_offset);
         if (sink) {
@@ -529,6 +574,26 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         if (sink) sink->ApplyStrTier(r);
         ++st.strings;
         ++st.tier_refs;
+        break;
+      }
+      case RecordType::kSnapNamespaceTier: {
+        if (version < 8)
+          return BadAt(path, off, "namespace_tier section before version 8", bad_offset);
+        NsTierRecord r;
+        Status s = DecodeSnapNamespaceTier(payload, &r);
+        if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
+        if (!have_ns || r.ns != cur_ns || r.incarnation != cur_inc || st.strings != 0)
+          return BadAt(path, off, "namespace_tier section of a namespace not declared before it",
+                       bad_offset);
+        if (cur_tiered)
+          return BadAt(path, off, "second namespace_tier section of a namespace", bad_offset);
+        if (r.row_bytes != cur_rb)
+          return BadAt(path, off, "row size does not match the format", bad_offset);
+        if (sink) sink->ApplyNamespaceTier(r);
+        cur_tiered = true;
+        ++ns_tiers;
+        ++st.ns_tier_refs;
+        for (const NsTierChunkRecord& c : r.chunks) st.tier_rows += c.rows;
         break;
       }
       case RecordType::kSnapBlock: {
@@ -565,7 +630,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
           return BadAt(path, off, "end section string count does not match the file", bad_offset);
         if (e.namespaces != st.namespaces || e.total_rows != st.rows ||
             e.total_row_bytes != st.row_bytes ||
-            e.rows_sections != seq - pads - blocks - st.namespaces - st.strings ||
+            e.rows_sections != seq - pads - blocks - ns_tiers - st.namespaces - st.strings ||
             st.namespaces != st.header.namespace_count)
           return BadAt(path, off, "end section counts do not match the file", bad_offset);
         ended = true;

@@ -29,6 +29,8 @@ struct SnapshotStats {
   uint64_t sections = 0;
   uint64_t strings = 0;         // STRING and STRING_TIER sections (versions 2, 7)
   uint64_t tier_refs = 0;       // of which STRING_TIER (version 7)
+  uint64_t ns_tier_refs = 0;    // NAMESPACE_TIER sections (version 8)
+  uint64_t tier_rows = 0;       // the rows they reference (not in `rows`)
   bool mapped = false;          // loaded from a mapping (rows may be kept by reference)
   uint32_t verify_threads = 1;  // threads that verified the section CRCs
   double seconds = 0;
@@ -36,7 +38,9 @@ struct SnapshotStats {
 
 struct SnapshotWriteOptions {
   // Strings whose value is in the disk tier (SnapshotString::in_tier) become
-  // STRING_TIER sections (references) instead of STRING sections (copies).
+  // STRING_TIER sections (references) instead of STRING sections (copies), and
+  // namespace chunks in it (SnapshotSegment::in_tier) a NAMESPACE_TIER section
+  // instead of ROWS.
   bool tier_refs = false;
   // Called after the file was synced and before the rename (the tier's sync);
   // an error fails the write like any other.

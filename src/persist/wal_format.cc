@@ -536,6 +536,73 @@ Status DecodeSnapStringTier(std::span<const uint8_t> p, StrTierRecord* r) {
   return Status::OK();
 }
 
+void EncodeSnapNamespaceTier(const NsTierRecord& r, std::vector<uint8_t>* out) {
+  Writer w(out);
+  w.Name(r.ns);
+  w.U64(r.incarnation);
+  w.U32(r.row_bytes);
+  w.U32(static_cast<uint32_t>(r.chunks.size()));
+  w.U64(r.value_len);
+  w.U64(r.extent.offset);
+  w.U64(r.extent.length);
+  w.U32(r.extent.header_bytes);
+  w.U32(r.extent.value_crc);
+  w.U64(r.extent.seq);
+  for (const NsTierChunkRecord& c : r.chunks) {
+    w.U8(static_cast<uint8_t>(c.side));
+    w.U8(0);
+    w.U16(0);
+    w.U32(c.layer);
+    w.U64(c.start);
+    w.U64(c.rows);
+    w.U64(c.value_offset);
+  }
+}
+
+Status DecodeSnapNamespaceTier(std::span<const uint8_t> p, NsTierRecord* r) {
+  Reader rd(p);
+  uint32_t count = 0;
+  TierExtentRecord& x = r->extent;
+  if (!rd.Name(&r->ns)) return Bad("bad namespace name");
+  if (!rd.U64(&r->incarnation) || !rd.U32(&r->row_bytes) || !rd.U32(&count) ||
+      !rd.U64(&r->value_len) || !rd.U64(&x.offset) || !rd.U64(&x.length) ||
+      !rd.U32(&x.header_bytes) || !rd.U32(&x.value_crc) || !rd.U64(&x.seq))
+    return Bad("truncated namespace_tier section");
+  constexpr uint64_t kBlock = 4096;
+  if (x.offset % kBlock != 0 || x.length % kBlock != 0 || x.header_bytes % kBlock != 0 ||
+      x.header_bytes < 64 + r->ns.size() || r->value_len > x.length ||
+      x.header_bytes > x.length - r->value_len)
+    return Bad("namespace_tier section does not describe an extent");
+  if (r->row_bytes == 0 || count == 0) return Bad("empty namespace_tier section");
+  if (rd.left() != static_cast<uint64_t>(count) * kNsTierChunkBytes)
+    return Bad("namespace_tier section size does not match its chunk count");
+  r->chunks.clear();
+  r->chunks.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    NsTierChunkRecord c;
+    uint8_t side = 0, res8 = 0;
+    uint16_t res16 = 0;
+    (void)(rd.U8(&side) && rd.U8(&res8) && rd.U16(&res16) && rd.U32(&c.layer) && rd.U64(&c.start) &&
+           rd.U64(&c.rows) && rd.U64(&c.value_offset));
+    if (side > 1) return Bad("bad side");
+    if (res8 != 0 || res16 != 0) return Bad("reserved bytes not zero");
+    c.side = static_cast<Side>(side);
+    if (c.rows == 0 || c.value_offset % 64 != 0 || c.value_offset > r->value_len ||
+        c.rows > (r->value_len - c.value_offset) / r->row_bytes)
+      return Bad("namespace_tier chunk outside the extent's value");
+    if (c.start > UINT64_MAX - c.rows) return Bad("namespace_tier chunk rows overflow");
+    if (!r->chunks.empty()) {
+      const NsTierChunkRecord& b = r->chunks.back();
+      const bool after = c.side != b.side     ? c.side > b.side
+                         : c.layer != b.layer ? c.layer > b.layer
+                                              : c.start >= b.start + b.rows;
+      if (!after) return Bad("namespace_tier chunks out of order or overlapping");
+    }
+    r->chunks.push_back(c);
+  }
+  return Status::OK();
+}
+
 static Status DecodeRegisterCommon(Reader& rd, RegisterRec* r, bool snap) {
   uint8_t tag, hb;
   if (!rd.Name(&r->ns)) return Bad("bad namespace name");

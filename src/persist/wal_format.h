@@ -27,8 +27,8 @@ inline constexpr char kSnapMagic[8] = {'P', 'I', 'O', 'N', 'S', 'N', 'P', '\0'};
 inline constexpr uint32_t kWalVersion = 5;
 // 2: STRING sections, END string_count; 3: NAMESPACE_CHILD; 4: PAD sections
 // (rows of every ROWS section 64-byte aligned in the file, so a loader can map them);
-// 5: BLOCK sections; 6: QUANT sections; 7: STRING_TIER sections.
-inline constexpr uint32_t kSnapVersion = 7;
+// 5: BLOCK sections; 6: QUANT sections; 7: STRING_TIER sections; 8: NAMESPACE_TIER sections.
+inline constexpr uint32_t kSnapVersion = 8;
 inline constexpr uint32_t kOldestVersion = 1;  // readers accept kOldestVersion..current
 inline constexpr size_t kMaxStrKey = 65536;
 inline constexpr size_t kWalHeaderSize = 40;
@@ -65,6 +65,7 @@ enum class RecordType : uint8_t {
   kSnapBlock = 22,           // version 5: a string key's chain link, hash and tokens
   kSnapQuant = 23,           // version 6: a string key's value is a quantized block
   kSnapStringTier = 24,      // version 7: a string key's value referenced in the disk tier
+  kSnapNamespaceTier = 25,   // version 8: a namespace's chunks referenced in the disk tier
 };
 // Alignment of the rows of a ROWS section in a version 4 snapshot file.
 inline constexpr uint64_t kSnapRowsAlign = 64;
@@ -219,6 +220,15 @@ Status DecodeSnapQuant(std::span<const uint8_t> p, StrQuantRecord* r);
 // STRING_TIER (snapshot version 7).
 void EncodeSnapStringTier(const StrTierRecord& r, std::vector<uint8_t>* out);
 Status DecodeSnapStringTier(std::span<const uint8_t> p, StrTierRecord* r);
+// NAMESPACE_TIER (snapshot version 8). The chunk list is checked (order, no
+// overlap, inside the value) but not against a namespace's chunk size.
+void EncodeSnapNamespaceTier(const NsTierRecord& r, std::vector<uint8_t>* out);
+Status DecodeSnapNamespaceTier(std::span<const uint8_t> p, NsTierRecord* r);
+// Bytes of a NAMESPACE_TIER section's fixed part and of each chunk entry.
+inline constexpr size_t kNsTierChunkBytes = 32;
+// A writer names at most this many chunks in one NAMESPACE_TIER section (64 MiB of
+// entries); a namespace with more is copied into ROWS sections instead.
+inline constexpr size_t kSnapMaxNsTierChunks = (64u << 20) / kNsTierChunkBytes;
 // Whether a value of `value_len` bytes is whole rows of a valid quantized format.
 bool QuantValueValid(const QuantRecord& q, uint64_t value_len);
 

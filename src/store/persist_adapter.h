@@ -58,6 +58,9 @@ class StorePersistHost final : public persist::PersistHost {
   void ApplyStrBlock(const persist::StrBlockRecord& r) override { store_->ApplyStrBlock(r); }
   void ApplyStrQuant(const persist::StrQuantRecord& r) override { store_->ApplyStrQuant(r); }
   void ApplyStrTier(const persist::StrTierRecord& r) override { store_->ApplyStrTier(r); }
+  void ApplyNamespaceTier(const persist::NsTierRecord& r) override {
+    store_->ApplyNamespaceTier(r);
+  }
   // persist::SnapshotSource
   std::vector<persist::SnapshotString> TakeCapturedStrings() override {
     return store_->TakeCapturedStrings();

@@ -33,6 +33,7 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
   std::vector<persist::SnapshotNamespace> views;
   if (!barrier_status->ok()) return views;
   std::vector<NsPtr> all;
+  std::vector<tier::ExtentRef> extents;  // [i]: all[i]'s extent in the disk tier, or null
   {
     std::lock_guard<std::mutex> l(mu_);
     captured_strings_.clear();
@@ -73,7 +74,14 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
     for (const Shard& sh : shards_)
       for (auto& [name, n] : sh.map) all.push_back(n);
     views.resize(all.size());
-    for (size_t i = 0; i < all.size(); ++i) views[i].blocks = all[i]->blocks;
+    extents.resize(all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      views[i].blocks = all[i]->blocks;
+      // The extent the namespace's chunks may borrow (written: its chunks are
+      // installed only then); a chunk that borrows it is referenced below.
+      const tier::ExtentRef& x = all[i]->mapped_extent;
+      if (x != nullptr && x->written.load(std::memory_order_acquire)) extents[i] = x;
+    }
   }
   std::vector<FetchSegment> segments;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -88,6 +96,7 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
       v.parent = n.parent->name;
       v.parent_incarnation = n.parent->incarnation;
     }
+    const tier::ExtentRef& x = extents[i];
     for (int side = 0; side < 2; ++side) {
       const SideData& sd = n.sides[side];
       std::lock_guard<std::mutex> l(sd.mu);
@@ -102,7 +111,18 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
         lv.segments.reserve(segments.size());
         for (FetchSegment& s : segments) {
           if (s.chunk != nullptr) s.chunk->frozen = true;  // see Chunk::frozen
-          lv.segments.push_back({std::move(s.chunk), s.data, s.rows});
+          // A chunk that still borrows the namespace's written extent: a
+          // default-path snapshot references it (docs/snapshot_format.md §7).
+          const bool in_tier = x != nullptr && s.chunk != nullptr &&
+                               s.chunk->backing.get() == static_cast<const void*>(x.get());
+          const uint64_t at = in_tier ? static_cast<uint64_t>(s.data - x->mapped()) : 0;
+          lv.segments.push_back({std::move(s.chunk), s.data, s.rows, in_tier, at});
+          if (in_tier && !v.in_tier) {
+            v.in_tier = true;
+            v.tier = {x->offset, x->length, x->header_bytes, x->value_crc, x->seq};
+            v.tier_value_len = x->value_len;
+            v.tier_pin = tier::PinForSnapshot(x);
+          }
         }
         v.layers[side].push_back(std::move(lv));
       }

@@ -466,6 +466,11 @@ class Store {
   // becomes a tiered entry on the referenced extent when its header matches;
   // otherwise (or without a tier) it is dropped as the tier drops entries.
   void ApplyStrTier(const persist::StrTierRecord& r);
+  // A snapshot's NAMESPACE_TIER section (docs/snapshot_format.md §7): the
+  // namespace's referenced chunks borrow the tier's mapping when the extent's
+  // header matches (the namespace is tiered again when every chunk is there);
+  // otherwise (or without a tier) the namespace is dropped with its children.
+  void ApplyNamespaceTier(const persist::NsTierRecord& r);
   // The tier file's fdatasync (before a snapshot that references it is renamed).
   Status SyncTierForSnapshot();
   // The extents the snapshot now in place references (adopted at start, or
@@ -474,6 +479,9 @@ class Store {
   // Tests: string keys adopted from the tier at the last load, and dropped there.
   uint64_t tier_adopted() const { return tier_adopted_.load(std::memory_order_relaxed); }
   uint64_t tier_adopt_drops() const { return tier_adopt_drops_.load(std::memory_order_relaxed); }
+  // Tests: namespaces adopted from the tier at the last load (drops are counted
+  // in tier_adopt_drops with the strings').
+  uint64_t tier_ns_adopted() const { return tier_ns_adopted_.load(std::memory_order_relaxed); }
   // CONFIG SET: a smaller tier drops its least recently used values now.
   void SetTierMaxBytes(uint64_t n);
   void SetTierMinValue(uint64_t n);
@@ -955,7 +963,7 @@ class Store {
   uint64_t tier_entries_ = 0;  // guarded by mu_
   // The extents the snapshot in place references (see SetSnapshotTierPins).
   std::vector<std::shared_ptr<const void>> snapshot_tier_pins_;  // guarded by mu_
-  std::atomic<uint64_t> tier_adopted_{0}, tier_adopt_drops_{0};
+  std::atomic<uint64_t> tier_adopted_{0}, tier_adopt_drops_{0}, tier_ns_adopted_{0};
   // After a failed tier write nothing moves for a second (a failing disk
   // behaves as no tier instead of bouncing every value); monotonic us.
   std::atomic<uint64_t> tier_paused_until_us_{0};

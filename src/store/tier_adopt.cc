@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "store/expiry.h"
+#include "store/namespace.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -18,12 +19,17 @@ namespace pion::store {
 void Store::FinishTierAdoption() {
   if (tier_) tier_->FinishAdopt();
   const uint64_t adopted = tier_adopted_.load(std::memory_order_relaxed);
+  const uint64_t ns_adopted = tier_ns_adopted_.load(std::memory_order_relaxed);
   const uint64_t dropped = tier_adopt_drops_.load(std::memory_order_relaxed);
   if (adopted > 0 || dropped > 0)
     LOG_NOTICE("disk tier: %llu values adopted from %s, %llu dropped (missing or damaged)",
                static_cast<unsigned long long>(adopted),
                tier_ ? tier_->path().c_str() : "(no tier)",
                static_cast<unsigned long long>(dropped));
+  if (ns_adopted > 0)
+    LOG_NOTICE("disk tier: %llu namespaces adopted from %s",
+               static_cast<unsigned long long>(ns_adopted),
+               tier_ ? tier_->path().c_str() : "(no tier)");
 }
 
 Status Store::SyncTierForSnapshot() { return tier_ ? tier_->Sync() : Status::OK(); }
@@ -92,6 +98,120 @@ void Store::ApplyStrTier(const persist::StrTierRecord& r) {
     }
     RaiseClockAbove(r.lru_stamp);
   }
+}
+
+void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
+  NsPtr n = Find(r.ns);
+  if (!n || n->incarnation != r.incarnation) return;  // evicted while loading
+  const uint32_t R = n->rows_per_chunk;
+  const size_t rb = n->row_bytes;
+  std::shared_ptr<tier::TierFile> tier;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (n->dropped) return;
+    tier = tier_;
+  }
+  // The chunks must fit the namespace: each a chunk's first rows, in a slot
+  // no ROWS section filled (a snapshot the server wrote always fits).
+  std::string why;
+  if (r.row_bytes != rb) why = "row size does not match the namespace";
+  {
+    std::lock_guard<std::mutex> l0(n->sides[0].mu);
+    std::lock_guard<std::mutex> l1(n->sides[1].mu);
+    for (const persist::NsTierChunkRecord& c : r.chunks) {
+      if (!why.empty()) break;
+      const SideData& sd = n->sides[static_cast<int>(c.side)];
+      const uint64_t ci = c.start / R;
+      if (c.layer >= kMaxLayers || c.start % R != 0 || c.rows > R || c.start + c.rows > kMaxTokens)
+        why = "a chunk does not fit the namespace";
+      else if (c.layer < sd.layers.size() && ci < sd.layers[c.layer].chunks.size() &&
+               sd.layers[c.layer].chunks[ci] != nullptr)
+        why = "a chunk the snapshot also holds rows of";
+    }
+  }
+  Result<tier::ExtentRef> x = Status(Code::kNotSupported, "no tier-dir is set");
+  if (why.empty() && tier != nullptr) {
+    tier::ExtentId id;
+    id.offset = r.extent.offset;
+    id.length = r.extent.length;
+    id.header_bytes = r.extent.header_bytes;
+    id.value_len = r.value_len;
+    id.value_crc = r.extent.value_crc;
+    id.seq = r.extent.seq;
+    x = tier->Adopt(r.ns, id);
+    if (!x.ok()) why = x.status().ToString();
+  } else if (why.empty()) {
+    why = "no tier-dir is set";
+  }
+  if (!why.empty()) {
+    // Never a wrong row, never a failed start: the namespace goes (with its
+    // children) as the tier drops entries.
+    std::lock_guard<std::mutex> l(mu_);
+    tier_adopt_drops_.fetch_add(1, std::memory_order_relaxed);
+    if (tier_) tier_errors_.fetch_add(1, std::memory_order_relaxed);
+    LOG_WARNING("disk tier: namespace '%s' at %s offset %llu not adopted: %s (dropped)",
+                n->name.c_str(), tier_ ? tier_->path().c_str() : "(no tier)",
+                static_cast<unsigned long long>(r.extent.offset), why.c_str());
+    if (n->dropped) return;
+    uint64_t lsn = 0, removed = 0;
+    if (RemoveSubtreeLocked(n, DropReason::kEviction, &lsn, &removed).ok()) {
+      EvictedFromPoolLocked(n, nullptr);
+      if (tier_) tier_evictions_.fetch_add(removed, std::memory_order_relaxed);
+    }
+    return;
+  }
+  // Each chunk borrows the tier's mapping at its place: no row read into RAM
+  // (the whole extent is read and checked before the first read serves it).
+  const tier::ExtentRef& ext = *x;
+  const uint8_t* base = ext->mapped();
+  std::lock_guard<std::mutex> l0(n->sides[0].mu);
+  std::lock_guard<std::mutex> l1(n->sides[1].mu);
+  std::lock_guard<std::mutex> l(mu_);
+  if (n->dropped) return;
+  uint64_t added = 0;
+  for (const persist::NsTierChunkRecord& c : r.chunks) {
+    SideData& sd = n->sides[static_cast<int>(c.side)];
+    if (sd.layers.size() <= c.layer) sd.layers.resize(c.layer + 1);
+    Layer& L = sd.layers[c.layer];
+    const uint64_t ci = c.start / R;
+    if (L.chunks.size() <= ci) L.chunks.resize(ci + 1);
+    L.chunks[ci] = Chunk::Borrow(base + c.value_offset, static_cast<uint32_t>(c.rows), rb, ext);
+    const uint64_t end = c.start + c.rows;
+    if (end > L.rows) {
+      added += end - L.rows;
+      sd.total_rows += end - L.rows;
+      L.rows = end;
+      if (c.layer == 0) sd.layer0_rows.store(end, std::memory_order_relaxed);
+    }
+  }
+  bool all_in_tier = true;
+  for (SideData& sd : n->sides) {
+    // Nothing is pending while loading: the reservations are the rows.
+    sd.reserved_rows.resize(sd.layers.size());
+    for (size_t i = 0; i < sd.layers.size(); ++i) {
+      sd.reserved_rows[i] = sd.layers[i].rows;
+      for (const std::shared_ptr<Chunk>& ch : sd.layers[i].chunks)
+        if (ch != nullptr && ch->backing.get() != static_cast<const void*>(ext.get()))
+          all_in_tier = false;
+    }
+    sd.reserved_total = sd.total_rows;
+  }
+  n->bytes += added * rb;
+  bytes_ += added * rb;
+  n->mapped_extent = ext;
+  n->maps_tier.store(true, std::memory_order_release);
+  if (all_in_tier && !n->tiered) {
+    // In the tier again, as TierMoveNamespaceLocked leaves it: rows uncharged.
+    const uint64_t rows_bytes = n->bytes - TableBytes(n->blocks);
+    n->tiered = true;
+    n->tier_extent = ext;
+    n->tier_uncharged = rows_bytes;
+    tier_uncharged_ += rows_bytes;
+    bytes_ -= rows_bytes;
+    ++tier_entries_;
+  }
+  snapshot_tier_pins_.push_back(tier::PinForSnapshot(ext));  // the loaded snapshot references it
+  tier_ns_adopted_.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace pion::store

@@ -45,10 +45,16 @@ void Store::UntierNamespaceLocked(Namespace& n) {
 }
 
 std::shared_ptr<Namespace> Store::OldestTieredNamespaceLocked() const {
+  // Not one whose extent a snapshot holds: dropping it would free no space
+  // (docs/tier_format.md §3), as for strings (TierDropOldestLocked).
+  auto snapshot_held = [](const Namespace& n) {
+    return n.tier_extent != nullptr &&
+           n.tier_extent->snapshot_pins.load(std::memory_order_relaxed) > 0;
+  };
   std::shared_ptr<Namespace> best;
   for (const Shard& sh : shards_)
     for (const auto& [name, n] : sh.map)
-      if (n->tiered && n->children.empty() && n->pending_children == 0 &&
+      if (n->tiered && n->children.empty() && n->pending_children == 0 && !snapshot_held(*n) &&
           (!best ||
            n->stamp.load(std::memory_order_relaxed) < best->stamp.load(std::memory_order_relaxed)))
         best = n;

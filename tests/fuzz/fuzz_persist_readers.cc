@@ -10,8 +10,9 @@
 //        the length cut to the bytes left. The harness frames them with correct
 //        headers, sequence numbers and CRCs, so every payload reaches its decoder:
 //        as a WAL (ValidateWalPayload), as a snapshot loaded into a real Store
-//        (DecodeSnapNamespace / DecodeStore / DecodeSnapEnd, then ApplyRegister /
-//        ApplyStored), and through every decoder directly.
+//        (DecodeSnapNamespace / DecodeStore / DecodeSnapEnd / DecodeSnapNamespaceTier,
+//        then ApplyRegister / ApplyStored / ApplyNamespaceTier, which without a
+//        tier drops the namespace), and through every decoder directly.
 //
 // Seeds: tests/fuzz/corpus/persist (tests/fuzz/make_persist_seeds.py).
 #include <cstddef>
@@ -41,16 +42,25 @@ struct Rec {
 // as before version 2, so older seeds keep their meaning); the rest stay raw
 // (unknown types).
 uint8_t MapType(uint8_t b) {
-  static constexpr RecordType kTypes[] = {
-      RecordType::kRegister,      RecordType::kStore,
-      RecordType::kDrop,          RecordType::kFlushAll,
-      RecordType::kSnapNamespace, RecordType::kSnapRows,
-      RecordType::kSnapEnd,       RecordType::kStrSet,
-      RecordType::kStrDel,        RecordType::kStrExpire,
-      RecordType::kStrRename,     RecordType::kSnapString,
-      RecordType::kRegisterChild, RecordType::kSnapNamespaceChild,
-      RecordType::kStrChain,      RecordType::kSnapBlock,
-      RecordType::kSnapQuant,     RecordType::kSnapStringTier};
+  static constexpr RecordType kTypes[] = {RecordType::kRegister,
+                                          RecordType::kStore,
+                                          RecordType::kDrop,
+                                          RecordType::kFlushAll,
+                                          RecordType::kSnapNamespace,
+                                          RecordType::kSnapRows,
+                                          RecordType::kSnapEnd,
+                                          RecordType::kStrSet,
+                                          RecordType::kStrDel,
+                                          RecordType::kStrExpire,
+                                          RecordType::kStrRename,
+                                          RecordType::kSnapString,
+                                          RecordType::kRegisterChild,
+                                          RecordType::kSnapNamespaceChild,
+                                          RecordType::kStrChain,
+                                          RecordType::kSnapBlock,
+                                          RecordType::kSnapQuant,
+                                          RecordType::kSnapStringTier,
+                                          RecordType::kSnapNamespaceTier};
   constexpr size_t n = sizeof(kTypes) / sizeof(kTypes[0]);
   return b < 0xF0 ? static_cast<uint8_t>(kTypes[b % n]) : b;
 }
@@ -134,8 +144,10 @@ void FramedMode(FaultEnv* env, const uint8_t* data, size_t size) {
     DropRec drop;
     SnapEndRec end;
     StrTierRecord tier;
+    NsTierRecord ns_tier;
     (void)DecodeRegister(r.payload, &reg);
     (void)DecodeSnapStringTier(r.payload, &tier);
+    (void)DecodeSnapNamespaceTier(r.payload, &ns_tier);
     (void)DecodeSnapNamespace(r.payload, &reg);
     (void)DecodeRegisterChild(r.payload, &reg);
     (void)DecodeSnapNamespaceChild(r.payload, &reg);

@@ -22,7 +22,7 @@ from pion._resp import encode as cmd  # noqa: E402
 from pion.fastlane import frame  # noqa: E402
 
 # Record type -> the byte the harness maps back to it (MapType: index in its table).
-TYPE_INDEX = {1: 0, 2: 1, 3: 2, 4: 3, 16: 4, 17: 5, 18: 6, 10: 14, 22: 15}
+TYPE_INDEX = {1: 0, 2: 1, 3: 2, 4: 3, 16: 4, 17: 5, 18: 6, 19: 11, 10: 14, 22: 15, 24: 17, 25: 18}
 
 
 def resp_seeds() -> dict[str, bytes]:
@@ -90,11 +90,14 @@ def framed(data: bytes, header: int) -> bytes:
 def persist_seeds() -> dict[str, bytes]:
     wal = (TESTDATA / "golden_v1.wal").read_bytes()
     snap = (TESTDATA / "golden_v1.vstore").read_bytes()
+    snap8 = (TESTDATA / "golden_v8.vstore").read_bytes()  # a NAMESPACE_TIER section
     return {
         "raw_wal": b"\x00" + wal,
         "raw_snapshot": b"\x00" + snap,
         "framed_wal": framed(wal, 40),
         "framed_snapshot": framed(snap, 64),
+        "raw_snapshot_v8": b"\x00" + snap8,
+        "framed_snapshot_v8": framed(snap8, 64),
     }
 
 
