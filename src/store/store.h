@@ -526,6 +526,9 @@ class Store {
   void ReadTiered(std::string key, StrRef v, std::function<void(Result<StrRef>)> done);
   // After ReadTiered, on a worker: `fresh` replaces `v` when the key still
   // holds it and it fits the budget once colder RAM values moved to the tier.
+  // Never from inside `done` on a tier I/O thread: a move waits for the tier's
+  // write back-pressure, which only those threads relieve (the server runs it
+  // where the deferred reply completes, on the worker).
   void PromoteTiered(std::string_view key, const StrRef& v, const StrRef& fresh);
   // After ReadTiered failed on damage: the key, if it still holds `v`, is
   // dropped as the tier drops entries (logged, counted, announced).

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,17 +122,31 @@ TEST_F(TieringTest, ConcurrentReadsWritesAndMoves) {
         std::string got((*r)->view());
         if (got != Value(i, 0) && got != Value(i, 1)) ++wrong;
         if ((*r)->on_disk()) {
-          std::atomic<bool> done{false};
-          st_->ReadTiered("c" + std::to_string(i), *r, [&](Result<StrRef> f) {
-            if (f.ok()) {
-              std::string b((*f)->view());
-              if (b != Value(i, 0) && b != Value(i, 1)) ++wrong;
-              st_->PromoteTiered("c" + std::to_string(i), *r, *f);
-            }
-            done = true;
+          // The read completes on a tier I/O thread; the promotion runs back on
+          // this thread, as the server runs it on the worker (a promotion inside
+          // the callback can wait for the tier's writes, which need that thread).
+          struct Read {
+            std::atomic<bool> done{false};
+            StrRef fresh;
+          };
+          auto rd = std::make_shared<Read>();  // outlives a callback that comes too late
+          st_->ReadTiered("c" + std::to_string(i), *r, [rd](Result<StrRef> f) {
+            if (f.ok()) rd->fresh = *f;
+            rd->done = true;
           });
           const uint64_t deadline = MonotonicUs() + 30'000'000;
-          while (!done && MonotonicUs() < deadline) std::this_thread::yield();
+          while (!rd->done && MonotonicUs() < deadline) std::this_thread::yield();
+          if (!rd->done) {
+            stop = true;
+            ++wrong;
+            continue;
+          }
+          const StrRef& fresh = rd->fresh;
+          if (fresh != nullptr) {
+            std::string b(fresh->view());
+            if (b != Value(i, 0) && b != Value(i, 1)) ++wrong;
+            st_->PromoteTiered("c" + std::to_string(i), *r, fresh);
+          }
         }
       }
     });
