@@ -136,11 +136,27 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
           for (uint32_t b = mask; b != 0; b &= b - 1) shards[__builtin_ctz(b)].mu.unlock();
         }
       } locks(shards_, mask);
+      // The chunk's lookups in passes over its keys, so that their cache misses
+      // overlap instead of following one another: each key's bucket (StrHash
+      // modulo the bucket count, as the map places it), then the bucket's first
+      // node, then that node's key bytes prefetched; the walks proper, in key
+      // order, then mostly hit the cache. Nothing is inserted or erased under
+      // these locks, so the buckets' iterators stay valid.
+      size_t bkt[kMatchChunk];
+      StrMap::local_iterator first[kMatchChunk];
+      for (size_t j = 0; j < m; ++j)
+        bkt[j] = StrHash{}(keys[base + j]) % shard_of(j).strings.bucket_count();
+      for (size_t j = 0; j < m; ++j) first[j] = shard_of(j).strings.begin(bkt[j]);
+      for (size_t j = 0; j < m; ++j)
+        if (first[j] != shard_of(j).strings.end(bkt[j])) __builtin_prefetch(first[j]->first.data());
       for (size_t j = 0; j < m; ++j) {
         const size_t i = base + j;
         Shard& sh = shard_of(j);
-        auto it = sh.strings.find(keys[i]);
-        if (it == sh.strings.end()) {
+        auto it = first[j];
+        const auto last = sh.strings.end(bkt[j]);
+        while (it != last && std::string_view(it->first) != keys[i]) ++it;
+        PION_DCHECK((it == last) == (sh.strings.find(keys[i]) == sh.strings.end()));
+        if (it == last) {
           if (bitmap == nullptr) {
             stop = true;
             break;
