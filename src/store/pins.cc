@@ -147,8 +147,16 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       for (size_t j = 0; j < m; ++j)
         bkt[j] = StrHash{}(keys[base + j]) % shard_of(j).strings.bucket_count();
       for (size_t j = 0; j < m; ++j) first[j] = shard_of(j).strings.begin(bkt[j]);
-      for (size_t j = 0; j < m; ++j)
-        if (first[j] != shard_of(j).strings.end(bkt[j])) __builtin_prefetch(first[j]->first.data());
+      for (size_t j = 0; j < m; ++j) {
+        if (first[j] == shard_of(j).strings.end(bkt[j])) continue;
+        // The key's bytes (a 64-byte name spans two lines) and the entry's
+        // fields read below (expiry, links, stamp).
+        const std::string& k = first[j]->first;
+        __builtin_prefetch(k.data());
+        __builtin_prefetch(k.data() + k.size() - 1);
+        __builtin_prefetch(&first[j]->second.expire_at_ms);
+        __builtin_prefetch(&first[j]->second.block);
+      }
       for (size_t j = 0; j < m; ++j) {
         const size_t i = base + j;
         Shard& sh = shard_of(j);
