@@ -92,6 +92,10 @@ __attribute__((target("pclmul,ssse3"))) uint16_t Crc16Clmul(const uint8_t* p, si
 // KeySlots with Crc16Clmul for every key of 16 bytes or more.
 void KeySlotsClmul(std::span<const std::string_view> keys, uint16_t* out) {
   for (size_t i = 0; i < keys.size(); ++i) {
+    if (i + 8 < keys.size()) {  // a few keys ahead: a received request may not be in cache
+      __builtin_prefetch(keys[i + 8].data());
+      __builtin_prefetch(keys[i + 8].data() + keys[i + 8].size() - 1);
+    }
     const std::string_view k = keys[i];
     if (k.size() < 16) {
       out[i] = static_cast<uint16_t>(KeySlotInline(k));
