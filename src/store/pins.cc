@@ -15,6 +15,10 @@
 #include <mutex>
 #include <shared_mutex>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/keyslot.h"
@@ -22,6 +26,27 @@
 #include "store/store.h"
 
 namespace pion::store {
+
+namespace {
+
+// a == b, inline: 16 bytes a compare (SSE2, in every x86-64) where a library
+// memcmp call costs more than comparing a 64-byte block name.
+inline bool SameKey(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+#if defined(__SSE2__)
+  size_t i = 0;
+  for (; i + 16 <= a.size(); i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.data() + i));
+    const __m128i y = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.data() + i));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) != 0xffff) return false;
+  }
+  return i == a.size() || std::memcmp(a.data() + i, b.data() + i, a.size() - i) == 0;
+#else
+  return a == b;
+#endif
+}
+
+}  // namespace
 
 void Store::PinEntryLocked(StrEntry& e) {
   {
@@ -162,7 +187,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
         Shard& sh = shard_of(j);
         auto it = first[j];
         const auto last = sh.strings.end(bkt[j]);
-        while (it != last && std::string_view(it->first) != keys[i]) ++it;
+        while (it != last && !SameKey(it->first, keys[i])) ++it;
         PION_DCHECK((it == last) == (sh.strings.find(keys[i]) == sh.strings.end()));
         if (it == last) {
           if (bitmap == nullptr) {
