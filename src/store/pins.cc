@@ -167,10 +167,12 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       // node, then that node's key bytes prefetched; the walks proper, in key
       // order, then mostly hit the cache. Nothing is inserted or erased under
       // these locks, so the buckets' iterators stay valid.
-      size_t bkt[kMatchChunk];
+      size_t bkt[kMatchChunk], hash[kMatchChunk];
       StrMap::local_iterator first[kMatchChunk];
-      for (size_t j = 0; j < m; ++j)
-        bkt[j] = StrHash{}(keys[base + j]) % shard_of(j).strings.bucket_count();
+      for (size_t j = 0; j < m; ++j) {
+        hash[j] = StrHash{}(keys[base + j]);
+        bkt[j] = hash[j] % shard_of(j).strings.bucket_count();
+      }
       for (size_t j = 0; j < m; ++j) first[j] = shard_of(j).strings.begin(bkt[j]);
       for (size_t j = 0; j < m; ++j) {
         if (first[j] == shard_of(j).strings.end(bkt[j])) continue;
@@ -187,7 +189,9 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
         Shard& sh = shard_of(j);
         auto it = first[j];
         const auto last = sh.strings.end(bkt[j]);
-        while (it != last && !SameKey(it->first, keys[i])) ++it;
+        // StrEntry::hash is its key's StrHash (set where the node is made), so
+        // another key of the bucket is passed over without reading its bytes.
+        while (it != last && (it->second.hash != hash[j] || !SameKey(it->first, keys[i]))) ++it;
         PION_DCHECK((it == last) == (sh.strings.find(keys[i]) == sh.strings.end()));
         if (it == last) {
           if (bitmap == nullptr) {
