@@ -2,6 +2,10 @@
 
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace pion {
 
 uint16_t Crc16XmodemScalar(std::string_view bytes) {
@@ -27,7 +31,104 @@ std::string_view HashedPart(std::string_view key) {
 
 uint32_t KeySlot(std::string_view key) { return Crc16Xmodem(HashedPart(key)) % kClusterSlots; }
 
-void KeySlots(std::span<const std::string_view> keys, uint16_t* out) {
+namespace {
+
+#if defined(__x86_64__)
+// x^k mod P for XMODEM's P = x^16 + x^12 + x^5 + 1 (0x11021): a folding constant.
+constexpr uint64_t XPowModP(unsigned k) {
+  uint32_t r = 1;
+  for (unsigned i = 0; i < k; ++i) {
+    r <<= 1;
+    if (r & 0x10000) r ^= 0x11021;
+  }
+  return r;
+}
+
+bool HasClmul() {
+  static const bool has = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("ssse3");
+  return has;
+}
+
+// The CRC of `n` >= 16 bytes by carry-less multiplication, and whether they hold
+// a '{'. The bytes are taken 16 at a time as a polynomial (the first byte's top
+// bit the highest term, as XMODEM reads them); folding a block into the next one
+// replaces its two halves H x^64 + L, which the next block shifts by x^128, with
+// H (x^192 mod P) + L (x^128 mod P): the same residue mod P, under 80 terms. The
+// folded 16 bytes have the CRC state of every byte they stand for, so the table
+// finishes them and the bytes after the last whole block.
+__attribute__((target("pclmul,ssse3"))) uint16_t Crc16Clmul(const uint8_t* p, size_t n,
+                                                            bool* brace) {
+  const __m128i rev = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m128i k =
+      _mm_set_epi64x(static_cast<int64_t>(XPowModP(192)), static_cast<int64_t>(XPowModP(128)));
+  const __m128i open = _mm_set1_epi8('{');
+  __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  __m128i seen = _mm_cmpeq_epi8(block, open);
+  __m128i acc = _mm_shuffle_epi8(block, rev);
+  size_t at = 16;
+  for (; at + 16 <= n; at += 16) {
+    block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
+    seen = _mm_or_si128(seen, _mm_cmpeq_epi8(block, open));
+    const __m128i hi = _mm_clmulepi64_si128(acc, k, 0x11);
+    const __m128i lo = _mm_clmulepi64_si128(acc, k, 0x00);
+    acc = _mm_xor_si128(_mm_xor_si128(hi, lo), _mm_shuffle_epi8(block, rev));
+  }
+  bool b = _mm_movemask_epi8(seen) != 0;
+  alignas(16) uint8_t folded[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(folded), _mm_shuffle_epi8(acc, rev));
+  const auto& t = internal::kCrc16Tables.v;
+  uint16_t crc = 0;
+  for (int i = 0; i < 16; i += 4)
+    crc = static_cast<uint16_t>(t[3][(crc >> 8) ^ folded[i]] ^ t[2][(crc & 0xff) ^ folded[i + 1]] ^
+                                t[1][folded[i + 2]] ^ t[0][folded[i + 3]]);
+  for (; at < n; ++at) {
+    b |= p[at] == '{';
+    crc = static_cast<uint16_t>((crc << 8) ^ t[0][(crc >> 8) ^ p[at]]);
+  }
+  *brace = b;
+  return crc;
+}
+
+// KeySlots with Crc16Clmul for every key of 16 bytes or more.
+void KeySlotsClmul(std::span<const std::string_view> keys, uint16_t* out) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i + 8 < keys.size()) {  // a few keys ahead: a received request may not be in cache
+      __builtin_prefetch(keys[i + 8].data());
+      __builtin_prefetch(keys[i + 8].data() + keys[i + 8].size() - 1);
+    }
+    const std::string_view k = keys[i];
+    if (k.size() < 16) {
+      out[i] = static_cast<uint16_t>(KeySlotInline(k));
+      continue;
+    }
+    bool brace;
+    const uint16_t crc = Crc16Clmul(reinterpret_cast<const uint8_t*>(k.data()), k.size(), &brace);
+    out[i] = brace ? static_cast<uint16_t>(KeySlot(k)) : static_cast<uint16_t>(crc % kClusterSlots);
+  }
+}
+#endif
+
+}  // namespace
+
+namespace internal {
+bool Crc16ClmulAvailable() {
+#if defined(__x86_64__)
+  return HasClmul();
+#else
+  return false;
+#endif
+}
+
+uint16_t Crc16ClmulForTest(std::string_view bytes, bool* brace) {
+#if defined(__x86_64__)
+  if (bytes.size() >= 16 && HasClmul())
+    return Crc16Clmul(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), brace);
+#endif
+  *brace = bytes.find('{') != std::string_view::npos;
+  return Crc16Fast(bytes);
+}
+
+void KeySlotsTable(std::span<const std::string_view> keys, uint16_t* out) {
   const auto& t = internal::kCrc16Tables.v;
   // Crc16Fast's step (four bytes), and its one-byte tail step.
   auto step4 = [&t](uint16_t crc, const uint8_t* p) {
@@ -73,6 +174,18 @@ void KeySlots(std::span<const std::string_view> keys, uint16_t* out) {
     out[i + 3] = static_cast<uint16_t>(c3 % kClusterSlots);
   }
   for (; i < n; ++i) out[i] = static_cast<uint16_t>(KeySlotInline(keys[i]));
+}
+
+}  // namespace internal
+
+void KeySlots(std::span<const std::string_view> keys, uint16_t* out) {
+#if defined(__x86_64__)
+  if (HasClmul()) {
+    KeySlotsClmul(keys, out);
+    return;
+  }
+#endif
+  internal::KeySlotsTable(keys, out);
 }
 
 }  // namespace pion

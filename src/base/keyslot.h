@@ -67,8 +67,21 @@ inline uint32_t KeySlotInline(std::string_view key) {
 }
 
 // KeySlotInline of every key (out[i] for keys[i]), for a command of many keys
-// (KV.BLOCK.MATCH): four keys of one length at a time, their CRCs' table lookups
-// interleaved, so that one key's chain of dependent loads hides another's.
+// (KV.BLOCK.MATCH). Where the CPU has PCLMULQDQ, a key of 16 bytes or more takes
+// its CRC 16 bytes a step by carry-less multiplication (and its '{' test from
+// the same loads); otherwise internal::KeySlotsTable.
 void KeySlots(std::span<const std::string_view> keys, uint16_t* out);
+
+namespace internal {
+// KeySlots without PCLMULQDQ: four keys of one length at a time, their CRCs'
+// table lookups interleaved, so that one key's chain of dependent loads hides
+// another's.
+void KeySlotsTable(std::span<const std::string_view> keys, uint16_t* out);
+// Whether KeySlots uses the carry-less multiplication path on this CPU.
+bool Crc16ClmulAvailable();
+// Test hook: that path's CRC of `bytes` and whether they hold a '{' (the
+// table's for fewer than 16 bytes or without PCLMULQDQ).
+uint16_t Crc16ClmulForTest(std::string_view bytes, bool* brace);
+}  // namespace internal
 
 }  // namespace pion

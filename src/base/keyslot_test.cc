@@ -59,6 +59,41 @@ TEST(KeySlot, BatchedSlotsMatchKeySlot) {
   }
 }
 
+TEST(KeySlot, ClmulCrcMatchesTheScalarReference) {
+  // Every length over several 16-byte blocks and tails, with and without a
+  // '{' at each place (the brace flag), against the bit-at-a-time reference.
+  if (!internal::Crc16ClmulAvailable()) GTEST_SKIP() << "no PCLMULQDQ";
+  std::string bytes;
+  uint32_t x = 4242;
+  for (int len = 0; len < 300; ++len) {
+    bool brace = true;
+    EXPECT_EQ(internal::Crc16ClmulForTest(bytes, &brace), Crc16XmodemScalar(bytes)) << len;
+    EXPECT_EQ(brace, bytes.find('{') != std::string::npos) << len;
+    x = x * 1103515245u + 12345u;
+    char c = static_cast<char>(x >> 16);
+    bytes.push_back(c == '{' ? 'a' : c);
+  }
+  for (size_t at = 0; at < 80; ++at) {
+    std::string k(80, '\xff');
+    k[at] = '{';
+    bool brace = false;
+    EXPECT_EQ(internal::Crc16ClmulForTest(k, &brace), Crc16XmodemScalar(k)) << at;
+    EXPECT_TRUE(brace) << at;
+  }
+}
+
+TEST(KeySlot, BatchedTableSlotsMatchKeySlot) {
+  std::vector<std::string> owned;
+  for (int i = 0; i < 41; ++i)
+    owned.push_back(std::string(64, static_cast<char>('0' + i % 10)) +
+                    std::to_string(i % 3 == 0 ? i : 0));
+  owned[7] = "{x}" + owned[7];
+  std::vector<std::string_view> keys(owned.begin(), owned.end());
+  std::vector<uint16_t> out(keys.size());
+  internal::KeySlotsTable(keys, out.data());
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(out[i], KeySlot(keys[i])) << i;
+}
+
 TEST(KeySlot, KnownSlots) {
   EXPECT_EQ(KeySlot("foo"), 12182u);
   EXPECT_LT(KeySlot("anything"), kClusterSlots);

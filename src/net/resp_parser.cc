@@ -178,6 +178,7 @@ RespParser::Result RespParser::Parse(const char* data, size_t len) {
         break;
       }
       case State::kBulkLen: {
+        if (BulkRun(data, len)) return Result::kCommand;
         Result r = ParseBulkLen(data, len);
         if (state_ == State::kBulkLen || r != Result::kNeedMore) return r;
         break;
@@ -264,6 +265,33 @@ bool RespParser::ParseWhole(const char* data, size_t len) {
   }
   pos_ = static_cast<size_t>(p - data);
   state_ = State::kDone;
+  return true;
+}
+
+bool RespParser::BulkRun(const char* data, size_t len) {
+  if (rejected()) return false;
+  const char* p = data + pos_;
+  const char* end = data + len;
+  const uint64_t max_len =
+      std::min<uint64_t>({kBigArgBytes - 1, limits_.max_bulk_len, auth_required_ ? 16384 : ~0ull});
+  while (args_left_ > 0) {
+    const char* q = p;
+    uint64_t blen;
+    if (q >= end || *q != '$') break;
+    ++q;
+    if (!SmallLength(q, end, &blen) || blen > max_len) break;
+    const size_t at = static_cast<size_t>(q - data);
+    if (at + big_total_ + blen + 2 > limits_.max_query_bytes) break;
+    if (static_cast<uint64_t>(end - q) < blen + 2 || q[blen] != '\r' || q[blen + 1] != '\n') break;
+    refs_.push_back({Where::kRegion, 0, at, blen});
+    p = q + blen + 2;
+    --args_left_;
+  }
+  pos_ = static_cast<size_t>(p - data);
+  scan_ = pos_;
+  if (args_left_ > 0) return false;
+  state_ = State::kDone;
+  Materialize(data);
   return true;
 }
 

@@ -97,6 +97,12 @@ class RespParser final : public BigArgParser {
   // error, so both paths accept and refuse exactly the same input).
   static constexpr uint64_t kWholeMaxArgs = 64;
   bool ParseWhole(const char* data, size_t len);
+  // In state kBulkLen: the whole arguments at pos_ in a row (a command of
+  // many small arguments that arrived over several reads), each as
+  // ParseBulkLen and the kBulkBody step would take it, in one loop. Stops at
+  // the first that is not whole or not in SmallLength's form (the general
+  // path takes it, and reports any error); true when the command is complete.
+  bool BulkRun(const char* data, size_t len);
   Result Fail(std::string msg);
   Result ParseInline(const char* data, size_t len);
   // The "*<n>\r\n" / "$<n>\r\n" line at pos_ (its type byte checked): false

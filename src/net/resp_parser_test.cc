@@ -578,6 +578,39 @@ TEST(RespParser, WholeCommandPathAgreesWithIncrementalAtItsEdges) {
   EXPECT_EQ(FeedAllSplits(cmd(1, 4), lim).commands.size(), 1u);
 }
 
+// A command of more than kWholeMaxArgs arguments: past its first length line
+// the arguments are taken a run at a time (BulkRun) wherever they are whole;
+// fed split at every byte, any argument may be the one cut. One odd or bad
+// argument inside the run hands over to the general path, which must give the
+// same command or error as always.
+TEST(RespParser, RunOfWholeArgumentsAgreesWithTheGeneralPath) {
+  auto cmd = [](const std::string& odd) {
+    std::string s = "*100\r\n";
+    for (int i = 0; i < 100; ++i)
+      s += i == 70 ? odd : "$3\r\n" + std::string(3, static_cast<char>('a' + i % 26)) + "\r\n";
+    return s;
+  };
+  auto ok = FeedAllSplits(cmd("$0\r\n\r\n"));
+  ASSERT_EQ(ok.commands.size(), 1u);
+  ASSERT_EQ(ok.commands[0].size(), 100u);
+  EXPECT_EQ(ok.commands[0][70], "");
+  EXPECT_EQ(ok.commands[0][99], "vvv");
+  EXPECT_EQ(FeedAllSplits(cmd("$04\r\nabcd\r\n")).error, "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(FeedAllSplits(cmd("$-1\r\n")).error, "ERR Protocol error: invalid bulk length");
+  EXPECT_EQ(FeedAllSplits(cmd("$4\r\nabcdx\n")).error,
+            "ERR Protocol error: expected CRLF after bulk argument");
+  EXPECT_EQ(FeedAllSplits(cmd("x4\r\nabcd\r\n")).error,
+            "ERR Protocol error: expected '$', got 'x'");
+  ParserLimits lim;
+  lim.max_bulk_len = 3;
+  EXPECT_EQ(FeedAllSplits(cmd("$4\r\nabcd\r\n"), lim).error,
+            "ERR Protocol error: invalid bulk length");
+  lim = ParserLimits{};
+  lim.max_query_bytes = 600;
+  EXPECT_EQ(FeedAllSplits(cmd("$300\r\n" + std::string(300, 'z') + "\r\n"), lim).error,
+            "ERR Protocol error: client query buffer limit exceeded");
+}
+
 TEST(RespParser, SplitInlineArgsNulEndsLine) {
   std::string arena;
   std::vector<std::string_view> v;
