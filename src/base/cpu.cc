@@ -11,7 +11,8 @@ namespace pion {
 namespace {
 
 struct Features {
-  bool sse42 = false, avx2 = false, fma = false, f16c = false, avx512f = false, vpclmul = false;
+  bool sse42 = false, avx2 = false, fma = false, f16c = false, avx512f = false, vpclmul = false,
+       pclmul = false;
 };
 
 Features Detect() {
@@ -24,6 +25,7 @@ Features Detect() {
   f.fma = c & bit_FMA;
   f.f16c = c & bit_F16C;
   const bool pclmul = c & bit_PCLMUL;
+  f.pclmul = pclmul && (c & bit_SSSE3);
   bool ymm_ok = false, zmm_ok = false;
   if (osxsave) {
     unsigned lo, hi;
@@ -79,6 +81,8 @@ bool ParseCpuDisable(std::string_view list, unsigned* mask) {
       *mask |= Bit(CpuFeature::kAvx512f) | Bit(CpuFeature::kVpclmul);
     else if (name == "vpclmulqdq")
       *mask |= Bit(CpuFeature::kVpclmul);
+    else if (name == "pclmul")
+      *mask |= Bit(CpuFeature::kPclmul);
     else if (name == "avx2")
       *mask |= Bit(CpuFeature::kAvx2);
     else if (name == "fma")
@@ -111,6 +115,8 @@ bool CpuHas(CpuFeature feat) {
       return f.avx512f;
     case CpuFeature::kVpclmul:
       return f.vpclmul;
+    case CpuFeature::kPclmul:
+      return f.pclmul;
   }
   return false;
 }
@@ -128,6 +134,7 @@ std::string CpuSummary() {
   add(CpuHas(CpuFeature::kF16c), "f16c");
   add(CpuHas(CpuFeature::kAvx512f), "avx512f");
   add(CpuHas(CpuFeature::kVpclmul), "vpclmulqdq");
+  add(CpuHas(CpuFeature::kPclmul), "pclmul");
   return s.empty() ? "none" : s;
 }
 

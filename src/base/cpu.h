@@ -8,14 +8,15 @@
 namespace pion {
 
 // kVpclmul: VPCLMULQDQ on 512-bit registers (with AVX-512F and PCLMULQDQ).
-enum class CpuFeature { kSse42, kAvx2, kFma, kF16c, kAvx512f, kVpclmul };
+// kPclmul: PCLMULQDQ on 128-bit registers (with SSSE3).
+enum class CpuFeature { kSse42, kAvx2, kFma, kF16c, kAvx512f, kVpclmul, kPclmul };
 
 // What the CPU has, less what PION_CPU_DISABLE turned off (read once, at the
 // first call) and less what a test turned off.
 bool CpuHas(CpuFeature f);
 
 // PION_CPU_DISABLE's syntax: a comma-separated list of avx512 (AVX-512F and
-// VPCLMULQDQ), vpclmulqdq, avx2, fma, f16c, or all (every optional
+// VPCLMULQDQ), vpclmulqdq, pclmul, avx2, fma, f16c, or all (every optional
 // feature; SSE4.2 is never turned off). Sets *mask to the bits
 // (1 << CpuFeature) to turn off; false for an unknown name (the other names
 // still count).

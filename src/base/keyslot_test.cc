@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu.h"
+
 namespace pion {
 namespace {
 
@@ -92,6 +94,26 @@ TEST(KeySlot, BatchedTableSlotsMatchKeySlot) {
   std::vector<uint16_t> out(keys.size());
   internal::KeySlotsTable(keys, out.data());
   for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(out[i], KeySlot(keys[i])) << i;
+}
+
+// KeySlots takes the CLMUL CRC or the table's by CpuHas(kPclmul): with the
+// feature off (PION_CPU_DISABLE=pclmul) the same keys give the same slots.
+TEST(KeySlot, KeySlotsAgreeWithAndWithoutPclmul) {
+  std::vector<std::string> owned;
+  for (int i = 0; i < 300; ++i)
+    owned.push_back(std::string(static_cast<size_t>(i % 97), static_cast<char>('a' + i % 26)) +
+                    (i % 5 == 0 ? "{t" + std::to_string(i) + "}" : std::to_string(i)));
+  std::vector<std::string_view> keys(owned.begin(), owned.end());
+  std::vector<uint16_t> fast(keys.size()), table(keys.size());
+  KeySlots(keys, fast.data());
+  TEST_SetCpuFeaturesOff(1u << static_cast<unsigned>(CpuFeature::kPclmul));
+  EXPECT_FALSE(CpuHas(CpuFeature::kPclmul));
+  KeySlots(keys, table.data());
+  TEST_SetCpuFeaturesOff(0);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(fast[i], table[i]) << i;
+    EXPECT_EQ(fast[i], KeySlot(keys[i])) << i;
+  }
 }
 
 TEST(KeySlot, KnownSlots) {
