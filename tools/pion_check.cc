@@ -112,27 +112,19 @@ class TierRefs final : public RecordSink {
     pion::tier::ExtentId id;
   };
   std::vector<Ref> refs;
-  Status ApplyRegister(std::string_view, uint64_t, uint32_t, pion::quant::Format,
-                       const BlockRecord*) override {
-    return Status::OK();
-  }
-  Status ApplyStored(std::string_view, uint64_t, Side, uint32_t, uint64_t, uint64_t,
-                     std::span<const uint8_t>) override {
-    return Status::OK();
-  }
-  void ApplyDrop(std::string_view, uint64_t) override {}
-  void ApplyFlushAll() override {}
-  void SetLruStamp(std::string_view, uint64_t) override {}
-  void ApplyStrTier(const StrTierRecord& r) override {
+  Status Apply(const pion::persist::Record& rec) override {
+    const auto* r = std::get_if<StrTierRecord>(&rec);
+    if (r == nullptr) return Status::OK();
     Ref x;
-    x.key.assign(r.key);
-    x.id.offset = r.extent.offset;
-    x.id.length = r.extent.length;
-    x.id.header_bytes = r.extent.header_bytes;
-    x.id.value_len = r.value_len;
-    x.id.value_crc = r.extent.value_crc;
-    x.id.seq = r.extent.seq;
+    x.key.assign(r->key);
+    x.id.offset = r->extent.offset;
+    x.id.length = r->extent.length;
+    x.id.header_bytes = r->extent.header_bytes;
+    x.id.value_len = r->value_len;
+    x.id.value_crc = r->extent.value_crc;
+    x.id.seq = r->extent.seq;
     refs.push_back(std::move(x));
+    return Status::OK();
   }
 };
 

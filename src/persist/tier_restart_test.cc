@@ -312,21 +312,13 @@ TEST_F(TierRestartTest, ACrashAtAnySyncOfASaveLeavesValidReferences) {
 struct TierRefSink final : RecordSink {
   std::vector<std::pair<std::string, StrTierRecord>> refs;
   std::vector<std::string> strings;
-  Status ApplyRegister(std::string_view, uint64_t, uint32_t, quant::Format,
-                       const BlockRecord*) override {
+  Status Apply(const Record& r) override {
+    std::visit(Overloaded{[&](const StrSetRec& x) { strings.emplace_back(x.key); },
+                          [&](const StrTierRecord& x) { refs.emplace_back(std::string(x.key), x); },
+                          [](const auto&) {}},
+               r);
     return Status::OK();
   }
-  Status ApplyStored(std::string_view, uint64_t, Side, uint32_t, uint64_t, uint64_t,
-                     std::span<const uint8_t>) override {
-    return Status::OK();
-  }
-  void ApplyDrop(std::string_view, uint64_t) override {}
-  void ApplyFlushAll() override {}
-  void SetLruStamp(std::string_view, uint64_t) override {}
-  void ApplyStrSet(std::string_view key, int64_t, uint64_t, std::span<const uint8_t>) override {
-    strings.emplace_back(key);
-  }
-  void ApplyStrTier(const StrTierRecord& r) override { refs.emplace_back(std::string(r.key), r); }
 };
 
 std::vector<uint8_t> ReadAll(const std::string& path) {

@@ -10,8 +10,8 @@
 //        the length cut to the bytes left. The harness frames them with correct
 //        headers, sequence numbers and CRCs, so every payload reaches its decoder:
 //        as a WAL (ValidateWalPayload), as a snapshot loaded into a real Store
-//        (DecodeSnapNamespace / DecodeStore / DecodeSnapEnd, then ApplyRegister /
-//        ApplyStored), and through every decoder directly.
+//        (DecodeSnapNamespace / DecodeStore / DecodeSnapEnd, then RecordSink::Apply),
+//        and through every decoder directly.
 //
 // Seeds: tests/fuzz/corpus/persist (tests/fuzz/make_persist_seeds.py).
 #include <cstddef>
