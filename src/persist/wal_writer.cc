@@ -89,17 +89,17 @@ void WalWriter::DrainLocked() {
   while (in_flight_ != 0) drain_cv_.Wait(state_mu_);
 }
 
-Result<WalWriter::Reserved> WalWriter::ReserveBytes(RecordType t, std::span<const uint8_t> prefix,
+Result<WalWriter::Reserved> WalWriter::ReserveBytes(RecordType t, std::vector<uint8_t> head,
                                                     uint64_t body_len) {
-  uint64_t len = prefix.size() + body_len;
+  PION_CHECK(head.size() >= kRecordHeaderSize);
+  uint64_t len = head.size() - kRecordHeaderSize + body_len;
   if (len > kMaxPayload) return Status::InvalidArgument("record too large for the WAL");
   Reserved r;
   r.type = t;
   r.len = len;
-  // The header and the prefix are framed here, outside write_mu_ (the CRC is
+  // The header slot and the prefix were framed outside write_mu_ (the CRC is
   // only known once the body is written, see Write).
-  r.head.resize(kRecordHeaderSize + prefix.size());
-  if (!prefix.empty()) std::memcpy(r.head.data() + kRecordHeaderSize, prefix.data(), prefix.size());
+  r.head = std::move(head);
   // Reserve the LSN and the byte range; nothing else happens under write_mu_.
   std::shared_ptr<File> prealloc;
   uint64_t pre_from = 0, pre_len = 0;
@@ -318,10 +318,13 @@ Status WalWriter::Reserved::Into(WalWriter* w, Result<Reserved> r, PendingRecord
 }
 
 Result<uint64_t> WalWriter::Reserve(const Record& rec, PendingRecord* out) {
-  std::vector<uint8_t> prefix;
-  prefix.reserve(128);  // one allocation for the fixed part of every common record
-  const WalForm f = EncodeWal(rec, &prefix);
-  auto r = ReserveBytes(f.type, prefix, f.body_len);
+  // The header slot, then the payload's prefix encoded right after it: one
+  // allocation for the fixed part of every common record, no copy.
+  std::vector<uint8_t> head;
+  head.reserve(kRecordHeaderSize + 128);
+  head.resize(kRecordHeaderSize);
+  const WalForm f = EncodeWal(rec, &head);
+  auto r = ReserveBytes(f.type, std::move(head), f.body_len);
   if (!r.ok()) return r.status();
   if (out == nullptr) return Write(*r, f.body);
   const uint64_t lsn = r->lsn;

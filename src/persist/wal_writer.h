@@ -186,7 +186,9 @@ class WalWriter final : public MutationSink {
     // Wraps a reservation as the store's PendingRecord.
     static Status Into(WalWriter* w, Result<Reserved> r, PendingRecord* out);
   };
-  Result<Reserved> ReserveBytes(RecordType t, std::span<const uint8_t> prefix, uint64_t body_len)
+  // `head`: kRecordHeaderSize bytes (the header, filled by Write), then the
+  // payload's prefix; `body_len` bytes follow it.
+  Result<Reserved> ReserveBytes(RecordType t, std::vector<uint8_t> head, uint64_t body_len)
       EXCLUDES(write_mu_, state_mu_);
   Result<uint64_t> Write(Reserved& r, std::span<const uint8_t> body);
   // Write with the body in pieces (checksummed as one body, each piece written
