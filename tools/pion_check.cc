@@ -114,38 +114,26 @@ class TierRefs final : public RecordSink {
     pion::tier::ExtentId id;
   };
   std::vector<Ref> refs;
-  Status ApplyRegister(std::string_view, uint64_t, uint32_t, pion::quant::Format,
-                       const BlockRecord*) override {
+  Status Apply(const pion::persist::Record& rec) override {
+    if (const auto* r = std::get_if<StrTierRecord>(&rec))
+      Add(r->key, false, r->extent, r->value_len);
+    else if (const auto* n = std::get_if<NsTierRecord>(&rec))
+      Add(n->ns, true, n->extent, n->value_len);
     return Status::OK();
   }
-  Status ApplyStored(std::string_view, uint64_t, Side, uint32_t, uint64_t, uint64_t,
-                     std::span<const uint8_t>) override {
-    return Status::OK();
-  }
-  void ApplyDrop(std::string_view, uint64_t) override {}
-  void ApplyFlushAll() override {}
-  void SetLruStamp(std::string_view, uint64_t) override {}
-  void ApplyStrTier(const StrTierRecord& r) override {
+
+ private:
+  void Add(std::string_view key, bool ns, const pion::persist::TierExtentRecord& e,
+           uint64_t value_len) {
     Ref x;
-    x.key.assign(r.key);
-    x.id.offset = r.extent.offset;
-    x.id.length = r.extent.length;
-    x.id.header_bytes = r.extent.header_bytes;
-    x.id.value_len = r.value_len;
-    x.id.value_crc = r.extent.value_crc;
-    x.id.seq = r.extent.seq;
-    refs.push_back(std::move(x));
-  }
-  void ApplyNamespaceTier(const NsTierRecord& r) override {
-    Ref x;
-    x.key.assign(r.ns);
-    x.ns = true;
-    x.id.offset = r.extent.offset;
-    x.id.length = r.extent.length;
-    x.id.header_bytes = r.extent.header_bytes;
-    x.id.value_len = r.value_len;
-    x.id.value_crc = r.extent.value_crc;
-    x.id.seq = r.extent.seq;
+    x.key.assign(key);
+    x.ns = ns;
+    x.id.offset = e.offset;
+    x.id.length = e.length;
+    x.id.header_bytes = e.header_bytes;
+    x.id.value_len = value_len;
+    x.id.value_crc = e.value_crc;
+    x.id.seq = e.seq;
     refs.push_back(std::move(x));
   }
 };

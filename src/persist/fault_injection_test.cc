@@ -22,6 +22,7 @@ using testing::kWal;
 using testing::Latch;
 using testing::Node;
 using testing::RecoveredNode;
+using testing::Rows;
 using testing::StoreDump;
 using testing::WriteAndReopen;
 
@@ -233,26 +234,26 @@ TEST(ConcurrentAppend, FailedMiddleRecordIsNeverAcknowledged) {
       std::lock_guard<std::mutex> l(mu);
       acks.push_back(v);
     });
-    ASSERT_EQ(*w.OnRegister("ns", 1, 16, quant::Format::kFp16, nullptr), 1u);
+    ASSERT_EQ(*w.Log(RegisterRec{.ns = "ns", .incarnation = 1, .kv_dim = 16}), 1u);
     off_a = w.Stats().bytes;
     std::vector<uint8_t> a(kBigA, 0xAB), c(kBigC, 0xAB);
     Result<uint64_t> ra = uint64_t{0}, rc = uint64_t{0};
     std::thread ta(
-        [&] { ra = w.OnStore("ns", 1, store::Side::kKeys, 0, 0, kBigA / 32, a); });  // lsn 2
+        [&] { ra = w.Log(Rows("ns", 1, store::Side::kKeys, 0, 0, kBigA / 32, a)); });  // lsn 2
     la.AwaitEntered();
     // lsn 3: written completely while lsn 2 is still being written.
-    auto rb = w.OnDrop("other", 7, store::DropReason::kDrop);
+    auto rb = w.Log(DropRec{"other", 7, store::DropReason::kDrop});
     ASSERT_TRUE(rb.ok());
     EXPECT_EQ(*rb, 3u);
     std::thread tc(
-        [&] { rc = w.OnStore("ns", 1, store::Side::kValues, 0, 0, kBigC / 32, c); });  // lsn 4
+        [&] { rc = w.Log(Rows("ns", 1, store::Side::kValues, 0, 0, kBigC / 32, c)); });  // lsn 4
     lc.AwaitEntered();
     EXPECT_EQ(w.last_lsn(), 1u);  // 3 is written but 2 is not
     la.Open();
     ta.join();
     EXPECT_EQ(ra.status().code(), Code::kIOError);
     EXPECT_NE(ra.status().message().find("No space left on device"), std::string::npos);
-    EXPECT_EQ(w.OnFlushAll().status().code(), Code::kIOError);  // refused: broken
+    EXPECT_EQ(w.Log(FlushAllRec{}).status().code(), Code::kIOError);  // refused: broken
     lc.Open();
     tc.join();
     EXPECT_EQ(rc.status().code(), Code::kIOError);  // written after the failure: refused

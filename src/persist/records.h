@@ -3,9 +3,11 @@
 // side implements these interfaces (src/store/persist_adapter.h), so the
 // dependency points from the store to persist's records, never back.
 //
-//  * MutationSink: where the store describes every change before applying it;
-//    the WAL writer is one (persist/wal_writer.h), test recorders are others.
-//  * RecordSink: where recovery writes the records it decoded (WAL replay,
+//  * Record: every record, one std::variant of plain structs (one per kind).
+//  * MutationSink: where the store describes every change, as a Record, before
+//    applying it; the WAL writer is one (persist/wal_writer.h), test recorders
+//    are others.
+//  * RecordSink: where recovery applies the Records it decoded (WAL replay,
 //    snapshot load).
 //  * SnapshotSource: where a snapshot reads a consistent, pinned view from.
 //  * PersistHost: the three together as Persistence needs them, plus the few
@@ -21,11 +23,13 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "base/status.h"
@@ -120,9 +124,129 @@ struct StrBlockRecord {
   uint32_t tokens = 0;
 };
 
+// REGISTER / REGISTER_CHILD (WAL) and NAMESPACE / NAMESPACE_CHILD (snapshot):
+// a namespace created or re-registered (same dim/format). The block table is
+// `hash_count` little-endian u64s at `hashes` (a view: of the payload when
+// decoded, of the store's table when logged); has_blocks false: the
+// registration carries none (an existing table is kept). A non-empty `parent`
+// makes it the child form (REGISTER ... PARENT); a re-registration of a child
+// is the plain form (its link never changes).
+struct RegisterRec {
+  std::string_view ns;
+  uint64_t incarnation = 0;
+  uint32_t kv_dim = 0;
+  quant::Format fmt = quant::Format::kFp16;
+  bool has_blocks = false;
+  uint32_t block_size = 0;
+  uint64_t hash_count = 0;
+  const uint8_t* hashes = nullptr;  // hash_count little-endian u64
+  uint64_t lru_stamp = 0;           // snapshot NAMESPACE only
+  std::string_view parent;
+  uint64_t parent_incarnation = 0;
+};
+// STORE (WAL) and ROWS (snapshot): `count` rows at [start, start+count) of one
+// layer of one side, in stored form (count * row_bytes bytes). Logged with
+// the rows in `rows`, or reserved with `rows` empty (the store writes them from
+// its chunks). `backing` (snapshot load only, may be null): the rows lie in a
+// mapped file it keeps mapped and unchanged, so the sink may keep them by
+// reference instead of copying them (docs/snapshot_format.md §5).
+struct StoreRec {
+  std::string_view ns;
+  uint64_t incarnation = 0;
+  Side side = Side::kKeys;
+  uint32_t layer = 0;
+  uint64_t start = 0;
+  uint64_t count = 0;
+  uint32_t row_bytes = 0;
+  std::span<const uint8_t> rows;
+  const std::shared_ptr<const void>* backing = nullptr;
+};
+struct DropRec {
+  std::string_view ns;
+  uint64_t incarnation = 0;
+  DropReason reason = DropReason::kDrop;
+};
+struct FlushAllRec {};
+// STRSET (WAL) and STRING (snapshot; with lru_stamp, 0 for WAL records: the
+// key becomes the most recent). value_len bytes of value: in `value` when
+// decoded or logged whole, written after the reservation when reserved.
+struct StrSetRec {
+  std::string_view key;
+  int64_t expire_at_ms = 0;
+  uint64_t lru_stamp = 0;
+  uint64_t value_len = 0;
+  std::span<const uint8_t> value;
+};
+// STRPATCH: `bytes` written at `offset` of the key's value (zero-filled from
+// its old end), the value cut at the patch's end when `truncate`; the expiry
+// is set to expire_at_ms. A missing key starts empty. Logged whole (an edit is
+// small or is an APPEND's tail: the log grows by what changed).
+struct StrPatchRec {
+  std::string_view key;
+  int64_t expire_at_ms = 0;
+  bool truncate = false;
+  uint64_t offset = 0;
+  std::span<const uint8_t> bytes;
+};
+// STRDEL. reason: 0 DEL/UNLINK/GETDEL, 1 eviction, 2 expiry.
+struct StrDelRec {
+  std::string_view key;
+  uint8_t reason = 0;
+};
+// STREXPIRE. expire_at_ms 0 = PERSIST.
+struct StrExpireRec {
+  std::string_view key;
+  int64_t expire_at_ms = 0;
+};
+struct StrRenameRec {
+  std::string_view key;
+  std::string_view dst;
+};
+// A namespace's LRU stamp (snapshot load, after every section).
+struct LruStampRec {
+  std::string_view ns;
+  uint64_t stamp = 0;
+};
+
+// Every record persistence logs or restores, one struct per kind. The WAL's
+// kinds have one encode and one decode in wal_format.cc (EncodeWal,
+// DecodeWal); the snapshot-only kinds (LruStampRec, StrBlockRecord,
+// StrQuantRecord, StrTierRecord, NsTierRecord) come from snapshot sections. Records are views:
+// they borrow the caller's bytes.
+using Record = std::variant<RegisterRec, StoreRec, DropRec, FlushAllRec, StrSetRec, StrDelRec,
+                            StrExpireRec, StrRenameRec, StrPatchRec, StrChainRecord, LruStampRec,
+                            StrBlockRecord, StrQuantRecord, StrTierRecord, NsTierRecord>;
+
+// Builds a visitor from lambdas: std::visit(Overloaded{[](const StoreRec&) {...},
+// [](const auto&) {}}, record) handles the kinds it names and ignores the rest.
+template <typename... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <typename... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+// The block table a REGISTER or NAMESPACE carries (REQUIRES r.has_blocks).
+inline BlockRecord BlockRecordOf(const RegisterRec& r) {
+  BlockRecord b;
+  b.block_size = r.block_size;
+  b.hashes.resize(r.hash_count);
+  if (r.hash_count) std::memcpy(b.hashes.data(), r.hashes, r.hash_count * 8);
+  return b;
+}
+
+// The converse, to log `b` (kept alive until the record is written).
+inline void CarryBlocks(const BlockRecord& b, RegisterRec* r) {
+  r->has_blocks = true;
+  r->block_size = b.block_size;
+  r->hash_count = b.hashes.size();
+  r->hashes = reinterpret_cast<const uint8_t*>(b.hashes.data());
+}
+
 // A reserved record: its LSN (0 if the log assigns it only when writing) and
-// the call that writes it with its body (the rows, or the block table's hashes
-// as little-endian u64s) and returns its LSN or the write's error.
+// the call that writes it with its body (the rows, the value bytes, or the
+// block table's hashes as little-endian u64s) and returns its LSN or the
+// write's error.
 struct PendingRecord {
   uint64_t lsn = 0;
   std::function<Result<uint64_t>(std::span<const uint8_t> body)> write;
@@ -130,6 +254,12 @@ struct PendingRecord {
   // pieces, in order (a store's rows straight from the chunks they were encoded
   // into). Call exactly one of write / write_parts.
   std::function<Result<uint64_t>(std::span<const std::span<const uint8_t>> parts)> write_parts;
+  // For a sink that logs nothing of this record: both writes return `at`.
+  void Unlogged(uint64_t at = 0) {
+    lsn = at;
+    write = [at](std::span<const uint8_t>) { return Result<uint64_t>(at); };
+    write_parts = [at](std::span<const std::span<const uint8_t>>) { return Result<uint64_t>(at); };
+  }
 };
 
 // The mutation seam between the store and persistence. Every change to the
@@ -155,13 +285,14 @@ struct PendingRecord {
 // the global lock, and written with neither, so that large payloads never
 // block other namespaces.)
 // Two-phase appends (docs/ARCHITECTURE.md "Store", "Locks"): the records with a
-// large body (STORE rows, a REGISTER's block table) are *reserved* with the
-// store's locks held, which fixes their LSN and log position (and so the
-// replay order), and *written* (checksummed and copied into the log) after
-// those locks are released. The store applies such a change only once its
-// write succeeded, in reservation order per namespace side, so it still never
-// holds state the log does not describe. Every successful reservation is
-// written exactly once (a sink may wait for reserved records, e.g. to rotate).
+// large body (STORE rows, STRSET and STRCHAIN values, a REGISTER's block
+// table) are *reserved* with the store's locks held, which fixes their LSN and
+// log position (and so the replay order), and *written* (checksummed and
+// copied into the log) after those locks are released. The store applies such
+// a change only once its write succeeded, in reservation order per namespace
+// side, so it still never holds state the log does not describe. Every
+// successful reservation is written exactly once (a sink may wait for reserved
+// records, e.g. to rotate).
 //
 // Thread-safety: the sink is called concurrently from worker threads; it must
 // serialise reservations itself. The one-shot calls and the reservations are
@@ -171,173 +302,28 @@ class MutationSink {
  public:
   virtual ~MutationSink() = default;
 
-  // A namespace is created or re-registered (same dim/format). `blocks` is the
-  // new block table, or nullptr when the registration carries none (an existing
-  // table is then kept).
-  virtual Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                      quant::Format fmt, const BlockRecord* blocks) = 0;
-  // A new namespace that continues `parent_ns` (REGISTER ... PARENT): as
-  // OnRegister, plus the parent's name and incarnation. (A re-registration of a
-  // child is an OnRegister: its link never changes.)
-  virtual Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t incarnation,
-                                           uint32_t kv_dim, quant::Format fmt,
-                                           const BlockRecord* blocks, std::string_view parent_ns,
-                                           uint64_t parent_incarnation) = 0;
-  // `count` rows at [start, start+count) of one layer of one side, in stored form
-  // (count * RowBytes(fmt, kv_dim) bytes).
-  virtual Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side,
-                                   uint32_t layer, uint64_t start, uint64_t count,
-                                   std::span<const uint8_t> stored) = 0;
-  virtual Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) = 0;
-  virtual Result<uint64_t> OnFlushAll() = 0;
-
-  // String keys (docs/wal_format.md, STRSET .. STRRENAME). The defaults log
-  // nothing (a sink that records only namespaces).
-  // STRSET is two-phase: reserved (LSN fixed) with the store's lock held, its
-  // body (the value bytes, exactly value_len) written after it is released.
-  virtual Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
-                               PendingRecord* out) {
-    (void)key, (void)expire_at_ms, (void)value_len;
-    out->lsn = 0;
-    out->write = [](std::span<const uint8_t>) { return Result<uint64_t>(uint64_t{0}); };
-    return Status::OK();
-  }
-  // reason: 0 DEL/UNLINK/GETDEL, 1 eviction, 2 expiry.
-  virtual Result<uint64_t> OnStrDel(std::string_view key, uint8_t reason) {
-    (void)key, (void)reason;
-    return uint64_t{0};
-  }
-  // expire_at_ms 0 = PERSIST.
-  virtual Result<uint64_t> OnStrExpire(std::string_view key, int64_t expire_at_ms) {
-    (void)key, (void)expire_at_ms;
-    return uint64_t{0};
-  }
-  virtual Result<uint64_t> OnStrRename(std::string_view src, std::string_view dst) {
-    (void)src, (void)dst;
-    return uint64_t{0};
-  }
-  // STRPATCH (docs/wal_format.md): `bytes` at `offset` (zero-filled from the
-  // old end), the value cut after them when `truncate`, the expiry set to
-  // expire_at_ms. Written whole before returning (an edit is small or is an
-  // APPEND's tail: the log grows by what changed, not by the value).
-  virtual Result<uint64_t> OnStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
-                                      std::span<const uint8_t> bytes, bool truncate) {
-    (void)key, (void)expire_at_ms, (void)offset, (void)bytes, (void)truncate;
-    return uint64_t{0};
-  }
-  // STRCHAIN (KV.BLOCK.CHAIN): two-phase like STRSET; the body is the values
-  // back to back in entry order (write_parts: one part per value). Default:
-  // logs nothing.
-  virtual Status ReserveStrChain(const StrChainRecord& r, PendingRecord* out) {
-    (void)r;
-    out->lsn = 0;
-    out->write = [](std::span<const uint8_t>) { return Result<uint64_t>(uint64_t{0}); };
-    out->write_parts = [](std::span<const std::span<const uint8_t>>) {
-      return Result<uint64_t>(uint64_t{0});
-    };
-    return Status::OK();
-  }
-
-  // Two-phase forms. The defaults defer to the one-shot calls at write time
-  // (fine for a sink with no ordering of its own, e.g. a test recorder); the
-  // WAL overrides them to reserve the LSN and file space here.
-  virtual Status ReserveStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                              uint64_t start, uint64_t count, uint32_t row_bytes,
-                              PendingRecord* out) {
-    (void)row_bytes;
-    out->lsn = 0;
-    out->write = [this, n = std::string(ns), incarnation, side, layer, start,
-                  count](std::span<const uint8_t> body) {
-      return OnStore(n, incarnation, side, layer, start, count, body);
-    };
-    return Status::OK();
-  }
-  // `blocks` as for OnRegister; kept alive until the write.
-  virtual Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                 quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
-                                 PendingRecord* out) {
-    out->lsn = 0;
-    out->write = [this, n = std::string(ns), incarnation, kv_dim, fmt,
-                  b = std::move(blocks)](std::span<const uint8_t>) {
-      return OnRegister(n, incarnation, kv_dim, fmt, b.get());
-    };
-    return Status::OK();
-  }
-  virtual Status ReserveRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                      quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
-                                      std::string_view parent_ns, uint64_t parent_incarnation,
-                                      PendingRecord* out) {
-    out->lsn = 0;
-    out->write = [this, n = std::string(ns), incarnation, kv_dim, fmt, b = std::move(blocks),
-                  p = std::string(parent_ns), parent_incarnation](std::span<const uint8_t>) {
-      return OnRegisterChild(n, incarnation, kv_dim, fmt, b.get(), p, parent_incarnation);
-    };
-    return Status::OK();
-  }
+  // With `out`: reserves `r` (its LSN and log position) and returns its LSN
+  // (also out->lsn; 0 if the sink assigns it at write time); the body (the
+  // rows, values or hashes the record announces: StoreRec count * row_bytes,
+  // StrSetRec value_len, StrChainRecord the entries' value_len back to back,
+  // RegisterRec hash_count * 8) is written through out->write / write_parts.
+  // Without (nullptr): writes `r` whole at once, its body from the record,
+  // and returns its LSN. A sink handles the kinds it logs and ignores the rest
+  // (out->Unlogged()).
+  virtual Result<uint64_t> Reserve(const Record& r, PendingRecord* out) = 0;
+  // A record written whole (DROP, FLUSHALL, STRDEL, STRPATCH ...).
+  Result<uint64_t> Log(const Record& r) { return Reserve(r, nullptr); }
 };
 
-// Decoded records applied in log order. Records of another incarnation than
-// the namespace's current one are skipped (ApplyStored returns NotFound,
-// ApplyDrop does nothing).
+// Decoded records applied in log order (WAL replay), or a snapshot's sections
+// in file order (snapshot load). Apply returns NotFound for a record it skips
+// because its namespace is absent or of another incarnation (replay counts
+// it), another error for a record that contradicts the data. A sink handles
+// the kinds it cares about and returns OK for the rest.
 class RecordSink {
  public:
   virtual ~RecordSink() = default;
-  virtual Status ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                               quant::Format fmt, const BlockRecord* blocks) = 0;
-  // A namespace linked to `parent_ns` (REGISTER_CHILD, NAMESPACE_CHILD). Default:
-  // as ApplyRegister (a sink that does not keep links).
-  virtual Status ApplyRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                    quant::Format fmt, const BlockRecord* blocks,
-                                    std::string_view parent_ns, uint64_t parent_incarnation) {
-    (void)parent_ns, (void)parent_incarnation;
-    return ApplyRegister(ns, incarnation, kv_dim, fmt, blocks);
-  }
-  virtual Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                             uint64_t start, uint64_t count, std::span<const uint8_t> stored) = 0;
-  // Rows inside a mapped snapshot file that `backing` keeps mapped and unchanged
-  // (snapshot load, docs/snapshot_format.md §5): the sink may keep them by
-  // reference instead of copying them. Default: ApplyStored (a copy).
-  virtual Status ApplyStoredMapped(std::string_view ns, uint64_t incarnation, Side side,
-                                   uint32_t layer, uint64_t start, uint64_t count,
-                                   std::span<const uint8_t> stored,
-                                   const std::shared_ptr<const void>& backing) {
-    (void)backing;
-    return ApplyStored(ns, incarnation, side, layer, start, count, stored);
-  }
-  virtual void ApplyDrop(std::string_view ns, uint64_t incarnation) = 0;
-  virtual void ApplyFlushAll() = 0;
-  // Restores a namespace's LRU stamp (snapshot load).
-  virtual void SetLruStamp(std::string_view ns, uint64_t stamp) = 0;
-  // String keys (defaults ignore them: a sink that checks namespaces only).
-  // lru_stamp is 0 for WAL records (the key becomes the most recent).
-  virtual void ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru_stamp,
-                           std::span<const uint8_t> value) {
-    (void)key, (void)expire_at_ms, (void)lru_stamp, (void)value;
-  }
-  virtual void ApplyStrDel(std::string_view key) { (void)key; }
-  virtual void ApplyStrExpire(std::string_view key, int64_t expire_at_ms) {
-    (void)key, (void)expire_at_ms;
-  }
-  virtual void ApplyStrRename(std::string_view src, std::string_view dst) { (void)src, (void)dst; }
-  virtual void ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
-                             std::span<const uint8_t> bytes, bool truncate) {
-    (void)key, (void)expire_at_ms, (void)offset, (void)bytes, (void)truncate;
-  }
-  // A STRCHAIN record (values in the entries); a snapshot's BLOCK section.
-  virtual void ApplyStrChain(const StrChainRecord& r) { (void)r; }
-  virtual void ApplyStrBlock(const StrBlockRecord& r) { (void)r; }
-  // A snapshot's QUANT section: the key loaded from its STRING section is a
-  // quantized block.
-  virtual void ApplyStrQuant(const StrQuantRecord& r) { (void)r; }
-  // A snapshot's STRING_TIER section: the key's value is the referenced extent
-  // of the disk tier's file (adopted when its header matches, else the key is
-  // dropped as the tier drops entries). Default: ignored.
-  virtual void ApplyStrTier(const StrTierRecord& r) { (void)r; }
-  // A snapshot's NAMESPACE_TIER section (after the namespace's ROWS): those
-  // chunks of the namespace are the referenced extent's bytes (adopted when its
-  // header matches, else the namespace is dropped as the tier drops entries).
-  // Default: ignored.
-  virtual void ApplyNamespaceTier(const NsTierRecord& r) { (void)r; }
+  virtual Status Apply(const Record& r) = 0;
 };
 
 // A run of `rows` consecutive stored rows at `data` (kept alive by `pin`), or

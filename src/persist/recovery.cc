@@ -20,82 +20,13 @@ struct WalFile {
 };
 
 Status ApplyRecord(RecordSink* sink, const WalRecord& rec, bool* applied) {
-  *applied = true;
-  switch (rec.type) {
-    case RecordType::kRegister: {
-      RegisterRec r;
-      PION_RETURN_IF_ERROR(DecodeRegister(rec.payload, &r));
-      if (!r.has_blocks) return sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, nullptr);
-      BlockRecord b = BlockRecordOf(r);
-      return sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, &b);
-    }
-    case RecordType::kRegisterChild: {
-      RegisterRec r;
-      PION_RETURN_IF_ERROR(DecodeRegisterChild(rec.payload, &r));
-      BlockRecord b;
-      if (r.has_blocks) b = BlockRecordOf(r);
-      return sink->ApplyRegisterChild(r.ns, r.incarnation, r.kv_dim, r.fmt,
-                                      r.has_blocks ? &b : nullptr, r.parent, r.parent_incarnation);
-    }
-    case RecordType::kStore: {
-      StoreRec r;
-      PION_RETURN_IF_ERROR(DecodeStore(rec.payload, &r));
-      Status s = sink->ApplyStored(r.ns, r.incarnation, r.side, r.layer, r.start, r.count, r.rows);
-      if (s.code() == Code::kNotFound) {
-        *applied = false;
-        return Status::OK();
-      }
-      return s;
-    }
-    case RecordType::kDrop: {
-      DropRec r;
-      PION_RETURN_IF_ERROR(DecodeDrop(rec.payload, &r));
-      sink->ApplyDrop(r.ns, r.incarnation);
-      return Status::OK();
-    }
-    case RecordType::kFlushAll:
-      sink->ApplyFlushAll();
-      return Status::OK();
-    case RecordType::kStrSet: {
-      StrSetRec r;
-      PION_RETURN_IF_ERROR(DecodeStrSet(rec.payload, false, &r));
-      sink->ApplyStrSet(r.key, r.expire_at_ms, 0, r.value);
-      return Status::OK();
-    }
-    case RecordType::kStrDel: {
-      StrKeyRec r;
-      PION_RETURN_IF_ERROR(DecodeStrDel(rec.payload, &r));
-      sink->ApplyStrDel(r.key);
-      return Status::OK();
-    }
-    case RecordType::kStrExpire: {
-      StrKeyRec r;
-      PION_RETURN_IF_ERROR(DecodeStrExpire(rec.payload, &r));
-      sink->ApplyStrExpire(r.key, r.expire_at_ms);
-      return Status::OK();
-    }
-    case RecordType::kStrRename: {
-      StrKeyRec r;
-      PION_RETURN_IF_ERROR(DecodeStrRename(rec.payload, &r));
-      sink->ApplyStrRename(r.key, r.dst);
-      return Status::OK();
-    }
-    case RecordType::kStrPatch: {
-      StrPatchRec r;
-      PION_RETURN_IF_ERROR(DecodeStrPatch(rec.payload, &r));
-      sink->ApplyStrPatch(r.key, r.expire_at_ms, r.offset, r.bytes, r.truncate);
-      return Status::OK();
-    }
-    case RecordType::kStrChain: {
-      StrChainRecord r;
-      std::vector<StrChainEntry> entries;
-      PION_RETURN_IF_ERROR(DecodeStrChain(rec.payload, &r, &entries));
-      sink->ApplyStrChain(r);
-      return Status::OK();
-    }
-    default:
-      return Status::Corruption("unknown record type");
-  }
+  Record r;
+  DecodeScratch scratch;
+  PION_RETURN_IF_ERROR(DecodeWal(rec.type, rec.payload, &r, &scratch));
+  Status s = sink->Apply(r);
+  // Skipped: its namespace is absent or of another incarnation.
+  *applied = s.code() != Code::kNotFound;
+  return *applied ? s : Status::OK();
 }
 
 // Loading a snapshot allocates its whole size in store chunks from the main

@@ -310,6 +310,15 @@ Status BadAt(const std::string& path, uint64_t off, std::string_view why, uint64
                             ": " + std::string(why));
 }
 
+// A string-key section applied (no sink: checked only). The sink refusing it
+// makes the section bad.
+Status ApplyTo(RecordSink* sink, const Record& r, const std::string& path, uint64_t off,
+               uint64_t* bad) {
+  if (sink == nullptr) return Status::OK();
+  Status s = sink->Apply(r);
+  return s.ok() ? s : BadAt(path, off, s.message(), bad);
+}
+
 // The section CRCs of a mapped snapshot, verified on `threads` threads (the
 // caller's included) before the sequential pass decodes and applies the
 // sections: that pass's cost was this verification (one read of every page,
@@ -517,12 +526,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         }
         declared.insert_or_assign(std::string(r.ns), std::make_pair(r.incarnation, r.kv_dim));
         if (sink) {
-          BlockRecord b;
-          if (r.has_blocks) b = BlockRecordOf(r);
-          const BlockRecord* bp = r.has_blocks ? &b : nullptr;
-          s = child ? sink->ApplyRegisterChild(r.ns, r.incarnation, r.kv_dim, r.fmt, bp, r.parent,
-                                               r.parent_incarnation)
-                    : sink->ApplyRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, bp);
+          s = sink->Apply(r);
           if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
           stamps.emplace_back(std::string(r.ns), r.lru_stamp);
         }
@@ -545,10 +549,8 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         if (r.row_bytes != cur_rb)
           return BadAt(path, off, "row size does not match the format", bad_offset);
         if (sink) {
-          s = backing ? sink->ApplyStoredMapped(r.ns, r.incarnation, r.side, r.layer, r.start,
-                                                r.count, r.rows, backing)
-                      : sink->ApplyStored(r.ns, r.incarnation, r.side, r.layer, r.start, r.count,
-                                          r.rows);
+          if (backing) r.backing = &backing;
+          s = sink->Apply(r);
           // NotFound: the namespace was evicted while loading (a smaller --max-sessions).
           if (!s.ok() && s.code() != Code::kNotFound)
             return BadAt(path, off, s.message(), bad_offset);
@@ -561,7 +563,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         StrSetRec r;
         Status s = DecodeStrSet(payload, true, &r);
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
-        if (sink) sink->ApplyStrSet(r.key, r.expire_at_ms, r.lru_stamp, r.value);
+        PION_RETURN_IF_ERROR(ApplyTo(sink, r, path, off, bad_offset));
         ++st.strings;
         break;
       }
@@ -571,7 +573,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         StrTierRecord r;
         Status s = DecodeSnapStringTier(payload, &r);
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
-        if (sink) sink->ApplyStrTier(r);
+        PION_RETURN_IF_ERROR(ApplyTo(sink, r, path, off, bad_offset));
         ++st.strings;
         ++st.tier_refs;
         break;
@@ -589,7 +591,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
           return BadAt(path, off, "second namespace_tier section of a namespace", bad_offset);
         if (r.row_bytes != cur_rb)
           return BadAt(path, off, "row size does not match the format", bad_offset);
-        if (sink) sink->ApplyNamespaceTier(r);
+        if (sink) (void)sink->Apply(r);  // a bad reference drops the namespace, not the file
         cur_tiered = true;
         ++ns_tiers;
         ++st.ns_tier_refs;
@@ -601,7 +603,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         StrBlockRecord r;
         Status s = DecodeSnapBlock(payload, &r);
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
-        if (sink) sink->ApplyStrBlock(r);
+        PION_RETURN_IF_ERROR(ApplyTo(sink, r, path, off, bad_offset));
         ++blocks;
         break;
       }
@@ -610,7 +612,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
         StrQuantRecord r;
         Status s = DecodeSnapQuant(payload, &r);
         if (!s.ok()) return BadAt(path, off, s.message(), bad_offset);
-        if (sink) sink->ApplyStrQuant(r);
+        PION_RETURN_IF_ERROR(ApplyTo(sink, r, path, off, bad_offset));
         ++blocks;  // not counted in END either
         break;
       }
@@ -656,7 +658,7 @@ Status LoadSnapshot(Env* env, const std::string& path, RecordSink* sink, Snapsho
     // Oldest first, so stamps (and the store's clock) come out in the saved order.
     std::sort(stamps.begin(), stamps.end(),
               [](const auto& a, const auto& b) { return a.second < b.second; });
-    for (const auto& [ns, stamp] : stamps) sink->SetLruStamp(ns, stamp);
+    for (const auto& [ns, stamp] : stamps) (void)sink->Apply(LruStampRec{ns, stamp});
   }
   st.sections = seq;
   st.file_bytes = size;

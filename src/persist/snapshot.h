@@ -58,8 +58,8 @@ Status WriteSnapshot(Env* env, const std::string& path, const SnapHeader& header
 // Reads and checks `path`; applies it to `sink` unless sink is nullptr (check
 // only, pion-check). Corruption names the offset. *bad_offset gets the offset of
 // the first bad byte on failure. `map`: map the file (Env::MapReadOnly; read it
-// if the Env cannot) and hand rows to the sink with ApplyStoredMapped, so that
-// it may keep them by reference (docs/snapshot_format.md §5). Every section's
+// if the Env cannot) and hand rows to the sink as StoreRecs with a `backing`, so
+// that it may keep them by reference (docs/snapshot_format.md §5). Every section's
 // CRC is verified before it is applied either way. `verify_threads` (mapped
 // loads only; 0 counts as 1): a mapped file's section CRCs are verified on that
 // many threads, the caller's included, before the sections are decoded and

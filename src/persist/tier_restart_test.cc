@@ -591,25 +591,19 @@ TEST_F(NsTierRestartTest, ACrashAtAnySyncOfASaveLeavesValidReferences) {
 struct TierRefSink final : RecordSink {
   std::vector<std::pair<std::string, StrTierRecord>> refs;
   std::vector<std::string> strings;
-  Status ApplyRegister(std::string_view, uint64_t, uint32_t, quant::Format,
-                       const BlockRecord*) override {
+  Status Apply(const Record& r) override {
+    std::visit(Overloaded{[&](const StrSetRec& x) { strings.emplace_back(x.key); },
+                          [&](const StrTierRecord& x) { refs.emplace_back(std::string(x.key), x); },
+                          [&](const StoreRec& x) {
+                            stored.push_back({x.side, x.layer, x.start, x.count, 0});
+                          },
+                          [&](const NsTierRecord& x) {
+                            ns_refs.push_back(x);
+                            ns_names.emplace_back(x.ns);
+                          },
+                          [](const auto&) {}},
+               r);
     return Status::OK();
-  }
-  Status ApplyStored(std::string_view, uint64_t, Side side, uint32_t layer, uint64_t start,
-                     uint64_t count, std::span<const uint8_t>) override {
-    stored.push_back({side, layer, start, count, 0});
-    return Status::OK();
-  }
-  void ApplyDrop(std::string_view, uint64_t) override {}
-  void ApplyFlushAll() override {}
-  void SetLruStamp(std::string_view, uint64_t) override {}
-  void ApplyStrSet(std::string_view key, int64_t, uint64_t, std::span<const uint8_t>) override {
-    strings.emplace_back(key);
-  }
-  void ApplyStrTier(const StrTierRecord& r) override { refs.emplace_back(std::string(r.key), r); }
-  void ApplyNamespaceTier(const NsTierRecord& r) override {
-    ns_refs.push_back(r);
-    ns_names.emplace_back(r.ns);
   }
   std::vector<NsTierChunkRecord> stored;  // ROWS sections: side, layer, start, rows
   std::vector<NsTierRecord> ns_refs;      // (ns views into the file: see ns_names)

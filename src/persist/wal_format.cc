@@ -3,7 +3,9 @@
 
 #include <initializer_list>
 #include <string>
+#include <variant>
 
+#include "base/check.h"
 #include "base/crc32c.h"
 
 namespace pion::persist {
@@ -288,22 +290,22 @@ void EncodeStrSetPrefix(const StrSetRec& r, uint64_t value_len, bool snap,
   w.U64(value_len);
 }
 
-void EncodeStrDel(std::string_view key, uint8_t reason, std::vector<uint8_t>* out) {
+void EncodeStrDel(const StrDelRec& r, std::vector<uint8_t>* out) {
   Writer w(out);
-  Key32(w, key);
-  w.U8(reason);
+  Key32(w, r.key);
+  w.U8(r.reason);
 }
 
-void EncodeStrExpire(std::string_view key, int64_t expire_at_ms, std::vector<uint8_t>* out) {
+void EncodeStrExpire(const StrExpireRec& r, std::vector<uint8_t>* out) {
   Writer w(out);
-  Key32(w, key);
-  w.U64(static_cast<uint64_t>(expire_at_ms));
+  Key32(w, r.key);
+  w.U64(static_cast<uint64_t>(r.expire_at_ms));
 }
 
-void EncodeStrRename(std::string_view src, std::string_view dst, std::vector<uint8_t>* out) {
+void EncodeStrRename(const StrRenameRec& r, std::vector<uint8_t>* out) {
   Writer w(out);
-  Key32(w, src);
-  Key32(w, dst);
+  Key32(w, r.key);
+  Key32(w, r.dst);
 }
 
 Status DecodeStrSet(std::span<const uint8_t> p, bool snap, StrSetRec* r) {
@@ -315,6 +317,7 @@ Status DecodeStrSet(std::span<const uint8_t> p, bool snap, StrSetRec* r) {
   if (static_cast<int64_t>(exp) < 0) return Bad("negative expiry");
   r->expire_at_ms = static_cast<int64_t>(exp);
   if (len != rd.left()) return Bad("string record size does not match value_len");
+  r->value_len = len;
   r->value = p.subspan(p.size() - rd.left());
   return Status::OK();
 }
@@ -347,7 +350,7 @@ Status DecodeStrPatch(std::span<const uint8_t> p, StrPatchRec* r) {
   return Status::OK();
 }
 
-Status DecodeStrDel(std::span<const uint8_t> p, StrKeyRec* r) {
+Status DecodeStrDel(std::span<const uint8_t> p, StrDelRec* r) {
   Reader rd(p);
   if (!ReadKey32(rd, &r->key) || !rd.U8(&r->reason)) return Bad("truncated strdel record");
   if (r->reason > 2) return Bad("bad strdel reason");
@@ -355,7 +358,7 @@ Status DecodeStrDel(std::span<const uint8_t> p, StrKeyRec* r) {
   return Status::OK();
 }
 
-Status DecodeStrExpire(std::span<const uint8_t> p, StrKeyRec* r) {
+Status DecodeStrExpire(std::span<const uint8_t> p, StrExpireRec* r) {
   Reader rd(p);
   uint64_t exp;
   if (!ReadKey32(rd, &r->key) || !rd.U64(&exp)) return Bad("truncated strexpire record");
@@ -365,7 +368,7 @@ Status DecodeStrExpire(std::span<const uint8_t> p, StrKeyRec* r) {
   return Status::OK();
 }
 
-Status DecodeStrRename(std::span<const uint8_t> p, StrKeyRec* r) {
+Status DecodeStrRename(std::span<const uint8_t> p, StrRenameRec* r) {
   Reader rd(p);
   if (!ReadKey32(rd, &r->key) || !ReadKey32(rd, &r->dst)) return Bad("truncated strrename record");
   if (rd.left() != 0) return Bad("trailing bytes in strrename record");
@@ -692,62 +695,131 @@ Status DecodeSnapEnd(std::span<const uint8_t> p, SnapEndRec* r) {
   return Status::OK();
 }
 
-BlockRecord BlockRecordOf(const RegisterRec& r) {
-  BlockRecord b;
-  b.block_size = r.block_size;
-  b.hashes.resize(r.hash_count);
-  if (r.hash_count) std::memcpy(b.hashes.data(), r.hashes, r.hash_count * 8);
-  return b;
+namespace {
+
+// The WAL form of each kind (docs/wal_format.md §4): its type, the payload
+// before the body into `prefix`, the body's length and what the record carries
+// of it. One overload per WAL kind; the snapshot-only kinds have none here.
+WalForm WalOf(const RegisterRec& r, std::vector<uint8_t>* prefix) {
+  RegisterRec head = r;
+  head.hashes = nullptr;  // the hashes are the body
+  const bool child = !r.parent.empty();
+  if (child)
+    EncodeRegisterChild(head, prefix);
+  else
+    EncodeRegister(head, prefix);
+  WalForm f{child ? RecordType::kRegisterChild : RecordType::kRegister,
+            r.has_blocks ? r.hash_count * 8 : 0,
+            {}};
+  if (r.has_blocks && r.hashes != nullptr) f.body = {r.hashes, r.hash_count * 8};
+  return f;
+}
+WalForm WalOf(const StoreRec& r, std::vector<uint8_t>* prefix) {
+  EncodeStorePrefix(r, prefix);
+  return {RecordType::kStore, r.count * r.row_bytes, r.rows};
+}
+WalForm WalOf(const DropRec& r, std::vector<uint8_t>* prefix) {
+  EncodeDrop(r, prefix);
+  return {RecordType::kDrop, 0, {}};
+}
+WalForm WalOf(const FlushAllRec&, std::vector<uint8_t>*) { return {RecordType::kFlushAll, 0, {}}; }
+WalForm WalOf(const StrSetRec& r, std::vector<uint8_t>* prefix) {
+  EncodeStrSetPrefix(r, r.value_len, false, prefix);
+  return {RecordType::kStrSet, r.value_len, r.value};
+}
+WalForm WalOf(const StrDelRec& r, std::vector<uint8_t>* prefix) {
+  EncodeStrDel(r, prefix);
+  return {RecordType::kStrDel, 0, {}};
+}
+WalForm WalOf(const StrExpireRec& r, std::vector<uint8_t>* prefix) {
+  EncodeStrExpire(r, prefix);
+  return {RecordType::kStrExpire, 0, {}};
+}
+WalForm WalOf(const StrRenameRec& r, std::vector<uint8_t>* prefix) {
+  EncodeStrRename(r, prefix);
+  return {RecordType::kStrRename, 0, {}};
+}
+WalForm WalOf(const StrPatchRec& r, std::vector<uint8_t>* prefix) {
+  EncodeStrPatchPrefix(r, prefix);
+  return {RecordType::kStrPatch, r.bytes.size(), r.bytes};
+}
+WalForm WalOf(const StrChainRecord& r, std::vector<uint8_t>* prefix) {
+  EncodeStrChainPrefix(r, prefix);
+  uint64_t body = 0;
+  bool carried = true;  // the values back to back in memory (a decoded record)
+  for (const StrChainEntry& e : r.entries) {
+    carried = carried && e.value.size() == e.value_len &&
+              (body == 0 || e.value_len == 0 || e.value.data() == r.entries[0].value.data() + body);
+    body += e.value_len;
+  }
+  WalForm f{RecordType::kStrChain, body, {}};  // else the values: write_parts
+  if (carried && body > 0) f.body = {r.entries[0].value.data(), body};
+  return f;
+}
+template <typename SnapshotOnly>
+WalForm WalOf(const SnapshotOnly&, std::vector<uint8_t>*) {
+  PION_CHECK(false && "a snapshot-only record has no WAL form");
+  return {};
 }
 
-Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p) {
+template <typename T>
+Status DecodeInto(Status (*decode)(std::span<const uint8_t>, T*), std::span<const uint8_t> p,
+                  Record* out) {
+  T r;
+  PION_RETURN_IF_ERROR(decode(p, &r));
+  *out = r;
+  return Status::OK();
+}
+
+}  // namespace
+
+WalForm EncodeWal(const Record& r, std::vector<uint8_t>* prefix) {
+  return std::visit([prefix](const auto& rec) { return WalOf(rec, prefix); }, r);
+}
+
+Status DecodeWal(RecordType t, std::span<const uint8_t> p, Record* out, DecodeScratch* scratch) {
   switch (t) {
-    case RecordType::kRegister: {
-      RegisterRec r;
-      return DecodeRegister(p, &r);
-    }
-    case RecordType::kStore: {
-      StoreRec r;
-      return DecodeStore(p, &r);
-    }
-    case RecordType::kDrop: {
-      DropRec r;
-      return DecodeDrop(p, &r);
-    }
+    case RecordType::kRegister:
+      return DecodeInto(DecodeRegister, p, out);
+    case RecordType::kRegisterChild:
+      return DecodeInto(DecodeRegisterChild, p, out);
+    case RecordType::kStore:
+      return DecodeInto(DecodeStore, p, out);
+    case RecordType::kDrop:
+      return DecodeInto(DecodeDrop, p, out);
     case RecordType::kFlushAll:
-      return p.empty() ? Status::OK() : Bad("flushall record with a payload");
+      if (!p.empty()) return Bad("flushall record with a payload");
+      *out = FlushAllRec{};
+      return Status::OK();
     case RecordType::kStrSet: {
       StrSetRec r;
-      return DecodeStrSet(p, false, &r);
+      PION_RETURN_IF_ERROR(DecodeStrSet(p, false, &r));
+      *out = r;
+      return Status::OK();
     }
-    case RecordType::kStrDel: {
-      StrKeyRec r;
-      return DecodeStrDel(p, &r);
-    }
-    case RecordType::kStrExpire: {
-      StrKeyRec r;
-      return DecodeStrExpire(p, &r);
-    }
-    case RecordType::kStrRename: {
-      StrKeyRec r;
-      return DecodeStrRename(p, &r);
-    }
-    case RecordType::kRegisterChild: {
-      RegisterRec r;
-      return DecodeRegisterChild(p, &r);
-    }
-    case RecordType::kStrPatch: {
-      StrPatchRec r;
-      return DecodeStrPatch(p, &r);
-    }
+    case RecordType::kStrDel:
+      return DecodeInto(DecodeStrDel, p, out);
+    case RecordType::kStrExpire:
+      return DecodeInto(DecodeStrExpire, p, out);
+    case RecordType::kStrRename:
+      return DecodeInto(DecodeStrRename, p, out);
+    case RecordType::kStrPatch:
+      return DecodeInto(DecodeStrPatch, p, out);
     case RecordType::kStrChain: {
       StrChainRecord r;
-      std::vector<StrChainEntry> entries;
-      return DecodeStrChain(p, &r, &entries);
+      PION_RETURN_IF_ERROR(DecodeStrChain(p, &r, &scratch->chain_entries));
+      *out = r;
+      return Status::OK();
     }
     default:
       return Bad("unknown record type");
   }
+}
+
+Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p) {
+  Record r;
+  DecodeScratch scratch;
+  return DecodeWal(t, p, &r, &scratch);
 }
 
 }  // namespace pion::persist

@@ -119,35 +119,6 @@ void EncodeRecordHeader(uint8_t out[kRecordHeaderSize], RecordType t, uint64_t l
 uint32_t RecordCrc(uint64_t generation, const uint8_t hdr[kRecordHeaderSize],
                    std::span<const std::span<const uint8_t>> payload);
 
-struct RegisterRec {
-  std::string_view ns;
-  uint64_t incarnation = 0;
-  uint32_t kv_dim = 0;
-  quant::Format fmt = quant::Format::kFp16;
-  bool has_blocks = false;
-  uint32_t block_size = 0;
-  uint64_t hash_count = 0;
-  const uint8_t* hashes = nullptr;  // hash_count little-endian u64
-  uint64_t lru_stamp = 0;           // snapshot NAMESPACE only
-  // REGISTER_CHILD / NAMESPACE_CHILD: the parent (empty for the plain forms).
-  std::string_view parent;
-  uint64_t parent_incarnation = 0;
-};
-struct StoreRec {
-  std::string_view ns;
-  uint64_t incarnation = 0;
-  Side side = Side::kKeys;
-  uint32_t layer = 0;
-  uint64_t start = 0;
-  uint64_t count = 0;
-  uint32_t row_bytes = 0;
-  std::span<const uint8_t> rows;
-};
-struct DropRec {
-  std::string_view ns;
-  uint64_t incarnation = 0;
-  DropReason reason = DropReason::kDrop;
-};
 struct SnapEndRec {
   uint64_t namespaces = 0;
   uint64_t rows_sections = 0;
@@ -156,30 +127,6 @@ struct SnapEndRec {
   uint64_t strings = 0;     // version 2
   bool has_strings = true;  // decoded: false for a version 1 END
 };
-// STRSET (WAL) and STRING (snapshot; with lru_stamp). `value` views the payload.
-struct StrSetRec {
-  std::string_view key;
-  int64_t expire_at_ms = 0;
-  uint64_t lru_stamp = 0;  // snapshot only
-  std::span<const uint8_t> value;
-};
-// STRPATCH: `bytes` written at `offset` of the key's value (zero-filled from
-// its old end), the value cut at the patch's end when `truncate`; the expiry
-// is set to expire_at_ms. A missing key starts empty.
-struct StrPatchRec {
-  std::string_view key;
-  int64_t expire_at_ms = 0;
-  bool truncate = false;
-  uint64_t offset = 0;
-  std::span<const uint8_t> bytes;
-};
-struct StrKeyRec {  // STRDEL (reason), STREXPIRE (expire_at_ms), STRRENAME (key -> dst)
-  std::string_view key;
-  std::string_view dst;
-  uint8_t reason = 0;
-  int64_t expire_at_ms = 0;
-};
-
 // Encoders append to `out`. For STORE/ROWS only the fixed part before the rows
 // is encoded (the rows are written from the caller's memory); likewise a
 // REGISTER whose `hashes` is nullptr stops before the hash_count hashes.
@@ -195,16 +142,16 @@ void EncodeSnapEnd(const SnapEndRec& r, std::vector<uint8_t>* out);
 // String records. The STRSET/STRING encoders stop before the value bytes.
 void EncodeStrSetPrefix(const StrSetRec& r, uint64_t value_len, bool snap,
                         std::vector<uint8_t>* out);
-void EncodeStrDel(std::string_view key, uint8_t reason, std::vector<uint8_t>* out);
-void EncodeStrExpire(std::string_view key, int64_t expire_at_ms, std::vector<uint8_t>* out);
-void EncodeStrRename(std::string_view src, std::string_view dst, std::vector<uint8_t>* out);
+void EncodeStrDel(const StrDelRec& r, std::vector<uint8_t>* out);
+void EncodeStrExpire(const StrExpireRec& r, std::vector<uint8_t>* out);
+void EncodeStrRename(const StrRenameRec& r, std::vector<uint8_t>* out);
 // STRPATCH's fixed part (the patch bytes follow it).
 void EncodeStrPatchPrefix(const StrPatchRec& r, std::vector<uint8_t>* out);
 Status DecodeStrPatch(std::span<const uint8_t> p, StrPatchRec* r);
 Status DecodeStrSet(std::span<const uint8_t> p, bool snap, StrSetRec* r);
-Status DecodeStrDel(std::span<const uint8_t> p, StrKeyRec* r);
-Status DecodeStrExpire(std::span<const uint8_t> p, StrKeyRec* r);
-Status DecodeStrRename(std::span<const uint8_t> p, StrKeyRec* r);
+Status DecodeStrDel(std::span<const uint8_t> p, StrDelRec* r);
+Status DecodeStrExpire(std::span<const uint8_t> p, StrExpireRec* r);
+Status DecodeStrRename(std::span<const uint8_t> p, StrRenameRec* r);
 // STRCHAIN: the encoder stops before the values (entries' value_len counts);
 // the decoder fills `entries` (views of the payload, values included) and
 // points r->entries at it.
@@ -240,9 +187,27 @@ Status DecodeSnapNamespaceChild(std::span<const uint8_t> p, RegisterRec* r);
 Status DecodeStore(std::span<const uint8_t> p, StoreRec* r);
 Status DecodeDrop(std::span<const uint8_t> p, DropRec* r);
 Status DecodeSnapEnd(std::span<const uint8_t> p, SnapEndRec* r);
-// The block table a decoded REGISTER or NAMESPACE carries (REQUIRES r.has_blocks).
-BlockRecord BlockRecordOf(const RegisterRec& r);
-// Validates a WAL record payload of the given type.
+
+// A Record in the WAL (docs/wal_format.md §4): EncodeWal appends the payload's
+// bytes before the body to `prefix` and says the record's type, its body's
+// length and the body bytes the record itself carries (empty where the caller
+// writes them after a reservation: rows from chunks, values). The body always
+// ends the payload. REQUIRES: a WAL kind (not LruStampRec, StrBlockRecord,
+// StrQuantRecord, StrTierRecord: snapshot sections).
+struct WalForm {
+  RecordType type = RecordType::kFlushAll;
+  uint64_t body_len = 0;
+  std::span<const uint8_t> body;
+};
+WalForm EncodeWal(const Record& r, std::vector<uint8_t>* prefix);
+// What a decoded Record's views may point into besides the payload.
+struct DecodeScratch {
+  std::vector<StrChainEntry> chain_entries;  // StrChainRecord::entries
+};
+// Decodes a WAL payload of type `t` into `out` (views of `p` and `scratch`):
+// Corruption with a reason unless it parses exactly.
+Status DecodeWal(RecordType t, std::span<const uint8_t> p, Record* out, DecodeScratch* scratch);
+// Validates a WAL record payload of the given type (DecodeWal, result dropped).
 Status ValidateWalPayload(RecordType t, std::span<const uint8_t> p);
 
 }  // namespace pion::persist

@@ -386,89 +386,10 @@ TEST(Golden, WriterReproducesGoldenBytesFromDecodedRecords) {
     ASSERT_TRUE(w.Create("out.wal", (*rd)->header().generation, (*rd)->header().first_lsn).ok());
     WalRecord rec;
     while ((*rd)->Next(&rec)) {
-      switch (rec.type) {
-        case RecordType::kRegister: {
-          RegisterRec r;
-          ASSERT_TRUE(DecodeRegister(rec.payload, &r).ok());
-          store::BlockTable bt;
-          if (r.has_blocks) {
-            bt.block_size = r.block_size;
-            bt.hashes.resize(r.hash_count);
-            std::memcpy(bt.hashes.data(), r.hashes, r.hash_count * 8);
-          }
-          ASSERT_TRUE(
-              w.OnRegister(r.ns, r.incarnation, r.kv_dim, r.fmt, r.has_blocks ? &bt : nullptr)
-                  .ok());
-          break;
-        }
-        case RecordType::kRegisterChild: {
-          RegisterRec r;
-          ASSERT_TRUE(DecodeRegisterChild(rec.payload, &r).ok());
-          std::shared_ptr<store::BlockTable> bt;
-          if (r.has_blocks) {
-            bt = std::make_shared<store::BlockTable>();
-            bt->block_size = r.block_size;
-            bt->hashes.resize(r.hash_count);
-            std::memcpy(bt->hashes.data(), r.hashes, r.hash_count * 8);
-          }
-          PendingRecord p;
-          ASSERT_TRUE(w.ReserveRegisterChild(r.ns, r.incarnation, r.kv_dim, r.fmt, bt, r.parent,
-                                             r.parent_incarnation, &p)
-                          .ok());
-          std::span<const uint8_t> body;
-          if (bt)
-            body = {reinterpret_cast<const uint8_t*>(bt->hashes.data()), bt->hashes.size() * 8};
-          ASSERT_TRUE(p.write(body).ok());
-          break;
-        }
-        case RecordType::kStore: {
-          StoreRec r;
-          ASSERT_TRUE(DecodeStore(rec.payload, &r).ok());
-          ASSERT_TRUE(
-              w.OnStore(r.ns, r.incarnation, r.side, r.layer, r.start, r.count, r.rows).ok());
-          break;
-        }
-        case RecordType::kDrop: {
-          DropRec r;
-          ASSERT_TRUE(DecodeDrop(rec.payload, &r).ok());
-          ASSERT_TRUE(w.OnDrop(r.ns, r.incarnation, r.reason).ok());
-          break;
-        }
-        case RecordType::kStrSet: {
-          StrSetRec r;
-          ASSERT_TRUE(DecodeStrSet(rec.payload, false, &r).ok());
-          PendingRecord p;
-          ASSERT_TRUE(w.ReserveStrSet(r.key, r.expire_at_ms, r.value.size(), &p).ok());
-          ASSERT_TRUE(p.write(r.value).ok());
-          break;
-        }
-        case RecordType::kStrDel: {
-          StrKeyRec r;
-          ASSERT_TRUE(DecodeStrDel(rec.payload, &r).ok());
-          ASSERT_TRUE(w.OnStrDel(r.key, r.reason).ok());
-          break;
-        }
-        case RecordType::kStrExpire: {
-          StrKeyRec r;
-          ASSERT_TRUE(DecodeStrExpire(rec.payload, &r).ok());
-          ASSERT_TRUE(w.OnStrExpire(r.key, r.expire_at_ms).ok());
-          break;
-        }
-        case RecordType::kStrRename: {
-          StrKeyRec r;
-          ASSERT_TRUE(DecodeStrRename(rec.payload, &r).ok());
-          ASSERT_TRUE(w.OnStrRename(r.key, r.dst).ok());
-          break;
-        }
-        case RecordType::kStrPatch: {
-          StrPatchRec r;
-          ASSERT_TRUE(DecodeStrPatch(rec.payload, &r).ok());
-          ASSERT_TRUE(w.OnStrPatch(r.key, r.expire_at_ms, r.offset, r.bytes, r.truncate).ok());
-          break;
-        }
-        default:
-          ASSERT_TRUE(w.OnFlushAll().ok());
-      }
+      Record r;
+      DecodeScratch scratch;
+      ASSERT_TRUE(DecodeWal(rec.type, rec.payload, &r, &scratch).ok());
+      ASSERT_TRUE(w.Log(r).ok());
     }
     EXPECT_EQ((*rd)->end(), WalEnd::kClean);
   }

@@ -89,17 +89,17 @@ void WalWriter::DrainLocked() {
   while (in_flight_ != 0) drain_cv_.Wait(state_mu_);
 }
 
-Result<WalWriter::Reserved> WalWriter::Reserve(RecordType t, std::span<const uint8_t> prefix,
-                                               uint64_t body_len) {
-  uint64_t len = prefix.size() + body_len;
+Result<WalWriter::Reserved> WalWriter::ReserveBytes(RecordType t, std::vector<uint8_t> head,
+                                                    uint64_t body_len) {
+  PION_CHECK(head.size() >= kRecordHeaderSize);
+  uint64_t len = head.size() - kRecordHeaderSize + body_len;
   if (len > kMaxPayload) return Status::InvalidArgument("record too large for the WAL");
   Reserved r;
   r.type = t;
   r.len = len;
-  // The header and the prefix are framed here, outside write_mu_ (the CRC is
+  // The header slot and the prefix were framed outside write_mu_ (the CRC is
   // only known once the body is written, see Write).
-  r.head.resize(kRecordHeaderSize + prefix.size());
-  if (!prefix.empty()) std::memcpy(r.head.data() + kRecordHeaderSize, prefix.data(), prefix.size());
+  r.head = std::move(head);
   // Reserve the LSN and the byte range; nothing else happens under write_mu_.
   std::shared_ptr<File> prealloc;
   uint64_t pre_from = 0, pre_len = 0;
@@ -189,13 +189,6 @@ Result<uint64_t> WalWriter::WriteParts(Reserved& r,
   }
   if (s.ok()) s = r.file->f->WriteAt(r.off, r.head);
   return Complete(r.lsn, r.off, r.file, s);
-}
-
-Result<uint64_t> WalWriter::Append(RecordType t, std::span<const uint8_t> prefix,
-                                   std::span<const uint8_t> rows) {
-  auto r = Reserve(t, prefix, rows.size());
-  if (!r.ok()) return r.status();
-  return Write(*r, rows);
 }
 
 Result<uint64_t> WalWriter::Complete(uint64_t lsn, uint64_t off, const std::shared_ptr<File>& file,
@@ -297,60 +290,6 @@ void WalWriter::ClearFailureLocked() {
   sync_failed_ = false;
 }
 
-namespace {
-
-RegisterRec MakeRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                         quant::Format fmt, const BlockRecord* blocks, bool with_hashes) {
-  RegisterRec r;
-  r.ns = ns;
-  r.incarnation = incarnation;
-  r.kv_dim = kv_dim;
-  r.fmt = fmt;
-  if (blocks != nullptr) {
-    r.has_blocks = true;
-    r.block_size = blocks->block_size;
-    r.hash_count = blocks->hashes.size();
-    if (with_hashes) r.hashes = reinterpret_cast<const uint8_t*>(blocks->hashes.data());
-  }
-  return r;
-}
-
-StoreRec MakeStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                   uint64_t start, uint64_t count, uint32_t row_bytes) {
-  StoreRec r;
-  r.ns = ns;
-  r.incarnation = incarnation;
-  r.side = side;
-  r.layer = layer;
-  r.start = start;
-  r.count = count;
-  r.row_bytes = row_bytes;
-  return r;
-}
-
-}  // namespace
-
-Result<uint64_t> WalWriter::OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                       quant::Format fmt, const BlockRecord* blocks) {
-  std::vector<uint8_t> p;
-  EncodeRegister(MakeRegister(ns, incarnation, kv_dim, fmt, blocks, false), &p);
-  std::span<const uint8_t> hashes;
-  if (blocks != nullptr)
-    hashes = {reinterpret_cast<const uint8_t*>(blocks->hashes.data()), blocks->hashes.size() * 8};
-  return Append(RecordType::kRegister, p, hashes);
-}
-
-Result<uint64_t> WalWriter::OnStore(std::string_view ns, uint64_t incarnation, Side side,
-                                    uint32_t layer, uint64_t start, uint64_t count,
-                                    std::span<const uint8_t> stored) {
-  PION_CHECK(count > 0 && stored.size() % count == 0);
-  std::vector<uint8_t> p;
-  EncodeStorePrefix(MakeStore(ns, incarnation, side, layer, start, count,
-                              static_cast<uint32_t>(stored.size() / count)),
-                    &p);
-  return Append(RecordType::kStore, p, stored);
-}
-
 Status WalWriter::Reserved::Into(WalWriter* w, Result<Reserved> r, PendingRecord* out) {
   if (!r.ok()) return r.status();
   // A reservation dropped unwritten (a bug) fails like a write error instead
@@ -378,107 +317,19 @@ Status WalWriter::Reserved::Into(WalWriter* w, Result<Reserved> r, PendingRecord
   return Status::OK();
 }
 
-Status WalWriter::ReserveStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                               uint64_t start, uint64_t count, uint32_t row_bytes,
-                               PendingRecord* out) {
-  PION_CHECK(count > 0 && row_bytes > 0);
-  std::vector<uint8_t> p;
-  EncodeStorePrefix(MakeStore(ns, incarnation, side, layer, start, count, row_bytes), &p);
-  return Reserved::Into(this, Reserve(RecordType::kStore, p, count * row_bytes), out);
-}
-
-Status WalWriter::ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                  quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
-                                  PendingRecord* out) {
-  std::vector<uint8_t> p;
-  EncodeRegister(MakeRegister(ns, incarnation, kv_dim, fmt, blocks.get(), false), &p);
-  uint64_t body = blocks ? blocks->hashes.size() * 8 : 0;
-  return Reserved::Into(this, Reserve(RecordType::kRegister, p, body), out);
-}
-
-Status WalWriter::ReserveRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                       quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
-                                       std::string_view parent_ns, uint64_t parent_incarnation,
-                                       PendingRecord* out) {
-  RegisterRec r = MakeRegister(ns, incarnation, kv_dim, fmt, blocks.get(), false);
-  r.parent = parent_ns;
-  r.parent_incarnation = parent_incarnation;
-  std::vector<uint8_t> p;
-  EncodeRegisterChild(r, &p);
-  uint64_t body = blocks ? blocks->hashes.size() * 8 : 0;
-  return Reserved::Into(this, Reserve(RecordType::kRegisterChild, p, body), out);
-}
-
-Result<uint64_t> WalWriter::OnRegisterChild(std::string_view ns, uint64_t incarnation,
-                                            uint32_t kv_dim, quant::Format fmt,
-                                            const BlockRecord* blocks, std::string_view parent_ns,
-                                            uint64_t parent_incarnation) {
-  // Written before returning, so `blocks` may be borrowed (a non-owning pointer).
-  std::shared_ptr<const BlockRecord> borrowed(std::shared_ptr<const void>(), blocks);
-  PendingRecord rec;
-  PION_RETURN_IF_ERROR(ReserveRegisterChild(ns, incarnation, kv_dim, fmt, borrowed, parent_ns,
-                                            parent_incarnation, &rec));
-  std::span<const uint8_t> body;
-  if (blocks != nullptr)
-    body = {reinterpret_cast<const uint8_t*>(blocks->hashes.data()), blocks->hashes.size() * 8};
-  return rec.write(body);
-}
-
-Result<uint64_t> WalWriter::OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) {
-  std::vector<uint8_t> p;
-  EncodeDrop({ns, incarnation, reason}, &p);
-  return Append(RecordType::kDrop, p, {});
-}
-
-Result<uint64_t> WalWriter::OnFlushAll() { return Append(RecordType::kFlushAll, {}, {}); }
-
-Status WalWriter::ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
-                                PendingRecord* out) {
-  std::vector<uint8_t> p;
-  StrSetRec r;
-  r.key = key;
-  r.expire_at_ms = expire_at_ms;
-  EncodeStrSetPrefix(r, value_len, false, &p);
-  return Reserved::Into(this, Reserve(RecordType::kStrSet, p, value_len), out);
-}
-
-Result<uint64_t> WalWriter::OnStrDel(std::string_view key, uint8_t reason) {
-  std::vector<uint8_t> p;
-  EncodeStrDel(key, reason, &p);
-  return Append(RecordType::kStrDel, p, {});
-}
-
-Result<uint64_t> WalWriter::OnStrExpire(std::string_view key, int64_t expire_at_ms) {
-  std::vector<uint8_t> p;
-  EncodeStrExpire(key, expire_at_ms, &p);
-  return Append(RecordType::kStrExpire, p, {});
-}
-
-Result<uint64_t> WalWriter::OnStrRename(std::string_view src, std::string_view dst) {
-  std::vector<uint8_t> p;
-  EncodeStrRename(src, dst, &p);
-  return Append(RecordType::kStrRename, p, {});
-}
-
-Result<uint64_t> WalWriter::OnStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
-                                       std::span<const uint8_t> bytes, bool truncate) {
-  std::vector<uint8_t> p;
-  StrPatchRec r;
-  r.key = key;
-  r.expire_at_ms = expire_at_ms;
-  r.truncate = truncate;
-  r.offset = offset;
-  r.bytes = bytes;
-  EncodeStrPatchPrefix(r, &p);
-  return Append(RecordType::kStrPatch, p, bytes);
-}
-
-Status WalWriter::ReserveStrChain(const StrChainRecord& r, PendingRecord* out) {
-  std::vector<uint8_t> p;
-  EncodeStrChainPrefix(r, &p);
-  uint64_t body = 0;
-  for (const StrChainEntry& e : r.entries) body += e.value_len;
-  return Reserved::Into(this, Reserve(RecordType::kStrChain, p, body), out);
+Result<uint64_t> WalWriter::Reserve(const Record& rec, PendingRecord* out) {
+  // The header slot, then the payload's prefix encoded right after it: one
+  // allocation for the fixed part of every common record, no copy.
+  std::vector<uint8_t> head;
+  head.reserve(kRecordHeaderSize + 128);
+  head.resize(kRecordHeaderSize);
+  const WalForm f = EncodeWal(rec, &head);
+  auto r = ReserveBytes(f.type, std::move(head), f.body_len);
+  if (!r.ok()) return r.status();
+  if (out == nullptr) return Write(*r, f.body);
+  const uint64_t lsn = r->lsn;
+  PION_RETURN_IF_ERROR(Reserved::Into(this, std::move(r), out));
+  return lsn;
 }
 
 void WalWriter::Position(uint64_t* generation, uint64_t* next_lsn) {

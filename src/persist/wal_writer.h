@@ -29,8 +29,8 @@
 // and appending goes on without it, so a full disk still shows as a failed
 // write, handled as above.
 //
-// Two-phase appends (ReserveStore/ReserveRegister) let the store fix a record's
-// LSN under its locks and write the body after releasing them.
+// Two-phase appends (Reserve with a PendingRecord) let the store fix a
+// record's LSN under its locks and write the body after releasing them.
 //
 // Thread-safety: all public methods may be called from any thread. Locks, in the
 // order they are taken: rotate_mu_, write_mu_, state_mu_ (annotated: the clang
@@ -104,37 +104,12 @@ class WalWriter final : public MutationSink {
     spare_exists_ = spare_exists;
   }
 
-  // MutationSink (the store logs into the writer directly)
-  Result<uint64_t> OnRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                              quant::Format fmt, const BlockRecord* blocks) override;
-  // One-shot REGISTER_CHILD: reserved and written at once.
-  Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                                   quant::Format fmt, const BlockRecord* blocks,
-                                   std::string_view parent_ns,
-                                   uint64_t parent_incarnation) override;
-  Result<uint64_t> OnStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                           uint64_t start, uint64_t count,
-                           std::span<const uint8_t> stored) override;
-  Result<uint64_t> OnDrop(std::string_view ns, uint64_t incarnation, DropReason reason) override;
-  Result<uint64_t> OnFlushAll() override;
-  Status ReserveStore(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                      uint64_t start, uint64_t count, uint32_t row_bytes,
-                      PendingRecord* out) override;
-  Status ReserveRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                         quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
-                         PendingRecord* out) override;
-  Status ReserveRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                              quant::Format fmt, std::shared_ptr<const BlockRecord> blocks,
-                              std::string_view parent_ns, uint64_t parent_incarnation,
-                              PendingRecord* out) override;
-  Status ReserveStrSet(std::string_view key, int64_t expire_at_ms, uint64_t value_len,
-                       PendingRecord* out) override;
-  Result<uint64_t> OnStrDel(std::string_view key, uint8_t reason) override;
-  Result<uint64_t> OnStrExpire(std::string_view key, int64_t expire_at_ms) override;
-  Result<uint64_t> OnStrRename(std::string_view src, std::string_view dst) override;
-  Result<uint64_t> OnStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
-                              std::span<const uint8_t> bytes, bool truncate) override;
-  Status ReserveStrChain(const StrChainRecord& r, PendingRecord* out) override;
+  // MutationSink (the store logs into the writer directly). The record's
+  // bytes come from the codec (EncodeWal, wal_format.h); the writer frames
+  // them, reserves the LSN and the byte range, and writes: it knows no record
+  // kind. With `out` the body is written through it (two-phase), without it
+  // the record is written whole before returning.
+  Result<uint64_t> Reserve(const Record& r, PendingRecord* out) override;
 
   // Snapshot barrier (no appends run meanwhile): every later record goes to a
   // new file "<base>.<G>" of generation G = current + 1. Sets G, the new file's
@@ -211,16 +186,16 @@ class WalWriter final : public MutationSink {
     // Wraps a reservation as the store's PendingRecord.
     static Status Into(WalWriter* w, Result<Reserved> r, PendingRecord* out);
   };
-  Result<Reserved> Reserve(RecordType t, std::span<const uint8_t> prefix, uint64_t body_len)
+  // `head`: kRecordHeaderSize bytes (the header, filled by Write), then the
+  // payload's prefix; `body_len` bytes follow it.
+  Result<Reserved> ReserveBytes(RecordType t, std::vector<uint8_t> head, uint64_t body_len)
       EXCLUDES(write_mu_, state_mu_);
   Result<uint64_t> Write(Reserved& r, std::span<const uint8_t> body);
   // Write with the body in pieces (checksummed as one body, each piece written
   // where it lands; the header still last).
   Result<uint64_t> WriteParts(Reserved& r, std::span<const std::span<const uint8_t>> parts);
-  Result<uint64_t> Append(RecordType t, std::span<const uint8_t> prefix,
-                          std::span<const uint8_t> rows);
   // Records the outcome of the write of `lsn` (at `off` in `file`); returns
-  // what Append returns.
+  // what the write returns.
   Result<uint64_t> Complete(uint64_t lsn, uint64_t off, const std::shared_ptr<File>& file,
                             const Status& s) EXCLUDES(write_mu_, state_mu_);
   // Waits (releasing state_mu_ meanwhile) until no append is in flight.

@@ -41,6 +41,7 @@ using testing::kDir;
 using testing::kWal;
 using testing::Node;
 using testing::RecoveredNode;
+using testing::Rows;
 using testing::StoreDump;
 using testing::WriteAndReopen;
 
@@ -201,12 +202,13 @@ TEST(ConcurrentAppend, MixedSizesAcksCoverOnlyTheContiguousPrefix) {
           for (int i = 0; i < kPer; ++i) {
             Result<uint64_t> r = uint64_t{0};
             if ((i + t) % 4 == 0) {
-              r = w.OnDrop("ns" + std::to_string(t), 1, store::DropReason::kDrop);
+              const std::string ns = "ns" + std::to_string(t);
+              r = w.Log(DropRec{ns, 1, store::DropReason::kDrop});
             } else {
               size_t rows = size_t{1} << ((i * 7 + t) % 13);  // 1 .. 4096 rows of 64 B
               std::vector<uint8_t> v(rows * 64, 0xAB);
-              r = w.OnStore("ns" + std::to_string(t), 1, store::Side::kKeys, 0,
-                            static_cast<uint64_t>(i), rows, v);
+              const std::string ns = "ns" + std::to_string(t);
+              r = w.Log(Rows(ns, 1, store::Side::kKeys, 0, static_cast<uint64_t>(i), rows, v));
             }
             ASSERT_TRUE(r.ok()) << r.status().ToString();
             got[t].push_back(*r);
@@ -416,13 +418,13 @@ TEST(GroupCommit, AcksOnlyAfterTheSyncThatCoversThem) {
   };
   w.Start();
   std::vector<uint8_t> rows(4096, 0x5A);
-  auto first = w.OnStore("g", 1, Side::kKeys, 0, 0, 2, rows);
+  auto first = w.Log(Rows("g", 1, Side::kKeys, 0, 0, 2, rows));
   ASSERT_TRUE(first.ok());
   ASSERT_TRUE(w.WaitDurable(*first).ok());
   EXPECT_EQ(await_ack(*first), *first);
 
   env.hold = true;
-  auto second = w.OnStore("g", 1, Side::kKeys, 0, 2, 2, rows);  // wakes the sync thread
+  auto second = w.Log(Rows("g", 1, Side::kKeys, 0, 2, 2, rows));  // wakes the sync thread
   ASSERT_TRUE(second.ok());
   env.AwaitEntered();  // its fdatasync is now blocked
   const int syncs_before = env.syncs.load();
@@ -431,7 +433,7 @@ TEST(GroupCommit, AcksOnlyAfterTheSyncThatCoversThem) {
   for (int t = 0; t < 4; ++t)
     th.emplace_back([&, t] {
       for (int i = 0; i < 5; ++i) {
-        auto r = w.OnStore("g", 1, Side::kValues, static_cast<uint32_t>(t), i * 2, 2, rows);
+        auto r = w.Log(Rows("g", 1, Side::kValues, static_cast<uint32_t>(t), i * 2, 2, rows));
         ASSERT_TRUE(r.ok());
         uint64_t cur = last.load();
         while (cur < *r && !last.compare_exchange_weak(cur, *r)) {

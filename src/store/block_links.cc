@@ -262,7 +262,7 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
       r.expire_at_ms = a.expire_at_ms;
       if (a.quant.row != 0) r.quant = QuantRecordOf(a.quant);
       r.entries = entries;
-      PION_RETURN_IF_ERROR(sink_->ReserveStrChain(r, &rec));
+      PION_RETURN_IF_ERROR(sink_->Reserve(r, &rec).status());
     }
     ApplyChainLocked(keys, values, after, a.expire_at_ms, hashes, a.tokens);
     BeginPending();

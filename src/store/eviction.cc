@@ -167,7 +167,7 @@ void Store::Touch(Namespace& n) {
 
 Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
   if (sink_) {
-    auto r = sink_->OnDrop(n->name, n->incarnation, reason);
+    auto r = sink_->Log(persist::DropRec{n->name, n->incarnation, reason});
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }

@@ -113,7 +113,7 @@ Status Store::Rename(std::string_view src, std::string_view dst, bool nx, bool* 
   if (src == dst) return Status::OK();
   if (dst_ns) return Status::WrongType();
   if (sink_) {
-    auto r = sink_->OnStrRename(src, dst);
+    auto r = sink_->Log(persist::StrRenameRec{src, dst});
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }
@@ -171,7 +171,7 @@ Result<bool> Store::Persist(std::string_view key, uint64_t* lsn) {
   StrEntry* e = StrFindLocked(key, NowMs(), lsn);
   if (e == nullptr || e->expire_at_ms == 0) return false;
   if (sink_) {
-    auto r = sink_->OnStrExpire(key, 0);
+    auto r = sink_->Log(persist::StrExpireRec{key, 0});
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }

@@ -8,9 +8,11 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "base/fp16.h"
@@ -69,27 +71,41 @@ class LineageSink : public MutationSink {
     std::string parent;
     uint64_t parent_inc = 0;
   };
-  Result<uint64_t> OnRegister(std::string_view ns, uint64_t inc, uint32_t, Format,
-                              const BlockRecord*) override {
-    recs.push_back({'R', std::string(ns), inc});
+  // Namespace records, recorded when written; string records are not logged.
+  Result<uint64_t> Reserve(const persist::Record& r, PendingRecord* out) override {
+    std::optional<Rec> rec = Describe(r);
+    const bool logged = rec || std::holds_alternative<persist::FlushAllRec>(r);
+    if (!logged) {
+      if (out != nullptr) out->Unlogged();
+      return uint64_t{0};
+    }
+    if (out == nullptr) return Add(std::move(rec));
+    out->lsn = 0;
+    out->write = [this, rec = std::move(rec)](std::span<const uint8_t>) mutable {
+      return Add(std::move(rec));
+    };
+    return uint64_t{0};
+  }
+  static std::optional<Rec> Describe(const persist::Record& r) {
+    return std::visit(
+        persist::Overloaded{[](const persist::RegisterRec& x) -> std::optional<Rec> {
+                              return Rec{'R', std::string(x.ns), x.incarnation,
+                                         std::string(x.parent), x.parent_incarnation};
+                            },
+                            [](const persist::StoreRec& x) -> std::optional<Rec> {
+                              return Rec{'S', std::string(x.ns), x.incarnation};
+                            },
+                            [](const persist::DropRec& x) -> std::optional<Rec> {
+                              return Rec{x.reason == DropReason::kEviction ? 'E' : 'D',
+                                         std::string(x.ns), x.incarnation};
+                            },
+                            [](const auto&) -> std::optional<Rec> { return std::nullopt; }},
+        r);
+  }
+  uint64_t Add(std::optional<Rec> rec) {
+    if (rec) recs.push_back(std::move(*rec));
     return ++lsn;
   }
-  Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t inc, uint32_t, Format,
-                                   const BlockRecord*, std::string_view parent,
-                                   uint64_t parent_inc) override {
-    recs.push_back({'R', std::string(ns), inc, std::string(parent), parent_inc});
-    return ++lsn;
-  }
-  Result<uint64_t> OnStore(std::string_view ns, uint64_t inc, Side, uint32_t, uint64_t, uint64_t,
-                           std::span<const uint8_t>) override {
-    recs.push_back({'S', std::string(ns), inc});
-    return ++lsn;
-  }
-  Result<uint64_t> OnDrop(std::string_view ns, uint64_t inc, DropReason why) override {
-    recs.push_back({why == DropReason::kEviction ? 'E' : 'D', std::string(ns), inc});
-    return ++lsn;
-  }
-  Result<uint64_t> OnFlushAll() override { return ++lsn; }
   // The namespaces removed (op D or E), in order, from record `from` on.
   std::vector<std::string> Removed(char op, size_t from = 0) const {
     std::vector<std::string> out;
@@ -456,18 +472,20 @@ TEST(Lineage, SnapshotViewsListParentsFirstAndCarryTheLink) {
 // absent, and replay (register, then the parent's drop) agrees.
 class ParkingChildSink : public LineageSink {
  public:
-  Status ReserveRegisterChild(std::string_view ns, uint64_t inc, uint32_t dim, Format fmt,
-                              std::shared_ptr<const BlockRecord> blocks, std::string_view parent,
-                              uint64_t parent_inc, PendingRecord* out) override {
-    recs.push_back({'R', std::string(ns), inc, std::string(parent), parent_inc});
+  // A child registration: recorded when reserved, its write parked.
+  Result<uint64_t> Reserve(const persist::Record& r, PendingRecord* out) override {
+    const auto* reg = std::get_if<persist::RegisterRec>(&r);
+    if (out == nullptr || reg == nullptr || reg->parent.empty())
+      return LineageSink::Reserve(r, out);
+    recs.push_back({'R', std::string(reg->ns), reg->incarnation, std::string(reg->parent),
+                    reg->parent_incarnation});
     uint64_t l = ++lsn;
     out->lsn = l;
-    (void)dim, (void)fmt, (void)blocks;
     out->write = [this, l](std::span<const uint8_t>) -> Result<uint64_t> {
       if (while_parked) while_parked();
       return l;
     };
-    return Status::OK();
+    return l;
   }
   std::function<void()> while_parked;
 };

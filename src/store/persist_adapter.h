@@ -22,45 +22,8 @@ class StorePersistHost final : public persist::PersistHost {
   explicit StorePersistHost(Store* store) : store_(store) {}
   ~StorePersistHost() override = default;
 
-  // persist::RecordSink
-  Status ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                       quant::Format fmt, const persist::BlockRecord* blocks) override;
-  Status ApplyRegisterChild(std::string_view ns, uint64_t incarnation, uint32_t kv_dim,
-                            quant::Format fmt, const persist::BlockRecord* blocks,
-                            std::string_view parent_ns, uint64_t parent_incarnation) override;
-  Status ApplyStored(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                     uint64_t start, uint64_t count, std::span<const uint8_t> stored) override;
-  // Keeps whole chunks of the rows by reference (Store::ApplyStored with a backing).
-  Status ApplyStoredMapped(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
-                           uint64_t start, uint64_t count, std::span<const uint8_t> stored,
-                           const std::shared_ptr<const void>& backing) override {
-    return store_->ApplyStored(ns, incarnation, side, layer, start, count, stored, &backing);
-  }
-  void ApplyDrop(std::string_view ns, uint64_t incarnation) override;
-  void ApplyFlushAll() override;
-  void SetLruStamp(std::string_view ns, uint64_t stamp) override;
-  void ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru_stamp,
-                   std::span<const uint8_t> value) override {
-    store_->ApplyStrSet(key, expire_at_ms, lru_stamp, value);
-  }
-  void ApplyStrDel(std::string_view key) override { store_->ApplyStrDel(key); }
-  void ApplyStrExpire(std::string_view key, int64_t expire_at_ms) override {
-    store_->ApplyStrExpire(key, expire_at_ms);
-  }
-  void ApplyStrRename(std::string_view src, std::string_view dst) override {
-    store_->ApplyStrRename(src, dst);
-  }
-  void ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
-                     std::span<const uint8_t> bytes, bool truncate) override {
-    store_->ApplyStrPatch(key, expire_at_ms, offset, bytes, truncate);
-  }
-  void ApplyStrChain(const persist::StrChainRecord& r) override { store_->ApplyStrChain(r); }
-  void ApplyStrBlock(const persist::StrBlockRecord& r) override { store_->ApplyStrBlock(r); }
-  void ApplyStrQuant(const persist::StrQuantRecord& r) override { store_->ApplyStrQuant(r); }
-  void ApplyStrTier(const persist::StrTierRecord& r) override { store_->ApplyStrTier(r); }
-  void ApplyNamespaceTier(const persist::NsTierRecord& r) override {
-    store_->ApplyNamespaceTier(r);
-  }
+  // persist::RecordSink: each kind to the store's recovery API (store.h).
+  Status Apply(const persist::Record& r) override;
   // persist::SnapshotSource
   std::vector<persist::SnapshotString> TakeCapturedStrings() override {
     return store_->TakeCapturedStrings();

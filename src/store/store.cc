@@ -154,12 +154,11 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
       inc = next_incarnation_++;
     }
     if (sink_) {
-      if (parent) {
-        PION_RETURN_IF_ERROR(sink_->ReserveRegisterChild(a.ns, inc, a.kv_dim, a.fmt, table,
-                                                         parent->name, parent->incarnation, &rec));
-      } else {
-        PION_RETURN_IF_ERROR(sink_->ReserveRegister(a.ns, inc, a.kv_dim, a.fmt, table, &rec));
-      }
+      // The hashes (the body) are written from `table`, alive until then.
+      persist::RegisterRec r{.ns = a.ns, .incarnation = inc, .kv_dim = a.kv_dim, .fmt = a.fmt};
+      if (table) persist::CarryBlocks(*table, &r);
+      if (parent) r.parent = parent->name, r.parent_incarnation = parent->incarnation;
+      PION_RETURN_IF_ERROR(sink_->Reserve(r, &rec).status());
     }
     // Until it applies, the child keeps its parent from being evicted.
     if (parent) ++parent->pending_children;
@@ -361,7 +360,7 @@ Status Store::FlushAll(uint64_t* lsn) {
   std::shared_lock<std::shared_mutex> gate(gate_);
   std::lock_guard<std::mutex> l(mu_);
   if (sink_) {
-    auto r = sink_->OnFlushAll();
+    auto r = sink_->Log(persist::FlushAllRec{});
     if (!r.ok()) return r.status();
     *lsn = *r;
   }
@@ -553,8 +552,9 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
             n.get(), [&] { return bytes_ + delta <= cfg_.max_bytes; }, lsn));
       }
       if (write) {
-        PION_RETURN_IF_ERROR(sink_->ReserveStore(n->name, n->incarnation, side, layer, start, count,
-                                                 static_cast<uint32_t>(rb), &rec));
+        const persist::StoreRec r{n->name, n->incarnation,           side, layer, start,
+                                  count,   static_cast<uint32_t>(rb)};
+        PION_RETURN_IF_ERROR(sink_->Reserve(r, &rec).status());
       }
       UntierNamespaceLocked(*n);
       n->bytes += delta;

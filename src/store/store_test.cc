@@ -11,9 +11,11 @@
 #include <future>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
+#include <variant>
 
 #include "base/clock.h"
 #include "base/fp16.h"
@@ -398,41 +400,22 @@ TEST(Store, BlockTablesCountInBytesAndBudget) {
 class ParkingSink : public MutationSink {
  public:
   ~ParkingSink() override = default;
-  Result<uint64_t> OnRegister(std::string_view, uint64_t, uint32_t, Format,
-                              const BlockRecord*) override {
-    return ++lsn;
-  }
-  Result<uint64_t> OnRegisterChild(std::string_view, uint64_t, uint32_t, Format, const BlockRecord*,
-                                   std::string_view, uint64_t) override {
-    return ++lsn;
-  }
-  Result<uint64_t> OnStore(std::string_view, uint64_t, Side, uint32_t, uint64_t, uint64_t,
-                           std::span<const uint8_t>) override {
-    return ++lsn;
-  }
-  Result<uint64_t> OnDrop(std::string_view, uint64_t, DropReason) override { return ++lsn; }
-  Result<uint64_t> OnFlushAll() override { return ++lsn; }
-  Status ReserveStore(std::string_view, uint64_t, Side, uint32_t, uint64_t, uint64_t count,
-                      uint32_t, PendingRecord* out) override {
+  // A reserved store of 1000 rows or more, or a register of 1000 hashes or
+  // more, parks its write.
+  Result<uint64_t> Reserve(const persist::Record& r, PendingRecord* out) override {
     uint64_t l = ++lsn;
+    if (out == nullptr) return l;
+    bool park = std::visit(
+        persist::Overloaded{[](const persist::StoreRec& x) { return x.count >= 1000; },
+                            [](const persist::RegisterRec& x) { return x.hash_count >= 1000; },
+                            [](const auto&) { return false; }},
+        r);
     out->lsn = l;
-    bool park = count >= 1000;
     out->write = [this, l, park](std::span<const uint8_t>) -> Result<uint64_t> {
       if (park) Park();
       return l;
     };
-    return Status::OK();
-  }
-  Status ReserveRegister(std::string_view, uint64_t, uint32_t, Format,
-                         std::shared_ptr<const BlockRecord> blocks, PendingRecord* out) override {
-    uint64_t l = ++lsn;
-    out->lsn = l;
-    bool park = blocks && blocks->hashes.size() >= 1000;
-    out->write = [this, l, park](std::span<const uint8_t>) -> Result<uint64_t> {
-      if (park) Park();
-      return l;
-    };
-    return Status::OK();
+    return l;
   }
   // Runs `f` on another thread while a parked write waits; true if it finished.
   std::function<bool()> while_parked;
@@ -504,8 +487,9 @@ TEST(Store, LogWritesRunWithoutStoreLocks) {
 // the second must still apply after the first (replay applies by LSN).
 class ReorderingSink : public ParkingSink {
  public:
-  Status ReserveStore(std::string_view, uint64_t, Side, uint32_t, uint64_t, uint64_t, uint32_t,
-                      PendingRecord* out) override {
+  Result<uint64_t> Reserve(const persist::Record& r, PendingRecord* out) override {
+    if (out == nullptr || !std::holds_alternative<persist::StoreRec>(r))
+      return ParkingSink::Reserve(r, out);
     uint64_t l = ++lsn_;
     out->lsn = l;
     {
@@ -528,7 +512,7 @@ class ReorderingSink : public ParkingSink {
       }
       return l;
     };
-    return Status::OK();
+    return l;
   }
   void SecondDone() {
     {
@@ -619,41 +603,46 @@ class RecordingSink : public MutationSink {
     std::string parent;  // a child registration
     uint64_t parent_inc = 0;
   };
-  Result<uint64_t> OnRegister(std::string_view ns, uint64_t inc, uint32_t dim, Format fmt,
-                              const BlockRecord* blocks) override {
-    if (fail) return Status::IOError("disk full");
-    Rec r{'R', std::string(ns), inc, dim, fmt};
-    if (blocks) r.hashes = blocks->hashes;
-    recs.push_back(r);
-    return ++lsn;
-  }
-  Result<uint64_t> OnRegisterChild(std::string_view ns, uint64_t inc, uint32_t dim, Format fmt,
-                                   const BlockRecord* blocks, std::string_view parent,
-                                   uint64_t parent_inc) override {
-    auto r = OnRegister(ns, inc, dim, fmt, blocks);
-    if (r.ok()) {
-      recs.back().parent = parent;
-      recs.back().parent_inc = parent_inc;
+  // Namespace records are recorded when written (a reserved one with its
+  // body); string records are not logged.
+  Result<uint64_t> Reserve(const persist::Record& rec, PendingRecord* out) override {
+    std::optional<Rec> r =
+        std::visit(persist::Overloaded{
+                       [](const persist::RegisterRec& x) -> std::optional<Rec> {
+                         Rec e{'R', std::string(x.ns), x.incarnation, x.kv_dim, x.fmt};
+                         if (x.has_blocks) e.hashes = persist::BlockRecordOf(x).hashes;
+                         e.parent = x.parent;
+                         e.parent_inc = x.parent_incarnation;
+                         return e;
+                       },
+                       [](const persist::StoreRec& x) -> std::optional<Rec> {
+                         Rec e{'S',     std::string(x.ns), x.incarnation,
+                               0,       Format::kFp16,     static_cast<int>(x.side),
+                               x.layer, x.start,           x.count};
+                         e.bytes.assign(x.rows.begin(), x.rows.end());
+                         return e;
+                       },
+                       [](const persist::DropRec& x) -> std::optional<Rec> {
+                         return Rec{'D', std::string(x.ns), x.incarnation};
+                       },
+                       [](const persist::FlushAllRec&) -> std::optional<Rec> { return Rec{'F'}; },
+                       [](const auto&) -> std::optional<Rec> { return std::nullopt; }},
+                   rec);
+    if (!r) {
+      if (out != nullptr) out->Unlogged();
+      return uint64_t{0};
     }
-    return r;
+    if (out == nullptr) return Add(std::move(*r));
+    out->lsn = 0;
+    out->write = [this, r = std::move(*r)](std::span<const uint8_t> body) mutable {
+      if (r.op == 'S') r.bytes.assign(body.begin(), body.end());
+      return Add(std::move(r));
+    };
+    return uint64_t{0};
   }
-  Result<uint64_t> OnStore(std::string_view ns, uint64_t inc, Side side, uint32_t layer,
-                           uint64_t start, uint64_t count,
-                           std::span<const uint8_t> stored) override {
+  Result<uint64_t> Add(Rec r) {
     if (fail) return Status::IOError("disk full");
-    Rec r{'S', std::string(ns), inc, 0, Format::kFp16, static_cast<int>(side), layer, start, count};
-    r.bytes.assign(stored.begin(), stored.end());
-    recs.push_back(r);
-    return ++lsn;
-  }
-  Result<uint64_t> OnDrop(std::string_view ns, uint64_t inc, DropReason) override {
-    if (fail) return Status::IOError("disk full");
-    recs.push_back(Rec{'D', std::string(ns), inc});
-    return ++lsn;
-  }
-  Result<uint64_t> OnFlushAll() override {
-    if (fail) return Status::IOError("disk full");
-    recs.push_back(Rec{'F'});
+    recs.push_back(std::move(r));
     return ++lsn;
   }
   std::vector<Rec> recs;

@@ -75,11 +75,13 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
   }
   const int64_t expire = e != nullptr ? e->expire_at_ms : 0;
   if (sink_) {
-    auto r =
-        sink_->OnStrPatch(key, expire, ed.offset,
-                          std::span<const uint8_t>(
-                              reinterpret_cast<const uint8_t*>(ed.bytes.data()), ed.bytes.size()),
-                          ed.truncate);
+    persist::StrPatchRec rec;
+    rec.key = key;
+    rec.expire_at_ms = expire;
+    rec.truncate = ed.truncate;
+    rec.offset = ed.offset;
+    rec.bytes = {reinterpret_cast<const uint8_t*>(ed.bytes.data()), ed.bytes.size()};
+    auto r = sink_->Log(rec);
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }

@@ -320,7 +320,7 @@ void Store::ClearStringsLocked() {
 
 Status Store::StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn) {
   if (sink_) {
-    auto r = sink_->OnStrDel(*e.key, reason);
+    auto r = sink_->Log(persist::StrDelRec{*e.key, reason});
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }
@@ -389,7 +389,8 @@ StrEntry* Store::StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* l
 
 Status Store::StrLogSetLocked(std::string_view key, const StrRef& v, int64_t expire_at_ms,
                               StrPending* pend) {
-  if (sink_) PION_RETURN_IF_ERROR(sink_->ReserveStrSet(key, expire_at_ms, v->size, &pend->rec));
+  const persist::StrSetRec rec{.key = key, .expire_at_ms = expire_at_ms, .value_len = v->size};
+  if (sink_) PION_RETURN_IF_ERROR(sink_->Reserve(rec, &pend->rec).status());
   StrEntry* old = StrEntryLocked(key);
   pend->key = key;
   pend->value = v;
@@ -594,7 +595,7 @@ Result<StrRef> Store::StrGetExRaw(std::string_view key, bool persist, int64_t ex
 Status Store::StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t at_ms,
                                     uint64_t* lsn) {
   if (sink_) {
-    auto r = sink_->OnStrExpire(key, at_ms);
+    auto r = sink_->Log(persist::StrExpireRec{key, at_ms});
     if (!r.ok()) return r.status();
     *lsn = std::max(*lsn, *r);
   }

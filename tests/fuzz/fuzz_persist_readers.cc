@@ -11,8 +11,8 @@
 //        headers, sequence numbers and CRCs, so every payload reaches its decoder:
 //        as a WAL (ValidateWalPayload), as a snapshot loaded into a real Store
 //        (DecodeSnapNamespace / DecodeStore / DecodeSnapEnd / DecodeSnapNamespaceTier,
-//        then ApplyRegister / ApplyStored / ApplyNamespaceTier, which without a
-//        tier drops the namespace), and through every decoder directly.
+//        then RecordSink::Apply; a namespace_tier reference without a tier drops
+//        the namespace), and through every decoder directly.
 //
 // Seeds: tests/fuzz/corpus/persist (tests/fuzz/make_persist_seeds.py).
 #include <cstddef>

@@ -31,6 +31,23 @@
 namespace pion::persist::testing {
 
 inline const std::string kDir = "/db";
+
+// A STORE record of `rows` (whole rows of rows.size() / count bytes), for
+// MutationSink::Log.
+inline StoreRec Rows(std::string_view ns, uint64_t incarnation, Side side, uint32_t layer,
+                     uint64_t start, uint64_t count, std::span<const uint8_t> rows) {
+  PION_CHECK(count > 0 && rows.size() % count == 0);
+  StoreRec r;
+  r.ns = ns;
+  r.incarnation = incarnation;
+  r.side = side;
+  r.layer = layer;
+  r.start = start;
+  r.count = count;
+  r.row_bytes = static_cast<uint32_t>(rows.size() / count);
+  r.rows = rows;
+  return r;
+}
 inline const std::string kWal = "/db/pion.vstore.wal";
 inline const std::string kSnap = "/db/pion.vstore";
 
