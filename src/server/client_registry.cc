@@ -1,5 +1,8 @@
 #include "server/client_registry.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace pion::server {
 
 void ClientRegistry::Register(net::ClientInfo* c) {
@@ -10,6 +13,7 @@ void ClientRegistry::Register(net::ClientInfo* c) {
 void ClientRegistry::Unregister(net::ClientInfo* c) {
   base::MutexLock lk(&mu_);
   clients_.erase(c->id);
+  evicting_.erase(c->id);
 }
 
 void ClientRegistry::SetName(net::ClientInfo* c, std::string name) {
@@ -51,6 +55,36 @@ bool ClientRegistry::ReserveMemory(uint64_t n, uint64_t limit) {
   if (limit > 0 && static_cast<uint64_t>(cur < 0 ? 0 : cur) + n > limit) return false;
   memory_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
   return true;
+}
+
+bool ClientRegistry::PickEvictions(uint64_t limit, uint64_t incoming, std::vector<uint64_t>* out) {
+  constexpr auto kR = std::memory_order_relaxed;
+  base::MutexLock lk(&mu_);
+  uint64_t held = memory();
+  std::vector<std::pair<uint64_t, uint64_t>> candidates;  // (tot_mem, id)
+  for (auto& [id, c] : clients_) {
+    uint64_t mem = c->tot_mem.load(kR);
+    if (evicting_.count(id) != 0)
+      held -= std::min(held, mem);
+    else if (mem > 0 && !c->no_evict.load(kR))
+      candidates.emplace_back(mem, id);
+  }
+  if (held + incoming <= limit) return true;
+  std::sort(candidates.begin(), candidates.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  size_t first = out->size();
+  for (const auto& [mem, id] : candidates) {
+    if (held + incoming <= limit) break;
+    out->push_back(id);
+    held -= std::min(held, mem);
+  }
+  bool fits = held + incoming <= limit;
+  if (!fits && incoming > 0) {  // a growth that cannot fit anyway: nobody goes for it
+    out->resize(first);
+    return false;
+  }
+  for (size_t i = first; i < out->size(); ++i) evicting_.insert((*out)[i]);
+  return fits;
 }
 
 void ClientRegistry::SetLibInfo(net::ClientInfo* c, bool lib_name, std::string value) {

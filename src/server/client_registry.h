@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
@@ -64,12 +66,24 @@ class ClientRegistry {
     return v < 0 ? 0 : static_cast<uint64_t>(v);
   }
 
+  // Client eviction (maxmemory-clients, as Redis): picks the clients to close
+  // so that the memory of all clients' buffers, less what the clients already
+  // picked still hold, plus `incoming` fits in `limit`: the largest first
+  // (tot_mem), never one with no_evict set nor one picked before. The picked
+  // ids go to `*out` (the caller closes them; they stay picked until they
+  // unregister). Returns whether the memory then fits. When it cannot fit
+  // even so, `incoming` bytes pick nobody (the growth is refused instead);
+  // with `incoming` 0 (memory already past the limit) every evictable client
+  // goes, largest first, until it fits, as Redis does.
+  bool PickEvictions(uint64_t limit, uint64_t incoming, std::vector<uint64_t>* out) EXCLUDES(mu_);
+
  private:
   std::atomic<uint64_t> next_id_{1};
   std::atomic<uint64_t> connected_{0};
   std::atomic<int64_t> memory_{0};
   base::Mutex mu_;
   std::unordered_map<uint64_t, net::ClientInfo*> clients_ GUARDED_BY(mu_);
+  std::unordered_set<uint64_t> evicting_ GUARDED_BY(mu_);  // picked, not yet gone
 };
 
 }  // namespace pion::server

@@ -266,7 +266,7 @@ uint64_t CommandService::output_check_threshold() const {
 }
 
 bool CommandService::ReserveClientMemory(uint64_t n) { return server_->ReserveClientMemory(n); }
-void CommandService::AdjustClientMemory(int64_t delta) { server_->clients().AdjustMemory(delta); }
+void CommandService::AdjustClientMemory(int64_t delta) { server_->AdjustClientMemory(delta); }
 
 void CommandService::OnOpen(ClientInfo* info) {
   server_->clients().Register(info);

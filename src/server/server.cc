@@ -504,6 +504,7 @@ void Server::SampleRates() {
   // Keeps used_memory_peak current (the allocator's peak is raised by each
   // mallinfo2 figure, taken only when asked for: see AllocatorMemory).
   if (++rate_ticks_ % 10 == 0) UsedMemory();
+  EvictClients();  // maxmemory-clients lowered, or a client's NO-EVICT turned off
 }
 
 std::shared_ptr<const net::TlsContext> Server::tls_context() const {
@@ -632,6 +633,7 @@ void Server::ResetStats() {
                     &ws.tls_handshake_failures})
       c->store(0, kR);
   }
+  evicted_clients_.store(0, kR);
   if (store_ != nullptr) store_->ResetKeyStats();
 }
 

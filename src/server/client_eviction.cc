@@ -1,0 +1,54 @@
+// Client eviction (maxmemory-clients), as Redis 7 does it: the buffers of all
+// clients (query buffers, big arguments, unsent replies) share one bound; when
+// they pass it, the clients holding the most are closed, largest first, until
+// the rest fits. A client that turned CLIENT NO-EVICT on is never picked. The
+// transport only reports what each connection holds (ClientInfo::tot_mem, the
+// Service's Reserve/AdjustClientMemory); which clients go is decided here.
+//
+// A picked client is closed by its own worker (Server::KillClient), so its
+// memory is released a little later: until it unregisters, the registry
+// counts what it still holds as already gone, and does not pick it twice.
+#include <cstdint>
+#include <vector>
+
+#include "server/server.h"
+
+namespace pion::server {
+
+namespace {
+
+// Closes the picked clients and counts them (INFO evicted_clients).
+void Evict(Server& server, const std::vector<uint64_t>& ids, std::atomic<uint64_t>& count) {
+  for (uint64_t id : ids)
+    if (server.KillClient(id)) count.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+bool Server::ReserveClientMemory(uint64_t n) {
+  uint64_t limit = maxmemory_clients();
+  if (limit == 0 || clients_.memory() + n <= limit) return clients_.ReserveMemory(n, limit);
+  std::vector<uint64_t> ids;
+  bool fits = clients_.PickEvictions(limit, n, &ids);
+  Evict(*this, ids, evicted_clients_);
+  if (!fits) return false;
+  // Room is made: the evicted clients' buffers are released when their workers
+  // close them, so the bytes are admitted past the bound meanwhile.
+  clients_.AdjustMemory(static_cast<int64_t>(n));
+  return true;
+}
+
+void Server::AdjustClientMemory(int64_t delta) {
+  clients_.AdjustMemory(delta);
+  if (delta > 0) EvictClients();
+}
+
+void Server::EvictClients() {
+  uint64_t limit = maxmemory_clients();
+  if (limit == 0 || clients_.memory() <= limit) return;
+  std::vector<uint64_t> ids;
+  (void)clients_.PickEvictions(limit, 0, &ids);
+  Evict(*this, ids, evicted_clients_);
+}
+
+}  // namespace pion::server
