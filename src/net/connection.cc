@@ -137,7 +137,7 @@ void Connection::OnEvent(uint32_t events) {
 
 bool Connection::Reserve(size_t n) {
   ReportMemory();  // count what is held now, so buffers about to be replaced do not pile up
-  if (!service_->ReserveClientMemory(n)) return false;
+  if (!service_->ReserveClientMemory(n, &info_)) return false;
   mem_reported_ += static_cast<int64_t>(n);
   return true;
 }

@@ -25,13 +25,15 @@ void Evict(Server& server, const std::vector<uint64_t>& ids, std::atomic<uint64_
 
 }  // namespace
 
-bool Server::ReserveClientMemory(uint64_t n) {
+bool Server::ReserveClientMemory(uint64_t n, const ClientInfo* who) {
   uint64_t limit = maxmemory_clients();
   if (limit == 0 || clients_.memory() + n <= limit) return clients_.ReserveMemory(n, limit);
   std::vector<uint64_t> ids;
-  bool fits = clients_.PickEvictions(limit, n, &ids);
+  ClientRegistry::Eviction e = clients_.PickEvictions(limit, n, who != nullptr ? who->id : 0, &ids);
   Evict(*this, ids, evicted_clients_);
-  if (!fits) return false;
+  // Refused when nobody could make room, or when the requester itself, grown
+  // by `n`, was picked (its worker closes it).
+  if (e != ClientRegistry::Eviction::kFits) return false;
   // Room is made: the evicted clients' buffers are released when their workers
   // close them, so the bytes are admitted past the bound meanwhile.
   clients_.AdjustMemory(static_cast<int64_t>(n));
@@ -47,7 +49,7 @@ void Server::EvictClients() {
   uint64_t limit = maxmemory_clients();
   if (limit == 0 || clients_.memory() <= limit) return;
   std::vector<uint64_t> ids;
-  (void)clients_.PickEvictions(limit, 0, &ids);
+  (void)clients_.PickEvictions(limit, 0, 0, &ids);
   Evict(*this, ids, evicted_clients_);
 }
 

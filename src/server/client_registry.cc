@@ -57,34 +57,38 @@ bool ClientRegistry::ReserveMemory(uint64_t n, uint64_t limit) {
   return true;
 }
 
-bool ClientRegistry::PickEvictions(uint64_t limit, uint64_t incoming, std::vector<uint64_t>* out) {
+ClientRegistry::Eviction ClientRegistry::PickEvictions(uint64_t limit, uint64_t incoming,
+                                                       uint64_t requester,
+                                                       std::vector<uint64_t>* out) {
   constexpr auto kR = std::memory_order_relaxed;
   base::MutexLock lk(&mu_);
-  uint64_t held = memory();
+  uint64_t held = memory() + incoming;  // the requester's growth counted as its own
   std::vector<std::pair<uint64_t, uint64_t>> candidates;  // (tot_mem, id)
   for (auto& [id, c] : clients_) {
-    uint64_t mem = c->tot_mem.load(kR);
+    uint64_t mem = c->tot_mem.load(kR) + (id == requester ? incoming : 0);
     if (evicting_.count(id) != 0)
       held -= std::min(held, mem);
     else if (mem > 0 && !c->no_evict.load(kR))
       candidates.emplace_back(mem, id);
   }
-  if (held + incoming <= limit) return true;
+  if (held <= limit) return Eviction::kFits;
   std::sort(candidates.begin(), candidates.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });
   size_t first = out->size();
+  bool requester_picked = false;
   for (const auto& [mem, id] : candidates) {
-    if (held + incoming <= limit) break;
+    if (held <= limit) break;
     out->push_back(id);
     held -= std::min(held, mem);
+    requester_picked = requester_picked || (requester != 0 && id == requester);
   }
-  bool fits = held + incoming <= limit;
-  if (!fits && incoming > 0) {  // a growth that cannot fit anyway: nobody goes for it
+  if (held > limit && incoming > 0) {  // a growth that cannot fit anyway: nobody goes for it
     out->resize(first);
-    return false;
+    return Eviction::kNoRoom;
   }
   for (size_t i = first; i < out->size(); ++i) evicting_.insert((*out)[i]);
-  return fits;
+  if (requester_picked) return Eviction::kRequesterPicked;
+  return held <= limit ? Eviction::kFits : Eviction::kNoRoom;
 }
 
 void ClientRegistry::SetLibInfo(net::ClientInfo* c, bool lib_name, std::string value) {

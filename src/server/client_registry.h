@@ -68,14 +68,18 @@ class ClientRegistry {
 
   // Client eviction (maxmemory-clients, as Redis): picks the clients to close
   // so that the memory of all clients' buffers, less what the clients already
-  // picked still hold, plus `incoming` fits in `limit`: the largest first
-  // (tot_mem), never one with no_evict set nor one picked before. The picked
-  // ids go to `*out` (the caller closes them; they stay picked until they
-  // unregister). Returns whether the memory then fits. When it cannot fit
-  // even so, `incoming` bytes pick nobody (the growth is refused instead);
-  // with `incoming` 0 (memory already past the limit) every evictable client
-  // goes, largest first, until it fits, as Redis does.
-  bool PickEvictions(uint64_t limit, uint64_t incoming, std::vector<uint64_t>* out) EXCLUDES(mu_);
+  // picked still hold, plus `incoming` (bytes client `requester` is about to
+  // take; 0: none) fits in `limit`: the largest first (tot_mem, the
+  // requester's with `incoming` added), never one with no_evict set nor one
+  // picked before. The picked ids go to `*out` (the caller closes them; they
+  // stay picked until they unregister). When the requester is picked, its
+  // growth goes with it. When the memory cannot fit even so, `incoming` bytes
+  // pick nobody (the growth is refused instead); with `incoming` 0 (memory
+  // already past the limit) every evictable client goes, largest first, until
+  // it fits, as Redis does.
+  enum class Eviction { kFits, kRequesterPicked, kNoRoom };
+  Eviction PickEvictions(uint64_t limit, uint64_t incoming, uint64_t requester,
+                         std::vector<uint64_t>* out) EXCLUDES(mu_);
 
  private:
   std::atomic<uint64_t> next_id_{1};

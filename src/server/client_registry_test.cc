@@ -65,31 +65,34 @@ TEST(ClientRegistry, PickEvictionsLargestFirst) {
     r.AdjustMemory(static_cast<int64_t>(sizes[i]));
   }
   d.no_evict.store(true);  // the largest, but exempt
+  using E = ClientRegistry::Eviction;
   std::vector<uint64_t> ids;
-  EXPECT_TRUE(r.PickEvictions(1300, 0, &ids));  // 1300 held: fits, nobody goes
+  EXPECT_EQ(r.PickEvictions(1300, 0, 0, &ids), E::kFits);  // 1300 held: nobody goes
   EXPECT_TRUE(ids.empty());
-  EXPECT_TRUE(r.PickEvictions(1000, 0, &ids));  // b (400) goes: 900 left
+  EXPECT_EQ(r.PickEvictions(1000, 0, 0, &ids), E::kFits);  // b (400) goes: 900 left
   EXPECT_EQ(ids, std::vector<uint64_t>({b.id}));
   ids.clear();
-  EXPECT_TRUE(r.PickEvictions(1000, 0, &ids));  // b still counted as gone
+  EXPECT_EQ(r.PickEvictions(1000, 0, 0, &ids), E::kFits);  // b still counted as gone
   EXPECT_TRUE(ids.empty());
-  EXPECT_TRUE(r.PickEvictions(900, 200, &ids));  // room for 200 more: c (300) goes
+  // a asks for 150 more (900 + 150 held): c (300), now the largest evictable, goes.
+  EXPECT_EQ(r.PickEvictions(900, 150, a.id, &ids), E::kFits);
   EXPECT_EQ(ids, std::vector<uint64_t>({c.id}));
   ids.clear();
-  EXPECT_FALSE(r.PickEvictions(500, 100, &ids));  // a growth that cannot fit: nobody goes
-  EXPECT_TRUE(ids.empty());
-  EXPECT_FALSE(r.PickEvictions(400, 0, &ids));  // past the limit: a goes, d alone is too much
+  // a asks for 500 more: a (600 with it) is the largest, and goes with its growth.
+  EXPECT_EQ(r.PickEvictions(700, 500, a.id, &ids), E::kRequesterPicked);
   EXPECT_EQ(ids, std::vector<uint64_t>({a.id}));
+  ids.clear();
   // Gone for real: the registry forgets them; their memory is released.
   for (net::ClientInfo* x : {&a, &b, &c}) {
     r.Unregister(x);
     r.AdjustMemory(-static_cast<int64_t>(x->tot_mem.load()));
   }
-  ids.clear();
-  EXPECT_TRUE(r.PickEvictions(500, 0, &ids));
+  EXPECT_EQ(r.PickEvictions(400, 100, 0, &ids), E::kNoRoom);  // only d: nobody goes
+  EXPECT_TRUE(ids.empty());
+  EXPECT_EQ(r.PickEvictions(400, 0, 0, &ids), E::kNoRoom);  // past the limit, nobody evictable
   EXPECT_TRUE(ids.empty());
   d.no_evict.store(false);
-  EXPECT_TRUE(r.PickEvictions(400, 0, &ids));
+  EXPECT_EQ(r.PickEvictions(400, 0, 0, &ids), E::kFits);
   EXPECT_EQ(ids, std::vector<uint64_t>({d.id}));
 }
 

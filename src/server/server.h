@@ -244,13 +244,14 @@ class Server final : private PushSink {
   // Connection slots: fails at maxclients.
   bool TryAcquireClientSlot() { return clients_.TryAcquireSlot(maxclients()); }
   // Client eviction (server/client_eviction.cc, as Redis's maxmemory-clients):
-  // ReserveClientMemory admits `n` more bytes of client buffers, closing the
-  // clients that hold the most (never a CLIENT NO-EVICT one) to make room
-  // within maxmemory-clients; false (the caller refuses the growth) only when
-  // that cannot make room. AdjustClientMemory corrects the count by what a
-  // connection holds and evicts the same way once it passes the limit;
-  // EvictClients does so for the cron (the limit lowered, NO-EVICT turned off).
-  bool ReserveClientMemory(uint64_t n);
+  // ReserveClientMemory admits `n` more bytes of client buffers for `who`
+  // (nullptr: no client in particular), closing the clients that hold the
+  // most (never a CLIENT NO-EVICT one) to make room within maxmemory-clients;
+  // false (the caller refuses the growth) when that cannot make room or when
+  // `who`, grown by `n`, is the one to go (it is closed then). AdjustClientMemory corrects the
+  // count by what a connection holds and evicts the same way once it passes the limit; EvictClients
+  // does so for the cron (the limit lowered, NO-EVICT turned off).
+  bool ReserveClientMemory(uint64_t n, const ClientInfo* who = nullptr);
   void AdjustClientMemory(int64_t delta);
   void EvictClients();
   // INFO evicted_clients (CONFIG RESETSTAT zeroes it).

@@ -103,3 +103,20 @@ def test_lowering_the_bound_evicts(server_factory, raw_factory):
     r.config_set("maxmemory-clients", "1mb")
     assert poll(lambda: is_closed(a))
     assert info_int(r, "stats", "evicted_clients") == 1
+
+
+def test_client_whose_argument_passes_the_bound_is_evicted(server_factory, raw_factory):
+    """The client growing past the bound is itself the largest: it goes (as Redis evicts
+    a client for its own large argument), the others stay."""
+    s = server_factory(["--maxmemory-clients", "4mb", "-w", "1"], kvcache=False)
+    r = s.client(single_connection_client=True)
+    other = raw_factory(s)
+    assert other.call("PING") == "PONG"
+    big = raw_factory(s)
+    try:
+        big.send(b"*2\r\n$4\r\nECHO\r\n$%d\r\n" % (16 * MiB) + b"z" * (8 * MiB))
+    except OSError:
+        pass  # closed while sending
+    assert poll(lambda: is_closed(big))
+    assert info_int(r, "stats", "evicted_clients") == 1
+    assert other.call("PING") == "PONG"
