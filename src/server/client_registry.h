@@ -28,11 +28,13 @@ class ClientRegistry {
   void Register(net::ClientInfo* c);
   void Unregister(net::ClientInfo* c);
   // Calls fn(const ClientInfo&) for every client with the registry locked (fn
-  // may read `name`; it must not call back into the registry).
+  // may read `name`; it must not call back into the registry). A client picked
+  // for eviction (PickEvictions) is as good as gone: it is left out.
   template <typename Fn>
   void ForEach(Fn&& fn) EXCLUDES(mu_) {
     base::MutexLock lk(&mu_);
-    for (auto& [id, c] : clients_) fn(*c);
+    for (auto& [id, c] : clients_)
+      if (evicting_.count(id) == 0) fn(*c);
   }
   void SetName(net::ClientInfo* c, std::string name);
   std::string Name(const net::ClientInfo* c);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "server/durability_gate.h"
@@ -74,6 +75,10 @@ TEST(ClientRegistry, PickEvictionsLargestFirst) {
   ids.clear();
   EXPECT_EQ(r.PickEvictions(1000, 0, 0, &ids), E::kFits);  // b still counted as gone
   EXPECT_TRUE(ids.empty());
+  std::vector<uint64_t> listed;  // and left out of CLIENT LIST
+  r.ForEach([&](const net::ClientInfo& x) { listed.push_back(x.id); });
+  EXPECT_EQ(listed.size(), 3u);
+  EXPECT_EQ(std::count(listed.begin(), listed.end(), b.id), 0);
   // a asks for 150 more (900 + 150 held): c (300), now the largest evictable, goes.
   EXPECT_EQ(r.PickEvictions(900, 150, a.id, &ids), E::kFits);
   EXPECT_EQ(ids, std::vector<uint64_t>({c.id}));

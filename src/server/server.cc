@@ -739,6 +739,7 @@ void Server::PublishRuntimeSettings() {
   acl_.set_pubsub_default_all(cfg_.acl_pubsub_allchannels);
   maxmemory_clients_.store(EffectiveClientsMemory(cfg_), kR);
   maxmemory_.store(cfg_.maxmemory, kR);
+  EvictClients();  // a lowered maxmemory-clients takes effect before the reply, as Redis
   BufferRecycler::Global().set_max_bytes(cfg_.buffer_recycle_bytes);
   attend_cache_.SetLimits({cfg_.attend_max_slots, cfg_.attend_maxmemory, cfg_.attend_cold_slots});
   if (auto p = attend::ParsePrecision(cfg_.attend_precision))

@@ -97,10 +97,13 @@ def test_lowering_the_bound_evicts(server_factory, raw_factory):
     r = s.client(single_connection_client=True)
     r.execute_command("CLIENT", "NO-EVICT", "on")
     a = raw_factory(s)
+    assert a.call("CLIENT", "SETNAME", "big") == "OK"
     a.send(b"*2\r\n$4\r\nECHO\r\n$%d\r\n" % (10 * MiB) + b"a" * (4 * MiB))
     assert poll(lambda: info_int(r, "memory", "mem_clients_normal") >= 3 * MiB)
     assert not is_closed(a)
     r.config_set("maxmemory-clients", "1mb")
+    # Gone from CLIENT LIST by the time CONFIG SET answered; closed by its worker.
+    assert "name=big " not in r.execute_command("CLIENT", "LIST").decode()
     assert poll(lambda: is_closed(a))
     assert info_int(r, "stats", "evicted_clients") == 1
 
