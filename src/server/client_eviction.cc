@@ -11,11 +11,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/clock.h"
 #include "server/server.h"
 
 namespace pion::server {
 
 namespace {
+
+constexpr uint64_t kEvictRetryUs = 100'000;
 
 // Closes the picked clients and counts them (INFO evicted_clients).
 void Evict(Server& server, const std::vector<uint64_t>& ids, std::atomic<uint64_t>& count) {
@@ -42,14 +45,22 @@ bool Server::ReserveClientMemory(uint64_t n, const ClientInfo* who) {
 
 void Server::AdjustClientMemory(int64_t delta) {
   clients_.AdjustMemory(delta);
-  if (delta > 0) EvictClients();
+  if (delta <= 0) return;
+  // Past the bound with nobody left to evict (only NO-EVICT clients hold the
+  // memory), every growth would scan all clients again: after such a scan the
+  // growths of the next 100 ms leave it to the cron.
+  uint64_t futile = evict_futile_us_.load(std::memory_order_relaxed);
+  if (futile != 0 && MonotonicUs() - futile < kEvictRetryUs) return;
+  EvictClients();
 }
 
 void Server::EvictClients() {
   uint64_t limit = maxmemory_clients();
   if (limit == 0 || clients_.memory() <= limit) return;
   std::vector<uint64_t> ids;
-  (void)clients_.PickEvictions(limit, 0, 0, &ids);
+  ClientRegistry::Eviction e = clients_.PickEvictions(limit, 0, 0, &ids);
+  evict_futile_us_.store(e == ClientRegistry::Eviction::kNoRoom && ids.empty() ? MonotonicUs() : 0,
+                         std::memory_order_relaxed);
   Evict(*this, ids, evicted_clients_);
 }
 

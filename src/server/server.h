@@ -403,6 +403,8 @@ class Server final : private PushSink {
   std::atomic<uint64_t> maxmemory_clients_{0};
   std::atomic<uint64_t> maxmemory_{0};
   std::atomic<uint64_t> evicted_clients_{0};
+  // When a client eviction last found nobody to evict (0: it did not).
+  std::atomic<uint64_t> evict_futile_us_{0};
 
   DurabilityGate durability_;
   ClientRegistry clients_;
