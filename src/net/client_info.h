@@ -51,6 +51,9 @@ struct ClientInfo {
   std::atomic<uint64_t> omem{0};       // queued output bytes
   std::atomic<uint64_t> tot_mem{0};    // every buffer the connection holds
   std::atomic<bool> monitor{false};    // MONITOR issued on this connection
+  // CLIENT NO-EVICT ON: never picked when client buffers pass the
+  // Service's client-memory bound (CLIENT LIST flag `e`).
+  std::atomic<bool> no_evict{false};
   // Subscribed to a Pub/Sub channel, pattern or shard channel (Redis's
   // CLIENT_PUBSUB): RESP2 subscribed mode, the `pubsub` output-limit class.
   std::atomic<bool> pubsub{false};

@@ -28,6 +28,12 @@ constexpr size_t kGatedBytes = 1u << 20;
 // commands touch no shared counter).
 constexpr int64_t kReportSlack = 64 * 1024;
 constexpr uint64_t kMinExemptReply = 64 * 1024;
+// An empty query buffer of at most this size is kept while the client is
+// active and returned to the pool once it has been idle kQueryBufferIdleUs (as
+// Redis frees an idle client's query buffer after 2 s); a larger one is
+// returned at once.
+constexpr size_t kKeepQueryBufferBytes = 32 * 1024;
+constexpr uint64_t kQueryBufferIdleUs = 2'000'000;
 }  // namespace
 
 namespace {
@@ -137,7 +143,7 @@ void Connection::OnEvent(uint32_t events) {
 
 bool Connection::Reserve(size_t n) {
   ReportMemory();  // count what is held now, so buffers about to be replaced do not pile up
-  if (!service_->ReserveClientMemory(n)) return false;
+  if (!service_->ReserveClientMemory(n, &info_)) return false;
   mem_reported_ += static_cast<int64_t>(n);
   return true;
 }
@@ -278,14 +284,19 @@ void Connection::HandleRead() {
     }
     close_after_reply_ = true;
   }
-  info_.qbuf.store(in_end_ - in_start_ + parser_.big_bytes(), std::memory_order_relaxed);
-  info_.qbuf_free.store(in_.empty() ? 0 : in_.capacity() - in_end_, std::memory_order_relaxed);
-  if (!postponed_) ReleaseIdleBuffers();  // a postponed request keeps the parser's buffers
+  if (!postponed_) ReleaseIdleBuffers(false);  // a postponed request keeps the parser's buffers
+  PublishQueryBuffer();
   ReportMemory();
 }
 
-void Connection::ReleaseIdleBuffers() {
-  if (in_start_ == in_end_ && !in_.empty() && !parser_.WantsDirectRead()) {
+void Connection::PublishQueryBuffer() {
+  info_.qbuf.store(in_end_ - in_start_ + parser_.big_bytes(), std::memory_order_relaxed);
+  info_.qbuf_free.store(in_.empty() ? 0 : in_.capacity() - in_end_, std::memory_order_relaxed);
+}
+
+void Connection::ReleaseIdleBuffers(bool idle) {
+  if (in_start_ == in_end_ && !in_.empty() && !parser_.WantsDirectRead() &&
+      (idle || in_.capacity() > kKeepQueryBufferBytes)) {
     host_->pool().Put(std::move(in_));
     in_ = IoBuf();
     in_start_ = in_end_ = 0;
@@ -415,7 +426,16 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
   return false;
 }
 
-bool Connection::Cron(uint64_t now_us) { return closed_ || CheckOutputLimits(now_us); }
+bool Connection::Cron(uint64_t now_us) {
+  if (closed_) return true;
+  if (!in_.empty() && !postponed_ &&
+      now_us > info_.last_active_us.load(std::memory_order_relaxed) + kQueryBufferIdleUs) {
+    ReleaseIdleBuffers(true);
+    PublishQueryBuffer();
+    ReportMemory();
+  }
+  return CheckOutputLimits(now_us);
+}
 
 void Connection::RunRequest() {
   // An empty RESP command (`*0`, a blank inline line) is skipped.

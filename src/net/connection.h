@@ -164,7 +164,11 @@ class Connection final : public ClientControl, private BufferGate {
   void Flush();
   bool EnsureReadSpace(size_t want);
   void MaybeResume();
-  void ReleaseIdleBuffers();
+  // Returns the buffers an idle connection need not keep: the empty query
+  // buffer when it is large or `idle` (the cron, after 2 s without activity).
+  void ReleaseIdleBuffers(bool idle);
+  // ClientInfo's qbuf and qbuf-free (CLIENT LIST).
+  void PublishQueryBuffer();
   bool Reserve(size_t n) override;
   // Publishes what this connection holds to the server-wide client memory.
   void ReportMemory();

@@ -91,9 +91,10 @@ class Service {
   }
 
   // The shared client-memory budget (maxmemory-clients): Reserve admits `n`
-  // more bytes if the bound allows (and counts them); Adjust corrects the count
-  // by what a connection actually holds.
-  virtual bool ReserveClientMemory(uint64_t n) = 0;
+  // more bytes for client `who` if the bound allows (and counts them); the
+  // service may close clients to make room, `who` among them (then it refuses).
+  // Adjust corrects the count by what a connection actually holds.
+  virtual bool ReserveClientMemory(uint64_t n, const ClientInfo* who) = 0;
   virtual void AdjustClientMemory(int64_t delta) = 0;
 
   // A connection started (its ClientInfo may now be read by other threads) and

@@ -6,8 +6,6 @@
 // request order with the client's pipelined commands, after the client
 // disconnected, and abandoned. Held replies (the durable LSN) and shutdown are
 // the server's (src/server/server_conn_test.cc).
-#include "net/connection.h"
-
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -26,6 +24,7 @@
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "net/connection.h"
 #include "net/listener.h"
 #include "net/service.h"
 #include "net/testing/socket_client.h"
@@ -67,7 +66,7 @@ class TestService final : public Service {
   uint64_t output_soft_limit() const override { return 0; }
   uint64_t output_soft_seconds() const override { return 0; }
   uint64_t output_check_threshold() const override { return UINT64_MAX; }
-  bool ReserveClientMemory(uint64_t) override { return true; }
+  bool ReserveClientMemory(uint64_t, const ClientInfo*) override { return true; }
   void AdjustClientMemory(int64_t) override {}
   void OnOpen(ClientInfo*) override { open.fetch_add(1); }
   void OnClose(ClientInfo*) override { open.fetch_sub(1); }

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
@@ -26,11 +28,13 @@ class ClientRegistry {
   void Register(net::ClientInfo* c);
   void Unregister(net::ClientInfo* c);
   // Calls fn(const ClientInfo&) for every client with the registry locked (fn
-  // may read `name`; it must not call back into the registry).
+  // may read `name`; it must not call back into the registry). A client picked
+  // for eviction (PickEvictions) is as good as gone: it is left out.
   template <typename Fn>
   void ForEach(Fn&& fn) EXCLUDES(mu_) {
     base::MutexLock lk(&mu_);
-    for (auto& [id, c] : clients_) fn(*c);
+    for (auto& [id, c] : clients_)
+      if (evicting_.count(id) == 0) fn(*c);
   }
   void SetName(net::ClientInfo* c, std::string name);
   std::string Name(const net::ClientInfo* c);
@@ -64,12 +68,28 @@ class ClientRegistry {
     return v < 0 ? 0 : static_cast<uint64_t>(v);
   }
 
+  // Client eviction (maxmemory-clients, as Redis): picks the clients to close
+  // so that the memory of all clients' buffers, less what the clients already
+  // picked still hold, plus `incoming` (bytes client `requester` is about to
+  // take; 0: none) fits in `limit`: the largest first (tot_mem, the
+  // requester's with `incoming` added), never one with no_evict set nor one
+  // picked before. The picked ids go to `*out` (the caller closes them; they
+  // stay picked until they unregister). When the requester is picked, its
+  // growth goes with it. When the memory cannot fit even so, `incoming` bytes
+  // pick nobody (the growth is refused instead); with `incoming` 0 (memory
+  // already past the limit) every evictable client goes, largest first, until
+  // it fits, as Redis does.
+  enum class Eviction { kFits, kRequesterPicked, kNoRoom };
+  Eviction PickEvictions(uint64_t limit, uint64_t incoming, uint64_t requester,
+                         std::vector<uint64_t>* out) EXCLUDES(mu_);
+
  private:
   std::atomic<uint64_t> next_id_{1};
   std::atomic<uint64_t> connected_{0};
   std::atomic<int64_t> memory_{0};
   base::Mutex mu_;
   std::unordered_map<uint64_t, net::ClientInfo*> clients_ GUARDED_BY(mu_);
+  std::unordered_set<uint64_t> evicting_ GUARDED_BY(mu_);  // picked, not yet gone
 };
 
 }  // namespace pion::server

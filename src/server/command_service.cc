@@ -265,8 +265,10 @@ uint64_t CommandService::output_check_threshold() const {
   return server_->output_check_threshold();
 }
 
-bool CommandService::ReserveClientMemory(uint64_t n) { return server_->ReserveClientMemory(n); }
-void CommandService::AdjustClientMemory(int64_t delta) { server_->clients().AdjustMemory(delta); }
+bool CommandService::ReserveClientMemory(uint64_t n, const ClientInfo* who) {
+  return server_->ReserveClientMemory(n, who);
+}
+void CommandService::AdjustClientMemory(int64_t delta) { server_->AdjustClientMemory(delta); }
 
 void CommandService::OnOpen(ClientInfo* info) {
   server_->clients().Register(info);

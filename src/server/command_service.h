@@ -40,7 +40,7 @@ class CommandService final : public net::Service {
   uint64_t output_soft_seconds() const override;
   uint64_t output_check_threshold() const override;
   OutputLimits pubsub_output_limits() const override;
-  bool ReserveClientMemory(uint64_t n) override;
+  bool ReserveClientMemory(uint64_t n, const ClientInfo* who) override;
   void AdjustClientMemory(int64_t delta) override;
   void OnOpen(ClientInfo* info) override;
   void OnClose(ClientInfo* info) override;

@@ -504,6 +504,7 @@ void Server::SampleRates() {
   // Keeps used_memory_peak current (the allocator's peak is raised by each
   // mallinfo2 figure, taken only when asked for: see AllocatorMemory).
   if (++rate_ticks_ % 10 == 0) UsedMemory();
+  EvictClients();  // maxmemory-clients lowered, or a client's NO-EVICT turned off
 }
 
 std::shared_ptr<const net::TlsContext> Server::tls_context() const {
@@ -632,6 +633,7 @@ void Server::ResetStats() {
                     &ws.tls_handshake_failures})
       c->store(0, kR);
   }
+  evicted_clients_.store(0, kR);
   if (store_ != nullptr) store_->ResetKeyStats();
 }
 
@@ -737,6 +739,7 @@ void Server::PublishRuntimeSettings() {
   acl_.set_pubsub_default_all(cfg_.acl_pubsub_allchannels);
   maxmemory_clients_.store(EffectiveClientsMemory(cfg_), kR);
   maxmemory_.store(cfg_.maxmemory, kR);
+  EvictClients();  // a lowered maxmemory-clients takes effect before the reply, as Redis
   BufferRecycler::Global().set_max_bytes(cfg_.buffer_recycle_bytes);
   attend_cache_.SetLimits({cfg_.attend_max_slots, cfg_.attend_maxmemory, cfg_.attend_cold_slots});
   if (auto p = attend::ParsePrecision(cfg_.attend_precision))

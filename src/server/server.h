@@ -243,8 +243,19 @@ class Server final : private PushSink {
   bool KillClient(uint64_t id);
   // Connection slots: fails at maxclients.
   bool TryAcquireClientSlot() { return clients_.TryAcquireSlot(maxclients()); }
-  // Admits `n` more bytes of client buffers within maxmemory-clients.
-  bool ReserveClientMemory(uint64_t n) { return clients_.ReserveMemory(n, maxmemory_clients()); }
+  // Client eviction (server/client_eviction.cc, as Redis's maxmemory-clients):
+  // ReserveClientMemory admits `n` more bytes of client buffers for `who`
+  // (nullptr: no client in particular), closing the clients that hold the
+  // most (never a CLIENT NO-EVICT one) to make room within maxmemory-clients;
+  // false (the caller refuses the growth) when that cannot make room or when
+  // `who`, grown by `n`, is the one to go (it is closed then). AdjustClientMemory corrects the
+  // count by what a connection holds and evicts the same way once it passes the limit; EvictClients
+  // does so for the cron (the limit lowered, NO-EVICT turned off).
+  bool ReserveClientMemory(uint64_t n, const ClientInfo* who = nullptr);
+  void AdjustClientMemory(int64_t delta);
+  void EvictClients();
+  // INFO evicted_clients (CONFIG RESETSTAT zeroes it).
+  uint64_t evicted_clients() const { return evicted_clients_.load(std::memory_order_relaxed); }
   // The client memory limit in bytes (maxmemory-clients, a percentage of
   // maxmemory resolved; at least 128 KiB when set; 0 = none).
   uint64_t maxmemory_clients() const { return maxmemory_clients_.load(std::memory_order_relaxed); }
@@ -391,6 +402,9 @@ class Server final : private PushSink {
   std::atomic<uint32_t> notify_flags_{0};
   std::atomic<uint64_t> maxmemory_clients_{0};
   std::atomic<uint64_t> maxmemory_{0};
+  std::atomic<uint64_t> evicted_clients_{0};
+  // When a client eviction last found nobody to evict (0: it did not).
+  std::atomic<uint64_t> evict_futile_us_{0};
 
   DurabilityGate durability_;
   ClientRegistry clients_;

@@ -57,10 +57,7 @@ TCL_FILES = [
     "unit/multi", "unit/acl", "unit/acl-v2", "unit/auth", "unit/info", "unit/info-command",
     "unit/introspection", "unit/introspection-2", "unit/latency-monitor", "unit/slowlog",
     "unit/scan", "unit/querybuf", "unit/limits", "unit/quit", "unit/other", "unit/maxmemory",
-    # unit/client-eviction is left out for now: pion refuses a client's growth past
-    # maxmemory-clients instead of evicting the client, so most of the file's tests wait
-    # 60 s each for an eviction that never comes (remaining work, see the README).
-    "unit/obuf-limits", "unit/pubsub", "unit/pubsubshard",
+    "unit/client-eviction", "unit/obuf-limits", "unit/pubsub", "unit/pubsubshard",
 ]
 PY_FILES = ["test_commands.py", "test_connection.py", "test_pipeline.py", "test_pubsub.py"]
 
@@ -104,7 +101,11 @@ class Server:
             # test that then leaves maxmemory set for the tests after it. Likewise Redis's
             # default proto-max-bulk-len (pion's own is 1gb, for large block batches): the
             # string tests expect SETBIT/SETRANGE past 512 MiB to be refused.
-            self.cmd = [str(pion_bin), "--kvcache", "--appendonly", "no", "--fastlane-port", "0",
+            # Persistence on (pion's default) in the server's own directory: Redis's
+            # `appendonly no` still saves RDB snapshots to `dir` (SAVE, BGSAVE), which the
+            # suites use; pion's one persistence is the WAL with its snapshots, and its
+            # `appendonly no` keeps nothing on disk (docs/operations.md, Persistence).
+            self.cmd = [str(pion_bin), "--kvcache", "--appendonly", "yes", "--fastlane-port", "0",
                         "--maxmemory-policy", "noeviction", "--proto-max-bulk-len", "512mb",
                         "--port", str(self.port), "--dir", str(self.dir)]
         else:

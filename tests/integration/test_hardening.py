@@ -241,11 +241,15 @@ def test_fetch_of_unwritten_rows_costs_no_memory(server_factory, raw_factory):
 
 def test_partial_bulks_are_bounded_by_maxmemory_clients(server_factory, raw_factory):
     """Big arguments take memory as their bytes arrive and within maxmemory-clients; a
-    command that does not fit gets -OOM and its client carries on."""
+    command that does not fit, when no client can be evicted to make room (both are
+    CLIENT NO-EVICT; test_client_eviction.py has the eviction), gets -OOM and its
+    client carries on."""
     s = server_factory(["--maxmemory-clients", "64mb", "--maxmemory", "64mb", "-w", "1"],
                        kvcache=False)
     a = raw_factory(s, timeout=60)
     b = raw_factory(s, timeout=60)
+    assert a.call("CLIENT", "NO-EVICT", "on") == "OK"
+    assert b.call("CLIENT", "NO-EVICT", "on") == "OK"
     size = 48 * MiB
     head = b"*2\r\n$4\r\nECHO\r\n$%d\r\n" % size
     a.send(head + b"a" * (40 * MiB))  # held: a 40+ MiB buffer, reply pending

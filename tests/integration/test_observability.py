@@ -174,6 +174,27 @@ def test_client_list_shows_held_output(server, raw_factory):
     assert slow.read() == big
 
 
+def test_idle_client_query_buffer_is_released(server, raw_factory):
+    """As Redis: an active client keeps its 16 KiB query buffer (CLIENT LIST qbuf-free);
+    after 2 s without activity the server's cron returns it (qbuf-free 0)."""
+    c = raw_factory(server)
+    assert c.call("CLIENT", "SETNAME", "qb") == "OK"
+    other = raw_factory(server)
+
+    def fields():
+        for line in other.call("CLIENT", "LIST").decode().splitlines():
+            f = dict(kv.split("=", 1) for kv in line.split())
+            if f["name"] == "qb":
+                return f
+        raise AssertionError("client qb not listed")
+    f = fields()
+    assert 16384 <= int(f["qbuf"]) + int(f["qbuf-free"]) < 32768
+    assert poll(lambda: int(fields()["qbuf-free"]) == 0, timeout=10)
+    f = fields()
+    assert int(f["qbuf"]) == 0 and int(f["idle"]) >= 2
+    assert c.call("PING") == "PONG"  # it reads again into a new buffer
+
+
 def test_client_reply_off_skip_on(server, raw_factory):
     c = raw_factory(server)
     enc = RawConn.encode

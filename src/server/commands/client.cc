@@ -29,6 +29,18 @@ bool ValidName(std::string_view name) {
   return true;
 }
 
+// CLIENT LIST flags: O (MONITOR), P (Pub/Sub), e (NO-EVICT), else N.
+std::string ClientFlags(const ClientInfo& c) {
+  constexpr auto kR = std::memory_order_relaxed;
+  std::string f;
+  if (c.monitor.load(kR))
+    f += 'O';
+  else if (c.pubsub.load(kR))
+    f += 'P';
+  if (c.no_evict.load(kR)) f += 'e';
+  return f.empty() ? "N" : f;
+}
+
 }  // namespace
 
 // One CLIENT LIST line (Redis 7 field order; fields pion does not have are
@@ -52,10 +64,7 @@ void AppendClientLine(const ClientInfo& c, std::string* out, uint64_t running_by
                 "tot-mem=%llu events=r cmd=%s user=%s redir=-1 resp=%d lib-name=",
                 static_cast<unsigned long long>((now - c.created_us) / 1000000),
                 static_cast<unsigned long long>(now > last ? (now - last) / 1000000 : 0),
-                c.monitor.load(kR)  ? "O"
-                : c.pubsub.load(kR) ? "P"
-                                    : "N",
-                c.sub.load(kR), c.psub.load(kR), c.ssub.load(kR),
+                ClientFlags(c).c_str(), c.sub.load(kR), c.psub.load(kR), c.ssub.load(kR),
                 static_cast<unsigned long long>(qbuf), static_cast<unsigned long long>(qfree),
                 static_cast<unsigned long long>(omem), static_cast<unsigned long long>(tot), cmd,
                 c.user.c_str(), c.proto.load(kR));
@@ -382,10 +391,12 @@ void Client(CommandContext& ctx) {
       ClientKill(ctx);
   } else if (EqualsIgnoreCase(sub, "NO-EVICT") || EqualsIgnoreCase(sub, "NO-TOUCH")) {
     if (!arity(n == 3)) return;
-    if (EqualsIgnoreCase(ctx.args[2], "ON") || EqualsIgnoreCase(ctx.args[2], "OFF"))
-      ctx.reply->SimpleString("OK");
-    else
-      ctx.reply->Error(kErrSyntaxError);
+    bool on = EqualsIgnoreCase(ctx.args[2], "ON");
+    if (!on && !EqualsIgnoreCase(ctx.args[2], "OFF")) return ctx.reply->Error(kErrSyntaxError);
+    // NO-EVICT: kept out of client eviction (client_eviction.cc). NO-TOUCH: accepted only.
+    if (EqualsIgnoreCase(sub, "NO-EVICT"))
+      ctx.client->no_evict.store(on, std::memory_order_relaxed);
+    ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "SETINFO")) {
     if (!arity(n == 4)) return;
     bool lib_name = EqualsIgnoreCase(ctx.args[2], "LIB-NAME");

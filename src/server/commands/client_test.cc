@@ -54,6 +54,21 @@ TEST_F(ClientCommands, KillFilters) {
   EXPECT_TRUE(client().close_requested());
 }
 
+// CLIENT NO-EVICT keeps a client out of client eviction: flag `e`; RESET clears it.
+TEST_F(ClientCommands, NoEvictFlag) {
+  EXPECT_NE(Run({"CLIENT", "INFO"}).str.find("flags=N "), std::string::npos);
+  EXPECT_EQ(Run({"CLIENT", "NO-EVICT", "ON"}), "OK");
+  EXPECT_TRUE(client().info().no_evict.load());
+  EXPECT_NE(Run({"CLIENT", "INFO"}).str.find("flags=e "), std::string::npos);
+  EXPECT_EQ(Run({"CLIENT", "NO-EVICT", "MAYBE"}).error(), "ERR syntax error");
+  EXPECT_TRUE(client().info().no_evict.load());  // nothing changed
+  EXPECT_EQ(Run({"RESET"}), "RESET");
+  EXPECT_FALSE(client().info().no_evict.load());
+  EXPECT_EQ(Run({"CLIENT", "NO-EVICT", "ON"}), "OK");
+  EXPECT_EQ(Run({"CLIENT", "NO-EVICT", "off"}), "OK");
+  EXPECT_FALSE(client().info().no_evict.load());
+}
+
 TEST_F(ClientCommands, AcceptedAndRefusedOptions) {
   EXPECT_EQ(Run({"CLIENT", "SETINFO", "LIB-NAME", "x"}), "OK");
   EXPECT_EQ(Run({"CLIENT", "SETINFO", "COLOR", "x"}).error(), "ERR Unrecognized option 'COLOR'");

@@ -168,6 +168,7 @@ void Reset(CommandContext& ctx) {
   ctx.server->clients().SetName(ctx.client, "");
   ctx.server->SetClientUser(ctx.client, ctx.server->acl().Default());
   conn->SetAuthenticated(ctx.server->default_user_open());
+  ctx.client->no_evict.store(false, std::memory_order_relaxed);  // CLIENT NO-EVICT off
   TxClear(ctx.client);                         // leaves MULTI, forgets WATCHed keys
   ctx.server->PubSubRemoveClient(ctx.client);  // every subscription goes
   ctx.reply->SimpleString("RESET");

@@ -155,8 +155,8 @@ void KeyspaceStatsFields(Server& s, std::string* out) {
   if (store::Store* st = s.store()) k = st->KeyStats();
   InfoField(out, "expired_keys", k.expired);
   InfoField(out, "evicted_keys", k.evicted_keys);
-  // pion never evicts a client (one past maxmemory-clients is refused memory instead).
-  InfoField(out, "evicted_clients", uint64_t{0});
+  // Clients closed because client buffers passed maxmemory-clients (client_eviction.cc).
+  InfoField(out, "evicted_clients", s.evicted_clients());
   InfoField(out, "keyspace_hits", k.hits);
   InfoField(out, "keyspace_misses", k.misses);
   // pion: large values kept in the buffer they were received into (no copy).
