@@ -129,7 +129,7 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
         why = "a chunk the snapshot also holds rows of";
     }
   }
-  Result<tier::ExtentRef> x = Status(Code::kNotSupported, "no tier-dir is set");
+  Result<tier::ExtentRef> x = tier::ExtentRef();  // the adopted extent (why empty)
   if (why.empty() && tier != nullptr) {
     tier::ExtentId id;
     id.offset = r.extent.offset;
