@@ -284,6 +284,7 @@ def suite_blocks(ctx):
     rows += match_rows(ctx)
     rows += chain_rows(ctx)
     rows += events_rows(ctx)
+    rows += event_latency_rows(ctx)
     rows.append(publish_row(ctx))
     return rows
 
@@ -486,6 +487,94 @@ def events_rows(ctx):
                 s.stop()
         drain.close()
     return rows
+
+
+def event_latency_rows(ctx):
+    """The time from a KV.PREFIX.REGISTER's reply to its BlockStored reaching a subscriber:
+    one client registers a fresh namespace with a one-hash BLOCKS table, reads the reply,
+    then reads the subscriber's socket (bound here, pion connects) until the batch holding
+    that hash arrives. Sequential and idle otherwise, so it measures the publisher's
+    batching (`kv-events-batch-us`) and hand-offs, not a queue."""
+    row = Row('blocks', 'KV event latency: KV.PREFIX.REGISTER reply to its BlockStored at a '
+              'ZeroMQ subscriber, 1 client: p50', 'µs', '—', 'reported (p50, p99)',
+              higher_better=False)
+    try:
+        import msgpack
+        import zmq
+    except ImportError as e:
+        row.error = 'no ZeroMQ subscriber: %s' % e
+        return [row]
+    n = 50 if ctx.smoke else 1000
+    zport = free_port()
+    old = os.sched_getaffinity(0)
+    if ctx.client_core is not None:
+        os.sched_setaffinity(0, {ctx.client_core})
+    zctx = zmq.Context()
+    sub = zctx.socket(zmq.SUB)
+    server = c = None
+    try:
+        sub.setsockopt(zmq.SUBSCRIBE, b'')
+        sub.bind('tcp://127.0.0.1:%d' % zport)
+        server = ctx.start_pion(extra=['--kv-events-endpoint', 'tcp://127.0.0.1:%d' % zport])
+        c = Resp(server.port)
+
+        def stored_hashes(timeout_ms):
+            if not sub.poll(timeout_ms):
+                return None
+            frames = sub.recv_multipart()
+            out = set()
+            for ev in msgpack.unpackb(frames[2], raw=False)[1]:
+                if ev.get('type') == 'BlockStored':
+                    out.update(ev.get('block_hashes') or [])
+            return out
+
+        # ZeroMQ's slow joiner: register until a batch arrives, then drain.
+        deadline = time.monotonic() + 15
+        i = 0
+        while stored_hashes(50) is None:
+            if time.monotonic() > deadline:
+                raise BenchError('the KV-event subscriber received nothing in 15 s')
+            i += 1
+            c.expect(('status', 'OK'), 'KV.PREFIX.REGISTER', 'lat-sync', 8, 'fp16', 'BLOCKS',
+                     16, 1, (0x7000 + i).to_bytes(8, 'little'))
+        while stored_hashes(20) is not None:
+            pass
+        for rep in range(ctx.reps):
+            lat = []
+            for j in range(n):
+                h = (rep << 32) | (j + 1) | (1 << 62)
+                c.expect(('status', 'OK'), 'KV.PREFIX.REGISTER', 'lat:%d:%d' % (rep, j), 8,
+                         'fp16', 'BLOCKS', 16, 1, h.to_bytes(8, 'little'))
+                t0 = time.perf_counter()
+                while True:
+                    got = stored_hashes(2000)
+                    if got is None:
+                        raise BenchError('no BlockStored for hash %#x within 2 s' % h)
+                    if h in got:
+                        break
+                lat.append((time.perf_counter() - t0) * 1e6)
+            lat.sort()
+            row.pion.append(lat[len(lat) // 2])
+            row.peer.append(None)
+            row.extra.setdefault('p99_us', []).append(lat[min(len(lat) - 1, int(len(lat) * 0.99))])
+        row.extra['registrations_per_rep'] = float(n)
+        conf = c.call('CONFIG', 'GET', 'kv-events-batch-us')
+        if conf[0] == 'array' and len(conf[1]) == 2:
+            row.extra['kv_events_batch_us'] = float(conf[1][1][1])
+        p50 = mmm(row.pion)[1]
+        p99 = mmm(row.extra['p99_us'])[1]
+        judge(row, None, 'p50 %.0f µs, p99 %.0f µs' % (p50, p99))
+    except BenchError as e:
+        row.error = str(e)
+    finally:
+        if c is not None:
+            c.close()
+        if server is not None:
+            server.stop()
+        sub.close(linger=0)
+        zctx.term()
+        os.sched_setaffinity(0, old)
+    return [row]
 
 
 def events_row(ctx, row, name, cmd, n, on, off, drain):
