@@ -53,7 +53,8 @@
 // leaf to root, and a root is never evicted while a descendant is held. DROP of
 // a namespace drops its whole subtree, leaves first, each logged as a drop.
 //
-// Files: store.cc (registry, stores and fetches), namespace.h (a namespace's
+// Files: store_types.h (limits, configuration, calls' arguments and results),
+// store.cc (registry, stores and fetches), namespace.h (a namespace's
 // in-memory form), layer_rows.cc (chunked rows, copy on write, pinning),
 // block_index.cc (BlockTable), session_id.cc, eviction.cc (LRU and budgets),
 // snapshot_capture.cc, recovery_apply.cc (the recovery API), persist_adapter.cc
