@@ -16,6 +16,23 @@
 
 namespace pion::store {
 
+namespace {
+
+// The tier's identity of an extent a snapshot references (its header is
+// checked against it on adoption).
+tier::ExtentId ExtentIdOf(const persist::TierExtentRecord& e, uint64_t value_len) {
+  tier::ExtentId id;
+  id.offset = e.offset;
+  id.length = e.length;
+  id.header_bytes = e.header_bytes;
+  id.value_len = value_len;
+  id.value_crc = e.value_crc;
+  id.seq = e.seq;
+  return id;
+}
+
+}  // namespace
+
 void Store::FinishTierAdoption() {
   if (tier_) tier_->FinishAdopt();
   const uint64_t adopted = tier_adopted_.load(std::memory_order_relaxed);
@@ -57,14 +74,7 @@ void Store::ApplyStrTier(const persist::StrTierRecord& r) {
                 r.key.data());
     return;
   }
-  tier::ExtentId id;
-  id.offset = r.extent.offset;
-  id.length = r.extent.length;
-  id.header_bytes = r.extent.header_bytes;
-  id.value_len = r.value_len;
-  id.value_crc = r.extent.value_crc;
-  id.seq = r.extent.seq;
-  auto x = tier_->Adopt(r.key, id);
+  auto x = tier_->Adopt(r.key, ExtentIdOf(r.extent, r.value_len));
   if (!x.ok()) {
     // Never a wrong byte, never a failed start: the key goes as the tier drops entries.
     tier_adopt_drops_.fetch_add(1, std::memory_order_relaxed);
@@ -131,14 +141,7 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
   }
   Result<tier::ExtentRef> x = tier::ExtentRef();  // the adopted extent (why empty)
   if (why.empty() && tier != nullptr) {
-    tier::ExtentId id;
-    id.offset = r.extent.offset;
-    id.length = r.extent.length;
-    id.header_bytes = r.extent.header_bytes;
-    id.value_len = r.value_len;
-    id.value_crc = r.extent.value_crc;
-    id.seq = r.extent.seq;
-    x = tier->Adopt(r.ns, id);
+    x = tier->Adopt(r.ns, ExtentIdOf(r.extent, r.value_len));
     if (!x.ok()) why = x.status().ToString();
   } else if (why.empty()) {
     why = "no tier-dir is set";
