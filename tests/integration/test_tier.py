@@ -171,6 +171,25 @@ def _vm_hwm(s) -> int:
     raise AssertionError("no VmHWM")
 
 
+def _damage_first_two_extents(tmpdir_path):
+    """After a kill -9: damages the first extent's header (not adopted at start) and the
+    second one's value (adopted, dropped by its first read); pion-check --tier must name
+    both. Returns its output."""
+    path = tmpdir_path / "tier" / "pion-tier.dat"
+    with open(path, "r+b") as f:
+        blob = f.read()
+        first = blob.find(b"PIONTIER")
+        second = blob.find(b"PIONTIER", first + 4096)
+        assert first >= 0 and second > first
+        f.seek(first + 16)
+        f.write(b"\xff\xfe\xfd")
+        f.seek(second + 4096 + 1000)
+        f.write(b"\xff\xfe\xfd")
+    rc, out = _pion_check(tmpdir_path / "data" / "pion.vstore", "--tier", tmpdir_path / "tier")
+    assert rc == 1 and "tier_refs_bad: 2" in out, out
+    return out
+
+
 def _pion_check(*args):
     import subprocess
 
@@ -271,18 +290,7 @@ def test_restart_drops_a_damaged_referenced_extent(server_factory, tmpdir_path):
     _settle(r)
     assert r.execute_command("KV.PREFIX.SAVE") in (b"OK", "OK")
     s.stop(signal.SIGKILL)
-    path = tmpdir_path / "tier" / "pion-tier.dat"
-    with open(path, "r+b") as f:
-        data = f.read()
-        first = data.find(b"PIONTIER")
-        second = data.find(b"PIONTIER", first + 4096)
-        assert first >= 0 and second > first
-        f.seek(first + 16)  # a header: not adopted
-        f.write(b"\xff\xfe\xfd")
-        f.seek(second + 4096 + 1000)  # a value: adopted, dropped by its first read
-        f.write(b"\xff\xfe\xfd")
-    rc, out = _pion_check(tmpdir_path / "data" / "pion.vstore", "--tier", tmpdir_path / "tier")
-    assert rc == 1 and "tier_refs_bad: 2" in out, out
+    _damage_first_two_extents(tmpdir_path)
     s.start()
     r = s.client()
     wrong = missing = 0
@@ -483,18 +491,7 @@ def test_restart_drops_a_namespace_whose_referenced_extent_is_damaged(server_fac
     _settle(r)
     assert r.execute_command("KV.PREFIX.SAVE") in (b"OK", "OK")
     s.stop(signal.SIGKILL)
-    path = tmpdir_path / "tier" / "pion-tier.dat"
-    with open(path, "r+b") as f:
-        blob = f.read()
-        first = blob.find(b"PIONTIER")
-        second = blob.find(b"PIONTIER", first + 4096)
-        assert first >= 0 and second > first
-        f.seek(first + 16)  # a header: not adopted
-        f.write(b"\xff\xfe\xfd")
-        f.seek(second + 4096 + 1000)  # a value: adopted, dropped by its first read
-        f.write(b"\xff\xfe\xfd")
-    rc, out = _pion_check(tmpdir_path / "data" / "pion.vstore", "--tier", tmpdir_path / "tier")
-    assert rc == 1 and "tier_refs_bad: 2" in out, out
+    out = _damage_first_two_extents(tmpdir_path)
     assert out.count("; namespace dns") == 2, out
     s.start()
     r = s.client()
