@@ -22,7 +22,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -186,8 +188,13 @@ class AllocCountTest : public ::testing::Test {
   }
 
   // Runs `cmd` (expected reply `want`) kWarmup times, then kCommands times
-  // counting the worker's allocations, at pipeline depth `depth`. Returns the
-  // allocations counted.
+  // counting the worker's allocations, at pipeline depth `depth`, in
+  // kWindows windows. Returns the fewest allocations counted in one: the
+  // worker's timers (the once-a-second cron, rate sampling, active expiry)
+  // allocate now and then and may fire inside a window, more often on a loaded
+  // machine (CI once saw 2,006 for 2,000 SETs), while an allocation made per
+  // command shows in every window.
+  static constexpr int kWindows = 3;
   uint64_t Measure(const std::vector<std::string>& cmd, const std::string& want, int depth) {
     std::string one = Resp(cmd), req, reply;
     for (int i = 0; i < depth; ++i) req += one, reply += want;
@@ -196,14 +203,17 @@ class AllocCountTest : public ::testing::Test {
       EXPECT_TRUE(RoundTrip(req, reply.size(), &buf));
       EXPECT_EQ(std::string(buf.data(), reply.size()), reply) << cmd[0];
     }
-    g_worker_allocs.store(0);
-    g_counting.store(true);
-    bool ok = true;
-    for (int i = 0; i < kCommands / depth && ok; ++i) ok = RoundTrip(req, reply.size(), &buf);
-    g_counting.store(false);
-    EXPECT_TRUE(ok) << cmd[0];
-    EXPECT_EQ(std::string(buf.data(), reply.size()), reply) << cmd[0];
-    uint64_t n = g_worker_allocs.load();
+    uint64_t n = UINT64_MAX;
+    for (int w = 0; w < kWindows; ++w) {
+      g_worker_allocs.store(0);
+      g_counting.store(true);
+      bool ok = true;
+      for (int i = 0; i < kCommands / depth && ok; ++i) ok = RoundTrip(req, reply.size(), &buf);
+      g_counting.store(false);
+      EXPECT_TRUE(ok) << cmd[0];
+      EXPECT_EQ(std::string(buf.data(), reply.size()), reply) << cmd[0];
+      n = std::min<uint64_t>(n, g_worker_allocs.load());
+    }
     std::printf("%-22s -P %-2d %8.3f allocations per command (%llu in %d)\n", cmd[0].c_str(), depth,
                 static_cast<double>(n) / (kCommands / depth * depth),
                 static_cast<unsigned long long>(n), kCommands / depth * depth);
