@@ -135,11 +135,12 @@ StrEntry* Store::OldestTierMovableLocked() {
     return nullptr;
   const uint64_t min_value = tier_min_value_.load(std::memory_order_relaxed);
   StrEntry* oldest = nullptr;
+  uint64_t oldest_stamp = 0;  // read under its shard's lock (a reader's touch writes it)
   for (Shard& sh : shards_) {
     std::lock_guard<std::mutex> sl(sh.mu);
     for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
       if (EntryMovable(*e, min_value)) {
-        if (oldest == nullptr || e->stamp < oldest->stamp) oldest = e;
+        if (oldest == nullptr || e->stamp < oldest_stamp) oldest = e, oldest_stamp = e->stamp;
         break;
       }
   }
