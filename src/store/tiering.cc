@@ -383,7 +383,12 @@ void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& f
     while (bytes_ + need > cfg_.max_bytes) {
       StrEntry* colder = OldestTierMovableLocked();
       uint64_t lsn = 0;
-      if (colder == nullptr || colder->stamp > e->stamp || !TierMoveLocked(*colder, &lsn))
+      // Stamps read under their shards' locks (a reader's touch writes them).
+      auto stamp_of = [this](const StrEntry& x) {
+        std::lock_guard<std::mutex> sl(ShardFor(*x.key).mu);
+        return x.stamp;
+      };
+      if (colder == nullptr || stamp_of(*colder) > stamp_of(*e) || !TierMoveLocked(*colder, &lsn))
         return;  // served from disk, not promoted
     }
   }
