@@ -1,6 +1,6 @@
 # pion_thread_safety: the clang thread-safety check (base/thread_annotations.h).
 # Compiles every source of the libraries whose locks are annotated (pion_base,
-# pion_persist, pion_server with its commands) with -fsyntax-only
+# pion_persist, pion_kvproto, pion_server with its commands) with -fsyntax-only
 # -Wthread-safety -Werror=thread-safety: no objects, no link, so the check costs
 # only clang's front end. Configured by the `thread-safety` preset
 # (PION_THREAD_SAFETY=ON, clang), built by `make test-tsa`, part of
@@ -10,7 +10,7 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "PION_THREAD_SAFETY needs clang (-Wthread-safety): use the thread-safety preset")
 endif()
 set(_pion_tsa_sources)
-foreach(_lib pion_base pion_persist pion_server)
+foreach(_lib pion_base pion_persist pion_kvproto pion_server)
   get_target_property(_dir ${_lib} SOURCE_DIR)
   get_target_property(_srcs ${_lib} SOURCES)
   foreach(_src IN LISTS _srcs)

@@ -1,6 +1,6 @@
 // Why an attend call failed (carried by a Status next to its code, base/status.h),
 // with the fields each value names. attend words nothing for clients: the command
-// layer's error table (src/server/commands/errors.cc) does; the Status message is
+// layer's error table (src/kvproto/errors.cc) does; the Status message is
 // for logs. Header-only: the Redis module's error table names it without linking attend.
 #pragma once
 

@@ -2,8 +2,8 @@
 // plus, for the failures a caller or a client must tell apart, a reason: a value of
 // an enum its subsystem owns (store::Reason, attend::Reason, quant::Reason), with up
 // to four integer fields and one name. Its message is for logs only. Replies are
-// worded in one table from (code, reason, fields): src/server/commands/errors.cc, with
-// src/net/resp_errors.cc for a Status without a reason; the code words clients see are
+// worded in one table from (code, reason, fields), src/kvproto/errors.cc, which gives a
+// Status without a reason its Code's code word and message; the code words clients see are
 // in docs/protocol.md "Error code words". OK costs one null pointer.
 #pragma once
 
@@ -67,7 +67,7 @@ class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   // A failure without a reason: the message is the whole story (a log line; a
-  // reply shows it only through net::StatusToError's generic form). Both
+  // reply shows it only through StatusToError's code-word-and-message form). Both
   // constructors are [[nodiscard]]: a Status built and dropped (a `return`
   // forgotten) fails the build.
   [[nodiscard]] Status(Code code, std::string_view msg)

@@ -1,6 +1,6 @@
 // The Stage-1 commands of pion-server, as Redis module commands over the
 // pion-kvns data type: the same grammar, limits, replies and error texts
-// (server/commands/errors.h), the same store and quant code. The server's
+// (kvproto/errors.h), the same store and quant code. The server's
 // handlers are the reference (server/commands/kvprefix.cc, vstore.cc,
 // stats.cc); where the module differs it says so (docs/cluster.md):
 //  * the Redis key is the namespace; V.* commands name "<ns>_pk"/"<ns>_pv", route
@@ -22,12 +22,12 @@
 #include "base/clock.h"
 #include "base/keyslot.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
+#include "kvproto/kv_format.h"
+#include "kvproto/receipt.h"
 #include "module/ns_value.h"
 #include "module/redis_api.h"
 #include "quant/format.h"
-#include "server/commands/errors.h"
-#include "server/commands/kv_format.h"
-#include "server/receipt.h"
 #include "store/session_id.h"
 #include "store/store.h"
 
@@ -67,7 +67,7 @@ struct Call {
     return redis::kOk;
   }
   int Status(const pion::Status& st) { return Error(srv::StatusToError(st)); }
-  // The error callback of the shared parsers (server/commands/kv_format.h).
+  // The error callback of the shared parsers (kvproto/kv_format.h).
   srv::ErrorFn Errors() {
     return [this](std::string_view e) { Error(e); };
   }

@@ -21,8 +21,8 @@ void DeferredReply::SimpleString(std::string s) {
   Complete([s = std::move(s)](ReplyBuilder& r) { r.SimpleString(s); });
 }
 
-void DeferredReply::Error(Status st) {
-  Complete([st = std::move(st)](ReplyBuilder& r) { r.Error(st); });
+void DeferredReply::Error(std::string line) {
+  Complete([line = std::move(line)](ReplyBuilder& r) { r.Error(line); });
 }
 
 }  // namespace pion::net

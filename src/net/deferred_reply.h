@@ -2,7 +2,7 @@
 // (docs/ARCHITECTURE.md "Life of a request", step 6). A handler takes a ticket
 // (the server's ctx.Defer()) instead of writing a reply, hands it to background
 // work, and that work calls Complete() once, typically with SimpleString("OK")
-// or Error(status).
+// or Error(line).
 //
 // The ticket names its connection by client id and a per-connection slot, never
 // by pointer: Complete() posts the reply to the owning host's loop
@@ -45,7 +45,7 @@ class DeferredReply {
 
   void Complete(WriteFn fn);
   void SimpleString(std::string s);
-  void Error(Status st);  // through ReplyBuilder::Error(const Status&)
+  void Error(std::string line);  // the whole error line, without '-' and CRLF
 
   bool completed() const { return done_.load(std::memory_order_acquire); }
   uint64_t client_id() const { return client_id_; }

@@ -243,7 +243,7 @@ TEST(FrameWriter, EveryReplyKind) {
   w.Error("ERR bad thing");
   w.Error("COLDMISS session evicted to cold tier (call KV.PREFIX.WARM)");
   w.Error("COLDMISSX is not the code word");
-  w.Error(Status::InvalidArgument("from a status"));
+  w.Error("ERR from a status");
   w.Integer(-42);
   uint8_t* p = w.BulkReserve(8);
   std::memcpy(p, "reserved", 8);

@@ -63,8 +63,6 @@ void FrameWriter::Error(std::string_view text) {
   out_->Append(text);
 }
 
-void FrameWriter::Error(const Status& st) { Error(StatusToError(st)); }
-
 void FrameWriter::Integer(int64_t v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof(buf), v);

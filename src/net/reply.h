@@ -30,9 +30,8 @@ class ReplyBuilder {
   virtual void SimpleString(std::string_view s) = 0;  // +s
   // `text` is the whole error line without '-' and CRLF, e.g. "ERR wrong number ...".
   virtual void Error(std::string_view text) = 0;
-  // Maps a non-OK Status through the one error table (src/net/resp_errors.h; the command layer
-  // re-exports it).
-  virtual void Error(const Status& st) = 0;
+  // (A Status is worded by the command layer's table, src/kvproto/errors.h:
+  // Error(StatusToError(st)); the transport renders none.)
   virtual void Integer(int64_t v) = 0;
   virtual void Bulk(std::string_view s) = 0;
   virtual void Null() = 0;       // $-1 (RESP2) / _ (RESP3)

@@ -1,22 +1,14 @@
-// The error lines the transport itself sends, and the rendering of a Status as
-// a RESP error line (the code word chosen by Status code, never by matching the
-// message). A message that does not start with a code word gets "ERR " (as
-// Redis does). The command layer's own texts are in src/server/commands/errors.h, which
-// re-exports these.
+// The error lines the transport itself sends (no command has run yet, or the
+// reply cannot be carried), as constants only: net renders no Status (the
+// command layer's table does, src/kvproto/errors.h) and this header has no
+// source file, so the protocol library (src/kvproto) and the Redis module name
+// kErrClientMemory / kErrNoMemory from here without linking any net code.
 #pragma once
 
-#include <string>
 #include <string_view>
-
-#include "base/status.h"
 
 namespace pion::net {
 
-inline constexpr std::string_view kErrOom =
-    "OOM command not allowed when used memory > 'maxmemory'.";
-// A string command on a namespace key or the reverse (Code::kWrongType), as Redis words it.
-inline constexpr std::string_view kErrWrongType =
-    "WRONGTYPE Operation against a key holding the wrong kind of value";
 // A command whose large argument or reply would take client memory past
 // maxmemory-clients, or that the allocator refused (the client stays connected).
 inline constexpr std::string_view kErrClientMemory =
@@ -47,11 +39,5 @@ inline constexpr std::string_view kErrFrameReplyTooLong =
 // The error code word that the lane answers with status COLDMISS (3) instead of
 // ERROR (the code word, never the rest of the text, is looked at).
 inline constexpr std::string_view kColdMissCodeWord = "COLDMISS";
-
-// The RESP error line (without '-' and CRLF) for a non-OK status:
-// kOutOfBudget -> OOM (kErrOom when the message is empty), kLoading -> LOADING,
-// kWrongType -> kErrWrongType,
-// every other code -> ERR.
-std::string StatusToError(const Status& st);
 
 }  // namespace pion::net

@@ -53,8 +53,6 @@ void RespWriter::Error(std::string_view text) {
   AppendLine(out_, '-', text);
 }
 
-void RespWriter::Error(const Status& st) { Error(StatusToError(st)); }
-
 void RespWriter::Integer(int64_t v) {
   char buf[24];
   buf[0] = ':';

@@ -36,7 +36,6 @@ class RespWriter final : public ReplyBuilder {
 
   void SimpleString(std::string_view s) override;
   void Error(std::string_view text) override;
-  void Error(const Status& st) override;
   void Integer(int64_t v) override;
   void Bulk(std::string_view s) override;
   void Null() override;

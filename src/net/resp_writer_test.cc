@@ -73,14 +73,6 @@ TEST(RespWriter, Resp3Encodings) {
             "_\r\n_\r\n%3\r\n~2\r\n,-0.25\r\n,inf\r\n#f\r\n=14\r\ntxt:# Server\r\n\r\n");
 }
 
-TEST(RespWriter, StatusErrorsGoThroughTheTable) {
-  Fixture f;
-  f.w.Error(Status::OutOfBudget(""));
-  f.w.Error(Status::InvalidArgument("bad thing"));
-  EXPECT_EQ(Drain(&f.q),
-            "-OOM command not allowed when used memory > 'maxmemory'.\r\n-ERR bad thing\r\n");
-}
-
 TEST(RespWriter, LargeBulkIsCopiedOnceIntoItsOwnBuffer) {
   Fixture f;
   std::string big(100000, 'x');

@@ -1,6 +1,6 @@
 // Why a quant call failed (carried by a Status next to its code, base/status.h).
 // quant words nothing for clients: the command layer's error table
-// (src/server/commands/errors.cc) does; the Status message is for logs.
+// (src/kvproto/errors.cc) does; the Status message is for logs.
 #pragma once
 
 #include <cstdint>

@@ -11,8 +11,8 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "server/commands/command_table.h"
-#include "server/commands/errors.h"
 #include "server/commands/key_specs.h"
 
 namespace pion::server {

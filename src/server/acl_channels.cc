@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "server/acl.h"
-#include "server/commands/errors.h"
 
 namespace pion::server {
 

@@ -8,9 +8,9 @@
 #include <string_view>
 
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "server/acl.h"
 #include "server/commands/command_table.h"
-#include "server/commands/errors.h"
 
 namespace pion::server {
 

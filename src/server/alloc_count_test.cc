@@ -282,7 +282,7 @@ TEST_F(AllocCountTest, FetchSmall) {
   std::vector<std::string> ids = {"V.FETCH", "smallns_pk", "0", "0"};
   std::string want_ids = FetchReply(ids);
   ASSERT_EQ(want_ids.substr(0, 6), "$256\r\n");
-  // The id form keeps up to FetchArgs::kInlineIds (32) ids inline (commands/kv_format.h).
+  // The id form keeps up to FetchArgs::kInlineIds (32) ids inline (kvproto/kv_format.h).
   EXPECT_EQ(Measure(ids, want_ids, 1), 0u);
   EXPECT_EQ(Measure(ids, want_ids, kDepth), 0u);
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "server/commands/errors.h"
+#include "kvproto/errors.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -21,7 +21,6 @@ class CaptureReply final : public ReplyBuilder {
   int proto() const override { return 2; }
   void SimpleString(std::string_view s) override { Set("+", s); }
   void Error(std::string_view t) override { Set("-", t); }
-  void Error(const Status& st) override { Set("-", StatusToError(st)); }
   void Integer(int64_t v) override { Set(":", std::to_string(v)); }
   void Bulk(std::string_view s) override { Set("$", s); }
   void Null() override { Set("_", ""); }

@@ -21,6 +21,7 @@
 
 #include "base/log.h"
 #include "base/status.h"
+#include "kvproto/config_error.h"
 
 namespace pion::server {
 
@@ -198,14 +199,6 @@ Result<Config> ParseConfig(int argc, char** argv);
 // Applies one "name value" setting (config file line, --name value, CONFIG SET).
 Status ApplySetting(Config* cfg, const std::string& name, const std::vector<std::string>& values);
 
-// Why a CONFIG SET request was refused (the command layer words the reply).
-struct ConfigSetError {
-  enum Kind : uint8_t { kNone, kUnknown, kDuplicate, kImmutable, kInvalid };
-  Kind kind = kNone;
-  std::string name;    // the option as the client spelled it
-  std::string detail;  // kInvalid: the parser's message
-  bool ok() const { return kind == kNone; }
-};
 // CONFIG SET's validation: applies every (name, value) pair to `*next` (a copy
 // of the current config), refusing unknown, repeated and start-up-only names
 // and bad values. On error `*next` is partly changed and must be dropped.

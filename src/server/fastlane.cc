@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cstdint>
 
-#include "server/commands/errors.h"
+#include "kvproto/errors.h"
 
 namespace pion::server {
 

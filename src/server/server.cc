@@ -22,8 +22,8 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "net/listener.h"
-#include "server/commands/errors.h"
 #include "server/fd_limit.h"
 #include "server/worker.h"
 

@@ -1,7 +1,7 @@
 // Why a store call failed, for the failures a caller or a client must tell apart:
 // carried by a Status (base/status.h) next to its code, with the fields each value
 // names. The store words nothing for clients: the command layer's error table
-// (src/server/commands/errors.cc) turns (code, reason, fields) into the reply; the
+// (src/kvproto/errors.cc) turns (code, reason, fields) into the reply; the
 // Status message is for logs.
 #pragma once
 

@@ -2,10 +2,10 @@
 """Fails when an error reply text is spelled outside the error tables.
 
 Every client-facing error text lives in one of two tables:
-  src/server/commands/errors.h / errors.cc  (the command layer; the Redis module
-                                             compiles it too)
-  src/net/resp_errors.h / resp_errors.cc    (the transport's own lines; net must
-                                             not include server headers)
+  src/kvproto/errors.h / errors.cc  (the command layer's table, in the protocol
+                                     library pion-server and the Redis module link)
+  src/net/resp_errors.h             (the transport's own lines; net must not
+                                     include the command layer's headers)
 This check scans every .cc/.h file under src/ (test files and testing/ helpers
 excepted) for a string literal that starts with "ERR " or "-ERR " and names
 each one found, with where the text must go. Comments are skipped.
@@ -26,10 +26,9 @@ import re
 import sys
 
 TABLES = {
-    "src/server/commands/errors.h",
-    "src/server/commands/errors.cc",
+    "src/kvproto/errors.h",
+    "src/kvproto/errors.cc",
     "src/net/resp_errors.h",
-    "src/net/resp_errors.cc",
 }
 # A string literal (with escapes); a raw string R"(...)" is read as one too.
 LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
@@ -114,13 +113,13 @@ def main():
             print("  " + f)
         print("Give the failure a value of the directory's Reason enum (store/reason.h, "
               "attend/reason.h, quant/reason.h) and its fields: Status(Code::kX, Reason::kY, "
-              "{fields}, \"log message\"), and word it in src/server/commands/errors.cc "
+              "{fields}, \"log message\"), and word it in src/kvproto/errors.cc "
               "(StatusToError). CONTRIBUTING.md, \"Add an error\".")
     if found:
         print("Error reply texts outside the error tables:")
         for f in found:
             print("  " + f)
-        print("Move each text into src/server/commands/errors.h (a constant kErr...) or "
+        print("Move each text into src/kvproto/errors.h (a constant kErr...) or "
               "errors.cc (a function when the text quotes the request), and use it from "
               "there; the transport's own lines (src/net) go into src/net/resp_errors.h. "
               "CONTRIBUTING.md, \"Add a command\".")

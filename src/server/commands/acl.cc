@@ -11,11 +11,11 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "net/client_info.h"
 #include "net/connection.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
-#include "server/commands/errors.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -27,7 +27,7 @@ void ReplyStatus(CommandContext& ctx, const Status& st) {
   if (st.code() == Code::kInvalidArgument)
     ctx.reply->Error(st.message());
   else
-    ctx.reply->Error(st);
+    ctx.reply->Error(StatusToError(st));
 }
 
 bool SubArity(CommandContext& ctx, std::string_view sub, size_t min, size_t max) {
@@ -201,7 +201,7 @@ void Load(CommandContext& ctx) {
   }
   auto lines = ReadAclFile(path);
   if (!lines.ok()) {
-    ctx.reply->Error(lines.status());
+    ctx.reply->Error(StatusToError(lines.status()));
     return;
   }
   std::vector<std::string> before;
@@ -228,7 +228,7 @@ void Save(CommandContext& ctx) {
   }
   Status st = WriteAclFile(path, ctx.server->acl().ListLines());
   if (!st.ok()) {
-    ctx.reply->Error(st);
+    ctx.reply->Error(StatusToError(st));
     return;
   }
   ctx.reply->SimpleString("OK");

@@ -9,13 +9,13 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "net/client_info.h"
 #include "net/connection.h"
 #include "server/acl.h"
 #include "server/commands/command_docs.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
-#include "server/commands/errors.h"
 #include "server/commands/key_specs.h"
 #include "server/server.h"
 
@@ -383,7 +383,7 @@ void ConfigSet(CommandContext& ctx) {
     if (st.code() == Code::kInvalidArgument)
       ctx.reply->Error(st.message());
     else
-      ctx.reply->Error(st);
+      ctx.reply->Error(StatusToError(st));
     return;
   }
   ctx.reply->SimpleString("OK");

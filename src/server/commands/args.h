@@ -8,9 +8,9 @@
 #include <string_view>
 
 #include "base/strutil.h"
+#include "kvproto/errors.h"
+#include "kvproto/kv_format.h"
 #include "server/commands/command.h"
-#include "server/commands/errors.h"
-#include "server/commands/kv_format.h"
 
 namespace pion::server {
 

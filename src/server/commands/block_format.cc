@@ -5,8 +5,8 @@
 #include <sys/uio.h>
 
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "quant/format.h"
-#include "server/commands/errors.h"
 
 namespace pion::server {
 

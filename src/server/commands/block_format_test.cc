@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "kvproto/errors.h"
 #include "quant/bf16.h"
 #include "quant/format.h"
-#include "server/commands/errors.h"
 #include "server/commands/testing/command_fixture.h"
 #include "store/store.h"
 

@@ -11,12 +11,12 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "net/client_info.h"
 #include "net/connection.h"
 #include "server/acl.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
-#include "server/commands/errors.h"
 #include "server/server.h"
 
 namespace pion::server {

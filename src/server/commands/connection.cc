@@ -6,9 +6,9 @@
 #include <string>
 
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "net/client_info.h"
 #include "server/commands/command_table.h"
-#include "server/commands/errors.h"
 #include "server/commands/transaction.h"
 #include "server/server.h"
 

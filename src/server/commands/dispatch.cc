@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/strutil.h"
-#include "server/commands/errors.h"
+#include "kvproto/errors.h"
 #include "server/server.h"
 
 namespace pion::server {

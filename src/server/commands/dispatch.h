@@ -11,9 +11,9 @@
 #include <string>
 #include <string_view>
 
+#include "kvproto/errors.h"
 #include "server/commands/command.h"
 #include "server/commands/command_table.h"
-#include "server/commands/errors.h"
 
 namespace pion::server {
 

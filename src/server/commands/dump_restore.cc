@@ -8,9 +8,9 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
-#include "server/commands/errors.h"
 #include "server/commands/rdb_payload.h"
 #include "server/server.h"
 #include "store/store.h"

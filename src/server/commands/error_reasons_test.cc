@@ -6,9 +6,9 @@
 #include <string>
 
 #include "attend/reason.h"
+#include "kvproto/errors.h"
 #include "quant/format.h"
 #include "quant/reason.h"
-#include "server/commands/errors.h"
 #include "store/reason.h"
 
 namespace pion::server {

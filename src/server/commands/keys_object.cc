@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
-#include "server/commands/errors.h"
 #include "server/server.h"
 #include "store/store.h"
 

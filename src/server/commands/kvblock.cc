@@ -16,10 +16,10 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "server/commands/args.h"
 #include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
-#include "server/commands/errors.h"
 #include "server/server.h"
 #include "store/store.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "server/commands/errors.h"
+#include "kvproto/errors.h"
 #include "server/commands/testing/command_fixture.h"
 #include "store/store.h"
 

@@ -236,7 +236,7 @@ void KvInfo(CommandContext& ctx) {
 void ReplyPersistError(DeferredReply& done, Status st) {
   if (st.code() == Code::kNotSupported)
     return done.Complete([](ReplyBuilder& r) { r.Error(kErrNoPersistence); });
-  done.Error(std::move(st));
+  done.Error(StatusToError(st));
 }
 
 void KvSave(CommandContext& ctx) {
@@ -252,7 +252,7 @@ void KvSave(CommandContext& ctx) {
   std::string path = ctx.args.size() == 2 ? std::string(ctx.args[1]) : std::string();
   if (!path.empty()) {
     Status st = persist::Persistence::ValidateSavePath(path);
-    if (!st.ok()) return ctx.reply->Error(st);
+    if (!st.ok()) return ctx.reply->Error(StatusToError(st));
   }
   Server* server = ctx.server;
   if (!server->TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);
@@ -276,7 +276,8 @@ void KvCommit(CommandContext& ctx) {
   persist::Persistence* p = ctx.server->hooks().persistence;
   if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
   if (p->Stats().wal_broken)
-    return ctx.reply->Error(Status::IOError("KV.PREFIX.COMMIT: the log could not be flushed"));
+    return ctx.reply->Error(
+        StatusToError(Status::IOError("KV.PREFIX.COMMIT: the log could not be flushed")));
   if (p->AckWaitsForSync()) {
     // Held like any write under appendfsync always until the sync covers it.
     ctx.wait_lsn = p->RequestSync();

@@ -3,7 +3,7 @@
 // LOOKUP ... CHAIN, INFO <ns>, DROP of a subtree).
 #include <cstring>
 
-#include "server/commands/errors.h"
+#include "kvproto/errors.h"
 #include "server/commands/testing/command_fixture.h"
 
 namespace pion::server::testing {

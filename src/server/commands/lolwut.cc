@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "server/commands/command_table.h"
-#include "server/commands/errors.h"
 
 namespace pion::server {
 

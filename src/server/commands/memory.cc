@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "server/client_registry.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
-#include "server/commands/errors.h"
 #include "server/metrics.h"
 #include "server/server.h"
 #include "store/store.h"

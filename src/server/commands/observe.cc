@@ -7,11 +7,11 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "net/client_info.h"
 #include "persist/persistence.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
-#include "server/commands/errors.h"
 #include "server/server.h"
 
 namespace pion::server {

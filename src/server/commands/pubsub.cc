@@ -6,9 +6,9 @@
 #include <string>
 
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
-#include "server/commands/errors.h"
 #include "server/server.h"
 #include "server/worker.h"
 

@@ -10,9 +10,9 @@
 
 #include "base/log.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "persist/persistence.h"
 #include "server/commands/command_table.h"
-#include "server/commands/errors.h"
 #include "server/server.h"
 
 namespace pion::server {
@@ -33,7 +33,7 @@ void Save(CommandContext& ctx) {
     if (st.ok())
       done->SimpleString("OK");
     else
-      done->Error(std::move(st));
+      done->Error(StatusToError(st));
   });
   if (!queued) {
     server->EndSave();

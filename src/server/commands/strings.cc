@@ -15,12 +15,12 @@
 
 #include "base/clock.h"
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "server/acl.h"
 #include "server/commands/args.h"
 #include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
-#include "server/commands/errors.h"
 #include "server/commands/strings_tier.h"
 #include "server/kv_events.h"
 #include "server/server.h"

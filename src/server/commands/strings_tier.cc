@@ -7,8 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "kvproto/errors.h"
 #include "server/commands/block_format.h"
-#include "server/commands/errors.h"
 #include "server/kv_events.h"
 #include "server/server.h"
 #include "store/store.h"

@@ -1,4 +1,4 @@
-#include "server/receipt.h"
+#include "kvproto/receipt.h"
 
 #include <cstdio>
 

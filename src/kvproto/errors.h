@@ -301,8 +301,9 @@ inline constexpr std::string_view kErrNotInMulti = "ERR Command not allowed insi
 // CLUSTER / READONLY / READWRITE without --cluster-emulated (Redis's text).
 inline constexpr std::string_view kErrClusterDisabled =
     "ERR This instance has cluster support disabled";
-// The Redis module (src/module, docs/cluster.md): a key of another type, the
-// stored-rows loader of the AOF rewrite (PION.LOADROWS).
+// A key of another type, as Redis words it: a string command on a namespace key or
+// the reverse (Code::kWrongType); in the Redis module (src/module, docs/cluster.md)
+// also the stored-rows loader of the AOF rewrite (PION.LOADROWS).
 inline constexpr std::string_view kErrWrongType =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
 // A V.* command redirected (ASK) to the node a namespace's slot is moving to, before
@@ -425,15 +426,19 @@ std::string UnknownSubcommandError(std::string_view cmd, std::string_view sub);
 // command's layout, "ERR Protocol error: malformed fast-lane <CMD> frame body
 // (<what>)"; the connection closes after it.
 std::string FrameBodyError(std::string_view cmd, std::string_view what);
-// The transport's texts and the Status -> error line table (src/net/resp_errors.h).
+// The transport's texts that commands send too (src/net/resp_errors.h: constants
+// only, no net code).
 using net::kErrClientMemory;
 using net::kErrNoMemory;
-using net::kErrOom;
+inline constexpr std::string_view kErrOom =
+    "OOM command not allowed when used memory > 'maxmemory'.";
 // ---------------------------------------------------------------- Reasons
 // The reply of a failed store, attend or quant call: (code, reason, fields) ->
 // text, the only place where their failures are worded (their Status messages
-// are for logs). A Status without a reason falls back to src/net/resp_errors.h's
-// table (code word + message); every reason has a row below, as -Wswitch checks.
+// are for logs). A Status without a reason gets the code word its Code implies
+// and its message: kOutOfBudget -> OOM (kErrOom when the message is empty),
+// kLoading -> LOADING, kWrongType -> kErrWrongType, every other code -> ERR.
+// Every reason has a row below, as -Wswitch checks.
 std::string StatusToError(const Status& st);
 // What the reason says, without code word or command frame ("non-finite value in
 // row 3", "slot of 9 bytes exceeds attend-maxmemory (8)"); the message when the

@@ -1,18 +1,31 @@
-#include "server/commands/errors.h"
+#include "kvproto/errors.h"
 
 #include <cinttypes>
 #include <cstdio>
 
 #include "attend/reason.h"
 #include "base/strutil.h"
+#include "kvproto/config_error.h"
 #include "quant/format.h"
 #include "quant/reason.h"
-#include "server/config.h"
 #include "store/reason.h"
 
 namespace pion::server {
 
 namespace {
+// A Status without a reason: the code word its Code implies, then its message.
+std::string CodeLine(const Status& st) {
+  if (st.code() == Code::kWrongType) return std::string(kErrWrongType);
+  if (st.code() == Code::kOutOfBudget && st.message().empty()) return std::string(kErrOom);
+  std::string_view word = st.code() == Code::kOutOfBudget ? "OOM"
+                          : st.code() == Code::kLoading   ? "LOADING"
+                                                          : "ERR";
+  std::string s(word);
+  s += ' ';
+  s.append(st.message());
+  return s;
+}
+
 std::string Quoted(std::string_view prefix, std::string_view arg, std::string_view suffix = "") {
   std::string s(prefix);
   s += '\'';
@@ -183,7 +196,7 @@ std::string StoreError(const Status& st, store::Reason r) {
     case Reason::kReplayNamespaceAbsent:
       return std::string(kErrNamespaceAbsent);
   }
-  return net::StatusToError(st);
+  return CodeLine(st);
 }
 
 // attend::Reason -> what it says (no code word).
@@ -291,7 +304,7 @@ std::string StatusToError(const Status& st) {
     return Line(CodeWord(st), AttendText(st, r));
   if (auto r = st.reason<quant::Reason>(); r != quant::Reason::kNone)
     return Line(CodeWord(st), QuantText(st, r));
-  return net::StatusToError(st);
+  return CodeLine(st);
 }
 
 std::string ReasonText(const Status& st) {

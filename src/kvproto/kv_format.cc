@@ -1,11 +1,11 @@
 // The shared KV.PREFIX.* / V.* grammar and bodies: see kv_format.h.
-#include "server/commands/kv_format.h"
+#include "kvproto/kv_format.h"
 
 #include <cstring>
 
 #include "base/strutil.h"
+#include "kvproto/errors.h"
 #include "quant/format.h"
-#include "server/commands/errors.h"
 
 namespace pion::server {
 
