@@ -34,31 +34,13 @@
 //    is still to be applied, so a snapshot sees a state that matches one log
 //    position.
 //
-// LRU: every namespace has a stamp from the store's clock (NextStamp: a relaxed
-// load and store, no locked read-modify-write; touches in sequence get
-// increasing stamps, concurrent ones may tie), taken by register, lookup,
-// blocks/membership, store and fetch (either side). Eviction removes
-// whole namespaces (both sides), never the one being written, by sampled LRU
-// (Redis's eviction pool, eviction.cc): maxmemory-samples namespaces sampled per
-// eviction, the oldest of the best kEvictionPoolSize seen goes; exact LRU order
-// when there are no more namespaces than the sample size.
-//
-// Lineage (REGISTER ... PARENT): a namespace may continue a parent's token
-// sequence; the links form a forest (a parent must exist when its child is
-// created and the link never changes, so no cycle can form). A touch raises the
-// stamp of the namespace and of every ancestor to the same value, so a chain
-// ages as one unit. Eviction takes only namespaces without live children
-// (leaves), oldest stamp first (the deeper one on a tie), and a parent becomes a
-// candidate once its last child is gone: the least recently used chain goes
-// leaf to root, and a root is never evicted while a descendant is held. DROP of
-// a namespace drops its whole subtree, leaves first, each logged as a drop.
-//
-// Files: store_types.h (limits, configuration, calls' arguments and results),
-// store.cc (registry, stores and fetches), namespace.h (a namespace's
-// in-memory form), layer_rows.cc (chunked rows, copy on write, pinning),
-// block_index.cc (BlockTable), session_id.cc, eviction.cc (LRU and budgets),
-// snapshot_capture.cc, recovery_apply.cc (the recovery API), persist_adapter.cc
-// (the seam to src/persist).
+// LRU and lineage: every namespace carries a stamp from the store's clock
+// (NextStamp: relaxed load and store; concurrent touches may tie), and a touch
+// also stamps every ancestor (REGISTER ... PARENT links form a forest), so a chain
+// ages as one unit. Eviction (eviction.cc, Redis's sampled pool) takes whole
+// namespaces, leaves only, oldest first, never the one being written; DROP removes
+// a subtree leaves first. docs/ARCHITECTURE.md "Store" has the details and the
+// list of files.
 #pragma once
 
 #include <array>
@@ -340,12 +322,11 @@ class Store {
   // The extents the snapshot now in place references (adopted at start, or
   // pinned by the last default-path save): held, so never reused, until the next.
   void SetSnapshotTierPins(std::vector<std::shared_ptr<const void>> pins);
-  // Tests: string keys adopted from the tier at the last load, and dropped there.
+  // Tests: string keys and namespaces adopted from the tier at the last load, and
+  // the references of either kind dropped there.
   uint64_t tier_adopted() const { return tier_adopted_.load(std::memory_order_relaxed); }
-  uint64_t tier_adopt_drops() const { return tier_adopt_drops_.load(std::memory_order_relaxed); }
-  // Tests: namespaces adopted from the tier at the last load (drops are counted
-  // in tier_adopt_drops with the strings').
   uint64_t tier_ns_adopted() const { return tier_ns_adopted_.load(std::memory_order_relaxed); }
+  uint64_t tier_adopt_drops() const { return tier_adopt_drops_.load(std::memory_order_relaxed); }
   // CONFIG SET: a smaller tier drops its least recently used values now.
   void SetTierMaxBytes(uint64_t n);
   void SetTierMinValue(uint64_t n);
@@ -515,10 +496,8 @@ class Store {
   // Whether `key` names a namespace or one of its session ids, taking the shard
   // locks one at a time (a reader's check; no mu_).
   bool IsNamespaceKeyShared(std::string_view key) const;
-  // The LRU stamp of a touch (see "LRU" above).
-  uint64_t NextStamp();
-  // Keeps NextStamp above `stamp` (a restored stamp).
-  void RaiseClockAbove(uint64_t stamp);
+  uint64_t NextStamp();                  // the LRU stamp of a touch (see "LRU" above)
+  void RaiseClockAbove(uint64_t stamp);  // keeps NextStamp above a restored stamp
 
   NsPtr Find(std::string_view ns) const;  // takes only the shard lock
   NsPtr FindAndTouch(std::string_view ns);
@@ -526,7 +505,7 @@ class Store {
   // REQUIRES mu_. Removes `n` (which has no live child) from the map, its
   // parent's children and the accounting; logs the drop.
   Status RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn);
-  // REQUIRES mu_. Removes `n` and its descendants, leaves first; counts them in *removed.
+  // REQUIRES mu_. `n` and its descendants, leaves first; counts them in *removed.
   Status RemoveSubtreeLocked(const NsPtr& n, DropReason reason, uint64_t* lsn, uint64_t* removed);
   // REQUIRES mu_. Evicts by the maxmemory policy (string keys and namespaces
   // in one LRU; never `keep` or the string `keep_key`) until `fits` holds.
@@ -555,8 +534,7 @@ class Store {
   // access that bumps it (store/strings.cc).
   uint8_t LfuDecayedLocked(const StrEntry& e) const;
   void LfuTouchLocked(StrEntry& e);
-  // A change reserved in the log but not yet written and applied; the
-  // snapshot barrier waits for none to be left.
+  // A change reserved in the log, not yet written and applied (the snapshot waits).
   void BeginPending();
   void EndPending();
   // `backing`: see ApplyStored (recovery only; null for a client's store).
@@ -612,8 +590,7 @@ class Store {
   void StrLinkLocked(Shard& sh, StrEntry& e);
   void StrUnlinkLocked(Shard& sh, StrEntry& e);
   void StrSetExpireLocked(StrEntry& e, int64_t at_ms);
-  // StrSetExpireLocked under the entry's shard lock.
-  void StrSetExpireShardLocked(StrEntry& e, int64_t at_ms);
+  void StrSetExpireShardLocked(StrEntry& e, int64_t at_ms);  // under the entry's shard lock
   // A new expiry (0: none) of a live key, logged (EXPIRE, GETEX), then applied.
   Status StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t at_ms, uint64_t* lsn);
   // Removes every string key (FLUSHALL; no logging, bytes_ is reset by the caller).
@@ -624,12 +601,10 @@ class Store {
   // and a re-registration that replaces `n`'s table with `fresh`. REQUIRES mu_.
   static std::optional<uint64_t> LastHash(const Namespace* n);
   void ReportTableReplaced(const Namespace& n, const BlockTable& fresh);
-  // Removes a string key (no logging; takes its shard lock).
-  void StrEraseLocked(StrEntry& e);
+  void StrEraseLocked(StrEntry& e);  // removes a string key (not logged; takes its shard lock)
   // Logs and removes; reason 0 del, 1 eviction, 2 expiry.
   Status StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn);
-  // Counts a GET-family hit or miss under the key's shard lock.
-  void CountHitOrMiss(std::string_view key, bool hit);
+  void CountHitOrMiss(std::string_view key, bool hit);  // a GET's, under the shard lock
   // A string key's entry (REQUIRES mu_ or its shard lock), expired or not.
   StrEntry* StrEntryLocked(std::string_view key) const;
   // Inserts or replaces the value (no logging, no budget check).
@@ -771,12 +746,11 @@ class Store {
   // them). REQUIRES mu_.
   void UntierNamespaceLocked(Namespace& n);
   // Before a read (V.FETCH, WARM) of a namespace whose chunks borrow the tier's
-  // mapping: one checked direct read of its extent. Then its chunks borrow that
-  // buffer instead (a promotion: it is charged to RAM again) when it fits the
-  // budget after colder RAM entries moved to the tier, else the read is served
-  // from the mapping it has just checked. A damaged extent drops the namespace
-  // as the tier drops entries (NotFound); another read error is returned and
-  // changes nothing.
+  // mapping: one checked direct read of its extent, whose buffer the chunks then
+  // borrow (a promotion, charged to RAM again) when it fits the budget after colder
+  // RAM entries moved to the tier, else the read uses the mapping just checked. A
+  // damaged extent drops the namespace as the tier drops entries (NotFound);
+  // another read error is returned and changes nothing.
   Status CheckTieredNamespace(const std::shared_ptr<Namespace>& n);
   // Whether a fetch of `n` must check its extent first (not when this thread
   // runs under a TierCheckedScope of it).
@@ -784,8 +758,7 @@ class Store {
   // Moves colder RAM entries (stamp below `stamp`, never `keep`) to the tier
   // until `need` more bytes fit the budget; false when they cannot.
   bool TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp);
-  // The least recently used string in RAM that may move to the tier, or null.
-  StrEntry* OldestTierMovableLocked();
+  StrEntry* OldestTierMovableLocked();  // the coldest RAM string that may move, or null
   // A checked direct read of an extent, counted (tier_reads, latency) and, on
   // failure, counted in tier_errors and logged with the file and offset.
   Result<OwnedBuffer> TierReadExtent(std::string_view what, const tier::Extent& x, size_t* at);
@@ -794,8 +767,7 @@ class Store {
                                     Result<OwnedBuffer> buf);
   // A RAM eviction candidate: not on disk, every child on disk (leaves first).
   bool RamCandidateLocked(const Namespace& n) const;
-  // The tier's least recently used namespace leaf, or null.
-  std::shared_ptr<Namespace> OldestTieredNamespaceLocked() const;
+  std::shared_ptr<Namespace> OldestTieredNamespaceLocked() const;  // coldest tiered leaf
   std::unique_ptr<base::ThreadPool> tier_io_;
   std::atomic<uint64_t> tier_min_value_{64 * 1024};
   uint64_t tier_queue_bytes_ = 256ull << 20;
@@ -818,11 +790,10 @@ class Store {
   bool TierMoveLocked(StrEntry& e, uint64_t* lsn);
   // Drops the tier's least recently used entry (not `keep`); false if none.
   bool TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn);
-  // The I/O thread's half of a move.
-  void TierWrite(std::string key, StrRef ram, StrRef moving);
+  void TierWrite(std::string key, StrRef ram, StrRef moving);  // the I/O thread's half of a move
   // Whether a key may move to the tier (its value is eligible and nothing holds it in RAM).
   bool TierMovableLocked(const StrEntry& e) const;
-  // Whether eviction must pass over a string key.
+  // Whether eviction passes over a string key.
   static bool EvictionExempt(const StrEntry& e) { return e.pins > 0 || e.held || e.HasChildren(); }
 };
 
