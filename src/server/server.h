@@ -37,6 +37,7 @@
 #include "attend/compute_pool.h"
 #include "attend/precision.h"
 #include "attend/slot_cache.h"
+#include "base/clock.h"
 #include "base/mutex.h"
 #include "base/rw_mutex.h"
 #include "base/thread_annotations.h"
@@ -231,8 +232,31 @@ class Server final : private PushSink {
   // queued or running (the caller answers "Background save already in
   // progress"); EndSave() when it finished, before its reply is sent.
   bool TryBeginSave() { return !save_running_.exchange(true, std::memory_order_acq_rel); }
-  void EndSave() { save_running_.store(false, std::memory_order_release); }
+  void EndSave() {
+    aof_rewrite_running_.store(false, std::memory_order_release);
+    save_running_.store(false, std::memory_order_release);
+  }
   bool save_running() const { return save_running_.load(std::memory_order_acquire); }
+  // A background snapshot (BGSAVE, BGREWRITEAOF, a save point) was queued,
+  // after TryBeginSave: INFO's total_forks counts them, aof_rewrite_in_progress
+  // is 1 for a BGREWRITEAOF until its EndSave (pion forks nothing: the
+  // snapshot runs on a thread; docs/operations.md "Persistence for Redis users").
+  void NoteBackgroundSave(bool aof_rewrite) {
+    background_saves_.fetch_add(1, std::memory_order_relaxed);
+    aof_rewrite_running_.store(aof_rewrite, std::memory_order_release);
+  }
+  uint64_t background_saves() const { return background_saves_.load(std::memory_order_relaxed); }
+  // Queues a background snapshot (BGSAVE, BGREWRITEAOF, a save point) on the
+  // background thread (save_points.cc).
+  enum class BgSaveStart { kStarted, kBusy, kNoPersistence, kShuttingDown };
+  BgSaveStart StartBackgroundSave(bool aof_rewrite);
+  // Save points (config `save`): a background snapshot when one is due, as
+  // Redis's serverCron; worker 0 calls it every 100 ms.
+  void SavePointsCron() EXCLUDES(config_mu_);
+  // FLUSHALL with save points set: the snapshot at once, on the caller's
+  // thread (the data set was just emptied), as Redis's FLUSHALL saves.
+  void SaveAfterFlushAll() EXCLUDES(config_mu_);
+  bool aof_rewrite_running() const { return aof_rewrite_running_.load(std::memory_order_acquire); }
 
   // The connected clients, their slots and their buffers' memory.
   ClientRegistry& clients() { return clients_; }
@@ -411,6 +435,15 @@ class Server final : private PushSink {
   PersistenceHooks hooks_;
   TaskRunner background_;
   std::atomic<bool> save_running_{false};
+  std::atomic<bool> aof_rewrite_running_{false};
+  std::atomic<uint64_t> background_saves_{0};
+  // When a save point last started a snapshot (Unix seconds), and whether the
+  // last such snapshot failed: a failed one is retried after 5 seconds.
+  std::atomic<int64_t> save_point_try_unix_{0};
+  // When the server started (Unix seconds): save points count from it until
+  // the first snapshot, as Redis's lastsave.
+  const int64_t started_unix_ = UnixSeconds();
+  std::atomic<bool> save_point_failed_{false};
 
   int listen_fd_ = -1;
   int port_ = 0;

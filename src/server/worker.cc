@@ -116,8 +116,12 @@ Status Worker::Init(const std::vector<ListenSocket>& listeners) {
       std::shared_lock<WriterFirstMutex> l(server_->exec_mu());  // not inside an EXEC
       (void)st->ExpireActive(kActiveExpireKeys);  // BlockRemoved: batched by OnLoopTurn
     });
-    // instantaneous_ops_per_sec & co. are sampled by one worker.
-    loop_.AddTimer(100, true, [this] { server_->SampleRates(); });
+    // instantaneous_ops_per_sec & co. are sampled by one worker, which also
+    // starts the snapshot a save point (config `save`) calls for.
+    loop_.AddTimer(100, true, [this] {
+      server_->SampleRates();
+      server_->SavePointsCron();
+    });
   }
   return Status::OK();
 }
