@@ -507,7 +507,7 @@ constexpr bool kStartup = false;
 // is a field in Config, a row here and its documented line in pion.conf.
 const std::vector<ConfigOption>& Table() {
   static const std::vector<ConfigOption> kOptions = {
-      {"port", Int(&Config::port, 0, 65535), "1974", kStartup, "N", "TCP port"},
+      {"port", Int(&Config::port, 0, 65535), "1974", kRuntime, "N", "TCP port"},
       {"bind", String(&Config::bind, "an IP address"), "127.0.0.1", kStartup, "ADDR",
        "listening address"},
       {"dir", String(&Config::dir, "a directory"), ".", kStartup, "PATH",
@@ -550,7 +550,7 @@ const std::vector<ConfigOption>& Table() {
       {"proto-max-bulk-len", Bytes(&Config::proto_max_bulk_len, 1), "1gb", kStartup, "BYTES",
        "largest bulk string"},
       {"client-query-buffer-limit", Bytes(&Config::client_query_buffer_limit, 1024), "2gb",
-       kStartup, "BYTES", "largest pending command"},
+       kRuntime, "BYTES", "largest pending command"},
       {"client-output-buffer-limit", OutputLimit(),
        "normal 1gb 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60", kRuntime,
        "'CLASS HARD SOFT SECONDS ...' (or HARD)",

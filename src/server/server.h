@@ -176,7 +176,7 @@ class Server final : private PushSink {
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
   // The TCP port actually bound (differs from config().port when that is 0).
-  int port() const { return port_; }
+  int port() const { return port_.load(std::memory_order_relaxed); }
   // The fast lane's bound port, 0 when it is off (also config().fastlane_port
   // once started).
   int fastlane_port() const { return fastlane_port_; }
@@ -192,6 +192,10 @@ class Server final : private PushSink {
   uint64_t maxclients() const { return maxclients_.load(std::memory_order_relaxed); }
   uint64_t timeout_s() const { return timeout_s_.load(std::memory_order_relaxed); }
   uint64_t output_limit() const { return output_limit_.load(std::memory_order_relaxed); }
+  // client-query-buffer-limit (CONFIG SET changes it).
+  uint64_t query_buffer_limit() const {
+    return query_buffer_limit_.load(std::memory_order_relaxed);
+  }
   uint64_t output_soft_limit() const { return output_soft_limit_.load(std::memory_order_relaxed); }
   // The smallest nonzero output limit (UINT64_MAX when there is none).
   uint64_t output_check_threshold() const {
@@ -395,6 +399,10 @@ class Server final : private PushSink {
   void NotifyKeyspaceEventSlow(uint32_t flags, std::string_view event, std::string_view key);
   // Binds the fast lane's socket as configured (fastlane_port_, fastlane_fd_).
   Status ListenFastLane();
+  // CONFIG SET port (listen_port.cc): binds the new port (an error words the
+  // refusal), then moves every worker's accepts to it; returns the bound port.
+  Result<int> OpenNewPort(int port) REQUIRES(config_mu_);
+  int SwitchListener(int new_fd) REQUIRES(config_mu_);
   // Copies cfg_'s run-time settings into the atomics the accessors read.
   void PublishRuntimeSettings();
 
@@ -418,6 +426,7 @@ class Server final : private PushSink {
   std::atomic<uint64_t> maxclients_{0};
   std::atomic<uint64_t> timeout_s_{0};
   std::atomic<uint64_t> output_limit_{0};
+  std::atomic<uint64_t> query_buffer_limit_{0};
   std::atomic<uint64_t> output_soft_limit_{0};
   std::atomic<uint64_t> output_soft_seconds_{0};
   std::atomic<uint64_t> ps_output_limit_{0};
@@ -446,7 +455,7 @@ class Server final : private PushSink {
   std::atomic<bool> save_point_failed_{false};
 
   int listen_fd_ = -1;
-  int port_ = 0;
+  std::atomic<int> port_{0};  // CONFIG SET port changes it (listen_port.cc)
   int fastlane_fd_ = -1;
   int fastlane_port_ = 0;
   int tls_listen_fd_ = -1;
