@@ -405,6 +405,10 @@ std::string ConfigSetTlsError(std::string_view why) {
   return "ERR CONFIG SET failed - Unable to update TLS configuration: " + std::string(why);
 }
 
+std::string ConfigSetPortError() {
+  return ConfigSetFailed("port", "Unable to listen on this port");
+}
+
 std::string AclFileLinePrefix(std::string_view origin, size_t line) {
   return "ERR " + std::string(origin) + ":" + std::to_string(line) + ": ";
 }

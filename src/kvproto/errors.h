@@ -347,6 +347,8 @@ std::string ConfigSetFdLimitError(uint64_t max_clients);
 std::string ConfigSetTierMaxbytesError();
 // CONFIG SET tls-*: the new certificate, key or CA could not be loaded (`why`).
 std::string ConfigSetTlsError(std::string_view why);
+// CONFIG SET port: the new port could not be bound (Redis 7.0's words).
+std::string ConfigSetPortError();
 // "ERR <origin>:<line>: " in front of the reason an ACL file line is refused.
 std::string AclFileLinePrefix(std::string_view origin, size_t line);
 

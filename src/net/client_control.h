@@ -2,7 +2,8 @@
 // request came on: read and switch the protocol version and the
 // authentication state, close after the reply, stop reading (SHUTDOWN),
 // reserve client memory for a large reply, take a deferred reply's ticket, and
-// turn replies off (CLIENT REPLY), take a big argument's buffer.
+// turn replies off (CLIENT REPLY), take a big argument's buffer, check the
+// output limit while a long reply grows.
 // Connection implements it; the in-process command tests implement it without
 // a socket (src/server/commands/testing/command_fixture.h).
 //
@@ -51,6 +52,13 @@ class ClientControl {
   // command's reply (Redis sends those pushes regardless); nullptr: the
   // command's own reply builder.
   virtual ReplyBuilder* PushWriter() { return nullptr; }
+  // For a handler building a long reply piece by piece (KEYS): true once what
+  // the client holds, this reply so far included, is past its hard output
+  // limit (Redis checks the limit as a reply grows). The handler stops adding
+  // to the reply then; the connection is closed after the command and nothing
+  // of the reply is sent. Such a reply is not the large reply exempt from the
+  // limits.
+  virtual bool ReplyOverOutputLimit() { return false; }
   virtual OwnedBuffer TakeArgBuffer(std::string_view arg) {
     (void)arg;
     return OwnedBuffer();

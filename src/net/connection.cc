@@ -426,6 +426,20 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
   return false;
 }
 
+bool Connection::ReplyOverOutputLimit() {
+  if (writer_.out() != &out_) return false;  // CLIENT REPLY OFF|SKIP: nothing kept
+  uint64_t held = out_.held_bytes();
+  uint64_t exempt = big_reply_end_ > out_.consumed_total() ? big_reply_len_ : 0;
+  uint64_t counted = held > exempt ? held - exempt : 0;
+  uint64_t hard = info_.pubsub.load(std::memory_order_relaxed)
+                      ? service_->pubsub_output_limits().hard
+                      : service_->output_limit();
+  bool over =
+      (hard > 0 && counted > hard) || (!authenticated_ && held > kUnauthenticatedOutputBytes);
+  if (over) reply_over_limit_ = true;
+  return over;
+}
+
 bool Connection::Cron(uint64_t now_us) {
   if (closed_) return true;
   if (!in_.empty() && !postponed_ &&
@@ -461,8 +475,10 @@ void Connection::RunRequest() {
   if (writer_.out() != &out_) EndDiscard();
   if (hold_until > service_->durable_lsn()) out_.HoldFrom(mark, hold_until);
   // Track the largest reply still queued (exempt from the output limits;
-  // smaller replies than the smallest limit allowed need no exemption).
-  uint64_t len = out_.appended_total() - appended;
+  // smaller replies than the smallest limit allowed need no exemption), unless
+  // the command stopped it at the limit (ReplyOverOutputLimit).
+  uint64_t len = reply_over_limit_ ? 0 : out_.appended_total() - appended;
+  reply_over_limit_ = false;
   uint64_t held_after = len >= kMinExemptReply ? out_.held_bytes() : 0;
   uint64_t held_len = held_after > held_before ? held_after - held_before : 0;
   if (len >= kMinExemptReply &&

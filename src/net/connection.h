@@ -121,6 +121,7 @@ class Connection final : public ClientControl, private BufferGate {
   bool ReserveMemory(size_t n) override { return Reserve(n); }
   void SetReplyMode(ReplyMode m) override;
   ReplyBuilder* PushWriter() override;
+  bool ReplyOverOutputLimit() override;
   OwnedBuffer TakeArgBuffer(std::string_view arg) override {
     return parser_.TakeBigArg(arg.data());
   }
@@ -219,6 +220,9 @@ class Connection final : public ClientControl, private BufferGate {
   bool reply_off_ = false;
   bool skip_next_ = false;     // drop the next command's reply
   bool skip_set_now_ = false;  // SKIP was set by the command running now
+  // The command running now found its reply past the hard output limit
+  // (ReplyOverOutputLimit): that reply is not exempt from the limits.
+  bool reply_over_limit_ = false;
   std::unique_ptr<OutputQueue> discard_;
   RespWriter push_writer_;               // PushWriter(): straight to out_
   std::vector<uint64_t> discard_slots_;  // deferred replies to drop

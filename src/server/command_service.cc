@@ -244,16 +244,14 @@ ParserLimits CommandService::parser_limits() const {
   ParserLimits lim;
   lim.max_bulk_len = cfg.proto_max_bulk_len;
   lim.max_args = cfg.max_multibulk_len;
-  lim.max_query_bytes = cfg.client_query_buffer_limit;
+  lim.max_query_bytes = server_->query_buffer_limit();
   lim.max_frame_body = cfg.fastlane_max_frame_len;
   return lim;
 }
 
 bool CommandService::auth_required() const { return !server_->default_user_open(); }
 
-uint64_t CommandService::query_buffer_limit() const {
-  return server_->config().client_query_buffer_limit;
-}
+uint64_t CommandService::query_buffer_limit() const { return server_->query_buffer_limit(); }
 
 uint64_t CommandService::output_limit() const { return server_->output_limit(); }
 uint64_t CommandService::output_soft_limit() const { return server_->output_soft_limit(); }

@@ -90,6 +90,13 @@ struct Config {
   // Threads that verify a mapped snapshot's checksums at start-up; 0 = one per core, at most 8.
   uint64_t snapshot_verify_threads = 0;
   bool appendonly = false;  // write-ahead log + snapshots (--kvcache); no = memory only
+  // Save points (Redis's `save`): a background snapshot once `changes` writes
+  // were logged and `seconds` passed since the last snapshot, for any point
+  // (seconds, changes). Empty = none. With points set, FLUSHALL saves at once.
+  std::vector<std::pair<uint64_t, uint64_t>> save_points;
+  // Redis's hidden test setting (microseconds to wait per key loaded): kept
+  // and shown by CONFIG GET key-load-delay; pion's loading does not use it.
+  int64_t key_load_delay = 0;
   // The binary fast lane (docs/protocol.md): its port, -1 = port + 1, 0 = off
   // (only with --kvcache; once listening, the port actually bound), and the
   // largest frame body a client may send.
@@ -179,6 +186,9 @@ struct ConfigOption {
   // What --help says the default is, when not default_value ("" = say nothing).
   const char* shown_default = nullptr;
   char short_flag = 0;  // a one-letter alias ('w' for -w), 0 for none
+  // Redis's hidden settings: CONFIG GET answers them by exact name only,
+  // never for a pattern.
+  bool hidden = false;
 
   bool is_flag() const { return codec.is_flag; }
   std::string get(const Config& c) const { return codec.get(c); }

@@ -106,8 +106,23 @@ TEST(ConfigTable, ConfigSetValidation) {
   auto e = ApplyConfigSet({{"nope", "1"}}, &next);
   EXPECT_EQ(e.kind, ConfigSetError::kUnknown);
   EXPECT_EQ(e.name, "nope");
-  e = ApplyConfigSet({{"port", "1"}}, &next);
+  e = ApplyConfigSet({{"bind", "0.0.0.0"}}, &next);
   EXPECT_EQ(e.kind, ConfigSetError::kImmutable);
+  e = ApplyConfigSet({{"save", "3600 1 300"}}, &next);
+  EXPECT_EQ(e.kind, ConfigSetError::kInvalid);
+  EXPECT_EQ(e.detail, "Invalid save parameters");
+  e = ApplyConfigSet({{"save", "0 1"}}, &next);  // seconds start at 1
+  EXPECT_EQ(e.kind, ConfigSetError::kInvalid);
+  next = Config();
+  e = ApplyConfigSet({{"save", "3600 1 300 100 60 10000"}}, &next);
+  ASSERT_TRUE(e.ok()) << e.detail;
+  EXPECT_EQ(FindConfigOption("save")->get(next), "3600 1 300 100 60 10000");
+  EXPECT_EQ(next.save_points.size(), 3u);
+  e = ApplyConfigSet({{"save", ""}}, &next);
+  ASSERT_TRUE(e.ok());
+  EXPECT_TRUE(next.save_points.empty());
+  EXPECT_TRUE(FindConfigOption("key-load-delay")->hidden);
+  EXPECT_FALSE(FindConfigOption("save")->hidden);
   e = ApplyConfigSet({{"timeout", "1"}, {"TIMEOUT", "2"}}, &next);
   EXPECT_EQ(e.kind, ConfigSetError::kDuplicate);
   e = ApplyConfigSet({{"maxclients", "0"}}, &next);
@@ -118,21 +133,25 @@ TEST(ConfigTable, ConfigSetValidation) {
   e = ApplyConfigSet({{"timeout", "9"}, {"client-output-buffer-limit", "normal 2mb 1mb 5"}}, &next);
   ASSERT_TRUE(e.ok());
   Config live;
-  live.port = 1234;
-  next.port = 99;  // not runtime: never copied
+  live.bind = "10.0.0.1";
+  next.bind = "10.0.0.2";  // not runtime: never copied
   CopyRuntimeSettings(next, &live);
   EXPECT_EQ(live.timeout, 9u);
   EXPECT_EQ(live.client_output_buffer_limit, 2ull << 20);
   EXPECT_EQ(live.client_output_buffer_soft_limit, 1ull << 20);
   EXPECT_EQ(live.client_output_buffer_soft_seconds, 5u);
-  EXPECT_EQ(live.port, 1234);
+  EXPECT_EQ(live.bind, "10.0.0.1");
 }
 
 TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
   std::set<std::string> runtime;
   for (const ConfigOption& o : ConfigOptions())
     if (o.runtime) runtime.insert(o.name);
-  EXPECT_EQ(runtime, (std::set<std::string>{"maxmemory",
+  EXPECT_EQ(runtime, (std::set<std::string>{"port",
+                                            "client-query-buffer-limit",
+                                            "save",
+                                            "key-load-delay",
+                                            "maxmemory",
                                             "notify-keyspace-events",
                                             "acl-pubsub-default",
                                             "maxmemory-policy",

@@ -57,7 +57,10 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(
     InfoField(out, "rdb_changes_since_last_save", s.wal_appended);
     // A KV.PREFIX.SAVE counts from the moment it is accepted (queued for the
     // background thread) until just before its reply.
-    bool saving = s.save_in_progress || server.save_running();
+    // A BGREWRITEAOF is the same snapshot, reported as Redis does: as an AOF
+    // rewrite, not a BGSAVE.
+    bool aofrw = server.aof_rewrite_running();
+    bool saving = (s.save_in_progress || server.save_running()) && !aofrw;
     InfoField(out, "rdb_bgsave_in_progress", uint64_t{saving ? 1u : 0u});
     InfoField(out, "rdb_last_save_time", static_cast<uint64_t>(s.last_save_unix));
     InfoField(out, "rdb_last_bgsave_status", std::string(s.last_save_ok ? "ok" : "err"));
@@ -65,6 +68,8 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(
     InfoField(out, "rdb_last_save_seconds", std::to_string(s.last_save_seconds));
     InfoField(out, "rdb_snapshot_bytes", s.snapshot_bytes);
     InfoField(out, "aof_enabled", uint64_t{s.wal_enabled ? 1u : 0u});
+    InfoField(out, "aof_rewrite_in_progress", uint64_t{aofrw ? 1u : 0u});
+    InfoField(out, "aof_rewrite_scheduled", uint64_t{0});
     InfoField(out, "aof_current_size", s.wal_bytes);
     InfoField(out, "aof_last_write_status", std::string(s.wal_broken ? "err" : "ok"));
     InfoField(out, "wal_generation", s.wal_generation);

@@ -200,7 +200,7 @@ Status Server::ListenFastLane() {
     return Status::OK();
   }
   // A TLS lane on a TLS-only server follows the TLS port.
-  int base = listen_fd_ >= 0 ? port_ : tls_port_;
+  int base = listen_fd_ >= 0 ? port() : tls_port_;
   int want = defaulted ? base + 1 : cfg_.fastlane_port;
   if (want > 65535) {
     LOG_WARNING("fast lane off: port + 1 (%d) is not a TCP port; set --fastlane-port", want);
@@ -670,6 +670,14 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (next.tier_maxbytes != cfg_.tier_maxbytes && !cfg_.tier_dir.empty() &&
       (next.tier_maxbytes == 0 || next.tier_maxbytes > tier::kMaxTierBytes))
     return Status::InvalidArgument(ConfigSetTierMaxbytesError());
+  // A new port is bound before anything changes: a port in use refuses the
+  // whole CONFIG SET (listen_port.cc).
+  int new_port_fd = -1;
+  if (next.port != cfg_.port) {
+    auto fd = OpenNewPort(next.port);
+    if (!fd.ok()) return fd.status();
+    new_port_fd = *fd;
+  }
   // Everything validated: apply.
   if (next.tier_maxbytes != cfg_.tier_maxbytes && store_ != nullptr)
     store_->SetTierMaxBytes(next.tier_maxbytes);
@@ -677,7 +685,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
     store_->SetTierMinValue(next.tier_min_value);
   if (next.maxmemory != cfg_.maxmemory && store_ != nullptr) {
     Status st = store_->SetMaxBytes(next.maxmemory, lsn);
-    if (!st.ok()) return st;
+    if (!st.ok()) {
+      if (new_port_fd >= 0) ::close(new_port_fd);
+      return st;
+    }
   }
   if (next.maxmemory_policy != cfg_.maxmemory_policy && store_ != nullptr) {
     store::EvictPolicy p = store::EvictPolicy::kAllKeysLru;
@@ -701,6 +712,7 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   // this one (empty: nopass); connections already authenticated stay so.
   for (const auto& [name, value] : pairs)
     if (EqualsIgnoreCase(name, "requirepass")) acl_.SetDefaultPassword(next.requirepass);
+  if (new_port_fd >= 0) next.port = SwitchListener(new_port_fd);
   CopyRuntimeSettings(next, &cfg_);
   PublishRuntimeSettings();
   slowlog_.Trim(cfg_.slowlog_max_len);
@@ -730,6 +742,7 @@ void Server::PublishRuntimeSettings() {
   maxclients_.store(cfg_.maxclients, kR);
   timeout_s_.store(cfg_.timeout, kR);
   output_limit_.store(cfg_.client_output_buffer_limit, kR);
+  query_buffer_limit_.store(cfg_.client_query_buffer_limit, kR);
   output_soft_limit_.store(cfg_.client_output_buffer_soft_limit, kR);
   output_soft_seconds_.store(cfg_.client_output_buffer_soft_seconds, kR);
   ps_output_limit_.store(cfg_.pubsub_output_buffer_limit, kR);

@@ -37,6 +37,7 @@
 #include "attend/compute_pool.h"
 #include "attend/precision.h"
 #include "attend/slot_cache.h"
+#include "base/clock.h"
 #include "base/mutex.h"
 #include "base/rw_mutex.h"
 #include "base/thread_annotations.h"
@@ -175,7 +176,7 @@ class Server final : private PushSink {
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
   // The TCP port actually bound (differs from config().port when that is 0).
-  int port() const { return port_; }
+  int port() const { return port_.load(std::memory_order_relaxed); }
   // The fast lane's bound port, 0 when it is off (also config().fastlane_port
   // once started).
   int fastlane_port() const { return fastlane_port_; }
@@ -191,6 +192,10 @@ class Server final : private PushSink {
   uint64_t maxclients() const { return maxclients_.load(std::memory_order_relaxed); }
   uint64_t timeout_s() const { return timeout_s_.load(std::memory_order_relaxed); }
   uint64_t output_limit() const { return output_limit_.load(std::memory_order_relaxed); }
+  // client-query-buffer-limit (CONFIG SET changes it).
+  uint64_t query_buffer_limit() const {
+    return query_buffer_limit_.load(std::memory_order_relaxed);
+  }
   uint64_t output_soft_limit() const { return output_soft_limit_.load(std::memory_order_relaxed); }
   // The smallest nonzero output limit (UINT64_MAX when there is none).
   uint64_t output_check_threshold() const {
@@ -231,8 +236,31 @@ class Server final : private PushSink {
   // queued or running (the caller answers "Background save already in
   // progress"); EndSave() when it finished, before its reply is sent.
   bool TryBeginSave() { return !save_running_.exchange(true, std::memory_order_acq_rel); }
-  void EndSave() { save_running_.store(false, std::memory_order_release); }
+  void EndSave() {
+    aof_rewrite_running_.store(false, std::memory_order_release);
+    save_running_.store(false, std::memory_order_release);
+  }
   bool save_running() const { return save_running_.load(std::memory_order_acquire); }
+  // A background snapshot (BGSAVE, BGREWRITEAOF, a save point) was queued,
+  // after TryBeginSave: INFO's total_forks counts them, aof_rewrite_in_progress
+  // is 1 for a BGREWRITEAOF until its EndSave (pion forks nothing: the
+  // snapshot runs on a thread; docs/operations.md "Persistence for Redis users").
+  void NoteBackgroundSave(bool aof_rewrite) {
+    background_saves_.fetch_add(1, std::memory_order_relaxed);
+    aof_rewrite_running_.store(aof_rewrite, std::memory_order_release);
+  }
+  uint64_t background_saves() const { return background_saves_.load(std::memory_order_relaxed); }
+  // Queues a background snapshot (BGSAVE, BGREWRITEAOF, a save point) on the
+  // background thread (save_points.cc).
+  enum class BgSaveStart { kStarted, kBusy, kNoPersistence, kShuttingDown };
+  BgSaveStart StartBackgroundSave(bool aof_rewrite);
+  // Save points (config `save`): a background snapshot when one is due, as
+  // Redis's serverCron; worker 0 calls it every 100 ms.
+  void SavePointsCron() EXCLUDES(config_mu_);
+  // FLUSHALL with save points set: the snapshot at once, on the caller's
+  // thread (the data set was just emptied), as Redis's FLUSHALL saves.
+  void SaveAfterFlushAll() EXCLUDES(config_mu_);
+  bool aof_rewrite_running() const { return aof_rewrite_running_.load(std::memory_order_acquire); }
 
   // The connected clients, their slots and their buffers' memory.
   ClientRegistry& clients() { return clients_; }
@@ -371,6 +399,10 @@ class Server final : private PushSink {
   void NotifyKeyspaceEventSlow(uint32_t flags, std::string_view event, std::string_view key);
   // Binds the fast lane's socket as configured (fastlane_port_, fastlane_fd_).
   Status ListenFastLane();
+  // CONFIG SET port (listen_port.cc): binds the new port (an error words the
+  // refusal), then moves every worker's accepts to it; returns the bound port.
+  Result<int> OpenNewPort(int port) REQUIRES(config_mu_);
+  int SwitchListener(int new_fd) REQUIRES(config_mu_);
   // Copies cfg_'s run-time settings into the atomics the accessors read.
   void PublishRuntimeSettings();
 
@@ -394,6 +426,7 @@ class Server final : private PushSink {
   std::atomic<uint64_t> maxclients_{0};
   std::atomic<uint64_t> timeout_s_{0};
   std::atomic<uint64_t> output_limit_{0};
+  std::atomic<uint64_t> query_buffer_limit_{0};
   std::atomic<uint64_t> output_soft_limit_{0};
   std::atomic<uint64_t> output_soft_seconds_{0};
   std::atomic<uint64_t> ps_output_limit_{0};
@@ -411,9 +444,18 @@ class Server final : private PushSink {
   PersistenceHooks hooks_;
   TaskRunner background_;
   std::atomic<bool> save_running_{false};
+  std::atomic<bool> aof_rewrite_running_{false};
+  std::atomic<uint64_t> background_saves_{0};
+  // When a save point last started a snapshot (Unix seconds), and whether the
+  // last such snapshot failed: a failed one is retried after 5 seconds.
+  std::atomic<int64_t> save_point_try_unix_{0};
+  // When the server started (Unix seconds): save points count from it until
+  // the first snapshot, as Redis's lastsave.
+  const int64_t started_unix_ = UnixSeconds();
+  std::atomic<bool> save_point_failed_{false};
 
   int listen_fd_ = -1;
-  int port_ = 0;
+  std::atomic<int> port_{0};  // CONFIG SET port changes it (listen_port.cc)
   int fastlane_fd_ = -1;
   int fastlane_port_ = 0;
   int tls_listen_fd_ = -1;

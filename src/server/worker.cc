@@ -116,8 +116,12 @@ Status Worker::Init(const std::vector<ListenSocket>& listeners) {
       std::shared_lock<WriterFirstMutex> l(server_->exec_mu());  // not inside an EXEC
       (void)st->ExpireActive(kActiveExpireKeys);  // BlockRemoved: batched by OnLoopTurn
     });
-    // instantaneous_ops_per_sec & co. are sampled by one worker.
-    loop_.AddTimer(100, true, [this] { server_->SampleRates(); });
+    // instantaneous_ops_per_sec & co. are sampled by one worker, which also
+    // starts the snapshot a save point (config `save`) calls for.
+    loop_.AddTimer(100, true, [this] {
+      server_->SampleRates();
+      server_->SavePointsCron();
+    });
   }
   return Status::OK();
 }
@@ -227,6 +231,25 @@ void Worker::StartTierRing() {
 
 void Worker::Join() {
   if (thread_.joinable()) thread_.join();
+}
+
+void Worker::ReplaceListener(int old_fd, int new_fd, std::function<void()> done) {
+  loop_.Post([this, old_fd, new_fd, done] {
+    for (size_t i = 0; i < listeners_.size(); ++i) {
+      if (listeners_[i].fd != old_fd) continue;
+      // While accepts are paused (or stopped for shutdown) no listener is
+      // watched: the resume watches the new one.
+      bool watched = !accept_paused_ && !shutting_down_;
+      if (watched) loop_.Remove(old_fd);
+      listeners_[i].fd = new_fd;
+      if (watched) {
+        Status st = loop_.Add(new_fd, EPOLLIN | EPOLLEXCLUSIVE,
+                              [this, i](uint32_t) { OnAccept(listeners_[i]); });
+        if (!st.ok()) LOG_WARNING("listener: %s", st.ToString().c_str());
+      }
+    }
+    done();
+  });
 }
 
 void Worker::PauseAccepting() {

@@ -85,6 +85,10 @@ class Worker final : public net::ConnHost {
   void ResumeAfter(uint64_t client_id, uint64_t delay_ms) override;
   // Stops accepting and reading; calls `done` on the worker thread afterwards.
   void BeginShutdown(std::function<void()> done);
+  // CONFIG SET port: on the worker's thread, accepts on `new_fd` instead of
+  // `old_fd` from now on, then calls done() (the server closes old_fd once
+  // every worker let go of it).
+  void ReplaceListener(int old_fd, int new_fd, std::function<void()> done);
   // Closes every connection once its queued replies are sent (at most
   // `deadline_ms` later), then stops the loop.
   void FinishShutdown(uint64_t deadline_ms);

@@ -339,7 +339,6 @@ void Command(CommandContext& ctx) {
 // Read-only names some clients ask for (redis-benchmark asks for save and
 // appendonly), answered with what pion does.
 const std::pair<const char*, const char*> kCompatConfig[] = {
-    {"save", ""},
     {"appendonly", "no"},
     {"databases", "1"},
     // No replication: Redis answers an empty value under the name and its alias.
@@ -354,8 +353,9 @@ void ConfigGet(CommandContext& ctx) {
   for (size_t i = 2; i < ctx.args.size(); ++i) {
     std::string_view pat = ctx.args[i];
     for (const ConfigOption& o : ConfigOptions()) {
-      if (GlobMatch(pat, o.name, true) && seen.insert(o.name).second)
-        out.emplace_back(o.name, o.get(cfg));
+      // A hidden setting answers only to its exact name (as Redis).
+      bool match = o.hidden ? EqualsIgnoreCase(pat, o.name) : GlobMatch(pat, o.name, true);
+      if (match && seen.insert(o.name).second) out.emplace_back(o.name, o.get(cfg));
     }
     for (auto& [name, value] : kCompatConfig) {
       if (GlobMatch(pat, name, true) && seen.insert(name).second) out.emplace_back(name, value);
@@ -477,6 +477,9 @@ void FlushAll(CommandContext& ctx) {
       return;
     }
     ctx.wait_lsn = lsn;
+    // With save points set, FLUSHALL snapshots the emptied data set at once
+    // (Redis saves then too): rdb_changes_since_last_save reads 0 after it.
+    ctx.server->SaveAfterFlushAll();
   }
   ctx.reply->SimpleString("OK");
 }

@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "net/client_info.h"
+#include "persist/persistence.h"
 #include "server/acl.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
@@ -178,6 +179,11 @@ void StatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "tls_handshake_failures", st.tls_handshake_failures);
   InfoField(out, "total_error_replies", st.error_replies);
   KeyspaceStatsFields(s, out);
+  // Background snapshots started (BGSAVE, BGREWRITEAOF, save points, the WAL's
+  // automatic compactions): what Redis counts as forks, run on a thread here.
+  uint64_t forks = s.background_saves();
+  if (persist::Persistence* p = s.hooks().persistence) forks += p->Stats().auto_save_attempts;
+  InfoField(out, "total_forks", forks);
 }
 
 // The disk tier (docs/operations.md "Disk tier"): zeros while off. The read

@@ -1,5 +1,10 @@
-// COPY, TOUCH and OBJECT in process: Redis 7.0's replies (the single
+// COPY, TOUCH, OBJECT and KEYS at the output limit in process: Redis 7.0's replies (the single
 // database, the encodings Redis would report, the FREQ text without LFU).
+#include <gtest/gtest-spi.h>
+
+#include <algorithm>
+#include <string>
+
 #include "server/commands/testing/command_fixture.h"
 
 namespace pion::server::testing {
@@ -71,6 +76,21 @@ TEST_F(KeyObjectCommand, ObjectOthers) {
   EXPECT_EQ(Run({"OBJECT", "ENCODING"}).error(),
             "ERR unknown subcommand or wrong number of arguments for 'ENCODING'. Try OBJECT "
             "HELP.");
+}
+
+// KEYS checks the client's output limit as its reply grows (every 64 keys)
+// and stops once it is over: the connection then closes without the reply.
+TEST_F(KeyObjectCommand, KeysStopsAtTheOutputLimit) {
+  for (int i = 0; i < 200; ++i) Run({"SET", "k" + std::to_string(i), "v"});
+  client().set_reply_over_limit_from(2);
+  // The cut reply does not decode (the fixture says so; the client is closed then).
+  EXPECT_NONFATAL_FAILURE(RunMany({"KEYS", "*"}), "reply does not decode");
+  const std::string& wire = last_wire();
+  EXPECT_EQ(client().limit_checks(), 2);
+  EXPECT_EQ(std::count(wire.begin(), wire.end(), '$'), 128);  // 2 x 64 keys, not 200
+  client().set_reply_over_limit_from(0);
+  EXPECT_EQ(Run({"KEYS", "*"}).size(), 200u);
+  EXPECT_EQ(client().limit_checks(), 3);  // 200 keys: checked after 64, 128, 192
 }
 
 }  // namespace

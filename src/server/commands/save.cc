@@ -43,20 +43,17 @@ void Save(CommandContext& ctx) {
 
 // BGSAVE and BGREWRITEAOF: the snapshot in the background, answered at once
 // with `started` (`scheduled` inside a transaction, as Redis words it then).
-void BackgroundSave(CommandContext& ctx, std::string_view started, std::string_view scheduled,
-                    std::string_view busy) {
-  persist::Persistence* p = ctx.server->hooks().persistence;
-  if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
-  Server* server = ctx.server;
-  if (!server->TryBeginSave()) return ctx.reply->Error(busy);
-  bool queued = server->background().Post([server, p] {
-    Status st = p->Save(std::string());
-    server->EndSave();
-    if (!st.ok()) LOG_WARNING("Background save failed: %s", std::string(st.message()).c_str());
-  });
-  if (!queued) {
-    server->EndSave();
-    return ctx.reply->Error(kErrShuttingDown);
+void BackgroundSave(CommandContext& ctx, bool aof_rewrite, std::string_view started,
+                    std::string_view scheduled, std::string_view busy) {
+  switch (ctx.server->StartBackgroundSave(aof_rewrite)) {
+    case Server::BgSaveStart::kNoPersistence:
+      return ctx.reply->Error(kErrNoPersistence);
+    case Server::BgSaveStart::kBusy:
+      return ctx.reply->Error(busy);
+    case Server::BgSaveStart::kShuttingDown:
+      return ctx.reply->Error(kErrShuttingDown);
+    case Server::BgSaveStart::kStarted:
+      break;
   }
   ctx.reply->SimpleString(ctx.in_exec ? scheduled : started);
 }
@@ -64,12 +61,12 @@ void BackgroundSave(CommandContext& ctx, std::string_view started, std::string_v
 void BgSave(CommandContext& ctx) {
   if (ctx.args.size() > 2 || (ctx.args.size() == 2 && !EqualsIgnoreCase(ctx.args[1], "SCHEDULE")))
     return ctx.reply->Error(kErrSyntaxError);
-  BackgroundSave(ctx, "Background saving started", "Background saving scheduled",
+  BackgroundSave(ctx, false, "Background saving started", "Background saving scheduled",
                  kErrSaveInProgress);
 }
 
 void BgRewriteAof(CommandContext& ctx) {
-  BackgroundSave(ctx, "Background append only file rewriting started",
+  BackgroundSave(ctx, true, "Background append only file rewriting started",
                  "Background append only file rewriting scheduled", kErrAofRewriteInProgress);
 }
 

@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "kvproto/errors.h"
+#include "net/client_control.h"
 #include "server/acl.h"
 #include "server/commands/args.h"
 #include "server/commands/block_format.h"
@@ -525,7 +526,13 @@ std::vector<std::string> VisibleKeys(CommandContext& ctx, std::vector<std::strin
 void Keys(CommandContext& ctx) {
   auto keys = VisibleKeys(ctx, ctx.server->store()->Keys(ctx.args[1]));
   ctx.reply->ArrayHeader(keys.size());
-  for (const auto& k : keys) ctx.reply->Bulk(k);
+  // As Redis, the output limit is checked as the reply grows: past the hard
+  // limit KEYS stops and the client is closed without the reply.
+  net::ClientControl* cc = ctx.client != nullptr ? ctx.client->control : nullptr;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ctx.reply->Bulk(keys[i]);
+    if (cc != nullptr && i % 64 == 63 && cc->ReplyOverOutputLimit()) return;
+  }
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]

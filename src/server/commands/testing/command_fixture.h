@@ -57,6 +57,17 @@ class FakeClient final : public net::ClientControl, public net::ConnHost {
   std::shared_ptr<net::DeferredReply> BeginDeferred() override;
   // Records the mode only (the fixture returns every reply it was given).
   void SetReplyMode(net::ReplyMode m) override { reply_mode_ = m; }
+  // The client's output limit as a long reply grows: over from the `n`th
+  // check on (0: never over; set_reply_over_limit_from also resets the count).
+  bool ReplyOverOutputLimit() override {
+    ++limit_checks_;
+    return over_limit_from_ > 0 && limit_checks_ >= over_limit_from_;
+  }
+  void set_reply_over_limit_from(int n) {
+    over_limit_from_ = n;
+    limit_checks_ = 0;
+  }
+  int limit_checks() const { return limit_checks_; }
   net::ReplyMode reply_mode() const { return reply_mode_; }
 
   // ConnHost: only CompleteDeferred is used (the reply of a deferred command).
@@ -85,6 +96,8 @@ class FakeClient final : public net::ClientControl, public net::ConnHost {
   bool close_after_reply_ = false;
   bool stopped_reading_ = false;
   bool deferred_ = false;
+  int over_limit_from_ = 0;
+  int limit_checks_ = 0;
   net::ReplyMode reply_mode_ = net::ReplyMode::kOn;
   uint64_t next_slot_ = 0;
   net::EventLoop loop_;
