@@ -479,6 +479,9 @@ void FlushAll(CommandContext& ctx) {
     ctx.wait_lsn = lsn;
   }
   ctx.reply->SimpleString("OK");
+  // Every tracking client is told that everything it cached is gone (after
+  // this reply: the push goes through the worker's mailbox).
+  ctx.server->tracking().InvalidateAll();
 }
 
 void Shutdown(CommandContext& ctx) {
