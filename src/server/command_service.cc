@@ -140,6 +140,8 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
     return 0;
   }
   uint64_t start = MonotonicUs();
+  const bool tracking = server_->tracking().armed();
+  if (tracking) Tracking::BeginCommand();  // BCAST keys are sent when it ends
   if (spec->flags & kCmdTxControl) {
     ReleaseExecHeld();  // EXEC takes the exec lock itself (exclusively)
     spec->handler(ctx);
@@ -164,6 +166,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   if (failed) stats.CountError(reply.last_error_code());
   server_->AfterCommand(args, *spec, usec, *c.info);
   server_->TrackCommand(args, *spec, *c.info, failed);
+  if (tracking) server_->tracking().EndCommand();
   // CLIENT CACHING yes|no applies to the next command only (kept by a CLIENT
   // command and inside MULTI, as Redis).
   if (c.info->tracking.load(std::memory_order_relaxed) & kTrackCaching) [[unlikely]] {

@@ -24,6 +24,10 @@ bool PrefixesOverlap(std::string_view a, std::string_view b) {
 // Keys invalidated per remembered key past tracking-table-max-keys at most.
 constexpr int kLimitEffort = 1000;
 
+// BCAST keys modified by the command this thread runs (see InvalidateKey).
+thread_local bool tls_in_command = false;
+thread_local std::vector<std::pair<std::string, uint64_t>> tls_bcast_keys;
+
 }  // namespace
 
 std::string Tracking::KeyArray(std::string_view key) {
@@ -41,7 +45,7 @@ Tracking::Overlap Tracking::CheckPrefixes(uint64_t id, std::span<const std::stri
   auto mine = client_prefixes_.find(id);
   for (size_t i = 0; i < prefixes.size(); ++i) {
     if (mine != client_prefixes_.end()) {
-      for (const std::string& old : mine->second) {
+      for (const std::string& old : mine->second.prefixes) {
         if (PrefixesOverlap(old, prefixes[i])) {
           *a = std::string(prefixes[i]);
           *b = old;
@@ -76,13 +80,14 @@ void Tracking::Enable(net::ClientInfo* c, uint64_t redirect, uint32_t options,
   uint64_t mem = 0;
   {
     base::MutexLock lk(&mu_);
-    auto& mine = client_prefixes_[c->id];
+    BcastClient& mine = client_prefixes_[c->id];
+    mine.noloop = (options & kTrackNoloop) != 0;
     for (std::string_view p : prefixes) {
-      if (mine.find(p) != mine.end()) continue;
-      mine.emplace(p);
+      if (mine.prefixes.find(p) != mine.prefixes.end()) continue;
+      mine.prefixes.emplace(p);
       prefix_table_[std::string(p)].insert(c->id);
     }
-    for (const std::string& p : mine) mem += PrefixCost(p.size());
+    for (const std::string& p : mine.prefixes) mem += PrefixCost(p.size());
   }
   c->service_mem.store(mem, kR);
 }
@@ -93,7 +98,7 @@ void Tracking::Disable(net::ClientInfo* c) {
     base::MutexLock lk(&mu_);
     auto mine = client_prefixes_.find(c->id);
     if (mine != client_prefixes_.end()) {
-      for (const std::string& p : mine->second) {
+      for (const std::string& p : mine->second.prefixes) {
         auto it = prefix_table_.find(p);
         if (it == prefix_table_.end()) continue;
         it->second.erase(c->id);
@@ -111,7 +116,7 @@ std::vector<std::string> Tracking::Prefixes(uint64_t id) const {
   base::MutexLock lk(&mu_);
   auto it = client_prefixes_.find(id);
   if (it == client_prefixes_.end()) return {};
-  return std::vector<std::string>(it->second.begin(), it->second.end());
+  return std::vector<std::string>(it->second.prefixes.begin(), it->second.prefixes.end());
 }
 
 void Tracking::RememberKeys(const net::ClientInfo& c, std::span<const std::string_view> keys) {
@@ -161,25 +166,83 @@ void Tracking::LimitKeysLocked(std::vector<Outgoing>* out) {
 void Tracking::InvalidateKey(std::string_view key, uint64_t writer) {
   if (!armed()) return;
   std::vector<Outgoing> out;
+  bool bcast = false;
   {
     base::MutexLock lk(&mu_);
-    if (!prefix_table_.empty()) {
-      std::string arr;
-      auto add = [&](const std::set<uint64_t>& ids) {
-        if (arr.empty()) arr = KeyArray(key);
-        for (uint64_t id : ids) out.push_back({id, arr, Kind::kBcast, writer});
-      };
-      if (prefix_table_.size() <= key.size()) {
-        for (const auto& [p, ids] : prefix_table_)
-          if (key.starts_with(p)) add(ids);
+    bcast = !prefix_table_.empty();
+    if (total_keys_.load(kR) > 0) TakeKeyLocked(key, writer, &out);
+  }
+  for (const Outgoing& o : out) Send(o);
+  if (!bcast) return;
+  if (tls_in_command) {
+    tls_bcast_keys.emplace_back(std::string(key), writer);
+  } else {
+    std::vector<std::pair<std::string, uint64_t>> one;
+    one.emplace_back(std::string(key), writer);
+    SendBcast(one);
+  }
+}
+
+void Tracking::BeginCommand() { tls_in_command = true; }
+
+void Tracking::EndCommand() {
+  tls_in_command = false;
+  if (tls_bcast_keys.empty()) return;
+  std::vector<std::pair<std::string, uint64_t>> keys;
+  keys.swap(tls_bcast_keys);
+  SendBcast(keys);
+}
+
+void Tracking::SendBcast(const std::vector<std::pair<std::string, uint64_t>>& keys) {
+  // One key array: the keys of `ks` but those last written by `skip` (0: none).
+  auto array = [](const std::map<std::string_view, uint64_t>& ks, uint64_t skip) {
+    size_t n = 0;
+    for (const auto& [k, w] : ks) n += (skip == 0 || w != skip) ? 1 : 0;
+    std::string s;
+    if (n == 0) return s;
+    s = "*" + std::to_string(n) + "\r\n";
+    for (const auto& [k, w] : ks) {
+      if (skip != 0 && w == skip) continue;
+      s += "$" + std::to_string(k.size()) + "\r\n";
+      s.append(k);
+      s += "\r\n";
+    }
+    return s;
+  };
+  std::vector<Outgoing> out;
+  {
+    base::MutexLock lk(&mu_);
+    if (prefix_table_.empty()) return;
+    // Per prefix, its modified keys (byte order, each once) with the client
+    // that wrote each last, as Redis's per-prefix key table.
+    std::map<std::string_view, std::map<std::string_view, uint64_t>> per_prefix;
+    for (const auto& [key, writer] : keys) {
+      std::string_view k = key;
+      if (prefix_table_.size() <= k.size()) {
+        for (const auto& entry : prefix_table_)
+          if (k.starts_with(entry.first)) per_prefix[entry.first][k] = writer;
       } else {
-        for (size_t len = 0; len <= key.size(); ++len) {
-          auto it = prefix_table_.find(key.substr(0, len));
-          if (it != prefix_table_.end()) add(it->second);
+        for (size_t len = 0; len <= k.size(); ++len) {
+          auto it = prefix_table_.find(k.substr(0, len));
+          if (it != prefix_table_.end()) per_prefix[it->first][k] = writer;
         }
       }
     }
-    if (total_keys_.load(kR) > 0) TakeKeyLocked(key, writer, &out);
+    for (const auto& [prefix, ks] : per_prefix) {
+      auto it = prefix_table_.find(prefix);
+      if (it == prefix_table_.end()) continue;
+      std::string common;
+      for (uint64_t id : it->second) {
+        auto cp = client_prefixes_.find(id);
+        if (cp != client_prefixes_.end() && cp->second.noloop) {
+          std::string own = array(ks, id);
+          if (!own.empty()) out.push_back({id, std::move(own), Kind::kBcast, 0});
+        } else {
+          if (common.empty()) common = array(ks, 0);
+          out.push_back({id, common, Kind::kBcast, 0});
+        }
+      }
+    }
   }
   for (const Outgoing& o : out) Send(o);
 }

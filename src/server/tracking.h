@@ -42,6 +42,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -95,7 +96,16 @@ class Tracking {
   // (default mode, unless OPTIN without CACHING yes or OPTOUT with CACHING no).
   void RememberKeys(const net::ClientInfo& c, std::span<const std::string_view> keys) EXCLUDES(mu_);
   // `key` was modified by client `writer` (0: no client: expiry, eviction).
+  // Default-mode readers are sent the key at once; for BCAST subscribers the
+  // key waits, on this thread, until the running command ends (EndCommand),
+  // so that a command or transaction modifying several keys sends one array
+  // per prefix and client, as Redis sends one per event-loop turn. Outside a
+  // command (active expiry, eviction by another thread) it is sent at once.
   void InvalidateKey(std::string_view key, uint64_t writer) EXCLUDES(mu_);
+  // Around a client's command (CommandService::Dispatch): BeginCommand marks
+  // the thread, EndCommand sends the BCAST keys it gathered.
+  static void BeginCommand();
+  void EndCommand() EXCLUDES(mu_);
   // FLUSHALL / FLUSHDB: a null invalidation to every tracking client; the
   // table is emptied.
   void InvalidateAll() EXCLUDES(mu_);
@@ -133,6 +143,9 @@ class Tracking {
   // writer when it is in NOLOOP mode, and clients no longer in default mode).
   void TakeKeyLocked(std::string_view key, uint64_t writer, std::vector<Outgoing>* out)
       REQUIRES(mu_);
+  // Sends BCAST invalidations for `keys` (key, writer): one array per prefix
+  // and subscriber, without the keys a NOLOOP subscriber wrote itself.
+  void SendBcast(const std::vector<std::pair<std::string, uint64_t>>& keys) EXCLUDES(mu_);
   // Over max_keys_: invalidates keys picked at random until under it again.
   void LimitKeysLocked(std::vector<Outgoing>* out) REQUIRES(mu_);
 
@@ -148,7 +161,11 @@ class Tracking {
   uint64_t total_items_ GUARDED_BY(mu_) = 0;
   // BCAST: prefix -> subscribed client ids, and each client's prefixes.
   std::map<std::string, std::set<uint64_t>, std::less<>> prefix_table_ GUARDED_BY(mu_);
-  std::unordered_map<uint64_t, std::set<std::string, std::less<>>> client_prefixes_ GUARDED_BY(mu_);
+  struct BcastClient {
+    std::set<std::string, std::less<>> prefixes;
+    bool noloop = false;
+  };
+  std::unordered_map<uint64_t, BcastClient> client_prefixes_ GUARDED_BY(mu_);
   uint64_t random_state_ GUARDED_BY(mu_) = 0x9e3779b97f4a7c15ull;
 };
 

@@ -114,6 +114,11 @@ def test_bcast_prefixes(two):
     assert a.read() == [b"invalidate", [b"user:1"]]
     assert a.read() == [b"invalidate", [b"obj:2"]]
     assert no_push_pending(a)
+    # The keys one command (or transaction) modifies come in one array per prefix.
+    assert b.call("MSET", "user:4", "1", "user:3", "2", "obj:1", "3") == "OK"
+    assert a.read() == [b"invalidate", [b"obj:1"]]
+    assert a.read() == [b"invalidate", [b"user:3", b"user:4"]]
+    assert no_push_pending(a)
     assert b"tracking_total_prefixes:2" in b.call("INFO", "stats")
     assert b" flags=tB " in a.call("CLIENT", "INFO")
 
