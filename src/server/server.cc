@@ -751,7 +751,7 @@ void Server::PublishRuntimeSettings() {
   slowlog_max_len_.store(cfg_.slowlog_max_len, kR);
   latency_threshold_ms_.store(cfg_.latency_monitor_threshold, kR);
   latency_tracking_.store(cfg_.latency_tracking, kR);
-  tracking_.set_max_keys(cfg_.tracking_table_max_keys);
+  tracking_.SetMaxKeys(cfg_.tracking_table_max_keys);
 }
 
 }  // namespace pion::server

@@ -1,6 +1,7 @@
 #include "server/tracking.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -132,7 +133,7 @@ void Tracking::RememberKeys(const net::ClientInfo& c, std::span<const std::strin
       if (inserted) total_keys_.fetch_add(1, kR);
       if (it->second.insert(c.id).second) ++total_items_;
     }
-    LimitKeysLocked(&out);
+    LimitKeysLocked(&out, kLimitEffort);
   }
   for (const Outgoing& o : out) Send(o);
 }
@@ -147,10 +148,21 @@ void Tracking::TakeKeyLocked(std::string_view key, uint64_t writer, std::vector<
   total_keys_.fetch_sub(1, kR);
 }
 
-void Tracking::LimitKeysLocked(std::vector<Outgoing>* out) {
+void Tracking::SetMaxKeys(uint64_t n) {
+  max_keys_.store(n, kR);
+  std::vector<Outgoing> out;
+  {
+    base::MutexLock lk(&mu_);
+    LimitKeysLocked(&out, 0);
+  }
+  for (const Outgoing& o : out) Send(o);
+}
+
+void Tracking::LimitKeysLocked(std::vector<Outgoing>* out, int effort) {
   uint64_t max = max_keys_.load(kR);
   if (max == 0) return;
-  for (int effort = kLimitEffort; effort > 0 && table_.size() > max; --effort) {
+  if (effort == 0) effort = std::numeric_limits<int>::max();
+  for (; effort > 0 && table_.size() > max; --effort) {
     // A random bucket, then the first non-empty one from there.
     random_state_ ^= random_state_ << 13;
     random_state_ ^= random_state_ >> 7;

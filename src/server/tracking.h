@@ -110,9 +110,9 @@ class Tracking {
   // table is emptied.
   void InvalidateAll() EXCLUDES(mu_);
 
-  // tracking-table-max-keys (0: no bound); a lower bound applies at the next
-  // remembered key.
-  void set_max_keys(uint64_t n) { max_keys_.store(n, std::memory_order_relaxed); }
+  // tracking-table-max-keys (0: no bound): a lower bound applies at once
+  // (keys picked at random are invalidated until the table fits).
+  void SetMaxKeys(uint64_t n) EXCLUDES(mu_);
 
   // INFO: tracking_clients, tracking_total_keys, tracking_total_items,
   // tracking_total_prefixes.
@@ -147,7 +147,8 @@ class Tracking {
   // and subscriber, without the keys a NOLOOP subscriber wrote itself.
   void SendBcast(const std::vector<std::pair<std::string, uint64_t>>& keys) EXCLUDES(mu_);
   // Over max_keys_: invalidates keys picked at random until under it again.
-  void LimitKeysLocked(std::vector<Outgoing>* out) REQUIRES(mu_);
+  // At most `effort` keys (0: as many as it takes).
+  void LimitKeysLocked(std::vector<Outgoing>* out, int effort) REQUIRES(mu_);
 
   ClientRegistry* clients_;
   PushSink* sink_;

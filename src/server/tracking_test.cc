@@ -155,7 +155,7 @@ TEST_F(TrackingTest, ConcurrentTrackersAndWriters) {
   constexpr int kRounds = 2000;
   std::vector<net::ClientInfo*> cs;
   for (int i = 0; i < kThreads; ++i) cs.push_back(Add(3, i));
-  t_.set_max_keys(50);
+  t_.SetMaxKeys(50);
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {

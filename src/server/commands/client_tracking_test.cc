@@ -148,6 +148,14 @@ TEST_F(ClientTrackingTest, TableRemembersReadsAndForgetsWrites) {
   EXPECT_EQ(InfoValue("tracking_total_items"), "0");
 }
 
+TEST_F(ClientTrackingTest, LoweredTableBoundAppliesAtOnce) {
+  ASSERT_EQ(Run({"CLIENT", "TRACKING", "on"}), "OK");
+  ASSERT_EQ(Run({"MGET", "a", "b", "c"}).size(), 3u);
+  EXPECT_EQ(InfoValue("tracking_total_keys"), "3");
+  ASSERT_EQ(Run({"CONFIG", "SET", "tracking-table-max-keys", "1"}), "OK");
+  EXPECT_EQ(InfoValue("tracking_total_keys"), "1");
+}
+
 TEST_F(ClientTrackingTest, TableBound) {
   ASSERT_EQ(Run({"CONFIG", "SET", "tracking-table-max-keys", "2"}), "OK");
   ASSERT_EQ(Run({"CLIENT", "TRACKING", "on"}), "OK");
