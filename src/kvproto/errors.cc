@@ -80,6 +80,16 @@ std::string HelloOptionError(std::string_view opt) {
 std::string UnknownClientTypeError(std::string_view type) {
   return Quoted("ERR Unknown client type ", type);
 }
+std::string TrackingPrefixOverlapError(std::string_view prefix, std::string_view other,
+                                       bool existing) {
+  std::string s = "ERR Prefix '";
+  s.append(prefix);
+  s += existing ? "' overlaps with an existing prefix '"
+                : "' overlaps with another provided prefix '";
+  s.append(other);
+  s += "'. Prefixes for a single client must not overlap.";
+  return s;
+}
 std::string NoSuchUserError(std::string_view user) { return Quoted("ERR No such user ", user); }
 std::string UnrecognizedOptionError(std::string_view opt) {
   return Quoted("ERR Unrecognized option ", opt);

@@ -43,6 +43,30 @@ inline constexpr std::string_view kErrInvalidClientId = "ERR Invalid client ID";
 inline constexpr std::string_view kErrClientIdNotPositive =
     "ERR client-id should be greater than 0";
 inline constexpr std::string_view kErrNoSuchClient = "ERR No such client";
+// CLIENT TRACKING / CACHING (Redis 7.0's texts).
+inline constexpr std::string_view kErrTrackingOneRedirect =
+    "ERR A client can only redirect to a single other client";
+inline constexpr std::string_view kErrTrackingNoRedirClient =
+    "ERR The client ID you want redirect to does not exist";
+inline constexpr std::string_view kErrTrackingPrefixNeedsBcast =
+    "ERR PREFIX option requires BCAST mode to be enabled";
+inline constexpr std::string_view kErrTrackingBcastSwitch =
+    "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then "
+    "re-enabling it with a different mode.";
+inline constexpr std::string_view kErrTrackingOptBcast =
+    "ERR OPTIN and OPTOUT are not compatible with BCAST";
+inline constexpr std::string_view kErrTrackingOptinOptout =
+    "ERR You can't specify both OPTIN mode and OPTOUT mode";
+inline constexpr std::string_view kErrTrackingOptSwitch =
+    "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then "
+    "re-enabling it with a different mode.";
+inline constexpr std::string_view kErrCachingNotTracking =
+    "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or "
+    "OPTOUT mode enabled";
+inline constexpr std::string_view kErrCachingYes =
+    "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.";
+inline constexpr std::string_view kErrCachingNo =
+    "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.";
 inline constexpr std::string_view kErrClientUnblockReason =
     "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
 inline constexpr std::string_view kErrClientPauseMode =
@@ -319,6 +343,10 @@ std::string InvalidExpireError(std::string_view cmd);       // invalid expire ti
 std::string UnsupportedOptionError(std::string_view opt);   // Unsupported option x
 std::string HelloOptionError(std::string_view opt);         // Syntax error in HELLO option 'x'
 std::string UnknownClientTypeError(std::string_view type);  // Unknown client type 'x'
+// CLIENT TRACKING ... BCAST PREFIX: a prefix overlaps one the client has
+// (`existing`) or another one given.
+std::string TrackingPrefixOverlapError(std::string_view prefix, std::string_view other,
+                                       bool existing);
 std::string UnrecognizedOptionError(std::string_view opt);  // Unrecognized option 'x'
 std::string NoSuchUserError(std::string_view user);         // No such user 'x' (CLIENT KILL USER)
 std::string ClientSetInfoBadValueError(std::string_view attr);  // lib-name cannot contain ...

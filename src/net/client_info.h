@@ -59,6 +59,13 @@ struct ClientInfo {
   std::atomic<bool> pubsub{false};
   // Its channels, patterns and shard channels (CLIENT LIST sub= psub= ssub=).
   std::atomic<uint32_t> sub{0}, psub{0}, ssub{0};
+  // CLIENT TRACKING: the Service's tracking flags (its own bits; 0: off), the
+  // client it redirects invalidations to (0: none), and the memory its
+  // tracking state holds (BCAST prefixes), counted into tot_mem. Written by
+  // the owning thread, except that another thread may add a flag bit.
+  std::atomic<uint32_t> tracking{0};
+  std::atomic<uint64_t> tracking_redir{0};
+  std::atomic<uint64_t> service_mem{0};
 };
 
 }  // namespace pion::net

@@ -151,7 +151,8 @@ bool Connection::Reserve(size_t n) {
 void Connection::ReportMemory() {
   if (closed_) return;
   int64_t held =
-      static_cast<int64_t>(out_.allocated_bytes() + parser_.allocated_bytes() + in_.capacity());
+      static_cast<int64_t>(out_.allocated_bytes() + parser_.allocated_bytes() + in_.capacity() +
+                           info_.service_mem.load(std::memory_order_relaxed));
   info_.tot_mem.store(static_cast<uint64_t>(held), std::memory_order_relaxed);
   int64_t delta = held - mem_reported_;
   if (delta > -kReportSlack && delta < kReportSlack) return;

@@ -49,6 +49,14 @@ class ClientRegistry {
     base::MutexLock lk(&mu_);
     fn(*c);
   }
+  // Calls fn(ClientInfo*) for client `id` with the registry locked, or
+  // fn(nullptr) when no such client is registered (or it is being evicted).
+  template <typename Fn>
+  void WithId(uint64_t id, Fn&& fn) EXCLUDES(mu_) {
+    base::MutexLock lk(&mu_);
+    auto it = clients_.find(id);
+    fn(it == clients_.end() || evicting_.count(id) != 0 ? nullptr : it->second);
+  }
   // The index of the worker that owns client `id`; -1 if there is none.
   int WorkerOf(uint64_t id);
 

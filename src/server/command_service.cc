@@ -140,6 +140,8 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
     return 0;
   }
   uint64_t start = MonotonicUs();
+  const bool tracking = server_->tracking().armed();
+  if (tracking) Tracking::BeginCommand();  // BCAST keys are sent when it ends
   if (spec->flags & kCmdTxControl) {
     ReleaseExecHeld();  // EXEC takes the exec lock itself (exclusively)
     spec->handler(ctx);
@@ -163,6 +165,15 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   }
   if (failed) stats.CountError(reply.last_error_code());
   server_->AfterCommand(args, *spec, usec, *c.info);
+  server_->TrackCommand(args, *spec, *c.info, failed);
+  if (tracking) server_->tracking().EndCommand();
+  // CLIENT CACHING yes|no applies to the next command only (kept by a CLIENT
+  // command and inside MULTI, as Redis).
+  if (c.info->tracking.load(std::memory_order_relaxed) & kTrackCaching) [[unlikely]] {
+    const TxState* now = TxOf(c.info);
+    if ((now == nullptr || !now->in_multi) && std::string_view(spec->name) != "CLIENT")
+      c.info->tracking.fetch_and(~static_cast<uint32_t>(kTrackCaching), std::memory_order_relaxed);
+  }
   if (tls_batch_depth == 0) KvEvents::CommandDone();  // not in a batch: now
   return ctx.wait_lsn;
 }
@@ -275,6 +286,7 @@ void CommandService::OnOpen(ClientInfo* info) {
 
 void CommandService::OnClose(ClientInfo* info) {
   TxFree(info);
+  server_->tracking().Disable(info);
   server_->clients().Unregister(info);
   server_->RemoveMonitor(info);
   server_->PubSubRemoveClient(info);

@@ -643,6 +643,8 @@ const std::vector<ConfigOption>& Table() {
        kRuntime, "US", "SLOWLOG threshold in microseconds", "10000; 0 logs every command, -1 none"},
       {"slowlog-max-len", Uint(&Config::slowlog_max_len, 0, 1000000), "128", kRuntime, "N",
        "SLOWLOG entries kept"},
+      {"tracking-table-max-keys", Uint(&Config::tracking_table_max_keys, 0, 1000000000000),
+       "1000000", kRuntime, "N", "keys the CLIENT TRACKING table remembers", "0 = no bound"},
       {"latency-monitor-threshold", Uint(&Config::latency_monitor_threshold, 0, 86400000), "0",
        kRuntime, "MS", "LATENCY monitor threshold", "0 = off"},
       {"latency-tracking", Bool(&Config::latency_tracking), "yes", kRuntime, "yes|no",

@@ -112,6 +112,8 @@ struct Config {
   // Observability (docs/operations.md).
   int64_t slowlog_log_slower_than = 10000;  // microseconds; 0 logs every command, <0 none
   uint64_t slowlog_max_len = 128;
+  // runtime: keys the client-side caching table remembers (0 = no bound)
+  uint64_t tracking_table_max_keys = 1000000;
   uint64_t latency_monitor_threshold = 0;  // milliseconds; 0 = off
   bool latency_tracking = true;            // runtime: per-command latency histograms
   std::vector<double> latency_tracking_percentiles = {50.0, 99.0, 99.9};  // INFO latencystats

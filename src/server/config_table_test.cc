@@ -169,6 +169,7 @@ TEST(ConfigTable, OnlyRuntimeOptionsAreSettable) {
                                             "maxmemory-clients",
                                             "slowlog-log-slower-than",
                                             "slowlog-max-len",
+                                            "tracking-table-max-keys",
                                             "latency-monitor-threshold",
                                             "latency-tracking",
                                             "latency-tracking-info-percentiles",

@@ -11,7 +11,7 @@
 
 #include "base/log.h"
 #include "net/listener.h"
-#include "server/commands/errors.h"
+#include "kvproto/errors.h"
 #include "server/server.h"
 #include "server/worker.h"
 

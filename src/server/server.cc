@@ -322,6 +322,7 @@ void Server::PubSubRemoveClient(ClientInfo* c) {
 }
 
 void Server::AttendObserver::OnNamespaceGone(std::string_view ns, bool evicted) {
+  server_->tracking_.InvalidateKey(ns, 0);
   if (evicted)
     server_->NotifyKeyspaceEvent(kNotifyEvicted, "evicted", ns);
   else
@@ -329,6 +330,7 @@ void Server::AttendObserver::OnNamespaceGone(std::string_view ns, bool evicted) 
 }
 
 void Server::AttendObserver::OnStringRemoved(std::string_view key, bool evicted) {
+  server_->tracking_.InvalidateKey(key, 0);  // expired or evicted: a modification
   if (evicted)
     server_->NotifyKeyspaceEvent(kNotifyEvicted, "evicted", key);
   else
@@ -762,6 +764,7 @@ void Server::PublishRuntimeSettings() {
   slowlog_max_len_.store(cfg_.slowlog_max_len, kR);
   latency_threshold_ms_.store(cfg_.latency_monitor_threshold, kR);
   latency_tracking_.store(cfg_.latency_tracking, kR);
+  tracking_.SetMaxKeys(cfg_.tracking_table_max_keys);
 }
 
 }  // namespace pion::server

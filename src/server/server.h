@@ -55,6 +55,7 @@
 #include "server/pubsub.h"
 #include "server/slowlog.h"
 #include "server/task_runner.h"
+#include "server/tracking.h"
 #include "store/store.h"
 
 namespace pion::persist {
@@ -353,6 +354,16 @@ class Server final : private PushSink {
     uint32_t f = notify_flags_.load(std::memory_order_relaxed);
     return (f & type) && (f & (kNotifyKeyspace | kNotifyKeyevent)) && pubsub_.key_listeners();
   }
+  // Client-side caching (server/tracking.h): the tracking table every worker
+  // shares.
+  Tracking& tracking() { return tracking_; }
+  // After a command ran (worker thread, also each command of an EXEC): a
+  // tracking client's read keys are remembered, a successful write's keys
+  // invalidated. One relaxed load while nobody tracks.
+  void TrackCommand(std::span<const std::string_view> args, const CommandSpec& spec,
+                    const ClientInfo& client, bool failed) {
+    if (tracking_.armed()) TrackCommandSlow(args, spec, client, failed);
+  }
   // A client leaves Pub/Sub (close, RESET): its subscriptions go.
   void PubSubRemoveClient(ClientInfo* c);
   // MONITOR: `c` (on its own worker thread) receives every later command.
@@ -393,6 +404,8 @@ class Server final : private PushSink {
   void FeedMonitors(const ClientInfo& from, std::span<const std::string_view> args)
       EXCLUDES(monitors_mu_);
 
+  void TrackCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
+                        const ClientInfo& client, bool failed);
   void StopWorkers();
   // PushSink: a Pub/Sub message for client `id` of worker `w`.
   void Push(int w, uint64_t id, const std::shared_ptr<const std::string>& msg) override;
@@ -469,6 +482,7 @@ class Server final : private PushSink {
   std::atomic<uint64_t> next_worker_{0};
   CommandService service_{this};
   PubSub pubsub_{this};
+  Tracking tracking_{&clients_, this};
 
   // Stage 2.
   // Told by the store what leaves it: the attention slots go, keyspace

@@ -2,6 +2,10 @@
 every client's writes (and EXEC of a transaction with a write, and PUBLISH) until it ends
 or CLIENT UNPAUSE; reads go on. A held command stays in its client's query buffer and
 the client's later commands wait behind it."""
+import threading
+
+import pytest
+
 from pion._resp import encode
 from conftest import poll
 
@@ -65,3 +69,36 @@ def test_pause_argument_errors(server, raw_factory):
     assert c.call("CLIENT", "PAUSE", "-1") == "ERR timeout is negative"
     assert c.call("CLIENT", "PAUSE") == "ERR wrong number of arguments for 'client|pause' command"
     assert c.call("CLIENT", "UNPAUSE") == "OK"
+
+
+@pytest.mark.concurrency
+def test_pause_and_unpause_while_both_workers_write(server_factory, raw_factory):
+    """Writers on two workers pipeline SETs from their own threads while another client
+    pauses and unpauses over and over (run under TSan): every write runs once, in order."""
+    s = server_factory(["-w", "2"])
+    writers = [raw_factory(s) for _ in range(4)]
+    admin = raw_factory(s)
+    errors: list[str] = []
+
+    def write(c, me: int) -> None:
+        try:
+            for j in range(200):
+                c.send(encode("SET", f"w{me}", str(j)) + encode("INCR", f"n{me}"))
+                if c.read() != "OK" or c.read() != j + 1:
+                    errors.append(f"writer {me} at {j}")
+                    return
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"writer {me}: {e!r}")
+
+    threads = [threading.Thread(target=write, args=(c, i)) for i, c in enumerate(writers)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        assert admin.call("CLIENT", "PAUSE", "5", "WRITE") == "OK"
+        admin.call("GET", "w0")  # reads go on during the pause
+        assert admin.call("CLIENT", "UNPAUSE") == "OK"
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert [admin.call("GET", f"n{i}") for i in range(4)] == [b"200"] * 4

@@ -600,3 +600,18 @@ def test_prometheus_redis_exporter_reads_info(server_factory, tmpdir_path):
             p.kill()
             p.wait()
         log.close()
+
+
+def test_reset_ends_monitor(server, raw_factory):
+    """RESET turns MONITOR off (as Redis): no `O` flag, and no line for later commands."""
+    mon, c = raw_factory(server), raw_factory(server)
+    assert mon.call("MONITOR") == "OK"
+    assert c.call("ECHO", "before") == b"before"
+    assert b'"ECHO" "before"' in mon.read().encode()
+    mon.send(RawConn.encode("RESET"))
+    # The ECHO line may still come before RESET's reply; nothing after it.
+    while (v := mon.read()) != "RESET":
+        assert "before" in v or "RESET" in v, v
+    assert b"flags=O" not in c.call("CLIENT", "LIST")
+    assert c.call("ECHO", "after") == b"after"
+    assert mon.call("PING") == "PONG"  # a line for ECHO would precede this reply

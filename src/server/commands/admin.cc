@@ -482,6 +482,9 @@ void FlushAll(CommandContext& ctx) {
     ctx.server->SaveAfterFlushAll();
   }
   ctx.reply->SimpleString("OK");
+  // Every tracking client is told that everything it cached is gone (after
+  // this reply: the push goes through the worker's mailbox).
+  ctx.server->tracking().InvalidateAll();
 }
 
 void Shutdown(CommandContext& ctx) {

@@ -1,5 +1,5 @@
 // CLIENT ID|SETNAME|GETNAME|INFO|LIST|KILL|NO-EVICT|NO-TOUCH|SETINFO|REPLY|UNBLOCK|
-// PAUSE|UNPAUSE|GETREDIR|TRACKINGINFO|HELP.
+// PAUSE|UNPAUSE|HELP; TRACKING|CACHING|GETREDIR|TRACKINGINFO in client_tracking.cc.
 // LIST and KILL see every worker's clients through the server's registry; a
 // client on another worker is closed by a task posted to that worker's loop.
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "net/client_info.h"
 #include "net/connection.h"
 #include "server/acl.h"
+#include "server/commands/client_tracking.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/server.h"
@@ -29,7 +30,8 @@ bool ValidName(std::string_view name) {
   return true;
 }
 
-// CLIENT LIST flags: O (MONITOR), P (Pub/Sub), e (NO-EVICT), else N.
+// CLIENT LIST flags: O (MONITOR), P (Pub/Sub), t (CLIENT TRACKING), R (its
+// redirect is gone), B (BCAST), e (NO-EVICT), else N; in Redis's order.
 std::string ClientFlags(const ClientInfo& c) {
   constexpr auto kR = std::memory_order_relaxed;
   std::string f;
@@ -37,6 +39,10 @@ std::string ClientFlags(const ClientInfo& c) {
     f += 'O';
   else if (c.pubsub.load(kR))
     f += 'P';
+  uint32_t t = c.tracking.load(kR);
+  if (t & kTrackOn) f += 't';
+  if (t & kTrackBrokenRedir) f += 'R';
+  if (t & kTrackBcast) f += 'B';
   if (c.no_evict.load(kR)) f += 'e';
   return f.empty() ? "N" : f;
 }
@@ -58,16 +64,19 @@ void AppendClientLine(const ClientInfo& c, std::string* out, uint64_t running_by
   out->append(c.name);
   uint64_t qbuf = c.qbuf.load(kR) + running_bytes, qfree = c.qbuf_free.load(kR);
   uint64_t omem = c.omem.load(kR), tot = c.tot_mem.load(kR) + running_bytes;
-  std::snprintf(buf, sizeof(buf),
-                " age=%llu idle=%llu flags=%s db=0 sub=%u psub=%u ssub=%u multi=-1 qbuf=%llu "
-                "qbuf-free=%llu argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%llu "
-                "tot-mem=%llu events=r cmd=%s user=%s redir=-1 resp=%d lib-name=",
-                static_cast<unsigned long long>((now - c.created_us) / 1000000),
-                static_cast<unsigned long long>(now > last ? (now - last) / 1000000 : 0),
-                ClientFlags(c).c_str(), c.sub.load(kR), c.psub.load(kR), c.ssub.load(kR),
-                static_cast<unsigned long long>(qbuf), static_cast<unsigned long long>(qfree),
-                static_cast<unsigned long long>(omem), static_cast<unsigned long long>(tot), cmd,
-                c.user.c_str(), c.proto.load(kR));
+  std::snprintf(
+      buf, sizeof(buf),
+      " age=%llu idle=%llu flags=%s db=0 sub=%u psub=%u ssub=%u multi=-1 qbuf=%llu "
+      "qbuf-free=%llu argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%llu "
+      "tot-mem=%llu events=r cmd=%s user=%s redir=%lld resp=%d lib-name=",
+      static_cast<unsigned long long>((now - c.created_us) / 1000000),
+      static_cast<unsigned long long>(now > last ? (now - last) / 1000000 : 0),
+      ClientFlags(c).c_str(), c.sub.load(kR), c.psub.load(kR), c.ssub.load(kR),
+      static_cast<unsigned long long>(qbuf), static_cast<unsigned long long>(qfree),
+      static_cast<unsigned long long>(omem), static_cast<unsigned long long>(tot), cmd,
+      c.user.c_str(),
+      c.tracking.load(kR) & kTrackOn ? static_cast<long long>(c.tracking_redir.load(kR)) : -1LL,
+      c.proto.load(kR));
   out->append(buf);
   out->append(c.lib_name);
   out->append(" lib-ver=");
@@ -334,11 +343,15 @@ void ClientHelp(CommandContext& ctx) {
       "    Stop the current client pause, resuming traffic.",
       "UNBLOCK <clientid> [TIMEOUT|ERROR]",
       "    Unblock the specified blocked client (pion has no blocking commands: always 0).",
+      "CACHING (YES|NO)",
+      "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
       "GETREDIR",
-      "    Return the client ID we are redirecting to when tracking is enabled (-1: pion has no",
-      "    tracking).",
+      "    Return the client ID we are redirecting to when tracking is enabled.",
+      "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+      "         [OPTIN] [OPTOUT] [NOLOOP]",
+      "    Control server assisted client side caching.",
       "TRACKINGINFO",
-      "    Return information about current client's tracking status (always off in pion).",
+      "    Report tracking status for the current connection.",
       "HELP",
       "    Print this help.",
   };
@@ -425,19 +438,14 @@ void Client(CommandContext& ctx) {
       return;
     }
     ctx.reply->SimpleString("OK");
+  } else if (EqualsIgnoreCase(sub, "TRACKING")) {
+    if (arity(n >= 3)) ClientTracking(ctx);
+  } else if (EqualsIgnoreCase(sub, "CACHING")) {
+    if (arity(n == 3)) ClientCaching(ctx);
   } else if (EqualsIgnoreCase(sub, "GETREDIR")) {
-    // pion has no client-side caching (CLIENT TRACKING): tracking is always off.
-    if (arity(n == 2)) ctx.reply->Integer(-1);
+    if (arity(n == 2)) ClientGetRedir(ctx);
   } else if (EqualsIgnoreCase(sub, "TRACKINGINFO")) {
-    if (!arity(n == 2)) return;
-    ctx.reply->MapHeader(3);
-    ctx.reply->Bulk("flags");
-    ctx.reply->SetHeader(1);
-    ctx.reply->Bulk("off");
-    ctx.reply->Bulk("redirect");
-    ctx.reply->Integer(-1);
-    ctx.reply->Bulk("prefixes");
-    ctx.reply->ArrayHeader(0);
+    if (arity(n == 2)) ClientTrackingInfo(ctx);
   } else if (EqualsIgnoreCase(sub, "HELP")) {
     ClientHelp(ctx);
   } else {
@@ -451,7 +459,7 @@ void AddClientCommands(std::vector<CommandSpec>* out) {
   out->push_back(
       {"CLIENT", -2, kCmdLoading | kCmdStale, 0, 0, 0, Client,
        "Connection introspection and control: ID, SETNAME, GETNAME, INFO, LIST, KILL, SETINFO, "
-       "REPLY, NO-EVICT, NO-TOUCH."});
+       "REPLY, NO-EVICT, NO-TOUCH, TRACKING, CACHING."});
   out->back().acl_categories |= kAclConnection;
 }
 

@@ -42,10 +42,16 @@ const CommandDoc kDocs[] = {
     {"CLIENT|UNPAUSE", "connection", "6.2.0", "", "Resumes processing of paused clients."},
     {"CLIENT|UNBLOCK", "connection", "5.0.0", "client-id [TIMEOUT | ERROR]",
      "Unblocks a client blocked by a blocking command (pion has none: always 0)."},
+    {"CLIENT|TRACKING", "connection", "6.0.0",
+     "ON | OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] "
+     "[OPTOUT] [NOLOOP]",
+     "Controls server-assisted client-side caching for the connection."},
+    {"CLIENT|CACHING", "connection", "6.0.0", "YES | NO",
+     "Instructs the server whether to track the keys in the next request."},
     {"CLIENT|GETREDIR", "connection", "6.0.0", "",
-     "Returns the tracking redirection client ID (-1: pion has no client-side caching)."},
+     "Returns the client ID to which the connection's tracking notifications are redirected."},
     {"CLIENT|TRACKINGINFO", "connection", "6.2.0", "",
-     "Returns the connection's tracking state (always off in pion)."},
+     "Returns information about server-assisted client-side caching for the connection."},
     {"CLIENT|HELP", "connection", "5.0.0", "", "Returns helpful text about the subcommands."},
     // pubsub
     {"SUBSCRIBE", "pubsub", "2.0.0", "channel [channel ...]", nullptr},

@@ -171,6 +171,10 @@ void Reset(CommandContext& ctx) {
   ctx.client->no_evict.store(false, std::memory_order_relaxed);  // CLIENT NO-EVICT off
   TxClear(ctx.client);                         // leaves MULTI, forgets WATCHed keys
   ctx.server->PubSubRemoveClient(ctx.client);  // every subscription goes
+  ctx.server->tracking().Disable(ctx.client);  // CLIENT TRACKING off
+  // MONITOR off (as Redis): no more lines, and no `O` flag in CLIENT LIST.
+  ctx.server->RemoveMonitor(ctx.client);
+  ctx.client->monitor.store(false, std::memory_order_relaxed);
   ctx.reply->SimpleString("RESET");
 }
 

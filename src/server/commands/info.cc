@@ -97,7 +97,7 @@ void ClientsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "connected_clients", s.clients().connected());
   InfoField(out, "maxclients", s.maxclients());
   InfoField(out, "blocked_clients", uint64_t{0});
-  InfoField(out, "tracking_clients", uint64_t{0});
+  InfoField(out, "tracking_clients", s.tracking().clients());
 }
 
 void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
@@ -177,6 +177,10 @@ void StatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
   InfoField(out, "total_protocol_errors", st.protocol_errors);
   InfoField(out, "tls_handshake_failures", st.tls_handshake_failures);
+  // Client-side caching (server/tracking.h).
+  InfoField(out, "tracking_total_keys", s.tracking().total_keys());
+  InfoField(out, "tracking_total_items", s.tracking().total_items());
+  InfoField(out, "tracking_total_prefixes", s.tracking().total_prefixes());
   InfoField(out, "total_error_replies", st.error_replies);
   KeyspaceStatsFields(s, out);
   // Background snapshots started (BGSAVE, BGREWRITEAOF, save points, the WAL's

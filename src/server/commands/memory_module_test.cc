@@ -118,7 +118,7 @@ TEST_F(MemoryModuleTest, ClientUnblockGetredirTrackinginfo) {
             "ERR value is not an integer or out of range");
   EXPECT_EQ(Run({"CLIENT", "UNBLOCK"}).error(),
             "ERR wrong number of arguments for 'client|unblock' command");
-  // Tracking is never on.
+  // Tracking is off until CLIENT TRACKING ON (client_tracking_test.cc).
   EXPECT_TRUE(Run({"CLIENT", "GETREDIR"}).is_integer(-1));
   RespValue info = Run({"CLIENT", "TRACKINGINFO"});
   ASSERT_EQ(info.size(), 6u) << info.Debug();

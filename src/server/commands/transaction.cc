@@ -150,6 +150,7 @@ void Exec(CommandContext& ctx) {
     stats.Record(table.StatIndex(q.spec, views), usec, failed, ctx.server->latency_tracking());
     if (failed) stats.CountError(ctx.reply->last_error_code());
     ctx.server->AfterCommand(views, *q.spec, usec, *ctx.client);
+    ctx.server->TrackCommand(views, *q.spec, *ctx.client, failed);
     ctx.wait_lsn = std::max(ctx.wait_lsn, sub.wait_lsn);
   }
   ctx.inner_errors = ctx.reply->error_count() - errors_before;
