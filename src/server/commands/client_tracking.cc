@@ -7,7 +7,7 @@
 
 #include "base/strutil.h"
 #include "net/client_info.h"
-#include "server/commands/errors.h"
+#include "kvproto/errors.h"
 #include "server/server.h"
 
 namespace pion::server {
