@@ -151,11 +151,7 @@ void Store::TierNamespaceWrite(TierNsDone job) {
     }
   };
   job.status = tier_->Write(*job.extent, fill);
-  {
-    std::lock_guard<std::mutex> bl(tier_backlog_mu_);
-    tier_backlog_ -= x.value_len;
-  }
-  tier_backlog_cv_.notify_all();
+  const uint64_t queued = x.value_len;
   if (job.status.ok()) {
     tier_writes_.fetch_add(1, std::memory_order_relaxed);
     tier_write_bytes_.fetch_add(x.length, std::memory_order_relaxed);
@@ -172,6 +168,11 @@ void Store::TierNamespaceWrite(TierNsDone job) {
     std::lock_guard<std::mutex> tl(tier_done_mu_);
     tier_ns_done_.push_back(std::move(job));
   }
+  {  // after the push, as TierWrite does
+    std::lock_guard<std::mutex> bl(tier_backlog_mu_);
+    tier_backlog_ -= queued;
+  }
+  tier_backlog_cv_.notify_all();
   if (mu_.try_lock()) {
     TierApplyDoneLocked();
     mu_.unlock();
