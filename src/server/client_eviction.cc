@@ -23,7 +23,7 @@ constexpr uint64_t kEvictRetryUs = 100'000;
 // Closes the picked clients and counts them (INFO evicted_clients).
 void Evict(Server& server, const std::vector<uint64_t>& ids, std::atomic<uint64_t>& count) {
   for (uint64_t id : ids)
-    if (server.KillClient(id)) count.fetch_add(1, std::memory_order_relaxed);
+    if (server.ClosePickedClient(id)) count.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ void ClientRegistry::Register(net::ClientInfo* c) {
 void ClientRegistry::Unregister(net::ClientInfo* c) {
   base::MutexLock lk(&mu_);
   clients_.erase(c->id);
-  evicting_.erase(c->id);
+  closing_.erase(c->id);
 }
 
 void ClientRegistry::SetName(net::ClientInfo* c, std::string name) {
@@ -42,6 +42,13 @@ int ClientRegistry::WorkerOf(uint64_t id) {
   return it == clients_.end() ? -1 : it->second->worker;
 }
 
+int ClientRegistry::MarkClosing(uint64_t id) {
+  base::MutexLock lk(&mu_);
+  auto it = clients_.find(id);
+  if (it == clients_.end() || !closing_.insert(id).second) return -1;
+  return it->second->worker;
+}
+
 bool ClientRegistry::TryAcquireSlot(uint64_t max) {
   uint64_t cur = connected_.load(std::memory_order_relaxed);
   do {
@@ -66,7 +73,7 @@ ClientRegistry::Eviction ClientRegistry::PickEvictions(uint64_t limit, uint64_t 
   std::vector<std::pair<uint64_t, uint64_t>> candidates;  // (tot_mem, id)
   for (auto& [id, c] : clients_) {
     uint64_t mem = c->tot_mem.load(kR) + (id == requester ? incoming : 0);
-    if (evicting_.count(id) != 0)
+    if (closing_.count(id) != 0)
       held -= std::min(held, mem);
     else if (mem > 0 && !c->no_evict.load(kR))
       candidates.emplace_back(mem, id);
@@ -86,7 +93,7 @@ ClientRegistry::Eviction ClientRegistry::PickEvictions(uint64_t limit, uint64_t 
     out->resize(first);
     return Eviction::kNoRoom;
   }
-  for (size_t i = first; i < out->size(); ++i) evicting_.insert((*out)[i]);
+  for (size_t i = first; i < out->size(); ++i) closing_.insert((*out)[i]);
   if (requester_picked) return Eviction::kRequesterPicked;
   return held <= limit ? Eviction::kFits : Eviction::kNoRoom;
 }

@@ -29,12 +29,13 @@ class ClientRegistry {
   void Unregister(net::ClientInfo* c);
   // Calls fn(const ClientInfo&) for every client with the registry locked (fn
   // may read `name`; it must not call back into the registry). A client picked
-  // for eviction (PickEvictions) is as good as gone: it is left out.
+  // for eviction (PickEvictions) or killed (MarkClosing) is as good as gone: it
+  // is left out.
   template <typename Fn>
   void ForEach(Fn&& fn) EXCLUDES(mu_) {
     base::MutexLock lk(&mu_);
     for (auto& [id, c] : clients_)
-      if (evicting_.count(id) == 0) fn(*c);
+      if (closing_.count(id) == 0) fn(*c);
   }
   void SetName(net::ClientInfo* c, std::string name);
   std::string Name(const net::ClientInfo* c);
@@ -55,10 +56,14 @@ class ClientRegistry {
   void WithId(uint64_t id, Fn&& fn) EXCLUDES(mu_) {
     base::MutexLock lk(&mu_);
     auto it = clients_.find(id);
-    fn(it == clients_.end() || evicting_.count(id) != 0 ? nullptr : it->second);
+    fn(it == clients_.end() || closing_.count(id) != 0 ? nullptr : it->second);
   }
   // The index of the worker that owns client `id`; -1 if there is none.
   int WorkerOf(uint64_t id);
+  // CLIENT KILL of another worker's client: from now on it is left out as if
+  // gone (as Redis frees it at once), while its worker closes it. The index of
+  // that worker, or -1 when there is no such client or it is already closing.
+  int MarkClosing(uint64_t id) EXCLUDES(mu_);
 
   // Connection slots: TryAcquireSlot fails when `max` are taken.
   bool TryAcquireSlot(uint64_t max);
@@ -97,7 +102,8 @@ class ClientRegistry {
   std::atomic<int64_t> memory_{0};
   base::Mutex mu_;
   std::unordered_map<uint64_t, net::ClientInfo*> clients_ GUARDED_BY(mu_);
-  std::unordered_set<uint64_t> evicting_ GUARDED_BY(mu_);  // picked, not yet gone
+  // Picked for eviction or killed (MarkClosing), not yet gone.
+  std::unordered_set<uint64_t> closing_ GUARDED_BY(mu_);
 };
 
 }  // namespace pion::server

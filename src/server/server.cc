@@ -600,6 +600,13 @@ void Server::KillPubSubClientsOfUsers() {
 }
 
 bool Server::KillClient(uint64_t id) {
+  int worker = clients_.MarkClosing(id);
+  if (worker < 0) return false;
+  workers_[worker]->Kill(id);
+  return true;
+}
+
+bool Server::ClosePickedClient(uint64_t id) {
   int worker = clients_.WorkerOf(id);
   if (worker < 0) return false;
   workers_[worker]->Kill(id);

@@ -268,8 +268,12 @@ class Server final : private PushSink {
   // Held shared by every command (once per read batch), exclusively by EXEC
   // (commands/transaction.h); a waiting EXEC holds off new batches (base/rw_mutex.h).
   WriterFirstMutex& exec_mu() RETURN_CAPABILITY(exec_mu_) { return exec_mu_; }
-  // Asks the owning worker to close client `id`; false if there is none.
+  // Asks the owning worker to close client `id`, which CLIENT LIST and the
+  // other registry readers leave out from now on; false if there is none (or it
+  // is already closing).
   bool KillClient(uint64_t id);
+  // The same for a client PickEvictions already marked as closing.
+  bool ClosePickedClient(uint64_t id);
   // Connection slots: fails at maxclients.
   bool TryAcquireClientSlot() { return clients_.TryAcquireSlot(maxclients()); }
   // Client eviction (server/client_eviction.cc, as Redis's maxmemory-clients):
