@@ -69,6 +69,9 @@ class RespParser final : public BigArgParser {
   size_t BytesWanted() const override;
   // Bytes of the pending command held outside the region (big arguments).
   uint64_t big_bytes() const override { return big_total_; }
+  uint64_t unparsed_bytes(size_t region) const override {
+    return (region > pos_ ? region - pos_ : 0) + (state_ == State::kBigArg ? big_filled() : 0);
+  }
   // Between commands: frees argument vectors grown by a huge command.
   void ShrinkIdle() override;
 
