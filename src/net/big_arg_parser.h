@@ -90,6 +90,8 @@ class BigArgParser : public RequestParser {
   bool big_filling() const { return phase_ == Phase::kFill; }
   // Bytes the big argument being filled still needs.
   size_t big_left() const { return need_ - filled_; }
+  // Bytes of the big argument being filled that arrived so far.
+  size_t big_filled() const { return phase_ == Phase::kFill ? filled_ : 0; }
   size_t big_arg_count() const { return done_.size(); }
   const char* big_arg(size_t i) const { return done_[i].data(); }
 

@@ -66,6 +66,10 @@ struct ClientInfo {
   std::atomic<uint32_t> tracking{0};
   std::atomic<uint64_t> tracking_redir{0};
   std::atomic<uint64_t> service_mem{0};
+  // MULTI: the commands queued (CLIENT LIST multi=; -1 outside MULTI) and the
+  // memory they hold (multi-mem), counted into tot_mem. Owning thread writes.
+  std::atomic<int64_t> multi{-1};
+  std::atomic<uint64_t> multi_mem{0};
 };
 
 }  // namespace pion::net

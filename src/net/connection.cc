@@ -152,7 +152,8 @@ void Connection::ReportMemory() {
   if (closed_) return;
   int64_t held =
       static_cast<int64_t>(out_.allocated_bytes() + parser_.allocated_bytes() + in_.capacity() +
-                           info_.service_mem.load(std::memory_order_relaxed));
+                           info_.service_mem.load(std::memory_order_relaxed) +
+                           info_.multi_mem.load(std::memory_order_relaxed));
   info_.tot_mem.store(static_cast<uint64_t>(held), std::memory_order_relaxed);
   int64_t delta = held - mem_reported_;
   if (delta > -kReportSlack && delta < kReportSlack) return;
@@ -291,7 +292,7 @@ void Connection::HandleRead() {
 }
 
 void Connection::PublishQueryBuffer() {
-  info_.qbuf.store(in_end_ - in_start_ + parser_.big_bytes(), std::memory_order_relaxed);
+  info_.qbuf.store(parser_.unparsed_bytes(in_end_ - in_start_), std::memory_order_relaxed);
   info_.qbuf_free.store(in_.empty() ? 0 : in_.capacity() - in_end_, std::memory_order_relaxed);
 }
 

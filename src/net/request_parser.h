@@ -70,6 +70,11 @@ class RequestParser {
   virtual size_t BytesWanted() const = 0;
   // Bytes of the pending request held outside the region (big arguments).
   virtual uint64_t big_bytes() const = 0;
+  // Input received for the pending request and not yet parsed into its
+  // arguments, given the `region` bytes buffered from its start (CLIENT LIST
+  // qbuf, as Redis counts its query buffer: a big argument being read counts
+  // the bytes that arrived; parsed arguments no longer count).
+  virtual uint64_t unparsed_bytes(size_t region) const { return region + big_bytes(); }
   // Memory held for the pending request (big-argument and discard buffers).
   virtual size_t allocated_bytes() const = 0;
   // Between requests: frees what a huge request grew.

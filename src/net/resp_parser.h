@@ -69,6 +69,11 @@ class RespParser final : public BigArgParser {
   size_t BytesWanted() const override;
   // Bytes of the pending command held outside the region (big arguments).
   uint64_t big_bytes() const override { return big_total_; }
+  // A complete command not yet run (held by CLIENT PAUSE) counts whole.
+  uint64_t unparsed_bytes(size_t region) const override {
+    if (state_ == State::kDone) return region + big_total_;
+    return (region > pos_ ? region - pos_ : 0) + (state_ == State::kBigArg ? big_filled() : 0);
+  }
   // Between commands: frees argument vectors grown by a huge command.
   void ShrinkIdle() override;
 

@@ -30,6 +30,12 @@ void Evict(Server& server, const std::vector<uint64_t>& ids, std::atomic<uint64_
 
 bool Server::ReserveClientMemory(uint64_t n, const ClientInfo* who) {
   uint64_t limit = maxmemory_clients();
+  if (limit != 0 && who != nullptr && who->no_evict.load(std::memory_order_relaxed)) {
+    // As Redis: a NO-EVICT client's input is never refused for client
+    // memory; the other clients may be evicted to make room for it.
+    AdjustClientMemory(static_cast<int64_t>(n));
+    return true;
+  }
   if (limit == 0 || clients_.memory() + n <= limit) return clients_.ReserveMemory(n, limit);
   std::vector<uint64_t> ids;
   ClientRegistry::Eviction e = clients_.PickEvictions(limit, n, who != nullptr ? who->id : 0, &ids);

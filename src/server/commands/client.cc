@@ -66,13 +66,14 @@ void AppendClientLine(const ClientInfo& c, std::string* out, uint64_t running_by
   uint64_t omem = c.omem.load(kR), tot = c.tot_mem.load(kR) + running_bytes;
   std::snprintf(
       buf, sizeof(buf),
-      " age=%llu idle=%llu flags=%s db=0 sub=%u psub=%u ssub=%u multi=-1 qbuf=%llu "
-      "qbuf-free=%llu argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%llu "
+      " age=%llu idle=%llu flags=%s db=0 sub=%u psub=%u ssub=%u multi=%lld qbuf=%llu "
+      "qbuf-free=%llu argv-mem=0 multi-mem=%llu rbs=0 rbp=0 obl=0 oll=0 omem=%llu "
       "tot-mem=%llu events=r cmd=%s user=%s redir=%lld resp=%d lib-name=",
       static_cast<unsigned long long>((now - c.created_us) / 1000000),
       static_cast<unsigned long long>(now > last ? (now - last) / 1000000 : 0),
       ClientFlags(c).c_str(), c.sub.load(kR), c.psub.load(kR), c.ssub.load(kR),
-      static_cast<unsigned long long>(qbuf), static_cast<unsigned long long>(qfree),
+      static_cast<long long>(c.multi.load(kR)), static_cast<unsigned long long>(qbuf),
+      static_cast<unsigned long long>(qfree), static_cast<unsigned long long>(c.multi_mem.load(kR)),
       static_cast<unsigned long long>(omem), static_cast<unsigned long long>(tot), cmd,
       c.user.c_str(),
       c.tracking.load(kR) & kTrackOn ? static_cast<long long>(c.tracking_redir.load(kR)) : -1LL,

@@ -20,8 +20,19 @@ namespace pion::server {
 TxState* TxOf(ClientInfo* c) { return static_cast<TxState*>(c->service_data); }
 
 TxState& TxFor(ClientInfo* c) {
-  if (c->service_data == nullptr) c->service_data = new TxState();
+  if (c->service_data == nullptr) {
+    TxState* tx = new TxState();
+    tx->owner = c;
+    c->service_data = tx;
+  }
   return *TxOf(c);
+}
+
+void TxState::Publish() {
+  if (owner == nullptr) return;
+  owner->multi.store(in_multi ? static_cast<int64_t>(queued.size()) : -1,
+                     std::memory_order_relaxed);
+  owner->multi_mem.store(queued_mem, std::memory_order_relaxed);
 }
 
 void TxFree(ClientInfo* c) {
@@ -43,8 +54,14 @@ void TxQueue(CommandContext& ctx, const CommandSpec* spec, TxState& tx) {
   TxState::Queued q;
   q.spec = spec;
   q.args.reserve(ctx.args.size());
-  for (std::string_view a : ctx.args) q.args.emplace_back(a);
+  uint64_t mem = sizeof(TxState::Queued);
+  for (std::string_view a : ctx.args) {
+    q.args.emplace_back(a);
+    mem += sizeof(std::string) + a.size();
+  }
   tx.queued.push_back(std::move(q));
+  tx.queued_mem += mem;
+  tx.Publish();
   ctx.reply->SimpleString("QUEUED");
 }
 
@@ -65,6 +82,8 @@ void Multi(CommandContext& ctx) {
   tx.dirty = false;
   tx.denyoom = false;
   tx.queued.clear();
+  tx.queued_mem = 0;
+  tx.Publish();
   ctx.reply->SimpleString("OK");
 }
 

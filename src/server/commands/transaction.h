@@ -32,13 +32,21 @@ struct TxState {
   };
   std::vector<Queued> queued;
   std::vector<std::pair<std::string, uint64_t>> watched;  // key, store version at WATCH
+  uint64_t queued_mem = 0;  // memory the queued commands hold (CLIENT LIST multi-mem)
+  ClientInfo* owner = nullptr;
 
+  // Publishes the queue's length and memory to the owner's ClientInfo
+  // (CLIENT LIST multi= and multi-mem; the memory counts toward
+  // maxmemory-clients through tot-mem).
+  void Publish();
   void Reset() {
     in_multi = false;
     dirty = false;
     denyoom = false;
     queued.clear();
     watched.clear();
+    queued_mem = 0;
+    Publish();
   }
 };
 

@@ -98,5 +98,37 @@ TEST_F(TransactionOom, RefusalsCountAsRejectedCalls) {
       << info.str;
 }
 
+// As Redis 7: the queued commands hold memory, shown in CLIENT LIST (multi=,
+// multi-mem; the transport counts it into tot-mem, so client eviction sees it).
+TEST_F(TransactionOom, QueuedCommandsShowInClientList) {
+  auto line_of_txc = [this] {
+    SwitchClient(1);
+    std::string list = Run({"CLIENT", "LIST"}).str;
+    SwitchClient(0);
+    size_t at = list.find("name=txc ");
+    if (at == std::string::npos) return std::string();
+    size_t begin = list.rfind('\n', at);
+    begin = begin == std::string::npos ? 0 : begin + 1;
+    return list.substr(begin, list.find('\n', at) - begin);
+  };
+  ASSERT_EQ(Run({"CLIENT", "SETNAME", "txc"}), "OK");
+  std::string line = line_of_txc();
+  EXPECT_NE(line.find(" multi=-1 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" multi-mem=0 "), std::string::npos) << line;
+  ASSERT_EQ(Run({"MULTI"}), "OK");
+  EXPECT_NE(line_of_txc().find(" multi=0 "), std::string::npos);
+  ASSERT_EQ(Run({"SET", "k", std::string(100000, 'v')}), "QUEUED");
+  ASSERT_EQ(Run({"SET", "k", std::string(100000, 'v')}), "QUEUED");
+  line = line_of_txc();
+  EXPECT_NE(line.find(" multi=2 "), std::string::npos) << line;
+  size_t at = line.find(" multi-mem=");
+  ASSERT_NE(at, std::string::npos) << line;
+  EXPECT_GE(std::stoull(line.substr(at + 11)), 200000u) << line;
+  ASSERT_EQ(Run({"DISCARD"}), "OK");
+  line = line_of_txc();
+  EXPECT_NE(line.find(" multi=-1 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" multi-mem=0 "), std::string::npos) << line;
+}
+
 }  // namespace
 }  // namespace pion::server::testing
