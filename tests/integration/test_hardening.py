@@ -239,11 +239,11 @@ def test_fetch_of_unwritten_rows_costs_no_memory(server_factory, raw_factory):
     assert c.call("PING") == "PONG"
 
 
-def test_partial_bulks_are_bounded_by_maxmemory_clients(server_factory, raw_factory):
-    """Big arguments take memory as their bytes arrive and within maxmemory-clients; a
-    command that does not fit, when no client can be evicted to make room (both are
-    CLIENT NO-EVICT; test_client_eviction.py has the eviction), gets -OOM and its
-    client carries on."""
+def test_partial_bulks_of_no_evict_clients_pass_maxmemory_clients(server_factory, raw_factory):
+    """Big arguments take memory as their bytes arrive. Clients with CLIENT NO-EVICT on
+    are never refused nor evicted for maxmemory-clients, as in Redis (the admin who set
+    it vouches for them; test_client_eviction.py has the eviction of the others): both
+    commands complete past the bound, and the server holds what they sent, no more."""
     s = server_factory(["--maxmemory-clients", "64mb", "--maxmemory", "64mb", "-w", "1"],
                        kvcache=False)
     a = raw_factory(s, timeout=60)
@@ -255,11 +255,9 @@ def test_partial_bulks_are_bounded_by_maxmemory_clients(server_factory, raw_fact
     a.send(head + b"a" * (40 * MiB))  # held: a 40+ MiB buffer, reply pending
     assert poll(lambda: info_int(s, "memory", "mem_clients_normal") >= 32 * MiB)
     b.send(head + b"b" * size + b"\r\n")
-    e = b.read()
-    assert isinstance(e, RawError) and e.startswith("OOM") and "maxmemory-clients" in e
+    assert b.read() == b"b" * size
     assert b.call("PING") == "PONG"
-    assert info_int(s, "memory", "mem_clients_normal") <= 64 * MiB
-    assert_memory(status_kb(s, "VmRSS") / 1024, 200, "RSS with 64 MiB of client buffers")
+    assert_memory(status_kb(s, "VmRSS") / 1024, 300, "RSS with 96 MiB of client buffers")
     a.send(b"a" * (size - 40 * MiB) + b"\r\n")
     assert a.read() == b"a" * size
     assert a.call("PING") == "PONG"
