@@ -11,7 +11,8 @@ pkgs=(
   libzmq3-dev libmsgpack-cxx-dev liburing-dev
   redis-server redis-tools prometheus prometheus-redis-exporter
   python3 python3-pytest python3-numpy python3-redis python3-hiredis python3-xxhash
-  python3-torch libopenblas0-pthread python3-zmq python3-msgpack python3-yaml
+  python3-torch libopenblas0-pthread python3-zmq python3-msgpack python3-yaml python3-cbor2
+  fio
   python3-pyflakes python3-mypy python3-setuptools python3-pip python3-venv
 )
 if [ "${1:-}" = "--bench" ]; then pkgs+=(iperf3 python3-matplotlib); fi
