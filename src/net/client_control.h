@@ -56,8 +56,7 @@ class ClientControl {
   // the client holds, this reply so far included, is past its hard output
   // limit (Redis checks the limit as a reply grows). The handler stops adding
   // to the reply then; the connection is closed after the command and nothing
-  // of the reply is sent. Such a reply is not the large reply exempt from the
-  // limits.
+  // of the reply is sent.
   virtual bool ReplyOverOutputLimit() { return false; }
   virtual OwnedBuffer TakeArgBuffer(std::string_view arg) {
     (void)arg;

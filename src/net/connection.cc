@@ -27,7 +27,6 @@ constexpr size_t kGatedBytes = 1u << 20;
 // A connection reports what it holds when that moved by this much (so small
 // commands touch no shared counter).
 constexpr int64_t kReportSlack = 64 * 1024;
-constexpr uint64_t kMinExemptReply = 64 * 1024;
 // An empty query buffer of at most this size is kept while the client is
 // active and returned to the pool once it has been idle kQueryBufferIdleUs (as
 // Redis frees an idle client's query buffer after 2 s); a larger one is
@@ -386,8 +385,6 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
     soft_since_us_ = 0;
     return true;
   }
-  uint64_t exempt = big_reply_end_ > out_.consumed_total() ? big_reply_len_ : 0;
-  uint64_t counted = held > exempt ? held - exempt : 0;
   uint64_t hard, soft, soft_seconds;
   if (info_.pubsub.load(std::memory_order_relaxed)) {
     Service::OutputLimits l = service_->pubsub_output_limits();
@@ -404,10 +401,9 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
     // As Redis: a client that has not authenticated (where AUTH is required)
     // may not pile up replies it does not read (NOAUTH after NOAUTH).
     hard = limit = kUnauthenticatedOutputBytes;
-    counted = held;
-  } else if (hard > 0 && counted > hard) {
+  } else if (hard > 0 && held > hard) {
     limit = hard;
-  } else if (soft > 0 && counted > soft) {
+  } else if (soft > 0 && held > soft) {
     if (now_us == 0) now_us = MonotonicUs();
     if (soft_since_us_ == 0)
       soft_since_us_ = now_us;
@@ -422,7 +418,7 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
   LOG_WARNING(
       "Client id=%llu addr=%s closed for overcoming of output buffer limits (%llu > %llu bytes%s)",
       static_cast<unsigned long long>(info_.id), info_.addr.c_str(),
-      static_cast<unsigned long long>(counted), static_cast<unsigned long long>(limit),
+      static_cast<unsigned long long>(held), static_cast<unsigned long long>(limit),
       limit == hard ? "" : ", soft limit");
   Close("output buffer limit");
   return false;
@@ -431,15 +427,10 @@ bool Connection::CheckOutputLimits(uint64_t now_us) {
 bool Connection::ReplyOverOutputLimit() {
   if (writer_.out() != &out_) return false;  // CLIENT REPLY OFF|SKIP: nothing kept
   uint64_t held = out_.held_bytes();
-  uint64_t exempt = big_reply_end_ > out_.consumed_total() ? big_reply_len_ : 0;
-  uint64_t counted = held > exempt ? held - exempt : 0;
   uint64_t hard = info_.pubsub.load(std::memory_order_relaxed)
                       ? service_->pubsub_output_limits().hard
                       : service_->output_limit();
-  bool over =
-      (hard > 0 && counted > hard) || (!authenticated_ && held > kUnauthenticatedOutputBytes);
-  if (over) reply_over_limit_ = true;
-  return over;
+  return (hard > 0 && held > hard) || (!authenticated_ && held > kUnauthenticatedOutputBytes);
 }
 
 bool Connection::Cron(uint64_t now_us) {
@@ -460,8 +451,6 @@ void Connection::RunRequest() {
   stats.Add(stats.commands);
   uint64_t errors_before = reply_errors();
   OutputQueue::Mark mark = out_.GetMark();
-  uint64_t appended = out_.appended_total();
-  uint64_t held_before = out_.held_bytes();
   ConnContext ctx{this, &info_, authenticated_};
   // CLIENT REPLY OFF|SKIP (RESP only): this command's reply goes to a scratch queue.
   bool skip = skip_next_;
@@ -476,18 +465,6 @@ void Connection::RunRequest() {
   }
   if (writer_.out() != &out_) EndDiscard();
   if (hold_until > service_->durable_lsn()) out_.HoldFrom(mark, hold_until);
-  // Track the largest reply still queued (exempt from the output limits;
-  // smaller replies than the smallest limit allowed need no exemption), unless
-  // the command stopped it at the limit (ReplyOverOutputLimit).
-  uint64_t len = reply_over_limit_ ? 0 : out_.appended_total() - appended;
-  reply_over_limit_ = false;
-  uint64_t held_after = len >= kMinExemptReply ? out_.held_bytes() : 0;
-  uint64_t held_len = held_after > held_before ? held_after - held_before : 0;
-  if (len >= kMinExemptReply &&
-      (big_reply_end_ <= out_.consumed_total() || held_len >= big_reply_len_)) {
-    big_reply_len_ = held_len;
-    big_reply_end_ = out_.appended_total();
-  }
   if (reply_errors() != errors_before) stats.Add(stats.error_replies);
 }
 

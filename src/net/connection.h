@@ -19,10 +19,10 @@
 //    while maxmemory-clients allows (else reading waits: TCP pushes back).
 //  * Output limits (client-output-buffer-limit normal <hard> <soft> <secs>):
 //    what the client holds (unsent reply bytes, by reference ones included)
-//    counts, except the largest reply still being sent, so one large reply to a
-//    client that reads is never cut. Above hard, or above soft for longer than
-//    secs (checked per command, per write and by the host's cron), the client
-//    is disconnected (logged). A client that must still authenticate may
+//    counts, every reply alike, as in Redis: one reply larger than the hard
+//    limit closes even a client that reads. Above hard, or above soft for
+//    longer than secs (checked per command, per write and by the host's cron),
+//    the client is disconnected (logged). A client that must still authenticate may
 //    hold 1 KiB (kUnauthenticatedOutputBytes) at most, as in Redis.
 //  * Memory: every buffer a connection holds (query buffer, big-argument
 //    buffers, output arena and owned replies) is counted in the server-wide
@@ -211,18 +211,11 @@ class Connection final : public ClientControl, private BufferGate {
   bool waiting_durable_ = false;  // registered with the host
   uint64_t next_slot_ = 0;        // DeferredReply slot ids
   int64_t mem_reported_ = 0;      // bytes of client memory counted for this client
-  // The largest reply still being sent (exempt from the output limits): its
-  // size and the queue's appended_total() at its end.
-  uint64_t big_reply_len_ = 0;
-  uint64_t big_reply_end_ = 0;
-  uint64_t soft_since_us_ = 0;  // above the soft limit since (0 = not above)
+  uint64_t soft_since_us_ = 0;    // above the soft limit since (0 = not above)
   // CLIENT REPLY: replies are written to discard_ (then dropped) instead of out_.
   bool reply_off_ = false;
   bool skip_next_ = false;     // drop the next command's reply
   bool skip_set_now_ = false;  // SKIP was set by the command running now
-  // The command running now found its reply past the hard output limit
-  // (ReplyOverOutputLimit): that reply is not exempt from the limits.
-  bool reply_over_limit_ = false;
   std::unique_ptr<OutputQueue> discard_;
   RespWriter push_writer_;               // PushWriter(): straight to out_
   std::vector<uint64_t> discard_slots_;  // deferred replies to drop

@@ -552,7 +552,7 @@ const std::vector<ConfigOption>& Table() {
       {"client-query-buffer-limit", Bytes(&Config::client_query_buffer_limit, 1024), "2gb",
        kRuntime, "BYTES", "largest pending command"},
       {"client-output-buffer-limit", OutputLimit(),
-       "normal 1gb 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60", kRuntime,
+       "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60", kRuntime,
        "'CLASS HARD SOFT SECONDS ...' (or HARD)",
        "unsent replies before disconnect, per class (normal, replica, pubsub)"},
       {"notify-keyspace-events", NotifyEvents(&Config::notify_keyspace_events), "", kRuntime,

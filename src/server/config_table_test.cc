@@ -95,7 +95,7 @@ TEST(ConfigTable, UsageHasALinePerOption) {
         << entry;
   }
   EXPECT_NE(UsageEntry(usage, "  --port N").find("TCP port (default 1974)"), std::string::npos);
-  EXPECT_NE(UsageEntry(usage, "  --client-output-buffer-limit").find("(default normal 1gb"),
+  EXPECT_NE(UsageEntry(usage, "  --client-output-buffer-limit").find("(default normal 0 0 0"),
             std::string::npos);
   EXPECT_NE(UsageEntry(usage, "  --client-output-buffer-limit").find("pubsub 32mb 8mb 60)"),
             std::string::npos);

@@ -132,7 +132,7 @@ def test_output_limit_redis_syntax_and_refusals(server, raw_factory):
     c = raw_factory(server)
     rest = b" slave 268435456 67108864 60 pubsub 33554432 8388608 60"
     assert c.call("CONFIG", "GET", "client-output-buffer-limit") == [
-        b"client-output-buffer-limit", b"normal 1073741824 0 0" + rest]
+        b"client-output-buffer-limit", b"normal 0 0 0" + rest]
     assert c.call("CONFIG", "SET", "client-output-buffer-limit", "normal 64mb 16mb 10") == "OK"
     assert c.call("CONFIG", "GET", "client-output-buffer-limit")[1] == b"normal %d %d 10" % (
         64 * MiB, 16 * MiB) + rest

@@ -311,6 +311,30 @@ def test_output_buffer_limit_disconnects_slow_reader(server_factory, raw_factory
     assert r.echo(big) == big  # a large reply to a reading client is fine
 
 
+def test_one_reply_past_the_hard_limit_closes_a_reading_client(server_factory, raw_factory):
+    """As Redis: the hard limit counts every reply, so one reply larger than it closes even
+    a client that reads (a string value and a by-reference V.FETCH alike); smaller replies
+    pass and no other client is touched."""
+    s = server_factory(["--client-output-buffer-limit", "2mb"])
+    c = raw_factory(s)
+    assert c.call("SET", "big", b"v" * (3 << 20)) == "OK"
+    assert c.call("KV.PREFIX.REGISTER", "obuf", 16, "fp16") == "OK"
+    rows = 3 << 15  # 3 MiB of 32-byte rows
+    assert c.call("V.STOREBATCH", "obuf_pk", 0, 0, rows, b"\x01" * (rows * 32),
+                  "FMT", "F16") == "OK"
+    r = s.client()
+    before = r.info("stats")["client_output_buffer_limit_disconnections"]
+    assert c.call("GETRANGE", "big", 0, (1 << 20) - 1) == b"v" * (1 << 20)
+    assert len(c.call("V.FETCH", "obuf_pk", 0, "RANGE", 0, 1 << 15, "FMT", "NATIVE")) == 1 << 20
+    for cmd in (("GET", "big"), ("V.FETCH", "obuf_pk", 0, "RANGE", 0, rows, "FMT", "NATIVE")):
+        reader = raw_factory(s)
+        reader.send(reader.encode(*cmd))
+        assert reader.at_eof(), cmd
+        assert len(reader.buf) < 3 << 20, cmd  # never the whole reply
+    assert r.info("stats")["client_output_buffer_limit_disconnections"] == before + 2
+    assert c.call("PING") == "PONG"
+
+
 def test_slow_reader_under_the_limit_gets_everything(server, raw_factory):
     """Backpressure pauses a pipelining client that reads slowly; it is not cut off."""
     c = raw_factory(server)
