@@ -39,7 +39,8 @@ struct Job {
 
 }  // namespace
 
-ComputePool::ComputePool(uint32_t threads, std::string name) : pool_(threads, std::move(name)) {
+ComputePool::ComputePool(uint32_t threads, std::string name)
+    : pool_(threads, std::move(name), base::ThreadPriority::kBackground) {
   pool_.Start();
 }
 

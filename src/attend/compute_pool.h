@@ -31,6 +31,9 @@ class ComputePool final : public Executor {
   using Task = std::function<void()>;
 
   // `threads` >= 1; `name` prefixes the thread names (at most 12 bytes kept).
+  // The threads run at base::ThreadPriority::kBackground: the I/O workers
+  // (which parse, answer small commands and run small queries inline) come
+  // first when they share cores.
   ComputePool(uint32_t threads, std::string name);
   ~ComputePool() override = default;  // the pool stops: queued tasks run, then joins
   ComputePool(const ComputePool&) = delete;

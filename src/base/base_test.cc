@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -10,6 +15,7 @@
 #include <shared_mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/cpu.h"
@@ -311,6 +317,33 @@ TEST(ThreadPool, TasksMayPostMoreToTheirPool) {
   }
   pool.Stop();
   EXPECT_EQ(done, 60);
+}
+
+// A background pool's threads run SCHED_BATCH, kBackgroundNice nice levels
+// below the thread that started them (at most 19); a normal pool's as that thread.
+TEST(ThreadPool, BackgroundThreadsGiveWayToTheirCreator) {
+  errno = 0;
+  const int mine = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+  ASSERT_EQ(errno, 0);
+  const int my_policy = sched_getscheduler(0);
+  for (auto priority : {base::ThreadPriority::kNormal, base::ThreadPriority::kBackground}) {
+    base::ThreadPool pool(2, "t-prio", priority);
+    pool.Start();
+    std::promise<std::pair<int, int>> seen;
+    ASSERT_TRUE(pool.Post([&] {
+      seen.set_value(
+          {sched_getscheduler(0), getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()))});
+    }));
+    auto [policy, nice] = seen.get_future().get();
+    pool.Stop();
+    if (priority == base::ThreadPriority::kNormal) {
+      EXPECT_EQ(policy, my_policy);
+      EXPECT_EQ(nice, mine);
+    } else {
+      EXPECT_EQ(policy, SCHED_BATCH);
+      EXPECT_EQ(nice, std::min(19, mine + base::kBackgroundNice));
+    }
+  }
 }
 
 // base::Mutex / MutexLock / CondVar (base/mutex.h): a waiter woken by another

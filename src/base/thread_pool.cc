@@ -2,14 +2,39 @@
 #include "base/thread_pool.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <utility>
 
 namespace pion::base {
 
-ThreadPool::ThreadPool(uint32_t threads, std::string name)
-    : num_threads_(threads < 1 ? 1 : threads), name_(std::move(name)) {}
+namespace {
+
+// Applies `p` to the calling thread (Linux keeps the policy and the nice value
+// per thread; a new thread starts with its creator's). Background threads go
+// kBackgroundNice steps below their creator (at most 19), which needs no
+// privilege.
+void ApplyPriority(ThreadPriority p) {
+  if (p != ThreadPriority::kBackground) return;
+  sched_param sp{};
+  sp.sched_priority = 0;
+  (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+  const auto tid = static_cast<id_t>(gettid());
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, tid);
+  if (nice == -1 && errno != 0) return;
+  (void)setpriority(PRIO_PROCESS, tid, std::min(19, nice + kBackgroundNice));
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(uint32_t threads, std::string name, ThreadPriority priority)
+    : num_threads_(threads < 1 ? 1 : threads), name_(std::move(name)), priority_(priority) {}
 
 ThreadPool::~ThreadPool() { Stop(); }
 
@@ -22,6 +47,7 @@ void ThreadPool::Start() {
       char name[16];
       std::snprintf(name, sizeof(name), "%.12s%u", name_.c_str(), i);
       pthread_setname_np(pthread_self(), name);
+      ApplyPriority(priority_);
       Loop();
     });
   }

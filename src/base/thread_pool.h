@@ -26,13 +26,25 @@
 
 namespace pion::base {
 
+// How a pool's threads are scheduled against the rest of the process.
+enum class ThreadPriority {
+  kNormal,
+  // Work that must give way to the I/O workers when they share cores (the
+  // attention compute pool): SCHED_BATCH (it never preempts a waking thread)
+  // and kBackgroundNice nice levels below the thread that started the pool
+  // (at most 19), so on a busy machine a worker's PING is not queued behind
+  // long kernels. Best effort: a refusal leaves the thread as it was.
+  kBackground,
+};
+inline constexpr int kBackgroundNice = 10;
+
 class ThreadPool {
  public:
   using Task = std::function<void()>;
 
   // `threads` >= 1 (0 counts as 1). `name` prefixes the thread names
   // ("<name><i>", at most 12 bytes of it kept). No thread runs before Start().
-  ThreadPool(uint32_t threads, std::string name);
+  ThreadPool(uint32_t threads, std::string name, ThreadPriority priority = ThreadPriority::kNormal);
   ~ThreadPool();  // Stop()
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -58,6 +70,7 @@ class ThreadPool {
 
   const uint32_t num_threads_;
   const std::string name_;
+  const ThreadPriority priority_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> tasks_;            // guarded by mu_
