@@ -161,8 +161,9 @@ def test_soft_limit_disconnects_a_client_that_stopped_reading(server_factory, ra
 
 
 def test_largest_reply_is_delivered_with_default_limits(server, raw_factory):
-    """1 GiB (the largest legal V.FETCH reply) reaches a reading client. Before: closed
-    with 0 bytes, the reply alone being above the 1 GiB default limit."""
+    """1 GiB (the largest legal V.FETCH reply) reaches a reading client under the default
+    limits (the normal class has none, as Redis). Once: closed with 0 bytes, the reply
+    alone being above a 1 GiB default limit."""
     c = raw_factory(server, timeout=120)
     assert c.call("KV.PREFIX.REGISTER", "huge", 16, "fp16") == "OK"
     row = np.arange(16, dtype=np.float32)
