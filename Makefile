@@ -42,7 +42,7 @@ test-fuzz: deps
 test-sanitize: test-tsa test-asan test-tsan
 
 # clang's thread-safety analysis over the annotated libraries (base, persist,
-# server): -fsyntax-only, so a front-end pass and nothing else; a lock misuse
+# store, kvproto, server): -fsyntax-only, so a front-end pass and nothing else; a lock misuse
 # fails the build (base/thread_annotations.h).
 test-tsa: deps
 	@test -f build/thread-safety/build.ninja || cmake --preset thread-safety

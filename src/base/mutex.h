@@ -1,4 +1,5 @@
-// base::Mutex, base::MutexLock and base::CondVar: std::mutex and
+// base::Mutex, base::MutexLock, base::SharedMutex (with ReaderLock and
+// WriterLock) and base::CondVar: std::mutex, std::shared_mutex and
 // std::condition_variable with the clang thread-safety annotations
 // (base/thread_annotations.h) that libstdc++'s do not carry, as LevelDB's
 // port::Mutex / MutexLock / CondVar. Same cost as the std types they wrap.
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 
 #include "base/thread_annotations.h"
 
@@ -62,6 +64,47 @@ class SCOPED_CAPABILITY MutexLock {
  private:
   Mutex* const mu_;
   bool held_ = true;
+};
+
+// A reader-writer lock (std::shared_mutex, glibc's reader-preferring rwlock;
+// WriterFirstMutex in base/rw_mutex.h is the writer-preferring kind).
+class CAPABILITY("mutex") SharedMutex {
+ public:
+  SharedMutex() = default;
+  SharedMutex(const SharedMutex&) = delete;
+  SharedMutex& operator=(const SharedMutex&) = delete;
+
+  void Lock() ACQUIRE() { mu_.lock(); }
+  void Unlock() RELEASE() { mu_.unlock(); }
+  void LockShared() ACQUIRE_SHARED() { mu_.lock_shared(); }
+  void UnlockShared() RELEASE_SHARED() { mu_.unlock_shared(); }
+
+ private:
+  std::shared_mutex mu_;
+};
+
+// Holds `mu` shared from construction to destruction.
+class SCOPED_CAPABILITY ReaderLock {
+ public:
+  explicit ReaderLock(SharedMutex* mu) ACQUIRE_SHARED(mu) : mu_(mu) { mu_->LockShared(); }
+  ~ReaderLock() RELEASE() { mu_->UnlockShared(); }
+  ReaderLock(const ReaderLock&) = delete;
+  ReaderLock& operator=(const ReaderLock&) = delete;
+
+ private:
+  SharedMutex* const mu_;
+};
+
+// Holds `mu` exclusively from construction to destruction.
+class SCOPED_CAPABILITY WriterLock {
+ public:
+  explicit WriterLock(SharedMutex* mu) ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
+  ~WriterLock() RELEASE() { mu_->Unlock(); }
+  WriterLock(const WriterLock&) = delete;
+  WriterLock& operator=(const WriterLock&) = delete;
+
+ private:
+  SharedMutex* const mu_;
 };
 
 // A condition variable waited on with a base::Mutex held.

@@ -70,6 +70,9 @@
 #ifndef ASSERT_CAPABILITY
 #define ASSERT_CAPABILITY(x) PION_THREAD_ANNOTATION_(assert_capability(x))
 #endif
+#ifndef ASSERT_SHARED_CAPABILITY
+#define ASSERT_SHARED_CAPABILITY(x) PION_THREAD_ANNOTATION_(assert_shared_capability(x))
+#endif
 // The function returns a reference to the lock named.
 #ifndef RETURN_CAPABILITY
 #define RETURN_CAPABILITY(x) PION_THREAD_ANNOTATION_(lock_returned(x))

@@ -43,14 +43,14 @@ void Store::UnlinkParentLocked(StrEntry& child) {
     kids.pop_back();
   }
   Shard& sh = ShardFor(*child.key);
-  std::lock_guard<std::mutex> sl(sh.mu);
+  base::MutexLock sl(&sh.mu);
   child.block->parent = nullptr;
 }
 
 void Store::LinkBlockLocked(StrEntry& child, StrEntry* parent) {
   if (!child.block) {
     Shard& sh = ShardFor(*child.key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     child.block = std::make_unique<BlockLinks>();
   }
   if (child.block->parent == parent) return;
@@ -62,12 +62,12 @@ void Store::LinkBlockLocked(StrEntry& child, StrEntry* parent) {
   if (parent == nullptr) return;
   {
     Shard& psh = ShardFor(*parent->key);
-    std::lock_guard<std::mutex> sl(psh.mu);
+    base::MutexLock sl(&psh.mu);
     if (!parent->block) parent->block = std::make_unique<BlockLinks>();
   }
   parent->block->children.push_back(&child);
   Shard& sh = ShardFor(*child.key);
-  std::lock_guard<std::mutex> sl(sh.mu);
+  base::MutexLock sl(&sh.mu);
   child.block->parent = parent;
 }
 
@@ -77,7 +77,7 @@ void Store::StampAncestorsLocked(const StrEntry& e, uint64_t stamp) {
   for (StrEntry* p = e.block ? e.block->parent : nullptr; p != nullptr;
        p = p->block ? p->block->parent : nullptr) {
     Shard& sh = ShardFor(*p->key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     if (p->stamp >= stamp) break;
     p->stamp = stamp;
     if (sh.lru_tail != p) {
@@ -89,7 +89,7 @@ void Store::StampAncestorsLocked(const StrEntry& e, uint64_t stamp) {
 
 std::unique_ptr<BlockLinks> Store::TakeLinksLocked(StrEntry& e) {
   Shard& sh = ShardFor(*e.key);
-  std::lock_guard<std::mutex> sl(sh.mu);
+  base::MutexLock sl(&sh.mu);
   return std::move(e.block);
 }
 
@@ -99,7 +99,7 @@ void Store::GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, con
   // now name `to`.
   for (StrEntry* c : links->children) {
     Shard& csh = ShardFor(*c->key);
-    std::lock_guard<std::mutex> sl(csh.mu);
+    base::MutexLock sl(&csh.mu);
     c->block->parent = &to;
   }
   if (StrEntry* p = links->parent) {
@@ -107,7 +107,7 @@ void Store::GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, con
       if (k == from) k = &to;
   }
   Shard& sh = ShardFor(*to.key);
-  std::lock_guard<std::mutex> sl(sh.mu);
+  base::MutexLock sl(&sh.mu);
   to.block = std::move(links);
 }
 
@@ -133,7 +133,7 @@ void Store::ApplyChainLocked(std::span<const std::string_view> keys, std::span<c
   for (std::string_view k : keys) {
     StrEntry* e = StrEntryLocked(k);
     Shard& sh = ShardFor(k);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     e->stamp = s;
     if (sh.lru_tail != e) {
       StrUnlinkLocked(sh, *e);
@@ -153,7 +153,7 @@ void Store::DropBlockHashLocked(StrEntry& e) {
 }
 
 std::vector<ResidentBlockRun> Store::ResidentBlockKeys() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   auto hashed = [](const StrEntry* e) { return e->block && e->block->has_hash; };
   std::vector<ResidentBlockRun> out;
   // Each run starts at a hashed key whose parent has no hash (or that has no
@@ -162,7 +162,7 @@ std::vector<ResidentBlockRun> Store::ResidentBlockKeys() const {
   // exactly one run.
   std::vector<std::pair<const StrEntry*, std::optional<uint64_t>>> todo;
   for (const Shard& sh : shards_)
-    for (const auto& [key, e] : sh.strings)
+    for (const auto& [key, e] : StringsOf(sh))
       if (hashed(&e) && (e.block->parent == nullptr || !hashed(e.block->parent)))
         todo.push_back({&e, std::nullopt});
   std::vector<std::pair<const StrEntry*, std::optional<uint64_t>>> next;
@@ -218,8 +218,8 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
   std::vector<Previous> previous(n);
   PendingRecord rec;
   {
-    std::shared_lock<std::shared_mutex> gate(gate_);
-    std::lock_guard<std::mutex> l(mu_);
+    base::ReaderLock gate(&gate_);
+    base::MutexLock l(&mu_);
     const int64_t now = NowMs();
     uint64_t need = 0, have = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -246,7 +246,9 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
           held.push_back(e);
         }
       Status st = EvictLocked(
-          nullptr, [&] { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; }, lsn);
+          nullptr,
+          [&]() REQUIRES(mu_) { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; },
+          lsn);
       for (StrEntry* e : held) e->held = false;
       PION_RETURN_IF_ERROR(st);
     }
@@ -277,7 +279,7 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
     } else {
       st = r.status();
       // Not in the log: undone, key by key, where nothing replaced it since.
-      std::lock_guard<std::mutex> l(mu_);
+      base::MutexLock l(&mu_);
       for (size_t i = n; i-- > 0;) {
         StrEntry* e = StrEntryLocked(keys[i]);
         if (e == nullptr || e->value != values[i]) continue;
@@ -293,7 +295,7 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
 }
 
 bool Store::DescribeBlock(std::string_view key, BlockInfo* out) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   const StrEntry* e = StrFindLocked(key, NowMs(), &unused);
   if (e == nullptr) return false;
@@ -311,7 +313,7 @@ bool Store::DescribeBlock(std::string_view key, BlockInfo* out) {
 }
 
 void Store::ApplyStrChain(const persist::StrChainRecord& r) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   const size_t n = r.entries.size();
   std::vector<std::string_view> keys(n);
   std::vector<StrRef> values(n);
@@ -338,14 +340,16 @@ void Store::ApplyStrChain(const persist::StrChainRecord& r) {
   if (cfg_.max_bytes > 0) {
     uint64_t unused = 0;
     (void)EvictLocked(
-        nullptr, [&] { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; }, &unused);
+        nullptr,
+        [&]() REQUIRES(mu_) { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; },
+        &unused);
     if (r.has_after) after = StrEntryLocked(r.after);  // may have been evicted
   }
   ApplyChainLocked(keys, values, after, r.expire_at_ms, hashes, r.tokens);
 }
 
 void Store::ApplyStrBlock(const persist::StrBlockRecord& r) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   StrEntry* e = StrEntryLocked(r.key);
   if (e == nullptr) return;  // expired or evicted while loading
   StrEntry* parent = r.has_parent ? StrEntryLocked(r.parent) : nullptr;
@@ -356,7 +360,7 @@ void Store::ApplyStrBlock(const persist::StrBlockRecord& r) {
 }
 
 void Store::ApplyStrQuant(const persist::StrQuantRecord& r) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   StrEntry* e = StrEntryLocked(r.key);
   if (e == nullptr) return;  // expired or evicted while loading
   if (r.quant.dtype > 2 || !quant::DimSupported(r.quant.format, r.quant.row) ||

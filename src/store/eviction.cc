@@ -70,7 +70,7 @@ void Store::SampleLeavesLocked(const Namespace* keep) {
   if (NsCountLocked() <= k) {
     // No more namespaces than the sample: all of them (exact LRU).
     for (Shard& sh : shards_)
-      for (auto& [name, n] : sh.map) OfferToPoolLocked(n, keep);
+      for (auto& [name, n] : MapOf(sh)) OfferToPoolLocked(n, keep);
     return;
   }
   // k leaves from consecutive buckets after a random one, visiting at most
@@ -81,14 +81,14 @@ void Store::SampleLeavesLocked(const Namespace* keep) {
       rand_state_ ^= rand_state_ << 17;
   // The buckets of the shards' maps, one after the other, as one table.
   size_t nb = 0;
-  for (const Shard& sh : shards_) nb += sh.map.bucket_count();
+  for (const Shard& sh : shards_) nb += MapOf(sh).bucket_count();
   size_t g = static_cast<size_t>(rand_state_ % nb);
   size_t si = 0;
-  while (g >= shards_[si].map.bucket_count()) g -= shards_[si++].map.bucket_count();
+  while (g >= MapOf(shards_[si]).bucket_count()) g -= MapOf(shards_[si++]).bucket_count();
   const size_t steps = std::min(10 * k, nb);
   size_t leaves = 0;
   for (size_t step = 0; step < steps && leaves < k; ++step) {
-    NsMap& m = shards_[si].map;
+    NsMap& m = MapOf(shards_[si]);
     for (auto it = m.begin(g); it != m.end(g) && leaves < k; ++it)
       if (OfferToPoolLocked(it->second, keep)) ++leaves;
     if (++g == m.bucket_count()) {
@@ -118,7 +118,7 @@ Store::NsPtr Store::OldestPooledLeafLocked(const Namespace* keep) {
     // once, so eviction never fails while a leaf exists.
     if (pass == 0)
       for (Shard& sh : shards_)
-        for (auto& [name, n] : sh.map) OfferToPoolLocked(n, keep);
+        for (auto& [name, n] : MapOf(sh)) OfferToPoolLocked(n, keep);
   }
   if (evict_pool_.empty()) return nullptr;
   auto best = std::min_element(evict_pool_.begin(), evict_pool_.end(),
@@ -180,7 +180,7 @@ Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
   }
   {
     Shard& sh = ShardFor(n->name);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     sh.map.erase(n->name);
   }
   n->dropped = true;
@@ -237,7 +237,7 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
   // a CHAIN being written are never string candidates.
   // With a disk tier, a block whose children are all on disk may move there
   // too (it is never removed while it has children).
-  auto is_kept = [&](const StrEntry* e) {
+  auto is_kept = [&](const StrEntry* e) REQUIRES(mu_) {
     return (EvictionExempt(*e) && !TierMovableLocked(*e)) || (keep_key_set && *e->key == keep_key);
   };
   while (!fits()) {
@@ -255,12 +255,13 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
         // A random bucket (of the shards' tables, one after the other), then
         // the first key from it on.
         size_t nb = 0;
-        for (const Shard& sh : shards_) nb += sh.strings.bucket_count();
+        for (const Shard& sh : shards_) nb += StringsOf(sh).bucket_count();
         size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
         size_t si = 0;
-        while (g >= shards_[si].strings.bucket_count()) g -= shards_[si++].strings.bucket_count();
+        while (g >= StringsOf(shards_[si]).bucket_count())
+          g -= StringsOf(shards_[si++]).bucket_count();
         for (size_t k = 0; k < nb && sv == nullptr; ++k) {
-          StrMap& m = shards_[si].strings;
+          StrMap& m = StringsOf(shards_[si]);
           for (auto it = m.begin(g); it != m.end(g); ++it)
             if (!is_kept(&it->second)) {
               sv = &it->second;
@@ -274,7 +275,7 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
       } else {
         // A random namespace among the leaves (lineage: never one with children).
         for (Shard& sh : shards_) {
-          for (auto& [name, n] : sh.map)
+          for (auto& [name, n] : MapOf(sh))
             if (n.get() != keep && IsLeaf(*n)) {
               nv = n;
               if (r-- == nstr) break;
@@ -285,11 +286,11 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
       if (sv == nullptr && !nv) {
         // Only kept keys left on the side drawn: try the other.
         for (Shard& sh : shards_)
-          for (auto& [name, n] : sh.map)
+          for (auto& [name, n] : MapOf(sh))
             if (n.get() != keep && IsLeaf(*n)) nv = n;
         if (!nv)
           for (Shard& sh : shards_) {
-            std::lock_guard<std::mutex> sl(sh.mu);
+            base::MutexLock sl(&sh.mu);
             for (StrEntry* e = sh.lru_head; e != nullptr && sv == nullptr; e = e->next)
               if (!is_kept(e)) sv = e;
             if (sv != nullptr) break;
@@ -308,7 +309,7 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
       // touches an entry under its shard lock only, so each list is read under it).
       uint64_t sv_stamp = 0;
       for (Shard& sh : shards_) {
-        std::lock_guard<std::mutex> sl(sh.mu);
+        base::MutexLock sl(&sh.mu);
         for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
           if (!is_kept(e) && (!volatile_only || e->expire_at_ms != 0)) {
             if (sv == nullptr || e->stamp < sv_stamp) {
@@ -355,14 +356,14 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
 StrEntry* Store::SampleStringVictimLocked(bool volatile_only,
                                           const std::function<bool(const StrEntry*)>& is_kept) {
   size_t nb = 0;
-  for (const Shard& sh : shards_) nb += sh.strings.bucket_count();
+  for (const Shard& sh : shards_) nb += StringsOf(sh).bucket_count();
   if (nb == 0 || StrCountLocked() == 0) return nullptr;
   rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
       rand_state_ ^= rand_state_ << 17;
   // A random bucket of the shards' tables (one after the other), and on from it.
   size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
   size_t si = 0;
-  while (g >= shards_[si].strings.bucket_count()) g -= shards_[si++].strings.bucket_count();
+  while (g >= StringsOf(shards_[si]).bucket_count()) g -= StringsOf(shards_[si++]).bucket_count();
   const size_t want = std::max<uint32_t>(1, cfg_.eviction_samples);
   const bool lfu = IsLfuPolicy(policy_), ttl = policy_ == EvictPolicy::kVolatileTtl;
   StrEntry* best = nullptr;
@@ -370,7 +371,7 @@ StrEntry* Store::SampleStringVictimLocked(bool volatile_only,
   size_t seen = 0, visited = 0;
   while (visited < nb && seen < want) {
     Shard& sh = shards_[si];
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     StrMap& m = sh.strings;
     for (; g < m.bucket_count() && visited < nb && seen < want; ++g, ++visited) {
       for (auto it = m.begin(g); it != m.end(g) && seen < want; ++it) {
@@ -394,41 +395,44 @@ StrEntry* Store::SampleStringVictimLocked(bool volatile_only,
 
 Status Store::SetMaxBytes(uint64_t max_bytes, uint64_t* lsn) {
   *lsn = 0;
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   cfg_.max_bytes = max_bytes;
   if (max_bytes == 0) return Status::OK();
   Status st = EvictLocked(
-      nullptr, [&] { return bytes_ <= max_bytes; }, lsn);
+      nullptr, [&]() REQUIRES(mu_) { return bytes_ <= max_bytes; }, lsn);
   // As Redis: a budget the policy cannot reach now (noeviction, nothing left
   // to evict) still stands; writes that need room are refused until it is met.
   return st.code() == Code::kOutOfBudget ? Status::OK() : st;
 }
 
 void Store::SetEvictionSamples(uint32_t n) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   cfg_.eviction_samples = std::max<uint32_t>(1, n);
 }
 
 bool Store::OutOfMemory(uint64_t* lsn) {
   *lsn = 0;
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   const uint64_t max = cfg_.max_bytes;
   if (max == 0) return false;
   return !EvictLocked(
               nullptr,
-              [&] { return max >= kStrEntryOverhead && bytes_ <= max - kStrEntryOverhead; }, lsn)
+              [&]() REQUIRES(mu_) {
+                return max >= kStrEntryOverhead && bytes_ <= max - kStrEntryOverhead;
+              },
+              lsn)
               .ok();
 }
 
 uint64_t Store::used_bytes() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return bytes_;
 }
 
 uint64_t Store::max_bytes() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return cfg_.max_bytes;
 }
 

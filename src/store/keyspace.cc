@@ -26,7 +26,7 @@ uint64_t Store::KeysExist(std::span<const std::string_view> keys) {
     std::string_view k = keys[i];
     {
       const Shard& sh = ShardFor(k);
-      std::lock_guard<std::mutex> sl(sh.mu);
+      base::MutexLock sl(&sh.mu);
       auto it = sh.strings.find(k);
       if (it != sh.strings.end()) {
         if (Expired(it->second, now)) break;
@@ -37,7 +37,7 @@ uint64_t Store::KeysExist(std::span<const std::string_view> keys) {
     if (IsNamespaceKeyShared(k)) ++n;
   }
   if (i == keys.size()) return n;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   for (; i < keys.size(); ++i)
     if (StrFindLocked(keys[i], now, &unused) != nullptr || IsNamespaceKeyLocked(keys[i])) ++n;
@@ -47,8 +47,8 @@ uint64_t Store::KeysExist(std::span<const std::string_view> keys) {
 Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint64_t* lsn,
                                    const std::function<bool(std::string_view ns)>& may_drop) {
   *lsn = 0;
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   int64_t now = NowMs();
   if (may_drop) {
     // As Drop: every namespace a key would remove, descendants included, is
@@ -85,7 +85,7 @@ Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint6
 }
 
 KeyType Store::TypeOf(std::string_view key) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   if (StrFindLocked(key, NowMs(), &unused) != nullptr) return KeyType::kString;
   return IsNamespaceKeyLocked(key) ? KeyType::kKvPrefix : KeyType::kNone;
@@ -97,8 +97,8 @@ Status Store::Rename(std::string_view src, std::string_view dst, bool nx, bool* 
   *done = false;
   if (dst.size() > kMaxStrKeyBytes)
     return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   int64_t now = NowMs();
   StrEntry* e = StrFindLocked(src, now, lsn);
   if (e == nullptr) {
@@ -123,8 +123,8 @@ Status Store::Rename(std::string_view src, std::string_view dst, bool nx, bool* 
 
 Result<bool> Store::Expire(std::string_view key, int64_t at_ms, ExpireCond c, uint64_t* lsn) {
   *lsn = 0;
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   int64_t now = NowMs();
   StrEntry* e = StrFindLocked(key, now, lsn);
   if (e == nullptr) return false;
@@ -157,7 +157,7 @@ Result<bool> Store::Expire(std::string_view key, int64_t at_ms, ExpireCond c, ui
 }
 
 int64_t Store::ExpireTimeMs(std::string_view key) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   StrEntry* e = StrFindLocked(key, NowMs(), &unused);
   if (e == nullptr) return IsNamespaceKeyLocked(key) ? -1 : -2;
@@ -166,8 +166,8 @@ int64_t Store::ExpireTimeMs(std::string_view key) {
 
 Result<bool> Store::Persist(std::string_view key, uint64_t* lsn) {
   *lsn = 0;
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   StrEntry* e = StrFindLocked(key, NowMs(), lsn);
   if (e == nullptr || e->expire_at_ms == 0) return false;
   if (sink_) {
@@ -184,7 +184,7 @@ ScanResult Store::Scan(uint64_t cursor, uint64_t count, std::optional<std::strin
                        KeyType type) {
   ScanResult out;
   if (count == 0) count = 10;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   int64_t now = NowMs();
   auto it = scan_order_.lower_bound({cursor, nullptr});
   uint64_t taken = 0;
@@ -207,7 +207,7 @@ ScanResult Store::Scan(uint64_t cursor, uint64_t count, std::optional<std::strin
   uint64_t end = done ? UINT64_MAX : last;
   if (type == KeyType::kNone || type == KeyType::kKvPrefix) {
     for (const Shard& sh : shards_)
-      for (auto& [name, n] : sh.map) {
+      for (auto& [name, n] : MapOf(sh)) {
         uint64_t h = StrHash{}(name);
         if (h < cursor || h > end) continue;
         if (match && !GlobMatch(*match, name, false)) continue;
@@ -220,19 +220,19 @@ ScanResult Store::Scan(uint64_t cursor, uint64_t count, std::optional<std::strin
 
 std::vector<std::string> Store::Keys(std::string_view pattern) {
   std::vector<std::string> out;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   int64_t now = NowMs();
   for (const Shard& sh : shards_)
-    for (auto& [k, e] : sh.strings)
+    for (auto& [k, e] : StringsOf(sh))
       if (!Expired(e, now) && GlobMatch(pattern, k, false)) out.push_back(k);
   for (const Shard& sh : shards_)
-    for (auto& [name, n] : sh.map)
+    for (auto& [name, n] : MapOf(sh))
       if (GlobMatch(pattern, name, false)) out.push_back(name);
   return out;
 }
 
 std::optional<std::string> Store::RandomKey() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   const uint64_t nstr = StrCountLocked();
   uint64_t total = nstr + NsCountLocked();
   if (total == 0) return std::nullopt;
@@ -242,11 +242,11 @@ std::optional<std::string> Store::RandomKey() {
   if (r >= nstr) {
     r -= nstr;
     for (const Shard& sh : shards_) {
-      if (r >= sh.map.size()) {
-        r -= sh.map.size();
+      if (r >= MapOf(sh).size()) {
+        r -= MapOf(sh).size();
         continue;
       }
-      auto it = sh.map.begin();
+      auto it = MapOf(sh).begin();
       std::advance(it, static_cast<long>(r));
       return it->first;
     }
@@ -254,12 +254,12 @@ std::optional<std::string> Store::RandomKey() {
   }
   // A random bucket of the shards' tables (one after the other), then the first key on.
   size_t nb = 0;
-  for (const Shard& sh : shards_) nb += sh.strings.bucket_count();
+  for (const Shard& sh : shards_) nb += StringsOf(sh).bucket_count();
   size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
   size_t si = 0;
-  while (g >= shards_[si].strings.bucket_count()) g -= shards_[si++].strings.bucket_count();
+  while (g >= StringsOf(shards_[si]).bucket_count()) g -= StringsOf(shards_[si++]).bucket_count();
   for (size_t k = 0; k < nb; ++k) {
-    const StrMap& m = shards_[si].strings;
+    const StrMap& m = StringsOf(shards_[si]);
     if (m.begin(g) != m.end(g)) return m.begin(g)->first;
     if (++g == m.bucket_count()) {
       g = 0;
@@ -270,12 +270,12 @@ std::optional<std::string> Store::RandomKey() {
 }
 
 uint64_t Store::DbSize() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return StrCountLocked() + NsCountLocked();
 }
 
 uint64_t Store::KeyMemory(std::string_view key) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   if (StrEntry* e = StrFindLocked(key, NowMs(), &unused)) return StrCharge(key, e->value);
   if (const Namespace* n = NsFindLocked(key)) return n->bytes + key.size() + kStrEntryOverhead;
@@ -283,8 +283,8 @@ uint64_t Store::KeyMemory(std::string_view key) {
 }
 
 uint64_t Store::ExpireActive(uint64_t max_keys) {
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   int64_t now = NowMs();
   uint64_t n = 0, unused = 0;
   ReleaseDueLeasesLocked(now, &unused);
@@ -304,7 +304,7 @@ uint64_t Store::ExpireActive(uint64_t max_keys) {
 
 KeyspaceStats Store::KeyStats() const {
   KeyspaceStats s;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   s.keys = StrCountLocked() + NsCountLocked();
   s.expires = expiry_order_.size();
   if (!expiry_order_.empty()) {
@@ -313,7 +313,7 @@ KeyspaceStats Store::KeyStats() const {
   }
   s.string_bytes = str_bytes_;
   for (const Shard& sh : shards_) {
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     s.hits += sh.hits;
     s.misses += sh.misses;
   }
@@ -324,28 +324,28 @@ KeyspaceStats Store::KeyStats() const {
 }
 
 void Store::ResetKeyStats() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   expired_keys_ = 0;
   for (Shard& sh : shards_) {
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     sh.hits = sh.misses = 0;
   }
 }
 
 uint64_t Store::KeyVersion(std::string_view key) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (const StrEntry* e = StrEntryLocked(key)) return e->version;
   if (const Namespace* ns = NsFindLocked(key)) return (uint64_t{1} << 63) | ns->incarnation;
   return str_removals_ | (uint64_t{1} << 62);
 }
 
 void Store::SetEvictPolicy(EvictPolicy p) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   policy_ = p;
 }
 
 EvictPolicy Store::evict_policy() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return policy_;
 }
 

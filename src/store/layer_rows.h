@@ -20,14 +20,14 @@ namespace pion::store {
 // (Chunk::Borrow) instead.
 void ApplyRowsLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t start, uint64_t count,
                      std::span<const uint8_t> stored,
-                     const std::shared_ptr<const void>* backing = nullptr);
+                     const std::shared_ptr<const void>* backing = nullptr) REQUIRES(sd.mu);
 
 // REQUIRES sd.mu. Makes `c` chunk `ci` of `layer` in place of any chunk
 // there (which stays unchanged for its other holders); `c` has the full
 // rows_per_chunk capacity, every row written, and no other holder that could
 // write it. The layer's rows grow to cover it.
 void InstallChunkLocked(Namespace& n, SideData& sd, uint32_t layer, uint64_t ci,
-                        std::shared_ptr<Chunk> c);
+                        std::shared_ptr<Chunk> c) REQUIRES(sd.mu);
 
 // REQUIRES the side's mu. Appends segments covering rows [start, end) of `L`
 // (may be null) to `out`, `R` rows per chunk of `rb` bytes each.

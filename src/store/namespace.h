@@ -4,14 +4,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "quant/format.h"
 #include "store/block_index.h"
 #include "store/chunk.h"
@@ -25,9 +24,9 @@ struct Layer {
 };
 
 struct SideData {
-  mutable std::mutex mu;
-  std::vector<Layer> layers;  // size = highest layer written + 1
-  uint64_t total_rows = 0;    // sum of Layer::rows
+  mutable base::Mutex mu;
+  std::vector<Layer> layers GUARDED_BY(mu);  // size = highest layer written + 1
+  uint64_t total_rows GUARDED_BY(mu) = 0;    // sum of Layer::rows
   // layers[0].rows (0 while there is no layer), written under `mu` with it;
   // Store::Lookup reads it under the namespace's shard lock only (no side lock
   // and no reference taken: two locked read-modify-writes each).
@@ -35,11 +34,12 @@ struct SideData {
   // Stores reserve (rows counted in the budget, log record reserved) in one
   // hold of `mu` and apply in a later one, after their record is written; they
   // apply in reservation order (tickets), which is their LSN order.
-  std::condition_variable turn;
-  uint64_t next_ticket = 0;             // handed out at reservation
-  uint64_t applied_ticket = 0;          // every ticket below it has applied or failed
-  std::vector<uint64_t> reserved_rows;  // per layer: high-water mark including reservations
-  uint64_t reserved_total = 0;          // sum of reserved_rows (>= total_rows)
+  base::CondVar turn;
+  uint64_t next_ticket GUARDED_BY(mu) = 0;     // handed out at reservation
+  uint64_t applied_ticket GUARDED_BY(mu) = 0;  // every ticket below it has applied or failed
+  // Per layer: high-water mark including reservations.
+  std::vector<uint64_t> reserved_rows GUARDED_BY(mu);
+  uint64_t reserved_total GUARDED_BY(mu) = 0;  // sum of reserved_rows (>= total_rows)
 };
 
 class Namespace {
@@ -91,6 +91,44 @@ class Namespace {
   tier::ExtentRef mapped_extent;
   std::atomic<bool> maps_tier{false};
 };
+
+// Both sides' locks of a namespace. The analysis (base/thread_annotations.h)
+// does not tell array elements apart: to it sides[0].mu and sides[1].mu are
+// one lock, so these name sides[0].mu for the pair, and a side's fields are
+// checked against "a side lock of this namespace held".
+//
+// Takes both, side 0 first (the order every holder of two uses).
+class SCOPED_CAPABILITY SidesLock {
+ public:
+  explicit SidesLock(const Namespace& n) ACQUIRE(n.sides[0].mu) NO_THREAD_SAFETY_ANALYSIS : n_(n) {
+    n_.sides[0].mu.Lock();
+    n_.sides[1].mu.Lock();
+  }
+  ~SidesLock() RELEASE() NO_THREAD_SAFETY_ANALYSIS {
+    n_.sides[1].mu.Unlock();
+    n_.sides[0].mu.Unlock();
+  }
+  SidesLock(const SidesLock&) = delete;
+  SidesLock& operator=(const SidesLock&) = delete;
+
+ private:
+  const Namespace& n_;
+};
+
+// Both, tried: true with both held, false with neither. Under Store::mu_ a
+// side lock is only ever tried (the lock order is side -> mu_), so a
+// namespace being written is passed over, not waited for.
+inline bool TryLockSides(const Namespace& n)
+    TRY_ACQUIRE(true, n.sides[0].mu) NO_THREAD_SAFETY_ANALYSIS {
+  if (!n.sides[0].mu.TryLock()) return false;
+  if (n.sides[1].mu.TryLock()) return true;
+  n.sides[0].mu.Unlock();
+  return false;
+}
+inline void UnlockSides(const Namespace& n) RELEASE(n.sides[0].mu) NO_THREAD_SAFETY_ANALYSIS {
+  n.sides[1].mu.Unlock();
+  n.sides[0].mu.Unlock();
+}
 
 // Heap bytes of a block table (0 for none), counted in vstore_bytes.
 inline uint64_t TableBytes(const std::shared_ptr<const BlockTable>& t) {

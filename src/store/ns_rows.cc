@@ -132,20 +132,20 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
   {
     // Reserve: budget and log position, under the gate (a snapshot waits for
     // pending stores, see CaptureSnapshot) and the side lock (fixes the order).
-    std::shared_lock<std::shared_mutex> gate(gate_);
-    std::lock_guard<std::mutex> sl(sd.mu);
+    base::ReaderLock gate(&gate_);
+    base::MutexLock sl(&sd.mu);
     if (sd.reserved_rows.size() <= layer) sd.reserved_rows.resize(layer + 1, 0);
     const uint64_t old_rows = sd.reserved_rows[layer];
     const uint64_t new_rows = std::max(old_rows, end);
     const uint64_t delta = (new_rows - old_rows) * rb;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      base::MutexLock l(&mu_);
       if (n->dropped)
         return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
       if (delta > 0 && cfg_.max_bytes > 0) {
         if (n->bytes + delta > cfg_.max_bytes) return Status::OutOfBudget("");
         PION_RETURN_IF_ERROR(EvictLocked(
-            n.get(), [&] { return bytes_ + delta <= cfg_.max_bytes; }, lsn));
+            n.get(), [&]() REQUIRES(mu_) { return bytes_ + delta <= cfg_.max_bytes; }, lsn));
       }
       if (write) {
         const persist::StoreRec r{n->name, n->incarnation,           side, layer, start,
@@ -186,8 +186,8 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
     }
   }
   {
-    std::unique_lock<std::mutex> sl(sd.mu);
-    sd.turn.wait(sl, [&] { return sd.applied_ticket == ticket; });
+    base::MutexLock sl(&sd.mu);
+    while (sd.applied_ticket != ticket) sd.turn.Wait(sd.mu);
     if (st.ok()) {
       for (const RowPiece& p : pieces) {
         if (p.chunk != nullptr)
@@ -204,13 +204,13 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
       sd.reserved_rows.resize(sd.layers.size());
       for (size_t i = 0; i < sd.layers.size(); ++i) sd.reserved_rows[i] = sd.layers[i].rows;
       sd.reserved_total = sd.total_rows;
-      std::lock_guard<std::mutex> l(mu_);
+      base::MutexLock l(&mu_);
       if (!n->dropped) {
         n->bytes -= over;
         bytes_ -= over;
       }
     }
-    sd.turn.notify_all();
+    sd.turn.SignalAll();
   }
   EndPending();
   return st;
@@ -247,7 +247,7 @@ Result<FetchPlan> Store::FetchRangeOf(Namespace& n, Side side, uint32_t layer, u
   plan.row_bytes = n.row_bytes;
   plan.rows = end - start;
   const SideData& sd = n.sides[static_cast<int>(side)];
-  std::lock_guard<std::mutex> l(sd.mu);
+  base::MutexLock l(&sd.mu);
   const Layer* L = layer < sd.layers.size() ? &sd.layers[layer] : nullptr;
   if (L) {
     uint64_t hi = std::min(end, L->rows);
@@ -290,7 +290,7 @@ Result<FetchPlan> Store::FetchIds(std::string_view sid, uint32_t layer,
   plan.row_bytes = n->row_bytes;
   plan.rows = ids.size();
   const SideData& sd = n->sides[static_cast<int>(side)];
-  std::lock_guard<std::mutex> l(sd.mu);
+  base::MutexLock l(&sd.mu);
   const Layer* L = layer < sd.layers.size() ? &sd.layers[layer] : nullptr;
   for (uint64_t id : ids) {
     if (L && id < L->rows) ++plan.stored_rows;
@@ -318,7 +318,7 @@ Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t 
   const SideData& sd = n->sides[static_cast<int>(side)];
   std::vector<FetchPlan> plans;
   {
-    std::lock_guard<std::mutex> l(sd.mu);
+    base::MutexLock l(&sd.mu);
     uint32_t L =
         num_layers > 0 ? std::min(num_layers, kMaxLayers) : static_cast<uint32_t>(sd.layers.size());
     if (L == 0)
@@ -353,7 +353,7 @@ Result<SessionInfo> Store::Info(std::string_view sid) const {
   info.dim = n->dim;
   info.fmt = n->fmt;
   const SideData& sd = n->sides[static_cast<int>(side)];
-  std::lock_guard<std::mutex> l(sd.mu);
+  base::MutexLock l(&sd.mu);
   info.num_layers = static_cast<uint32_t>(sd.layers.size());
   for (const Layer& L : sd.layers) info.layer_tokens.push_back(L.rows);
   info.total_tokens = sd.total_rows;

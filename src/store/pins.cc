@@ -51,7 +51,7 @@ inline bool SameKey(std::string_view a, std::string_view b) {
 void Store::PinEntryLocked(StrEntry& e) {
   {
     Shard& sh = ShardFor(*e.key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     ++e.pins;
   }
   if (e.pins == 1) {
@@ -75,7 +75,7 @@ void Store::UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn) {
   PION_DCHECK(e->born == born && e->pins > 0);
   {
     Shard& sh = ShardFor(*e->key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     --e->pins;
   }
   if (e->pins > 0) return;
@@ -106,7 +106,7 @@ void Store::ForgetBlockStateLocked(StrEntry& e) {
     --pinned_keys_;
     pinned_bytes_ -= std::min(pinned_bytes_, StrCharge(*e.key, e.value));
     Shard& sh = ShardFor(*e.key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     e.pins = 0;
   }
   if (e.block) {
@@ -115,7 +115,7 @@ void Store::ForgetBlockStateLocked(StrEntry& e) {
     // Its children become roots; it leaves its parent's children.
     for (StrEntry* c : e.block->children) {
       Shard& csh = ShardFor(*c->key);
-      std::lock_guard<std::mutex> sl(csh.mu);
+      base::MutexLock sl(&csh.mu);
       c->block->parent = nullptr;
     }
     e.block->children.clear();
@@ -154,11 +154,11 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       struct ChunkLocks {
         Shard* shards;
         uint32_t mask;
-        ChunkLocks(Shard* s, uint32_t k) : shards(s), mask(k) {
-          for (uint32_t b = mask; b != 0; b &= b - 1) shards[__builtin_ctz(b)].mu.lock();
+        ChunkLocks(Shard* s, uint32_t k) NO_THREAD_SAFETY_ANALYSIS : shards(s), mask(k) {
+          for (uint32_t b = mask; b != 0; b &= b - 1) shards[__builtin_ctz(b)].mu.Lock();
         }
-        ~ChunkLocks() {
-          for (uint32_t b = mask; b != 0; b &= b - 1) shards[__builtin_ctz(b)].mu.unlock();
+        ~ChunkLocks() NO_THREAD_SAFETY_ANALYSIS {
+          for (uint32_t b = mask; b != 0; b &= b - 1) shards[__builtin_ctz(b)].mu.Unlock();
         }
       } locks(shards_, mask);
       // The chunk's lookups in passes over its keys, so that their cache misses
@@ -169,13 +169,22 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       // these locks, so the buckets' iterators stay valid.
       size_t bkt[kMatchChunk], hash[kMatchChunk];
       StrMap::local_iterator first[kMatchChunk];
+      // (AssertHeld: the analysis cannot follow ChunkLocks's mask.)
       for (size_t j = 0; j < m; ++j) {
+        Shard& sh = shard_of(j);
+        sh.mu.AssertHeld();
         hash[j] = StrHash{}(keys[base + j]);
-        bkt[j] = hash[j] % shard_of(j).strings.bucket_count();
+        bkt[j] = hash[j] % sh.strings.bucket_count();
       }
-      for (size_t j = 0; j < m; ++j) first[j] = shard_of(j).strings.begin(bkt[j]);
       for (size_t j = 0; j < m; ++j) {
-        if (first[j] == shard_of(j).strings.end(bkt[j])) continue;
+        Shard& sh = shard_of(j);
+        sh.mu.AssertHeld();
+        first[j] = sh.strings.begin(bkt[j]);
+      }
+      for (size_t j = 0; j < m; ++j) {
+        Shard& sh = shard_of(j);
+        sh.mu.AssertHeld();
+        if (first[j] == sh.strings.end(bkt[j])) continue;
         // The key's bytes (a 64-byte name spans two lines) and the entry's
         // fields read below (expiry, links, stamp).
         const std::string& k = first[j]->first;
@@ -187,6 +196,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       for (size_t j = 0; j < m; ++j) {
         const size_t i = base + j;
         Shard& sh = shard_of(j);
+        sh.mu.AssertHeld();
         auto it = first[j];
         const auto last = sh.strings.end(bkt[j]);
         // StrEntry::hash is its key's StrHash (set where the node is made), so
@@ -218,8 +228,8 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
     out.count = 0;
     if (bitmap != nullptr) std::memset(bitmap, 0, (n + 7) / 8);
   }
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   ReleaseDueLeasesLocked(now, &unused);
   bool pin = pin_ms > 0;
@@ -237,8 +247,8 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       const size_t i = base + j;
       Shard& sh = shard_of(j);
       // StrFindLocked with the slot known: an expired key is removed, missing.
-      auto it = sh.strings.find(keys[i]);
-      StrEntry* e = it == sh.strings.end() ? nullptr : &it->second;
+      auto it = StringsOf(sh).find(keys[i]);
+      StrEntry* e = it == StringsOf(sh).end() ? nullptr : &it->second;
       if (e != nullptr && Expired(*e, now)) {
         (void)StrRemoveLocked(*e, 2, &unused);  // a failed log write keeps it (still expired)
         e = nullptr;
@@ -251,7 +261,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
         continue;
       }
       {
-        std::lock_guard<std::mutex> sl(sh.mu);
+        base::MutexLock sl(&sh.mu);
         e->stamp = stamp;
         if (sh.lru_tail != e) {
           StrUnlinkLocked(sh, *e);
@@ -294,7 +304,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
     bool slow = false;
     for (size_t i = 0; i < keys.size() && !slow; ++i) {
       Shard& sh = ShardFor(keys[i]);
-      std::lock_guard<std::mutex> sl(sh.mu);
+      base::MutexLock sl(&sh.mu);
       auto it = sh.strings.find(keys[i]);
       if (it == sh.strings.end()) {
         if (bitmap == nullptr) break;
@@ -317,8 +327,8 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
     out.count = 0;
     if (bitmap != nullptr) std::memset(bitmap, 0, (keys.size() + 7) / 8);
   }
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   ReleaseDueLeasesLocked(now, &unused);
   bool pin = pin_ms > 0;
@@ -335,7 +345,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
     }
     {
       Shard& sh = ShardFor(keys[i]);
-      std::lock_guard<std::mutex> sl(sh.mu);
+      base::MutexLock sl(&sh.mu);
       e->stamp = stamp;
       if (sh.lru_tail != e) {
         StrUnlinkLocked(sh, *e);
@@ -364,8 +374,8 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
 }
 
 uint64_t Store::BlockUnpin(std::span<const uint64_t> ids, std::string_view user) {
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   ReleaseDueLeasesLocked(NowMs(), &unused);
   uint64_t n = 0;
@@ -379,12 +389,12 @@ uint64_t Store::BlockUnpin(std::span<const uint64_t> ids, std::string_view user)
 }
 
 Store::PinStats Store::PinStatsNow() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return PinStats{pinned_keys_, pinned_bytes_, leases_.size()};
 }
 
 void Store::SetMaxBlockLeases(uint64_t n) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   max_leases_ = n;
 }
 

@@ -19,15 +19,15 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
     return Status::Corruption("register record with an invalid parent");
   std::shared_ptr<const BlockTable> table;
   if (blocks) table = BlockTable::Finished(*blocks);
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   next_incarnation_ = std::max(next_incarnation_, incarnation + 1);
   // Replay never refuses what was logged; it evicts as the live server did
   // (a smaller --maxmemory than before the restart evicts more).
-  auto fit_bytes = [&](const Namespace* keep, uint64_t add) {
+  auto fit_bytes = [&](const Namespace* keep, uint64_t add) REQUIRES(mu_) {
     if (cfg_.max_bytes == 0) return;
     uint64_t unused = 0;
     (void)EvictLocked(
-        keep, [&] { return bytes_ + add <= cfg_.max_bytes; }, &unused);
+        keep, [&]() REQUIRES(mu_) { return bytes_ + add <= cfg_.max_bytes; }, &unused);
   };
   // A re-registration of the same incarnation keeps its link (fixed at
   // creation). A new namespace links to its parent of the logged incarnation,
@@ -55,7 +55,7 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
         n->bytes += add;
         bytes_ += add;
         Shard& sh = ShardFor(n->name);
-        std::lock_guard<std::mutex> sl(sh.mu);
+        base::MutexLock sl(&sh.mu);
         n->blocks = std::move(table);
       }
       Touch(*n);
@@ -71,7 +71,9 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   uint64_t unused = 0;
   PION_RETURN_IF_ERROR(EvictNamespacesLocked(
       parent.get(),
-      [&] { return 2 * (NsCountLocked() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2); },
+      [&]() REQUIRES(mu_) {
+        return 2 * (NsCountLocked() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2);
+      },
       &unused));
   fit_bytes(parent.get(), TableBytes(table));
   auto n = std::make_shared<Namespace>(std::string(ns), incarnation, kv_dim, fmt, parent);
@@ -81,7 +83,7 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   if (parent) parent->children.push_back(n.get());
   Touch(*n);
   Shard& sh = ShardFor(n->name);
-  std::lock_guard<std::mutex> sl(sh.mu);
+  base::MutexLock sl(&sh.mu);
   sh.map.emplace(n->name, std::move(n));
   return Status::OK();
 }
@@ -101,7 +103,7 @@ Status Store::ApplyStored(std::string_view ns, uint64_t incarnation, Side side, 
 }
 
 void Store::ApplyDrop(std::string_view ns, uint64_t incarnation) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   const NsPtr* it = NsRefLocked(ns);
   if (it == nullptr || (*it)->incarnation != incarnation) return;
   NsPtr n = *it;
@@ -111,7 +113,7 @@ void Store::ApplyDrop(std::string_view ns, uint64_t incarnation) {
 }
 
 void Store::ApplyFlushAll() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   ClearAllLocked();
 }
 

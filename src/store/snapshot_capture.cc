@@ -11,23 +11,23 @@
 namespace pion::store {
 
 void Store::BeginPending() {
-  std::lock_guard<std::mutex> l(pending_mu_);
+  base::MutexLock l(&pending_mu_);
   ++pending_;
 }
 
 void Store::EndPending() {
-  std::lock_guard<std::mutex> l(pending_mu_);
-  if (--pending_ == 0) pending_cv_.notify_all();
+  base::MutexLock l(&pending_mu_);
+  if (--pending_ == 0) pending_cv_.SignalAll();
 }
 
 std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
     const std::function<Status()>& at_barrier, Status* barrier_status) {
-  std::unique_lock<std::shared_mutex> gate(gate_);
+  base::WriterLock gate(&gate_);
   {
     // Changes reserved before the barrier are in the log before it; wait for
     // them to be written and applied (new ones cannot start: they need the gate).
-    std::unique_lock<std::mutex> l(pending_mu_);
-    pending_cv_.wait(l, [&] { return pending_ == 0; });
+    base::MutexLock l(&pending_mu_);
+    while (pending_ != 0) pending_cv_.Wait(pending_mu_);
   }
   *barrier_status = at_barrier ? at_barrier() : Status::OK();
   std::vector<persist::SnapshotNamespace> views;
@@ -35,11 +35,11 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
   std::vector<NsPtr> all;
   std::vector<tier::ExtentRef> extents;  // [i]: all[i]'s extent in the disk tier, or null
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     captured_strings_.clear();
     captured_strings_.reserve(StrCountLocked());
     for (const Shard& sh : shards_) {
-      std::lock_guard<std::mutex> sl(sh.mu);                    // readers touch stamps under it
+      base::MutexLock sl(&sh.mu);                               // readers touch stamps under it
       for (const StrEntry* head : {sh.lru_head, sh.tier_head})  // RAM, then disk tier
         for (const StrEntry* e = head; e != nullptr; e = e->next) {
           captured_strings_.push_back(
@@ -72,7 +72,7 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
                      });
     all.reserve(NsCountLocked());
     for (const Shard& sh : shards_)
-      for (auto& [name, n] : sh.map) all.push_back(n);
+      for (auto& [name, n] : MapOf(sh)) all.push_back(n);
     views.resize(all.size());
     extents.resize(all.size());
     for (size_t i = 0; i < all.size(); ++i) {
@@ -99,7 +99,7 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
     const tier::ExtentRef& x = extents[i];
     for (int side = 0; side < 2; ++side) {
       const SideData& sd = n.sides[side];
-      std::lock_guard<std::mutex> l(sd.mu);
+      base::MutexLock l(&sd.mu);
       for (uint32_t li = 0; li < sd.layers.size(); ++li) {
         const Layer& L = sd.layers[li];
         if (L.rows == 0) continue;

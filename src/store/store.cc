@@ -17,15 +17,15 @@ Store::~Store() { DetachTier(); }
 
 Store::NsPtr Store::Find(std::string_view ns) const {
   const Shard& sh = ShardFor(ns);
-  std::lock_guard<std::mutex> l(sh.mu);
+  base::MutexLock l(&sh.mu);
   auto it = sh.map.find(ns);
   return it == sh.map.end() ? nullptr : it->second;
 }
 
 const Store::NsPtr* Store::NsRefLocked(std::string_view ns) const {
   const Shard& sh = ShardFor(ns);
-  auto it = sh.map.find(ns);
-  return it == sh.map.end() ? nullptr : &it->second;
+  auto it = MapOf(sh).find(ns);
+  return it == MapOf(sh).end() ? nullptr : &it->second;
 }
 
 Namespace* Store::NsFindLocked(std::string_view ns) const {
@@ -35,27 +35,27 @@ Namespace* Store::NsFindLocked(std::string_view ns) const {
 
 uint64_t Store::NsCountLocked() const {
   uint64_t n = 0;
-  for (const Shard& sh : shards_) n += sh.map.size();
+  for (const Shard& sh : shards_) n += MapOf(sh).size();
   return n;
 }
 
 uint64_t Store::StrCountLocked() const {
   uint64_t n = 0;
-  for (const Shard& sh : shards_) n += sh.strings.size();
+  for (const Shard& sh : shards_) n += StringsOf(sh).size();
   return n;
 }
 
 bool Store::IsNamespaceKeyShared(std::string_view key) const {
   {
     const Shard& sh = ShardFor(key);
-    std::lock_guard<std::mutex> l(sh.mu);
+    base::MutexLock l(&sh.mu);
     if (sh.map.find(key) != sh.map.end()) return true;
   }
   std::string_view ns;
   Side side;
   if (!ParseSessionId(key, &ns, &side)) return false;
   const Shard& sh = ShardFor(ns);
-  std::lock_guard<std::mutex> l(sh.mu);
+  base::MutexLock l(&sh.mu);
   return sh.map.find(ns) != sh.map.end();
 }
 
@@ -83,15 +83,15 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   // record is written, so that no other change to the namespace map can come
   // between this one's log position and its apply; mu_ is held only to
   // reserve and to apply.
-  std::lock_guard<std::mutex> reg(reg_mu_);
+  base::MutexLock reg(&reg_mu_);
   PendingRecord rec;
   NsPtr existing;
   NsPtr parent;  // of a new namespace registered with PARENT
   uint64_t inc = 0;
   uint64_t delta = 0;  // bytes the registration adds: its table less a replaced one
   {
-    std::shared_lock<std::shared_mutex> gate(gate_);
-    std::lock_guard<std::mutex> l(mu_);
+    base::ReaderLock gate(&gate_);
+    base::MutexLock l(&mu_);
     // One key space: a string key of this name (or of one of its session ids) wins.
     if (StrEntryLocked(a.ns) || StrEntryLocked(std::string(a.ns) + "_pk") ||
         StrEntryLocked(std::string(a.ns) + "_pv"))
@@ -136,11 +136,12 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
       // A new child never evicts its parent (nor, so, any ancestor).
       PION_RETURN_IF_ERROR(EvictLocked(
           existing ? existing.get() : parent.get(),
-          [&] { return bytes_ - replaced + delta <= cfg_.max_bytes; }, lsn));
+          [&]() REQUIRES(mu_) { return bytes_ - replaced + delta <= cfg_.max_bytes; }, lsn));
     }
     if (!existing) {
       PION_RETURN_IF_ERROR(EvictNamespacesLocked(
-          parent.get(), [&] { return 2 * (NsCountLocked() + 1) <= cfg_.max_sessions; }, lsn));
+          parent.get(),
+          [&]() REQUIRES(mu_) { return 2 * (NsCountLocked() + 1) <= cfg_.max_sessions; }, lsn));
       inc = next_incarnation_++;
     }
     if (sink_) {
@@ -174,7 +175,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
     }
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (existing) {
       // A drop or eviction meanwhile (logged after this record) took the
       // namespace's bytes out of the total already.
@@ -186,7 +187,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
       if (st.ok()) {
         if (block_observer_ && table) ReportTableReplaced(*existing, *table);
         Shard& sh = ShardFor(existing->name);
-        std::lock_guard<std::mutex> sl(sh.mu);  // Lookup and Blocks read these
+        base::MutexLock sl(&sh.mu);  // Lookup and Blocks read these
         if (table) existing->blocks = std::move(table);
         existing->prefill_us = a.has_prefill ? a.prefill_us : 0;
         Touch(*existing);
@@ -212,7 +213,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
         if (parent) parent->children.push_back(n.get());
         Touch(*n);
         Shard& sh = ShardFor(n->name);
-        std::lock_guard<std::mutex> sl(sh.mu);
+        base::MutexLock sl(&sh.mu);
         sh.map.emplace(n->name, std::move(n));
       }
     }
@@ -233,11 +234,11 @@ std::vector<ChainSegment> Store::LookupChain(std::string_view ns) {
     seg.ns = p->name;
     {
       const Shard& sh = ShardFor(p->name);
-      std::lock_guard<std::mutex> l(sh.mu);
+      base::MutexLock l(&sh.mu);
       seg.prefill_us = p->prefill_us;
     }
     const SideData& k = p->sides[static_cast<int>(Side::kKeys)];
-    std::lock_guard<std::mutex> l(k.mu);
+    base::MutexLock l(&k.mu);
     seg.tokens = k.layers.empty() ? 0 : k.layers[0].rows;
   }
   return chain;
@@ -246,7 +247,7 @@ std::vector<ChainSegment> Store::LookupChain(std::string_view ns) {
 bool Store::Describe(std::string_view ns, NamespaceInfo* out) const {
   NsPtr n;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     const NsPtr* it = NsRefLocked(ns);
     if (it == nullptr) return false;
     n = *it;
@@ -259,7 +260,7 @@ bool Store::Describe(std::string_view ns, NamespaceInfo* out) const {
   out->chain_tokens = 0;
   for (const Namespace* p = n.get(); p != nullptr; p = p->parent.get()) {
     const SideData& k = p->sides[static_cast<int>(Side::kKeys)];
-    std::lock_guard<std::mutex> l(k.mu);
+    base::MutexLock l(&k.mu);
     uint64_t t = k.layers.empty() ? 0 : k.layers[0].rows;
     if (p == n.get()) out->tokens = t;
     out->chain_tokens += t;
@@ -273,7 +274,7 @@ LookupResult Store::Lookup(std::string_view ns) {
   // mu_ -> shard); the key side's layer-0 row count is its atomic mirror, so
   // no side lock and no reference to the namespace are needed.
   const Shard& sh = ShardFor(ns);
-  std::lock_guard<std::mutex> l(sh.mu);
+  base::MutexLock l(&sh.mu);
   auto it = sh.map.find(ns);
   if (it == sh.map.end()) return res;
   const Namespace& n = *it->second;
@@ -300,8 +301,8 @@ Status Store::AskSubtrees(std::vector<const Namespace*> todo,
 Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* lsn,
                              const std::function<bool(std::string_view ns)>& may_drop) {
   *lsn = 0;
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   if (may_drop) {
     // Every namespace of every subtree, before the first removal.
     std::vector<const Namespace*> todo;
@@ -330,14 +331,14 @@ const std::shared_ptr<const BlockTable>* Store::BlocksLocked(const Shard& sh, st
 
 std::shared_ptr<const BlockTable> Store::Blocks(std::string_view ns) {
   const Shard& sh = ShardFor(ns);
-  std::lock_guard<std::mutex> l(sh.mu);
+  base::MutexLock l(&sh.mu);
   const auto* t = BlocksLocked(sh, ns);
   return t ? *t : nullptr;
 }
 
 bool Store::WithBlocks(std::string_view ns, const std::function<void(const BlockTable&)>& fn) {
   const Shard& sh = ShardFor(ns);
-  std::lock_guard<std::mutex> l(sh.mu);
+  base::MutexLock l(&sh.mu);
   const auto* t = BlocksLocked(sh, ns);
   if (t == nullptr) return false;
   fn(**t);
@@ -346,9 +347,9 @@ bool Store::WithBlocks(std::string_view ns, const std::function<void(const Block
 
 Status Store::FlushAll(uint64_t* lsn) {
   *lsn = 0;
-  std::lock_guard<std::mutex> reg(reg_mu_);  // not between a registration's log and apply
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock reg(&reg_mu_);  // not between a registration's log and apply
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   if (sink_) {
     auto r = sink_->Log(persist::FlushAllRec{});
     if (!r.ok()) return r.status();
@@ -362,7 +363,7 @@ void Store::ClearAllLocked() {
   if (observer_) observer_->OnFlushAll();
   if (block_observer_) block_observer_->OnAllBlocksCleared();
   for (Shard& sh : shards_) {
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     for (auto& [name, n] : sh.map) {
       n->dropped = true;
       n->children.clear();
@@ -374,11 +375,11 @@ void Store::ClearAllLocked() {
 }
 
 std::vector<std::string> Store::NamespaceNames() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   std::vector<std::string> out;
   out.reserve(NsCountLocked());
   for (const Shard& sh : shards_)
-    for (const auto& kv : sh.map) out.emplace_back(kv.first);
+    for (const auto& kv : MapOf(sh)) out.emplace_back(kv.first);
   return out;
 }
 
@@ -393,10 +394,10 @@ void Store::ReportTableReplaced(const Namespace& n, const BlockTable& fresh) {
 }
 
 std::vector<ResidentTable> Store::ResidentBlockTables() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   std::vector<std::pair<uint32_t, ResidentTable>> found;
   for (const Shard& sh : shards_) {
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     for (const auto& kv : sh.map) {
       const Namespace& n = *kv.second;
       if (n.blocks && !n.blocks->hashes.empty())
@@ -412,7 +413,7 @@ std::vector<ResidentTable> Store::ResidentBlockTables() const {
 }
 
 uint64_t Store::NamespaceCount() const {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return NsCountLocked();
 }
 
@@ -420,7 +421,7 @@ StoreStats Store::Stats() const {
   StoreStats s;
   std::vector<NsPtr> all;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     s.registered_prefixes = NsCountLocked();
     s.sessions = 2 * s.registered_prefixes;
     s.max_sessions = cfg_.max_sessions;
@@ -429,7 +430,7 @@ StoreStats Store::Stats() const {
     s.max_bytes = cfg_.max_bytes;
     all.reserve(s.registered_prefixes);
     for (const Shard& sh : shards_)
-      for (auto& [name, n] : sh.map) {
+      for (auto& [name, n] : MapOf(sh)) {
         all.push_back(n);
         if (n->parent) ++s.linked_prefixes;
         s.allocated_bytes += TableBytes(n->blocks);
@@ -439,7 +440,7 @@ StoreStats Store::Stats() const {
   for (const NsPtr& n : all) {
     for (int side = 0; side < 2; ++side) {
       const SideData& sd = n->sides[side];
-      std::lock_guard<std::mutex> l(sd.mu);
+      base::MutexLock l(&sd.mu);
       s.total_tokens += sd.total_rows;
       for (const Layer& L : sd.layers)
         for (const auto& c : L.chunks)

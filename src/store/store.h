@@ -45,15 +45,12 @@
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -61,6 +58,7 @@
 #include <vector>
 
 #include "base/keyslot.h"
+#include "base/mutex.h"
 #include "base/sharded_counter.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
@@ -472,27 +470,39 @@ class Store {
   // string keys whose hash slot falls in its slot range. `map` and `strings`
   // change only with both Store::mu_ and `mu` held; a reader holds only `mu`.
   struct alignas(64) Shard {
-    mutable std::mutex mu;
-    NsMap map;
-    StrMap strings;
-    StrEntry* lru_head = nullptr;  // guarded by mu: least recently used of this shard
-    StrEntry* lru_tail = nullptr;
-    StrEntry* tier_head = nullptr;  // guarded by mu: the tier's entries, oldest first
-    StrEntry* tier_tail = nullptr;
-    uint64_t hits = 0, misses = 0;  // guarded by mu
+    mutable base::Mutex mu;
+    NsMap map GUARDED_BY(mu);
+    StrMap strings GUARDED_BY(mu);
+    StrEntry* lru_head GUARDED_BY(mu) = nullptr;  // least recently used of this shard
+    StrEntry* lru_tail GUARDED_BY(mu) = nullptr;
+    StrEntry* tier_head GUARDED_BY(mu) = nullptr;  // the tier's entries, oldest first
+    StrEntry* tier_tail GUARDED_BY(mu) = nullptr;
+    uint64_t hits GUARDED_BY(mu) = 0;
+    uint64_t misses GUARDED_BY(mu) = 0;
   };
+  // A shard's maps as a holder of mu_ reads them without the shard's lock:
+  // they change only with both held (see the header comment), so under mu_
+  // they stand still. "Either lock" is beyond the analysis, hence these.
+  NsMap& MapOf(Shard& sh) REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS { return sh.map; }
+  const NsMap& MapOf(const Shard& sh) const REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
+    return sh.map;
+  }
+  StrMap& StringsOf(Shard& sh) REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS { return sh.strings; }
+  const StrMap& StringsOf(const Shard& sh) const REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
+    return sh.strings;
+  }
   static size_t ShardIndex(std::string_view key) { return KeySlotInline(key) >> kShardSlotShift; }
   Shard& ShardFor(std::string_view key) { return shards_[ShardIndex(key)]; }
   const Shard& ShardFor(std::string_view key) const { return shards_[ShardIndex(key)]; }
-  // REQUIRES mu_ (or the key's shard lock): the namespace, or nullptr.
-  Namespace* NsFindLocked(std::string_view ns) const;
+  // The namespace, or nullptr.
+  Namespace* NsFindLocked(std::string_view ns) const REQUIRES(mu_);
   // Asks `may_drop` for every namespace of the subtrees under `todo` (under
   // mu_); kDropRefused at the first refusal.
   static Status AskSubtrees(std::vector<const Namespace*> todo,
                             const std::function<bool(std::string_view ns)>& may_drop);
-  const NsPtr* NsRefLocked(std::string_view ns) const;
-  uint64_t NsCountLocked() const;   // REQUIRES mu_
-  uint64_t StrCountLocked() const;  // REQUIRES mu_
+  const NsPtr* NsRefLocked(std::string_view ns) const REQUIRES(mu_);
+  uint64_t NsCountLocked() const REQUIRES(mu_);
+  uint64_t StrCountLocked() const REQUIRES(mu_);
   // Whether `key` names a namespace or one of its session ids, taking the shard
   // locks one at a time (a reader's check; no mu_).
   bool IsNamespaceKeyShared(std::string_view key) const;
@@ -504,32 +514,35 @@ class Store {
   void Touch(Namespace& n);
   // REQUIRES mu_. Removes `n` (which has no live child) from the map, its
   // parent's children and the accounting; logs the drop.
-  Status RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn);
+  Status RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) REQUIRES(mu_);
   // REQUIRES mu_. `n` and its descendants, leaves first; counts them in *removed.
-  Status RemoveSubtreeLocked(const NsPtr& n, DropReason reason, uint64_t* lsn, uint64_t* removed);
+  Status RemoveSubtreeLocked(const NsPtr& n, DropReason reason, uint64_t* lsn, uint64_t* removed)
+      REQUIRES(mu_);
   // REQUIRES mu_. Evicts by the maxmemory policy (string keys and namespaces
   // in one LRU; never `keep` or the string `keep_key`) until `fits` holds.
   // Namespaces go leaves first (store.h "Lineage"): `keep`'s ancestors never.
   Status EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn,
-                     std::string_view keep_key = {}, bool keep_key_set = false);
+                     std::string_view keep_key = {}, bool keep_key_set = false) REQUIRES(mu_);
   // REQUIRES mu_. Evicts LRU namespaces other than `keep` (and its ancestors),
   // leaves first, until `fits` holds (the session cap).
   Status EvictNamespacesLocked(const Namespace* keep, const std::function<bool()>& fits,
-                               uint64_t* lsn);
+                               uint64_t* lsn) REQUIRES(mu_);
   // REQUIRES mu_. Sampled LRU (eviction.cc): offers `n` to the pool if it is an
   // evictable leaf; samples maxmemory-samples namespaces into the pool; the
   // pool's oldest leaf after re-reading its entries (null if there is no leaf
   // but keep); drops an evicted namespace from the pool and offers its parent.
-  bool OfferToPoolLocked(const NsPtr& n, const Namespace* keep);  // true if a candidate
-  void SampleLeavesLocked(const Namespace* keep);
-  NsPtr OldestPooledLeafLocked(const Namespace* keep);
-  void EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep);
+  bool OfferToPoolLocked(const NsPtr& n, const Namespace* keep)
+      REQUIRES(mu_);  // true if a candidate
+  void SampleLeavesLocked(const Namespace* keep) REQUIRES(mu_);
+  NsPtr OldestPooledLeafLocked(const Namespace* keep) REQUIRES(mu_);
+  void EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep) REQUIRES(mu_);
   // REQUIRES mu_ (eviction.cc). Up to maxmemory-samples string keys from a
   // random place of the shards' tables, none `is_kept` and, when
   // `volatile_only`, each with a TTL: the one the policy evicts first (the
   // lowest LFU counter, the nearest expiry, or the first found); null if none.
   StrEntry* SampleStringVictimLocked(bool volatile_only,
-                                     const std::function<bool(const StrEntry*)>& is_kept);
+                                     const std::function<bool(const StrEntry*)>& is_kept)
+      REQUIRES(mu_);
   // LFU counter of `e` decayed to now (the entry's shard lock held), and the
   // access that bumps it (store/strings.cc).
   uint8_t LfuDecayedLocked(const StrEntry& e) const;
@@ -549,19 +562,19 @@ class Store {
   Result<FetchPlan> FetchRangeOf(Namespace& n, Side side, uint32_t layer, uint64_t start,
                                  uint64_t end);
 
-  StoreConfig cfg_;
+  StoreConfig cfg_ GUARDED_BY(mu_);
   MutationSink* sink_ = nullptr;
   RemovalObserver* observer_ = nullptr;
   BlockTableObserver* block_observer_ = nullptr;
-  mutable std::shared_mutex gate_;
-  std::mutex reg_mu_;  // serialises Register and FlushAll (held across the register's write)
-  mutable std::mutex mu_;
+  mutable base::SharedMutex gate_;
+  base::Mutex reg_mu_;  // serialises Register and FlushAll (held across the register's write)
+  mutable base::Mutex mu_;
   Shard shards_[kShards];
-  std::mutex pending_mu_;
-  std::condition_variable pending_cv_;
-  uint64_t pending_ = 0;    // guarded by pending_mu_
-  uint64_t bytes_ = 0;      // guarded by mu_
-  uint64_t evictions_ = 0;  // guarded by mu_
+  base::Mutex pending_mu_;
+  base::CondVar pending_cv_;
+  uint64_t pending_ GUARDED_BY(pending_mu_) = 0;
+  uint64_t bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t evictions_ GUARDED_BY(mu_) = 0;
   // The LRU clock: relaxed loads and stores only (NextStamp).
   std::atomic<uint64_t> lru_clock_{0};
   ShardedCounter total_fetches_;  // per worker: every fetch bumps it (base/sharded_counter.h)
@@ -573,49 +586,55 @@ class Store {
     const Namespace* ns;
     std::weak_ptr<Namespace> ref;
   };
-  std::vector<PoolEntry> evict_pool_;
-  uint64_t next_incarnation_ = 1;  // guarded by mu_
+  std::vector<PoolEntry> evict_pool_ GUARDED_BY(mu_);
+  uint64_t next_incarnation_ GUARDED_BY(mu_) = 1;
 
   // REQUIRES sh.mu: `ns`'s non-empty block table (the namespace touched in the
   // LRU), or null (unknown, no table or zero hashes). Blocks and WithBlocks.
-  const std::shared_ptr<const BlockTable>* BlocksLocked(const Shard& sh, std::string_view ns);
+  const std::shared_ptr<const BlockTable>* BlocksLocked(const Shard& sh, std::string_view ns)
+      REQUIRES(sh.mu);
   // ---- String keys (guarded by mu_) ----
-  StrEntry* StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* lsn);
-  bool IsNamespaceKeyLocked(std::string_view key) const;
+  StrEntry* StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* lsn) REQUIRES(mu_);
+  bool IsNamespaceKeyLocked(std::string_view key) const REQUIRES(mu_);
   uint64_t StrCharge(std::string_view key, const StrRef& v) const {
     return key.size() + (v ? v->capacity : 0) + kStrEntryOverhead;
   }
-  // These four REQUIRE mu_ (except a reader's touch) and the entry's shard lock.
-  void StrTouchLocked(Shard& sh, StrEntry& e);
-  void StrLinkLocked(Shard& sh, StrEntry& e);
-  void StrUnlinkLocked(Shard& sh, StrEntry& e);
-  void StrSetExpireLocked(StrEntry& e, int64_t at_ms);
-  void StrSetExpireShardLocked(StrEntry& e, int64_t at_ms);  // under the entry's shard lock
+  // The entry's place in its shard's lists (a reader's touch holds only the
+  // shard lock; a writer also holds mu_), and its expiry (mu_).
+  void StrTouchLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu);
+  void StrLinkLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu);
+  void StrUnlinkLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu);
+  void StrSetExpireLocked(StrEntry& e, int64_t at_ms) REQUIRES(mu_);
+  // The same, taking the entry's shard lock.
+  void StrSetExpireShardLocked(StrEntry& e, int64_t at_ms) REQUIRES(mu_);
   // A new expiry (0: none) of a live key, logged (EXPIRE, GETEX), then applied.
-  Status StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t at_ms, uint64_t* lsn);
+  Status StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t at_ms, uint64_t* lsn)
+      REQUIRES(mu_);
   // Removes every string key (FLUSHALL; no logging, bytes_ is reset by the caller).
-  void ClearStringsLocked();
+  void ClearStringsLocked() REQUIRES(mu_);
   // Removes every namespace and string key (FLUSHALL, live or replayed). REQUIRES: mu_.
-  void ClearAllLocked();
+  void ClearAllLocked() REQUIRES(mu_);
   // BlockTableObserver calls: the last hash of `n`'s table (none without one),
   // and a re-registration that replaces `n`'s table with `fresh`. REQUIRES mu_.
   static std::optional<uint64_t> LastHash(const Namespace* n);
-  void ReportTableReplaced(const Namespace& n, const BlockTable& fresh);
-  void StrEraseLocked(StrEntry& e);  // removes a string key (not logged; takes its shard lock)
+  void ReportTableReplaced(const Namespace& n, const BlockTable& fresh) REQUIRES(mu_);
+  void StrEraseLocked(StrEntry& e)
+      REQUIRES(mu_);  // removes a string key (not logged; takes its shard lock)
   // Logs and removes; reason 0 del, 1 eviction, 2 expiry.
-  Status StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn);
+  Status StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn) REQUIRES(mu_);
   void CountHitOrMiss(std::string_view key, bool hit);  // a GET's, under the shard lock
-  // A string key's entry (REQUIRES mu_ or its shard lock), expired or not.
-  StrEntry* StrEntryLocked(std::string_view key) const;
+  // A string key's entry, expired or not.
+  StrEntry* StrEntryLocked(std::string_view key) const REQUIRES(mu_);
   // Inserts or replaces the value (no logging, no budget check).
-  StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms);
+  StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms) REQUIRES(mu_);
   // The same with the key's entry already looked up under mu_ (`e`: nullptr
   // when the key has none), so the key is not hashed again.
-  StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms, StrEntry* e);
+  StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms, StrEntry* e)
+      REQUIRES(mu_);
   // Frees budget for `need` more bytes by the policy, never evicting string
   // `keep_key` or namespace `keep`.
   Status MakeRoomLocked(uint64_t need, std::string_view keep_key, const Namespace* keep,
-                        uint64_t* lsn);
+                        uint64_t* lsn) REQUIRES(mu_);
   // Reserves a STRSET record for (key, value, expire), applies it and returns
   // the pending write in *pend (to run with no lock held, see StrFinish).
   struct StrPending {
@@ -629,23 +648,24 @@ class Store {
     bool had_previous = false;
   };
   Status StrLogSetLocked(std::string_view key, const StrRef& v, int64_t expire_at_ms,
-                         StrPending* pend);
+                         StrPending* pend) REQUIRES(mu_);
   // Writes the pending records (no lock held) and rolls back the ones that failed.
   Status StrFinish(std::span<StrPending> pend, uint64_t* lsn);
-  std::set<std::pair<uint64_t, StrEntry*>> scan_order_;  // (hash, entry)
-  std::set<std::pair<int64_t, StrEntry*>> expiry_order_;
-  int64_t expire_sum_ms_ = 0;  // sum over expiry_order_
-  uint64_t str_bytes_ = 0;
-  uint64_t str_removals_ = 0;
-  uint64_t str_version_ = 0;
-  uint64_t expired_keys_ = 0, evicted_strings_ = 0;
-  EvictPolicy policy_ = EvictPolicy::kAllKeysLru;
-  uint64_t rand_state_ = 0x9e3779b97f4a7c15ull;
+  std::set<std::pair<uint64_t, StrEntry*>> scan_order_ GUARDED_BY(mu_);  // (hash, entry)
+  std::set<std::pair<int64_t, StrEntry*>> expiry_order_ GUARDED_BY(mu_);
+  int64_t expire_sum_ms_ GUARDED_BY(mu_) = 0;  // sum over expiry_order_
+  uint64_t str_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t str_removals_ GUARDED_BY(mu_) = 0;
+  uint64_t str_version_ GUARDED_BY(mu_) = 0;
+  uint64_t expired_keys_ GUARDED_BY(mu_) = 0;
+  uint64_t evicted_strings_ GUARDED_BY(mu_) = 0;
+  EvictPolicy policy_ GUARDED_BY(mu_) = EvictPolicy::kAllKeysLru;
+  uint64_t rand_state_ GUARDED_BY(mu_) = 0x9e3779b97f4a7c15ull;
   // lfu-log-factor, lfu-decay-time: read by readers under a shard lock only.
   std::atomic<uint32_t> lfu_log_factor_{10};
   std::atomic<uint32_t> lfu_decay_time_{1};
-  std::vector<persist::SnapshotString>
-      captured_strings_;  // guarded by gate_ (exclusive) / the save
+  // Filled by CaptureSnapshot, taken by the save (TakeCapturedStrings).
+  std::vector<persist::SnapshotString> captured_strings_ GUARDED_BY(mu_);
 
   // ---- Pins and chain links (guarded by mu_; store/pins.cc, store/block_links.cc) ----
   struct PinLease {
@@ -654,45 +674,50 @@ class Store {
     std::string user;
     std::vector<std::pair<StrEntry*, uint64_t>> keys;  // (entry, its born)
   };
-  std::unordered_map<uint64_t, PinLease> leases_;
-  std::set<std::pair<int64_t, uint64_t>> lease_order_;  // (deadline, id)
+  std::unordered_map<uint64_t, PinLease> leases_ GUARDED_BY(mu_);
+  std::set<std::pair<int64_t, uint64_t>> lease_order_ GUARDED_BY(mu_);  // (deadline, id)
   // Pins still counted by leases on entries that were removed (born -> pins).
-  std::unordered_map<uint64_t, uint32_t> dead_pins_;
-  uint64_t next_lease_ = 1, next_born_ = 1, pin_epoch_ = 0;
-  uint64_t pinned_keys_ = 0, pinned_bytes_ = 0;
-  uint64_t max_leases_ = 1000000;
+  std::unordered_map<uint64_t, uint32_t> dead_pins_ GUARDED_BY(mu_);
+  uint64_t next_lease_ GUARDED_BY(mu_) = 1;
+  uint64_t next_born_ GUARDED_BY(mu_) = 1;
+  uint64_t pin_epoch_ GUARDED_BY(mu_) = 0;
+  uint64_t pinned_keys_ GUARDED_BY(mu_) = 0;
+  uint64_t pinned_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t max_leases_ GUARDED_BY(mu_) = 1000000;
   // Adds a pin to `e` (REQUIRES mu_; takes its shard lock).
-  void PinEntryLocked(StrEntry& e);
+  void PinEntryLocked(StrEntry& e) REQUIRES(mu_);
   // Ends one pin of a lease's key; a key whose time has passed then expires.
-  void UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn);
-  void EndLeaseLocked(uint64_t id, uint64_t* lsn);
+  void UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn) REQUIRES(mu_);
+  void EndLeaseLocked(uint64_t id, uint64_t* lsn) REQUIRES(mu_);
   // Ends every lease whose deadline is at or before now_ms.
-  void ReleaseDueLeasesLocked(int64_t now_ms, uint64_t* lsn);
+  void ReleaseDueLeasesLocked(int64_t now_ms, uint64_t* lsn) REQUIRES(mu_);
   // An entry leaves the map: its pins go to dead_pins_, its links are cut
   // (children become roots). REQUIRES mu_, no shard lock held.
-  void ForgetBlockStateLocked(StrEntry& e);
+  void ForgetBlockStateLocked(StrEntry& e) REQUIRES(mu_);
   // Pins and charge bookkeeping when a pinned entry's value changes.
-  void PinnedChargeChangedLocked(const StrEntry& e, uint64_t old_charge, uint64_t new_charge);
+  void PinnedChargeChangedLocked(const StrEntry& e, uint64_t old_charge, uint64_t new_charge)
+      REQUIRES(mu_);
   // Links `child` under `parent` (null: a root), refusing a cycle. REQUIRES mu_.
-  void LinkBlockLocked(StrEntry& child, StrEntry* parent);
-  void UnlinkParentLocked(StrEntry& child);
+  void LinkBlockLocked(StrEntry& child, StrEntry* parent) REQUIRES(mu_);
+  void UnlinkParentLocked(StrEntry& child) REQUIRES(mu_);
   // Raises the stamps of e's ancestors to `stamp` (moving them in their
   // shards' LRU lists). REQUIRES mu_, no shard lock held.
-  void StampAncestorsLocked(const StrEntry& e, uint64_t stamp);
+  void StampAncestorsLocked(const StrEntry& e, uint64_t stamp) REQUIRES(mu_);
   // A write replaced e's value: a hash (HASHES) named the old bytes, so it
   // goes (BlockTableObserver::OnBlockKeyRemoved); the links stay. REQUIRES mu_.
-  void DropBlockHashLocked(StrEntry& e);
+  void DropBlockHashLocked(StrEntry& e) REQUIRES(mu_);
   // RENAME: moves e's links to `to` (the entry that replaces it).
-  std::unique_ptr<BlockLinks> TakeLinksLocked(StrEntry& e);
-  void GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, const StrEntry* from);
+  std::unique_ptr<BlockLinks> TakeLinksLocked(StrEntry& e) REQUIRES(mu_);
+  void GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, const StrEntry* from)
+      REQUIRES(mu_);
   // RENAME's move of a live key to `dst` (replacing what is there), links included;
   // the caller has logged it (or is replaying the log).
-  void StrMoveLocked(StrEntry& e, std::string_view dst);
+  void StrMoveLocked(StrEntry& e, std::string_view dst) REQUIRES(mu_);
   // KV.BLOCK.CHAIN applied (live and replayed): puts the pairs, links them and
   // gives them one stamp. REQUIRES mu_; no logging, no budget.
   void ApplyChainLocked(std::span<const std::string_view> keys, std::span<const StrRef> values,
                         StrEntry* after, int64_t expire_at_ms, std::span<const uint64_t> hashes,
-                        uint32_t tokens);
+                        uint32_t tokens) REQUIRES(mu_);
   // ---- Disk tier (store/tiering.cc) ----
   // The read paths without the tier's check (values on disk handed out as they are).
   Status StrGetWithRaw(std::string_view key, const std::function<void(const StrRef&)>& fn);
@@ -719,9 +744,9 @@ class Store {
     StrRef ram, moving;
     Status status;
   };
-  std::mutex tier_done_mu_;
-  std::vector<TierDone> tier_done_;  // guarded by tier_done_mu_
-  void TierApplyDoneLocked();
+  base::Mutex tier_done_mu_;
+  std::vector<TierDone> tier_done_ GUARDED_BY(tier_done_mu_);
+  void TierApplyDoneLocked() REQUIRES(mu_);
   // Namespaces (store/tier_namespaces.cc). A chunk written to a namespace's extent.
   struct TierChunk {
     uint8_t side = 0;
@@ -736,15 +761,15 @@ class Store {
     std::vector<TierChunk> chunks;
     Status status;
   };
-  std::vector<TierNsDone> tier_ns_done_;  // guarded by tier_done_mu_
-  uint64_t tier_uncharged_ = 0;           // guarded by mu_: sum of Namespace::tier_uncharged
-  bool TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_t* lsn);
+  std::vector<TierNsDone> tier_ns_done_ GUARDED_BY(tier_done_mu_);
+  uint64_t tier_uncharged_ GUARDED_BY(mu_) = 0;  // sum of Namespace::tier_uncharged
+  bool TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_t* lsn) REQUIRES(mu_);
   void TierNamespaceWrite(TierNsDone job);
-  void TierApplyNsDoneLocked(std::vector<TierNsDone>& done);
+  void TierApplyNsDoneLocked(std::vector<TierNsDone>& done) REQUIRES(mu_);
   // A write to a tiered namespace charges its rows to RAM again (its chunks
   // keep reading the tier until they are rewritten or the next read promotes
   // them). REQUIRES mu_.
-  void UntierNamespaceLocked(Namespace& n);
+  void UntierNamespaceLocked(Namespace& n) REQUIRES(mu_);
   // Before a read (V.FETCH, WARM) of a namespace whose chunks borrow the tier's
   // mapping: one checked direct read of its extent, whose buffer the chunks then
   // borrow (a promotion, charged to RAM again) when it fits the budget after colder
@@ -757,8 +782,9 @@ class Store {
   static bool NeedsTierCheck(const Namespace& n);
   // Moves colder RAM entries (stamp below `stamp`, never `keep`) to the tier
   // until `need` more bytes fit the budget; false when they cannot.
-  bool TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp);
-  StrEntry* OldestTierMovableLocked();  // the coldest RAM string that may move, or null
+  bool TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp) REQUIRES(mu_);
+  StrEntry* OldestTierMovableLocked()
+      REQUIRES(mu_);  // the coldest RAM string that may move, or null
   // A checked direct read of an extent, counted (tier_reads, latency) and, on
   // failure, counted in tier_errors and logged with the file and offset.
   Result<OwnedBuffer> TierReadExtent(std::string_view what, const tier::Extent& x, size_t* at);
@@ -766,33 +792,34 @@ class Store {
   Result<OwnedBuffer> TierReadCount(std::string_view what, const tier::Extent& x, uint64_t t0_us,
                                     Result<OwnedBuffer> buf);
   // A RAM eviction candidate: not on disk, every child on disk (leaves first).
-  bool RamCandidateLocked(const Namespace& n) const;
-  std::shared_ptr<Namespace> OldestTieredNamespaceLocked() const;  // coldest tiered leaf
+  bool RamCandidateLocked(const Namespace& n) const REQUIRES(mu_);
+  std::shared_ptr<Namespace> OldestTieredNamespaceLocked() const
+      REQUIRES(mu_);  // coldest tiered leaf
   std::unique_ptr<base::ThreadPool> tier_io_;
   std::atomic<uint64_t> tier_min_value_{64 * 1024};
-  uint64_t tier_queue_bytes_ = 256ull << 20;
-  uint64_t tier_entries_ = 0;  // guarded by mu_
+  uint64_t tier_queue_bytes_ GUARDED_BY(mu_) = 256ull << 20;
+  uint64_t tier_entries_ GUARDED_BY(mu_) = 0;
   // The extents the snapshot in place references (see SetSnapshotTierPins).
-  std::vector<std::shared_ptr<const void>> snapshot_tier_pins_;  // guarded by mu_
+  std::vector<std::shared_ptr<const void>> snapshot_tier_pins_ GUARDED_BY(mu_);
   std::atomic<uint64_t> tier_adopted_{0}, tier_adopt_drops_{0}, tier_ns_adopted_{0};
   // After a failed tier write nothing moves for a second (a failing disk
   // behaves as no tier instead of bouncing every value); monotonic us.
   std::atomic<uint64_t> tier_paused_until_us_{0};
-  std::mutex tier_backlog_mu_;
-  std::condition_variable tier_backlog_cv_;
-  uint64_t tier_backlog_ = 0;  // guarded by tier_backlog_mu_: bytes queued for writing
+  mutable base::Mutex tier_backlog_mu_;
+  base::CondVar tier_backlog_cv_;
+  uint64_t tier_backlog_ GUARDED_BY(tier_backlog_mu_) = 0;  // bytes queued for writing
   std::atomic<uint64_t> tier_reads_{0}, tier_read_bytes_{0}, tier_writes_{0}, tier_write_bytes_{0},
       tier_promotions_{0}, tier_evictions_{0}, tier_errors_{0}, tier_read_us_{0};
   std::array<std::atomic<uint64_t>, kTierLatencyBuckets> tier_read_latency_{};
   // Moves e's value to the tier (its write queued to an I/O thread); false
   // when it cannot go there (no tier, too small, already there, no room even
   // after the tier dropped its coldest). REQUIRES mu_, no shard lock.
-  bool TierMoveLocked(StrEntry& e, uint64_t* lsn);
+  bool TierMoveLocked(StrEntry& e, uint64_t* lsn) REQUIRES(mu_);
   // Drops the tier's least recently used entry (not `keep`); false if none.
-  bool TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn);
+  bool TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) REQUIRES(mu_);
   void TierWrite(std::string key, StrRef ram, StrRef moving);  // the I/O thread's half of a move
   // Whether a key may move to the tier (its value is eligible and nothing holds it in RAM).
-  bool TierMovableLocked(const StrEntry& e) const;
+  bool TierMovableLocked(const StrEntry& e) const REQUIRES(mu_);
   // Whether eviction passes over a string key.
   static bool EvictionExempt(const StrEntry& e) { return e.pins > 0 || e.held || e.HasChildren(); }
 };

@@ -38,8 +38,8 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
   *lsn = 0;
   if (key.size() > kMaxStrKeyBytes)
     return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   if (IsNamespaceKeyLocked(key)) return Status::WrongType();
   StrEntry* e = StrFindLocked(key, NowMs(), lsn);
   // A quantized block's bytes are no string to edit (docs/protocol.md "Block formats").
@@ -71,7 +71,8 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
   if (cfg_.max_bytes > 0 && need > have) {
     if (need > cfg_.max_bytes) return Status::OutOfBudget("");
     PION_RETURN_IF_ERROR(EvictLocked(
-        nullptr, [&] { return bytes_ - have + need <= cfg_.max_bytes; }, lsn, key, true));
+        nullptr, [&]() REQUIRES(mu_) { return bytes_ - have + need <= cfg_.max_bytes; }, lsn, key,
+        true));
   }
   const int64_t expire = e != nullptr ? e->expire_at_ms : 0;
   if (sink_) {
@@ -87,7 +88,7 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
   }
   if (in_place) {
     Shard& sh = ShardFor(key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     StrValue* v = const_cast<StrValue*>(old);
     if (ed.offset > v->size) std::memset(v->data + v->size, 0, ed.offset - v->size);
     if (!ed.bytes.empty()) std::memcpy(v->data + ed.offset, ed.bytes.data(), ed.bytes.size());
@@ -146,8 +147,8 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
     return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
   StrPending pend[1];
   {
-    std::shared_lock<std::shared_mutex> gate(gate_);
-    std::lock_guard<std::mutex> l(mu_);
+    base::ReaderLock gate(&gate_);
+    base::MutexLock l(&mu_);
     int64_t now = NowMs();
     StrEntry* e = StrFindLocked(src, now, lsn);
     if (e == nullptr) {
@@ -170,7 +171,8 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
     if (cfg_.max_bytes > 0 && need > have) {
       if (need > cfg_.max_bytes) return Status::OutOfBudget("");
       PION_RETURN_IF_ERROR(EvictLocked(
-          nullptr, [&] { return bytes_ - have + need <= cfg_.max_bytes; }, lsn, dst, true));
+          nullptr, [&]() REQUIRES(mu_) { return bytes_ - have + need <= cfg_.max_bytes; }, lsn, dst,
+          true));
     }
     PION_RETURN_IF_ERROR(StrLogSetLocked(dst, v, expire, &pend[0]));
     BeginPending();
@@ -180,13 +182,13 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
 }
 
 uint64_t Store::KeysTouch(std::span<const std::string_view> keys) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   int64_t now = NowMs();
   uint64_t n = 0, unused = 0;
   for (std::string_view k : keys) {
     if (StrEntry* e = StrFindLocked(k, now, &unused)) {
       Shard& sh = ShardFor(k);
-      std::lock_guard<std::mutex> sl(sh.mu);
+      base::MutexLock sl(&sh.mu);
       ++sh.hits;
       StrTouchLocked(sh, *e);
       ++n;
@@ -200,10 +202,10 @@ uint64_t Store::KeysTouch(std::span<const std::string_view> keys) {
 }
 
 void Store::SetIdleTime(std::string_view key, uint64_t idle_s) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (StrEntry* e = StrEntryLocked(key)) {
     Shard& sh = ShardFor(key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     int64_t at = UnixSeconds() - static_cast<int64_t>(std::min<uint64_t>(idle_s, UINT32_MAX));
     e->atime_s = static_cast<uint32_t>(std::max<int64_t>(at, 0));
   }
@@ -211,11 +213,11 @@ void Store::SetIdleTime(std::string_view key, uint64_t idle_s) {
 
 KeyObject Store::ObjectOf(std::string_view key) {
   KeyObject out;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   if (StrEntry* e = StrFindLocked(key, NowMs(), &unused)) {
     Shard& sh = ShardFor(key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     out.type = KeyType::kString;
     out.value = e->value;
     int64_t idle = UnixSeconds() - static_cast<int64_t>(e->atime_s);
@@ -229,7 +231,7 @@ KeyObject Store::ObjectOf(std::string_view key) {
 
 void Store::ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
                           std::span<const uint8_t> bytes, bool truncate) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   StrEntry* e = StrEntryLocked(key);
   if (expire_at_ms != 0 && expire_at_ms <= NowMs()) {
     if (e != nullptr) StrEraseLocked(*e);
@@ -243,7 +245,7 @@ void Store::ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t o
       new_len <= e->value->capacity) {
     // In place, as live (a replayed run of appends stays linear).
     Shard& sh = ShardFor(key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     StrValue* v = const_cast<StrValue*>(e->value.get());
     if (offset > v->size) std::memset(v->data + v->size, 0, offset - v->size);
     if (!bytes.empty()) std::memcpy(v->data + offset, bytes.data(), bytes.size());
@@ -265,7 +267,8 @@ void Store::ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t o
     uint64_t unused = 0, need = StrCharge(key, v);
     uint64_t have = e != nullptr ? StrCharge(key, e->value) : 0;
     (void)EvictLocked(
-        nullptr, [&] { return bytes_ - have + need <= cfg_.max_bytes; }, &unused, key, true);
+        nullptr, [&]() REQUIRES(mu_) { return bytes_ - have + need <= cfg_.max_bytes; }, &unused,
+        key, true);
   }
   StrPutLocked(key, std::move(v), expire_at_ms, e);
 }

@@ -180,8 +180,8 @@ bool Store::IsNamespaceKeyLocked(std::string_view key) const {
 
 StrEntry* Store::StrEntryLocked(std::string_view key) const {
   const Shard& sh = ShardFor(key);
-  auto it = sh.strings.find(key);
-  return it == sh.strings.end() ? nullptr : const_cast<StrEntry*>(&it->second);
+  auto it = StringsOf(sh).find(key);
+  return it == StringsOf(sh).end() ? nullptr : const_cast<StrEntry*>(&it->second);
 }
 
 // An entry is in its shard's RAM list or, when its value lives in the disk
@@ -266,7 +266,7 @@ void Store::StrTouchLocked(Shard& sh, StrEntry& e) {
 
 void Store::StrSetExpireShardLocked(StrEntry& e, int64_t at_ms) {
   Shard& sh = ShardFor(*e.key);
-  std::lock_guard<std::mutex> sl(sh.mu);
+  base::MutexLock sl(&sh.mu);
   StrSetExpireLocked(e, at_ms);
 }
 
@@ -285,7 +285,7 @@ void Store::StrSetExpireLocked(StrEntry& e, int64_t at_ms) {
 void Store::StrEraseLocked(StrEntry& e) {
   if (e.pins > 0 || e.block) ForgetBlockStateLocked(e);
   Shard& sh = ShardFor(*e.key);
-  std::lock_guard<std::mutex> sl(sh.mu);
+  base::MutexLock sl(&sh.mu);
   auto it = sh.strings.find(*e.key);
   PION_DCHECK(it != sh.strings.end() && &it->second == &e);
   StrSetExpireLocked(e, 0);
@@ -301,7 +301,7 @@ void Store::StrEraseLocked(StrEntry& e) {
 
 void Store::ClearStringsLocked() {
   for (Shard& sh : shards_) {
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     str_removals_ += sh.strings.size();
     sh.strings.clear();
     sh.lru_head = sh.lru_tail = nullptr;
@@ -337,7 +337,7 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
 StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms,
                               StrEntry* found) {
   Shard& sh = ShardFor(key);
-  std::lock_guard<std::mutex> sl(sh.mu);
+  base::MutexLock sl(&sh.mu);
   const bool fresh = found == nullptr;
   if (found == nullptr) {
     auto it = sh.strings.emplace(std::string(key), StrEntry{}).first;
@@ -413,7 +413,7 @@ Status Store::StrFinish(std::span<StrPending> pend, uint64_t* lsn) {
       continue;
     }
     if (first.ok()) first = r.status();
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     StrEntry* e = StrEntryLocked(p.key);
     if (e == nullptr || e->value != p.value) continue;  // replaced since
     if (p.had_previous)
@@ -435,8 +435,8 @@ Result<SetOutcome> Store::StrSet(std::string_view key, StrRef value, const SetOp
   SetOutcome out;
   StrPending pend[1];  // on the stack: no allocation per SET
   {
-    std::shared_lock<std::shared_mutex> gate(gate_);
-    std::lock_guard<std::mutex> l(mu_);
+    base::ReaderLock gate(&gate_);
+    base::MutexLock l(&mu_);
     if (IsNamespaceKeyLocked(key)) return Status::WrongType();
     int64_t now = NowMs();
     StrEntry* e = StrFindLocked(key, now, lsn);
@@ -453,7 +453,8 @@ Result<SetOutcome> Store::StrSet(std::string_view key, StrRef value, const SetOp
     if (cfg_.max_bytes > 0 && (need > have || bytes_ > cfg_.max_bytes)) {
       if (need > cfg_.max_bytes) return Status::OutOfBudget("");
       PION_RETURN_IF_ERROR(EvictLocked(
-          nullptr, [&] { return bytes_ - have + need <= cfg_.max_bytes; }, lsn, key, true));
+          nullptr, [&]() REQUIRES(mu_) { return bytes_ - have + need <= cfg_.max_bytes; }, lsn, key,
+          true));
     }
     PION_RETURN_IF_ERROR(StrLogSetLocked(key, value, expire, &pend[0]));
     BeginPending();
@@ -506,7 +507,7 @@ Status Store::StrGetWithRaw(std::string_view key, const std::function<void(const
     Shard& sh = ShardFor(key);
     bool missing;
     {
-      std::lock_guard<std::mutex> sl(sh.mu);
+      base::MutexLock sl(&sh.mu);
       auto it = sh.strings.find(key);
       missing = it == sh.strings.end();
       // The clock is read only for a key with a TTL (one read per GET otherwise).
@@ -522,21 +523,21 @@ Status Store::StrGetWithRaw(std::string_view key, const std::function<void(const
     if (missing) {
       if (IsNamespaceKeyShared(key)) return Status::WrongType();
       {
-        std::lock_guard<std::mutex> sl(sh.mu);
+        base::MutexLock sl(&sh.mu);
         ++sh.misses;
       }
       fn(nullptr);
       return Status::OK();
     }
   }
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   StrEntry* e = StrFindLocked(key, NowMs(), &unused);
   Shard& sh = ShardFor(key);
   StrRef v;
   uint64_t stamp = 0;
   {
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     if (e == nullptr) {
       if (IsNamespaceKeyLocked(key)) return Status::WrongType();
       ++sh.misses;
@@ -554,8 +555,8 @@ Status Store::StrGetWithRaw(std::string_view key, const std::function<void(const
 
 Result<StrRef> Store::StrGetDelRaw(std::string_view key, uint64_t* lsn) {
   *lsn = 0;
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   StrEntry* e = StrFindLocked(key, NowMs(), lsn);
   if (e == nullptr && IsNamespaceKeyLocked(key)) return Status::WrongType();
   CountHitOrMiss(key, e != nullptr);
@@ -568,8 +569,8 @@ Result<StrRef> Store::StrGetDelRaw(std::string_view key, uint64_t* lsn) {
 Result<StrRef> Store::StrGetExRaw(std::string_view key, bool persist, int64_t expire_at_ms,
                                   uint64_t* lsn) {
   *lsn = 0;
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   int64_t now = NowMs();
   StrEntry* e = StrFindLocked(key, now, lsn);
   if (e == nullptr) {
@@ -580,7 +581,7 @@ Result<StrRef> Store::StrGetExRaw(std::string_view key, bool persist, int64_t ex
   StrRef v = e->value;
   {
     Shard& sh = ShardFor(key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     ++sh.hits;
     StrTouchLocked(sh, *e);
   }
@@ -613,7 +614,7 @@ std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys, bool 
   size_t i = 0;
   for (; i < keys.size(); ++i) {
     Shard& sh = ShardFor(keys[i]);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     auto it = sh.strings.find(keys[i]);
     if (it == sh.strings.end()) {
       ++sh.misses;
@@ -628,14 +629,14 @@ std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys, bool 
     out[i] = it->second.value;
   }
   if (!expired) return tiered_as_is ? out : MGetFromTier(keys, std::move(out));
-  std::unique_lock<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   uint64_t unused = 0;
   for (; i < keys.size(); ++i) {
     StrEntry* e = StrFindLocked(keys[i], now, &unused);
     uint64_t stamp = 0;
     {
       Shard& sh = ShardFor(keys[i]);
-      std::lock_guard<std::mutex> sl(sh.mu);
+      base::MutexLock sl(&sh.mu);
       if (e == nullptr) {
         ++sh.misses;
         continue;
@@ -647,7 +648,7 @@ std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys, bool 
     }
     if (e->HasParent()) StampAncestorsLocked(*e, stamp);
   }
-  l.unlock();
+  l.Unlock();
   return tiered_as_is ? out : MGetFromTier(keys, std::move(out));
 }
 
@@ -664,7 +665,7 @@ std::vector<StrRef> Store::MGetFromTier(std::span<const std::string_view> keys,
 
 void Store::CountHitOrMiss(std::string_view key, bool hit) {
   Shard& sh = ShardFor(key);
-  std::lock_guard<std::mutex> sl(sh.mu);
+  base::MutexLock sl(&sh.mu);
   ++(hit ? sh.hits : sh.misses);
 }
 
@@ -687,8 +688,8 @@ Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint6
   pend.reserve(values.size());
   Status st;
   {
-    std::shared_lock<std::shared_mutex> gate(gate_);
-    std::lock_guard<std::mutex> l(mu_);
+    base::ReaderLock gate(&gate_);
+    base::MutexLock l(&mu_);
     int64_t now = NowMs();
     uint64_t need = 0;
     for (size_t i = 0; i + 1 < kv.size(); i += 2) {
@@ -707,8 +708,9 @@ Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint6
       for (size_t i = 0; i + 1 < kv.size(); i += 2)
         if (const StrEntry* e = StrEntryLocked(kv[i])) have += StrCharge(kv[i], e->value);
       PION_RETURN_IF_ERROR(EvictLocked(
-          nullptr, [&] { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; }, lsn,
-          kv[0], true));
+          nullptr,
+          [&]() REQUIRES(mu_) { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; },
+          lsn, kv[0], true));
     }
     for (size_t i = 0; i + 1 < kv.size(); i += 2) {
       pend.emplace_back();
@@ -730,7 +732,7 @@ Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint6
 
 void Store::ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru_stamp,
                         std::span<const uint8_t> value) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (expire_at_ms != 0 && expire_at_ms <= NowMs()) {
     if (StrEntry* e = StrEntryLocked(key)) StrEraseLocked(*e);
     return;
@@ -745,13 +747,14 @@ void Store::ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru
     const StrEntry* old = StrEntryLocked(key);
     uint64_t have = old != nullptr ? StrCharge(key, old->value) : 0;
     (void)EvictLocked(
-        nullptr, [&] { return bytes_ - have + need <= cfg_.max_bytes; }, &unused, key, true);
+        nullptr, [&]() REQUIRES(mu_) { return bytes_ - have + need <= cfg_.max_bytes; }, &unused,
+        key, true);
   }
   StrEntry& e = StrPutLocked(key, std::move(v), expire_at_ms);
   if (lru_stamp != 0) {
     {
       Shard& sh = ShardFor(key);
-      std::lock_guard<std::mutex> sl(sh.mu);
+      base::MutexLock sl(&sh.mu);
       e.stamp = lru_stamp;
     }
     RaiseClockAbove(lru_stamp);
@@ -759,12 +762,12 @@ void Store::ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru
 }
 
 void Store::ApplyStrDel(std::string_view key) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (StrEntry* e = StrEntryLocked(key)) StrEraseLocked(*e);
 }
 
 void Store::ApplyStrExpire(std::string_view key, int64_t expire_at_ms) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   StrEntry* e = StrEntryLocked(key);
   if (e == nullptr) return;
   if (expire_at_ms != 0 && expire_at_ms <= NowMs()) {
@@ -775,7 +778,7 @@ void Store::ApplyStrExpire(std::string_view key, int64_t expire_at_ms) {
 }
 
 void Store::ApplyStrRename(std::string_view src, std::string_view dst) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   StrEntry* e = StrEntryLocked(src);
   if (e == nullptr || src == dst) return;
   StrMoveLocked(*e, dst);
@@ -792,7 +795,7 @@ void Store::StrMoveLocked(StrEntry& e, std::string_view dst) {
 }
 
 std::vector<persist::SnapshotString> Store::TakeCapturedStrings() {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   return std::move(captured_strings_);
 }
 

@@ -54,7 +54,7 @@ Status Store::SyncTierForSnapshot() { return tier_ ? tier_->Sync() : Status::OK(
 void Store::SetSnapshotTierPins(std::vector<std::shared_ptr<const void>> pins) {
   std::vector<std::shared_ptr<const void>> old;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     old.swap(snapshot_tier_pins_);
     snapshot_tier_pins_ = std::move(pins);
   }
@@ -62,7 +62,7 @@ void Store::SetSnapshotTierPins(std::vector<std::shared_ptr<const void>> pins) {
 }
 
 void Store::ApplyStrTier(const persist::StrTierRecord& r) {
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (StrEntry* e = StrEntryLocked(r.key)) StrEraseLocked(*e);  // (one section per key)
   if (r.expire_at_ms != 0 && r.expire_at_ms <= NowMs()) return;
   if (IsNamespaceKeyLocked(r.key)) return;  // cannot happen in a snapshot the server wrote
@@ -96,14 +96,15 @@ void Store::ApplyStrTier(const persist::StrTierRecord& r) {
   if (cfg_.max_bytes > 0) {
     uint64_t unused = 0;
     (void)EvictLocked(
-        nullptr, [&] { return bytes_ + need <= cfg_.max_bytes; }, &unused, r.key, true);
+        nullptr, [&]() REQUIRES(mu_) { return bytes_ + need <= cfg_.max_bytes; }, &unused, r.key,
+        true);
   }
   StrEntry& e = StrPutLocked(r.key, std::move(ref), r.expire_at_ms);
   tier_adopted_.fetch_add(1, std::memory_order_relaxed);
   if (r.lru_stamp != 0) {
     {
       Shard& sh = ShardFor(r.key);
-      std::lock_guard<std::mutex> sl(sh.mu);
+      base::MutexLock sl(&sh.mu);
       e.stamp = r.lru_stamp;
     }
     RaiseClockAbove(r.lru_stamp);
@@ -117,7 +118,7 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
   const size_t rb = n->row_bytes;
   std::shared_ptr<tier::TierFile> tier;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     if (n->dropped) return;
     tier = tier_;
   }
@@ -126,11 +127,11 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
   std::string why;
   if (r.row_bytes != rb) why = "row size does not match the namespace";
   {
-    std::lock_guard<std::mutex> l0(n->sides[0].mu);
-    std::lock_guard<std::mutex> l1(n->sides[1].mu);
+    SidesLock sides(*n);
     for (const persist::NsTierChunkRecord& c : r.chunks) {
       if (!why.empty()) break;
       const SideData& sd = n->sides[static_cast<int>(c.side)];
+      sd.mu.AssertHeld();  // `sides`
       const uint64_t ci = c.start / R;
       if (c.layer >= kMaxLayers || c.start % R != 0 || c.rows > R || c.start + c.rows > kMaxTokens)
         why = "a chunk does not fit the namespace";
@@ -149,7 +150,7 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
   if (!why.empty()) {
     // Never a wrong row, never a failed start: the namespace goes (with its
     // children) as the tier drops entries.
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     tier_adopt_drops_.fetch_add(1, std::memory_order_relaxed);
     if (tier_) tier_errors_.fetch_add(1, std::memory_order_relaxed);
     LOG_WARNING("disk tier: namespace '%s' at %s offset %llu not adopted: %s (dropped)",
@@ -167,13 +168,13 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
   // (the whole extent is read and checked before the first read serves it).
   const tier::ExtentRef& ext = *x;
   const uint8_t* base = ext->mapped();
-  std::lock_guard<std::mutex> l0(n->sides[0].mu);
-  std::lock_guard<std::mutex> l1(n->sides[1].mu);
-  std::lock_guard<std::mutex> l(mu_);
+  SidesLock sides(*n);
+  base::MutexLock l(&mu_);
   if (n->dropped) return;
   uint64_t added = 0;
   for (const persist::NsTierChunkRecord& c : r.chunks) {
     SideData& sd = n->sides[static_cast<int>(c.side)];
+    sd.mu.AssertHeld();  // `sides`
     if (sd.layers.size() <= c.layer) sd.layers.resize(c.layer + 1);
     Layer& L = sd.layers[c.layer];
     const uint64_t ci = c.start / R;
@@ -189,6 +190,7 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
   }
   bool all_in_tier = true;
   for (SideData& sd : n->sides) {
+    sd.mu.AssertHeld();  // `sides`
     // Nothing is pending while loading: the reservations are the rows.
     sd.reserved_rows.resize(sd.layers.size());
     for (size_t i = 0; i < sd.layers.size(); ++i) {

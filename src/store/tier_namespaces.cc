@@ -53,7 +53,7 @@ std::shared_ptr<Namespace> Store::OldestTieredNamespaceLocked() const {
   };
   std::shared_ptr<Namespace> best;
   for (const Shard& sh : shards_)
-    for (const auto& [name, n] : sh.map)
+    for (const auto& [name, n] : MapOf(sh))
       if (n->tiered && n->children.empty() && n->pending_children == 0 && !snapshot_held(*n) &&
           (!best ||
            n->stamp.load(std::memory_order_relaxed) < best->stamp.load(std::memory_order_relaxed)))
@@ -74,14 +74,18 @@ bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_
     // The lock order is side -> mu_: under mu_ a side lock is only tried (a
     // namespace being written is not moved now).
     const SideData& sd = n->sides[side];
-    std::unique_lock<std::mutex> sl(sd.mu, std::try_to_lock);
-    if (!sl.owns_lock() || sd.reserved_total != sd.total_rows) return false;
+    if (!sd.mu.TryLock()) return false;
+    if (sd.reserved_total != sd.total_rows) {
+      sd.mu.Unlock();
+      return false;
+    }
     for (uint32_t li = 0; li < sd.layers.size(); ++li)
       for (uint64_t ci = 0; ci < sd.layers[li].chunks.size(); ++ci)
         if (const std::shared_ptr<Chunk>& c = sd.layers[li].chunks[ci]) {
           job.chunks.push_back({side, li, ci, c, total});
           total += Align64(c->bytes());
         }
+    sd.mu.Unlock();
   }
   if (total == 0 || tier::ExtentBytes(n->name.size(), total) > tier_->max_bytes()) return false;
   tier::ExtentRef x = tier_->Allocate(n->name, total);
@@ -91,9 +95,9 @@ bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_
     x = tier_->Allocate(n->name, total);
   }
   {
-    std::unique_lock<std::mutex> bl(tier_backlog_mu_);
-    tier_backlog_cv_.wait(
-        bl, [&] { return tier_backlog_ == 0 || tier_backlog_ + total <= tier_queue_bytes_; });
+    base::MutexLock bl(&tier_backlog_mu_);
+    while (tier_backlog_ != 0 && tier_backlog_ + total > tier_queue_bytes_)
+      tier_backlog_cv_.Wait(tier_backlog_mu_);
     tier_backlog_ += total;
   }
   n->tiered = true;
@@ -109,10 +113,10 @@ bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_
   if (!tier_io_->Post([this, shared] { TierNamespaceWrite(std::move(*shared)); })) {
     shared->status = Status(Code::kIOError, Reason::kTierStopped, {}, "tier stopped");
     {
-      std::lock_guard<std::mutex> bl(tier_backlog_mu_);
+      base::MutexLock bl(&tier_backlog_mu_);
       tier_backlog_ -= bytes;
     }
-    std::lock_guard<std::mutex> tl(tier_done_mu_);
+    base::MutexLock tl(&tier_done_mu_);
     tier_ns_done_.push_back(std::move(*shared));
   }
   return true;
@@ -165,17 +169,17 @@ void Store::TierNamespaceWrite(TierNsDone job) {
         job.status.ToString().c_str());
   }
   {
-    std::lock_guard<std::mutex> tl(tier_done_mu_);
+    base::MutexLock tl(&tier_done_mu_);
     tier_ns_done_.push_back(std::move(job));
   }
   {  // after the push, as TierWrite does
-    std::lock_guard<std::mutex> bl(tier_backlog_mu_);
+    base::MutexLock bl(&tier_backlog_mu_);
     tier_backlog_ -= queued;
   }
-  tier_backlog_cv_.notify_all();
-  if (mu_.try_lock()) {
+  tier_backlog_cv_.SignalAll();
+  if (mu_.TryLock()) {
     TierApplyDoneLocked();
-    mu_.unlock();
+    mu_.Unlock();
   }
 }
 
@@ -189,14 +193,13 @@ void Store::TierApplyNsDoneLocked(std::vector<TierNsDone>& done) {
       continue;
     }
     const uint8_t* base = d.extent->mapped();
-    std::unique_lock<std::mutex> l0(n.sides[0].mu, std::try_to_lock);
-    std::unique_lock<std::mutex> l1(n.sides[1].mu, std::defer_lock);
-    if (!l0.owns_lock() || !l1.try_lock()) {
+    if (!TryLockSides(n)) {
       later.push_back(std::move(d));
       continue;
     }
     for (const TierChunk& c : d.chunks) {
       SideData& sd = n.sides[c.side];
+      sd.mu.AssertHeld();  // TryLockSides
       if (c.layer >= sd.layers.size() || c.index >= sd.layers[c.layer].chunks.size()) continue;
       std::shared_ptr<Chunk>& slot = sd.layers[c.layer].chunks[c.index];
       if (slot != c.chunk) continue;  // rewritten since: the new chunk stays
@@ -204,16 +207,17 @@ void Store::TierApplyNsDoneLocked(std::vector<TierNsDone>& done) {
     }
     n.mapped_extent = d.extent;
     n.maps_tier.store(true, std::memory_order_release);
+    UnlockSides(n);
   }
   if (!later.empty()) {
-    std::lock_guard<std::mutex> tl(tier_done_mu_);
+    base::MutexLock tl(&tier_done_mu_);
     for (TierNsDone& d : later) tier_ns_done_.push_back(std::move(d));
   }
 }
 
 tier::ExtentRef Store::namespace_extent_for_test(std::string_view ns) {
   NsPtr n = Find(ns);
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   TierApplyDoneLocked();
   return n ? n->mapped_extent : nullptr;
 }
@@ -263,7 +267,7 @@ std::optional<Store::TierCheck> Store::TierCheckFor(std::string_view sid) {
   if (!ParseSessionId(sid, &ns, &side)) return std::nullopt;
   NsPtr n = Find(ns);
   if (!n || !n->maps_tier.load(std::memory_order_acquire) || tier_ == nullptr) return std::nullopt;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   TierApplyDoneLocked();
   if (n->mapped_extent == nullptr) return std::nullopt;
   return TierCheck{n, n->mapped_extent};
@@ -284,7 +288,7 @@ void Store::ReadTierCheck(const TierCheck& c,
 Status Store::CheckTieredNamespace(const NsPtr& n) {
   TierCheck c{n, nullptr};
   {
-    std::lock_guard<std::mutex> l(mu_);
+    base::MutexLock l(&mu_);
     TierApplyDoneLocked();
     c.extent = n->mapped_extent;
   }
@@ -297,8 +301,8 @@ Status Store::CheckTieredNamespace(const NsPtr& n) {
 Status Store::ApplyTierCheck(const TierCheck& c, Result<OwnedBuffer> buf, size_t at) {
   const NsPtr& n = c.ns;
   const tier::ExtentRef& x = c.extent;
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   TierApplyDoneLocked();
   if (n->dropped || n->mapped_extent != x) return Status::OK();  // changed since: as it is now
   if (!buf.ok()) {
@@ -317,23 +321,24 @@ Status Store::ApplyTierCheck(const TierCheck& c, Result<OwnedBuffer> buf, size_t
   if (need > 0 && !TierRoomLocked(need, n.get(), n->stamp.load(std::memory_order_relaxed)))
     return Status::OK();
   if (n->dropped || n->mapped_extent != x) return Status::OK();  // the moves applied a newer one
-  std::unique_lock<std::mutex> l0(n->sides[0].mu, std::try_to_lock);  // order: side -> mu_
-  std::unique_lock<std::mutex> l1(n->sides[1].mu, std::defer_lock);
-  if (!l0.owns_lock() || !l1.try_lock()) return Status::OK();  // being written: not now
+  if (!TryLockSides(*n)) return Status::OK();                    // being written: not now
   auto holder = std::make_shared<OwnedBuffer>(std::move(*buf));
   const uint8_t* base = static_cast<const uint8_t*>(holder->data()) + at + x->header_bytes;
   const uint8_t* mapped = x->mapped();
-  for (SideData& sd : n->sides)
+  for (SideData& sd : n->sides) {
+    sd.mu.AssertHeld();  // TryLockSides
     for (Layer& layer : sd.layers)
       for (std::shared_ptr<Chunk>& ch : layer.chunks)
         if (ch != nullptr && ch->backing.get() == static_cast<const void*>(x.get()))
           ch = Chunk::Borrow(base + (ch->data - mapped), ch->capacity_rows, ch->row_bytes, holder);
+  }
   n->mapped_extent.reset();
   n->maps_tier.store(false, std::memory_order_release);
   if (n->tiered) {
     UntierNamespaceLocked(*n);
     tier_promotions_.fetch_add(1, std::memory_order_relaxed);
   }
+  UnlockSides(*n);
   return Status::OK();
 }
 

@@ -31,7 +31,7 @@ Status Store::AttachTier(const std::string& dir, uint64_t max_bytes, uint64_t mi
   if (!f.ok()) return f.status();
   auto io = std::make_unique<base::ThreadPool>(std::max<uint32_t>(1, io_threads), "pion-tier");
   io->Start();
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   tier_ = std::move(*f);
   tier_io_ = std::move(io);
   tier_min_value_ = min_value;
@@ -44,13 +44,13 @@ void Store::DetachTier() {
   // reference it for the next start (docs/tier_format.md §3).
   if (tier_) tier_->KeepFreedExtents();
   if (tier_io_) tier_io_->Stop();  // finishes the queued writes and reads
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (tier_) TierApplyDoneLocked();
 }
 
 void Store::SetTierMaxBytes(uint64_t n) {
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   if (!tier_) return;
   tier_->set_max_bytes(n);
   TierApplyDoneLocked();
@@ -60,8 +60,8 @@ void Store::SetTierMaxBytes(uint64_t n) {
 }
 
 uint64_t Store::MoveOverBudgetToTier() {
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   if (!tier_ || cfg_.max_bytes == 0) return 0;
   uint64_t moved = 0, lsn = 0;
   // Bounded: every entry is looked at once at most.
@@ -87,7 +87,7 @@ void Store::SetTierMinValue(uint64_t n) { tier_min_value_.store(n, std::memory_o
 
 Store::TierStats Store::tier_stats() const {
   TierStats s;
-  std::lock_guard<std::mutex> l(mu_);
+  base::MutexLock l(&mu_);
   if (!tier_) return s;
   s.enabled = true;
   s.bytes = tier_->used_bytes();
@@ -106,7 +106,7 @@ Store::TierStats Store::tier_stats() const {
   for (size_t i = 0; i < kTierLatencyBuckets; ++i)
     s.read_latency[i] = tier_read_latency_[i].load(std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> bl(const_cast<std::mutex&>(tier_backlog_mu_));
+    base::MutexLock bl(&tier_backlog_mu_);
     s.backlog_bytes = tier_backlog_;
   }
   return s;
@@ -137,7 +137,7 @@ StrEntry* Store::OldestTierMovableLocked() {
   StrEntry* oldest = nullptr;
   uint64_t oldest_stamp = 0;  // read under its shard's lock (a reader's touch writes it)
   for (Shard& sh : shards_) {
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
       if (EntryMovable(*e, min_value)) {
         if (oldest == nullptr || e->stamp < oldest_stamp) oldest = e, oldest_stamp = e->stamp;
@@ -158,7 +158,7 @@ bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
            e.value->extent->snapshot_pins.load(std::memory_order_relaxed) > 0;
   };
   for (Shard& sh : shards_) {
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     for (StrEntry* e = sh.tier_head; e != nullptr; e = e->next)
       if (e != keep && !EvictionExempt(*e) && !snapshot_held(*e)) {
         if (victim == nullptr || e->stamp < victim->stamp) victim = e;
@@ -192,9 +192,9 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
   {
     // Back-pressure: at most tier-write-queue bytes wait for the disk (one
     // value always may, however big).
-    std::unique_lock<std::mutex> bl(tier_backlog_mu_);
-    tier_backlog_cv_.wait(
-        bl, [&] { return tier_backlog_ == 0 || tier_backlog_ + ram->size <= tier_queue_bytes_; });
+    base::MutexLock bl(&tier_backlog_mu_);
+    while (tier_backlog_ != 0 && tier_backlog_ + ram->size > tier_queue_bytes_)
+      tier_backlog_cv_.Wait(tier_backlog_mu_);
     tier_backlog_ += ram->size;
   }
   auto mv = std::make_shared<StrValue>();
@@ -208,7 +208,7 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
   const uint64_t freed = StrCharge(key, ram) - StrCharge(key, moving);
   {
     Shard& sh = ShardFor(key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     StrUnlinkLocked(sh, e);
     e.tiered = true;
     StrLinkLocked(sh, e);
@@ -219,10 +219,10 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
   str_bytes_ -= freed;
   std::string k(key);
   if (!tier_io_->Post([this, k, ram, moving] { TierWrite(k, ram, moving); })) {
-    std::lock_guard<std::mutex> tl(tier_done_mu_);  // stopping: undone below
+    base::MutexLock tl(&tier_done_mu_);  // stopping: undone below
     tier_done_.push_back({std::move(k), ram, moving,
                           Status(Code::kIOError, Reason::kTierStopped, {}, "tier stopped")});
-    std::lock_guard<std::mutex> bl(tier_backlog_mu_);
+    base::MutexLock bl(&tier_backlog_mu_);
     tier_backlog_ -= ram->size;
   }
   return true;
@@ -242,19 +242,19 @@ void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
                 st.ToString().c_str());
   }
   {
-    std::lock_guard<std::mutex> tl(tier_done_mu_);
+    base::MutexLock tl(&tier_done_mu_);
     tier_done_.push_back({std::move(key), std::move(ram), std::move(moving), std::move(st)});
   }
   // The backlog drops only once the move is in tier_done_, so whoever sees it
   // empty and then takes mu_ applies every finished move (tests settle so).
   {
-    std::lock_guard<std::mutex> bl(tier_backlog_mu_);
+    base::MutexLock bl(&tier_backlog_mu_);
     tier_backlog_ -= size;
   }
-  tier_backlog_cv_.notify_all();
-  if (mu_.try_lock()) {
+  tier_backlog_cv_.SignalAll();
+  if (mu_.TryLock()) {
     TierApplyDoneLocked();
-    mu_.unlock();
+    mu_.Unlock();
   }
 }
 
@@ -262,7 +262,7 @@ void Store::TierApplyDoneLocked() {
   std::vector<TierDone> done;
   std::vector<TierNsDone> ns_done;
   {
-    std::lock_guard<std::mutex> tl(tier_done_mu_);
+    base::MutexLock tl(&tier_done_mu_);
     done.swap(tier_done_);
     ns_done.swap(tier_ns_done_);
   }
@@ -278,7 +278,7 @@ void Store::TierApplyDoneLocked() {
       m->edited = d.moving->edited;
       m->quant = d.moving->quant;
       m->extent = d.moving->extent;
-      std::lock_guard<std::mutex> sl(sh.mu);
+      base::MutexLock sl(&sh.mu);
       e->value = std::move(m);  // the RAM bytes go with the last reader of `moving`
       continue;
     }
@@ -286,7 +286,7 @@ void Store::TierApplyDoneLocked() {
     // met by the next write that needs room).
     const uint64_t back = StrCharge(d.key, d.ram) - StrCharge(d.key, d.moving);
     {
-      std::lock_guard<std::mutex> sl(sh.mu);
+      base::MutexLock sl(&sh.mu);
       StrUnlinkLocked(sh, *e);
       e->tiered = false;
       StrLinkLocked(sh, *e);
@@ -375,8 +375,8 @@ void Store::ReadTiered(std::string key, StrRef v, std::function<void(Result<StrR
 }
 
 void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& fresh) {
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   TierApplyDoneLocked();
   StrEntry* e = StrEntryLocked(key);
   if (e == nullptr || e->value != v) return;
@@ -388,7 +388,7 @@ void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& f
       uint64_t lsn = 0;
       // Stamps read under their shards' locks (a reader's touch writes them).
       auto stamp_of = [this](const StrEntry& x) {
-        std::lock_guard<std::mutex> sl(ShardFor(*x.key).mu);
+        base::MutexLock sl(&ShardFor(*x.key).mu);
         return x.stamp;
       };
       if (colder == nullptr || stamp_of(*colder) > stamp_of(*e) || !TierMoveLocked(*colder, &lsn))
@@ -397,7 +397,7 @@ void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& f
   }
   {
     Shard& sh = ShardFor(key);
-    std::lock_guard<std::mutex> sl(sh.mu);
+    base::MutexLock sl(&sh.mu);
     StrUnlinkLocked(sh, *e);
     e->tiered = false;
     StrLinkLocked(sh, *e);
@@ -411,8 +411,8 @@ void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& f
 }
 
 void Store::DropDamagedTiered(std::string_view key, const StrRef& v) {
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  std::lock_guard<std::mutex> l(mu_);
+  base::ReaderLock gate(&gate_);
+  base::MutexLock l(&mu_);
   StrEntry* e = StrEntryLocked(key);
   if (e == nullptr || e->value != v) return;
   uint64_t lsn = 0;

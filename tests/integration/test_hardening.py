@@ -389,7 +389,8 @@ def test_huge_commands_leave_no_memory_behind(server_factory, raw_factory):
 
 def test_protected_mode_config_and_warning(server_factory, raw_factory):
     s = server_factory(["--bind", "0.0.0.0"], kvcache=False)
-    assert "protected mode" in s.log()
+    # The warning follows the listening socket, so a fast first look can miss it.
+    assert poll(lambda: "protected mode" in s.log())
     c = raw_factory(s)  # a loopback client is served
     assert c.call("PING") == "PONG"
     assert c.call("CONFIG", "GET", "protected-mode") == [b"protected-mode", b"yes"]
