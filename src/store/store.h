@@ -808,6 +808,11 @@ class Store {
   mutable base::Mutex tier_backlog_mu_;
   base::CondVar tier_backlog_cv_;
   uint64_t tier_backlog_ GUARDED_BY(tier_backlog_mu_) = 0;  // bytes queued for writing
+  // Back-pressure on the tier's writes: waits until `bytes` more fit
+  // tier-write-queue (one move always may, however big), then counts them.
+  void TierBacklogAdd(uint64_t bytes) REQUIRES(mu_);
+  // `bytes` are written or given up: uncounted, and a waiting mover woken.
+  void TierBacklogDone(uint64_t bytes);
   std::atomic<uint64_t> tier_reads_{0}, tier_read_bytes_{0}, tier_writes_{0}, tier_write_bytes_{0},
       tier_promotions_{0}, tier_evictions_{0}, tier_errors_{0}, tier_read_us_{0};
   std::array<std::atomic<uint64_t>, kTierLatencyBuckets> tier_read_latency_{};

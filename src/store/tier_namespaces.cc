@@ -94,12 +94,7 @@ bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_
     if (n->dropped) return false;
     x = tier_->Allocate(n->name, total);
   }
-  {
-    base::MutexLock bl(&tier_backlog_mu_);
-    while (tier_backlog_ != 0 && tier_backlog_ + total > tier_queue_bytes_)
-      tier_backlog_cv_.Wait(tier_backlog_mu_);
-    tier_backlog_ += total;
-  }
+  TierBacklogAdd(total);
   n->tiered = true;
   n->tier_extent = x;
   n->tier_uncharged = rows_bytes;
@@ -113,11 +108,10 @@ bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_
   if (!tier_io_->Post([this, shared] { TierNamespaceWrite(std::move(*shared)); })) {
     shared->status = Status(Code::kIOError, Reason::kTierStopped, {}, "tier stopped");
     {
-      base::MutexLock bl(&tier_backlog_mu_);
-      tier_backlog_ -= bytes;
+      base::MutexLock tl(&tier_done_mu_);
+      tier_ns_done_.push_back(std::move(*shared));
     }
-    base::MutexLock tl(&tier_done_mu_);
-    tier_ns_done_.push_back(std::move(*shared));
+    TierBacklogDone(bytes);
   }
   return true;
 }
@@ -172,11 +166,7 @@ void Store::TierNamespaceWrite(TierNsDone job) {
     base::MutexLock tl(&tier_done_mu_);
     tier_ns_done_.push_back(std::move(job));
   }
-  {  // after the push, as TierWrite does
-    base::MutexLock bl(&tier_backlog_mu_);
-    tier_backlog_ -= queued;
-  }
-  tier_backlog_cv_.SignalAll();
+  TierBacklogDone(queued);  // after the push, as TierWrite does
   if (mu_.TryLock()) {
     TierApplyDoneLocked();
     mu_.Unlock();

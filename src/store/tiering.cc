@@ -189,14 +189,7 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
     if (!TierDropOldestLocked(&e, lsn)) return false;
     x = tier_->Allocate(key, ram->size);
   }
-  {
-    // Back-pressure: at most tier-write-queue bytes wait for the disk (one
-    // value always may, however big).
-    base::MutexLock bl(&tier_backlog_mu_);
-    while (tier_backlog_ != 0 && tier_backlog_ + ram->size > tier_queue_bytes_)
-      tier_backlog_cv_.Wait(tier_backlog_mu_);
-    tier_backlog_ += ram->size;
-  }
+  TierBacklogAdd(ram->size);
   auto mv = std::make_shared<StrValue>();
   mv->data = ram->data;
   mv->size = ram->size;
@@ -219,13 +212,29 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
   str_bytes_ -= freed;
   std::string k(key);
   if (!tier_io_->Post([this, k, ram, moving] { TierWrite(k, ram, moving); })) {
-    base::MutexLock tl(&tier_done_mu_);  // stopping: undone below
-    tier_done_.push_back({std::move(k), ram, moving,
-                          Status(Code::kIOError, Reason::kTierStopped, {}, "tier stopped")});
-    base::MutexLock bl(&tier_backlog_mu_);
-    tier_backlog_ -= ram->size;
+    {
+      base::MutexLock tl(&tier_done_mu_);  // stopping: undone below
+      tier_done_.push_back({std::move(k), ram, moving,
+                            Status(Code::kIOError, Reason::kTierStopped, {}, "tier stopped")});
+    }
+    TierBacklogDone(ram->size);
   }
   return true;
+}
+
+void Store::TierBacklogAdd(uint64_t bytes) {
+  base::MutexLock bl(&tier_backlog_mu_);
+  while (tier_backlog_ != 0 && tier_backlog_ + bytes > tier_queue_bytes_)
+    tier_backlog_cv_.Wait(tier_backlog_mu_);
+  tier_backlog_ += bytes;
+}
+
+void Store::TierBacklogDone(uint64_t bytes) {
+  {
+    base::MutexLock bl(&tier_backlog_mu_);
+    tier_backlog_ -= bytes;
+  }
+  tier_backlog_cv_.SignalAll();
 }
 
 void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
@@ -247,11 +256,7 @@ void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
   }
   // The backlog drops only once the move is in tier_done_, so whoever sees it
   // empty and then takes mu_ applies every finished move (tests settle so).
-  {
-    base::MutexLock bl(&tier_backlog_mu_);
-    tier_backlog_ -= size;
-  }
-  tier_backlog_cv_.SignalAll();
+  TierBacklogDone(size);
   if (mu_.TryLock()) {
     TierApplyDoneLocked();
     mu_.Unlock();
