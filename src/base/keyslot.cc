@@ -50,15 +50,32 @@ constexpr uint64_t XPowModP(unsigned k) {
 // hooks take the table path.
 bool HasClmul() { return CpuHas(CpuFeature::kPclmul); }
 
+// floor(x^80 / P) without its x^64 term (the quotient has degree 64): the
+// Barrett constant that takes a 64-bit residue times x^16 to its remainder.
+constexpr uint64_t BarrettMuLow() {
+  unsigned __int128 rem = static_cast<unsigned __int128>(1) << 80, q = 0;
+  for (int d = 80; d >= 16; --d) {
+    if (((rem >> d) & 1) == 0) continue;
+    q |= static_cast<unsigned __int128>(1) << (d - 16);
+    rem ^= static_cast<unsigned __int128>(0x11021) << (d - 16);
+  }
+  return static_cast<uint64_t>(q);  // bit 64 (x^64) dropped: it is always set
+}
+
 // The CRC of `n` >= 16 bytes by carry-less multiplication, and whether they hold
 // a '{'. The bytes are taken 16 at a time as a polynomial (the first byte's top
 // bit the highest term, as XMODEM reads them); folding a block into the next one
 // replaces its two halves H x^64 + L, which the next block shifts by x^128, with
-// H (x^192 mod P) + L (x^128 mod P): the same residue mod P, under 80 terms. The
-// folded 16 bytes have the CRC state of every byte they stand for, so the table
-// finishes them and the bytes after the last whole block.
-__attribute__((target("pclmul,ssse3"))) uint16_t Crc16Clmul(const uint8_t* p, size_t n,
-                                                            bool* brace) {
+// H (x^192 mod P) + L (x^128 mod P): the same residue mod P, under 80 terms.
+// The folded 16 bytes A = H x^64 + L then give their CRC, A x^16 mod P, in
+// four more products: H (x^64 mod P) + L is under 80 terms and its top 16
+// fold the same way, leaving a 64-bit V with V = A (mod P); Barrett's
+// reduction with mu = floor(x^80 / P) = x^64 + m gives the quotient of V x^16
+// by P as Q = V + floor(V m / x^64), and the remainder as the low 16 bits of
+// V x^16 + Q P, which are those of Q (P - x^16). The bytes after the last
+// whole block go through the table.
+__attribute__((target("pclmul,ssse3"), always_inline)) inline uint16_t Crc16Clmul(
+    const uint8_t* p, size_t n, bool* brace) {
   const __m128i rev = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m128i k =
       _mm_set_epi64x(static_cast<int64_t>(XPowModP(192)), static_cast<int64_t>(XPowModP(128)));
@@ -75,13 +92,18 @@ __attribute__((target("pclmul,ssse3"))) uint16_t Crc16Clmul(const uint8_t* p, si
     acc = _mm_xor_si128(_mm_xor_si128(hi, lo), _mm_shuffle_epi8(block, rev));
   }
   bool b = _mm_movemask_epi8(seen) != 0;
-  alignas(16) uint8_t folded[16];
-  _mm_store_si128(reinterpret_cast<__m128i*>(folded), _mm_shuffle_epi8(acc, rev));
+  // (low lane: x^64 mod P; high lane: m, mu's terms under x^64; then P - x^16)
+  const __m128i r = _mm_set_epi64x(static_cast<int64_t>(BarrettMuLow()),
+                                   static_cast<int64_t>(XPowModP(64)));
+  const __m128i poly = _mm_cvtsi32_si128(0x1021);
+  // H (x^64 mod P) + L: under 80 terms, the top 16 in the high lane.
+  __m128i v = _mm_xor_si128(_mm_clmulepi64_si128(acc, r, 0x01), _mm_move_epi64(acc));
+  // Their fold: V, under 64 terms.
+  v = _mm_xor_si128(_mm_clmulepi64_si128(v, r, 0x01), _mm_move_epi64(v));
+  // Q = V + floor(V m / x^64); the CRC is the low 16 bits of Q (P - x^16).
+  const __m128i q = _mm_xor_si128(v, _mm_srli_si128(_mm_clmulepi64_si128(v, r, 0x10), 8));
+  uint16_t crc = static_cast<uint16_t>(_mm_cvtsi128_si32(_mm_clmulepi64_si128(q, poly, 0x00)));
   const auto& t = internal::kCrc16Tables.v;
-  uint16_t crc = 0;
-  for (int i = 0; i < 16; i += 4)
-    crc = static_cast<uint16_t>(t[3][(crc >> 8) ^ folded[i]] ^ t[2][(crc & 0xff) ^ folded[i + 1]] ^
-                                t[1][folded[i + 2]] ^ t[0][folded[i + 3]]);
   for (; at < n; ++at) {
     b |= p[at] == '{';
     crc = static_cast<uint16_t>((crc << 8) ^ t[0][(crc >> 8) ^ p[at]]);
@@ -90,8 +112,16 @@ __attribute__((target("pclmul,ssse3"))) uint16_t Crc16Clmul(const uint8_t* p, si
   return crc;
 }
 
-// KeySlots with Crc16Clmul for every key of 16 bytes or more.
-void KeySlotsClmul(std::span<const std::string_view> keys, uint16_t* out) {
+// Crc16Clmul as a call, for the test hook (a caller without the target cannot
+// inline it).
+__attribute__((target("pclmul,ssse3"))) uint16_t Crc16ClmulCall(const uint8_t* p, size_t n,
+                                                                bool* brace) {
+  return Crc16Clmul(p, n, brace);
+}
+
+// KeySlots with Crc16Clmul for every key of 16 bytes or more (inlined, so
+// that one key's chain of products overlaps the next key's).
+__attribute__((target("pclmul,ssse3"))) void KeySlotsClmul(std::span<const std::string_view> keys, uint16_t* out) {
   for (size_t i = 0; i < keys.size(); ++i) {
     if (i + 8 < keys.size()) {  // a few keys ahead: a received request may not be in cache
       __builtin_prefetch(keys[i + 8].data());
@@ -123,7 +153,7 @@ bool Crc16ClmulAvailable() {
 uint16_t Crc16ClmulForTest(std::string_view bytes, bool* brace) {
 #if defined(__x86_64__)
   if (bytes.size() >= 16 && HasClmul())
-    return Crc16Clmul(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), brace);
+    return Crc16ClmulCall(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), brace);
 #endif
   *brace = bytes.find('{') != std::string_view::npos;
   return Crc16Fast(bytes);

@@ -80,10 +80,7 @@ void Store::StampAncestorsLocked(const StrEntry& e, uint64_t stamp) {
     base::MutexLock sl(&sh.mu);
     if (p->stamp >= stamp) break;
     p->stamp = stamp;
-    if (sh.lru_tail != p) {
-      StrUnlinkLocked(sh, *p);
-      StrLinkLocked(sh, *p);
-    }
+    StrMoveToTailLocked(sh, *p);
   }
 }
 
@@ -135,10 +132,7 @@ void Store::ApplyChainLocked(std::span<const std::string_view> keys, std::span<c
     Shard& sh = ShardFor(k);
     base::MutexLock sl(&sh.mu);
     e->stamp = s;
-    if (sh.lru_tail != e) {
-      StrUnlinkLocked(sh, *e);
-      StrLinkLocked(sh, *e);
-    }
+    StrMoveToTailLocked(sh, *e);
   }
   if (prev != nullptr) StampAncestorsLocked(*prev, s);
   if (block_observer_ != nullptr && !hashes.empty())

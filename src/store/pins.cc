@@ -216,10 +216,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
           break;
         }
         e.stamp = stamp;
-        if (sh.lru_tail != &e) {
-          StrUnlinkLocked(sh, e);
-          StrLinkLocked(sh, e);
-        }
+        StrMoveToTailLocked(sh, e);
         ++out.count;
         if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
       }
@@ -263,10 +260,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       {
         base::MutexLock sl(&sh.mu);
         e->stamp = stamp;
-        if (sh.lru_tail != e) {
-          StrUnlinkLocked(sh, *e);
-          StrLinkLocked(sh, *e);
-        }
+        StrMoveToTailLocked(sh, *e);
       }
       if (e->HasParent() && e->block->parent != counted) StampAncestorsLocked(*e, stamp);
       counted = e;
@@ -316,10 +310,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
         break;
       }
       e.stamp = stamp;
-      if (sh.lru_tail != &e) {
-        StrUnlinkLocked(sh, e);
-        StrLinkLocked(sh, e);
-      }
+      StrMoveToTailLocked(sh, e);
       ++out.count;
       if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
     }
@@ -347,10 +338,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
       Shard& sh = ShardFor(keys[i]);
       base::MutexLock sl(&sh.mu);
       e->stamp = stamp;
-      if (sh.lru_tail != e) {
-        StrUnlinkLocked(sh, *e);
-        StrLinkLocked(sh, *e);
-      }
+      StrMoveToTailLocked(sh, *e);
     }
     if (e->HasParent()) StampAncestorsLocked(*e, stamp);
     ++out.count;

@@ -465,7 +465,7 @@ class Store {
   };
   using StrMap = std::unordered_map<std::string, StrEntry, StrHash, std::equal_to<>>;
   // KV.BLOCK.MATCH computes its keys' slots this many at a time.
-  static constexpr size_t kMatchChunk = 64;
+  static constexpr size_t kMatchChunk = 128;
   // One shard of the key space (see the header comment): the namespaces and
   // string keys whose hash slot falls in its slot range. `map` and `strings`
   // change only with both Store::mu_ and `mu` held; a reader holds only `mu`.
@@ -604,6 +604,23 @@ class Store {
   void StrTouchLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu);
   void StrLinkLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu);
   void StrUnlinkLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu);
+  // StrUnlinkLocked then StrLinkLocked (a touch: the entry becomes its list's
+  // most recent), inline and in one pass: KV.BLOCK.MATCH does this per key.
+  void StrMoveToTailLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu) {
+    StrEntry*& head = e.tiered ? sh.tier_head : sh.lru_head;
+    StrEntry*& tail = e.tiered ? sh.tier_tail : sh.lru_tail;
+    if (tail == &e) return;
+    // In the list and not its tail: e.next and tail are set.
+    if (e.prev != nullptr)
+      e.prev->next = e.next;
+    else
+      head = e.next;
+    e.next->prev = e.prev;
+    e.prev = tail;
+    e.next = nullptr;
+    tail->next = &e;
+    tail = &e;
+  }
   void StrSetExpireLocked(StrEntry& e, int64_t at_ms) REQUIRES(mu_);
   // The same, taking the entry's shard lock.
   void StrSetExpireShardLocked(StrEntry& e, int64_t at_ms) REQUIRES(mu_);

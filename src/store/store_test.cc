@@ -1077,9 +1077,9 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
             // KV.BLOCK.MATCH over every string key (more than a chunk: the chunk's
             // shards are locked together) while the others write them.
             std::vector<std::string> names;
-            for (int i = 0; i < 80; ++i) names.push_back("s" + std::to_string((r + i) % 64));
+            for (int i = 0; i < 200; ++i) names.push_back("s" + std::to_string((r + i) % 64));
             std::vector<std::string_view> keys(names.begin(), names.end());
-            uint8_t bits[10] = {};
+            uint8_t bits[25] = {};
             (void)st.BlockMatch(keys, (r & 1) ? bits : nullptr, 0, "");
             break;
           }

@@ -10,6 +10,10 @@
 // back (the previous value restored) unless a later write replaced it; the
 // client gets the error. Between apply and rollback another client may have
 // read the value (the only state the log may briefly not hold).
+
+// XXH3 inline (the header's own mode): KeyHash is every string lookup's hash,
+// and KV.BLOCK.MATCH's per key.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
@@ -258,10 +262,7 @@ void Store::StrTouchLocked(Shard& sh, StrEntry& e) {
   e.stamp = NextStamp();
   e.atime_s = CoarseUnixSeconds();
   LfuTouchLocked(e);
-  if ((e.tiered ? sh.tier_tail : sh.lru_tail) != &e) {
-    StrUnlinkLocked(sh, e);
-    StrLinkLocked(sh, e);
-  }
+  StrMoveToTailLocked(sh, e);
 }
 
 void Store::StrSetExpireShardLocked(StrEntry& e, int64_t at_ms) {
