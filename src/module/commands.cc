@@ -13,17 +13,21 @@
 #include "module/commands.h"
 
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/check.h"
 #include "base/clock.h"
 #include "base/keyslot.h"
 #include "base/strutil.h"
 #include "kvproto/errors.h"
 #include "kvproto/kv_format.h"
+#include "kvproto/pion_commands.h"
 #include "kvproto/receipt.h"
 #include "module/ns_value.h"
 #include "module/redis_api.h"
@@ -625,34 +629,39 @@ int KvBlockMatch(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   return redis::kOk;
 }
 
-struct CommandRow {
-  const char* name;
-  redis::CmdFunc fn;
-  const char* flags;
-  int first, last, step;
-};
-
 }  // namespace
 
 bool RegisterCommands(RedisModuleCtx* ctx) {
   g_start_us = MonotonicUs();
-  const CommandRow rows[] = {
-      {"KV.PREFIX.REGISTER", KvRegister, "write deny-oom", 1, 1, 1},
-      {"KV.PREFIX.LOOKUP", KvLookup, "readonly fast", 1, 1, 1},
-      {"KV.PREFIX.DROP", KvDrop, "write", 1, -1, 1},
-      {"KV.PREFIX.BLOCKS", KvBlocks, "readonly fast", 1, 1, 1},
-      {"KV.PREFIX.MEMBERSHIP", KvMembership, "readonly fast", 1, 1, 1},
-      {"KV.PREFIX.INFO", KvInfo, "readonly fast", 0, 0, 0},
-      {"V.STOREBATCH", VStoreBatch, "write deny-oom", 1, 1, 1},
-      {"V.FETCH", VFetch, "readonly", 1, 1, 1},
-      {"V.INFO", VInfo, "readonly fast", 1, 1, 1},
-      {"PION.STATS", PionStats, "readonly fast", 0, 0, 0},
-      {"PION.LOADROWS", PionLoadRows, "write deny-oom", 1, 1, 1},
-      {"KV.BLOCK.MATCH", KvBlockMatch, "readonly fast getkeys-api", 0, 0, 0},
+  // Each command the module serves, by its row in kvproto/pion_commands.h
+  // (flags and key positions come from there, as pion-server's do).
+  struct Handler {
+    const char* name;
+    redis::CmdFunc fn;
   };
-  for (const CommandRow& r : rows)
-    if (api.CreateCommand(ctx, r.name, r.fn, r.flags, r.first, r.last, r.step) != redis::kOk)
+  const Handler handlers[] = {
+      {"KV.PREFIX.REGISTER", KvRegister}, {"KV.PREFIX.LOOKUP", KvLookup},
+      {"KV.PREFIX.DROP", KvDrop},         {"KV.PREFIX.BLOCKS", KvBlocks},
+      {"KV.PREFIX.MEMBERSHIP", KvMembership}, {"KV.PREFIX.INFO", KvInfo},
+      {"V.STOREBATCH", VStoreBatch},      {"V.FETCH", VFetch},
+      {"V.INFO", VInfo},                  {"PION.STATS", PionStats},
+      {"PION.LOADROWS", PionLoadRows},    {"KV.BLOCK.MATCH", KvBlockMatch},
+  };
+  size_t served = 0;
+  for (const server::PionCommandRow& r : server::PionCommandRows()) {
+    if (r.module == server::ModuleForm::kAbsent) continue;
+    redis::CmdFunc fn = nullptr;
+    for (const Handler& h : handlers)
+      if (std::string_view(h.name) == r.name) fn = h.fn;
+    PION_CHECK_MSG(fn != nullptr, r.name);  // a row marked for the module needs its handler
+    ++served;
+    const bool keys = r.module == server::ModuleForm::kSame || r.module == server::ModuleForm::kOnly;
+    const std::string flags = server::ModuleCommandFlags(r);
+    if (api.CreateCommand(ctx, r.name, fn, flags.c_str(), keys ? r.first_key : 0,
+                          keys ? r.last_key : 0, keys ? r.key_step : 0) != redis::kOk)
       return false;
+  }
+  PION_CHECK_MSG(served == std::size(handlers), "a module handler without a row");
   return true;
 }
 

@@ -597,41 +597,18 @@ void AppendAttendInfo(Server& s, std::string* out) {
 }
 
 void AddAttendCommands(std::vector<CommandSpec>* out) {
-  // kCmdOwnArity: the handlers answer their own "requires: ..." texts; the
-  // arity below is what COMMAND reports.
-  const uint32_t f = kCmdKvcache | kCmdOwnArity;
-  size_t first = out->size();
-  out->push_back({"ATTEND.PREFIX.STORE", -8, kCmdWrite | kCmdDenyOom | f, 1, 1, 1, AttendStore,
-                  "Store one layer's K/V [H,N,D] (f32, or f16 with FMT F16) as a warm slot"});
-  out->push_back({"ATTEND.PREFIX.LOOKUP", 3, kCmdReadonly | kCmdFast | f, 1, 1, 1, AttendLookup,
-                  "HIT (warm), COLD (demoted) or MISS for a (session, layer) slot"});
-  out->push_back({"ATTEND.PREFIX.QUERY", -7, kCmdReadonly | f, 1, 1, 1, AttendQuery,
-                  "Dense attention of H*M query rows over a warm slot"});
-  out->push_back({"ATTEND.PREFIX.QUERY_FUSED", -11, kCmdReadonly | f, 1, 1, 1, AttendQueryFused,
-                  "Attention over a warm slot plus a causal caller suffix (GQA head map)"});
-  out->push_back({"ATTEND.PREFIX.QUERY_SPARSE", -9, kCmdReadonly | f, 1, 1, 1, AttendQuerySparse,
-                  "Attention over explicit per-head token indices of a warm slot"});
-  out->push_back({"ATTEND.PREFIX.QUERY_SPARSE_AUTO", -10, kCmdReadonly | f, 1, 1, 1,
-                  AttendQuerySparseAuto,
-                  "Attention over the K_top best blocks (block-mean or Quest selector)"});
-  out->push_back({"ATTEND.PREFIX.QUERY_SPARSE_AUTO_FUSED", -13, kCmdReadonly | f, 1, 1, 1,
-                  AttendQuerySparseAutoFused,
-                  "Sparse-auto attention over a warm slot plus a dense caller suffix"});
-  out->push_back({"ATTEND.PREFIX.DROP", -2, kCmdWrite | f, 1, 1, 1, AttendDrop,
-                  "Drop a session's slots (one layer or all), warm and cold; returns how many"});
-  // KV.PREFIX.WARM ns H D [attend_sid]: both ns (1) and attend_sid (4) are keys
-  // (step 3); it copies ns's rows into attend_sid's slots, so both need read and
-  // write permission (kAclKeyAccess below).
-  out->push_back({"KV.PREFIX.WARM", -4, kCmdWrite | f, 1, 4, 3, KvWarm,
-                  "Rebuild the warm slots of a namespace from the V-store (any vquant)"});
-  // The session id (ATTEND.*) is checked as the namespace it belongs to
-  // ("<ns>_attn" -> <ns>), KV.PREFIX.WARM's namespace as itself.
-  for (size_t i = first; i < out->size(); ++i) {
-    CommandSpec& s = (*out)[i];
-    s.acl_key_flags |= kAclKeyNamespace;
-    s.acl_categories |= std::string_view(s.name).starts_with("ATTEND.") ? kAclAttend : kAclKvcache;
-    if (std::string_view(s.name) == "KV.PREFIX.WARM") s.acl_key_flags |= kAclKeyAccess;
-  }
+  const PionHandler handlers[] = {
+      {"ATTEND.PREFIX.STORE", AttendStore},
+      {"ATTEND.PREFIX.LOOKUP", AttendLookup},
+      {"ATTEND.PREFIX.QUERY", AttendQuery},
+      {"ATTEND.PREFIX.QUERY_FUSED", AttendQueryFused},
+      {"ATTEND.PREFIX.QUERY_SPARSE", AttendQuerySparse},
+      {"ATTEND.PREFIX.QUERY_SPARSE_AUTO", AttendQuerySparseAuto},
+      {"ATTEND.PREFIX.QUERY_SPARSE_AUTO_FUSED", AttendQuerySparseAutoFused},
+      {"ATTEND.PREFIX.DROP", AttendDrop},
+      {"KV.PREFIX.WARM", KvWarm},
+  };
+  AddPionCommands(handlers, out);
 }
 
 }  // namespace pion::server

@@ -1,14 +1,17 @@
 #include "server/commands/command_docs.h"
 
 #include <cctype>
+#include <iterator>
 
 #include "base/strutil.h"
+#include "kvproto/pion_commands.h"
 
 namespace pion::server {
 
 namespace {
 
-// Groups as Redis names them; "pion" for pion's own families.
+// Groups as Redis names them. pion's own commands come from their one table
+// (kvproto/pion_commands.h), in group "pion".
 const CommandDoc kDocs[] = {
     // connection
     {"PING", "connection", "1.0.0", "[message]", nullptr},
@@ -244,44 +247,6 @@ const CommandDoc kDocs[] = {
     {"DISCARD", "transactions", "2.0.0", "", nullptr},
     {"WATCH", "transactions", "2.2.0", "key...", nullptr},
     {"UNWATCH", "transactions", "2.2.0", "", nullptr},
-    // pion
-    {"KV.PREFIX.REGISTER", "pion", "0.1.0",
-     "namespace kv_dim vquant [BLOCKS block_size hash_count hash_blob] [PREFILL_MS ms]", nullptr},
-    {"KV.PREFIX.LOOKUP", "pion", "0.1.0", "namespace [TOKENS n] [PREFILL_MS ms]", nullptr},
-    {"KV.PREFIX.DROP", "pion", "0.1.0", "namespace...", nullptr},
-    {"KV.PREFIX.BLOCKS", "pion", "0.1.0", "namespace", nullptr},
-    {"KV.PREFIX.MEMBERSHIP", "pion", "0.1.0", "namespace hash_count hash_blob", nullptr},
-    {"KV.PREFIX.INFO", "pion", "0.1.0", "", nullptr},
-    {"KV.BLOCK.MATCH", "pion", "0.2.0", "numkeys key... [BITMAP] [PIN milliseconds]", nullptr},
-    {"KV.BLOCK.UNPIN", "pion", "0.2.0", "lease...", nullptr},
-    {"KV.BLOCK.INFO", "pion", "0.2.0", "key", nullptr},
-    {"KV.BLOCK.CHAIN", "pion", "0.2.0",
-     "[AFTER parentkey] [EX seconds | PX milliseconds] [HASHES hash_blob] [TOKENS count] "
-     "(key value)...",
-     nullptr},
-    {"KV.PREFIX.SAVE", "pion", "0.1.0", "[path]", nullptr},
-    {"KV.PREFIX.COMMIT", "pion", "0.1.0", "", nullptr},
-    {"PION.STATS", "pion", "0.1.0", "[RESET]", nullptr},
-    {"V.STOREBATCH", "pion", "0.1.0", "sid layer start count blob [FMT F32 | F16]", nullptr},
-    {"V.FETCH", "pion", "0.1.0",
-     "sid (layer RANGE start end | BATCH start end [num_layers] | layer id...) "
-     "[FMT NATIVE | F32 | F16]",
-     nullptr},
-    {"V.INFO", "pion", "0.1.0", "[sid]", nullptr},
-    {"KV.PREFIX.WARM", "pion", "0.2.0", "namespace h d [attend_sid]", nullptr},
-    {"ATTEND.PREFIX.STORE", "pion", "0.2.0", "sid layer h n d k v [FMT F32 | F16]", nullptr},
-    {"ATTEND.PREFIX.LOOKUP", "pion", "0.2.0", "sid layer", nullptr},
-    {"ATTEND.PREFIX.DROP", "pion", "0.2.0", "sid [layer]", nullptr},
-    {"ATTEND.PREFIX.QUERY", "pion", "0.2.0", "sid layer h d top_k q [fa_window]", nullptr},
-    {"ATTEND.PREFIX.QUERY_FUSED", "pion", "0.2.0",
-     "sid layer h_q d s_suf h_kv q k_suf v_suf head_map [fa_window] [LSE]", nullptr},
-    {"ATTEND.PREFIX.QUERY_SPARSE", "pion", "0.2.0",
-     "sid layer h d k_sparse_max q indices counts [fa_window]", nullptr},
-    {"ATTEND.PREFIX.QUERY_SPARSE_AUTO", "pion", "0.2.0",
-     "sid layer h_q d b k_top h_kv q head_map [fa_window] [selector_id]", nullptr},
-    {"ATTEND.PREFIX.QUERY_SPARSE_AUTO_FUSED", "pion", "0.2.0",
-     "sid layer h_q d b k_top h_kv s_suf q k_suf v_suf head_map [fa_window] [selector_id]",
-     nullptr},
 };
 
 bool IsIntegerName(std::string_view n) {
@@ -446,10 +411,18 @@ class Parser {
 
 }  // namespace
 
-std::span<const CommandDoc> CommandDocs() { return kDocs; }
+std::span<const CommandDoc> CommandDocs() {
+  static const std::vector<CommandDoc> all = [] {
+    std::vector<CommandDoc> v(std::begin(kDocs), std::end(kDocs));
+    for (const PionCommandRow& r : PionCommandRows())
+      v.push_back({r.name, "pion", r.since, r.syntax, nullptr});
+    return v;
+  }();
+  return all;
+}
 
 const CommandDoc* FindCommandDoc(std::string_view name) {
-  for (const CommandDoc& d : kDocs)
+  for (const CommandDoc& d : CommandDocs())
     if (EqualsIgnoreCase(name, d.name)) return &d;
   return nullptr;
 }

@@ -5,6 +5,7 @@
 
 #include "base/check.h"
 #include "base/strutil.h"
+#include "kvproto/pion_commands.h"
 #include "server/commands/command_docs.h"
 
 namespace pion::server {
@@ -39,6 +40,15 @@ CommandTable::CommandTable(std::vector<CommandSpec> specs) : specs_(std::move(sp
     if (parent == nullptr) continue;
     subs_[parent - specs_.data()].emplace_back(std::string(n.substr(bar + 1)), stat_names_.size());
     stat_names_.push_back(ToLower(n));
+  }
+}
+
+void AddPionCommands(std::span<const PionHandler> handlers, std::vector<CommandSpec>* out) {
+  for (const PionHandler& h : handlers) {
+    const PionCommandRow* r = FindPionCommandRow(h.name);
+    PION_CHECK_MSG(r != nullptr && r->module != ModuleForm::kOnly, h.name);
+    out->push_back({r->name, r->arity, r->flags, r->first_key, r->last_key, r->key_step,
+                    h.handler, r->summary, r->acl_categories, r->acl_key_flags});
   }
 }
 

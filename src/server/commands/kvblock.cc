@@ -269,18 +269,11 @@ size_t ChainFirstKey(std::span<const std::string_view> args) {
 }
 
 void AddKvBlockCommands(std::vector<CommandSpec>* out) {
-  constexpr uint32_t kv = kCmdKvcache;
-  out->push_back({"KV.BLOCK.MATCH", -3, kCmdReadonly | kCmdFast | kv, 2, -1, 1, Match,
-                  "How many leading keys (or which keys, BITMAP) exist; PIN ms pins them.",
-                  kAclKeyspace | kAclKvcache, kAclKeyNumkeys});
-  out->push_back({"KV.BLOCK.UNPIN", -2, kCmdWrite | kCmdFast | kv, 0, 0, 0, Unpin,
-                  "Ends pins taken by KV.BLOCK.MATCH ... PIN.", kAclKeyspace | kAclKvcache});
-  out->push_back({"KV.BLOCK.INFO", 2, kCmdReadonly | kCmdFast | kv, 1, 1, 1, Info,
-                  "A block's parent, live children, hash and tokens (no LRU touch).",
-                  kAclKeyspace | kAclKvcache});
-  out->push_back({"KV.BLOCK.CHAIN", -3, kCmdWrite | kCmdDenyOom | kv, 1, -1, 2, Chain,
-                  "Writes blocks as one linked chain, atomically.", kAclString | kAclKvcache,
-                  kAclKeyChain});
+  const PionHandler handlers[] = {{"KV.BLOCK.MATCH", Match},
+                                  {"KV.BLOCK.UNPIN", Unpin},
+                                  {"KV.BLOCK.INFO", Info},
+                                  {"KV.BLOCK.CHAIN", Chain}};
+  AddPionCommands(handlers, out);
 }
 
 }  // namespace pion::server

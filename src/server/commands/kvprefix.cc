@@ -300,35 +300,13 @@ void KvCommit(CommandContext& ctx) {
 }  // namespace
 
 void AddKvPrefixCommands(std::vector<CommandSpec>* out) {
-  const uint32_t kv = kCmdKvcache;
-  size_t first = out->size();
-  out->push_back({"KV.PREFIX.REGISTER", -4, kCmdWrite | kCmdDenyOom | kv, 1, 1, 1, KvRegister,
-                  "Register a namespace (creates <ns>_pk and <ns>_pv)"});
-  out->push_back({"KV.PREFIX.LOOKUP", -2, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvLookup,
-                  "HIT if both sides of a namespace exist (CHAIN: its chain); records the value "
-                  "receipt"});
-  out->push_back({"KV.PREFIX.DROP", -2, kCmdWrite | kv, 1, -1, 1, KvDrop,
-                  "Drop namespaces with their descendants; returns how many were removed"});
-  out->push_back({"KV.PREFIX.BLOCKS", 2, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvBlocks,
-                  "The registered block-hash table"});
-  out->push_back({"KV.PREFIX.MEMBERSHIP", 4, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvMembership,
-                  "Bitmap of which probe hashes are in the block table"});
-  // Key 1: the namespace of the INFO <ns> form (none without it).
-  out->push_back({"KV.PREFIX.INFO", -1, kCmdReadonly | kCmdFast | kv, 1, 1, 1, KvInfo,
-                  "Registry and V-store counters; with a namespace, its chain"});
-  out->push_back({"KV.PREFIX.SAVE", -1, kCmdAdmin | kCmdNoMulti | kv, 0, 0, 0, KvSave,
-                  "Snapshot every namespace, then truncate the WAL"});
-  out->push_back({"KV.PREFIX.COMMIT", 1, kCmdWrite | kCmdNoMulti | kv, 0, 0, 0, KvCommit,
-                  "Barrier: every acknowledged write is on stable storage"});
-  for (size_t i = first; i < out->size(); ++i) {
-    CommandSpec& s = (*out)[i];
-    s.acl_key_flags |= kAclKeyNamespace;
-    s.acl_categories |= kAclKvcache;
-    std::string_view n = s.name;
-    if (n == "KV.PREFIX.DROP") s.acl_categories |= kAclKeyspace;
-    // Server-wide counters and the snapshot: not for a tenant (-@dangerous).
-    if (n == "KV.PREFIX.INFO" || n == "KV.PREFIX.SAVE") s.acl_categories |= kAclDangerous;
-  }
+  const PionHandler handlers[] = {
+      {"KV.PREFIX.REGISTER", KvRegister}, {"KV.PREFIX.LOOKUP", KvLookup},
+      {"KV.PREFIX.DROP", KvDrop},         {"KV.PREFIX.BLOCKS", KvBlocks},
+      {"KV.PREFIX.MEMBERSHIP", KvMembership}, {"KV.PREFIX.INFO", KvInfo},
+      {"KV.PREFIX.SAVE", KvSave},         {"KV.PREFIX.COMMIT", KvCommit},
+  };
+  AddPionCommands(handlers, out);
 }
 
 }  // namespace pion::server

@@ -34,9 +34,8 @@ void PionStats(CommandContext& ctx) {
 }  // namespace
 
 void AddStatsCommands(std::vector<CommandSpec>* out) {
-  out->push_back({"PION.STATS", -1, kCmdReadonly | kCmdFast | kCmdLoading, 0, 0, 0, PionStats,
-                  "The value receipt: what the prefix cache saved (RESET zeroes it)"});
-  out->back().acl_categories |= kAclKvcache | kAclDangerous;  // server-wide counters
+  const PionHandler handlers[] = {{"PION.STATS", PionStats}};
+  AddPionCommands(handlers, out);
 }
 
 }  // namespace pion::server

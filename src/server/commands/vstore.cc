@@ -263,18 +263,9 @@ void VInfo(CommandContext& ctx) {
 }  // namespace
 
 void AddVStoreCommands(std::vector<CommandSpec>* out) {
-  const uint32_t kv = kCmdKvcache;
-  size_t first = out->size();
-  out->push_back({"V.STOREBATCH", -6, kCmdWrite | kCmdDenyOom | kv, 1, 1, 1, VStoreBatch,
-                  "Store rows [start, start+count) of one layer (FMT F32|F16)"});
-  out->push_back({"V.FETCH", -4, kCmdReadonly | kv, 1, 1, 1, VFetch,
-                  "Fetch rows: RANGE, BATCH or an id list (FMT NATIVE|F32|F16)"});
-  out->push_back({"V.INFO", -1, kCmdReadonly | kCmdFast | kv, 1, 1, 1, VInfo,
-                  "V-store counters, or one session's layout"});
-  for (size_t i = first; i < out->size(); ++i) {
-    (*out)[i].acl_key_flags |= kAclKeyNamespace;
-    (*out)[i].acl_categories |= kAclKvcache;
-  }
+  const PionHandler handlers[] = {
+      {"V.STOREBATCH", VStoreBatch}, {"V.FETCH", VFetch}, {"V.INFO", VInfo}};
+  AddPionCommands(handlers, out);
 }
 
 }  // namespace pion::server
