@@ -115,6 +115,41 @@ TEST_F(TierFileTest, ReadsIntoRecycledBlocks) {
   rec.set_max_bytes(0);
 }
 
+TEST_F(TierFileTest, AReadThatFindsNoBlockLeavesOneForTheNext) {
+  // A miss allocates a block that goes back to the recycler when the value is
+  // released, big enough for the next read of the same extent: a second read
+  // then reuses it (its pages already mapped) instead of a fresh mapping.
+  auto f = TierFile::Open(dir_, 64 << 20);
+  ASSERT_TRUE(f.ok());
+  BufferRecycler& rec = BufferRecycler::Global();
+  rec.Clear();
+  rec.set_max_bytes(64 << 20);
+  auto v = Bytes(1 << 20, 7);
+  ExtentRef x = (*f)->Allocate("k", v.size());
+  ASSERT_TRUE((*f)->Write(*x, v.data(), v.size()).ok());
+  const uint64_t hits = rec.hits(), misses = rec.misses();
+  const void* first = nullptr;
+  {
+    size_t at = 0;
+    auto r = (*f)->Read(*x, &at);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(rec.misses(), misses + 1);
+    EXPECT_EQ((reinterpret_cast<uintptr_t>(r->data()) + at) % kBlock, 0u);
+    first = r->data();
+    EXPECT_EQ(rec.cached_bytes(), 0u);
+  }  // released: back to the recycler
+  EXPECT_GE(rec.cached_bytes(), x->length + kBlock);
+  size_t at = 0;
+  auto r = (*f)->Read(*x, &at);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(rec.hits(), hits + 1);
+  EXPECT_EQ(r->data(), first);
+  EXPECT_EQ(std::memcmp(static_cast<const uint8_t*>(r->data()) + at + x->header_bytes, v.data(),
+                        v.size()),
+            0);
+  rec.set_max_bytes(0);
+}
+
 TEST_F(TierFileTest, LongKeysTakeMoreHeaderBlocks) {
   auto f = TierFile::Open(dir_, 64 << 20);
   ASSERT_TRUE(f.ok());
