@@ -90,9 +90,13 @@ class RespParser final : public BigArgParser {
   };
   enum class Where : uint8_t { kRegion, kBig, kInline };
   struct ArgRef {
-    Where where;
-    uint32_t big_index;
-    size_t off, len;
+    // (A constructor, so that emplace_back builds one in place with either
+    // compiler: clang before 16 has no parenthesized aggregate initialization.)
+    ArgRef() = default;
+    ArgRef(Where w, uint32_t big, size_t o, size_t l) : where(w), big_index(big), off(o), len(l) {}
+    Where where = Where::kRegion;
+    uint32_t big_index = 0;
+    size_t off = 0, len = 0;
   };
 
   // The whole command already in the buffer, at most kWholeMaxArgs arguments,
