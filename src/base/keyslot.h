@@ -9,8 +9,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string_view>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace pion {
 
@@ -58,30 +61,25 @@ inline uint16_t Crc16Fast(std::string_view bytes) {
 }
 }  // namespace internal
 
-// KeySlot for the hot path (the store's shard of every command's key, store.h):
-// inline; a key with a '{' goes to KeySlot (the hash tag rule). Equal to KeySlot
-// for every key.
-inline uint32_t KeySlotInline(std::string_view key) {
-  if (key.find('{') != std::string_view::npos) return KeySlot(key);
-  return internal::Crc16Fast(key) % kClusterSlots;
+// Whether `key` holds a '{', so that it may have a hash tag (HashedPart is
+// then the one to ask); key.find('{') is the reference. 16 bytes a step.
+inline bool MayHaveHashTag(std::string_view key) {
+#if defined(__SSE2__)
+  const size_t n = key.size();
+  if (n >= 16) {
+    const __m128i open = _mm_set1_epi8('{');
+    const char* p = key.data();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+      if (_mm_movemask_epi8(_mm_cmpeq_epi8(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)), open)) != 0)
+        return true;
+    // The last bytes: the 16 that end the key (some seen already).
+    return i < n && _mm_movemask_epi8(_mm_cmpeq_epi8(
+                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16)), open)) != 0;
+  }
+#endif
+  return key.find('{') != std::string_view::npos;
 }
-
-// KeySlotInline of every key (out[i] for keys[i]), for a command of many keys
-// (KV.BLOCK.MATCH). Where the CPU has PCLMULQDQ, a key of 16 bytes or more takes
-// its CRC 16 bytes a step by carry-less multiplication (and its '{' test from
-// the same loads); otherwise internal::KeySlotsTable.
-void KeySlots(std::span<const std::string_view> keys, uint16_t* out);
-
-namespace internal {
-// KeySlots without PCLMULQDQ: four keys of one length at a time, their CRCs'
-// table lookups interleaved, so that one key's chain of dependent loads hides
-// another's.
-void KeySlotsTable(std::span<const std::string_view> keys, uint16_t* out);
-// Whether KeySlots uses the carry-less multiplication path on this CPU.
-bool Crc16ClmulAvailable();
-// Test hook: that path's CRC of `bytes` and whether they hold a '{' (the
-// table's for fewer than 16 bytes or without PCLMULQDQ).
-uint16_t Crc16ClmulForTest(std::string_view bytes, bool* brace);
-}  // namespace internal
 
 }  // namespace pion

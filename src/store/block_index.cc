@@ -3,23 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <random>
 
 namespace pion::store {
-
-namespace {
-
-// The per-process secret of the block index: from the kernel's random source
-// (getrandom via std::random_device) once, on first use.
-uint64_t IndexSeed() {
-  static const uint64_t seed = [] {
-    std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  }();
-  return seed;
-}
-
-}  // namespace
 
 bool BlockTable::Contains(uint64_t h) const {
   if (h == 0) return has_zero_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "persist/records.h"
+#include "store/index_seed.h"
 
 namespace pion::store {
 
@@ -56,13 +57,7 @@ struct BlockTable : persist::BlockRecord {
   // (MurmurHash3's fmix64, a bijection with full avalanche) of h XOR the
   // process's secret, inline because a probe is little more than this.
   size_t Slot(uint64_t h) const {
-    uint64_t x = h ^ seed_;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return static_cast<size_t>(x >> (64 - index_bits_));
+    return static_cast<size_t>(SecretMix(h, seed_) >> (64 - index_bits_));
   }
   std::vector<uint64_t> index_;  // 0 = empty slot (hash 0 is tracked by has_zero_)
   uint64_t seed_ = 0;            // the process's index secret, copied by Finish()

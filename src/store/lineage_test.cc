@@ -179,7 +179,10 @@ TEST(Lineage, RegisterLinksAndRefusals) {
 // recently used chain whole, leaf first, before any segment of another chain.
 TEST(Lineage, EvictionTakesTheLeastRecentChainLeafFirst) {
   LineageSink sink;
-  Store st({2 * 9, 0});  // room for 9 namespaces: three chains of three
+  // Room for 9 namespaces: three chains of three. Every namespace in each
+  // eviction's sample (exact LRU), so that the order is lineage's alone and
+  // not also where the shards put the names.
+  Store st({2 * 9, 0, 1024, 64});
   st.SetSink(&sink);
   Chain(st, 'a', 3);
   Chain(st, 'b', 3);
@@ -198,7 +201,7 @@ TEST(Lineage, EvictionTakesTheLeastRecentChainLeafFirst) {
 
 TEST(Lineage, WholeChainAgesAsOneUnit) {
   LineageSink sink;
-  Store st({2 * 15, 0});
+  Store st({2 * 15, 0, 1024, 64});  // exact LRU, as above
   st.SetSink(&sink);
   for (char c : {'a', 'b', 'c'}) Chain(st, c, 5);
   // Restoring a chain reads every segment (root first, as a client does).

@@ -125,17 +125,28 @@ void Store::ForgetBlockStateLocked(StrEntry& e) {
 
 Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys, uint8_t* bitmap,
                                           int64_t pin_ms, std::string_view user) {
-  // BlockMatchSimple's rules, made cheap per key: the keys' slots are computed
-  // a chunk at a time (KeySlots interleaves four CRCs) instead of once per
-  // lookup and lock, the string map compares cached hashes before keys
-  // (StrHash), and under mu_ a block whose parent is the key counted just
-  // before it skips the ancestor walk (that key's walk stamped them already).
+  // BlockMatchSimple's rules, made cheap per key: each key is hashed once, a
+  // chunk at a time, and that hash gives both its shard (ShardOfHash; a key
+  // with a hash tag hashes the tag for its shard) and its bucket; the string
+  // map compares cached hashes before keys (StrHash), and under mu_ a block
+  // whose parent is the key counted just before it skips the ancestor walk
+  // (that key's walk stamped them already).
   BlockMatchResult out;
   const size_t n = keys.size();
   const int64_t now = NowMs();
   const uint64_t stamp = NextStamp();  // one stamp for every key counted
-  uint16_t slots[kMatchChunk];
-  auto shard_of = [&](size_t j) -> Shard& { return shards_[slots[j] >> kShardSlotShift]; };
+  size_t hash[kMatchChunk];
+  uint8_t shard_ix[kMatchChunk];
+  // The chunk's hashes and shards.
+  auto hash_chunk = [&](size_t base, size_t m) {
+    for (size_t j = 0; j < m; ++j) {
+      const std::string_view k = keys[base + j];
+      hash[j] = StrHash{}(k);
+      shard_ix[j] =
+          static_cast<uint8_t>(MayHaveHashTag(k) ? ShardIndex(k) : ShardOfHash(hash[j]));
+    }
+  };
+  auto shard_of = [&](size_t j) -> Shard& { return shards_[shard_ix[j]]; };
   if (pin_ms <= 0) {
     // The read path: one shard lock at a time. An expired key, or a counted
     // block with a parent (ancestors to stamp), sends the call to the path
@@ -144,13 +155,13 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
     static_assert(kShards <= 32, "a chunk's shards fit a 32-bit mask");
     for (size_t base = 0; base < n && !slow && !stop; base += kMatchChunk) {
       const size_t m = std::min(kMatchChunk, n - base);
-      KeySlots(keys.subspan(base, m), slots);
+      hash_chunk(base, m);
       // The chunk's shards are locked together, in shard order: one lock per
       // shard per chunk instead of one per key. Every other path holds at most
       // one shard lock at a time (and takes none of mu_ under it), so this
       // order cannot deadlock with them.
       uint32_t mask = 0;
-      for (size_t j = 0; j < m; ++j) mask |= 1u << (slots[j] >> kShardSlotShift);
+      for (size_t j = 0; j < m; ++j) mask |= 1u << shard_ix[j];
       struct ChunkLocks {
         Shard* shards;
         uint32_t mask;
@@ -162,55 +173,53 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
         }
       } locks(shards_, mask);
       // The chunk's lookups in passes over its keys, so that their cache misses
-      // overlap instead of following one another: each key's bucket (StrHash
-      // modulo the bucket count, as the map places it), then the bucket's first
-      // node, then that node's key bytes prefetched; the walks proper, in key
-      // order, then mostly hit the cache. Nothing is inserted or erased under
-      // these locks, so the buckets' iterators stay valid.
-      size_t bkt[kMatchChunk], hash[kMatchChunk];
-      StrMap::local_iterator first[kMatchChunk];
+      // overlap instead of following one another: each key's slot in its
+      // shard's flat index (StrIndex: its address follows from the hash),
+      // then the entry it names, then that entry's key bytes, each prefetched
+      // a pass before it is read; the walks proper, in key order, then mostly
+      // hit the cache. Nothing is inserted or erased under these locks, so
+      // what the passes found stays.
+      StrEntry* found[kMatchChunk];
       // (AssertHeld: the analysis cannot follow ChunkLocks's mask.)
       for (size_t j = 0; j < m; ++j) {
         Shard& sh = shard_of(j);
         sh.mu.AssertHeld();
-        hash[j] = StrHash{}(keys[base + j]);
-        bkt[j] = hash[j] % sh.strings.bucket_count();
+        __builtin_prefetch(sh.index.Home(hash[j]));
       }
+      // The first entry under each key's hash (another key with the same
+      // 64-bit hash is all but impossible; the walk below checks), and the
+      // entry's fields read below (its key, expiry, links, stamp, list).
       for (size_t j = 0; j < m; ++j) {
         Shard& sh = shard_of(j);
         sh.mu.AssertHeld();
-        first[j] = sh.strings.begin(bkt[j]);
+        found[j] = sh.index.Find(hash[j], [](const StrEntry*) { return true; });
+        if (found[j] == nullptr) continue;
+        __builtin_prefetch(&found[j]->key);
+        __builtin_prefetch(&found[j]->block);
       }
       for (size_t j = 0; j < m; ++j) {
-        Shard& sh = shard_of(j);
-        sh.mu.AssertHeld();
-        if (first[j] == sh.strings.end(bkt[j])) continue;
-        // The key's bytes (a 64-byte name spans two lines) and the entry's
-        // fields read below (expiry, links, stamp).
-        const std::string& k = first[j]->first;
+        if (found[j] == nullptr) continue;
+        // The key's bytes (a 64-byte name spans two lines).
+        const std::string& k = *found[j]->key;
         __builtin_prefetch(k.data());
         __builtin_prefetch(k.data() + k.size() - 1);
-        __builtin_prefetch(&first[j]->second.expire_at_ms);
-        __builtin_prefetch(&first[j]->second.block);
       }
       for (size_t j = 0; j < m; ++j) {
         const size_t i = base + j;
         Shard& sh = shard_of(j);
         sh.mu.AssertHeld();
-        auto it = first[j];
-        const auto last = sh.strings.end(bkt[j]);
-        // StrEntry::hash is its key's StrHash (set where the node is made), so
-        // another key of the bucket is passed over without reading its bytes.
-        while (it != last && (it->second.hash != hash[j] || !SameKey(it->first, keys[i]))) ++it;
-        PION_DCHECK((it == last) == (sh.strings.find(keys[i]) == sh.strings.end()));
-        if (it == last) {
+        StrEntry* f = found[j];
+        if (f != nullptr && !SameKey(*f->key, keys[i]))
+          f = sh.index.Find(hash[j], [&](const StrEntry* x) { return SameKey(*x->key, keys[i]); });
+        PION_DCHECK((f == nullptr) == (sh.strings.find(keys[i]) == sh.strings.end()));
+        if (f == nullptr) {
           if (bitmap == nullptr) {
             stop = true;
             break;
           }
           continue;
         }
-        StrEntry& e = it->second;
+        StrEntry& e = *f;
         if ((e.expire_at_ms != 0 && Expired(e, now)) || e.HasParent()) {
           slow = true;
           break;
@@ -239,11 +248,11 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
   bool stop = false;
   for (size_t base = 0; base < n && !stop; base += kMatchChunk) {
     const size_t m = std::min(kMatchChunk, n - base);
-    KeySlots(keys.subspan(base, m), slots);
+    hash_chunk(base, m);
     for (size_t j = 0; j < m; ++j) {
       const size_t i = base + j;
       Shard& sh = shard_of(j);
-      // StrFindLocked with the slot known: an expired key is removed, missing.
+      // StrFindLocked with the shard known: an expired key is removed, missing.
       auto it = StringsOf(sh).find(keys[i]);
       StrEntry* e = it == StringsOf(sh).end() ? nullptr : &it->second;
       if (e != nullptr && Expired(*e, now)) {

@@ -4,9 +4,9 @@
 // time, and the string keys. It is shared by every worker thread; see
 // docs/ARCHITECTURE.md "Store" for the locking design, summarised here:
 //
-//  * The key space is split into kShards shards by hash slot (ShardOf: slot >>
-//    kShardSlotShift, one contiguous slot range per shard; a hash tag keeps
-//    keys together). A shard's mutex guards its namespace map, string map and
+//  * The key space is split into kShards shards by key hash (ShardOf: the top
+//    bits of the key's, or its hash tag's, XXH3; a hash tag keeps keys
+//    together). A shard's mutex guards its namespace map, string map and
 //    string LRU list. The read paths (Lookup, Blocks, Find for fetches and
 //    stores, StrGet, StrMGet, KeysExist) take only their key's shard lock.
 //  * mu_ (one mutex) serialises every change to the key space, the byte and
@@ -57,7 +57,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "base/keyslot.h"
 #include "base/mutex.h"
 #include "base/sharded_counter.h"
 #include "base/status.h"
@@ -70,6 +69,7 @@
 #include "store/reason.h"
 #include "store/session_id.h"
 #include "store/store_types.h"
+#include "store/str_index.h"
 #include "store/strings.h"
 
 namespace pion::store {
@@ -436,9 +436,14 @@ class Store {
   void ApplyStrBlock(const persist::StrBlockRecord& r);
   void ApplyStrQuant(const persist::StrQuantRecord& r);
 
-  // The shard a key lives in: its hash slot >> kShardSlotShift (base/keyslot.h),
-  // so a shard is one contiguous slot range and a hash tag keeps keys together.
+  // The shard a key lives in (store_types.h, kShardBits): a hash tag keeps
+  // keys together.
   static size_t ShardOf(std::string_view key) { return ShardIndex(key); }
+  // The top kShardBits bits of a hash: the shard of a key without a hash tag
+  // whose LookupHash is `h` (KV.BLOCK.MATCH hashes each key once for both).
+  static size_t ShardOfHash(uint64_t h) { return static_cast<size_t>(h >> (64 - kShardBits)); }
+  // The hash the string map places a key by (XXH3; StrEntry::hash).
+  static uint64_t LookupHash(std::string_view key);
 
   // Splits "<ns>_pk"/"<ns>_pv"; false for any other id (store/session_id.h).
   static bool ParseSessionId(std::string_view sid, std::string_view* ns, Side* side) {
@@ -464,15 +469,18 @@ class Store {
     size_t operator()(std::string_view s) const;  // NOLINT: not noexcept (see above)
   };
   using StrMap = std::unordered_map<std::string, StrEntry, StrHash, std::equal_to<>>;
-  // KV.BLOCK.MATCH computes its keys' slots this many at a time.
+  // KV.BLOCK.MATCH looks its keys up this many at a time.
   static constexpr size_t kMatchChunk = 128;
   // One shard of the key space (see the header comment): the namespaces and
-  // string keys whose hash slot falls in its slot range. `map` and `strings`
+  // string keys that ShardIndex puts in it. `map` and `strings`
   // change only with both Store::mu_ and `mu` held; a reader holds only `mu`.
   struct alignas(64) Shard {
     mutable base::Mutex mu;
     NsMap map GUARDED_BY(mu);
     StrMap strings GUARDED_BY(mu);
+    // The same entries by hash, flat (store/str_index.h): KV.BLOCK.MATCH's
+    // lookups. Changed wherever `strings` gains or loses an entry.
+    StrIndex index GUARDED_BY(mu);
     StrEntry* lru_head GUARDED_BY(mu) = nullptr;  // least recently used of this shard
     StrEntry* lru_tail GUARDED_BY(mu) = nullptr;
     StrEntry* tier_head GUARDED_BY(mu) = nullptr;  // the tier's entries, oldest first
@@ -491,7 +499,9 @@ class Store {
   const StrMap& StringsOf(const Shard& sh) const REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
     return sh.strings;
   }
-  static size_t ShardIndex(std::string_view key) { return KeySlotInline(key) >> kShardSlotShift; }
+  // ShardOfHash of the LookupHash of the key's hash tag (HashedPart: the key
+  // itself where it has none).
+  static size_t ShardIndex(std::string_view key);
   Shard& ShardFor(std::string_view key) { return shards_[ShardIndex(key)]; }
   const Shard& ShardFor(std::string_view key) const { return shards_[ShardIndex(key)]; }
   // The namespace, or nullptr.

@@ -985,17 +985,23 @@ namespace {
 
 // ---- shards ----
 
-TEST(Shards, FollowHashSlots) {
+TEST(Shards, FollowTheKeyHashAndHashTags) {
   std::set<size_t> seen;
   for (int i = 0; i < 64; ++i) {
     std::string k = "key" + std::to_string(i);
-    EXPECT_EQ(Store::ShardOf(k), KeySlot(k) >> kShardSlotShift) << k;
+    // A key without a tag: the top bits of its lookup hash (KV.BLOCK.MATCH
+    // takes the shard from the hash it looks the key up with).
+    EXPECT_EQ(Store::ShardOf(k), Store::ShardOfHash(Store::LookupHash(k))) << k;
     EXPECT_LT(Store::ShardOf(k), kShards);
     seen.insert(Store::ShardOf(k));
-    // A hash tag keeps a namespace and its session ids in one shard.
+    // A hash tag keeps a namespace and its session ids in one shard: the tag's.
     std::string tagged = "{t" + std::to_string(i) + "}ns";
     EXPECT_EQ(Store::ShardOf(tagged), Store::ShardOf(tagged + "_pk"));
     EXPECT_EQ(Store::ShardOf(tagged), Store::ShardOf("{t" + std::to_string(i) + "}other"));
+    EXPECT_EQ(Store::ShardOf(tagged), Store::ShardOf("t" + std::to_string(i)));
+    // Not a tag (Redis's rule: "{}" and an unclosed '{'): the whole key.
+    EXPECT_EQ(Store::ShardOf("{}" + k), Store::ShardOfHash(Store::LookupHash("{}" + k)));
+    EXPECT_EQ(Store::ShardOf(k + "{"), Store::ShardOfHash(Store::LookupHash(k + "{")));
   }
   EXPECT_GT(seen.size(), kShards / 2);  // 64 keys spread over the shards
 }

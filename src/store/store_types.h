@@ -34,12 +34,13 @@ struct StoreConfig {
   uint32_t eviction_samples = 5;  // maxmemory-samples: namespaces sampled per eviction
 };
 
-// Shards of the key space: a power of two, fixed; shard = hash slot >>
-// kShardSlotShift, so each shard holds one contiguous range of cluster slots
-// (keys with the same hash tag share a shard).
+// Shards of the key space: a power of two, fixed; a key's shard is the top
+// kShardBits bits of the string map's hash (XXH3) of its hash tag, the whole
+// key where it has none (Store::ShardIndex), so keys with the same hash tag
+// share a shard and a key's lookup hash gives its shard.
 inline constexpr size_t kShards = 16;
-inline constexpr uint32_t kShardSlotShift = 10;  // 16384 slots / 16 shards
-static_assert((kShards << kShardSlotShift) == 16384);
+inline constexpr uint32_t kShardBits = 4;
+static_assert((size_t{1} << kShardBits) == kShards);
 
 // The sampled-LRU eviction pool's size (as Redis's EVPOOL_SIZE).
 inline constexpr size_t kEvictionPoolSize = 16;

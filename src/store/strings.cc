@@ -25,6 +25,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/keyslot.h"
 #include "base/strutil.h"
 #include "store/expiry.h"
 #include "store/namespace.h"
@@ -48,6 +49,10 @@ uint64_t KeyHash(std::string_view k) { return XXH3_64bits(k.data(), k.size()); }
 }  // namespace
 
 size_t Store::StrHash::operator()(std::string_view s) const { return KeyHash(s); }
+
+uint64_t Store::LookupHash(std::string_view key) { return KeyHash(key); }
+
+size_t Store::ShardIndex(std::string_view key) { return ShardOfHash(KeyHash(HashedPart(key))); }
 
 const char* EvictPolicyName(EvictPolicy p) {
   switch (p) {
@@ -297,6 +302,7 @@ void Store::StrEraseLocked(StrEntry& e) {
   bytes_ -= charge;
   str_bytes_ -= charge;
   ++str_removals_;
+  sh.index.Erase(e.hash, &e);
   sh.strings.erase(it);
 }
 
@@ -305,6 +311,7 @@ void Store::ClearStringsLocked() {
     base::MutexLock sl(&sh.mu);
     str_removals_ += sh.strings.size();
     sh.strings.clear();
+    sh.index.Clear();
     sh.lru_head = sh.lru_tail = nullptr;
     sh.tier_head = sh.tier_tail = nullptr;
   }
@@ -345,6 +352,7 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
     found = &it->second;
     found->key = &it->first;
     found->hash = KeyHash(key);
+    sh.index.Insert(found->hash, found);
     found->born = next_born_++;
     scan_order_.insert({found->hash, found});
     StrLinkLocked(sh, *found);
