@@ -79,7 +79,9 @@ inline bool MayHaveHashTag(std::string_view key) {
                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16)), open)) != 0;
   }
 #endif
-  return key.find('{') != std::string_view::npos;
+  for (char c : key)  // a short key: inline, no call
+    if (c == '{') return true;
+  return false;
 }
 
 }  // namespace pion

@@ -52,7 +52,9 @@ size_t Store::StrHash::operator()(std::string_view s) const { return KeyHash(s);
 
 uint64_t Store::LookupHash(std::string_view key) { return KeyHash(key); }
 
-size_t Store::ShardIndex(std::string_view key) { return ShardOfHash(KeyHash(HashedPart(key))); }
+size_t Store::ShardIndex(std::string_view key) {
+  return ShardOfHash(KeyHash(MayHaveHashTag(key) ? HashedPart(key) : key));
+}
 
 const char* EvictPolicyName(EvictPolicy p) {
   switch (p) {
