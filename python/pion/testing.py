@@ -33,11 +33,41 @@ __all__ = ["free_port", "poll", "default_bin_dir", "SANITIZER_REPORT", "ServerLo
 T = TypeVar("T")
 
 
+# Ports this process has handed out, each with its lock file held open (flock) until
+# the process exits, so that test processes running side by side never hand out the
+# same port: a server that restarts on its port (PionServer.restart) leaves it unbound
+# for a moment, and without the lock another process's free_port could take it, and
+# its clients would then talk to the other process's server.
+_PORT_LOCKS: dict[int, Any] = {}
+_PORT_LOCK_DIR = Path(os.environ.get("TMPDIR", "/tmp")) / "pion-test-ports"
+
+
+def _reserve(port: int) -> bool:
+    import fcntl
+
+    if port in _PORT_LOCKS:
+        return False  # this process's already
+    _PORT_LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    f = open(_PORT_LOCK_DIR / f"{port}.lock", "a")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        return False  # another process's
+    _PORT_LOCKS[port] = f
+    return True
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listened on a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listened on a moment ago, reserved for this
+    process (no other test process using this function gets it while this one lives)."""
+    for _ in range(1000):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if _reserve(port):
+            return port
+    raise RuntimeError("no free port could be reserved after 1000 tries")
 
 
 def poll(fn: Callable[[], T], timeout: float = 15.0, interval: float = 0.01) -> T:
@@ -163,8 +193,13 @@ class PionServer(ServerLog):
                 r.ping()
                 # Wait for recovery to finish: data commands answer -LOADING meanwhile.
                 info = r.info("persistence") if self.kvcache else {}
+                pid = r.info("server").get("process_id") if not self.prefix else None
                 r.close()
                 r.connection_pool.disconnect()  # redis-py 4.3's close() keeps the socket
+                if pid is not None and self.proc is not None and int(pid) != self.proc.pid:
+                    # Another process's server holds the port: this one cannot bind it.
+                    raise RuntimeError(f"port {self.port} is served by process {pid}, not by "
+                                       f"this pion-server ({self.proc.pid}):\n{self.log()}")
                 if info.get("loading", 0) in (0, "0"):
                     return
             except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as e:

@@ -6,6 +6,7 @@ import socket
 import time
 
 import redis
+from conftest import free_port
 
 
 def _wait(pred, what, secs=20.0):
@@ -84,16 +85,10 @@ def test_a_due_save_point_starts_a_background_snapshot(server):
     assert r.info("persistence")["rdb_changes_since_last_save"] == 0
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_config_set_port_moves_the_listener(server):
     r = redis.Redis(port=server.port, decode_responses=True)
     r.set("k", "v")
-    new = _free_port()
+    new = free_port()
     assert r.config_set("port", str(new))
     assert r.config_get("port") == {"port": str(new)}
     assert r.info("server")["tcp_port"] == new
