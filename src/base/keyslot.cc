@@ -1,6 +1,5 @@
 #include "base/keyslot.h"
 
-
 namespace pion {
 
 uint16_t Crc16XmodemScalar(std::string_view bytes) {

@@ -71,8 +71,8 @@ inline bool MayHaveHashTag(std::string_view key) {
     const char* p = key.data();
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
-      if (_mm_movemask_epi8(_mm_cmpeq_epi8(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)), open)) != 0)
+      if (_mm_movemask_epi8(
+              _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)), open)) != 0)
         return true;
     // The last bytes: the 16 that end the key (some seen already).
     return i < n && _mm_movemask_epi8(_mm_cmpeq_epi8(

@@ -142,8 +142,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
     for (size_t j = 0; j < m; ++j) {
       const std::string_view k = keys[base + j];
       hash[j] = StrHash{}(k);
-      shard_ix[j] =
-          static_cast<uint8_t>(MayHaveHashTag(k) ? ShardIndex(k) : ShardOfHash(hash[j]));
+      shard_ix[j] = static_cast<uint8_t>(MayHaveHashTag(k) ? ShardIndex(k) : ShardOfHash(hash[j]));
     }
   };
   auto shard_of = [&](size_t j) -> Shard& { return shards_[shard_ix[j]]; };
