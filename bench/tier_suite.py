@@ -418,8 +418,9 @@ def _eviction_load(ctx, m, kind, tier, nreq, extra=()):
         if dev:
             # What the load wrote to the device while it ran (the WAL, the tier's
             # extents, the snapshots; and whatever else the machine wrote meanwhile).
-            out['device_MB_per_request'] = (_sectors_written(dev) - w0) * 512 / MIB / (nreq * 8)
-            out['device_write_MBps'] = (_sectors_written(dev) - w0) * 512 / MIB / load_s
+            written_mb = (_sectors_written(dev) - w0) * 512 / MIB
+            out['device_MB_per_request'] = written_mb / (nreq * 8)
+            out['device_write_MBps'] = written_mb / load_s
         info = _info(m, srv.port)
         pers = _info(m, srv.port, 'persistence')
         out['rdb_saves'] = pers.get('rdb_saves')

@@ -142,7 +142,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
     for (size_t j = 0; j < m; ++j) {
       const std::string_view k = keys[base + j];
       hash[j] = StrHash{}(k);
-      shard_ix[j] = static_cast<uint8_t>(MayHaveHashTag(k) ? ShardIndex(k) : ShardOfHash(hash[j]));
+      shard_ix[j] = static_cast<uint8_t>(ShardIndex(k, hash[j]));
     }
   };
   auto shard_of = [&](size_t j) -> Shard& { return shards_[shard_ix[j]]; };
@@ -252,8 +252,8 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       const size_t i = base + j;
       Shard& sh = shard_of(j);
       // StrFindLocked with the shard known: an expired key is removed, missing.
-      auto it = StringsOf(sh).find(keys[i]);
-      StrEntry* e = it == StringsOf(sh).end() ? nullptr : &it->second;
+      StrEntry* e =
+          IndexOf(sh).Find(hash[j], [&](const StrEntry* x) { return SameKey(*x->key, keys[i]); });
       if (e != nullptr && Expired(*e, now)) {
         (void)StrRemoveLocked(*e, 2, &unused);  // a failed log write keeps it (still expired)
         e = nullptr;

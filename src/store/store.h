@@ -499,9 +499,14 @@ class Store {
   const StrMap& StringsOf(const Shard& sh) const REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
     return sh.strings;
   }
+  const StrIndex& IndexOf(const Shard& sh) const REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
+    return sh.index;
+  }
   // ShardOfHash of the LookupHash of the key's hash tag (HashedPart: the key
   // itself where it has none).
   static size_t ShardIndex(std::string_view key);
+  // The same for a key whose LookupHash is known (no second hash unless it has a '{').
+  static size_t ShardIndex(std::string_view key, uint64_t lookup_hash);
   Shard& ShardFor(std::string_view key) { return shards_[ShardIndex(key)]; }
   const Shard& ShardFor(std::string_view key) const { return shards_[ShardIndex(key)]; }
   // The namespace, or nullptr.

@@ -54,6 +54,10 @@ size_t Store::ShardIndex(std::string_view key) {
   return ShardOfHash(KeyHash(MayHaveHashTag(key) ? HashedPart(key) : key));
 }
 
+size_t Store::ShardIndex(std::string_view key, uint64_t lookup_hash) {
+  return MayHaveHashTag(key) ? ShardOfHash(KeyHash(HashedPart(key))) : ShardOfHash(lookup_hash);
+}
+
 const char* EvictPolicyName(EvictPolicy p) {
   switch (p) {
     case EvictPolicy::kAllKeysLru:
