@@ -80,7 +80,7 @@ void Store::StampAncestorsLocked(const StrEntry& e, uint64_t stamp) {
     base::MutexLock sl(&sh.mu);
     if (p->stamp >= stamp) break;
     p->stamp = stamp;
-    StrMoveToTailLocked(sh, *p);
+    sh.MoveToTail(*p);
   }
 }
 
@@ -132,7 +132,7 @@ void Store::ApplyChainLocked(std::span<const std::string_view> keys, std::span<c
     Shard& sh = ShardFor(k);
     base::MutexLock sl(&sh.mu);
     e->stamp = s;
-    StrMoveToTailLocked(sh, *e);
+    sh.MoveToTail(*e);
   }
   if (prev != nullptr) StampAncestorsLocked(*prev, s);
   if (block_observer_ != nullptr && !hashes.empty())

@@ -98,7 +98,7 @@ void Store::SampleLeavesLocked(const Namespace* keep) {
   }
 }
 
-Store::NsPtr Store::OldestPooledLeafLocked(const Namespace* keep) {
+NsPtr Store::OldestPooledLeafLocked(const Namespace* keep) {
   SampleLeavesLocked(keep);
   for (int pass = 0; pass < 2; ++pass) {
     // Re-read the entries: drop the gone, held and no-longer-leaf ones, take

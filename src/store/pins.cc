@@ -224,7 +224,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
           break;
         }
         e.stamp = stamp;
-        StrMoveToTailLocked(sh, e);
+        sh.MoveToTail(e);
         ++out.count;
         if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
       }
@@ -268,7 +268,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       {
         base::MutexLock sl(&sh.mu);
         e->stamp = stamp;
-        StrMoveToTailLocked(sh, *e);
+        sh.MoveToTail(*e);
       }
       if (e->HasParent() && e->block->parent != counted) StampAncestorsLocked(*e, stamp);
       counted = e;
@@ -318,7 +318,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
         break;
       }
       e.stamp = stamp;
-      StrMoveToTailLocked(sh, e);
+      sh.MoveToTail(e);
       ++out.count;
       if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
     }
@@ -346,7 +346,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
       Shard& sh = ShardFor(keys[i]);
       base::MutexLock sl(&sh.mu);
       e->stamp = stamp;
-      StrMoveToTailLocked(sh, *e);
+      sh.MoveToTail(*e);
     }
     if (e->HasParent()) StampAncestorsLocked(*e, stamp);
     ++out.count;

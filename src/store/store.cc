@@ -15,14 +15,14 @@ namespace pion::store {
 Store::Store(StoreConfig cfg) : cfg_(cfg) {}
 Store::~Store() { DetachTier(); }
 
-Store::NsPtr Store::Find(std::string_view ns) const {
+NsPtr Store::Find(std::string_view ns) const {
   const Shard& sh = ShardFor(ns);
   base::MutexLock l(&sh.mu);
   auto it = sh.map.find(ns);
   return it == sh.map.end() ? nullptr : it->second;
 }
 
-const Store::NsPtr* Store::NsRefLocked(std::string_view ns) const {
+const NsPtr* Store::NsRefLocked(std::string_view ns) const {
   const Shard& sh = ShardFor(ns);
   auto it = MapOf(sh).find(ns);
   return it == MapOf(sh).end() ? nullptr : &it->second;
@@ -59,7 +59,7 @@ bool Store::IsNamespaceKeyShared(std::string_view key) const {
   return sh.map.find(ns) != sh.map.end();
 }
 
-Store::NsPtr Store::FindAndTouch(std::string_view ns) {
+NsPtr Store::FindAndTouch(std::string_view ns) {
   NsPtr n = Find(ns);
   if (n) Touch(*n);
   return n;

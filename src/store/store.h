@@ -68,9 +68,10 @@
 #include "store/observers.h"
 #include "store/reason.h"
 #include "store/session_id.h"
+#include "store/shard.h"
 #include "store/store_types.h"
-#include "store/str_index.h"
 #include "store/strings.h"
+#include "store/tier_jobs.h"
 
 namespace pion::store {
 
@@ -451,43 +452,8 @@ class Store {
   }
 
  private:
-  using NsPtr = std::shared_ptr<Namespace>;
-  // Transparent hashing: lookups by string_view allocate nothing.
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>{}(s);
-    }
-  };
-  using NsMap = std::unordered_map<std::string, NsPtr, NameHash, std::equal_to<>>;
-  // The string map's hasher: XXH3 (as StrEntry::hash), out of line. Not
-  // noexcept on purpose: libstdc++ then keeps each node's hash, so a lookup
-  // compares hashes before keys and never rehashes a neighbour's key to find
-  // where a bucket ends (KV.BLOCK.MATCH's cost per key).
-  struct StrHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const;  // NOLINT: not noexcept (see above)
-  };
-  using StrMap = std::unordered_map<std::string, StrEntry, StrHash, std::equal_to<>>;
   // KV.BLOCK.MATCH looks its keys up this many at a time.
   static constexpr size_t kMatchChunk = 128;
-  // One shard of the key space (see the header comment): the namespaces and
-  // string keys that ShardIndex puts in it. `map` and `strings`
-  // change only with both Store::mu_ and `mu` held; a reader holds only `mu`.
-  struct alignas(64) Shard {
-    mutable base::Mutex mu;
-    NsMap map GUARDED_BY(mu);
-    StrMap strings GUARDED_BY(mu);
-    // The same entries by hash, flat (store/str_index.h): KV.BLOCK.MATCH's
-    // lookups. Changed wherever `strings` gains or loses an entry.
-    StrIndex index GUARDED_BY(mu);
-    StrEntry* lru_head GUARDED_BY(mu) = nullptr;  // least recently used of this shard
-    StrEntry* lru_tail GUARDED_BY(mu) = nullptr;
-    StrEntry* tier_head GUARDED_BY(mu) = nullptr;  // the tier's entries, oldest first
-    StrEntry* tier_tail GUARDED_BY(mu) = nullptr;
-    uint64_t hits GUARDED_BY(mu) = 0;
-    uint64_t misses GUARDED_BY(mu) = 0;
-  };
   // A shard's maps as a holder of mu_ reads them without the shard's lock:
   // they change only with both held (see the header comment), so under mu_
   // they stand still. "Either lock" is beyond the analysis, hence these.
@@ -614,28 +580,9 @@ class Store {
   uint64_t StrCharge(std::string_view key, const StrRef& v) const {
     return key.size() + (v ? v->capacity : 0) + kStrEntryOverhead;
   }
-  // The entry's place in its shard's lists (a reader's touch holds only the
-  // shard lock; a writer also holds mu_), and its expiry (mu_).
+  // A reader's touch: the entry becomes its shard list's most recent (holds
+  // only the shard lock; a writer also holds mu_).
   void StrTouchLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu);
-  void StrLinkLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu);
-  void StrUnlinkLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu);
-  // StrUnlinkLocked then StrLinkLocked (a touch: the entry becomes its list's
-  // most recent), inline and in one pass: KV.BLOCK.MATCH does this per key.
-  void StrMoveToTailLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu) {
-    StrEntry*& head = e.tiered ? sh.tier_head : sh.lru_head;
-    StrEntry*& tail = e.tiered ? sh.tier_tail : sh.lru_tail;
-    if (tail == &e) return;
-    // In the list and not its tail: e.next and tail are set.
-    if (e.prev != nullptr)
-      e.prev->next = e.next;
-    else
-      head = e.next;
-    e.next->prev = e.prev;
-    e.prev = tail;
-    e.next = nullptr;
-    tail->next = &e;
-    tail = &e;
-  }
   void StrSetExpireLocked(StrEntry& e, int64_t at_ms) REQUIRES(mu_);
   // The same, taking the entry's shard lock.
   void StrSetExpireShardLocked(StrEntry& e, int64_t at_ms) REQUIRES(mu_);
@@ -769,30 +716,12 @@ class Store {
   bool TierReadOnRing(std::string what, const tier::ExtentRef& x,
                       std::function<void(Result<OwnedBuffer> buf, size_t at)>& done);
   std::shared_ptr<tier::TierFile> tier_;
-  // Moves whose write finished, applied by the next holder of mu_
-  // (TierApplyDoneLocked): an I/O thread never waits for mu_.
-  struct TierDone {
-    std::string key;
-    StrRef ram, moving;
-    Status status;
-  };
+  // Moves whose write finished (store/tier_jobs.h), applied by the next holder
+  // of mu_ (TierApplyDoneLocked): an I/O thread never waits for mu_.
   base::Mutex tier_done_mu_;
   std::vector<TierDone> tier_done_ GUARDED_BY(tier_done_mu_);
   void TierApplyDoneLocked() REQUIRES(mu_);
-  // Namespaces (store/tier_namespaces.cc). A chunk written to a namespace's extent.
-  struct TierChunk {
-    uint8_t side = 0;
-    uint32_t layer = 0;
-    uint64_t index = 0;
-    std::shared_ptr<Chunk> chunk;
-    uint64_t offset = 0;  // in the extent's value (64-byte aligned)
-  };
-  struct TierNsDone {
-    std::shared_ptr<Namespace> ns;
-    tier::ExtentRef extent;
-    std::vector<TierChunk> chunks;
-    Status status;
-  };
+  // Namespaces (store/tier_namespaces.cc).
   std::vector<TierNsDone> tier_ns_done_ GUARDED_BY(tier_done_mu_);
   uint64_t tier_uncharged_ GUARDED_BY(mu_) = 0;  // sum of Namespace::tier_uncharged
   bool TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_t* lsn) REQUIRES(mu_);

@@ -46,7 +46,7 @@ uint64_t KeyHash(std::string_view k) { return XXH3_64bits(k.data(), k.size()); }
 
 }  // namespace
 
-size_t Store::StrHash::operator()(std::string_view s) const { return KeyHash(s); }
+size_t StrHash::operator()(std::string_view s) const { return KeyHash(s); }
 
 uint64_t Store::LookupHash(std::string_view key) { return KeyHash(key); }
 
@@ -110,32 +110,6 @@ StrEntry* Store::StrEntryLocked(std::string_view key) const {
 
 // An entry is in its shard's RAM list or, when its value lives in the disk
 // tier, in the tier's list.
-void Store::StrLinkLocked(Shard& sh, StrEntry& e) {
-  StrEntry*& head = e.tiered ? sh.tier_head : sh.lru_head;
-  StrEntry*& tail = e.tiered ? sh.tier_tail : sh.lru_tail;
-  e.prev = tail;
-  e.next = nullptr;
-  if (tail != nullptr)
-    tail->next = &e;
-  else
-    head = &e;
-  tail = &e;
-}
-
-void Store::StrUnlinkLocked(Shard& sh, StrEntry& e) {
-  StrEntry*& head = e.tiered ? sh.tier_head : sh.lru_head;
-  StrEntry*& tail = e.tiered ? sh.tier_tail : sh.lru_tail;
-  if (e.prev != nullptr)
-    e.prev->next = e.next;
-  else
-    head = e.next;
-  if (e.next != nullptr)
-    e.next->prev = e.prev;
-  else
-    tail = e.prev;
-  e.prev = e.next = nullptr;
-}
-
 namespace {
 
 uint16_t LfuMinuteNow() { return static_cast<uint16_t>((CoarseUnixSeconds() / 60) & 0xffff); }
@@ -182,7 +156,7 @@ void Store::StrTouchLocked(Shard& sh, StrEntry& e) {
   e.stamp = NextStamp();
   e.atime_s = CoarseUnixSeconds();
   LfuTouchLocked(e);
-  StrMoveToTailLocked(sh, e);
+  sh.MoveToTail(e);
 }
 
 void Store::StrSetExpireShardLocked(StrEntry& e, int64_t at_ms) {
@@ -210,7 +184,7 @@ void Store::StrEraseLocked(StrEntry& e) {
   auto it = sh.strings.find(*e.key);
   PION_DCHECK(it != sh.strings.end() && &it->second == &e);
   StrSetExpireLocked(e, 0);
-  StrUnlinkLocked(sh, e);
+  sh.Unlink(e);
   if (e.tiered) --tier_entries_;
   scan_order_.erase({e.hash, &e});
   uint64_t charge = StrCharge(it->first, e.value);
@@ -270,7 +244,7 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
     sh.index.Insert(found->hash, found);
     found->born = next_born_++;
     scan_order_.insert({found->hash, found});
-    StrLinkLocked(sh, *found);
+    sh.Link(*found);
   } else {
     uint64_t old = StrCharge(key, found->value);
     bytes_ -= old;
@@ -279,9 +253,9 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
   StrEntry& e = *found;
   const uint64_t old_charge = e.value ? StrCharge(key, e.value) : 0;
   if (e.tiered != (v && v->tiered())) {  // between the RAM and the tier lists
-    StrUnlinkLocked(sh, e);
+    sh.Unlink(e);
     e.tiered = !e.tiered;
-    StrLinkLocked(sh, e);
+    sh.Link(e);
     e.tiered ? ++tier_entries_ : --tier_entries_;
   }
   e.value = std::move(v);

@@ -202,9 +202,9 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
   {
     Shard& sh = ShardFor(key);
     base::MutexLock sl(&sh.mu);
-    StrUnlinkLocked(sh, e);
+    sh.Unlink(e);
     e.tiered = true;
-    StrLinkLocked(sh, e);
+    sh.Link(e);
     e.value = moving;
   }
   ++tier_entries_;
@@ -292,9 +292,9 @@ void Store::TierApplyDoneLocked() {
     const uint64_t back = StrCharge(d.key, d.ram) - StrCharge(d.key, d.moving);
     {
       base::MutexLock sl(&sh.mu);
-      StrUnlinkLocked(sh, *e);
+      sh.Unlink(*e);
       e->tiered = false;
-      StrLinkLocked(sh, *e);
+      sh.Link(*e);
       e->value = d.ram;
     }
     --tier_entries_;
@@ -403,9 +403,9 @@ void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& f
   {
     Shard& sh = ShardFor(key);
     base::MutexLock sl(&sh.mu);
-    StrUnlinkLocked(sh, *e);
+    sh.Unlink(*e);
     e->tiered = false;
-    StrLinkLocked(sh, *e);
+    sh.Link(*e);
     e->value = fresh;
   }
   --tier_entries_;
