@@ -107,7 +107,10 @@ bool ReadRing::Read(const ExtentRef& x, Done& done) {
   ops_[slot] = std::move(op);
   ++in_flight_;
   g_reads.fetch_add(1, std::memory_order_relaxed);
-  SubmitPending();  // a failure is retried later; the read is queued either way
+  if (deferred_submit_)
+    unsubmitted_ = true;  // the owner's Flush() at the end of its turn submits it
+  else
+    SubmitPending();  // a failure is retried later; the read is queued either way
   return true;
 }
 
@@ -162,9 +165,10 @@ void ReadRing::Finish(Op op, int res) {
 }
 
 size_t ReadRing::Reap() {
+  // One read takes the eventfd's whole count (it is not a semaphore): the
+  // completions it counted are all in the ring, read below.
   uint64_t v;
-  while (::read(efd_, &v, sizeof(v)) > 0) {
-  }
+  (void)!::read(efd_, &v, sizeof(v));
   if (unsubmitted_) SubmitPending();
   std::vector<std::pair<Op, int>> done;
   Collect(false, &done);
