@@ -57,6 +57,8 @@ ReadRing::~ReadRing() {
 
 ReadRing* ReadRing::Current() { return t_current; }
 void ReadRing::SetCurrent(ReadRing* r) { t_current = r; }
+unsigned ReadRing::queued() const { return io_uring_sq_ready(&impl_->ring); }
+
 uint64_t ReadRing::total_reads() { return g_reads.load(std::memory_order_relaxed); }
 
 bool ReadRing::SubmitPending() {

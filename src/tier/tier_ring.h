@@ -57,6 +57,8 @@ class ReadRing {
   // Submits what Read queued; false when a submission failed (retried by the
   // next Flush, Read or Reap).
   bool Flush() { return !unsubmitted_ || SubmitPending(); }
+  // Reads queued and not yet handed to the kernel.
+  unsigned queued() const;
   // Runs the callbacks of the reads that finished (never waits); how many.
   size_t Reap();
   // Waits for every read in flight and runs its callback.
