@@ -107,11 +107,7 @@ Status Worker::Init(const std::vector<ListenSocket>& listeners) {
   PION_RETURN_IF_ERROR(WatchListeners());
   loop_.AddTimer(1000, true, [this] { Cron(); });
   // KV events made on this worker go out in batches up to kv-events-batch-us old.
-  // The tier reads this turn started go to the kernel together (one submission).
-  loop_.SetTurnHook([this] {
-    if (tier_ring_ != nullptr) tier_ring_->Flush();
-    return KvEvents::OnLoopTurn();
-  });
+  loop_.SetTurnHook([] { return KvEvents::OnLoopTurn(); });
   if (index_ == 0) {
     // Active expiry of string keys (lazy expiry covers keys that are read).
     loop_.AddTimer(kActiveExpireMs, true, [this] {
@@ -229,7 +225,6 @@ void Worker::StartTierRing() {
                 st.ToString().c_str());
     return;
   }
-  ring->set_deferred_submit(true);  // Flush()ed by the turn hook
   tier_ring_ = std::move(*r);
   tier::ReadRing::SetCurrent(ring);
 }

@@ -48,17 +48,6 @@ class ReadRing {
   // True: `done` was taken and runs from a later Reap() or Drain().
   static constexpr uint64_t kMaxRead = 1ull << 30;
   bool Read(const ExtentRef& x, Done& done);
-  // With deferred submission (an event loop's owner turns it on), Read only
-  // queues the read, and Flush() hands every queued read to the kernel in one
-  // system call: the reads a turn of the loop starts cost one io_uring_enter
-  // (and one device notification) together instead of one each. The owner
-  // calls Flush() at the end of every turn. Off (the default): Read submits.
-  void set_deferred_submit(bool on) { deferred_submit_ = on; }
-  // Submits what Read queued; false when a submission failed (retried by the
-  // next Flush, Read or Reap).
-  bool Flush() { return !unsubmitted_ || SubmitPending(); }
-  // Reads queued and not yet handed to the kernel.
-  unsigned queued() const;
   // Runs the callbacks of the reads that finished (never waits); how many.
   size_t Reap();
   // Waits for every read in flight and runs its callback.
@@ -92,8 +81,7 @@ class ReadRing {
   unsigned depth_;
   int efd_ = -1;
   bool broken_ = false;
-  bool unsubmitted_ = false;  // queued, not yet submitted (deferred, or a submission failed)
-  bool deferred_submit_ = false;
+  bool unsubmitted_ = false;  // a submission failed: retried by the next Read or Reap
   size_t in_flight_ = 0;
   std::vector<Op> ops_;         // by slot (the completion's user data)
   std::vector<uint32_t> free_;  // unused slots

@@ -120,47 +120,6 @@ TEST_F(TierRingTest, AFullRingRefusesAndLeavesTheCallback) {
   ReapUntil(&ran, ring_->depth() + 1);
 }
 
-TEST_F(TierRingTest, DeferredReadsWaitForOneFlush) {
-  ring_->set_deferred_submit(true);
-  std::vector<std::vector<uint8_t>> vals;
-  std::vector<ExtentRef> xs;
-  for (uint32_t i = 0; i < 5; ++i) {
-    vals.push_back(Bytes((64 << 10) + i * 4099, 40 + i));
-    xs.push_back(Put("d" + std::to_string(i), vals.back()));
-  }
-  size_t ran = 0;
-  std::vector<bool> ok(xs.size(), false);
-  for (size_t i = 0; i < xs.size(); ++i) {
-    ReadRing::Done d = [&, i](Result<OwnedBuffer> r, size_t at) {
-      ++ran;
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      const uint8_t* p = static_cast<const uint8_t*>(r->data()) + at + xs[i]->header_bytes;
-      ok[i] = std::memcmp(p, vals[i].data(), vals[i].size()) == 0;
-    };
-    ASSERT_TRUE(ring_->Read(xs[i], d));
-    EXPECT_EQ(ring_->queued(), i + 1);  // queued, not submitted
-  }
-  EXPECT_EQ(ring_->in_flight(), xs.size());
-  EXPECT_TRUE(ring_->Flush());
-  EXPECT_EQ(ring_->queued(), 0u);  // all five in one submission
-  EXPECT_TRUE(ring_->Flush());     // nothing left: a no-op
-  ReapUntil(&ran, xs.size());
-  for (size_t i = 0; i < xs.size(); ++i) EXPECT_TRUE(ok[i]) << "value " << i;
-
-  // Queued and never flushed: Drain (and so the destructor) submits them.
-  for (size_t i = 0; i < 2; ++i) {
-    ReadRing::Done d = [&](Result<OwnedBuffer> r, size_t) {
-      EXPECT_TRUE(r.ok());
-      ++ran;
-    };
-    ASSERT_TRUE(ring_->Read(xs[i], d));
-  }
-  EXPECT_EQ(ring_->queued(), 2u);
-  ring_->Drain();
-  EXPECT_EQ(ran, xs.size() + 2);
-  EXPECT_EQ(ring_->in_flight(), 0u);
-}
-
 TEST_F(TierRingTest, DamageAndInjectedErrorsAreErrorsNeverBytes) {
   auto v = Bytes(100 << 10, 9);
   ExtentRef x = Put("bad", v);
