@@ -23,7 +23,10 @@ Each repetition measures pion and its anchor one after the other.
    tier-ring-depth 32: as many reads in flight as clients ask for), and the tier I/O
    threads with one blocking pread each (tier-ring-depth 0, tier-io-threads 8). The
    ceiling column is the same GETs of the same keys from RAM (a server without a
-   budget): what the load generator and loopback allow. Target >= 70 % of fio.
+   budget): what the load generator and loopback allow. Target >= 70 % of fio. The
+   details add the server core's busy share during pion's run (near 100 %: bound by
+   the server's CPU; well below: bound by each request's wait) and fio's rate when
+   it runs on the server's core alone, as a percentage of the unpinned anchor.
 3. Evictions written to the tier vs dropped, 8 clients, --maxmemory 64mb --appendonly
    yes (so the automatic snapshots the load triggers are in it; a snapshot copies
    tiered values), once with the tier on (every entry pushed out is written to it) and
@@ -241,8 +244,11 @@ def _row_cold_get(ctx, m):
 
 # ---------------------------------------------------------------- 2. 64 KiB random reads
 
-def _fio_randread(ctx, path, nbytes, seconds):
-    r = subprocess.run([ctx.tool('fio'), '--name=tier-anchor', '--filename=' + path,
+def _fio_randread(ctx, path, nbytes, seconds, core=None):
+    """fio's 64 KiB random direct reads at iodepth 8, bytes/s; on CPU `core` only
+    when it is given (as the server is)."""
+    pin = ['taskset', '-c', str(core)] if core is not None else []
+    r = subprocess.run(pin + [ctx.tool('fio'), '--name=tier-anchor', '--filename=' + path,
                         '--size=%d' % nbytes, '--rw=randread', '--bs=64k', '--direct=1',
                         '--iodepth=8', '--ioengine=libaio', '--runtime=%g' % seconds,
                         '--time_based', '--output-format=json'],
@@ -251,6 +257,18 @@ def _fio_randread(ctx, path, nbytes, seconds):
         raise RuntimeError('fio: %s' % r.stderr.decode()[-400:])
     out = r.stdout.decode()
     return json.loads(out[out.index('{'):])['jobs'][0]['read']['bw_bytes']
+
+
+def _core_busy(core):
+    """(busy, total) jiffies of CPU `core` so far (/proc/stat), or None."""
+    if core is None:
+        return None
+    with open('/proc/stat') as f:
+        for line in f:
+            if line.startswith('cpu%d ' % core):
+                v = [int(x) for x in line.split()[1:]]
+                return sum(v) - v[3] - v[4], sum(v)  # less idle and iowait
+    return None
 
 
 def _load_keys(m, c, nkeys, v):
@@ -309,15 +327,24 @@ def _rows_random_reads(ctx, m):
                 fiofile = os.path.join(d, 'fio-randread.bin')
                 _write_file(fiofile, nkeys * size)
                 pion_bps, fio_bps, ram_bps, p50 = [], [], [], []
+                busy, fio_pinned = [], []  # the server core's busy %; fio on that core
                 gets = 0
                 for _ in range(ctx.reps):
                     _drop_caches(ctx)
+                    b0 = _core_busy(ctx.server_core)
                     bps, x = _random_gets(ctx, m, srv, nkeys, size, seconds)
+                    b1 = _core_busy(ctx.server_core)
+                    if b0 and b1 and b1[1] > b0[1]:
+                        busy.append(100.0 * (b1[0] - b0[0]) / (b1[1] - b0[1]))
                     pion_bps.append(bps)
                     p50.append(x['p50_us'])
                     gets += x['ops'] + 8  # and one warm-up GET per client
                     _drop_caches(ctx)
                     fio_bps.append(_fio_randread(ctx, fiofile, nkeys * size, fio_s))
+                    if ctx.server_core is not None:
+                        _drop_caches(ctx)
+                        fio_pinned.append(_fio_randread(ctx, fiofile, nkeys * size, fio_s,
+                                                        core=ctx.server_core))
                     ram_bps.append(_random_gets(ctx, m, ram, nkeys, size, seconds)[0])
                 info1 = _info(m, srv.port)
                 if info1['tier_promotions'] != info0['tier_promotions']:
@@ -332,7 +359,14 @@ def _rows_random_reads(ctx, m):
                              'tier_read_latency_p50_us': info1.get('tier_read_latency_p50_us'),
                              'tier_read_latency_p99_us': info1.get('tier_read_latency_p99_us'),
                              'fio_pct_of_ram_gets': [100.0 * f / r_ for f, r_ in
-                                                     zip(fio_bps, ram_bps) if r_]}
+                                                     zip(fio_bps, ram_bps) if r_],
+                             # Whether the row is bound by the server's CPU (near 100)
+                             # or by latency (the core idles while reads wait), and
+                             # what fio reads when it is held to the server's core
+                             # (the disk's completions interrupt the other one).
+                             'server_core_busy_pct': busy,
+                             'fio_on_server_core_pct_of_fio': [
+                                 100.0 * p / f for p, f in zip(fio_pinned, fio_bps) if f]}
                 if row.extra['tier_reads'] < 0.95 * gets:
                     raise m.BenchError('only %d of %d GETs read the tier' % (
                         row.extra['tier_reads'], gets))
