@@ -46,7 +46,10 @@ def test_daemonize_detaches_and_serves(tmp_path):
         except redis.ResponseError as e:
             assert str(e) == ("CONFIG SET failed (possibly related to argument 'daemonize') - "
                               "can't set immutable config")
-        assert log.stat().st_size > 0  # the log goes to logfile
+        # The log goes to logfile. Its first line is written by the main thread
+        # once the workers already accept (server.Start() then LOG_NOTICE), so
+        # the commands above may be answered before it lands: wait for it.
+        assert poll(lambda: log.stat().st_size > 0, timeout=30)
     finally:
         if pid:
             os.kill(pid, signal.SIGTERM)
