@@ -215,9 +215,11 @@ class ZmqDrain:
 
 class PatternDrain:
     """A raw RESP connection subscribed with PSUBSCRIBE `pattern` and a thread that reads
-    and counts every byte it is sent until close()."""
+    and counts every byte it is sent until close(). With `lowat` (bytes), the socket's
+    SO_RCVLOWAT: the kernel wakes the reader once that much has arrived (or its 0.2 s
+    timeout passes), as a consumer reading in chunks does, instead of once per write."""
 
-    def __init__(self, port, pattern):
+    def __init__(self, port, pattern, lowat=None):
         self.sock = raw_connect(port)
         self.sock.sendall(_resp.encode('PSUBSCRIBE', pattern))
         want = b'*3\r\n$10\r\npsubscribe\r\n$%d\r\n%s\r\n:1\r\n' % (len(pattern), pattern)
@@ -225,6 +227,9 @@ class PatternDrain:
         recv_exact(self.sock, memoryview(got))
         if got != want:
             raise BenchError('PSUBSCRIBE: %r' % bytes(got))
+        self.lowat = lowat
+        if lowat:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, lowat)
         self.sock.settimeout(0.2)
         self.bytes = 0
         self._stop = threading.Event()
@@ -237,7 +242,18 @@ class PatternDrain:
             try:
                 k = self.sock.recv_into(buf)
             except socket.timeout:
-                continue
+                if not self.lowat:
+                    continue
+                # Less than the low-water mark arrived in 0.2 s: take that tail.
+                try:
+                    self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+                    k = self.sock.recv_into(buf)
+                    self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, self.lowat)
+                except socket.timeout:
+                    self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, self.lowat)
+                    continue
+                except OSError:
+                    return
             except OSError:
                 return
             if not k:
@@ -254,6 +270,22 @@ class PatternDrain:
         self._stop.set()
         self._thread.join(timeout=5)
         self.sock.close()
+
+
+def worker_cpu_ns(server):
+    """CPU nanoseconds so far of `server`'s first worker thread (pion-w0), from
+    /proc/<pid>/task/<tid>/schedstat."""
+    pid = server.proc.pid
+    for tid in os.listdir('/proc/%d/task' % pid):
+        try:
+            with open('/proc/%d/task/%s/comm' % (pid, tid)) as f:
+                if f.read().strip() != 'pion-w0':
+                    continue
+            with open('/proc/%d/task/%s/schedstat' % (pid, tid)) as f:
+                return int(f.read().split()[0])
+        except OSError:
+            continue
+    raise BenchError('no pion-w0 thread in pion-server %d' % pid)
 
 
 def info_fields(port, section='all'):
@@ -286,6 +318,7 @@ def suite_blocks(ctx):
     rows += events_rows(ctx)
     rows += event_latency_rows(ctx)
     rows.append(publish_row(ctx))
+    rows.append(notify_row(ctx))
     return rows
 
 
@@ -649,4 +682,62 @@ def publish_row(ctx):
             d.close()
         pion.stop()
         redis.stop()
+    return row
+
+
+def notify_row(ctx):
+    """SET throughput with keyspace notifications on (notify-keyspace-events KEA: two
+    messages per SET) and one PSUBSCRIBE __key* connection receiving all of them, against
+    the same pion with notifications off (an idle subscriber on the same pattern). The
+    subscriber reads in chunks (SO_RCVLOWAT 64 KiB) on the load generator's core, where a
+    consumer on another machine would not take CPU from either side; the worker's CPU time
+    per SET is reported beside the rate, since here the load generator bounds the rate."""
+    n = 2000 if ctx.smoke else 200000
+    pattern = b'__key*'
+    key = 'key:%012d' % 0  # redis-benchmark's __rand_int__: 12 digits
+    per_set = (len(_resp.encode('pmessage', pattern, '__keyspace@0__:' + key, 'set')) +
+               len(_resp.encode('pmessage', pattern, '__keyevent@0__:set', key)))
+    cmd = ['-r', '100000', 'SET', 'key:__rand_int__', 'v' * 64]
+    row = Row('blocks', 'SET 64 B, redis-benchmark 50 clients: keyspace notifications on '
+              '(KEA, 1 PSUBSCRIBE __key* receiving every message)', 'ops/s',
+              'notifications off (same pion)', '≥ 0.95×')
+    on = ctx.start_pion(extra=['--notify-keyspace-events', 'KEA'])
+    off = ctx.start_pion()
+    drains = {}
+    try:
+        with on_client_core(ctx):  # the drain threads inherit the client core
+            drains = {s.port: PatternDrain(s.port, pattern, lowat=64 * 1024) for s in (on, off)}
+        delivered, cpu = {on.port: [], off.port: []}, {on.port: [], off.port: []}
+
+        def run(server):
+            d = drains[server.port]
+            before, c0 = d.bytes, worker_cpu_ns(server)
+            x = redis_benchmark(ctx, server, n, 1, 50, cmd)
+            cpu[server.port].append((worker_cpu_ns(server) - c0) / 1000.0 / n)
+            if server is on:
+                got = d.wait_for(before + n * per_set) - before
+                delivered[server.port].append(got / float(n * per_set))
+            return x
+
+        res = interleaved(ctx, [lambda: run(on), lambda: run(off)])
+        row.pion = [x['ops_per_s'] for x in res[0]]
+        row.peer = [x['ops_per_s'] for x in res[1]]
+        row.extra = {'on_p99_ms': [x['p99_ms'] for x in res[0]],
+                     'off_p99_ms': [x['p99_ms'] for x in res[1]],
+                     'on_worker_cpu_us_per_set': cpu[on.port],
+                     'off_worker_cpu_us_per_set': cpu[off.port],
+                     'delivered_fraction': delivered[on.port],
+                     'off_subscriber_bytes': float(drains[off.port].bytes)}
+        ratio = mmm(row.ratios())[1]
+        cpu_ratio = mmm(cpu[on.port])[1] / mmm(cpu[off.port])[1]
+        full = min(delivered[on.port]) >= 1.0 and drains[off.port].bytes == 0
+        judge(row, ratio >= 0.95 and full, '%.3f×, worker CPU per SET %.2f× of off%s' % (
+            ratio, cpu_ratio, '' if full else ', NOT every notification reached the subscriber'))
+    except BenchError as e:
+        row.error = str(e)
+    finally:
+        for d in drains.values():
+            d.close()
+        on.stop()
+        off.stop()
     return row

@@ -150,7 +150,14 @@ void Worker::DeliverPush(uint64_t client_id, std::shared_ptr<const std::string> 
     inbox_ready_.store(true, std::memory_order_release);
     if (!inbox_posted_) post = inbox_posted_ = true;
   }
-  if (post) loop_.Post([this] { DrainInbox(true); });
+  if (!post) return;
+  // From this worker's own thread (a notification or PUBLISH for one of its
+  // own subscribers), the drain runs after this turn's events with no wakeup:
+  // the eventfd's write and read cost as much as the command itself.
+  if (t_worker == this)
+    loop_.Defer([this] { DrainInbox(true); });
+  else
+    loop_.Post([this] { DrainInbox(true); });
 }
 
 void Worker::DrainInbox(bool posted) {
