@@ -57,27 +57,86 @@ store::StrRef ValueOf(CommandContext& ctx, std::string_view arg) {
 }
 
 // Relative or absolute expiry argument -> absolute unix ms; false after replying.
-// unit_ms: 1000 for seconds, 1; absolute: EXAT/PXAT.
-bool ExpireArg(CommandContext& ctx, std::string_view arg, int64_t unit_ms, bool absolute,
-               std::string_view cmd, int64_t* at_ms) {
+// An expire argument's time as an absolute unix time in ms. unit_ms: 1000 for
+// seconds, 1; absolute: EXAT/PXAT.
+enum class ExpireErr { kNone, kNotInteger, kInvalid };
+ExpireErr ParseExpire(std::string_view arg, int64_t unit_ms, bool absolute, int64_t* at_ms) {
   auto v = ParseInt64Strict(arg);
-  if (!v) {
-    ctx.reply->Error(kErrNotInteger);
-    return false;
-  }
-  if (*v <= 0 || *v > LLONG_MAX / unit_ms) {
-    ctx.reply->Error(InvalidExpireError(cmd));
-    return false;
-  }
+  if (!v) return ExpireErr::kNotInteger;
+  if (*v <= 0 || *v > LLONG_MAX / unit_ms) return ExpireErr::kInvalid;
   int64_t ms = *v * unit_ms;
   if (!absolute) {
-    if (ms > LLONG_MAX - NowMs()) {
-      ctx.reply->Error(InvalidExpireError(cmd));
-      return false;
-    }
+    if (ms > LLONG_MAX - NowMs()) return ExpireErr::kInvalid;
     ms += NowMs();
   }
   *at_ms = ms;
+  return ExpireErr::kNone;
+}
+
+void ReplyExpireErr(CommandContext& ctx, ExpireErr e, std::string_view cmd) {
+  if (e == ExpireErr::kNotInteger)
+    ctx.reply->Error(kErrNotInteger);
+  else
+    ctx.reply->Error(InvalidExpireError(cmd));
+}
+
+// ParseExpire, replying its error (false) to the client.
+bool ExpireArg(CommandContext& ctx, std::string_view arg, int64_t unit_ms, bool absolute,
+               std::string_view cmd, int64_t* at_ms) {
+  ExpireErr e = ParseExpire(arg, unit_ms, absolute, at_ms);
+  if (e == ExpireErr::kNone) return true;
+  ReplyExpireErr(ctx, e, cmd);
+  return false;
+}
+
+// SET's and GETEX's options, read as Redis 7.0 reads them: the syntax of all
+// of them first, the expire number only afterwards (by the caller). An option
+// may repeat (the last expire given wins); two that conflict (NX and XX, EX
+// and PX, KEEPTTL or PERSIST and an expire) are a syntax error, as are SET's
+// options given to GETEX.
+struct StringOptions {
+  store::SetOptions::Cond cond = store::SetOptions::Cond::kAlways;
+  bool get = false, keep_ttl = false, persist = false;
+  enum Expire { kNoExpire, kEx, kPx, kExAt, kPxAt } expire = kNoExpire;
+  std::string_view expire_arg;
+  int64_t unit_ms() const { return expire == kEx || expire == kExAt ? 1000 : 1; }
+  bool absolute() const { return expire == kExAt || expire == kPxAt; }
+};
+
+bool ParseStringOptions(CommandContext& ctx, size_t first, bool set, StringOptions* o) {
+  using Cond = store::SetOptions::Cond;
+  for (size_t i = first; i < ctx.args.size(); ++i) {
+    std::string_view a = ctx.args[i];
+    const bool more = i + 1 < ctx.args.size();
+    // The expire kind `a` names, if any (kNoExpire: none).
+    StringOptions::Expire kind = StringOptions::kNoExpire;
+    if (IsKeyword(a, "EX"))
+      kind = StringOptions::kEx;
+    else if (IsKeyword(a, "PX"))
+      kind = StringOptions::kPx;
+    else if (IsKeyword(a, "EXAT"))
+      kind = StringOptions::kExAt;
+    else if (IsKeyword(a, "PXAT"))
+      kind = StringOptions::kPxAt;
+    if (set && IsKeyword(a, "NX") && o->cond != Cond::kXx) {
+      o->cond = Cond::kNx;
+    } else if (set && IsKeyword(a, "XX") && o->cond != Cond::kNx) {
+      o->cond = Cond::kXx;
+    } else if (set && IsKeyword(a, "GET")) {
+      o->get = true;
+    } else if (set && IsKeyword(a, "KEEPTTL") && o->expire == StringOptions::kNoExpire) {
+      o->keep_ttl = true;
+    } else if (!set && IsKeyword(a, "PERSIST") && o->expire == StringOptions::kNoExpire) {
+      o->persist = true;
+    } else if (kind != StringOptions::kNoExpire && more && !o->keep_ttl && !o->persist &&
+               (o->expire == StringOptions::kNoExpire || o->expire == kind)) {
+      o->expire = kind;
+      o->expire_arg = ctx.args[++i];
+    } else {
+      ctx.reply->Error(kErrSyntaxError);
+      return false;
+    }
+  }
   return true;
 }
 
@@ -131,31 +190,16 @@ void Get(CommandContext& ctx) {
 
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL]
 void Set(CommandContext& ctx) {
+  StringOptions so;
+  if (!ParseStringOptions(ctx, 3, /*set=*/true, &so)) return;
   store::SetOptions o;
-  bool have_expire = false;
-  for (size_t i = 3; i < ctx.args.size(); ++i) {
-    std::string_view a = ctx.args[i];
-    bool more = i + 1 < ctx.args.size();
-    if (IsKeyword(a, "NX") && o.cond != store::SetOptions::Cond::kXx) {
-      o.cond = store::SetOptions::Cond::kNx;
-    } else if (IsKeyword(a, "XX") && o.cond != store::SetOptions::Cond::kNx) {
-      o.cond = store::SetOptions::Cond::kXx;
-    } else if (IsKeyword(a, "GET")) {
-      o.want_old = true;
-    } else if (IsKeyword(a, "KEEPTTL") && !have_expire) {
-      o.keep_ttl = true;
-    } else if (more && !have_expire && !o.keep_ttl &&
-               (IsKeyword(a, "EX") || IsKeyword(a, "PX") || IsKeyword(a, "EXAT") ||
-                IsKeyword(a, "PXAT"))) {
-      bool secs = IsKeyword(a, "EX") || IsKeyword(a, "EXAT");
-      bool abs = IsKeyword(a, "EXAT") || IsKeyword(a, "PXAT");
-      if (!ExpireArg(ctx, ctx.args[++i], secs ? 1000 : 1, abs, "set", &o.expire_at_ms)) return;
-      have_expire = true;
-    } else {
-      ctx.reply->Error(kErrSyntaxError);
-      return;
-    }
-  }
+  o.cond = so.cond;
+  o.want_old = so.get;
+  o.keep_ttl = so.keep_ttl;
+  const bool have_expire = so.expire != StringOptions::kNoExpire;
+  if (have_expire &&
+      !ExpireArg(ctx, so.expire_arg, so.unit_ms(), so.absolute(), "set", &o.expire_at_ms))
+    return;
   store::StrRef v = ValueOf(ctx, ctx.args[2]);
   if (!v) return;
   uint64_t lsn = 0;
@@ -226,22 +270,22 @@ void GetDel(CommandContext& ctx) {
 
 // GETEX key [EX s|PX ms|EXAT ts|PXAT ts|PERSIST]
 void GetEx(CommandContext& ctx) {
-  bool persist = false;
+  StringOptions so;
+  if (!ParseStringOptions(ctx, 2, /*set=*/false, &so)) return;
+  const bool persist = so.persist;
   int64_t at = 0;
-  if (ctx.args.size() == 3 && IsKeyword(ctx.args[2], "PERSIST")) {
-    persist = true;
-  } else if (ctx.args.size() == 4) {
-    std::string_view a = ctx.args[2];
-    bool secs = IsKeyword(a, "EX") || IsKeyword(a, "EXAT");
-    bool abs = IsKeyword(a, "EXAT") || IsKeyword(a, "PXAT");
-    if (!secs && !IsKeyword(a, "PX") && !IsKeyword(a, "PXAT")) {
-      ctx.reply->Error(kErrSyntaxError);
-      return;
+  if (so.expire != StringOptions::kNoExpire) {
+    ExpireErr e = ParseExpire(so.expire_arg, so.unit_ms(), so.absolute(), &at);
+    if (e != ExpireErr::kNone) {
+      // As Redis 7.0: the key is looked up before the number is read, so a
+      // missing key answers nil and a key of another type WRONGTYPE.
+      uint64_t lsn = 0;
+      auto r = ctx.server->store()->StrGetEx(ctx.args[1], false, 0, &lsn, /*tiered_as_is=*/true);
+      if (!Reply(ctx, r.status())) return;
+      if (*r != nullptr) return ReplyExpireErr(ctx, e, "getex");
+      Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
+      return ReplyValue(ctx, nullptr);
     }
-    if (!ExpireArg(ctx, ctx.args[3], secs ? 1000 : 1, abs, "getex", &at)) return;
-  } else if (ctx.args.size() != 2) {
-    ctx.reply->Error(kErrSyntaxError);
-    return;
   }
   uint64_t lsn = 0;
   // PERSIST notifies only when it removed a TTL.

@@ -110,17 +110,9 @@ TEST_F(Strings, SetExPx) {
   EXPECT_TRUE(Run({"TTL", "k"}).is_integer(-1));
 }
 
-// pion bug (no documented reason): Redis 7.0 takes the same expire option
-// twice, the later value winning, and parses every option before it reads the
-// number. Redis answers, then pion:
-// - SET k v EX 10 EX 200: +OK (TTL 200), then -ERR syntax error;
-// - SET k v EX abc BOGUS: -ERR syntax error, then
-//   -ERR value is not an integer or out of range;
-// - SET k v EX 0 NX XX: -ERR syntax error, then
-//   -ERR invalid expire time in 'set' command;
-// - GETEX k EX 10 EX 20: "v" (TTL 20), then -ERR syntax error;
-// - GETEX k PERSIST PERSIST: "v" (TTL removed), then -ERR syntax error.
-TEST_F(Strings, DISABLED_RepeatedExpireOptionAndSyntaxFirst) {
+// As Redis 7.0: the same expire option may be given twice (the later value
+// wins), and every option's syntax is checked before the number is read.
+TEST_F(Strings, RepeatedExpireOptionAndSyntaxFirst) {
   EXPECT_EQ(Run({"SET", "k", "v", "EX", "10", "EX", "200"}), "OK");
   EXPECT_TRUE(IntIn(Run({"TTL", "k"}), 199, 200));
   EXPECT_EQ(Run({"SET", "k", "v", "PX", "10", "PX", "200000"}), "OK");
@@ -137,16 +129,22 @@ TEST_F(Strings, DISABLED_RepeatedExpireOptionAndSyntaxFirst) {
   EXPECT_EQ(Run({"GETEX", "k", "EX", "abc", "BOGUS"}).error(), kSyntax);
 }
 
-// pion bug (no documented reason): Redis 7.0's GETEX checks only the options'
-// syntax before it looks the key up; the number is read only for a key that
-// exists, so a missing key answers nil (`GETEX missing EX 0`, `GETEX missing
-// EX abc`). pion checks the number first: `-ERR invalid expire time in 'getex'
-// command`, `-ERR value is not an integer or out of range`.
-TEST_F(Strings, DISABLED_GetExOnAMissingKeyIgnoresTheNumber) {
+// As Redis 7.0: GETEX checks its options' syntax, then looks the key up, and
+// reads the number only for a key that exists, so a missing key answers nil.
+TEST_F(Strings, GetExOnAMissingKeyIgnoresTheNumber) {
   EXPECT_TRUE(IsNull(Run({"GETEX", "missing", "EX", "0"})));
   EXPECT_TRUE(IsNull(Run({"GETEX", "missing", "EX", "abc"})));
   EXPECT_TRUE(IsNull(Run({"GETEX", "missing", "PX", "-5"})));
   EXPECT_TRUE(IsNull(Run({"GETEX", "missing", "EX", "9223372036854775807"})));
+  // A key that exists: the number's error, and nothing changed.
+  ASSERT_EQ(Run({"SET", "k", "v"}), "OK");
+  EXPECT_EQ(Run({"GETEX", "k", "EX", "0"}).error(), "ERR invalid expire time in 'getex' command");
+  EXPECT_EQ(Run({"GETEX", "k", "EX", "abc"}).error(),
+            "ERR value is not an integer or out of range");
+  EXPECT_TRUE(Run({"TTL", "k"}).is_integer(-1));
+  // A key of another type (a namespace): WRONGTYPE comes before the number.
+  ASSERT_EQ(Run({"KV.PREFIX.REGISTER", "ns", "8", "fp16"}), "OK");
+  EXPECT_EQ(Run({"GETEX", "ns", "EX", "0"}).error().substr(0, 9), "WRONGTYPE");
 }
 
 TEST_F(Strings, SetExatPxat) {

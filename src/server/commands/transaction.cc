@@ -206,7 +206,10 @@ void AddTransactionCommands(std::vector<CommandSpec>* out) {
   out->push_back({"DISCARD", 1, kTx, 0, 0, 0, Discard, "Drops the queued commands."});
   out->push_back(
       {"WATCH", -2, kTx, 1, -1, 1, Watch, "EXEC fails if one of these keys changes before it."});
-  out->push_back({"UNWATCH", 1, kTx, 0, 0, 0, Unwatch, "Forgets every watched key."});
+  // As Redis 7.0, UNWATCH inside MULTI is queued like any command: the watch
+  // still decides EXEC (and EXEC forgets every watched key anyway).
+  out->push_back(
+      {"UNWATCH", 1, kTx & ~kCmdTxControl, 0, 0, 0, Unwatch, "Forgets every watched key."});
   for (size_t i = out->size() - 5; i < out->size(); ++i)
     (*out)[i].acl_categories |= kAclTransaction;
   out->at(out->size() - 2).acl_key_flags |= kAclKeyReadOnly;  // WATCH

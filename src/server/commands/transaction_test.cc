@@ -222,12 +222,10 @@ TEST_F(Transaction, DiscardForgetsTheWatchedKeys) {
   EXPECT_EQ(r[0], "PONG");
 }
 
-// pion bug (no documented reason): in Redis 7.0 UNWATCH inside MULTI is
-// queued like any command (+QUEUED; +OK in EXEC's array) and the keys watched
-// before MULTI still decide EXEC: a write to one by another client after
-// MULTI makes EXEC answer *-1. pion runs UNWATCH at once (+OK) and forgets
-// the watched keys, so EXEC runs (*1 +OK) and the conflicting write is missed.
-TEST_F(Transaction, DISABLED_UnwatchInsideMultiIsQueuedAndKeepsTheWatch) {
+// As Redis 7.0: UNWATCH inside MULTI is queued like any command (+QUEUED; +OK
+// in EXEC's array), and the keys watched before MULTI still decide EXEC: a
+// write to one by another client after MULTI makes EXEC answer *-1.
+TEST_F(Transaction, UnwatchInsideMultiIsQueuedAndKeepsTheWatch) {
   ASSERT_EQ(Run({"SET", "k", "1"}), "OK");
   EXPECT_EQ(Run({"WATCH", "k"}), "OK");
   EXPECT_EQ(Run({"MULTI"}), "OK");
