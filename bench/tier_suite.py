@@ -59,6 +59,8 @@ import subprocess
 import tempfile
 import time
 
+from pionbench.report import cpu_jiffies
+
 KIB = 1024
 MIB = 1024 * 1024
 
@@ -260,15 +262,8 @@ def _fio_randread(ctx, path, nbytes, seconds, core=None):
 
 
 def _core_busy(core):
-    """(busy, total) jiffies of CPU `core` so far (/proc/stat), or None."""
-    if core is None:
-        return None
-    with open('/proc/stat') as f:
-        for line in f:
-            if line.startswith('cpu%d ' % core):
-                v = [int(x) for x in line.split()[1:]]
-                return sum(v) - v[3] - v[4], sum(v)  # less idle and iowait
-    return None
+    """(busy, total) jiffies of CPU `core` so far, or None (no core given)."""
+    return None if core is None else cpu_jiffies(core)
 
 
 def _load_keys(m, c, nkeys, v):

@@ -126,16 +126,24 @@ def cpu_name():
     return '%d cores' % os.cpu_count()
 
 
+def cpu_jiffies(core=None):
+    """(busy, total) jiffies so far of all cores, or of CPU `core` (/proc/stat; busy
+    leaves out idle and iowait); None when that core is not listed."""
+    name = 'cpu' if core is None else 'cpu%d' % core
+    with open('/proc/stat') as f:
+        for line in f:
+            f0 = line.split()
+            if f0 and f0[0] == name:
+                v = [int(x) for x in f0[1:9]]
+                return sum(v) - v[3] - v[4], sum(v)
+    return None
+
+
 def cpu_busy(interval=1.0):
     """Fraction of all cores busy over `interval` seconds (/proc/stat)."""
-    def snap():
-        with open('/proc/stat') as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        idle = v[3] + v[4]
-        return sum(v[:8]) - idle, sum(v[:8])
-    b0, t0 = snap()
+    b0, t0 = cpu_jiffies()
     time.sleep(interval)
-    b1, t1 = snap()
+    b1, t1 = cpu_jiffies()
     return (b1 - b0) / max(1, t1 - t0)
 
 

@@ -272,19 +272,30 @@ class PatternDrain:
         self.sock.close()
 
 
-def worker_cpu_ns(server):
-    """CPU nanoseconds so far of `server`'s first worker thread (pion-w0), from
-    /proc/<pid>/task/<tid>/schedstat."""
+def server_threads(server):
+    """(tid, name) of every thread of `server`'s process (one that ends meanwhile is
+    left out)."""
     pid = server.proc.pid
     for tid in os.listdir('/proc/%d/task' % pid):
         try:
             with open('/proc/%d/task/%s/comm' % (pid, tid)) as f:
-                if f.read().strip() != 'pion-w0':
-                    continue
-            with open('/proc/%d/task/%s/schedstat' % (pid, tid)) as f:
-                return int(f.read().split()[0])
+                yield int(tid), f.read().strip()
         except OSError:
             continue
+
+
+def worker_cpu_ns(server):
+    """CPU nanoseconds so far of `server`'s first worker thread (pion-w0), from
+    /proc/<pid>/task/<tid>/schedstat."""
+    pid = server.proc.pid
+    for tid, name in server_threads(server):
+        if name != 'pion-w0':
+            continue
+        try:
+            with open('/proc/%d/task/%d/schedstat' % (pid, tid)) as f:
+                return int(f.read().split()[0])
+        except OSError:
+            break
     raise BenchError('no pion-w0 thread in pion-server %d' % pid)
 
 
@@ -453,17 +464,14 @@ def move_side_threads(server, core):
     publisher, ZeroMQ's I/O thread and the background pool then share the load
     generator's core instead of the worker's. Returns the names moved."""
     moved = []
-    pid = server.proc.pid
-    for tid in os.listdir('/proc/%d/task' % pid):
+    for tid, name in server_threads(server):
+        if name.startswith('pion-w'):
+            continue
         try:
-            with open('/proc/%d/task/%s/comm' % (pid, tid)) as f:
-                comm = f.read().strip()
-            if comm.startswith('pion-w'):
-                continue
-            os.sched_setaffinity(int(tid), {core})
-            moved.append(comm)
+            os.sched_setaffinity(tid, {core})
         except OSError:  # the thread ended in between
             continue
+        moved.append(name)
     return sorted(moved)
 
 
@@ -641,6 +649,31 @@ def events_row(ctx, row, name, cmd, n, on, off, drain):
             ratio, published, info.get('kv_events_dropped', '?')))
 
 
+def drained_runs(ctx, servers, drains, n, cmd, frame, core='client', cpu=False):
+    """redis-benchmark `cmd` (n requests, 50 clients) on each of `servers` in turn, once
+    per repetition. After each run, waits for drains[port] to receive frame[port] bytes
+    per request (0: nothing expected) and records the share it got; with `cpu`, the
+    server's worker CPU µs per request. Returns each server's results (in `servers`'
+    order), and by port the delivered shares and CPU figures."""
+    delivered = {s.port: [] for s in servers}
+    cpu_us = {s.port: [] for s in servers}
+
+    def run(server):
+        d = drains[server.port]
+        before = d.bytes
+        c0 = worker_cpu_ns(server) if cpu else 0
+        x = redis_benchmark(ctx, server, n, 1, 50, cmd, core=core)
+        if cpu:
+            cpu_us[server.port].append((worker_cpu_ns(server) - c0) / 1000.0 / n)
+        want = n * frame[server.port]
+        if want:
+            delivered[server.port].append((d.wait_for(before + want) - before) / float(want))
+        return x
+
+    res = interleaved(ctx, [lambda s=s: run(s) for s in servers])
+    return res, delivered, cpu_us
+
+
 def publish_row(ctx):
     n = 2000 if ctx.smoke else 200000
     payload = 'p' * 64
@@ -653,18 +686,9 @@ def publish_row(ctx):
     drains = {}
     try:
         drains = {s.port: PatternDrain(s.port, pattern) for s in (pion, redis)}
-        delivered = {pion.port: [], redis.port: []}
-
-        def run(server):
-            d = drains[server.port]
-            before = d.bytes
-            x = redis_benchmark(ctx, server, n, 1, 50, ['PUBLISH', channel.decode(), payload],
-                                core=None)
-            got = d.wait_for(before + n * frame) - before
-            delivered[server.port].append(got / float(n * frame))
-            return x
-
-        res = interleaved(ctx, [lambda: run(pion), lambda: run(redis)])
+        res, delivered, _ = drained_runs(
+            ctx, (pion, redis), drains, n, ['PUBLISH', channel.decode(), payload],
+            {pion.port: frame, redis.port: frame}, core=None)
         row.pion = [x['ops_per_s'] for x in res[0]]
         row.peer = [x['ops_per_s'] for x in res[1]]
         row.extra = {'pion_p99_ms': [x['p99_ms'] for x in res[0]],
@@ -707,19 +731,8 @@ def notify_row(ctx):
     try:
         with on_client_core(ctx):  # the drain threads inherit the client core
             drains = {s.port: PatternDrain(s.port, pattern, lowat=64 * 1024) for s in (on, off)}
-        delivered, cpu = {on.port: [], off.port: []}, {on.port: [], off.port: []}
-
-        def run(server):
-            d = drains[server.port]
-            before, c0 = d.bytes, worker_cpu_ns(server)
-            x = redis_benchmark(ctx, server, n, 1, 50, cmd)
-            cpu[server.port].append((worker_cpu_ns(server) - c0) / 1000.0 / n)
-            if server is on:
-                got = d.wait_for(before + n * per_set) - before
-                delivered[server.port].append(got / float(n * per_set))
-            return x
-
-        res = interleaved(ctx, [lambda: run(on), lambda: run(off)])
+        res, delivered, cpu = drained_runs(ctx, (on, off), drains, n, cmd,
+                                           {on.port: per_set, off.port: 0}, cpu=True)
         row.pion = [x['ops_per_s'] for x in res[0]]
         row.peer = [x['ops_per_s'] for x in res[1]]
         row.extra = {'on_p99_ms': [x['p99_ms'] for x in res[0]],

@@ -56,7 +56,6 @@ store::StrRef ValueOf(CommandContext& ctx, std::string_view arg) {
   return v;
 }
 
-// Relative or absolute expiry argument -> absolute unix ms; false after replying.
 // An expire argument's time as an absolute unix time in ms. unit_ms: 1000 for
 // seconds, 1; absolute: EXAT/PXAT.
 enum class ExpireErr { kNone, kNotInteger, kInvalid };
