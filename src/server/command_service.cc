@@ -108,7 +108,8 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
       } else {
         tx->Reset();
         reply.Error(kErrExecAbortOom);
-        server_->MonitorCommand(args, *spec, *c.info);  // as Redis: the MULTI gets its EXEC
+        server_->observability().MonitorCommand(args, *spec,
+                                                *c.info);  // as Redis: the MULTI gets its EXEC
       }
       stats.Reject(slot);
       stats.CountError(reply.last_error_code());
@@ -161,10 +162,10 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
     // runs and counts it as rejected, not as a call.
     stats.Reject(slot);
   } else {
-    stats.Record(slot, usec, failed, server_->latency_tracking());
+    stats.Record(slot, usec, failed, server_->observability().latency_tracking());
   }
   if (failed) stats.CountError(reply.last_error_code());
-  server_->AfterCommand(args, *spec, usec, *c.info);
+  server_->observability().AfterCommand(args, *spec, usec, *c.info);
   server_->TrackCommand(args, *spec, *c.info, failed);
   if (tracking) server_->tracking().EndCommand();
   // CLIENT CACHING yes|no applies to the next command only (kept by a CLIENT
@@ -288,7 +289,7 @@ void CommandService::OnClose(ClientInfo* info) {
   TxFree(info);
   server_->tracking().Disable(info);
   server_->clients().Unregister(info);
-  server_->RemoveMonitor(info);
+  server_->observability().RemoveMonitor(info);
   server_->PubSubRemoveClient(info);
   server_->clients().ReleaseSlot();
 }

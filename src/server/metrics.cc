@@ -109,7 +109,7 @@ std::string MetricsText(Server& s) {
   // Traffic.
   w.One("pion_commands_processed_total", "counter", "Commands executed.", st.commands_processed);
   w.One("pion_instantaneous_ops_per_second", "gauge", "Commands per second (sampled).",
-        s.instantaneous_ops());
+        s.observability().instantaneous_ops());
   w.One("pion_net_input_bytes_total", "counter", "Bytes read from clients.", st.net_input_bytes);
   w.One("pion_net_output_bytes_total", "counter", "Bytes written to clients.", st.net_output_bytes);
   w.One("pion_error_replies_total", "counter", "Error replies sent.", st.error_replies);

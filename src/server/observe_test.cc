@@ -1,6 +1,6 @@
 // The observability building blocks on their own: the COMMAND DOCS grammar,
-// latency buckets, per-worker command counters, the slow log and the latency
-// monitor.
+// latency buckets, per-worker command counters, the slow log, the latency
+// monitor, and Observability, which feeds them and MONITOR after each command.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,6 +12,7 @@
 #include "server/commands/command_docs.h"
 #include "server/commands/command_table.h"
 #include "server/latency_monitor.h"
+#include "server/observability.h"
 #include "server/slowlog.h"
 
 namespace pion::server {
@@ -201,6 +202,121 @@ TEST(LatencyMonitor, LatestMaxHistoryReset) {
   EXPECT_EQ(m.Reset({"command", "nosuch"}), 1u);
   EXPECT_EQ(m.Reset({}), 1u);
   EXPECT_TRUE(m.Latest().empty());
+}
+
+// Observability with a recording MONITOR sink: the thresholds of the config
+// decide what reaches the slow log and the latency monitor; a monitor gets
+// every other client's command (AUTH redacted), never its own or an admin one.
+struct Recorded {
+  int worker;
+  uint64_t id;
+  std::string line;
+};
+
+class ObservabilityTest : public ::testing::Test {
+ protected:
+  ObservabilityTest()
+      : obs_(
+            [this](int w, uint64_t id, const std::shared_ptr<const std::string>& line) {
+              seen_.push_back({w, id, *line});
+            },
+            [](const ClientInfo& c) { return "name-" + std::to_string(c.id); }) {}
+  void Run(std::vector<std::string_view> args, uint64_t usec, const ClientInfo& c,
+           uint32_t flags = 0) {
+    CommandSpec spec{};
+    spec.name = "X";
+    spec.flags = flags;
+    obs_.AfterCommand(args, spec, usec, c);
+  }
+  static void Client(ClientInfo* c, uint64_t id, int worker) {
+    c->id = id;
+    c->worker = worker;
+    c->addr = "127.0.0.1:" + std::to_string(40000 + id);
+  }
+  std::vector<Recorded> seen_;
+  Observability obs_;
+};
+
+TEST_F(ObservabilityTest, ThresholdsOfTheConfigDecideTheSlowLogAndLatencyMonitor) {
+  Config c;
+  c.slowlog_log_slower_than = 1000;
+  c.slowlog_max_len = 2;
+  c.latency_monitor_threshold = 5;  // ms
+  obs_.Apply(c);
+  ClientInfo a;
+  Client(&a, 7, 0);
+  Run({"GET", "k"}, 999, a);  // under both thresholds: nothing
+  EXPECT_EQ(obs_.slowlog().Len(), 0u);
+  EXPECT_TRUE(obs_.latency().Latest().empty());
+  Run({"GET", "k"}, 1000, a);  // the slow log's threshold is inclusive
+  ASSERT_EQ(obs_.slowlog().Len(), 1u);
+  SlowLogEntry e = obs_.slowlog().Get(1)[0];
+  EXPECT_EQ(e.usec, 1000u);
+  EXPECT_EQ(e.addr, a.addr);
+  EXPECT_EQ(e.name, "name-7");
+  EXPECT_EQ(e.args, (std::vector<std::string>{"GET", "k"}));
+  EXPECT_TRUE(obs_.latency().Latest().empty());
+  Run({"SET", "k", "v"}, 6000, a, kCmdFast);
+  ASSERT_EQ(obs_.latency().Latest().size(), 1u);
+  EXPECT_EQ(obs_.latency().Latest()[0].event, "fast-command");
+  EXPECT_EQ(obs_.latency().Latest()[0].max_ms, 6u);
+  Run({"KEYS", "*"}, 7000, a);
+  EXPECT_EQ(obs_.slowlog().Len(), 2u);  // slowlog-max-len
+  // A shorter slowlog-max-len trims at once; -1 turns the slow log off.
+  c.slowlog_max_len = 1;
+  c.slowlog_log_slower_than = -1;
+  obs_.Apply(c);
+  EXPECT_EQ(obs_.slowlog().Len(), 1u);
+  Run({"KEYS", "*"}, 9000000, a);
+  EXPECT_EQ(obs_.slowlog().Len(), 1u);
+  EXPECT_TRUE(seen_.empty());  // nobody monitors
+}
+
+TEST_F(ObservabilityTest, MonitorsGetOtherClientsCommandsRedacted) {
+  Config c;
+  c.slowlog_log_slower_than = -1;
+  obs_.Apply(c);
+  ClientInfo mon, a;
+  Client(&mon, 1, 1);
+  Client(&a, 2, 0);
+  obs_.AddMonitor(&mon);
+  obs_.AddMonitor(&mon);  // twice: one entry
+  EXPECT_TRUE(mon.monitor.load());
+  Run({"SET", "k", "v"}, 1, a);
+  ASSERT_EQ(seen_.size(), 1u);
+  EXPECT_EQ(seen_[0].worker, 1);
+  EXPECT_EQ(seen_[0].id, 1u);
+  EXPECT_NE(seen_[0].line.find(" [0 127.0.0.1:40002] \"SET\" \"k\" \"v\"\r\n"), std::string::npos)
+      << seen_[0].line;
+  EXPECT_EQ(seen_[0].line[0], '+');
+  Run({"AUTH", "alice", "secret"}, 1, a);
+  ASSERT_EQ(seen_.size(), 2u);
+  EXPECT_EQ(seen_[1].line.find("secret"), std::string::npos) << seen_[1].line;
+  EXPECT_NE(seen_[1].line.find("\"(redacted)\""), std::string::npos);
+  Run({"CONFIG", "SET", "x", "y"}, 1, a, kCmdAdmin);  // admin commands are not shown
+  Run({"GET", "k"}, 1, mon);                          // nor a monitor's own
+  EXPECT_EQ(seen_.size(), 2u);
+  std::string big(10000, 'z');
+  Run({"SET", "k", big}, 1, a);  // a long argument is cut
+  ASSERT_EQ(seen_.size(), 3u);
+  EXPECT_NE(seen_[2].line.find("... (5904 more bytes)"), std::string::npos);
+  obs_.RemoveMonitor(&mon);
+  Run({"SET", "k", "v"}, 1, a);
+  EXPECT_EQ(seen_.size(), 3u);
+}
+
+TEST_F(ObservabilityTest, RatesAreTheMeanOfTheIntervals) {
+  EXPECT_EQ(obs_.instantaneous_ops(), 0u);
+  obs_.SampleRates(1'000'000, 0, 0, 0);
+  obs_.SampleRates(1'100'000, 100, 10240, 20480);  // 1,000 ops/s, 100 KiB/s in, 200 out
+  EXPECT_EQ(obs_.instantaneous_ops(), 1000u);
+  EXPECT_DOUBLE_EQ(obs_.instantaneous_input_kbps(), 100.0);
+  EXPECT_DOUBLE_EQ(obs_.instantaneous_output_kbps(), 200.0);
+  obs_.SampleRates(1'200'000, 400, 10240, 20480);  // 3,000 ops/s: the mean is 2,000
+  EXPECT_EQ(obs_.instantaneous_ops(), 2000u);
+  EXPECT_DOUBLE_EQ(obs_.instantaneous_input_kbps(), 50.0);
+  obs_.SampleRates(1'300'000, 0, 0, 0);  // CONFIG RESETSTAT: an interval of nothing
+  EXPECT_EQ(obs_.instantaneous_ops(), 1333u);
 }
 
 }  // namespace

@@ -80,7 +80,13 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     : cfg_(std::move(cfg)),
       commands_(WithExtra(std::move(extra_commands))),
       acl_(&commands_),
-      background_(kBackgroundThreads, "pion-bg") {
+      background_(kBackgroundThreads, "pion-bg"),
+      observability_(
+          [this](int w, uint64_t id, const std::shared_ptr<const std::string>& line) {
+            if (w >= 0 && static_cast<size_t>(w) < workers_.size())
+              workers_[w]->PushMonitor(id, line);
+          },
+          [this](const ClientInfo& c) { return clients_.Name(&c); }) {
   // requirepass is the default user's password from the start (Start() loads
   // the user lines / aclfile and applies it again over them).
   if (!cfg_.requirepass.empty()) acl_.SetDefaultPassword(cfg_.requirepass);
@@ -297,16 +303,6 @@ void Server::StopWorkers() {
   for (auto& w : workers_) w->Join();
 }
 
-void Server::RemoveMonitor(ClientInfo* c) {
-  if (!c->monitor.load(std::memory_order_relaxed)) return;
-  base::MutexLock lk(&monitors_mu_);
-  auto it = std::find(monitor_list_.begin(), monitor_list_.end(), std::make_pair(c->worker, c->id));
-  if (it != monitor_list_.end()) {
-    monitor_list_.erase(it);
-    monitors_.fetch_sub(1, std::memory_order_relaxed);
-  }
-}
-
 void Server::Push(int w, uint64_t id, const std::shared_ptr<const std::string>& msg) {
   // In-process tests run without workers: nothing to deliver to.
   if (w >= 0 && static_cast<size_t>(w) < workers_.size()) workers_[w]->DeliverPush(id, msg);
@@ -335,72 +331,6 @@ void Server::AttendObserver::OnStringRemoved(std::string_view key, bool evicted)
     server_->NotifyKeyspaceEvent(kNotifyEvicted, "evicted", key);
   else
     server_->NotifyKeyspaceEvent(kNotifyExpired, "expired", key);
-}
-
-void Server::AddMonitor(ClientInfo* c) {
-  if (c->monitor.exchange(true)) return;
-  base::MutexLock lk(&monitors_mu_);
-  monitor_list_.emplace_back(c->worker, c->id);
-  monitors_.fetch_add(1, std::memory_order_relaxed);
-}
-
-namespace {
-// MONITOR shows at most this much of one argument (a 16 MiB blob would
-// otherwise cost every monitor 64 MiB of escaped text).
-constexpr size_t kMonitorArgBytes = 4096;
-}  // namespace
-
-void Server::FeedMonitors(const ClientInfo& from, std::span<const std::string_view> args) {
-  uint64_t us = UnixMicros();
-  char head[96];
-  std::snprintf(head, sizeof(head), "+%llu.%06llu [0 ",
-                static_cast<unsigned long long>(us / 1000000),
-                static_cast<unsigned long long>(us % 1000000));
-  auto line = std::make_shared<std::string>(head);
-  line->append(from.addr).append("]");
-  bool redact = EqualsIgnoreCase(args[0], "AUTH");
-  bool hello = EqualsIgnoreCase(args[0], "HELLO");
-  for (size_t i = 0; i < args.size(); ++i) {
-    line->push_back(' ');
-    if ((redact && i > 0) || (hello && i > 1 && EqualsIgnoreCase(args[i - 1], "AUTH"))) {
-      line->append("\"(redacted)\"");
-      if (hello && i + 1 < args.size()) {
-        line->append(" \"(redacted)\"");
-        ++i;
-      }
-      continue;
-    }
-    std::string_view a = args[i];
-    if (a.size() > kMonitorArgBytes) {
-      AppendRepr(line.get(), a.substr(0, kMonitorArgBytes));
-      line->append("... (" + std::to_string(a.size() - kMonitorArgBytes) + " more bytes)");
-    } else {
-      AppendRepr(line.get(), a);
-    }
-  }
-  line->append("\r\n");
-  std::vector<std::pair<int, uint64_t>> to;
-  {
-    base::MutexLock lk(&monitors_mu_);
-    to = monitor_list_;
-  }
-  for (auto& [w, id] : to)
-    if (id != from.id) workers_[w]->PushMonitor(id, line);
-}
-
-void Server::AfterCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
-                              uint64_t usec, const ClientInfo& client, int64_t slow, uint64_t lat) {
-  if (monitors_.load(std::memory_order_relaxed) > 0 && !(spec.flags & kCmdAdmin) &&
-      !client.monitor.load(std::memory_order_relaxed))
-    FeedMonitors(client, args);
-  if (slow >= 0 && usec >= static_cast<uint64_t>(slow)) {
-    size_t max = slowlog_max_len_.load(std::memory_order_relaxed);
-    if (max > 0) {
-      slowlog_.Add(args, usec, client.addr, clients_.Name(&client), max);
-    }
-  }
-  if (lat > 0 && usec >= lat * 1000)
-    latency_.Add((spec.flags & kCmdFast) ? "fast-command" : "command", usec / 1000);
 }
 
 CommandStats& Server::cmdstats_of(int w) {
@@ -481,28 +411,8 @@ uint64_t Server::MeasureAllocator() {
 
 void Server::SampleRates() {
   ServerStats st = Stats();
-  RateSample now{MonotonicUs(), st.commands_processed, st.net_input_bytes, st.net_output_bytes};
-  if (rate_last_.t_us != 0 && now.t_us > rate_last_.t_us) {
-    RateSample d{now.t_us - rate_last_.t_us, now.ops - rate_last_.ops, now.in - rate_last_.in,
-                 now.out - rate_last_.out};
-    if (now.ops < rate_last_.ops || now.in < rate_last_.in || now.out < rate_last_.out)
-      d = RateSample{d.t_us, 0, 0, 0};  // CONFIG RESETSTAT in between
-    rate_ring_[rate_pos_] = d;
-    rate_pos_ = (rate_pos_ + 1) % kRateSamples;
-    if (rate_count_ < kRateSamples) ++rate_count_;
-    // Redis: the mean of the per-interval rates.
-    double ops = 0, in = 0, out = 0;
-    for (int i = 0; i < rate_count_; ++i) {
-      double secs = static_cast<double>(rate_ring_[i].t_us) / 1e6;
-      ops += static_cast<double>(rate_ring_[i].ops) / secs;
-      in += static_cast<double>(rate_ring_[i].in) / secs;
-      out += static_cast<double>(rate_ring_[i].out) / secs;
-    }
-    inst_ops_.store(static_cast<uint64_t>(ops / rate_count_), std::memory_order_relaxed);
-    inst_in_bps_.store(static_cast<uint64_t>(in / rate_count_), std::memory_order_relaxed);
-    inst_out_bps_.store(static_cast<uint64_t>(out / rate_count_), std::memory_order_relaxed);
-  }
-  rate_last_ = now;
+  observability_.SampleRates(MonotonicUs(), st.commands_processed, st.net_input_bytes,
+                             st.net_output_bytes);
   // Keeps used_memory_peak current (the allocator's peak is raised by each
   // mallinfo2 figure, taken only when asked for: see AllocatorMemory).
   if (++rate_ticks_ % 10 == 0) UsedMemory();
@@ -724,7 +634,6 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   if (new_port_fd >= 0) next.port = SwitchListener(new_port_fd);
   CopyRuntimeSettings(next, &cfg_);
   PublishRuntimeSettings();
-  slowlog_.Trim(cfg_.slowlog_max_len);
   if (new_tls != nullptr) {
     base::MutexLock tlk(&tls_mu_);
     tls_ctx_ = std::move(new_tls);
@@ -767,10 +676,7 @@ void Server::PublishRuntimeSettings() {
   if (auto p = attend::ParsePrecision(cfg_.attend_precision))
     attend_precision_.store(static_cast<uint8_t>(*p), kR);
   attend_pool_min_bytes_.store(cfg_.attend_pool_min_bytes, kR);
-  slowlog_slower_than_.store(cfg_.slowlog_log_slower_than, kR);
-  slowlog_max_len_.store(cfg_.slowlog_max_len, kR);
-  latency_threshold_ms_.store(cfg_.latency_monitor_threshold, kR);
-  latency_tracking_.store(cfg_.latency_tracking, kR);
+  observability_.Apply(cfg_);
   tracking_.SetMaxKeys(cfg_.tracking_table_max_keys);
 }
 

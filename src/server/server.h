@@ -1,8 +1,9 @@
 // Server: process orchestration. It owns the config, the store (only with
 // --kvcache), the receipt, the command table, the client registry
 // (client_registry.h), the durability gate (durability_gate.h), the
-// background task runner, the workers and the listening socket, and the hooks
-// into persistence. Passed explicitly to handlers through
+// observability of commands (observability.h: slow log, latency monitor,
+// MONITOR, rates), the background task runner, the workers and the listening
+// socket, and the hooks into persistence. Passed explicitly to handlers through
 // CommandContext::server (no globals).
 //
 // Thread-safety: everything here may be used from any worker thread unless a
@@ -50,10 +51,9 @@
 #include "server/commands/command_table.h"
 #include "server/config.h"
 #include "server/durability_gate.h"
-#include "server/latency_monitor.h"
 #include "server/notify.h"
+#include "server/observability.h"
 #include "server/pubsub.h"
-#include "server/slowlog.h"
 #include "server/task_runner.h"
 #include "server/tracking.h"
 #include "store/store.h"
@@ -317,30 +317,12 @@ class Server final : private PushSink {
   // one spare table, for the one thread that dispatches then.
   CommandStats& cmdstats_of(int w);
   std::map<std::string, uint64_t> ErrorCounts() const;
-  // latency-tracking (CONFIG SET) and the histograms it fills, summed over
-  // the workers (empty when no command was tracked since the last reset).
-  bool latency_tracking() const { return latency_tracking_.load(std::memory_order_relaxed); }
+  // The histograms latency-tracking fills, summed over the workers (empty
+  // when no command was tracked since the last reset).
   std::vector<TrackHist> TrackedLatencyAll() const;
-  // After a command's handler returned (worker thread): the slow log, the
-  // latency monitor and MONITOR clients, each only when enabled (three
-  // relaxed loads otherwise).
-  void AfterCommand(std::span<const std::string_view> args, const CommandSpec& spec, uint64_t usec,
-                    const ClientInfo& client) {
-    int64_t slow = slowlog_slower_than_.load(std::memory_order_relaxed);
-    uint64_t lat = latency_threshold_ms_.load(std::memory_order_relaxed);
-    if ((slow >= 0 && usec >= static_cast<uint64_t>(slow)) || (lat > 0 && usec >= lat * 1000) ||
-        monitors_.load(std::memory_order_relaxed) > 0)
-      AfterCommandSlow(args, spec, usec, client, slow, lat);
-  }
-  // MONITOR clients only (a command refused before it ran that Redis still
-  // shows: EXEC aborted under memory pressure).
-  void MonitorCommand(std::span<const std::string_view> args, const CommandSpec& spec,
-                      const ClientInfo& client) {
-    if (monitors_.load(std::memory_order_relaxed) > 0)
-      AfterCommandSlow(args, spec, 0, client, -1, 0);
-  }
-  SlowLog& slowlog() { return slowlog_; }
-  LatencyMonitor& latency() { return latency_; }
+  // The slow log, the latency monitor, MONITOR and the instantaneous rates
+  // (server/observability.h).
+  Observability& observability() { return observability_; }
   // Pub/Sub (server/pubsub.h): the subscription registry every worker shares.
   PubSub& pubsub() { return pubsub_; }
   // Keyspace notifications (server/notify.h): publishes `event` for `key` when
@@ -370,21 +352,11 @@ class Server final : private PushSink {
   }
   // A client leaves Pub/Sub (close, RESET): its subscriptions go.
   void PubSubRemoveClient(ClientInfo* c);
-  // MONITOR: `c` (on its own worker thread) receives every later command.
-  void AddMonitor(ClientInfo* c) EXCLUDES(monitors_mu_);
-  // A closing client stops monitoring (CommandService::OnClose).
-  void RemoveMonitor(ClientInfo* c) EXCLUDES(monitors_mu_);
   // 40 hex digits, random per start (INFO replication, ROLE).
   const std::string& replid() const { return replid_; }
-  // Sampled every 100 ms by worker 0 (Redis' instantaneous_* fields).
+  // Every 100 ms, by worker 0: the instantaneous rates (observability()),
+  // the memory peak, client eviction.
   void SampleRates();
-  uint64_t instantaneous_ops() const { return inst_ops_.load(std::memory_order_relaxed); }
-  double instantaneous_input_kbps() const {
-    return static_cast<double>(inst_in_bps_.load(std::memory_order_relaxed)) / 1024.0;
-  }
-  double instantaneous_output_kbps() const {
-    return static_cast<double>(inst_out_bps_.load(std::memory_order_relaxed)) / 1024.0;
-  }
   // INFO used_memory: the bytes charged against maxmemory (the store's data
   // budget: string keys and namespaces; 0 without --kvcache), so that
   // used_memory <= maxmemory holds as for Redis; and the largest value seen
@@ -403,11 +375,6 @@ class Server final : private PushSink {
   uint64_t allocator_peak() const { return alloc_peak_.load(std::memory_order_relaxed); }
 
  private:
-  void AfterCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
-                        uint64_t usec, const ClientInfo& client, int64_t slow, uint64_t lat);
-  void FeedMonitors(const ClientInfo& from, std::span<const std::string_view> args)
-      EXCLUDES(monitors_mu_);
-
   void TrackCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
                         const ClientInfo& client, bool failed);
   void StopWorkers();
@@ -510,26 +477,9 @@ class Server final : private PushSink {
   std::atomic<uint8_t> attend_precision_{static_cast<uint8_t>(attend::Precision::kF16)};
   std::atomic<uint64_t> attend_pool_min_bytes_{0};
   std::atomic<uint64_t> attend_queries_{0};
-  // Observability.
-  std::atomic<int64_t> slowlog_slower_than_{0};
-  std::atomic<uint64_t> slowlog_max_len_{0};
-  std::atomic<uint64_t> latency_threshold_ms_{0};
-  std::atomic<bool> latency_tracking_{true};
-  SlowLog slowlog_;
-  LatencyMonitor latency_;
+  Observability observability_;  // delivers MONITOR lines through workers_
   std::string replid_;
-  std::atomic<int> monitors_{0};
-  base::Mutex monitors_mu_;
-  std::vector<std::pair<int, uint64_t>> monitor_list_ GUARDED_BY(monitors_mu_);  // (worker, id)
-  // The rate sampler's ring (worker 0's thread only) and its results.
-  static constexpr int kRateSamples = 16;
-  struct RateSample {
-    uint64_t t_us = 0, ops = 0, in = 0, out = 0;
-  };
-  RateSample rate_last_{};
-  RateSample rate_ring_[kRateSamples]{};  // per-interval deltas
-  int rate_pos_ = 0, rate_count_ = 0, rate_ticks_ = 0;
-  std::atomic<uint64_t> inst_ops_{0}, inst_in_bps_{0}, inst_out_bps_{0};
+  int rate_ticks_ = 0;  // SampleRates' calls (worker 0's thread only)
   std::atomic<uint64_t> mem_peak_{0};
   std::atomic<uint64_t> alloc_peak_{0};
   std::atomic<uint64_t> alloc_last_{0};        // the last mallinfo2 figure

@@ -173,7 +173,7 @@ void Reset(CommandContext& ctx) {
   ctx.server->PubSubRemoveClient(ctx.client);  // every subscription goes
   ctx.server->tracking().Disable(ctx.client);  // CLIENT TRACKING off
   // MONITOR off (as Redis): no more lines, and no `O` flag in CLIENT LIST.
-  ctx.server->RemoveMonitor(ctx.client);
+  ctx.server->observability().RemoveMonitor(ctx.client);
   ctx.client->monitor.store(false, std::memory_order_relaxed);
   ctx.reply->SimpleString("RESET");
 }

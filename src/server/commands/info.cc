@@ -168,11 +168,12 @@ void StatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   ServerStats st = s.Stats();
   InfoField(out, "total_connections_received", st.connections_received);
   InfoField(out, "total_commands_processed", st.commands_processed);
-  InfoField(out, "instantaneous_ops_per_sec", s.instantaneous_ops());
+  InfoField(out, "instantaneous_ops_per_sec", s.observability().instantaneous_ops());
   InfoField(out, "total_net_input_bytes", st.net_input_bytes);
   InfoField(out, "total_net_output_bytes", st.net_output_bytes);
-  InfoField(out, "instantaneous_input_kbps", Fixed2(s.instantaneous_input_kbps()));
-  InfoField(out, "instantaneous_output_kbps", Fixed2(s.instantaneous_output_kbps()));
+  InfoField(out, "instantaneous_input_kbps", Fixed2(s.observability().instantaneous_input_kbps()));
+  InfoField(out, "instantaneous_output_kbps",
+            Fixed2(s.observability().instantaneous_output_kbps()));
   InfoField(out, "rejected_connections", st.rejected_connections);
   InfoField(out, "client_output_buffer_limit_disconnections", st.output_limit_disconnections);
   InfoField(out, "total_protocol_errors", st.protocol_errors);
@@ -330,7 +331,7 @@ void ErrorStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
 // Per-command latency percentiles (latency-tracking), Redis's lines:
 // latency_percentiles_usec_<cmd>:p50=1.000,p99=3.000,p99.9=7.000 (microseconds).
 void LatencyStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
-  if (!s.latency_tracking()) return;
+  if (!s.observability().latency_tracking()) return;
   std::vector<TrackHist> all = s.TrackedLatencyAll();
   if (all.empty()) return;
   const std::vector<double> percentiles = s.ConfigSnapshot().latency_tracking_percentiles;

@@ -26,7 +26,7 @@ void HelpReply(CommandContext& ctx, std::span<const char* const> lines) {
 void Slowlog(CommandContext& ctx) {
   std::string_view sub = ctx.args[1];
   size_t n = ctx.args.size();
-  SlowLog& log = ctx.server->slowlog();
+  SlowLog& log = ctx.server->observability().slowlog();
   if (EqualsIgnoreCase(sub, "GET") && n <= 3) {
     size_t count = 10;
     if (n == 3) {
@@ -138,7 +138,7 @@ void HistogramReply(ReplyBuilder* rb, const TrackHist& h) {
 void Latency(CommandContext& ctx) {
   std::string_view sub = ctx.args[1];
   size_t n = ctx.args.size();
-  LatencyMonitor& lm = ctx.server->latency();
+  LatencyMonitor& lm = ctx.server->observability().latency();
   if (EqualsIgnoreCase(sub, "LATEST") && n == 2) {
     std::vector<LatencyEventInfo> all = lm.Latest();
     ctx.reply->ArrayHeader(all.size());
@@ -214,7 +214,7 @@ void Latency(CommandContext& ctx) {
 
 void Monitor(CommandContext& ctx) {
   ctx.reply->SimpleString("OK");
-  ctx.server->AddMonitor(ctx.client);
+  ctx.server->observability().AddMonitor(ctx.client);
 }
 
 void Role(CommandContext& ctx) {

@@ -166,9 +166,10 @@ void Exec(CommandContext& ctx) {
     q.spec->handler(sub);
     const uint64_t usec = MonotonicUs() - start;
     const bool failed = ctx.reply->error_count() != before;
-    stats.Record(table.StatIndex(q.spec, views), usec, failed, ctx.server->latency_tracking());
+    stats.Record(table.StatIndex(q.spec, views), usec, failed,
+                 ctx.server->observability().latency_tracking());
     if (failed) stats.CountError(ctx.reply->last_error_code());
-    ctx.server->AfterCommand(views, *q.spec, usec, *ctx.client);
+    ctx.server->observability().AfterCommand(views, *q.spec, usec, *ctx.client);
     ctx.server->TrackCommand(views, *q.spec, *ctx.client, failed);
     ctx.wait_lsn = std::max(ctx.wait_lsn, sub.wait_lsn);
   }
