@@ -15,10 +15,29 @@
 #include <string_view>
 #include <vector>
 
+#include "base/owned_buffer.h"
 #include "kvproto/command_flags.h"
-#include "server/net_types.h"
+#include "net/buffer.h"
+#include "net/client_control.h"
+#include "net/client_info.h"
+#include "net/deferred_reply.h"
+#include "net/pinned_block.h"
+#include "net/reply.h"
+#include "net/request_parser.h"  // kBigArgBytes
 
 namespace pion::server {
+
+// What a handler sees of the transport: the reply it writes, who sent the
+// command, the ticket of a deferred reply and the buffers a value may keep.
+// Nothing of the connection, its parser or its writer (server/net_types.h
+// names those for the server's own files).
+using net::ClientControl;
+using net::ClientInfo;
+using net::DeferredReply;
+using net::IoBuf;
+using net::kBigArgBytes;
+using net::PinnedBlock;
+using net::ReplyBuilder;
 
 class Server;
 
