@@ -346,9 +346,28 @@ void AclCmd(CommandContext& ctx) {
 
 }  // namespace
 
+// ACL's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kAclSubcommands[] = {
+    {"SETUSER", "6.0.0", "username [rule...]", "Creates and modifies an ACL user and its rules."},
+    {"GETUSER", "6.0.0", "username", "Lists the ACL rules of a user."},
+    {"DELUSER", "6.0.0", "username...", "Deletes ACL users."},
+    {"LIST", "6.0.0", "", "Dumps the effective rules in ACL file format."},
+    {"USERS", "6.0.0", "", "Lists all ACL users."},
+    {"WHOAMI", "6.0.0", "", "Returns the user the connection is authenticated as."},
+    {"CAT", "6.0.0", "[category]", "Lists the ACL categories, or the commands inside a category."},
+    {"DRYRUN", "7.0.0", "username command [arg...]",
+     "Simulates the execution of a command by a user without executing it."},
+    {"LOG", "6.0.0", "[count | RESET]", "Lists recent security events."},
+    {"LOAD", "6.0.0", "", "Reloads the rules from the ACL file."},
+    {"SAVE", "6.0.0", "", "Saves the effective ACL rules in the ACL file."},
+    {"GENPASS", "6.0.0", "[bits]", "Generates a secure pseudorandom password."},
+    {"HELP", "6.0.0", "", "Returns helpful text about the subcommands."},
+};
+
 void AddAclCommands(std::vector<CommandSpec>* out) {
   out->push_back({"ACL", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, AclCmd,
-                  "Users, their passwords, command permissions and key patterns."});
+                  "Users, their passwords, command permissions and key patterns.", "server",
+                  "6.0.0", "", kAclSubcommands});
 }
 
 }  // namespace pion::server

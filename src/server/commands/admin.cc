@@ -23,18 +23,6 @@ namespace pion::server {
 
 namespace {
 
-const char* CommandGroup(const CommandSpec& s) {
-  if (const CommandDoc* d = FindCommandDoc(s.name)) return d->group;
-  std::string_view n = s.name;
-  if (n.starts_with("KV.") || n.starts_with("V.") || n.starts_with("PION.") ||
-      n.starts_with("ATTEND."))
-    return "pion";
-  if (n == "PING" || n == "ECHO" || n == "HELLO" || n == "AUTH" || n == "SELECT" || n == "QUIT" ||
-      n == "RESET" || n == "CLIENT")
-    return "connection";
-  return "server";
-}
-
 // Key specs (key_specs.h): Redis 7.0's for a Redis command, one derived from
 // the (first, last, step) key range otherwise, so that cluster clients that
 // read key specs route every keyed command (docs/cluster.md).
@@ -143,17 +131,20 @@ void DocArgReply(ReplyBuilder* rb, const DocArg& a) {
   }
 }
 
-// The body of one COMMAND DOCS entry (without its name).
-void DocBodyReply(ReplyBuilder* rb, const char* summary, const CommandDoc* doc, const char* group,
-                  const std::vector<std::pair<std::string, const CommandDoc*>>* subs) {
+// The body of one COMMAND DOCS entry (without its name), from its row. A row
+// left without COMMAND DOCS fields (none in AllCommands()) reads as group
+// "server", since "0.1.0", no arguments.
+void DocBodyReply(ReplyBuilder* rb, const char* summary, const char* since, const char* syntax,
+                  const char* group,
+                  const std::vector<std::pair<std::string, const SubcommandDoc*>>* subs) {
   std::vector<DocArg> args;
-  if (doc != nullptr) args = ParseDocSyntax(doc->syntax);
+  if (syntax != nullptr) args = ParseDocSyntax(syntax);
   size_t fields = 3 + (args.empty() ? 0 : 1) + (subs != nullptr && !subs->empty() ? 1 : 0);
   rb->MapHeader(fields);
   rb->Bulk("summary");
   rb->Bulk(summary != nullptr ? summary : "");
   rb->Bulk("since");
-  rb->Bulk(doc != nullptr ? doc->since : "0.1.0");
+  rb->Bulk(since != nullptr ? since : "0.1.0");
   rb->Bulk("group");
   rb->Bulk(group);
   if (!args.empty()) {
@@ -166,21 +157,20 @@ void DocBodyReply(ReplyBuilder* rb, const char* summary, const CommandDoc* doc, 
     rb->MapHeader(subs->size());
     for (const auto& [name, d] : *subs) {
       rb->Bulk(name);
-      DocBodyReply(rb, d->summary, d, d->group, nullptr);
+      DocBodyReply(rb, d->summary, d->since, d->syntax, group, nullptr);
     }
   }
 }
 
 void CommandDocsReply(ReplyBuilder* rb, const CommandTable& table, const CommandSpec& s) {
   rb->Bulk(ToLower(s.name));
-  const CommandDoc* doc = FindCommandDoc(s.name);
-  std::vector<std::pair<std::string, const CommandDoc*>> subs;
-  for (const auto& [sub, slot] : table.subcommands(&s)) {
-    const CommandDoc* d = FindCommandDoc(std::string(s.name) + "|" + sub);
-    if (d != nullptr) subs.emplace_back(table.stat_name(slot), d);
-  }
-  const char* summary = doc != nullptr && doc->summary != nullptr ? doc->summary : s.summary;
-  DocBodyReply(rb, summary, doc, CommandGroup(s), &subs);
+  // The table gives each of the row's subcommands, in the row's order, its
+  // statistics name ("client|list").
+  const auto& slots = table.subcommands(&s);
+  std::vector<std::pair<std::string, const SubcommandDoc*>> subs;
+  for (size_t i = 0; i < s.subcommands.size() && i < slots.size(); ++i)
+    subs.emplace_back(table.stat_name(slots[i].second), &s.subcommands[i]);
+  DocBodyReply(rb, s.summary, s.since, s.syntax, s.group != nullptr ? s.group : "server", &subs);
 }
 
 // The key argument indexes of a command line by its spec (COMMAND GETKEYS).
@@ -537,22 +527,48 @@ void Time(CommandContext& ctx) {
 
 }  // namespace
 
+// COMMAND's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kCommandSubcommands[] = {
+    {"COUNT", "2.8.13", "", "Returns a count of commands."},
+    {"INFO", "2.8.13", "[command-name...]", "Returns information about commands."},
+    {"DOCS", "7.0.0", "[command-name...]", "Returns documentary information about commands."},
+    {"LIST", "7.0.0", "[FILTERBY MODULE module-name | ACLCAT category | PATTERN pattern]",
+     "Returns a list of command names."},
+    {"GETKEYS", "2.8.13", "command [arg...]", "Extracts the key names from an arbitrary command."},
+    {"GETKEYSANDFLAGS", "7.0.0", "command [arg...]",
+     "Extracts the key names and access flags from an arbitrary command."},
+    {"HELP", "5.0.0", "", "Returns helpful text about the subcommands."},
+};
+
+// CONFIG's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kConfigSubcommands[] = {
+    {"GET", "2.0.0", "parameter...", "Returns the effective values of settings."},
+    {"SET", "2.0.0", "parameter value [parameter value ...]", "Sets settings at run time."},
+    {"RESETSTAT", "2.0.0", "", "Resets the server's statistics."},
+    {"REWRITE", "2.8.0", "", "Not supported by pion."},
+    {"HELP", "5.0.0", "", "Returns helpful text about the subcommands."},
+};
+
 void AddAdminCommands(std::vector<CommandSpec>* out) {
   size_t first = out->size();
   out->push_back({"COMMAND", -1, kCmdLoading | kCmdStale, 0, 0, 0, Command,
-                  "Command table introspection: COUNT, INFO, DOCS, LIST, GETKEYS."});
+                  "Command table introspection: COUNT, INFO, DOCS, LIST, GETKEYS.", "server",
+                  "2.8.13", "", kCommandSubcommands});
   out->push_back({"CONFIG", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, ConfigCmd,
-                  "CONFIG GET <pattern>, CONFIG SET <name> <value>, CONFIG RESETSTAT."});
+                  "CONFIG GET <pattern>, CONFIG SET <name> <value>, CONFIG RESETSTAT.", "server",
+                  "2.0.0", "", kConfigSubcommands});
   out->push_back({"DBSIZE", 1, kCmdReadonly | kCmdFast, 0, 0, 0, DbSize,
-                  "Number of keys: string keys and namespaces."});
+                  "Number of keys: string keys and namespaces.", "server", "1.0.0", ""});
   out->push_back({"FLUSHALL", -1, kCmdWrite, 0, 0, 0, FlushAll,
-                  "Drops every namespace, session and string key (logged)."});
-  out->push_back(
-      {"FLUSHDB", -1, kCmdWrite, 0, 0, 0, FlushAll, "FLUSHALL (database 0 is the only one)."});
+                  "Drops every namespace, session and string key (logged).", "server", "1.0.0",
+                  "[ASYNC | SYNC]"});
+  out->push_back({"FLUSHDB", -1, kCmdWrite, 0, 0, 0, FlushAll,
+                  "FLUSHALL (database 0 is the only one).", "server", "1.0.0", "[ASYNC | SYNC]"});
   out->push_back({"SHUTDOWN", -1, kCmdAdmin | kCmdLoading | kCmdStale | kCmdNoMulti, 0, 0, 0,
-                  Shutdown, "Stops the server gracefully: SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE]."});
+                  Shutdown, "Stops the server gracefully: SHUTDOWN [SAVE|NOSAVE] [NOW] [FORCE].",
+                  "server", "1.0.0", "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]"});
   out->push_back({"TIME", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, Time,
-                  "Server time: [unix seconds, microseconds]."});
+                  "Server time: [unix seconds, microseconds].", "server", "2.6.0", ""});
   for (size_t i = first; i < out->size(); ++i) {
     CommandSpec& s = (*out)[i];
     std::string_view n = s.name;

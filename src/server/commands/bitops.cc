@@ -455,17 +455,25 @@ void AddBitCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kR = kCmdReadonly | kCmdKvcache;
   constexpr uint32_t kW = kCmdWrite | kCmdKvcache | kCmdDenyOom;
   size_t first = out->size();
-  out->push_back(
-      {"SETBIT", 4, kW, 1, 1, 1, SetBit, "Sets or clears the bit at offset of the string value."});
-  out->push_back({"GETBIT", 3, kR | kCmdFast, 1, 1, 1, GetBit, "Returns a bit value by offset."});
-  out->push_back({"BITCOUNT", -2, kR, 1, 1, 1, BitCount, "Counts the number of set bits."});
-  out->push_back({"BITPOS", -3, kR, 1, 1, 1, BitPos, "Finds the first set or clear bit."});
+  out->push_back({"SETBIT", 4, kW, 1, 1, 1, SetBit,
+                  "Sets or clears the bit at offset of the string value.", "bitmap", "2.2.0",
+                  "key offset value"});
+  out->push_back({"GETBIT", 3, kR | kCmdFast, 1, 1, 1, GetBit, "Returns a bit value by offset.",
+                  "bitmap", "2.2.0", "key offset"});
+  out->push_back({"BITCOUNT", -2, kR, 1, 1, 1, BitCount, "Counts the number of set bits.", "bitmap",
+                  "2.6.0", "key [start end [BYTE | BIT]]"});
+  out->push_back({"BITPOS", -3, kR, 1, 1, 1, BitPos, "Finds the first set or clear bit.", "bitmap",
+                  "2.8.7", "key bit [start [end [BYTE | BIT]]]"});
   out->push_back({"BITOP", -4, kW, 2, -1, 1, BitOp,
-                  "Performs bitwise operations on strings, storing the result in a key."});
+                  "Performs bitwise operations on strings, storing the result in a key.", "bitmap",
+                  "2.6.0", "operation destkey key..."});
   out->push_back({"BITFIELD", -2, kW, 1, 1, 1, BitField,
-                  "Performs arbitrary bitfield integer operations on strings."});
+                  "Performs arbitrary bitfield integer operations on strings.", "bitmap", "3.2.0",
+                  "key [GET encoding offset | OVERFLOW (WRAP | SAT | FAIL) | SET encoding offset "
+                  "value | INCRBY encoding offset increment]..."});
   out->push_back({"BITFIELD_RO", -2, kR | kCmdFast, 1, 1, 1, BitFieldRo,
-                  "Performs arbitrary read-only bitfield integer operations on strings."});
+                  "Performs arbitrary read-only bitfield integer operations on strings.", "bitmap",
+                  "6.0.0", "key [GET encoding offset]..."});
   for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_categories |= kAclBitmap;
 }
 

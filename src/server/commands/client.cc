@@ -456,11 +456,48 @@ void Client(CommandContext& ctx) {
 
 }  // namespace
 
+// CLIENT's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kClientSubcommands[] = {
+    {"ID", "5.0.0", "", "Returns the unique client ID of the connection."},
+    {"GETNAME", "2.6.9", "", "Returns the name of the connection."},
+    {"SETNAME", "2.6.9", "connection-name", "Sets the connection name."},
+    {"INFO", "6.2.0", "", "Returns information about the connection."},
+    {"LIST", "2.4.0", "[TYPE NORMAL | MASTER | REPLICA | PUBSUB] [ID client-id...]",
+     "Lists open connections."},
+    {"KILL", "2.4.0",
+     "[ip:port] [ID client-id] [TYPE NORMAL | MASTER | REPLICA | PUBSUB] [USER username] [ADDR "
+     "ip:port] [LADDR ip:port] [SKIPME YES | NO] [MAXAGE maxage]",
+     "Terminates open connections."},
+    {"NO-EVICT", "7.0.0", "ON | OFF", "Accepted for compatibility (pion never evicts clients)."},
+    {"NO-TOUCH", "7.2.0", "ON | OFF", "Accepted for compatibility."},
+    {"SETINFO", "7.2.0", "LIB-NAME libname | LIB-VER libver",
+     "Sets the client library name or version (shown by CLIENT LIST)."},
+    {"REPLY", "3.2.0", "ON | OFF | SKIP",
+     "Turns replies to this connection's commands on, off or off for the next one."},
+    {"PAUSE", "3.0.0", "timeout [WRITE | ALL]",
+     "Suspends commands processing (every command, or the writes) for a while."},
+    {"UNPAUSE", "6.2.0", "", "Resumes processing of paused clients."},
+    {"UNBLOCK", "5.0.0", "client-id [TIMEOUT | ERROR]",
+     "Unblocks a client blocked by a blocking command (pion has none: always 0)."},
+    {"TRACKING", "6.0.0",
+     "ON | OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] "
+     "[NOLOOP]",
+     "Controls server-assisted client-side caching for the connection."},
+    {"CACHING", "6.0.0", "YES | NO",
+     "Instructs the server whether to track the keys in the next request."},
+    {"GETREDIR", "6.0.0", "",
+     "Returns the client ID to which the connection's tracking notifications are redirected."},
+    {"TRACKINGINFO", "6.2.0", "",
+     "Returns information about server-assisted client-side caching for the connection."},
+    {"HELP", "5.0.0", "", "Returns helpful text about the subcommands."},
+};
+
 void AddClientCommands(std::vector<CommandSpec>* out) {
   out->push_back(
       {"CLIENT", -2, kCmdLoading | kCmdStale, 0, 0, 0, Client,
        "Connection introspection and control: ID, SETNAME, GETNAME, INFO, LIST, KILL, SETINFO, "
-       "REPLY, NO-EVICT, NO-TOUCH, TRACKING, CACHING."});
+       "REPLY, NO-EVICT, NO-TOUCH, TRACKING, CACHING.",
+       "connection", "2.4.0", "", kClientSubcommands});
   out->back().acl_categories |= kAclConnection;
 }
 

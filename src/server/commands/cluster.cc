@@ -181,16 +181,29 @@ void ReadOnlyOrWrite(CommandContext& ctx) {
 
 }  // namespace
 
+// CLUSTER's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kClusterSubcommands[] = {
+    {"SLOTS", "3.0.0", "", "Returns the slot ranges and their node."},
+    {"SHARDS", "7.0.0", "", "Returns the shards of the cluster."},
+    {"NODES", "3.0.0", "", "Returns the cluster configuration of a node."},
+    {"INFO", "3.0.0", "", "Returns information about the cluster state."},
+    {"MYID", "3.0.0", "", "Returns the ID of a node."},
+    {"KEYSLOT", "3.0.0", "key", "Returns the hash slot of a key."},
+    {"HELP", "5.0.0", "", "Returns helpful text about the subcommands."},
+};
+
 void AddClusterCommands(std::vector<CommandSpec>* out) {
-  out->push_back(
-      {"CLUSTER", -2, kCmdLoading | kCmdStale, 0, 0, 0, Cluster,
-       "Cluster topology for cluster clients (--cluster-emulated: one node, all slots)"});
+  out->push_back({"CLUSTER", -2, kCmdLoading | kCmdStale, 0, 0, 0, Cluster,
+                  "Cluster topology for cluster clients (--cluster-emulated: one node, all slots)",
+                  "cluster", "3.0.0", "", kClusterSubcommands});
   out->back().acl_categories |= kAclConnection;  // a cluster client's start-up, as READONLY
   out->push_back({"READONLY", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, ReadOnlyOrWrite,
-                  "Allow replica reads on this connection (--cluster-emulated)"});
+                  "Allow replica reads on this connection (--cluster-emulated)", "cluster", "3.0.0",
+                  ""});
   out->back().acl_categories |= kAclConnection;
   out->push_back({"READWRITE", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, ReadOnlyOrWrite,
-                  "Disallow replica reads on this connection (--cluster-emulated)"});
+                  "Disallow replica reads on this connection (--cluster-emulated)", "cluster",
+                  "3.0.0", ""});
   out->back().acl_categories |= kAclConnection;
 }
 

@@ -86,6 +86,19 @@ struct CommandContext {
 
 using CommandHandler = void (*)(CommandContext& ctx);
 
+// A subcommand of a container command (CLIENT LIST), declared next to its
+// parent's row: it has a COMMAND DOCS entry, a statistics slot ("client|list",
+// command_table.h) and an ACL rule (+client|list) of its own. Its group is the
+// parent's.
+struct SubcommandDoc {
+  const char* name;     // upper case, after the parent's: "LIST"
+  const char* since;    // first version
+  const char* syntax;   // its arguments after the subcommand (grammar: command_docs.h)
+  const char* summary;  // one line
+};
+
+// One command's row: everything about it (execution, ACL, COMMAND INFO and
+// COMMAND DOCS) is here, written in its family's file.
 struct CommandSpec {
   const char* name;  // upper case, e.g. "KV.PREFIX.REGISTER"
   int arity;         // Redis convention: >0 exact, <0 at least -arity (name included)
@@ -93,6 +106,15 @@ struct CommandSpec {
   int first_key, last_key, key_step;
   CommandHandler handler;
   const char* summary;  // one line, for COMMAND DOCS
+  // COMMAND DOCS: the group as Redis names it ("string", "connection",
+  // "server", "pion", ...), the version the command appeared in, and its
+  // arguments after the name (grammar: command_docs.h; "" for none).
+  const char* group = nullptr;
+  const char* since = nullptr;
+  const char* syntax = nullptr;
+  // A container command's subcommands (CLIENT's LIST, ...), in the order
+  // COMMAND DOCS and COMMAND LIST report them.
+  std::span<const SubcommandDoc> subcommands = {};
   // ACL categories beyond those the flags imply (AclCategory bits).
   uint32_t acl_categories = 0;
   // ACL key checks (server/acl.h): the arguments first_key..last_key (step

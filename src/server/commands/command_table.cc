@@ -6,7 +6,6 @@
 #include "base/check.h"
 #include "base/strutil.h"
 #include "kvproto/pion_commands.h"
-#include "server/commands/command_docs.h"
 
 namespace pion::server {
 
@@ -32,14 +31,11 @@ CommandTable::CommandTable(std::vector<CommandSpec> specs) : specs_(std::move(sp
     spec_stat_[i] = stat_names_.size();
     stat_names_.push_back(ToLower(specs_[i].name));
   }
-  for (const CommandDoc& d : CommandDocs()) {
-    std::string_view n = d.name;
-    size_t bar = n.find('|');
-    if (bar == std::string_view::npos) continue;
-    const CommandSpec* parent = Find(n.substr(0, bar));
-    if (parent == nullptr) continue;
-    subs_[parent - specs_.data()].emplace_back(std::string(n.substr(bar + 1)), stat_names_.size());
-    stat_names_.push_back(ToLower(n));
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    for (const SubcommandDoc& sub : specs_[i].subcommands) {
+      subs_[i].emplace_back(sub.name, stat_names_.size());
+      stat_names_.push_back(stat_names_[spec_stat_[i]] + "|" + ToLower(sub.name));
+    }
   }
 }
 
@@ -47,8 +43,11 @@ void AddPionCommands(std::span<const PionHandler> handlers, std::vector<CommandS
   for (const PionHandler& h : handlers) {
     const PionCommandRow* r = FindPionCommandRow(h.name);
     PION_CHECK_MSG(r != nullptr && r->module != ModuleForm::kOnly, h.name);
-    out->push_back({r->name, r->arity, r->flags, r->first_key, r->last_key, r->key_step,
-                    h.handler, r->summary, r->acl_categories, r->acl_key_flags});
+    CommandSpec s{r->name,   r->arity,   r->flags, r->first_key, r->last_key, r->key_step,
+                  h.handler, r->summary, "pion",   r->since,     r->syntax};
+    s.acl_categories = r->acl_categories;
+    s.acl_key_flags = r->acl_key_flags;
+    out->push_back(s);
   }
 }
 

@@ -24,9 +24,10 @@ class CommandTable {
   static constexpr size_t kMaxName = 64;
 
   // Statistics names (INFO commandstats, CLIENT LIST cmd=, MONITOR-free
-  // bookkeeping): one per command and one per documented subcommand
-  // (command_docs.h), lower case ("get", "client|list"), numbered densely
-  // from 0. The strings live as long as the table.
+  // bookkeeping): one per command and one per subcommand its row declares
+  // (CommandSpec::subcommands), lower case ("get", "client|list"), numbered
+  // densely from 0: the commands in table order, then the subcommands, by
+  // parent in table order. The strings live as long as the table.
   size_t num_stat_names() const { return stat_names_.size(); }
   const std::string& stat_name(size_t i) const { return stat_names_[i]; }
   // The statistics slot of a request: its subcommand's when `spec` has

@@ -183,18 +183,22 @@ void Reset(CommandContext& ctx) {
 void AddConnectionCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kAlways = kCmdFast | kCmdLoading | kCmdStale;
   size_t first = out->size();
-  out->push_back(
-      {"PING", -1, kAlways | kCmdPubSubContext, 0, 0, 0, Ping, "Returns PONG, or the argument."});
-  out->push_back({"ECHO", 2, kAlways, 0, 0, 0, Echo, "Returns the argument."});
+  out->push_back({"PING", -1, kAlways | kCmdPubSubContext, 0, 0, 0, Ping,
+                  "Returns PONG, or the argument.", "connection", "1.0.0", "[message]"});
+  out->push_back({"ECHO", 2, kAlways, 0, 0, 0, Echo, "Returns the argument.", "connection", "1.0.0",
+                  "message"});
   out->push_back({"HELLO", -1, kAlways | kCmdNoAuth, 0, 0, 0, Hello,
-                  "Handshake: protocol version, optional AUTH and SETNAME."});
-  out->push_back(
-      {"AUTH", -2, kAlways | kCmdNoAuth, 0, 0, 0, Auth, "Authenticates the connection."});
-  out->push_back({"SELECT", 2, kAlways, 0, 0, 0, Select, "Selects database 0 (the only one)."});
+                  "Handshake: protocol version, optional AUTH and SETNAME.", "connection", "6.0.0",
+                  "[protover [AUTH username password] [SETNAME clientname]]"});
+  out->push_back({"AUTH", -2, kAlways | kCmdNoAuth, 0, 0, 0, Auth, "Authenticates the connection.",
+                  "connection", "1.0.0", "[username] password"});
+  out->push_back({"SELECT", 2, kAlways, 0, 0, 0, Select, "Selects database 0 (the only one).",
+                  "connection", "1.0.0", "index"});
   out->push_back({"QUIT", -1, kAlways | kCmdNoAuth | kCmdTxControl | kCmdPubSubContext, 0, 0, 0,
-                  Quit, "Closes the connection."});
+                  Quit, "Closes the connection.", "connection", "1.0.0", ""});
   out->push_back({"RESET", 1, kAlways | kCmdNoAuth | kCmdTxControl | kCmdPubSubContext, 0, 0, 0,
-                  Reset, "Resets the connection: RESP2, no name, not authenticated."});
+                  Reset, "Resets the connection: RESP2, no name, not authenticated.", "connection",
+                  "6.2.0", ""});
   for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_categories |= kAclConnection;
 }
 

@@ -156,14 +156,19 @@ void IncrByFloat(CommandContext& ctx) {
 void AddCounterCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kW = kCmdWrite | kCmdKvcache | kCmdDenyOom | kCmdFast;
   size_t first = out->size();
-  out->push_back({"INCR", 2, kW, 1, 1, 1, Incr, "Increments the integer value of a key by one."});
-  out->push_back(
-      {"INCRBY", 3, kW, 1, 1, 1, IncrByCmd, "Increments the integer value of a key by a number."});
-  out->push_back({"DECR", 2, kW, 1, 1, 1, Decr, "Decrements the integer value of a key by one."});
-  out->push_back(
-      {"DECRBY", 3, kW, 1, 1, 1, DecrByCmd, "Decrements the integer value of a key by a number."});
+  out->push_back({"INCR", 2, kW, 1, 1, 1, Incr, "Increments the integer value of a key by one.",
+                  "string", "1.0.0", "key"});
+  out->push_back({"INCRBY", 3, kW, 1, 1, 1, IncrByCmd,
+                  "Increments the integer value of a key by a number.", "string", "1.0.0",
+                  "key increment"});
+  out->push_back({"DECR", 2, kW, 1, 1, 1, Decr, "Decrements the integer value of a key by one.",
+                  "string", "1.0.0", "key"});
+  out->push_back({"DECRBY", 3, kW, 1, 1, 1, DecrByCmd,
+                  "Decrements the integer value of a key by a number.", "string", "1.0.0",
+                  "key decrement"});
   out->push_back({"INCRBYFLOAT", 3, kW, 1, 1, 1, IncrByFloat,
-                  "Increments the floating point value of a key by a number."});
+                  "Increments the floating point value of a key by a number.", "string", "2.6.0",
+                  "key increment"});
   for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_categories |= kAclString;
 }
 

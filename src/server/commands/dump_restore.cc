@@ -99,9 +99,12 @@ void Restore(CommandContext& ctx) {
 void AddDumpRestoreCommands(std::vector<CommandSpec>* out) {
   size_t first = out->size();
   out->push_back({"DUMP", 2, kCmdReadonly | kCmdKvcache, 1, 1, 1, Dump,
-                  "Returns a serialized representation of the value stored at a key."});
-  out->push_back({"RESTORE", -4, kCmdWrite | kCmdKvcache | kCmdDenyOom, 1, 1, 1, Restore,
-                  "Creates a key from the serialized representation of a value."});
+                  "Returns a serialized representation of the value stored at a key.", "generic",
+                  "2.6.0", "key"});
+  out->push_back(
+      {"RESTORE", -4, kCmdWrite | kCmdKvcache | kCmdDenyOom, 1, 1, 1, Restore,
+       "Creates a key from the serialized representation of a value.", "generic", "2.6.0",
+       "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]"});
   for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_categories |= kAclKeyspace;
   (*out)[first + 1].acl_categories |= kAclDangerous;  // as Redis
 }

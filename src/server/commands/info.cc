@@ -416,7 +416,8 @@ void Info(CommandContext& ctx) {
 
 void AddInfoCommands(std::vector<CommandSpec>* out) {
   out->push_back({"INFO", -1, kCmdLoading | kCmdStale, 0, 0, 0, Info,
-                  "Server information and statistics, by section."});
+                  "Server information and statistics, by section.", "server", "1.0.0",
+                  "[section...]"});
   out->back().acl_categories |= kAclDangerous;  // server-wide state (as Redis)
 }
 

@@ -115,17 +115,28 @@ void Object(CommandContext& ctx) {
 
 }  // namespace
 
+// OBJECT's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kObjectSubcommands[] = {
+    {"ENCODING", "2.2.3", "key", "Returns the internal encoding of a Redis object."},
+    {"FREQ", "4.0.0", "key", "Returns the logarithmic access frequency counter of a Redis object."},
+    {"IDLETIME", "2.2.3", "key", "Returns the time since the last access to a Redis object."},
+    {"REFCOUNT", "2.2.3", "key", "Returns the reference count of a value of a key."},
+    {"HELP", "6.2.0", "", "Returns helpful text about the different subcommands."},
+};
+
 void AddKeyObjectCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kR = kCmdReadonly | kCmdKvcache;
   size_t first = out->size();
   out->push_back({"COPY", -3, kCmdWrite | kCmdKvcache | kCmdDenyOom, 1, 2, 1, Copy,
-                  "Copies the value of a key to a new key."});
+                  "Copies the value of a key to a new key.", "generic", "6.2.0",
+                  "source destination [DB destination-db] [REPLACE]"});
   out->push_back({"TOUCH", -2, kR | kCmdFast, 1, -1, 1, Touch,
                   "Returns the number of existing keys out of those specified after updating the "
-                  "time they were last accessed."});
+                  "time they were last accessed.",
+                  "generic", "3.2.1", "key..."});
   // OBJECT's key is argument 2 (OBJECT HELP has none: the range is empty).
-  out->push_back(
-      {"OBJECT", -2, kR, 2, 2, 1, Object, "OBJECT ENCODING|IDLETIME|FREQ|REFCOUNT key."});
+  out->push_back({"OBJECT", -2, kR, 2, 2, 1, Object, "OBJECT ENCODING|IDLETIME|FREQ|REFCOUNT key.",
+                  "generic", "2.2.3", "", kObjectSubcommands});
   for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_categories |= kAclKeyspace;
 }
 

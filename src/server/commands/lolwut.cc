@@ -204,7 +204,8 @@ void Lolwut(CommandContext& ctx) {
 
 void AddLolwutCommands(std::vector<CommandSpec>* out) {
   out->push_back({"LOLWUT", -1, kCmdReadonly | kCmdFast, 0, 0, 0, Lolwut,
-                  "Computer art and the Redis version pion answers as."});
+                  "Computer art and the Redis version pion answers as.", "server", "5.0.0",
+                  "[VERSION version]"});
 }
 
 }  // namespace pion::server

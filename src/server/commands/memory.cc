@@ -283,13 +283,35 @@ void Module(CommandContext& ctx) {
 
 }  // namespace
 
+// MEMORY's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kMemorySubcommands[] = {
+    {"USAGE", "4.0.0", "key [SAMPLES count]", "Estimates the memory usage of a key."},
+    {"STATS", "4.0.0", "", "Returns details about memory usage."},
+    {"DOCTOR", "4.0.0", "", "Outputs a memory problems report."},
+    {"MALLOC-STATS", "4.0.0", "", "Returns the allocator statistics."},
+    {"PURGE", "4.0.0", "", "Asks the allocator to release memory."},
+    {"HELP", "4.0.0", "", "Returns helpful text about the subcommands."},
+};
+
+// MODULE's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kModuleSubcommands[] = {
+    {"LIST", "4.0.0", "", "Returns all loaded modules (none in pion)."},
+    {"LOAD", "4.0.0", "path [arg...]", "Loads a module (refused: pion loads no Redis modules)."},
+    {"LOADEX", "7.0.0", "path [CONFIG name value...] [ARGS args...]",
+     "Loads a module with configuration (refused: pion loads no Redis modules)."},
+    {"UNLOAD", "4.0.0", "name", "Unloads a module."},
+    {"HELP", "5.0.0", "", "Returns helpful text about the subcommands."},
+};
+
 void AddMemoryCommands(std::vector<CommandSpec>* out) {
   // MEMORY USAGE's key is argument 2 (the other subcommands have none: the range is empty).
   out->push_back({"MEMORY", -2, kCmdReadonly, 2, 2, 1, Memory,
-                  "MEMORY USAGE key, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP."});
+                  "MEMORY USAGE key, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP.", "server", "4.0.0",
+                  "", kMemorySubcommands});
   out->back().acl_categories |= kAclKeyspace;
   out->push_back({"MODULE", -2, kCmdAdmin, 0, 0, 0, Module,
-                  "MODULE LIST (empty: pion loads no Redis modules), LOAD, LOADEX, UNLOAD, HELP."});
+                  "MODULE LIST (empty: pion loads no Redis modules), LOAD, LOADEX, UNLOAD, HELP.",
+                  "server", "4.0.0", "", kModuleSubcommands});
 }
 
 }  // namespace pion::server

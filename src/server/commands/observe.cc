@@ -237,18 +237,41 @@ void LastSave(CommandContext& ctx) {
 
 }  // namespace
 
+// SLOWLOG's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kSlowlogSubcommands[] = {
+    {"GET", "2.2.12", "[count]", "Returns the slow log's entries."},
+    {"LEN", "2.2.12", "", "Returns the number of entries in the slow log."},
+    {"RESET", "2.2.12", "", "Clears all entries from the slow log."},
+    {"HELP", "6.2.0", "", "Shows helpful text about the subcommands."},
+};
+
+// LATENCY's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kLatencySubcommands[] = {
+    {"LATEST", "2.8.13", "", "Returns the latest latency samples for all events."},
+    {"HISTORY", "2.8.13", "event", "Returns timestamp-latency samples for an event."},
+    {"RESET", "2.8.13", "[event...]", "Resets the latency data for one or more events."},
+    {"DOCTOR", "2.8.13", "", "Returns a human-readable latency analysis report."},
+    {"HISTOGRAM", "7.0.0", "[command [command ...]]",
+     "Returns the cumulative distribution of latencies of a subset or all commands."},
+    {"HELP", "2.8.13", "", "Returns helpful text about the subcommands."},
+};
+
 void AddObserveCommands(std::vector<CommandSpec>* out) {
   out->push_back({"SLOWLOG", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, Slowlog,
-                  "The slow log: GET [count], LEN, RESET."});
+                  "The slow log: GET [count], LEN, RESET.", "server", "2.2.12", "",
+                  kSlowlogSubcommands});
   out->push_back({"LATENCY", -2, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, Latency,
                   "The latency monitor: LATEST, HISTORY event, RESET [event ...], DOCTOR, "
-                  "HISTOGRAM [command ...]."});
+                  "HISTOGRAM [command ...].",
+                  "server", "2.8.13", "", kLatencySubcommands});
   out->push_back({"MONITOR", 1, kCmdAdmin | kCmdLoading | kCmdStale, 0, 0, 0, Monitor,
-                  "Streams every command the server runs, from every client."});
+                  "Streams every command the server runs, from every client.", "server", "1.0.0",
+                  ""});
   out->push_back({"ROLE", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, Role,
-                  "Replication role: always master."});
+                  "Replication role: always master.", "server", "2.8.12", ""});
   out->push_back({"LASTSAVE", 1, kCmdFast | kCmdLoading | kCmdStale, 0, 0, 0, LastSave,
-                  "Unix time of the last successful snapshot (or of the start)."});
+                  "Unix time of the last successful snapshot (or of the start).", "server", "1.0.0",
+                  ""});
   // As Redis 7: ROLE and LASTSAVE are @admin @dangerous (server state, not a tenant's).
   for (size_t i = out->size() - 2; i < out->size(); ++i)
     (*out)[i].acl_categories |= kAclAdmin | kAclDangerous;

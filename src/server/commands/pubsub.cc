@@ -169,29 +169,46 @@ void PubSubCmd(CommandContext& ctx) {
 
 }  // namespace
 
+// PUBSUB's subcommands (SubcommandDoc, command.h).
+constexpr SubcommandDoc kPubsubSubcommands[] = {
+    {"CHANNELS", "2.8.0", "[pattern]", "Returns the active channels."},
+    {"NUMSUB", "2.8.0", "[channel [channel ...]]", "Returns a count of subscribers to channels."},
+    {"NUMPAT", "2.8.0", "", "Returns a count of unique pattern subscriptions."},
+    {"SHARDCHANNELS", "7.0.0", "[pattern]", "Returns the active shard channels."},
+    {"SHARDNUMSUB", "7.0.0", "[shardchannel [shardchannel ...]]",
+     "Returns the count of subscribers of shard channels."},
+    {"HELP", "6.2.0", "", "Returns helpful text about the subcommands."},
+};
+
 void AddPubSubCommands(std::vector<CommandSpec>* out) {
   // Every one runs in RESP2 subscribed mode except PUBLISH, SPUBLISH and PUBSUB.
   constexpr uint32_t kSub = kCmdLoading | kCmdStale | kCmdPubSubContext;
   size_t first = out->size();
-  out->push_back(
-      {"SUBSCRIBE", -2, kSub, 0, 0, 0, Subscribe, "Listens for messages published to channels."});
+  out->push_back({"SUBSCRIBE", -2, kSub, 0, 0, 0, Subscribe,
+                  "Listens for messages published to channels.", "pubsub", "2.0.0",
+                  "channel [channel ...]"});
   out->push_back({"UNSUBSCRIBE", -1, kSub, 0, 0, 0, Unsubscribe,
-                  "Stops listening to messages posted to channels."});
+                  "Stops listening to messages posted to channels.", "pubsub", "2.0.0",
+                  "[channel [channel ...]]"});
   out->push_back({"PSUBSCRIBE", -2, kSub, 0, 0, 0, PSubscribe,
-                  "Listens for messages published to channels that match one or more patterns."});
+                  "Listens for messages published to channels that match one or more patterns.",
+                  "pubsub", "2.0.0", "pattern [pattern ...]"});
   out->push_back({"PUNSUBSCRIBE", -1, kSub, 0, 0, 0, PUnsubscribe,
                   "Stops listening to messages published to channels that match one or more "
-                  "patterns."});
+                  "patterns.",
+                  "pubsub", "2.0.0", "[pattern [pattern ...]]"});
   out->push_back({"SSUBSCRIBE", -2, kSub, 0, 0, 0, SSubscribe,
-                  "Listens for messages published to shard channels."});
+                  "Listens for messages published to shard channels.", "pubsub", "7.0.0",
+                  "shardchannel [shardchannel ...]"});
   out->push_back({"SUNSUBSCRIBE", -1, kSub, 0, 0, 0, SUnsubscribe,
-                  "Stops listening to messages posted to shard channels."});
+                  "Stops listening to messages posted to shard channels.", "pubsub", "7.0.0",
+                  "[shardchannel [shardchannel ...]]"});
   out->push_back({"PUBLISH", 3, kCmdLoading | kCmdStale | kCmdFast, 0, 0, 0, Publish,
-                  "Posts a message to a channel."});
+                  "Posts a message to a channel.", "pubsub", "2.0.0", "channel message"});
   out->push_back({"SPUBLISH", 3, kCmdLoading | kCmdStale | kCmdFast, 0, 0, 0, SPublish,
-                  "Post a message to a shard channel"});
+                  "Post a message to a shard channel", "pubsub", "7.0.0", "shardchannel message"});
   out->push_back({"PUBSUB", -2, kCmdLoading | kCmdStale, 0, 0, 0, PubSubCmd,
-                  "A container for Pub/Sub commands."});
+                  "A container for Pub/Sub commands.", "pubsub", "2.8.0", "", kPubsubSubcommands});
   (*out)[first + 0].acl_key_flags |= kAclChannelArgs;      // SUBSCRIBE
   (*out)[first + 2].acl_key_flags |= kAclChannelPatterns;  // PSUBSCRIBE
   (*out)[first + 4].acl_key_flags |= kAclChannelArgs;      // SSUBSCRIBE

@@ -75,11 +75,14 @@ void BgRewriteAof(CommandContext& ctx) {
 void AddSaveCommands(std::vector<CommandSpec>* out) {
   // SAVE completes its reply later (no MULTI, as Redis's SAVE); the others answer at once.
   out->push_back({"SAVE", 1, kCmdAdmin | kCmdNoMulti, 0, 0, 0, Save,
-                  "Snapshots the data set (KV.PREFIX.SAVE's snapshot); needs persistence."});
+                  "Snapshots the data set (KV.PREFIX.SAVE's snapshot); needs persistence.",
+                  "server", "1.0.0", ""});
   out->push_back({"BGSAVE", -1, kCmdAdmin, 0, 0, 0, BgSave,
-                  "Snapshots the data set in the background; needs persistence."});
+                  "Snapshots the data set in the background; needs persistence.", "server", "1.0.0",
+                  "[SCHEDULE]"});
   out->push_back({"BGREWRITEAOF", 1, kCmdAdmin, 0, 0, 0, BgRewriteAof,
-                  "Rewrites the WAL as a snapshot in the background; needs persistence."});
+                  "Rewrites the WAL as a snapshot in the background; needs persistence.", "server",
+                  "1.0.0", ""});
 }
 
 }  // namespace pion::server

@@ -183,11 +183,14 @@ void AddStringEditCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kW = kCmdWrite | kCmdKvcache | kCmdDenyOom;
   size_t first = out->size();
   out->push_back({"GETSET", 3, kW | kCmdFast, 1, 1, 1, GetSet,
-                  "Returns the previous string value of a key after setting it to a new value."});
+                  "Returns the previous string value of a key after setting it to a new value.",
+                  "string", "1.0.0", "key value"});
   out->push_back({"SETRANGE", 4, kW, 1, 1, 1, SetRange,
-                  "Overwrites a part of a string value with another by an offset."});
-  out->push_back(
-      {"LCS", -3, kCmdReadonly | kCmdKvcache, 1, 2, 1, Lcs, "Finds the longest common substring."});
+                  "Overwrites a part of a string value with another by an offset.", "string",
+                  "2.2.0", "key offset value"});
+  out->push_back({"LCS", -3, kCmdReadonly | kCmdKvcache, 1, 2, 1, Lcs,
+                  "Finds the longest common substring.", "string", "7.0.0",
+                  "key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]"});
   for (size_t i = first; i < out->size(); ++i) (*out)[i].acl_categories |= kAclString;
   (*out)[first].acl_key_flags |= kAclKeyAccess;  // GETSET returns the old value
 }

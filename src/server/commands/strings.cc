@@ -769,49 +769,79 @@ void AddStringCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kW = kCmdWrite | kCmdKvcache;
   constexpr uint32_t kWd = kW | kCmdDenyOom;
   size_t first = out->size();
-  out->push_back({"GET", 2, kR | kCmdFast, 1, 1, 1, Get, "Gets the value of a string key."});
+  out->push_back({"GET", 2, kR | kCmdFast, 1, 1, 1, Get, "Gets the value of a string key.",
+                  "string", "1.0.0", "key"});
   out->push_back({"SET", -3, kWd, 1, 1, 1, Set,
-                  "SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL]."});
-  out->push_back({"SETEX", 4, kWd, 1, 1, 1, SetEx, "SETEX key seconds value."});
-  out->push_back({"PSETEX", 4, kWd, 1, 1, 1, PSetEx, "PSETEX key milliseconds value."});
-  out->push_back({"SETNX", 3, kWd | kCmdFast, 1, 1, 1, SetNx, "Sets a key only if it is absent."});
-  out->push_back(
-      {"GETDEL", 2, kW | kCmdFast, 1, 1, 1, GetDel, "Gets a value and deletes the key."});
+                  "SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL].", "string",
+                  "1.0.0",
+                  "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT "
+                  "unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]"});
+  out->push_back({"SETEX", 4, kWd, 1, 1, 1, SetEx, "SETEX key seconds value.", "string", "2.0.0",
+                  "key seconds value"});
+  out->push_back({"PSETEX", 4, kWd, 1, 1, 1, PSetEx, "PSETEX key milliseconds value.", "string",
+                  "2.6.0", "key milliseconds value"});
+  out->push_back({"SETNX", 3, kWd | kCmdFast, 1, 1, 1, SetNx, "Sets a key only if it is absent.",
+                  "string", "1.0.0", "key value"});
+  out->push_back({"GETDEL", 2, kW | kCmdFast, 1, 1, 1, GetDel, "Gets a value and deletes the key.",
+                  "string", "6.2.0", "key"});
   out->push_back({"GETEX", -2, kW | kCmdFast, 1, 1, 1, GetEx,
-                  "GETEX key [EX s|PX ms|EXAT ts|PXAT ts|PERSIST]."});
-  out->push_back({"MGET", -2, kR | kCmdFast, 1, -1, 1, MGet, "Gets the values of several keys."});
-  out->push_back({"MSET", -3, kWd, 1, -1, 2, MSet, "Sets several keys atomically."});
-  out->push_back(
-      {"MSETNX", -3, kWd, 1, -1, 2, MSetNx, "Sets several keys atomically only if none exists."});
-  out->push_back({"APPEND", 3, kWd, 1, 1, 1, Append, "Appends to a string value."});
-  out->push_back({"STRLEN", 2, kR | kCmdFast, 1, 1, 1, StrLen, "Length of a string value."});
-  out->push_back({"GETRANGE", 4, kR, 1, 1, 1, GetRange, "A substring of a string value."});
-  out->push_back({"SUBSTR", 4, kR, 1, 1, 1, GetRange, "GETRANGE's former name."});
-  out->push_back({"EXISTS", -2, kR | kCmdFast, 1, -1, 1, Exists, "How many of the keys exist."});
-  out->push_back({"DEL", -2, kW, 1, -1, 1, Del, "Deletes keys (a namespace key: KV.PREFIX.DROP)."});
-  out->push_back({"UNLINK", -2, kW | kCmdFast, 1, -1, 1, Del, "DEL (memory is freed lazily)."});
-  out->push_back(
-      {"TYPE", 2, kR | kCmdFast, 1, 1, 1, Type, "Type of a key: string, pion-kvprefix or none."});
-  out->push_back({"RENAME", 3, kW, 1, 2, 1, Rename, "Renames a string key."});
+                  "GETEX key [EX s|PX ms|EXAT ts|PXAT ts|PERSIST].", "string", "6.2.0",
+                  "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT "
+                  "unix-time-milliseconds | PERSIST]"});
+  out->push_back({"MGET", -2, kR | kCmdFast, 1, -1, 1, MGet, "Gets the values of several keys.",
+                  "string", "1.0.0", "key..."});
+  out->push_back({"MSET", -3, kWd, 1, -1, 2, MSet, "Sets several keys atomically.", "string",
+                  "1.0.1", "(key value)..."});
+  out->push_back({"MSETNX", -3, kWd, 1, -1, 2, MSetNx,
+                  "Sets several keys atomically only if none exists.", "string", "1.0.1",
+                  "(key value)..."});
+  out->push_back({"APPEND", 3, kWd, 1, 1, 1, Append, "Appends to a string value.", "string",
+                  "2.0.0", "key value"});
+  out->push_back({"STRLEN", 2, kR | kCmdFast, 1, 1, 1, StrLen, "Length of a string value.",
+                  "string", "2.2.0", "key"});
+  out->push_back({"GETRANGE", 4, kR, 1, 1, 1, GetRange, "A substring of a string value.", "string",
+                  "2.4.0", "key start end"});
+  out->push_back({"SUBSTR", 4, kR, 1, 1, 1, GetRange, "GETRANGE's former name.", "string", "1.0.0",
+                  "key start end"});
+  out->push_back({"EXISTS", -2, kR | kCmdFast, 1, -1, 1, Exists, "How many of the keys exist.",
+                  "generic", "1.0.0", "key..."});
+  out->push_back({"DEL", -2, kW, 1, -1, 1, Del, "Deletes keys (a namespace key: KV.PREFIX.DROP).",
+                  "generic", "1.0.0", "key..."});
+  out->push_back({"UNLINK", -2, kW | kCmdFast, 1, -1, 1, Del, "DEL (memory is freed lazily).",
+                  "generic", "4.0.0", "key..."});
+  out->push_back({"TYPE", 2, kR | kCmdFast, 1, 1, 1, Type,
+                  "Type of a key: string, pion-kvprefix or none.", "generic", "1.0.0", "key"});
+  out->push_back({"RENAME", 3, kW, 1, 2, 1, Rename, "Renames a string key.", "generic", "1.0.0",
+                  "key newkey"});
   out->push_back({"RENAMENX", 3, kW | kCmdFast, 1, 2, 1, RenameNx,
-                  "Renames a string key if the new name is free."});
-  out->push_back({"KEYS", 2, kR, 0, 0, 0, Keys, "Every key matching a glob pattern."});
-  out->push_back(
-      {"SCAN", -2, kR, 0, 0, 0, Scan, "SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]."});
-  out->push_back({"RANDOMKEY", 1, kR, 0, 0, 0, RandomKey, "A random key."});
-  out->push_back({"EXPIRE", -3, kW | kCmdFast, 1, 1, 1, Expire, "Sets a TTL in seconds."});
-  out->push_back({"PEXPIRE", -3, kW | kCmdFast, 1, 1, 1, PExpire, "Sets a TTL in milliseconds."});
+                  "Renames a string key if the new name is free.", "generic", "1.0.0",
+                  "key newkey"});
+  out->push_back({"KEYS", 2, kR, 0, 0, 0, Keys, "Every key matching a glob pattern.", "generic",
+                  "1.0.0", "pattern"});
+  out->push_back({"SCAN", -2, kR, 0, 0, 0, Scan,
+                  "SCAN cursor [MATCH pattern] [COUNT count] [TYPE type].", "generic", "2.8.0",
+                  "cursor [MATCH pattern] [COUNT count] [TYPE type]"});
+  out->push_back({"RANDOMKEY", 1, kR, 0, 0, 0, RandomKey, "A random key.", "generic", "1.0.0", ""});
+  out->push_back({"EXPIRE", -3, kW | kCmdFast, 1, 1, 1, Expire, "Sets a TTL in seconds.", "generic",
+                  "1.0.0", "key seconds [NX | XX | GT | LT]"});
+  out->push_back({"PEXPIRE", -3, kW | kCmdFast, 1, 1, 1, PExpire, "Sets a TTL in milliseconds.",
+                  "generic", "2.6.0", "key milliseconds [NX | XX | GT | LT]"});
   out->push_back({"EXPIREAT", -3, kW | kCmdFast, 1, 1, 1, ExpireAt,
-                  "Sets the expiry as a unix time in seconds."});
+                  "Sets the expiry as a unix time in seconds.", "generic", "1.2.0",
+                  "key unix-time-seconds [NX | XX | GT | LT]"});
   out->push_back({"PEXPIREAT", -3, kW | kCmdFast, 1, 1, 1, PExpireAt,
-                  "Sets the expiry as a unix time in milliseconds."});
-  out->push_back({"TTL", 2, kR | kCmdFast, 1, 1, 1, Ttl, "Seconds to live (-1 none, -2 missing)."});
-  out->push_back({"PTTL", 2, kR | kCmdFast, 1, 1, 1, PTtl, "Milliseconds to live."});
-  out->push_back(
-      {"EXPIRETIME", 2, kR | kCmdFast, 1, 1, 1, ExpireTime, "Expiry as a unix time in seconds."});
+                  "Sets the expiry as a unix time in milliseconds.", "generic", "2.6.0",
+                  "key unix-time-milliseconds [NX | XX | GT | LT]"});
+  out->push_back({"TTL", 2, kR | kCmdFast, 1, 1, 1, Ttl, "Seconds to live (-1 none, -2 missing).",
+                  "generic", "1.0.0", "key"});
+  out->push_back({"PTTL", 2, kR | kCmdFast, 1, 1, 1, PTtl, "Milliseconds to live.", "generic",
+                  "2.6.0", "key"});
+  out->push_back({"EXPIRETIME", 2, kR | kCmdFast, 1, 1, 1, ExpireTime,
+                  "Expiry as a unix time in seconds.", "generic", "7.0.0", "key"});
   out->push_back({"PEXPIRETIME", 2, kR | kCmdFast, 1, 1, 1, PExpireTime,
-                  "Expiry as a unix time in milliseconds."});
-  out->push_back({"PERSIST", 2, kW | kCmdFast, 1, 1, 1, Persist, "Removes a key's TTL."});
+                  "Expiry as a unix time in milliseconds.", "generic", "7.0.0", "key"});
+  out->push_back({"PERSIST", 2, kW | kCmdFast, 1, 1, 1, Persist, "Removes a key's TTL.", "generic",
+                  "2.2.0", "key"});
   // ACL: string commands are @string, generic key commands @keyspace (as Redis);
   // KEYS lists the whole keyspace (@dangerous, as Redis; it filters anyway).
   for (size_t i = first; i < out->size(); ++i) {

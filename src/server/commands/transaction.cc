@@ -202,15 +202,19 @@ bool IsExec(const CommandSpec* spec) { return spec->handler == Exec; }
 
 void AddTransactionCommands(std::vector<CommandSpec>* out) {
   constexpr uint32_t kTx = kCmdTxControl | kCmdFast | kCmdLoading | kCmdStale;
-  out->push_back({"MULTI", 1, kTx, 0, 0, 0, Multi, "Starts a transaction."});
-  out->push_back({"EXEC", 1, kTx, 0, 0, 0, Exec, "Runs the queued commands atomically."});
-  out->push_back({"DISCARD", 1, kTx, 0, 0, 0, Discard, "Drops the queued commands."});
   out->push_back(
-      {"WATCH", -2, kTx, 1, -1, 1, Watch, "EXEC fails if one of these keys changes before it."});
+      {"MULTI", 1, kTx, 0, 0, 0, Multi, "Starts a transaction.", "transactions", "1.2.0", ""});
+  out->push_back({"EXEC", 1, kTx, 0, 0, 0, Exec, "Runs the queued commands atomically.",
+                  "transactions", "1.2.0", ""});
+  out->push_back({"DISCARD", 1, kTx, 0, 0, 0, Discard, "Drops the queued commands.", "transactions",
+                  "2.0.0", ""});
+  out->push_back({"WATCH", -2, kTx, 1, -1, 1, Watch,
+                  "EXEC fails if one of these keys changes before it.", "transactions", "2.2.0",
+                  "key..."});
   // As Redis 7.0, UNWATCH inside MULTI is queued like any command: the watch
   // still decides EXEC (and EXEC forgets every watched key anyway).
-  out->push_back(
-      {"UNWATCH", 1, kTx & ~kCmdTxControl, 0, 0, 0, Unwatch, "Forgets every watched key."});
+  out->push_back({"UNWATCH", 1, kTx & ~kCmdTxControl, 0, 0, 0, Unwatch,
+                  "Forgets every watched key.", "transactions", "2.2.0", ""});
   for (size_t i = out->size() - 5; i < out->size(); ++i)
     (*out)[i].acl_categories |= kAclTransaction;
   out->at(out->size() - 2).acl_key_flags |= kAclKeyReadOnly;  // WATCH
