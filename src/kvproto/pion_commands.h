@@ -1,10 +1,10 @@
 // pion's own commands (KV.PREFIX.*, KV.BLOCK.*, V.*, PION.*, ATTEND.PREFIX.*),
 // described once: what COMMAND INFO and COMMAND DOCS report, what ACL checks,
 // and how the Redis module registers them. pion-server's command files pair a
-// row with its handler by name (server/commands/command.h, AddPionCommands);
-// COMMAND DOCS takes group, version and grammar from here
-// (server/commands/command_docs.cc); the module registers every row marked for
-// it (module/commands.cc). Adding a pion command is a row here plus a handler
+// row with its handler by name (server/commands/command.h, AddPionCommands),
+// which copies the row into the server's CommandSpec (group "pion", version and
+// grammar included, for COMMAND DOCS); the module registers every row marked
+// for it (module/commands.cc). Adding a pion command is a row here plus a handler
 // in each place that serves it.
 #pragma once
 

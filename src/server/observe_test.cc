@@ -3,6 +3,7 @@
 // monitor, and Observability, which feeds them and MONITOR after each command.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,12 +45,20 @@ TEST(DocSyntax, MalformedInputNeverCrashes) {
   EXPECT_TRUE(ParseDocSyntax("").empty());
 }
 
-TEST(DocSyntax, EveryTableEntryParsesAndSubcommandsHaveParents) {
-  for (const CommandDoc& d : CommandDocs()) {
-    ParseDocSyntax(d.syntax);
-    std::string_view n = d.name;
-    if (size_t bar = n.find('|'); bar != std::string_view::npos) {
-      EXPECT_NE(FindCommandDoc(n.substr(0, bar)), nullptr) << d.name;
+TEST(DocSyntax, EveryRowIsDocumentedAndParses) {
+  for (const CommandSpec& s : AllCommands()) {
+    ASSERT_NE(s.group, nullptr) << s.name;
+    ASSERT_NE(s.since, nullptr) << s.name;
+    ASSERT_NE(s.syntax, nullptr) << s.name;
+    ParseDocSyntax(s.syntax);
+    std::set<std::string_view> subs;
+    for (const SubcommandDoc& d : s.subcommands) {
+      ASSERT_NE(d.since, nullptr) << s.name << "|" << d.name;
+      ASSERT_NE(d.syntax, nullptr) << s.name << "|" << d.name;
+      ASSERT_NE(d.summary, nullptr) << s.name << "|" << d.name;
+      EXPECT_TRUE(subs.insert(d.name).second) << s.name << "|" << d.name;  // each once
+      for (const char* c = d.name; *c != 0; ++c) EXPECT_FALSE(*c >= 'a' && *c <= 'z') << d.name;
+      ParseDocSyntax(d.syntax);
     }
   }
 }

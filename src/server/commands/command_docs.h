@@ -1,7 +1,8 @@
-// COMMAND DOCS data: per command (and per subcommand, "CLIENT|LIST") its
-// group, the version it appeared in and its argument grammar, from which the
-// argument tree COMMAND DOCS replies with is built (redis-cli draws its
-// argument hints and HELP text from that tree).
+// COMMAND DOCS' argument grammar: the syntax string a command's row
+// (CommandSpec::syntax, SubcommandDoc::syntax, kvproto/pion_commands.h's
+// PionCommandRow::syntax) writes its arguments in, parsed into the argument
+// tree COMMAND DOCS replies with (redis-cli draws its argument hints and HELP
+// text from that tree). The group, version and summary are in the row too.
 //
 // Grammar of `syntax` (Redis' documentation style):
 //   UPPER          a keyword (pure-token)
@@ -12,30 +13,13 @@
 //   a | b          one of (inside [ ] or ( ))
 //   ( ... )        a group
 // e.g. "key value [NX | XX] [GET] [EX seconds | PX milliseconds | KEEPTTL]".
-//
-// The table may name commands the server does not have (the string keyspace,
-// say): only commands in the CommandTable are ever reported.
 #pragma once
 
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace pion::server {
-
-struct CommandDoc {
-  const char* name;     // "SET", or "CLIENT|LIST" for a subcommand
-  const char* group;    // "string", "connection", "server", "pion", ...
-  const char* since;    // first version
-  const char* syntax;   // the arguments after the name (after the subcommand)
-  const char* summary;  // nullptr: the CommandSpec's
-};
-
-// Every entry, in table order.
-std::span<const CommandDoc> CommandDocs();
-// The entry for `name` (upper case, "CLIENT|LIST" for a subcommand), or nullptr.
-const CommandDoc* FindCommandDoc(std::string_view name);
 
 // One node of the argument tree.
 struct DocArg {
