@@ -19,5 +19,7 @@ inline uint64_t UnixMicros() {
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000ull + static_cast<uint64_t>(ts.tv_nsec) / 1000;
 }
+// Unix time in milliseconds (key expiry times).
+inline int64_t UnixMillis() { return static_cast<int64_t>(UnixMicros() / 1000); }
 
 }  // namespace pion

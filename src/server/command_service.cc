@@ -184,7 +184,7 @@ uint64_t CommandService::PostponeMs(std::span<const std::string_view> args,
   const int64_t end = server_->pause_end_ms();
   if (end == 0) [[likely]]
     return 0;
-  const int64_t now = static_cast<int64_t>(UnixMicros() / 1000);
+  const int64_t now = UnixMillis();
   if (now >= end) return 0;  // over
   const CommandSpec* spec = server_->commands().Find(args[0]);
   // Refused anyway (unknown, or before AUTH): not held.

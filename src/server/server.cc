@@ -478,7 +478,7 @@ void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
 
 void Server::PauseClients(int64_t end_ms, bool all) {
   std::lock_guard<std::mutex> l(pause_mu_);
-  const int64_t now = static_cast<int64_t>(UnixMicros() / 1000);
+  const int64_t now = UnixMillis();
   const int64_t cur = pause_end_ms_.load(std::memory_order_relaxed);
   if (cur > now) {  // in force: the longer end and the wider kind, as Redis
     end_ms = std::max(end_ms, cur);

@@ -27,12 +27,6 @@
 
 namespace pion::store {
 
-namespace {
-
-int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
-
-}  // namespace
-
 void Store::UnlinkParentLocked(StrEntry& child) {
   if (!child.block || child.block->parent == nullptr) return;
   StrEntry* p = child.block->parent;
@@ -214,7 +208,7 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
   {
     base::ReaderLock gate(&gate_);
     base::MutexLock l(&mu_);
-    const int64_t now = NowMs();
+    const int64_t now = UnixMillis();
     uint64_t need = 0, have = 0;
     for (size_t i = 0; i < n; ++i) {
       if (IsNamespaceKeyLocked(keys[i])) return Status::WrongType();
@@ -291,7 +285,7 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
 bool Store::DescribeBlock(std::string_view key, BlockInfo* out) {
   base::MutexLock l(&mu_);
   uint64_t unused = 0;
-  const StrEntry* e = StrFindLocked(key, NowMs(), &unused);
+  const StrEntry* e = StrFindLocked(key, UnixMillis(), &unused);
   if (e == nullptr) return false;
   *out = BlockInfo{};
   out->stamp = e->stamp;
@@ -312,7 +306,7 @@ void Store::ApplyStrChain(const persist::StrChainRecord& r) {
   std::vector<std::string_view> keys(n);
   std::vector<StrRef> values(n);
   std::vector<uint64_t> hashes(r.has_hashes ? n : 0);
-  const bool gone = r.expire_at_ms != 0 && r.expire_at_ms <= NowMs();
+  const bool gone = r.expire_at_ms != 0 && r.expire_at_ms <= UnixMillis();
   uint64_t need = 0, have = 0;
   for (size_t i = 0; i < n; ++i) {
     keys[i] = r.entries[i].key;

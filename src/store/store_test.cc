@@ -892,12 +892,12 @@ TEST(Strings, SetGetNxXxAndOneKeySpace) {
 
 TEST(Strings, ExpiryLazyAndActive) {
   Store st({256, 0});
-  int64_t past = static_cast<int64_t>(UnixMicros() / 1000) - 1;
+  int64_t past = UnixMillis() - 1;
   int64_t future = past + 1000000;
   ASSERT_TRUE(SetStr(st, "live", "v", future).ok());
   ASSERT_TRUE(SetStr(st, "dead1", "v", past + 2).ok());  // due within ~1 ms
   ASSERT_TRUE(SetStr(st, "dead2", "v", past + 2).ok());
-  while (static_cast<int64_t>(UnixMicros() / 1000) <= past + 2) std::this_thread::yield();
+  while (UnixMillis() <= past + 2) std::this_thread::yield();
   EXPECT_EQ(GetStr(st, "dead1"), "<nil>");  // lazy
   EXPECT_EQ(st.DbSize(), 2u);               // dead2 not yet removed
   EXPECT_EQ(st.ExpireActive(100), 1u);      // active
@@ -961,7 +961,7 @@ TEST(Strings, ScanVisitsEveryKeyPresentThroughout) {
 TEST(Strings, RenameAppendMsetnx) {
   Store st({256, 0});
   uint64_t lsn;
-  ASSERT_TRUE(SetStr(st, "a", "x", static_cast<int64_t>(UnixMicros() / 1000) + 100000).ok());
+  ASSERT_TRUE(SetStr(st, "a", "x", UnixMillis() + 100000).ok());
   EXPECT_EQ(*st.StrAppend("a", "yz", &lsn), 3u);
   bool done = false;
   ASSERT_TRUE(st.Rename("a", "b", false, &done, &lsn).ok());

@@ -25,7 +25,6 @@ namespace pion::store {
 
 namespace {
 
-int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
 
 constexpr uint64_t kGreedyLimit = uint64_t{1} << 20;
 
@@ -41,7 +40,7 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
   base::ReaderLock gate(&gate_);
   base::MutexLock l(&mu_);
   if (IsNamespaceKeyLocked(key)) return Status::WrongType();
-  StrEntry* e = StrFindLocked(key, NowMs(), lsn);
+  StrEntry* e = StrFindLocked(key, UnixMillis(), lsn);
   // A quantized block's bytes are no string to edit (docs/protocol.md "Block formats").
   if (e != nullptr && e->value->quantized())
     return Status(Code::kInvalidArgument, Reason::kBlockQuantized, {}, "quantized block");
@@ -149,7 +148,7 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
   {
     base::ReaderLock gate(&gate_);
     base::MutexLock l(&mu_);
-    int64_t now = NowMs();
+    int64_t now = UnixMillis();
     StrEntry* e = StrFindLocked(src, now, lsn);
     if (e == nullptr) {
       if (IsNamespaceKeyLocked(src))
@@ -183,7 +182,7 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
 
 uint64_t Store::KeysTouch(std::span<const std::string_view> keys) {
   base::MutexLock l(&mu_);
-  int64_t now = NowMs();
+  int64_t now = UnixMillis();
   uint64_t n = 0, unused = 0;
   for (std::string_view k : keys) {
     if (StrEntry* e = StrFindLocked(k, now, &unused)) {
@@ -215,7 +214,7 @@ KeyObject Store::ObjectOf(std::string_view key) {
   KeyObject out;
   base::MutexLock l(&mu_);
   uint64_t unused = 0;
-  if (StrEntry* e = StrFindLocked(key, NowMs(), &unused)) {
+  if (StrEntry* e = StrFindLocked(key, UnixMillis(), &unused)) {
     Shard& sh = ShardFor(key);
     base::MutexLock sl(&sh.mu);
     out.type = KeyType::kString;
@@ -233,7 +232,7 @@ void Store::ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t o
                           std::span<const uint8_t> bytes, bool truncate) {
   base::MutexLock l(&mu_);
   StrEntry* e = StrEntryLocked(key);
-  if (expire_at_ms != 0 && expire_at_ms <= NowMs()) {
+  if (expire_at_ms != 0 && expire_at_ms <= UnixMillis()) {
     if (e != nullptr) StrEraseLocked(*e);
     return;
   }

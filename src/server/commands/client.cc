@@ -308,7 +308,7 @@ void ClientPause(CommandContext& ctx) {
   auto ms = ParseInt64Strict(ctx.args[2]);
   if (!ms) return ctx.reply->Error(kErrTimeoutNotInteger);
   if (*ms < 0) return ctx.reply->Error(kErrTimeoutNegative);
-  const int64_t now = static_cast<int64_t>(UnixMicros() / 1000);
+  const int64_t now = UnixMillis();
   ctx.server->PauseClients(*ms > INT64_MAX - now ? INT64_MAX : now + *ms, all);
   ctx.reply->SimpleString("OK");
 }

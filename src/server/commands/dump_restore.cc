@@ -69,7 +69,7 @@ void Restore(CommandContext& ctx) {
                                                                      : kErrBadDataFormat);
   }
   int64_t at = *ttl;
-  int64_t now = static_cast<int64_t>(UnixMicros() / 1000);
+  int64_t now = UnixMillis();
   if (at != 0 && !absttl) at = at > LLONG_MAX - now ? LLONG_MAX : at + now;
   uint64_t lsn = 0;
   if (at != 0 && at <= now) {

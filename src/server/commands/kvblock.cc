@@ -31,7 +31,6 @@ constexpr int64_t kMaxMatchKeys = 1048576;
 constexpr int64_t kMaxPinMs = 600000;
 constexpr int64_t kMaxTokens = 65536;
 
-int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
 
 // KV.BLOCK.MATCH numkeys key [key ...] [BITMAP] [PIN ms]
 void Match(CommandContext& ctx) {
@@ -134,7 +133,7 @@ bool ParseChain(CommandContext* ctx, std::span<const std::string_view> args, Cha
       auto t = ParseInt64Strict(v);
       if (!t) return fail(kErrNotInteger);
       const int64_t unit = is_ex ? 1000 : 1;
-      if (*t <= 0 || *t > (LLONG_MAX - NowMs()) / unit)
+      if (*t <= 0 || *t > (LLONG_MAX - UnixMillis()) / unit)
         return fail(ctx != nullptr ? InvalidExpireError("kv.block.chain") : std::string());
       expire_ms = *t * unit;
     } else if (IsKeyword(kw, "HASHES")) {
@@ -181,7 +180,7 @@ bool ParseChain(CommandContext* ctx, std::span<const std::string_view> args, Cha
   if (rest == 0 || rest % 2 != 0)
     return fail(ctx != nullptr ? WrongArity("kv.block.chain") : std::string());
   if (hashes && o->a.hashes.size() != rest / 2 * 8) return fail(kErrChainHashes);
-  if (expire_ms > 0) o->a.expire_at_ms = NowMs() + expire_ms;
+  if (expire_ms > 0) o->a.expire_at_ms = UnixMillis() + expire_ms;
   return true;
 }
 
