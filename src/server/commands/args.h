@@ -36,4 +36,11 @@ inline void ReplyStatus(CommandContext& ctx, const Status& st) {
   ctx.reply->Error(StatusToError(st));
 }
 
+// True when `st` is OK; else replies its error and returns false.
+inline bool OkOrReply(CommandContext& ctx, const Status& st) {
+  if (st.ok()) return true;
+  ReplyStatus(ctx, st);
+  return false;
+}
+
 }  // namespace pion::server

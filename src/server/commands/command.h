@@ -143,9 +143,11 @@ void AddAttendCommands(std::vector<CommandSpec>* out);
 void AppendAttendInfo(Server& s, std::string* out);
 void AddVStoreCommands(std::vector<CommandSpec>* out);
 void AddStatsCommands(std::vector<CommandSpec>* out);
-// String and generic key commands (commands/strings.cc) and transactions
+// String commands (commands/strings.cc) and transactions
 // (commands/transaction.cc).
 void AddStringCommands(std::vector<CommandSpec>* out);
+// EXISTS, DEL, TYPE, RENAME, KEYS, SCAN, the EXPIRE/TTL family (commands/keys.cc).
+void AddKeyCommands(std::vector<CommandSpec>* out);
 // INCR/DECR family (commands/counters.cc), GETSET/SETRANGE/LCS
 // (commands/string_edit.cc), the bit commands (commands/bitops.cc), COPY/TOUCH/
 // OBJECT (commands/keys_object.cc).

@@ -122,6 +122,7 @@ std::vector<CommandSpec> AllCommands() {
   AddStatsCommands(&v);
   AddAttendCommands(&v);
   AddStringCommands(&v);
+  AddKeyCommands(&v);
   AddMemoryCommands(&v);
   AddLolwutCommands(&v);
   AddSaveCommands(&v);
