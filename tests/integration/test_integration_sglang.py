@@ -387,6 +387,11 @@ def test_partial_hits_and_deletions(server, make_backend):
     r = server.client()
     r.delete(f"test-f32|org/tiny|0of1|{keys[2]}")
     assert a.batch_exists(keys) == 2
+    # The deletion is heard once, asynchronously (before the count below is read).
+    deadline = time.monotonic() + 10
+    while a.counters["pages_removed"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert a.counters["pages_removed"] == 1
     dst = FakeMHAHostPool(10 * PAGE, layer_num=2, head_num=1, head_dim=16)
     b = make_backend(dst)
     got = b.batch_get_v1(keys, torch.arange(10 * PAGE))
