@@ -29,7 +29,7 @@ void Evict(Server& server, const std::vector<uint64_t>& ids, std::atomic<uint64_
 }  // namespace
 
 bool Server::ReserveClientMemory(uint64_t n, const ClientInfo* who) {
-  uint64_t limit = maxmemory_clients();
+  uint64_t limit = settings_.maxmemory_clients();
   if (limit != 0 && who != nullptr && who->no_evict.load(std::memory_order_relaxed)) {
     // As Redis: a NO-EVICT client's input is never refused for client
     // memory; the other clients may be evicted to make room for it.
@@ -61,7 +61,7 @@ void Server::AdjustClientMemory(int64_t delta) {
 }
 
 void Server::EvictClients() {
-  uint64_t limit = maxmemory_clients();
+  uint64_t limit = settings_.maxmemory_clients();
   if (limit == 0 || clients_.memory() <= limit) return;
   std::vector<uint64_t> ids;
   ClientRegistry::Eviction e = clients_.PickEvictions(limit, 0, 0, &ids);

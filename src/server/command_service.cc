@@ -47,7 +47,7 @@ void ReleaseExecHeld() NO_THREAD_SAFETY_ANALYSIS {
 bool OutOfMemory(Server& server, uint64_t* lsn) {
   *lsn = 0;
   store::Store* st = server.store();
-  if (st == nullptr || server.maxmemory() == 0) return false;
+  if (st == nullptr || server.settings().maxmemory() == 0) return false;
   if (tls_batch_depth > 0) {
     HoldExecSharedForBatch(server.exec_mu());
     return st->OutOfMemory(lsn);
@@ -256,23 +256,23 @@ ParserLimits CommandService::parser_limits() const {
   ParserLimits lim;
   lim.max_bulk_len = cfg.proto_max_bulk_len;
   lim.max_args = cfg.max_multibulk_len;
-  lim.max_query_bytes = server_->query_buffer_limit();
+  lim.max_query_bytes = server_->settings().query_buffer_limit();
   lim.max_frame_body = cfg.fastlane_max_frame_len;
   return lim;
 }
 
 bool CommandService::auth_required() const { return !server_->default_user_open(); }
 
-uint64_t CommandService::query_buffer_limit() const { return server_->query_buffer_limit(); }
+uint64_t CommandService::query_buffer_limit() const { return server_->settings().query_buffer_limit(); }
 
-uint64_t CommandService::output_limit() const { return server_->output_limit(); }
-uint64_t CommandService::output_soft_limit() const { return server_->output_soft_limit(); }
-uint64_t CommandService::output_soft_seconds() const { return server_->output_soft_seconds(); }
+uint64_t CommandService::output_limit() const { return server_->settings().output_limit(); }
+uint64_t CommandService::output_soft_limit() const { return server_->settings().output_soft_limit(); }
+uint64_t CommandService::output_soft_seconds() const { return server_->settings().output_soft_seconds(); }
 net::Service::OutputLimits CommandService::pubsub_output_limits() const {
-  return server_->pubsub_output_limits();
+  return server_->settings().pubsub_output_limits();
 }
 uint64_t CommandService::output_check_threshold() const {
-  return server_->output_check_threshold();
+  return server_->settings().output_check_threshold();
 }
 
 bool CommandService::ReserveClientMemory(uint64_t n, const ClientInfo* who) {

@@ -1,4 +1,5 @@
-// ParseConfig / ApplySetting: flags, config file, errors naming the option.
+// ParseConfig / ApplySetting: flags, config file, errors naming the option;
+// RuntimeSettings, what the workers read of a config.
 #include "server/config.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "server/runtime_settings.h"
 
 namespace pion::server {
 namespace {
@@ -181,6 +184,57 @@ TEST(Config, OptionTable) {
   }
   EXPECT_NE(FindConfigOption("MAXMEMORY"), nullptr);
   EXPECT_EQ(FindConfigOption("nope"), nullptr);
+}
+
+TEST(RuntimeSettings, PublishesTheConfigsRunTimeValues) {
+  Config c;
+  c.maxclients = 77;
+  c.timeout = 9;
+  c.client_output_buffer_limit = 4 << 20;
+  c.client_output_buffer_soft_limit = 2 << 20;
+  c.client_output_buffer_soft_seconds = 5;
+  c.pubsub_output_buffer_limit = 8 << 20;
+  c.pubsub_output_buffer_soft_limit = 1 << 20;
+  c.pubsub_output_buffer_soft_seconds = 60;
+  c.client_query_buffer_limit = 3 << 20;
+  c.maxmemory = 1 << 30;
+  c.maxmemory_clients = 0;
+  c.maxmemory_clients_percent = 10;
+  RuntimeSettings s;
+  s.Publish(c);
+  EXPECT_EQ(s.maxclients(), 77u);
+  EXPECT_EQ(s.timeout_s(), 9u);
+  EXPECT_EQ(s.output_limit(), 4u << 20);
+  EXPECT_EQ(s.output_soft_limit(), 2u << 20);
+  EXPECT_EQ(s.output_soft_seconds(), 5u);
+  EXPECT_EQ(s.pubsub_output_limits().hard, 8u << 20);
+  EXPECT_EQ(s.pubsub_output_limits().soft, 1u << 20);
+  EXPECT_EQ(s.pubsub_output_limits().soft_seconds, 60u);
+  EXPECT_EQ(s.query_buffer_limit(), 3u << 20);
+  EXPECT_EQ(s.maxmemory(), 1u << 30);
+  EXPECT_EQ(s.maxmemory_clients(), (1u << 30) / 10);  // 10 % of maxmemory
+  EXPECT_EQ(s.output_check_threshold(), 1u << 20);    // the least nonzero limit
+  // No limits at all: nothing to check.
+  c.client_output_buffer_limit = c.client_output_buffer_soft_limit = 0;
+  c.pubsub_output_buffer_limit = c.pubsub_output_buffer_soft_limit = 0;
+  s.Publish(c);
+  EXPECT_EQ(s.output_check_threshold(), UINT64_MAX);
+}
+
+TEST(RuntimeSettings, ClientsMemoryPercentNeedsMaxmemoryAndHasAFloor) {
+  Config c;
+  c.maxmemory_clients_percent = 50;
+  c.maxmemory = 0;
+  EXPECT_EQ(EffectiveClientsMemory(c), 0u);  // a share of nothing: no limit
+  c.maxmemory = 100 * 1024;
+  EXPECT_EQ(EffectiveClientsMemory(c), 128u * 1024);  // 50 KiB raised to the floor
+  c.maxmemory_clients_percent = 0;
+  c.maxmemory_clients = 1000;
+  EXPECT_EQ(EffectiveClientsMemory(c), 128u * 1024);
+  c.maxmemory_clients = 0;
+  EXPECT_EQ(EffectiveClientsMemory(c), 0u);
+  c.maxmemory_clients = 1 << 20;
+  EXPECT_EQ(EffectiveClientsMemory(c), 1u << 20);
 }
 
 }  // namespace

@@ -99,7 +99,7 @@ std::string MetricsText(Server& s) {
   w.One("pion_loading", "gauge", "1 while the dataset is being recovered.", s.loading() ? 1 : 0);
   // Connections.
   w.One("pion_connected_clients", "gauge", "Client connections open now.", s.clients().connected());
-  w.One("pion_maxclients", "gauge", "The maxclients setting.", s.maxclients());
+  w.One("pion_maxclients", "gauge", "The maxclients setting.", s.settings().maxclients());
   w.One("pion_connections_received_total", "counter", "Connections accepted.",
         st.connections_received);
   w.One("pion_rejected_connections_total", "counter", "Connections refused (maxclients).",
@@ -123,7 +123,7 @@ std::string MetricsText(Server& s) {
         s.allocator_peak());
   w.One("pion_memory_data_bytes", "gauge", "Bytes charged against maxmemory (INFO used_memory).",
         s.UsedMemory());
-  w.One("pion_maxmemory_bytes", "gauge", "The maxmemory budget (0 = none).", s.maxmemory());
+  w.One("pion_maxmemory_bytes", "gauge", "The maxmemory budget (0 = none).", s.settings().maxmemory());
   w.One("pion_client_memory_bytes", "gauge", "Memory held by client buffers.",
         s.clients().memory());
   // The receipt.

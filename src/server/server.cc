@@ -641,35 +641,11 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   return Status::OK();
 }
 
-uint64_t EffectiveClientsMemory(const Config& c) {
-  uint64_t limit = c.maxmemory_clients;
-  // A percentage of maxmemory; none while maxmemory is 0 (as Redis).
-  if (c.maxmemory_clients_percent > 0)
-    limit = c.maxmemory > 0
-                ? static_cast<uint64_t>(static_cast<double>(c.maxmemory) *
-                                        static_cast<double>(c.maxmemory_clients_percent) / 100.0)
-                : 0;
-  // As Redis: never so small that no client could be served at all.
-  constexpr uint64_t kFloor = 128 * 1024;
-  if (limit > 0 && limit < kFloor) limit = kFloor;
-  return limit;
-}
-
 void Server::PublishRuntimeSettings() {
   constexpr auto kR = std::memory_order_relaxed;
-  maxclients_.store(cfg_.maxclients, kR);
-  timeout_s_.store(cfg_.timeout, kR);
-  output_limit_.store(cfg_.client_output_buffer_limit, kR);
-  query_buffer_limit_.store(cfg_.client_query_buffer_limit, kR);
-  output_soft_limit_.store(cfg_.client_output_buffer_soft_limit, kR);
-  output_soft_seconds_.store(cfg_.client_output_buffer_soft_seconds, kR);
-  ps_output_limit_.store(cfg_.pubsub_output_buffer_limit, kR);
-  ps_output_soft_limit_.store(cfg_.pubsub_output_buffer_soft_limit, kR);
-  ps_output_soft_seconds_.store(cfg_.pubsub_output_buffer_soft_seconds, kR);
+  settings_.Publish(cfg_);
   notify_flags_.store(cfg_.notify_keyspace_events, kR);
   acl_.set_pubsub_default_all(cfg_.acl_pubsub_allchannels);
-  maxmemory_clients_.store(EffectiveClientsMemory(cfg_), kR);
-  maxmemory_.store(cfg_.maxmemory, kR);
   EvictClients();  // a lowered maxmemory-clients takes effect before the reply, as Redis
   BufferRecycler::Global().set_max_bytes(cfg_.buffer_recycle_bytes);
   attend_cache_.SetLimits({cfg_.attend_max_slots, cfg_.attend_maxmemory, cfg_.attend_cold_slots});

@@ -8,9 +8,9 @@
 //
 // Thread-safety: everything here may be used from any worker thread unless a
 // comment says otherwise. Settings that CONFIG SET can change at run time are
-// read through the relaxed-atomic accessors below (maxclients(), timeout_s(),
-// output_limit(), maxmemory()); config() holds the values given at start-up
-// and CONFIG SET keeps it in step under config_mu_ for CONFIG GET.
+// read through settings() (server/runtime_settings.h: relaxed atomics, no
+// lock); config() holds the values given at start-up and CONFIG SET keeps it
+// in step under config_mu_ for CONFIG GET.
 //
 // Durability (deferred replies): a handler that changed state sets
 // ctx.wait_lsn to the LSN its change was logged at and the reply is held until
@@ -54,6 +54,7 @@
 #include "server/notify.h"
 #include "server/observability.h"
 #include "server/pubsub.h"
+#include "server/runtime_settings.h"
 #include "server/task_runner.h"
 #include "server/tracking.h"
 #include "store/store.h"
@@ -95,10 +96,6 @@ struct ServerStats {
   uint64_t tls_handshake_failures = 0;
   uint64_t error_replies = 0;
 };
-
-// maxmemory-clients in bytes: a percentage of maxmemory resolved (none while
-// maxmemory is 0), and at least 128 KiB when set (as Redis); 0 = no limit.
-uint64_t EffectiveClientsMemory(const Config& c);
 
 class Server final : private PushSink {
  public:
@@ -189,34 +186,9 @@ class Server final : private PushSink {
   Worker* worker(int i) { return workers_[i].get(); }
   const std::string& run_id() const { return run_id_; }
 
-  // Run-time settings.
-  uint64_t maxclients() const { return maxclients_.load(std::memory_order_relaxed); }
-  uint64_t timeout_s() const { return timeout_s_.load(std::memory_order_relaxed); }
-  uint64_t output_limit() const { return output_limit_.load(std::memory_order_relaxed); }
-  // client-query-buffer-limit (CONFIG SET changes it).
-  uint64_t query_buffer_limit() const {
-    return query_buffer_limit_.load(std::memory_order_relaxed);
-  }
-  uint64_t output_soft_limit() const { return output_soft_limit_.load(std::memory_order_relaxed); }
-  // The smallest nonzero output limit (UINT64_MAX when there is none).
-  uint64_t output_check_threshold() const {
-    uint64_t least = UINT64_MAX;
-    for (uint64_t v :
-         {output_limit(), output_soft_limit(), ps_output_limit_.load(std::memory_order_relaxed),
-          ps_output_soft_limit_.load(std::memory_order_relaxed)})
-      if (v != 0 && v < least) least = v;
-    return least;
-  }
-  uint64_t output_soft_seconds() const {
-    return output_soft_seconds_.load(std::memory_order_relaxed);
-  }
-  // client-output-buffer-limit pubsub <hard> <soft> <seconds>.
-  net::Service::OutputLimits pubsub_output_limits() const {
-    constexpr auto kR = std::memory_order_relaxed;
-    return {ps_output_limit_.load(kR), ps_output_soft_limit_.load(kR),
-            ps_output_soft_seconds_.load(kR)};
-  }
-  uint64_t maxmemory() const { return maxmemory_.load(std::memory_order_relaxed); }
+  // The settings CONFIG SET changes at run time, readable from any thread
+  // without a lock (server/runtime_settings.h).
+  const RuntimeSettings& settings() const { return settings_; }
   // protected-mode yes and no requirepass: only loopback peers are served.
   bool protected_mode() const { return cfg_.protected_mode && default_user_open(); }
   // A copy of the current configuration (CONFIG GET).
@@ -275,7 +247,7 @@ class Server final : private PushSink {
   // The same for a client PickEvictions already marked as closing.
   bool ClosePickedClient(uint64_t id);
   // Connection slots: fails at maxclients.
-  bool TryAcquireClientSlot() { return clients_.TryAcquireSlot(maxclients()); }
+  bool TryAcquireClientSlot() { return clients_.TryAcquireSlot(settings_.maxclients()); }
   // Client eviction (server/client_eviction.cc, as Redis's maxmemory-clients):
   // ReserveClientMemory admits `n` more bytes of client buffers for `who`
   // (nullptr: no client in particular), closing the clients that hold the
@@ -289,9 +261,6 @@ class Server final : private PushSink {
   void EvictClients();
   // INFO evicted_clients (CONFIG RESETSTAT zeroes it).
   uint64_t evicted_clients() const { return evicted_clients_.load(std::memory_order_relaxed); }
-  // The client memory limit in bytes (maxmemory-clients, a percentage of
-  // maxmemory resolved; at least 128 KiB when set; 0 = none).
-  uint64_t maxmemory_clients() const { return maxmemory_clients_.load(std::memory_order_relaxed); }
 
   ServerStats Stats() const;
   void ResetStats();
@@ -407,18 +376,8 @@ class Server final : private PushSink {
   std::mutex pause_mu_;  // PauseClients / UnpauseClients (readers load the atomics)
   std::atomic<int64_t> pause_end_ms_{0};
   std::atomic<bool> pause_all_{false};
-  std::atomic<uint64_t> maxclients_{0};
-  std::atomic<uint64_t> timeout_s_{0};
-  std::atomic<uint64_t> output_limit_{0};
-  std::atomic<uint64_t> query_buffer_limit_{0};
-  std::atomic<uint64_t> output_soft_limit_{0};
-  std::atomic<uint64_t> output_soft_seconds_{0};
-  std::atomic<uint64_t> ps_output_limit_{0};
-  std::atomic<uint64_t> ps_output_soft_limit_{0};
-  std::atomic<uint64_t> ps_output_soft_seconds_{0};
+  RuntimeSettings settings_;
   std::atomic<uint32_t> notify_flags_{0};
-  std::atomic<uint64_t> maxmemory_clients_{0};
-  std::atomic<uint64_t> maxmemory_{0};
   std::atomic<uint64_t> evicted_clients_{0};
   // When a client eviction last found nobody to evict (0: it did not).
   std::atomic<uint64_t> evict_futile_us_{0};

@@ -387,7 +387,7 @@ void Worker::WaitDurable(Connection* c, uint64_t lsn) { held_.Hold(c, lsn); }
 
 void Worker::Cron() {                             // once a second
   if (tier_ring_ != nullptr) tier_ring_->Reap();  // retries a submission the kernel refused
-  uint64_t timeout = server_->timeout_s();
+  uint64_t timeout = server_->settings().timeout_s();
   uint64_t now = MonotonicUs();
   std::vector<Connection*> check;
   check.reserve(conns_.size());

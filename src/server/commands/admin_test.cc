@@ -48,13 +48,13 @@ TEST_F(AdminCommands, ConfigGetGlobsAndCompatNames) {
 
 TEST_F(AdminCommands, ConfigSetAppliesAllOrNothing) {
   EXPECT_EQ(Run({"CONFIG", "SET", "timeout", "30", "maxclients", "50"}), "OK");
-  EXPECT_EQ(server().timeout_s(), 30u);
-  EXPECT_EQ(server().maxclients(), 50u);
+  EXPECT_EQ(server().settings().timeout_s(), 30u);
+  EXPECT_EQ(server().settings().maxclients(), 50u);
   EXPECT_EQ(*Run({"CONFIG", "GET", "timeout"}).Find("timeout"), "30");
   EXPECT_EQ(Run({"CONFIG", "SET", "timeout", "5", "maxclients", "0"}).error(),
             "ERR CONFIG SET failed (possibly related to argument 'maxclients') - invalid value "
             "'0' for 'maxclients': expected an integer from 1 to 1000000");
-  EXPECT_EQ(server().timeout_s(), 30u);  // the valid half was not applied
+  EXPECT_EQ(server().settings().timeout_s(), 30u);  // the valid half was not applied
   EXPECT_EQ(Run({"CONFIG", "SET", "bind", "0.0.0.0"}).error(),
             "ERR CONFIG SET failed (possibly related to argument 'bind') - can't set immutable "
             "config");
@@ -63,7 +63,7 @@ TEST_F(AdminCommands, ConfigSetAppliesAllOrNothing) {
   EXPECT_EQ(Run({"CONFIG", "SET", "timeout", "7", "port", "1"}).error(),
             "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on "
             "this port");
-  EXPECT_EQ(server().timeout_s(), 30u);
+  EXPECT_EQ(server().settings().timeout_s(), 30u);
   EXPECT_EQ(Run({"CONFIG", "SET", "nope", "1"}).error(),
             "ERR Unknown option or number of args for CONFIG SET - 'nope'");
   EXPECT_EQ(Run({"CONFIG", "SET", "timeout", "1", "TIMEOUT", "2"}).error(),
@@ -71,9 +71,9 @@ TEST_F(AdminCommands, ConfigSetAppliesAllOrNothing) {
   EXPECT_EQ(Run({"CONFIG", "SET", "timeout"}).error(),
             "ERR wrong number of arguments for 'config|set' command");
   EXPECT_EQ(Run({"CONFIG", "SET", "client-output-buffer-limit", "normal 2mb 1mb 10"}), "OK");
-  EXPECT_EQ(server().output_limit(), 2ull << 20);
-  EXPECT_EQ(server().output_soft_limit(), 1ull << 20);
-  EXPECT_EQ(server().output_soft_seconds(), 10u);
+  EXPECT_EQ(server().settings().output_limit(), 2ull << 20);
+  EXPECT_EQ(server().settings().output_soft_limit(), 1ull << 20);
+  EXPECT_EQ(server().settings().output_soft_seconds(), 10u);
   // Redis 7.0's text for a percentage over 100; the valid maxmemory beside it stays unset.
   const std::string maxmemory = Run({"CONFIG", "GET", "maxmemory"}).Find("maxmemory")->str;
   EXPECT_EQ(Run({"CONFIG", "SET", "maxmemory", "10000001", "maxmemory-clients", "200%"}).error(),
@@ -95,7 +95,7 @@ TEST_F(AdminCommands, ConfigSetAppliesAllOrNothing) {
     EXPECT_EQ(Run({"CONFIG", "SET", "client-output-buffer-limit", bad}).error(),
               prefix + "Error in hard, soft or soft_seconds setting in buffer limit configuration.")
         << bad;
-  EXPECT_EQ(server().output_limit(), 2ull << 20);
+  EXPECT_EQ(server().settings().output_limit(), 2ull << 20);
   EXPECT_EQ(Run({"CONFIG", "REWRITE"}).error(),
             "ERR CONFIG REWRITE is not supported: edit the config file");
   EXPECT_EQ(Run({"CONFIG", "RESETSTAT"}), "OK");

@@ -95,7 +95,7 @@ void ServerSection(Server& s, const InfoFor& /*who*/, std::string* out) {
 
 void ClientsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "connected_clients", s.clients().connected());
-  InfoField(out, "maxclients", s.maxclients());
+  InfoField(out, "maxclients", s.settings().maxclients());
   InfoField(out, "blocked_clients", uint64_t{0});
   InfoField(out, "tracking_clients", s.tracking().clients());
 }
@@ -107,7 +107,7 @@ void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
   uint64_t used = s.UsedMemory();
   uint64_t peak = s.used_memory_peak();
   uint64_t alloc = s.AllocatorMemory();
-  uint64_t max = s.maxmemory();
+  uint64_t max = s.settings().maxmemory();
   InfoField(out, "used_memory", used);
   InfoField(out, "used_memory_human", Human(used));
   InfoField(out, "used_memory_rss", rss);
@@ -129,7 +129,7 @@ void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
                                              : "allkeys-lru"));
   // Client buffers (query, big arguments, unsent replies): maxmemory-clients.
   InfoField(out, "mem_clients_normal", s.clients().memory());
-  InfoField(out, "maxmemory_clients", s.maxmemory_clients());
+  InfoField(out, "maxmemory_clients", s.settings().maxmemory_clients());
   if (store::Store* st = s.store()) {
     store::StoreStats ss = st->Stats();
     InfoField(out, "vstore_bytes", ss.bytes);

@@ -106,7 +106,7 @@ void Object(CommandContext& ctx) {
   // Redis shares the integers 0..9999 (refcount INT_MAX) unless an LRU/LFU
   // policy with maxmemory needs per-key access data.
   const store::EvictPolicy pol = ctx.server->store()->evict_policy();
-  bool lru = ctx.server->maxmemory() > 0 &&
+  bool lru = ctx.server->settings().maxmemory() > 0 &&
              (pol == store::EvictPolicy::kAllKeysLru || pol == store::EvictPolicy::kVolatileLru ||
               store::IsLfuPolicy(pol));
   if (as_int && *as_int >= 0 && *as_int < 10000 && !lru) return ctx.reply->Integer(INT32_MAX);

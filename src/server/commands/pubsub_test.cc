@@ -185,7 +185,7 @@ TEST_F(PubSubCommands, OutputBufferLimitClasses) {
   EXPECT_EQ(Run({"CONFIG", "SET", "client-output-buffer-limit", "pubsub 100kb 10kb 5"}), "OK");
   EXPECT_EQ(Run({"CONFIG", "GET", "client-output-buffer-limit"})[1],
             "normal 0 0 0 slave 268435456 67108864 60 pubsub 102400 10240 5");
-  EXPECT_EQ(server().pubsub_output_limits().hard, 102400u);
+  EXPECT_EQ(server().settings().pubsub_output_limits().hard, 102400u);
   EXPECT_EQ(Run({"CONFIG", "SET", "client-output-buffer-limit",
                  "normal 2mb 1mb 3 replica 0 0 0 pubsub 0 0 0"}),
             "OK");
