@@ -182,9 +182,9 @@ class Ctx:
             return None
         return lambda: os.sched_setaffinity(0, {self.client_core})
 
-    def run_client(self, args, timeout=600, core='client'):
+    def run_client(self, args, timeout=600, core='client', check=True):
         """Runs a load generator pinned to the client core (or `core`, a core
-        number or None); returns stdout."""
+        number or None); returns stdout (with `check`, a failure is a BenchError)."""
         if core == 'client':
             pin = self.client_pin()
         else:
@@ -194,7 +194,7 @@ class Ctx:
                                preexec_fn=pin, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise BenchError('%s timed out after %d s' % (os.path.basename(args[0]), timeout))
-        if r.returncode != 0:
+        if check and r.returncode != 0:
             raise BenchError('%s failed (rc %d): %s' % (
                 ' '.join(os.path.basename(a) if i == 0 else a for i, a in enumerate(args[:12])),
                 r.returncode, (r.stderr or r.stdout).decode(errors='replace').strip()[-800:]))
@@ -436,45 +436,53 @@ def iperf3_send_cost(ctx, seconds, length=None, streams=8):
     return {'bytes_per_s': bps, 'cpu_s_per_gb': cpu / (bps / 1e9) if bps else None}
 
 
+def _listening(port):
+    """Whether a socket listens on 127.0.0.1:`port` (/proc/net/tcp; no connection
+    is made, which a one-off iperf3 server would take for its one client)."""
+    want = ':%04X' % port
+    with open('/proc/net/tcp') as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[1].endswith(want) and fields[3] == '0A':  # 0A: LISTEN
+                return True
+    return False
+
+
 def iperf3_run(ctx, seconds, length, streams, sender_on_server_core=False):
     """One iperf3 run on loopback; its JSON report, or None without iperf3. By
     default the receiver (iperf3 -s) is on the server core and the sender on the
-    client core; `sender_on_server_core` swaps them."""
+    client core; `sender_on_server_core` swaps them. A run iperf3 reports as
+    failed (its JSON has "error") is tried once more, on a fresh server."""
     exe = ctx.tool('iperf3', required=False)
     if exe is None:
         return None
     recv_core, send_core = ctx.server_core, ctx.client_core
     if sender_on_server_core:
         recv_core, send_core = send_core, recv_core
-    port = free_port()
-    srv = PROCS.start([exe, '-s', '-1', '-B', '127.0.0.1', '-p', str(port)],
-                      core=recv_core, name='iperf3-server',
-                      log_path=os.path.join(ctx.tmp, 'iperf3-server.log'))
-    try:
-        deadline = time.time() + 5
-        while True:
-            try:
-                socket.create_connection(('127.0.0.1', port), timeout=1).close()
-                break
-            except OSError:
+    error = None
+    for _ in range(2):
+        port = free_port()
+        srv = PROCS.start([exe, '-s', '-1', '-B', '127.0.0.1', '-p', str(port)],
+                          core=recv_core, name='iperf3-server',
+                          log_path=os.path.join(ctx.tmp, 'iperf3-server.log'))
+        try:
+            deadline = time.time() + 5
+            while not _listening(port):
                 if time.time() > deadline or srv.poll() is not None:
                     raise BenchError('iperf3 server did not start')
-                time.sleep(0.05)
-        # The probe connection above counts as iperf3's one client on some
-        # versions; restart it if it went away.
-        time.sleep(0.1)
-        if srv.poll() is not None:
+                time.sleep(0.02)
+            cmd = [exe, '-c', '127.0.0.1', '-p', str(port), '-t', str(seconds), '-P',
+                   str(streams), '-J']
+            if length:
+                cmd += ['-l', str(length)]
+            j = json.loads(ctx.run_client(cmd, timeout=seconds + 30, core=send_core,
+                                          check=False))
+        finally:
             PROCS.stop(srv)
-            srv = PROCS.start([exe, '-s', '-1', '-B', '127.0.0.1', '-p', str(port)],
-                              core=recv_core, name='iperf3-server')
-            time.sleep(0.3)
-        cmd = [exe, '-c', '127.0.0.1', '-p', str(port), '-t', str(seconds), '-P', str(streams),
-               '-J']
-        if length:
-            cmd += ['-l', str(length)]
-        return json.loads(ctx.run_client(cmd, timeout=seconds + 30, core=send_core))
-    finally:
-        PROCS.stop(srv)
+        if 'error' not in j and 'sum_received' in j.get('end', {}):
+            return j
+        error = j.get('error', 'no end.sum_received in its report')
+    raise BenchError('iperf3: %s' % error)
 
 
 def redis_benchmark(ctx, server, n, pipeline, clients, cmd, core='client'):
