@@ -58,6 +58,12 @@
 // method runs there. Other threads see it only through its ClientInfo.
 #pragma once
 
+// The command layer (src/server/commands, compiled with PION_COMMAND_LAYER)
+// reaches its client through net::ClientControl only, never the connection.
+#ifdef PION_COMMAND_LAYER
+#error "src/server/commands must not include net/connection.h (use net/client_control.h)"
+#endif
+
 #include <cstdint>
 #include <memory>
 #include <span>

@@ -263,11 +263,17 @@ ParserLimits CommandService::parser_limits() const {
 
 bool CommandService::auth_required() const { return !server_->default_user_open(); }
 
-uint64_t CommandService::query_buffer_limit() const { return server_->settings().query_buffer_limit(); }
+uint64_t CommandService::query_buffer_limit() const {
+  return server_->settings().query_buffer_limit();
+}
 
 uint64_t CommandService::output_limit() const { return server_->settings().output_limit(); }
-uint64_t CommandService::output_soft_limit() const { return server_->settings().output_soft_limit(); }
-uint64_t CommandService::output_soft_seconds() const { return server_->settings().output_soft_seconds(); }
+uint64_t CommandService::output_soft_limit() const {
+  return server_->settings().output_soft_limit();
+}
+uint64_t CommandService::output_soft_seconds() const {
+  return server_->settings().output_soft_seconds();
+}
 net::Service::OutputLimits CommandService::pubsub_output_limits() const {
   return server_->settings().pubsub_output_limits();
 }

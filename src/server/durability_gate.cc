@@ -1,5 +1,8 @@
 #include "server/durability_gate.h"
 
+#include "net/connection.h"
+#include "net/event_loop.h"
+
 #include <algorithm>
 
 namespace pion::server {

@@ -18,8 +18,11 @@
 
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
-#include "net/connection.h"
-#include "net/event_loop.h"
+
+namespace pion::net {
+class Connection;
+class EventLoop;
+}  // namespace pion::net
 
 namespace pion::server {
 

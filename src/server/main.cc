@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
 
   Server server(std::move(cfg));
   const Config& c = server.config();
-  // Durability (--kvcache): hooks first; recovery runs once the server listens,
+  // Durability (--kvcache): the layer first; recovery runs once the server listens,
   // answering -LOADING meanwhile.
   std::unique_ptr<persist::Persistence> persistence = SetUpPersistence(server, KeepFreedHeap);
   // KV events (docs/kv_events.md): a bad endpoint stops start-up. The first batch

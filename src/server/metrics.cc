@@ -123,7 +123,8 @@ std::string MetricsText(Server& s) {
         s.allocator_peak());
   w.One("pion_memory_data_bytes", "gauge", "Bytes charged against maxmemory (INFO used_memory).",
         s.UsedMemory());
-  w.One("pion_maxmemory_bytes", "gauge", "The maxmemory budget (0 = none).", s.settings().maxmemory());
+  w.One("pion_maxmemory_bytes", "gauge", "The maxmemory budget (0 = none).",
+        s.settings().maxmemory());
   w.One("pion_client_memory_bytes", "gauge", "Memory held by client buffers.",
         s.clients().memory());
   // The receipt.
@@ -221,7 +222,7 @@ std::string MetricsText(Server& s) {
           "Large allocations that found no kept block.", rc.misses());
   }
   // The WAL.
-  if (persist::Persistence* p = s.hooks().persistence; p != nullptr && !s.loading()) {
+  if (persist::Persistence* p = s.persistence(); p != nullptr && !s.loading()) {
     persist::PersistStats ps = p->Stats();
     w.One("pion_wal_enabled", "gauge", "1 while the WAL accepts writes.", ps.wal_enabled ? 1 : 0);
     w.One("pion_wal_bytes", "gauge", "Size of the active WAL file.", ps.wal_bytes);

@@ -1,7 +1,7 @@
 // The glue between the server and the durability layer (src/persist): builds
-// the Persistence object for --kvcache, plugs it into the server's
-// PersistenceHooks (SHUTDOWN SAVE, graceful flush, CONFIG SET appendfsync,
-// INFO persistence, the ack LSN for deferred replies) and runs start-up
+// the Persistence object for --kvcache, hands it to the server
+// (Server::SetPersistence: SHUTDOWN SAVE, graceful flush, CONFIG SET
+// appendfsync, INFO persistence) with the ack LSN for deferred replies, and runs start-up
 // recovery while the server answers -LOADING. Owned by main().
 //
 // Thread-safety: SetUpPersistence before Server::Start(), RecoverPersistence
@@ -18,7 +18,7 @@
 
 namespace pion::server {
 
-// nullptr (nothing to persist) without --kvcache. Sets the hooks and loading.
+// nullptr (nothing to persist) without --kvcache. Sets the server's persistence and loading.
 // `keep_freed_heap` is handed to recovery (persist::RecoveryOptions).
 std::unique_ptr<persist::Persistence> SetUpPersistence(
     Server& server, std::function<void(uint64_t)> keep_freed_heap = nullptr);

@@ -24,7 +24,10 @@
 #include "base/strutil.h"
 #include "kvproto/errors.h"
 #include "net/listener.h"
+#include "persist/persistence.h"
+#include "server/command_service.h"
 #include "server/fd_limit.h"
+#include "server/persist_glue.h"
 #include "server/worker.h"
 
 namespace pion::server {
@@ -81,6 +84,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
       commands_(WithExtra(std::move(extra_commands))),
       acl_(&commands_),
       background_(kBackgroundThreads, "pion-bg"),
+      service_(std::make_unique<CommandService>(this)),
       observability_(
           [this](int w, uint64_t id, const std::shared_ptr<const std::string>& line) {
             if (w >= 0 && static_cast<size_t>(w) < workers_.size())
@@ -237,9 +241,11 @@ void Server::RequestShutdown() {
   }
 }
 
+net::Service* Server::service() { return service_.get(); }
+
 Status Server::SaveForShutdown() {
-  if (!hooks_.save) return Status::OK();
-  return hooks_.save();
+  if (persistence_ == nullptr) return Status::OK();
+  return persistence_->Save("");
 }
 
 int Server::Serve(int signal_fd) {
@@ -297,7 +303,10 @@ void Server::StopWorkers() {
   attend_pool_->Stop();
   background_.Stop();
   // 3. Make everything acknowledged durable so held replies can go out.
-  if (hooks_.flush_on_exit) hooks_.flush_on_exit();
+  if (persistence_ != nullptr) {
+    Status s = persistence_->Close();  // flush + fsync, then NotifyDurable
+    if (!s.ok()) LOG_WARNING("flushing the WAL at exit failed: %s", s.ToString().c_str());
+  }
   // 4. Send what is queued, close, stop.
   for (auto& w : workers_) w->FinishShutdown(kShutdownDrainMs);
   for (auto& w : workers_) w->Join();
@@ -306,6 +315,10 @@ void Server::StopWorkers() {
 void Server::Push(int w, uint64_t id, const std::shared_ptr<const std::string>& msg) {
   // In-process tests run without workers: nothing to deliver to.
   if (w >= 0 && static_cast<size_t>(w) < workers_.size()) workers_[w]->DeliverPush(id, msg);
+}
+
+void Server::DeliverQueuedPushes(int w) {
+  if (w >= 0 && static_cast<size_t>(w) < workers_.size()) workers_[w]->BeforeInput();
 }
 
 void Server::PubSubRemoveClient(ClientInfo* c) {
@@ -623,8 +636,8 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
                          static_cast<uint32_t>(next.lfu_decay_time));
   if (next.max_block_leases != cfg_.max_block_leases && store_ != nullptr)
     store_->SetMaxBlockLeases(next.max_block_leases);
-  if (next.appendfsync != cfg_.appendfsync && hooks_.set_appendfsync)
-    hooks_.set_appendfsync(next.appendfsync);
+  if (next.appendfsync != cfg_.appendfsync && persistence_ != nullptr)
+    persistence_->SetPolicy(ToSyncPolicy(next.appendfsync));
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
   if (next.acllog_max_len != cfg_.acllog_max_len) acl_.set_log_max_len(next.acllog_max_len);
   // As Redis: CONFIG SET requirepass resets the default user's passwords to

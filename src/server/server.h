@@ -3,8 +3,8 @@
 // (client_registry.h), the durability gate (durability_gate.h), the
 // observability of commands (observability.h: slow log, latency monitor,
 // MONITOR, rates), the background task runner, the workers and the listening
-// socket, and the hooks into persistence. Passed explicitly to handlers through
-// CommandContext::server (no globals).
+// socket, and a pointer to the durability layer (persistence()). Passed explicitly to handlers
+// through CommandContext::server (no globals).
 //
 // Thread-safety: everything here may be used from any worker thread unless a
 // comment says otherwise. Settings that CONFIG SET can change at run time are
@@ -46,7 +46,6 @@
 #include "net/tls.h"
 #include "server/acl.h"
 #include "server/client_registry.h"
-#include "server/command_service.h"
 #include "server/command_stats.h"
 #include "server/commands/command_table.h"
 #include "server/config.h"
@@ -67,22 +66,7 @@ namespace pion::server {
 class KvEvents;
 
 class Worker;
-
-// What persistence plugs in (all optional; set before Start()).
-struct PersistenceHooks {
-  // The durability layer (src/server/persist_glue.h; owned by main), for
-  // KV.PREFIX.SAVE / COMMIT / INFO. nullptr without --kvcache.
-  persist::Persistence* persistence = nullptr;
-  // SHUTDOWN SAVE: take a snapshot; an error refuses the shutdown (unless FORCE).
-  std::function<Status()> save;
-  // Graceful exit, after clients stopped sending and before they are closed:
-  // flush and fsync the log, then NotifyDurable() so held replies go out.
-  std::function<void()> flush_on_exit;
-  // CONFIG SET appendfsync at run time.
-  std::function<void(FsyncPolicy)> set_appendfsync;
-  // Extra lines ("name:value\r\n") for INFO's "# Persistence" section.
-  std::function<void(std::string* out)> info;
-};
+class CommandService;
 
 // Server-wide counters (INFO stats), summed over the workers' own copies.
 struct ServerStats {
@@ -154,7 +138,7 @@ class Server final : private PushSink {
   // The disk tier (tier-dir), attached before recovery fills the store.
   Status AttachTier();
   // What the workers' connections serve (net::Service).
-  net::Service* service() { return &service_; }
+  net::Service* service();
 
   // Binds the listening sockets (RESP; the fast lane with --kvcache) and starts
   // the workers.
@@ -200,8 +184,12 @@ class Server final : private PushSink {
 
   // Durability: the acknowledged LSN and the workers' held replies.
   DurabilityGate& durability() { return durability_; }
-  void SetPersistenceHooks(PersistenceHooks h) { hooks_ = std::move(h); }
-  const PersistenceHooks& hooks() const { return hooks_; }
+  // The durability layer (server/persist_glue.h; owned by main), set before
+  // Start(): KV.PREFIX.SAVE / COMMIT, INFO persistence, SHUTDOWN SAVE, the
+  // flush at exit, CONFIG SET appendfsync. nullptr without --kvcache or with
+  // appendonly no.
+  void SetPersistence(persist::Persistence* p) { persistence_ = p; }
+  persist::Persistence* persistence() const { return persistence_; }
 
   // Background tasks (see the file comment). Post() fails once shutting down.
   TaskRunner& background() { return background_; }
@@ -319,6 +307,9 @@ class Server final : private PushSink {
                     const ClientInfo& client, bool failed) {
     if (tracking_.armed()) TrackCommandSlow(args, spec, client, failed);
   }
+  // Delivers the Pub/Sub messages waiting in worker `w`'s mailbox now
+  // (worker `w`'s own thread; none before the workers run).
+  void DeliverQueuedPushes(int w);
   // A client leaves Pub/Sub (close, RESET): its subscriptions go.
   void PubSubRemoveClient(ClientInfo* c);
   // 40 hex digits, random per start (INFO replication, ROLE).
@@ -384,7 +375,7 @@ class Server final : private PushSink {
 
   DurabilityGate durability_;
   ClientRegistry clients_;
-  PersistenceHooks hooks_;
+  persist::Persistence* persistence_ = nullptr;
   TaskRunner background_;
   std::atomic<bool> save_running_{false};
   std::atomic<bool> aof_rewrite_running_{false};
@@ -410,7 +401,7 @@ class Server final : private PushSink {
   std::vector<std::unique_ptr<Worker>> workers_;
 
   std::atomic<uint64_t> next_worker_{0};
-  CommandService service_{this};
+  std::unique_ptr<CommandService> service_;  // the workers' net::Service
   PubSub pubsub_{this};
   Tracking tracking_{&clients_, this};
 

@@ -25,7 +25,6 @@ namespace pion::store {
 
 namespace {
 
-
 constexpr uint64_t kGreedyLimit = uint64_t{1} << 20;
 
 // The capacity a value growing to `n` bytes is given.

@@ -13,7 +13,7 @@
 #include "base/strutil.h"
 #include "kvproto/errors.h"
 #include "net/client_info.h"
-#include "net/connection.h"
+#include "net/client_control.h"
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/server.h"

@@ -13,7 +13,7 @@
 #include "base/strutil.h"
 #include "kvproto/errors.h"
 #include "net/client_info.h"
-#include "net/connection.h"
+#include "net/client_control.h"
 #include "server/acl.h"
 #include "server/commands/client_tracking.h"
 #include "server/commands/command_table.h"

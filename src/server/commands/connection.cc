@@ -1,7 +1,7 @@
 // Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET
 // (docs/protocol.md "Connection"). They run on the client's worker thread and
 // may change that connection's state through ClientInfo::conn.
-#include "net/connection.h"
+#include "net/client_control.h"
 
 #include <string>
 

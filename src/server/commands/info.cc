@@ -139,11 +139,45 @@ void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "lazyfree_pending_objects", uint64_t{0});  // values are freed at once
 }
 
+// INFO persistence with the durability layer: its snapshot and WAL figures,
+// under the names Redis gives the same facts (rdb_*, aof_*) and pion's own.
+void PersistenceFields(Server& srv, persist::Persistence& p, std::string* out) {
+  persist::PersistStats s = p.Stats();
+  InfoField(out, "rdb_changes_since_last_save", s.wal_appended);
+  // A KV.PREFIX.SAVE counts from the moment it is accepted (queued for the
+  // background thread) until just before its reply.
+  // A BGREWRITEAOF is the same snapshot, reported as Redis does: as an AOF
+  // rewrite, not a BGSAVE.
+  bool aofrw = srv.aof_rewrite_running();
+  bool saving = (s.save_in_progress || srv.save_running()) && !aofrw;
+  InfoField(out, "rdb_bgsave_in_progress", uint64_t{saving ? 1u : 0u});
+  InfoField(out, "rdb_last_save_time", static_cast<uint64_t>(s.last_save_unix));
+  InfoField(out, "rdb_last_bgsave_status", std::string(s.last_save_ok ? "ok" : "err"));
+  InfoField(out, "rdb_saves", s.saves);
+  InfoField(out, "rdb_last_save_seconds", std::to_string(s.last_save_seconds));
+  InfoField(out, "rdb_snapshot_bytes", s.snapshot_bytes);
+  InfoField(out, "aof_enabled", uint64_t{s.wal_enabled ? 1u : 0u});
+  InfoField(out, "aof_rewrite_in_progress", uint64_t{aofrw ? 1u : 0u});
+  InfoField(out, "aof_rewrite_scheduled", uint64_t{0});
+  InfoField(out, "aof_current_size", s.wal_bytes);
+  InfoField(out, "aof_last_write_status", std::string(s.wal_broken ? "err" : "ok"));
+  InfoField(out, "wal_generation", s.wal_generation);
+  InfoField(out, "wal_appended", s.wal_appended);
+  InfoField(out, "wal_replayed", s.wal_replayed);
+  InfoField(out, "wal_last_lsn", s.last_lsn);
+  InfoField(out, "wal_durable_lsn", s.durable_lsn);
+  InfoField(out, "auto_save_wal_bytes", s.auto_save_threshold);
+  InfoField(out, "auto_save_failures", s.auto_save_failures);
+  InfoField(out, "wal_resumes", s.wal_resumes);
+  InfoField(out, "loading_last_seconds", std::to_string(s.recovery_seconds));
+  InfoField(out, "loading_snapshot_mapped", uint64_t{s.snapshot_mapped ? 1u : 0u});
+}
+
 void PersistenceSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "loading", uint64_t{s.loading() ? 1u : 0u});
   InfoField(out, "async_loading", uint64_t{0});
-  if (s.hooks().info) {
-    s.hooks().info(out);
+  if (persist::Persistence* p = s.persistence()) {
+    if (!s.loading()) PersistenceFields(s, *p, out);
   } else if (store::Store* st = s.store()) {
     // Without persistence nothing is ever saved: every change since start.
     InfoField(out, "rdb_changes_since_last_save", st->KeyStats().changes);
@@ -187,7 +221,7 @@ void StatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   // Background snapshots started (BGSAVE, BGREWRITEAOF, save points, the WAL's
   // automatic compactions): what Redis counts as forks, run on a thread here.
   uint64_t forks = s.background_saves();
-  if (persist::Persistence* p = s.hooks().persistence) forks += p->Stats().auto_save_attempts;
+  if (persist::Persistence* p = s.persistence()) forks += p->Stats().auto_save_attempts;
   InfoField(out, "total_forks", forks);
 }
 

@@ -31,7 +31,6 @@ constexpr int64_t kMaxMatchKeys = 1048576;
 constexpr int64_t kMaxPinMs = 600000;
 constexpr int64_t kMaxTokens = 65536;
 
-
 // KV.BLOCK.MATCH numkeys key [key ...] [BITMAP] [PIN ms]
 void Match(CommandContext& ctx) {
   auto nk = ParseInt64Strict(ctx.args[1]);

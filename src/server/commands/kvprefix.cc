@@ -220,7 +220,7 @@ void KvInfo(CommandContext& ctx) {
   line("linked_prefixes", s.linked_prefixes);
   // Persistence counters (docs/wal_format.md).
   persist::PersistStats ps;
-  if (persist::Persistence* p = ctx.server->hooks().persistence) ps = p->Stats();
+  if (persist::Persistence* p = ctx.server->persistence()) ps = p->Stats();
   line("wal_enabled", ps.wal_enabled ? 1 : 0);
   line("wal_bytes", ps.wal_bytes);
   line("wal_appended", ps.wal_appended);
@@ -246,7 +246,7 @@ void KvSave(CommandContext& ctx) {
   // for the reply, and store mutations pause only for the capture barrier
   // (docs/ARCHITECTURE.md "Recovery"). One SAVE at a time: another meanwhile
   // is refused, as Redis refuses a second BGSAVE.
-  persist::Persistence* p = ctx.server->hooks().persistence;
+  persist::Persistence* p = ctx.server->persistence();
   if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
   if (ctx.args.size() > 2) return ctx.reply->Error(kErrSyntaxError);
   std::string path = ctx.args.size() == 2 ? std::string(ctx.args[1]) : std::string();
@@ -273,7 +273,7 @@ void KvSave(CommandContext& ctx) {
 
 void KvCommit(CommandContext& ctx) {
   // Barrier: every write acknowledged before it is on stable storage.
-  persist::Persistence* p = ctx.server->hooks().persistence;
+  persist::Persistence* p = ctx.server->persistence();
   if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
   if (p->Stats().wal_broken)
     return ctx.reply->Error(
@@ -301,10 +301,14 @@ void KvCommit(CommandContext& ctx) {
 
 void AddKvPrefixCommands(std::vector<CommandSpec>* out) {
   const PionHandler handlers[] = {
-      {"KV.PREFIX.REGISTER", KvRegister}, {"KV.PREFIX.LOOKUP", KvLookup},
-      {"KV.PREFIX.DROP", KvDrop},         {"KV.PREFIX.BLOCKS", KvBlocks},
-      {"KV.PREFIX.MEMBERSHIP", KvMembership}, {"KV.PREFIX.INFO", KvInfo},
-      {"KV.PREFIX.SAVE", KvSave},         {"KV.PREFIX.COMMIT", KvCommit},
+      {"KV.PREFIX.REGISTER", KvRegister},
+      {"KV.PREFIX.LOOKUP", KvLookup},
+      {"KV.PREFIX.DROP", KvDrop},
+      {"KV.PREFIX.BLOCKS", KvBlocks},
+      {"KV.PREFIX.MEMBERSHIP", KvMembership},
+      {"KV.PREFIX.INFO", KvInfo},
+      {"KV.PREFIX.SAVE", KvSave},
+      {"KV.PREFIX.COMMIT", KvCommit},
   };
   AddPionCommands(handlers, out);
 }

@@ -226,7 +226,7 @@ void Role(CommandContext& ctx) {
 
 void LastSave(CommandContext& ctx) {
   int64_t t = 0;
-  if (persist::Persistence* p = ctx.server->hooks().persistence) t = p->Stats().last_save_unix;
+  if (persist::Persistence* p = ctx.server->persistence()) t = p->Stats().last_save_unix;
   if (t == 0) {
     // No snapshot yet: the start time, as Redis reports its start when it loaded nothing.
     uint64_t up_us = MonotonicUs() - ctx.server->start_time_us();

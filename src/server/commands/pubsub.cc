@@ -10,7 +10,6 @@
 #include "server/commands/command_table.h"
 #include "server/commands/dispatch.h"
 #include "server/server.h"
-#include "server/worker.h"
 
 namespace pion::server {
 
@@ -60,8 +59,7 @@ void SubscribeKind(CommandContext& ctx, PubSub::Kind k, std::string_view confirm
 // still wait in this worker's mailbox: they go out before the confirmation,
 // as in Redis no message follows it (not inside EXEC, whose reply is one array).
 void FlushMailbox(CommandContext& ctx) {
-  int w = ctx.client->worker;
-  if (!ctx.in_exec && w >= 0 && w < ctx.server->num_workers()) ctx.server->worker(w)->BeforeInput();
+  if (!ctx.in_exec) ctx.server->DeliverQueuedPushes(ctx.client->worker);
 }
 
 void UnsubscribeKind(CommandContext& ctx, PubSub::Kind k, std::string_view confirm) {

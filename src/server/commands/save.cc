@@ -22,7 +22,7 @@ namespace {
 // SAVE: the snapshot, answered once it is on disk. The worker keeps serving
 // its other clients meanwhile (the reply is completed from the background).
 void Save(CommandContext& ctx) {
-  persist::Persistence* p = ctx.server->hooks().persistence;
+  persist::Persistence* p = ctx.server->persistence();
   if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
   Server* server = ctx.server;
   if (!server->TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);

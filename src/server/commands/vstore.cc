@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "net/buffer.h"
-#include "net/connection.h"
+#include "net/client_control.h"
 #include "server/commands/args.h"
 #include "server/kv_events.h"
 #include "server/server.h"
