@@ -1,9 +1,9 @@
 #include "server/durability_gate.h"
 
+#include <algorithm>
+
 #include "net/connection.h"
 #include "net/event_loop.h"
-
-#include <algorithm>
 
 namespace pion::server {
 

@@ -1,5 +1,5 @@
-// The clock and the expiry test of string keys, shared by the files that read
-// and remove them (strings.cc, keyspace.cc, pins.cc).
+// The expiry test of string keys (times are base/clock.h's UnixMillis), shared by the files that
+// read and remove them (strings.cc, keyspace.cc, pins.cc).
 #pragma once
 
 #include <cstdint>
@@ -8,8 +8,6 @@
 #include "store/strings.h"
 
 namespace pion::store {
-
-inline int64_t NowMs() { return static_cast<int64_t>(UnixMicros() / 1000); }
 
 inline bool PastDue(const StrEntry& e, int64_t now) {
   return e.expire_at_ms != 0 && e.expire_at_ms <= now;

@@ -17,7 +17,7 @@
 namespace pion::store {
 
 uint64_t Store::KeysExist(std::span<const std::string_view> keys) {
-  int64_t now = NowMs();
+  int64_t now = UnixMillis();
   uint64_t n = 0;
   size_t i = 0;
   // The read path: one shard lock at a time. An expired key sends the keys
@@ -49,7 +49,7 @@ Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint6
   *lsn = 0;
   base::ReaderLock gate(&gate_);
   base::MutexLock l(&mu_);
-  int64_t now = NowMs();
+  int64_t now = UnixMillis();
   if (may_drop) {
     // As Drop: every namespace a key would remove, descendants included, is
     // asked before anything is removed; one refusal refuses the whole call.
@@ -87,7 +87,7 @@ Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint6
 KeyType Store::TypeOf(std::string_view key) {
   base::MutexLock l(&mu_);
   uint64_t unused = 0;
-  if (StrFindLocked(key, NowMs(), &unused) != nullptr) return KeyType::kString;
+  if (StrFindLocked(key, UnixMillis(), &unused) != nullptr) return KeyType::kString;
   return IsNamespaceKeyLocked(key) ? KeyType::kKvPrefix : KeyType::kNone;
 }
 
@@ -99,7 +99,7 @@ Status Store::Rename(std::string_view src, std::string_view dst, bool nx, bool* 
     return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
   base::ReaderLock gate(&gate_);
   base::MutexLock l(&mu_);
-  int64_t now = NowMs();
+  int64_t now = UnixMillis();
   StrEntry* e = StrFindLocked(src, now, lsn);
   if (e == nullptr) {
     if (IsNamespaceKeyLocked(src))
@@ -125,7 +125,7 @@ Result<bool> Store::Expire(std::string_view key, int64_t at_ms, ExpireCond c, ui
   *lsn = 0;
   base::ReaderLock gate(&gate_);
   base::MutexLock l(&mu_);
-  int64_t now = NowMs();
+  int64_t now = UnixMillis();
   StrEntry* e = StrFindLocked(key, now, lsn);
   if (e == nullptr) return false;
   int64_t cur = e->expire_at_ms;  // 0 = none = infinite for GT/LT
@@ -159,7 +159,7 @@ Result<bool> Store::Expire(std::string_view key, int64_t at_ms, ExpireCond c, ui
 int64_t Store::ExpireTimeMs(std::string_view key) {
   base::MutexLock l(&mu_);
   uint64_t unused = 0;
-  StrEntry* e = StrFindLocked(key, NowMs(), &unused);
+  StrEntry* e = StrFindLocked(key, UnixMillis(), &unused);
   if (e == nullptr) return IsNamespaceKeyLocked(key) ? -1 : -2;
   return e->expire_at_ms == 0 ? -1 : e->expire_at_ms;
 }
@@ -168,7 +168,7 @@ Result<bool> Store::Persist(std::string_view key, uint64_t* lsn) {
   *lsn = 0;
   base::ReaderLock gate(&gate_);
   base::MutexLock l(&mu_);
-  StrEntry* e = StrFindLocked(key, NowMs(), lsn);
+  StrEntry* e = StrFindLocked(key, UnixMillis(), lsn);
   if (e == nullptr || e->expire_at_ms == 0) return false;
   if (sink_) {
     auto r = sink_->Log(persist::StrExpireRec{key, 0});
@@ -185,7 +185,7 @@ ScanResult Store::Scan(uint64_t cursor, uint64_t count, std::optional<std::strin
   ScanResult out;
   if (count == 0) count = 10;
   base::MutexLock l(&mu_);
-  int64_t now = NowMs();
+  int64_t now = UnixMillis();
   auto it = scan_order_.lower_bound({cursor, nullptr});
   uint64_t taken = 0;
   uint64_t last = 0;
@@ -221,7 +221,7 @@ ScanResult Store::Scan(uint64_t cursor, uint64_t count, std::optional<std::strin
 std::vector<std::string> Store::Keys(std::string_view pattern) {
   std::vector<std::string> out;
   base::MutexLock l(&mu_);
-  int64_t now = NowMs();
+  int64_t now = UnixMillis();
   for (const Shard& sh : shards_)
     for (auto& [k, e] : StringsOf(sh))
       if (!Expired(e, now) && GlobMatch(pattern, k, false)) out.push_back(k);
@@ -277,7 +277,7 @@ uint64_t Store::DbSize() const {
 uint64_t Store::KeyMemory(std::string_view key) {
   base::MutexLock l(&mu_);
   uint64_t unused = 0;
-  if (StrEntry* e = StrFindLocked(key, NowMs(), &unused)) return StrCharge(key, e->value);
+  if (StrEntry* e = StrFindLocked(key, UnixMillis(), &unused)) return StrCharge(key, e->value);
   if (const Namespace* n = NsFindLocked(key)) return n->bytes + key.size() + kStrEntryOverhead;
   return 0;
 }
@@ -285,7 +285,7 @@ uint64_t Store::KeyMemory(std::string_view key) {
 uint64_t Store::ExpireActive(uint64_t max_keys) {
   base::ReaderLock gate(&gate_);
   base::MutexLock l(&mu_);
-  int64_t now = NowMs();
+  int64_t now = UnixMillis();
   uint64_t n = 0, unused = 0;
   ReleaseDueLeasesLocked(now, &unused);
   // Pinned keys stay (they expire when their last pin ends): passed over.
@@ -308,7 +308,7 @@ KeyspaceStats Store::KeyStats() const {
   s.keys = StrCountLocked() + NsCountLocked();
   s.expires = expiry_order_.size();
   if (!expiry_order_.empty()) {
-    int64_t avg = expire_sum_ms_ / static_cast<int64_t>(expiry_order_.size()) - NowMs();
+    int64_t avg = expire_sum_ms_ / static_cast<int64_t>(expiry_order_.size()) - UnixMillis();
     s.avg_ttl_ms = avg > 0 ? static_cast<uint64_t>(avg) : 0;
   }
   s.string_bytes = str_bytes_;

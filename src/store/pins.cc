@@ -82,7 +82,7 @@ void Store::UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn) {
   --pinned_keys_;
   pinned_bytes_ -= std::min(pinned_bytes_, StrCharge(*e->key, e->value));
   // Its time passed while it was pinned: it expires now (logged, as any expiry).
-  if (PastDue(*e, NowMs())) (void)StrRemoveLocked(*e, 2, lsn);
+  if (PastDue(*e, UnixMillis())) (void)StrRemoveLocked(*e, 2, lsn);
 }
 
 void Store::EndLeaseLocked(uint64_t id, uint64_t* lsn) {
@@ -133,7 +133,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
   // (that key's walk stamped them already).
   BlockMatchResult out;
   const size_t n = keys.size();
-  const int64_t now = NowMs();
+  const int64_t now = UnixMillis();
   const uint64_t stamp = NextStamp();  // one stamp for every key counted
   size_t hash[kMatchChunk];
   uint8_t shard_ix[kMatchChunk];
@@ -297,7 +297,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
                                                 uint8_t* bitmap, int64_t pin_ms,
                                                 std::string_view user) {
   BlockMatchResult out;
-  const int64_t now = NowMs();
+  const int64_t now = UnixMillis();
   const uint64_t stamp = NextStamp();  // one stamp for every key counted
   if (pin_ms <= 0) {
     // The read path: one shard lock at a time. An expired key, or a counted
@@ -373,7 +373,7 @@ uint64_t Store::BlockUnpin(std::span<const uint64_t> ids, std::string_view user)
   base::ReaderLock gate(&gate_);
   base::MutexLock l(&mu_);
   uint64_t unused = 0;
-  ReleaseDueLeasesLocked(NowMs(), &unused);
+  ReleaseDueLeasesLocked(UnixMillis(), &unused);
   uint64_t n = 0;
   for (uint64_t id : ids) {
     auto it = leases_.find(id);

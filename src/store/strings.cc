@@ -336,7 +336,7 @@ Result<SetOutcome> Store::StrSet(std::string_view key, StrRef value, const SetOp
     base::ReaderLock gate(&gate_);
     base::MutexLock l(&mu_);
     if (IsNamespaceKeyLocked(key)) return Status::WrongType();
-    int64_t now = NowMs();
+    int64_t now = UnixMillis();
     StrEntry* e = StrFindLocked(key, now, lsn);
     if (o.want_old && e != nullptr) out.old = e->value;
     if ((o.cond == SetOptions::Cond::kNx && e != nullptr) ||
@@ -411,7 +411,7 @@ Status Store::StrGetWithRaw(std::string_view key, const std::function<void(const
       // The clock is read only for a key with a TTL (one read per GET otherwise).
       // A block with a parent takes the path below (its ancestors are stamped under mu_).
       if (!missing && !it->second.HasParent() &&
-          (it->second.expire_at_ms == 0 || !Expired(it->second, NowMs()))) {
+          (it->second.expire_at_ms == 0 || !Expired(it->second, UnixMillis()))) {
         ++sh.hits;
         StrTouchLocked(sh, it->second);
         fn(it->second.value);
@@ -430,7 +430,7 @@ Status Store::StrGetWithRaw(std::string_view key, const std::function<void(const
   }
   base::MutexLock l(&mu_);
   uint64_t unused = 0;
-  StrEntry* e = StrFindLocked(key, NowMs(), &unused);
+  StrEntry* e = StrFindLocked(key, UnixMillis(), &unused);
   Shard& sh = ShardFor(key);
   StrRef v;
   uint64_t stamp = 0;
@@ -455,7 +455,7 @@ Result<StrRef> Store::StrGetDelRaw(std::string_view key, uint64_t* lsn) {
   *lsn = 0;
   base::ReaderLock gate(&gate_);
   base::MutexLock l(&mu_);
-  StrEntry* e = StrFindLocked(key, NowMs(), lsn);
+  StrEntry* e = StrFindLocked(key, UnixMillis(), lsn);
   if (e == nullptr && IsNamespaceKeyLocked(key)) return Status::WrongType();
   CountHitOrMiss(key, e != nullptr);
   if (e == nullptr) return StrRef();
@@ -469,7 +469,7 @@ Result<StrRef> Store::StrGetExRaw(std::string_view key, bool persist, int64_t ex
   *lsn = 0;
   base::ReaderLock gate(&gate_);
   base::MutexLock l(&mu_);
-  int64_t now = NowMs();
+  int64_t now = UnixMillis();
   StrEntry* e = StrFindLocked(key, now, lsn);
   if (e == nullptr) {
     if (IsNamespaceKeyLocked(key)) return Status::WrongType();
@@ -505,7 +505,7 @@ Status Store::StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t a
 
 std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys, bool tiered_as_is) {
   std::vector<StrRef> out(keys.size());
-  int64_t now = NowMs();
+  int64_t now = UnixMillis();
   bool expired = false;
   // Each key under its shard's lock alone; an expired one sends the keys from
   // it on to the slow path (under mu_), which removes it.
@@ -588,7 +588,7 @@ Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint6
   {
     base::ReaderLock gate(&gate_);
     base::MutexLock l(&mu_);
-    int64_t now = NowMs();
+    int64_t now = UnixMillis();
     uint64_t need = 0;
     for (size_t i = 0; i + 1 < kv.size(); i += 2) {
       if (IsNamespaceKeyLocked(kv[i])) {
@@ -631,7 +631,7 @@ Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint6
 void Store::ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru_stamp,
                         std::span<const uint8_t> value) {
   base::MutexLock l(&mu_);
-  if (expire_at_ms != 0 && expire_at_ms <= NowMs()) {
+  if (expire_at_ms != 0 && expire_at_ms <= UnixMillis()) {
     if (StrEntry* e = StrEntryLocked(key)) StrEraseLocked(*e);
     return;
   }
@@ -668,7 +668,7 @@ void Store::ApplyStrExpire(std::string_view key, int64_t expire_at_ms) {
   base::MutexLock l(&mu_);
   StrEntry* e = StrEntryLocked(key);
   if (e == nullptr) return;
-  if (expire_at_ms != 0 && expire_at_ms <= NowMs()) {
+  if (expire_at_ms != 0 && expire_at_ms <= UnixMillis()) {
     StrEraseLocked(*e);
     return;
   }

@@ -64,7 +64,7 @@ void Store::SetSnapshotTierPins(std::vector<std::shared_ptr<const void>> pins) {
 void Store::ApplyStrTier(const persist::StrTierRecord& r) {
   base::MutexLock l(&mu_);
   if (StrEntry* e = StrEntryLocked(r.key)) StrEraseLocked(*e);  // (one section per key)
-  if (r.expire_at_ms != 0 && r.expire_at_ms <= NowMs()) return;
+  if (r.expire_at_ms != 0 && r.expire_at_ms <= UnixMillis()) return;
   if (IsNamespaceKeyLocked(r.key)) return;  // cannot happen in a snapshot the server wrote
   const int klen = static_cast<int>(std::min<size_t>(r.key.size(), 128));
   if (!tier_) {

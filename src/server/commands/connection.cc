@@ -1,12 +1,11 @@
 // Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET
 // (docs/protocol.md "Connection"). They run on the client's worker thread and
 // may change that connection's state through ClientInfo::conn.
-#include "net/client_control.h"
-
 #include <string>
 
 #include "base/strutil.h"
 #include "kvproto/errors.h"
+#include "net/client_control.h"
 #include "net/client_info.h"
 #include "server/commands/command_table.h"
 #include "server/commands/transaction.h"
