@@ -8,8 +8,8 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "kvproto/errors.h"
-#include "server/commands/dispatch.h"
 #include "server/commands/transaction.h"
+#include "server/dispatch.h"
 #include "server/fastlane.h"
 #include "server/kv_events.h"
 #include "server/server.h"
@@ -129,7 +129,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
   CommandContext ctx;
   ctx.args = args;
   ctx.reply = &reply;
-  ctx.server = server_;
+  ctx.env = &server_->env();
   ctx.client = c.info;
   if (!(spec->flags & kCmdTxControl) && tx != nullptr && tx->in_multi) {
     // Queued: counted when it runs (EXEC), refused (kCmdNoMulti) as rejected.

@@ -1,9 +1,9 @@
 // Keyspace notifications (Redis 7.0's notify-keyspace-events; docs/protocol.md
 // "Keyspace notifications"). Command code reports an event with
 //
-//   ctx.server->NotifyKeyspaceEvent(kNotifyGeneric, "del", key);
+//   ctx.env->NotifyKeyspaceEvent(kNotifyGeneric, "del", key);
 //
-// (server.h): it returns after two relaxed loads unless the event's class is
+// (command_env.h): it returns after two relaxed loads unless the event's class is
 // enabled and some subscription could hear a keyspace channel (PubSub::
 // key_listeners); only then are the channels formatted and published, through
 // the Pub/Sub registry, to `__keyspace@0__:<key>` (message: the event) and

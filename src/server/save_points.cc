@@ -22,7 +22,7 @@ constexpr int64_t kSavePointRetrySeconds = 5;
 }  // namespace
 
 Server::BgSaveStart Server::StartBackgroundSave(bool aof_rewrite) {
-  persist::Persistence* p = persistence_;
+  persist::Persistence* p = env_.persistence_;
   if (p == nullptr) return BgSaveStart::kNoPersistence;
   if (!TryBeginSave()) return BgSaveStart::kBusy;
   NoteBackgroundSave(aof_rewrite);
@@ -39,7 +39,7 @@ Server::BgSaveStart Server::StartBackgroundSave(bool aof_rewrite) {
 }
 
 void Server::SavePointsCron() {
-  persist::Persistence* p = persistence_;
+  persist::Persistence* p = env_.persistence_;
   if (p == nullptr || loading() || save_running()) return;
   std::vector<std::pair<uint64_t, uint64_t>> points;
   {
@@ -76,7 +76,7 @@ void Server::SavePointsCron() {
 }
 
 void Server::SaveAfterFlushAll() {
-  persist::Persistence* p = persistence_;
+  persist::Persistence* p = env_.persistence_;
   if (p == nullptr) return;
   {
     base::MutexLock lk(&config_mu_);

@@ -119,6 +119,21 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
   int n = cfg_.workers;
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cfg_.workers = std::min(n, 64);
+  env_.control_ = this;
+  env_.config_ = &cfg_;
+  env_.settings_ = &settings_;
+  env_.store_ = store_.get();
+  env_.commands_ = &commands_;
+  env_.acl_ = &acl_;
+  env_.clients_ = &clients_;
+  env_.pubsub_ = &pubsub_;
+  env_.tracking_ = &tracking_;
+  env_.observability_ = &observability_;
+  env_.durability_ = &durability_;
+  env_.background_ = &background_;
+  env_.exec_mu_ = &exec_mu_;
+  env_.attend_cache_ = &attend_cache_;
+  env_.attend_pool_ = attend_pool_.get();
 }
 
 Server::~Server() {
@@ -244,8 +259,8 @@ void Server::RequestShutdown() {
 net::Service* Server::service() { return service_.get(); }
 
 Status Server::SaveForShutdown() {
-  if (persistence_ == nullptr) return Status::OK();
-  return persistence_->Save("");
+  if (env_.persistence_ == nullptr) return Status::OK();
+  return env_.persistence_->Save("");
 }
 
 int Server::Serve(int signal_fd) {
@@ -303,8 +318,8 @@ void Server::StopWorkers() {
   attend_pool_->Stop();
   background_.Stop();
   // 3. Make everything acknowledged durable so held replies can go out.
-  if (persistence_ != nullptr) {
-    Status s = persistence_->Close();  // flush + fsync, then NotifyDurable
+  if (env_.persistence_ != nullptr) {
+    Status s = env_.persistence_->Close();  // flush + fsync, then NotifyDurable
     if (!s.ok()) LOG_WARNING("flushing the WAL at exit failed: %s", s.ToString().c_str());
   }
   // 4. Send what is queued, close, stop.
@@ -636,8 +651,8 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
                          static_cast<uint32_t>(next.lfu_decay_time));
   if (next.max_block_leases != cfg_.max_block_leases && store_ != nullptr)
     store_->SetMaxBlockLeases(next.max_block_leases);
-  if (next.appendfsync != cfg_.appendfsync && persistence_ != nullptr)
-    persistence_->SetPolicy(ToSyncPolicy(next.appendfsync));
+  if (next.appendfsync != cfg_.appendfsync && env_.persistence_ != nullptr)
+    env_.persistence_->SetPolicy(ToSyncPolicy(next.appendfsync));
   if (next.loglevel != cfg_.loglevel) SetLogLevel(next.loglevel);
   if (next.acllog_max_len != cfg_.acllog_max_len) acl_.set_log_max_len(next.acllog_max_len);
   // As Redis: CONFIG SET requirepass resets the default user's passwords to
@@ -657,7 +672,7 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
 void Server::PublishRuntimeSettings() {
   constexpr auto kR = std::memory_order_relaxed;
   settings_.Publish(cfg_);
-  notify_flags_.store(cfg_.notify_keyspace_events, kR);
+  env_.notify_flags_.store(cfg_.notify_keyspace_events, kR);
   acl_.set_pubsub_default_all(cfg_.acl_pubsub_allchannels);
   EvictClients();  // a lowered maxmemory-clients takes effect before the reply, as Redis
   BufferRecycler::Global().set_max_bytes(cfg_.buffer_recycle_bytes);

@@ -3,8 +3,10 @@
 // (client_registry.h), the durability gate (durability_gate.h), the
 // observability of commands (observability.h: slow log, latency monitor,
 // MONITOR, rates), the background task runner, the workers and the listening
-// socket, and a pointer to the durability layer (persistence()). Passed explicitly to handlers
-// through CommandContext::server (no globals).
+// socket, and a pointer to the durability layer (persistence()). Handlers never
+// see it: they get its CommandEnv (server/command_env.h: the components, and
+// the Server itself as ServerControl for the operations that span it) through
+// CommandContext::env (no globals).
 //
 // Thread-safety: everything here may be used from any worker thread unless a
 // comment says otherwise. Settings that CONFIG SET can change at run time are
@@ -46,6 +48,7 @@
 #include "net/tls.h"
 #include "server/acl.h"
 #include "server/client_registry.h"
+#include "server/command_env.h"
 #include "server/command_stats.h"
 #include "server/commands/command_table.h"
 #include "server/config.h"
@@ -68,20 +71,7 @@ class KvEvents;
 class Worker;
 class CommandService;
 
-// Server-wide counters (INFO stats), summed over the workers' own copies.
-struct ServerStats {
-  uint64_t connections_received = 0;
-  uint64_t commands_processed = 0;
-  uint64_t net_input_bytes = 0;
-  uint64_t net_output_bytes = 0;
-  uint64_t rejected_connections = 0;
-  uint64_t output_limit_disconnections = 0;
-  uint64_t protocol_errors = 0;
-  uint64_t tls_handshake_failures = 0;
-  uint64_t error_replies = 0;
-};
-
-class Server final : private PushSink {
+class Server final : public ServerControl, private PushSink {
  public:
   explicit Server(Config cfg);
   // With commands added to the standard table (tests, embedding).
@@ -94,19 +84,21 @@ class Server final : private PushSink {
   Config& mutable_config() { return cfg_; }
   // nullptr without --kvcache.
   // KV events (server/kv_events.h), or null when off. Set before Start().
-  void set_kv_events(KvEvents* e) { kv_events_ = e; }
-  KvEvents* kv_events() const { return kv_events_; }
+  void set_kv_events(KvEvents* e) { env_.kv_events_ = e; }
+  KvEvents* kv_events() const { return env_.kv_events_; }
   store::Store* store() { return store_.get(); }
-  Receipt& receipt() { return receipt_; }
-  bool loading() const { return loading_.load(std::memory_order_acquire); }
+  Receipt& receipt() { return env_.receipt(); }
+  bool loading() const override { return loading_.load(std::memory_order_acquire); }
   void set_loading(bool v) { loading_.store(v, std::memory_order_release); }
-  uint64_t start_time_us() const { return start_time_us_; }
+  uint64_t start_time_us() const override { return start_time_us_; }
   const CommandTable& commands() const { return commands_; }
+  // What command handlers work with (CommandContext::env).
+  CommandEnv& env() { return env_; }
   // Users and permissions (server/acl.h).
   Acl& acl() { return acl_; }
   // Whether the default user needs no password (new connections start
   // authenticated as it).
-  bool default_user_open() const;
+  bool default_user_open() const override;
   // The user a client is authenticated as: its cached user, refreshed when
   // the ACL changed since (nullptr once that user was deleted). Owning thread.
   const AclUser* ClientUser(ClientInfo* c) {
@@ -114,21 +106,21 @@ class Server final : private PushSink {
       return static_cast<const AclUser*>(c->principal.get());
     return RefreshClientUser(c);
   }
-  const AclUser* RefreshClientUser(ClientInfo* c);
-  void SetClientUser(ClientInfo* c, std::shared_ptr<const AclUser> u);
-  std::string ClientUserName(const ClientInfo* c);
+  const AclUser* RefreshClientUser(ClientInfo* c) override;
+  void SetClientUser(ClientInfo* c, std::shared_ptr<const AclUser> u) override;
+  std::string ClientUserName(const ClientInfo* c) override;
   // The client's CLIENT LIST line (for ACL LOG).
-  std::string ClientLine(const ClientInfo* c);
+  std::string ClientLine(const ClientInfo* c) override;
   // Closes every client authenticated as one of `names` (ACL DELUSER, LOAD).
-  void KillClientsOfUsers(const std::vector<std::string>& names);
+  void KillClientsOfUsers(const std::vector<std::string>& names) override;
   // After ACL SETUSER / LOAD: closes every client subscribed to a channel or
   // pattern its user may no longer use (as Redis 7.0 does).
-  void KillPubSubClientsOfUsers();
+  void KillPubSubClientsOfUsers() override;
   // CLIENT PAUSE (Redis's): until `end_ms` (unix ms) the write commands (with
   // `all`, every command) of every client wait before they run; a pause in
   // force is only lengthened or widened by another. UnpauseClients ends it.
-  void PauseClients(int64_t end_ms, bool all);
-  void UnpauseClients();
+  void PauseClients(int64_t end_ms, bool all) override;
+  void UnpauseClients() override;
   // The pause in force: its end (unix ms; 0 = none; one in the past is over)
   // and whether it holds every command.
   int64_t pause_end_ms() const { return pause_end_ms_.load(std::memory_order_relaxed); }
@@ -149,26 +141,26 @@ class Server final : private PushSink {
   // workers. Returns the process exit code.
   int Serve(int signal_fd);
   // Asks Serve() to shut down (thread-safe; SHUTDOWN calls it).
-  void RequestShutdown();
+  void RequestShutdown() override;
   // SHUTDOWN SAVE: runs the persistence save hook (OK when there is none).
-  Status SaveForShutdown();
+  Status SaveForShutdown() override;
   int NextWorker() {
     return static_cast<int>(next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_.size());
   }
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
   // The TCP port actually bound (differs from config().port when that is 0).
-  int port() const { return port_.load(std::memory_order_relaxed); }
+  int port() const override { return port_.load(std::memory_order_relaxed); }
   // The fast lane's bound port, 0 when it is off (also config().fastlane_port
   // once started).
-  int fastlane_port() const { return fastlane_port_; }
+  int fastlane_port() const override { return fastlane_port_; }
   int tls_port() const { return tls_port_; }
   // The TLS context new TLS connections use (nullptr without --tls-port).
   // CONFIG SET tls-cert-file & co. replace it; open connections keep theirs.
   std::shared_ptr<const net::TlsContext> tls_context() const EXCLUDES(tls_mu_);
-  int num_workers() const { return static_cast<int>(workers_.size()); }
+  int num_workers() const override { return static_cast<int>(workers_.size()); }
   Worker* worker(int i) { return workers_[i].get(); }
-  const std::string& run_id() const { return run_id_; }
+  const std::string& run_id() const override { return run_id_; }
 
   // The settings CONFIG SET changes at run time, readable from any thread
   // without a lock (server/runtime_settings.h).
@@ -176,11 +168,11 @@ class Server final : private PushSink {
   // protected-mode yes and no requirepass: only loopback peers are served.
   bool protected_mode() const { return cfg_.protected_mode && default_user_open(); }
   // A copy of the current configuration (CONFIG GET).
-  Config ConfigSnapshot() const EXCLUDES(config_mu_);
+  Config ConfigSnapshot() const EXCLUDES(config_mu_) override;
   // CONFIG SET: validates every pair, then applies them all or none. `*lsn`
   // gets the log position of any eviction it caused. Errors are reply texts.
   Status SetConfig(const std::vector<std::pair<std::string, std::string>>& pairs, uint64_t* lsn)
-      EXCLUDES(config_mu_);
+      EXCLUDES(config_mu_) override;
 
   // Durability: the acknowledged LSN and the workers' held replies.
   DurabilityGate& durability() { return durability_; }
@@ -188,20 +180,20 @@ class Server final : private PushSink {
   // Start(): KV.PREFIX.SAVE / COMMIT, INFO persistence, SHUTDOWN SAVE, the
   // flush at exit, CONFIG SET appendfsync. nullptr without --kvcache or with
   // appendonly no.
-  void SetPersistence(persist::Persistence* p) { persistence_ = p; }
-  persist::Persistence* persistence() const { return persistence_; }
+  void SetPersistence(persist::Persistence* p) { env_.persistence_ = p; }
+  persist::Persistence* persistence() const { return env_.persistence_; }
 
   // Background tasks (see the file comment). Post() fails once shutting down.
   TaskRunner& background() { return background_; }
   // KV.PREFIX.SAVE runs one at a time: TryBeginSave() is false while one is
   // queued or running (the caller answers "Background save already in
   // progress"); EndSave() when it finished, before its reply is sent.
-  bool TryBeginSave() { return !save_running_.exchange(true, std::memory_order_acq_rel); }
-  void EndSave() {
+  bool TryBeginSave() override { return !save_running_.exchange(true, std::memory_order_acq_rel); }
+  void EndSave() override {
     aof_rewrite_running_.store(false, std::memory_order_release);
     save_running_.store(false, std::memory_order_release);
   }
-  bool save_running() const { return save_running_.load(std::memory_order_acquire); }
+  bool save_running() const override { return save_running_.load(std::memory_order_acquire); }
   // A background snapshot (BGSAVE, BGREWRITEAOF, a save point) was queued,
   // after TryBeginSave: INFO's total_forks counts them, aof_rewrite_in_progress
   // is 1 for a BGREWRITEAOF until its EndSave (pion forks nothing: the
@@ -210,18 +202,21 @@ class Server final : private PushSink {
     background_saves_.fetch_add(1, std::memory_order_relaxed);
     aof_rewrite_running_.store(aof_rewrite, std::memory_order_release);
   }
-  uint64_t background_saves() const { return background_saves_.load(std::memory_order_relaxed); }
+  uint64_t background_saves() const override {
+    return background_saves_.load(std::memory_order_relaxed);
+  }
   // Queues a background snapshot (BGSAVE, BGREWRITEAOF, a save point) on the
   // background thread (save_points.cc).
-  enum class BgSaveStart { kStarted, kBusy, kNoPersistence, kShuttingDown };
-  BgSaveStart StartBackgroundSave(bool aof_rewrite);
+  BgSaveStart StartBackgroundSave(bool aof_rewrite) override;
   // Save points (config `save`): a background snapshot when one is due, as
   // Redis's serverCron; worker 0 calls it every 100 ms.
   void SavePointsCron() EXCLUDES(config_mu_);
   // FLUSHALL with save points set: the snapshot at once, on the caller's
   // thread (the data set was just emptied), as Redis's FLUSHALL saves.
-  void SaveAfterFlushAll() EXCLUDES(config_mu_);
-  bool aof_rewrite_running() const { return aof_rewrite_running_.load(std::memory_order_acquire); }
+  void SaveAfterFlushAll() EXCLUDES(config_mu_) override;
+  bool aof_rewrite_running() const override {
+    return aof_rewrite_running_.load(std::memory_order_acquire);
+  }
 
   // The connected clients, their slots and their buffers' memory.
   ClientRegistry& clients() { return clients_; }
@@ -231,7 +226,7 @@ class Server final : private PushSink {
   // Asks the owning worker to close client `id`, which CLIENT LIST and the
   // other registry readers leave out from now on; false if there is none (or it
   // is already closing).
-  bool KillClient(uint64_t id);
+  bool KillClient(uint64_t id) override;
   // The same for a client PickEvictions already marked as closing.
   bool ClosePickedClient(uint64_t id);
   // Connection slots: fails at maxclients.
@@ -244,39 +239,43 @@ class Server final : private PushSink {
   // `who`, grown by `n`, is the one to go (it is closed then). AdjustClientMemory corrects the
   // count by what a connection holds and evicts the same way once it passes the limit; EvictClients
   // does so for the cron (the limit lowered, NO-EVICT turned off).
-  bool ReserveClientMemory(uint64_t n, const ClientInfo* who = nullptr);
+  bool ReserveClientMemory(uint64_t n, const ClientInfo* who = nullptr) override;
   void AdjustClientMemory(int64_t delta);
   void EvictClients();
   // INFO evicted_clients (CONFIG RESETSTAT zeroes it).
-  uint64_t evicted_clients() const { return evicted_clients_.load(std::memory_order_relaxed); }
+  uint64_t evicted_clients() const override {
+    return evicted_clients_.load(std::memory_order_relaxed);
+  }
 
-  ServerStats Stats() const;
-  void ResetStats();
+  ServerStats Stats() const override;
+  void ResetStats() override;
 
   // Stage 2 (src/server/commands/attend.cc). The warm/cold slot cache and the compute
   // pool exist for the whole life of the server; the slots of namespace <ns> and
   // <ns>_attn go when the store drops or evicts <ns>, all of them on FLUSHALL.
   attend::SlotCache& attend_cache() { return attend_cache_; }
   attend::ComputePool& attend_pool() { return *attend_pool_; }
-  attend::Precision attend_precision() const {
+  attend::Precision attend_precision() const override {
     return static_cast<attend::Precision>(attend_precision_.load(std::memory_order_relaxed));
   }
-  uint64_t attend_pool_min_bytes() const {
+  uint64_t attend_pool_min_bytes() const override {
     return attend_pool_min_bytes_.load(std::memory_order_relaxed);
   }
-  uint32_t attend_threads() const { return attend_threads_; }
-  void CountAttendQuery() { attend_queries_.fetch_add(1, std::memory_order_relaxed); }
-  uint64_t attend_queries() const { return attend_queries_.load(std::memory_order_relaxed); }
+  uint32_t attend_threads() const override { return attend_threads_; }
+  void CountAttendQuery() override { attend_queries_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t attend_queries() const override {
+    return attend_queries_.load(std::memory_order_relaxed);
+  }
   // Observability (docs/operations.md). Per-command counters, summed over
   // the workers (slots as commands().stat_name()), and error-code counts.
-  std::vector<CommandCounters> CommandCountersAll() const;
+  std::vector<CommandCounters> CommandCountersAll() const override;
   // Worker `w`'s counters; before the workers run (in-process command tests)
   // one spare table, for the one thread that dispatches then.
-  CommandStats& cmdstats_of(int w);
-  std::map<std::string, uint64_t> ErrorCounts() const;
+  CommandStats& cmdstats_of(int w) override;
+  std::map<std::string, uint64_t> ErrorCounts() const override;
   // The histograms latency-tracking fills, summed over the workers (empty
   // when no command was tracked since the last reset).
-  std::vector<TrackHist> TrackedLatencyAll() const;
+  std::vector<TrackHist> TrackedLatencyAll() const override;
   // The slow log, the latency monitor, MONITOR and the instantaneous rates
   // (server/observability.h).
   Observability& observability() { return observability_; }
@@ -286,15 +285,15 @@ class Server final : private PushSink {
   // notify-keyspace-events enables `type` and someone could hear it (two
   // relaxed loads otherwise). Any thread.
   void NotifyKeyspaceEvent(uint32_t type, std::string_view event, std::string_view key) {
-    uint32_t f = notify_flags_.load(std::memory_order_relaxed);
+    uint32_t f = env_.notify_flags();
     if ((f & type) && (f & (kNotifyKeyspace | kNotifyKeyevent)) && pubsub_.key_listeners())
       NotifyKeyspaceEventSlow(f, event, key);
   }
-  uint32_t notify_flags() const { return notify_flags_.load(std::memory_order_relaxed); }
+  uint32_t notify_flags() const { return env_.notify_flags(); }
   // Whether an event of class `type` would be published now (for an event
   // that needs extra work to detect, such as whether a key is new).
   bool NotifyWanted(uint32_t type) const {
-    uint32_t f = notify_flags_.load(std::memory_order_relaxed);
+    uint32_t f = env_.notify_flags();
     return (f & type) && (f & (kNotifyKeyspace | kNotifyKeyevent)) && pubsub_.key_listeners();
   }
   // Client-side caching (server/tracking.h): the tracking table every worker
@@ -309,11 +308,11 @@ class Server final : private PushSink {
   }
   // Delivers the Pub/Sub messages waiting in worker `w`'s mailbox now
   // (worker `w`'s own thread; none before the workers run).
-  void DeliverQueuedPushes(int w);
+  void DeliverQueuedPushes(int w) override;
   // A client leaves Pub/Sub (close, RESET): its subscriptions go.
-  void PubSubRemoveClient(ClientInfo* c);
+  void PubSubRemoveClient(ClientInfo* c) override;
   // 40 hex digits, random per start (INFO replication, ROLE).
-  const std::string& replid() const { return replid_; }
+  const std::string& replid() const override { return replid_; }
   // Every 100 ms, by worker 0: the instantaneous rates (observability()),
   // the memory peak, client eviction.
   void SampleRates();
@@ -321,8 +320,8 @@ class Server final : private PushSink {
   // budget: string keys and namespaces; 0 without --kvcache), so that
   // used_memory <= maxmemory holds as for Redis; and the largest value seen
   // (updated here and by the sampler).
-  uint64_t UsedMemory();
-  uint64_t used_memory_peak() const { return mem_peak_.load(std::memory_order_relaxed); }
+  uint64_t UsedMemory() override;
+  uint64_t used_memory_peak() const override { return mem_peak_.load(std::memory_order_relaxed); }
   // Bytes the allocator has handed out (mallinfo2: arenas in use + mmapped
   // blocks; buffers and bookkeeping too), and the largest value seen.
   // mallinfo2 walks every free chunk of every arena under its lock (about
@@ -330,17 +329,18 @@ class Server final : private PushSink {
   // worker once the first figure is known: a call returns the last figure and,
   // when that is older than kAllocatorRefreshUs, has background() take a new
   // one. Nothing walks the heap while nobody asks (INFO memory, /metrics).
-  uint64_t AllocatorMemory();
+  uint64_t AllocatorMemory() override;
   static constexpr uint64_t kAllocatorRefreshUs = 5'000'000;
-  uint64_t allocator_peak() const { return alloc_peak_.load(std::memory_order_relaxed); }
+  uint64_t allocator_peak() const override { return alloc_peak_.load(std::memory_order_relaxed); }
 
  private:
   void TrackCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
-                        const ClientInfo& client, bool failed);
+                        const ClientInfo& client, bool failed) override;
   void StopWorkers();
   // PushSink: a Pub/Sub message for client `id` of worker `w`.
   void Push(int w, uint64_t id, const std::shared_ptr<const std::string>& msg) override;
-  void NotifyKeyspaceEventSlow(uint32_t flags, std::string_view event, std::string_view key);
+  void NotifyKeyspaceEventSlow(uint32_t flags, std::string_view event,
+                               std::string_view key) override;
   // Binds the fast lane's socket as configured (fastlane_port_, fastlane_fd_).
   Status ListenFastLane();
   // CONFIG SET port (listen_port.cc): binds the new port (an error words the
@@ -356,10 +356,8 @@ class Server final : private PushSink {
   // annotated: config() reads its start-up fields without a lock.
   mutable base::Mutex config_mu_;
   std::unique_ptr<store::Store> store_;
-  Receipt receipt_;
   CommandTable commands_;
   Acl acl_;
-  KvEvents* kv_events_ = nullptr;
   std::atomic<bool> loading_{false};
   uint64_t start_time_us_ = 0;
   std::string run_id_;
@@ -368,14 +366,12 @@ class Server final : private PushSink {
   std::atomic<int64_t> pause_end_ms_{0};
   std::atomic<bool> pause_all_{false};
   RuntimeSettings settings_;
-  std::atomic<uint32_t> notify_flags_{0};
   std::atomic<uint64_t> evicted_clients_{0};
   // When a client eviction last found nobody to evict (0: it did not).
   std::atomic<uint64_t> evict_futile_us_{0};
 
   DurabilityGate durability_;
   ClientRegistry clients_;
-  persist::Persistence* persistence_ = nullptr;
   TaskRunner background_;
   std::atomic<bool> save_running_{false};
   std::atomic<bool> aof_rewrite_running_{false};
@@ -437,6 +433,10 @@ class Server final : private PushSink {
   std::atomic<bool> alloc_refreshing_{false};  // a refresh is queued or running
   uint64_t MeasureAllocator();
   std::unique_ptr<CommandStats> spare_stats_;  // see cmdstats_of()
+  // What the handlers see (command_env.h); filled in by the constructor. It also
+  // holds the receipt, the notify-keyspace-events flags, the durability layer and
+  // the KV events pointer, which the accessors above read.
+  CommandEnv env_;
 };
 
 }  // namespace pion::server

@@ -45,7 +45,7 @@ BgGate g_bg;
 
 void BgCmd(CommandContext& ctx) {
   std::shared_ptr<DeferredReply> t = ctx.Defer();
-  bool ok = ctx.server->background().Post([t] {
+  bool ok = ctx.env->background().Post([t] {
     std::unique_lock<std::mutex> lk(g_bg.mu);
     ++g_bg.started;
     g_bg.cv.notify_all();

@@ -14,9 +14,8 @@
 #include "kvproto/errors.h"
 #include "net/client_control.h"
 #include "net/client_info.h"
+#include "server/command_env.h"
 #include "server/commands/command_table.h"
-#include "server/commands/dispatch.h"
-#include "server/server.h"
 
 namespace pion::server {
 
@@ -41,12 +40,12 @@ bool SubArity(CommandContext& ctx, std::string_view sub, size_t min, size_t max)
 
 void SetUser(CommandContext& ctx) {
   std::vector<std::string_view> rules(ctx.args.begin() + 3, ctx.args.end());
-  Status st = ctx.server->acl().SetUser(ctx.args[2], rules);
+  Status st = ctx.env->acl().SetUser(ctx.args[2], rules);
   if (!st.ok()) {
     ReplyStatus(ctx, st);
     return;
   }
-  ctx.server->KillPubSubClientsOfUsers();  // channel rights may have shrunk
+  ctx.env->control().KillPubSubClientsOfUsers();  // channel rights may have shrunk
   ctx.reply->SimpleString("OK");
 }
 
@@ -58,7 +57,7 @@ std::string GetUserChannels(const AclUser& u) {
 }
 
 void GetUser(CommandContext& ctx) {
-  auto u = ctx.server->acl().Find(ctx.args[2]);
+  auto u = ctx.env->acl().Find(ctx.args[2]);
   if (u == nullptr) {
     ctx.reply->NullArray();
     return;
@@ -94,13 +93,13 @@ void GetUser(CommandContext& ctx) {
 
 void DelUser(CommandContext& ctx) {
   std::vector<std::string_view> names(ctx.args.begin() + 2, ctx.args.end());
-  auto n = ctx.server->acl().DelUsers(names);
+  auto n = ctx.env->acl().DelUsers(names);
   if (!n.ok()) {
     ReplyStatus(ctx, n.status());
     return;
   }
   // Clients authenticated as a deleted user are closed (as Redis does).
-  ctx.server->KillClientsOfUsers(std::vector<std::string>(names.begin(), names.end()));
+  ctx.env->control().KillClientsOfUsers(std::vector<std::string>(names.begin(), names.end()));
   ctx.reply->Integer(*n);
 }
 
@@ -117,19 +116,19 @@ void Cat(CommandContext& ctx) {
     return;
   }
   std::vector<std::string> names;
-  for (const CommandSpec& s : ctx.server->commands().specs())
+  for (const CommandSpec& s : ctx.env->commands().specs())
     if (CommandCategories(s) & bit) names.push_back(ToLower(s.name));
   ctx.reply->ArrayHeader(names.size());
   for (const std::string& n : names) ctx.reply->Bulk(n);
 }
 
 void DryRun(CommandContext& ctx) {
-  auto u = ctx.server->acl().Find(ctx.args[2]);
+  auto u = ctx.env->acl().Find(ctx.args[2]);
   if (u == nullptr) {
     ctx.reply->Error(AclUserNotFoundError(ctx.args[2]));
     return;
   }
-  const CommandTable& table = ctx.server->commands();
+  const CommandTable& table = ctx.env->commands();
   const CommandSpec* spec = table.Find(ctx.args[3]);
   if (spec == nullptr) {
     ctx.reply->Error(AclCommandNotFoundError(ctx.args[3]));
@@ -159,7 +158,7 @@ void Log(CommandContext& ctx) {
   size_t max = 10;
   if (ctx.args.size() == 3) {
     if (EqualsIgnoreCase(ctx.args[2], "RESET")) {
-      ctx.server->acl().ResetLog();
+      ctx.env->acl().ResetLog();
       ctx.reply->SimpleString("OK");
       return;
     }
@@ -171,7 +170,7 @@ void Log(CommandContext& ctx) {
     max = static_cast<size_t>(*n);
   }
   uint64_t now = MonotonicUs();
-  auto entries = ctx.server->acl().LogEntries(max);
+  auto entries = ctx.env->acl().LogEntries(max);
   ReplyBuilder* rb = ctx.reply;
   rb->ArrayHeader(entries.size());
   for (const AclLogEntry& e : entries) {
@@ -194,7 +193,7 @@ void Log(CommandContext& ctx) {
 }
 
 void Load(CommandContext& ctx) {
-  const std::string& path = ctx.server->config().aclfile;
+  const std::string& path = ctx.env->config().aclfile;
   if (path.empty()) {
     ctx.reply->Error(kErrAclNoFile);
     return;
@@ -205,8 +204,8 @@ void Load(CommandContext& ctx) {
     return;
   }
   std::vector<std::string> before;
-  for (const auto& u : ctx.server->acl().Users()) before.push_back(u->name);
-  Status st = ctx.server->acl().LoadLines(*lines, path);
+  for (const auto& u : ctx.env->acl().Users()) before.push_back(u->name);
+  Status st = ctx.env->acl().LoadLines(*lines, path);
   if (!st.ok()) {
     ReplyStatus(ctx, st);
     return;
@@ -214,19 +213,19 @@ void Load(CommandContext& ctx) {
   // Users that no longer exist lose their clients.
   std::vector<std::string> gone;
   for (const std::string& n : before)
-    if (ctx.server->acl().Find(n) == nullptr) gone.push_back(n);
-  if (!gone.empty()) ctx.server->KillClientsOfUsers(gone);
-  ctx.server->KillPubSubClientsOfUsers();
+    if (ctx.env->acl().Find(n) == nullptr) gone.push_back(n);
+  if (!gone.empty()) ctx.env->control().KillClientsOfUsers(gone);
+  ctx.env->control().KillPubSubClientsOfUsers();
   ctx.reply->SimpleString("OK");
 }
 
 void Save(CommandContext& ctx) {
-  const std::string& path = ctx.server->config().aclfile;
+  const std::string& path = ctx.env->config().aclfile;
   if (path.empty()) {
     ctx.reply->Error(kErrAclNoFile);
     return;
   }
-  Status st = WriteAclFile(path, ctx.server->acl().ListLines());
+  Status st = WriteAclFile(path, ctx.env->acl().ListLines());
   if (!st.ok()) {
     ctx.reply->Error(StatusToError(st));
     return;
@@ -307,17 +306,17 @@ void AclCmd(CommandContext& ctx) {
     if (SubArity(ctx, sub, 3, kAny)) DelUser(ctx);
   } else if (is("LIST")) {
     if (!SubArity(ctx, sub, 2, 2)) return;
-    auto lines = ctx.server->acl().ListLines();
+    auto lines = ctx.env->acl().ListLines();
     ctx.reply->ArrayHeader(lines.size());
     for (const std::string& l : lines) ctx.reply->Bulk(l);
   } else if (is("USERS")) {
     if (!SubArity(ctx, sub, 2, 2)) return;
-    auto users = ctx.server->acl().Users();
+    auto users = ctx.env->acl().Users();
     ctx.reply->ArrayHeader(users.size());
     for (const auto& u : users) ctx.reply->Bulk(u->name);
   } else if (is("WHOAMI")) {
     if (!SubArity(ctx, sub, 2, 2)) return;
-    ctx.reply->Bulk(ctx.server->ClientUserName(ctx.client));
+    ctx.reply->Bulk(ctx.env->control().ClientUserName(ctx.client));
   } else if (is("CAT")) {
     // As Redis (acl|cat is -2): more than one category is a syntax error.
     if (ctx.args.size() > 3) return ctx.reply->Error(UnknownSubcommandOrArityError("acl", sub));

@@ -13,11 +13,10 @@
 #include "net/client_control.h"
 #include "net/client_info.h"
 #include "server/acl.h"
+#include "server/command_env.h"
 #include "server/commands/command_docs.h"
 #include "server/commands/command_table.h"
-#include "server/commands/dispatch.h"
 #include "server/commands/key_specs.h"
-#include "server/server.h"
 
 namespace pion::server {
 
@@ -200,7 +199,7 @@ void CommandGetKeys(CommandContext& ctx, bool flags) {
   const CommandSpec* spec = nullptr;
   std::string_view err;
   std::span<const std::string_view> cmd = ctx.args.subspan(2);
-  if (!KeysOf(ctx.server->commands(), cmd, &keys, &spec, &err)) {
+  if (!KeysOf(ctx.env->commands(), cmd, &keys, &spec, &err)) {
     ctx.reply->Error(err);
     return;
   }
@@ -217,7 +216,7 @@ void CommandGetKeys(CommandContext& ctx, bool flags) {
 }
 
 void CommandList(CommandContext& ctx) {
-  const CommandTable& table = ctx.server->commands();
+  const CommandTable& table = ctx.env->commands();
   std::string_view by, value;
   if (ctx.args.size() != 2) {
     if (ctx.args.size() != 5 || !EqualsIgnoreCase(ctx.args[2], "FILTERBY")) {
@@ -253,7 +252,7 @@ void CommandList(CommandContext& ctx) {
 }
 
 void Command(CommandContext& ctx) {
-  const CommandTable& table = ctx.server->commands();
+  const CommandTable& table = ctx.env->commands();
   ReplyBuilder* rb = ctx.reply;
   if (ctx.args.size() == 1) {
     rb->ArrayHeader(table.specs().size());
@@ -337,7 +336,7 @@ const std::pair<const char*, const char*> kCompatConfig[] = {
 };
 
 void ConfigGet(CommandContext& ctx) {
-  Config cfg = ctx.server->ConfigSnapshot();
+  Config cfg = ctx.env->control().ConfigSnapshot();
   std::vector<std::pair<std::string, std::string>> out;
   std::set<std::string> seen;
   for (size_t i = 2; i < ctx.args.size(); ++i) {
@@ -367,7 +366,7 @@ void ConfigSet(CommandContext& ctx) {
   for (size_t i = 2; i < ctx.args.size(); i += 2)
     pairs.emplace_back(ToLower(ctx.args[i]), std::string(ctx.args[i + 1]));
   uint64_t lsn = 0;
-  Status st = ctx.server->SetConfig(pairs, &lsn);
+  Status st = ctx.env->control().SetConfig(pairs, &lsn);
   ctx.wait_lsn = lsn;
   if (!st.ok()) {
     if (st.code() == Code::kInvalidArgument)
@@ -394,7 +393,7 @@ void ConfigCmd(CommandContext& ctx) {
       ctx.reply->Error(WrongArity("config|resetstat"));
       return;
     }
-    ctx.server->ResetStats();
+    ctx.env->control().ResetStats();
     ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "REWRITE")) {
     ctx.reply->Error(kErrConfigRewrite);
@@ -419,8 +418,8 @@ void ConfigCmd(CommandContext& ctx) {
 }
 
 void DbSize(CommandContext& ctx) {
-  store::Store* st = ctx.server->store();
-  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  store::Store* st = ctx.env->store();
+  const AclUser* u = ctx.env->ClientUser(ctx.client);
   if (st == nullptr) {
     ctx.reply->Integer(0);
   } else if (u != nullptr && u->allkeys) {
@@ -438,9 +437,9 @@ void FlushAll(CommandContext& ctx) {
     ctx.reply->Error(kErrSyntaxError);
     return;
   }
-  if (store::Store* st = ctx.server->store()) {
+  if (store::Store* st = ctx.env->store()) {
     uint64_t lsn = 0;
-    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    const AclUser* u = ctx.env->ClientUser(ctx.client);
     Status s;
     if (u != nullptr && u->allkeys) {
       s = st->FlushAll(&lsn);
@@ -469,12 +468,12 @@ void FlushAll(CommandContext& ctx) {
     ctx.wait_lsn = lsn;
     // With save points set, FLUSHALL snapshots the emptied data set at once
     // (Redis saves then too): rdb_changes_since_last_save reads 0 after it.
-    ctx.server->SaveAfterFlushAll();
+    ctx.env->control().SaveAfterFlushAll();
   }
   ctx.reply->SimpleString("OK");
   // Every tracking client is told that everything it cached is gone (after
   // this reply: the push goes through the worker's mailbox).
-  ctx.server->tracking().InvalidateAll();
+  ctx.env->tracking().InvalidateAll();
 }
 
 void Shutdown(CommandContext& ctx) {
@@ -502,7 +501,7 @@ void Shutdown(CommandContext& ctx) {
     return;
   }
   if (save) {
-    Status st = ctx.server->SaveForShutdown();
+    Status st = ctx.env->control().SaveForShutdown();
     if (!st.ok()) {
       LOG_WARNING("SHUTDOWN SAVE failed: %s", st.ToString().c_str());
       if (!force) {
@@ -515,7 +514,7 @@ void Shutdown(CommandContext& ctx) {
              static_cast<unsigned long long>(ctx.client->id), ctx.client->addr.c_str());
   // As Redis: no reply; the connection is closed by the shutdown.
   ctx.client->control->StopReading();
-  ctx.server->RequestShutdown();
+  ctx.env->control().RequestShutdown();
 }
 
 void Time(CommandContext& ctx) {

@@ -12,9 +12,9 @@
 
 #include "base/strutil.h"
 #include "kvproto/errors.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
-#include "server/server.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -28,7 +28,7 @@ bool BitOffsetArg(CommandContext& ctx, std::string_view a, int bits, uint64_t* o
   auto v = ParseInt64Strict(hash ? a.substr(1) : a);
   int64_t off = v ? *v : -1;
   if (v && hash && __builtin_mul_overflow(*v, static_cast<int64_t>(bits), &off)) off = -1;
-  if (off < 0 || (static_cast<uint64_t>(off) >> 3) >= ctx.server->config().proto_max_bulk_len) {
+  if (off < 0 || (static_cast<uint64_t>(off) >> 3) >= ctx.env->config().proto_max_bulk_len) {
     ctx.reply->Error(kErrBitOffset);
     return false;
   }
@@ -44,7 +44,7 @@ inline int BitAt(std::string_view s, uint64_t bit) {
 
 // Reads a string as Redis's GET would for the bit commands (nullptr: missing).
 bool ReadValue(CommandContext& ctx, std::string_view key, store::StrRef* out) {
-  auto r = ctx.server->store()->StrGet(key);
+  auto r = ctx.env->store()->StrGet(key);
   if (!r.ok()) {
     ReplyStatus(ctx, r.status());
     return false;
@@ -61,7 +61,7 @@ void SetBit(CommandContext& ctx) {
   int old = 0;
   char byte = 0;
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrPatch(
+  auto r = ctx.env->store()->StrPatch(
       ctx.args[1],
       [&](std::string_view cur, bool, store::StrEdit* ed) {
         uint64_t at = off >> 3;
@@ -235,7 +235,7 @@ void BitOp(CommandContext& ctx) {
   if (maxlen == 0) {
     // An empty result deletes the destination (as Redis).
     std::string_view dst = ctx.args[2];
-    auto r = ctx.server->store()->KeysDelete(std::span<const std::string_view>(&dst, 1), &lsn);
+    auto r = ctx.env->store()->KeysDelete(std::span<const std::string_view>(&dst, 1), &lsn);
     ctx.wait_lsn = lsn;
     if (!r.ok()) return ReplyStatus(ctx, r.status());
     return ctx.reply->Integer(0);
@@ -262,7 +262,7 @@ void BitOp(CommandContext& ctx) {
   }
   (void)minlen;
   store::SetOptions o;
-  auto r = ctx.server->store()->StrSet(ctx.args[2], std::move(out), o, &lsn);
+  auto r = ctx.env->store()->StrSet(ctx.args[2], std::move(out), o, &lsn);
   ctx.wait_lsn = lsn;
   if (!r.ok()) return ReplyStatus(ctx, r.status());
   ctx.reply->Integer(static_cast<int64_t>(maxlen));
@@ -398,7 +398,7 @@ void BitFieldCommon(CommandContext& ctx, bool ro) {
   // The bytes the writes touch, edited in a scratch copy and patched at once.
   std::string scratch;
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrPatch(
+  auto r = ctx.env->store()->StrPatch(
       ctx.args[1],
       [&](std::string_view cur, bool, store::StrEdit* ed) {
         scratch.assign(hi_byte - lo_byte + 1, '\0');

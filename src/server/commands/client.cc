@@ -15,10 +15,9 @@
 #include "net/client_control.h"
 #include "net/client_info.h"
 #include "server/acl.h"
+#include "server/command_env.h"
 #include "server/commands/client_tracking.h"
 #include "server/commands/command_table.h"
-#include "server/commands/dispatch.h"
-#include "server/server.h"
 
 namespace pion::server {
 
@@ -141,7 +140,7 @@ void ClientList(CommandContext& ctx) {
     return;
   }
   std::string out;
-  ctx.server->clients().ForEach([&](const ClientInfo& c) {
+  ctx.env->clients().ForEach([&](const ClientInfo& c) {
     if (filter_ids && std::find(ids.begin(), ids.end(), c.id) == ids.end()) return;
     if (type >= 0 && c.pubsub.load(std::memory_order_relaxed) != (type == 1)) return;
     AppendClientLine(c, &out, c.id == ctx.client->id ? RunningBytes(ctx) : 0);
@@ -164,7 +163,7 @@ void ClientList(CommandContext& ctx) {
 
 void ClientInfoCmd(CommandContext& ctx) {
   std::string out;
-  ctx.server->clients().ForEach([&](const ClientInfo& c) {
+  ctx.env->clients().ForEach([&](const ClientInfo& c) {
     if (c.id == ctx.client->id) AppendClientLine(c, &out, RunningBytes(ctx));
   });
   ctx.reply->Verbatim(out);
@@ -207,7 +206,7 @@ void ClientKill(CommandContext& ctx) {
       } else if (EqualsIgnoreCase(k, "LADDR")) {
         f.laddr = std::string(v);
       } else if (EqualsIgnoreCase(k, "USER")) {
-        if (ctx.server->acl().Find(v) == nullptr) {
+        if (ctx.env->acl().Find(v) == nullptr) {
           ctx.reply->Error(NoSuchUserError(v));  // as Redis
           return;
         }
@@ -248,7 +247,7 @@ void ClientKill(CommandContext& ctx) {
   std::vector<uint64_t> victims;
   uint64_t now = MonotonicUs();
   if (!f.type_matches_none) {
-    ctx.server->clients().ForEach([&](const ClientInfo& c) {
+    ctx.env->clients().ForEach([&](const ClientInfo& c) {
       if (f.has_id && c.id != f.id) return;
       if (!f.addr.empty() && c.addr != f.addr) return;
       if (!f.laddr.empty() && c.laddr != f.laddr) return;
@@ -264,7 +263,7 @@ void ClientKill(CommandContext& ctx) {
     if (id == ctx.client->id) {
       ctx.client->control->CloseAfterReply();  // after this reply is sent
       ++killed;
-    } else if (ctx.server->KillClient(id)) {
+    } else if (ctx.env->control().KillClient(id)) {
       ++killed;
     }
   }
@@ -309,7 +308,7 @@ void ClientPause(CommandContext& ctx) {
   if (!ms) return ctx.reply->Error(kErrTimeoutNotInteger);
   if (*ms < 0) return ctx.reply->Error(kErrTimeoutNegative);
   const int64_t now = UnixMillis();
-  ctx.server->PauseClients(*ms > INT64_MAX - now ? INT64_MAX : now + *ms, all);
+  ctx.env->control().PauseClients(*ms > INT64_MAX - now ? INT64_MAX : now + *ms, all);
   ctx.reply->SimpleString("OK");
 }
 
@@ -371,7 +370,7 @@ void Client(CommandContext& ctx) {
     if (arity(n == 2)) ctx.reply->Integer(static_cast<int64_t>(ctx.client->id));
   } else if (EqualsIgnoreCase(sub, "GETNAME")) {
     if (!arity(n == 2)) return;
-    std::string name = ctx.server->clients().Name(ctx.client);
+    std::string name = ctx.env->clients().Name(ctx.client);
     if (name.empty())
       ctx.reply->Null();
     else
@@ -382,7 +381,7 @@ void Client(CommandContext& ctx) {
       ctx.reply->Error(kErrBadClientName);
       return;
     }
-    ctx.server->clients().SetName(ctx.client, std::string(ctx.args[2]));
+    ctx.env->clients().SetName(ctx.client, std::string(ctx.args[2]));
     ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "INFO")) {
     if (arity(n == 2)) ClientInfoCmd(ctx);
@@ -399,7 +398,7 @@ void Client(CommandContext& ctx) {
       ClientPause(ctx);
     else if (EqualsIgnoreCase(sub, "UNPAUSE")) {
       if (!arity(n == 2)) return;
-      ctx.server->UnpauseClients();
+      ctx.env->control().UnpauseClients();
       ctx.reply->SimpleString("OK");
     } else if (arity(n >= 3))
       ClientKill(ctx);
@@ -422,7 +421,7 @@ void Client(CommandContext& ctx) {
       ctx.reply->Error(ClientSetInfoBadValueError(ctx.args[2]));
       return;
     }
-    ctx.server->clients().SetLibInfo(ctx.client, lib_name, std::string(ctx.args[3]));
+    ctx.env->clients().SetLibInfo(ctx.client, lib_name, std::string(ctx.args[3]));
     ctx.reply->SimpleString("OK");
   } else if (EqualsIgnoreCase(sub, "REPLY")) {
     if (!arity(n == 3)) return;

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "base/strutil.h"
-#include "net/client_info.h"
 #include "kvproto/errors.h"
-#include "server/server.h"
+#include "net/client_info.h"
+#include "server/command_env.h"
 
 namespace pion::server {
 
@@ -33,8 +33,8 @@ void ClientTracking(CommandContext& ctx) {
       if (!id.has_value()) return ctx.reply->Error(kErrNotInteger);
       redir = *id;
       bool exists = false;
-      ctx.server->clients().WithId(static_cast<uint64_t>(redir),
-                                   [&](const ClientInfo* c) { exists = c != nullptr; });
+      ctx.env->clients().WithId(static_cast<uint64_t>(redir),
+                                [&](const ClientInfo* c) { exists = c != nullptr; });
       if (redir <= 0 || !exists) return ctx.reply->Error(kErrTrackingNoRedirClient);
     } else if (EqualsIgnoreCase(a, "BCAST")) {
       options |= kTrackBcast;
@@ -50,7 +50,7 @@ void ClientTracking(CommandContext& ctx) {
       return ctx.reply->Error(kErrSyntaxError);
     }
   }
-  Tracking& t = ctx.server->tracking();
+  Tracking& t = ctx.env->tracking();
   if (EqualsIgnoreCase(ctx.args[2], "ON")) {
     const uint32_t cur = ctx.client->tracking.load(kR);
     if (!(options & kTrackBcast) && !prefixes.empty())
@@ -124,7 +124,7 @@ void ClientTrackingInfo(CommandContext& ctx) {
   ctx.reply->Bulk("redirect");
   ctx.reply->Integer(f & kTrackOn ? static_cast<int64_t>(ctx.client->tracking_redir.load(kR)) : -1);
   ctx.reply->Bulk("prefixes");
-  std::vector<std::string> prefixes = ctx.server->tracking().Prefixes(ctx.client->id);
+  std::vector<std::string> prefixes = ctx.env->tracking().Prefixes(ctx.client->id);
   ctx.reply->ArrayHeader(prefixes.size());
   for (const std::string& p : prefixes) ctx.reply->Bulk(p);
 }

@@ -13,9 +13,10 @@
 #include <vector>
 
 #include "base/keyslot.h"
+#include "kvproto/errors.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
-#include "server/commands/dispatch.h"
-#include "server/server.h"
+#include "server/commands/command_table.h"
 
 namespace pion::server {
 
@@ -39,7 +40,7 @@ const std::string& NodeId() {
 }
 
 bool Emulated(CommandContext& ctx) {
-  if (ctx.server->config().cluster_emulated) return true;
+  if (ctx.env->config().cluster_emulated) return true;
   ctx.reply->Error(kErrClusterDisabled);
   return false;
 }
@@ -56,7 +57,7 @@ std::string NodeIp(CommandContext& ctx) {
       return ip;
     }
   }
-  return ctx.server->config().bind;
+  return ctx.env->config().bind;
 }
 
 void ClusterSlots(CommandContext& ctx) {
@@ -67,7 +68,7 @@ void ClusterSlots(CommandContext& ctx) {
   r.Integer(kLastSlot);
   r.ArrayHeader(4);
   r.Bulk(NodeIp(ctx));
-  r.Integer(ctx.server->port());
+  r.Integer(ctx.env->control().port());
   r.Bulk(NodeId());
   r.MapHeader(0);
 }
@@ -86,7 +87,7 @@ void ClusterShards(CommandContext& ctx) {
   r.Bulk("id");
   r.Bulk(NodeId());
   r.Bulk("port");
-  r.Integer(ctx.server->port());
+  r.Integer(ctx.env->control().port());
   r.Bulk("ip");
   r.Bulk(NodeIp(ctx));
   r.Bulk("endpoint");
@@ -101,7 +102,7 @@ void ClusterShards(CommandContext& ctx) {
 
 void ClusterNodes(CommandContext& ctx) {
   // <id> <ip:port@cport> <flags> <master> <ping-sent> <pong-recv> <epoch> <link> <slots>
-  int port = ctx.server->port();
+  int port = ctx.env->control().port();
   std::string line = NodeId() + " " + NodeIp(ctx) + ":" + std::to_string(port) + "@" +
                      std::to_string(port) + " myself,master - 0 0 1 connected 0-" +
                      std::to_string(kLastSlot) + "\n";

@@ -1,6 +1,8 @@
 // The command table and the context a handler runs in. A handler parses its
 // arguments (views into the connection's input, valid for the call), does its
-// work through the Server, and writes exactly one reply through ctx.reply.
+// work through ctx.env (server/command_env.h: the store, the receipt, the ACL
+// and the other components, and ServerControl for what spans the server), and
+// writes exactly one reply through ctx.reply.
 // Commands that change state set ctx.wait_lsn to the log position that must be
 // durable before the reply may be sent (the connection holds it until then).
 // A handler whose work must not block the worker (a snapshot, an fsync) calls
@@ -39,12 +41,12 @@ using net::kBigArgBytes;
 using net::PinnedBlock;
 using net::ReplyBuilder;
 
-class Server;
+class CommandEnv;
 
 struct CommandContext {
   std::span<const std::string_view> args;  // args[0] is the command name as sent
   ReplyBuilder* reply = nullptr;
-  Server* server = nullptr;
+  CommandEnv* env = nullptr;  // the server's components (server/command_env.h)
   ClientInfo* client = nullptr;
   uint64_t wait_lsn = 0;
   bool deferred = false;  // set by Defer()
@@ -140,7 +142,7 @@ void AddPionCommands(std::span<const PionHandler> handlers, std::vector<CommandS
 void AddKvPrefixCommands(std::vector<CommandSpec>* out);
 void AddAttendCommands(std::vector<CommandSpec>* out);
 // The Stage-2 lines ("sdpa_warm:..." etc.) of KV.PREFIX.INFO and INFO's # Pion section.
-void AppendAttendInfo(Server& s, std::string* out);
+void AppendAttendInfo(CommandEnv& s, std::string* out);
 void AddVStoreCommands(std::vector<CommandSpec>* out);
 void AddStatsCommands(std::vector<CommandSpec>* out);
 // String commands (commands/strings.cc) and transactions

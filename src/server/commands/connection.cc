@@ -7,9 +7,9 @@
 #include "kvproto/errors.h"
 #include "net/client_control.h"
 #include "net/client_info.h"
+#include "server/command_env.h"
 #include "server/commands/command_table.h"
 #include "server/commands/transaction.h"
-#include "server/server.h"
 
 namespace pion::server {
 
@@ -18,15 +18,15 @@ namespace {
 // Authenticates the client as `user` (ACL: on, and nopass or one of its
 // passwords). A failure is counted in ACL LOG (reason "auth").
 bool Login(CommandContext& ctx, std::string_view user, std::string_view pass) {
-  Server& s = *ctx.server;
+  CommandEnv& s = *ctx.env;
   std::shared_ptr<const AclUser> u = s.acl().Authenticate(user, pass);
   if (u == nullptr) {
     const TxState* tx = TxOf(ctx.client);
-    s.acl().Log("auth", "AUTH", user, s.ClientLine(ctx.client),
+    s.acl().Log("auth", "AUTH", user, s.control().ClientLine(ctx.client),
                 tx != nullptr && tx->in_multi ? kAclLogMulti : kAclLogTopLevel);
     return false;
   }
-  s.SetClientUser(ctx.client, std::move(u));
+  s.control().SetClientUser(ctx.client, std::move(u));
   return true;
 }
 
@@ -100,7 +100,7 @@ void Hello(CommandContext& ctx) {
     return;
   }
   conn->SetAuthenticated(true);
-  if (set_name) ctx.server->clients().SetName(ctx.client, std::string(name));
+  if (set_name) ctx.env->clients().SetName(ctx.client, std::string(name));
   // The protocol switches before the reply is written.
   if (ver != 0) conn->SetProto(static_cast<int>(ver));
   ReplyBuilder* rb = ctx.reply;
@@ -131,7 +131,7 @@ void Auth(CommandContext& ctx) {
   if (ctx.args.size() == 3) {
     user = ctx.args[1];
     pass = ctx.args[2];
-  } else if (ctx.server->default_user_open()) {
+  } else if (ctx.env->control().default_user_open()) {
     ctx.reply->Error(kErrAuthNoPassword);
     return;
   }
@@ -164,15 +164,15 @@ void Quit(CommandContext& ctx) {
 void Reset(CommandContext& ctx) {
   ClientControl* conn = ctx.client->control;
   conn->SetProto(2);
-  ctx.server->clients().SetName(ctx.client, "");
-  ctx.server->SetClientUser(ctx.client, ctx.server->acl().Default());
-  conn->SetAuthenticated(ctx.server->default_user_open());
+  ctx.env->clients().SetName(ctx.client, "");
+  ctx.env->control().SetClientUser(ctx.client, ctx.env->acl().Default());
+  conn->SetAuthenticated(ctx.env->control().default_user_open());
   ctx.client->no_evict.store(false, std::memory_order_relaxed);  // CLIENT NO-EVICT off
-  TxClear(ctx.client);                         // leaves MULTI, forgets WATCHed keys
-  ctx.server->PubSubRemoveClient(ctx.client);  // every subscription goes
-  ctx.server->tracking().Disable(ctx.client);  // CLIENT TRACKING off
+  TxClear(ctx.client);                                // leaves MULTI, forgets WATCHed keys
+  ctx.env->control().PubSubRemoveClient(ctx.client);  // every subscription goes
+  ctx.env->tracking().Disable(ctx.client);            // CLIENT TRACKING off
   // MONITOR off (as Redis): no more lines, and no `O` flag in CLIENT LIST.
-  ctx.server->observability().RemoveMonitor(ctx.client);
+  ctx.env->observability().RemoveMonitor(ctx.client);
   ctx.client->monitor.store(false, std::memory_order_relaxed);
   ctx.reply->SimpleString("RESET");
 }

@@ -13,9 +13,9 @@
 
 #include "base/strutil.h"
 #include "kvproto/errors.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
-#include "server/server.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -63,7 +63,7 @@ void IncrBy(CommandContext& ctx, int64_t incr) {
   int64_t result = 0;
   std::string_view err;
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrPatch(
+  auto r = ctx.env->store()->StrPatch(
       ctx.args[1],
       [&](std::string_view cur, bool exists, store::StrEdit* ed) {
         int64_t v = 0;
@@ -123,7 +123,7 @@ void IncrByFloat(CommandContext& ctx) {
   std::string text;
   std::string_view err;
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrPatch(
+  auto r = ctx.env->store()->StrPatch(
       ctx.args[1],
       [&](std::string_view cur, bool exists, store::StrEdit* ed) {
         long double v = 0;

@@ -9,10 +9,10 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "kvproto/errors.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/commands/rdb_payload.h"
-#include "server/server.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -20,7 +20,7 @@ namespace pion::server {
 namespace {
 
 void Dump(CommandContext& ctx) {
-  auto r = ctx.server->store()->StrGet(ctx.args[1]);
+  auto r = ctx.env->store()->StrGet(ctx.args[1]);
   if (!r.ok()) {
     if (r.status().code() == Code::kWrongType) return ctx.reply->Error(kErrDumpKvPrefix);
     return ReplyStatus(ctx, r.status());
@@ -55,7 +55,7 @@ void Restore(CommandContext& ctx) {
       return ctx.reply->Error(kErrSyntaxError);
     }
   }
-  store::Store* st = ctx.server->store();
+  store::Store* st = ctx.env->store();
   std::string_view key = ctx.args[1];
   if (!replace && st->KeysExist(std::span<const std::string_view>(&key, 1)) > 0)
     return ctx.reply->Error(kErrBusyKey);

@@ -18,11 +18,11 @@
 #include "net/client_info.h"
 #include "persist/persistence.h"
 #include "server/acl.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/kv_events.h"
 #include "server/metrics.h"
-#include "server/server.h"
 
 #ifndef PION_BUILD_ID
 #define PION_BUILD_ID "unknown"
@@ -66,13 +66,13 @@ std::string Human(uint64_t bytes) {
   return buf;
 }
 
-void ServerSection(Server& s, const InfoFor& /*who*/, std::string* out) {
+void ServerSection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
   static const std::string os = [] {
     utsname u{};
     if (::uname(&u) != 0) return std::string("Linux");
     return std::string(u.sysname) + " " + u.release + " " + u.machine;
   }();
-  uint64_t up = (MonotonicUs() - s.start_time_us()) / 1000000;
+  uint64_t up = (MonotonicUs() - s.control().start_time_us()) / 1000000;
   InfoField(out, "redis_version", std::string("7.0.0"));
   InfoField(out, "pion_version", std::string(PION_VERSION "+" PION_BUILD_ID));
   InfoField(out, "redis_mode", std::string("standalone"));
@@ -82,31 +82,31 @@ void ServerSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "gcc_version",
             std::string(__VERSION__).substr(0, std::string(__VERSION__).find(' ')));
   InfoField(out, "process_id", static_cast<uint64_t>(::getpid()));
-  InfoField(out, "run_id", s.run_id());
-  InfoField(out, "tcp_port", static_cast<uint64_t>(s.port()));
-  InfoField(out, "fastlane_port", static_cast<uint64_t>(s.fastlane_port()));
+  InfoField(out, "run_id", s.control().run_id());
+  InfoField(out, "tcp_port", static_cast<uint64_t>(s.control().port()));
+  InfoField(out, "fastlane_port", static_cast<uint64_t>(s.control().fastlane_port()));
   InfoField(out, "server_time_usec", UnixMicros());
   InfoField(out, "uptime_in_seconds", up);
   InfoField(out, "uptime_in_days", up / 86400);
-  InfoField(out, "workers", static_cast<uint64_t>(s.num_workers()));
+  InfoField(out, "workers", static_cast<uint64_t>(s.control().num_workers()));
   InfoField(out, "kvcache", std::string(s.store() != nullptr ? "yes" : "no"));
   InfoField(out, "config_file", s.config().config_file);
 }
 
-void ClientsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
+void ClientsSection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "connected_clients", s.clients().connected());
   InfoField(out, "maxclients", s.settings().maxclients());
   InfoField(out, "blocked_clients", uint64_t{0});
   InfoField(out, "tracking_clients", s.tracking().clients());
 }
 
-void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
+void MemorySection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
   uint64_t rss = ResidentSetBytes();
   // used_memory is what maxmemory bounds (the data budget); what the
   // allocator holds besides (buffers, connections) is allocator_allocated.
-  uint64_t used = s.UsedMemory();
-  uint64_t peak = s.used_memory_peak();
-  uint64_t alloc = s.AllocatorMemory();
+  uint64_t used = s.control().UsedMemory();
+  uint64_t peak = s.control().used_memory_peak();
+  uint64_t alloc = s.control().AllocatorMemory();
   uint64_t max = s.settings().maxmemory();
   InfoField(out, "used_memory", used);
   InfoField(out, "used_memory_human", Human(used));
@@ -117,7 +117,7 @@ void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "used_memory_dataset", used);
   InfoField(out, "allocator_allocated", alloc);
   InfoField(out, "allocator_allocated_human", Human(alloc));
-  InfoField(out, "allocator_peak", s.allocator_peak());
+  InfoField(out, "allocator_peak", s.control().allocator_peak());
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.2f",
                 alloc > 0 ? static_cast<double>(rss) / static_cast<double>(alloc) : 0.0);
@@ -141,15 +141,15 @@ void MemorySection(Server& s, const InfoFor& /*who*/, std::string* out) {
 
 // INFO persistence with the durability layer: its snapshot and WAL figures,
 // under the names Redis gives the same facts (rdb_*, aof_*) and pion's own.
-void PersistenceFields(Server& srv, persist::Persistence& p, std::string* out) {
+void PersistenceFields(CommandEnv& env, persist::Persistence& p, std::string* out) {
   persist::PersistStats s = p.Stats();
   InfoField(out, "rdb_changes_since_last_save", s.wal_appended);
   // A KV.PREFIX.SAVE counts from the moment it is accepted (queued for the
   // background thread) until just before its reply.
   // A BGREWRITEAOF is the same snapshot, reported as Redis does: as an AOF
   // rewrite, not a BGSAVE.
-  bool aofrw = srv.aof_rewrite_running();
-  bool saving = (s.save_in_progress || srv.save_running()) && !aofrw;
+  bool aofrw = env.control().aof_rewrite_running();
+  bool saving = (s.save_in_progress || env.control().save_running()) && !aofrw;
   InfoField(out, "rdb_bgsave_in_progress", uint64_t{saving ? 1u : 0u});
   InfoField(out, "rdb_last_save_time", static_cast<uint64_t>(s.last_save_unix));
   InfoField(out, "rdb_last_bgsave_status", std::string(s.last_save_ok ? "ok" : "err"));
@@ -173,11 +173,11 @@ void PersistenceFields(Server& srv, persist::Persistence& p, std::string* out) {
   InfoField(out, "loading_snapshot_mapped", uint64_t{s.snapshot_mapped ? 1u : 0u});
 }
 
-void PersistenceSection(Server& s, const InfoFor& /*who*/, std::string* out) {
-  InfoField(out, "loading", uint64_t{s.loading() ? 1u : 0u});
+void PersistenceSection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
+  InfoField(out, "loading", uint64_t{s.control().loading() ? 1u : 0u});
   InfoField(out, "async_loading", uint64_t{0});
   if (persist::Persistence* p = s.persistence()) {
-    if (!s.loading()) PersistenceFields(s, *p, out);
+    if (!s.control().loading()) PersistenceFields(s, *p, out);
   } else if (store::Store* st = s.store()) {
     // Without persistence nothing is ever saved: every change since start.
     InfoField(out, "rdb_changes_since_last_save", st->KeyStats().changes);
@@ -185,21 +185,21 @@ void PersistenceSection(Server& s, const InfoFor& /*who*/, std::string* out) {
 }
 
 // The keyspace counters of INFO stats (string keys and namespaces together).
-void KeyspaceStatsFields(Server& s, std::string* out) {
+void KeyspaceStatsFields(CommandEnv& s, std::string* out) {
   store::KeyspaceStats k;
   if (store::Store* st = s.store()) k = st->KeyStats();
   InfoField(out, "expired_keys", k.expired);
   InfoField(out, "evicted_keys", k.evicted_keys);
   // Clients closed because client buffers passed maxmemory-clients (client_eviction.cc).
-  InfoField(out, "evicted_clients", s.evicted_clients());
+  InfoField(out, "evicted_clients", s.control().evicted_clients());
   InfoField(out, "keyspace_hits", k.hits);
   InfoField(out, "keyspace_misses", k.misses);
   // pion: large values kept in the buffer they were received into (no copy).
   InfoField(out, "string_values_adopted", store::StrValue::adopted_total());
 }
 
-void StatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
-  ServerStats st = s.Stats();
+void StatsSection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
+  ServerStats st = s.control().Stats();
   InfoField(out, "total_connections_received", st.connections_received);
   InfoField(out, "total_commands_processed", st.commands_processed);
   InfoField(out, "instantaneous_ops_per_sec", s.observability().instantaneous_ops());
@@ -220,14 +220,14 @@ void StatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   KeyspaceStatsFields(s, out);
   // Background snapshots started (BGSAVE, BGREWRITEAOF, save points, the WAL's
   // automatic compactions): what Redis counts as forks, run on a thread here.
-  uint64_t forks = s.background_saves();
+  uint64_t forks = s.control().background_saves();
   if (persist::Persistence* p = s.persistence()) forks += p->Stats().auto_save_attempts;
   InfoField(out, "total_forks", forks);
 }
 
 // The disk tier (docs/operations.md "Disk tier"): zeros while off. The read
 // latency as the upper bounds (us) of the histogram buckets holding p50, p99.
-void AppendTierInfo(Server& s, std::string* out) {
+void AppendTierInfo(CommandEnv& s, std::string* out) {
   store::Store::TierStats t = s.store() ? s.store()->tier_stats() : store::Store::TierStats{};
   InfoField(out, "tier_enabled", t.enabled ? 1 : 0);
   InfoField(out, "tier_bytes", t.bytes);
@@ -257,7 +257,7 @@ void AppendTierInfo(Server& s, std::string* out) {
   InfoField(out, "tier_read_latency_p99_us", quantile(0.99));
 }
 
-void PionSection(Server& s, const InfoFor& who, std::string* out) {
+void PionSection(CommandEnv& s, const InfoFor& who, std::string* out) {
   ReceiptSnapshot r = s.receipt().Read();
   InfoField(out, "stats_scope", std::string("server"));
   InfoField(out, "worker_id", static_cast<uint64_t>(who.worker));
@@ -298,7 +298,7 @@ void PionSection(Server& s, const InfoFor& who, std::string* out) {
   AppendAttendInfo(s, out);
 }
 
-void KeyspaceSection(Server& s, const InfoFor& who, std::string* out) {
+void KeyspaceSection(CommandEnv& s, const InfoFor& who, std::string* out) {
   store::Store* st = s.store();
   if (st == nullptr) return;
   const AclUser* u = who.user;
@@ -316,11 +316,11 @@ void KeyspaceSection(Server& s, const InfoFor& who, std::string* out) {
   if (n > 0) InfoField(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
 }
 
-void ReplicationSection(Server& s, const InfoFor& /*who*/, std::string* out) {
+void ReplicationSection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "role", std::string("master"));
   InfoField(out, "connected_slaves", uint64_t{0});
   InfoField(out, "master_failover_state", std::string("no-failover"));
-  InfoField(out, "master_replid", s.replid());
+  InfoField(out, "master_replid", s.control().replid());
   InfoField(out, "master_replid2", std::string(40, '0'));
   InfoField(out, "master_repl_offset", uint64_t{0});
   InfoField(out, "second_repl_offset", std::string("-1"));
@@ -330,7 +330,7 @@ void ReplicationSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "repl_backlog_histlen", uint64_t{0});
 }
 
-void CpuSection(Server&, const InfoFor& /*who*/, std::string* out) {
+void CpuSection(CommandEnv&, const InfoFor& /*who*/, std::string* out) {
   rusage self{}, children{};
   ::getrusage(RUSAGE_SELF, &self);
   ::getrusage(RUSAGE_CHILDREN, &children);
@@ -340,8 +340,8 @@ void CpuSection(Server&, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "used_cpu_user_children", Seconds6(children.ru_utime));
 }
 
-void CommandStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
-  std::vector<CommandCounters> all = s.CommandCountersAll();
+void CommandStatsSection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
+  std::vector<CommandCounters> all = s.control().CommandCountersAll();
   const CommandTable& t = s.commands();
   for (size_t i = 0; i < all.size(); ++i) {
     const CommandCounters& c = all[i];
@@ -357,18 +357,18 @@ void CommandStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
   }
 }
 
-void ErrorStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
-  for (const auto& [code, n] : s.ErrorCounts())
+void ErrorStatsSection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
+  for (const auto& [code, n] : s.control().ErrorCounts())
     InfoField(out, "errorstat_" + code, "count=" + std::to_string(n));
 }
 
 // Per-command latency percentiles (latency-tracking), Redis's lines:
 // latency_percentiles_usec_<cmd>:p50=1.000,p99=3.000,p99.9=7.000 (microseconds).
-void LatencyStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
+void LatencyStatsSection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
   if (!s.observability().latency_tracking()) return;
-  std::vector<TrackHist> all = s.TrackedLatencyAll();
+  std::vector<TrackHist> all = s.control().TrackedLatencyAll();
   if (all.empty()) return;
-  const std::vector<double> percentiles = s.ConfigSnapshot().latency_tracking_percentiles;
+  const std::vector<double> percentiles = s.control().ConfigSnapshot().latency_tracking_percentiles;
   const CommandTable& t = s.commands();
   for (size_t i = 0; i < all.size(); ++i) {
     bool any = false;
@@ -386,7 +386,7 @@ void LatencyStatsSection(Server& s, const InfoFor& /*who*/, std::string* out) {
 }
 
 // cluster_enabled:1 only as the one-node cluster of --cluster-emulated (commands/cluster.cc).
-void ClusterSection(Server& s, const InfoFor& /*who*/, std::string* out) {
+void ClusterSection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "cluster_enabled", uint64_t{s.config().cluster_emulated ? 1u : 0u});
 }
 
@@ -396,7 +396,7 @@ struct Section {
   const char* name;
   const char* title;
   bool in_default;
-  void (*fill)(Server& s, const InfoFor& who, std::string* out);
+  void (*fill)(CommandEnv& s, const InfoFor& who, std::string* out);
 };
 constexpr Section kSections[] = {
     {"server", "Server", true, ServerSection},
@@ -432,7 +432,7 @@ void Info(CommandContext& ctx) {
     for (size_t k = 0; k < std::size(kSections); ++k)
       if (EqualsIgnoreCase(a, kSections[k].name)) want[k] = true;
   }
-  Server& s = *ctx.server;
+  CommandEnv& s = *ctx.env;
   std::string out;
   out.reserve(2048);
   for (size_t k = 0; k < std::size(kSections); ++k) {

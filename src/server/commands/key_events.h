@@ -8,28 +8,28 @@
 #include <span>
 #include <string_view>
 
+#include "server/command_env.h"
 #include "server/commands/command.h"
-#include "server/server.h"
 #include "store/store.h"
 
 namespace pion::server {
 
 inline void Notify(CommandContext& ctx, uint32_t type, std::string_view event,
                    std::string_view key) {
-  ctx.server->NotifyKeyspaceEvent(type, event, key);
+  ctx.env->NotifyKeyspaceEvent(type, event, key);
 }
 
 // Whether `key` is absent, when a `new` event could be heard (else false).
 inline bool KeyAbsent(CommandContext& ctx, std::string_view key) {
-  return ctx.server->NotifyWanted(kNotifyNew) &&
-         ctx.server->store()->TypeOf(key) == store::KeyType::kNone;
+  return ctx.env->NotifyWanted(kNotifyNew) &&
+         ctx.env->store()->TypeOf(key) == store::KeyType::kNone;
 }
 
 // `keymiss` for each of `keys` that is absent (read commands).
 inline void NotifyMisses(CommandContext& ctx, std::span<const std::string_view> keys) {
-  if (!ctx.server->NotifyWanted(kNotifyKeyMiss)) return;
+  if (!ctx.env->NotifyWanted(kNotifyKeyMiss)) return;
   for (std::string_view k : keys)
-    if (ctx.server->store()->TypeOf(k) == store::KeyType::kNone)
+    if (ctx.env->store()->TypeOf(k) == store::KeyType::kNone)
       Notify(ctx, kNotifyKeyMiss, "keymiss", k);
 }
 

@@ -8,9 +8,9 @@
 
 #include "base/strutil.h"
 #include "kvproto/errors.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
-#include "server/server.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -34,7 +34,7 @@ void Copy(CommandContext& ctx) {
   }
   if (ctx.args[1] == ctx.args[2]) return ctx.reply->Error(kErrSameObject);
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrCopy(ctx.args[1], ctx.args[2], replace, &lsn);
+  auto r = ctx.env->store()->StrCopy(ctx.args[1], ctx.args[2], replace, &lsn);
   ctx.wait_lsn = lsn;
   if (!r.ok()) {
     if (r.status().code() == Code::kNotSupported) return ctx.reply->Error(kErrCopyKvPrefix);
@@ -44,7 +44,7 @@ void Copy(CommandContext& ctx) {
 }
 
 void Touch(CommandContext& ctx) {
-  ctx.reply->Integer(static_cast<int64_t>(ctx.server->store()->KeysTouch(ctx.args.subspan(1))));
+  ctx.reply->Integer(static_cast<int64_t>(ctx.env->store()->KeysTouch(ctx.args.subspan(1))));
 }
 
 // What Redis would answer for the same value: "int" for a canonical integer
@@ -88,10 +88,10 @@ void Object(CommandContext& ctx) {
        freq = IsKeyword(sub, "FREQ"), ref = IsKeyword(sub, "REFCOUNT");
   if (!(enc || idle || freq || ref) || ctx.args.size() != 3)
     return ctx.reply->Error(UnknownSubcommandOrArityError("OBJECT", sub));
-  store::KeyObject o = ctx.server->store()->ObjectOf(ctx.args[2]);
+  store::KeyObject o = ctx.env->store()->ObjectOf(ctx.args[2]);
   if (o.type == store::KeyType::kNone) return ctx.reply->Null();
   if (freq) {  // tracked always, reported under an LFU policy only (as Redis)
-    if (!store::IsLfuPolicy(ctx.server->store()->evict_policy()))
+    if (!store::IsLfuPolicy(ctx.env->store()->evict_policy()))
       return ctx.reply->Error(kErrObjectFreq);
     return ctx.reply->Integer(o.freq);
   }
@@ -105,8 +105,8 @@ void Object(CommandContext& ctx) {
   if (enc) return ctx.reply->Bulk(e);
   // Redis shares the integers 0..9999 (refcount INT_MAX) unless an LRU/LFU
   // policy with maxmemory needs per-key access data.
-  const store::EvictPolicy pol = ctx.server->store()->evict_policy();
-  bool lru = ctx.server->settings().maxmemory() > 0 &&
+  const store::EvictPolicy pol = ctx.env->store()->evict_policy();
+  bool lru = ctx.env->settings().maxmemory() > 0 &&
              (pol == store::EvictPolicy::kAllKeysLru || pol == store::EvictPolicy::kVolatileLru ||
               store::IsLfuPolicy(pol));
   if (as_int && *as_int >= 0 && *as_int < 10000 && !lru) return ctx.reply->Integer(INT32_MAX);

@@ -17,10 +17,10 @@
 #include "base/clock.h"
 #include "base/strutil.h"
 #include "kvproto/errors.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
-#include "server/server.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -72,8 +72,8 @@ void Match(CommandContext& ctx) {
   std::string bits;  // the reply's bytes: the one allocation besides the lease's
   if (bitmap) bits.assign((n + 7) / 8, '\0');
   std::string user;
-  if (pin) user = ctx.server->ClientUserName(ctx.client);
-  store::Store::BlockMatchResult r = ctx.server->store()->BlockMatch(
+  if (pin) user = ctx.env->control().ClientUserName(ctx.client);
+  store::Store::BlockMatchResult r = ctx.env->store()->BlockMatch(
       ctx.args.subspan(2, n), bitmap ? reinterpret_cast<uint8_t*>(bits.data()) : nullptr, pin_ms,
       user);
   if (r.too_many_leases) {
@@ -97,7 +97,8 @@ void Unpin(CommandContext& ctx) {
     auto v = ParseInt64Strict(ctx.args[i]);
     if (v && *v > 0) ids.push_back(static_cast<uint64_t>(*v));
   }
-  const uint64_t n = ctx.server->store()->BlockUnpin(ids, ctx.server->ClientUserName(ctx.client));
+  const uint64_t n =
+      ctx.env->store()->BlockUnpin(ids, ctx.env->control().ClientUserName(ctx.client));
   ctx.reply->Integer(static_cast<int64_t>(n));
 }
 
@@ -211,13 +212,13 @@ void Chain(CommandContext& ctx) {
   // Keyspace notifications: per key `new` (class n) when it did not exist,
   // looked up only when someone could hear it, and `kvblock.chain` (class d).
   std::vector<bool> absent;
-  if (ctx.server->NotifyWanted(kNotifyNew)) {
+  if (ctx.env->NotifyWanted(kNotifyNew)) {
     absent.resize(kv.size() / 2);
     for (size_t i = 0; i < absent.size(); ++i)
-      absent[i] = ctx.server->store()->TypeOf(kv[2 * i]) == store::KeyType::kNone;
+      absent[i] = ctx.env->store()->TypeOf(kv[2 * i]) == store::KeyType::kNone;
   }
   uint64_t lsn = 0;
-  Status st = ctx.server->store()->BlockChain(kv, o.a, &lsn, made);
+  Status st = ctx.env->store()->BlockChain(kv, o.a, &lsn, made);
   ctx.wait_lsn = lsn;
   if (!st.ok()) {
     ctx.reply->Error(StatusToError(st));
@@ -226,8 +227,8 @@ void Chain(CommandContext& ctx) {
   std::unordered_set<std::string_view> told;  // a key named twice is new once
   for (size_t i = 0; i < kv.size(); i += 2) {
     if (!absent.empty() && absent[i / 2] && told.insert(kv[i]).second)
-      ctx.server->NotifyKeyspaceEvent(kNotifyNew, "new", kv[i]);
-    ctx.server->NotifyKeyspaceEvent(kNotifyModule, "kvblock.chain", kv[i]);
+      ctx.env->NotifyKeyspaceEvent(kNotifyNew, "new", kv[i]);
+    ctx.env->NotifyKeyspaceEvent(kNotifyModule, "kvblock.chain", kv[i]);
   }
   ctx.reply->SimpleString("OK");
 }
@@ -236,7 +237,7 @@ void Chain(CommandContext& ctx) {
 // flat array of field/value pairs, or nil when the key is no live string key.
 void Info(CommandContext& ctx) {
   store::Store::BlockInfo b;
-  if (!ctx.server->store()->DescribeBlock(ctx.args[1], &b)) {
+  if (!ctx.env->store()->DescribeBlock(ctx.args[1], &b)) {
     ctx.reply->Null();
     return;
   }

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "persist/persistence.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
-#include "server/server.h"
 
 namespace pion::server {
 
@@ -28,13 +28,14 @@ bool CheckNsLength(CommandContext& ctx, std::string_view ns) {
 // NOPERM (and logs the key to ACL LOG as admission does). Dispatch checks the
 // keys a command names; this is for the namespaces it reaches through links.
 void DenyKey(CommandContext& ctx, const AclUser* u, std::string_view key) {
-  ctx.server->acl().Log("key", key, u != nullptr ? u->name : "", ctx.server->ClientLine(ctx.client),
-                        ctx.in_exec ? kAclLogMulti : kAclLogTopLevel);
+  ctx.env->acl().Log("key", key, u != nullptr ? u->name : "",
+                     ctx.env->control().ClientLine(ctx.client),
+                     ctx.in_exec ? kAclLogMulti : kAclLogTopLevel);
   ctx.reply->Error(kErrNoPermKey);
 }
 
 bool AllowedAll(CommandContext& ctx, std::span<const std::string_view> keys, uint8_t perm) {
-  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  const AclUser* u = ctx.env->ClientUser(ctx.client);
   if (u != nullptr && (u->unrestricted || u->allkeys)) return true;
   for (std::string_view k : keys) {
     if (u != nullptr && u->KeyAllowed(k, perm)) continue;
@@ -50,7 +51,7 @@ void KvRegister(CommandContext& ctx) {
   // The parent is a key the command reads (it links to it, and LOOKUP ...
   // CHAIN of the child names it): the caller must be allowed to read it.
   auto parent_ok = [&ctx](std::string_view parent) {
-    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    const AclUser* u = ctx.env->ClientUser(ctx.client);
     if (u == nullptr || !u->KeyAllowed(AclKeyOwner(parent), kAclPermRead)) {
       ctx.reply->Error(kErrNoPermKey);
       return false;
@@ -60,14 +61,14 @@ void KvRegister(CommandContext& ctx) {
   if (!ParseRegister(ReplyErrors(ctx), ctx.args, parent_ok, &ra)) return;
   uint64_t lsn = 0;
   // Keyspace notifications: `new` for a namespace that did not exist.
-  bool absent = ctx.server->NotifyWanted(kNotifyNew) &&
-                ctx.server->store()->TypeOf(ra.ns) == store::KeyType::kNone;
-  Status st = ctx.server->store()->Register(ra, &lsn);
+  bool absent =
+      ctx.env->NotifyWanted(kNotifyNew) && ctx.env->store()->TypeOf(ra.ns) == store::KeyType::kNone;
+  Status st = ctx.env->store()->Register(ra, &lsn);
   ctx.wait_lsn = lsn;
   // The store's refusals (lineage ones included) carry a reason: errors.cc words them.
   if (!st.ok()) return ReplyStatus(ctx, st);
-  if (absent) ctx.server->NotifyKeyspaceEvent(kNotifyNew, "new", ra.ns);
-  ctx.server->NotifyKeyspaceEvent(kNotifyModule, "kvprefix.register", ra.ns);
+  if (absent) ctx.env->NotifyKeyspaceEvent(kNotifyNew, "new", ra.ns);
+  ctx.env->NotifyKeyspaceEvent(kNotifyModule, "kvprefix.register", ra.ns);
   ctx.reply->SimpleString("OK");
 }
 
@@ -77,9 +78,9 @@ void KvRegister(CommandContext& ctx) {
 // segment reported one (else none: the estimate), unless PREFILL_MS is given.
 void KvLookupChain(CommandContext& ctx, bool has_tokens, int64_t tokens, bool has_prefill,
                    int64_t prefill_ms) {
-  std::vector<store::ChainSegment> chain = ctx.server->store()->LookupChain(ctx.args[1]);
+  std::vector<store::ChainSegment> chain = ctx.env->store()->LookupChain(ctx.args[1]);
   if (chain.empty()) {
-    ctx.server->receipt().RecordMiss();
+    ctx.env->receipt().RecordMiss();
     ctx.reply->SimpleString("MISS");
     return;
   }
@@ -101,7 +102,7 @@ void KvLookupChain(CommandContext& ctx, bool has_tokens, int64_t tokens, bool ha
   uint64_t credit_us = has_prefill                     ? static_cast<uint64_t>(prefill_ms) * 1000
                        : (all_measured && !has_tokens) ? total_us
                                                        : 0;
-  ctx.server->receipt().RecordHit(credit_tokens, credit_us);
+  ctx.env->receipt().RecordHit(credit_tokens, credit_us);
   ctx.reply->ArrayHeader(chain.size());
   for (const auto& seg : chain) {
     ctx.reply->ArrayHeader(2);
@@ -114,15 +115,15 @@ void KvLookup(CommandContext& ctx) {
   LookupArgs la;
   if (!ParseLookup(ReplyErrors(ctx), ctx.args, /*allow_chain=*/true, &la)) return;
   if (la.chain) return KvLookupChain(ctx, la.has_tokens, la.tokens, la.has_prefill, la.prefill_ms);
-  store::LookupResult lr = ctx.server->store()->Lookup(ctx.args[1]);
+  store::LookupResult lr = ctx.env->store()->Lookup(ctx.args[1]);
   if (!lr.hit) {
-    ctx.server->receipt().RecordMiss();
+    ctx.env->receipt().RecordMiss();
     ctx.reply->SimpleString("MISS");
     return;
   }
   uint64_t credit_tokens = 0, credit_us = 0;
   LookupCredit(lr, la, &credit_tokens, &credit_us);
-  ctx.server->receipt().RecordHit(credit_tokens, credit_us);
+  ctx.env->receipt().RecordHit(credit_tokens, credit_us);
   ctx.reply->SimpleString("HIT");
 }
 
@@ -130,11 +131,11 @@ void KvDrop(CommandContext& ctx) {
   std::vector<std::string_view> names(ctx.args.begin() + 1, ctx.args.end());
   // A parent's descendants go with it: each needs the write permission the
   // named keys needed at admission, or nothing is dropped (docs/protocol.md).
-  const AclUser* u = ctx.server->ClientUser(ctx.client);
+  const AclUser* u = ctx.env->ClientUser(ctx.client);
   std::string denied;
   std::function<bool(std::string_view)> may_drop = SubtreeWriteCheck(u, &denied);
   uint64_t lsn = 0;
-  auto n = ctx.server->store()->Drop(names, &lsn, may_drop);
+  auto n = ctx.env->store()->Drop(names, &lsn, may_drop);
   ctx.wait_lsn = lsn;
   if (!n.ok() && n.status().reason<store::Reason>() == store::Reason::kDropRefused) {
     DenyKey(ctx, u, denied);
@@ -146,7 +147,7 @@ void KvDrop(CommandContext& ctx) {
 
 void KvBlocks(CommandContext& ctx) {
   if (!CheckNsLength(ctx, ctx.args[1])) return;
-  auto table = ctx.server->store()->Blocks(ctx.args[1]);
+  auto table = ctx.env->store()->Blocks(ctx.args[1]);
   if (!table) {
     ctx.reply->SimpleString("UNKNOWN");
     return;
@@ -181,7 +182,7 @@ void KvMembership(CommandContext& ctx) {
   if (blob.size() != static_cast<size_t>(count) * 8) return ctx.reply->Error(kErrHashBlobLength);
   // Probed in place under the shard lock (no reference to the table taken).
   // Two pointers captured: std::function keeps them inline (no allocation).
-  bool known = ctx.server->store()->WithBlocks(a[1], [&ctx, &blob](const store::BlockTable& table) {
+  bool known = ctx.env->store()->WithBlocks(a[1], [&ctx, &blob](const store::BlockTable& table) {
     const size_t n = blob.size() / 8;
     size_t bytes = (n + 7) / 8;
     uint8_t* out = ctx.reply->BulkReserve(bytes);
@@ -196,7 +197,7 @@ void KvInfoOf(CommandContext& ctx) {
   std::string_view ns = ctx.args[1];
   if (!CheckNsLength(ctx, ns)) return;
   store::NamespaceInfo info;
-  if (!ctx.server->store()->Describe(ns, &info)) {
+  if (!ctx.env->store()->Describe(ns, &info)) {
     ctx.reply->SimpleString("UNKNOWN");
     return;
   }
@@ -206,7 +207,7 @@ void KvInfoOf(CommandContext& ctx) {
 void KvInfo(CommandContext& ctx) {
   if (ctx.args.size() > 2) return ctx.reply->Error(kErrSyntaxError);
   if (ctx.args.size() == 2) return KvInfoOf(ctx);
-  store::StoreStats s = ctx.server->store()->Stats();
+  store::StoreStats s = ctx.env->store()->Stats();
   std::string out;
   auto line = [&](std::string_view k, uint64_t v) { InfoField(&out, k, v); };
   line("registered_prefixes", s.registered_prefixes);
@@ -220,14 +221,14 @@ void KvInfo(CommandContext& ctx) {
   line("linked_prefixes", s.linked_prefixes);
   // Persistence counters (docs/wal_format.md).
   persist::PersistStats ps;
-  if (persist::Persistence* p = ctx.server->persistence()) ps = p->Stats();
+  if (persist::Persistence* p = ctx.env->persistence()) ps = p->Stats();
   line("wal_enabled", ps.wal_enabled ? 1 : 0);
   line("wal_bytes", ps.wal_bytes);
   line("wal_appended", ps.wal_appended);
   line("wal_replayed", ps.wal_replayed);
   line("last_save_unix", static_cast<uint64_t>(ps.last_save_unix));
   // Stage 2: the warm/cold attention slots (commands/attend.cc).
-  AppendAttendInfo(*ctx.server, &out);
+  AppendAttendInfo(*ctx.env, &out);
   ctx.reply->Bulk(out);
 }
 
@@ -246,7 +247,7 @@ void KvSave(CommandContext& ctx) {
   // for the reply, and store mutations pause only for the capture barrier
   // (docs/ARCHITECTURE.md "Recovery"). One SAVE at a time: another meanwhile
   // is refused, as Redis refuses a second BGSAVE.
-  persist::Persistence* p = ctx.server->persistence();
+  persist::Persistence* p = ctx.env->persistence();
   if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
   if (ctx.args.size() > 2) return ctx.reply->Error(kErrSyntaxError);
   std::string path = ctx.args.size() == 2 ? std::string(ctx.args[1]) : std::string();
@@ -254,26 +255,26 @@ void KvSave(CommandContext& ctx) {
     Status st = persist::Persistence::ValidateSavePath(path);
     if (!st.ok()) return ctx.reply->Error(StatusToError(st));
   }
-  Server* server = ctx.server;
-  if (!server->TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);
+  CommandEnv* env = ctx.env;
+  if (!env->control().TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);
   std::shared_ptr<DeferredReply> done = ctx.Defer();
-  bool queued = server->background().Post([server, p, path = std::move(path), done] {
+  bool queued = env->background().Post([env, p, path = std::move(path), done] {
     Status st = p->Save(path);
-    server->EndSave();  // before the reply: the client's next SAVE is accepted
+    env->control().EndSave();  // before the reply: the client's next SAVE is accepted
     if (st.ok())
       done->SimpleString("OK");
     else
       ReplyPersistError(*done, std::move(st));
   });
   if (!queued) {
-    server->EndSave();
+    env->control().EndSave();
     done->Complete([](ReplyBuilder& r) { r.Error(kErrShuttingDown); });
   }
 }
 
 void KvCommit(CommandContext& ctx) {
   // Barrier: every write acknowledged before it is on stable storage.
-  persist::Persistence* p = ctx.server->persistence();
+  persist::Persistence* p = ctx.env->persistence();
   if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
   if (p->Stats().wal_broken)
     return ctx.reply->Error(
@@ -287,7 +288,7 @@ void KvCommit(CommandContext& ctx) {
   // everysec / no: the durable-LSN hold does not cover this (acks run ahead of
   // the fsync), so the fsync runs in the background and completes the reply.
   std::shared_ptr<DeferredReply> done = ctx.Defer();
-  bool queued = ctx.server->background().Post([p, done] {
+  bool queued = ctx.env->background().Post([p, done] {
     Status st = p->Commit();
     if (st.ok())
       done->SimpleString("OK");

@@ -20,10 +20,10 @@
 #include "base/strutil.h"
 #include "kvproto/errors.h"
 #include "server/client_registry.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/metrics.h"
-#include "server/server.h"
 #include "store/store.h"
 #include "store/strings.h"
 
@@ -92,10 +92,10 @@ struct MemoryFigures {
   uint64_t connected = 0;
 };
 
-MemoryFigures Measure(Server& s) {
+MemoryFigures Measure(CommandEnv& s) {
   MemoryFigures m;
-  m.total = s.UsedMemory();
-  m.peak = s.used_memory_peak();
+  m.total = s.control().UsedMemory();
+  m.peak = s.control().used_memory_peak();
   m.clients = s.clients().memory();
   m.connected = s.clients().connected();
   if (store::Store* st = s.store()) m.keys = st->DbSize();
@@ -109,7 +109,7 @@ MemoryFigures Measure(Server& s) {
   m.dataset_perc = static_cast<double>(static_cast<float>(m.dataset) * 100 / net);
   m.peak_perc = m.peak > 0 ? static_cast<double>(static_cast<float>(m.total) * 100 / m.peak) : 0;
   m.bytes_per_key = m.keys > 0 ? m.total / m.keys : 0;
-  m.alloc = s.AllocatorMemory();
+  m.alloc = s.control().AllocatorMemory();
   m.rss = ResidentSetBytes();
   m.frag = m.alloc > 0 ? static_cast<double>(static_cast<float>(m.rss) / m.alloc) : 0;
   m.frag_bytes = static_cast<int64_t>(m.rss) - static_cast<int64_t>(m.alloc);
@@ -117,7 +117,7 @@ MemoryFigures Measure(Server& s) {
 }
 
 void MemoryStats(CommandContext& ctx) {
-  MemoryFigures m = Measure(*ctx.server);
+  MemoryFigures m = Measure(*ctx.env);
   auto field = [&](const char* name, int64_t v) {
     ctx.reply->Bulk(name);
     ctx.reply->Integer(v);
@@ -169,7 +169,7 @@ void MemoryStats(CommandContext& ctx) {
 // Redis's memory doctor, over the figures pion has (no replicas, no scripts,
 // no allocator split: those checks never fire).
 void MemoryDoctor(CommandContext& ctx) {
-  MemoryFigures m = Measure(*ctx.server);
+  MemoryFigures m = Measure(*ctx.env);
   bool empty = false, big_peak = false, high_frag = false, big_client_buf = false;
   if (m.total < 5 * 1024 * 1024) {
     empty = true;
@@ -202,8 +202,8 @@ void MemoryUsage(CommandContext& ctx) {
     if (!samples) return ctx.reply->Error(kErrNotInteger);
     if (*samples < 0) return ctx.reply->Error(kErrSyntaxError);
   }
-  if (ctx.server->store() == nullptr) return ctx.reply->Null();
-  uint64_t n = ctx.server->store()->KeyMemory(ctx.args[2]);
+  if (ctx.env->store() == nullptr) return ctx.reply->Null();
+  uint64_t n = ctx.env->store()->KeyMemory(ctx.args[2]);
   if (n == 0)
     ctx.reply->Null();
   else

@@ -10,9 +10,8 @@
 #include "kvproto/errors.h"
 #include "net/client_info.h"
 #include "persist/persistence.h"
+#include "server/command_env.h"
 #include "server/commands/command_table.h"
-#include "server/commands/dispatch.h"
-#include "server/server.h"
 
 namespace pion::server {
 
@@ -26,7 +25,7 @@ void HelpReply(CommandContext& ctx, std::span<const char* const> lines) {
 void Slowlog(CommandContext& ctx) {
   std::string_view sub = ctx.args[1];
   size_t n = ctx.args.size();
-  SlowLog& log = ctx.server->observability().slowlog();
+  SlowLog& log = ctx.env->observability().slowlog();
   if (EqualsIgnoreCase(sub, "GET") && n <= 3) {
     size_t count = 10;
     if (n == 3) {
@@ -138,7 +137,7 @@ void HistogramReply(ReplyBuilder* rb, const TrackHist& h) {
 void Latency(CommandContext& ctx) {
   std::string_view sub = ctx.args[1];
   size_t n = ctx.args.size();
-  LatencyMonitor& lm = ctx.server->observability().latency();
+  LatencyMonitor& lm = ctx.env->observability().latency();
   if (EqualsIgnoreCase(sub, "LATEST") && n == 2) {
     std::vector<LatencyEventInfo> all = lm.Latest();
     ctx.reply->ArrayHeader(all.size());
@@ -164,7 +163,7 @@ void Latency(CommandContext& ctx) {
   } else if (EqualsIgnoreCase(sub, "DOCTOR") && n == 2) {
     std::vector<LatencyEventInfo> all = lm.Latest();
     std::string text;
-    if (ctx.server->ConfigSnapshot().latency_monitor_threshold == 0) {
+    if (ctx.env->control().ConfigSnapshot().latency_monitor_threshold == 0) {
       text = "The latency monitor is off: CONFIG SET latency-monitor-threshold <milliseconds>.\n";
     } else if (all.empty()) {
       text = "No latency spikes were observed.\n";
@@ -175,8 +174,8 @@ void Latency(CommandContext& ctx) {
     }
     ctx.reply->Verbatim(text);
   } else if (EqualsIgnoreCase(sub, "HISTOGRAM")) {
-    const CommandTable& t = ctx.server->commands();
-    const std::vector<TrackHist> hists = ctx.server->TrackedLatencyAll();
+    const CommandTable& t = ctx.env->commands();
+    const std::vector<TrackHist> hists = ctx.env->control().TrackedLatencyAll();
     const std::vector<size_t> slots = HistogramSlots(t, ctx.args.subspan(2), hists);
     ctx.reply->MapHeader(slots.size());
     for (size_t slot : slots) {
@@ -214,7 +213,7 @@ void Latency(CommandContext& ctx) {
 
 void Monitor(CommandContext& ctx) {
   ctx.reply->SimpleString("OK");
-  ctx.server->observability().AddMonitor(ctx.client);
+  ctx.env->observability().AddMonitor(ctx.client);
 }
 
 void Role(CommandContext& ctx) {
@@ -226,10 +225,10 @@ void Role(CommandContext& ctx) {
 
 void LastSave(CommandContext& ctx) {
   int64_t t = 0;
-  if (persist::Persistence* p = ctx.server->persistence()) t = p->Stats().last_save_unix;
+  if (persist::Persistence* p = ctx.env->persistence()) t = p->Stats().last_save_unix;
   if (t == 0) {
     // No snapshot yet: the start time, as Redis reports its start when it loaded nothing.
-    uint64_t up_us = MonotonicUs() - ctx.server->start_time_us();
+    uint64_t up_us = MonotonicUs() - ctx.env->control().start_time_us();
     t = static_cast<int64_t>((UnixMicros() - up_us) / 1000000);
   }
   ctx.reply->Integer(t);

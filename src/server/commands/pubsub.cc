@@ -7,9 +7,8 @@
 
 #include "base/strutil.h"
 #include "kvproto/errors.h"
+#include "server/command_env.h"
 #include "server/commands/command_table.h"
-#include "server/commands/dispatch.h"
-#include "server/server.h"
 
 namespace pion::server {
 
@@ -36,7 +35,7 @@ void Confirm(ReplyBuilder* rb, std::string_view kind, const std::string_view* na
 // Whether the client still holds a subscription of any kind (CLIENT_PUBSUB).
 void UpdateMode(CommandContext& ctx) {
   size_t sub = 0, psub = 0, ssub = 0;
-  ctx.server->pubsub().ClientCounts(ctx.client->id, &sub, &psub, &ssub);
+  ctx.env->pubsub().ClientCounts(ctx.client->id, &sub, &psub, &ssub);
   constexpr auto kR = std::memory_order_relaxed;
   ctx.client->sub.store(static_cast<uint32_t>(sub), kR);
   ctx.client->psub.store(static_cast<uint32_t>(psub), kR);
@@ -46,7 +45,7 @@ void UpdateMode(CommandContext& ctx) {
 
 void SubscribeKind(CommandContext& ctx, PubSub::Kind k, std::string_view confirm) {
   ReplyBuilder* rb = Out(ctx);
-  PubSub& ps = ctx.server->pubsub();
+  PubSub& ps = ctx.env->pubsub();
   for (size_t i = 1; i < ctx.args.size(); ++i) {
     size_t count = 0;
     ps.Subscribe(k, ctx.client->worker, ctx.client->id, ctx.args[i], &count);
@@ -59,12 +58,12 @@ void SubscribeKind(CommandContext& ctx, PubSub::Kind k, std::string_view confirm
 // still wait in this worker's mailbox: they go out before the confirmation,
 // as in Redis no message follows it (not inside EXEC, whose reply is one array).
 void FlushMailbox(CommandContext& ctx) {
-  if (!ctx.in_exec) ctx.server->DeliverQueuedPushes(ctx.client->worker);
+  if (!ctx.in_exec) ctx.env->control().DeliverQueuedPushes(ctx.client->worker);
 }
 
 void UnsubscribeKind(CommandContext& ctx, PubSub::Kind k, std::string_view confirm) {
   ReplyBuilder* rb = Out(ctx);
-  PubSub& ps = ctx.server->pubsub();
+  PubSub& ps = ctx.env->pubsub();
   size_t count = 0;
   if (ctx.args.size() == 1) {
     std::vector<std::string> all = ps.ClientList(k, ctx.client->id);
@@ -104,19 +103,19 @@ void SSubscribe(CommandContext& ctx) { SubscribeKind(ctx, PubSub::kShard, "ssubs
 void SUnsubscribe(CommandContext& ctx) { UnsubscribeKind(ctx, PubSub::kShard, "sunsubscribe"); }
 
 void Publish(CommandContext& ctx) {
-  size_t n = ctx.server->pubsub().Publish(false, ctx.args[1], ctx.args[2]);
+  size_t n = ctx.env->pubsub().Publish(false, ctx.args[1], ctx.args[2]);
   ctx.reply->Integer(static_cast<int64_t>(n));
 }
 
 void SPublish(CommandContext& ctx) {
-  size_t n = ctx.server->pubsub().Publish(true, ctx.args[1], ctx.args[2]);
+  size_t n = ctx.env->pubsub().Publish(true, ctx.args[1], ctx.args[2]);
   ctx.reply->Integer(static_cast<int64_t>(n));
 }
 
 void PubSubCmd(CommandContext& ctx) {
   const auto& a = ctx.args;
   ReplyBuilder* rb = ctx.reply;
-  PubSub& ps = ctx.server->pubsub();
+  PubSub& ps = ctx.env->pubsub();
   std::string_view sub = a[1];
   if (a.size() == 2 && EqualsIgnoreCase(sub, "HELP")) {
     static const char* const kHelp[] = {

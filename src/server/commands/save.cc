@@ -12,8 +12,8 @@
 #include "base/strutil.h"
 #include "kvproto/errors.h"
 #include "persist/persistence.h"
+#include "server/command_env.h"
 #include "server/commands/command_table.h"
-#include "server/server.h"
 
 namespace pion::server {
 
@@ -22,21 +22,21 @@ namespace {
 // SAVE: the snapshot, answered once it is on disk. The worker keeps serving
 // its other clients meanwhile (the reply is completed from the background).
 void Save(CommandContext& ctx) {
-  persist::Persistence* p = ctx.server->persistence();
+  persist::Persistence* p = ctx.env->persistence();
   if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
-  Server* server = ctx.server;
-  if (!server->TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);
+  CommandEnv* env = ctx.env;
+  if (!env->control().TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);
   std::shared_ptr<DeferredReply> done = ctx.Defer();
-  bool queued = server->background().Post([server, p, done] {
+  bool queued = env->background().Post([env, p, done] {
     Status st = p->Save(std::string());
-    server->EndSave();
+    env->control().EndSave();
     if (st.ok())
       done->SimpleString("OK");
     else
       done->Error(StatusToError(st));
   });
   if (!queued) {
-    server->EndSave();
+    env->control().EndSave();
     done->Complete([](ReplyBuilder& r) { r.Error(kErrShuttingDown); });
   }
 }
@@ -45,14 +45,14 @@ void Save(CommandContext& ctx) {
 // with `started` (`scheduled` inside a transaction, as Redis words it then).
 void BackgroundSave(CommandContext& ctx, bool aof_rewrite, std::string_view started,
                     std::string_view scheduled, std::string_view busy) {
-  switch (ctx.server->StartBackgroundSave(aof_rewrite)) {
-    case Server::BgSaveStart::kNoPersistence:
+  switch (ctx.env->control().StartBackgroundSave(aof_rewrite)) {
+    case ServerControl::BgSaveStart::kNoPersistence:
       return ctx.reply->Error(kErrNoPersistence);
-    case Server::BgSaveStart::kBusy:
+    case ServerControl::BgSaveStart::kBusy:
       return ctx.reply->Error(busy);
-    case Server::BgSaveStart::kShuttingDown:
+    case ServerControl::BgSaveStart::kShuttingDown:
       return ctx.reply->Error(kErrShuttingDown);
-    case Server::BgSaveStart::kStarted:
+    case ServerControl::BgSaveStart::kStarted:
       break;
   }
   ctx.reply->SimpleString(ctx.in_exec ? scheduled : started);

@@ -4,22 +4,22 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
-#include "server/server.h"
 
 namespace pion::server {
 
 namespace {
 
 void PionStats(CommandContext& ctx) {
-  Receipt& r = ctx.server->receipt();
+  Receipt& r = ctx.env->receipt();
   if (ctx.args.size() >= 2 && IsKeyword(ctx.args[1], "RESET")) {
     r.Reset();
     ctx.reply->SimpleString("OK");
     return;
   }
   ReceiptSnapshot s = r.Read();
-  uint64_t uptime = (MonotonicUs() - ctx.server->start_time_us()) / 1000000;
+  uint64_t uptime = (MonotonicUs() - ctx.env->control().start_time_us()) / 1000000;
   ReplyBuilder& out = *ctx.reply;
   out.MapHeader(kReceiptFields);
   for (const ReceiptField& f : ReceiptFields(s, uptime)) {

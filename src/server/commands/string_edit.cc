@@ -13,10 +13,10 @@
 
 #include "base/strutil.h"
 #include "kvproto/errors.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
-#include "server/server.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -32,7 +32,7 @@ void GetSet(CommandContext& ctx) {
   store::SetOptions o;
   o.want_old = true;
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  auto r = ctx.env->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
   ctx.wait_lsn = lsn;
   if (!r.ok()) return ReplyStatus(ctx, r.status());
   ReplyOld(ctx, r->old);
@@ -45,10 +45,10 @@ void SetRange(CommandContext& ctx) {
   if (*off < 0) return ctx.reply->Error(kErrOffsetRange);
   const uint64_t offset = static_cast<uint64_t>(*off);
   std::string_view value = ctx.args[3];
-  const uint64_t max_len = ctx.server->config().proto_max_bulk_len;
+  const uint64_t max_len = ctx.env->config().proto_max_bulk_len;
   bool too_big = false;
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrPatch(
+  auto r = ctx.env->store()->StrPatch(
       ctx.args[1],
       [&](std::string_view, bool exists, store::StrEdit* ed) {
         // Setting nothing: 0 for a missing key, else its length, unchanged.
@@ -74,7 +74,7 @@ void SetRange(CommandContext& ctx) {
 
 // LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]
 void Lcs(CommandContext& ctx) {
-  store::Store* st = ctx.server->store();
+  store::Store* st = ctx.env->store();
   store::StrRef va, vb;
   for (int k = 0; k < 2; ++k) {
     auto r = st->StrGet(ctx.args[1 + k]);
@@ -110,7 +110,7 @@ void Lcs(CommandContext& ctx) {
     return ctx.reply->Error(kErrLcsTooLong);
   const uint64_t alen = a.size(), blen = b.size();
   const uint64_t cells = (alen + 1) * (blen + 1);
-  if (cells * sizeof(uint32_t) > ctx.server->config().proto_max_bulk_len)
+  if (cells * sizeof(uint32_t) > ctx.env->config().proto_max_bulk_len)
     return ctx.reply->Error(kErrLcsMemory);
   std::unique_ptr<uint32_t[]> t(new (std::nothrow) uint32_t[cells]());
   if (!t) return ctx.reply->Error(kErrNoMemory);

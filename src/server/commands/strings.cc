@@ -17,14 +17,13 @@
 #include "kvproto/errors.h"
 #include "net/client_control.h"
 #include "server/acl.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
-#include "server/commands/dispatch.h"
 #include "server/commands/key_events.h"
 #include "server/commands/strings_tier.h"
 #include "server/kv_events.h"
-#include "server/server.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -147,7 +146,7 @@ void Get(CommandContext& ctx) {
     bool miss = false;
     store::StrRef on_disk;
   } seen{&ctx, ctx.CanDefer()};
-  Status st = ctx.server->store()->StrGetWith(
+  Status st = ctx.env->store()->StrGetWith(
       ctx.args[1],
       [&seen](const store::StrRef& v) {
         seen.miss = v == nullptr;
@@ -178,7 +177,7 @@ void Set(CommandContext& ctx) {
   if (!v) return;
   uint64_t lsn = 0;
   bool absent = KeyAbsent(ctx, ctx.args[1]);
-  auto r = ctx.server->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  auto r = ctx.env->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
   ctx.wait_lsn = lsn;
   if (!r.ok()) return (void)OkOrReply(ctx, r.status());
   if (o.want_old && r->old == nullptr) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
@@ -201,7 +200,7 @@ void SetWithExpire(CommandContext& ctx, int64_t unit_ms, std::string_view cmd) {
   if (!v) return;
   uint64_t lsn = 0;
   bool absent = KeyAbsent(ctx, ctx.args[1]);
-  auto r = ctx.server->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  auto r = ctx.env->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (absent) Notify(ctx, kNotifyNew, "new", ctx.args[1]);
@@ -219,7 +218,7 @@ void SetNx(CommandContext& ctx) {
   store::StrRef v = ValueOf(ctx, ctx.args[2]);
   if (!v) return;
   uint64_t lsn = 0;
-  auto r = ctx.server->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  auto r = ctx.env->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (r->done) {
@@ -233,7 +232,7 @@ void GetDel(CommandContext& ctx) {
   uint64_t lsn = 0;
   // A value on disk: the key goes now, its bytes are read without blocking the worker.
   const bool can_defer = ctx.CanDefer();
-  auto r = ctx.server->store()->StrGetDel(ctx.args[1], &lsn, /*tiered_as_is=*/can_defer);
+  auto r = ctx.env->store()->StrGetDel(ctx.args[1], &lsn, /*tiered_as_is=*/can_defer);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   Notify(ctx, *r ? kNotifyGeneric : kNotifyKeyMiss, *r ? "del" : "keymiss", ctx.args[1]);
@@ -254,7 +253,7 @@ void GetEx(CommandContext& ctx) {
       // As Redis 7.0: the key is looked up before the number is read, so a
       // missing key answers nil and a key of another type WRONGTYPE.
       uint64_t lsn = 0;
-      auto r = ctx.server->store()->StrGetEx(ctx.args[1], false, 0, &lsn, /*tiered_as_is=*/true);
+      auto r = ctx.env->store()->StrGetEx(ctx.args[1], false, 0, &lsn, /*tiered_as_is=*/true);
       if (!OkOrReply(ctx, r.status())) return;
       if (*r != nullptr) return ReplyExpireErr(ctx, e, "getex");
       Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
@@ -263,10 +262,10 @@ void GetEx(CommandContext& ctx) {
   }
   uint64_t lsn = 0;
   // PERSIST notifies only when it removed a TTL.
-  bool had_ttl = persist && ctx.server->NotifyWanted(kNotifyGeneric) &&
-                 ctx.server->store()->ExpireTimeMs(ctx.args[1]) >= 0;
+  bool had_ttl = persist && ctx.env->NotifyWanted(kNotifyGeneric) &&
+                 ctx.env->store()->ExpireTimeMs(ctx.args[1]) >= 0;
   const bool can_defer = ctx.CanDefer();  // a value on disk: read without blocking
-  auto r = ctx.server->store()->StrGetEx(ctx.args[1], persist, at, &lsn, can_defer);
+  auto r = ctx.env->store()->StrGetEx(ctx.args[1], persist, at, &lsn, can_defer);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (*r == nullptr)
@@ -286,7 +285,7 @@ void GetEx(CommandContext& ctx) {
 // that cannot be read answers nil, as the synchronous path does (a damaged one
 // is dropped as the tier drops entries).
 struct MGetFromDisk {
-  Server* server;
+  CommandEnv* env;
   std::shared_ptr<DeferredReply> done;
   std::vector<std::string> keys;  // of the values on disk
   std::vector<size_t> at;         // their positions in the reply
@@ -298,7 +297,7 @@ struct MGetFromDisk {
 
 void CompleteMGet(const std::shared_ptr<MGetFromDisk>& m) {
   m->done->Complete([m](ReplyBuilder& rb) {
-    store::Store* st = m->server->store();
+    store::Store* st = m->env->store();
     for (size_t j = 0; j < m->keys.size(); ++j) {
       store::StrRef& slot = m->vals[m->at[j]];
       if (m->fresh[j] != nullptr) {
@@ -317,11 +316,11 @@ void CompleteMGet(const std::shared_ptr<MGetFromDisk>& m) {
 
 void MGet(CommandContext& ctx) {
   const bool can_defer = ctx.CanDefer();
-  auto vals = ctx.server->store()->StrMGet(ctx.args.subspan(1), /*tiered_as_is=*/can_defer);
-  if (ctx.server->NotifyWanted(kNotifyKeyMiss))
+  auto vals = ctx.env->store()->StrMGet(ctx.args.subspan(1), /*tiered_as_is=*/can_defer);
+  if (ctx.env->NotifyWanted(kNotifyKeyMiss))
     for (size_t i = 0; i < vals.size(); ++i)
       if (vals[i] == nullptr &&
-          ctx.server->store()->TypeOf(ctx.args[i + 1]) != store::KeyType::kKvPrefix)
+          ctx.env->store()->TypeOf(ctx.args[i + 1]) != store::KeyType::kKvPrefix)
         Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[i + 1]);
   if (can_defer) {
     auto m = std::make_shared<MGetFromDisk>();
@@ -331,22 +330,20 @@ void MGet(CommandContext& ctx) {
         m->at.push_back(i);
       }
     if (!m->keys.empty()) {
-      m->server = ctx.server;
+      m->env = ctx.env;
       m->done = ctx.Defer();
       m->vals = std::move(vals);
       m->fresh.resize(m->keys.size());
       m->failed.resize(m->keys.size(), Code::kOk);
       m->left.store(m->keys.size(), std::memory_order_relaxed);
       for (size_t j = 0; j < m->keys.size(); ++j)
-        m->server->store()->ReadTiered(m->keys[j], m->vals[m->at[j]],
-                                       [m, j](Result<store::StrRef> r) {
-                                         if (r.ok())
-                                           m->fresh[j] = *r;
-                                         else
-                                           m->failed[j] = r.status().code();
-                                         if (m->left.fetch_sub(1, std::memory_order_acq_rel) == 1)
-                                           CompleteMGet(m);
-                                       });
+        m->env->store()->ReadTiered(m->keys[j], m->vals[m->at[j]], [m, j](Result<store::StrRef> r) {
+          if (r.ok())
+            m->fresh[j] = *r;
+          else
+            m->failed[j] = r.status().code();
+          if (m->left.fetch_sub(1, std::memory_order_acq_rel) == 1) CompleteMGet(m);
+        });
       return;
     }
   }
@@ -370,9 +367,9 @@ void MSetCommon(CommandContext& ctx, bool nx) {
   }
   uint64_t lsn = 0;
   std::vector<bool> absent;
-  if (ctx.server->NotifyWanted(kNotifyNew))
+  if (ctx.env->NotifyWanted(kNotifyNew))
     for (size_t i = 1; i < ctx.args.size(); i += 2) absent.push_back(KeyAbsent(ctx, ctx.args[i]));
-  auto r = ctx.server->store()->StrMSet(ctx.args.subspan(1), nx, &lsn, made);
+  auto r = ctx.env->store()->StrMSet(ctx.args.subspan(1), nx, &lsn, made);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (*r) {
@@ -393,9 +390,8 @@ void MSetNx(CommandContext& ctx) { MSetCommon(ctx, true); }
 void Append(CommandContext& ctx) {
   uint64_t lsn = 0;
   bool absent = KeyAbsent(ctx, ctx.args[1]);
-  auto r =
-      ctx.server->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn, AdoptArg(ctx, ctx.args[2]),
-                                     ctx.server->config().proto_max_bulk_len);
+  auto r = ctx.env->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn, AdoptArg(ctx, ctx.args[2]),
+                                       ctx.env->config().proto_max_bulk_len);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (absent) Notify(ctx, kNotifyNew, "new", ctx.args[1]);
@@ -404,7 +400,7 @@ void Append(CommandContext& ctx) {
 }
 
 void StrLen(CommandContext& ctx) {
-  auto r = ctx.server->store()->StrGet(ctx.args[1]);
+  auto r = ctx.env->store()->StrGet(ctx.args[1]);
   if (!OkOrReply(ctx, r.status())) return;
   if (!*r) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
   ctx.reply->Integer(*r ? static_cast<int64_t>((*r)->PlainSize()) : 0);
@@ -434,7 +430,7 @@ void GetRange(CommandContext& ctx) {
   }
   const bool can_defer = ctx.CanDefer();  // a value on disk: read without blocking
   store::StrRef v;
-  Status st = ctx.server->store()->StrGetWith(
+  Status st = ctx.env->store()->StrGetWith(
       ctx.args[1], [&v](const store::StrRef& got) { v = got; }, /*tiered_as_is=*/can_defer);
   if (!OkOrReply(ctx, st)) return;
   if (!v) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);

@@ -10,9 +10,9 @@
 #include "kvproto/errors.h"
 #include "net/client_info.h"
 #include "server/acl.h"
+#include "server/command_env.h"
 #include "server/command_stats.h"
 #include "server/commands/command_table.h"
-#include "server/server.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -67,7 +67,7 @@ void TxQueue(CommandContext& ctx, const CommandSpec* spec, TxState& tx) {
 
 namespace {
 
-uint64_t VersionOf(Server& s, std::string_view key) {
+uint64_t VersionOf(CommandEnv& s, std::string_view key) {
   store::Store* st = s.store();
   return st != nullptr ? st->KeyVersion(key) : 0;
 }
@@ -108,9 +108,9 @@ void Exec(CommandContext& ctx) {
     ctx.reply->Error(kErrExecAbort);
     return;
   }
-  std::unique_lock<WriterFirstMutex> excl(ctx.server->exec_mu());
+  std::unique_lock<WriterFirstMutex> excl(ctx.env->exec_mu());
   for (const auto& [key, version] : tx->watched) {
-    if (VersionOf(*ctx.server, key) != version) {
+    if (VersionOf(*ctx.env, key) != version) {
       tx->Reset();
       ctx.reply->NullArray();
       return;
@@ -123,23 +123,23 @@ void Exec(CommandContext& ctx) {
   // As Redis: each command is counted on its own (commandstats, errorstats),
   // and the slow log, the latency monitor and MONITOR see it, after it ran
   // (so MONITOR shows MULTI, the commands, then EXEC).
-  CommandStats& stats = ctx.server->cmdstats_of(ctx.client->worker);
-  const CommandTable& table = ctx.server->commands();
+  CommandStats& stats = ctx.env->control().cmdstats_of(ctx.client->worker);
+  const CommandTable& table = ctx.env->commands();
   const uint64_t errors_before = ctx.reply->error_count();
   for (TxState::Queued& q : queued) {
     views.assign(q.args.begin(), q.args.end());
     CommandContext sub;
     sub.args = views;
     sub.reply = ctx.reply;
-    sub.server = ctx.server;
+    sub.env = ctx.env;
     sub.client = ctx.client;
     sub.in_exec = true;
     // As Redis 7: permissions are checked again at EXEC (ACL SETUSER may have
     // narrowed them since the command was queued).
-    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    const AclUser* u = ctx.env->ClientUser(ctx.client);
     if (u == nullptr || !u->unrestricted) {
       std::string_view key;
-      size_t index = static_cast<size_t>(q.spec - ctx.server->commands().specs().data());
+      size_t index = static_cast<size_t>(q.spec - ctx.env->commands().specs().data());
       AclDenial d =
           u == nullptr ? AclDenial::kCommand : Acl::Check(*u, *q.spec, index, views, &key);
       if (d != AclDenial::kNone) {
@@ -147,15 +147,16 @@ void Exec(CommandContext& ctx) {
         if (d == AclDenial::kCommand) {
           const std::string& name = table.stat_name(table.StatIndex(q.spec, views));
           ctx.reply->Error(NoPermCommandError(name));
-          ctx.server->acl().Log("command", name, who, ctx.server->ClientLine(ctx.client),
-                                kAclLogMulti);
+          ctx.env->acl().Log("command", name, who, ctx.env->control().ClientLine(ctx.client),
+                             kAclLogMulti);
         } else if (d == AclDenial::kChannel) {
           ctx.reply->Error(kErrNoPermChannel);
-          ctx.server->acl().Log("channel", key, who, ctx.server->ClientLine(ctx.client),
-                                kAclLogMulti);
+          ctx.env->acl().Log("channel", key, who, ctx.env->control().ClientLine(ctx.client),
+                             kAclLogMulti);
         } else {
           ctx.reply->Error(kErrNoPermKey);
-          ctx.server->acl().Log("key", key, who, ctx.server->ClientLine(ctx.client), kAclLogMulti);
+          ctx.env->acl().Log("key", key, who, ctx.env->control().ClientLine(ctx.client),
+                             kAclLogMulti);
         }
         stats.CountError(ctx.reply->last_error_code());
         continue;
@@ -167,10 +168,10 @@ void Exec(CommandContext& ctx) {
     const uint64_t usec = MonotonicUs() - start;
     const bool failed = ctx.reply->error_count() != before;
     stats.Record(table.StatIndex(q.spec, views), usec, failed,
-                 ctx.server->observability().latency_tracking());
+                 ctx.env->observability().latency_tracking());
     if (failed) stats.CountError(ctx.reply->last_error_code());
-    ctx.server->observability().AfterCommand(views, *q.spec, usec, *ctx.client);
-    ctx.server->TrackCommand(views, *q.spec, *ctx.client, failed);
+    ctx.env->observability().AfterCommand(views, *q.spec, usec, *ctx.client);
+    ctx.env->TrackCommand(views, *q.spec, *ctx.client, failed);
     ctx.wait_lsn = std::max(ctx.wait_lsn, sub.wait_lsn);
   }
   ctx.inner_errors = ctx.reply->error_count() - errors_before;
@@ -186,7 +187,7 @@ void Watch(CommandContext& ctx) {
     std::string key(ctx.args[i]);
     bool seen = std::any_of(tx.watched.begin(), tx.watched.end(),
                             [&](const auto& w) { return w.first == key; });
-    if (!seen) tx.watched.emplace_back(key, VersionOf(*ctx.server, key));
+    if (!seen) tx.watched.emplace_back(key, VersionOf(*ctx.env, key));
   }
   ctx.reply->SimpleString("OK");
 }

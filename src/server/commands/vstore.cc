@@ -12,9 +12,9 @@
 
 #include "net/buffer.h"
 #include "net/client_control.h"
+#include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/kv_events.h"
-#include "server/server.h"
 
 namespace pion::server {
 
@@ -42,9 +42,9 @@ void ZeroParts(size_t n, std::vector<iovec>* iov) {
 // buffer, counted as client memory until the reply has been written.
 struct DecodedRows {
   IoBuf buf;
-  Server* server = nullptr;
+  CommandEnv* env = nullptr;
   ~DecodedRows() {
-    if (server != nullptr) server->clients().AdjustMemory(-static_cast<int64_t>(buf.capacity()));
+    if (env != nullptr) env->clients().AdjustMemory(-static_cast<int64_t>(buf.capacity()));
   }
 };
 
@@ -109,8 +109,8 @@ uint64_t ReplyPlan(CommandContext& ctx, FetchPlan&& plan, OutFmt fmt) {
       ctx.reply->Error(kErrNoMemory);
       return 0;
     }
-    rows->server = ctx.server;
-    ctx.server->clients().AdjustMemory(static_cast<int64_t>(rows->buf.capacity()));
+    rows->env = ctx.env;
+    ctx.env->clients().AdjustMemory(static_cast<int64_t>(rows->buf.capacity()));
     uint8_t* out = reinterpret_cast<uint8_t*>(rows->buf.data());
     std::vector<iovec> iov;
     for (const FetchSegment& s : plan.segments) {
@@ -155,7 +155,8 @@ bool CheckReply(CommandContext& ctx, std::span<const FetchPlan> plans, OutFmt fm
   constexpr uint64_t kGated = 1u << 20;
   if (decoded >= kGated) {
     ClientControl* c = ctx.client != nullptr ? ctx.client->control : nullptr;
-    bool ok = c != nullptr ? c->ReserveMemory(decoded) : ctx.server->ReserveClientMemory(decoded);
+    bool ok =
+        c != nullptr ? c->ReserveMemory(decoded) : ctx.env->control().ReserveClientMemory(decoded);
     if (!ok) {
       ctx.reply->Error(kErrClientMemory);
       return false;
@@ -183,8 +184,7 @@ void VStoreBatch(CommandContext& ctx) {
     }
   }
   uint64_t lsn = 0;
-  Status st =
-      ctx.server->store()->StoreRows(ctx.args[1], sb.layer, sb.start, sb.count, sb.in, &lsn);
+  Status st = ctx.env->store()->StoreRows(ctx.args[1], sb.layer, sb.start, sb.count, sb.in, &lsn);
   ctx.wait_lsn = lsn;
   if (!st.ok()) return ReplyStatus(ctx, st);
   ctx.reply->SimpleString("OK");
@@ -198,18 +198,18 @@ void VFetch(CommandContext& ctx);
 // the command runs again on what is now in RAM, or on the mapping just checked.
 void FetchAfterTierRead(CommandContext& ctx, store::Store::TierCheck chk) {
   std::shared_ptr<DeferredReply> done = ctx.Defer();
-  Server* server = ctx.server;
+  CommandEnv* env = ctx.env;
   auto args = std::make_shared<const std::vector<std::string>>(ctx.args.begin(), ctx.args.end());
-  server->store()->ReadTierCheck(chk, [server, done, args, chk](Result<OwnedBuffer> r, size_t at) {
+  env->store()->ReadTierCheck(chk, [env, done, args, chk](Result<OwnedBuffer> r, size_t at) {
     auto buf = std::make_shared<Result<OwnedBuffer>>(std::move(r));
-    done->Complete([server, args, chk, buf, at](ReplyBuilder& rb) {
+    done->Complete([env, args, chk, buf, at](ReplyBuilder& rb) {
       std::vector<std::string_view> views(args->begin(), args->end());
       CommandContext again;
       again.args = views;
       again.reply = &rb;
-      again.server = server;
+      again.env = env;
       again.deferred = true;  // never deferred twice
-      Status st = server->store()->ApplyTierCheck(chk, std::move(*buf), at);
+      Status st = env->store()->ApplyTierCheck(chk, std::move(*buf), at);
       KvEvents::FlushThread();  // a damaged namespace's removal, outside the read batch
       if (!st.ok()) return ReplyStatus(again, st);
       store::Store::TierCheckedScope checked(chk.ns.get());
@@ -221,7 +221,7 @@ void FetchAfterTierRead(CommandContext& ctx, store::Store::TierCheck chk) {
 void VFetch(CommandContext& ctx) {
   FetchArgs fa;
   if (!ParseFetch(ReplyErrors(ctx), ctx.args, &fa)) return;
-  store::Store* st = ctx.server->store();
+  store::Store* st = ctx.env->store();
   std::string_view sid = ctx.args[1];
   if (ctx.CanDefer())
     if (auto chk = st->TierCheckFor(sid)) return FetchAfterTierRead(ctx, std::move(*chk));
@@ -232,21 +232,21 @@ void VFetch(CommandContext& ctx) {
     ctx.reply->ArrayHeader(plans->size());
     uint64_t served = 0;
     for (FetchPlan& p : *plans) served += ReplyPlan(ctx, std::move(p), fa.fmt);
-    ctx.server->receipt().RecordBytesServed(served);
+    ctx.env->receipt().RecordBytesServed(served);
     return;
   }
   auto plan = fa.kind == FetchArgs::Kind::kRange ? st->FetchRange(sid, fa.layer, fa.start, fa.end)
                                                  : st->FetchIds(sid, fa.layer, fa.ids());
   if (!plan.ok()) return ReplyStatus(ctx, plan.status());
   if (!CheckReply(ctx, std::span<const FetchPlan>(&*plan, 1), fa.fmt)) return;
-  ctx.server->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fa.fmt));
+  ctx.env->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fa.fmt));
 }
 
 void VInfo(CommandContext& ctx) {
-  store::Store* st = ctx.server->store();
+  store::Store* st = ctx.env->store();
   if (ctx.args.size() == 1) {
     // Server-wide counters: only for a user that may see every key.
-    const AclUser* u = ctx.server->ClientUser(ctx.client);
+    const AclUser* u = ctx.env->ClientUser(ctx.client);
     if (u == nullptr || !u->allkeys) {
       ctx.reply->Error(kErrNoPermKey);
       return;

@@ -1,4 +1,4 @@
-#include "server/commands/dispatch.h"
+#include "server/dispatch.h"
 
 #include <algorithm>
 
