@@ -6,7 +6,8 @@
 // socket, and a pointer to the durability layer (persistence()). Handlers never
 // see it: they get its CommandEnv (server/command_env.h: the components, and
 // the Server itself as ServerControl for the operations that span it) through
-// CommandContext::env (no globals).
+// CommandContext::env (no globals). The command layer may not include this
+// header (the #error below).
 //
 // Thread-safety: everything here may be used from any worker thread unless a
 // comment says otherwise. Settings that CONFIG SET can change at run time are
@@ -26,6 +27,10 @@
 // what is queued (a running SAVE completes and its reply is sent), then flushes
 // the log and closes the clients.
 #pragma once
+
+#ifdef PION_COMMAND_LAYER
+#error "server/server.h in the command layer: a handler uses CommandEnv (server/command_env.h)"
+#endif
 
 #include <atomic>
 #include <cstdint>
