@@ -1,19 +1,26 @@
-// Internal to src/store: a namespace's in-memory form. Each side holds its
-// layers of rows in chunks (store/chunk.h) under its own mutex; the fields
-// marked so are guarded by Store::mu_ (see store.h for the lock order).
+// Internal to src/store: the prefix value, a namespace's in-memory form. Each
+// side holds its layers of rows in chunks (store/chunk.h) under its own mutex;
+// the fields marked so are guarded by Store::mu_ (see store.h for the lock
+// order). Its row operations (encode a store's rows, apply them, plan a fetch,
+// describe a side) are methods of the value (store/namespace.cc); the store
+// finds the namespace, charges the budget, logs and orders the writes.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/status.h"
 #include "quant/format.h"
 #include "store/block_index.h"
 #include "store/chunk.h"
+#include "store/mutation.h"
+#include "store/store_types.h"
 #include "tier/tier_file.h"
 
 namespace pion::store {
@@ -90,6 +97,40 @@ class Namespace {
   // says it is set without the lock (a read of a namespace in RAM pays a load).
   tier::ExtentRef mapped_extent;
   std::atomic<bool> maps_tier{false};
+
+  SideData& side(Side s) { return sides[static_cast<int>(s)]; }
+  const SideData& side(Side s) const { return sides[static_cast<int>(s)]; }
+
+  // ---- Row operations (store/namespace.cc): no store lock needed ----
+
+  // A store's input rows [start, start + count) in stored form, split at chunk
+  // boundaries into `*pieces` (cleared first): every whole chunk is encoded
+  // (or copied, or, F16 rows into an fp16 namespace, taken by reference from
+  // `in.owner`'s buffer) straight into a fresh chunk nobody sees yet; the
+  // partial chunks at either end point into a per-thread scratch buffer (or
+  // into the input itself), valid until this thread's next call. One pass per
+  // stored byte. Errors: kSizeMismatch (the blob is not count x dim rows), an
+  // encoding error (a non-finite row, named from the first row of the store).
+  Status EncodeRows(uint64_t start, uint64_t count, const RowInput& in,
+                    std::vector<RowPiece>* pieces) const;
+  // The apply step of a store whose turn it is (side lock held): each piece
+  // becomes the rows it covers (a whole chunk is swapped in; other pieces are
+  // copied, copy on write). `backing`: see Store::ApplyStored.
+  void ApplyPiecesLocked(SideData& sd, uint32_t layer, std::span<const RowPiece> pieces,
+                         const std::shared_ptr<const void>* backing) REQUIRES(sd.mu);
+  // Fetch plans: the chunk runs that answer rows [start, end) of a layer, a
+  // list of row ids, or the same range of every layer (num_layers > 0: the
+  // first that many, at most kMaxLayers; 0: all; kNothingStored when there is
+  // none). Rows never written read as zeros. Each takes the side lock.
+  FetchPlan PlanRange(Side s, uint32_t layer, uint64_t start, uint64_t end);
+  FetchPlan PlanIds(Side s, uint32_t layer, std::span<const uint64_t> ids);
+  Result<std::vector<FetchPlan>> PlanLayers(Side s, uint64_t start, uint64_t end,
+                                            uint32_t num_layers);
+  // One side's layers and sizes (V.INFO).
+  SessionInfo Describe(Side s) const;
+
+ private:
+  FetchPlan EmptyPlan(uint64_t rows) const;
 };
 
 // Both sides' locks of a namespace. The analysis (base/thread_annotations.h)

@@ -540,8 +540,6 @@ class Store {
   Status StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t start, uint64_t count,
                      std::span<const RowPiece> pieces, bool log, uint64_t* lsn,
                      const std::shared_ptr<const void>* backing);
-  Result<FetchPlan> FetchRangeOf(Namespace& n, Side side, uint32_t layer, uint64_t start,
-                                 uint64_t end);
 
   StoreConfig cfg_ GUARDED_BY(mu_);
   MutationSink* sink_ = nullptr;
