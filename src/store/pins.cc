@@ -5,9 +5,10 @@
 // under mu_ and the entry's shard lock, so a reader's expiry test under the
 // shard lock sees them); a lease holds (entry, born) pairs in one vector (no
 // allocation per key). An entry that leaves the map while pinned (DEL,
-// overwrite by RENAME, eviction cannot happen) moves its pin count to
-// dead_pins_ under its `born`, so a lease never touches a freed entry: it
-// looks there first. FLUSHALL ends every pin at once (pin_epoch_). Leases end
+// overwrite by RENAME, eviction cannot happen) moves its pin count to the
+// lease table's dead pins under its `born`, so a lease never touches a freed
+// entry: it looks there first. FLUSHALL ends every pin at once (the table's
+// epoch; store/lease_table.h keeps the leases and the counts). Leases end
 // at their deadline through ReleaseDueLeasesLocked, which the active expiry
 // cycle calls (ExpireActive), so a client that dies leaks nothing.
 #include <algorithm>
@@ -54,24 +55,18 @@ void Store::PinEntryLocked(StrEntry& e) {
     base::MutexLock sl(&sh.mu);
     ++e.pins;
   }
-  if (e.pins == 1) {
-    ++pinned_keys_;
-    pinned_bytes_ += StrCharge(*e.key, e.value);
-  }
+  if (e.pins == 1) leases_.KeyPinned(StrCharge(*e.key, e.value));
 }
 
 void Store::PinnedChargeChangedLocked(const StrEntry& e, uint64_t old_charge, uint64_t new_charge) {
   (void)e;
-  pinned_bytes_ = pinned_bytes_ - std::min(pinned_bytes_, old_charge) + new_charge;
+  leases_.ChargeChanged(old_charge, new_charge);
 }
 
 void Store::UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn) {
-  if (auto d = dead_pins_.find(born); d != dead_pins_.end()) {
-    if (--d->second == 0) dead_pins_.erase(d);
-    return;
-  }
   // Not dead: the entry is still in the map (every removal of a pinned entry
-  // records it in dead_pins_ first).
+  // records it as dead first).
+  if (leases_.TakeDeadPin(born)) return;
   PION_DCHECK(e->born == born && e->pins > 0);
   {
     Shard& sh = ShardFor(*e->key);
@@ -79,32 +74,25 @@ void Store::UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn) {
     --e->pins;
   }
   if (e->pins > 0) return;
-  --pinned_keys_;
-  pinned_bytes_ -= std::min(pinned_bytes_, StrCharge(*e->key, e->value));
+  leases_.KeyUnpinned(StrCharge(*e->key, e->value));
   // Its time passed while it was pinned: it expires now (logged, as any expiry).
   if (PastDue(*e, UnixMillis())) (void)StrRemoveLocked(*e, 2, lsn);
 }
 
 void Store::EndLeaseLocked(uint64_t id, uint64_t* lsn) {
-  auto it = leases_.find(id);
-  if (it == leases_.end()) return;
-  PinLease lease = std::move(it->second);
-  leases_.erase(it);
-  lease_order_.erase({lease.deadline_ms, id});
-  if (lease.epoch != pin_epoch_) return;  // a FLUSHALL since: it pins nothing
-  for (auto& [e, born] : lease.keys) UnpinEntryLocked(e, born, lsn);
+  std::optional<PinLease> lease = leases_.Take(id);
+  if (!lease || !leases_.current(*lease)) return;  // none, or a FLUSHALL since: it pins nothing
+  for (auto& [e, born] : lease->keys) UnpinEntryLocked(e, born, lsn);
 }
 
 void Store::ReleaseDueLeasesLocked(int64_t now_ms, uint64_t* lsn) {
-  while (!lease_order_.empty() && lease_order_.begin()->first <= now_ms)
-    EndLeaseLocked(lease_order_.begin()->second, lsn);
+  for (uint64_t id; (id = leases_.FirstDue(now_ms)) != 0;) EndLeaseLocked(id, lsn);
 }
 
 void Store::ForgetBlockStateLocked(StrEntry& e) {
   if (e.pins > 0) {
-    dead_pins_[e.born] += e.pins;
-    --pinned_keys_;
-    pinned_bytes_ -= std::min(pinned_bytes_, StrCharge(*e.key, e.value));
+    leases_.RecordDead(e.born, e.pins);
+    leases_.KeyUnpinned(StrCharge(*e.key, e.value));
     Shard& sh = ShardFor(*e.key);
     base::MutexLock sl(&sh.mu);
     e.pins = 0;
@@ -238,7 +226,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
   uint64_t unused = 0;
   ReleaseDueLeasesLocked(now, &unused);
   bool pin = pin_ms > 0;
-  if (pin && leases_.size() >= max_leases_) {
+  if (pin && leases_.full()) {
     out.too_many_leases = true;
     pin = false;
   }
@@ -282,13 +270,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
     }
   }
   if (pin && !lease.keys.empty()) {
-    const uint64_t id = next_lease_++;
-    lease.deadline_ms = now + pin_ms;
-    lease.epoch = pin_epoch_;
-    lease.user = std::string(user);
-    lease_order_.insert({lease.deadline_ms, id});
-    leases_.emplace(id, std::move(lease));
-    out.lease = id;
+    out.lease = leases_.Add(std::move(lease), now + pin_ms, user);
   }
   return out;
 }
@@ -331,7 +313,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
   uint64_t unused = 0;
   ReleaseDueLeasesLocked(now, &unused);
   bool pin = pin_ms > 0;
-  if (pin && leases_.size() >= max_leases_) {
+  if (pin && leases_.full()) {
     out.too_many_leases = true;
     pin = false;
   }
@@ -358,13 +340,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
     }
   }
   if (pin && !lease.keys.empty()) {
-    const uint64_t id = next_lease_++;
-    lease.deadline_ms = now + pin_ms;
-    lease.epoch = pin_epoch_;
-    lease.user = std::string(user);
-    lease_order_.insert({lease.deadline_ms, id});
-    leases_.emplace(id, std::move(lease));
-    out.lease = id;
+    out.lease = leases_.Add(std::move(lease), now + pin_ms, user);
   }
   return out;
 }
@@ -376,8 +352,7 @@ uint64_t Store::BlockUnpin(std::span<const uint64_t> ids, std::string_view user)
   ReleaseDueLeasesLocked(UnixMillis(), &unused);
   uint64_t n = 0;
   for (uint64_t id : ids) {
-    auto it = leases_.find(id);
-    if (it == leases_.end() || it->second.user != user) continue;
+    if (!leases_.OwnedBy(id, user)) continue;
     EndLeaseLocked(id, &unused);
     ++n;
   }
@@ -386,12 +361,12 @@ uint64_t Store::BlockUnpin(std::span<const uint64_t> ids, std::string_view user)
 
 Store::PinStats Store::PinStatsNow() const {
   base::MutexLock l(&mu_);
-  return PinStats{pinned_keys_, pinned_bytes_, leases_.size()};
+  return leases_.Stats();
 }
 
 void Store::SetMaxBlockLeases(uint64_t n) {
   base::MutexLock l(&mu_);
-  max_leases_ = n;
+  leases_.set_max_leases(n);
 }
 
 }  // namespace pion::store

@@ -64,6 +64,7 @@
 #include "quant/format.h"
 #include "store/block_index.h"
 #include "store/chunk.h"
+#include "store/lease_table.h"
 #include "store/mutation.h"
 #include "store/observers.h"
 #include "store/reason.h"
@@ -645,22 +646,7 @@ class Store {
   std::vector<persist::SnapshotString> captured_strings_ GUARDED_BY(mu_);
 
   // ---- Pins and chain links (guarded by mu_; store/pins.cc, store/block_links.cc) ----
-  struct PinLease {
-    int64_t deadline_ms = 0;
-    uint64_t epoch = 0;  // pin_epoch_ when taken (FLUSHALL ends every pin at once)
-    std::string user;
-    std::vector<std::pair<StrEntry*, uint64_t>> keys;  // (entry, its born)
-  };
-  std::unordered_map<uint64_t, PinLease> leases_ GUARDED_BY(mu_);
-  std::set<std::pair<int64_t, uint64_t>> lease_order_ GUARDED_BY(mu_);  // (deadline, id)
-  // Pins still counted by leases on entries that were removed (born -> pins).
-  std::unordered_map<uint64_t, uint32_t> dead_pins_ GUARDED_BY(mu_);
-  uint64_t next_lease_ GUARDED_BY(mu_) = 1;
-  uint64_t next_born_ GUARDED_BY(mu_) = 1;
-  uint64_t pin_epoch_ GUARDED_BY(mu_) = 0;
-  uint64_t pinned_keys_ GUARDED_BY(mu_) = 0;
-  uint64_t pinned_bytes_ GUARDED_BY(mu_) = 0;
-  uint64_t max_leases_ GUARDED_BY(mu_) = 1000000;
+  LeaseTable leases_ GUARDED_BY(mu_);  // KV.BLOCK.MATCH ... PIN (store/lease_table.h)
   // Adds a pin to `e` (REQUIRES mu_; takes its shard lock).
   void PinEntryLocked(StrEntry& e) REQUIRES(mu_);
   // Ends one pin of a lease's key; a key whose time has passed then expires.
@@ -668,7 +654,7 @@ class Store {
   void EndLeaseLocked(uint64_t id, uint64_t* lsn) REQUIRES(mu_);
   // Ends every lease whose deadline is at or before now_ms.
   void ReleaseDueLeasesLocked(int64_t now_ms, uint64_t* lsn) REQUIRES(mu_);
-  // An entry leaves the map: its pins go to dead_pins_, its links are cut
+  // An entry leaves the map: its pins go to the lease table as dead, its links are cut
   // (children become roots). REQUIRES mu_, no shard lock held.
   void ForgetBlockStateLocked(StrEntry& e) REQUIRES(mu_);
   // Pins and charge bookkeeping when a pinned entry's value changes.

@@ -210,9 +210,7 @@ void Store::ClearStringsLocked() {
   str_bytes_ = 0;
   tier_entries_ = 0;
   // Every pinned key is gone: the leases live on, pinning nothing (pins.cc).
-  ++pin_epoch_;
-  dead_pins_.clear();
-  pinned_keys_ = pinned_bytes_ = 0;
+  leases_.EndEpoch();
 }
 
 Status Store::StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn) {
@@ -242,7 +240,7 @@ StrEntry& Store::StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_
     found->key = &it->first;
     found->hash = KeyHash(key);
     sh.index.Insert(found->hash, found);
-    found->born = next_born_++;
+    found->born = leases_.NextBorn();
     scan_order_.insert({found->hash, found});
     sh.Link(*found);
   } else {
