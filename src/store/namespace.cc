@@ -26,6 +26,18 @@ constexpr size_t kCachedSegmentVectors = 4;
 constexpr size_t kMaxCachedSegmentCapacity = 64;
 thread_local std::vector<std::vector<FetchSegment>> t_segment_vectors;
 
+// Rows [start, end) of `layer` (none yet: zeros) into `p`: how many of them are
+// stored, and the segments that answer them.
+void PlanLayerRange(const Namespace& n, const SideData& sd, uint32_t layer, uint64_t start,
+                    uint64_t end, FetchPlan* p) REQUIRES(sd.mu) {
+  const Layer* L = layer < sd.layers.size() ? &sd.layers[layer] : nullptr;
+  if (L) {
+    const uint64_t hi = std::min(end, L->rows);
+    p->stored_rows = hi > start ? hi - start : 0;
+  }
+  AppendSegments(L, n.rows_per_chunk, n.row_bytes, start, end, &p->segments);
+}
+
 }  // namespace
 
 Status Namespace::EncodeRows(uint64_t start, uint64_t count, const RowInput& in,
@@ -137,12 +149,7 @@ FetchPlan Namespace::PlanRange(Side s, uint32_t layer, uint64_t start, uint64_t 
   plan.segments = TakeSegmentVector();
   const SideData& sd = side(s);
   base::MutexLock l(&sd.mu);
-  const Layer* L = layer < sd.layers.size() ? &sd.layers[layer] : nullptr;
-  if (L) {
-    uint64_t hi = std::min(end, L->rows);
-    plan.stored_rows = hi > start ? hi - start : 0;
-  }
-  AppendSegments(L, rows_per_chunk, row_bytes, start, end, &plan.segments);
+  PlanLayerRange(*this, sd, layer, start, end, &plan);
   return plan;
 }
 
@@ -174,13 +181,7 @@ Result<std::vector<FetchPlan>> Namespace::PlanLayers(Side s, uint64_t start, uin
     return Status(Code::kNotFound, Reason::kNothingStored, {}, "session has no stored layers");
   plans.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
-    FetchPlan& p = plans.emplace_back(EmptyPlan(end - start));
-    const Layer* lay = i < sd.layers.size() ? &sd.layers[i] : nullptr;
-    if (lay) {
-      uint64_t hi = std::min(end, lay->rows);
-      p.stored_rows = hi > start ? hi - start : 0;
-    }
-    AppendSegments(lay, rows_per_chunk, row_bytes, start, end, &p.segments);
+    PlanLayerRange(*this, sd, i, start, end, &plans.emplace_back(EmptyPlan(end - start)));
   }
   return plans;
 }
