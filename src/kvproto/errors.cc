@@ -147,14 +147,6 @@ std::string StoreError(const Status& st, store::Reason r) {
       break;
     case Reason::kSessionNotFound:
       return std::string(kErrSessionNotFound);
-    case Reason::kLayerRange:
-      return std::string(kErrLayerRange);
-    case Reason::kTokenRange:
-      return std::string(kErrStoreTokenRange);
-    case Reason::kFetchRangeOrder:
-      return std::string(kErrStoreRangeOrder);
-    case Reason::kBatchRangeOrder:
-      return std::string(kErrStoreBatchOrder);
     case Reason::kSizeMismatch: {
       // StoreRows' one replying caller is V.STOREBATCH: its frame is part of the text.
       const int64_t got = st.field(0), count = st.field(1), dim = st.field(2), elem = st.field(3);
@@ -167,12 +159,6 @@ std::string StoreError(const Status& st, store::Reason r) {
     }
     case Reason::kNothingStored:
       return std::string(kErrFetchBatchNoLayers);
-    case Reason::kNsKeyLength:
-      return std::string(kErrNsKeyLength);
-    case Reason::kKvDimRange:
-      return std::string(kErrKvDimRange);
-    case Reason::kDimUnsupported:
-      return VquantDimError(FormatNameOf(st.field(0)));
     case Reason::kRegisteredOther:
       return RegisteredOtherError(st.field(0), FormatNameOf(st.field(1)));
     case Reason::kParentNotFound:

@@ -478,10 +478,6 @@ std::string ReasonText(const Status& st);
 // <why>" for OutOfBudget, else "ERR ATTEND.PREFIX.STORE failed (<why>)".
 std::string AttendStoreError(const Status& st);
 // The store's texts without a constant elsewhere in this file.
-inline constexpr std::string_view kErrStoreTokenRange =
-    "ERR start + count out of range (at most 16777216 tokens)";
-inline constexpr std::string_view kErrStoreRangeOrder = "ERR invalid RANGE: end must exceed start";
-inline constexpr std::string_view kErrStoreBatchOrder = "ERR invalid range: end must exceed start";
 inline constexpr std::string_view kErrKeyTooLong = "ERR key too long";
 inline constexpr std::string_view kErrEditRange = "ERR edit out of range";
 inline constexpr std::string_view kErrValueNoMemory = "OOM out of memory";

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/check.h"
 #include "store/namespace.h"
 #include "store/store.h"
 
@@ -26,12 +27,9 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
   Side side;
   if (!ParseSessionId(sid, &ns, &side))
     return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  if (layer >= kMaxLayers)
-    return Status(Code::kInvalidArgument, Reason::kLayerRange, {layer},
-                  "layer out of range (0..255)");
-  if (count == 0 || start > kMaxTokens || count > kMaxTokens - start)
-    return Status(Code::kInvalidArgument, Reason::kTokenRange, {start, count},
-                  "start + count out of range (at most 16777216 tokens)");
+  // The grammar (kvproto ParseStoreBatch) has checked the layer and the token range.
+  PION_DCHECK(layer < kMaxLayers);
+  PION_DCHECK(count != 0 && start <= kMaxTokens && count <= kMaxTokens - start);
   NsPtr n = FindAndTouch(ns);
   if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   std::vector<RowPiece>& pieces = tl_pieces;
@@ -143,9 +141,7 @@ Result<FetchPlan> Store::FetchRange(std::string_view sid, uint32_t layer, uint64
   Side side;
   if (!ParseSessionId(sid, &ns, &side))
     return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  if (end <= start)
-    return Status(Code::kInvalidArgument, Reason::kFetchRangeOrder, {start, end},
-                  "invalid RANGE: end must exceed start");
+  PION_DCHECK(start < end);  // the grammar's RANGE check
   NsPtr n = FindAndTouch(ns);
   if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
@@ -172,9 +168,7 @@ Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t 
   Side side;
   if (!ParseSessionId(sid, &ns, &side))
     return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  if (end <= start)
-    return Status(Code::kInvalidArgument, Reason::kBatchRangeOrder, {start, end},
-                  "invalid range: end must exceed start");
+  PION_DCHECK(start < end);  // the grammar's BATCH range check
   NsPtr n = FindAndTouch(ns);
   if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));

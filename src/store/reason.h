@@ -15,16 +15,9 @@ enum class Reason : uint16_t {
   // Sessions and rows (V.*). kSessionNotFound: the session id is not <ns>_pk /
   // <ns>_pv of a registered namespace (or the namespace went while the call ran).
   kSessionNotFound,
-  kLayerRange,       // a layer >= 256
-  kTokenRange,       // start + count beyond 16777216 tokens (or count 0)
-  kFetchRangeOrder,  // FetchRange: end <= start
-  kBatchRangeOrder,  // FetchBatch: end <= start
   kSizeMismatch,     // the rows' bytes: fields got, count, kv_dim, element bytes
   kNothingStored,    // FetchBatch of every layer when none holds rows
   // Namespaces (KV.PREFIX.REGISTER).
-  kNsKeyLength,      // the name is empty or longer than 512 bytes
-  kKvDimRange,       // kv_dim outside 1..16384
-  kDimUnsupported,   // the format needs another kv_dim: fields format (quant::Format)
   kRegisteredOther,  // registered with another shape: fields kv_dim, format
   kParentNotFound,   // PARENT is not registered (or was dropped meanwhile)
   kParentDim,        // PARENT has another kv_dim: fields the parent's kv_dim

@@ -67,15 +67,11 @@ NsPtr Store::FindAndTouch(std::string_view ns) {
 
 Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   *lsn = 0;
-  if (a.ns.empty() || a.ns.size() > kMaxNamespaceBytes)
-    return Status(Code::kInvalidArgument, Reason::kNsKeyLength, {}, "ns_key length must be 1..512");
-  if (a.kv_dim < 1 || a.kv_dim > quant::kMaxDim)
-    return Status(Code::kInvalidArgument, Reason::kKvDimRange, {},
-                  "kv_dim out of range (1..16384)");
-  if (!quant::DimSupported(a.fmt, a.kv_dim))
-    return Status(
-        Code::kInvalidArgument, Reason::kDimUnsupported, {static_cast<int>(a.fmt)},
-        "vquant " + std::string(quant::FormatName(a.fmt)) + " needs kv_dim divisible by 32");
+  // The grammar (kvproto ParseRegister) has checked the name's length, kv_dim
+  // and the format's dimension rule; the store only asserts them.
+  PION_DCHECK(!a.ns.empty() && a.ns.size() <= kMaxNamespaceBytes);
+  PION_DCHECK(a.kv_dim >= 1 && a.kv_dim <= quant::kMaxDim);
+  PION_DCHECK(quant::DimSupported(a.fmt, a.kv_dim));
   // The table is built (and its index finished) before any lock is taken.
   std::shared_ptr<const BlockTable> table = a.blocks;
   if (table && !table->finished()) table = BlockTable::Finished(*table);

@@ -106,9 +106,10 @@ class Store {
   // Each mutating call sets *lsn to the largest log sequence number it appended
   // (0 if nothing was logged); the caller waits for it before acknowledging.
 
-  // Creates a namespace or re-registers it. Errors: InvalidArgument with
-  // Reason kNsKeyLength, kKvDimRange, kDimUnsupported, kRegisteredOther
-  // (registered with another kv_dim or format); with a parent, kParentNotFound
+  // Creates a namespace or re-registers it. REQUIRES what the grammar checks
+  // (kvproto ParseRegister; asserted in debug builds): a name of 1..512 bytes,
+  // kv_dim 1..16384 that the format supports. Errors: InvalidArgument with
+  // Reason kRegisteredOther (registered with another kv_dim or format); with a parent, kParentNotFound
   // (not registered), kParentDim (another kv_dim), kParentMismatch (registered
   // with another parent or none) or kChainTooLong (more than max_chain namespaces).
   Status Register(const RegisterArgs& a, uint64_t* lsn);
@@ -139,7 +140,9 @@ class Store {
   std::vector<std::string> NamespaceNames() const;
 
   // V-store, addressed by session id "<ns>_pk" / "<ns>_pv". Unknown ->
-  // NotFound "session not found".
+  // NotFound (kSessionNotFound). REQUIRES what the grammar checks (kvproto
+  // ParseStoreBatch, ParseFetch; asserted in debug builds): layer < 256,
+  // 1 <= count, start + count <= kMaxTokens, start < end.
   // Errors: InvalidArgument for a blob of the wrong size or a non-finite row,
   // OutOfBudget when the byte budget cannot be met (nothing changes then).
   Status StoreRows(std::string_view sid, uint32_t layer, uint64_t start, uint64_t count,

@@ -25,17 +25,10 @@ std::string Reply(Code c, E r, ReasonFields f = {}) {
 TEST(ErrorReasons, StoreTextsAreTheClientTexts) {
   using store::Reason;
   EXPECT_EQ(Reply(Code::kNotFound, Reason::kSessionNotFound), "NOSESSION session not found");
-  EXPECT_EQ(Reply(Code::kInvalidArgument, Reason::kLayerRange, {300}),
-            "ERR layer out of range (0..255)");
-  EXPECT_EQ(Reply(Code::kInvalidArgument, Reason::kTokenRange),
-            "ERR start + count out of range (at most 16777216 tokens)");
   EXPECT_EQ(Reply(Code::kInvalidArgument, Reason::kSizeMismatch, {12, 2, 64, 4}),
             "ERR V.STOREBATCH: blob size 12 != expected 512 (count=2 x kv_dim=64 x 4)");
   EXPECT_EQ(Reply(Code::kNotFound, Reason::kNothingStored),
             "ERR V.FETCH BATCH: session has no stored layers");
-  EXPECT_EQ(Reply(Code::kInvalidArgument, Reason::kDimUnsupported,
-                  {static_cast<int>(quant::Format::kTurbo4)}),
-            "ERR vquant turbo4 needs kv_dim divisible by 32");
   EXPECT_EQ(Reply(Code::kInvalidArgument, Reason::kRegisteredOther,
                   {64, static_cast<int>(quant::Format::kFp16)}),
             "ERR namespace already registered with kv_dim 64 vquant fp16");
