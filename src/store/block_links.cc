@@ -11,10 +11,10 @@
 // expiry, eviction, an overwrite by RENAME) makes its children roots, and a
 // link that would close a cycle is not made (the key becomes a root).
 //
-// Links live in StrEntry::block (BlockLinks), guarded by mu_; the `parent`
+// Links live in StrEntry::block (BlockLinks), guarded by ks_.mu; the `parent`
 // pointer is also written under the entry's shard lock, because the read paths
 // (GET, MGET, MATCH) test it under that lock alone to choose the path under
-// mu_ that stamps ancestors.
+// ks_.mu that stamps ancestors.
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -36,14 +36,14 @@ void Store::UnlinkParentLocked(StrEntry& child) {
     *it = kids.back();
     kids.pop_back();
   }
-  Shard& sh = ShardFor(*child.key);
+  Shard& sh = ks_.ShardFor(*child.key);
   base::MutexLock sl(&sh.mu);
   child.block->parent = nullptr;
 }
 
 void Store::LinkBlockLocked(StrEntry& child, StrEntry* parent) {
   if (!child.block) {
-    Shard& sh = ShardFor(*child.key);
+    Shard& sh = ks_.ShardFor(*child.key);
     base::MutexLock sl(&sh.mu);
     child.block = std::make_unique<BlockLinks>();
   }
@@ -55,12 +55,12 @@ void Store::LinkBlockLocked(StrEntry& child, StrEntry* parent) {
     if (p == &child) return;
   if (parent == nullptr) return;
   {
-    Shard& psh = ShardFor(*parent->key);
+    Shard& psh = ks_.ShardFor(*parent->key);
     base::MutexLock sl(&psh.mu);
     if (!parent->block) parent->block = std::make_unique<BlockLinks>();
   }
   parent->block->children.push_back(&child);
-  Shard& sh = ShardFor(*child.key);
+  Shard& sh = ks_.ShardFor(*child.key);
   base::MutexLock sl(&sh.mu);
   child.block->parent = parent;
 }
@@ -70,7 +70,7 @@ void Store::StampAncestorsLocked(const StrEntry& e, uint64_t stamp) {
   // ancestor already at `stamp` or later has its own ancestors there too.
   for (StrEntry* p = e.block ? e.block->parent : nullptr; p != nullptr;
        p = p->block ? p->block->parent : nullptr) {
-    Shard& sh = ShardFor(*p->key);
+    Shard& sh = ks_.ShardFor(*p->key);
     base::MutexLock sl(&sh.mu);
     if (p->stamp >= stamp) break;
     p->stamp = stamp;
@@ -79,7 +79,7 @@ void Store::StampAncestorsLocked(const StrEntry& e, uint64_t stamp) {
 }
 
 std::unique_ptr<BlockLinks> Store::TakeLinksLocked(StrEntry& e) {
-  Shard& sh = ShardFor(*e.key);
+  Shard& sh = ks_.ShardFor(*e.key);
   base::MutexLock sl(&sh.mu);
   return std::move(e.block);
 }
@@ -89,7 +89,7 @@ void Store::GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, con
   // `from` is gone (only its address is compared): its parent and children
   // now name `to`.
   for (StrEntry* c : links->children) {
-    Shard& csh = ShardFor(*c->key);
+    Shard& csh = ks_.ShardFor(*c->key);
     base::MutexLock sl(&csh.mu);
     c->block->parent = &to;
   }
@@ -97,7 +97,7 @@ void Store::GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, con
     for (StrEntry*& k : p->block->children)
       if (k == from) k = &to;
   }
-  Shard& sh = ShardFor(*to.key);
+  Shard& sh = ks_.ShardFor(*to.key);
   base::MutexLock sl(&sh.mu);
   to.block = std::move(links);
 }
@@ -111,7 +111,7 @@ void Store::ApplyChainLocked(std::span<const std::string_view> keys, std::span<c
   StrEntry* prev = after;
   for (size_t i = 0; i < keys.size(); ++i) {
     // A CHAIN over a hashed key replaces its hash: the old one is removed.
-    if (StrEntry* old = StrEntryLocked(keys[i])) DropBlockHashLocked(*old);
+    if (StrEntry* old = ks_.FindStringLocked(keys[i])) DropBlockHashLocked(*old);
     StrEntry& e = StrPutLocked(keys[i], values[i], expire_at_ms);
     LinkBlockLocked(e, prev);
     e.block->has_hash = !hashes.empty();
@@ -120,10 +120,10 @@ void Store::ApplyChainLocked(std::span<const std::string_view> keys, std::span<c
     prev = &e;
   }
   // One stamp for the chain written and the ancestors it continues.
-  const uint64_t s = NextStamp();
+  const uint64_t s = ks_.NextStamp();
   for (std::string_view k : keys) {
-    StrEntry* e = StrEntryLocked(k);
-    Shard& sh = ShardFor(k);
+    StrEntry* e = ks_.FindStringLocked(k);
+    Shard& sh = ks_.ShardFor(k);
     base::MutexLock sl(&sh.mu);
     e->stamp = s;
     sh.MoveToTail(*e);
@@ -141,7 +141,7 @@ void Store::DropBlockHashLocked(StrEntry& e) {
 }
 
 std::vector<ResidentBlockRun> Store::ResidentBlockKeys() const {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   auto hashed = [](const StrEntry* e) { return e->block && e->block->has_hash; };
   std::vector<ResidentBlockRun> out;
   // Each run starts at a hashed key whose parent has no hash (or that has no
@@ -149,8 +149,8 @@ std::vector<ResidentBlockRun> Store::ResidentBlockKeys() const {
   // hashed children. Links never form a cycle, so every hashed key is in
   // exactly one run.
   std::vector<std::pair<const StrEntry*, std::optional<uint64_t>>> todo;
-  for (const Shard& sh : shards_)
-    for (const auto& [key, e] : StringsOf(sh))
+  for (const Shard& sh : ks_.shards())
+    for (const auto& [key, e] : ks_.StringsOf(sh))
       if (hashed(&e) && (e.block->parent == nullptr || !hashed(e.block->parent)))
         todo.push_back({&e, std::nullopt});
   std::vector<std::pair<const StrEntry*, std::optional<uint64_t>>> next;
@@ -207,7 +207,7 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
   PendingRecord rec;
   {
     base::ReaderLock gate(&gate_);
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     const int64_t now = UnixMillis();
     uint64_t need = 0, have = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -229,13 +229,14 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
         held.push_back(p);
       }
       for (std::string_view k : keys)
-        if (StrEntry* e = StrEntryLocked(k); e != nullptr && !e->held) {
+        if (StrEntry* e = ks_.FindStringLocked(k); e != nullptr && !e->held) {
           e->held = true;
           held.push_back(e);
         }
       Status st = EvictLocked(
           nullptr,
-          [&]() REQUIRES(mu_) { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; },
+          [&]()
+              REQUIRES(ks_.mu) { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; },
           lsn);
       for (StrEntry* e : held) e->held = false;
       PION_RETURN_IF_ERROR(st);
@@ -267,9 +268,9 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
     } else {
       st = r.status();
       // Not in the log: undone, key by key, where nothing replaced it since.
-      base::MutexLock l(&mu_);
+      base::MutexLock l(&ks_.mu);
       for (size_t i = n; i-- > 0;) {
-        StrEntry* e = StrEntryLocked(keys[i]);
+        StrEntry* e = ks_.FindStringLocked(keys[i]);
         if (e == nullptr || e->value != values[i]) continue;
         if (previous[i].value)
           StrPutLocked(keys[i], previous[i].value, previous[i].expire);
@@ -283,7 +284,7 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
 }
 
 bool Store::DescribeBlock(std::string_view key, BlockInfo* out) {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   uint64_t unused = 0;
   const StrEntry* e = StrFindLocked(key, UnixMillis(), &unused);
   if (e == nullptr) return false;
@@ -301,7 +302,7 @@ bool Store::DescribeBlock(std::string_view key, BlockInfo* out) {
 }
 
 void Store::ApplyStrChain(const persist::StrChainRecord& r) {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   const size_t n = r.entries.size();
   std::vector<std::string_view> keys(n);
   std::vector<StrRef> values(n);
@@ -311,7 +312,7 @@ void Store::ApplyStrChain(const persist::StrChainRecord& r) {
   for (size_t i = 0; i < n; ++i) {
     keys[i] = r.entries[i].key;
     if (gone) {
-      if (StrEntry* e = StrEntryLocked(keys[i])) StrEraseLocked(*e);
+      if (StrEntry* e = ks_.FindStringLocked(keys[i])) StrEraseLocked(*e);
       continue;
     }
     const auto& v = r.entries[i].value;
@@ -321,26 +322,26 @@ void Store::ApplyStrChain(const persist::StrChainRecord& r) {
     values[i] = std::move(copy);
     if (r.has_hashes) hashes[i] = r.entries[i].hash;
     need += StrCharge(keys[i], values[i]);
-    if (const StrEntry* e = StrEntryLocked(keys[i])) have += StrCharge(keys[i], e->value);
+    if (const StrEntry* e = ks_.FindStringLocked(keys[i])) have += StrCharge(keys[i], e->value);
   }
   if (gone) return;
-  StrEntry* after = r.has_after ? StrEntryLocked(r.after) : nullptr;
+  StrEntry* after = r.has_after ? ks_.FindStringLocked(r.after) : nullptr;
   if (cfg_.max_bytes > 0) {
     uint64_t unused = 0;
     (void)EvictLocked(
         nullptr,
-        [&]() REQUIRES(mu_) { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; },
+        [&]() REQUIRES(ks_.mu) { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; },
         &unused);
-    if (r.has_after) after = StrEntryLocked(r.after);  // may have been evicted
+    if (r.has_after) after = ks_.FindStringLocked(r.after);  // may have been evicted
   }
   ApplyChainLocked(keys, values, after, r.expire_at_ms, hashes, r.tokens);
 }
 
 void Store::ApplyStrBlock(const persist::StrBlockRecord& r) {
-  base::MutexLock l(&mu_);
-  StrEntry* e = StrEntryLocked(r.key);
+  base::MutexLock l(&ks_.mu);
+  StrEntry* e = ks_.FindStringLocked(r.key);
   if (e == nullptr) return;  // expired or evicted while loading
-  StrEntry* parent = r.has_parent ? StrEntryLocked(r.parent) : nullptr;
+  StrEntry* parent = r.has_parent ? ks_.FindStringLocked(r.parent) : nullptr;
   LinkBlockLocked(*e, parent);
   e->block->has_hash = r.has_hash;
   e->block->hash = r.hash;
@@ -348,8 +349,8 @@ void Store::ApplyStrBlock(const persist::StrBlockRecord& r) {
 }
 
 void Store::ApplyStrQuant(const persist::StrQuantRecord& r) {
-  base::MutexLock l(&mu_);
-  StrEntry* e = StrEntryLocked(r.key);
+  base::MutexLock l(&ks_.mu);
+  StrEntry* e = ks_.FindStringLocked(r.key);
   if (e == nullptr) return;  // expired or evicted while loading
   if (r.quant.dtype > 2 || !quant::DimSupported(r.quant.format, r.quant.row) ||
       e->value->size % quant::RowBytes(r.quant.format, r.quant.row) != 0) {

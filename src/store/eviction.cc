@@ -69,8 +69,8 @@ void Store::SampleLeavesLocked(const Namespace* keep) {
   const size_t k = std::max<uint32_t>(1, cfg_.eviction_samples);
   if (NsCountLocked() <= k) {
     // No more namespaces than the sample: all of them (exact LRU).
-    for (Shard& sh : shards_)
-      for (auto& [name, n] : MapOf(sh)) OfferToPoolLocked(n, keep);
+    for (Shard& sh : ks_.shards())
+      for (auto& [name, n] : ks_.MapOf(sh)) OfferToPoolLocked(n, keep);
     return;
   }
   // k leaves from consecutive buckets after a random one, visiting at most
@@ -81,14 +81,15 @@ void Store::SampleLeavesLocked(const Namespace* keep) {
       rand_state_ ^= rand_state_ << 17;
   // The buckets of the shards' maps, one after the other, as one table.
   size_t nb = 0;
-  for (const Shard& sh : shards_) nb += MapOf(sh).bucket_count();
+  for (const Shard& sh : ks_.shards()) nb += ks_.MapOf(sh).bucket_count();
   size_t g = static_cast<size_t>(rand_state_ % nb);
   size_t si = 0;
-  while (g >= MapOf(shards_[si]).bucket_count()) g -= MapOf(shards_[si++]).bucket_count();
+  while (g >= ks_.MapOf(ks_.shard(si)).bucket_count())
+    g -= ks_.MapOf(ks_.shard(si++)).bucket_count();
   const size_t steps = std::min(10 * k, nb);
   size_t leaves = 0;
   for (size_t step = 0; step < steps && leaves < k; ++step) {
-    NsMap& m = MapOf(shards_[si]);
+    NsMap& m = ks_.MapOf(ks_.shard(si));
     for (auto it = m.begin(g); it != m.end(g) && leaves < k; ++it)
       if (OfferToPoolLocked(it->second, keep)) ++leaves;
     if (++g == m.bucket_count()) {
@@ -117,8 +118,8 @@ NsPtr Store::OldestPooledLeafLocked(const Namespace* keep) {
     // The sample held no leaf (a map of interior namespaces): look at them all
     // once, so eviction never fails while a leaf exists.
     if (pass == 0)
-      for (Shard& sh : shards_)
-        for (auto& [name, n] : MapOf(sh)) OfferToPoolLocked(n, keep);
+      for (Shard& sh : ks_.shards())
+        for (auto& [name, n] : ks_.MapOf(sh)) OfferToPoolLocked(n, keep);
   }
   if (evict_pool_.empty()) return nullptr;
   auto best = std::min_element(evict_pool_.begin(), evict_pool_.end(),
@@ -142,25 +143,8 @@ void Store::EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep) {
   }
 }
 
-uint64_t Store::NextStamp() {
-  // A relaxed load and store, not a read-modify-write: no locked instruction
-  // on every command. Touches in sequence (on any threads) get increasing
-  // stamps; concurrent ones may share a stamp or lose an increment (ties are
-  // as good as either order for an LRU: approximate under concurrency, as
-  // Redis's clock is).
-  const uint64_t s = lru_clock_.load(std::memory_order_relaxed) + 1;
-  lru_clock_.store(s, std::memory_order_relaxed);
-  return s;
-}
-
-void Store::RaiseClockAbove(uint64_t stamp) {
-  uint64_t cur = lru_clock_.load(std::memory_order_relaxed);
-  while (cur < stamp && !lru_clock_.compare_exchange_weak(cur, stamp)) {
-  }
-}
-
 void Store::Touch(Namespace& n) {
-  const uint64_t s = NextStamp();
+  const uint64_t s = ks_.NextStamp();
   // The chain is fixed at creation and its length bounded by max_chain.
   for (Namespace* p = &n; p != nullptr; p = p->parent.get()) RaiseStamp(p->stamp, s);
 }
@@ -179,7 +163,7 @@ Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
     if (it != p->children.end()) p->children.erase(it);
   }
   {
-    Shard& sh = ShardFor(n->name);
+    Shard& sh = ks_.ShardFor(n->name);
     base::MutexLock sl(&sh.mu);
     sh.map.erase(n->name);
   }
@@ -237,7 +221,7 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
   // a CHAIN being written are never string candidates.
   // With a disk tier, a block whose children are all on disk may move there
   // too (it is never removed while it has children).
-  auto is_kept = [&](const StrEntry* e) REQUIRES(mu_) {
+  auto is_kept = [&](const StrEntry* e) REQUIRES(ks_.mu) {
     return (EvictionExempt(*e) && !TierMovableLocked(*e)) || (keep_key_set && *e->key == keep_key);
   };
   while (!fits()) {
@@ -255,13 +239,13 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
         // A random bucket (of the shards' tables, one after the other), then
         // the first key from it on.
         size_t nb = 0;
-        for (const Shard& sh : shards_) nb += StringsOf(sh).bucket_count();
+        for (const Shard& sh : ks_.shards()) nb += ks_.StringsOf(sh).bucket_count();
         size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
         size_t si = 0;
-        while (g >= StringsOf(shards_[si]).bucket_count())
-          g -= StringsOf(shards_[si++]).bucket_count();
+        while (g >= ks_.StringsOf(ks_.shard(si)).bucket_count())
+          g -= ks_.StringsOf(ks_.shard(si++)).bucket_count();
         for (size_t k = 0; k < nb && sv == nullptr; ++k) {
-          StrMap& m = StringsOf(shards_[si]);
+          StrMap& m = ks_.StringsOf(ks_.shard(si));
           for (auto it = m.begin(g); it != m.end(g); ++it)
             if (!is_kept(&it->second)) {
               sv = &it->second;
@@ -274,8 +258,8 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
         }
       } else {
         // A random namespace among the leaves (lineage: never one with children).
-        for (Shard& sh : shards_) {
-          for (auto& [name, n] : MapOf(sh))
+        for (Shard& sh : ks_.shards()) {
+          for (auto& [name, n] : ks_.MapOf(sh))
             if (n.get() != keep && IsLeaf(*n)) {
               nv = n;
               if (r-- == nstr) break;
@@ -285,11 +269,11 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
       }
       if (sv == nullptr && !nv) {
         // Only kept keys left on the side drawn: try the other.
-        for (Shard& sh : shards_)
-          for (auto& [name, n] : MapOf(sh))
+        for (Shard& sh : ks_.shards())
+          for (auto& [name, n] : ks_.MapOf(sh))
             if (n.get() != keep && IsLeaf(*n)) nv = n;
         if (!nv)
-          for (Shard& sh : shards_) {
+          for (Shard& sh : ks_.shards()) {
             base::MutexLock sl(&sh.mu);
             for (StrEntry* e = sh.lru_head; e != nullptr && sv == nullptr; e = e->next)
               if (!is_kept(e)) sv = e;
@@ -308,7 +292,7 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
       // The oldest string key: the oldest of the shards' list heads (a read
       // touches an entry under its shard lock only, so each list is read under it).
       uint64_t sv_stamp = 0;
-      for (Shard& sh : shards_) {
+      for (Shard& sh : ks_.shards()) {
         base::MutexLock sl(&sh.mu);
         for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
           if (!is_kept(e) && (!volatile_only || e->expire_at_ms != 0)) {
@@ -356,21 +340,22 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
 StrEntry* Store::SampleStringVictimLocked(bool volatile_only,
                                           const std::function<bool(const StrEntry*)>& is_kept) {
   size_t nb = 0;
-  for (const Shard& sh : shards_) nb += StringsOf(sh).bucket_count();
+  for (const Shard& sh : ks_.shards()) nb += ks_.StringsOf(sh).bucket_count();
   if (nb == 0 || StrCountLocked() == 0) return nullptr;
   rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
       rand_state_ ^= rand_state_ << 17;
   // A random bucket of the shards' tables (one after the other), and on from it.
   size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
   size_t si = 0;
-  while (g >= StringsOf(shards_[si]).bucket_count()) g -= StringsOf(shards_[si++]).bucket_count();
+  while (g >= ks_.StringsOf(ks_.shard(si)).bucket_count())
+    g -= ks_.StringsOf(ks_.shard(si++)).bucket_count();
   const size_t want = std::max<uint32_t>(1, cfg_.eviction_samples);
   const bool lfu = IsLfuPolicy(policy_), ttl = policy_ == EvictPolicy::kVolatileTtl;
   StrEntry* best = nullptr;
   int64_t best_score = 0;
   size_t seen = 0, visited = 0;
   while (visited < nb && seen < want) {
-    Shard& sh = shards_[si];
+    Shard& sh = ks_.shard(si);
     base::MutexLock sl(&sh.mu);
     StrMap& m = sh.strings;
     for (; g < m.bucket_count() && visited < nb && seen < want; ++g, ++visited) {
@@ -379,7 +364,7 @@ StrEntry* Store::SampleStringVictimLocked(bool volatile_only,
         if (is_kept(e) || (volatile_only && e->expire_at_ms == 0)) continue;
         ++seen;
         // Lower is evicted first: the LFU counter, the expiry time; random: the first.
-        const int64_t score = lfu ? LfuDecayedLocked(*e) : ttl ? e->expire_at_ms : 0;
+        const int64_t score = lfu ? ks_.LfuDecayed(*e) : ttl ? e->expire_at_ms : 0;
         if (best == nullptr || score < best_score) {
           best = e;
           best_score = score;
@@ -396,30 +381,30 @@ StrEntry* Store::SampleStringVictimLocked(bool volatile_only,
 Status Store::SetMaxBytes(uint64_t max_bytes, uint64_t* lsn) {
   *lsn = 0;
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   cfg_.max_bytes = max_bytes;
   if (max_bytes == 0) return Status::OK();
   Status st = EvictLocked(
-      nullptr, [&]() REQUIRES(mu_) { return bytes_ <= max_bytes; }, lsn);
+      nullptr, [&]() REQUIRES(ks_.mu) { return bytes_ <= max_bytes; }, lsn);
   // As Redis: a budget the policy cannot reach now (noeviction, nothing left
   // to evict) still stands; writes that need room are refused until it is met.
   return st.code() == Code::kOutOfBudget ? Status::OK() : st;
 }
 
 void Store::SetEvictionSamples(uint32_t n) {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   cfg_.eviction_samples = std::max<uint32_t>(1, n);
 }
 
 bool Store::OutOfMemory(uint64_t* lsn) {
   *lsn = 0;
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   const uint64_t max = cfg_.max_bytes;
   if (max == 0) return false;
   return !EvictLocked(
               nullptr,
-              [&]() REQUIRES(mu_) {
+              [&]() REQUIRES(ks_.mu) {
                 return max >= kStrEntryOverhead && bytes_ <= max - kStrEntryOverhead;
               },
               lsn)
@@ -427,12 +412,12 @@ bool Store::OutOfMemory(uint64_t* lsn) {
 }
 
 uint64_t Store::used_bytes() const {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   return bytes_;
 }
 
 uint64_t Store::max_bytes() const {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   return cfg_.max_bytes;
 }
 

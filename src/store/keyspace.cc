@@ -1,352 +1,164 @@
-// The keyspace's commands over both kinds of key (string keys and namespaces):
-// EXISTS, DEL/UNLINK, TYPE, RENAME, EXPIRE and PERSIST, SCAN, KEYS, RANDOMKEY,
-// DBSIZE, MEMORY USAGE, active expiry, the keyspace counters and WATCH versions.
-// See store.h ("String keys") and docs/ARCHITECTURE.md "Store"; strings.cc has
-// the string map itself and its values.
-#include <algorithm>
-#include <cstring>
-#include <mutex>
-#include <shared_mutex>
+// The keyspace (store/keyspace.h): shards and where a key lives, a string
+// key's entry and exit, the LRU clock and LFU counter, and the expiry and
+// scan orders.
+
+// XXH3 inline (the header's own mode): KeyHash is every string lookup's hash,
+// and KV.BLOCK.MATCH's per key.
+#define XXH_INLINE_ALL
+#include "store/keyspace.h"
+
+#include <xxhash.h>
+
+#include <ctime>
+#include <string>
 
 #include "base/check.h"
-#include "base/strutil.h"
-#include "store/expiry.h"
-#include "store/namespace.h"
-#include "store/store.h"
+#include "base/keyslot.h"
 
 namespace pion::store {
 
-uint64_t Store::KeysExist(std::span<const std::string_view> keys) {
-  int64_t now = UnixMillis();
-  uint64_t n = 0;
-  size_t i = 0;
-  // The read path: one shard lock at a time. An expired key sends the keys
-  // from it on to the slow path (under mu_), which removes it.
-  for (; i < keys.size(); ++i) {
-    std::string_view k = keys[i];
-    {
-      const Shard& sh = ShardFor(k);
-      base::MutexLock sl(&sh.mu);
-      auto it = sh.strings.find(k);
-      if (it != sh.strings.end()) {
-        if (Expired(it->second, now)) break;
-        ++n;
-        continue;
-      }
-    }
-    if (IsNamespaceKeyShared(k)) ++n;
-  }
-  if (i == keys.size()) return n;
-  base::MutexLock l(&mu_);
-  uint64_t unused = 0;
-  for (; i < keys.size(); ++i)
-    if (StrFindLocked(keys[i], now, &unused) != nullptr || IsNamespaceKeyLocked(keys[i])) ++n;
-  return n;
+namespace {
+
+uint64_t KeyHash(std::string_view k) { return XXH3_64bits(k.data(), k.size()); }
+
+// OBJECT IDLETIME's clock: the kernel's coarse clock (no hardware read per touch).
+uint32_t CoarseUnixSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return static_cast<uint32_t>(ts.tv_sec);
 }
 
-Result<uint64_t> Store::KeysDelete(std::span<const std::string_view> keys, uint64_t* lsn,
-                                   const std::function<bool(std::string_view ns)>& may_drop) {
-  *lsn = 0;
-  base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
-  int64_t now = UnixMillis();
-  if (may_drop) {
-    // As Drop: every namespace a key would remove, descendants included, is
-    // asked before anything is removed; one refusal refuses the whole call.
-    std::vector<const Namespace*> todo;
-    for (std::string_view k : keys) {
-      const StrEntry* se = StrEntryLocked(k);
-      if (se != nullptr && !Expired(*se, now)) continue;  // a string key
-      std::string_view ns = k;
-      Side side;
-      const Namespace* it = NsFindLocked(ns);
-      if (it == nullptr && ParseSessionId(k, &ns, &side)) it = NsFindLocked(ns);
-      if (it != nullptr) todo.push_back(it);
-    }
-    if (Status s = AskSubtrees(std::move(todo), may_drop); !s.ok()) return s;
-  }
-  uint64_t n = 0;
-  for (std::string_view k : keys) {
-    if (StrEntry* e = StrFindLocked(k, now, lsn)) {
-      PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
-      ++n;
-      continue;
-    }
-    std::string_view ns = k;
-    Side side;
-    const NsPtr* it = NsRefLocked(ns);
-    if (it == nullptr && ParseSessionId(k, &ns, &side)) it = NsRefLocked(ns);
-    if (it == nullptr) continue;
-    NsPtr victim = *it;
-    // With its descendants (store.h "Lineage"), each counted as a key removed.
-    PION_RETURN_IF_ERROR(RemoveSubtreeLocked(victim, DropReason::kDrop, lsn, &n));
-  }
-  return n;
+uint16_t LfuMinuteNow() { return static_cast<uint16_t>((CoarseUnixSeconds() / 60) & 0xffff); }
+
+// A cheap per-thread random fraction in [0, 1) for the counter's increments.
+double LfuRandom() {
+  thread_local uint64_t x = 0x2545f4914f6cdd1dull ^ reinterpret_cast<uintptr_t>(&x);
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return static_cast<double>(x >> 11) / 9007199254740992.0;
 }
 
-KeyType Store::TypeOf(std::string_view key) {
-  base::MutexLock l(&mu_);
-  uint64_t unused = 0;
-  if (StrFindLocked(key, UnixMillis(), &unused) != nullptr) return KeyType::kString;
-  return IsNamespaceKeyLocked(key) ? KeyType::kKvPrefix : KeyType::kNone;
+}  // namespace
+
+size_t StrHash::operator()(std::string_view s) const { return KeyHash(s); }
+
+uint64_t Keyspace::LookupHash(std::string_view key) { return KeyHash(key); }
+
+size_t Keyspace::ShardIndex(std::string_view key) {
+  return ShardOfHash(KeyHash(MayHaveHashTag(key) ? HashedPart(key) : key));
 }
 
-Status Store::Rename(std::string_view src, std::string_view dst, bool nx, bool* done,
-                     uint64_t* lsn) {
-  *lsn = 0;
-  *done = false;
-  if (dst.size() > kMaxStrKeyBytes)
-    return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
-  base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
-  int64_t now = UnixMillis();
-  StrEntry* e = StrFindLocked(src, now, lsn);
-  if (e == nullptr) {
-    if (IsNamespaceKeyLocked(src))
-      return Status(Code::kNotSupported, Reason::kRenameNamespace, {}, "RENAME of a namespace key");
-    return Status(Code::kNotFound, Reason::kNoSuchKey, {}, "no such key");
-  }
-  bool dst_ns = IsNamespaceKeyLocked(dst);
-  bool dst_str = StrFindLocked(dst, now, lsn) != nullptr;
-  if (nx && (dst_ns || dst_str)) return Status::OK();
-  *done = true;
-  if (src == dst) return Status::OK();
-  if (dst_ns) return Status::WrongType();
-  if (sink_) {
-    auto r = sink_->Log(persist::StrRenameRec{src, dst});
-    if (!r.ok()) return r.status();
-    *lsn = std::max(*lsn, *r);
-  }
-  StrMoveLocked(*e, dst);
-  return Status::OK();
+size_t Keyspace::ShardIndex(std::string_view key, uint64_t lookup_hash) {
+  return MayHaveHashTag(key) ? ShardOfHash(KeyHash(HashedPart(key))) : ShardOfHash(lookup_hash);
 }
 
-Result<bool> Store::Expire(std::string_view key, int64_t at_ms, ExpireCond c, uint64_t* lsn) {
-  *lsn = 0;
-  base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
-  int64_t now = UnixMillis();
-  StrEntry* e = StrFindLocked(key, now, lsn);
-  if (e == nullptr) return false;
-  int64_t cur = e->expire_at_ms;  // 0 = none = infinite for GT/LT
-  switch (c) {
-    case ExpireCond::kAlways:
-      break;
-    case ExpireCond::kNx:
-      if (cur != 0) return false;
-      break;
-    case ExpireCond::kXx:
-      if (cur == 0) return false;
-      break;
-    case ExpireCond::kGt:
-      if (cur == 0 || at_ms <= cur) return false;
-      break;
-    case ExpireCond::kLt:
-      if (cur != 0 && at_ms >= cur) return false;
-      break;
-    case ExpireCond::kLtXx:
-      if (cur == 0 || at_ms >= cur) return false;
-      break;
-  }
-  if (at_ms <= now) {
-    PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
-    return true;
-  }
-  PION_RETURN_IF_ERROR(StrExpireLoggedLocked(key, *e, at_ms, lsn));
-  return true;
+StrEntry* Keyspace::FindStringLocked(std::string_view key) const {
+  const Shard& sh = ShardFor(key);
+  auto it = StringsOf(sh).find(key);
+  return it == StringsOf(sh).end() ? nullptr : const_cast<StrEntry*>(&it->second);
 }
 
-int64_t Store::ExpireTimeMs(std::string_view key) {
-  base::MutexLock l(&mu_);
-  uint64_t unused = 0;
-  StrEntry* e = StrFindLocked(key, UnixMillis(), &unused);
-  if (e == nullptr) return IsNamespaceKeyLocked(key) ? -1 : -2;
-  return e->expire_at_ms == 0 ? -1 : e->expire_at_ms;
+StrEntry& Keyspace::InsertStringLocked(Shard& sh, std::string_view key) {
+  auto it = sh.strings.emplace(std::string(key), StrEntry{}).first;
+  StrEntry& e = it->second;
+  e.key = &it->first;
+  e.hash = KeyHash(key);
+  sh.index.Insert(e.hash, &e);
+  scan_order_.insert({e.hash, &e});
+  sh.Link(e);
+  return e;
 }
 
-Result<bool> Store::Persist(std::string_view key, uint64_t* lsn) {
-  *lsn = 0;
-  base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
-  StrEntry* e = StrFindLocked(key, UnixMillis(), lsn);
-  if (e == nullptr || e->expire_at_ms == 0) return false;
-  if (sink_) {
-    auto r = sink_->Log(persist::StrExpireRec{key, 0});
-    if (!r.ok()) return r.status();
-    *lsn = std::max(*lsn, *r);
-  }
-  StrSetExpireShardLocked(*e, 0);
-  e->version = ++str_version_;
-  return true;
+void Keyspace::EraseStringLocked(Shard& sh, StrEntry& e) {
+  auto it = sh.strings.find(*e.key);
+  PION_DCHECK(it != sh.strings.end() && &it->second == &e);
+  SetExpireLocked(e, 0);
+  sh.Unlink(e);
+  scan_order_.erase({e.hash, &e});
+  ++removals_;
+  sh.index.Erase(e.hash, &e);
+  sh.strings.erase(it);
 }
 
-ScanResult Store::Scan(uint64_t cursor, uint64_t count, std::optional<std::string_view> match,
-                       KeyType type) {
-  ScanResult out;
-  if (count == 0) count = 10;
-  base::MutexLock l(&mu_);
-  int64_t now = UnixMillis();
-  auto it = scan_order_.lower_bound({cursor, nullptr});
-  uint64_t taken = 0;
-  uint64_t last = 0;
-  bool done = true;
-  for (; it != scan_order_.end(); ++it) {
-    if (taken >= count && it->first != last) {
-      done = false;
-      break;
-    }
-    last = it->first;
-    ++taken;
-    const StrEntry& e = *it->second;
-    if (Expired(e, now)) continue;
-    if (type != KeyType::kNone && type != KeyType::kString) continue;
-    if (match && !GlobMatch(*match, *e.key, false)) continue;
-    out.keys.push_back(*e.key);
-  }
-  // Namespaces whose hash falls in the range this call covered.
-  uint64_t end = done ? UINT64_MAX : last;
-  if (type == KeyType::kNone || type == KeyType::kKvPrefix) {
-    for (const Shard& sh : shards_)
-      for (auto& [name, n] : MapOf(sh)) {
-        uint64_t h = StrHash{}(name);
-        if (h < cursor || h > end) continue;
-        if (match && !GlobMatch(*match, name, false)) continue;
-        out.keys.push_back(name);
-      }
-  }
-  out.cursor = (done || end == UINT64_MAX) ? 0 : end + 1;
-  return out;
-}
-
-std::vector<std::string> Store::Keys(std::string_view pattern) {
-  std::vector<std::string> out;
-  base::MutexLock l(&mu_);
-  int64_t now = UnixMillis();
-  for (const Shard& sh : shards_)
-    for (auto& [k, e] : StringsOf(sh))
-      if (!Expired(e, now) && GlobMatch(pattern, k, false)) out.push_back(k);
-  for (const Shard& sh : shards_)
-    for (auto& [name, n] : MapOf(sh))
-      if (GlobMatch(pattern, name, false)) out.push_back(name);
-  return out;
-}
-
-std::optional<std::string> Store::RandomKey() {
-  base::MutexLock l(&mu_);
-  const uint64_t nstr = StrCountLocked();
-  uint64_t total = nstr + NsCountLocked();
-  if (total == 0) return std::nullopt;
-  rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
-      rand_state_ ^= rand_state_ << 17;
-  uint64_t r = rand_state_ % total;
-  if (r >= nstr) {
-    r -= nstr;
-    for (const Shard& sh : shards_) {
-      if (r >= MapOf(sh).size()) {
-        r -= MapOf(sh).size();
-        continue;
-      }
-      auto it = MapOf(sh).begin();
-      std::advance(it, static_cast<long>(r));
-      return it->first;
-    }
-    return std::nullopt;
-  }
-  // A random bucket of the shards' tables (one after the other), then the first key on.
-  size_t nb = 0;
-  for (const Shard& sh : shards_) nb += StringsOf(sh).bucket_count();
-  size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
-  size_t si = 0;
-  while (g >= StringsOf(shards_[si]).bucket_count()) g -= StringsOf(shards_[si++]).bucket_count();
-  for (size_t k = 0; k < nb; ++k) {
-    const StrMap& m = StringsOf(shards_[si]);
-    if (m.begin(g) != m.end(g)) return m.begin(g)->first;
-    if (++g == m.bucket_count()) {
-      g = 0;
-      si = (si + 1) % kShards;
-    }
-  }
-  return std::nullopt;
-}
-
-uint64_t Store::DbSize() const {
-  base::MutexLock l(&mu_);
-  return StrCountLocked() + NsCountLocked();
-}
-
-uint64_t Store::KeyMemory(std::string_view key) {
-  base::MutexLock l(&mu_);
-  uint64_t unused = 0;
-  if (StrEntry* e = StrFindLocked(key, UnixMillis(), &unused)) return StrCharge(key, e->value);
-  if (const Namespace* n = NsFindLocked(key)) return n->bytes + key.size() + kStrEntryOverhead;
-  return 0;
-}
-
-uint64_t Store::ExpireActive(uint64_t max_keys) {
-  base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
-  int64_t now = UnixMillis();
-  uint64_t n = 0, unused = 0;
-  ReleaseDueLeasesLocked(now, &unused);
-  // Pinned keys stay (they expire when their last pin ends): passed over.
-  uint64_t looked = 0;
-  for (auto it = expiry_order_.begin();
-       n < max_keys && looked < 4 * max_keys + 16 && it != expiry_order_.end() && it->first <= now;
-       ++looked) {
-    StrEntry* e = it->second;
-    ++it;
-    if (e->pins > 0) continue;
-    if (!StrRemoveLocked(*e, 2, &unused).ok()) break;
-    ++n;
-  }
-  return n;
-}
-
-KeyspaceStats Store::KeyStats() const {
-  KeyspaceStats s;
-  base::MutexLock l(&mu_);
-  s.keys = StrCountLocked() + NsCountLocked();
-  s.expires = expiry_order_.size();
-  if (!expiry_order_.empty()) {
-    int64_t avg = expire_sum_ms_ / static_cast<int64_t>(expiry_order_.size()) - UnixMillis();
-    s.avg_ttl_ms = avg > 0 ? static_cast<uint64_t>(avg) : 0;
-  }
-  s.string_bytes = str_bytes_;
-  for (const Shard& sh : shards_) {
-    base::MutexLock sl(&sh.mu);
-    s.hits += sh.hits;
-    s.misses += sh.misses;
-  }
-  s.expired = expired_keys_;
-  s.evicted_keys = evicted_strings_ + evictions_ / 2;
-  s.changes = str_version_ + str_removals_;
-  return s;
-}
-
-void Store::ResetKeyStats() {
-  base::MutexLock l(&mu_);
-  expired_keys_ = 0;
+void Keyspace::ClearStringsLocked() {
   for (Shard& sh : shards_) {
     base::MutexLock sl(&sh.mu);
-    sh.hits = sh.misses = 0;
+    removals_ += sh.strings.size();
+    sh.strings.clear();
+    sh.index.Clear();
+    sh.lru_head = sh.lru_tail = nullptr;
+    sh.tier_head = sh.tier_tail = nullptr;
+  }
+  scan_order_.clear();
+  expiry_order_.clear();
+  expire_sum_ms_ = 0;
+}
+
+void Keyspace::RaiseClockAbove(uint64_t stamp) {
+  uint64_t cur = lru_clock_.load(std::memory_order_relaxed);
+  while (cur < stamp && !lru_clock_.compare_exchange_weak(cur, stamp)) {
   }
 }
 
-uint64_t Store::KeyVersion(std::string_view key) {
-  base::MutexLock l(&mu_);
-  if (const StrEntry* e = StrEntryLocked(key)) return e->version;
-  if (const Namespace* ns = NsFindLocked(key)) return (uint64_t{1} << 63) | ns->incarnation;
-  return str_removals_ | (uint64_t{1} << 62);
+void Keyspace::TouchLocked(Shard& sh, StrEntry& e) {
+  e.stamp = NextStamp();
+  e.atime_s = CoarseUnixSeconds();
+  LfuTouch(e);
+  sh.MoveToTail(e);
 }
 
-void Store::SetEvictPolicy(EvictPolicy p) {
-  base::MutexLock l(&mu_);
-  policy_ = p;
+uint8_t Keyspace::LfuDecayed(const StrEntry& e) const {
+  const uint32_t decay = lfu_decay_time_.load(std::memory_order_relaxed);
+  if (decay == 0) return e.lfu_counter;
+  const uint16_t now = LfuMinuteNow();
+  const uint32_t elapsed = now >= e.lfu_minute ? now - e.lfu_minute : 65535u - e.lfu_minute + now;
+  const uint32_t periods = elapsed / decay;
+  return periods >= e.lfu_counter ? 0 : static_cast<uint8_t>(e.lfu_counter - periods);
 }
 
-EvictPolicy Store::evict_policy() const {
-  base::MutexLock l(&mu_);
-  return policy_;
+void Keyspace::LfuTouch(StrEntry& e) {
+  uint8_t c = LfuDecayed(e);
+  if (c < 255) {
+    const double base = c > kLfuInitCounter ? c - kLfuInitCounter : 0;
+    const double p = 1.0 / (base * lfu_log_factor_.load(std::memory_order_relaxed) + 1);
+    if (LfuRandom() < p) ++c;
+  }
+  e.lfu_counter = c;
+  e.lfu_minute = LfuMinuteNow();
+}
+
+void Keyspace::LfuInit(StrEntry& e) {
+  e.lfu_counter = kLfuInitCounter;
+  e.lfu_minute = LfuMinuteNow();
+}
+
+void Keyspace::SetLfuParams(uint32_t log_factor, uint32_t decay_time) {
+  lfu_log_factor_.store(log_factor, std::memory_order_relaxed);
+  lfu_decay_time_.store(decay_time, std::memory_order_relaxed);
+}
+
+void Keyspace::SetExpireLocked(StrEntry& e, int64_t at_ms) {
+  if (e.expire_at_ms != 0) {
+    expiry_order_.erase({e.expire_at_ms, &e});
+    expire_sum_ms_ -= e.expire_at_ms;
+  }
+  e.expire_at_ms = at_ms;
+  if (at_ms != 0) {
+    expiry_order_.insert({at_ms, &e});
+    expire_sum_ms_ += at_ms;
+  }
+}
+
+void Keyspace::SetExpireShardLocked(StrEntry& e, int64_t at_ms) {
+  Shard& sh = ShardFor(*e.key);
+  base::MutexLock sl(&sh.mu);
+  SetExpireLocked(e, at_ms);
+}
+
+int64_t Keyspace::MeanExpireMsLocked() const {
+  if (expiry_order_.empty()) return 0;
+  return expire_sum_ms_ / static_cast<int64_t>(expiry_order_.size());
 }
 
 }  // namespace pion::store

@@ -8,7 +8,7 @@
 // lease never touches a freed entry), the epoch FLUSHALL ends every lease's
 // pins with, and the pinned keys' count and bytes.
 //
-// Thread-safety: none of its own; the store holds it under its mu_.
+// Thread-safety: none of its own; the store holds it under the keyspace lock (Keyspace::mu).
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // Internal to src/store: the prefix value, a namespace's in-memory form. Each
 // side holds its layers of rows in chunks (store/chunk.h) under its own mutex;
-// the fields marked so are guarded by Store::mu_ (see store.h for the lock
+// the fields marked so are guarded by Keyspace::mu (see store.h for the lock
 // order). Its row operations (encode a store's rows, apply them, plan a fetch,
 // describe a side) are methods of the value (store/namespace.cc); the store
 // finds the namespace, charges the budget, logs and orders the writes.
@@ -77,7 +77,7 @@ class Namespace {
   // LRU stamp; only ever raised (Store::Touch), so a parent's is never below a child's.
   std::atomic<uint64_t> stamp{0};
 
-  // Guarded by Store::mu_; prefill_us and blocks are also written only under
+  // Guarded by Keyspace::mu; prefill_us and blocks are also written only under
   // the namespace's shard lock, which is what Lookup and Blocks read them under.
   bool dropped = false;
   uint64_t bytes = 0;
@@ -85,7 +85,7 @@ class Namespace {
   uint64_t prefill_us = 0;
   std::vector<Namespace*> children;  // live children (in the map); each holds a reference to us
   uint32_t pending_children = 0;     // child registrations reserved but not yet applied
-  // The disk tier (store/tier_namespaces.cc), guarded by Store::mu_: the rows
+  // The disk tier (store/tier_namespaces.cc), guarded by Keyspace::mu: the rows
   // live in `tier_extent` (still in RAM while its write is in flight; then
   // the chunks borrow the tier's mapping). `bytes` stays what is stored;
   // `tier_uncharged` of it (the rows) is not charged to the RAM budget.
@@ -93,7 +93,7 @@ class Namespace {
   tier::ExtentRef tier_extent;
   uint64_t tier_uncharged = 0;
   // The extent some chunks borrow (unchecked bytes: the next read checks the
-  // extent first, Store::CheckTieredNamespace), guarded by mu_; `maps_tier`
+  // extent first, Store::CheckTieredNamespace), guarded by Keyspace::mu; `maps_tier`
   // says it is set without the lock (a read of a namespace in RAM pays a load).
   tier::ExtentRef mapped_extent;
   std::atomic<bool> maps_tier{false};
@@ -156,8 +156,8 @@ class SCOPED_CAPABILITY SidesLock {
   const Namespace& n_;
 };
 
-// Both, tried: true with both held, false with neither. Under Store::mu_ a
-// side lock is only ever tried (the lock order is side -> mu_), so a
+// Both, tried: true with both held, false with neither. Under Keyspace::mu a
+// side lock is only ever tried (the lock order is side -> Keyspace::mu), so a
 // namespace being written is passed over, not waited for.
 inline bool TryLockSides(const Namespace& n)
     TRY_ACQUIRE(true, n.sides[0].mu) NO_THREAD_SAFETY_ANALYSIS {

@@ -65,13 +65,13 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
     const uint64_t new_rows = std::max(old_rows, end);
     const uint64_t delta = (new_rows - old_rows) * rb;
     {
-      base::MutexLock l(&mu_);
+      base::MutexLock l(&ks_.mu);
       if (n->dropped)
         return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
       if (delta > 0 && cfg_.max_bytes > 0) {
         if (n->bytes + delta > cfg_.max_bytes) return Status::OutOfBudget("");
         PION_RETURN_IF_ERROR(EvictLocked(
-            n.get(), [&]() REQUIRES(mu_) { return bytes_ + delta <= cfg_.max_bytes; }, lsn));
+            n.get(), [&]() REQUIRES(ks_.mu) { return bytes_ + delta <= cfg_.max_bytes; }, lsn));
       }
       if (write) {
         const persist::StoreRec r{n->name, n->incarnation,           side, layer, start,
@@ -123,7 +123,7 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
       sd.reserved_rows.resize(sd.layers.size());
       for (size_t i = 0; i < sd.layers.size(); ++i) sd.reserved_rows[i] = sd.layers[i].rows;
       sd.reserved_total = sd.total_rows;
-      base::MutexLock l(&mu_);
+      base::MutexLock l(&ks_.mu);
       if (!n->dropped) {
         n->bytes -= over;
         bytes_ -= over;

@@ -2,7 +2,7 @@
 //
 // A lease pins the keys one MATCH ... PIN counted until its deadline or
 // KV.BLOCK.UNPIN. Pins live on the entries themselves (StrEntry::pins, written
-// under mu_ and the entry's shard lock, so a reader's expiry test under the
+// under ks_.mu and the entry's shard lock, so a reader's expiry test under the
 // shard lock sees them); a lease holds (entry, born) pairs in one vector (no
 // allocation per key). An entry that leaves the map while pinned (DEL,
 // overwrite by RENAME, eviction cannot happen) moves its pin count to the
@@ -51,7 +51,7 @@ inline bool SameKey(std::string_view a, std::string_view b) {
 
 void Store::PinEntryLocked(StrEntry& e) {
   {
-    Shard& sh = ShardFor(*e.key);
+    Shard& sh = ks_.ShardFor(*e.key);
     base::MutexLock sl(&sh.mu);
     ++e.pins;
   }
@@ -69,7 +69,7 @@ void Store::UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn) {
   if (leases_.TakeDeadPin(born)) return;
   PION_DCHECK(e->born == born && e->pins > 0);
   {
-    Shard& sh = ShardFor(*e->key);
+    Shard& sh = ks_.ShardFor(*e->key);
     base::MutexLock sl(&sh.mu);
     --e->pins;
   }
@@ -93,7 +93,7 @@ void Store::ForgetBlockStateLocked(StrEntry& e) {
   if (e.pins > 0) {
     leases_.RecordDead(e.born, e.pins);
     leases_.KeyUnpinned(StrCharge(*e.key, e.value));
-    Shard& sh = ShardFor(*e.key);
+    Shard& sh = ks_.ShardFor(*e.key);
     base::MutexLock sl(&sh.mu);
     e.pins = 0;
   }
@@ -102,7 +102,7 @@ void Store::ForgetBlockStateLocked(StrEntry& e) {
       block_observer_->OnBlockKeyRemoved(e.block->hash);
     // Its children become roots; it leaves its parent's children.
     for (StrEntry* c : e.block->children) {
-      Shard& csh = ShardFor(*c->key);
+      Shard& csh = ks_.ShardFor(*c->key);
       base::MutexLock sl(&csh.mu);
       c->block->parent = nullptr;
     }
@@ -116,13 +116,13 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
   // BlockMatchSimple's rules, made cheap per key: each key is hashed once, a
   // chunk at a time, and that hash gives both its shard (ShardOfHash; a key
   // with a hash tag hashes the tag for its shard) and its bucket; the string
-  // map compares cached hashes before keys (StrHash), and under mu_ a block
+  // map compares cached hashes before keys (StrHash), and under ks_.mu a block
   // whose parent is the key counted just before it skips the ancestor walk
   // (that key's walk stamped them already).
   BlockMatchResult out;
   const size_t n = keys.size();
   const int64_t now = UnixMillis();
-  const uint64_t stamp = NextStamp();  // one stamp for every key counted
+  const uint64_t stamp = ks_.NextStamp();  // one stamp for every key counted
   size_t hash[kMatchChunk];
   uint8_t shard_ix[kMatchChunk];
   // The chunk's hashes and shards.
@@ -130,14 +130,14 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
     for (size_t j = 0; j < m; ++j) {
       const std::string_view k = keys[base + j];
       hash[j] = StrHash{}(k);
-      shard_ix[j] = static_cast<uint8_t>(ShardIndex(k, hash[j]));
+      shard_ix[j] = static_cast<uint8_t>(Keyspace::ShardIndex(k, hash[j]));
     }
   };
-  auto shard_of = [&](size_t j) -> Shard& { return shards_[shard_ix[j]]; };
+  auto shard_of = [&](size_t j) -> Shard& { return ks_.shard(shard_ix[j]); };
   if (pin_ms <= 0) {
     // The read path: one shard lock at a time. An expired key, or a counted
     // block with a parent (ancestors to stamp), sends the call to the path
-    // under mu_ below, which starts over.
+    // under ks_.mu below, which starts over.
     bool slow = false, stop = false;
     static_assert(kShards <= 32, "a chunk's shards fit a 32-bit mask");
     for (size_t base = 0; base < n && !slow && !stop; base += kMatchChunk) {
@@ -145,7 +145,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       hash_chunk(base, m);
       // The chunk's shards are locked together, in shard order: one lock per
       // shard per chunk instead of one per key. Every other path holds at most
-      // one shard lock at a time (and takes none of mu_ under it), so this
+      // one shard lock at a time (and takes none of ks_.mu under it), so this
       // order cannot deadlock with them.
       uint32_t mask = 0;
       for (size_t j = 0; j < m; ++j) mask |= 1u << shard_ix[j];
@@ -158,7 +158,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
         ~ChunkLocks() NO_THREAD_SAFETY_ANALYSIS {
           for (uint32_t b = mask; b != 0; b &= b - 1) shards[__builtin_ctz(b)].mu.Unlock();
         }
-      } locks(shards_, mask);
+      } locks(ks_.shards().data(), mask);
       // The chunk's lookups in passes over its keys, so that their cache misses
       // overlap instead of following one another: each key's slot in its
       // shard's flat index (StrIndex: its address follows from the hash),
@@ -222,7 +222,7 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
     if (bitmap != nullptr) std::memset(bitmap, 0, (n + 7) / 8);
   }
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   uint64_t unused = 0;
   ReleaseDueLeasesLocked(now, &unused);
   bool pin = pin_ms > 0;
@@ -240,8 +240,8 @@ Store::BlockMatchResult Store::BlockMatch(std::span<const std::string_view> keys
       const size_t i = base + j;
       Shard& sh = shard_of(j);
       // StrFindLocked with the shard known: an expired key is removed, missing.
-      StrEntry* e =
-          IndexOf(sh).Find(hash[j], [&](const StrEntry* x) { return SameKey(*x->key, keys[i]); });
+      StrEntry* e = ks_.IndexOf(sh).Find(
+          hash[j], [&](const StrEntry* x) { return SameKey(*x->key, keys[i]); });
       if (e != nullptr && Expired(*e, now)) {
         (void)StrRemoveLocked(*e, 2, &unused);  // a failed log write keeps it (still expired)
         e = nullptr;
@@ -280,14 +280,14 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
                                                 std::string_view user) {
   BlockMatchResult out;
   const int64_t now = UnixMillis();
-  const uint64_t stamp = NextStamp();  // one stamp for every key counted
+  const uint64_t stamp = ks_.NextStamp();  // one stamp for every key counted
   if (pin_ms <= 0) {
     // The read path: one shard lock at a time. An expired key, or a counted
     // block with a parent (ancestors to stamp), sends the call to the path
-    // under mu_ below, which starts over.
+    // under ks_.mu below, which starts over.
     bool slow = false;
     for (size_t i = 0; i < keys.size() && !slow; ++i) {
-      Shard& sh = ShardFor(keys[i]);
+      Shard& sh = ks_.ShardFor(keys[i]);
       base::MutexLock sl(&sh.mu);
       auto it = sh.strings.find(keys[i]);
       if (it == sh.strings.end()) {
@@ -309,7 +309,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
     if (bitmap != nullptr) std::memset(bitmap, 0, (keys.size() + 7) / 8);
   }
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   uint64_t unused = 0;
   ReleaseDueLeasesLocked(now, &unused);
   bool pin = pin_ms > 0;
@@ -325,7 +325,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
       continue;
     }
     {
-      Shard& sh = ShardFor(keys[i]);
+      Shard& sh = ks_.ShardFor(keys[i]);
       base::MutexLock sl(&sh.mu);
       e->stamp = stamp;
       sh.MoveToTail(*e);
@@ -347,7 +347,7 @@ Store::BlockMatchResult Store::BlockMatchSimple(std::span<const std::string_view
 
 uint64_t Store::BlockUnpin(std::span<const uint64_t> ids, std::string_view user) {
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   uint64_t unused = 0;
   ReleaseDueLeasesLocked(UnixMillis(), &unused);
   uint64_t n = 0;
@@ -360,12 +360,12 @@ uint64_t Store::BlockUnpin(std::span<const uint64_t> ids, std::string_view user)
 }
 
 Store::PinStats Store::PinStatsNow() const {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   return leases_.Stats();
 }
 
 void Store::SetMaxBlockLeases(uint64_t n) {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   leases_.set_max_leases(n);
 }
 

@@ -15,8 +15,8 @@ enum class Reason : uint16_t {
   // Sessions and rows (V.*). kSessionNotFound: the session id is not <ns>_pk /
   // <ns>_pv of a registered namespace (or the namespace went while the call ran).
   kSessionNotFound,
-  kSizeMismatch,     // the rows' bytes: fields got, count, kv_dim, element bytes
-  kNothingStored,    // FetchBatch of every layer when none holds rows
+  kSizeMismatch,   // the rows' bytes: fields got, count, kv_dim, element bytes
+  kNothingStored,  // FetchBatch of every layer when none holds rows
   // Namespaces (KV.PREFIX.REGISTER).
   kRegisteredOther,  // registered with another shape: fields kv_dim, format
   kParentNotFound,   // PARENT is not registered (or was dropped meanwhile)

@@ -19,15 +19,15 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
     return Status::Corruption("register record with an invalid parent");
   std::shared_ptr<const BlockTable> table;
   if (blocks) table = BlockTable::Finished(*blocks);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   next_incarnation_ = std::max(next_incarnation_, incarnation + 1);
   // Replay never refuses what was logged; it evicts as the live server did
   // (a smaller --maxmemory than before the restart evicts more).
-  auto fit_bytes = [&](const Namespace* keep, uint64_t add) REQUIRES(mu_) {
+  auto fit_bytes = [&](const Namespace* keep, uint64_t add) REQUIRES(ks_.mu) {
     if (cfg_.max_bytes == 0) return;
     uint64_t unused = 0;
     (void)EvictLocked(
-        keep, [&]() REQUIRES(mu_) { return bytes_ + add <= cfg_.max_bytes; }, &unused);
+        keep, [&]() REQUIRES(ks_.mu) { return bytes_ + add <= cfg_.max_bytes; }, &unused);
   };
   // A re-registration of the same incarnation keeps its link (fixed at
   // creation). A new namespace links to its parent of the logged incarnation,
@@ -54,7 +54,7 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
         fit_bytes(n.get(), add);
         n->bytes += add;
         bytes_ += add;
-        Shard& sh = ShardFor(n->name);
+        Shard& sh = ks_.ShardFor(n->name);
         base::MutexLock sl(&sh.mu);
         n->blocks = std::move(table);
       }
@@ -71,7 +71,7 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   uint64_t unused = 0;
   PION_RETURN_IF_ERROR(EvictNamespacesLocked(
       parent.get(),
-      [&]() REQUIRES(mu_) {
+      [&]() REQUIRES(ks_.mu) {
         return 2 * (NsCountLocked() + 1) <= std::max<uint64_t>(cfg_.max_sessions, 2);
       },
       &unused));
@@ -82,7 +82,7 @@ Status Store::ApplyRegister(std::string_view ns, uint64_t incarnation, uint32_t 
   bytes_ += n->bytes;
   if (parent) parent->children.push_back(n.get());
   Touch(*n);
-  Shard& sh = ShardFor(n->name);
+  Shard& sh = ks_.ShardFor(n->name);
   base::MutexLock sl(&sh.mu);
   sh.map.emplace(n->name, std::move(n));
   return Status::OK();
@@ -103,7 +103,7 @@ Status Store::ApplyStored(std::string_view ns, uint64_t incarnation, Side side, 
 }
 
 void Store::ApplyDrop(std::string_view ns, uint64_t incarnation) {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   const NsPtr* it = NsRefLocked(ns);
   if (it == nullptr || (*it)->incarnation != incarnation) return;
   NsPtr n = *it;
@@ -113,7 +113,7 @@ void Store::ApplyDrop(std::string_view ns, uint64_t incarnation) {
 }
 
 void Store::ApplyFlushAll() {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   ClearAllLocked();
 }
 
@@ -121,7 +121,7 @@ void Store::SetLruStamp(std::string_view ns, uint64_t stamp) {
   NsPtr n = Find(ns);
   if (!n) return;
   n->stamp.store(stamp, std::memory_order_relaxed);
-  RaiseClockAbove(stamp);
+  ks_.RaiseClockAbove(stamp);
 }
 
 }  // namespace pion::store

@@ -1,9 +1,9 @@
 // One shard of the keyspace: the namespaces and string keys whose hash (or
 // hash tag's hash) has its top kShardBits bits equal to the shard's index
-// (Store::ShardIndex), with the shard's mutex, its maps, the flat index the
+// (Keyspace::ShardIndex), with the shard's mutex, its maps, the flat index the
 // block match reads, and its string LRU and tier lists. The rules for who may
 // change what under which lock are Store's (store.h's header comment): a
-// writer holds Store::mu_ and the shard's `mu`, a reader only `mu`.
+// writer holds Keyspace::mu and the shard's `mu`, a reader only `mu`.
 #pragma once
 
 #include <cstddef>
@@ -38,7 +38,7 @@ struct StrHash {
   size_t operator()(std::string_view s) const;  // NOLINT: not noexcept (see above)
 };
 using StrMap = std::unordered_map<std::string, StrEntry, StrHash, std::equal_to<>>;
-// `map` and `strings` change only with both Store::mu_ and `mu` held; a
+// `map` and `strings` change only with both Keyspace::mu and `mu` held; a
 // reader holds only `mu`.
 struct alignas(64) Shard {
   mutable base::Mutex mu;

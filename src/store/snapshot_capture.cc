@@ -35,10 +35,10 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
   std::vector<NsPtr> all;
   std::vector<tier::ExtentRef> extents;  // [i]: all[i]'s extent in the disk tier, or null
   {
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     captured_strings_.clear();
     captured_strings_.reserve(StrCountLocked());
-    for (const Shard& sh : shards_) {
+    for (const Shard& sh : ks_.shards()) {
       base::MutexLock sl(&sh.mu);                               // readers touch stamps under it
       for (const StrEntry* head : {sh.lru_head, sh.tier_head})  // RAM, then disk tier
         for (const StrEntry* e = head; e != nullptr; e = e->next) {
@@ -71,8 +71,8 @@ std::vector<persist::SnapshotNamespace> Store::CaptureSnapshot(
                        return a.lru_stamp < b.lru_stamp;
                      });
     all.reserve(NsCountLocked());
-    for (const Shard& sh : shards_)
-      for (auto& [name, n] : MapOf(sh)) all.push_back(n);
+    for (const Shard& sh : ks_.shards())
+      for (auto& [name, n] : ks_.MapOf(sh)) all.push_back(n);
     views.resize(all.size());
     extents.resize(all.size());
     for (size_t i = 0; i < all.size(); ++i) {

@@ -16,16 +16,16 @@ Store::Store(StoreConfig cfg) : cfg_(cfg) {}
 Store::~Store() { DetachTier(); }
 
 NsPtr Store::Find(std::string_view ns) const {
-  const Shard& sh = ShardFor(ns);
+  const Shard& sh = ks_.ShardFor(ns);
   base::MutexLock l(&sh.mu);
   auto it = sh.map.find(ns);
   return it == sh.map.end() ? nullptr : it->second;
 }
 
 const NsPtr* Store::NsRefLocked(std::string_view ns) const {
-  const Shard& sh = ShardFor(ns);
-  auto it = MapOf(sh).find(ns);
-  return it == MapOf(sh).end() ? nullptr : &it->second;
+  const Shard& sh = ks_.ShardFor(ns);
+  auto it = ks_.MapOf(sh).find(ns);
+  return it == ks_.MapOf(sh).end() ? nullptr : &it->second;
 }
 
 Namespace* Store::NsFindLocked(std::string_view ns) const {
@@ -35,26 +35,26 @@ Namespace* Store::NsFindLocked(std::string_view ns) const {
 
 uint64_t Store::NsCountLocked() const {
   uint64_t n = 0;
-  for (const Shard& sh : shards_) n += MapOf(sh).size();
+  for (const Shard& sh : ks_.shards()) n += ks_.MapOf(sh).size();
   return n;
 }
 
 uint64_t Store::StrCountLocked() const {
   uint64_t n = 0;
-  for (const Shard& sh : shards_) n += StringsOf(sh).size();
+  for (const Shard& sh : ks_.shards()) n += ks_.StringsOf(sh).size();
   return n;
 }
 
 bool Store::IsNamespaceKeyShared(std::string_view key) const {
   {
-    const Shard& sh = ShardFor(key);
+    const Shard& sh = ks_.ShardFor(key);
     base::MutexLock l(&sh.mu);
     if (sh.map.find(key) != sh.map.end()) return true;
   }
   std::string_view ns;
   Side side;
   if (!ParseSessionId(key, &ns, &side)) return false;
-  const Shard& sh = ShardFor(ns);
+  const Shard& sh = ks_.ShardFor(ns);
   base::MutexLock l(&sh.mu);
   return sh.map.find(ns) != sh.map.end();
 }
@@ -77,7 +77,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   if (table && !table->finished()) table = BlockTable::Finished(*table);
   // Registrations (and FLUSHALL) are serialised by reg_mu_, held while the
   // record is written, so that no other change to the namespace map can come
-  // between this one's log position and its apply; mu_ is held only to
+  // between this one's log position and its apply; ks_.mu is held only to
   // reserve and to apply.
   base::MutexLock reg(&reg_mu_);
   PendingRecord rec;
@@ -87,10 +87,10 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   uint64_t delta = 0;  // bytes the registration adds: its table less a replaced one
   {
     base::ReaderLock gate(&gate_);
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     // One key space: a string key of this name (or of one of its session ids) wins.
-    if (StrEntryLocked(a.ns) || StrEntryLocked(std::string(a.ns) + "_pk") ||
-        StrEntryLocked(std::string(a.ns) + "_pv"))
+    if (ks_.FindStringLocked(a.ns) || ks_.FindStringLocked(std::string(a.ns) + "_pk") ||
+        ks_.FindStringLocked(std::string(a.ns) + "_pv"))
       return Status::WrongType();
     if (const NsPtr* it = NsRefLocked(a.ns)) {
       existing = *it;
@@ -132,12 +132,12 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
       // A new child never evicts its parent (nor, so, any ancestor).
       PION_RETURN_IF_ERROR(EvictLocked(
           existing ? existing.get() : parent.get(),
-          [&]() REQUIRES(mu_) { return bytes_ - replaced + delta <= cfg_.max_bytes; }, lsn));
+          [&]() REQUIRES(ks_.mu) { return bytes_ - replaced + delta <= cfg_.max_bytes; }, lsn));
     }
     if (!existing) {
       PION_RETURN_IF_ERROR(EvictNamespacesLocked(
           parent.get(),
-          [&]() REQUIRES(mu_) { return 2 * (NsCountLocked() + 1) <= cfg_.max_sessions; }, lsn));
+          [&]() REQUIRES(ks_.mu) { return 2 * (NsCountLocked() + 1) <= cfg_.max_sessions; }, lsn));
       inc = next_incarnation_++;
     }
     if (sink_) {
@@ -171,7 +171,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
     }
   }
   {
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     if (existing) {
       // A drop or eviction meanwhile (logged after this record) took the
       // namespace's bytes out of the total already.
@@ -182,7 +182,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
       }
       if (st.ok()) {
         if (block_observer_ && table) ReportTableReplaced(*existing, *table);
-        Shard& sh = ShardFor(existing->name);
+        Shard& sh = ks_.ShardFor(existing->name);
         base::MutexLock sl(&sh.mu);  // Lookup and Blocks read these
         if (table) existing->blocks = std::move(table);
         existing->prefill_us = a.has_prefill ? a.prefill_us : 0;
@@ -208,7 +208,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
         n->prefill_us = a.has_prefill ? a.prefill_us : 0;
         if (parent) parent->children.push_back(n.get());
         Touch(*n);
-        Shard& sh = ShardFor(n->name);
+        Shard& sh = ks_.ShardFor(n->name);
         base::MutexLock sl(&sh.mu);
         sh.map.emplace(n->name, std::move(n));
       }
@@ -229,7 +229,7 @@ std::vector<ChainSegment> Store::LookupChain(std::string_view ns) {
     ChainSegment& seg = chain[--i];
     seg.ns = p->name;
     {
-      const Shard& sh = ShardFor(p->name);
+      const Shard& sh = ks_.ShardFor(p->name);
       base::MutexLock l(&sh.mu);
       seg.prefill_us = p->prefill_us;
     }
@@ -243,7 +243,7 @@ std::vector<ChainSegment> Store::LookupChain(std::string_view ns) {
 bool Store::Describe(std::string_view ns, NamespaceInfo* out) const {
   NsPtr n;
   {
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     const NsPtr* it = NsRefLocked(ns);
     if (it == nullptr) return false;
     n = *it;
@@ -267,9 +267,9 @@ bool Store::Describe(std::string_view ns, NamespaceInfo* out) const {
 LookupResult Store::Lookup(std::string_view ns) {
   LookupResult res;
   // Only the shard's lock (never a side lock under it: a store holds side ->
-  // mu_ -> shard); the key side's layer-0 row count is its atomic mirror, so
+  // ks_.mu -> shard); the key side's layer-0 row count is its atomic mirror, so
   // no side lock and no reference to the namespace are needed.
-  const Shard& sh = ShardFor(ns);
+  const Shard& sh = ks_.ShardFor(ns);
   base::MutexLock l(&sh.mu);
   auto it = sh.map.find(ns);
   if (it == sh.map.end()) return res;
@@ -298,7 +298,7 @@ Result<uint64_t> Store::Drop(std::span<const std::string_view> names, uint64_t* 
                              const std::function<bool(std::string_view ns)>& may_drop) {
   *lsn = 0;
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   if (may_drop) {
     // Every namespace of every subtree, before the first removal.
     std::vector<const Namespace*> todo;
@@ -326,14 +326,14 @@ const std::shared_ptr<const BlockTable>* Store::BlocksLocked(const Shard& sh, st
 }
 
 std::shared_ptr<const BlockTable> Store::Blocks(std::string_view ns) {
-  const Shard& sh = ShardFor(ns);
+  const Shard& sh = ks_.ShardFor(ns);
   base::MutexLock l(&sh.mu);
   const auto* t = BlocksLocked(sh, ns);
   return t ? *t : nullptr;
 }
 
 bool Store::WithBlocks(std::string_view ns, const std::function<void(const BlockTable&)>& fn) {
-  const Shard& sh = ShardFor(ns);
+  const Shard& sh = ks_.ShardFor(ns);
   base::MutexLock l(&sh.mu);
   const auto* t = BlocksLocked(sh, ns);
   if (t == nullptr) return false;
@@ -345,7 +345,7 @@ Status Store::FlushAll(uint64_t* lsn) {
   *lsn = 0;
   base::MutexLock reg(&reg_mu_);  // not between a registration's log and apply
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   if (sink_) {
     auto r = sink_->Log(persist::FlushAllRec{});
     if (!r.ok()) return r.status();
@@ -358,7 +358,7 @@ Status Store::FlushAll(uint64_t* lsn) {
 void Store::ClearAllLocked() {
   if (observer_) observer_->OnFlushAll();
   if (block_observer_) block_observer_->OnAllBlocksCleared();
-  for (Shard& sh : shards_) {
+  for (Shard& sh : ks_.shards()) {
     base::MutexLock sl(&sh.mu);
     for (auto& [name, n] : sh.map) {
       n->dropped = true;
@@ -371,11 +371,11 @@ void Store::ClearAllLocked() {
 }
 
 std::vector<std::string> Store::NamespaceNames() const {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   std::vector<std::string> out;
   out.reserve(NsCountLocked());
-  for (const Shard& sh : shards_)
-    for (const auto& kv : MapOf(sh)) out.emplace_back(kv.first);
+  for (const Shard& sh : ks_.shards())
+    for (const auto& kv : ks_.MapOf(sh)) out.emplace_back(kv.first);
   return out;
 }
 
@@ -390,9 +390,9 @@ void Store::ReportTableReplaced(const Namespace& n, const BlockTable& fresh) {
 }
 
 std::vector<ResidentTable> Store::ResidentBlockTables() const {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   std::vector<std::pair<uint32_t, ResidentTable>> found;
-  for (const Shard& sh : shards_) {
+  for (const Shard& sh : ks_.shards()) {
     base::MutexLock sl(&sh.mu);
     for (const auto& kv : sh.map) {
       const Namespace& n = *kv.second;
@@ -409,7 +409,7 @@ std::vector<ResidentTable> Store::ResidentBlockTables() const {
 }
 
 uint64_t Store::NamespaceCount() const {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   return NsCountLocked();
 }
 
@@ -417,7 +417,7 @@ StoreStats Store::Stats() const {
   StoreStats s;
   std::vector<NsPtr> all;
   {
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     s.registered_prefixes = NsCountLocked();
     s.sessions = 2 * s.registered_prefixes;
     s.max_sessions = cfg_.max_sessions;
@@ -425,8 +425,8 @@ StoreStats Store::Stats() const {
     s.bytes = bytes_ + tier_uncharged_;  // held, in RAM or on disk
     s.max_bytes = cfg_.max_bytes;
     all.reserve(s.registered_prefixes);
-    for (const Shard& sh : shards_)
-      for (auto& [name, n] : MapOf(sh)) {
+    for (const Shard& sh : ks_.shards())
+      for (auto& [name, n] : ks_.MapOf(sh)) {
         all.push_back(n);
         if (n->parent) ++s.linked_prefixes;
         s.allocated_bytes += TableBytes(n->blocks);

@@ -4,12 +4,13 @@
 // time, and the string keys. It is shared by every worker thread; see
 // docs/ARCHITECTURE.md "Store" for the locking design, summarised here:
 //
-//  * The key space is split into kShards shards by key hash (ShardOf: the top
-//    bits of the key's, or its hash tag's, XXH3; a hash tag keeps keys
-//    together). A shard's mutex guards its namespace map, string map and
-//    string LRU list. The read paths (Lookup, Blocks, Find for fetches and
-//    stores, StrGet, StrMGet, KeysExist) take only their key's shard lock.
-//  * mu_ (one mutex) serialises every change to the key space, the byte and
+//  * The keys live in a Keyspace (store/keyspace.h, ks_): kShards shards by
+//    key hash (a hash tag keeps keys together), the LRU clock, the string
+//    keys' scan and expiry orders and WATCH versions. A shard's mutex guards
+//    its namespace map, string map and LRU lists. The read paths (Lookup,
+//    Blocks, Find for fetches and stores, StrGet, StrMGet, KeysExist) take
+//    only their key's shard lock.
+//  * ks_.mu (one mutex) serialises every change to the key space, the byte and
 //    session accounting (rows and block tables) and eviction. A writer changes
 //    a shard's maps, LRU list or the fields readers read (prefill_us, blocks,
 //    a string's value and expiry) only while also holding that shard's lock,
@@ -18,12 +19,12 @@
 //    and logging small records (drop, flushall).
 //  * Each side of a namespace has its own mutex guarding its layer tables. A
 //    store encodes rows with *no* lock held, then takes the side lock, reserves
-//    bytes under mu_ (lock order: side -> mu_ -> shard, never the reverse; a
+//    bytes under ks_.mu (lock order: side -> ks_.mu -> shard, never the reverse; a
 //    reader never takes a side lock while holding a shard lock) and its log
 //    record, releases the locks, writes the record, and applies the rows under
 //    the side lock in reservation order (tickets). A register reserves under
-//    mu_, writes holding only reg_mu_ (registrations are serialised), applies
-//    under mu_. No store lock is held while a payload is written to the log.
+//    ks_.mu, writes holding only reg_mu_ (registrations are serialised), applies
+//    under ks_.mu. No store lock is held while a payload is written to the log.
 //  * Rows live in fixed-capacity chunks held by shared_ptr. A fetch takes
 //    references to the chunks it needs under the side lock and releases the
 //    lock before decoding or sending, so eviction, DROP or an overwrite never
@@ -64,6 +65,7 @@
 #include "quant/format.h"
 #include "store/block_index.h"
 #include "store/chunk.h"
+#include "store/keyspace.h"
 #include "store/lease_table.h"
 #include "store/mutation.h"
 #include "store/observers.h"
@@ -109,9 +111,9 @@ class Store {
   // Creates a namespace or re-registers it. REQUIRES what the grammar checks
   // (kvproto ParseRegister; asserted in debug builds): a name of 1..512 bytes,
   // kv_dim 1..16384 that the format supports. Errors: InvalidArgument with
-  // Reason kRegisteredOther (registered with another kv_dim or format); with a parent, kParentNotFound
-  // (not registered), kParentDim (another kv_dim), kParentMismatch (registered
-  // with another parent or none) or kChainTooLong (more than max_chain namespaces).
+  // Reason kRegisteredOther (registered with another kv_dim or format); with a parent,
+  // kParentNotFound (not registered), kParentDim (another kv_dim), kParentMismatch (registered with
+  // another parent or none) or kChainTooLong (more than max_chain namespaces).
   Status Register(const RegisterArgs& a, uint64_t* lsn);
   // Touches the LRU of a hit (and so its ancestors).
   LookupResult Lookup(std::string_view ns);
@@ -392,7 +394,9 @@ class Store {
   // per eviction under the LFU, TTL and volatile-random policies).
   void SetEvictionSamples(uint32_t n);
   // lfu-log-factor and lfu-decay-time (minutes; 0: never decays), as Redis's.
-  void SetLfuParams(uint32_t log_factor, uint32_t decay_time);
+  void SetLfuParams(uint32_t log_factor, uint32_t decay_time) {
+    ks_.SetLfuParams(log_factor, decay_time);
+  }
   void ResetKeyStats();
   // Recovery (nothing logged; expired values are skipped).
   void ApplyStrSet(std::string_view key, int64_t expire_at_ms, uint64_t lru_stamp,
@@ -441,15 +445,6 @@ class Store {
   void ApplyStrBlock(const persist::StrBlockRecord& r);
   void ApplyStrQuant(const persist::StrQuantRecord& r);
 
-  // The shard a key lives in (store_types.h, kShardBits): a hash tag keeps
-  // keys together.
-  static size_t ShardOf(std::string_view key) { return ShardIndex(key); }
-  // The top kShardBits bits of a hash: the shard of a key without a hash tag
-  // whose LookupHash is `h` (KV.BLOCK.MATCH hashes each key once for both).
-  static size_t ShardOfHash(uint64_t h) { return static_cast<size_t>(h >> (64 - kShardBits)); }
-  // The hash the string map places a key by (XXH3; StrEntry::hash).
-  static uint64_t LookupHash(std::string_view key);
-
   // Splits "<ns>_pk"/"<ns>_pv"; false for any other id (store/session_id.h).
   static bool ParseSessionId(std::string_view sid, std::string_view* ns, Side* side) {
     return store::ParseSessionId(sid, ns, side);
@@ -458,80 +453,53 @@ class Store {
  private:
   // KV.BLOCK.MATCH looks its keys up this many at a time.
   static constexpr size_t kMatchChunk = 128;
-  // A shard's maps as a holder of mu_ reads them without the shard's lock:
-  // they change only with both held (see the header comment), so under mu_
-  // they stand still. "Either lock" is beyond the analysis, hence these.
-  NsMap& MapOf(Shard& sh) REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS { return sh.map; }
-  const NsMap& MapOf(const Shard& sh) const REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
-    return sh.map;
-  }
-  StrMap& StringsOf(Shard& sh) REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS { return sh.strings; }
-  const StrMap& StringsOf(const Shard& sh) const REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
-    return sh.strings;
-  }
-  const StrIndex& IndexOf(const Shard& sh) const REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
-    return sh.index;
-  }
-  // ShardOfHash of the LookupHash of the key's hash tag (HashedPart: the key
-  // itself where it has none).
-  static size_t ShardIndex(std::string_view key);
-  // The same for a key whose LookupHash is known (no second hash unless it has a '{').
-  static size_t ShardIndex(std::string_view key, uint64_t lookup_hash);
-  Shard& ShardFor(std::string_view key) { return shards_[ShardIndex(key)]; }
-  const Shard& ShardFor(std::string_view key) const { return shards_[ShardIndex(key)]; }
   // The namespace, or nullptr.
-  Namespace* NsFindLocked(std::string_view ns) const REQUIRES(mu_);
+  Namespace* NsFindLocked(std::string_view ns) const REQUIRES(ks_.mu);
   // Asks `may_drop` for every namespace of the subtrees under `todo` (under
-  // mu_); kDropRefused at the first refusal.
+  // ks_.mu); kDropRefused at the first refusal.
   static Status AskSubtrees(std::vector<const Namespace*> todo,
                             const std::function<bool(std::string_view ns)>& may_drop);
-  const NsPtr* NsRefLocked(std::string_view ns) const REQUIRES(mu_);
-  uint64_t NsCountLocked() const REQUIRES(mu_);
-  uint64_t StrCountLocked() const REQUIRES(mu_);
+  const NsPtr* NsRefLocked(std::string_view ns) const REQUIRES(ks_.mu);
+  uint64_t NsCountLocked() const REQUIRES(ks_.mu);
+  uint64_t StrCountLocked() const REQUIRES(ks_.mu);
   // Whether `key` names a namespace or one of its session ids, taking the shard
-  // locks one at a time (a reader's check; no mu_).
+  // locks one at a time (a reader's check; no ks_.mu).
   bool IsNamespaceKeyShared(std::string_view key) const;
-  uint64_t NextStamp();                  // the LRU stamp of a touch (see "LRU" above)
-  void RaiseClockAbove(uint64_t stamp);  // keeps NextStamp above a restored stamp
 
   NsPtr Find(std::string_view ns) const;  // takes only the shard lock
   NsPtr FindAndTouch(std::string_view ns);
   void Touch(Namespace& n);
-  // REQUIRES mu_. Removes `n` (which has no live child) from the map, its
+  // REQUIRES ks_.mu. Removes `n` (which has no live child) from the map, its
   // parent's children and the accounting; logs the drop.
-  Status RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) REQUIRES(mu_);
-  // REQUIRES mu_. `n` and its descendants, leaves first; counts them in *removed.
+  Status RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) REQUIRES(ks_.mu);
+  // REQUIRES ks_.mu. `n` and its descendants, leaves first; counts them in *removed.
   Status RemoveSubtreeLocked(const NsPtr& n, DropReason reason, uint64_t* lsn, uint64_t* removed)
-      REQUIRES(mu_);
-  // REQUIRES mu_. Evicts by the maxmemory policy (string keys and namespaces
+      REQUIRES(ks_.mu);
+  // REQUIRES ks_.mu. Evicts by the maxmemory policy (string keys and namespaces
   // in one LRU; never `keep` or the string `keep_key`) until `fits` holds.
   // Namespaces go leaves first (store.h "Lineage"): `keep`'s ancestors never.
   Status EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn,
-                     std::string_view keep_key = {}, bool keep_key_set = false) REQUIRES(mu_);
-  // REQUIRES mu_. Evicts LRU namespaces other than `keep` (and its ancestors),
+                     std::string_view keep_key = {}, bool keep_key_set = false) REQUIRES(ks_.mu);
+  // REQUIRES ks_.mu. Evicts LRU namespaces other than `keep` (and its ancestors),
   // leaves first, until `fits` holds (the session cap).
   Status EvictNamespacesLocked(const Namespace* keep, const std::function<bool()>& fits,
-                               uint64_t* lsn) REQUIRES(mu_);
-  // REQUIRES mu_. Sampled LRU (eviction.cc): offers `n` to the pool if it is an
+                               uint64_t* lsn) REQUIRES(ks_.mu);
+  // REQUIRES ks_.mu. Sampled LRU (eviction.cc): offers `n` to the pool if it is an
   // evictable leaf; samples maxmemory-samples namespaces into the pool; the
   // pool's oldest leaf after re-reading its entries (null if there is no leaf
   // but keep); drops an evicted namespace from the pool and offers its parent.
   bool OfferToPoolLocked(const NsPtr& n, const Namespace* keep)
-      REQUIRES(mu_);  // true if a candidate
-  void SampleLeavesLocked(const Namespace* keep) REQUIRES(mu_);
-  NsPtr OldestPooledLeafLocked(const Namespace* keep) REQUIRES(mu_);
-  void EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep) REQUIRES(mu_);
-  // REQUIRES mu_ (eviction.cc). Up to maxmemory-samples string keys from a
+      REQUIRES(ks_.mu);  // true if a candidate
+  void SampleLeavesLocked(const Namespace* keep) REQUIRES(ks_.mu);
+  NsPtr OldestPooledLeafLocked(const Namespace* keep) REQUIRES(ks_.mu);
+  void EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep) REQUIRES(ks_.mu);
+  // REQUIRES ks_.mu (eviction.cc). Up to maxmemory-samples string keys from a
   // random place of the shards' tables, none `is_kept` and, when
   // `volatile_only`, each with a TTL: the one the policy evicts first (the
   // lowest LFU counter, the nearest expiry, or the first found); null if none.
   StrEntry* SampleStringVictimLocked(bool volatile_only,
                                      const std::function<bool(const StrEntry*)>& is_kept)
-      REQUIRES(mu_);
-  // LFU counter of `e` decayed to now (the entry's shard lock held), and the
-  // access that bumps it (store/strings.cc).
-  uint8_t LfuDecayedLocked(const StrEntry& e) const;
-  void LfuTouchLocked(StrEntry& e);
+      REQUIRES(ks_.mu);
   // A change reserved in the log, not yet written and applied (the snapshot waits).
   void BeginPending();
   void EndPending();
@@ -545,23 +513,22 @@ class Store {
                      std::span<const RowPiece> pieces, bool log, uint64_t* lsn,
                      const std::shared_ptr<const void>* backing);
 
-  StoreConfig cfg_ GUARDED_BY(mu_);
+  StoreConfig cfg_ GUARDED_BY(ks_.mu);
   MutationSink* sink_ = nullptr;
   RemovalObserver* observer_ = nullptr;
   BlockTableObserver* block_observer_ = nullptr;
   mutable base::SharedMutex gate_;
   base::Mutex reg_mu_;  // serialises Register and FlushAll (held across the register's write)
-  mutable base::Mutex mu_;
-  Shard shards_[kShards];
+  // The keys, the writers' lock (ks_.mu), the LRU clock, expiry, SCAN and
+  // WATCH orders (store/keyspace.h).
+  Keyspace ks_;
   base::Mutex pending_mu_;
   base::CondVar pending_cv_;
   uint64_t pending_ GUARDED_BY(pending_mu_) = 0;
-  uint64_t bytes_ GUARDED_BY(mu_) = 0;
-  uint64_t evictions_ GUARDED_BY(mu_) = 0;
-  // The LRU clock: relaxed loads and stores only (NextStamp).
-  std::atomic<uint64_t> lru_clock_{0};
+  uint64_t bytes_ GUARDED_BY(ks_.mu) = 0;
+  uint64_t evictions_ GUARDED_BY(ks_.mu) = 0;
   ShardedCounter total_fetches_;  // per worker: every fetch bumps it (base/sharded_counter.h)
-  // The eviction pool (guarded by mu_): weak references, so a pooled namespace
+  // The eviction pool (guarded by ks_.mu): weak references, so a pooled namespace
   // that is dropped is freed; `ns` identifies the entry.
   struct PoolEntry {
     uint64_t stamp;
@@ -569,53 +536,45 @@ class Store {
     const Namespace* ns;
     std::weak_ptr<Namespace> ref;
   };
-  std::vector<PoolEntry> evict_pool_ GUARDED_BY(mu_);
-  uint64_t next_incarnation_ GUARDED_BY(mu_) = 1;
+  std::vector<PoolEntry> evict_pool_ GUARDED_BY(ks_.mu);
+  uint64_t next_incarnation_ GUARDED_BY(ks_.mu) = 1;
 
   // REQUIRES sh.mu: `ns`'s non-empty block table (the namespace touched in the
   // LRU), or null (unknown, no table or zero hashes). Blocks and WithBlocks.
   const std::shared_ptr<const BlockTable>* BlocksLocked(const Shard& sh, std::string_view ns)
       REQUIRES(sh.mu);
-  // ---- String keys (guarded by mu_) ----
-  StrEntry* StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* lsn) REQUIRES(mu_);
-  bool IsNamespaceKeyLocked(std::string_view key) const REQUIRES(mu_);
+  // ---- String keys (guarded by ks_.mu) ----
+  StrEntry* StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* lsn) REQUIRES(ks_.mu);
+  bool IsNamespaceKeyLocked(std::string_view key) const REQUIRES(ks_.mu);
   uint64_t StrCharge(std::string_view key, const StrRef& v) const {
     return key.size() + (v ? v->capacity : 0) + kStrEntryOverhead;
   }
-  // A reader's touch: the entry becomes its shard list's most recent (holds
-  // only the shard lock; a writer also holds mu_).
-  void StrTouchLocked(Shard& sh, StrEntry& e) REQUIRES(sh.mu);
-  void StrSetExpireLocked(StrEntry& e, int64_t at_ms) REQUIRES(mu_);
-  // The same, taking the entry's shard lock.
-  void StrSetExpireShardLocked(StrEntry& e, int64_t at_ms) REQUIRES(mu_);
   // A new expiry (0: none) of a live key, logged (EXPIRE, GETEX), then applied.
   Status StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t at_ms, uint64_t* lsn)
-      REQUIRES(mu_);
+      REQUIRES(ks_.mu);
   // Removes every string key (FLUSHALL; no logging, bytes_ is reset by the caller).
-  void ClearStringsLocked() REQUIRES(mu_);
-  // Removes every namespace and string key (FLUSHALL, live or replayed). REQUIRES: mu_.
-  void ClearAllLocked() REQUIRES(mu_);
+  void ClearStringsLocked() REQUIRES(ks_.mu);
+  // Removes every namespace and string key (FLUSHALL, live or replayed). REQUIRES: ks_.mu.
+  void ClearAllLocked() REQUIRES(ks_.mu);
   // BlockTableObserver calls: the last hash of `n`'s table (none without one),
-  // and a re-registration that replaces `n`'s table with `fresh`. REQUIRES mu_.
+  // and a re-registration that replaces `n`'s table with `fresh`. REQUIRES ks_.mu.
   static std::optional<uint64_t> LastHash(const Namespace* n);
-  void ReportTableReplaced(const Namespace& n, const BlockTable& fresh) REQUIRES(mu_);
+  void ReportTableReplaced(const Namespace& n, const BlockTable& fresh) REQUIRES(ks_.mu);
   void StrEraseLocked(StrEntry& e)
-      REQUIRES(mu_);  // removes a string key (not logged; takes its shard lock)
+      REQUIRES(ks_.mu);  // removes a string key (not logged; takes its shard lock)
   // Logs and removes; reason 0 del, 1 eviction, 2 expiry.
-  Status StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn) REQUIRES(mu_);
+  Status StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn) REQUIRES(ks_.mu);
   void CountHitOrMiss(std::string_view key, bool hit);  // a GET's, under the shard lock
-  // A string key's entry, expired or not.
-  StrEntry* StrEntryLocked(std::string_view key) const REQUIRES(mu_);
   // Inserts or replaces the value (no logging, no budget check).
-  StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms) REQUIRES(mu_);
-  // The same with the key's entry already looked up under mu_ (`e`: nullptr
+  StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms) REQUIRES(ks_.mu);
+  // The same with the key's entry already looked up under ks_.mu (`e`: nullptr
   // when the key has none), so the key is not hashed again.
   StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms, StrEntry* e)
-      REQUIRES(mu_);
+      REQUIRES(ks_.mu);
   // Frees budget for `need` more bytes by the policy, never evicting string
   // `keep_key` or namespace `keep`.
   Status MakeRoomLocked(uint64_t need, std::string_view keep_key, const Namespace* keep,
-                        uint64_t* lsn) REQUIRES(mu_);
+                        uint64_t* lsn) REQUIRES(ks_.mu);
   // Reserves a STRSET record for (key, value, expire), applies it and returns
   // the pending write in *pend (to run with no lock held, see StrFinish).
   struct StrPending {
@@ -629,61 +588,53 @@ class Store {
     bool had_previous = false;
   };
   Status StrLogSetLocked(std::string_view key, const StrRef& v, int64_t expire_at_ms,
-                         StrPending* pend) REQUIRES(mu_);
+                         StrPending* pend) REQUIRES(ks_.mu);
   // Writes the pending records (no lock held) and rolls back the ones that failed.
   Status StrFinish(std::span<StrPending> pend, uint64_t* lsn);
-  std::set<std::pair<uint64_t, StrEntry*>> scan_order_ GUARDED_BY(mu_);  // (hash, entry)
-  std::set<std::pair<int64_t, StrEntry*>> expiry_order_ GUARDED_BY(mu_);
-  int64_t expire_sum_ms_ GUARDED_BY(mu_) = 0;  // sum over expiry_order_
-  uint64_t str_bytes_ GUARDED_BY(mu_) = 0;
-  uint64_t str_removals_ GUARDED_BY(mu_) = 0;
-  uint64_t str_version_ GUARDED_BY(mu_) = 0;
-  uint64_t expired_keys_ GUARDED_BY(mu_) = 0;
-  uint64_t evicted_strings_ GUARDED_BY(mu_) = 0;
-  EvictPolicy policy_ GUARDED_BY(mu_) = EvictPolicy::kAllKeysLru;
-  uint64_t rand_state_ GUARDED_BY(mu_) = 0x9e3779b97f4a7c15ull;
-  // lfu-log-factor, lfu-decay-time: read by readers under a shard lock only.
-  std::atomic<uint32_t> lfu_log_factor_{10};
-  std::atomic<uint32_t> lfu_decay_time_{1};
+  uint64_t str_bytes_ GUARDED_BY(ks_.mu) = 0;
+  uint64_t expired_keys_ GUARDED_BY(ks_.mu) = 0;
+  uint64_t evicted_strings_ GUARDED_BY(ks_.mu) = 0;
+  EvictPolicy policy_ GUARDED_BY(ks_.mu) = EvictPolicy::kAllKeysLru;
+  uint64_t rand_state_ GUARDED_BY(ks_.mu) = 0x9e3779b97f4a7c15ull;
   // Filled by CaptureSnapshot, taken by the save (TakeCapturedStrings).
-  std::vector<persist::SnapshotString> captured_strings_ GUARDED_BY(mu_);
+  std::vector<persist::SnapshotString> captured_strings_ GUARDED_BY(ks_.mu);
 
-  // ---- Pins and chain links (guarded by mu_; store/pins.cc, store/block_links.cc) ----
-  LeaseTable leases_ GUARDED_BY(mu_);  // KV.BLOCK.MATCH ... PIN (store/lease_table.h)
-  // Adds a pin to `e` (REQUIRES mu_; takes its shard lock).
-  void PinEntryLocked(StrEntry& e) REQUIRES(mu_);
+  // ---- Pins and chain links (guarded by ks_.mu; store/pins.cc, store/block_links.cc) ----
+  LeaseTable leases_ GUARDED_BY(ks_.mu);  // KV.BLOCK.MATCH ... PIN (store/lease_table.h)
+  // Adds a pin to `e` (REQUIRES ks_.mu; takes its shard lock).
+  void PinEntryLocked(StrEntry& e) REQUIRES(ks_.mu);
   // Ends one pin of a lease's key; a key whose time has passed then expires.
-  void UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn) REQUIRES(mu_);
-  void EndLeaseLocked(uint64_t id, uint64_t* lsn) REQUIRES(mu_);
+  void UnpinEntryLocked(StrEntry* e, uint64_t born, uint64_t* lsn) REQUIRES(ks_.mu);
+  void EndLeaseLocked(uint64_t id, uint64_t* lsn) REQUIRES(ks_.mu);
   // Ends every lease whose deadline is at or before now_ms.
-  void ReleaseDueLeasesLocked(int64_t now_ms, uint64_t* lsn) REQUIRES(mu_);
+  void ReleaseDueLeasesLocked(int64_t now_ms, uint64_t* lsn) REQUIRES(ks_.mu);
   // An entry leaves the map: its pins go to the lease table as dead, its links are cut
-  // (children become roots). REQUIRES mu_, no shard lock held.
-  void ForgetBlockStateLocked(StrEntry& e) REQUIRES(mu_);
+  // (children become roots). REQUIRES ks_.mu, no shard lock held.
+  void ForgetBlockStateLocked(StrEntry& e) REQUIRES(ks_.mu);
   // Pins and charge bookkeeping when a pinned entry's value changes.
   void PinnedChargeChangedLocked(const StrEntry& e, uint64_t old_charge, uint64_t new_charge)
-      REQUIRES(mu_);
-  // Links `child` under `parent` (null: a root), refusing a cycle. REQUIRES mu_.
-  void LinkBlockLocked(StrEntry& child, StrEntry* parent) REQUIRES(mu_);
-  void UnlinkParentLocked(StrEntry& child) REQUIRES(mu_);
+      REQUIRES(ks_.mu);
+  // Links `child` under `parent` (null: a root), refusing a cycle. REQUIRES ks_.mu.
+  void LinkBlockLocked(StrEntry& child, StrEntry* parent) REQUIRES(ks_.mu);
+  void UnlinkParentLocked(StrEntry& child) REQUIRES(ks_.mu);
   // Raises the stamps of e's ancestors to `stamp` (moving them in their
-  // shards' LRU lists). REQUIRES mu_, no shard lock held.
-  void StampAncestorsLocked(const StrEntry& e, uint64_t stamp) REQUIRES(mu_);
+  // shards' LRU lists). REQUIRES ks_.mu, no shard lock held.
+  void StampAncestorsLocked(const StrEntry& e, uint64_t stamp) REQUIRES(ks_.mu);
   // A write replaced e's value: a hash (HASHES) named the old bytes, so it
-  // goes (BlockTableObserver::OnBlockKeyRemoved); the links stay. REQUIRES mu_.
-  void DropBlockHashLocked(StrEntry& e) REQUIRES(mu_);
+  // goes (BlockTableObserver::OnBlockKeyRemoved); the links stay. REQUIRES ks_.mu.
+  void DropBlockHashLocked(StrEntry& e) REQUIRES(ks_.mu);
   // RENAME: moves e's links to `to` (the entry that replaces it).
-  std::unique_ptr<BlockLinks> TakeLinksLocked(StrEntry& e) REQUIRES(mu_);
+  std::unique_ptr<BlockLinks> TakeLinksLocked(StrEntry& e) REQUIRES(ks_.mu);
   void GiveLinksLocked(StrEntry& to, std::unique_ptr<BlockLinks> links, const StrEntry* from)
-      REQUIRES(mu_);
+      REQUIRES(ks_.mu);
   // RENAME's move of a live key to `dst` (replacing what is there), links included;
   // the caller has logged it (or is replaying the log).
-  void StrMoveLocked(StrEntry& e, std::string_view dst) REQUIRES(mu_);
+  void StrMoveLocked(StrEntry& e, std::string_view dst) REQUIRES(ks_.mu);
   // KV.BLOCK.CHAIN applied (live and replayed): puts the pairs, links them and
-  // gives them one stamp. REQUIRES mu_; no logging, no budget.
+  // gives them one stamp. REQUIRES ks_.mu; no logging, no budget.
   void ApplyChainLocked(std::span<const std::string_view> keys, std::span<const StrRef> values,
                         StrEntry* after, int64_t expire_at_ms, std::span<const uint64_t> hashes,
-                        uint32_t tokens) REQUIRES(mu_);
+                        uint32_t tokens) REQUIRES(ks_.mu);
   // ---- Disk tier (store/tiering.cc) ----
   // The read paths without the tier's check (values on disk handed out as they are).
   Status StrGetWithRaw(std::string_view key, const std::function<void(const StrRef&)>& fn);
@@ -704,20 +655,20 @@ class Store {
                       std::function<void(Result<OwnedBuffer> buf, size_t at)>& done);
   std::shared_ptr<tier::TierFile> tier_;
   // Moves whose write finished (store/tier_jobs.h), applied by the next holder
-  // of mu_ (TierApplyDoneLocked): an I/O thread never waits for mu_.
+  // of ks_.mu (TierApplyDoneLocked): an I/O thread never waits for ks_.mu.
   base::Mutex tier_done_mu_;
   std::vector<TierDone> tier_done_ GUARDED_BY(tier_done_mu_);
-  void TierApplyDoneLocked() REQUIRES(mu_);
+  void TierApplyDoneLocked() REQUIRES(ks_.mu);
   // Namespaces (store/tier_namespaces.cc).
   std::vector<TierNsDone> tier_ns_done_ GUARDED_BY(tier_done_mu_);
-  uint64_t tier_uncharged_ GUARDED_BY(mu_) = 0;  // sum of Namespace::tier_uncharged
-  bool TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_t* lsn) REQUIRES(mu_);
+  uint64_t tier_uncharged_ GUARDED_BY(ks_.mu) = 0;  // sum of Namespace::tier_uncharged
+  bool TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_t* lsn) REQUIRES(ks_.mu);
   void TierNamespaceWrite(TierNsDone job);
-  void TierApplyNsDoneLocked(std::vector<TierNsDone>& done) REQUIRES(mu_);
+  void TierApplyNsDoneLocked(std::vector<TierNsDone>& done) REQUIRES(ks_.mu);
   // A write to a tiered namespace charges its rows to RAM again (its chunks
   // keep reading the tier until they are rewritten or the next read promotes
-  // them). REQUIRES mu_.
-  void UntierNamespaceLocked(Namespace& n) REQUIRES(mu_);
+  // them). REQUIRES ks_.mu.
+  void UntierNamespaceLocked(Namespace& n) REQUIRES(ks_.mu);
   // Before a read (V.FETCH, WARM) of a namespace whose chunks borrow the tier's
   // mapping: one checked direct read of its extent, whose buffer the chunks then
   // borrow (a promotion, charged to RAM again) when it fits the budget after colder
@@ -730,9 +681,9 @@ class Store {
   static bool NeedsTierCheck(const Namespace& n);
   // Moves colder RAM entries (stamp below `stamp`, never `keep`) to the tier
   // until `need` more bytes fit the budget; false when they cannot.
-  bool TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp) REQUIRES(mu_);
+  bool TierRoomLocked(uint64_t need, const Namespace* keep, uint64_t stamp) REQUIRES(ks_.mu);
   StrEntry* OldestTierMovableLocked()
-      REQUIRES(mu_);  // the coldest RAM string that may move, or null
+      REQUIRES(ks_.mu);  // the coldest RAM string that may move, or null
   // A checked direct read of an extent, counted (tier_reads, latency) and, on
   // failure, counted in tier_errors and logged with the file and offset.
   Result<OwnedBuffer> TierReadExtent(std::string_view what, const tier::Extent& x, size_t* at);
@@ -740,15 +691,15 @@ class Store {
   Result<OwnedBuffer> TierReadCount(std::string_view what, const tier::Extent& x, uint64_t t0_us,
                                     Result<OwnedBuffer> buf);
   // A RAM eviction candidate: not on disk, every child on disk (leaves first).
-  bool RamCandidateLocked(const Namespace& n) const REQUIRES(mu_);
+  bool RamCandidateLocked(const Namespace& n) const REQUIRES(ks_.mu);
   std::shared_ptr<Namespace> OldestTieredNamespaceLocked() const
-      REQUIRES(mu_);  // coldest tiered leaf
+      REQUIRES(ks_.mu);  // coldest tiered leaf
   std::unique_ptr<base::ThreadPool> tier_io_;
   std::atomic<uint64_t> tier_min_value_{64 * 1024};
-  uint64_t tier_queue_bytes_ GUARDED_BY(mu_) = 256ull << 20;
-  uint64_t tier_entries_ GUARDED_BY(mu_) = 0;
+  uint64_t tier_queue_bytes_ GUARDED_BY(ks_.mu) = 256ull << 20;
+  uint64_t tier_entries_ GUARDED_BY(ks_.mu) = 0;
   // The extents the snapshot in place references (see SetSnapshotTierPins).
-  std::vector<std::shared_ptr<const void>> snapshot_tier_pins_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<const void>> snapshot_tier_pins_ GUARDED_BY(ks_.mu);
   std::atomic<uint64_t> tier_adopted_{0}, tier_adopt_drops_{0}, tier_ns_adopted_{0};
   // After a failed tier write nothing moves for a second (a failing disk
   // behaves as no tier instead of bouncing every value); monotonic us.
@@ -758,7 +709,7 @@ class Store {
   uint64_t tier_backlog_ GUARDED_BY(tier_backlog_mu_) = 0;  // bytes queued for writing
   // Back-pressure on the tier's writes: waits until `bytes` more fit
   // tier-write-queue (one move always may, however big), then counts them.
-  void TierBacklogAdd(uint64_t bytes) REQUIRES(mu_);
+  void TierBacklogAdd(uint64_t bytes) REQUIRES(ks_.mu);
   // `bytes` are written or given up: uncounted, and a waiting mover woken.
   void TierBacklogDone(uint64_t bytes);
   std::atomic<uint64_t> tier_reads_{0}, tier_read_bytes_{0}, tier_writes_{0}, tier_write_bytes_{0},
@@ -766,13 +717,13 @@ class Store {
   std::array<std::atomic<uint64_t>, kTierLatencyBuckets> tier_read_latency_{};
   // Moves e's value to the tier (its write queued to an I/O thread); false
   // when it cannot go there (no tier, too small, already there, no room even
-  // after the tier dropped its coldest). REQUIRES mu_, no shard lock.
-  bool TierMoveLocked(StrEntry& e, uint64_t* lsn) REQUIRES(mu_);
+  // after the tier dropped its coldest). REQUIRES ks_.mu, no shard lock.
+  bool TierMoveLocked(StrEntry& e, uint64_t* lsn) REQUIRES(ks_.mu);
   // Drops the tier's least recently used entry (not `keep`); false if none.
-  bool TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) REQUIRES(mu_);
+  bool TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) REQUIRES(ks_.mu);
   void TierWrite(std::string key, StrRef ram, StrRef moving);  // the I/O thread's half of a move
   // Whether a key may move to the tier (its value is eligible and nothing holds it in RAM).
-  bool TierMovableLocked(const StrEntry& e) const REQUIRES(mu_);
+  bool TierMovableLocked(const StrEntry& e) const REQUIRES(ks_.mu);
   // Whether eviction passes over a string key.
   static bool EvictionExempt(const StrEntry& e) { return e.pins > 0 || e.held || e.HasChildren(); }
 };

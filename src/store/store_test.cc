@@ -989,17 +989,19 @@ TEST(Shards, FollowTheKeyHashAndHashTags) {
     std::string k = "key" + std::to_string(i);
     // A key without a tag: the top bits of its lookup hash (KV.BLOCK.MATCH
     // takes the shard from the hash it looks the key up with).
-    EXPECT_EQ(Store::ShardOf(k), Store::ShardOfHash(Store::LookupHash(k))) << k;
-    EXPECT_LT(Store::ShardOf(k), kShards);
-    seen.insert(Store::ShardOf(k));
+    EXPECT_EQ(Keyspace::ShardIndex(k), Keyspace::ShardOfHash(Keyspace::LookupHash(k))) << k;
+    EXPECT_LT(Keyspace::ShardIndex(k), kShards);
+    seen.insert(Keyspace::ShardIndex(k));
     // A hash tag keeps a namespace and its session ids in one shard: the tag's.
     std::string tagged = "{t" + std::to_string(i) + "}ns";
-    EXPECT_EQ(Store::ShardOf(tagged), Store::ShardOf(tagged + "_pk"));
-    EXPECT_EQ(Store::ShardOf(tagged), Store::ShardOf("{t" + std::to_string(i) + "}other"));
-    EXPECT_EQ(Store::ShardOf(tagged), Store::ShardOf("t" + std::to_string(i)));
+    EXPECT_EQ(Keyspace::ShardIndex(tagged), Keyspace::ShardIndex(tagged + "_pk"));
+    EXPECT_EQ(Keyspace::ShardIndex(tagged),
+              Keyspace::ShardIndex("{t" + std::to_string(i) + "}other"));
+    EXPECT_EQ(Keyspace::ShardIndex(tagged), Keyspace::ShardIndex("t" + std::to_string(i)));
     // Not a tag (Redis's rule: "{}" and an unclosed '{'): the whole key.
-    EXPECT_EQ(Store::ShardOf("{}" + k), Store::ShardOfHash(Store::LookupHash("{}" + k)));
-    EXPECT_EQ(Store::ShardOf(k + "{"), Store::ShardOfHash(Store::LookupHash(k + "{")));
+    EXPECT_EQ(Keyspace::ShardIndex("{}" + k),
+              Keyspace::ShardOfHash(Keyspace::LookupHash("{}" + k)));
+    EXPECT_EQ(Keyspace::ShardIndex(k + "{"), Keyspace::ShardOfHash(Keyspace::LookupHash(k + "{")));
   }
   EXPECT_GT(seen.size(), kShards / 2);  // 64 keys spread over the shards
 }
@@ -1012,7 +1014,7 @@ TEST(Shards, ExactLruOrderAcrossShards) {
   std::set<size_t> shards;
   for (int i = 0; i < kKeys; ++i) {
     std::string k = "k" + std::to_string(i);
-    shards.insert(Store::ShardOf(k));
+    shards.insert(Keyspace::ShardIndex(k));
     ASSERT_TRUE(SetStr(st, k, std::string(100, 'v')).ok());
   }
   ASSERT_GT(shards.size(), 4u);

@@ -36,7 +36,7 @@ struct StoreConfig {
 
 // Shards of the key space: a power of two, fixed; a key's shard is the top
 // kShardBits bits of the string map's hash (XXH3) of its hash tag, the whole
-// key where it has none (Store::ShardIndex), so keys with the same hash tag
+// key where it has none (Keyspace::ShardIndex), so keys with the same hash tag
 // share a shard and a key's lookup hash gives its shard.
 inline constexpr size_t kShards = 16;
 inline constexpr uint32_t kShardBits = 4;

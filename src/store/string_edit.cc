@@ -3,7 +3,7 @@
 // a STRPATCH record holding only the bytes written; COPY, TOUCH and OBJECT's
 // view of a key.
 //
-// In-place edits: a value is changed in place only under mu_ and its shard's
+// In-place edits: a value is changed in place only under ks_.mu and its shard's
 // lock, and only while the store holds its sole reference (use_count() == 1):
 // GET replies, pending STRSET writes, snapshots and COPY's other key all hold
 // their own reference, so they keep seeing the bytes they took (the edit goes
@@ -37,7 +37,7 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
   if (key.size() > kMaxStrKeyBytes)
     return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   if (IsNamespaceKeyLocked(key)) return Status::WrongType();
   StrEntry* e = StrFindLocked(key, UnixMillis(), lsn);
   // A quantized block's bytes are no string to edit (docs/protocol.md "Block formats").
@@ -69,8 +69,8 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
   if (cfg_.max_bytes > 0 && need > have) {
     if (need > cfg_.max_bytes) return Status::OutOfBudget("");
     PION_RETURN_IF_ERROR(EvictLocked(
-        nullptr, [&]() REQUIRES(mu_) { return bytes_ - have + need <= cfg_.max_bytes; }, lsn, key,
-        true));
+        nullptr, [&]() REQUIRES(ks_.mu) { return bytes_ - have + need <= cfg_.max_bytes; }, lsn,
+        key, true));
   }
   const int64_t expire = e != nullptr ? e->expire_at_ms : 0;
   if (sink_) {
@@ -85,15 +85,15 @@ Result<uint64_t> Store::StrPatch(std::string_view key, const StrPlanFn& plan, ui
     *lsn = std::max(*lsn, *r);
   }
   if (in_place) {
-    Shard& sh = ShardFor(key);
+    Shard& sh = ks_.ShardFor(key);
     base::MutexLock sl(&sh.mu);
     StrValue* v = const_cast<StrValue*>(old);
     if (ed.offset > v->size) std::memset(v->data + v->size, 0, ed.offset - v->size);
     if (!ed.bytes.empty()) std::memcpy(v->data + ed.offset, ed.bytes.data(), ed.bytes.size());
     v->size = new_len;
     v->edited = ed.edited;
-    e->version = ++str_version_;
-    StrTouchLocked(sh, *e);
+    e->version = ks_.NextVersionLocked();
+    ks_.TouchLocked(sh, *e);
     return new_len;
   }
   uint64_t keep = std::min<uint64_t>(cur.size(), new_len);
@@ -146,7 +146,7 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
   StrPending pend[1];
   {
     base::ReaderLock gate(&gate_);
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     int64_t now = UnixMillis();
     StrEntry* e = StrFindLocked(src, now, lsn);
     if (e == nullptr) {
@@ -169,8 +169,8 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
     if (cfg_.max_bytes > 0 && need > have) {
       if (need > cfg_.max_bytes) return Status::OutOfBudget("");
       PION_RETURN_IF_ERROR(EvictLocked(
-          nullptr, [&]() REQUIRES(mu_) { return bytes_ - have + need <= cfg_.max_bytes; }, lsn, dst,
-          true));
+          nullptr, [&]() REQUIRES(ks_.mu) { return bytes_ - have + need <= cfg_.max_bytes; }, lsn,
+          dst, true));
     }
     PION_RETURN_IF_ERROR(StrLogSetLocked(dst, v, expire, &pend[0]));
     BeginPending();
@@ -180,15 +180,15 @@ Result<bool> Store::StrCopy(std::string_view src, std::string_view dst, bool rep
 }
 
 uint64_t Store::KeysTouch(std::span<const std::string_view> keys) {
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   int64_t now = UnixMillis();
   uint64_t n = 0, unused = 0;
   for (std::string_view k : keys) {
     if (StrEntry* e = StrFindLocked(k, now, &unused)) {
-      Shard& sh = ShardFor(k);
+      Shard& sh = ks_.ShardFor(k);
       base::MutexLock sl(&sh.mu);
       ++sh.hits;
-      StrTouchLocked(sh, *e);
+      ks_.TouchLocked(sh, *e);
       ++n;
     } else if (IsNamespaceKeyLocked(k)) {
       ++n;
@@ -200,9 +200,9 @@ uint64_t Store::KeysTouch(std::span<const std::string_view> keys) {
 }
 
 void Store::SetIdleTime(std::string_view key, uint64_t idle_s) {
-  base::MutexLock l(&mu_);
-  if (StrEntry* e = StrEntryLocked(key)) {
-    Shard& sh = ShardFor(key);
+  base::MutexLock l(&ks_.mu);
+  if (StrEntry* e = ks_.FindStringLocked(key)) {
+    Shard& sh = ks_.ShardFor(key);
     base::MutexLock sl(&sh.mu);
     int64_t at = UnixSeconds() - static_cast<int64_t>(std::min<uint64_t>(idle_s, UINT32_MAX));
     e->atime_s = static_cast<uint32_t>(std::max<int64_t>(at, 0));
@@ -211,16 +211,16 @@ void Store::SetIdleTime(std::string_view key, uint64_t idle_s) {
 
 KeyObject Store::ObjectOf(std::string_view key) {
   KeyObject out;
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   uint64_t unused = 0;
   if (StrEntry* e = StrFindLocked(key, UnixMillis(), &unused)) {
-    Shard& sh = ShardFor(key);
+    Shard& sh = ks_.ShardFor(key);
     base::MutexLock sl(&sh.mu);
     out.type = KeyType::kString;
     out.value = e->value;
     int64_t idle = UnixSeconds() - static_cast<int64_t>(e->atime_s);
     out.idle_s = idle > 0 ? static_cast<uint64_t>(idle) : 0;
-    out.freq = LfuDecayedLocked(*e);
+    out.freq = ks_.LfuDecayed(*e);
     return out;
   }
   if (IsNamespaceKeyLocked(key)) out.type = KeyType::kKvPrefix;
@@ -229,8 +229,8 @@ KeyObject Store::ObjectOf(std::string_view key) {
 
 void Store::ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
                           std::span<const uint8_t> bytes, bool truncate) {
-  base::MutexLock l(&mu_);
-  StrEntry* e = StrEntryLocked(key);
+  base::MutexLock l(&ks_.mu);
+  StrEntry* e = ks_.FindStringLocked(key);
   if (expire_at_ms != 0 && expire_at_ms <= UnixMillis()) {
     if (e != nullptr) StrEraseLocked(*e);
     return;
@@ -242,14 +242,14 @@ void Store::ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t o
   if (e != nullptr && !e->value->tiered() && e->value.use_count() == 1 &&
       new_len <= e->value->capacity) {
     // In place, as live (a replayed run of appends stays linear).
-    Shard& sh = ShardFor(key);
+    Shard& sh = ks_.ShardFor(key);
     base::MutexLock sl(&sh.mu);
     StrValue* v = const_cast<StrValue*>(e->value.get());
     if (offset > v->size) std::memset(v->data + v->size, 0, offset - v->size);
     if (!bytes.empty()) std::memcpy(v->data + offset, bytes.data(), bytes.size());
     v->size = new_len;
     v->edited = true;
-    StrSetExpireLocked(*e, expire_at_ms);
+    ks_.SetExpireLocked(*e, expire_at_ms);
     return;
   }
   auto v =
@@ -265,7 +265,7 @@ void Store::ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t o
     uint64_t unused = 0, need = StrCharge(key, v);
     uint64_t have = e != nullptr ? StrCharge(key, e->value) : 0;
     (void)EvictLocked(
-        nullptr, [&]() REQUIRES(mu_) { return bytes_ - have + need <= cfg_.max_bytes; }, &unused,
+        nullptr, [&]() REQUIRES(ks_.mu) { return bytes_ - have + need <= cfg_.max_bytes; }, &unused,
         key, true);
   }
   StrPutLocked(key, std::move(v), expire_at_ms, e);

@@ -177,7 +177,7 @@ struct KeyspaceStats {
 struct StrEntry;
 
 // Internal to the store: a block's chain links and engine metadata
-// (KV.BLOCK.CHAIN, store/block_links.cc). Guarded by Store::mu_; `parent` is
+// (KV.BLOCK.CHAIN, store/block_links.cc). Guarded by Keyspace::mu; `parent` is
 // also written only under the entry's shard lock (the read paths test it there
 // to choose the path that stamps ancestors).
 struct BlockLinks {
@@ -188,7 +188,7 @@ struct BlockLinks {
   bool has_hash = false;
 };
 
-// Internal to the store (guarded by Store::mu_): one string key. Entries live
+// Internal to the store (guarded by Keyspace::mu): one string key. Entries live
 // in the map's nodes (stable addresses) and are linked into the LRU list.
 struct StrEntry {
   const std::string* key = nullptr;  // the map node's key
@@ -206,14 +206,14 @@ struct StrEntry {
   StrEntry* prev = nullptr;
   StrEntry* next = nullptr;
   // KV.BLOCK.MATCH ... PIN (store/pins.cc): live pins on this key; written
-  // under Store::mu_ and the entry's shard lock. A pinned key is neither
+  // under Keyspace::mu and the entry's shard lock. A pinned key is neither
   // evicted nor expired. `born` identifies this entry for the leases that pin
   // it (unique per entry created); `held` keeps it from eviction during a
   // CHAIN that links to it.
   uint32_t pins = 0;
   bool held = false;
   // The value lives in the disk tier: the entry is in its shard's tier LRU list
-  // (not the RAM one). Written under mu_ and the shard lock.
+  // (not the RAM one). Written under Keyspace::mu and the shard lock.
   bool tiered = false;
   uint64_t born = 0;
   // Chain links (KV.BLOCK.CHAIN); null for a plain string key.

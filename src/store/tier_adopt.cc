@@ -54,16 +54,16 @@ Status Store::SyncTierForSnapshot() { return tier_ ? tier_->Sync() : Status::OK(
 void Store::SetSnapshotTierPins(std::vector<std::shared_ptr<const void>> pins) {
   std::vector<std::shared_ptr<const void>> old;
   {
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     old.swap(snapshot_tier_pins_);
     snapshot_tier_pins_ = std::move(pins);
   }
-  // `old` goes here, without mu_: the extents no entry holds any more are freed.
+  // `old` goes here, without ks_.mu: the extents no entry holds any more are freed.
 }
 
 void Store::ApplyStrTier(const persist::StrTierRecord& r) {
-  base::MutexLock l(&mu_);
-  if (StrEntry* e = StrEntryLocked(r.key)) StrEraseLocked(*e);  // (one section per key)
+  base::MutexLock l(&ks_.mu);
+  if (StrEntry* e = ks_.FindStringLocked(r.key)) StrEraseLocked(*e);  // (one section per key)
   if (r.expire_at_ms != 0 && r.expire_at_ms <= UnixMillis()) return;
   if (IsNamespaceKeyLocked(r.key)) return;  // cannot happen in a snapshot the server wrote
   const int klen = static_cast<int>(std::min<size_t>(r.key.size(), 128));
@@ -96,18 +96,18 @@ void Store::ApplyStrTier(const persist::StrTierRecord& r) {
   if (cfg_.max_bytes > 0) {
     uint64_t unused = 0;
     (void)EvictLocked(
-        nullptr, [&]() REQUIRES(mu_) { return bytes_ + need <= cfg_.max_bytes; }, &unused, r.key,
+        nullptr, [&]() REQUIRES(ks_.mu) { return bytes_ + need <= cfg_.max_bytes; }, &unused, r.key,
         true);
   }
   StrEntry& e = StrPutLocked(r.key, std::move(ref), r.expire_at_ms);
   tier_adopted_.fetch_add(1, std::memory_order_relaxed);
   if (r.lru_stamp != 0) {
     {
-      Shard& sh = ShardFor(r.key);
+      Shard& sh = ks_.ShardFor(r.key);
       base::MutexLock sl(&sh.mu);
       e.stamp = r.lru_stamp;
     }
-    RaiseClockAbove(r.lru_stamp);
+    ks_.RaiseClockAbove(r.lru_stamp);
   }
 }
 
@@ -118,7 +118,7 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
   const size_t rb = n->row_bytes;
   std::shared_ptr<tier::TierFile> tier;
   {
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     if (n->dropped) return;
     tier = tier_;
   }
@@ -150,7 +150,7 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
   if (!why.empty()) {
     // Never a wrong row, never a failed start: the namespace goes (with its
     // children) as the tier drops entries.
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     tier_adopt_drops_.fetch_add(1, std::memory_order_relaxed);
     if (tier_) tier_errors_.fetch_add(1, std::memory_order_relaxed);
     LOG_WARNING("disk tier: namespace '%s' at %s offset %llu not adopted: %s (dropped)",
@@ -169,7 +169,7 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
   const tier::ExtentRef& ext = *x;
   const uint8_t* base = ext->mapped();
   SidesLock sides(*n);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   if (n->dropped) return;
   uint64_t added = 0;
   for (const persist::NsTierChunkRecord& c : r.chunks) {

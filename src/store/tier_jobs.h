@@ -1,6 +1,6 @@
 // The disk tier's write jobs as they come back from an I/O thread (store/
 // tiering.cc, store/tier_namespaces.cc): what was moved, where it went, and
-// whether the write worked. The next holder of Store::mu_ applies them.
+// whether the write worked. The next holder of Keyspace::mu applies them.
 #pragma once
 
 #include <cstdint>

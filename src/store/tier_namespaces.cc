@@ -52,8 +52,8 @@ std::shared_ptr<Namespace> Store::OldestTieredNamespaceLocked() const {
            n.tier_extent->snapshot_pins.load(std::memory_order_relaxed) > 0;
   };
   std::shared_ptr<Namespace> best;
-  for (const Shard& sh : shards_)
-    for (const auto& [name, n] : MapOf(sh))
+  for (const Shard& sh : ks_.shards())
+    for (const auto& [name, n] : ks_.MapOf(sh))
       if (n->tiered && n->children.empty() && n->pending_children == 0 && !snapshot_held(*n) &&
           (!best ||
            n->stamp.load(std::memory_order_relaxed) < best->stamp.load(std::memory_order_relaxed)))
@@ -71,7 +71,7 @@ bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_
   TierNsDone job;
   uint64_t total = 0;
   for (uint8_t side = 0; side < 2; ++side) {
-    // The lock order is side -> mu_: under mu_ a side lock is only tried (a
+    // The lock order is side -> ks_.mu: under ks_.mu a side lock is only tried (a
     // namespace being written is not moved now).
     const SideData& sd = n->sides[side];
     if (!sd.mu.TryLock()) return false;
@@ -167,14 +167,14 @@ void Store::TierNamespaceWrite(TierNsDone job) {
     tier_ns_done_.push_back(std::move(job));
   }
   TierBacklogDone(queued);  // after the push, as TierWrite does
-  if (mu_.TryLock()) {
+  if (ks_.mu.TryLock()) {
     TierApplyDoneLocked();
-    mu_.Unlock();
+    ks_.mu.Unlock();
   }
 }
 
 void Store::TierApplyNsDoneLocked(std::vector<TierNsDone>& done) {
-  std::vector<TierNsDone> later;  // a side lock was busy: the next holder of mu_ retries
+  std::vector<TierNsDone> later;  // a side lock was busy: the next holder of ks_.mu retries
   for (TierNsDone& d : done) {
     Namespace& n = *d.ns;
     if (n.dropped || !n.tiered || n.tier_extent != d.extent) continue;  // changed since
@@ -207,7 +207,7 @@ void Store::TierApplyNsDoneLocked(std::vector<TierNsDone>& done) {
 
 tier::ExtentRef Store::namespace_extent_for_test(std::string_view ns) {
   NsPtr n = Find(ns);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   TierApplyDoneLocked();
   return n ? n->mapped_extent : nullptr;
 }
@@ -257,7 +257,7 @@ std::optional<Store::TierCheck> Store::TierCheckFor(std::string_view sid) {
   if (!ParseSessionId(sid, &ns, &side)) return std::nullopt;
   NsPtr n = Find(ns);
   if (!n || !n->maps_tier.load(std::memory_order_acquire) || tier_ == nullptr) return std::nullopt;
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   TierApplyDoneLocked();
   if (n->mapped_extent == nullptr) return std::nullopt;
   return TierCheck{n, n->mapped_extent};
@@ -278,7 +278,7 @@ void Store::ReadTierCheck(const TierCheck& c,
 Status Store::CheckTieredNamespace(const NsPtr& n) {
   TierCheck c{n, nullptr};
   {
-    base::MutexLock l(&mu_);
+    base::MutexLock l(&ks_.mu);
     TierApplyDoneLocked();
     c.extent = n->mapped_extent;
   }
@@ -292,7 +292,7 @@ Status Store::ApplyTierCheck(const TierCheck& c, Result<OwnedBuffer> buf, size_t
   const NsPtr& n = c.ns;
   const tier::ExtentRef& x = c.extent;
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   TierApplyDoneLocked();
   if (n->dropped || n->mapped_extent != x) return Status::OK();  // changed since: as it is now
   if (!buf.ok()) {

@@ -10,8 +10,8 @@
 // values. No WAL record is written: a move changes where the bytes are, not
 // what they are; the tier is a cache beside the WAL and snapshots.
 //
-// I/O threads never wait for mu_: a finished write is queued (tier_done_) and
-// applied by whoever holds mu_ next (a try-lock from the I/O thread, the next
+// I/O threads never wait for ks_.mu: a finished write is queued (tier_done_) and
+// applied by whoever holds ks_.mu next (a try-lock from the I/O thread, the next
 // move, promotion, or the expiry cycle).
 #include <algorithm>
 #include <mutex>
@@ -31,7 +31,7 @@ Status Store::AttachTier(const std::string& dir, uint64_t max_bytes, uint64_t mi
   if (!f.ok()) return f.status();
   auto io = std::make_unique<base::ThreadPool>(std::max<uint32_t>(1, io_threads), "pion-tier");
   io->Start();
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   tier_ = std::move(*f);
   tier_io_ = std::move(io);
   tier_min_value_ = min_value;
@@ -44,13 +44,13 @@ void Store::DetachTier() {
   // reference it for the next start (docs/tier_format.md §3).
   if (tier_) tier_->KeepFreedExtents();
   if (tier_io_) tier_io_->Stop();  // finishes the queued writes and reads
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   if (tier_) TierApplyDoneLocked();
 }
 
 void Store::SetTierMaxBytes(uint64_t n) {
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   if (!tier_) return;
   tier_->set_max_bytes(n);
   TierApplyDoneLocked();
@@ -61,7 +61,7 @@ void Store::SetTierMaxBytes(uint64_t n) {
 
 uint64_t Store::MoveOverBudgetToTier() {
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   if (!tier_ || cfg_.max_bytes == 0) return 0;
   uint64_t moved = 0, lsn = 0;
   // Bounded: every entry is looked at once at most.
@@ -87,7 +87,7 @@ void Store::SetTierMinValue(uint64_t n) { tier_min_value_.store(n, std::memory_o
 
 Store::TierStats Store::tier_stats() const {
   TierStats s;
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   if (!tier_) return s;
   s.enabled = true;
   s.bytes = tier_->used_bytes();
@@ -136,7 +136,7 @@ StrEntry* Store::OldestTierMovableLocked() {
   const uint64_t min_value = tier_min_value_.load(std::memory_order_relaxed);
   StrEntry* oldest = nullptr;
   uint64_t oldest_stamp = 0;  // read under its shard's lock (a reader's touch writes it)
-  for (Shard& sh : shards_) {
+  for (Shard& sh : ks_.shards()) {
     base::MutexLock sl(&sh.mu);
     for (StrEntry* e = sh.lru_head; e != nullptr; e = e->next)
       if (EntryMovable(*e, min_value)) {
@@ -157,7 +157,7 @@ bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
     return e.value != nullptr && e.value->extent != nullptr &&
            e.value->extent->snapshot_pins.load(std::memory_order_relaxed) > 0;
   };
-  for (Shard& sh : shards_) {
+  for (Shard& sh : ks_.shards()) {
     base::MutexLock sl(&sh.mu);
     for (StrEntry* e = sh.tier_head; e != nullptr; e = e->next)
       if (e != keep && !EvictionExempt(*e) && !snapshot_held(*e)) {
@@ -200,7 +200,7 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
   StrRef moving = std::move(mv);
   const uint64_t freed = StrCharge(key, ram) - StrCharge(key, moving);
   {
-    Shard& sh = ShardFor(key);
+    Shard& sh = ks_.ShardFor(key);
     base::MutexLock sl(&sh.mu);
     sh.Unlink(e);
     e.tiered = true;
@@ -255,11 +255,11 @@ void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
     tier_done_.push_back({std::move(key), std::move(ram), std::move(moving), std::move(st)});
   }
   // The backlog drops only once the move is in tier_done_, so whoever sees it
-  // empty and then takes mu_ applies every finished move (tests settle so).
+  // empty and then takes ks_.mu applies every finished move (tests settle so).
   TierBacklogDone(size);
-  if (mu_.TryLock()) {
+  if (ks_.mu.TryLock()) {
     TierApplyDoneLocked();
-    mu_.Unlock();
+    ks_.mu.Unlock();
   }
 }
 
@@ -273,9 +273,9 @@ void Store::TierApplyDoneLocked() {
   }
   if (!ns_done.empty()) TierApplyNsDoneLocked(ns_done);
   for (TierDone& d : done) {
-    StrEntry* e = StrEntryLocked(d.key);
+    StrEntry* e = ks_.FindStringLocked(d.key);
     if (e == nullptr || e->value != d.moving) continue;  // replaced or gone since
-    Shard& sh = ShardFor(d.key);
+    Shard& sh = ks_.ShardFor(d.key);
     if (d.status.ok()) {
       auto m = std::make_shared<StrValue>();
       m->data = const_cast<uint8_t*>(d.moving->extent->mapped());
@@ -381,9 +381,9 @@ void Store::ReadTiered(std::string key, StrRef v, std::function<void(Result<StrR
 
 void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& fresh) {
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
+  base::MutexLock l(&ks_.mu);
   TierApplyDoneLocked();
-  StrEntry* e = StrEntryLocked(key);
+  StrEntry* e = ks_.FindStringLocked(key);
   if (e == nullptr || e->value != v) return;
   const uint64_t need = StrCharge(key, fresh) - StrCharge(key, v);
   if (cfg_.max_bytes > 0 && bytes_ + need > cfg_.max_bytes) {
@@ -393,7 +393,7 @@ void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& f
       uint64_t lsn = 0;
       // Stamps read under their shards' locks (a reader's touch writes them).
       auto stamp_of = [this](const StrEntry& x) {
-        base::MutexLock sl(&ShardFor(*x.key).mu);
+        base::MutexLock sl(&ks_.ShardFor(*x.key).mu);
         return x.stamp;
       };
       if (colder == nullptr || stamp_of(*colder) > stamp_of(*e) || !TierMoveLocked(*colder, &lsn))
@@ -401,7 +401,7 @@ void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& f
     }
   }
   {
-    Shard& sh = ShardFor(key);
+    Shard& sh = ks_.ShardFor(key);
     base::MutexLock sl(&sh.mu);
     sh.Unlink(*e);
     e->tiered = false;
@@ -417,8 +417,8 @@ void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& f
 
 void Store::DropDamagedTiered(std::string_view key, const StrRef& v) {
   base::ReaderLock gate(&gate_);
-  base::MutexLock l(&mu_);
-  StrEntry* e = StrEntryLocked(key);
+  base::MutexLock l(&ks_.mu);
+  StrEntry* e = ks_.FindStringLocked(key);
   if (e == nullptr || e->value != v) return;
   uint64_t lsn = 0;
   if (!StrRemoveLocked(*e, 1, &lsn).ok()) return;

@@ -64,7 +64,8 @@ class TieringTest : public ::testing::Test {
       std::this_thread::yield();
     ASSERT_EQ(st_->tier_stats().backlog_bytes, 0u);
     uint64_t lsn = 0;
-    (void)st_->SetMaxBytes(st_->max_bytes(), &lsn);  // applies finished moves under mu_
+    (void)st_->SetMaxBytes(st_->max_bytes(),
+                           &lsn);  // applies finished moves under the keyspace lock
   }
 
   std::string dir_;
