@@ -74,6 +74,7 @@
 #include "store/shard.h"
 #include "store/store_types.h"
 #include "store/strings.h"
+#include "store/tier_counters.h"
 #include "store/tier_jobs.h"
 
 namespace pion::store {
@@ -329,9 +330,9 @@ class Store {
   void SetSnapshotTierPins(std::vector<std::shared_ptr<const void>> pins);
   // Tests: string keys and namespaces adopted from the tier at the last load, and
   // the references of either kind dropped there.
-  uint64_t tier_adopted() const { return tier_adopted_.load(std::memory_order_relaxed); }
-  uint64_t tier_ns_adopted() const { return tier_ns_adopted_.load(std::memory_order_relaxed); }
-  uint64_t tier_adopt_drops() const { return tier_adopt_drops_.load(std::memory_order_relaxed); }
+  uint64_t tier_adopted() const { return tier_counters_.adopted(); }
+  uint64_t tier_ns_adopted() const { return tier_counters_.ns_adopted(); }
+  uint64_t tier_adopt_drops() const { return tier_counters_.adopt_drops(); }
   // CONFIG SET: a smaller tier drops its least recently used values now.
   void SetTierMaxBytes(uint64_t n);
   void SetTierMinValue(uint64_t n);
@@ -696,25 +697,13 @@ class Store {
       REQUIRES(ks_.mu);  // coldest tiered leaf
   std::unique_ptr<base::ThreadPool> tier_io_;
   std::atomic<uint64_t> tier_min_value_{64 * 1024};
-  uint64_t tier_queue_bytes_ GUARDED_BY(ks_.mu) = 256ull << 20;
   uint64_t tier_entries_ GUARDED_BY(ks_.mu) = 0;
   // The extents the snapshot in place references (see SetSnapshotTierPins).
   std::vector<std::shared_ptr<const void>> snapshot_tier_pins_ GUARDED_BY(ks_.mu);
-  std::atomic<uint64_t> tier_adopted_{0}, tier_adopt_drops_{0}, tier_ns_adopted_{0};
-  // After a failed tier write nothing moves for a second (a failing disk
-  // behaves as no tier instead of bouncing every value); monotonic us.
-  std::atomic<uint64_t> tier_paused_until_us_{0};
-  mutable base::Mutex tier_backlog_mu_;
-  base::CondVar tier_backlog_cv_;
-  uint64_t tier_backlog_ GUARDED_BY(tier_backlog_mu_) = 0;  // bytes queued for writing
-  // Back-pressure on the tier's writes: waits until `bytes` more fit
-  // tier-write-queue (one move always may, however big), then counts them.
-  void TierBacklogAdd(uint64_t bytes) REQUIRES(ks_.mu);
-  // `bytes` are written or given up: uncounted, and a waiting mover woken.
-  void TierBacklogDone(uint64_t bytes);
-  std::atomic<uint64_t> tier_reads_{0}, tier_read_bytes_{0}, tier_writes_{0}, tier_write_bytes_{0},
-      tier_promotions_{0}, tier_evictions_{0}, tier_errors_{0}, tier_read_us_{0};
-  std::array<std::atomic<uint64_t>, kTierLatencyBuckets> tier_read_latency_{};
+  // Counters (INFO tier_*), the write back-pressure and the pause after a
+  // failed write (store/tier_counters.h).
+  TierCounters tier_counters_;
+  TierBacklog tier_backlog_;
   // Moves e's value to the tier (its write queued to an I/O thread); false
   // when it cannot go there (no tier, too small, already there, no room even
   // after the tier dropped its coldest). REQUIRES ks_.mu, no shard lock.

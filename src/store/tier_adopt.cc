@@ -35,9 +35,9 @@ tier::ExtentId ExtentIdOf(const persist::TierExtentRecord& e, uint64_t value_len
 
 void Store::FinishTierAdoption() {
   if (tier_) tier_->FinishAdopt();
-  const uint64_t adopted = tier_adopted_.load(std::memory_order_relaxed);
-  const uint64_t ns_adopted = tier_ns_adopted_.load(std::memory_order_relaxed);
-  const uint64_t dropped = tier_adopt_drops_.load(std::memory_order_relaxed);
+  const uint64_t adopted = tier_counters_.adopted();
+  const uint64_t ns_adopted = tier_counters_.ns_adopted();
+  const uint64_t dropped = tier_counters_.adopt_drops();
   if (adopted > 0 || dropped > 0)
     LOG_NOTICE("disk tier: %llu values adopted from %s, %llu dropped (missing or damaged)",
                static_cast<unsigned long long>(adopted),
@@ -68,7 +68,7 @@ void Store::ApplyStrTier(const persist::StrTierRecord& r) {
   if (IsNamespaceKeyLocked(r.key)) return;  // cannot happen in a snapshot the server wrote
   const int klen = static_cast<int>(std::min<size_t>(r.key.size(), 128));
   if (!tier_) {
-    tier_adopt_drops_.fetch_add(1, std::memory_order_relaxed);
+    tier_counters_.AdoptDropped();
     ++evicted_strings_;
     LOG_WARNING("snapshot: '%.*s' is in the disk tier, but no tier-dir is set: dropped", klen,
                 r.key.data());
@@ -77,9 +77,9 @@ void Store::ApplyStrTier(const persist::StrTierRecord& r) {
   auto x = tier_->Adopt(r.key, ExtentIdOf(r.extent, r.value_len));
   if (!x.ok()) {
     // Never a wrong byte, never a failed start: the key goes as the tier drops entries.
-    tier_adopt_drops_.fetch_add(1, std::memory_order_relaxed);
-    tier_errors_.fetch_add(1, std::memory_order_relaxed);
-    tier_evictions_.fetch_add(1, std::memory_order_relaxed);
+    tier_counters_.AdoptDropped();
+    tier_counters_.Failed();
+    tier_counters_.Evicted();
     ++evicted_strings_;
     LOG_WARNING("disk tier: '%.*s' at %s offset %llu not adopted: %s (dropped)", klen, r.key.data(),
                 tier_->path().c_str(), static_cast<unsigned long long>(r.extent.offset),
@@ -100,7 +100,7 @@ void Store::ApplyStrTier(const persist::StrTierRecord& r) {
         true);
   }
   StrEntry& e = StrPutLocked(r.key, std::move(ref), r.expire_at_ms);
-  tier_adopted_.fetch_add(1, std::memory_order_relaxed);
+  tier_counters_.AdoptedString();
   if (r.lru_stamp != 0) {
     {
       Shard& sh = ks_.ShardFor(r.key);
@@ -151,8 +151,8 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
     // Never a wrong row, never a failed start: the namespace goes (with its
     // children) as the tier drops entries.
     base::MutexLock l(&ks_.mu);
-    tier_adopt_drops_.fetch_add(1, std::memory_order_relaxed);
-    if (tier_) tier_errors_.fetch_add(1, std::memory_order_relaxed);
+    tier_counters_.AdoptDropped();
+    if (tier_) tier_counters_.Failed();
     LOG_WARNING("disk tier: namespace '%s' at %s offset %llu not adopted: %s (dropped)",
                 n->name.c_str(), tier_ ? tier_->path().c_str() : "(no tier)",
                 static_cast<unsigned long long>(r.extent.offset), why.c_str());
@@ -160,7 +160,7 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
     uint64_t lsn = 0, removed = 0;
     if (RemoveSubtreeLocked(n, DropReason::kEviction, &lsn, &removed).ok()) {
       EvictedFromPoolLocked(n, nullptr);
-      if (tier_) tier_evictions_.fetch_add(removed, std::memory_order_relaxed);
+      if (tier_) tier_counters_.Evicted(removed);
     }
     return;
   }
@@ -216,7 +216,7 @@ void Store::ApplyNamespaceTier(const persist::NsTierRecord& r) {
     ++tier_entries_;
   }
   snapshot_tier_pins_.push_back(tier::PinForSnapshot(ext));  // the loaded snapshot references it
-  tier_ns_adopted_.fetch_add(1, std::memory_order_relaxed);
+  tier_counters_.AdoptedNamespace();
 }
 
 }  // namespace pion::store

@@ -63,8 +63,7 @@ std::shared_ptr<Namespace> Store::OldestTieredNamespaceLocked() const {
 
 bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_t* lsn) {
   TierApplyDoneLocked();
-  if (!tier_ || n->dropped || !RamCandidateLocked(*n) ||
-      MonotonicUs() < tier_paused_until_us_.load(std::memory_order_relaxed))
+  if (!tier_ || n->dropped || !RamCandidateLocked(*n) || tier_backlog_.Paused(MonotonicUs()))
     return false;
   const uint64_t rows_bytes = n->bytes - TableBytes(n->blocks);
   if (rows_bytes == 0 || rows_bytes < tier_min_value_.load(std::memory_order_relaxed)) return false;
@@ -94,7 +93,7 @@ bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_
     if (n->dropped) return false;
     x = tier_->Allocate(n->name, total);
   }
-  TierBacklogAdd(total);
+  tier_backlog_.Add(total);
   n->tiered = true;
   n->tier_extent = x;
   n->tier_uncharged = rows_bytes;
@@ -111,7 +110,7 @@ bool Store::TierMoveNamespaceLocked(const std::shared_ptr<Namespace>& n, uint64_
       base::MutexLock tl(&tier_done_mu_);
       tier_ns_done_.push_back(std::move(*shared));
     }
-    TierBacklogDone(bytes);
+    tier_backlog_.Done(bytes);
   }
   return true;
 }
@@ -151,11 +150,10 @@ void Store::TierNamespaceWrite(TierNsDone job) {
   job.status = tier_->Write(*job.extent, fill);
   const uint64_t queued = x.value_len;
   if (job.status.ok()) {
-    tier_writes_.fetch_add(1, std::memory_order_relaxed);
-    tier_write_bytes_.fetch_add(x.length, std::memory_order_relaxed);
+    tier_counters_.Wrote(x.length);
   } else {
-    tier_errors_.fetch_add(1, std::memory_order_relaxed);
-    tier_paused_until_us_.store(MonotonicUs() + 1'000'000, std::memory_order_relaxed);
+    tier_counters_.Failed();
+    tier_backlog_.PauseAfterFailure(MonotonicUs());
     LOG_WARNING(
         "disk tier: writing namespace '%s' to %s at offset %llu failed: %s (it stays in "
         "RAM)",
@@ -166,7 +164,7 @@ void Store::TierNamespaceWrite(TierNsDone job) {
     base::MutexLock tl(&tier_done_mu_);
     tier_ns_done_.push_back(std::move(job));
   }
-  TierBacklogDone(queued);  // after the push, as TierWrite does
+  tier_backlog_.Done(queued);  // after the push, as TierWrite does
   if (ks_.mu.TryLock()) {
     TierApplyDoneLocked();
     ks_.mu.Unlock();
@@ -302,7 +300,7 @@ Status Store::ApplyTierCheck(const TierCheck& c, Result<OwnedBuffer> buf, size_t
     uint64_t removed = 0;
     PION_RETURN_IF_ERROR(RemoveSubtreeLocked(n, DropReason::kEviction, &lsn, &removed));
     EvictedFromPoolLocked(n, nullptr);
-    tier_evictions_.fetch_add(removed, std::memory_order_relaxed);
+    tier_counters_.Evicted(removed);
     return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   }
   // Checked. Promoted when it fits (the read's buffer becomes its chunks'
@@ -326,7 +324,7 @@ Status Store::ApplyTierCheck(const TierCheck& c, Result<OwnedBuffer> buf, size_t
   n->maps_tier.store(false, std::memory_order_release);
   if (n->tiered) {
     UntierNamespaceLocked(*n);
-    tier_promotions_.fetch_add(1, std::memory_order_relaxed);
+    tier_counters_.Promoted();
   }
   UnlockSides(*n);
   return Status::OK();

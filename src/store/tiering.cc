@@ -35,7 +35,7 @@ Status Store::AttachTier(const std::string& dir, uint64_t max_bytes, uint64_t mi
   tier_ = std::move(*f);
   tier_io_ = std::move(io);
   tier_min_value_ = min_value;
-  tier_queue_bytes_ = std::max<uint64_t>(queue_bytes, 1);
+  tier_backlog_.SetLimit(queue_bytes);
   return Status::OK();
 }
 
@@ -94,21 +94,9 @@ Store::TierStats Store::tier_stats() const {
   s.max_bytes = tier_->max_bytes();
   s.direct_io = tier_->direct();
   s.entries = tier_entries_;
-  s.reads = tier_reads_.load(std::memory_order_relaxed);
-  s.read_bytes = tier_read_bytes_.load(std::memory_order_relaxed);
-  s.writes = tier_writes_.load(std::memory_order_relaxed);
-  s.write_bytes = tier_write_bytes_.load(std::memory_order_relaxed);
-  s.promotions = tier_promotions_.load(std::memory_order_relaxed);
-  s.evictions = tier_evictions_.load(std::memory_order_relaxed);
-  s.errors = tier_errors_.load(std::memory_order_relaxed);
-  s.read_us = tier_read_us_.load(std::memory_order_relaxed);
+  tier_counters_.Fill(&s);
   s.ring_reads = tier::ReadRing::total_reads();
-  for (size_t i = 0; i < kTierLatencyBuckets; ++i)
-    s.read_latency[i] = tier_read_latency_[i].load(std::memory_order_relaxed);
-  {
-    base::MutexLock bl(&tier_backlog_mu_);
-    s.backlog_bytes = tier_backlog_;
-  }
+  s.backlog_bytes = tier_backlog_.queued();
   return s;
 }
 
@@ -123,7 +111,7 @@ bool EntryMovable(const StrEntry& e, uint64_t min_value) {
 }  // namespace
 
 bool Store::TierMovableLocked(const StrEntry& e) const {
-  return tier_ && MonotonicUs() >= tier_paused_until_us_.load(std::memory_order_relaxed) &&
+  return tier_ && !tier_backlog_.Paused(MonotonicUs()) &&
          EntryMovable(e, tier_min_value_.load(std::memory_order_relaxed));
 }
 
@@ -131,8 +119,7 @@ StrEntry* Store::OldestTierMovableLocked() {
   // The oldest of the shards' first movable entries (each RAM list is oldest
   // first). The tier's state is read once, not per entry: a read that cannot
   // promote walks every entry in RAM here.
-  if (!tier_ || MonotonicUs() < tier_paused_until_us_.load(std::memory_order_relaxed))
-    return nullptr;
+  if (!tier_ || tier_backlog_.Paused(MonotonicUs())) return nullptr;
   const uint64_t min_value = tier_min_value_.load(std::memory_order_relaxed);
   StrEntry* oldest = nullptr;
   uint64_t oldest_stamp = 0;  // read under its shard's lock (a reader's touch writes it)
@@ -168,13 +155,13 @@ bool Store::TierDropOldestLocked(const StrEntry* keep, uint64_t* lsn) {
   if (nv && (victim == nullptr || nv->stamp.load(std::memory_order_relaxed) < victim->stamp)) {
     if (!RemoveLocked(nv, DropReason::kEviction, lsn).ok()) return false;
     EvictedFromPoolLocked(nv, nullptr);
-    tier_evictions_.fetch_add(1, std::memory_order_relaxed);
+    tier_counters_.Evicted();
     return true;
   }
   if (victim == nullptr) return false;
   if (!StrRemoveLocked(*victim, 1, lsn).ok()) return false;
   ++evicted_strings_;
-  tier_evictions_.fetch_add(1, std::memory_order_relaxed);
+  tier_counters_.Evicted();
   return true;
 }
 
@@ -189,7 +176,7 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
     if (!TierDropOldestLocked(&e, lsn)) return false;
     x = tier_->Allocate(key, ram->size);
   }
-  TierBacklogAdd(ram->size);
+  tier_backlog_.Add(ram->size);
   auto mv = std::make_shared<StrValue>();
   mv->data = ram->data;
   mv->size = ram->size;
@@ -217,35 +204,19 @@ bool Store::TierMoveLocked(StrEntry& e, uint64_t* lsn) {
       tier_done_.push_back({std::move(k), ram, moving,
                             Status(Code::kIOError, Reason::kTierStopped, {}, "tier stopped")});
     }
-    TierBacklogDone(ram->size);
+    tier_backlog_.Done(ram->size);
   }
   return true;
-}
-
-void Store::TierBacklogAdd(uint64_t bytes) {
-  base::MutexLock bl(&tier_backlog_mu_);
-  while (tier_backlog_ != 0 && tier_backlog_ + bytes > tier_queue_bytes_)
-    tier_backlog_cv_.Wait(tier_backlog_mu_);
-  tier_backlog_ += bytes;
-}
-
-void Store::TierBacklogDone(uint64_t bytes) {
-  {
-    base::MutexLock bl(&tier_backlog_mu_);
-    tier_backlog_ -= bytes;
-  }
-  tier_backlog_cv_.SignalAll();
 }
 
 void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
   Status st = tier_->Write(*moving->extent, ram->data, ram->size);
   const uint64_t size = ram->size;
   if (st.ok()) {
-    tier_writes_.fetch_add(1, std::memory_order_relaxed);
-    tier_write_bytes_.fetch_add(moving->extent->length, std::memory_order_relaxed);
+    tier_counters_.Wrote(moving->extent->length);
   } else {
-    tier_errors_.fetch_add(1, std::memory_order_relaxed);
-    tier_paused_until_us_.store(MonotonicUs() + 1'000'000, std::memory_order_relaxed);
+    tier_counters_.Failed();
+    tier_backlog_.PauseAfterFailure(MonotonicUs());
     LOG_WARNING("disk tier: writing %s at offset %llu failed: %s (the value stays in RAM)",
                 tier_->path().c_str(), static_cast<unsigned long long>(moving->extent->offset),
                 st.ToString().c_str());
@@ -256,7 +227,7 @@ void Store::TierWrite(std::string key, StrRef ram, StrRef moving) {
   }
   // The backlog drops only once the move is in tier_done_, so whoever sees it
   // empty and then takes ks_.mu applies every finished move (tests settle so).
-  TierBacklogDone(size);
+  tier_backlog_.Done(size);
   if (ks_.mu.TryLock()) {
     TierApplyDoneLocked();
     ks_.mu.Unlock();
@@ -314,20 +285,14 @@ Result<OwnedBuffer> Store::TierReadExtent(std::string_view what, const tier::Ext
 Result<OwnedBuffer> Store::TierReadCount(std::string_view what, const tier::Extent& x,
                                          uint64_t t0_us, Result<OwnedBuffer> buf) {
   if (!buf.ok()) {
-    tier_errors_.fetch_add(1, std::memory_order_relaxed);
+    tier_counters_.Failed();
     LOG_WARNING("disk tier: reading '%.*s' at %s offset %llu failed: %s",
                 static_cast<int>(std::min<size_t>(what.size(), 128)), what.data(),
                 x.file != nullptr ? x.file->path().c_str() : "?",
                 static_cast<unsigned long long>(x.offset), buf.status().ToString().c_str());
     return buf.status();
   }
-  tier_reads_.fetch_add(1, std::memory_order_relaxed);
-  tier_read_bytes_.fetch_add(x.length, std::memory_order_relaxed);
-  const uint64_t us = MonotonicUs() - t0_us;
-  tier_read_us_.fetch_add(us, std::memory_order_relaxed);
-  size_t b = 0;
-  while (b + 1 < kTierLatencyBuckets && (1ull << b) < us) ++b;
-  tier_read_latency_[b].fetch_add(1, std::memory_order_relaxed);
+  tier_counters_.Read(x.length, MonotonicUs() - t0_us);
   return buf;
 }
 
@@ -412,7 +377,7 @@ void Store::PromoteTiered(std::string_view key, const StrRef& v, const StrRef& f
   bytes_ += need;
   str_bytes_ += need;
   if (e->pins > 0) PinnedChargeChangedLocked(*e, StrCharge(key, v), StrCharge(key, fresh));
-  tier_promotions_.fetch_add(1, std::memory_order_relaxed);
+  tier_counters_.Promoted();
 }
 
 void Store::DropDamagedTiered(std::string_view key, const StrRef& v) {
@@ -423,7 +388,7 @@ void Store::DropDamagedTiered(std::string_view key, const StrRef& v) {
   uint64_t lsn = 0;
   if (!StrRemoveLocked(*e, 1, &lsn).ok()) return;
   ++evicted_strings_;
-  tier_evictions_.fetch_add(1, std::memory_order_relaxed);
+  tier_counters_.Evicted();
 }
 
 }  // namespace pion::store
