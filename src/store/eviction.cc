@@ -34,38 +34,15 @@ void RaiseStamp(std::atomic<uint64_t>& stamp, uint64_t s) {
 
 bool IsLeaf(const Namespace& n) { return n.children.empty() && n.pending_children == 0; }
 
-// Older first: the lower stamp, the deeper namespace on a tie.
-bool Older(uint64_t sa, uint32_t da, uint64_t sb, uint32_t db) {
-  return sa != sb ? sa < sb : da > db;
-}
-
 }  // namespace
 
 bool Store::OfferToPoolLocked(const NsPtr& n, const Namespace* keep) {
   if (n.get() == keep || n->dropped || !RamCandidateLocked(*n)) return false;
-  const uint64_t st = n->stamp.load(std::memory_order_relaxed);
-  // Already pooled: refresh it in place (the pool is re-sorted on every pick).
-  for (PoolEntry& e : evict_pool_)
-    if (e.ns == n.get()) {
-      e.stamp = st;
-      return true;
-    }
-  if (evict_pool_.size() >= kEvictionPoolSize) {
-    // Full: the candidate replaces the youngest entry if it is older.
-    auto youngest = std::max_element(evict_pool_.begin(), evict_pool_.end(),
-                                     [](const PoolEntry& a, const PoolEntry& b) {
-                                       return Older(a.stamp, a.depth, b.stamp, b.depth);
-                                     });
-    if (Older(st, n->depth, youngest->stamp, youngest->depth))
-      *youngest = PoolEntry{st, n->depth, n.get(), n};
-    return true;
-  }
-  evict_pool_.push_back(PoolEntry{st, n->depth, n.get(), n});
+  evict_pool_.Offer(n, n->stamp.load(std::memory_order_relaxed), n->depth);
   return true;
 }
 
 void Store::SampleLeavesLocked(const Namespace* keep) {
-  if (evict_pool_.capacity() < kEvictionPoolSize) evict_pool_.reserve(kEvictionPoolSize);
   const size_t k = std::max<uint32_t>(1, cfg_.eviction_samples);
   if (NsCountLocked() <= k) {
     // No more namespaces than the sample: all of them (exact LRU).
@@ -80,22 +57,14 @@ void Store::SampleLeavesLocked(const Namespace* keep) {
   rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
       rand_state_ ^= rand_state_ << 17;
   // The buckets of the shards' maps, one after the other, as one table.
-  size_t nb = 0;
-  for (const Shard& sh : ks_.shards()) nb += ks_.MapOf(sh).bucket_count();
-  size_t g = static_cast<size_t>(rand_state_ % nb);
-  size_t si = 0;
-  while (g >= ks_.MapOf(ks_.shard(si)).bucket_count())
-    g -= ks_.MapOf(ks_.shard(si++)).bucket_count();
+  const size_t nb = ks_.NamespaceBucketsLocked();
+  Keyspace::BucketPos p = ks_.NamespaceBucketLocked(static_cast<size_t>(rand_state_ % nb));
   const size_t steps = std::min(10 * k, nb);
   size_t leaves = 0;
-  for (size_t step = 0; step < steps && leaves < k; ++step) {
-    NsMap& m = ks_.MapOf(ks_.shard(si));
-    for (auto it = m.begin(g); it != m.end(g) && leaves < k; ++it)
+  for (size_t step = 0; step < steps && leaves < k; ++step, ks_.NextNamespaceBucketLocked(&p)) {
+    NsMap& m = ks_.MapOf(ks_.shard(p.shard));
+    for (auto it = m.begin(p.bucket); it != m.end(p.bucket) && leaves < k; ++it)
       if (OfferToPoolLocked(it->second, keep)) ++leaves;
-    if (++g == m.bucket_count()) {
-      g = 0;
-      si = (si + 1) % kShards;
-    }
   }
 }
 
@@ -104,16 +73,11 @@ NsPtr Store::OldestPooledLeafLocked(const Namespace* keep) {
   for (int pass = 0; pass < 2; ++pass) {
     // Re-read the entries: drop the gone, held and no-longer-leaf ones, take
     // touches since they were pooled into account.
-    size_t w = 0;
-    for (size_t i = 0; i < evict_pool_.size(); ++i) {
-      PoolEntry& e = evict_pool_[i];
-      NsPtr n = e.ref.lock();
-      if (!n || n->dropped || n.get() == keep || !RamCandidateLocked(*n)) continue;
-      e.stamp = n->stamp.load(std::memory_order_relaxed);
-      if (w != i) evict_pool_[w] = std::move(e);
-      ++w;
-    }
-    evict_pool_.resize(w);
+    evict_pool_.Refresh([&](const NsPtr& n) -> std::optional<uint64_t> {
+      ks_.mu.AssertHeld();  // the caller's (the analysis does not see into the lambda)
+      if (n->dropped || n.get() == keep || !RamCandidateLocked(*n)) return std::nullopt;
+      return n->stamp.load(std::memory_order_relaxed);
+    });
     if (!evict_pool_.empty()) break;
     // The sample held no leaf (a map of interior namespaces): look at them all
     // once, so eviction never fails while a leaf exists.
@@ -121,21 +85,11 @@ NsPtr Store::OldestPooledLeafLocked(const Namespace* keep) {
       for (Shard& sh : ks_.shards())
         for (auto& [name, n] : ks_.MapOf(sh)) OfferToPoolLocked(n, keep);
   }
-  if (evict_pool_.empty()) return nullptr;
-  auto best = std::min_element(evict_pool_.begin(), evict_pool_.end(),
-                               [](const PoolEntry& a, const PoolEntry& b) {
-                                 return Older(a.stamp, a.depth, b.stamp, b.depth);
-                               });
-  return best->ref.lock();
+  return evict_pool_.Oldest();
 }
 
 void Store::EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep) {
-  for (size_t i = 0; i < evict_pool_.size(); ++i)
-    if (evict_pool_[i].ns == victim.get()) {
-      evict_pool_[i] = std::move(evict_pool_.back());
-      evict_pool_.pop_back();
-      break;
-    }
+  evict_pool_.Remove(victim.get());
   // Its parent is a candidate once its last child is gone (the chain goes leaf to root).
   if (Namespace* p = victim->parent.get()) {
     const NsPtr* it = NsRefLocked(p->name);
@@ -238,23 +192,15 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
       if (r < nstr) {
         // A random bucket (of the shards' tables, one after the other), then
         // the first key from it on.
-        size_t nb = 0;
-        for (const Shard& sh : ks_.shards()) nb += ks_.StringsOf(sh).bucket_count();
-        size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
-        size_t si = 0;
-        while (g >= ks_.StringsOf(ks_.shard(si)).bucket_count())
-          g -= ks_.StringsOf(ks_.shard(si++)).bucket_count();
-        for (size_t k = 0; k < nb && sv == nullptr; ++k) {
-          StrMap& m = ks_.StringsOf(ks_.shard(si));
-          for (auto it = m.begin(g); it != m.end(g); ++it)
+        const size_t nb = ks_.StringBucketsLocked();
+        Keyspace::BucketPos p = ks_.StringBucketLocked(static_cast<size_t>(rand_state_ >> 20) % nb);
+        for (size_t k = 0; k < nb && sv == nullptr; ++k, ks_.NextStringBucketLocked(&p)) {
+          StrMap& m = ks_.StringsOf(ks_.shard(p.shard));
+          for (auto it = m.begin(p.bucket); it != m.end(p.bucket); ++it)
             if (!is_kept(&it->second)) {
               sv = &it->second;
               break;
             }
-          if (++g == m.bucket_count()) {
-            g = 0;
-            si = (si + 1) % kShards;
-          }
         }
       } else {
         // A random namespace among the leaves (lineage: never one with children).
@@ -339,16 +285,14 @@ Status Store::EvictLocked(const Namespace* keep, const std::function<bool()>& fi
 
 StrEntry* Store::SampleStringVictimLocked(bool volatile_only,
                                           const std::function<bool(const StrEntry*)>& is_kept) {
-  size_t nb = 0;
-  for (const Shard& sh : ks_.shards()) nb += ks_.StringsOf(sh).bucket_count();
+  const size_t nb = ks_.StringBucketsLocked();
   if (nb == 0 || StrCountLocked() == 0) return nullptr;
   rand_state_ ^= rand_state_ << 13, rand_state_ ^= rand_state_ >> 7,
       rand_state_ ^= rand_state_ << 17;
   // A random bucket of the shards' tables (one after the other), and on from it.
-  size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
-  size_t si = 0;
-  while (g >= ks_.StringsOf(ks_.shard(si)).bucket_count())
-    g -= ks_.StringsOf(ks_.shard(si++)).bucket_count();
+  const Keyspace::BucketPos start =
+      ks_.StringBucketLocked(static_cast<size_t>(rand_state_ >> 20) % nb);
+  size_t g = start.bucket, si = start.shard;
   const size_t want = std::max<uint32_t>(1, cfg_.eviction_samples);
   const bool lfu = IsLfuPolicy(policy_), ttl = policy_ == EvictPolicy::kVolatileTtl;
   StrEntry* best = nullptr;

@@ -254,19 +254,11 @@ std::optional<std::string> Store::RandomKey() {
     return std::nullopt;
   }
   // A random bucket of the shards' tables (one after the other), then the first key on.
-  size_t nb = 0;
-  for (const Shard& sh : ks_.shards()) nb += ks_.StringsOf(sh).bucket_count();
-  size_t g = static_cast<size_t>(rand_state_ >> 20) % nb;
-  size_t si = 0;
-  while (g >= ks_.StringsOf(ks_.shard(si)).bucket_count())
-    g -= ks_.StringsOf(ks_.shard(si++)).bucket_count();
-  for (size_t k = 0; k < nb; ++k) {
-    const StrMap& m = ks_.StringsOf(ks_.shard(si));
-    if (m.begin(g) != m.end(g)) return m.begin(g)->first;
-    if (++g == m.bucket_count()) {
-      g = 0;
-      si = (si + 1) % kShards;
-    }
+  const size_t nb = ks_.StringBucketsLocked();
+  Keyspace::BucketPos p = ks_.StringBucketLocked(static_cast<size_t>(rand_state_ >> 20) % nb);
+  for (size_t k = 0; k < nb; ++k, ks_.NextStringBucketLocked(&p)) {
+    const StrMap& m = ks_.StringsOf(ks_.shard(p.shard));
+    if (m.begin(p.bucket) != m.end(p.bucket)) return m.begin(p.bucket)->first;
   }
   return std::nullopt;
 }

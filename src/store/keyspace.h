@@ -77,6 +77,21 @@ class Keyspace {
     return sh.index;
   }
 
+  // Sampling (eviction, RANDOMKEY) takes every shard's string map, or every
+  // shard's namespace map, as one table of buckets, one shard after the
+  // other: a bucket's place in it, the table's size, the place of bucket `g`
+  // (< the size), and the next place (wrapping from the last to the first).
+  struct BucketPos {
+    size_t shard = 0;
+    size_t bucket = 0;
+  };
+  size_t StringBucketsLocked() const REQUIRES(mu) { return Buckets(&Shard::strings); }
+  size_t NamespaceBucketsLocked() const REQUIRES(mu) { return Buckets(&Shard::map); }
+  BucketPos StringBucketLocked(size_t g) const REQUIRES(mu) { return At(&Shard::strings, g); }
+  BucketPos NamespaceBucketLocked(size_t g) const REQUIRES(mu) { return At(&Shard::map, g); }
+  void NextStringBucketLocked(BucketPos* p) const REQUIRES(mu) { Next(&Shard::strings, p); }
+  void NextNamespaceBucketLocked(BucketPos* p) const REQUIRES(mu) { Next(&Shard::map, p); }
+
   // A string key's entry, expired or not; nullptr when there is none.
   StrEntry* FindStringLocked(std::string_view key) const REQUIRES(mu);
   // A new entry for `key` (which has none) in its shard `sh` (whose lock the
@@ -135,6 +150,27 @@ class Keyspace {
   uint64_t ChangesLocked() const REQUIRES(mu) { return version_ + removals_; }
 
  private:
+  template <typename Map>
+  size_t Buckets(Map Shard::*m) const NO_THREAD_SAFETY_ANALYSIS {
+    size_t n = 0;
+    for (const Shard& sh : shards_) n += (sh.*m).bucket_count();
+    return n;
+  }
+  template <typename Map>
+  BucketPos At(Map Shard::*m, size_t g) const NO_THREAD_SAFETY_ANALYSIS {
+    BucketPos p;
+    while (g >= (shards_[p.shard].*m).bucket_count()) g -= (shards_[p.shard++].*m).bucket_count();
+    p.bucket = g;
+    return p;
+  }
+  template <typename Map>
+  void Next(Map Shard::*m, BucketPos* p) const NO_THREAD_SAFETY_ANALYSIS {
+    if (++p->bucket == (shards_[p->shard].*m).bucket_count()) {
+      p->bucket = 0;
+      p->shard = (p->shard + 1) % kShards;
+    }
+  }
+
   Shard shards_[kShards];
   std::atomic<uint64_t> lru_clock_{0};
   // Read by readers under a shard lock only.

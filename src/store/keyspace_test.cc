@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pion::store {
@@ -118,6 +120,33 @@ TEST(Keyspace, TouchesStampInOrderAndRenewTheLru) {
   EXPECT_GT(ks.NextStamp(), 1000u);
   ks.RaiseClockAbove(10);  // never lowers it
   EXPECT_GT(ks.NextStamp(), 1000u);
+}
+
+// Sampling's table of buckets: every shard's string map one after the other;
+// walking it from any place with Next visits each bucket once, wrapping.
+TEST(Keyspace, BucketWalkVisitsEveryBucketOnce) {
+  Keyspace ks;
+  base::MutexLock l(&ks.mu);
+  for (int i = 0; i < 300; ++i) Insert(ks, "k" + std::to_string(i));
+  const size_t nb = ks.StringBucketsLocked();
+  size_t want = 0;
+  for (size_t i = 0; i < kShards; ++i) want += ks.StringsOf(ks.shard(i)).bucket_count();
+  ASSERT_EQ(nb, want);
+  for (size_t start : {size_t{0}, nb / 3, nb - 1}) {
+    Keyspace::BucketPos p = ks.StringBucketLocked(start);
+    std::set<std::pair<size_t, size_t>> seen;
+    size_t keys = 0;
+    for (size_t k = 0; k < nb; ++k, ks.NextStringBucketLocked(&p)) {
+      ASSERT_LT(p.shard, kShards);
+      ASSERT_LT(p.bucket, ks.StringsOf(ks.shard(p.shard)).bucket_count());
+      seen.insert({p.shard, p.bucket});
+      keys += ks.StringsOf(ks.shard(p.shard)).bucket_size(p.bucket);
+    }
+    EXPECT_EQ(seen.size(), nb);
+    EXPECT_EQ(keys, 300u);
+    EXPECT_EQ(p.shard, ks.StringBucketLocked(start).shard);  // wrapped to the start
+    EXPECT_EQ(p.bucket, ks.StringBucketLocked(start).bucket);
+  }
 }
 
 // Redis's LFU: a new key starts at 5; with a log factor of 0 every access

@@ -65,6 +65,7 @@
 #include "quant/format.h"
 #include "store/block_index.h"
 #include "store/chunk.h"
+#include "store/eviction_pool.h"
 #include "store/keyspace.h"
 #include "store/lease_table.h"
 #include "store/mutation.h"
@@ -529,15 +530,7 @@ class Store {
   uint64_t bytes_ GUARDED_BY(ks_.mu) = 0;
   uint64_t evictions_ GUARDED_BY(ks_.mu) = 0;
   ShardedCounter total_fetches_;  // per worker: every fetch bumps it (base/sharded_counter.h)
-  // The eviction pool (guarded by ks_.mu): weak references, so a pooled namespace
-  // that is dropped is freed; `ns` identifies the entry.
-  struct PoolEntry {
-    uint64_t stamp;
-    uint32_t depth;
-    const Namespace* ns;
-    std::weak_ptr<Namespace> ref;
-  };
-  std::vector<PoolEntry> evict_pool_ GUARDED_BY(ks_.mu);
+  EvictionPool evict_pool_ GUARDED_BY(ks_.mu);  // store/eviction_pool.h
   uint64_t next_incarnation_ GUARDED_BY(ks_.mu) = 1;
 
   // REQUIRES sh.mu: `ns`'s non-empty block table (the namespace touched in the
