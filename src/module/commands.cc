@@ -32,8 +32,8 @@
 #include "module/ns_value.h"
 #include "module/redis_api.h"
 #include "quant/format.h"
+#include "store/namespace.h"
 #include "store/session_id.h"
-#include "store/store.h"
 
 namespace pion::module {
 
@@ -175,17 +175,16 @@ int KvRegister(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   bool wrong = false;
   NsValue* v = key.value(&wrong);
   if (wrong) return c.Error(srv::kErrWrongType);
-  uint64_t lsn = 0;
   if (v == nullptr) {
-    std::unique_ptr<NsValue, void (*)(NsValue*)> fresh(NewNsValue(), DeleteNsValue);
-    pion::Status st = fresh->store->Register(ra, &lsn);
+    std::shared_ptr<store::Namespace> ns;
+    pion::Status st = store::RegisterUnshared(ra, &ns);
     if (!st.ok()) return c.Status(st);
-    Reaccount(fresh.get());
+    std::unique_ptr<NsValue, void (*)(NsValue*)> fresh(NewNsValue(std::move(ns)), DeleteNsValue);
     if (api.ModuleTypeSetValue(key.get(), NsType(), fresh.get()) != redis::kOk)
       return c.Error(srv::kErrModuleSetKey);
     fresh.release();
   } else {
-    pion::Status st = v->store->Register(ra, &lsn);
+    pion::Status st = store::RegisterUnshared(ra, &v->ns);
     if (!st.ok()) return c.Status(st);
     Reaccount(v);
   }
@@ -203,7 +202,7 @@ int KvLookup(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   NsValue* v = key.value(&wrong);
   if (wrong) return c.Error(srv::kErrWrongType);
   store::LookupResult lr;
-  if (v != nullptr) lr = v->store->Lookup(kInternalNs);
+  if (v != nullptr) lr = store::LookupOf(*v->ns);
   if (!lr.hit) {
     g_receipt.RecordMiss();
     return c.Simple("MISS");
@@ -239,9 +238,13 @@ std::shared_ptr<const store::BlockTable> TableOf(Call& c) {
     c.Error(srv::kErrWrongType);
     return nullptr;
   }
-  auto t = v != nullptr ? v->store->Blocks(kInternalNs) : nullptr;
-  if (!t) c.Simple("UNKNOWN");
-  return t;
+  const std::shared_ptr<const store::BlockTable>* t =
+      v != nullptr ? store::NonEmptyBlocks(*v->ns) : nullptr;
+  if (t == nullptr) {
+    c.Simple("UNKNOWN");
+    return nullptr;
+  }
+  return *t;
 }
 
 int KvBlocks(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
@@ -282,8 +285,9 @@ int KvInfoOf(Call& c, RedisModuleCtx* ctx, RedisModuleString* name) {
   bool wrong = false;
   NsValue* v = key.value(&wrong);
   if (wrong) return c.Error(srv::kErrWrongType);
-  store::NamespaceInfo info;
-  if (v == nullptr || !v->store->Describe(kInternalNs, &info)) return c.Simple("UNKNOWN");
+  if (v == nullptr) return c.Simple("UNKNOWN");
+  store::NamespaceInfo info;  // no children, not on disk: a module namespace has neither
+  store::DescribeChain(*v->ns, &info);
   std::string out = srv::NamespaceInfoBody(c.a[1], info);
   return c.Bulk(out.data(), out.size());
 }
@@ -324,7 +328,7 @@ struct Session {
   std::unique_ptr<OwnedString> ns_name;
   std::unique_ptr<Key> key;
   NsValue* v = nullptr;
-  std::string_view internal_sid;  // "ns_pk" / "ns_pv"
+  Side side = Side::kKeys;
 };
 
 // Whether this node is importing `slot` (a reshard moving it here): CLUSTER NODES'
@@ -383,7 +387,7 @@ bool OpenSession(Call& c, std::string_view sid, int mode, Session* s) {
       c.Error(srv::kErrSessionNotFound);
     return false;
   }
-  s->internal_sid = side == Side::kKeys ? kInternalK : kInternalV;
+  s->side = side;
   return true;
 }
 
@@ -399,9 +403,7 @@ int VStoreBatch(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   if (!srv::ParseStoreBatch(c.Errors(), a, &sb)) return redis::kOk;
   Session s;
   if (!OpenSession(c, a[1], redis::kRead | redis::kWrite, &s)) return redis::kOk;
-  uint64_t lsn = 0;
-  pion::Status st =
-      s.v->store->StoreRows(s.internal_sid, sb.layer, sb.start, sb.count, sb.in, &lsn);
+  pion::Status st = store::StoreRowsUnshared(*s.v->ns, s.side, sb.layer, sb.start, sb.count, sb.in);
   if (!st.ok()) return c.Status(st);
   Reaccount(s.v);
   api.ReplicateVerbatim(ctx);
@@ -454,21 +456,20 @@ bool CheckReplySize(Call& c, const std::vector<FetchPlan>& plans, OutFmt fmt) {
 int VFetchPlans(Call& c, const FetchArgs& fa) {
   Session s;
   if (!OpenSession(c, c.a[1], redis::kRead, &s)) return redis::kOk;
-  store::Store& st = *s.v->store;
+  store::Namespace& n = *s.v->ns;
   std::vector<FetchPlan> plans;
   uint64_t fetched = 0;
   if (fa.kind == FetchArgs::Kind::kBatch) {
-    auto r = st.FetchBatch(s.internal_sid, fa.start, fa.end, fa.layers);
+    auto r = n.PlanLayers(s.side, fa.start, fa.end, fa.layers);
     if (!r.ok()) return c.Status(r.status());
     plans = std::move(*r);
     fetched = (fa.end - fa.start) * plans.size();
+  } else if (fa.kind == FetchArgs::Kind::kRange) {
+    plans.push_back(n.PlanRange(s.side, fa.layer, fa.start, fa.end));
+    fetched = fa.end - fa.start;
   } else {
-    auto r = fa.kind == FetchArgs::Kind::kRange
-                 ? st.FetchRange(s.internal_sid, fa.layer, fa.start, fa.end)
-                 : st.FetchIds(s.internal_sid, fa.layer, fa.ids());
-    if (!r.ok()) return c.Status(r.status());
-    plans.push_back(std::move(*r));
-    fetched = fa.kind == FetchArgs::Kind::kRange ? fa.end - fa.start : fa.ids().size();
+    plans.push_back(n.PlanIds(s.side, fa.layer, fa.ids()));
+    fetched = fa.ids().size();
   }
   Totals().fetches.fetch_add(fetched, std::memory_order_relaxed);
   if (!CheckReplySize(c, plans, fa.fmt)) return redis::kOk;
@@ -503,9 +504,7 @@ int VInfo(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   }
   Session s;
   if (!OpenSession(c, c.a[1], redis::kRead, &s)) return redis::kOk;
-  auto info = s.v->store->Info(s.internal_sid);
-  if (!info.ok()) return c.Status(info.status());
-  std::string out = srv::SessionInfoBody(*info);
+  std::string out = srv::SessionInfoBody(s.v->ns->Describe(s.side));
   return c.Bulk(out.data(), out.size());
 }
 
@@ -559,17 +558,15 @@ int PionLoadRows(RedisModuleCtx* ctx, RedisModuleString** argv, int argc) {
   NsValue* v = key.value(&wrong);
   if (wrong) return c.Error(srv::kErrWrongType);
   if (v == nullptr) return c.Error(srv::kErrSessionNotFound);
-  auto info = v->store->Info(kInternalK);
-  if (!info.ok()) return c.Status(info.status());
-  const size_t rb = quant::RowBytes(info->fmt, info->dim);
+  const size_t rb = v->ns->row_bytes;
   const std::string_view blob = a[5];
   if (blob.empty() || blob.size() % rb != 0) return c.Error(srv::kErrLoadRowsBlob);
   const uint64_t count = blob.size() / rb;
   if (static_cast<uint64_t>(start) + count > store::kMaxTokens)
     return c.Error(srv::kErrStoreEndRange);
   pion::Status st =
-      v->store->ApplyStored(kInternalNs, 1, side, layer, static_cast<uint64_t>(start), count,
-                            {reinterpret_cast<const uint8_t*>(blob.data()), blob.size()});
+      store::ApplyStoredUnshared(*v->ns, side, layer, static_cast<uint64_t>(start), count,
+                                 {reinterpret_cast<const uint8_t*>(blob.data()), blob.size()});
   if (!st.ok()) return c.Status(st);
   Reaccount(v);
   api.ReplicateVerbatim(ctx);
@@ -640,12 +637,18 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
     redis::CmdFunc fn;
   };
   const Handler handlers[] = {
-      {"KV.PREFIX.REGISTER", KvRegister}, {"KV.PREFIX.LOOKUP", KvLookup},
-      {"KV.PREFIX.DROP", KvDrop},         {"KV.PREFIX.BLOCKS", KvBlocks},
-      {"KV.PREFIX.MEMBERSHIP", KvMembership}, {"KV.PREFIX.INFO", KvInfo},
-      {"V.STOREBATCH", VStoreBatch},      {"V.FETCH", VFetch},
-      {"V.INFO", VInfo},                  {"PION.STATS", PionStats},
-      {"PION.LOADROWS", PionLoadRows},    {"KV.BLOCK.MATCH", KvBlockMatch},
+      {"KV.PREFIX.REGISTER", KvRegister},
+      {"KV.PREFIX.LOOKUP", KvLookup},
+      {"KV.PREFIX.DROP", KvDrop},
+      {"KV.PREFIX.BLOCKS", KvBlocks},
+      {"KV.PREFIX.MEMBERSHIP", KvMembership},
+      {"KV.PREFIX.INFO", KvInfo},
+      {"V.STOREBATCH", VStoreBatch},
+      {"V.FETCH", VFetch},
+      {"V.INFO", VInfo},
+      {"PION.STATS", PionStats},
+      {"PION.LOADROWS", PionLoadRows},
+      {"KV.BLOCK.MATCH", KvBlockMatch},
   };
   size_t served = 0;
   for (const server::PionCommandRow& r : server::PionCommandRows()) {
@@ -655,7 +658,8 @@ bool RegisterCommands(RedisModuleCtx* ctx) {
       if (std::string_view(h.name) == r.name) fn = h.fn;
     PION_CHECK_MSG(fn != nullptr, r.name);  // a row marked for the module needs its handler
     ++served;
-    const bool keys = r.module == server::ModuleForm::kSame || r.module == server::ModuleForm::kOnly;
+    const bool keys =
+        r.module == server::ModuleForm::kSame || r.module == server::ModuleForm::kOnly;
     const std::string flags = server::ModuleCommandFlags(r);
     if (api.CreateCommand(ctx, r.name, fn, flags.c_str(), keys ? r.first_key : 0,
                           keys ? r.last_key : 0, keys ? r.key_step : 0) != redis::kOk)

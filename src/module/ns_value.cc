@@ -22,22 +22,14 @@ RedisModuleType* g_type = nullptr;
 
 ModuleTotals g_totals;
 
-store::StoreConfig OneNamespaceConfig() {
-  store::StoreConfig cfg;
-  cfg.max_sessions = 2;  // one namespace; Redis's maxmemory bounds the node
-  cfg.max_bytes = 0;
-  return cfg;
-}
-
-// A consistent view of the value's namespace and its PREFILL_MS; false if the
-// store holds none (never for a value in the keyspace).
-bool Capture(const NsValue& v, SnapshotNamespace* view, uint64_t* prefill_us) {
-  Status st;
-  auto views = v.store->CaptureSnapshot(nullptr, &st);
-  if (!st.ok() || views.size() != 1) return false;
-  *view = std::move(views[0]);
-  *prefill_us = v.store->Lookup(kInternalNs).prefill_us;
-  return true;
+// A consistent view of the value's namespace (its chunks pinned) and its
+// PREFILL_MS. Only the main thread writes the namespace, so nothing changes
+// meanwhile.
+void Capture(const NsValue& v, SnapshotNamespace* view, uint64_t* prefill_us) {
+  store::Namespace& n = *v.ns;
+  view->blocks = n.blocks;
+  store::CaptureNamespace(n, nullptr, view);
+  *prefill_us = n.prefill_us;
 }
 
 // One stored run of rows of a layer: [start, start + bytes / row_bytes).
@@ -75,12 +67,7 @@ void RdbSave(RedisModuleIO* io, void* value) {
   auto* v = static_cast<NsValue*>(value);
   SnapshotNamespace view;
   uint64_t prefill = 0;
-  if (!Capture(*v, &view, &prefill)) {
-    // Unreachable for a value in the keyspace; write an empty fp16 namespace
-    // rather than a record the loader cannot frame.
-    view.kv_dim = 1;
-    view.fmt = quant::Format::kFp16;
-  }
+  Capture(*v, &view, &prefill);
   const size_t rb = quant::RowBytes(view.fmt, view.kv_dim);
   std::vector<uint8_t> zero_row(rb, 0);
   api.SaveUnsigned(io, view.kv_dim);
@@ -145,22 +132,18 @@ void* RdbLoad(RedisModuleIO* io, int encver) {
     rec.hashes.resize(h.len / 8);
     if (h.len > 0) std::memcpy(rec.hashes.data(), h.data, h.len);
   }
-  std::unique_ptr<NsValue, void (*)(NsValue*)> v(NewNsValue(), DeleteNsValue);
-  store::Store& s = *v->store;
   const uint32_t d = static_cast<uint32_t>(dim);
-  if (!s.ApplyRegister(kInternalNs, 1, d, fmt, has_blocks ? &rec : nullptr).ok())
-    return fail("registration refused");
-  if (prefill > 0) {
-    store::RegisterArgs ra;
-    ra.ns = kInternalNs;
-    ra.kv_dim = d;
-    ra.fmt = fmt;
-    ra.has_prefill = true;
-    ra.prefill_us = prefill;
-    uint64_t lsn = 0;
-    if (!s.Register(ra, &lsn).ok()) return fail("prefill refused");
-  }
-  const size_t rb = quant::RowBytes(fmt, d);
+  store::RegisterArgs ra;
+  ra.ns = kInternalNs;
+  ra.kv_dim = d;
+  ra.fmt = fmt;
+  if (has_blocks) ra.blocks = store::BlockTable::Finished(rec);
+  ra.has_prefill = prefill > 0;
+  ra.prefill_us = prefill;
+  std::shared_ptr<store::Namespace> ns;
+  if (!store::RegisterUnshared(ra, &ns).ok()) return fail("registration refused");
+  store::Namespace& n = *ns;
+  const size_t rb = n.row_bytes;
   for (int side = 0; side < 2; ++side) {
     uint64_t layers = api.LoadUnsigned(io);
     if (layers > store::kMaxLayers) return fail("too many layers");
@@ -181,18 +164,17 @@ void* RdbLoad(RedisModuleIO* io, int encver) {
         if (b.len == 0 || b.len % rb != 0) return fail("piece size is not whole rows");
         uint64_t count = b.len / rb;
         if (start >= rows || count > rows - start) return fail("piece beyond the layer's rows");
-        Status st =
-            s.ApplyStored(kInternalNs, 1, static_cast<Side>(side), static_cast<uint32_t>(layer),
-                          start, count, {reinterpret_cast<const uint8_t*>(b.data), b.len});
+        Status st = store::ApplyStoredUnshared(n, static_cast<Side>(side),
+                                               static_cast<uint32_t>(layer), start, count,
+                                               {reinterpret_cast<const uint8_t*>(b.data), b.len});
         if (!st.ok()) return fail("rows refused");
       }
-      auto info = s.Info(side == 0 ? kInternalK : kInternalV);
-      if (!info.ok() || info->layer_tokens.size() <= layer || info->layer_tokens[layer] != rows)
+      store::SessionInfo info = n.Describe(static_cast<Side>(side));
+      if (info.layer_tokens.size() <= layer || info.layer_tokens[layer] != rows)
         return fail("pieces do not reach the layer's rows");
     }
   }
-  Reaccount(v.get());
-  return v.release();
+  return NewNsValue(std::move(ns));
 }
 
 // --- AOF rewrite --------------------------------------------------------------
@@ -201,7 +183,7 @@ void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
   auto* v = static_cast<NsValue*>(value);
   SnapshotNamespace view;
   uint64_t prefill = 0;
-  if (!Capture(*v, &view, &prefill)) return;
+  Capture(*v, &view, &prefill);
   const std::string fmt(quant::FormatName(view.fmt));
   const long long dim = view.kv_dim;
   const long long ms = static_cast<long long>(prefill / 1000);
@@ -234,23 +216,29 @@ void AofRewrite(RedisModuleIO* aof, RedisModuleString* key, void* value) {
 
 // --- memory, digest, copy, free -------------------------------------------------
 
+namespace {
+// Bytes allocated for the namespace's rows (chunks) and its block table.
+uint64_t AllocatedBytes(const store::Namespace& n) {
+  return store::TallyRows(n).chunk_bytes + store::TableBytes(n.blocks);
+}
+}  // namespace
+
 size_t MemUsage(const void* value) {
   const auto* v = static_cast<const NsValue*>(value);
-  store::StoreStats s = v->store->Stats();
-  return sizeof(NsValue) + sizeof(store::Store) + 512 + s.allocated_bytes;
+  return sizeof(NsValue) + sizeof(store::Namespace) + AllocatedBytes(*v->ns);
 }
 
 size_t FreeEffort(RedisModuleString*, const void* value) {
   const auto* v = static_cast<const NsValue*>(value);
   // About one allocation per chunk: big namespaces are freed in the background.
-  return 1 + v->store->Stats().allocated_bytes / store::kChunkTargetBytes;
+  return 1 + AllocatedBytes(*v->ns) / store::kChunkTargetBytes;
 }
 
 void Digest(RedisModuleDigest* md, void* value) {
   auto* v = static_cast<NsValue*>(value);
   SnapshotNamespace view;
   uint64_t prefill = 0;
-  if (!Capture(*v, &view, &prefill)) return;
+  Capture(*v, &view, &prefill);
   api.DigestAddLongLong(md, view.kv_dim);
   api.DigestAddLongLong(md, static_cast<long long>(view.fmt));
   api.DigestAddLongLong(md, static_cast<long long>(prefill));
@@ -288,54 +276,55 @@ void* Copy(RedisModuleString*, RedisModuleString*, const void* value) {
   const auto* from = static_cast<const NsValue*>(value);
   SnapshotNamespace view;
   uint64_t prefill = 0;
-  if (!Capture(*from, &view, &prefill)) return nullptr;
-  std::unique_ptr<NsValue, void (*)(NsValue*)> v(NewNsValue(), DeleteNsValue);
-  store::Store& s = *v->store;
+  Capture(*from, &view, &prefill);
   store::RegisterArgs ra;
   ra.ns = kInternalNs;
   ra.kv_dim = view.kv_dim;
   ra.fmt = view.fmt;
-  // The capture's blocks are the store's own finished BlockTable (see
-  // Store::CaptureSnapshot), immutable: shared, not copied.
-  ra.blocks = std::static_pointer_cast<const store::BlockTable>(view.blocks);
+  // The block table is the namespace's own finished BlockTable, immutable:
+  // shared, not copied.
+  ra.blocks = from->ns->blocks;
   ra.has_prefill = prefill > 0;
   ra.prefill_us = prefill;
-  uint64_t lsn = 0;
-  if (!s.Register(ra, &lsn).ok()) return nullptr;
+  std::shared_ptr<store::Namespace> ns;
+  if (!store::RegisterUnshared(ra, &ns).ok()) return nullptr;
   const size_t rb = quant::RowBytes(view.fmt, view.kv_dim);
   std::vector<uint8_t> zero_row(rb, 0);
   for (int side = 0; side < 2; ++side)
     for (const SnapshotNamespace::Layer& lv : view.layers[side])
       for (const Piece& p : Pieces(lv, rb, zero_row.data()))
-        if (!s.ApplyStored(kInternalNs, 1, static_cast<Side>(side), lv.layer, p.start, p.bytes / rb,
-                           {p.data, p.bytes})
+        if (!store::ApplyStoredUnshared(*ns, static_cast<Side>(side), lv.layer, p.start,
+                                        p.bytes / rb, {p.data, p.bytes})
                  .ok())
           return nullptr;
-  Reaccount(v.get());
-  return v.release();
+  return NewNsValue(std::move(ns));
 }
 
 void FreeValue(void* value) { DeleteNsValue(static_cast<NsValue*>(value)); }
 
 ModuleTotals& Totals() { return g_totals; }
 
-NsValue* NewNsValue() {
+NsValue* NewNsValue(std::shared_ptr<store::Namespace> ns) {
   auto* v = new NsValue;
-  v->store = std::make_unique<store::Store>(OneNamespaceConfig());
+  v->ns = std::move(ns);
   g_totals.namespaces.fetch_add(1, std::memory_order_relaxed);
+  Reaccount(v);
   return v;
 }
 
 void Reaccount(NsValue* v) {
-  store::StoreStats s = v->store->Stats();
+  const store::Namespace& n = *v->ns;
+  const store::RowTally t = store::TallyRows(n);
+  // vstore_bytes as a store counts them: rows in stored form and the block table.
+  const uint64_t bytes = t.rows * n.row_bytes + store::TableBytes(n.blocks);
   constexpr auto kR = std::memory_order_relaxed;
   // Unsigned wrap-around makes a decrease come out right.
-  g_totals.prefix_tokens.fetch_add(s.total_prefix_tokens - v->acc_prefix_tokens, kR);
-  g_totals.total_tokens.fetch_add(s.total_tokens - v->acc_total_tokens, kR);
-  g_totals.bytes.fetch_add(s.bytes - v->acc_bytes, kR);
-  v->acc_prefix_tokens = s.total_prefix_tokens;
-  v->acc_total_tokens = s.total_tokens;
-  v->acc_bytes = s.bytes;
+  g_totals.prefix_tokens.fetch_add(t.prefix_tokens - v->acc_prefix_tokens, kR);
+  g_totals.total_tokens.fetch_add(t.rows - v->acc_total_tokens, kR);
+  g_totals.bytes.fetch_add(bytes - v->acc_bytes, kR);
+  v->acc_prefix_tokens = t.prefix_tokens;
+  v->acc_total_tokens = t.rows;
+  v->acc_bytes = bytes;
 }
 
 void DeleteNsValue(NsValue* v) {

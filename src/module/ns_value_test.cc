@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "module/redis_api.h"
-#include "store/store.h"
+#include "store/namespace.h"
 
 namespace pion::module {
 namespace {
+
+using store::Side;
 
 // --- a fake of the module I/O calls: a stream of unsigned numbers and strings ---
 
@@ -70,7 +72,6 @@ class NsValueTest : public ::testing::Test {
   // An int8 namespace, kv_dim 64: a 3-hash block table, PREFILL_MS 12, K layer 0
   // rows 0..9 and V layer 3 rows 100..104.
   static NsValue* Sample() {
-    NsValue* v = NewNsValue();
     auto t = std::make_shared<store::BlockTable>();
     t->block_size = 16;
     t->hashes = {5, 9, 11};
@@ -82,25 +83,23 @@ class NsValueTest : public ::testing::Test {
     ra.blocks = t;
     ra.has_prefill = true;
     ra.prefill_us = 12000;
-    uint64_t lsn = 0;
-    EXPECT_TRUE(v->store->Register(ra, &lsn).ok());
+    std::shared_ptr<store::Namespace> ns;
+    EXPECT_TRUE(store::RegisterUnshared(ra, &ns).ok());
     std::vector<float> rows(15 * 64);
     for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>((i * 37) % 101) / 7.0f;
     store::RowInput in{store::RowInput::Type::kF32, rows.data(), 10 * 64 * 4};
-    EXPECT_TRUE(v->store->StoreRows(kInternalK, 0, 0, 10, in, &lsn).ok());
+    EXPECT_TRUE(store::StoreRowsUnshared(*ns, Side::kKeys, 0, 0, 10, in).ok());
     store::RowInput in2{store::RowInput::Type::kF32, rows.data() + 10 * 64, 5 * 64 * 4};
-    EXPECT_TRUE(v->store->StoreRows(kInternalV, 3, 100, 5, in2, &lsn).ok());
-    Reaccount(v);
-    return v;
+    EXPECT_TRUE(store::StoreRowsUnshared(*ns, Side::kValues, 3, 100, 5, in2).ok());
+    return NewNsValue(std::move(ns));
   }
 
-  static std::string Rows(NsValue* v, std::string_view sid, uint32_t layer, uint64_t end) {
-    auto plan = v->store->FetchRange(sid, layer, 0, end);
-    EXPECT_TRUE(plan.ok());
+  static std::string Rows(NsValue* v, Side side, uint32_t layer, uint64_t end) {
+    store::FetchPlan plan = v->ns->PlanRange(side, layer, 0, end);
     std::string out;
-    for (const store::FetchSegment& s : plan->segments)
-      out += s.data ? std::string(reinterpret_cast<const char*>(s.data), s.rows * plan->row_bytes)
-                    : std::string(s.rows * plan->row_bytes, '\0');
+    for (const store::FetchSegment& s : plan.segments)
+      out += s.data ? std::string(reinterpret_cast<const char*>(s.data), s.rows * plan.row_bytes)
+                    : std::string(s.rows * plan.row_bytes, '\0');
     return out;
   }
 
@@ -119,12 +118,13 @@ TEST_F(NsValueTest, SaveLoadRoundTripIsBitExact) {
   auto* b = static_cast<NsValue*>(RdbLoad(nullptr, kEncodingVersion));
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(g_pos, g_stream.size());  // read exactly what was written
-  EXPECT_EQ(Rows(a, kInternalK, 0, 10), Rows(b, kInternalK, 0, 10));
-  EXPECT_EQ(Rows(a, kInternalV, 3, 105), Rows(b, kInternalV, 3, 105));
-  EXPECT_EQ(b->store->Lookup(kInternalNs).prefill_us, 12000u);
-  ASSERT_NE(b->store->Blocks(kInternalNs), nullptr);
-  EXPECT_EQ(b->store->Blocks(kInternalNs)->hashes, (std::vector<uint64_t>{5, 9, 11}));
-  EXPECT_EQ(b->store->Info(kInternalV)->layer_tokens, a->store->Info(kInternalV)->layer_tokens);
+  EXPECT_EQ(Rows(a, Side::kKeys, 0, 10), Rows(b, Side::kKeys, 0, 10));
+  EXPECT_EQ(Rows(a, Side::kValues, 3, 105), Rows(b, Side::kValues, 3, 105));
+  EXPECT_EQ(store::LookupOf(*b->ns).prefill_us, 12000u);
+  ASSERT_NE(store::NonEmptyBlocks(*b->ns), nullptr);
+  EXPECT_EQ((*store::NonEmptyBlocks(*b->ns))->hashes, (std::vector<uint64_t>{5, 9, 11}));
+  EXPECT_EQ(b->ns->Describe(Side::kValues).layer_tokens,
+            a->ns->Describe(Side::kValues).layer_tokens);
   EXPECT_EQ(DigestOf(a), DigestOf(b));
   auto* c = static_cast<NsValue*>(Copy(nullptr, nullptr, a));
   ASSERT_NE(c, nullptr);
@@ -139,9 +139,8 @@ TEST_F(NsValueTest, DigestSeesEveryChange) {
   NsValue* a = Sample();
   std::string before = DigestOf(a);
   std::vector<float> row(64, 1.0f);
-  uint64_t lsn = 0;
   store::RowInput in{store::RowInput::Type::kF32, row.data(), 64 * 4};
-  ASSERT_TRUE(a->store->StoreRows(kInternalK, 0, 4, 1, in, &lsn).ok());
+  ASSERT_TRUE(store::StoreRowsUnshared(*a->ns, Side::kKeys, 0, 4, 1, in).ok());
   EXPECT_NE(DigestOf(a), before);
   FreeValue(a);
 }

@@ -1,7 +1,8 @@
 // The prefix value's row operations: encoding a store's rows into chunk-sized
-// pieces, applying them, planning fetches and describing a side. The store
-// (store/ns_rows.cc) finds the namespace, charges the budget, logs the rows and
-// orders the writes; nothing here touches the store.
+// pieces, applying them (and a side's reservation turns), planning fetches and
+// describing a side. The store (store/ns_rows.cc) finds the namespace, charges
+// the budget, logs the rows and orders the writes; nothing here touches the
+// store.
 #include "store/namespace.h"
 
 #include <algorithm>
@@ -107,6 +108,27 @@ Status Namespace::EncodeRows(uint64_t start, uint64_t count, const RowInput& in,
     PION_CHECK(!st.ok());
   }
   return st;
+}
+
+uint64_t SideData::ReserveLocked(uint32_t layer, uint64_t end) {
+  if (reserved_rows.size() <= layer) reserved_rows.resize(layer + 1, 0);
+  const uint64_t old_rows = reserved_rows[layer];
+  const uint64_t new_rows = std::max(old_rows, end);
+  reserved_rows[layer] = new_rows;
+  reserved_total += new_rows - old_rows;
+  return next_ticket++;
+}
+
+uint64_t SideData::EndTurnLocked() {
+  ++applied_ticket;
+  if (applied_ticket != next_ticket || reserved_total == total_rows) return 0;
+  // Nothing pending on this side and some reservation failed: the rows it
+  // reserved are given back.
+  const uint64_t over = reserved_total - total_rows;
+  reserved_rows.resize(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) reserved_rows[i] = layers[i].rows;
+  reserved_total = total_rows;
+  return over;
 }
 
 void Namespace::ApplyPiecesLocked(SideData& sd, uint32_t layer, std::span<const RowPiece> pieces,

@@ -1,9 +1,18 @@
-// Internal to src/store: the prefix value, a namespace's in-memory form. Each
-// side holds its layers of rows in chunks (store/chunk.h) under its own mutex;
-// the fields marked so are guarded by Keyspace::mu (see store.h for the lock
-// order). Its row operations (encode a store's rows, apply them, plan a fetch,
-// describe a side) are methods of the value (store/namespace.cc); the store
-// finds the namespace, charges the budget, logs and orders the writes.
+// The prefix value: a namespace's in-memory form. Each side holds its layers
+// of rows in chunks (store/chunk.h) under its own mutex. Two owners hold it:
+// the Store (its map of namespaces; the fields marked so are guarded by
+// Keyspace::mu, see store.h for the lock order) and the Redis module, whose data
+// type holds one namespace per Redis key (module/ns_value.h), with no Store.
+//
+// What a namespace is and does is here, once, for both: its row operations
+// (encode a store's rows, apply them, plan a fetch, describe a side; methods,
+// store/namespace.cc), and the free functions below - registration and its
+// checks (store/ns_register.cc), what it answers about itself (lookup, block
+// table, chain, tallies: store/ns_describe.cc), a writer's checks and the
+// write of a single caller (store/ns_write.cc), and its snapshot view
+// (store/ns_capture.cc). The store finds the namespace, charges the budget,
+// logs, orders the writes and keeps the LRU around these; the module calls
+// them directly, one command at a time.
 #pragma once
 
 #include <atomic>
@@ -20,6 +29,7 @@
 #include "store/block_index.h"
 #include "store/chunk.h"
 #include "store/mutation.h"
+#include "store/reason.h"
 #include "store/store_types.h"
 #include "tier/tier_file.h"
 
@@ -47,6 +57,20 @@ struct SideData {
   // Per layer: high-water mark including reservations.
   std::vector<uint64_t> reserved_rows GUARDED_BY(mu);
   uint64_t reserved_total GUARDED_BY(mu) = 0;  // sum of reserved_rows (>= total_rows)
+
+  // The rows a store ending at `end` adds to `layer`'s reserved high-water mark.
+  uint64_t ReserveGrowthLocked(uint32_t layer, uint64_t end) const REQUIRES(mu) {
+    const uint64_t old = layer < reserved_rows.size() ? reserved_rows[layer] : 0;
+    return end > old ? end - old : 0;
+  }
+  // Reserves rows up to `end` of `layer`; returns the store's ticket (its turn
+  // to apply: wait on `turn` until applied_ticket reaches it).
+  uint64_t ReserveLocked(uint32_t layer, uint64_t end) REQUIRES(mu);
+  // The turn of the ticket that applied (or failed) just now ends. When none
+  // is pending any more and a reservation failed, the reservations go back to
+  // the rows stored; returns the rows so given back (else 0). The caller
+  // signals `turn`.
+  uint64_t EndTurnLocked() REQUIRES(mu);
 };
 
 class Namespace {
@@ -77,8 +101,11 @@ class Namespace {
   // LRU stamp; only ever raised (Store::Touch), so a parent's is never below a child's.
   std::atomic<uint64_t> stamp{0};
 
-  // Guarded by Keyspace::mu; prefill_us and blocks are also written only under
-  // the namespace's shard lock, which is what Lookup and Blocks read them under.
+  // In a store, guarded by Keyspace::mu; prefill_us and blocks are also written
+  // only under the namespace's shard lock, which is what Lookup and Blocks
+  // read them under. An unshared namespace (the module's) uses only blocks
+  // and prefill_us of these, from its one caller; `bytes`, the store's budget
+  // accounting, stays 0 there.
   bool dropped = false;
   uint64_t bytes = 0;
   std::shared_ptr<const BlockTable> blocks;
@@ -175,5 +202,87 @@ inline void UnlockSides(const Namespace& n) RELEASE(n.sides[0].mu) NO_THREAD_SAF
 inline uint64_t TableBytes(const std::shared_ptr<const BlockTable>& t) {
   return t ? t->MemoryBytes() : 0;
 }
+
+// ---- Registration (store/ns_register.cc) ----
+//
+// "Unshared" below: a namespace that no Store holds and that one caller at a
+// time uses (the module's value, on Redis's main thread). Such a caller needs
+// none of the Store's locks; the side locks are still taken where the value's
+// own methods take them.
+
+// What the grammar (kvproto ParseRegister) has checked of a registration's
+// arguments - a name of 1..512 bytes, kv_dim 1..16384 that the format
+// supports - asserted in debug builds (Store::Register and RegisterUnshared).
+void AssertRegisterArgs(const RegisterArgs& a);
+// A re-registration of `n`: kRegisteredOther (another kv_dim or format, the
+// error naming n's), kParentMismatch (PARENT given and not n's parent).
+Status CheckReregister(const Namespace& n, const RegisterArgs& a);
+// The table a registration installs: a.blocks, finished (its index built;
+// copied only when the caller did not finish it). Null: keep any existing one.
+std::shared_ptr<const BlockTable> RegisteredTable(const RegisterArgs& a);
+// A new namespace as a registration makes it: a.ns, kv_dim, format, `table`
+// and PREFILL_MS, linked to `parent` (may be null). Not yet in any store.
+std::shared_ptr<Namespace> NewNamespace(const RegisterArgs& a, uint64_t incarnation,
+                                        std::shared_ptr<Namespace> parent,
+                                        std::shared_ptr<const BlockTable> table);
+// A re-registration applied: the table replaced when `table` is set, and
+// PREFILL_MS replaced (0 when not given). A store holds the locks that guard
+// the two (Namespace, above).
+void SetRegistration(Namespace& n, std::shared_ptr<const BlockTable> table, const RegisterArgs& a);
+// A registration of an unshared namespace: creates it (*n null; incarnation
+// 1, no parent) or re-registers *n, with Store::Register's checks and errors
+// (a parent is for a store's namespaces: PARENT is refused with
+// kParentNotFound on a new one).
+Status RegisterUnshared(const RegisterArgs& a, std::shared_ptr<Namespace>* n);
+
+// ---- What a namespace answers about itself (store/ns_describe.cc) ----
+
+// KV.PREFIX.LOOKUP's answer (a hit): PREFILL_MS and the K side's layer-0 rows
+// (its atomic mirror: no side lock). A store holds n's shard lock.
+LookupResult LookupOf(const Namespace& n);
+// The block table when it has hashes, else null (KV.PREFIX.BLOCKS, MEMBERSHIP).
+// A store holds n's shard lock.
+const std::shared_ptr<const BlockTable>* NonEmptyBlocks(const Namespace& n);
+// KV.PREFIX.INFO's lineage fields: parent, depth, chain length, the K side's
+// layer-0 rows of n and of its chain (each side lock in turn). `children` and
+// `on_disk` are a store's, left as they are.
+void DescribeChain(const Namespace& n, NamespaceInfo* out);
+// Both sides' rows, the K side's layer-0 rows and the bytes of the row chunks
+// allocated (each side lock in turn).
+struct RowTally {
+  uint64_t rows = 0;           // every layer of both sides
+  uint64_t prefix_tokens = 0;  // K side, layer 0
+  uint64_t chunk_bytes = 0;    // allocated (>= rows x row_bytes)
+};
+RowTally TallyRows(const Namespace& n);
+
+// ---- Writing rows (store/ns_write.cc) ----
+
+// What the grammar (kvproto ParseStoreBatch) has checked of a store's
+// arguments - layer < 256, 1 <= count, start + count <= kMaxTokens - asserted
+// in debug builds.
+void AssertStoreArgs(uint32_t layer, uint64_t start, uint64_t count);
+// A record of stored rows (recovery, RDB load, PION.LOADROWS) against n:
+// Corruption when the layer, range or size does not fit.
+Status CheckStoredArgs(const Namespace& n, uint32_t layer, uint64_t start, uint64_t count,
+                       size_t bytes);
+// V.STOREBATCH into an unshared namespace: AssertStoreArgs, EncodeRows, and the
+// apply (a reservation and its turn at once, so the side's bookkeeping stays
+// what a store's would be).
+Status StoreRowsUnshared(Namespace& n, Side s, uint32_t layer, uint64_t start, uint64_t count,
+                         const RowInput& in);
+// Rows already in stored form into an unshared namespace: CheckStoredArgs,
+// then copied in (no re-encoding).
+Status ApplyStoredUnshared(Namespace& n, Side s, uint32_t layer, uint64_t start, uint64_t count,
+                           std::span<const uint8_t> stored);
+
+// ---- Its snapshot view (store/ns_capture.cc) ----
+
+// Fills `v` with n's name, shape, incarnation, stamp, parent and both sides'
+// stored layers as pinned segments (each chunk frozen: a later write copies
+// it). `mapped`: the written extent of the disk tier n's chunks may borrow
+// (null: none); a segment in it is marked so and `v` records the extent. The
+// block table (`v->blocks`) is the caller's to set, under the lock it needs.
+void CaptureNamespace(Namespace& n, const tier::ExtentRef& mapped, persist::SnapshotNamespace* v);
 
 }  // namespace pion::store

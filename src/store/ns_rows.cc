@@ -1,8 +1,8 @@
 // The store's side of a namespace's rows: V.STORE* (find the namespace, charge
 // the budget, log, apply in reservation order) and V.FETCH* / V.INFO (find,
-// check the disk tier, count). What the rows are - encoding, chunks, fetch
-// plans - is the value's own (store/namespace.cc). The registry, lookups and
-// drops are in store.cc.
+// check the disk tier, count). What the rows are - the argument checks,
+// encoding, chunks, fetch plans - is the value's own (store/namespace.cc,
+// store/ns_write.cc). The registry, lookups and drops are in store.cc.
 #include <algorithm>
 #include <utility>
 
@@ -28,8 +28,7 @@ Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, ui
   if (!ParseSessionId(sid, &ns, &side))
     return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   // The grammar (kvproto ParseStoreBatch) has checked the layer and the token range.
-  PION_DCHECK(layer < kMaxLayers);
-  PION_DCHECK(count != 0 && start <= kMaxTokens && count <= kMaxTokens - start);
+  AssertStoreArgs(layer, start, count);
   NsPtr n = FindAndTouch(ns);
   if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
   std::vector<RowPiece>& pieces = tl_pieces;
@@ -60,10 +59,7 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
     // pending stores, see CaptureSnapshot) and the side lock (fixes the order).
     base::ReaderLock gate(&gate_);
     base::MutexLock sl(&sd.mu);
-    if (sd.reserved_rows.size() <= layer) sd.reserved_rows.resize(layer + 1, 0);
-    const uint64_t old_rows = sd.reserved_rows[layer];
-    const uint64_t new_rows = std::max(old_rows, end);
-    const uint64_t delta = (new_rows - old_rows) * rb;
+    const uint64_t delta = sd.ReserveGrowthLocked(layer, end) * rb;
     {
       base::MutexLock l(&ks_.mu);
       if (n->dropped)
@@ -82,9 +78,7 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
       n->bytes += delta;
       bytes_ += delta;
     }
-    sd.reserved_rows[layer] = new_rows;
-    sd.reserved_total += new_rows - old_rows;
-    ticket = sd.next_ticket++;
+    ticket = sd.ReserveLocked(layer, end);
     BeginPending();
   }
   // Checksum and copy the rows into the log with no store lock held, from
@@ -115,14 +109,8 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
     base::MutexLock sl(&sd.mu);
     while (sd.applied_ticket != ticket) sd.turn.Wait(sd.mu);
     if (st.ok()) n->ApplyPiecesLocked(sd, layer, pieces, backing);
-    ++sd.applied_ticket;
-    if (sd.applied_ticket == sd.next_ticket && sd.reserved_total != sd.total_rows) {
-      // Nothing pending on this side and some reservation failed: give back
-      // the rows it counted.
-      uint64_t over = (sd.reserved_total - sd.total_rows) * rb;
-      sd.reserved_rows.resize(sd.layers.size());
-      for (size_t i = 0; i < sd.layers.size(); ++i) sd.reserved_rows[i] = sd.layers[i].rows;
-      sd.reserved_total = sd.total_rows;
+    // A failed reservation's rows, given back once nothing on the side is pending.
+    if (const uint64_t over = sd.EndTurnLocked() * rb; over > 0) {
       base::MutexLock l(&ks_.mu);
       if (!n->dropped) {
         n->bytes -= over;

@@ -94,9 +94,7 @@ Status Store::ApplyStored(std::string_view ns, uint64_t incarnation, Side side, 
   NsPtr n = Find(ns);
   if (!n || n->incarnation != incarnation)
     return Status(Code::kNotFound, Reason::kReplayNamespaceAbsent, {}, "namespace not present");
-  if (layer >= kMaxLayers || count == 0 || start > kMaxTokens || count > kMaxTokens - start ||
-      stored.size() != count * n->row_bytes)
-    return Status::Corruption("store record does not match its namespace");
+  PION_RETURN_IF_ERROR(CheckStoredArgs(*n, layer, start, count, stored.size()));
   Touch(*n);
   uint64_t unused = 0;
   return StoreEncoded(n, side, layer, start, count, stored, false, &unused, backing);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -67,14 +66,10 @@ NsPtr Store::FindAndTouch(std::string_view ns) {
 
 Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
   *lsn = 0;
-  // The grammar (kvproto ParseRegister) has checked the name's length, kv_dim
-  // and the format's dimension rule; the store only asserts them.
-  PION_DCHECK(!a.ns.empty() && a.ns.size() <= kMaxNamespaceBytes);
-  PION_DCHECK(a.kv_dim >= 1 && a.kv_dim <= quant::kMaxDim);
-  PION_DCHECK(quant::DimSupported(a.fmt, a.kv_dim));
+  // The grammar (kvproto ParseRegister) has checked the arguments; asserted here.
+  AssertRegisterArgs(a);
   // The table is built (and its index finished) before any lock is taken.
-  std::shared_ptr<const BlockTable> table = a.blocks;
-  if (table && !table->finished()) table = BlockTable::Finished(*table);
+  std::shared_ptr<const BlockTable> table = RegisteredTable(a);
   // Registrations (and FLUSHALL) are serialised by reg_mu_, held while the
   // record is written, so that no other change to the namespace map can come
   // between this one's log position and its apply; ks_.mu is held only to
@@ -94,20 +89,8 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
       return Status::WrongType();
     if (const NsPtr* it = NsRefLocked(a.ns)) {
       existing = *it;
-      Namespace& n = *existing;
-      if (n.dim != a.kv_dim || n.fmt != a.fmt) {
-        char buf[128];
-        std::string_view q = quant::FormatName(n.fmt);
-        std::snprintf(buf, sizeof(buf), "namespace already registered with kv_dim %u vquant %.*s",
-                      n.dim, static_cast<int>(q.size()), q.data());
-        return Status(Code::kInvalidArgument, Reason::kRegisteredOther,
-                      {n.dim, static_cast<int>(n.fmt)}, buf);
-      }
-      // The link is fixed at creation: PARENT, when given, must repeat it.
-      if (!a.parent.empty() && (!n.parent || n.parent->name != a.parent))
-        return Status(Code::kInvalidArgument, Reason::kParentMismatch, {}, "parent mismatch")
-            .WithName(n.parent ? n.parent->name : "");
-      inc = n.incarnation;
+      PION_RETURN_IF_ERROR(CheckReregister(*existing, a));
+      inc = existing->incarnation;
     } else {
       if (!a.parent.empty()) {
         const NsPtr* pit = NsRefLocked(a.parent);
@@ -184,8 +167,7 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
         if (block_observer_ && table) ReportTableReplaced(*existing, *table);
         Shard& sh = ks_.ShardFor(existing->name);
         base::MutexLock sl(&sh.mu);  // Lookup and Blocks read these
-        if (table) existing->blocks = std::move(table);
-        existing->prefill_us = a.has_prefill ? a.prefill_us : 0;
+        SetRegistration(*existing, std::move(table), a);
         Touch(*existing);
       }
     } else {
@@ -200,12 +182,10 @@ Status Store::Register(const RegisterArgs& a, uint64_t* lsn) {
       if (!st.ok()) {
         bytes_ -= delta;
       } else {
-        auto n = std::make_shared<Namespace>(std::string(a.ns), inc, a.kv_dim, a.fmt, parent);
         if (block_observer_ && table && !table->hashes.empty())
           block_observer_->OnBlocksStored(*table, LastHash(parent.get()));
-        n->blocks = std::move(table);
+        NsPtr n = NewNamespace(a, inc, parent, std::move(table));
         n->bytes = delta;
-        n->prefill_us = a.has_prefill ? a.prefill_us : 0;
         if (parent) parent->children.push_back(n.get());
         Touch(*n);
         Shard& sh = ks_.ShardFor(n->name);
@@ -250,17 +230,7 @@ bool Store::Describe(std::string_view ns, NamespaceInfo* out) const {
     out->children = n->children.size();
     out->on_disk = n->tiered;
   }
-  out->parent = n->parent ? n->parent->name : std::string();
-  out->depth = n->depth;
-  out->chain_length = n->depth + 1;
-  out->chain_tokens = 0;
-  for (const Namespace* p = n.get(); p != nullptr; p = p->parent.get()) {
-    const SideData& k = p->sides[static_cast<int>(Side::kKeys)];
-    base::MutexLock l(&k.mu);
-    uint64_t t = k.layers.empty() ? 0 : k.layers[0].rows;
-    if (p == n.get()) out->tokens = t;
-    out->chain_tokens += t;
-  }
+  DescribeChain(*n, out);
   return true;
 }
 
@@ -273,12 +243,8 @@ LookupResult Store::Lookup(std::string_view ns) {
   base::MutexLock l(&sh.mu);
   auto it = sh.map.find(ns);
   if (it == sh.map.end()) return res;
-  const Namespace& n = *it->second;
-  res.prefill_us = n.prefill_us;
+  res = LookupOf(*it->second);
   Touch(*it->second);
-  res.hit = true;
-  res.layer0_tokens =
-      n.sides[static_cast<int>(Side::kKeys)].layer0_rows.load(std::memory_order_relaxed);
   return res;
 }
 
@@ -320,9 +286,7 @@ const std::shared_ptr<const BlockTable>* Store::BlocksLocked(const Shard& sh, st
   auto it = sh.map.find(ns);
   if (it == sh.map.end()) return nullptr;
   Touch(*it->second);
-  const auto& t = it->second->blocks;
-  if (!t || t->hashes.empty()) return nullptr;
-  return &t;
+  return NonEmptyBlocks(*it->second);
 }
 
 std::shared_ptr<const BlockTable> Store::Blocks(std::string_view ns) {
@@ -434,15 +398,10 @@ StoreStats Store::Stats() const {
   }
   s.total_fetches = total_fetches_.Sum();
   for (const NsPtr& n : all) {
-    for (int side = 0; side < 2; ++side) {
-      const SideData& sd = n->sides[side];
-      base::MutexLock l(&sd.mu);
-      s.total_tokens += sd.total_rows;
-      for (const Layer& L : sd.layers)
-        for (const auto& c : L.chunks)
-          if (c) s.allocated_bytes += c->bytes();
-      if (side == 0 && !sd.layers.empty()) s.total_prefix_tokens += sd.layers[0].rows;
-    }
+    const RowTally t = TallyRows(*n);
+    s.total_tokens += t.rows;
+    s.total_prefix_tokens += t.prefix_tokens;
+    s.allocated_bytes += t.chunk_bytes;
   }
   return s;
 }
