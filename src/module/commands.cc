@@ -477,8 +477,8 @@ int VFetchPlans(Call& c, const FetchArgs& fa) {
     api.ReplyWithArray(c.ctx, static_cast<long>(plans.size()));
   uint64_t served = 0;
   for (const FetchPlan& p : plans) {
-    int64_t n = ReplyPlan(c, p, fa.fmt);
-    if (n > 0) served += static_cast<uint64_t>(n);
+    const int64_t sent = ReplyPlan(c, p, fa.fmt);
+    if (sent > 0) served += static_cast<uint64_t>(sent);
   }
   if (fa.kind == FetchArgs::Kind::kBatch || served > 0) g_receipt.RecordBytesServed(served);
   return redis::kOk;

@@ -235,14 +235,25 @@ void SetRegistration(Namespace& n, std::shared_ptr<const BlockTable> table, cons
 // kParentNotFound on a new one).
 Status RegisterUnshared(const RegisterArgs& a, std::shared_ptr<Namespace>* n);
 
-// ---- What a namespace answers about itself (store/ns_describe.cc) ----
+// ---- What a namespace answers about itself (store/ns_describe.cc; the two
+// on every LOOKUP, BLOCKS and MEMBERSHIP inline here) ----
 
 // KV.PREFIX.LOOKUP's answer (a hit): PREFILL_MS and the K side's layer-0 rows
 // (its atomic mirror: no side lock). A store holds n's shard lock.
-LookupResult LookupOf(const Namespace& n);
+inline LookupResult LookupOf(const Namespace& n) {
+  LookupResult res;
+  res.hit = true;
+  res.prefill_us = n.prefill_us;
+  res.layer0_tokens = n.side(Side::kKeys).layer0_rows.load(std::memory_order_relaxed);
+  return res;
+}
 // The block table when it has hashes, else null (KV.PREFIX.BLOCKS, MEMBERSHIP).
 // A store holds n's shard lock.
-const std::shared_ptr<const BlockTable>* NonEmptyBlocks(const Namespace& n);
+inline const std::shared_ptr<const BlockTable>* NonEmptyBlocks(const Namespace& n) {
+  const auto& t = n.blocks;
+  if (!t || t->hashes.empty()) return nullptr;
+  return &t;
+}
 // KV.PREFIX.INFO's lineage fields: parent, depth, chain length, the K side's
 // layer-0 rows of n and of its chain (each side lock in turn). `children` and
 // `on_disk` are a store's, left as they are.

@@ -17,20 +17,6 @@ uint64_t PrefixTokens(const Namespace& n) {
 
 }  // namespace
 
-LookupResult LookupOf(const Namespace& n) {
-  LookupResult res;
-  res.hit = true;
-  res.prefill_us = n.prefill_us;
-  res.layer0_tokens = n.side(Side::kKeys).layer0_rows.load(std::memory_order_relaxed);
-  return res;
-}
-
-const std::shared_ptr<const BlockTable>* NonEmptyBlocks(const Namespace& n) {
-  const auto& t = n.blocks;
-  if (!t || t->hashes.empty()) return nullptr;
-  return &t;
-}
-
 void DescribeChain(const Namespace& n, NamespaceInfo* out) {
   out->parent = n.parent ? n.parent->name : std::string();
   out->depth = n.depth;
