@@ -1,6 +1,5 @@
 #include "server/server.h"
 
-#include <malloc.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -112,6 +111,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
                          static_cast<uint32_t>(cfg_.lfu_decay_time));
     store_->SetMaxBlockLeases(cfg_.max_block_leases);
   }
+  memory_.set_store(store_.get());
   int at = cfg_.attend_threads;
   if (at <= 0) at = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   attend_threads_ = static_cast<uint32_t>(at);
@@ -134,6 +134,10 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
   env_.exec_mu_ = &exec_mu_;
   env_.attend_cache_ = &attend_cache_;
   env_.attend_pool_ = attend_pool_.get();
+  env_.memory_ = &memory_;
+  env_.saves_ = &saves_;
+  env_.client_pause_ = &client_pause_;
+  env_.client_eviction_ = &eviction_;
 }
 
 Server::~Server() {
@@ -257,11 +261,6 @@ void Server::RequestShutdown() {
 }
 
 net::Service* Server::service() { return service_.get(); }
-
-Status Server::SaveForShutdown() {
-  if (env_.persistence_ == nullptr) return Status::OK();
-  return env_.persistence_->Save("");
-}
 
 int Server::Serve(int signal_fd) {
   pollfd fds[2];
@@ -389,62 +388,14 @@ std::map<std::string, uint64_t> Server::ErrorCounts() const {
   return out;
 }
 
-namespace {
-void RaisePeak(std::atomic<uint64_t>* peak_var, uint64_t v) {
-  uint64_t peak = peak_var->load(std::memory_order_relaxed);
-  while (v > peak && !peak_var->compare_exchange_weak(peak, v, std::memory_order_relaxed)) {
-  }
-}
-}  // namespace
-
-uint64_t Server::UsedMemory() {
-  uint64_t used = store_ != nullptr ? store_->used_bytes() : 0;
-  RaisePeak(&mem_peak_, used);
-  return used;
-}
-
-uint64_t Server::AllocatorMemory() {
-  const uint64_t last = alloc_last_.load(std::memory_order_acquire);
-  if (last == 0) return MeasureAllocator();  // the first figure: the heap is small
-  const uint64_t now = MonotonicUs();
-  if (now - alloc_last_us_.load(std::memory_order_relaxed) >= kAllocatorRefreshUs &&
-      !alloc_refreshing_.exchange(true, std::memory_order_acq_rel)) {
-    if (!background_.Post([this] {
-          MeasureAllocator();
-          alloc_refreshing_.store(false, std::memory_order_release);
-        }))
-      alloc_refreshing_.store(false, std::memory_order_release);  // shutting down
-  }
-  return last;
-}
-
-uint64_t Server::MeasureAllocator() {
-  struct mallinfo2 mi = ::mallinfo2();
-  uint64_t used = mi.uordblks + mi.hblkhd;
-  if (used == 0) {
-    // An allocator mallinfo2 does not see (the sanitizers'): the resident set instead.
-    FILE* f = std::fopen("/proc/self/statm", "r");
-    unsigned long long size = 0, resident = 0;
-    if (f != nullptr) {
-      if (std::fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
-      std::fclose(f);
-    }
-    used = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  }
-  RaisePeak(&alloc_peak_, used);
-  alloc_last_us_.store(MonotonicUs(), std::memory_order_relaxed);
-  alloc_last_.store(used, std::memory_order_release);
-  return used;
-}
-
 void Server::SampleRates() {
   ServerStats st = Stats();
   observability_.SampleRates(MonotonicUs(), st.commands_processed, st.net_input_bytes,
                              st.net_output_bytes);
   // Keeps used_memory_peak current (the allocator's peak is raised by each
   // mallinfo2 figure, taken only when asked for: see AllocatorMemory).
-  if (++rate_ticks_ % 10 == 0) UsedMemory();
-  EvictClients();  // maxmemory-clients lowered, or a client's NO-EVICT turned off
+  if (++rate_ticks_ % 10 == 0) memory_.UsedMemory();
+  eviction_.Evict();  // maxmemory-clients lowered, or a client's NO-EVICT turned off
 }
 
 std::shared_ptr<const net::TlsContext> Server::tls_context() const {
@@ -502,24 +453,6 @@ void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
       if (c.user == n) ids.push_back(c.id);
   });
   for (uint64_t id : ids) KillClient(id);
-}
-
-void Server::PauseClients(int64_t end_ms, bool all) {
-  std::lock_guard<std::mutex> l(pause_mu_);
-  const int64_t now = UnixMillis();
-  const int64_t cur = pause_end_ms_.load(std::memory_order_relaxed);
-  if (cur > now) {  // in force: the longer end and the wider kind, as Redis
-    end_ms = std::max(end_ms, cur);
-    all = all || pause_all_.load(std::memory_order_relaxed);
-  }
-  pause_all_.store(all, std::memory_order_relaxed);
-  pause_end_ms_.store(end_ms, std::memory_order_relaxed);
-}
-
-void Server::UnpauseClients() {
-  std::lock_guard<std::mutex> l(pause_mu_);
-  pause_end_ms_.store(0, std::memory_order_relaxed);
-  pause_all_.store(false, std::memory_order_relaxed);
 }
 
 void Server::KillPubSubClientsOfUsers() {
@@ -580,7 +513,7 @@ void Server::ResetStats() {
                     &ws.tls_handshake_failures})
       c->store(0, kR);
   }
-  evicted_clients_.store(0, kR);
+  eviction_.ResetStats();
   if (store_ != nullptr) store_->ResetKeyStats();
 }
 
@@ -672,9 +605,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
 void Server::PublishRuntimeSettings() {
   constexpr auto kR = std::memory_order_relaxed;
   settings_.Publish(cfg_);
+  saves_.SetSavePoints(cfg_.save_points);
   env_.notify_flags_.store(cfg_.notify_keyspace_events, kR);
   acl_.set_pubsub_default_all(cfg_.acl_pubsub_allchannels);
-  EvictClients();  // a lowered maxmemory-clients takes effect before the reply, as Redis
+  eviction_.Evict();  // a lowered maxmemory-clients takes effect before the reply, as Redis
   BufferRecycler::Global().set_max_bytes(cfg_.buffer_recycle_bytes);
   attend_cache_.SetLimits({cfg_.attend_max_slots, cfg_.attend_maxmemory, cfg_.attend_cold_slots});
   if (auto p = attend::ParsePrecision(cfg_.attend_precision))
