@@ -1,10 +1,8 @@
 #include "server/server.h"
 
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,7 +20,6 @@
 #include "base/log.h"
 #include "base/strutil.h"
 #include "kvproto/errors.h"
-#include "net/listener.h"
 #include "persist/persistence.h"
 #include "server/command_service.h"
 #include "server/fd_limit.h"
@@ -30,24 +27,6 @@
 #include "server/worker.h"
 
 namespace pion::server {
-
-namespace {
-
-net::TlsConfig TlsConfigOf(const Config& c) {
-  net::TlsConfig t;
-  t.cert_file = c.tls_cert_file;
-  t.key_file = c.tls_key_file;
-  t.ca_cert_file = c.tls_ca_cert_file;
-  t.auth_clients = c.tls_auth_clients == "no"         ? net::TlsClientAuth::kNo
-                   : c.tls_auth_clients == "optional" ? net::TlsClientAuth::kOptional
-                                                      : net::TlsClientAuth::kYes;
-  t.protocols = c.tls_protocols;
-  t.ciphers = c.tls_ciphers;
-  t.ciphersuites = c.tls_ciphersuites;
-  return t;
-}
-
-}  // namespace
 
 namespace {
 
@@ -144,9 +123,6 @@ Server::~Server() {
   StopWorkers();
   attend_pool_->Stop();
   background_.Stop();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  if (fastlane_fd_ >= 0) ::close(fastlane_fd_);
-  if (tls_listen_fd_ >= 0) ::close(tls_listen_fd_);
   if (shutdown_fd_ >= 0) ::close(shutdown_fd_);
 }
 
@@ -173,34 +149,8 @@ Status Server::Start() {
   PION_CHECK(workers_.empty());
   PION_RETURN_IF_ERROR(InitAcl());
   PION_RETURN_IF_ERROR(AttachTier());
-  // A TLS context for the TLS port and/or a TLS fast lane (--tls-fastlane yes
-  // without certificates is a start-up error, as the TLS port's).
-  if (cfg_.tls_port != 0 || (cfg_.tls_fastlane && cfg_.kvcache && cfg_.fastlane_port != 0)) {
-    auto ctx = net::TlsContext::Create(TlsConfigOf(cfg_));
-    if (!ctx.ok()) return ctx.status();
-    base::MutexLock lk(&tls_mu_);
-    tls_ctx_ = *ctx;
-  }
-  if (cfg_.tls_port != 0) {
-    auto tfd = net::Listen(cfg_.bind, cfg_.tls_port);
-    if (!tfd.ok()) return tfd.status();
-    tls_listen_fd_ = *tfd;
-    tls_port_ = net::BoundPort(tls_listen_fd_);
-  }
-  // --port 0 with a TLS port: TLS only (as Redis). Without one, port 0 binds
-  // an ephemeral port (tests).
-  if (cfg_.port != 0 || cfg_.tls_port == 0) {
-    auto fd = net::Listen(cfg_.bind, cfg_.port);
-    if (!fd.ok()) return fd.status();
-    listen_fd_ = *fd;
-    port_ = net::BoundPort(listen_fd_);
-  }
-  PION_RETURN_IF_ERROR(ListenFastLane());
-  std::vector<ListenSocket> listeners;
-  if (listen_fd_ >= 0) listeners.push_back({listen_fd_, net::Protocol::kResp});
-  if (tls_listen_fd_ >= 0) listeners.push_back({tls_listen_fd_, net::Protocol::kResp, true});
-  if (fastlane_fd_ >= 0)
-    listeners.push_back({fastlane_fd_, net::Protocol::kFastLane, cfg_.tls_fastlane});
+  PION_RETURN_IF_ERROR(listeners_.Open(&cfg_));
+  std::vector<ListenSocket> listeners = listeners_.sockets(cfg_.tls_fastlane);
   shutdown_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (shutdown_fd_ < 0) return Status::IOError(std::string("eventfd: ") + std::strerror(errno));
   size_t pool = std::max<size_t>(16u << 20, kPoolBytesTotal / static_cast<size_t>(cfg_.workers));
@@ -211,44 +161,6 @@ Status Server::Start() {
   }
   background_.Start();
   for (auto& w : workers_) w->Start();
-  return Status::OK();
-}
-
-Status Server::ListenFastLane() {
-  // Off without --kvcache (the lane serves the attention commands) or when 0.
-  const bool defaulted = cfg_.fastlane_port < 0;
-  if (!cfg_.kvcache || cfg_.fastlane_port == 0) {
-    if (!cfg_.kvcache && cfg_.fastlane_port > 0)
-      LOG_WARNING("fastlane-port %d ignored: the fast lane needs --kvcache", cfg_.fastlane_port);
-    cfg_.fastlane_port = 0;
-    return Status::OK();
-  }
-  if (defaulted && listen_fd_ < 0 && !cfg_.tls_fastlane) {
-    // TLS only (--port 0): no plaintext port for a plaintext lane to follow.
-    cfg_.fastlane_port = 0;
-    return Status::OK();
-  }
-  // A TLS lane on a TLS-only server follows the TLS port.
-  int base = listen_fd_ >= 0 ? port() : tls_port_;
-  int want = defaulted ? base + 1 : cfg_.fastlane_port;
-  if (want > 65535) {
-    LOG_WARNING("fast lane off: port + 1 (%d) is not a TCP port; set --fastlane-port", want);
-    cfg_.fastlane_port = 0;
-    return Status::OK();
-  }
-  auto fd = net::Listen(cfg_.bind, want);
-  if (!fd.ok()) {
-    // A port asked for is a start-up error; the default one is only a warning
-    // (another server may hold port + 1), and the lane stays off.
-    if (!defaulted) return fd.status();
-    LOG_WARNING("fast lane off: %s (set --fastlane-port, or 0 to silence this)",
-                fd.status().ToString().c_str());
-    cfg_.fastlane_port = 0;
-    return Status::OK();
-  }
-  fastlane_fd_ = *fd;
-  fastlane_port_ = net::BoundPort(fastlane_fd_);
-  cfg_.fastlane_port = fastlane_port_;
   return Status::OK();
 }
 
@@ -398,11 +310,6 @@ void Server::SampleRates() {
   eviction_.Evict();  // maxmemory-clients lowered, or a client's NO-EVICT turned off
 }
 
-std::shared_ptr<const net::TlsContext> Server::tls_context() const {
-  base::MutexLock lk(&tls_mu_);
-  return tls_ctx_;
-}
-
 Status Server::InitAcl() {
   if (!cfg_.aclfile.empty() && !cfg_.users.empty())
     return Status::InvalidArgument(
@@ -542,7 +449,7 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   // Setting the same file again reloads it (a renewed certificate).
   for (const auto& [name, value] : pairs)
     if (ToLower(name).starts_with("tls-")) tls_changed = true;
-  if (tls_changed && (tls_listen_fd_ >= 0 || (fastlane_fd_ >= 0 && cfg_.tls_fastlane))) {
+  if (tls_changed && listeners_.serves_tls(cfg_.tls_fastlane)) {
     auto ctx = net::TlsContext::Create(TlsConfigOf(next));
     if (!ctx.ok()) return Status::InvalidArgument(ConfigSetTlsError(ctx.status().message()));
     new_tls = *ctx;
@@ -551,10 +458,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
       (next.tier_maxbytes == 0 || next.tier_maxbytes > tier::kMaxTierBytes))
     return Status::InvalidArgument(ConfigSetTierMaxbytesError());
   // A new port is bound before anything changes: a port in use refuses the
-  // whole CONFIG SET (listen_port.cc).
+  // whole CONFIG SET (listeners.cc).
   int new_port_fd = -1;
   if (next.port != cfg_.port) {
-    auto fd = OpenNewPort(next.port);
+    auto fd = listeners_.OpenNewPort(cfg_.bind, next.port);
     if (!fd.ok()) return fd.status();
     new_port_fd = *fd;
   }
@@ -592,13 +499,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   // this one (empty: nopass); connections already authenticated stay so.
   for (const auto& [name, value] : pairs)
     if (EqualsIgnoreCase(name, "requirepass")) acl_.SetDefaultPassword(next.requirepass);
-  if (new_port_fd >= 0) next.port = SwitchListener(new_port_fd);
+  if (new_port_fd >= 0) next.port = listeners_.SwitchPort(new_port_fd, cfg_.bind, workers_);
   CopyRuntimeSettings(next, &cfg_);
   PublishRuntimeSettings();
-  if (new_tls != nullptr) {
-    base::MutexLock tlk(&tls_mu_);
-    tls_ctx_ = std::move(new_tls);
-  }
+  if (new_tls != nullptr) listeners_.set_tls_context(std::move(new_tls));
   return Status::OK();
 }
 

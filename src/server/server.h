@@ -3,13 +3,13 @@
 // the command table, the ACL, the run-time settings (runtime_settings.h), the
 // client registry (client_registry.h), CLIENT PAUSE (client_pause.h), client
 // eviction (client_eviction.h), the durability gate (durability_gate.h), the
-// background task runner, snapshots and save points (save_scheduler.h),
-// Pub/Sub, tracking, the observability of commands (observability.h: slow log,
-// latency monitor, MONITOR, rates), the memory figures (memory_gauge.h), the
-// attention cache and pool; and a pointer to the durability layer
-// (persistence()). What is its own: the listening sockets and the workers,
-// start-up and shutdown (Start, Serve, StopWorkers), CONFIG SET across the
-// parts, and the ServerControl operations that span them.
+// background task runner, snapshots and save points (save_scheduler.h), the
+// listening sockets and the TLS context (listeners.h), Pub/Sub, tracking, the
+// observability of commands (observability.h: slow log, latency monitor,
+// MONITOR, rates), the memory figures (memory_gauge.h), the attention cache and
+// pool, and the workers; and a pointer to the durability layer (persistence()).
+// What is its own: start-up and shutdown (Start, Serve, StopWorkers), CONFIG
+// SET across the parts, and the ServerControl operations that span them.
 // Handlers never see it: they get its CommandEnv (server/command_env.h: the
 // components, and the Server itself as ServerControl for the operations that
 // span it) through CommandContext::env (no globals). The command layer may not
@@ -66,6 +66,7 @@
 #include "server/commands/command_table.h"
 #include "server/config.h"
 #include "server/durability_gate.h"
+#include "server/listeners.h"
 #include "server/memory_gauge.h"
 #include "server/notify.h"
 #include "server/observability.h"
@@ -155,15 +156,14 @@ class Server final : public ServerControl, private PushSink {
   }
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
+  // The listening sockets, their bound ports and the TLS context
+  // (server/listeners.h).
+  const Listeners& listeners() const { return listeners_; }
   // The TCP port actually bound (differs from config().port when that is 0).
-  int port() const override { return port_.load(std::memory_order_relaxed); }
+  int port() const override { return listeners_.port(); }
   // The fast lane's bound port, 0 when it is off (also config().fastlane_port
   // once started).
-  int fastlane_port() const override { return fastlane_port_; }
-  int tls_port() const { return tls_port_; }
-  // The TLS context new TLS connections use (nullptr without --tls-port).
-  // CONFIG SET tls-cert-file & co. replace it; open connections keep theirs.
-  std::shared_ptr<const net::TlsContext> tls_context() const EXCLUDES(tls_mu_);
+  int fastlane_port() const override { return listeners_.fastlane_port(); }
   int num_workers() const override { return static_cast<int>(workers_.size()); }
   Worker* worker(int i) { return workers_[i].get(); }
   const std::string& run_id() const override { return run_id_; }
@@ -298,12 +298,6 @@ class Server final : public ServerControl, private PushSink {
   void Push(int w, uint64_t id, const std::shared_ptr<const std::string>& msg) override;
   void NotifyKeyspaceEventSlow(uint32_t flags, std::string_view event,
                                std::string_view key) override;
-  // Binds the fast lane's socket as configured (fastlane_port_, fastlane_fd_).
-  Status ListenFastLane();
-  // CONFIG SET port (listen_port.cc): binds the new port (an error words the
-  // refusal), then moves every worker's accepts to it; returns the bound port.
-  Result<int> OpenNewPort(int port) REQUIRES(config_mu_);
-  int SwitchListener(int new_fd) REQUIRES(config_mu_);
   // Copies cfg_'s run-time settings into the atomics the accessors read.
   void PublishRuntimeSettings();
 
@@ -329,14 +323,7 @@ class Server final : public ServerControl, private PushSink {
   TaskRunner background_;
   SaveScheduler saves_{&background_};
 
-  int listen_fd_ = -1;
-  std::atomic<int> port_{0};  // CONFIG SET port changes it (listen_port.cc)
-  int fastlane_fd_ = -1;
-  int fastlane_port_ = 0;
-  int tls_listen_fd_ = -1;
-  int tls_port_ = 0;
-  mutable base::Mutex tls_mu_ ACQUIRED_AFTER(config_mu_);
-  std::shared_ptr<const net::TlsContext> tls_ctx_ GUARDED_BY(tls_mu_);
+  Listeners listeners_;
   int shutdown_fd_ = -1;  // eventfd written by RequestShutdown
   std::atomic<bool> shutting_down_{false};
   std::vector<std::unique_ptr<Worker>> workers_;
