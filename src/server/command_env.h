@@ -1,10 +1,11 @@
 // CommandEnv: what a command handler works with (CommandContext::env). The
-// server's components (the store, the ACL, the client registry, Pub/Sub,
-// tracking, observability, the settings, the durability gate, the background
-// runner, the attention cache and pool, the command table) as plain pointers,
-// the value receipt and the notify-keyspace-events flags (held here), and
-// ServerControl for the few operations that span the whole server (closing
-// clients, CONFIG SET, SHUTDOWN, snapshots, the summed statistics).
+// server's components (the store, the ACL, the client registry, CLIENT PAUSE,
+// client eviction, Pub/Sub, tracking, observability, the settings, the
+// durability gate, the background runner, snapshots, the memory figures, the
+// attention cache and pool, the command table) as plain pointers, the value
+// receipt and the notify-keyspace-events flags (held here), and ServerControl
+// for the few operations that span the whole server (users and closing
+// clients, CONFIG SET, SHUTDOWN, the summed statistics).
 // The Server builds one and owns it; it outlives every command. A handler never
 // sees the Server, its workers or its sockets: the command layer includes this
 // header, never server/server.h or net/connection.h (both refuse to compile
@@ -37,15 +38,19 @@
 #include "base/thread_annotations.h"
 #include "kvproto/receipt.h"
 #include "server/acl.h"
+#include "server/client_eviction.h"
+#include "server/client_pause.h"
 #include "server/client_registry.h"
 #include "server/command_stats.h"
 #include "server/commands/command_table.h"
 #include "server/config.h"
 #include "server/durability_gate.h"
+#include "server/memory_gauge.h"
 #include "server/notify.h"
 #include "server/observability.h"
 #include "server/pubsub.h"
 #include "server/runtime_settings.h"
+#include "server/save_scheduler.h"
 #include "server/task_runner.h"
 #include "server/tracking.h"
 #include "store/store.h"
@@ -84,10 +89,6 @@ class ServerControl {
   virtual void KillClientsOfUsers(const std::vector<std::string>& names) = 0;
   virtual void KillPubSubClientsOfUsers() = 0;
   virtual bool KillClient(uint64_t id) = 0;
-  virtual void PauseClients(int64_t end_ms, bool all) = 0;
-  virtual void UnpauseClients() = 0;
-  virtual bool ReserveClientMemory(uint64_t n, const ClientInfo* who = nullptr) = 0;
-  virtual uint64_t evicted_clients() const = 0;
   virtual void DeliverQueuedPushes(int w) = 0;
   virtual void PubSubRemoveClient(ClientInfo* c) = 0;
 
@@ -104,28 +105,13 @@ class ServerControl {
   virtual Status SetConfig(const std::vector<std::pair<std::string, std::string>>& pairs,
                            uint64_t* lsn) = 0;
 
-  // Snapshots.
-  virtual Status SaveForShutdown() = 0;
-  virtual bool TryBeginSave() = 0;
-  virtual void EndSave() = 0;
-  virtual bool save_running() const = 0;
-  virtual uint64_t background_saves() const = 0;
-  virtual bool aof_rewrite_running() const = 0;
-  enum class BgSaveStart { kStarted, kBusy, kNoPersistence, kShuttingDown };
-  virtual BgSaveStart StartBackgroundSave(bool aof_rewrite) = 0;
-  virtual void SaveAfterFlushAll() = 0;
-
-  // Statistics and memory.
+  // Statistics.
   virtual ServerStats Stats() const = 0;
   virtual void ResetStats() = 0;
   virtual std::vector<CommandCounters> CommandCountersAll() const = 0;
   virtual CommandStats& cmdstats_of(int w) = 0;
   virtual std::map<std::string, uint64_t> ErrorCounts() const = 0;
   virtual std::vector<TrackHist> TrackedLatencyAll() const = 0;
-  virtual uint64_t UsedMemory() = 0;
-  virtual uint64_t used_memory_peak() const = 0;
-  virtual uint64_t AllocatorMemory() = 0;
-  virtual uint64_t allocator_peak() const = 0;
 
   // The attention engine's settings and counters.
   virtual attend::Precision attend_precision() const = 0;
@@ -175,6 +161,14 @@ class CommandEnv {
   KvEvents* kv_events() const { return kv_events_; }
   attend::SlotCache& attend_cache() { return *attend_cache_; }
   attend::ComputePool& attend_pool() { return *attend_pool_; }
+  // The memory figures (server/memory_gauge.h).
+  MemoryGauge& memory() { return *memory_; }
+  // Snapshots, one at a time, and the save points (server/save_scheduler.h).
+  SaveScheduler& saves() { return *saves_; }
+  // CLIENT PAUSE / UNPAUSE (server/client_pause.h).
+  ClientPause& client_pause() { return *client_pause_; }
+  // maxmemory-clients (server/client_eviction.h).
+  ClientEviction& client_eviction() { return *client_eviction_; }
 
   // The user a client is authenticated as: its cached user, refreshed when
   // the ACL changed since (nullptr once that user was deleted). Owning thread.
@@ -228,6 +222,10 @@ class CommandEnv {
   KvEvents* kv_events_ = nullptr;
   attend::SlotCache* attend_cache_ = nullptr;
   attend::ComputePool* attend_pool_ = nullptr;
+  MemoryGauge* memory_ = nullptr;
+  SaveScheduler* saves_ = nullptr;
+  ClientPause* client_pause_ = nullptr;
+  ClientEviction* client_eviction_ = nullptr;
   // Held here rather than pointed to, so that the hot commands reach them in
   // one load as they did through the Server: the value receipt (KV.PREFIX.LOOKUP,
   // V.*) and notify-keyspace-events as flags (CONFIG SET stores them).

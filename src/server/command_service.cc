@@ -181,7 +181,7 @@ uint64_t CommandService::Dispatch(std::span<const std::string_view> args, ReplyB
 
 uint64_t CommandService::PostponeMs(std::span<const std::string_view> args,
                                     const net::ConnContext& c) {
-  const int64_t end = server_->pause_end_ms();
+  const int64_t end = server_->client_pause().end_ms();
   if (end == 0) [[likely]]
     return 0;
   const int64_t now = UnixMillis();
@@ -189,7 +189,7 @@ uint64_t CommandService::PostponeMs(std::span<const std::string_view> args,
   const CommandSpec* spec = server_->commands().Find(args[0]);
   // Refused anyway (unknown, or before AUTH): not held.
   if (spec == nullptr || (!c.authenticated && !(spec->flags & kCmdNoAuth))) return 0;
-  if (!server_->pause_all()) {
+  if (!server_->client_pause().all()) {
     bool write = (spec->flags & kCmdWrite) != 0;
     const std::string_view name = spec->name;
     if (name == "PUBLISH" || name == "SPUBLISH") write = true;  // Redis's may-replicate
@@ -282,9 +282,9 @@ uint64_t CommandService::output_check_threshold() const {
 }
 
 bool CommandService::ReserveClientMemory(uint64_t n, const ClientInfo* who) {
-  return server_->ReserveClientMemory(n, who);
+  return server_->client_eviction().Reserve(n, who);
 }
-void CommandService::AdjustClientMemory(int64_t delta) { server_->AdjustClientMemory(delta); }
+void CommandService::AdjustClientMemory(int64_t delta) { server_->client_eviction().Adjust(delta); }
 
 void CommandService::OnOpen(ClientInfo* info) {
   server_->clients().Register(info);

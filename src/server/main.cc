@@ -170,9 +170,9 @@ int main(int argc, char** argv) {
     }
     LOG_NOTICE("metrics on http://%s:%d/metrics", c.bind.c_str(), metrics->port());
   }
-  if (server.tls_port() != 0)
+  if (server.listeners().tls_port() != 0)
     LOG_NOTICE("TLS listening on %s:%d (client certificates: %s)%s", c.bind.c_str(),
-               server.tls_port(), c.tls_auth_clients.c_str(),
+               server.listeners().tls_port(), c.tls_auth_clients.c_str(),
                c.port == 0 ? ", no plaintext port" : "");
   // A password-less default user (no requirepass, no ACL password) on an
   // address others can reach (the users and the rules are loaded by now).

@@ -116,13 +116,13 @@ std::string MetricsText(Server& s) {
   w.One("pion_protocol_errors_total", "counter", "Connections closed on a protocol error.",
         st.protocol_errors);
   // Memory.
-  uint64_t used = s.AllocatorMemory();
+  uint64_t used = s.memory().AllocatorMemory();
   w.One("pion_memory_used_bytes", "gauge", "Bytes allocated through the allocator.", used);
   w.One("pion_memory_rss_bytes", "gauge", "Resident set size.", ResidentSetBytes());
   w.One("pion_memory_peak_bytes", "gauge", "Largest pion_memory_used_bytes seen.",
-        s.allocator_peak());
+        s.memory().allocator_peak());
   w.One("pion_memory_data_bytes", "gauge", "Bytes charged against maxmemory (INFO used_memory).",
-        s.UsedMemory());
+        s.memory().UsedMemory());
   w.One("pion_maxmemory_bytes", "gauge", "The maxmemory budget (0 = none).",
         s.settings().maxmemory());
   w.One("pion_client_memory_bytes", "gauge", "Memory held by client buffers.",

@@ -1,11 +1,8 @@
 #include "server/server.h"
 
-#include <malloc.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +20,6 @@
 #include "base/log.h"
 #include "base/strutil.h"
 #include "kvproto/errors.h"
-#include "net/listener.h"
 #include "persist/persistence.h"
 #include "server/command_service.h"
 #include "server/fd_limit.h"
@@ -31,24 +27,6 @@
 #include "server/worker.h"
 
 namespace pion::server {
-
-namespace {
-
-net::TlsConfig TlsConfigOf(const Config& c) {
-  net::TlsConfig t;
-  t.cert_file = c.tls_cert_file;
-  t.key_file = c.tls_key_file;
-  t.ca_cert_file = c.tls_ca_cert_file;
-  t.auth_clients = c.tls_auth_clients == "no"         ? net::TlsClientAuth::kNo
-                   : c.tls_auth_clients == "optional" ? net::TlsClientAuth::kOptional
-                                                      : net::TlsClientAuth::kYes;
-  t.protocols = c.tls_protocols;
-  t.ciphers = c.tls_ciphers;
-  t.ciphersuites = c.tls_ciphersuites;
-  return t;
-}
-
-}  // namespace
 
 namespace {
 
@@ -112,6 +90,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
                          static_cast<uint32_t>(cfg_.lfu_decay_time));
     store_->SetMaxBlockLeases(cfg_.max_block_leases);
   }
+  memory_.set_store(store_.get());
   int at = cfg_.attend_threads;
   if (at <= 0) at = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   attend_threads_ = static_cast<uint32_t>(at);
@@ -134,15 +113,16 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
   env_.exec_mu_ = &exec_mu_;
   env_.attend_cache_ = &attend_cache_;
   env_.attend_pool_ = attend_pool_.get();
+  env_.memory_ = &memory_;
+  env_.saves_ = &saves_;
+  env_.client_pause_ = &client_pause_;
+  env_.client_eviction_ = &eviction_;
 }
 
 Server::~Server() {
   StopWorkers();
   attend_pool_->Stop();
   background_.Stop();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  if (fastlane_fd_ >= 0) ::close(fastlane_fd_);
-  if (tls_listen_fd_ >= 0) ::close(tls_listen_fd_);
   if (shutdown_fd_ >= 0) ::close(shutdown_fd_);
 }
 
@@ -169,34 +149,8 @@ Status Server::Start() {
   PION_CHECK(workers_.empty());
   PION_RETURN_IF_ERROR(InitAcl());
   PION_RETURN_IF_ERROR(AttachTier());
-  // A TLS context for the TLS port and/or a TLS fast lane (--tls-fastlane yes
-  // without certificates is a start-up error, as the TLS port's).
-  if (cfg_.tls_port != 0 || (cfg_.tls_fastlane && cfg_.kvcache && cfg_.fastlane_port != 0)) {
-    auto ctx = net::TlsContext::Create(TlsConfigOf(cfg_));
-    if (!ctx.ok()) return ctx.status();
-    base::MutexLock lk(&tls_mu_);
-    tls_ctx_ = *ctx;
-  }
-  if (cfg_.tls_port != 0) {
-    auto tfd = net::Listen(cfg_.bind, cfg_.tls_port);
-    if (!tfd.ok()) return tfd.status();
-    tls_listen_fd_ = *tfd;
-    tls_port_ = net::BoundPort(tls_listen_fd_);
-  }
-  // --port 0 with a TLS port: TLS only (as Redis). Without one, port 0 binds
-  // an ephemeral port (tests).
-  if (cfg_.port != 0 || cfg_.tls_port == 0) {
-    auto fd = net::Listen(cfg_.bind, cfg_.port);
-    if (!fd.ok()) return fd.status();
-    listen_fd_ = *fd;
-    port_ = net::BoundPort(listen_fd_);
-  }
-  PION_RETURN_IF_ERROR(ListenFastLane());
-  std::vector<ListenSocket> listeners;
-  if (listen_fd_ >= 0) listeners.push_back({listen_fd_, net::Protocol::kResp});
-  if (tls_listen_fd_ >= 0) listeners.push_back({tls_listen_fd_, net::Protocol::kResp, true});
-  if (fastlane_fd_ >= 0)
-    listeners.push_back({fastlane_fd_, net::Protocol::kFastLane, cfg_.tls_fastlane});
+  PION_RETURN_IF_ERROR(listeners_.Open(&cfg_));
+  std::vector<ListenSocket> listeners = listeners_.sockets(cfg_.tls_fastlane);
   shutdown_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (shutdown_fd_ < 0) return Status::IOError(std::string("eventfd: ") + std::strerror(errno));
   size_t pool = std::max<size_t>(16u << 20, kPoolBytesTotal / static_cast<size_t>(cfg_.workers));
@@ -210,44 +164,6 @@ Status Server::Start() {
   return Status::OK();
 }
 
-Status Server::ListenFastLane() {
-  // Off without --kvcache (the lane serves the attention commands) or when 0.
-  const bool defaulted = cfg_.fastlane_port < 0;
-  if (!cfg_.kvcache || cfg_.fastlane_port == 0) {
-    if (!cfg_.kvcache && cfg_.fastlane_port > 0)
-      LOG_WARNING("fastlane-port %d ignored: the fast lane needs --kvcache", cfg_.fastlane_port);
-    cfg_.fastlane_port = 0;
-    return Status::OK();
-  }
-  if (defaulted && listen_fd_ < 0 && !cfg_.tls_fastlane) {
-    // TLS only (--port 0): no plaintext port for a plaintext lane to follow.
-    cfg_.fastlane_port = 0;
-    return Status::OK();
-  }
-  // A TLS lane on a TLS-only server follows the TLS port.
-  int base = listen_fd_ >= 0 ? port() : tls_port_;
-  int want = defaulted ? base + 1 : cfg_.fastlane_port;
-  if (want > 65535) {
-    LOG_WARNING("fast lane off: port + 1 (%d) is not a TCP port; set --fastlane-port", want);
-    cfg_.fastlane_port = 0;
-    return Status::OK();
-  }
-  auto fd = net::Listen(cfg_.bind, want);
-  if (!fd.ok()) {
-    // A port asked for is a start-up error; the default one is only a warning
-    // (another server may hold port + 1), and the lane stays off.
-    if (!defaulted) return fd.status();
-    LOG_WARNING("fast lane off: %s (set --fastlane-port, or 0 to silence this)",
-                fd.status().ToString().c_str());
-    cfg_.fastlane_port = 0;
-    return Status::OK();
-  }
-  fastlane_fd_ = *fd;
-  fastlane_port_ = net::BoundPort(fastlane_fd_);
-  cfg_.fastlane_port = fastlane_port_;
-  return Status::OK();
-}
-
 void Server::RequestShutdown() {
   uint64_t one = 1;
   if (shutdown_fd_ >= 0) {
@@ -257,11 +173,6 @@ void Server::RequestShutdown() {
 }
 
 net::Service* Server::service() { return service_.get(); }
-
-Status Server::SaveForShutdown() {
-  if (env_.persistence_ == nullptr) return Status::OK();
-  return env_.persistence_->Save("");
-}
 
 int Server::Serve(int signal_fd) {
   pollfd fds[2];
@@ -389,67 +300,14 @@ std::map<std::string, uint64_t> Server::ErrorCounts() const {
   return out;
 }
 
-namespace {
-void RaisePeak(std::atomic<uint64_t>* peak_var, uint64_t v) {
-  uint64_t peak = peak_var->load(std::memory_order_relaxed);
-  while (v > peak && !peak_var->compare_exchange_weak(peak, v, std::memory_order_relaxed)) {
-  }
-}
-}  // namespace
-
-uint64_t Server::UsedMemory() {
-  uint64_t used = store_ != nullptr ? store_->used_bytes() : 0;
-  RaisePeak(&mem_peak_, used);
-  return used;
-}
-
-uint64_t Server::AllocatorMemory() {
-  const uint64_t last = alloc_last_.load(std::memory_order_acquire);
-  if (last == 0) return MeasureAllocator();  // the first figure: the heap is small
-  const uint64_t now = MonotonicUs();
-  if (now - alloc_last_us_.load(std::memory_order_relaxed) >= kAllocatorRefreshUs &&
-      !alloc_refreshing_.exchange(true, std::memory_order_acq_rel)) {
-    if (!background_.Post([this] {
-          MeasureAllocator();
-          alloc_refreshing_.store(false, std::memory_order_release);
-        }))
-      alloc_refreshing_.store(false, std::memory_order_release);  // shutting down
-  }
-  return last;
-}
-
-uint64_t Server::MeasureAllocator() {
-  struct mallinfo2 mi = ::mallinfo2();
-  uint64_t used = mi.uordblks + mi.hblkhd;
-  if (used == 0) {
-    // An allocator mallinfo2 does not see (the sanitizers'): the resident set instead.
-    FILE* f = std::fopen("/proc/self/statm", "r");
-    unsigned long long size = 0, resident = 0;
-    if (f != nullptr) {
-      if (std::fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
-      std::fclose(f);
-    }
-    used = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  }
-  RaisePeak(&alloc_peak_, used);
-  alloc_last_us_.store(MonotonicUs(), std::memory_order_relaxed);
-  alloc_last_.store(used, std::memory_order_release);
-  return used;
-}
-
 void Server::SampleRates() {
   ServerStats st = Stats();
   observability_.SampleRates(MonotonicUs(), st.commands_processed, st.net_input_bytes,
                              st.net_output_bytes);
   // Keeps used_memory_peak current (the allocator's peak is raised by each
   // mallinfo2 figure, taken only when asked for: see AllocatorMemory).
-  if (++rate_ticks_ % 10 == 0) UsedMemory();
-  EvictClients();  // maxmemory-clients lowered, or a client's NO-EVICT turned off
-}
-
-std::shared_ptr<const net::TlsContext> Server::tls_context() const {
-  base::MutexLock lk(&tls_mu_);
-  return tls_ctx_;
+  if (++rate_ticks_ % 10 == 0) memory_.UsedMemory();
+  eviction_.Evict();  // maxmemory-clients lowered, or a client's NO-EVICT turned off
 }
 
 Status Server::InitAcl() {
@@ -502,24 +360,6 @@ void Server::KillClientsOfUsers(const std::vector<std::string>& names) {
       if (c.user == n) ids.push_back(c.id);
   });
   for (uint64_t id : ids) KillClient(id);
-}
-
-void Server::PauseClients(int64_t end_ms, bool all) {
-  std::lock_guard<std::mutex> l(pause_mu_);
-  const int64_t now = UnixMillis();
-  const int64_t cur = pause_end_ms_.load(std::memory_order_relaxed);
-  if (cur > now) {  // in force: the longer end and the wider kind, as Redis
-    end_ms = std::max(end_ms, cur);
-    all = all || pause_all_.load(std::memory_order_relaxed);
-  }
-  pause_all_.store(all, std::memory_order_relaxed);
-  pause_end_ms_.store(end_ms, std::memory_order_relaxed);
-}
-
-void Server::UnpauseClients() {
-  std::lock_guard<std::mutex> l(pause_mu_);
-  pause_end_ms_.store(0, std::memory_order_relaxed);
-  pause_all_.store(false, std::memory_order_relaxed);
 }
 
 void Server::KillPubSubClientsOfUsers() {
@@ -580,7 +420,7 @@ void Server::ResetStats() {
                     &ws.tls_handshake_failures})
       c->store(0, kR);
   }
-  evicted_clients_.store(0, kR);
+  eviction_.ResetStats();
   if (store_ != nullptr) store_->ResetKeyStats();
 }
 
@@ -609,7 +449,7 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   // Setting the same file again reloads it (a renewed certificate).
   for (const auto& [name, value] : pairs)
     if (ToLower(name).starts_with("tls-")) tls_changed = true;
-  if (tls_changed && (tls_listen_fd_ >= 0 || (fastlane_fd_ >= 0 && cfg_.tls_fastlane))) {
+  if (tls_changed && listeners_.serves_tls(cfg_.tls_fastlane)) {
     auto ctx = net::TlsContext::Create(TlsConfigOf(next));
     if (!ctx.ok()) return Status::InvalidArgument(ConfigSetTlsError(ctx.status().message()));
     new_tls = *ctx;
@@ -618,10 +458,10 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
       (next.tier_maxbytes == 0 || next.tier_maxbytes > tier::kMaxTierBytes))
     return Status::InvalidArgument(ConfigSetTierMaxbytesError());
   // A new port is bound before anything changes: a port in use refuses the
-  // whole CONFIG SET (listen_port.cc).
+  // whole CONFIG SET (listeners.cc).
   int new_port_fd = -1;
   if (next.port != cfg_.port) {
-    auto fd = OpenNewPort(next.port);
+    auto fd = listeners_.OpenNewPort(cfg_.bind, next.port);
     if (!fd.ok()) return fd.status();
     new_port_fd = *fd;
   }
@@ -659,22 +499,20 @@ Status Server::SetConfig(const std::vector<std::pair<std::string, std::string>>&
   // this one (empty: nopass); connections already authenticated stay so.
   for (const auto& [name, value] : pairs)
     if (EqualsIgnoreCase(name, "requirepass")) acl_.SetDefaultPassword(next.requirepass);
-  if (new_port_fd >= 0) next.port = SwitchListener(new_port_fd);
+  if (new_port_fd >= 0) next.port = listeners_.SwitchPort(new_port_fd, cfg_.bind, workers_);
   CopyRuntimeSettings(next, &cfg_);
   PublishRuntimeSettings();
-  if (new_tls != nullptr) {
-    base::MutexLock tlk(&tls_mu_);
-    tls_ctx_ = std::move(new_tls);
-  }
+  if (new_tls != nullptr) listeners_.set_tls_context(std::move(new_tls));
   return Status::OK();
 }
 
 void Server::PublishRuntimeSettings() {
   constexpr auto kR = std::memory_order_relaxed;
   settings_.Publish(cfg_);
+  saves_.SetSavePoints(cfg_.save_points);
   env_.notify_flags_.store(cfg_.notify_keyspace_events, kR);
   acl_.set_pubsub_default_all(cfg_.acl_pubsub_allchannels);
-  EvictClients();  // a lowered maxmemory-clients takes effect before the reply, as Redis
+  eviction_.Evict();  // a lowered maxmemory-clients takes effect before the reply, as Redis
   BufferRecycler::Global().set_max_bytes(cfg_.buffer_recycle_bytes);
   attend_cache_.SetLimits({cfg_.attend_max_slots, cfg_.attend_maxmemory, cfg_.attend_cold_slots});
   if (auto p = attend::ParsePrecision(cfg_.attend_precision))

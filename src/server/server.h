@@ -1,13 +1,19 @@
-// Server: process orchestration. It owns the config, the store (only with
-// --kvcache), the receipt, the command table, the client registry
-// (client_registry.h), the durability gate (durability_gate.h), the
+// Server: process orchestration, the composition of the server's parts. It
+// owns, each as a typed member: the config, the store (only with --kvcache),
+// the command table, the ACL, the run-time settings (runtime_settings.h), the
+// client registry (client_registry.h), CLIENT PAUSE (client_pause.h), client
+// eviction (client_eviction.h), the durability gate (durability_gate.h), the
+// background task runner, snapshots and save points (save_scheduler.h), the
+// listening sockets and the TLS context (listeners.h), Pub/Sub, tracking, the
 // observability of commands (observability.h: slow log, latency monitor,
-// MONITOR, rates), the background task runner, the workers and the listening
-// socket, and a pointer to the durability layer (persistence()). Handlers never
-// see it: they get its CommandEnv (server/command_env.h: the components, and
-// the Server itself as ServerControl for the operations that span it) through
-// CommandContext::env (no globals). The command layer may not include this
-// header (the #error below).
+// MONITOR, rates), the memory figures (memory_gauge.h), the attention cache and
+// pool, and the workers; and a pointer to the durability layer (persistence()).
+// What is its own: start-up and shutdown (Start, Serve, StopWorkers), CONFIG
+// SET across the parts, and the ServerControl operations that span them.
+// Handlers never see it: they get its CommandEnv (server/command_env.h: the
+// components, and the Server itself as ServerControl for the operations that
+// span it) through CommandContext::env (no globals). The command layer may not
+// include this header (the #error below).
 //
 // Thread-safety: everything here may be used from any worker thread unless a
 // comment says otherwise. Settings that CONFIG SET can change at run time are
@@ -52,16 +58,21 @@
 #include "kvproto/receipt.h"
 #include "net/tls.h"
 #include "server/acl.h"
+#include "server/client_eviction.h"
+#include "server/client_pause.h"
 #include "server/client_registry.h"
 #include "server/command_env.h"
 #include "server/command_stats.h"
 #include "server/commands/command_table.h"
 #include "server/config.h"
 #include "server/durability_gate.h"
+#include "server/listeners.h"
+#include "server/memory_gauge.h"
 #include "server/notify.h"
 #include "server/observability.h"
 #include "server/pubsub.h"
 #include "server/runtime_settings.h"
+#include "server/save_scheduler.h"
 #include "server/task_runner.h"
 #include "server/tracking.h"
 #include "store/store.h"
@@ -121,15 +132,8 @@ class Server final : public ServerControl, private PushSink {
   // After ACL SETUSER / LOAD: closes every client subscribed to a channel or
   // pattern its user may no longer use (as Redis 7.0 does).
   void KillPubSubClientsOfUsers() override;
-  // CLIENT PAUSE (Redis's): until `end_ms` (unix ms) the write commands (with
-  // `all`, every command) of every client wait before they run; a pause in
-  // force is only lengthened or widened by another. UnpauseClients ends it.
-  void PauseClients(int64_t end_ms, bool all) override;
-  void UnpauseClients() override;
-  // The pause in force: its end (unix ms; 0 = none; one in the past is over)
-  // and whether it holds every command.
-  int64_t pause_end_ms() const { return pause_end_ms_.load(std::memory_order_relaxed); }
-  bool pause_all() const { return pause_all_.load(std::memory_order_relaxed); }
+  // CLIENT PAUSE / UNPAUSE (server/client_pause.h).
+  ClientPause& client_pause() { return client_pause_; }
   // Applies the `user` config lines, --aclfile and --requirepass (Start()).
   Status InitAcl();
   // The disk tier (tier-dir), attached before recovery fills the store.
@@ -147,22 +151,19 @@ class Server final : public ServerControl, private PushSink {
   int Serve(int signal_fd);
   // Asks Serve() to shut down (thread-safe; SHUTDOWN calls it).
   void RequestShutdown() override;
-  // SHUTDOWN SAVE: runs the persistence save hook (OK when there is none).
-  Status SaveForShutdown() override;
   int NextWorker() {
     return static_cast<int>(next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_.size());
   }
   bool shutting_down() const { return shutting_down_.load(std::memory_order_acquire); }
 
+  // The listening sockets, their bound ports and the TLS context
+  // (server/listeners.h).
+  const Listeners& listeners() const { return listeners_; }
   // The TCP port actually bound (differs from config().port when that is 0).
-  int port() const override { return port_.load(std::memory_order_relaxed); }
+  int port() const override { return listeners_.port(); }
   // The fast lane's bound port, 0 when it is off (also config().fastlane_port
   // once started).
-  int fastlane_port() const override { return fastlane_port_; }
-  int tls_port() const { return tls_port_; }
-  // The TLS context new TLS connections use (nullptr without --tls-port).
-  // CONFIG SET tls-cert-file & co. replace it; open connections keep theirs.
-  std::shared_ptr<const net::TlsContext> tls_context() const EXCLUDES(tls_mu_);
+  int fastlane_port() const override { return listeners_.fastlane_port(); }
   int num_workers() const override { return static_cast<int>(workers_.size()); }
   Worker* worker(int i) { return workers_[i].get(); }
   const std::string& run_id() const override { return run_id_; }
@@ -185,42 +186,19 @@ class Server final : public ServerControl, private PushSink {
   // Start(): KV.PREFIX.SAVE / COMMIT, INFO persistence, SHUTDOWN SAVE, the
   // flush at exit, CONFIG SET appendfsync. nullptr without --kvcache or with
   // appendonly no.
-  void SetPersistence(persist::Persistence* p) { env_.persistence_ = p; }
+  void SetPersistence(persist::Persistence* p) {
+    env_.persistence_ = p;
+    saves_.set_persistence(p);
+  }
   persist::Persistence* persistence() const { return env_.persistence_; }
 
   // Background tasks (see the file comment). Post() fails once shutting down.
   TaskRunner& background() { return background_; }
-  // KV.PREFIX.SAVE runs one at a time: TryBeginSave() is false while one is
-  // queued or running (the caller answers "Background save already in
-  // progress"); EndSave() when it finished, before its reply is sent.
-  bool TryBeginSave() override { return !save_running_.exchange(true, std::memory_order_acq_rel); }
-  void EndSave() override {
-    aof_rewrite_running_.store(false, std::memory_order_release);
-    save_running_.store(false, std::memory_order_release);
-  }
-  bool save_running() const override { return save_running_.load(std::memory_order_acquire); }
-  // A background snapshot (BGSAVE, BGREWRITEAOF, a save point) was queued,
-  // after TryBeginSave: INFO's total_forks counts them, aof_rewrite_in_progress
-  // is 1 for a BGREWRITEAOF until its EndSave (pion forks nothing: the
-  // snapshot runs on a thread; docs/operations.md "Persistence for Redis users").
-  void NoteBackgroundSave(bool aof_rewrite) {
-    background_saves_.fetch_add(1, std::memory_order_relaxed);
-    aof_rewrite_running_.store(aof_rewrite, std::memory_order_release);
-  }
-  uint64_t background_saves() const override {
-    return background_saves_.load(std::memory_order_relaxed);
-  }
-  // Queues a background snapshot (BGSAVE, BGREWRITEAOF, a save point) on the
-  // background thread (save_points.cc).
-  BgSaveStart StartBackgroundSave(bool aof_rewrite) override;
-  // Save points (config `save`): a background snapshot when one is due, as
-  // Redis's serverCron; worker 0 calls it every 100 ms.
-  void SavePointsCron() EXCLUDES(config_mu_);
-  // FLUSHALL with save points set: the snapshot at once, on the caller's
-  // thread (the data set was just emptied), as Redis's FLUSHALL saves.
-  void SaveAfterFlushAll() EXCLUDES(config_mu_) override;
-  bool aof_rewrite_running() const override {
-    return aof_rewrite_running_.load(std::memory_order_acquire);
+  // Snapshots, one at a time, and the save points (server/save_scheduler.h).
+  SaveScheduler& saves() { return saves_; }
+  // Save points: worker 0 calls it every 100 ms; nothing is due while loading.
+  void SavePointsCron() {
+    if (!loading()) saves_.SavePointsCron();
   }
 
   // The connected clients, their slots and their buffers' memory.
@@ -236,21 +214,8 @@ class Server final : public ServerControl, private PushSink {
   bool ClosePickedClient(uint64_t id);
   // Connection slots: fails at maxclients.
   bool TryAcquireClientSlot() { return clients_.TryAcquireSlot(settings_.maxclients()); }
-  // Client eviction (server/client_eviction.cc, as Redis's maxmemory-clients):
-  // ReserveClientMemory admits `n` more bytes of client buffers for `who`
-  // (nullptr: no client in particular), closing the clients that hold the
-  // most (never a CLIENT NO-EVICT one) to make room within maxmemory-clients;
-  // false (the caller refuses the growth) when that cannot make room or when
-  // `who`, grown by `n`, is the one to go (it is closed then). AdjustClientMemory corrects the
-  // count by what a connection holds and evicts the same way once it passes the limit; EvictClients
-  // does so for the cron (the limit lowered, NO-EVICT turned off).
-  bool ReserveClientMemory(uint64_t n, const ClientInfo* who = nullptr) override;
-  void AdjustClientMemory(int64_t delta);
-  void EvictClients();
-  // INFO evicted_clients (CONFIG RESETSTAT zeroes it).
-  uint64_t evicted_clients() const override {
-    return evicted_clients_.load(std::memory_order_relaxed);
-  }
+  // Client eviction (server/client_eviction.h, as Redis's maxmemory-clients).
+  ClientEviction& client_eviction() { return eviction_; }
 
   ServerStats Stats() const override;
   void ResetStats() override;
@@ -321,22 +286,9 @@ class Server final : public ServerControl, private PushSink {
   // Every 100 ms, by worker 0: the instantaneous rates (observability()),
   // the memory peak, client eviction.
   void SampleRates();
-  // INFO used_memory: the bytes charged against maxmemory (the store's data
-  // budget: string keys and namespaces; 0 without --kvcache), so that
-  // used_memory <= maxmemory holds as for Redis; and the largest value seen
-  // (updated here and by the sampler).
-  uint64_t UsedMemory() override;
-  uint64_t used_memory_peak() const override { return mem_peak_.load(std::memory_order_relaxed); }
-  // Bytes the allocator has handed out (mallinfo2: arenas in use + mmapped
-  // blocks; buffers and bookkeeping too), and the largest value seen.
-  // mallinfo2 walks every free chunk of every arena under its lock (about
-  // 100 ms on a heap of 40,000 churned 1 KiB values), so it never runs on a
-  // worker once the first figure is known: a call returns the last figure and,
-  // when that is older than kAllocatorRefreshUs, has background() take a new
-  // one. Nothing walks the heap while nobody asks (INFO memory, /metrics).
-  uint64_t AllocatorMemory() override;
-  static constexpr uint64_t kAllocatorRefreshUs = 5'000'000;
-  uint64_t allocator_peak() const override { return alloc_peak_.load(std::memory_order_relaxed); }
+  // The memory figures (server/memory_gauge.h): used_memory, the allocator's
+  // figure and their peaks.
+  MemoryGauge& memory() { return memory_; }
 
  private:
   void TrackCommandSlow(std::span<const std::string_view> args, const CommandSpec& spec,
@@ -346,12 +298,6 @@ class Server final : public ServerControl, private PushSink {
   void Push(int w, uint64_t id, const std::shared_ptr<const std::string>& msg) override;
   void NotifyKeyspaceEventSlow(uint32_t flags, std::string_view event,
                                std::string_view key) override;
-  // Binds the fast lane's socket as configured (fastlane_port_, fastlane_fd_).
-  Status ListenFastLane();
-  // CONFIG SET port (listen_port.cc): binds the new port (an error words the
-  // refusal), then moves every worker's accepts to it; returns the bound port.
-  Result<int> OpenNewPort(int port) REQUIRES(config_mu_);
-  int SwitchListener(int new_fd) REQUIRES(config_mu_);
   // Copies cfg_'s run-time settings into the atomics the accessors read.
   void PublishRuntimeSettings();
 
@@ -367,36 +313,17 @@ class Server final : public ServerControl, private PushSink {
   uint64_t start_time_us_ = 0;
   std::string run_id_;
 
-  std::mutex pause_mu_;  // PauseClients / UnpauseClients (readers load the atomics)
-  std::atomic<int64_t> pause_end_ms_{0};
-  std::atomic<bool> pause_all_{false};
+  ClientPause client_pause_;
   RuntimeSettings settings_;
-  std::atomic<uint64_t> evicted_clients_{0};
-  // When a client eviction last found nobody to evict (0: it did not).
-  std::atomic<uint64_t> evict_futile_us_{0};
 
   DurabilityGate durability_;
   ClientRegistry clients_;
+  ClientEviction eviction_{&clients_, &settings_,
+                           [this](uint64_t id) { return ClosePickedClient(id); }};
   TaskRunner background_;
-  std::atomic<bool> save_running_{false};
-  std::atomic<bool> aof_rewrite_running_{false};
-  std::atomic<uint64_t> background_saves_{0};
-  // When a save point last started a snapshot (Unix seconds), and whether the
-  // last such snapshot failed: a failed one is retried after 5 seconds.
-  std::atomic<int64_t> save_point_try_unix_{0};
-  // When the server started (Unix seconds): save points count from it until
-  // the first snapshot, as Redis's lastsave.
-  const int64_t started_unix_ = UnixSeconds();
-  std::atomic<bool> save_point_failed_{false};
+  SaveScheduler saves_{&background_};
 
-  int listen_fd_ = -1;
-  std::atomic<int> port_{0};  // CONFIG SET port changes it (listen_port.cc)
-  int fastlane_fd_ = -1;
-  int fastlane_port_ = 0;
-  int tls_listen_fd_ = -1;
-  int tls_port_ = 0;
-  mutable base::Mutex tls_mu_ ACQUIRED_AFTER(config_mu_);
-  std::shared_ptr<const net::TlsContext> tls_ctx_ GUARDED_BY(tls_mu_);
+  Listeners listeners_;
   int shutdown_fd_ = -1;  // eventfd written by RequestShutdown
   std::atomic<bool> shutting_down_{false};
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -431,12 +358,7 @@ class Server final : public ServerControl, private PushSink {
   Observability observability_;  // delivers MONITOR lines through workers_
   std::string replid_;
   int rate_ticks_ = 0;  // SampleRates' calls (worker 0's thread only)
-  std::atomic<uint64_t> mem_peak_{0};
-  std::atomic<uint64_t> alloc_peak_{0};
-  std::atomic<uint64_t> alloc_last_{0};        // the last mallinfo2 figure
-  std::atomic<uint64_t> alloc_last_us_{0};     // MonotonicUs when it was taken
-  std::atomic<bool> alloc_refreshing_{false};  // a refresh is queued or running
-  uint64_t MeasureAllocator();
+  MemoryGauge memory_{&background_};
   std::unique_ptr<CommandStats> spare_stats_;  // see cmdstats_of()
   // What the handlers see (command_env.h); filled in by the constructor. It also
   // holds the receipt, the notify-keyspace-events flags, the durability layer and

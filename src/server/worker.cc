@@ -329,7 +329,8 @@ void Worker::AddConnection(int fd, ListenSocket l) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   std::unique_ptr<net::TlsSession> session;
   if (tls) {
-    if (auto ctx = server_->tls_context()) session = net::TlsSession::Accept(std::move(ctx), fd);
+    if (auto ctx = server_->listeners().tls_context())
+      session = net::TlsSession::Accept(std::move(ctx), fd);
     if (session == nullptr) {
       LOG_WARNING("TLS: cannot start a session for a new client; closing it");
       ::close(fd);

@@ -468,7 +468,7 @@ void FlushAll(CommandContext& ctx) {
     ctx.wait_lsn = lsn;
     // With save points set, FLUSHALL snapshots the emptied data set at once
     // (Redis saves then too): rdb_changes_since_last_save reads 0 after it.
-    ctx.env->control().SaveAfterFlushAll();
+    ctx.env->saves().SaveAfterFlushAll();
   }
   ctx.reply->SimpleString("OK");
   // Every tracking client is told that everything it cached is gone (after
@@ -501,7 +501,7 @@ void Shutdown(CommandContext& ctx) {
     return;
   }
   if (save) {
-    Status st = ctx.env->control().SaveForShutdown();
+    Status st = ctx.env->saves().SaveForShutdown();
     if (!st.ok()) {
       LOG_WARNING("SHUTDOWN SAVE failed: %s", st.ToString().c_str());
       if (!force) {

@@ -291,9 +291,9 @@ void ClientUnblock(CommandContext& ctx) {
 }
 
 // CLIENT PAUSE <timeout-ms> [WRITE|ALL]: every client's writes (ALL: every
-// command) wait until the timeout has passed (Server::PauseClients,
+// command) wait until the timeout has passed (server/client_pause.h,
 // CommandService::PostponeMs).
-void ClientPause(CommandContext& ctx) {
+void ClientPauseCommand(CommandContext& ctx) {
   const size_t n = ctx.args.size();
   if (n < 3) return ctx.reply->Error(WrongArity("client|pause"));
   if (n > 4) return ctx.reply->Error(UnknownSubcommandOrArityError("CLIENT", ctx.args[1]));
@@ -308,7 +308,7 @@ void ClientPause(CommandContext& ctx) {
   if (!ms) return ctx.reply->Error(kErrTimeoutNotInteger);
   if (*ms < 0) return ctx.reply->Error(kErrTimeoutNegative);
   const int64_t now = UnixMillis();
-  ctx.env->control().PauseClients(*ms > INT64_MAX - now ? INT64_MAX : now + *ms, all);
+  ctx.env->client_pause().Pause(*ms > INT64_MAX - now ? INT64_MAX : now + *ms, all);
   ctx.reply->SimpleString("OK");
 }
 
@@ -395,10 +395,10 @@ void Client(CommandContext& ctx) {
     else if (EqualsIgnoreCase(sub, "UNBLOCK"))
       ClientUnblock(ctx);
     else if (EqualsIgnoreCase(sub, "PAUSE"))
-      ClientPause(ctx);
+      ClientPauseCommand(ctx);
     else if (EqualsIgnoreCase(sub, "UNPAUSE")) {
       if (!arity(n == 2)) return;
-      ctx.env->control().UnpauseClients();
+      ctx.env->client_pause().Unpause();
       ctx.reply->SimpleString("OK");
     } else if (arity(n >= 3))
       ClientKill(ctx);

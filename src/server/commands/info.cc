@@ -104,9 +104,9 @@ void MemorySection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
   uint64_t rss = ResidentSetBytes();
   // used_memory is what maxmemory bounds (the data budget); what the
   // allocator holds besides (buffers, connections) is allocator_allocated.
-  uint64_t used = s.control().UsedMemory();
-  uint64_t peak = s.control().used_memory_peak();
-  uint64_t alloc = s.control().AllocatorMemory();
+  uint64_t used = s.memory().UsedMemory();
+  uint64_t peak = s.memory().used_memory_peak();
+  uint64_t alloc = s.memory().AllocatorMemory();
   uint64_t max = s.settings().maxmemory();
   InfoField(out, "used_memory", used);
   InfoField(out, "used_memory_human", Human(used));
@@ -117,7 +117,7 @@ void MemorySection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
   InfoField(out, "used_memory_dataset", used);
   InfoField(out, "allocator_allocated", alloc);
   InfoField(out, "allocator_allocated_human", Human(alloc));
-  InfoField(out, "allocator_peak", s.control().allocator_peak());
+  InfoField(out, "allocator_peak", s.memory().allocator_peak());
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.2f",
                 alloc > 0 ? static_cast<double>(rss) / static_cast<double>(alloc) : 0.0);
@@ -148,8 +148,8 @@ void PersistenceFields(CommandEnv& env, persist::Persistence& p, std::string* ou
   // background thread) until just before its reply.
   // A BGREWRITEAOF is the same snapshot, reported as Redis does: as an AOF
   // rewrite, not a BGSAVE.
-  bool aofrw = env.control().aof_rewrite_running();
-  bool saving = (s.save_in_progress || env.control().save_running()) && !aofrw;
+  bool aofrw = env.saves().aof_rewrite_running();
+  bool saving = (s.save_in_progress || env.saves().save_running()) && !aofrw;
   InfoField(out, "rdb_bgsave_in_progress", uint64_t{saving ? 1u : 0u});
   InfoField(out, "rdb_last_save_time", static_cast<uint64_t>(s.last_save_unix));
   InfoField(out, "rdb_last_bgsave_status", std::string(s.last_save_ok ? "ok" : "err"));
@@ -191,7 +191,7 @@ void KeyspaceStatsFields(CommandEnv& s, std::string* out) {
   InfoField(out, "expired_keys", k.expired);
   InfoField(out, "evicted_keys", k.evicted_keys);
   // Clients closed because client buffers passed maxmemory-clients (client_eviction.cc).
-  InfoField(out, "evicted_clients", s.control().evicted_clients());
+  InfoField(out, "evicted_clients", s.client_eviction().evicted_clients());
   InfoField(out, "keyspace_hits", k.hits);
   InfoField(out, "keyspace_misses", k.misses);
   // pion: large values kept in the buffer they were received into (no copy).
@@ -220,7 +220,7 @@ void StatsSection(CommandEnv& s, const InfoFor& /*who*/, std::string* out) {
   KeyspaceStatsFields(s, out);
   // Background snapshots started (BGSAVE, BGREWRITEAOF, save points, the WAL's
   // automatic compactions): what Redis counts as forks, run on a thread here.
-  uint64_t forks = s.control().background_saves();
+  uint64_t forks = s.saves().background_saves();
   if (persist::Persistence* p = s.persistence()) forks += p->Stats().auto_save_attempts;
   InfoField(out, "total_forks", forks);
 }

@@ -256,18 +256,18 @@ void KvSave(CommandContext& ctx) {
     if (!st.ok()) return ctx.reply->Error(StatusToError(st));
   }
   CommandEnv* env = ctx.env;
-  if (!env->control().TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);
+  if (!env->saves().TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);
   std::shared_ptr<DeferredReply> done = ctx.Defer();
   bool queued = env->background().Post([env, p, path = std::move(path), done] {
     Status st = p->Save(path);
-    env->control().EndSave();  // before the reply: the client's next SAVE is accepted
+    env->saves().EndSave();  // before the reply: the client's next SAVE is accepted
     if (st.ok())
       done->SimpleString("OK");
     else
       ReplyPersistError(*done, std::move(st));
   });
   if (!queued) {
-    env->control().EndSave();
+    env->saves().EndSave();
     done->Complete([](ReplyBuilder& r) { r.Error(kErrShuttingDown); });
   }
 }

@@ -94,8 +94,8 @@ struct MemoryFigures {
 
 MemoryFigures Measure(CommandEnv& s) {
   MemoryFigures m;
-  m.total = s.control().UsedMemory();
-  m.peak = s.control().used_memory_peak();
+  m.total = s.memory().UsedMemory();
+  m.peak = s.memory().used_memory_peak();
   m.clients = s.clients().memory();
   m.connected = s.clients().connected();
   if (store::Store* st = s.store()) m.keys = st->DbSize();
@@ -109,7 +109,7 @@ MemoryFigures Measure(CommandEnv& s) {
   m.dataset_perc = static_cast<double>(static_cast<float>(m.dataset) * 100 / net);
   m.peak_perc = m.peak > 0 ? static_cast<double>(static_cast<float>(m.total) * 100 / m.peak) : 0;
   m.bytes_per_key = m.keys > 0 ? m.total / m.keys : 0;
-  m.alloc = s.control().AllocatorMemory();
+  m.alloc = s.memory().AllocatorMemory();
   m.rss = ResidentSetBytes();
   m.frag = m.alloc > 0 ? static_cast<double>(static_cast<float>(m.rss) / m.alloc) : 0;
   m.frag_bytes = static_cast<int64_t>(m.rss) - static_cast<int64_t>(m.alloc);

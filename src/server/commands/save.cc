@@ -25,18 +25,18 @@ void Save(CommandContext& ctx) {
   persist::Persistence* p = ctx.env->persistence();
   if (p == nullptr) return ctx.reply->Error(kErrNoPersistence);
   CommandEnv* env = ctx.env;
-  if (!env->control().TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);
+  if (!env->saves().TryBeginSave()) return ctx.reply->Error(kErrSaveInProgress);
   std::shared_ptr<DeferredReply> done = ctx.Defer();
   bool queued = env->background().Post([env, p, done] {
     Status st = p->Save(std::string());
-    env->control().EndSave();
+    env->saves().EndSave();
     if (st.ok())
       done->SimpleString("OK");
     else
       done->Error(StatusToError(st));
   });
   if (!queued) {
-    env->control().EndSave();
+    env->saves().EndSave();
     done->Complete([](ReplyBuilder& r) { r.Error(kErrShuttingDown); });
   }
 }
@@ -45,14 +45,14 @@ void Save(CommandContext& ctx) {
 // with `started` (`scheduled` inside a transaction, as Redis words it then).
 void BackgroundSave(CommandContext& ctx, bool aof_rewrite, std::string_view started,
                     std::string_view scheduled, std::string_view busy) {
-  switch (ctx.env->control().StartBackgroundSave(aof_rewrite)) {
-    case ServerControl::BgSaveStart::kNoPersistence:
+  switch (ctx.env->saves().StartBackgroundSave(aof_rewrite)) {
+    case BgSaveStart::kNoPersistence:
       return ctx.reply->Error(kErrNoPersistence);
-    case ServerControl::BgSaveStart::kBusy:
+    case BgSaveStart::kBusy:
       return ctx.reply->Error(busy);
-    case ServerControl::BgSaveStart::kShuttingDown:
+    case BgSaveStart::kShuttingDown:
       return ctx.reply->Error(kErrShuttingDown);
-    case ServerControl::BgSaveStart::kStarted:
+    case BgSaveStart::kStarted:
       break;
   }
   ctx.reply->SimpleString(ctx.in_exec ? scheduled : started);

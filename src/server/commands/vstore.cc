@@ -156,7 +156,7 @@ bool CheckReply(CommandContext& ctx, std::span<const FetchPlan> plans, OutFmt fm
   if (decoded >= kGated) {
     ClientControl* c = ctx.client != nullptr ? ctx.client->control : nullptr;
     bool ok =
-        c != nullptr ? c->ReserveMemory(decoded) : ctx.env->control().ReserveClientMemory(decoded);
+        c != nullptr ? c->ReserveMemory(decoded) : ctx.env->client_eviction().Reserve(decoded);
     if (!ok) {
       ctx.reply->Error(kErrClientMemory);
       return false;

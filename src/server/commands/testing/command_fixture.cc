@@ -56,7 +56,7 @@ void FakeClient::SetAuthenticated(bool v) {
   info_.authenticated.store(v, std::memory_order_relaxed);
 }
 
-bool FakeClient::ReserveMemory(size_t n) { return server_->ReserveClientMemory(n, &info_); }
+bool FakeClient::ReserveMemory(size_t n) { return server_->client_eviction().Reserve(n, &info_); }
 
 std::shared_ptr<net::DeferredReply> FakeClient::BeginDeferred() {
   deferred_ = true;

@@ -1,8 +1,10 @@
-// Background snapshots and Redis's save points (config `save`,
-// docs/operations.md "Persistence for Redis users"): BGSAVE, BGREWRITEAOF and
-// a due save point all queue pion's one snapshot (the data set written out,
-// then the WAL truncated to what follows it) on the background thread. Redis
-// forks a child for them; INFO's total_forks counts them here.
+// SaveScheduler (save_scheduler.h): background snapshots and Redis's save
+// points (config `save`, docs/operations.md "Persistence for Redis users"):
+// BGSAVE, BGREWRITEAOF and a due save point all queue pion's one snapshot (the data set written
+// out, then the WAL truncated to what follows it) on the background thread. Redis forks a child for
+// them; INFO's total_forks counts them here.
+#include "server/save_scheduler.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -11,7 +13,6 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "persist/persistence.h"
-#include "server/server.h"
 
 namespace pion::server {
 
@@ -21,12 +22,12 @@ namespace {
 constexpr int64_t kSavePointRetrySeconds = 5;
 }  // namespace
 
-Server::BgSaveStart Server::StartBackgroundSave(bool aof_rewrite) {
-  persist::Persistence* p = env_.persistence_;
+BgSaveStart SaveScheduler::StartBackgroundSave(bool aof_rewrite) {
+  persist::Persistence* p = persistence_;
   if (p == nullptr) return BgSaveStart::kNoPersistence;
   if (!TryBeginSave()) return BgSaveStart::kBusy;
   NoteBackgroundSave(aof_rewrite);
-  bool queued = background_.Post([this, p] {
+  bool queued = background_->Post([this, p] {
     Status st = p->Save(std::string());
     EndSave();
     if (!st.ok()) LOG_WARNING("Background save failed: %s", std::string(st.message()).c_str());
@@ -38,13 +39,18 @@ Server::BgSaveStart Server::StartBackgroundSave(bool aof_rewrite) {
   return BgSaveStart::kStarted;
 }
 
-void Server::SavePointsCron() {
-  persist::Persistence* p = env_.persistence_;
-  if (p == nullptr || loading() || save_running()) return;
-  std::vector<std::pair<uint64_t, uint64_t>> points;
+void SaveScheduler::SetSavePoints(SavePoints points) {
+  base::MutexLock lk(&mu_);
+  points_ = std::move(points);
+}
+
+void SaveScheduler::SavePointsCron() {
+  persist::Persistence* p = persistence_;
+  if (p == nullptr || save_running()) return;
+  SavePoints points;
   {
-    base::MutexLock lk(&config_mu_);
-    points = cfg_.save_points;
+    base::MutexLock lk(&mu_);
+    points = points_;
   }
   if (points.empty()) return;
   persist::PersistStats s = p->Stats();
@@ -63,7 +69,7 @@ void Server::SavePointsCron() {
     if (!TryBeginSave()) return;
     NoteBackgroundSave(false);
     save_point_try_unix_.store(now, std::memory_order_relaxed);
-    bool queued = background_.Post([this, p] {
+    bool queued = background_->Post([this, p] {
       Status st = p->Save(std::string());
       save_point_failed_.store(!st.ok(), std::memory_order_relaxed);
       EndSave();
@@ -75,12 +81,12 @@ void Server::SavePointsCron() {
   }
 }
 
-void Server::SaveAfterFlushAll() {
-  persist::Persistence* p = env_.persistence_;
+void SaveScheduler::SaveAfterFlushAll() {
+  persist::Persistence* p = persistence_;
   if (p == nullptr) return;
   {
-    base::MutexLock lk(&config_mu_);
-    if (cfg_.save_points.empty()) return;
+    base::MutexLock lk(&mu_);
+    if (points_.empty()) return;
   }
   // With a snapshot already queued or running, this one waits for it (Redis
   // stops its child and saves): the count of changes must read 0 after.
@@ -88,6 +94,11 @@ void Server::SaveAfterFlushAll() {
   Status st = p->Save(std::string());
   if (mine) EndSave();
   if (!st.ok()) LOG_WARNING("FLUSHALL's snapshot failed: %s", std::string(st.message()).c_str());
+}
+
+Status SaveScheduler::SaveForShutdown() {
+  if (persistence_ == nullptr) return Status::OK();
+  return persistence_->Save("");
 }
 
 }  // namespace pion::server
