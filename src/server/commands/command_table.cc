@@ -1,6 +1,5 @@
 #include "server/commands/command_table.h"
 
-#include <cstring>
 #include <optional>
 
 #include "base/check.h"
@@ -19,11 +18,13 @@ CommandTable::CommandTable(std::vector<CommandSpec> specs) : specs_(std::move(sp
     PION_CHECK_MSG(name.size() <= kMaxName, s.name);
     for (char c : name) PION_CHECK_MSG(!(c >= 'a' && c <= 'z'), "command names are upper case");
     PION_CHECK_MSG(Find(name) == nullptr, s.name);  // each name once
-    char upper[kMaxName];
-    uint64_t h = HashUpper(name, upper);
+    uint64_t upper[kNameWords];
+    const uint64_t h = HashUpper(name, upper);
     size_t i = h & name_mask_;
     while (by_name_[i].spec != nullptr) i = (i + 1) & name_mask_;
-    by_name_[i] = NameSlot{&s, h, static_cast<uint32_t>(name.size())};
+    by_name_[i] = NameSlot{&s, h, static_cast<uint32_t>(name.size()),
+                           static_cast<uint32_t>(name_words_.size())};
+    name_words_.insert(name_words_.end(), upper, upper + (name.size() + 7) / 8);
   }
   spec_stat_.resize(specs_.size());
   subs_.resize(specs_.size());
@@ -61,12 +62,15 @@ size_t CommandTable::StatIndex(const CommandSpec* spec,
   return spec_stat_[i];
 }
 
-uint64_t CommandTable::HashUpper(std::string_view name, char* upper) {
+uint64_t CommandTable::HashUpper(std::string_view name, uint64_t* upper) {
+  if (!name.empty()) upper[(name.size() - 1) / 8] = 0;  // the padding of the last word
+  // Bytes written through a char pointer: char may alias the words.
+  char* out = reinterpret_cast<char*>(upper);
   uint64_t h = 1469598103934665603ull;  // FNV-1a 64
   for (size_t i = 0; i < name.size(); ++i) {
     char c = name[i];
     c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
-    upper[i] = c;
+    out[i] = c;
     h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   }
   return h;
@@ -74,13 +78,17 @@ uint64_t CommandTable::HashUpper(std::string_view name, char* upper) {
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {
   if (name.size() > kMaxName) return nullptr;
-  char buf[kMaxName];
+  uint64_t buf[kNameWords];
   const uint64_t h = HashUpper(name, buf);
+  const size_t n = (name.size() + 7) / 8;
   for (size_t i = h & name_mask_;; i = (i + 1) & name_mask_) {
     const NameSlot& s = by_name_[i];
     if (s.spec == nullptr) return nullptr;
-    if (s.hash == h && s.len == name.size() && std::memcmp(s.spec->name, buf, name.size()) == 0)
-      return s.spec;
+    if (s.hash != h || s.len != name.size()) continue;
+    const uint64_t* w = name_words_.data() + s.words;
+    size_t k = 0;
+    while (k < n && w[k] == buf[k]) ++k;
+    if (k == n) return s.spec;
   }
 }
 

@@ -45,14 +45,22 @@ class CommandTable {
   // Find's table: open addressing over a power-of-two array (at most a quarter
   // full), keyed by a case-folding FNV-1a hash computed in the same pass that
   // upper-cases the name (std::unordered_map hashed and compared separately:
-  // ~200 instructions of a 20-byte KV.PREFIX.MEMBERSHIP lookup).
+  // ~200 instructions of a 20-byte KV.PREFIX.MEMBERSHIP lookup). A candidate
+  // is confirmed word by word against its name zero-padded to whole 8-byte
+  // words (`words` indexes name_words_), which the compiler keeps inline
+  // where a memcmp of a run-time length is a library call.
   struct NameSlot {
     const CommandSpec* spec = nullptr;
     uint64_t hash = 0;
     uint32_t len = 0;
+    uint32_t words = 0;
   };
-  static uint64_t HashUpper(std::string_view name, char* upper);
+  static constexpr size_t kNameWords = kMaxName / 8;
+  // Upper-cases `name` into `upper` (kNameWords words; the bytes after the
+  // name, up to its last word's end, become zero) and returns its hash.
+  static uint64_t HashUpper(std::string_view name, uint64_t* upper);
   std::vector<NameSlot> by_name_;
+  std::vector<uint64_t> name_words_;
   size_t name_mask_ = 0;
   std::vector<std::string> stat_names_;
   std::vector<size_t> spec_stat_;                                  // by spec index
