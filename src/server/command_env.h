@@ -30,14 +30,12 @@
 #include <utility>
 #include <vector>
 
-#include "attend/compute_pool.h"
-#include "attend/precision.h"
-#include "attend/slot_cache.h"
 #include "base/rw_mutex.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "kvproto/receipt.h"
 #include "server/acl.h"
+#include "server/attention.h"
 #include "server/client_eviction.h"
 #include "server/client_pause.h"
 #include "server/client_registry.h"
@@ -113,13 +111,6 @@ class ServerControl {
   virtual std::map<std::string, uint64_t> ErrorCounts() const = 0;
   virtual std::vector<TrackHist> TrackedLatencyAll() const = 0;
 
-  // The attention engine's settings and counters.
-  virtual attend::Precision attend_precision() const = 0;
-  virtual uint64_t attend_pool_min_bytes() const = 0;
-  virtual uint32_t attend_threads() const = 0;
-  virtual void CountAttendQuery() = 0;
-  virtual uint64_t attend_queries() const = 0;
-
   // The slow paths of CommandEnv's inline helpers.
   virtual void NotifyKeyspaceEventSlow(uint32_t flags, std::string_view event,
                                        std::string_view key) = 0;
@@ -159,8 +150,9 @@ class CommandEnv {
   persist::Persistence* persistence() const { return persistence_; }
   // KV events (server/kv_events.h), or null when off.
   KvEvents* kv_events() const { return kv_events_; }
-  attend::SlotCache& attend_cache() { return *attend_cache_; }
-  attend::ComputePool& attend_pool() { return *attend_pool_; }
+  // Stage 2: the slot cache, the compute pool and their settings
+  // (server/attention.h).
+  Attention& attention() { return *attention_; }
   // The memory figures (server/memory_gauge.h).
   MemoryGauge& memory() { return *memory_; }
   // Snapshots, one at a time, and the save points (server/save_scheduler.h).
@@ -220,8 +212,7 @@ class CommandEnv {
   WriterFirstMutex* exec_mu_ = nullptr;
   persist::Persistence* persistence_ = nullptr;
   KvEvents* kv_events_ = nullptr;
-  attend::SlotCache* attend_cache_ = nullptr;
-  attend::ComputePool* attend_pool_ = nullptr;
+  Attention* attention_ = nullptr;
   MemoryGauge* memory_ = nullptr;
   SaveScheduler* saves_ = nullptr;
   ClientPause* client_pause_ = nullptr;

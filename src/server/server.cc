@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -63,6 +64,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
       acl_(&commands_),
       background_(kBackgroundThreads, "pion-bg"),
       service_(std::make_unique<CommandService>(this)),
+      attention_(cfg_.attend_threads),
       observability_(
           [this](int w, uint64_t id, const std::shared_ptr<const std::string>& line) {
             if (w >= 0 && static_cast<size_t>(w) < workers_.size())
@@ -91,10 +93,6 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
     store_->SetMaxBlockLeases(cfg_.max_block_leases);
   }
   memory_.set_store(store_.get());
-  int at = cfg_.attend_threads;
-  if (at <= 0) at = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  attend_threads_ = static_cast<uint32_t>(at);
-  attend_pool_ = std::make_unique<attend::ComputePool>(attend_threads_, "pion-attend");
   int n = cfg_.workers;
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   cfg_.workers = std::min(n, 64);
@@ -111,8 +109,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
   env_.durability_ = &durability_;
   env_.background_ = &background_;
   env_.exec_mu_ = &exec_mu_;
-  env_.attend_cache_ = &attend_cache_;
-  env_.attend_pool_ = attend_pool_.get();
+  env_.attention_ = &attention_;
   env_.memory_ = &memory_;
   env_.saves_ = &saves_;
   env_.client_pause_ = &client_pause_;
@@ -121,7 +118,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
 
 Server::~Server() {
   StopWorkers();
-  attend_pool_->Stop();
+  attention_.Stop();
   background_.Stop();
   if (shutdown_fd_ >= 0) ::close(shutdown_fd_);
 }
@@ -226,7 +223,7 @@ void Server::StopWorkers() {
   // 2. Finish background work (a running SAVE completes; its reply is posted
   //    to its worker, sent below). Nothing new is queued: no worker reads.
   //    Queries and WARMs on the compute pool finish the same way.
-  attend_pool_->Stop();
+  attention_.Stop();
   background_.Stop();
   // 3. Make everything acknowledged durable so held replies can go out.
   if (env_.persistence_ != nullptr) {
@@ -514,10 +511,7 @@ void Server::PublishRuntimeSettings() {
   acl_.set_pubsub_default_all(cfg_.acl_pubsub_allchannels);
   eviction_.Evict();  // a lowered maxmemory-clients takes effect before the reply, as Redis
   BufferRecycler::Global().set_max_bytes(cfg_.buffer_recycle_bytes);
-  attend_cache_.SetLimits({cfg_.attend_max_slots, cfg_.attend_maxmemory, cfg_.attend_cold_slots});
-  if (auto p = attend::ParsePrecision(cfg_.attend_precision))
-    attend_precision_.store(static_cast<uint8_t>(*p), kR);
-  attend_pool_min_bytes_.store(cfg_.attend_pool_min_bytes, kR);
+  attention_.Apply(cfg_);
   observability_.Apply(cfg_);
   tracking_.SetMaxKeys(cfg_.tracking_table_max_keys);
 }

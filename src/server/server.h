@@ -43,14 +43,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "attend/compute_pool.h"
-#include "attend/precision.h"
-#include "attend/slot_cache.h"
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/rw_mutex.h"
@@ -220,22 +216,8 @@ class Server final : public ServerControl, private PushSink {
   ServerStats Stats() const override;
   void ResetStats() override;
 
-  // Stage 2 (src/server/commands/attend.cc). The warm/cold slot cache and the compute
-  // pool exist for the whole life of the server; the slots of namespace <ns> and
-  // <ns>_attn go when the store drops or evicts <ns>, all of them on FLUSHALL.
-  attend::SlotCache& attend_cache() { return attend_cache_; }
-  attend::ComputePool& attend_pool() { return *attend_pool_; }
-  attend::Precision attend_precision() const override {
-    return static_cast<attend::Precision>(attend_precision_.load(std::memory_order_relaxed));
-  }
-  uint64_t attend_pool_min_bytes() const override {
-    return attend_pool_min_bytes_.load(std::memory_order_relaxed);
-  }
-  uint32_t attend_threads() const override { return attend_threads_; }
-  void CountAttendQuery() override { attend_queries_.fetch_add(1, std::memory_order_relaxed); }
-  uint64_t attend_queries() const override {
-    return attend_queries_.load(std::memory_order_relaxed);
-  }
+  // Stage 2 (server/attention.h).
+  Attention& attention() { return attention_; }
   // Observability (docs/operations.md). Per-command counters, summed over
   // the workers (slots as commands().stat_name()), and error-code counts.
   std::vector<CommandCounters> CommandCountersAll() const override;
@@ -348,13 +330,8 @@ class Server final : public ServerControl, private PushSink {
     Server* server_;
     attend::SlotCache* cache_;
   };
-  attend::SlotCache attend_cache_;
-  AttendObserver attend_observer_{this, &attend_cache_};
-  uint32_t attend_threads_ = 1;
-  std::unique_ptr<attend::ComputePool> attend_pool_;
-  std::atomic<uint8_t> attend_precision_{static_cast<uint8_t>(attend::Precision::kF16)};
-  std::atomic<uint64_t> attend_pool_min_bytes_{0};
-  std::atomic<uint64_t> attend_queries_{0};
+  Attention attention_;
+  AttendObserver attend_observer_{this, &attention_.cache()};
   Observability observability_;  // delivers MONITOR lines through workers_
   std::string replid_;
   int rate_ticks_ = 0;  // SampleRates' calls (worker 0's thread only)

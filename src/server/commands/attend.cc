@@ -131,20 +131,20 @@ struct QueryJob {
 };
 
 void AfterQuery(CommandEnv* env, const QueryJob& j) {
-  env->control().CountAttendQuery();
-  if (j.recount) env->attend_cache().Recount(j.sid, j.layer, j.slot.get());
+  env->attention().CountQuery();
+  if (j.recount) env->attention().cache().Recount(j.sid, j.layer, j.slot.get());
 }
 
 void RunQuery(CommandContext& ctx, std::unique_ptr<QueryJob> job) {
   job->Bind();
   CommandEnv* env = ctx.env;
-  const bool big = job->work_bytes() >= env->control().attend_pool_min_bytes();
+  const bool big = job->work_bytes() >= env->attention().pool_min_bytes();
   if (big && ctx.CanDefer()) {
     std::shared_ptr<QueryJob> j(std::move(job));
     std::shared_ptr<DeferredReply> done = ctx.Defer();
-    bool queued = env->attend_pool().Post([env, j, done] {
+    bool queued = env->attention().pool().Post([env, j, done] {
       auto out = std::make_shared<std::vector<float>>();
-      Status st = j->Run(&env->attend_pool(), out.get());
+      Status st = j->Run(&env->attention().pool(), out.get());
       if (!st.ok()) {
         std::string_view text = j->failed;
         done->Complete([text](ReplyBuilder& r) { r.Error(text); });
@@ -157,7 +157,7 @@ void RunQuery(CommandContext& ctx, std::unique_ptr<QueryJob> job) {
     return;
   }
   std::vector<float> out;
-  Status st = job->Run(big ? &env->attend_pool() : nullptr, &out);
+  Status st = job->Run(big ? &env->attention().pool() : nullptr, &out);
   if (!st.ok()) return ctx.reply->Error(job->failed);
   AfterQuery(env, *job);
   WriteFloats(*ctx.reply, out);
@@ -168,7 +168,7 @@ void RunQuery(CommandContext& ctx, std::unique_ptr<QueryJob> job) {
 std::shared_ptr<const Slot> Resolve(CommandContext& ctx, std::string_view sid, uint32_t layer,
                                     std::string_view failed) {
   SlotState st;
-  auto slot = ctx.env->attend_cache().Acquire(sid, layer, &st);
+  auto slot = ctx.env->attention().cache().Acquire(sid, layer, &st);
   if (slot) return slot;
   ctx.reply->Error(st == SlotState::kCold ? kErrColdMiss : failed);
   return nullptr;
@@ -216,12 +216,12 @@ void AttendStore(CommandContext& ctx) {
   if (h > attend::kMaxHeads || d > attend::kMaxHeadDim || n > std::numeric_limits<uint32_t>::max())
     return ctx.reply->Error(AttendStoreError("unsupported D? supported: D 1..1024, H 1..1024"));
   CommandEnv* env = ctx.env;
-  const attend::Precision p = env->control().attend_precision();
-  Status adm = env->attend_cache().Admit(EstimateSlotBytes(p, h, n, d));
+  const attend::Precision p = env->attention().precision();
+  Status adm = env->attention().cache().Admit(EstimateSlotBytes(p, h, n, d));
   if (!adm.ok()) return ctx.reply->Error(AttendStoreError(adm));
   // A new slot object: queries on the old one keep reading it; on failure the old
   // one stays installed.
-  auto slot = std::make_shared<Slot>(env->attend_cache().arena());
+  auto slot = std::make_shared<Slot>(env->attention().cache().arena());
   const auto uh = static_cast<uint32_t>(h), un = static_cast<uint32_t>(n),
              ud = static_cast<uint32_t>(d);
   Status st;
@@ -233,7 +233,7 @@ void AttendStore(CommandContext& ctx) {
     st = slot->StoreF32(p, uh, un, ud, Aligned(a[6], &tk), Aligned(a[7], &tv));
   }
   if (!st.ok()) return ctx.reply->Error(AttendStoreError(st));
-  env->attend_cache().Put(a[1], layer, std::move(slot));
+  env->attention().cache().Put(a[1], layer, std::move(slot));
   ctx.reply->SimpleString("OK");
 }
 
@@ -244,7 +244,7 @@ void AttendLookup(CommandContext& ctx) {
   if (a.size() != 3) return ctx.reply->Error(kErrAttendLookupArgs);
   uint32_t layer;
   if (!Layer(ctx, a[2], &layer)) return;
-  switch (ctx.env->attend_cache().State(a[1], layer)) {
+  switch (ctx.env->attention().cache().State(a[1], layer)) {
     case SlotState::kWarm:
       return ctx.reply->SimpleString("HIT");
     case SlotState::kCold:
@@ -263,7 +263,7 @@ void AttendDrop(CommandContext& ctx) {
     if (!Layer(ctx, a[2], &l)) return;
     layer = l;
   }
-  ctx.reply->Integer(static_cast<int64_t>(ctx.env->attend_cache().Drop(a[1], layer)));
+  ctx.reply->Integer(static_cast<int64_t>(ctx.env->attention().cache().Drop(a[1], layer)));
 }
 
 // ------------------------------------------------------------------- QUERY
@@ -503,7 +503,7 @@ WarmResult Warm(CommandEnv* env, const std::string& ns, uint32_t h, uint32_t d,
     uint64_t last;
   };
   std::vector<Layer> layers;
-  attend::SlotCache& cache = env->attend_cache();
+  attend::SlotCache& cache = env->attention().cache();
   const uint32_t nl = std::min(ik->num_layers, iv->num_layers);
   for (uint32_t l = 0; l < nl; ++l) {
     uint64_t n = std::min(ik->layer_tokens[l], iv->layer_tokens[l]);
@@ -516,7 +516,7 @@ WarmResult Warm(CommandEnv* env, const std::string& ns, uint32_t h, uint32_t d,
   }
   std::stable_sort(layers.begin(), layers.end(),
                    [](const Layer& x, const Layer& y) { return x.last < y.last; });
-  const attend::Precision p = env->control().attend_precision();
+  const attend::Precision p = env->attention().precision();
   const std::string ks = ns + "_pk", vs = ns + "_pv";
   std::mutex mu;  // guards built, ready, next
   std::vector<std::shared_ptr<Slot>> built(layers.size());
@@ -538,7 +538,7 @@ WarmResult Warm(CommandEnv* env, const std::string& ns, uint32_t h, uint32_t d,
     if (!slot->StoreRows(p, h, d, kp->fmt, kr, vr).ok()) return nullptr;
     return slot;
   };
-  env->attend_pool().ParallelFor(static_cast<uint32_t>(layers.size()), [&](uint32_t i) {
+  env->attention().pool().ParallelFor(static_cast<uint32_t>(layers.size()), [&](uint32_t i) {
     std::shared_ptr<Slot> slot = build(i);
     std::lock_guard<std::mutex> l(mu);
     built[i] = std::move(slot);
@@ -574,7 +574,7 @@ void KvWarm(CommandContext& ctx) {
   if (!ctx.CanDefer()) return ctx.reply->SimpleString(WarmReply(Warm(env, ns, uh, ud, sid)));
   std::shared_ptr<DeferredReply> done = ctx.Defer();
   bool queued =
-      env->attend_pool().Post([env, ns = std::move(ns), sid = std::move(sid), uh, ud, done] {
+      env->attention().pool().Post([env, ns = std::move(ns), sid = std::move(sid), uh, ud, done] {
         done->SimpleString(WarmReply(Warm(env, ns, uh, ud, sid)));
       });
   if (!queued) done->Complete([](ReplyBuilder& r) { r.Error(kErrShuttingDown); });
@@ -583,7 +583,7 @@ void KvWarm(CommandContext& ctx) {
 }  // namespace
 
 void AppendAttendInfo(CommandEnv& s, std::string* out) {
-  attend::SlotCacheStats st = s.attend_cache().Stats();
+  attend::SlotCacheStats st = s.attention().cache().Stats();
   InfoField(out, "sdpa_warm", st.warm);
   InfoField(out, "sdpa_cold", st.cold);
   InfoField(out, "sdpa_demotions", st.demotions);
@@ -591,10 +591,9 @@ void AppendAttendInfo(CommandEnv& s, std::string* out) {
   InfoField(out, "sdpa_bytes", st.bytes);
   InfoField(out, "sdpa_arena_bytes", st.arena.kept_bytes);
   InfoField(out, "sdpa_arena_reused", st.arena.reused);
-  InfoField(out, "sdpa_queries", s.control().attend_queries());
-  InfoField(out, "attend_precision",
-            std::string(attend::PrecisionName(s.control().attend_precision())));
-  InfoField(out, "attend_threads", static_cast<uint64_t>(s.control().attend_threads()));
+  InfoField(out, "sdpa_queries", s.attention().queries());
+  InfoField(out, "attend_precision", std::string(attend::PrecisionName(s.attention().precision())));
+  InfoField(out, "attend_threads", static_cast<uint64_t>(s.attention().threads()));
 }
 
 void AddAttendCommands(std::vector<CommandSpec>* out) {
