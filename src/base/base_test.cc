@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/atomic_raise.h"
 #include "base/cpu.h"
 #include "base/crc32c.h"
 #include "base/fp16.h"
@@ -80,6 +81,25 @@ TEST(BufferRecycler, KeepsBoundedBlocksAndReusesThem) {
   EXPECT_LE(r.cached_bytes(), 4 * kB);
   r.set_max_bytes(0);
   EXPECT_EQ(r.cached_bytes(), 0u);
+}
+
+TEST(AtomicRaise, StoresOnlyAHigherValueAndSaysWhether) {
+  std::atomic<uint64_t> a{10};
+  EXPECT_FALSE(base::AtomicRaise(&a, uint64_t{3}));
+  EXPECT_FALSE(base::AtomicRaise(&a, uint64_t{10}));
+  EXPECT_EQ(a.load(), 10u);
+  EXPECT_TRUE(base::AtomicRaise(&a, uint64_t{11}, std::memory_order_relaxed));
+  EXPECT_EQ(a.load(), 11u);
+  // Racing raises keep the maximum: each thread raises through its own values,
+  // interleaved with the others'.
+  std::atomic<uint64_t> m{0};
+  std::vector<std::thread> ts;
+  for (uint64_t t = 0; t < 4; ++t)
+    ts.emplace_back([&m, t] {
+      for (uint64_t i = 0; i < 20000; ++i) base::AtomicRaise(&m, i * 4 + t);
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(m.load(), 19999u * 4 + 3);
 }
 
 TEST(Status, OkAndError) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/atomic_raise.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "persist/snapshot.h"
@@ -28,10 +29,7 @@ Status Persistence::Recover() {
   wal->SetPreallocateBytes(opt_.wal_preallocate_bytes);
   if (on_ack_) {
     wal->SetAckCallback([this](uint64_t lsn) {
-      uint64_t cur = acked_.load();
-      while (cur < lsn && !acked_.compare_exchange_weak(cur, lsn)) {
-      }
-      if (cur < lsn) on_ack_(acked_.load());
+      if (base::AtomicRaise(&acked_, lsn)) on_ack_(acked_.load());
     });
   }
   if (r.continue_existing) {

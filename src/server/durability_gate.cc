@@ -2,15 +2,14 @@
 
 #include <algorithm>
 
+#include "base/atomic_raise.h"
 #include "net/connection.h"
 #include "net/event_loop.h"
 
 namespace pion::server {
 
 void DurabilityGate::NotifyDurable(uint64_t lsn) {
-  uint64_t cur = durable_lsn_.load(std::memory_order_relaxed);
-  while (lsn > cur && !durable_lsn_.compare_exchange_weak(cur, lsn, std::memory_order_seq_cst)) {
-  }
+  base::AtomicRaise(&durable_lsn_, lsn);
   base::MutexLock lk(&mu_);
   for (HeldReplies* h : watchers_) h->Wake(lsn);
 }

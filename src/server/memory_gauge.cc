@@ -5,21 +5,14 @@
 
 #include <cstdio>
 
+#include "base/atomic_raise.h"
 #include "base/clock.h"
 
 namespace pion::server {
 
-namespace {
-void RaisePeak(std::atomic<uint64_t>* peak_var, uint64_t v) {
-  uint64_t peak = peak_var->load(std::memory_order_relaxed);
-  while (v > peak && !peak_var->compare_exchange_weak(peak, v, std::memory_order_relaxed)) {
-  }
-}
-}  // namespace
-
 uint64_t MemoryGauge::UsedMemory() {
   uint64_t used = store_ != nullptr ? store_->used_bytes() : 0;
-  RaisePeak(&mem_peak_, used);
+  base::AtomicRaise(&mem_peak_, used, std::memory_order_relaxed);
   return used;
 }
 
@@ -51,7 +44,7 @@ uint64_t MemoryGauge::MeasureAllocator() {
     }
     used = resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   }
-  RaisePeak(&alloc_peak_, used);
+  base::AtomicRaise(&alloc_peak_, used, std::memory_order_relaxed);
   alloc_last_us_.store(MonotonicUs(), std::memory_order_relaxed);
   alloc_last_.store(used, std::memory_order_release);
   return used;

@@ -16,6 +16,7 @@
 #include <shared_mutex>
 #include <vector>
 
+#include "base/atomic_raise.h"
 #include "base/check.h"
 #include "store/namespace.h"
 #include "store/store.h"
@@ -23,14 +24,6 @@
 namespace pion::store {
 
 namespace {
-
-// Raises `stamp` to `s` unless it is already higher (stamps only grow, so a
-// parent touched through two children keeps the later touch).
-void RaiseStamp(std::atomic<uint64_t>& stamp, uint64_t s) {
-  uint64_t cur = stamp.load(std::memory_order_relaxed);
-  while (cur < s && !stamp.compare_exchange_weak(cur, s, std::memory_order_relaxed)) {
-  }
-}
 
 bool IsLeaf(const Namespace& n) { return n.children.empty() && n.pending_children == 0; }
 
@@ -100,7 +93,9 @@ void Store::EvictedFromPoolLocked(const NsPtr& victim, const Namespace* keep) {
 void Store::Touch(Namespace& n) {
   const uint64_t s = ks_.NextStamp();
   // The chain is fixed at creation and its length bounded by max_chain.
-  for (Namespace* p = &n; p != nullptr; p = p->parent.get()) RaiseStamp(p->stamp, s);
+  // Stamps only grow: a parent touched through two children keeps the later touch.
+  for (Namespace* p = &n; p != nullptr; p = p->parent.get())
+    base::AtomicRaise(&p->stamp, s, std::memory_order_relaxed);
 }
 
 Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {

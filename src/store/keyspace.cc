@@ -12,6 +12,7 @@
 #include <ctime>
 #include <string>
 
+#include "base/atomic_raise.h"
 #include "base/check.h"
 #include "base/keyslot.h"
 
@@ -95,11 +96,7 @@ void Keyspace::ClearStringsLocked() {
   expire_sum_ms_ = 0;
 }
 
-void Keyspace::RaiseClockAbove(uint64_t stamp) {
-  uint64_t cur = lru_clock_.load(std::memory_order_relaxed);
-  while (cur < stamp && !lru_clock_.compare_exchange_weak(cur, stamp)) {
-  }
-}
+void Keyspace::RaiseClockAbove(uint64_t stamp) { base::AtomicRaise(&lru_clock_, stamp); }
 
 void Keyspace::TouchLocked(Shard& sh, StrEntry& e) {
   e.stamp = NextStamp();

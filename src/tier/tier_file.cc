@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/atomic_raise.h"
 #include "base/crc32c.h"
 
 namespace pion::tier {
@@ -328,8 +329,7 @@ Result<ExtentRef> TierFile::Adopt(std::string_view key, const ExtentId& id) {
     used_.fetch_add(id.length, std::memory_order_relaxed);
   }
   extents_.fetch_add(1, std::memory_order_relaxed);
-  for (uint64_t cur = seq_.load(); cur < id.seq && !seq_.compare_exchange_weak(cur, id.seq);) {
-  }
+  base::AtomicRaise(&seq_, id.seq);
   auto x = std::make_shared<Extent>();
   x->file = shared_from_this();
   x->offset = id.offset;
