@@ -128,8 +128,8 @@ void PubSubCmd(CommandContext& ctx) {
         "    Return the number of subscribers for the specified channels, excluding",
         "    pattern subscriptions(default: no channels).",
         "SHARDCHANNELS [<pattern>]",
-        "    Return the currently active shard level channels matching a <pattern> (default: "
-        "'*').",
+        ("    Return the currently active shard level channels matching a <pattern> (default: "
+         "'*')."),
         "SHARDNUMSUB [<shardchannel> ...]",
         "    Return the number of subscribers for the specified shard level channel(s)",
         "HELP",
