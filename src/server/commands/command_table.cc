@@ -8,6 +8,11 @@
 
 namespace pion::server {
 
+namespace {
+// The whole 8-byte words a name of `len` bytes spans (its padded form's size).
+constexpr size_t WordsFor(size_t len) { return (len + 7) / 8; }
+}  // namespace
+
 CommandTable::CommandTable(std::vector<CommandSpec> specs) : specs_(std::move(specs)) {
   size_t cap = 16;
   while (cap < specs_.size() * 4) cap *= 2;
@@ -24,7 +29,7 @@ CommandTable::CommandTable(std::vector<CommandSpec> specs) : specs_(std::move(sp
     while (by_name_[i].spec != nullptr) i = (i + 1) & name_mask_;
     by_name_[i] = NameSlot{&s, h, static_cast<uint32_t>(name.size()),
                            static_cast<uint32_t>(name_words_.size())};
-    name_words_.insert(name_words_.end(), upper, upper + (name.size() + 7) / 8);
+    name_words_.insert(name_words_.end(), upper, upper + WordsFor(name.size()));
   }
   spec_stat_.resize(specs_.size());
   subs_.resize(specs_.size());
@@ -63,7 +68,7 @@ size_t CommandTable::StatIndex(const CommandSpec* spec,
 }
 
 uint64_t CommandTable::HashUpper(std::string_view name, uint64_t* upper) {
-  if (!name.empty()) upper[(name.size() - 1) / 8] = 0;  // the padding of the last word
+  if (!name.empty()) upper[WordsFor(name.size()) - 1] = 0;  // the padding of the last word
   // Bytes written through a char pointer: char may alias the words.
   char* out = reinterpret_cast<char*>(upper);
   uint64_t h = 1469598103934665603ull;  // FNV-1a 64
@@ -80,7 +85,7 @@ const CommandSpec* CommandTable::Find(std::string_view name) const {
   if (name.size() > kMaxName) return nullptr;
   uint64_t buf[kNameWords];
   const uint64_t h = HashUpper(name, buf);
-  const size_t n = (name.size() + 7) / 8;
+  const size_t n = WordsFor(name.size());
   for (size_t i = h & name_mask_;; i = (i + 1) & name_mask_) {
     const NameSlot& s = by_name_[i];
     if (s.spec == nullptr) return nullptr;
