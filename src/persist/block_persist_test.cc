@@ -19,7 +19,9 @@
 #include "persist/wal_format.h"
 #include "persist/wal_reader.h"
 #include "persist/wal_writer.h"
+#include "store/key_ops.h"
 #include "store/persist_adapter.h"
+#include "store/string_ops.h"
 
 namespace pion::persist {
 namespace {
@@ -70,7 +72,7 @@ void Chain(Store& s, std::initializer_list<std::string_view> kv, Store::ChainArg
 void GoldenChainWorkload(Store& s) {
   uint64_t lsn = 0;
   store::SetOptions o;
-  PION_CHECK(s.StrSet("root", store::StrValue::Copy("r"), o, &lsn).ok());
+  PION_CHECK(store::OpSet({s, &lsn}, "root", store::StrValue::Copy("r"), o).ok());
   const std::string h = U64s({11, 12, 13});
   Store::ChainArgs a;
   a.after = "root";
@@ -81,11 +83,11 @@ void GoldenChainWorkload(Store& s) {
   Store::ChainArgs t;
   t.expire_at_ms = kFarExpireMs;
   Chain(s, {"t1", "x", "t2", "y"}, t);
-  PION_CHECK(s.StrSet("b1", store::StrValue::Copy("v1bis"), o, &lsn).ok());
+  PION_CHECK(store::OpSet({s, &lsn}, "b1", store::StrValue::Copy("v1bis"), o).ok());
   std::string_view del[] = {"b2"};
-  PION_CHECK(s.KeysDelete(del, &lsn).ok());
+  PION_CHECK(store::OpDelete({s, &lsn}, del).ok());
   bool done = false;
-  PION_CHECK(s.Rename("t1", "t1moved", false, &done, &lsn).ok());
+  PION_CHECK(store::OpRename({s, &lsn}, "t1", "t1moved", false, &done).ok());
   Store::ChainArgs m;
   m.after = "absent";
   m.has_after = true;

@@ -20,7 +20,9 @@
 #include "persist/testing/test_util.h"
 #include "persist/wal_format.h"
 #include "persist/wal_reader.h"
+#include "store/key_ops.h"
 #include "store/persist_adapter.h"
+#include "store/string_ops.h"
 
 namespace pion::persist {
 namespace {
@@ -81,7 +83,7 @@ void QuantChain(Store& s, std::vector<std::string_view> keys, const store::Quant
 void GoldenQuantWorkload(Store& s) {
   uint64_t lsn = 0;
   store::SetOptions o;
-  PION_CHECK(s.StrSet("root", store::StrValue::Copy("r"), o, &lsn).ok());
+  PION_CHECK(store::OpSet({s, &lsn}, "root", store::StrValue::Copy("r"), o).ok());
   uint64_t h[2] = {21, 22};
   Store::ChainArgs a;
   a.after = "root";
@@ -93,9 +95,9 @@ void GoldenQuantWorkload(Store& s) {
   t.expire_at_ms = kFarExpireMs;
   QuantChain(s, {"f1"}, {4, quant::Format::kFp16, store::BlockDtype::kF32}, 2, t);
   QuantChain(s, {"m1", "m2"}, {64, quant::Format::kMlx4g32, store::BlockDtype::kF16}, 1);
-  PION_CHECK(s.StrSet("m2", store::StrValue::Copy("plain"), o, &lsn).ok());
+  PION_CHECK(store::OpSet({s, &lsn}, "m2", store::StrValue::Copy("plain"), o).ok());
   bool done = false;
-  PION_CHECK(s.Rename("f1", "f1moved", false, &done, &lsn).ok());
+  PION_CHECK(store::OpRename({s, &lsn}, "f1", "f1moved", false, &done).ok());
 }
 
 void ExpectWorkloadFormats(const StoreDump& d) {
@@ -191,7 +193,7 @@ TEST(QuantPersist, RestartKeepsFormatsAndStoredBytes) {
   }
   QuantNode k(&env);  // from the snapshot
   EXPECT_EQ(Dump(k.store), want);
-  auto v = k.store.StrGet("q1");
+  auto v = store::OpGet({k.store}, "q1");
   ASSERT_TRUE(v.ok() && *v != nullptr);
   EXPECT_TRUE((*v)->quantized());
   EXPECT_EQ((*v)->PlainSize(), 3u * 32 * 2);

@@ -29,6 +29,7 @@
 #include "persist/wal_format.h"
 #include "store/persist_adapter.h"
 #include "store/store.h"
+#include "store/string_ops.h"
 
 namespace pion::persist {
 namespace {
@@ -89,21 +90,21 @@ struct TierNode {
   }
   Status Set(const std::string& k, const std::string& v) {
     uint64_t lsn = 0;
-    return store.StrSet(k, StrValue::Copy(v), store::SetOptions{}, &lsn).status();
+    return store::OpSet({store, &lsn}, k, StrValue::Copy(v), store::SetOptions{}).status();
   }
   void Del(const std::string& k) {
     uint64_t lsn = 0;
-    ASSERT_TRUE(store.StrGetDel(k, &lsn).ok());
+    ASSERT_TRUE(store::OpGetDel({store, &lsn}, k).ok());
   }
   std::string Get(const std::string& k) {
-    auto r = store.StrGet(k);
+    auto r = store::OpGet({store}, k);
     return r.ok() && *r ? std::string((*r)->view()) : "<none>";
   }
   // The value as the keyspace holds it (a value on disk not read).
   StrRef Raw(const std::string& k) {
     StrRef out;
-    (void)store.StrGetWith(
-        k, [&out](const StrRef& v) { out = v; }, /*tiered_as_is=*/true);
+    (void)store::OpGetWith(
+        {store}, k, [&out](const StrRef& v) { out = v; }, /*tiered_as_is=*/true);
     return out;
   }
   void RegisterNs(const std::string& name) {

@@ -16,7 +16,9 @@
 #include "persist/snapshot.h"
 #include "persist/testing/persist_fixture.h"
 #include "persist/wal_writer.h"
+#include "store/key_ops.h"
 #include "store/persist_adapter.h"
+#include "store/string_ops.h"
 
 namespace pion::persist {
 namespace {
@@ -158,20 +160,21 @@ void GoldenWorkloadV2(Store& s) {
   auto set = [&](std::string_view k, std::string_view v, int64_t exp) {
     store::SetOptions o;
     o.expire_at_ms = exp;
-    PION_CHECK(s.StrSet(k, store::StrValue::Copy(v), o, &lsn).ok());
+    PION_CHECK(store::OpSet({s, &lsn}, k, store::StrValue::Copy(v), o).ok());
   };
   set("s:plain", "hello", 0);
   set("s:ttl", std::string(300, 'x'), kGoldenExpireMs);
   set("s:empty", "", 0);
   set("s:gone", "bye", 0);
   set("s:moved", "value that moves", kGoldenExpireMs + 1000);
-  PION_CHECK(s.StrAppend("s:plain", " world", &lsn).ok());
-  PION_CHECK(s.Expire("s:plain", kGoldenExpireMs + 5, store::ExpireCond::kAlways, &lsn).ok());
-  PION_CHECK(s.Persist("s:plain", &lsn).ok());
+  PION_CHECK(store::OpAppend({s, &lsn}, "s:plain", " world").ok());
+  PION_CHECK(
+      store::OpExpire({s, &lsn}, "s:plain", kGoldenExpireMs + 5, store::ExpireCond::kAlways).ok());
+  PION_CHECK(store::OpPersist({s, &lsn}, "s:plain").ok());
   bool done = false;
-  PION_CHECK(s.Rename("s:moved", "s:dest", false, &done, &lsn).ok());
+  PION_CHECK(store::OpRename({s, &lsn}, "s:moved", "s:dest", false, &done).ok());
   std::string_view del[] = {"s:gone"};
-  PION_CHECK(s.KeysDelete(del, &lsn).ok());
+  PION_CHECK(store::OpDelete({s, &lsn}, del).ok());
 }
 
 // Version 2 files (written before lineage links existed) still load into the

@@ -300,7 +300,7 @@ TEST_F(AllocCountTest, SetSmallValue) {
   // redis-benchmark -t set -d 100: the same key overwritten. The network and
   // command layers allocate nothing; the store allocates the new value once
   // (its bytes in the same block as the StrValue and the shared_ptr control
-  // block; the pending record and the key are on the stack: store/strings.cc).
+  // block; the pending record and the key are on the stack: store/string_ops.cc).
   const std::string value(100, 'v');
   std::vector<std::string> cmd = {"SET", "key:__rand_int__", value};
   EXPECT_LE(Measure(cmd, "+OK\r\n", 1), 1u * kCommands);

@@ -1,5 +1,5 @@
 // The expiry test of string keys (times are base/clock.h's UnixMillis), shared by the files that
-// read and remove them (strings.cc, key_commands.cc, pins.cc).
+// read and remove them (strings.cc, string_ops.cc, key_ops.cc, pins.cc).
 #pragma once
 
 #include <cstdint>

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "store/key_ops.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -396,7 +397,7 @@ TEST(Lineage, KeysDeletePredicateCoversDescendants) {
   uint64_t lsn = 0;
   for (std::string_view key : {"r", "r_pk", "a_pv"}) {
     std::string_view keys[] = {key};
-    auto n = st.KeysDelete(keys, &lsn, not_a1);
+    auto n = store::OpDelete({st, &lsn}, keys, not_a1);
     ASSERT_FALSE(n.ok()) << key;
     EXPECT_EQ(n.status().reason<Reason>(), Reason::kDropRefused);
     EXPECT_EQ(lsn, 0u);
@@ -406,7 +407,7 @@ TEST(Lineage, KeysDeletePredicateCoversDescendants) {
   EXPECT_NE(std::find(asked.begin(), asked.end(), "a1"), asked.end());
   // Allowed: the subtree goes, each namespace counted as a key.
   std::string_view keys[] = {"r"};
-  auto n = st.KeysDelete(keys, &lsn, [](std::string_view) { return true; });
+  auto n = store::OpDelete({st, &lsn}, keys, [](std::string_view) { return true; });
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 3u);
   EXPECT_EQ(st.NamespaceCount(), 0u);

@@ -8,7 +8,8 @@
 //    key hash (a hash tag keeps keys together), the LRU clock, the string
 //    keys' scan and expiry orders and WATCH versions. A shard's mutex guards
 //    its namespace map, string map and LRU lists. The read paths (Lookup,
-//    Blocks, Find for fetches and stores, StrGet, StrMGet, KeysExist) take
+//    Blocks, Find for fetches and stores, and the string reads OpGet, OpMGet,
+//    OpExists of store/string_ops.h and store/key_ops.h) take
 //    only their key's shard lock.
 //  * ks_.mu (one mutex) serialises every change to the key space, the byte and
 //    session accounting (rows and block tables) and eviction. A writer changes
@@ -204,99 +205,12 @@ class Store {
   // Restores a namespace's LRU stamp (snapshot load); keeps the counter above it.
   void SetLruStamp(std::string_view ns, uint64_t stamp);
 
-  // ---- String keys (store/strings.cc; docs/protocol.md "Keys") ----
-  // One key space with the namespaces: a namespace name and its session ids
-  // "<ns>_pk"/"<ns>_pv" are keys of type pion-kvprefix; a string command on one
-  // (or SET over one) fails with WrongType. Every mutation is logged before
-  // it is acknowledged (*lsn), as for namespaces. Keys are at most
-  // kMaxStrKeyBytes. Expired keys are removed lazily (on access, logged) and
-  // by ExpireActive. Writes that need budget evict by the maxmemory policy
-  // (LRU shared with the namespaces), never the key being written; a value
-  // that cannot fit even then, or any write under noeviction when full, is
-  // OutOfBudget.
-  Result<SetOutcome> StrSet(std::string_view key, StrRef value, const SetOptions& o, uint64_t* lsn);
-  // nullptr on a miss. Counts a hit or a miss; touches the LRU.
-  Result<StrRef> StrGet(std::string_view key);
-  // StrGet that hands the value (nullptr on a miss) to `fn`, called once; on
-  // the read path under the key's shard lock, so a small value can be copied
-  // out without taking a reference (GET). `fn` must not call into
-  // the store; it may copy the reference to keep the value.
-  // A value in the disk tier is read (checked) before `fn` sees it, unless
-  // `tiered_as_is` (GET, which reads it asynchronously itself: StrValue::on_disk()).
-  Status StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn,
-                    bool tiered_as_is = false);
-  // GETDEL and GETEX: a value in the disk tier is read (checked) before it is
-  // returned, unless `tiered_as_is` (the command reads it asynchronously itself).
-  Result<StrRef> StrGetDel(std::string_view key, uint64_t* lsn, bool tiered_as_is = false);
-  // GETEX: persist removes the TTL, expire_at_ms > 0 sets it, else unchanged.
-  Result<StrRef> StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms, uint64_t* lsn,
-                          bool tiered_as_is = false);
-  // APPEND: the new length. `tail_value` (may be null) holds the bytes of `tail`
-  // already as a value (an adopted argument buffer): a key that does not exist
-  // yet takes it as is instead of a copy. An existing value grows in place
-  // (StrPatch); one that would pass `max_len` (> 0) bytes is refused
-  // (InvalidArgument "string exceeds maximum allowed size ...", nothing changes).
-  Result<uint64_t> StrAppend(std::string_view key, std::string_view tail, uint64_t* lsn,
-                             StrRef tail_value = nullptr, uint64_t max_len = 0);
-  // Read-modify-write of one string key, atomic under its locks
-  // (store/string_edit.cc): `plan` sees the current value (`exists` false and
-  // an empty view for a missing key) and fills the edit, or returns an error
-  // (nothing changes). The edit is logged (STRPATCH: only the bytes it
-  // writes) before it is applied, in place when the store holds the only
-  // reference to the value and it fits its capacity, else into a copy grown
-  // greedily (double up to 1 MiB, then +1 MiB), so repeated appends cost
-  // amortised O(appended bytes). The TTL is kept. Returns the new length.
-  using StrPlanFn = std::function<Status(std::string_view cur, bool exists, StrEdit* edit)>;
-  Result<uint64_t> StrPatch(std::string_view key, const StrPlanFn& plan, uint64_t* lsn);
-  // COPY src dst [REPLACE]: false when src is missing or dst exists without
-  // replace. The copy shares the value (an edit of either copies it first)
-  // and takes src's TTL. A namespace source is NotSupported; a namespace
-  // destination WrongType.
-  Result<bool> StrCopy(std::string_view src, std::string_view dst, bool replace, uint64_t* lsn);
-  // TOUCH: how many of the keys exist (with repetition); touches their LRU.
-  uint64_t KeysTouch(std::span<const std::string_view> keys);
-  // RESTORE ... IDLETIME: the key reads as last accessed `idle_s` seconds ago.
-  void SetIdleTime(std::string_view key, uint64_t idle_s);
-  // OBJECT: the key's type, value and idle time (no touch, no hit or miss).
-  KeyObject ObjectOf(std::string_view key);
-  // MGET: nullptr for a missing key or one of another type. Values on disk are
-  // read (checked) first, unless `tiered_as_is` (MGET reading them
-  // asynchronously itself: StrValue::on_disk(), ReadTiered).
-  std::vector<StrRef> StrMGet(std::span<const std::string_view> keys, bool tiered_as_is = false);
-  // MSET (nx = false) / MSETNX (nx: nothing is written when any key exists).
-  // `kv` alternates key, value. True when written. `made` (empty, or one per
-  // pair) holds values already made of the value arguments (adopted argument
-  // buffers); a null one is copied from `kv`.
-  Result<bool> StrMSet(std::span<const std::string_view> kv, bool nx, uint64_t* lsn,
-                       std::span<const StrRef> made = {});
-  // EXISTS: keys counted with repetition.
-  uint64_t KeysExist(std::span<const std::string_view> keys);
-  // DEL / UNLINK: strings removed, namespaces (or their session ids) dropped
-  // with their subtrees. `may_drop` (empty: any) is asked, as by Drop, for every
-  // namespace the call would remove, descendants included, before anything is
-  // removed; one refusal refuses the whole call (kDropRefused, nothing removed).
-  Result<uint64_t> KeysDelete(std::span<const std::string_view> keys, uint64_t* lsn,
-                              const std::function<bool(std::string_view ns)>& may_drop = {});
-  KeyType TypeOf(std::string_view key);
-  // RENAME (nx = RENAMENX) of a string key: NotFound "no such key"; a
-  // namespace source is NotSupported. *done false when nx and dst exists.
-  Status Rename(std::string_view src, std::string_view dst, bool nx, bool* done, uint64_t* lsn);
-  // EXPIRE family with an absolute time; a time in the past deletes the key.
-  // False when the key is missing or the condition fails. Namespaces carry no TTL (false).
-  Result<bool> Expire(std::string_view key, int64_t at_ms, ExpireCond c, uint64_t* lsn);
-  // -2 missing, -1 no TTL, else the expiry in unix ms.
-  int64_t ExpireTimeMs(std::string_view key);
-  Result<bool> Persist(std::string_view key, uint64_t* lsn);
-  // SCAN: every key present from the first call to the last is returned at
-  // least once (keys are visited in the order of a fixed 64-bit hash; the
-  // cursor is the next hash to visit).
-  ScanResult Scan(uint64_t cursor, uint64_t count, std::optional<std::string_view> match,
-                  KeyType type);
-  std::vector<std::string> Keys(std::string_view pattern);
-  std::optional<std::string> RandomKey();
+  // ---- String keys (docs/protocol.md "Keys") ----
+  // Their operations are free functions over a Slice of this store
+  // (store/slice.h): store/string_ops.h (SET, GET, MSET, APPEND...) and
+  // store/key_ops.h (DEL, EXISTS, RENAME, EXPIRE, SCAN...). What stays here is
+  // the keyspace's upkeep.
   uint64_t DbSize() const;
-  // MEMORY USAGE: bytes charged to the key (0 = missing).
-  uint64_t KeyMemory(std::string_view key);
   // Removes up to `max_keys` keys whose TTL has passed (logged); how many.
   uint64_t ExpireActive(uint64_t max_keys);
   KeyspaceStats KeyStats() const;
@@ -385,11 +299,6 @@ class Store {
   // After ReadTiered failed on damage: the key, if it still holds `v`, is
   // dropped as the tier drops entries (logged, counted, announced).
   void DropDamagedTiered(std::string_view key, const StrRef& v);
-  // WATCH: changes whenever the key is written or removed. A missing key's
-  // version is the count of string removals so far (so a key created and
-  // removed again in between still counts as touched; any removal of another
-  // key does too: a spurious EXEC abort, never a missed one).
-  uint64_t KeyVersion(std::string_view key);
   void SetEvictPolicy(EvictPolicy p);
   EvictPolicy evict_policy() const;
   // maxmemory-samples (>= 1): namespaces sampled per eviction (and string keys
@@ -432,7 +341,7 @@ class Store {
   uint64_t BlockUnpin(std::span<const uint64_t> leases, std::string_view user);
   PinStats PinStatsNow() const;
   void SetMaxBlockLeases(uint64_t n);
-  // KV.BLOCK.CHAIN: `kv` alternates key, value (made as for StrMSet). Written
+  // KV.BLOCK.CHAIN: `kv` alternates key, value (made as for OpMSet). Written
   // atomically as one log record, linked as a chain: the first key's parent is
   // `after` when it is a live string key, key i's parent key i-1. `hashes`
   // (empty, or 8 bytes per pair, little-endian u64) and `tokens` are kept with
@@ -453,6 +362,8 @@ class Store {
   }
 
  private:
+  // The string and key operations' view of the store's internals (store/slice.h).
+  friend class Slice;
   // KV.BLOCK.MATCH looks its keys up this many at a time.
   static constexpr size_t kMatchChunk = 128;
   // The namespace, or nullptr.
@@ -540,9 +451,6 @@ class Store {
   // ---- String keys (guarded by ks_.mu) ----
   StrEntry* StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* lsn) REQUIRES(ks_.mu);
   bool IsNamespaceKeyLocked(std::string_view key) const REQUIRES(ks_.mu);
-  uint64_t StrCharge(std::string_view key, const StrRef& v) const {
-    return key.size() + (v ? v->capacity : 0) + kStrEntryOverhead;
-  }
   // A new expiry (0: none) of a live key, logged (EXPIRE, GETEX), then applied.
   Status StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t at_ms, uint64_t* lsn)
       REQUIRES(ks_.mu);
@@ -565,26 +473,25 @@ class Store {
   // when the key has none), so the key is not hashed again.
   StrEntry& StrPutLocked(std::string_view key, StrRef v, int64_t expire_at_ms, StrEntry* e)
       REQUIRES(ks_.mu);
-  // Frees budget for `need` more bytes by the policy, never evicting string
-  // `keep_key` or namespace `keep`.
-  Status MakeRoomLocked(uint64_t need, std::string_view keep_key, const Namespace* keep,
-                        uint64_t* lsn) REQUIRES(ks_.mu);
   // Reserves a STRSET record for (key, value, expire), applies it and returns
   // the pending write in *pend (to run with no lock held, see StrFinish).
-  struct StrPending {
-    PendingRecord rec;
-    // The caller's key: every caller passes StrFinish the pending changes
-    // before its key arguments go out of scope (no copy per SET).
-    std::string_view key;
-    StrRef value;     // what was applied
-    StrRef previous;  // restored if the write fails
-    int64_t previous_expire = 0;
-    bool had_previous = false;
-  };
   Status StrLogSetLocked(std::string_view key, const StrRef& v, int64_t expire_at_ms,
                          StrPending* pend) REQUIRES(ks_.mu);
+  // The same with the key's entry already looked up under ks_.mu (`old`: nullptr
+  // when the key has none), so the key is not hashed again.
+  Status StrLogSetLocked(std::string_view key, const StrRef& v, int64_t expire_at_ms,
+                         StrPending* pend, StrEntry* old) REQUIRES(ks_.mu);
   // Writes the pending records (no lock held) and rolls back the ones that failed.
   Status StrFinish(std::span<StrPending> pend, uint64_t* lsn);
+  // Writes a small record whole, raising *lsn to its LSN.
+  Status LogLocked(const persist::Record& r, uint64_t* lsn) REQUIRES(ks_.mu);
+  // Slice::RoomLocked: budget for a string key going from `have` to `need` bytes.
+  Status StrRoomLocked(std::string_view key, uint64_t need, uint64_t have, uint64_t* lsn,
+                       bool when_over) REQUIRES(ks_.mu);
+  // The namespace a key names (itself or through a session id), or nullptr.
+  const NsPtr* NsOfKeyLocked(std::string_view key) const REQUIRES(ks_.mu);
+  // A xorshift step of rand_state_ (RANDOMKEY).
+  uint64_t NextRandomLocked() REQUIRES(ks_.mu);
   uint64_t str_bytes_ GUARDED_BY(ks_.mu) = 0;
   uint64_t expired_keys_ GUARDED_BY(ks_.mu) = 0;
   uint64_t evicted_strings_ GUARDED_BY(ks_.mu) = 0;
@@ -630,16 +537,9 @@ class Store {
                         StrEntry* after, int64_t expire_at_ms, std::span<const uint64_t> hashes,
                         uint32_t tokens) REQUIRES(ks_.mu);
   // ---- Disk tier (store/tiering.cc) ----
-  // The read paths without the tier's check (values on disk handed out as they are).
-  Status StrGetWithRaw(std::string_view key, const std::function<void(const StrRef&)>& fn);
-  Result<StrRef> StrGetDelRaw(std::string_view key, uint64_t* lsn);
-  Result<StrRef> StrGetExRaw(std::string_view key, bool persist, int64_t expire_at_ms,
-                             uint64_t* lsn);
   // A value on disk read with one checked direct read (blocking: the paths
   // that cannot defer); a damaged one is dropped (nullptr). No lock held.
   Result<StrRef> LoadTieredSync(std::string_view key, const StrRef& v);
-  // MGET's values on disk, read as LoadTieredSync does.
-  std::vector<StrRef> MGetFromTier(std::span<const std::string_view> keys, std::vector<StrRef> out);
   // Reads the extent of `v` and counts the read. Any thread, no lock.
   Result<StrRef> TierReadCounted(std::string_view key, const StrRef& v);
   // Starts a read of `x` through the calling thread's ring (a worker's), the

@@ -20,6 +20,8 @@
 #include "base/clock.h"
 #include "base/fp16.h"
 #include "base/keyslot.h"
+#include "store/key_ops.h"
+#include "store/string_ops.h"
 
 namespace pion::store {
 namespace {
@@ -853,11 +855,11 @@ Status SetStr(Store& st, std::string_view k, std::string_view v, int64_t exp = 0
   SetOptions o;
   o.expire_at_ms = exp;
   uint64_t lsn;
-  return st.StrSet(k, StrValue::Copy(v), o, &lsn).status();
+  return store::OpSet({st, &lsn}, k, StrValue::Copy(v), o).status();
 }
 
 std::string GetStr(Store& st, std::string_view k) {
-  auto r = st.StrGet(k);
+  auto r = store::OpGet({st}, k);
   if (!r.ok()) return "<" + r.status().ToString() + ">";
   return *r ? std::string((*r)->view()) : "<nil>";
 }
@@ -870,20 +872,20 @@ TEST(Strings, SetGetNxXxAndOneKeySpace) {
   nx.cond = SetOptions::Cond::kNx;
   nx.want_old = true;
   uint64_t lsn;
-  auto r = st.StrSet("a", StrValue::Copy("2"), nx, &lsn);
+  auto r = store::OpSet({st, &lsn}, "a", StrValue::Copy("2"), nx);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->done);
   EXPECT_EQ(std::string(r->old->view()), "1");
   ASSERT_TRUE(Reg(st, "ns").ok());
   EXPECT_EQ(SetStr(st, "ns", "x").code(), Code::kWrongType);
   EXPECT_EQ(SetStr(st, "ns_pv", "x").code(), Code::kWrongType);
-  EXPECT_EQ(st.StrGet("ns_pk").status().code(), Code::kWrongType);
+  EXPECT_EQ(store::OpGet({st}, "ns_pk").status().code(), Code::kWrongType);
   EXPECT_EQ(Reg(st, "a").code(), Code::kWrongType);
-  EXPECT_EQ(st.TypeOf("ns"), KeyType::kKvPrefix);
-  EXPECT_EQ(st.TypeOf("a"), KeyType::kString);
+  EXPECT_EQ(store::OpType({st}, "ns"), KeyType::kKvPrefix);
+  EXPECT_EQ(store::OpType({st}, "a"), KeyType::kString);
   EXPECT_EQ(st.DbSize(), 2u);
   std::string_view del[] = {"ns_pk", "a", "zz"};
-  EXPECT_EQ(*st.KeysDelete(del, &lsn), 2u);
+  EXPECT_EQ(*store::OpDelete({st, &lsn}, del), 2u);
   EXPECT_FALSE(st.Lookup("ns").hit);
   EXPECT_EQ(st.DbSize(), 0u);
 }
@@ -900,7 +902,7 @@ TEST(Strings, ExpiryLazyAndActive) {
   EXPECT_EQ(st.DbSize(), 2u);               // dead2 not yet removed
   EXPECT_EQ(st.ExpireActive(100), 1u);      // active
   EXPECT_EQ(st.DbSize(), 1u);
-  EXPECT_EQ(st.ExpireTimeMs("live"), future);
+  EXPECT_EQ(store::OpExpireTimeMs({st}, "live"), future);
   EXPECT_EQ(st.KeyStats().expired, 2u);
   EXPECT_EQ(st.KeyStats().expires, 1u);
 }
@@ -942,7 +944,7 @@ TEST(Strings, ScanVisitsEveryKeyPresentThroughout) {
   uint64_t cursor = 0;
   int calls = 0, added = 0;
   do {
-    ScanResult r = st.Scan(cursor, 7, std::nullopt, KeyType::kNone);
+    ScanResult r = store::OpScan({st}, cursor, 7, std::nullopt, KeyType::kNone);
     seen.insert(r.keys.begin(), r.keys.end());
     cursor = r.cursor;
     // Inserts (rehashing the map) and deletes of other keys between calls.
@@ -950,7 +952,7 @@ TEST(Strings, ScanVisitsEveryKeyPresentThroughout) {
     std::string victim = "new" + std::to_string(added / 2);
     std::string_view del[] = {victim};
     uint64_t lsn;
-    ASSERT_TRUE(st.KeysDelete(del, &lsn).ok());
+    ASSERT_TRUE(store::OpDelete({st, &lsn}, del).ok());
     ASSERT_LT(++calls, 100000);
   } while (cursor != 0);
   for (const auto& k : base) EXPECT_TRUE(seen.count(k)) << k;
@@ -960,19 +962,19 @@ TEST(Strings, RenameAppendMsetnx) {
   Store st({256, 0});
   uint64_t lsn;
   ASSERT_TRUE(SetStr(st, "a", "x", UnixMillis() + 100000).ok());
-  EXPECT_EQ(*st.StrAppend("a", "yz", &lsn), 3u);
+  EXPECT_EQ(*store::OpAppend({st, &lsn}, "a", "yz"), 3u);
   bool done = false;
-  ASSERT_TRUE(st.Rename("a", "b", false, &done, &lsn).ok());
+  ASSERT_TRUE(store::OpRename({st, &lsn}, "a", "b", false, &done).ok());
   EXPECT_TRUE(done);
   EXPECT_EQ(GetStr(st, "b"), "xyz");
-  EXPECT_GT(st.ExpireTimeMs("b"), 0);  // the TTL moves with the value
-  EXPECT_EQ(st.Rename("a", "c", false, &done, &lsn).code(), Code::kNotFound);
+  EXPECT_GT(store::OpExpireTimeMs({st}, "b"), 0);  // the TTL moves with the value
+  EXPECT_EQ(store::OpRename({st, &lsn}, "a", "c", false, &done).code(), Code::kNotFound);
   std::string_view kv[] = {"b", "1", "n", "2"};
-  EXPECT_FALSE(*st.StrMSet(kv, true, &lsn));
+  EXPECT_FALSE(*store::OpMSet({st, &lsn}, kv, true));
   EXPECT_EQ(GetStr(st, "n"), "<nil>");
-  EXPECT_TRUE(*st.StrMSet(kv, false, &lsn));
+  EXPECT_TRUE(*store::OpMSet({st, &lsn}, kv, false));
   EXPECT_EQ(GetStr(st, "b"), "1");
-  EXPECT_EQ(st.ExpireTimeMs("b"), -1);  // MSET clears the TTL
+  EXPECT_EQ(store::OpExpireTimeMs({st}, "b"), -1);  // MSET clears the TTL
 }
 
 }  // namespace
@@ -1023,14 +1025,14 @@ TEST(Shards, ExactLruOrderAcrossShards) {
   for (int i = 0; i < kKeys; ++i) order.push_back("k" + std::to_string((i * 7) % kKeys));
   for (const std::string& k : order) ASSERT_EQ(GetStr(st, k), std::string(100, 'v'));
   std::vector<std::string_view> keys(order.begin(), order.end());
-  ASSERT_EQ(st.KeysExist(keys), static_cast<uint64_t>(kKeys));  // EXISTS does not touch
+  ASSERT_EQ(store::OpExists({st}, keys), static_cast<uint64_t>(kKeys));  // EXISTS does not touch
   uint64_t lsn = 0;
   for (int i = 0; i < kKeys; ++i) {
     const uint64_t bytes = st.Stats().bytes;
     ASSERT_TRUE(st.SetMaxBytes(bytes - 1, &lsn).ok());
     EXPECT_EQ(GetStr(st, order[i]), "<nil>") << i;
     if (i + 1 < kKeys) {
-      EXPECT_EQ(st.TypeOf(order[i + 1]), KeyType::kString) << i;
+      EXPECT_EQ(store::OpType({st}, order[i + 1]), KeyType::kString) << i;
     }
   }
   EXPECT_EQ(st.DbSize(), 0u);
@@ -1057,7 +1059,7 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
             break;
           case 1: {
             std::string_view del[] = {k, ns};
-            (void)st.KeysDelete(del, &lsn);
+            (void)store::OpDelete({st, &lsn}, del);
             break;
           }
           case 2:
@@ -1068,8 +1070,8 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
             break;
           case 4: {
             std::string_view keys[] = {k, ns, "s1", "n1_pv"};
-            (void)st.StrMGet(keys);
-            (void)st.KeysExist(keys);
+            (void)store::OpMGet({st}, keys);
+            (void)store::OpExists({st}, keys);
             break;
           }
           case 5:
@@ -1097,11 +1099,11 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
     });
   for (auto& th : ts) th.join();
   EXPECT_LE(st.Stats().bytes, 64u * 1024);
-  auto all = st.Keys("*");
+  auto all = store::OpKeys({st}, "*");
   EXPECT_EQ(all.size(), st.DbSize());
   std::vector<std::string_view> views(all.begin(), all.end());
   uint64_t lsn = 0;
-  ASSERT_TRUE(st.KeysDelete(views, &lsn).ok());
+  ASSERT_TRUE(store::OpDelete({st, &lsn}, views).ok());
   EXPECT_EQ(st.DbSize(), 0u);
   EXPECT_EQ(st.Stats().bytes, 0u);  // every charge given back
 }

@@ -1,7 +1,8 @@
-// String keys: their values, charges, lazy expiry, reads and writes, and
-// their logging. The map, LRU lists and the expiry and scan orders they live
-// in are the keyspace's (store/keyspace.h). See store.h ("String keys") and
-// docs/ARCHITECTURE.md "Store".
+// String keys inside the store: their charges, lazy expiry, puts, removals
+// and logging (the primitives store/slice.h hands the operations of
+// store/string_ops.h and store/key_ops.h), and their recovery. The map, LRU
+// lists and the expiry and scan orders they live in are the keyspace's
+// (store/keyspace.h). See docs/ARCHITECTURE.md "Store".
 //
 // Logging: small records (DEL, EXPIRE, RENAME) are written under ks_.mu like a
 // namespace drop. A STRSET is reserved under ks_.mu (fixing its LSN, so records
@@ -155,9 +156,13 @@ StrEntry* Store::StrFindLocked(std::string_view key, int64_t now_ms, uint64_t* l
 
 Status Store::StrLogSetLocked(std::string_view key, const StrRef& v, int64_t expire_at_ms,
                               StrPending* pend) {
+  return StrLogSetLocked(key, v, expire_at_ms, pend, ks_.FindStringLocked(key));
+}
+
+Status Store::StrLogSetLocked(std::string_view key, const StrRef& v, int64_t expire_at_ms,
+                              StrPending* pend, StrEntry* old) {
   const persist::StrSetRec rec{.key = key, .expire_at_ms = expire_at_ms, .value_len = v->size};
   if (sink_) PION_RETURN_IF_ERROR(sink_->Reserve(rec, &pend->rec).status());
-  StrEntry* old = ks_.FindStringLocked(key);
   pend->key = key;
   pend->value = v;
   if (old != nullptr) {
@@ -191,174 +196,6 @@ Status Store::StrFinish(std::span<StrPending> pend, uint64_t* lsn) {
   return first;
 }
 
-// ---- commands ----
-
-Result<SetOutcome> Store::StrSet(std::string_view key, StrRef value, const SetOptions& o,
-                                 uint64_t* lsn) {
-  *lsn = 0;
-  if (key.size() > kMaxStrKeyBytes)
-    return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
-  SetOutcome out;
-  StrPending pend[1];  // on the stack: no allocation per SET
-  {
-    base::ReaderLock gate(&gate_);
-    base::MutexLock l(&ks_.mu);
-    if (IsNamespaceKeyLocked(key)) return Status::WrongType();
-    int64_t now = UnixMillis();
-    StrEntry* e = StrFindLocked(key, now, lsn);
-    if (o.want_old && e != nullptr) out.old = e->value;
-    if ((o.cond == SetOptions::Cond::kNx && e != nullptr) ||
-        (o.cond == SetOptions::Cond::kXx && e == nullptr))
-      return out;
-    int64_t expire = o.expire_at_ms;
-    if (o.keep_ttl && e != nullptr) expire = e->expire_at_ms;
-    uint64_t need = StrCharge(key, value);
-    uint64_t have = e != nullptr ? StrCharge(key, e->value) : 0;
-    // As Redis: a write while used memory is over maxmemory (a budget just
-    // lowered under noeviction) is refused even when it would not grow it.
-    if (cfg_.max_bytes > 0 && (need > have || bytes_ > cfg_.max_bytes)) {
-      if (need > cfg_.max_bytes) return Status::OutOfBudget("");
-      PION_RETURN_IF_ERROR(EvictLocked(
-          nullptr, [&]() REQUIRES(ks_.mu) { return bytes_ - have + need <= cfg_.max_bytes; }, lsn,
-          key, true));
-    }
-    PION_RETURN_IF_ERROR(StrLogSetLocked(key, value, expire, &pend[0]));
-    BeginPending();
-    out.done = true;
-  }
-  PION_RETURN_IF_ERROR(StrFinish(pend, lsn));
-  return out;
-}
-
-Result<StrRef> Store::StrGet(std::string_view key) {
-  StrRef out;
-  PION_RETURN_IF_ERROR(StrGetWith(key, [&out](const StrRef& v) { out = v; }));
-  return out;
-}
-
-Status Store::StrGetWith(std::string_view key, const std::function<void(const StrRef&)>& fn,
-                         bool tiered_as_is) {
-  if (!tier_ || tiered_as_is) return StrGetWithRaw(key, fn);
-  StrRef disk;
-  Status st = StrGetWithRaw(key, [&disk, &fn](const StrRef& v) {
-    if (v != nullptr && v->on_disk())
-      disk = v;  // read below, with no lock held
-    else
-      fn(v);
-  });
-  if (!st.ok() || disk == nullptr) return st;
-  auto r = LoadTieredSync(key, disk);
-  if (!r.ok()) return r.status();
-  fn(*r);
-  return Status::OK();
-}
-
-Result<StrRef> Store::StrGetDel(std::string_view key, uint64_t* lsn, bool tiered_as_is) {
-  auto r = StrGetDelRaw(key, lsn);
-  if (tiered_as_is || !r.ok() || *r == nullptr || !(*r)->on_disk()) return r;
-  return LoadTieredSync(key, *r);
-}
-
-Result<StrRef> Store::StrGetEx(std::string_view key, bool persist, int64_t expire_at_ms,
-                               uint64_t* lsn, bool tiered_as_is) {
-  auto r = StrGetExRaw(key, persist, expire_at_ms, lsn);
-  if (tiered_as_is || !r.ok() || *r == nullptr || !(*r)->on_disk()) return r;
-  return LoadTieredSync(key, *r);
-}
-
-Status Store::StrGetWithRaw(std::string_view key, const std::function<void(const StrRef&)>& fn) {
-  {
-    // The read path: only the key's shard lock. An expired key is removed
-    // (and logged) by the slow path below, under ks_.mu.
-    Shard& sh = ks_.ShardFor(key);
-    bool missing;
-    {
-      base::MutexLock sl(&sh.mu);
-      auto it = sh.strings.find(key);
-      missing = it == sh.strings.end();
-      // The clock is read only for a key with a TTL (one read per GET otherwise).
-      // A block with a parent takes the path below (its ancestors are stamped under ks_.mu).
-      if (!missing && !it->second.HasParent() &&
-          (it->second.expire_at_ms == 0 || !Expired(it->second, UnixMillis()))) {
-        ++sh.hits;
-        ks_.TouchLocked(sh, it->second);
-        fn(it->second.value);
-        return Status::OK();
-      }
-    }
-    if (missing) {
-      if (IsNamespaceKeyShared(key)) return Status::WrongType();
-      {
-        base::MutexLock sl(&sh.mu);
-        ++sh.misses;
-      }
-      fn(nullptr);
-      return Status::OK();
-    }
-  }
-  base::MutexLock l(&ks_.mu);
-  uint64_t unused = 0;
-  StrEntry* e = StrFindLocked(key, UnixMillis(), &unused);
-  Shard& sh = ks_.ShardFor(key);
-  StrRef v;
-  uint64_t stamp = 0;
-  {
-    base::MutexLock sl(&sh.mu);
-    if (e == nullptr) {
-      if (IsNamespaceKeyLocked(key)) return Status::WrongType();
-      ++sh.misses;
-    } else {
-      ++sh.hits;
-      ks_.TouchLocked(sh, *e);
-      v = e->value;
-      stamp = e->stamp;
-    }
-  }
-  if (e != nullptr && e->HasParent()) StampAncestorsLocked(*e, stamp);
-  fn(v);
-  return Status::OK();
-}
-
-Result<StrRef> Store::StrGetDelRaw(std::string_view key, uint64_t* lsn) {
-  *lsn = 0;
-  base::ReaderLock gate(&gate_);
-  base::MutexLock l(&ks_.mu);
-  StrEntry* e = StrFindLocked(key, UnixMillis(), lsn);
-  if (e == nullptr && IsNamespaceKeyLocked(key)) return Status::WrongType();
-  CountHitOrMiss(key, e != nullptr);
-  if (e == nullptr) return StrRef();
-  StrRef v = e->value;
-  PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
-  return v;
-}
-
-Result<StrRef> Store::StrGetExRaw(std::string_view key, bool persist, int64_t expire_at_ms,
-                                  uint64_t* lsn) {
-  *lsn = 0;
-  base::ReaderLock gate(&gate_);
-  base::MutexLock l(&ks_.mu);
-  int64_t now = UnixMillis();
-  StrEntry* e = StrFindLocked(key, now, lsn);
-  if (e == nullptr) {
-    if (IsNamespaceKeyLocked(key)) return Status::WrongType();
-    CountHitOrMiss(key, false);
-    return StrRef();
-  }
-  StrRef v = e->value;
-  {
-    Shard& sh = ks_.ShardFor(key);
-    base::MutexLock sl(&sh.mu);
-    ++sh.hits;
-    ks_.TouchLocked(sh, *e);
-  }
-  if (expire_at_ms > 0 && expire_at_ms <= now) {
-    PION_RETURN_IF_ERROR(StrRemoveLocked(*e, 0, lsn));
-  } else if (expire_at_ms > 0 || (persist && e->expire_at_ms != 0)) {
-    PION_RETURN_IF_ERROR(StrExpireLoggedLocked(key, *e, persist ? 0 : expire_at_ms, lsn));
-  }
-  return v;
-}
-
 Status Store::StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t at_ms,
                                     uint64_t* lsn) {
   if (sink_) {
@@ -371,128 +208,51 @@ Status Store::StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t a
   return Status::OK();
 }
 
-std::vector<StrRef> Store::StrMGet(std::span<const std::string_view> keys, bool tiered_as_is) {
-  std::vector<StrRef> out(keys.size());
-  int64_t now = UnixMillis();
-  bool expired = false;
-  // Each key under its shard's lock alone; an expired one sends the keys from
-  // it on to the slow path (under ks_.mu), which removes it.
-  size_t i = 0;
-  for (; i < keys.size(); ++i) {
-    Shard& sh = ks_.ShardFor(keys[i]);
-    base::MutexLock sl(&sh.mu);
-    auto it = sh.strings.find(keys[i]);
-    if (it == sh.strings.end()) {
-      ++sh.misses;
-      continue;
-    }
-    if (Expired(it->second, now) || it->second.HasParent()) {
-      expired = true;  // the path under ks_.mu (removal, or ancestors to stamp)
-      break;
-    }
-    ++sh.hits;
-    ks_.TouchLocked(sh, it->second);
-    out[i] = it->second.value;
-  }
-  if (!expired) return tiered_as_is ? out : MGetFromTier(keys, std::move(out));
-  base::MutexLock l(&ks_.mu);
-  uint64_t unused = 0;
-  for (; i < keys.size(); ++i) {
-    StrEntry* e = StrFindLocked(keys[i], now, &unused);
-    uint64_t stamp = 0;
-    {
-      Shard& sh = ks_.ShardFor(keys[i]);
-      base::MutexLock sl(&sh.mu);
-      if (e == nullptr) {
-        ++sh.misses;
-        continue;
-      }
-      ++sh.hits;
-      ks_.TouchLocked(sh, *e);
-      out[i] = e->value;
-      stamp = e->stamp;
-    }
-    if (e->HasParent()) StampAncestorsLocked(*e, stamp);
-  }
-  l.Unlock();
-  return tiered_as_is ? out : MGetFromTier(keys, std::move(out));
-}
-
-std::vector<StrRef> Store::MGetFromTier(std::span<const std::string_view> keys,
-                                        std::vector<StrRef> out) {
-  if (!tier_) return out;
-  for (size_t i = 0; i < out.size(); ++i)
-    if (out[i] != nullptr && out[i]->on_disk()) {
-      auto r = LoadTieredSync(keys[i], out[i]);
-      out[i] = r.ok() ? *r : nullptr;  // an unreadable value reads as missing here
-    }
-  return out;
-}
-
 void Store::CountHitOrMiss(std::string_view key, bool hit) {
   Shard& sh = ks_.ShardFor(key);
   base::MutexLock sl(&sh.mu);
   ++(hit ? sh.hits : sh.misses);
 }
 
-Result<bool> Store::StrMSet(std::span<const std::string_view> kv, bool nx, uint64_t* lsn,
-                            std::span<const StrRef> made) {
-  *lsn = 0;
-  std::vector<StrRef> values(kv.size() / 2);
-  for (size_t i = 0; i + 1 < kv.size(); i += 2) {
-    if (kv[i].size() > kMaxStrKeyBytes)
-      return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
-    if (i / 2 < made.size() && made[i / 2] != nullptr) {
-      values[i / 2] = made[i / 2];
-      continue;
-    }
-    auto v = StrValue::Copy(kv[i + 1]);
-    if (!v) return Status(Code::kOutOfBudget, Reason::kNoMemory, {}, "out of memory");
-    values[i / 2] = std::move(v);
-  }
-  std::vector<StrPending> pend;
-  pend.reserve(values.size());
-  Status st;
-  {
-    base::ReaderLock gate(&gate_);
-    base::MutexLock l(&ks_.mu);
-    int64_t now = UnixMillis();
-    uint64_t need = 0;
-    for (size_t i = 0; i + 1 < kv.size(); i += 2) {
-      if (IsNamespaceKeyLocked(kv[i])) {
-        if (nx) return false;
-        return Status::WrongType();
-      }
-      StrEntry* e = StrFindLocked(kv[i], now, lsn);
-      if (nx && e != nullptr) return false;
-      need += StrCharge(kv[i], values[i / 2]);
-    }
-    if (cfg_.max_bytes > 0) {
-      if (need > cfg_.max_bytes) return Status::OutOfBudget("");
-      // Keys being replaced give their bytes back; evict for the rest.
-      uint64_t have = 0;
-      for (size_t i = 0; i + 1 < kv.size(); i += 2)
-        if (const StrEntry* e = ks_.FindStringLocked(kv[i])) have += StrCharge(kv[i], e->value);
-      PION_RETURN_IF_ERROR(EvictLocked(
-          nullptr,
-          [&]()
-              REQUIRES(ks_.mu) { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; },
-          lsn, kv[0], true));
-    }
-    for (size_t i = 0; i + 1 < kv.size(); i += 2) {
-      pend.emplace_back();
-      st = StrLogSetLocked(kv[i], values[i / 2], 0, &pend.back());
-      if (!st.ok()) {
-        pend.pop_back();
-        break;
-      }
-      BeginPending();
-    }
-  }
-  Status fin = StrFinish(pend, lsn);
-  PION_RETURN_IF_ERROR(st);
-  PION_RETURN_IF_ERROR(fin);
-  return true;
+Status Store::LogLocked(const persist::Record& r, uint64_t* lsn) {
+  if (sink_ == nullptr) return Status::OK();
+  auto w = sink_->Log(r);
+  if (!w.ok()) return w.status();
+  *lsn = std::max(*lsn, *w);
+  return Status::OK();
+}
+
+Status Store::StrRoomLocked(std::string_view key, uint64_t need, uint64_t have, uint64_t* lsn,
+                            bool when_over) {
+  if (cfg_.max_bytes == 0 || (need <= have && !(when_over && bytes_ > cfg_.max_bytes)))
+    return Status::OK();
+  if (need > cfg_.max_bytes) return Status::OutOfBudget("");
+  // The key is held while others go: neither evicted nor dropped by a full
+  // disk tier making room for a move (TierDropOldestLocked), so the caller's
+  // entry stays valid across this call.
+  StrEntry* e = ks_.FindStringLocked(key);
+  const bool hold = e != nullptr && !e->held;
+  if (hold) e->held = true;
+  Status st = EvictLocked(
+      nullptr,
+      [&]() REQUIRES(ks_.mu) { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; },
+      lsn, key, true);
+  if (hold) e->held = false;
+  return st;
+}
+
+const NsPtr* Store::NsOfKeyLocked(std::string_view key) const {
+  if (const NsPtr* n = NsRefLocked(key)) return n;
+  std::string_view ns;
+  Side side;
+  return ParseSessionId(key, &ns, &side) ? NsRefLocked(ns) : nullptr;
+}
+
+uint64_t Store::NextRandomLocked() {
+  rand_state_ ^= rand_state_ << 13;
+  rand_state_ ^= rand_state_ >> 7;
+  rand_state_ ^= rand_state_ << 17;
+  return rand_state_;
 }
 
 // ---- recovery ----
@@ -559,6 +319,50 @@ void Store::StrMoveLocked(StrEntry& e, std::string_view dst) {
   std::unique_ptr<BlockLinks> links = TakeLinksLocked(e);
   StrEraseLocked(e);
   GiveLinksLocked(StrPutLocked(dst, std::move(v), expire), std::move(links), &e);
+}
+
+void Store::ApplyStrPatch(std::string_view key, int64_t expire_at_ms, uint64_t offset,
+                          std::span<const uint8_t> bytes, bool truncate) {
+  base::MutexLock l(&ks_.mu);
+  StrEntry* e = ks_.FindStringLocked(key);
+  if (expire_at_ms != 0 && expire_at_ms <= UnixMillis()) {
+    if (e != nullptr) StrEraseLocked(*e);
+    return;
+  }
+  if (IsNamespaceKeyLocked(key)) return;  // cannot happen in a log the server wrote
+  std::string_view cur = e != nullptr ? e->value->view() : std::string_view();
+  uint64_t end = offset + bytes.size();
+  uint64_t new_len = truncate ? end : std::max<uint64_t>(cur.size(), end);
+  if (e != nullptr && !e->value->tiered() && e->value.use_count() == 1 &&
+      new_len <= e->value->capacity) {
+    // In place, as live (a replayed run of appends stays linear).
+    Shard& sh = ks_.ShardFor(key);
+    base::MutexLock sl(&sh.mu);
+    StrValue* v = const_cast<StrValue*>(e->value.get());
+    if (offset > v->size) std::memset(v->data + v->size, 0, offset - v->size);
+    if (!bytes.empty()) std::memcpy(v->data + offset, bytes.data(), bytes.size());
+    v->size = new_len;
+    v->edited = true;
+    ks_.SetExpireLocked(*e, expire_at_ms);
+    return;
+  }
+  auto v =
+      StrValue::TryMake(e != nullptr && new_len > cur.size() ? StrGrowCapacity(new_len) : new_len);
+  PION_CHECK(v != nullptr);
+  uint64_t keep = std::min<uint64_t>(cur.size(), new_len);
+  if (keep > 0) std::memcpy(v->data, cur.data(), keep);
+  if (offset > keep) std::memset(v->data + keep, 0, offset - keep);
+  if (!bytes.empty()) std::memcpy(v->data + offset, bytes.data(), bytes.size());
+  v->size = new_len;
+  v->edited = e != nullptr;
+  if (cfg_.max_bytes > 0) {
+    uint64_t unused = 0, need = StrCharge(key, v);
+    uint64_t have = e != nullptr ? StrCharge(key, e->value) : 0;
+    (void)EvictLocked(
+        nullptr, [&]() REQUIRES(ks_.mu) { return bytes_ - have + need <= cfg_.max_bytes; }, &unused,
+        key, true);
+  }
+  StrPutLocked(key, std::move(v), expire_at_ms, e);
 }
 
 std::vector<persist::SnapshotString> Store::TakeCapturedStrings() {

@@ -5,7 +5,7 @@
 // it by reference, an overwrite or eviction only drops the store's reference.
 //
 // Thread-safety: StrValue is immutable while anyone but the store holds it:
-// the store edits a value in place (Store::StrPatch) only under its key's
+// the store edits a value in place (OpPatch, store/string_ops.h) only under its key's
 // locks and only when it holds the sole reference (use_count() == 1); a value
 // pinned by a reply, a pending log write or a snapshot is copied first.
 #pragma once
@@ -95,11 +95,22 @@ using StrRef = std::shared_ptr<const StrValue>;
 // Longest string key (bytes).
 inline constexpr size_t kMaxStrKeyBytes = 65536;
 
+// The capacity a string value growing to `n` bytes is given (twice `n` up to
+// 1 MiB, then 1 MiB more, as Redis's sds): N appends of k bytes copy O(N k)
+// bytes in all.
+inline uint64_t StrGrowCapacity(uint64_t n) {
+  constexpr uint64_t kGreedyLimit = uint64_t{1} << 20;
+  return n < kGreedyLimit ? n * 2 : n + kGreedyLimit;
+}
+
 // Redis's LFU_INIT_VAL: a new key's counter (not evicted before it is used).
 inline constexpr uint8_t kLfuInitCounter = 5;
 
 // What memory a string key is charged (key, value capacity, entry overhead).
 inline constexpr uint64_t kStrEntryOverhead = 96;
+inline uint64_t StrCharge(std::string_view key, const StrRef& v) {
+  return key.size() + (v ? v->capacity : 0) + kStrEntryOverhead;
+}
 
 // maxmemory-policy (Redis's eight). The LFU and TTL policies, and
 // volatile-random, choose among maxmemory-samples string keys drawn at random;
@@ -140,13 +151,13 @@ struct SetOutcome {
 // and only lowered). GT with XX is kGt (GT already needs a TTL).
 enum class ExpireCond : uint8_t { kAlways, kNx, kXx, kGt, kLt, kLtXx };
 
-// StrPatch's edit, filled by the caller's planner from the current value.
+// OpPatch's edit, filled by the caller's planner from the current value.
 struct StrEdit {
   uint64_t offset = 0;
   std::string_view bytes;  // written at offset (zero-filled from the old end); must
-                           // outlive the StrPatch call
+                           // outlive the OpPatch call
   bool truncate = false;   // the value ends right after `bytes`
-  bool write = true;       // false: nothing changes (StrPatch returns the length)
+  bool write = true;       // false: nothing changes (OpPatch returns the length)
   bool edited = true;      // OBJECT ENCODING "raw" afterwards (false: by content)
 };
 

@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/fp16.h"
 #include "store/store.h"
+#include "store/string_ops.h"
 #include "tier/tier_ring.h"
 
 namespace pion::store {
@@ -52,12 +53,12 @@ class TieringRingTest : public ::testing::Test {
   }
   void Set(const std::string& k, const std::string& v) {
     uint64_t lsn = 0;
-    ASSERT_TRUE(st_->StrSet(k, StrValue::Copy(v), SetOptions{}, &lsn).ok());
+    ASSERT_TRUE(store::OpSet({*st_, &lsn}, k, StrValue::Copy(v), SetOptions{}).ok());
   }
   StrRef Raw(const std::string& k) {
     StrRef out;
-    EXPECT_TRUE(st_->StrGetWith(
-                       k, [&out](const StrRef& v) { out = v; }, true)
+    EXPECT_TRUE(store::OpGetWith(
+                    {*st_}, k, [&out](const StrRef& v) { out = v; }, true)
                     .ok());
     return out;
   }

@@ -14,7 +14,9 @@
 
 #include "base/clock.h"
 #include "base/fp16.h"
+#include "store/key_ops.h"
 #include "store/store.h"
+#include "store/string_ops.h"
 
 namespace pion::store {
 namespace {
@@ -43,18 +45,18 @@ class TieringTest : public ::testing::Test {
   }
   Status Set(const std::string& k, const std::string& v) {
     uint64_t lsn = 0;
-    return st_->StrSet(k, StrValue::Copy(v), SetOptions{}, &lsn).status();
+    return store::OpSet({*st_, &lsn}, k, StrValue::Copy(v), SetOptions{}).status();
   }
   // The value as the keyspace holds it (on disk: not read), as GET's async path sees it.
   Result<StrRef> Raw(const std::string& k) {
     StrRef out;
-    Status st = st_->StrGetWith(
-        k, [&out](const StrRef& v) { out = v; }, /*tiered_as_is=*/true);
+    Status st = store::OpGetWith(
+        {*st_}, k, [&out](const StrRef& v) { out = v; }, /*tiered_as_is=*/true);
     if (!st.ok()) return st;
     return out;
   }
   std::string Get(const std::string& k) {
-    auto r = st_->StrGet(k);
+    auto r = store::OpGet({*st_}, k);
     return r.ok() && *r ? std::string((*r)->view()) : "<none>";
   }
   // Waits (bounded) until every queued write was applied.
@@ -117,8 +119,8 @@ TEST_F(TieringTest, ConcurrentReadsWritesAndMoves) {
       for (int round = 0; round < 200 && !stop; ++round) {
         const int i = (round * 7 + t) % 24;
         // Half the reads as GET's async path sees values, half as every other read.
-        auto r =
-            round % 2 == 0 ? Raw("c" + std::to_string(i)) : st_->StrGet("c" + std::to_string(i));
+        auto r = round % 2 == 0 ? Raw("c" + std::to_string(i))
+                                : store::OpGet({*st_}, "c" + std::to_string(i));
         if (!r.ok() || !*r) continue;
         std::string got((*r)->view());
         if (got != Value(i, 0) && got != Value(i, 1)) ++wrong;
@@ -215,6 +217,34 @@ TEST_F(TieringTest, AFullTierDropsItsColdestAndShrinkingDropsMore) {
   EXPECT_EQ(Get("s39"), Value(39));
   st_->SetTierMaxBytes(2 * (kValue + 4096));
   EXPECT_LE(st_->tier_stats().bytes, 2 * (kValue + 4096));
+}
+
+TEST_F(TieringTest, AnEditOfTheColdestTieredKeyKeepsItWhileTheFullTierMakesRoom) {
+  // RAM and the tier both full. An APPEND to the tier's coldest key copies it
+  // into RAM, which moves a RAM value to the tier, which must drop its
+  // coldest: another key, never the one being edited (Slice::RoomLocked
+  // holds it), whose entry the edit then replaces.
+  st_->SetTierMaxBytes(8 * (kValue + 4096));
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(Set("s" + std::to_string(i), Value(i)).ok());
+    Settle();
+  }
+  int coldest = -1;
+  for (int i = 0; i < 40 && coldest < 0; ++i) {
+    KeyObject o = store::OpObject({*st_}, "s" + std::to_string(i));  // no touch
+    if (o.value != nullptr && o.value->tiered()) coldest = i;
+  }
+  ASSERT_GE(coldest, 0);
+  const std::string key = "s" + std::to_string(coldest);
+  const uint64_t evictions = st_->tier_stats().evictions;
+  uint64_t lsn = 0;
+  auto n = store::OpAppend({*st_, &lsn}, key, "x");
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, kValue + 1);
+  EXPECT_TRUE(Get(key) == Value(coldest) + "x");  // not EXPECT_EQ: 256 KiB on failure
+  Settle();
+  EXPECT_GT(st_->tier_stats().evictions, evictions);
+  EXPECT_TRUE(Get(key) == Value(coldest) + "x");
 }
 
 // ---- namespaces: 1024 fp16 rows of 256 (512 KiB) in layer 0 of the K side

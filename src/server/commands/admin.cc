@@ -17,6 +17,7 @@
 #include "server/commands/command_docs.h"
 #include "server/commands/command_table.h"
 #include "server/commands/key_specs.h"
+#include "store/key_ops.h"
 
 namespace pion::server {
 
@@ -426,7 +427,7 @@ void DbSize(CommandContext& ctx) {
     ctx.reply->Integer(static_cast<int64_t>(st->DbSize()));
   } else {
     // A user with key patterns counts only the keys (string keys, namespaces) it may read.
-    auto names = AclVisibleKeys(u, st->Keys("*"), kAclPermRead);
+    auto names = AclVisibleKeys(u, store::OpKeys({*st}, "*"), kAclPermRead);
     ctx.reply->Integer(static_cast<int64_t>(names.size()));
   }
 }
@@ -448,12 +449,12 @@ void FlushAll(CommandContext& ctx) {
       // keys) it may write, each deletion logged as a DEL would be. A namespace
       // goes with its subtree, so one with a descendant the user may not write
       // stays, as DEL of it would be refused.
-      auto names = AclVisibleKeys(u, st->Keys("*"), kAclPermWrite);
+      auto names = AclVisibleKeys(u, store::OpKeys({*st}, "*"), kAclPermWrite);
       std::function<bool(std::string_view)> may_drop = SubtreeWriteCheck(u, nullptr);
       for (const std::string& name : names) {
         std::string_view one[] = {name};
         uint64_t one_lsn = 0;
-        auto n = st->KeysDelete(one, &one_lsn, may_drop);
+        auto n = store::OpDelete({*st, &one_lsn}, one, may_drop);
         if (!n.ok() && n.status().reason<store::Reason>() != store::Reason::kDropRefused) {
           s = n.status();
           break;

@@ -1,7 +1,7 @@
 // Bit commands on string keys (docs/protocol.md "Keys"): SETBIT, GETBIT,
 // BITCOUNT, BITPOS, BITOP, BITFIELD and BITFIELD_RO, with Redis 7.0's
 // replies and texts. Bit 0 is the most significant bit of byte 0. Writes are
-// one read-modify-write under the key's locks (Store::StrPatch): the bytes
+// one read-modify-write under the key's locks (store::OpPatch): the bytes
 // they change are written in place and logged alone (SETBIT logs one byte).
 #include <algorithm>
 #include <cstdint>
@@ -15,7 +15,9 @@
 #include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
+#include "store/key_ops.h"
 #include "store/store.h"
+#include "store/string_ops.h"
 
 namespace pion::server {
 
@@ -44,7 +46,7 @@ inline int BitAt(std::string_view s, uint64_t bit) {
 
 // Reads a string as Redis's GET would for the bit commands (nullptr: missing).
 bool ReadValue(CommandContext& ctx, std::string_view key, store::StrRef* out) {
-  auto r = ctx.env->store()->StrGet(key);
+  auto r = store::OpGet({*ctx.env->store()}, key);
   if (!r.ok()) {
     ReplyStatus(ctx, r.status());
     return false;
@@ -61,9 +63,8 @@ void SetBit(CommandContext& ctx) {
   int old = 0;
   char byte = 0;
   uint64_t lsn = 0;
-  auto r = ctx.env->store()->StrPatch(
-      ctx.args[1],
-      [&](std::string_view cur, bool, store::StrEdit* ed) {
+  auto r = store::OpPatch(
+      {*ctx.env->store(), &lsn}, ctx.args[1], [&](std::string_view cur, bool, store::StrEdit* ed) {
         uint64_t at = off >> 3;
         uint8_t b = at < cur.size() ? static_cast<uint8_t>(cur[at]) : 0;
         int shift = 7 - static_cast<int>(off & 7);
@@ -77,8 +78,7 @@ void SetBit(CommandContext& ctx) {
         ed->offset = at;
         ed->bytes = std::string_view(&byte, 1);
         return Status::OK();
-      },
-      &lsn);
+      });
   ctx.wait_lsn = lsn;
   if (!r.ok()) return ReplyStatus(ctx, r.status());
   ctx.reply->Integer(old);
@@ -235,7 +235,7 @@ void BitOp(CommandContext& ctx) {
   if (maxlen == 0) {
     // An empty result deletes the destination (as Redis).
     std::string_view dst = ctx.args[2];
-    auto r = ctx.env->store()->KeysDelete(std::span<const std::string_view>(&dst, 1), &lsn);
+    auto r = store::OpDelete({*ctx.env->store(), &lsn}, std::span<const std::string_view>(&dst, 1));
     ctx.wait_lsn = lsn;
     if (!r.ok()) return ReplyStatus(ctx, r.status());
     return ctx.reply->Integer(0);
@@ -262,7 +262,7 @@ void BitOp(CommandContext& ctx) {
   }
   (void)minlen;
   store::SetOptions o;
-  auto r = ctx.env->store()->StrSet(ctx.args[2], std::move(out), o, &lsn);
+  auto r = store::OpSet({*ctx.env->store(), &lsn}, ctx.args[2], std::move(out), o);
   ctx.wait_lsn = lsn;
   if (!r.ok()) return ReplyStatus(ctx, r.status());
   ctx.reply->Integer(static_cast<int64_t>(maxlen));
@@ -398,43 +398,42 @@ void BitFieldCommon(CommandContext& ctx, bool ro) {
   // The bytes the writes touch, edited in a scratch copy and patched at once.
   std::string scratch;
   uint64_t lsn = 0;
-  auto r = ctx.env->store()->StrPatch(
-      ctx.args[1],
-      [&](std::string_view cur, bool, store::StrEdit* ed) {
-        scratch.assign(hi_byte - lo_byte + 1, '\0');
-        if (lo_byte < cur.size())
-          std::memcpy(scratch.data(), cur.data() + lo_byte,
-                      std::min<uint64_t>(cur.size() - lo_byte, scratch.size()));
-        auto at = [&](uint64_t i) -> uint8_t {
-          if (i >= lo_byte && i <= hi_byte) return static_cast<uint8_t>(scratch[i - lo_byte]);
-          return i < cur.size() ? static_cast<uint8_t>(cur[i]) : 0;
-        };
-        for (size_t k = 0; k < ops.size(); ++k) {
-          const Field& f = ops[k];
-          uint64_t raw = ReadBits(at, f.offset, f.bits);
-          if (f.op == FieldOp::kGet) {
-            out[k] = f.sign ? AsSigned(raw, f.bits) : static_cast<int64_t>(raw);
-            continue;
-          }
-          int64_t reply = 0;
-          auto stored = FieldResult(f, raw, &reply);
-          if (!stored) continue;  // FAIL: null, nothing written
-          out[k] = reply;
-          for (int i = 0; i < f.bits; ++i) {
-            uint64_t p = f.offset + static_cast<uint64_t>(i);
-            auto& b = reinterpret_cast<uint8_t&>(scratch[(p >> 3) - lo_byte]);
-            uint8_t m = static_cast<uint8_t>(1u << (7 - (p & 7)));
-            if ((*stored >> (f.bits - 1 - i)) & 1)
-              b |= m;
-            else
-              b &= static_cast<uint8_t>(~m);
-          }
-        }
-        ed->offset = lo_byte;
-        ed->bytes = scratch;
-        return Status::OK();
-      },
-      &lsn);
+  auto r = store::OpPatch({*ctx.env->store(), &lsn}, ctx.args[1],
+                          [&](std::string_view cur, bool, store::StrEdit* ed) {
+                            scratch.assign(hi_byte - lo_byte + 1, '\0');
+                            if (lo_byte < cur.size())
+                              std::memcpy(scratch.data(), cur.data() + lo_byte,
+                                          std::min<uint64_t>(cur.size() - lo_byte, scratch.size()));
+                            auto at = [&](uint64_t i) -> uint8_t {
+                              if (i >= lo_byte && i <= hi_byte)
+                                return static_cast<uint8_t>(scratch[i - lo_byte]);
+                              return i < cur.size() ? static_cast<uint8_t>(cur[i]) : 0;
+                            };
+                            for (size_t k = 0; k < ops.size(); ++k) {
+                              const Field& f = ops[k];
+                              uint64_t raw = ReadBits(at, f.offset, f.bits);
+                              if (f.op == FieldOp::kGet) {
+                                out[k] = f.sign ? AsSigned(raw, f.bits) : static_cast<int64_t>(raw);
+                                continue;
+                              }
+                              int64_t reply = 0;
+                              auto stored = FieldResult(f, raw, &reply);
+                              if (!stored) continue;  // FAIL: null, nothing written
+                              out[k] = reply;
+                              for (int i = 0; i < f.bits; ++i) {
+                                uint64_t p = f.offset + static_cast<uint64_t>(i);
+                                auto& b = reinterpret_cast<uint8_t&>(scratch[(p >> 3) - lo_byte]);
+                                uint8_t m = static_cast<uint8_t>(1u << (7 - (p & 7)));
+                                if ((*stored >> (f.bits - 1 - i)) & 1)
+                                  b |= m;
+                                else
+                                  b &= static_cast<uint8_t>(~m);
+                              }
+                            }
+                            ed->offset = lo_byte;
+                            ed->bytes = scratch;
+                            return Status::OK();
+                          });
   ctx.wait_lsn = lsn;
   if (!r.ok()) return ReplyStatus(ctx, r.status());
   ctx.reply->ArrayHeader(out.size());

@@ -13,6 +13,7 @@
 #include "quant/format.h"
 #include "server/commands/testing/command_fixture.h"
 #include "store/store.h"
+#include "store/string_ops.h"
 
 namespace pion::server::testing {
 namespace {
@@ -30,7 +31,7 @@ std::vector<float> Ramp(size_t n) {
 class BlockFormat : public KvTest {
  protected:
   store::StrRef Stored(std::string_view key) {
-    auto r = server().store()->StrGet(key);
+    auto r = store::OpGet({*server().store()}, key);
     EXPECT_TRUE(r.ok());
     return r.ok() ? *r : nullptr;
   }

@@ -1,6 +1,6 @@
 // Counters on string keys (docs/protocol.md "Keys"): INCR, INCRBY, DECR,
 // DECRBY and INCRBYFLOAT, with Redis 7.0's number rules and texts. Each is
-// one read-modify-write under the key's locks (Store::StrPatch): the new
+// one read-modify-write under the key's locks (store::OpPatch): the new
 // digits replace the value where it lies (no allocation once the key exists)
 // and only they are logged (a STRPATCH record); the TTL is kept.
 #include <cerrno>
@@ -17,6 +17,7 @@
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "store/store.h"
+#include "store/string_ops.h"
 
 namespace pion::server {
 
@@ -63,30 +64,29 @@ void IncrBy(CommandContext& ctx, int64_t incr) {
   int64_t result = 0;
   std::string_view err;
   uint64_t lsn = 0;
-  auto r = ctx.env->store()->StrPatch(
-      ctx.args[1],
-      [&](std::string_view cur, bool exists, store::StrEdit* ed) {
-        int64_t v = 0;
-        if (exists) {
-          auto p = ParseInt64Strict(cur);
-          if (!p) {
-            err = kErrNotInteger;
-            return Status::InvalidArgument("");
-          }
-          v = *p;
-        }
-        if (__builtin_add_overflow(v, incr, &result)) {
-          err = kErrIncrOverflow;
-          return Status::InvalidArgument("");
-        }
-        int n = snprintf(digits, sizeof(digits), "%lld", static_cast<long long>(result));
-        ed->offset = 0;
-        ed->bytes = std::string_view(digits, static_cast<size_t>(n));
-        ed->truncate = true;
-        ed->edited = false;
-        return Status::OK();
-      },
-      &lsn);
+  auto r = store::OpPatch({*ctx.env->store(), &lsn}, ctx.args[1],
+                          [&](std::string_view cur, bool exists, store::StrEdit* ed) {
+                            int64_t v = 0;
+                            if (exists) {
+                              auto p = ParseInt64Strict(cur);
+                              if (!p) {
+                                err = kErrNotInteger;
+                                return Status::InvalidArgument("");
+                              }
+                              v = *p;
+                            }
+                            if (__builtin_add_overflow(v, incr, &result)) {
+                              err = kErrIncrOverflow;
+                              return Status::InvalidArgument("");
+                            }
+                            int n = snprintf(digits, sizeof(digits), "%lld",
+                                             static_cast<long long>(result));
+                            ed->offset = 0;
+                            ed->bytes = std::string_view(digits, static_cast<size_t>(n));
+                            ed->truncate = true;
+                            ed->edited = false;
+                            return Status::OK();
+                          });
   ctx.wait_lsn = lsn;
   if (!err.empty()) return ctx.reply->Error(err);
   if (!r.ok()) return ReplyStatus(ctx, r.status());
@@ -123,8 +123,8 @@ void IncrByFloat(CommandContext& ctx) {
   std::string text;
   std::string_view err;
   uint64_t lsn = 0;
-  auto r = ctx.env->store()->StrPatch(
-      ctx.args[1],
+  auto r = store::OpPatch(
+      {*ctx.env->store(), &lsn}, ctx.args[1],
       [&](std::string_view cur, bool exists, store::StrEdit* ed) {
         long double v = 0;
         // As Redis: the stored value is checked first, then the increment.
@@ -143,8 +143,7 @@ void IncrByFloat(CommandContext& ctx) {
         ed->truncate = true;
         ed->edited = false;
         return Status::OK();
-      },
-      &lsn);
+      });
   ctx.wait_lsn = lsn;
   if (!err.empty()) return ctx.reply->Error(err);
   if (!r.ok()) return ReplyStatus(ctx, r.status());

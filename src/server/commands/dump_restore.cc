@@ -13,14 +13,16 @@
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/commands/rdb_payload.h"
+#include "store/key_ops.h"
 #include "store/store.h"
+#include "store/string_ops.h"
 
 namespace pion::server {
 
 namespace {
 
 void Dump(CommandContext& ctx) {
-  auto r = ctx.env->store()->StrGet(ctx.args[1]);
+  auto r = store::OpGet({*ctx.env->store()}, ctx.args[1]);
   if (!r.ok()) {
     if (r.status().code() == Code::kWrongType) return ctx.reply->Error(kErrDumpKvPrefix);
     return ReplyStatus(ctx, r.status());
@@ -57,7 +59,7 @@ void Restore(CommandContext& ctx) {
   }
   store::Store* st = ctx.env->store();
   std::string_view key = ctx.args[1];
-  if (!replace && st->KeysExist(std::span<const std::string_view>(&key, 1)) > 0)
+  if (!replace && store::OpExists({*st}, std::span<const std::string_view>(&key, 1)) > 0)
     return ctx.reply->Error(kErrBusyKey);
   auto ttl = ParseInt64Strict(ctx.args[2]);
   if (!ttl) return ctx.reply->Error(kErrNotInteger);
@@ -75,7 +77,7 @@ void Restore(CommandContext& ctx) {
   if (at != 0 && at <= now) {
     // Already expired: the key is only removed (REPLACE), as Redis.
     if (replace) {
-      auto r = st->KeysDelete(std::span<const std::string_view>(&key, 1), &lsn);
+      auto r = store::OpDelete({*st, &lsn}, std::span<const std::string_view>(&key, 1));
       ctx.wait_lsn = lsn;
       if (!r.ok()) return ReplyStatus(ctx, r.status());
     }
@@ -86,11 +88,11 @@ void Restore(CommandContext& ctx) {
   store::SetOptions o;
   o.cond = replace ? store::SetOptions::Cond::kAlways : store::SetOptions::Cond::kNx;
   o.expire_at_ms = at;
-  auto r = st->StrSet(key, std::move(v), o, &lsn);
+  auto r = store::OpSet({*st, &lsn}, key, std::move(v), o);
   ctx.wait_lsn = lsn;
   if (!r.ok()) return ReplyStatus(ctx, r.status());
   if (!r->done) return ctx.reply->Error(kErrBusyKey);
-  if (idle > 0) st->SetIdleTime(key, static_cast<uint64_t>(idle));
+  if (idle > 0) store::OpSetIdleTime({*st}, key, static_cast<uint64_t>(idle));
   ctx.reply->SimpleString("OK");
 }
 

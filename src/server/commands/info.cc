@@ -23,6 +23,7 @@
 #include "server/commands/command_table.h"
 #include "server/kv_events.h"
 #include "server/metrics.h"
+#include "store/key_ops.h"
 
 #ifndef PION_BUILD_ID
 #define PION_BUILD_ID "unknown"
@@ -312,7 +313,7 @@ void KeyspaceSection(CommandEnv& s, const InfoFor& who, std::string* out) {
   }
   // A user with key patterns counts only the keys (string keys and namespaces) it may
   // read, and gets no TTL figures: those would describe other tenants' keys too.
-  uint64_t n = AclVisibleKeys(u, st->Keys("*"), kAclPermRead).size();
+  uint64_t n = AclVisibleKeys(u, store::OpKeys({*st}, "*"), kAclPermRead).size();
   if (n > 0) InfoField(out, "db0", "keys=" + std::to_string(n) + ",expires=0,avg_ttl=0");
 }
 

@@ -10,6 +10,7 @@
 
 #include "server/command_env.h"
 #include "server/commands/command.h"
+#include "store/key_ops.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -22,14 +23,14 @@ inline void Notify(CommandContext& ctx, uint32_t type, std::string_view event,
 // Whether `key` is absent, when a `new` event could be heard (else false).
 inline bool KeyAbsent(CommandContext& ctx, std::string_view key) {
   return ctx.env->NotifyWanted(kNotifyNew) &&
-         ctx.env->store()->TypeOf(key) == store::KeyType::kNone;
+         store::OpType({*ctx.env->store()}, key) == store::KeyType::kNone;
 }
 
 // `keymiss` for each of `keys` that is absent (read commands).
 inline void NotifyMisses(CommandContext& ctx, std::span<const std::string_view> keys) {
   if (!ctx.env->NotifyWanted(kNotifyKeyMiss)) return;
   for (std::string_view k : keys)
-    if (ctx.env->store()->TypeOf(k) == store::KeyType::kNone)
+    if (store::OpType({*ctx.env->store()}, k) == store::KeyType::kNone)
       Notify(ctx, kNotifyKeyMiss, "keymiss", k);
 }
 

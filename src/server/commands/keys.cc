@@ -17,6 +17,7 @@
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/commands/key_events.h"
+#include "store/key_ops.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -24,7 +25,8 @@ namespace pion::server {
 namespace {
 
 void Exists(CommandContext& ctx) {
-  ctx.reply->Integer(static_cast<int64_t>(ctx.env->store()->KeysExist(ctx.args.subspan(1))));
+  ctx.reply->Integer(
+      static_cast<int64_t>(store::OpExists({*ctx.env->store()}, ctx.args.subspan(1))));
   NotifyMisses(ctx, ctx.args.subspan(1));
 }
 
@@ -39,12 +41,12 @@ void Del(CommandContext& ctx) {
   std::vector<std::string> gone;
   if (ctx.env->NotifyWanted(kNotifyGeneric)) {
     for (std::string_view k : ctx.args.subspan(1)) {
-      store::KeyType t = ctx.env->store()->TypeOf(k);
+      store::KeyType t = store::OpType({*ctx.env->store()}, k);
       if (t == store::KeyType::kString) gone.emplace_back(k);
       if (t == store::KeyType::kKvPrefix) gone.emplace_back(AclKeyOwner(k));
     }
   }
-  auto r = ctx.env->store()->KeysDelete(ctx.args.subspan(1), &lsn, may_drop);
+  auto r = store::OpDelete({*ctx.env->store(), &lsn}, ctx.args.subspan(1), may_drop);
   ctx.wait_lsn = lsn;
   if (!r.ok() && r.status().reason<store::Reason>() == store::Reason::kDropRefused) {
     ctx.env->acl().Log("key", denied, u != nullptr ? u->name : "",
@@ -73,7 +75,7 @@ const char* TypeName(store::KeyType t) {
 }
 
 void Type(CommandContext& ctx) {
-  store::KeyType t = ctx.env->store()->TypeOf(ctx.args[1]);
+  store::KeyType t = store::OpType({*ctx.env->store()}, ctx.args[1]);
   if (t == store::KeyType::kNone) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
   ctx.reply->SimpleString(TypeName(t));
 }
@@ -81,7 +83,7 @@ void Type(CommandContext& ctx) {
 void RenameCommon(CommandContext& ctx, bool nx) {
   uint64_t lsn = 0;
   bool done = false;
-  Status st = ctx.env->store()->Rename(ctx.args[1], ctx.args[2], nx, &done, &lsn);
+  Status st = store::OpRename({*ctx.env->store(), &lsn}, ctx.args[1], ctx.args[2], nx, &done);
   ctx.wait_lsn = lsn;
   if (st.code() == Code::kNotFound) {
     ctx.reply->Error(kErrNoSuchKey);
@@ -117,7 +119,7 @@ std::vector<std::string> VisibleKeys(CommandContext& ctx, std::vector<std::strin
 }
 
 void Keys(CommandContext& ctx) {
-  auto keys = VisibleKeys(ctx, ctx.env->store()->Keys(ctx.args[1]));
+  auto keys = VisibleKeys(ctx, store::OpKeys({*ctx.env->store()}, ctx.args[1]));
   ctx.reply->ArrayHeader(keys.size());
   // As Redis, the output limit is checked as the reply grows: past the hard
   // limit KEYS stops and the client is closed without the reply.
@@ -187,7 +189,7 @@ void Scan(CommandContext& ctx) {
       return;
     }
   }
-  store::ScanResult r = ctx.env->store()->Scan(*cur, count, match, type);
+  store::ScanResult r = store::OpScan({*ctx.env->store()}, *cur, count, match, type);
   // A user with key patterns sees only the keys it may read (a call may return
   // fewer than COUNT, even none, with a cursor that goes on: as Redis allows).
   r.keys = VisibleKeys(ctx, std::move(r.keys));
@@ -202,12 +204,12 @@ void Scan(CommandContext& ctx) {
 }
 
 void RandomKey(CommandContext& ctx) {
-  auto k = ctx.env->store()->RandomKey();
+  auto k = store::OpRandomKey({*ctx.env->store()});
   const AclUser* u = ctx.client != nullptr ? ctx.env->ClientUser(ctx.client) : nullptr;
   if (k && ctx.client != nullptr && (u == nullptr || !u->allkeys) &&
       (u == nullptr || !u->KeyAllowed(*k, kAclPermRead))) {
     // A user with key patterns: a random key among those it may read.
-    auto keys = AclVisibleKeys(u, ctx.env->store()->Keys("*"), kAclPermRead);
+    auto keys = AclVisibleKeys(u, store::OpKeys({*ctx.env->store()}, "*"), kAclPermRead);
     k.reset();
     if (!keys.empty()) k = std::move(keys[UnixMicros() % keys.size()]);
   }
@@ -269,7 +271,7 @@ void ExpireCommon(CommandContext& ctx, int64_t unit_ms, bool absolute, std::stri
   }
   if (ms <= 0) ms = 1;  // in the past: the key is deleted
   uint64_t lsn = 0;
-  auto r = ctx.env->store()->Expire(ctx.args[1], ms, c, &lsn);
+  auto r = store::OpExpire({*ctx.env->store(), &lsn}, ctx.args[1], ms, c);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   // A time in the past deletes the key: Redis reports `del`, not `expired`.
@@ -283,7 +285,7 @@ void ExpireAt(CommandContext& ctx) { ExpireCommon(ctx, 1000, true, "expireat"); 
 void PExpireAt(CommandContext& ctx) { ExpireCommon(ctx, 1, true, "pexpireat"); }
 
 void TtlCommon(CommandContext& ctx, bool ms, bool absolute) {
-  int64_t at = ctx.env->store()->ExpireTimeMs(ctx.args[1]);
+  int64_t at = store::OpExpireTimeMs({*ctx.env->store()}, ctx.args[1]);
   if (at == -2) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
   if (at < 0) {
     ctx.reply->Integer(at);
@@ -305,7 +307,7 @@ void PExpireTime(CommandContext& ctx) { TtlCommon(ctx, true, true); }
 
 void Persist(CommandContext& ctx) {
   uint64_t lsn = 0;
-  auto r = ctx.env->store()->Persist(ctx.args[1], &lsn);
+  auto r = store::OpPersist({*ctx.env->store(), &lsn}, ctx.args[1]);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (*r) Notify(ctx, kNotifyGeneric, "persist", ctx.args[1]);

@@ -11,6 +11,7 @@
 #include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
+#include "store/key_ops.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -34,7 +35,7 @@ void Copy(CommandContext& ctx) {
   }
   if (ctx.args[1] == ctx.args[2]) return ctx.reply->Error(kErrSameObject);
   uint64_t lsn = 0;
-  auto r = ctx.env->store()->StrCopy(ctx.args[1], ctx.args[2], replace, &lsn);
+  auto r = store::OpCopy({*ctx.env->store(), &lsn}, ctx.args[1], ctx.args[2], replace);
   ctx.wait_lsn = lsn;
   if (!r.ok()) {
     if (r.status().code() == Code::kNotSupported) return ctx.reply->Error(kErrCopyKvPrefix);
@@ -44,7 +45,8 @@ void Copy(CommandContext& ctx) {
 }
 
 void Touch(CommandContext& ctx) {
-  ctx.reply->Integer(static_cast<int64_t>(ctx.env->store()->KeysTouch(ctx.args.subspan(1))));
+  ctx.reply->Integer(
+      static_cast<int64_t>(store::OpTouch({*ctx.env->store()}, ctx.args.subspan(1))));
 }
 
 // What Redis would answer for the same value: "int" for a canonical integer
@@ -88,7 +90,7 @@ void Object(CommandContext& ctx) {
        freq = IsKeyword(sub, "FREQ"), ref = IsKeyword(sub, "REFCOUNT");
   if (!(enc || idle || freq || ref) || ctx.args.size() != 3)
     return ctx.reply->Error(UnknownSubcommandOrArityError("OBJECT", sub));
-  store::KeyObject o = ctx.env->store()->ObjectOf(ctx.args[2]);
+  store::KeyObject o = store::OpObject({*ctx.env->store()}, ctx.args[2]);
   if (o.type == store::KeyType::kNone) return ctx.reply->Null();
   if (freq) {  // tracked always, reported under an LFU policy only (as Redis)
     if (!store::IsLfuPolicy(ctx.env->store()->evict_policy()))

@@ -21,6 +21,7 @@
 #include "server/commands/args.h"
 #include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
+#include "store/key_ops.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -215,7 +216,7 @@ void Chain(CommandContext& ctx) {
   if (ctx.env->NotifyWanted(kNotifyNew)) {
     absent.resize(kv.size() / 2);
     for (size_t i = 0; i < absent.size(); ++i)
-      absent[i] = ctx.env->store()->TypeOf(kv[2 * i]) == store::KeyType::kNone;
+      absent[i] = store::OpType({*ctx.env->store()}, kv[2 * i]) == store::KeyType::kNone;
   }
   uint64_t lsn = 0;
   Status st = ctx.env->store()->BlockChain(kv, o.a, &lsn, made);

@@ -10,6 +10,7 @@
 #include "persist/persistence.h"
 #include "server/command_env.h"
 #include "server/commands/args.h"
+#include "store/key_ops.h"
 
 namespace pion::server {
 
@@ -61,8 +62,8 @@ void KvRegister(CommandContext& ctx) {
   if (!ParseRegister(ReplyErrors(ctx), ctx.args, parent_ok, &ra)) return;
   uint64_t lsn = 0;
   // Keyspace notifications: `new` for a namespace that did not exist.
-  bool absent =
-      ctx.env->NotifyWanted(kNotifyNew) && ctx.env->store()->TypeOf(ra.ns) == store::KeyType::kNone;
+  bool absent = ctx.env->NotifyWanted(kNotifyNew) &&
+                store::OpType({*ctx.env->store()}, ra.ns) == store::KeyType::kNone;
   Status st = ctx.env->store()->Register(ra, &lsn);
   ctx.wait_lsn = lsn;
   // The store's refusals (lineage ones included) carry a reason: errors.cc words them.

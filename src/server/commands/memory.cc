@@ -24,6 +24,7 @@
 #include "server/commands/args.h"
 #include "server/commands/command_table.h"
 #include "server/metrics.h"
+#include "store/key_ops.h"
 #include "store/store.h"
 #include "store/strings.h"
 
@@ -203,7 +204,7 @@ void MemoryUsage(CommandContext& ctx) {
     if (*samples < 0) return ctx.reply->Error(kErrSyntaxError);
   }
   if (ctx.env->store() == nullptr) return ctx.reply->Null();
-  uint64_t n = ctx.env->store()->KeyMemory(ctx.args[2]);
+  uint64_t n = store::OpKeyMemory({*ctx.env->store()}, ctx.args[2]);
   if (n == 0)
     ctx.reply->Null();
   else

@@ -1,6 +1,6 @@
 // String edits (docs/protocol.md "Keys"): GETSET, SETRANGE and LCS, with
 // Redis 7.0's replies and texts. SETRANGE is one read-modify-write under the
-// key's locks (Store::StrPatch: written in place, only the new bytes logged).
+// key's locks (store::OpPatch: written in place, only the new bytes logged).
 // SUBSTR is GETRANGE's old name (registered with it in strings.cc).
 #include <sys/uio.h>
 
@@ -18,6 +18,7 @@
 #include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
 #include "store/store.h"
+#include "store/string_ops.h"
 
 namespace pion::server {
 
@@ -32,7 +33,7 @@ void GetSet(CommandContext& ctx) {
   store::SetOptions o;
   o.want_old = true;
   uint64_t lsn = 0;
-  auto r = ctx.env->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  auto r = store::OpSet({*ctx.env->store(), &lsn}, ctx.args[1], std::move(v), o);
   ctx.wait_lsn = lsn;
   if (!r.ok()) return ReplyStatus(ctx, r.status());
   ReplyOld(ctx, r->old);
@@ -48,24 +49,22 @@ void SetRange(CommandContext& ctx) {
   const uint64_t max_len = ctx.env->config().proto_max_bulk_len;
   bool too_big = false;
   uint64_t lsn = 0;
-  auto r = ctx.env->store()->StrPatch(
-      ctx.args[1],
-      [&](std::string_view, bool exists, store::StrEdit* ed) {
-        // Setting nothing: 0 for a missing key, else its length, unchanged.
-        if (value.empty()) {
-          ed->write = false;
-          return Status::OK();
-        }
-        (void)exists;
-        if (offset + value.size() > max_len || offset + value.size() < offset) {
-          too_big = true;
-          return Status::InvalidArgument("");
-        }
-        ed->offset = offset;
-        ed->bytes = value;
-        return Status::OK();
-      },
-      &lsn);
+  auto r = store::OpPatch({*ctx.env->store(), &lsn}, ctx.args[1],
+                          [&](std::string_view, bool exists, store::StrEdit* ed) {
+                            // Setting nothing: 0 for a missing key, else its length, unchanged.
+                            if (value.empty()) {
+                              ed->write = false;
+                              return Status::OK();
+                            }
+                            (void)exists;
+                            if (offset + value.size() > max_len || offset + value.size() < offset) {
+                              too_big = true;
+                              return Status::InvalidArgument("");
+                            }
+                            ed->offset = offset;
+                            ed->bytes = value;
+                            return Status::OK();
+                          });
   ctx.wait_lsn = lsn;
   if (too_big) return ctx.reply->Error(kErrStringTooBig);
   if (!r.ok()) return ReplyStatus(ctx, r.status());
@@ -77,7 +76,7 @@ void Lcs(CommandContext& ctx) {
   store::Store* st = ctx.env->store();
   store::StrRef va, vb;
   for (int k = 0; k < 2; ++k) {
-    auto r = st->StrGet(ctx.args[1 + k]);
+    auto r = store::OpGet({*st}, ctx.args[1 + k]);
     if (!r.ok()) {
       if (r.status().code() == Code::kWrongType) return ctx.reply->Error(kErrLcsTypes);
       return ReplyStatus(ctx, r.status());

@@ -3,6 +3,7 @@
 // bytes surviving an edit (copy on write).
 #include "server/commands/testing/command_fixture.h"
 #include "store/store.h"
+#include "store/string_ops.h"
 
 namespace pion::server::testing {
 namespace {
@@ -68,14 +69,14 @@ TEST_F(StringEditCommand, Lcs) {
 
 TEST_F(StringEditCommand, AppendGrowsInPlaceAndKeepsPinnedBytes) {
   Run({"SET", "k", "abc"});
-  store::StrRef pinned = *server().store()->StrGet("k");  // as a GET reply in flight
+  store::StrRef pinned = *store::OpGet({*server().store()}, "k");  // as a GET reply in flight
   EXPECT_TRUE(Run({"APPEND", "k", "def"}).is_integer(6));
   EXPECT_EQ(pinned->view(), "abc");  // copy on write: the reader's bytes are unchanged
   pinned.reset();
-  const void* before = (*server().store()->StrGet("k"))->data;
+  const void* before = (*store::OpGet({*server().store()}, "k"))->data;
   for (int i = 0; i < 5; ++i) Run({"APPEND", "k", "x"});
   // Room was left ahead: the later appends wrote where the value lies.
-  EXPECT_EQ((*server().store()->StrGet("k"))->data, before);
+  EXPECT_EQ((*store::OpGet({*server().store()}, "k"))->data, before);
   EXPECT_EQ(Run({"GET", "k"}), "abcdefxxxxx");
   EXPECT_EQ(Run({"OBJECT", "ENCODING", "k"}), "raw");
 }

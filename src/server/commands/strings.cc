@@ -24,7 +24,9 @@
 #include "server/commands/key_events.h"
 #include "server/commands/strings_tier.h"
 #include "server/kv_events.h"
+#include "store/key_ops.h"
 #include "store/store.h"
+#include "store/string_ops.h"
 
 namespace pion::server {
 
@@ -146,8 +148,8 @@ void Get(CommandContext& ctx) {
     bool miss = false;
     store::StrRef on_disk;
   } seen{&ctx, ctx.CanDefer()};
-  Status st = ctx.env->store()->StrGetWith(
-      ctx.args[1],
+  Status st = store::OpGetWith(
+      {*ctx.env->store()}, ctx.args[1],
       [&seen](const store::StrRef& v) {
         seen.miss = v == nullptr;
         if (v != nullptr && v->on_disk())
@@ -177,7 +179,7 @@ void Set(CommandContext& ctx) {
   if (!v) return;
   uint64_t lsn = 0;
   bool absent = KeyAbsent(ctx, ctx.args[1]);
-  auto r = ctx.env->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  auto r = store::OpSet({*ctx.env->store(), &lsn}, ctx.args[1], std::move(v), o);
   ctx.wait_lsn = lsn;
   if (!r.ok()) return (void)OkOrReply(ctx, r.status());
   if (o.want_old && r->old == nullptr) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
@@ -200,7 +202,7 @@ void SetWithExpire(CommandContext& ctx, int64_t unit_ms, std::string_view cmd) {
   if (!v) return;
   uint64_t lsn = 0;
   bool absent = KeyAbsent(ctx, ctx.args[1]);
-  auto r = ctx.env->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  auto r = store::OpSet({*ctx.env->store(), &lsn}, ctx.args[1], std::move(v), o);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (absent) Notify(ctx, kNotifyNew, "new", ctx.args[1]);
@@ -218,7 +220,7 @@ void SetNx(CommandContext& ctx) {
   store::StrRef v = ValueOf(ctx, ctx.args[2]);
   if (!v) return;
   uint64_t lsn = 0;
-  auto r = ctx.env->store()->StrSet(ctx.args[1], std::move(v), o, &lsn);
+  auto r = store::OpSet({*ctx.env->store(), &lsn}, ctx.args[1], std::move(v), o);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (r->done) {
@@ -232,7 +234,7 @@ void GetDel(CommandContext& ctx) {
   uint64_t lsn = 0;
   // A value on disk: the key goes now, its bytes are read without blocking the worker.
   const bool can_defer = ctx.CanDefer();
-  auto r = ctx.env->store()->StrGetDel(ctx.args[1], &lsn, /*tiered_as_is=*/can_defer);
+  auto r = store::OpGetDel({*ctx.env->store(), &lsn}, ctx.args[1], /*tiered_as_is=*/can_defer);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   Notify(ctx, *r ? kNotifyGeneric : kNotifyKeyMiss, *r ? "del" : "keymiss", ctx.args[1]);
@@ -253,7 +255,8 @@ void GetEx(CommandContext& ctx) {
       // As Redis 7.0: the key is looked up before the number is read, so a
       // missing key answers nil and a key of another type WRONGTYPE.
       uint64_t lsn = 0;
-      auto r = ctx.env->store()->StrGetEx(ctx.args[1], false, 0, &lsn, /*tiered_as_is=*/true);
+      auto r =
+          store::OpGetEx({*ctx.env->store(), &lsn}, ctx.args[1], false, 0, /*tiered_as_is=*/true);
       if (!OkOrReply(ctx, r.status())) return;
       if (*r != nullptr) return ReplyExpireErr(ctx, e, "getex");
       Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
@@ -263,9 +266,9 @@ void GetEx(CommandContext& ctx) {
   uint64_t lsn = 0;
   // PERSIST notifies only when it removed a TTL.
   bool had_ttl = persist && ctx.env->NotifyWanted(kNotifyGeneric) &&
-                 ctx.env->store()->ExpireTimeMs(ctx.args[1]) >= 0;
+                 store::OpExpireTimeMs({*ctx.env->store()}, ctx.args[1]) >= 0;
   const bool can_defer = ctx.CanDefer();  // a value on disk: read without blocking
-  auto r = ctx.env->store()->StrGetEx(ctx.args[1], persist, at, &lsn, can_defer);
+  auto r = store::OpGetEx({*ctx.env->store(), &lsn}, ctx.args[1], persist, at, can_defer);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (*r == nullptr)
@@ -316,11 +319,11 @@ void CompleteMGet(const std::shared_ptr<MGetFromDisk>& m) {
 
 void MGet(CommandContext& ctx) {
   const bool can_defer = ctx.CanDefer();
-  auto vals = ctx.env->store()->StrMGet(ctx.args.subspan(1), /*tiered_as_is=*/can_defer);
+  auto vals = store::OpMGet({*ctx.env->store()}, ctx.args.subspan(1), /*tiered_as_is=*/can_defer);
   if (ctx.env->NotifyWanted(kNotifyKeyMiss))
     for (size_t i = 0; i < vals.size(); ++i)
       if (vals[i] == nullptr &&
-          ctx.env->store()->TypeOf(ctx.args[i + 1]) != store::KeyType::kKvPrefix)
+          store::OpType({*ctx.env->store()}, ctx.args[i + 1]) != store::KeyType::kKvPrefix)
         Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[i + 1]);
   if (can_defer) {
     auto m = std::make_shared<MGetFromDisk>();
@@ -369,7 +372,7 @@ void MSetCommon(CommandContext& ctx, bool nx) {
   std::vector<bool> absent;
   if (ctx.env->NotifyWanted(kNotifyNew))
     for (size_t i = 1; i < ctx.args.size(); i += 2) absent.push_back(KeyAbsent(ctx, ctx.args[i]));
-  auto r = ctx.env->store()->StrMSet(ctx.args.subspan(1), nx, &lsn, made);
+  auto r = store::OpMSet({*ctx.env->store(), &lsn}, ctx.args.subspan(1), nx, made);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (*r) {
@@ -390,8 +393,8 @@ void MSetNx(CommandContext& ctx) { MSetCommon(ctx, true); }
 void Append(CommandContext& ctx) {
   uint64_t lsn = 0;
   bool absent = KeyAbsent(ctx, ctx.args[1]);
-  auto r = ctx.env->store()->StrAppend(ctx.args[1], ctx.args[2], &lsn, AdoptArg(ctx, ctx.args[2]),
-                                       ctx.env->config().proto_max_bulk_len);
+  auto r = store::OpAppend({*ctx.env->store(), &lsn}, ctx.args[1], ctx.args[2],
+                           AdoptArg(ctx, ctx.args[2]), ctx.env->config().proto_max_bulk_len);
   ctx.wait_lsn = lsn;
   if (!OkOrReply(ctx, r.status())) return;
   if (absent) Notify(ctx, kNotifyNew, "new", ctx.args[1]);
@@ -400,7 +403,7 @@ void Append(CommandContext& ctx) {
 }
 
 void StrLen(CommandContext& ctx) {
-  auto r = ctx.env->store()->StrGet(ctx.args[1]);
+  auto r = store::OpGet({*ctx.env->store()}, ctx.args[1]);
   if (!OkOrReply(ctx, r.status())) return;
   if (!*r) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
   ctx.reply->Integer(*r ? static_cast<int64_t>((*r)->PlainSize()) : 0);
@@ -430,8 +433,9 @@ void GetRange(CommandContext& ctx) {
   }
   const bool can_defer = ctx.CanDefer();  // a value on disk: read without blocking
   store::StrRef v;
-  Status st = ctx.env->store()->StrGetWith(
-      ctx.args[1], [&v](const store::StrRef& got) { v = got; }, /*tiered_as_is=*/can_defer);
+  Status st = store::OpGetWith(
+      {*ctx.env->store()}, ctx.args[1], [&v](const store::StrRef& got) { v = got; },
+      /*tiered_as_is=*/can_defer);
   if (!OkOrReply(ctx, st)) return;
   if (!v) Notify(ctx, kNotifyKeyMiss, "keymiss", ctx.args[1]);
   if (can_defer && v != nullptr && v->on_disk()) {

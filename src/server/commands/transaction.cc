@@ -13,6 +13,7 @@
 #include "server/command_env.h"
 #include "server/command_stats.h"
 #include "server/commands/command_table.h"
+#include "store/key_ops.h"
 #include "store/store.h"
 
 namespace pion::server {
@@ -69,7 +70,7 @@ namespace {
 
 uint64_t VersionOf(CommandEnv& s, std::string_view key) {
   store::Store* st = s.store();
-  return st != nullptr ? st->KeyVersion(key) : 0;
+  return st != nullptr ? store::OpKeyVersion({*st}, key) : 0;
 }
 
 void Multi(CommandContext& ctx) {
