@@ -23,6 +23,7 @@
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "store/slice.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -187,8 +188,7 @@ Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& 
   }
   for (size_t i = 0; i < n; ++i) {
     keys[i] = kv[2 * i];
-    if (keys[i].size() > kMaxStrKeyBytes)
-      return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
+    PION_RETURN_IF_ERROR(CheckKeyLength(keys[i]));
     if (i < made.size() && made[i] != nullptr) {
       values[i] = made[i];
       continue;

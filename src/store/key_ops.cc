@@ -90,8 +90,7 @@ Status OpRename(const OpArgs& op, std::string_view src, std::string_view dst, bo
   const Slice& s = op.slice;
   *op.lsn = 0;
   *done = false;
-  if (dst.size() > kMaxStrKeyBytes)
-    return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
+  PION_RETURN_IF_ERROR(CheckKeyLength(dst));
   base::ReaderLock gate(&s.gate());
   base::MutexLock l(&s.ks.mu);
   int64_t now = UnixMillis();
@@ -115,8 +114,7 @@ Status OpRename(const OpArgs& op, std::string_view src, std::string_view dst, bo
 Result<bool> OpCopy(const OpArgs& op, std::string_view src, std::string_view dst, bool replace) {
   const Slice& s = op.slice;
   *op.lsn = 0;
-  if (dst.size() > kMaxStrKeyBytes)
-    return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
+  PION_RETURN_IF_ERROR(CheckKeyLength(dst));
   StrPending pend[1];
   {
     base::ReaderLock gate(&s.gate());

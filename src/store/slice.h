@@ -29,6 +29,7 @@
 #include "base/mutex.h"
 #include "base/status.h"
 #include "store/keyspace.h"
+#include "store/reason.h"
 #include "store/store.h"
 #include "store/strings.h"
 
@@ -183,6 +184,13 @@ class Slice {
  private:
   Store* st_;
 };
+
+// OK, or InvalidArgument kKeyTooLong for a key longer than kMaxStrKeyBytes
+// (what an operation that creates a key checks first).
+inline Status CheckKeyLength(std::string_view key) {
+  if (key.size() <= kMaxStrKeyBytes) return Status::OK();
+  return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
+}
 
 // What every operation takes first: the slice it works on and where it
 // reports the largest LSN it appended (0: nothing logged; the caller waits

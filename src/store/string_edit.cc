@@ -24,8 +24,7 @@ Result<uint64_t> OpPatch(const OpArgs& op, std::string_view key, const StrPlanFn
   const Slice& s = op.slice;
   uint64_t* lsn = op.lsn;
   *lsn = 0;
-  if (key.size() > kMaxStrKeyBytes)
-    return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
+  PION_RETURN_IF_ERROR(CheckKeyLength(key));
   base::ReaderLock gate(&s.gate());
   base::MutexLock l(&s.ks.mu);
   if (s.IsNamespaceKeyLocked(key)) return Status::WrongType();

@@ -99,8 +99,7 @@ Result<SetOutcome> OpSet(const OpArgs& op, std::string_view key, StrRef value,
                          const SetOptions& o) {
   const Slice& s = op.slice;
   *op.lsn = 0;
-  if (key.size() > kMaxStrKeyBytes)
-    return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
+  PION_RETURN_IF_ERROR(CheckKeyLength(key));
   SetOutcome out;
   StrPending pend[1];  // on the stack: no allocation per SET
   {
@@ -253,8 +252,7 @@ Result<bool> OpMSet(const OpArgs& op, std::span<const std::string_view> kv, bool
   *op.lsn = 0;
   std::vector<StrRef> values(kv.size() / 2);
   for (size_t i = 0; i + 1 < kv.size(); i += 2) {
-    if (kv[i].size() > kMaxStrKeyBytes)
-      return Status(Code::kInvalidArgument, Reason::kKeyTooLong, {}, "key too long");
+    PION_RETURN_IF_ERROR(CheckKeyLength(kv[i]));
     if (i / 2 < made.size() && made[i / 2] != nullptr) {
       values[i / 2] = made[i / 2];
       continue;
