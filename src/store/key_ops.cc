@@ -121,11 +121,9 @@ Result<bool> OpCopy(const OpArgs& op, std::string_view src, std::string_view dst
     base::MutexLock l(&s.ks.mu);
     int64_t now = UnixMillis();
     StrEntry* e = s.FindLocked(src, now, op.lsn);
-    if (e == nullptr) {
-      if (s.IsNamespaceKeyLocked(src))
-        return Status(Code::kNotSupported, Reason::kCopyNamespace, {}, "COPY of a namespace key");
-      return false;
-    }
+    if (e == nullptr && s.IsNamespaceKeyLocked(src))
+      return Status(Code::kNotSupported, Reason::kCopyNamespace, {}, "COPY of a namespace key");
+    if (e == nullptr) return false;
     if (s.IsNamespaceKeyLocked(dst)) {
       if (!replace) return false;
       return Status::WrongType();
