@@ -2,9 +2,11 @@
 
 #include <cpuid.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace pion {
 
@@ -141,5 +143,7 @@ std::string CpuSummary() {
 void TEST_DisableCpuFeatures(bool disable) { g_disabled.store(disable); }
 
 void TEST_SetCpuFeaturesOff(unsigned mask) { g_test_off.store(mask); }
+
+unsigned CoreCount() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 }  // namespace pion

@@ -21,6 +21,10 @@ bool CpuHas(CpuFeature f);
 // (1 << CpuFeature) to turn off; false for an unknown name (the other names
 // still count).
 bool ParseCpuDisable(std::string_view list, unsigned* mask);
+// The cores to use where a setting's 0 means "one per core" (--workers,
+// --attend-threads, snapshot-verify-threads): the hardware's thread count,
+// at least 1.
+unsigned CoreCount();
 // "avx2 fma f16c sse4.2" style summary for the start-up log.
 std::string CpuSummary();
 // Test hook: pretend the CPU has none of the optional features (forces scalar paths).

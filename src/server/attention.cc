@@ -1,13 +1,14 @@
 #include "server/attention.h"
 
 #include <algorithm>
-#include <thread>
+
+#include "base/cpu.h"
 
 namespace pion::server {
 
 uint32_t Attention::ResolveThreads(int threads) {
   if (threads > 0) return static_cast<uint32_t>(threads);
-  return std::max(1u, std::thread::hardware_concurrency());
+  return CoreCount();
 }
 
 Attention::Attention(int threads)

@@ -2,7 +2,8 @@
 #include "server/persist_glue.h"
 
 #include <algorithm>
-#include <thread>
+
+#include "base/cpu.h"
 
 namespace pion::server {
 
@@ -32,7 +33,7 @@ std::unique_ptr<persist::Persistence> SetUpPersistence(
   o.map_snapshot = c.snapshot_mmap;
   o.snapshot_verify_threads = c.snapshot_verify_threads != 0
                                   ? static_cast<uint32_t>(c.snapshot_verify_threads)
-                                  : std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
+                                  : std::min(8u, CoreCount());
   o.wal_preallocate_bytes = c.wal_preallocate_bytes;
   o.wal_recycle = c.wal_recycle;
   o.keep_freed_heap = std::move(keep_freed_heap);

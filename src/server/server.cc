@@ -14,10 +14,10 @@
 #include <mutex>
 #include <random>
 #include <set>
-#include <thread>
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "base/cpu.h"
 #include "base/log.h"
 #include "base/strutil.h"
 #include "kvproto/errors.h"
@@ -83,7 +83,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
   if (cfg_.kvcache) {
     store_ = std::make_unique<store::Store>(store::StoreConfig{
         cfg_.max_sessions, cfg_.maxmemory, static_cast<uint32_t>(cfg_.max_chain_length)});
-    store_->SetRemovalObserver(&attend_observer_);
+    store_->SetRemovalObserver(&store_removals_);
     store::EvictPolicy p = store::EvictPolicy::kAllKeysLru;
     (void)store::ParseEvictPolicy(cfg_.maxmemory_policy, &p);  // validated by the config
     store_->SetEvictPolicy(p);
@@ -94,7 +94,7 @@ Server::Server(Config cfg, std::vector<CommandSpec> extra_commands)
   }
   memory_.set_store(store_.get());
   int n = cfg_.workers;
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n <= 0) n = static_cast<int>(CoreCount());
   cfg_.workers = std::min(n, 64);
   env_.control_ = this;
   env_.config_ = &cfg_;
@@ -253,7 +253,7 @@ void Server::PubSubRemoveClient(ClientInfo* c) {
   c->ssub.store(0, std::memory_order_relaxed);
 }
 
-void Server::AttendObserver::OnNamespaceGone(std::string_view ns, bool evicted) {
+void Server::StoreRemovals::OnNamespaceGone(std::string_view ns, bool evicted) {
   server_->tracking_.InvalidateKey(ns, 0);
   if (evicted)
     server_->NotifyKeyspaceEvent(kNotifyEvicted, "evicted", ns);
@@ -261,7 +261,7 @@ void Server::AttendObserver::OnNamespaceGone(std::string_view ns, bool evicted) 
     server_->NotifyKeyspaceEvent(kNotifyModule, "kvprefix.drop", ns);
 }
 
-void Server::AttendObserver::OnStringRemoved(std::string_view key, bool evicted) {
+void Server::StoreRemovals::OnStringRemoved(std::string_view key, bool evicted) {
   server_->tracking_.InvalidateKey(key, 0);  // expired or evicted: a modification
   if (evicted)
     server_->NotifyKeyspaceEvent(kNotifyEvicted, "evicted", key);

@@ -315,12 +315,12 @@ class Server final : public ServerControl, private PushSink {
   PubSub pubsub_{this};
   Tracking tracking_{&clients_, this};
 
-  // Stage 2.
-  // Told by the store what leaves it: the attention slots go, keyspace
-  // notifications are sent (expired, evicted, kvprefix.drop).
-  class AttendObserver final : public store::RemovalObserver {
+  // Told by the store what leaves it: Stage 2's attention slots of a
+  // namespace go, tracked clients are invalidated, keyspace notifications
+  // are sent (expired, evicted, kvprefix.drop).
+  class StoreRemovals final : public store::RemovalObserver {
    public:
-    AttendObserver(Server* s, attend::SlotCache* c) : server_(s), cache_(c) {}
+    StoreRemovals(Server* s, attend::SlotCache* c) : server_(s), cache_(c) {}
     void OnNamespaceRemoved(std::string_view ns) override { cache_->DropNamespace(ns); }
     void OnNamespaceGone(std::string_view ns, bool evicted) override;
     void OnStringRemoved(std::string_view key, bool evicted) override;
@@ -331,7 +331,7 @@ class Server final : public ServerControl, private PushSink {
     attend::SlotCache* cache_;
   };
   Attention attention_;
-  AttendObserver attend_observer_{this, &attention_.cache()};
+  StoreRemovals store_removals_{this, &attention_.cache()};
   Observability observability_;  // delivers MONITOR lines through workers_
   std::string replid_;
   int rate_ticks_ = 0;  // SampleRates' calls (worker 0's thread only)
