@@ -99,11 +99,7 @@ void Store::Touch(Namespace& n) {
 }
 
 Status Store::RemoveLocked(const NsPtr& n, DropReason reason, uint64_t* lsn) {
-  if (sink_) {
-    auto r = sink_->Log(persist::DropRec{n->name, n->incarnation, reason});
-    if (!r.ok()) return r.status();
-    *lsn = std::max(*lsn, *r);
-  }
+  PION_RETURN_IF_ERROR(LogLocked(persist::DropRec{n->name, n->incarnation, reason}, lsn));
   if (observer_) observer_->OnNamespaceRemoved(n->name);
   if (block_observer_ && n->blocks && !n->blocks->hashes.empty())
     block_observer_->OnBlocksRemoved(*n->blocks);

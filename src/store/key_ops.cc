@@ -134,8 +134,8 @@ Result<bool> OpCopy(const OpArgs& op, std::string_view src, std::string_view dst
       return Status(Code::kInvalidArgument, Reason::kBlockQuantized, {}, "quantized block");
     StrRef v = e->value;
     int64_t expire = e->expire_at_ms;
-    PION_RETURN_IF_ERROR(
-        s.RoomLocked(dst, StrCharge(dst, v), d != nullptr ? StrCharge(dst, d->value) : 0, op.lsn));
+    PION_RETURN_IF_ERROR(s.RoomLocked(dst, d, StrCharge(dst, v),
+                                      d != nullptr ? StrCharge(dst, d->value) : 0, op.lsn));
     PION_RETURN_IF_ERROR(s.LogSetLocked(dst, v, expire, &pend[0], d));
     s.BeginPending();
   }

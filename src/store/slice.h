@@ -87,21 +87,17 @@ class Slice {
   }
 
   // ---- The byte budget ----
-  // Whether a byte budget (--maxmemory) is set.
-  bool BudgetedLocked() const REQUIRES(ks.mu) {
-    st_->ks_.mu.AssertHeld();
-    return st_->cfg_.max_bytes > 0;
-  }
   // Makes room for a write that takes a key from `have` charged bytes to
   // `need` (StrCharge): with a budget, when it grows (or, with `when_over`,
   // also while used memory is over the budget, as Redis refuses every write
   // then), evicts by the policy, never `key`; OutOfBudget when `need` alone is
-  // over the budget or eviction cannot free enough. `key`'s entry, if it has
-  // one, stays where it is (neither evicted nor dropped from the disk tier).
-  Status RoomLocked(std::string_view key, uint64_t need, uint64_t have, uint64_t* lsn,
+  // over the budget or eviction cannot free enough. `e` is `key`'s entry as
+  // looked up under ks.mu (nullptr: none); it stays where it is (neither
+  // evicted nor dropped from the disk tier).
+  Status RoomLocked(std::string_view key, StrEntry* e, uint64_t need, uint64_t have, uint64_t* lsn,
                     bool when_over = false) const REQUIRES(ks.mu) {
     st_->ks_.mu.AssertHeld();
-    return st_->StrRoomLocked(key, need, have, lsn, when_over);
+    return st_->StrRoomLocked(key, e, need, have, lsn, when_over);
   }
 
   // ---- Writes ----

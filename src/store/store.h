@@ -486,8 +486,8 @@ class Store {
   // Writes a small record whole, raising *lsn to its LSN.
   Status LogLocked(const persist::Record& r, uint64_t* lsn) REQUIRES(ks_.mu);
   // Slice::RoomLocked: budget for a string key going from `have` to `need` bytes.
-  Status StrRoomLocked(std::string_view key, uint64_t need, uint64_t have, uint64_t* lsn,
-                       bool when_over) REQUIRES(ks_.mu);
+  Status StrRoomLocked(std::string_view key, StrEntry* e, uint64_t need, uint64_t have,
+                       uint64_t* lsn, bool when_over) REQUIRES(ks_.mu);
   // The namespace a key names (itself or through a session id), or nullptr.
   const NsPtr* NsOfKeyLocked(std::string_view key) const REQUIRES(ks_.mu);
   // A xorshift step of rand_state_ (RANDOMKEY).

@@ -59,7 +59,7 @@ Result<uint64_t> OpPatch(const OpArgs& op, std::string_view key, const StrPlanFn
   }
   uint64_t need = key.size() + (in_place ? old->capacity : fresh->capacity) + kStrEntryOverhead;
   uint64_t have = e != nullptr ? StrCharge(key, e->value) : 0;
-  PION_RETURN_IF_ERROR(s.RoomLocked(key, need, have, lsn));
+  PION_RETURN_IF_ERROR(s.RoomLocked(key, e, need, have, lsn));
   const int64_t expire = e != nullptr ? e->expire_at_ms : 0;
   persist::StrPatchRec rec;
   rec.key = key;

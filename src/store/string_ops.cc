@@ -115,7 +115,7 @@ Result<SetOutcome> OpSet(const OpArgs& op, std::string_view key, StrRef value,
     if (o.keep_ttl && e != nullptr) expire = e->expire_at_ms;
     // As Redis: a write while used memory is over maxmemory (a budget just
     // lowered under noeviction) is refused even when it would not grow it.
-    PION_RETURN_IF_ERROR(s.RoomLocked(key, StrCharge(key, value),
+    PION_RETURN_IF_ERROR(s.RoomLocked(key, e, StrCharge(key, value),
                                       e != nullptr ? StrCharge(key, e->value) : 0, op.lsn,
                                       /*when_over=*/true));
     PION_RETURN_IF_ERROR(s.LogSetLocked(key, value, expire, &pend[0], e));
@@ -268,7 +268,10 @@ Result<bool> OpMSet(const OpArgs& op, std::span<const std::string_view> kv, bool
     base::ReaderLock gate(&s.gate());
     base::MutexLock l(&s.ks.mu);
     int64_t now = UnixMillis();
-    uint64_t need = 0;
+    // Keys being replaced give their bytes back (`have`); eviction makes room
+    // for the rest, keeping kv[0] (`first`).
+    uint64_t need = 0, have = 0;
+    StrEntry* first = nullptr;
     for (size_t i = 0; i + 1 < kv.size(); i += 2) {
       if (s.IsNamespaceKeyLocked(kv[i])) {
         if (nx) return false;
@@ -276,15 +279,11 @@ Result<bool> OpMSet(const OpArgs& op, std::span<const std::string_view> kv, bool
       }
       StrEntry* e = s.FindLocked(kv[i], now, op.lsn);
       if (nx && e != nullptr) return false;
+      if (i == 0) first = e;
+      if (e != nullptr) have += StrCharge(kv[i], e->value);
       need += StrCharge(kv[i], values[i / 2]);
     }
-    if (s.BudgetedLocked()) {
-      // Keys being replaced give their bytes back; evict for the rest.
-      uint64_t have = 0;
-      for (size_t i = 0; i + 1 < kv.size(); i += 2)
-        if (const StrEntry* e = s.ks.FindStringLocked(kv[i])) have += StrCharge(kv[i], e->value);
-      PION_RETURN_IF_ERROR(s.RoomLocked(kv[0], need, have, op.lsn, /*when_over=*/true));
-    }
+    PION_RETURN_IF_ERROR(s.RoomLocked(kv[0], first, need, have, op.lsn, /*when_over=*/true));
     for (size_t i = 0; i + 1 < kv.size(); i += 2) {
       pend.emplace_back();
       st = s.LogSetLocked(kv[i], values[i / 2], 0, &pend.back());

@@ -94,11 +94,7 @@ void Store::ClearStringsLocked() {
 }
 
 Status Store::StrRemoveLocked(StrEntry& e, uint8_t reason, uint64_t* lsn) {
-  if (sink_) {
-    auto r = sink_->Log(persist::StrDelRec{*e.key, reason});
-    if (!r.ok()) return r.status();
-    *lsn = std::max(*lsn, *r);
-  }
+  PION_RETURN_IF_ERROR(LogLocked(persist::StrDelRec{*e.key, reason}, lsn));
   if (reason == 2) ++expired_keys_;
   if (observer_ != nullptr && reason != 0) observer_->OnStringRemoved(*e.key, reason == 1);
   StrEraseLocked(e);
@@ -198,11 +194,7 @@ Status Store::StrFinish(std::span<StrPending> pend, uint64_t* lsn) {
 
 Status Store::StrExpireLoggedLocked(std::string_view key, StrEntry& e, int64_t at_ms,
                                     uint64_t* lsn) {
-  if (sink_) {
-    auto r = sink_->Log(persist::StrExpireRec{key, at_ms});
-    if (!r.ok()) return r.status();
-    *lsn = std::max(*lsn, *r);
-  }
+  PION_RETURN_IF_ERROR(LogLocked(persist::StrExpireRec{key, at_ms}, lsn));
   ks_.SetExpireShardLocked(e, at_ms);
   e.version = ks_.NextVersionLocked();
   return Status::OK();
@@ -222,15 +214,14 @@ Status Store::LogLocked(const persist::Record& r, uint64_t* lsn) {
   return Status::OK();
 }
 
-Status Store::StrRoomLocked(std::string_view key, uint64_t need, uint64_t have, uint64_t* lsn,
-                            bool when_over) {
+Status Store::StrRoomLocked(std::string_view key, StrEntry* e, uint64_t need, uint64_t have,
+                            uint64_t* lsn, bool when_over) {
   if (cfg_.max_bytes == 0 || (need <= have && !(when_over && bytes_ > cfg_.max_bytes)))
     return Status::OK();
   if (need > cfg_.max_bytes) return Status::OutOfBudget("");
   // The key is held while others go: neither evicted nor dropped by a full
   // disk tier making room for a move (TierDropOldestLocked), so the caller's
   // entry stays valid across this call.
-  StrEntry* e = ks_.FindStringLocked(key);
   const bool hold = e != nullptr && !e->held;
   if (hold) e->held = true;
   Status st = EvictLocked(
