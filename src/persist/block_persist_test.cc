@@ -19,6 +19,7 @@
 #include "persist/wal_format.h"
 #include "persist/wal_reader.h"
 #include "persist/wal_writer.h"
+#include "store/block_ops.h"
 #include "store/key_ops.h"
 #include "store/persist_adapter.h"
 #include "store/string_ops.h"
@@ -61,7 +62,7 @@ std::string U64s(std::initializer_list<uint64_t> v) {
 void Chain(Store& s, std::initializer_list<std::string_view> kv, Store::ChainArgs a = {}) {
   std::vector<std::string_view> v(kv);
   uint64_t lsn = 0;
-  Status st = s.BlockChain(v, a, &lsn);
+  Status st = store::OpBlockChain({s, &lsn}, v, a);
   PION_CHECK_MSG(st.ok(), std::string(st.message()).c_str());
 }
 
@@ -96,19 +97,19 @@ void GoldenChainWorkload(Store& s) {
 
 void ExpectWorkloadLinks(Store& s) {
   Store::BlockInfo i;
-  ASSERT_TRUE(s.DescribeBlock("b1", &i));
+  ASSERT_TRUE(store::OpDescribeBlock({s}, "b1", &i));
   EXPECT_EQ(i.parent, "root");
   EXPECT_EQ(i.hash, 11u);
   EXPECT_EQ(i.tokens, 16u);
-  ASSERT_TRUE(s.DescribeBlock("b3", &i));
+  ASSERT_TRUE(store::OpDescribeBlock({s}, "b3", &i));
   EXPECT_EQ(i.parent, "");  // b2 was deleted
   EXPECT_EQ(i.hash, 13u);
-  ASSERT_TRUE(s.DescribeBlock("t2", &i));
+  ASSERT_TRUE(store::OpDescribeBlock({s}, "t2", &i));
   EXPECT_EQ(i.parent, "t1moved");
   EXPECT_FALSE(i.has_hash);
-  ASSERT_TRUE(s.DescribeBlock("m1", &i));
+  ASSERT_TRUE(store::OpDescribeBlock({s}, "m1", &i));
   EXPECT_EQ(i.parent, "");
-  EXPECT_FALSE(s.DescribeBlock("b2", &i));
+  EXPECT_FALSE(store::OpDescribeBlock({s}, "b2", &i));
 }
 
 TEST(BlockFormat, StrChainRoundTripAndChecks) {

@@ -9,6 +9,7 @@
 #include "persist/testing/persist_fixture.h"
 #include "persist/wal_reader.h"
 #include "persist/wal_writer.h"
+#include "store/prefix_ops.h"
 
 namespace pion::persist {
 namespace {
@@ -39,11 +40,11 @@ TEST(FullDisk, WalAppendFailureIsCutAndWritesResume) {
     store::RegisterArgs ra;
     ra.ns = "b";
     ra.kv_dim = 16;
-    Status s = n.store.Register(ra, &lsn);
+    Status s = store::OpRegister({n.store, &lsn}, ra);
     EXPECT_EQ(s.code(), Code::kIOError);
     EXPECT_NE(s.message().find("No space left on device"), std::string::npos);
-    EXPECT_EQ(Dump(n.store), before);          // nothing applied
-    EXPECT_EQ(n.store.Lookup("a").hit, true);  // reads still served
+    EXPECT_EQ(Dump(n.store), before);                      // nothing applied
+    EXPECT_EQ(store::OpLookup({n.store}, "a").hit, true);  // reads still served
     // The failed record was cut off: the next write succeeds.
     EXPECT_FALSE(n.persist->Stats().wal_broken);
     EXPECT_EQ(n.persist->Stats().wal_resumes, 1u);
@@ -147,13 +148,13 @@ TEST(FullDisk, SyncFailureRefusesWritesUntilASnapshot) {
     store::RegisterArgs ra;
     ra.ns = "b";
     ra.kv_dim = 16;
-    ASSERT_TRUE(n.store.Register(ra, &lsn).ok());
+    ASSERT_TRUE(store::OpRegister({n.store, &lsn}, ra).ok());
     const uint64_t held = lsn;
     EXPECT_EQ(n.persist->WaitDurable(held).code(), Code::kIOError);
-    Status s = n.store.Register(ra, &lsn);
+    Status s = store::OpRegister({n.store, &lsn}, ra);
     EXPECT_EQ(s.code(), Code::kIOError);
     EXPECT_NE(s.message().find("until a snapshot"), std::string::npos) << s.message();
-    EXPECT_TRUE(n.store.Lookup("a").hit);
+    EXPECT_TRUE(store::OpLookup({n.store}, "a").hit);
     EXPECT_TRUE(n.persist->Stats().wal_broken);
     ASSERT_TRUE(n.persist->Save("").ok());
     EXPECT_FALSE(n.persist->Stats().wal_broken);
@@ -181,7 +182,7 @@ TEST(FullDisk, AutoSaveHealsAndBacksOff) {
   store::RegisterArgs ra;
   ra.ns = "b";
   ra.kv_dim = 16;
-  ASSERT_TRUE(n.store.Register(ra, &lsn).ok());
+  ASSERT_TRUE(store::OpRegister({n.store, &lsn}, ra).ok());
   ASSERT_EQ(n.persist->WaitDurable(lsn).code(), Code::kIOError);
   env.SetDiskFull(true);
   uint64_t t = 10000;

@@ -20,6 +20,7 @@
 #include "persist/testing/test_util.h"
 #include "persist/wal_format.h"
 #include "persist/wal_reader.h"
+#include "store/block_ops.h"
 #include "store/key_ops.h"
 #include "store/persist_adapter.h"
 #include "store/string_ops.h"
@@ -73,7 +74,7 @@ void QuantChain(Store& s, std::vector<std::string_view> keys, const store::Quant
   }
   a.quant = t;
   uint64_t lsn = 0;
-  Status st = s.BlockChain(kv, a, &lsn, made);
+  Status st = store::OpBlockChain({s, &lsn}, kv, a, made);
   PION_CHECK_MSG(st.ok(), std::string(st.message()).c_str());
 }
 

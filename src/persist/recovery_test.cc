@@ -10,6 +10,7 @@
 
 #include "persist/testing/persist_fixture.h"
 #include "persist/wal_reader.h"
+#include "store/prefix_ops.h"
 
 namespace pion::persist {
 namespace {
@@ -36,7 +37,7 @@ TEST(Recovery, SnapshotPlusWalAndLruOrder) {
     uint64_t lsn = 0;
     ASSERT_TRUE(Fill(n.store, "old", quant::Format::kInt8, 32, 2, 0, 8, 1, &lsn).ok());
     ASSERT_TRUE(Fill(n.store, "mid", quant::Format::kFp8, 32, 2, 0, 8, 2, &lsn).ok());
-    n.store.Lookup("old");  // "old" is now the most recently used
+    store::OpLookup({n.store}, "old");  // "old" is now the most recently used
     ASSERT_TRUE(n.persist->Save("").ok());
     ASSERT_TRUE(Fill(n.store, "new", quant::Format::kTurbo3, 64, 1, 0, 4, 3, &lsn).ok());
     ASSERT_TRUE(Fill(n.store, "mid", quant::Format::kFp8, 32, 2, 8, 8, 4, &lsn).ok());
@@ -63,8 +64,8 @@ TEST(Recovery, LruOrderFromSnapshot) {
     uint64_t lsn = 0;
     for (const char* ns : {"a", "b", "c", "d"})
       ASSERT_TRUE(Fill(n.store, ns, quant::Format::kFp16, 8, 1, 0, 1, 1, &lsn).ok());
-    n.store.Lookup("b");
-    n.store.Lookup("a");
+    store::OpLookup({n.store}, "b");
+    store::OpLookup({n.store}, "a");
     ASSERT_TRUE(n.persist->Save("").ok());
   }
   RecoveredNode m(&env);
@@ -163,7 +164,7 @@ Status StoreOne(Store& s, const std::string& side_key, uint32_t dim, uint64_t st
   store::RowInput in;
   in.data = v.data();
   in.bytes = v.size() * sizeof(float);
-  return s.StoreRows(side_key, 0, start, rows, in, lsn);
+  return store::OpStoreRows({s, lsn}, side_key, 0, start, rows, in);
 }
 
 // How the WAL at `path` ends when read through: WalEnd, the offset where the

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "persist/testing/persist_fixture.h"
+#include "store/prefix_ops.h"
 
 namespace pion::persist {
 namespace {
@@ -42,7 +43,7 @@ TEST(Snapshot, EveryFormatBitIdenticalAfterRestart) {
   EXPECT_EQ(Dump(m.store), want);
   EXPECT_EQ(m.persist->Stats().wal_replayed, 0u);
   // Block tables survive.
-  auto bt = m.store.Blocks("f0");
+  auto bt = store::OpBlocks({m.store}, "f0");
   ASSERT_NE(bt, nullptr);
   EXPECT_EQ(bt->hashes.size(), 5u);
   EXPECT_TRUE(bt->Contains(bt->hashes[3]));
@@ -98,7 +99,7 @@ TEST(Save, CustomPathDoesNotTouchWal) {
 // How many of a layer's fetched rows lie inside [lo, hi) (a mapping).
 uint64_t RowsInside(Store& s, const std::string& sid, uint32_t layer, uint64_t end,
                     std::pair<const uint8_t*, const uint8_t*> range) {
-  auto plan = s.FetchRange(sid, layer, 0, end);
+  auto plan = store::OpFetchRange({s}, sid, layer, 0, end);
   EXPECT_TRUE(plan.ok());
   if (!plan.ok()) return 0;
   uint64_t n = 0;
@@ -209,7 +210,7 @@ TEST(MappedSnapshot, WritesAfterRestartCopyOnWriteAndReplay) {
     EXPECT_EQ(Dump(m.store), want);
     uint64_t lsn = 0;
     std::string_view names[] = {"m", "other"};
-    ASSERT_TRUE(m.store.Drop(names, &lsn).ok());
+    ASSERT_TRUE(store::OpDrop({m.store, &lsn}, names).ok());
     EXPECT_FALSE(env.LastMapInUse());
     ASSERT_TRUE(m.persist->Commit().ok());
   }

@@ -28,6 +28,7 @@
 #include "persist/testing/fault_env.h"
 #include "persist/wal_format.h"
 #include "store/persist_adapter.h"
+#include "store/prefix_ops.h"
 #include "store/store.h"
 #include "store/string_ops.h"
 
@@ -113,21 +114,21 @@ struct TierNode {
     a.kv_dim = kNsDim;
     a.fmt = quant::Format::kFp16;
     uint64_t lsn = 0;
-    ASSERT_TRUE(store.Register(a, &lsn).ok());
+    ASSERT_TRUE(store::OpRegister({store, &lsn}, a).ok());
   }
   // Rows [start, start + rows.size() / kNsDim) of a layer; returns the bytes stored.
   std::string StoreNs(const std::string& ns, int side, uint32_t layer, uint64_t start,
                       const std::vector<uint16_t>& rows) {
     uint64_t lsn = 0;
-    Status s = store.StoreRows(
-        NsSid(ns, side), layer, start, rows.size() / kNsDim,
-        store::RowInput{store::RowInput::Type::kF16, rows.data(), rows.size() * 2}, &lsn);
+    Status s = store::OpStoreRows(
+        {store, &lsn}, NsSid(ns, side), layer, start, rows.size() / kNsDim,
+        store::RowInput{store::RowInput::Type::kF16, rows.data(), rows.size() * 2});
     EXPECT_TRUE(s.ok()) << s.ToString();
     return std::string(reinterpret_cast<const char*>(rows.data()), rows.size() * 2);
   }
   // A layer's rows [0, kNsRows) as stored, or "<none>".
   std::string FetchNs(const std::string& ns, int side, uint32_t layer) {
-    auto p = store.FetchRange(NsSid(ns, side), layer, 0, kNsRows);
+    auto p = store::OpFetchRange({store}, NsSid(ns, side), layer, 0, kNsRows);
     if (!p.ok()) return "<none>";
     std::string out;
     for (const store::FetchSegment& sg : p->segments) {
@@ -142,12 +143,12 @@ struct TierNode {
   void DropNs(const std::string& ns) {
     uint64_t lsn = 0;
     const std::string_view names[1] = {ns};
-    auto r = store.Drop(names, &lsn);
+    auto r = store::OpDrop({store, &lsn}, names);
     ASSERT_TRUE(r.ok() && *r == 1);
   }
   bool NsOnDisk(const std::string& ns) {
     store::NamespaceInfo info;
-    return store.Describe(ns, &info) && info.on_disk;
+    return store::OpDescribe({store}, ns, &info) && info.on_disk;
   }
   // Every queued tier write applied (bounded wait).
   void Settle() {

@@ -18,6 +18,7 @@
 #include "persist/wal_writer.h"
 #include "store/key_ops.h"
 #include "store/persist_adapter.h"
+#include "store/prefix_ops.h"
 #include "store/string_ops.h"
 
 namespace pion::persist {
@@ -110,7 +111,7 @@ void GoldenWorkload(Store& s) {
     PION_CHECK(
         Fill(s, "g" + std::to_string(i), kAllFormats[i], 32, 2, 0, 3, 100 + i, &lsn, i == 0).ok());
   std::string_view drop[] = {"g2"};
-  PION_CHECK(s.Drop(drop, &lsn).ok());
+  PION_CHECK(store::OpDrop({s, &lsn}, drop).ok());
 }
 
 std::vector<uint8_t> ReadAll(const std::string& path) {
@@ -237,7 +238,7 @@ void GoldenWorkloadV3(Store& s) {
       ra.blocks = bt;
     }
     uint64_t l = 0;
-    PION_CHECK(s.Register(ra, &l).ok());
+    PION_CHECK(store::OpRegister({s, &l}, ra).ok());
     // Rows: register again without PARENT is what Fill does (keeps the link).
     PION_CHECK(Fill(s, ns, f, 32, 1, 0, 2, seed, &lsn, false).ok());
   };
@@ -247,7 +248,7 @@ void GoldenWorkloadV3(Store& s) {
   child("chain:c1b", "chain:root", quant::Format::kFp16, 503, false);
   child("chain:c1b:x", "chain:c1b", quant::Format::kFp16, 504, false);
   std::string_view drop[] = {"chain:c1b"};
-  PION_CHECK(s.Drop(drop, &lsn).ok());  // two DROP records, leaf first
+  PION_CHECK(store::OpDrop({s, &lsn}, drop).ok());  // two DROP records, leaf first
   PION_CHECK(Fill(s, "other:root", quant::Format::kTurbo4, 32, 1, 0, 2, 505, &lsn, false).ok());
   child("other:t1", "other:root", quant::Format::kTurbo4, 506, false);
 }

@@ -26,6 +26,7 @@
 #include "persist/testing/test_util.h"
 #include "persist/testing/wrapping_env.h"
 #include "persist/wal_reader.h"
+#include "store/prefix_ops.h"
 
 namespace pion::persist {
 namespace {
@@ -54,7 +55,7 @@ TEST(Wal, RoundTripEveryRecordType) {
           Fill(n.store, "ns" + std::to_string(i), kAllFormats[i], 64, 2, 0, 5, i, &lsn, i % 2 == 0)
               .ok());
     std::string_view names[] = {"ns1"};
-    ASSERT_TRUE(n.store.Drop(names, &lsn).ok());
+    ASSERT_TRUE(store::OpDrop({n.store, &lsn}, names).ok());
     ASSERT_TRUE(n.persist->WaitDurable(lsn).ok());
   });
   EXPECT_EQ(m->persist->Stats().wal_replayed, 7u * 5 + 1);  // 7 x (register + 4 stores), 1 drop
@@ -93,7 +94,7 @@ TEST(Concurrency, WritersAndSavesThenRecover) {
           if (i % 7 == 0) {
             std::string name = "t" + std::to_string(t) + "_" + std::to_string((i + 1) % 5);
             std::string_view names[] = {name};
-            auto r = n.store.Drop(names, &lsn);
+            auto r = store::OpDrop({n.store, &lsn}, names);
             if (!r.ok()) errors++;
           }
         }
@@ -140,8 +141,8 @@ TEST(Concurrency, OverlappingStoresToOneSideReplayExactly) {
           for (auto& x : rows) x = nd(rng);
           uint64_t l = 0;
           Status s =
-              n.store.StoreRows(i % 2 ? "s_pk" : "s_pv", rng() % 2, start, count,
-                                {store::RowInput::Type::kF32, rows.data(), rows.size() * 4}, &l);
+              store::OpStoreRows({n.store, &l}, i % 2 ? "s_pk" : "s_pv", rng() % 2, start, count,
+                                 {store::RowInput::Type::kF32, rows.data(), rows.size() * 4});
           if (!s.ok()) errors++;
           if (t == 0 && i % 50 == 25 && !n.persist->Save("").ok()) errors++;
         }

@@ -1,5 +1,6 @@
-// KV.BLOCK.CHAIN: string keys linked as chains (docs/protocol.md "Blocks",
-// store.h "Blocks").
+// The keyspace's block links: string keys linked as chains (docs/protocol.md
+// "Blocks", store.h "Blocks"), as KV.BLOCK.CHAIN (store/block_chain.cc) writes
+// them and recovery replays them.
 //
 // The rules are the namespaces' lineage rules (store.h "Lineage",
 // eviction.cc), applied to string keys: a block with a live child is not an
@@ -16,14 +17,11 @@
 // (GET, MGET, MATCH) test it under that lock alone to choose the path under
 // ks_.mu that stamps ancestors.
 #include <algorithm>
-#include <cstring>
 #include <mutex>
-#include <shared_mutex>
 
 #include "base/check.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "store/slice.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -173,132 +171,6 @@ std::vector<ResidentBlockRun> Store::ResidentBlockKeys() const {
     todo.swap(next);
   }
   return out;
-}
-
-Status Store::BlockChain(std::span<const std::string_view> kv, const ChainArgs& a, uint64_t* lsn,
-                         std::span<const StrRef> made) {
-  *lsn = 0;
-  const size_t n = kv.size() / 2;
-  std::vector<std::string_view> keys(n);
-  std::vector<StrRef> values(n);
-  std::vector<uint64_t> hashes;
-  if (!a.hashes.empty()) {
-    hashes.resize(n);
-    std::memcpy(hashes.data(), a.hashes.data(), n * 8);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    keys[i] = kv[2 * i];
-    PION_RETURN_IF_ERROR(CheckKeyLength(keys[i]));
-    if (i < made.size() && made[i] != nullptr) {
-      values[i] = made[i];
-      continue;
-    }
-    // FORMAT: the command layer quantized every value (a tag without one is a bug).
-    PION_CHECK(a.quant.row == 0);
-    values[i] = StrValue::Copy(kv[2 * i + 1]);
-    if (!values[i]) return Status(Code::kOutOfBudget, Reason::kNoMemory, {}, "out of memory");
-  }
-  // What a failed log write restores.
-  struct Previous {
-    StrRef value;  // null: the key did not exist
-    int64_t expire = 0;
-  };
-  std::vector<Previous> previous(n);
-  PendingRecord rec;
-  {
-    base::ReaderLock gate(&gate_);
-    base::MutexLock l(&ks_.mu);
-    const int64_t now = UnixMillis();
-    uint64_t need = 0, have = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (IsNamespaceKeyLocked(keys[i])) return Status::WrongType();
-      if (StrEntry* e = StrFindLocked(keys[i], now, lsn)) {
-        previous[i] = {e->value, e->expire_at_ms};
-        have += StrCharge(keys[i], e->value);
-      }
-      need += StrCharge(keys[i], values[i]);
-    }
-    StrEntry* after = a.has_after ? StrFindLocked(a.after, now, lsn) : nullptr;
-    if (cfg_.max_bytes > 0 && need > have) {
-      if (need > cfg_.max_bytes) return Status::OutOfBudget("");
-      // Never evicted for this write: the keys written and the chain it continues.
-      std::vector<StrEntry*> held;
-      for (StrEntry* p = after; p != nullptr; p = p->block ? p->block->parent : nullptr) {
-        if (p->held) break;
-        p->held = true;
-        held.push_back(p);
-      }
-      for (std::string_view k : keys)
-        if (StrEntry* e = ks_.FindStringLocked(k); e != nullptr && !e->held) {
-          e->held = true;
-          held.push_back(e);
-        }
-      Status st = EvictLocked(
-          nullptr,
-          [&]()
-              REQUIRES(ks_.mu) { return bytes_ - std::min(have, bytes_) + need <= cfg_.max_bytes; },
-          lsn);
-      for (StrEntry* e : held) e->held = false;
-      PION_RETURN_IF_ERROR(st);
-    }
-    if (sink_) {
-      std::vector<persist::StrChainEntry> entries(n);
-      for (size_t i = 0; i < n; ++i)
-        entries[i] = {keys[i], hashes.empty() ? 0 : hashes[i], values[i]->size, {}};
-      persist::StrChainRecord r;
-      r.has_after = after != nullptr;
-      if (after != nullptr) r.after = a.after;
-      r.has_hashes = !hashes.empty();
-      r.tokens = a.tokens;
-      r.expire_at_ms = a.expire_at_ms;
-      if (a.quant.row != 0) r.quant = QuantRecordOf(a.quant);
-      r.entries = entries;
-      PION_RETURN_IF_ERROR(sink_->Reserve(r, &rec).status());
-    }
-    ApplyChainLocked(keys, values, after, a.expire_at_ms, hashes, a.tokens);
-    BeginPending();
-  }
-  Status st;
-  if (rec.write_parts || rec.write) {
-    std::vector<std::span<const uint8_t>> parts(n);
-    for (size_t i = 0; i < n; ++i) parts[i] = {values[i]->data, values[i]->size};
-    Result<uint64_t> r = rec.write_parts ? rec.write_parts(parts) : Result<uint64_t>(uint64_t{0});
-    if (r.ok()) {
-      *lsn = std::max(*lsn, *r);
-    } else {
-      st = r.status();
-      // Not in the log: undone, key by key, where nothing replaced it since.
-      base::MutexLock l(&ks_.mu);
-      for (size_t i = n; i-- > 0;) {
-        StrEntry* e = ks_.FindStringLocked(keys[i]);
-        if (e == nullptr || e->value != values[i]) continue;
-        if (previous[i].value)
-          StrPutLocked(keys[i], previous[i].value, previous[i].expire);
-        else
-          StrEraseLocked(*e);
-      }
-    }
-  }
-  EndPending();
-  return st;
-}
-
-bool Store::DescribeBlock(std::string_view key, BlockInfo* out) {
-  base::MutexLock l(&ks_.mu);
-  uint64_t unused = 0;
-  const StrEntry* e = StrFindLocked(key, UnixMillis(), &unused);
-  if (e == nullptr) return false;
-  *out = BlockInfo{};
-  out->stamp = e->stamp;
-  if (e->block) {
-    out->has_parent = e->block->parent != nullptr;
-    if (out->has_parent) out->parent = *e->block->parent->key;
-    out->children = e->block->children.size();
-    out->has_hash = e->block->has_hash;
-    out->hash = e->block->hash;
-    out->tokens = e->block->tokens;
-  }
-  return true;
 }
 
 void Store::ApplyStrChain(const persist::StrChainRecord& r) {

@@ -52,7 +52,7 @@ Result<uint64_t> OpDelete(const OpArgs& op, std::span<const std::string_view> ke
   base::MutexLock l(&s.ks.mu);
   int64_t now = UnixMillis();
   if (may_drop) {
-    // As Store::Drop: every namespace a key would remove, descendants
+    // As OpDrop: every namespace a key would remove, descendants
     // included, is asked before anything is removed; one refusal refuses the
     // whole call.
     std::vector<const Namespace*> todo;

@@ -24,7 +24,7 @@ namespace pion::store {
 // EXISTS: keys counted with repetition.
 uint64_t OpExists(const OpArgs& op, std::span<const std::string_view> keys);
 // DEL / UNLINK: strings removed, namespaces (or their session ids) dropped
-// with their subtrees. `may_drop` (empty: any) is asked, as by Store::Drop,
+// with their subtrees. `may_drop` (empty: any) is asked, as by OpDrop,
 // for every namespace the call would remove, descendants included, before
 // anything is removed; one refusal refuses the whole call (kDropRefused,
 // nothing removed).

@@ -17,6 +17,7 @@
 
 #include "base/fp16.h"
 #include "store/key_ops.h"
+#include "store/prefix_ops.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -33,26 +34,26 @@ Status Reg(Store& st, std::string_view ns, std::string_view parent = {}, uint32_
   a.fmt = Format::kFp16;
   a.parent = parent;
   uint64_t lsn;
-  return st.Register(a, &lsn);
+  return OpRegister({st, &lsn}, a);
 }
 
 Status Put(Store& st, std::string_view ns, uint64_t rows, uint32_t seed = 1) {
   std::vector<uint16_t> v(rows * kDim);
   for (size_t i = 0; i < v.size(); ++i) v[i] = F32ToF16(static_cast<float>((i + seed) % 97) / 97);
   uint64_t lsn;
-  return st.StoreRows(std::string(ns) + "_pk", 0, 0, rows,
-                      RowInput{RowInput::Type::kF16, v.data(), v.size() * 2}, &lsn);
+  return OpStoreRows({st, &lsn}, std::string(ns) + "_pk", 0, 0, rows,
+                     RowInput{RowInput::Type::kF16, v.data(), v.size() * 2});
 }
 
 // Touches a namespace as a fetch does.
 void Fetch(Store& st, std::string_view ns) {
-  auto p = st.FetchRange(std::string(ns) + "_pk", 0, 0, 1);
+  auto p = OpFetchRange({st}, std::string(ns) + "_pk", 0, 0, 1);
   ASSERT_TRUE(p.ok()) << ns;
 }
 
-bool Has(const Store& st, std::string_view ns) {
+bool Has(Store& st, std::string_view ns) {
   NamespaceInfo info;
-  return st.Describe(ns, &info);
+  return OpDescribe({st}, ns, &info);
 }
 
 std::string Seg(char chain, int i) { return std::string(1, chain) + std::to_string(i); }
@@ -151,20 +152,20 @@ TEST(Lineage, RegisterLinksAndRefusals) {
   ASSERT_TRUE(Put(st, "t1", 20).ok());
   ASSERT_TRUE(Put(st, "t3", 7).ok());
   NamespaceInfo info;
-  ASSERT_TRUE(st.Describe("t3", &info));
+  ASSERT_TRUE(OpDescribe({st}, "t3", &info));
   EXPECT_EQ(info.parent, "t2");
   EXPECT_EQ(info.children, 0u);
   EXPECT_EQ(info.depth, 3u);
   EXPECT_EQ(info.chain_length, 4u);
   EXPECT_EQ(info.tokens, 7u);
   EXPECT_EQ(info.chain_tokens, 127u);
-  ASSERT_TRUE(st.Describe("root", &info));
+  ASSERT_TRUE(OpDescribe({st}, "root", &info));
   EXPECT_EQ(info.parent, "");
   EXPECT_EQ(info.children, 1u);
   EXPECT_EQ(info.chain_length, 1u);
   EXPECT_EQ(st.Stats().linked_prefixes, 3u);
 
-  auto chain = st.LookupChain("t3");
+  auto chain = OpLookupChain({st}, "t3");
   ASSERT_EQ(chain.size(), 4u);
   const char* names[] = {"root", "t1", "t2", "t3"};
   const uint64_t tokens[] = {100, 20, 0, 7};
@@ -172,8 +173,8 @@ TEST(Lineage, RegisterLinksAndRefusals) {
     EXPECT_EQ(chain[i].ns, names[i]);
     EXPECT_EQ(chain[i].tokens, tokens[i]);
   }
-  EXPECT_TRUE(st.LookupChain("nope").empty());
-  EXPECT_EQ(st.LookupChain("root").size(), 1u);
+  EXPECT_TRUE(OpLookupChain({st}, "nope").empty());
+  EXPECT_EQ(OpLookupChain({st}, "root").size(), 1u);
 }
 
 // An access to a leaf refreshes its whole chain; eviction then takes the least
@@ -262,8 +263,8 @@ TEST(Lineage, NoAncestorEvictedBeforeItsDescendants) {
   for (const auto& ch : chains)
     for (const auto& seg : ch) {
       NamespaceInfo a, b;
-      if (!st.Describe(seg, &a)) continue;
-      ASSERT_TRUE(replayed.Describe(seg, &b)) << seg;
+      if (!OpDescribe({st}, seg, &a)) continue;
+      ASSERT_TRUE(OpDescribe({replayed}, seg, &b)) << seg;
       EXPECT_EQ(a.parent, b.parent);
       EXPECT_EQ(a.chain_length, b.chain_length);
     }
@@ -281,12 +282,12 @@ TEST(Lineage, WritingALeafNeverEvictsItsAncestors) {
   // a2 grows: z (an unrelated leaf) goes, then nothing else may.
   std::vector<uint16_t> more(rows * kDim, 0);
   uint64_t lsn;
-  ASSERT_TRUE(st.StoreRows("a2_pk", 0, rows, rows,
-                           {RowInput::Type::kF16, more.data(), more.size() * 2}, &lsn)
+  ASSERT_TRUE(OpStoreRows({st, &lsn}, "a2_pk", 0, rows, rows,
+                          {RowInput::Type::kF16, more.data(), more.size() * 2})
                   .ok());
   EXPECT_FALSE(Has(st, "z"));
-  Status s = st.StoreRows("a2_pk", 0, 2 * rows, rows,
-                          {RowInput::Type::kF16, more.data(), more.size() * 2}, &lsn);
+  Status s = OpStoreRows({st, &lsn}, "a2_pk", 0, 2 * rows, rows,
+                         {RowInput::Type::kF16, more.data(), more.size() * 2});
   EXPECT_EQ(s.code(), Code::kOutOfBudget);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(Has(st, Seg('a', i)));
   // A new child never evicts its parent for session room either.
@@ -316,18 +317,18 @@ TEST(Lineage, DropRemovesTheSubtreeLeavesFirst) {
   const uint64_t bytes_x = st.Stats().bytes - 5 * 128;
   uint64_t lsn = 0;
   std::string_view one[] = {"b"};
-  auto n = st.Drop(one, &lsn);
+  auto n = OpDrop({st, &lsn}, one);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 3u);
   EXPECT_GT(lsn, 0u);
   EXPECT_EQ(sink.Removed('D'), (std::vector<std::string>{"b2", "b1", "b"}));
   EXPECT_EQ(st.Stats().bytes, bytes_x);
   NamespaceInfo info;
-  ASSERT_TRUE(st.Describe("r", &info));
+  ASSERT_TRUE(OpDescribe({st}, "r", &info));
   EXPECT_EQ(info.children, 1u);
   // A name given twice, or a descendant of a name given before, counts once.
   std::string_view many[] = {"r", "a1", "r", "nope"};
-  n = st.Drop(many, &lsn);
+  n = OpDrop({st, &lsn}, many);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 3u);
   EXPECT_EQ(st.NamespaceCount(), 1u);
@@ -364,7 +365,7 @@ TEST(Lineage, DropPredicateRefusesTheWholeCall) {
   };
   uint64_t lsn = 0;
   std::string_view names[] = {"x", "r"};
-  auto n = st.Drop(names, &lsn, not_a1);
+  auto n = OpDrop({st, &lsn}, names, not_a1);
   ASSERT_FALSE(n.ok());
   EXPECT_EQ(n.status().reason<Reason>(), Reason::kDropRefused);
   EXPECT_EQ(lsn, 0u);
@@ -374,7 +375,7 @@ TEST(Lineage, DropPredicateRefusesTheWholeCall) {
   EXPECT_NE(std::find(asked.begin(), asked.end(), "a1"), asked.end());
   EXPECT_LE(asked.size(), 4u);
   // Allowed everywhere: the same call drops all four.
-  n = st.Drop(names, &lsn, [](std::string_view) { return true; });
+  n = OpDrop({st, &lsn}, names, [](std::string_view) { return true; });
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 4u);
   EXPECT_EQ(st.NamespaceCount(), 0u);
@@ -423,11 +424,11 @@ TEST(Lineage, ReplaySkipsAChildWhoseParentIsAbsent) {
   EXPECT_FALSE(Has(st, "c"));
   ASSERT_TRUE(st.ApplyRegister("c", 2, kDim, Format::kFp16, nullptr, "p", 1).ok());
   NamespaceInfo info;
-  ASSERT_TRUE(st.Describe("c", &info));
+  ASSERT_TRUE(OpDescribe({st}, "c", &info));
   EXPECT_EQ(info.parent, "p");
   // A re-registration of the same incarnation keeps the link.
   ASSERT_TRUE(st.ApplyRegister("c", 2, kDim, Format::kFp16, nullptr).ok());
-  ASSERT_TRUE(st.Describe("c", &info));
+  ASSERT_TRUE(OpDescribe({st}, "c", &info));
   EXPECT_EQ(info.parent, "p");
   // A new incarnation of the parent replaces it with its subtree.
   ASSERT_TRUE(st.ApplyRegister("p", 3, kDim, Format::kFp16, nullptr).ok());
@@ -511,7 +512,7 @@ TEST(Lineage, ParentDroppedWhileAChildRegisters) {
       EXPECT_TRUE(Has(st, "p"));
       uint64_t lsn;
       std::string_view names[] = {"p"};
-      auto n = st.Drop(names, &lsn);
+      auto n = OpDrop({st, &lsn}, names);
       EXPECT_TRUE(n.ok());
       EXPECT_EQ(*n, 1u);
     });

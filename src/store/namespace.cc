@@ -1,8 +1,8 @@
 // The prefix value's row operations: encoding a store's rows into chunk-sized
 // pieces, applying them (and a side's reservation turns), planning fetches and
-// describing a side. The store (store/ns_rows.cc) finds the namespace, charges
-// the budget, logs the rows and orders the writes; nothing here touches the
-// store.
+// describing a side. The rows' operations (store/prefix_rows.cc) find the
+// namespace, and the keyspace (Slice::WriteRows) charges the budget, logs the
+// rows and orders the writes; nothing here touches the store.
 #include "store/namespace.h"
 
 #include <algorithm>

@@ -45,7 +45,7 @@ struct SideData {
   std::vector<Layer> layers GUARDED_BY(mu);  // size = highest layer written + 1
   uint64_t total_rows GUARDED_BY(mu) = 0;    // sum of Layer::rows
   // layers[0].rows (0 while there is no layer), written under `mu` with it;
-  // Store::Lookup reads it under the namespace's shard lock only (no side lock
+  // OpLookup reads it under the namespace's shard lock only (no side lock
   // and no reference taken: two locked read-modify-writes each).
   std::atomic<uint64_t> layer0_rows{0};
   // Stores reserve (rows counted in the budget, log record reserved) in one
@@ -212,7 +212,7 @@ inline uint64_t TableBytes(const std::shared_ptr<const BlockTable>& t) {
 
 // What the grammar (kvproto ParseRegister) has checked of a registration's
 // arguments - a name of 1..512 bytes, kv_dim 1..16384 that the format
-// supports - asserted in debug builds (Store::Register and RegisterUnshared).
+// supports - asserted in debug builds (OpRegister and RegisterUnshared).
 void AssertRegisterArgs(const RegisterArgs& a);
 // A re-registration of `n`: kRegisteredOther (another kv_dim or format, the
 // error naming n's), kParentMismatch (PARENT given and not n's parent).
@@ -230,7 +230,7 @@ std::shared_ptr<Namespace> NewNamespace(const RegisterArgs& a, uint64_t incarnat
 // the two (Namespace, above).
 void SetRegistration(Namespace& n, std::shared_ptr<const BlockTable> table, const RegisterArgs& a);
 // A registration of an unshared namespace: creates it (*n null; incarnation
-// 1, no parent) or re-registers *n, with Store::Register's checks and errors
+// 1, no parent) or re-registers *n, with OpRegister's checks and errors
 // (a parent is for a store's namespaces: PARENT is refused with
 // kParentNotFound on a new one).
 Status RegisterUnshared(const RegisterArgs& a, std::shared_ptr<Namespace>* n);

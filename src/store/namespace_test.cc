@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "store/prefix_ops.h"
 #include "store/store.h"
 
 namespace pion::store {
@@ -61,12 +62,12 @@ TEST(NamespaceTest, UnsharedRegistrationAnswersAsTheStore) {
   RegisterArgs a = Args("ns", 64, Format::kInt8);
   a.has_prefill = true;
   a.prefill_us = 5000;
-  ExpectSameAnswer(st.Register(a, &lsn), RegisterUnshared(a, &n));
+  ExpectSameAnswer(OpRegister({st, &lsn}, a), RegisterUnshared(a, &n));
   ASSERT_NE(n, nullptr);
-  EXPECT_EQ(LookupOf(*n).prefill_us, st.Lookup("ns").prefill_us);
+  EXPECT_EQ(LookupOf(*n).prefill_us, OpLookup({st}, "ns").prefill_us);
   // (Out-of-range arguments are the grammar's to refuse: preconditions here.)
   for (const RegisterArgs& b : {Args("ns", 128, Format::kInt8), Args("ns", 64, Format::kFp16)}) {
-    Status s = st.Register(b, &lsn), u = RegisterUnshared(b, &n);
+    Status s = OpRegister({st, &lsn}, b), u = RegisterUnshared(b, &n);
     EXPECT_FALSE(u.ok());
     ExpectSameAnswer(s, u);
   }
@@ -78,15 +79,15 @@ TEST(NamespaceTest, UnsharedRegistrationAnswersAsTheStore) {
   t->hashes = {1, 2};
   RegisterArgs c = Args("ns", 64, Format::kInt8);
   c.blocks = t;
-  ExpectSameAnswer(st.Register(c, &lsn), RegisterUnshared(c, &n));
+  ExpectSameAnswer(OpRegister({st, &lsn}, c), RegisterUnshared(c, &n));
   EXPECT_EQ(LookupOf(*n).prefill_us, 0u);
   ASSERT_NE(NonEmptyBlocks(*n), nullptr);
-  EXPECT_EQ((*NonEmptyBlocks(*n))->hashes, st.Blocks("ns")->hashes);
+  EXPECT_EQ((*NonEmptyBlocks(*n))->hashes, OpBlocks({st}, "ns")->hashes);
   // PARENT: an unshared namespace has none to link to.
   std::shared_ptr<Namespace> child;
   RegisterArgs d = Args("child", 64, Format::kInt8);
   d.parent = "absent";
-  ExpectSameAnswer(st.Register(d, &lsn), RegisterUnshared(d, &child));
+  ExpectSameAnswer(OpRegister({st, &lsn}, d), RegisterUnshared(d, &child));
   EXPECT_EQ(child, nullptr);
 }
 
@@ -95,7 +96,7 @@ TEST(NamespaceTest, UnsharedRowsMatchTheStore) {
   std::shared_ptr<Namespace> n;
   uint64_t lsn = 0;
   const RegisterArgs a = Args("ns", 64, Format::kTurbo4);
-  ASSERT_TRUE(st.Register(a, &lsn).ok());
+  ASSERT_TRUE(OpRegister({st, &lsn}, a).ok());
   ASSERT_TRUE(RegisterUnshared(a, &n).ok());
   const uint32_t R = n->rows_per_chunk;
   // Whole chunks, a partial one, a gap and an overwrite.
@@ -111,19 +112,19 @@ TEST(NamespaceTest, UnsharedRowsMatchTheStore) {
   uint32_t seed = 1;
   for (const Write& w : writes) {
     std::vector<float> x = Rows(w.count, 64, seed++);
-    ASSERT_TRUE(st.StoreRows(w.side == Side::kKeys ? "ns_pk" : "ns_pv", w.layer, w.start, w.count,
-                             F32In(x), &lsn)
+    ASSERT_TRUE(OpStoreRows({st, &lsn}, w.side == Side::kKeys ? "ns_pk" : "ns_pv", w.layer, w.start,
+                            w.count, F32In(x))
                     .ok());
     ASSERT_TRUE(StoreRowsUnshared(*n, w.side, w.layer, w.start, w.count, F32In(x)).ok());
   }
   for (const Write& w : writes) {
     const uint64_t end = 3 * uint64_t{R};
-    auto s = st.FetchRange(w.side == Side::kKeys ? "ns_pk" : "ns_pv", w.layer, 0, end);
+    auto s = OpFetchRange({st}, w.side == Side::kKeys ? "ns_pk" : "ns_pv", w.layer, 0, end);
     ASSERT_TRUE(s.ok());
     EXPECT_EQ(Bytes(*s), Bytes(n->PlanRange(w.side, w.layer, 0, end)));
   }
   for (Side side : {Side::kKeys, Side::kValues}) {
-    auto s = st.Info(side == Side::kKeys ? "ns_pk" : "ns_pv");
+    auto s = OpSessionInfo({st}, side == Side::kKeys ? "ns_pk" : "ns_pv");
     SessionInfo u = n->Describe(side);
     EXPECT_EQ(s->layer_tokens, u.layer_tokens);
     EXPECT_EQ(s->bytes, u.bytes);
@@ -134,7 +135,7 @@ TEST(NamespaceTest, UnsharedRowsMatchTheStore) {
     EXPECT_EQ(sd.applied_ticket, sd.next_ticket);
   }
   NamespaceInfo si, ui;
-  ASSERT_TRUE(st.Describe("ns", &si));
+  ASSERT_TRUE(OpDescribe({st}, "ns", &si));
   DescribeChain(*n, &ui);
   EXPECT_EQ(si.tokens, ui.tokens);
   EXPECT_EQ(si.chain_tokens, ui.chain_tokens);
@@ -148,7 +149,7 @@ TEST(NamespaceTest, UnsharedRowsMatchTheStore) {
   // tokens are the grammar's to refuse: preconditions here).
   std::vector<float> one = Rows(1, 64, 9);
   one[3] = std::numeric_limits<float>::quiet_NaN();
-  const Status s = st.StoreRows("ns_pk", 0, 0, 1, F32In(one), &lsn);
+  const Status s = OpStoreRows({st, &lsn}, "ns_pk", 0, 0, 1, F32In(one));
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.ToString(), StoreRowsUnshared(*n, Side::kKeys, 0, 0, 1, F32In(one)).ToString());
 }

@@ -1,6 +1,7 @@
 // Registering a namespace: the checks of KV.PREFIX.REGISTER, the namespace it
-// creates and what a re-registration changes. Store::Register (store.cc) runs
-// them under its locks, with the parent, the budget and the log around them;
+// creates and what a re-registration changes. OpRegister
+// (store/prefix_register.cc) runs them under its locks, with the parent, the
+// budget and the log around them;
 // RegisterUnshared is the same registration of a namespace no store holds.
 #include <cstdio>
 #include <string>
@@ -62,7 +63,7 @@ Status RegisterUnshared(const RegisterArgs& a, std::shared_ptr<Namespace>* n) {
     SetRegistration(**n, std::move(table), a);
     return Status::OK();
   }
-  // Store::Register's answer for a parent it does not hold.
+  // OpRegister's answer for a parent it does not hold.
   if (!a.parent.empty())
     return Status(Code::kInvalidArgument, Reason::kParentNotFound, {}, "parent not registered");
   *n = NewNamespace(a, 1, nullptr, std::move(table));

@@ -1,8 +1,9 @@
-// The store's side of a namespace's rows: V.STORE* (find the namespace, charge
-// the budget, log, apply in reservation order) and V.FETCH* / V.INFO (find,
-// check the disk tier, count). What the rows are - the argument checks,
-// encoding, chunks, fetch plans - is the value's own (store/namespace.cc,
-// store/ns_write.cc). The registry, lookups and drops are in store.cc.
+// The keyspace's write of a namespace's rows (Slice::WriteRows): charge the
+// budget, reserve the log record, write it with no store lock held and apply
+// the rows in reservation order. The operations that call it (V.STORE*,
+// V.FETCH*, V.INFO) are store/prefix_rows.cc; what the rows are - the argument
+// checks, encoding, chunks, fetch plans - is the value's own
+// (store/namespace.cc, store/ns_write.cc).
 #include <algorithm>
 #include <utility>
 
@@ -11,32 +12,6 @@
 #include "store/store.h"
 
 namespace pion::store {
-
-namespace {
-
-// The pieces of the store in progress (Namespace::EncodeRows), kept per thread
-// so that a small upload allocates nothing.
-thread_local std::vector<RowPiece> tl_pieces;
-
-}  // namespace
-
-Status Store::StoreRows(std::string_view sid, uint32_t layer, uint64_t start, uint64_t count,
-                        const RowInput& in, uint64_t* lsn) {
-  *lsn = 0;
-  std::string_view ns;
-  Side side;
-  if (!ParseSessionId(sid, &ns, &side))
-    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  // The grammar (kvproto ParseStoreBatch) has checked the layer and the token range.
-  AssertStoreArgs(layer, start, count);
-  NsPtr n = FindAndTouch(ns);
-  if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  std::vector<RowPiece>& pieces = tl_pieces;
-  Status st = n->EncodeRows(start, count, in, &pieces);
-  if (st.ok()) st = StorePieces(n, side, layer, start, count, pieces, true, lsn, nullptr);
-  pieces.clear();  // drops this thread's references to the chunks now
-  return st;
-}
 
 Status Store::StoreEncoded(const NsPtr& n, Side side, uint32_t layer, uint64_t start,
                            uint64_t count, std::span<const uint8_t> stored, bool log, uint64_t* lsn,
@@ -121,58 +96,6 @@ Status Store::StorePieces(const NsPtr& n, Side side, uint32_t layer, uint64_t st
   }
   EndPending();
   return st;
-}
-
-Result<FetchPlan> Store::FetchRange(std::string_view sid, uint32_t layer, uint64_t start,
-                                    uint64_t end) {
-  std::string_view ns;
-  Side side;
-  if (!ParseSessionId(sid, &ns, &side))
-    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  PION_DCHECK(start < end);  // the grammar's RANGE check
-  NsPtr n = FindAndTouch(ns);
-  if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
-  total_fetches_.Add(end - start);
-  return n->PlanRange(side, layer, start, end);
-}
-
-Result<FetchPlan> Store::FetchIds(std::string_view sid, uint32_t layer,
-                                  std::span<const uint64_t> ids) {
-  std::string_view ns;
-  Side side;
-  if (!ParseSessionId(sid, &ns, &side))
-    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  NsPtr n = FindAndTouch(ns);
-  if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
-  total_fetches_.Add(ids.size());
-  return n->PlanIds(side, layer, ids);
-}
-
-Result<std::vector<FetchPlan>> Store::FetchBatch(std::string_view sid, uint64_t start, uint64_t end,
-                                                 uint32_t num_layers) {
-  std::string_view ns;
-  Side side;
-  if (!ParseSessionId(sid, &ns, &side))
-    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  PION_DCHECK(start < end);  // the grammar's BATCH range check
-  NsPtr n = FindAndTouch(ns);
-  if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  if (NeedsTierCheck(*n)) PION_RETURN_IF_ERROR(CheckTieredNamespace(n));
-  Result<std::vector<FetchPlan>> plans = n->PlanLayers(side, start, end, num_layers);
-  if (plans.ok()) total_fetches_.Add((end - start) * plans->size());
-  return plans;
-}
-
-Result<SessionInfo> Store::Info(std::string_view sid) const {
-  std::string_view ns;
-  Side side;
-  if (!ParseSessionId(sid, &ns, &side))
-    return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  NsPtr n = Find(ns);
-  if (!n) return Status(Code::kNotFound, Reason::kSessionNotFound, {}, "session not found");
-  return n->Describe(side);
 }
 
 }  // namespace pion::store

@@ -1,7 +1,7 @@
 // Writing a namespace's rows: the checks every writer makes (a store's
 // arguments, a stored-rows record, a fetch's range), and the write of a single
 // caller into a namespace no store holds (the module's value). A store's own
-// write (budget, log, turns among concurrent writers) is Store::StorePieces
+// write (budget, log, turns among concurrent writers) is Slice::WriteRows
 // (store/ns_rows.cc); both apply through Namespace::ApplyPiecesLocked and the
 // side's reservation turns, so the side's bookkeeping is the same either way.
 #include <utility>

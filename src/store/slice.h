@@ -1,9 +1,10 @@
-// The keyspace as the key operations see it (Dragonfly's DbSlice): the
-// primitives the string and key operations (store/string_ops.h,
-// store/key_ops.h) are written in. A Slice is a view of one Store, a pointer
+// The keyspace as its operations see it (Dragonfly's DbSlice): the
+// primitives the string, key, prefix and block operations
+// (store/string_ops.h, store/key_ops.h, store/prefix_ops.h,
+// store/block_ops.h) are written in. A Slice is a view of one Store, a pointer
 // wide, made where an operation is called (OpArgs{*store, &lsn}); it owns
 // nothing. The operations themselves are free functions over it, so a new
-// command on string keys is a function in its own file, not a member of Store.
+// command is a function in its own file, not a member of Store.
 //
 // What a Slice gives, and the locks each part needs (store.h's order: gate
 // shared -> ks.mu -> one shard's lock):
@@ -17,7 +18,12 @@
 //    is released (LogSetLocked, BeginPending, then Finish with no lock held),
 //    and small records written whole under ks.mu (LogLocked);
 //  * the namespaces a key may name (a namespace or one of its session ids);
-//  * the disk tier's checked read of a value that lives there.
+//  * the namespace map, the registrations' lock, the byte and session
+//    budget, the two-phase log append and the rows' write (the prefix
+//    operations);
+//  * the KV.BLOCK leases and pins, and a chain's apply (the block operations);
+//  * the disk tier's checked read of a value that lives there, and its check
+//    of a namespace before a fetch.
 #pragma once
 
 #include <cstdint>
@@ -167,6 +173,131 @@ class Slice {
   static Status AskSubtrees(std::vector<const Namespace*> todo,
                             const std::function<bool(std::string_view ns)>& may_drop) {
     return Store::AskSubtrees(std::move(todo), may_drop);
+  }
+
+  // ---- Namespaces (the prefix operations, store/prefix_ops.h) ----
+  // The namespace of that name, referenced, taking only its shard's lock; or
+  // null. FindAndTouch also touches it in the LRU (and so its ancestors).
+  NsPtr Find(std::string_view ns) const { return st_->Find(ns); }
+  NsPtr FindAndTouch(std::string_view ns) const { return st_->FindAndTouch(ns); }
+  void Touch(Namespace& n) const { st_->Touch(n); }
+  // The entry of that name in the namespace map, or nullptr.
+  const NsPtr* NamespaceRefLocked(std::string_view ns) const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    return st_->NsRefLocked(ns);
+  }
+  // Under the shard's lock: `ns`'s non-empty block table (the namespace
+  // touched in the LRU), or null (unknown, no table or zero hashes).
+  const std::shared_ptr<const BlockTable>* BlocksLocked(const Shard& sh, std::string_view ns) const
+      REQUIRES(sh.mu) {
+    return st_->BlocksLocked(sh, ns);
+  }
+  // The store's limits (sessions, chain length, bytes).
+  const StoreConfig& ConfigLocked() const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    return st_->cfg_;
+  }
+  // Bytes charged to RAM (rows and block tables of the namespaces).
+  uint64_t ChargedLocked() const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    return st_->bytes_;
+  }
+  // Adds `delta` (modulo 2^64: may take away) to the charged total and to `n`'s own.
+  void ChargeLocked(Namespace* n, uint64_t delta) const REQUIRES(ks.mu);
+  // Evicts by the maxmemory policy until `fits` holds, never `keep` or its
+  // ancestors (EvictNamespaces: only namespaces, the session cap).
+  Status EvictLocked(const Namespace* keep, const std::function<bool()>& fits, uint64_t* lsn) const
+      REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    return st_->EvictLocked(keep, fits, lsn);
+  }
+  Status EvictNamespacesLocked(const Namespace* keep, const std::function<bool()>& fits,
+                               uint64_t* lsn) const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    return st_->EvictNamespacesLocked(keep, fits, lsn);
+  }
+  uint64_t NextIncarnationLocked() const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    return st_->next_incarnation_++;
+  }
+  // The registrations' lock: held across a registration's log write, so no
+  // other change to the namespace map comes between its log position and
+  // its apply (FLUSHALL takes it too).
+  base::Mutex& registry_mu() const RETURN_CAPABILITY(st_->reg_mu_) { return st_->reg_mu_; }
+  // Whether mutations are logged, and the first half of a two-phase append
+  // (the record's body written later with no lock held: PendingRecord::write).
+  bool logging() const { return st_->sink_ != nullptr; }
+  Status ReserveLocked(const persist::Record& r, PendingRecord* rec) const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    return st_->sink_->Reserve(r, rec).status();
+  }
+  void EndPending() const { st_->EndPending(); }
+  // A write to a namespace whose rows are on the disk tier charges them to RAM again.
+  void UntierLocked(Namespace& n) const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    st_->UntierNamespaceLocked(n);
+  }
+  // Tells the block-table observer (KV events, the router's index) of a new
+  // namespace's table (after `parent`'s) or of `n`'s table replaced by `fresh`.
+  void ReportTableStoredLocked(const BlockTable& t, const Namespace* parent) const REQUIRES(ks.mu);
+  void ReportTableReplacedLocked(const Namespace& n, const BlockTable& fresh) const
+      REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    if (st_->block_observer_) st_->ReportTableReplaced(n, fresh);
+  }
+  // Puts a new namespace in the map (it is not there).
+  void InsertLocked(NsPtr n) const REQUIRES(ks.mu);
+  // Before a fetch: a namespace whose chunks borrow the disk tier's mapping
+  // has its extent checked (and promoted when it fits); a damaged one is
+  // dropped (NotFound).
+  Status CheckTier(const NsPtr& n) const {
+    return Store::NeedsTierCheck(*n) ? st_->CheckTieredNamespace(n) : Status::OK();
+  }
+  // Rows requested by fetches (INFO total_fetches).
+  void CountFetches(uint64_t rows) const { st_->total_fetches_.Add(rows); }
+  // The rows' write: reserves the budget and the log record under the side
+  // lock, writes the pieces' bytes to the log with no lock held and applies
+  // them in reservation order (store.h "Store").
+  Status WriteRows(const NsPtr& n, Side side, uint32_t layer, uint64_t start, uint64_t count,
+                   std::span<const RowPiece> pieces, uint64_t* lsn) const {
+    return st_->StorePieces(n, side, layer, start, count, pieces, true, lsn, nullptr);
+  }
+
+  // ---- Blocks: pins and chains (the block operations, store/block_ops.h) ----
+  // The KV.BLOCK.MATCH ... PIN leases (store/lease_table.h).
+  LeaseTable& LeasesLocked() const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    return st_->leases_;
+  }
+  // Ends every lease whose deadline is at or before now_ms (a key whose time
+  // passed while pinned expires then, logged).
+  void ReleaseDueLeasesLocked(int64_t now_ms) const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    uint64_t unused = 0;
+    st_->ReleaseDueLeasesLocked(now_ms, &unused);
+  }
+  // Adds a pin to a live key (no shard lock held), and ends one lease's pins.
+  void PinLocked(StrEntry& e) const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    st_->PinEntryLocked(e);
+  }
+  void EndLeaseLocked(uint64_t id) const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    uint64_t unused = 0;
+    st_->EndLeaseLocked(id, &unused);
+  }
+  // A KV.BLOCK.CHAIN applied: puts the pairs, links them (the first under
+  // `after`, null: a root) and gives them one stamp; not logged, no budget.
+  void ApplyChainLocked(std::span<const std::string_view> keys, std::span<const StrRef> values,
+                        StrEntry* after, int64_t expire_at_ms, std::span<const uint64_t> hashes,
+                        uint32_t tokens) const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    st_->ApplyChainLocked(keys, values, after, expire_at_ms, hashes, tokens);
+  }
+  // Removes a string key without logging it (a write whose record failed, undone).
+  void EraseLocked(StrEntry& e) const REQUIRES(ks.mu) {
+    st_->ks_.mu.AssertHeld();
+    st_->StrEraseLocked(e);
   }
 
   // ---- The disk tier ----

@@ -110,58 +110,12 @@ class Store {
 
   // Each mutating call sets *lsn to the largest log sequence number it appended
   // (0 if nothing was logged); the caller waits for it before acknowledging.
-
-  // Creates a namespace or re-registers it. REQUIRES what the grammar checks
-  // (kvproto ParseRegister; asserted in debug builds): a name of 1..512 bytes,
-  // kv_dim 1..16384 that the format supports. Errors: InvalidArgument with
-  // Reason kRegisteredOther (registered with another kv_dim or format); with a parent,
-  // kParentNotFound (not registered), kParentDim (another kv_dim), kParentMismatch (registered with
-  // another parent or none) or kChainTooLong (more than max_chain namespaces).
-  Status Register(const RegisterArgs& a, uint64_t* lsn);
-  // Touches the LRU of a hit (and so its ancestors).
-  LookupResult Lookup(std::string_view ns);
-  // The chain root..ns (each segment's token count), or empty if ns is not
-  // registered. Touches the LRU of a hit.
-  std::vector<ChainSegment> LookupChain(std::string_view ns);
-  // False if ns is not registered. No LRU touch.
-  bool Describe(std::string_view ns, NamespaceInfo* out) const;
-  // Drops each namespace present with its whole subtree (descendants first);
-  // returns how many namespaces were removed. `may_drop` (empty: any) is asked,
-  // under the store's lock and before anything is removed, for every namespace
-  // the call would remove, descendants included; one refusal refuses the whole
-  // call (Reason::kDropRefused, nothing removed or logged).
-  Result<uint64_t> Drop(std::span<const std::string_view> names, uint64_t* lsn,
-                        const std::function<bool(std::string_view ns)>& may_drop = {});
-  // The block table, or nullptr if the namespace is unknown or has no table
-  // (or a table of zero hashes). Touches the LRU.
-  std::shared_ptr<const BlockTable> Blocks(std::string_view ns);
-  // The same, but `fn` reads the table in place, under the namespace's shard
-  // lock (no reference taken: MEMBERSHIP); false (fn not called) when
-  // Blocks would return nullptr. `fn` must not call into the store.
-  bool WithBlocks(std::string_view ns, const std::function<void(const BlockTable&)>& fn);
+  // The prefix operations (register, lookups, rows, drop) are free functions
+  // over the keyspace: store/prefix_ops.h.
   Status FlushAll(uint64_t* lsn);
   uint64_t NamespaceCount() const;
   // The registered namespaces' names (ACL-filtered FLUSHALL, DBSIZE, INFO keyspace).
   std::vector<std::string> NamespaceNames() const;
-
-  // V-store, addressed by session id "<ns>_pk" / "<ns>_pv". Unknown ->
-  // NotFound (kSessionNotFound). REQUIRES what the grammar checks (kvproto
-  // ParseStoreBatch, ParseFetch; asserted in debug builds): layer < 256,
-  // 1 <= count, start + count <= kMaxTokens, start < end.
-  // Errors: InvalidArgument for a blob of the wrong size or a non-finite row,
-  // OutOfBudget when the byte budget cannot be met (nothing changes then).
-  Status StoreRows(std::string_view sid, uint32_t layer, uint64_t start, uint64_t count,
-                   const RowInput& in, uint64_t* lsn);
-  // Rows [start, end) of a layer; rows never written are zeros.
-  Result<FetchPlan> FetchRange(std::string_view sid, uint32_t layer, uint64_t start, uint64_t end);
-  // Rows by id, in request order.
-  Result<FetchPlan> FetchIds(std::string_view sid, uint32_t layer, std::span<const uint64_t> ids);
-  // One plan per layer 0..n-1 where n = num_layers if nonzero (and <= the
-  // session's layer count) else the session's layer count.
-  Result<std::vector<FetchPlan>> FetchBatch(std::string_view sid, uint64_t start, uint64_t end,
-                                            uint32_t num_layers);
-  // No LRU touch.
-  Result<SessionInfo> Info(std::string_view sid) const;
   StoreStats Stats() const;
 
   // Run-time configuration (CONFIG SET maxmemory): evicts down to the new budget
@@ -322,35 +276,10 @@ class Store {
   std::vector<persist::SnapshotString> TakeCapturedStrings();
 
   // ---- Blocks (store/pins.cc, store/block_links.cc; docs/protocol.md "Blocks") ----
-  // KV.BLOCK.MATCH: probes `keys` in order. Without `bitmap` it counts the
-  // leading run of live string keys and stops at the first missing one; with
-  // it (ceil(n/8) zeroed bytes) it probes every key and sets bit i (LSB
-  // first) for each live one. Expired keys count as missing and are removed
-  // (logged, as GET); namespaces and their sids count as missing. The keys
-  // counted get one LRU stamp, and their chain ancestors with it. pin_ms > 0
-  // pins every key counted until now + pin_ms or BlockUnpin (a lease of
-  // `user`; lease 0 when nothing was pinned); too_many_leases when
-  // max-block-leases are live (nothing pinned then, count still given).
-  BlockMatchResult BlockMatch(std::span<const std::string_view> keys, uint8_t* bitmap,
-                              int64_t pin_ms, std::string_view user);
-  // The reference BlockMatch is tested against: the same answers and effects,
-  // one key at a time, each lookup and lock finding the key's slot afresh.
-  BlockMatchResult BlockMatchSimple(std::span<const std::string_view> keys, uint8_t* bitmap,
-                                    int64_t pin_ms, std::string_view user);
-  // KV.BLOCK.UNPIN: how many of the leases (live, taken by `user`) ended.
-  uint64_t BlockUnpin(std::span<const uint64_t> leases, std::string_view user);
+  // KV.BLOCK.MATCH, UNPIN and CHAIN are free functions over the keyspace
+  // (store/block_ops.h); the pins, leases and links they use are kept here.
   PinStats PinStatsNow() const;
   void SetMaxBlockLeases(uint64_t n);
-  // KV.BLOCK.CHAIN: `kv` alternates key, value (made as for OpMSet). Written
-  // atomically as one log record, linked as a chain: the first key's parent is
-  // `after` when it is a live string key, key i's parent key i-1. `hashes`
-  // (empty, or 8 bytes per pair, little-endian u64) and `tokens` are kept with
-  // the keys. expire_at_ms (0: none) applies to every key.
-  Status BlockChain(std::span<const std::string_view> kv, const ChainArgs& a, uint64_t* lsn,
-                    std::span<const StrRef> made = {});
-  // What a block key carries (tests, KV events): false if `key` is no live
-  // string key. *parent empty for a root.
-  bool DescribeBlock(std::string_view key, BlockInfo* out);
   // Recovery: a STRCHAIN record, and a snapshot's BLOCK section.
   void ApplyStrChain(const persist::StrChainRecord& r);
   void ApplyStrBlock(const persist::StrBlockRecord& r);
@@ -362,10 +291,8 @@ class Store {
   }
 
  private:
-  // The string and key operations' view of the store's internals (store/slice.h).
+  // The operations' view of the store's internals (store/slice.h).
   friend class Slice;
-  // KV.BLOCK.MATCH looks its keys up this many at a time.
-  static constexpr size_t kMatchChunk = 128;
   // The namespace, or nullptr.
   Namespace* NsFindLocked(std::string_view ns) const REQUIRES(ks_.mu);
   // Asks `may_drop` for every namespace of the subtrees under `todo` (under

@@ -20,7 +20,9 @@
 #include "base/clock.h"
 #include "base/fp16.h"
 #include "base/keyslot.h"
+#include "store/block_ops.h"
 #include "store/key_ops.h"
+#include "store/prefix_ops.h"
 #include "store/string_ops.h"
 
 namespace pion::store {
@@ -69,20 +71,20 @@ Status Reg(Store& st, std::string_view ns, uint32_t dim = 64, Format f = Format:
   a.kv_dim = dim;
   a.fmt = f;
   uint64_t lsn;
-  return st.Register(a, &lsn);
+  return OpRegister({st, &lsn}, a);
 }
 
 Status Put(Store& st, std::string_view sid, uint32_t layer, uint64_t start,
            const std::vector<uint16_t>& rows, uint32_t dim) {
   uint64_t lsn;
-  return st.StoreRows(sid, layer, start, rows.size() / dim, F16In(rows), &lsn);
+  return OpStoreRows({st, &lsn}, sid, layer, start, rows.size() / dim, F16In(rows));
 }
 
 TEST(Store, RegisterLookupDrop) {
   Store st({});
-  EXPECT_FALSE(st.Lookup("a").hit);
+  EXPECT_FALSE(OpLookup({st}, "a").hit);
   ASSERT_TRUE(Reg(st, "a").ok());
-  EXPECT_TRUE(st.Lookup("a").hit);
+  EXPECT_TRUE(OpLookup({st}, "a").hit);
   EXPECT_TRUE(Reg(st, "a").ok());  // same dim/format: fine
   Status bad = Reg(st, "a", 128);
   EXPECT_EQ(bad.code(), Code::kInvalidArgument);
@@ -90,10 +92,10 @@ TEST(Store, RegisterLookupDrop) {
   EXPECT_TRUE(Reg(st, "c", 100, Format::kInt8).ok());
   std::string_view names[] = {"a", "zz", "c", "a"};
   uint64_t lsn;
-  auto n = st.Drop(names, &lsn);
+  auto n = OpDrop({st, &lsn}, names);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 2u);
-  EXPECT_FALSE(st.Lookup("a").hit);
+  EXPECT_FALSE(OpLookup({st}, "a").hit);
   EXPECT_EQ(st.NamespaceCount(), 0u);
 }
 
@@ -104,26 +106,26 @@ TEST(Store, PrefillAndBlocks) {
   t->hashes = {5, 3, 9};
   RegisterArgs a{"ns", 64, Format::kFp16, t, true, 1200000};
   uint64_t lsn;
-  ASSERT_TRUE(st.Register(a, &lsn).ok());
-  auto lr = st.Lookup("ns");
+  ASSERT_TRUE(OpRegister({st, &lsn}, a).ok());
+  auto lr = OpLookup({st}, "ns");
   EXPECT_EQ(lr.prefill_us, 1200000u);
-  auto b = st.Blocks("ns");
+  auto b = OpBlocks({st}, "ns");
   ASSERT_TRUE(b);
   EXPECT_EQ(b->hashes, (std::vector<uint64_t>{5, 3, 9}));
   EXPECT_TRUE(b->Contains(9));
   EXPECT_FALSE(b->Contains(4));
   // Re-register without blocks keeps the table, and resets the prefill time.
   RegisterArgs a2{"ns", 64, Format::kFp16, nullptr, false, 0};
-  ASSERT_TRUE(st.Register(a2, &lsn).ok());
-  EXPECT_TRUE(st.Blocks("ns"));
-  EXPECT_EQ(st.Lookup("ns").prefill_us, 0u);
+  ASSERT_TRUE(OpRegister({st, &lsn}, a2).ok());
+  EXPECT_TRUE(OpBlocks({st}, "ns"));
+  EXPECT_EQ(OpLookup({st}, "ns").prefill_us, 0u);
   // A table of zero hashes reads as no table.
   auto empty = std::make_shared<BlockTable>();
   empty->block_size = 16;
   RegisterArgs a3{"ns", 64, Format::kFp16, empty, false, 0};
-  ASSERT_TRUE(st.Register(a3, &lsn).ok());
-  EXPECT_FALSE(st.Blocks("ns"));
-  EXPECT_FALSE(st.Blocks("nope"));
+  ASSERT_TRUE(OpRegister({st, &lsn}, a3).ok());
+  EXPECT_FALSE(OpBlocks({st}, "ns"));
+  EXPECT_FALSE(OpBlocks({st}, "nope"));
 }
 
 TEST(BlockTable, MembershipMatchesASet) {
@@ -196,7 +198,7 @@ TEST(Store, RowsRoundTripGapsOverwrite) {
   ASSERT_TRUE(Reg(st, "ns", dim).ok());
   auto a = HalfRows(100, dim, 1);
   ASSERT_TRUE(Put(st, "ns_pk", 3, 10, a, dim).ok());
-  auto plan = st.FetchRange("ns_pk", 3, 0, 120);
+  auto plan = OpFetchRange({st}, "ns_pk", 3, 0, 120);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->rows, 120u);
   EXPECT_EQ(plan->stored_rows, 110u);
@@ -208,24 +210,24 @@ TEST(Store, RowsRoundTripGapsOverwrite) {
   // Overwrite the middle and write far beyond (crossing chunk boundaries).
   auto b = HalfRows(5000, dim, 2);
   ASSERT_TRUE(Put(st, "ns_pk", 3, 50, b, dim).ok());
-  auto plan2 = st.FetchRange("ns_pk", 3, 10, 5050);
+  auto plan2 = OpFetchRange({st}, "ns_pk", 3, 10, 5050);
   auto bytes2 = Gather(*plan2);
   EXPECT_EQ(0, std::memcmp(bytes2.data(), a.data(), 40 * dim * 2));
   EXPECT_EQ(0, std::memcmp(bytes2.data() + 40 * dim * 2, b.data(), b.size() * 2));
   // The earlier plan is pinned: its bytes did not change.
   EXPECT_EQ(Gather(*plan), bytes);
-  auto info = st.Info("ns_pk");
+  auto info = OpSessionInfo({st}, "ns_pk");
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->num_layers, 4u);
   EXPECT_EQ(info->layer_tokens[3], 5050u);
   EXPECT_EQ(info->layer_tokens[0], 0u);
   EXPECT_EQ(st.Stats().bytes, 5050u * dim * 2);
   // Nothing stored in another layer / side.
-  auto empty = st.FetchRange("ns_pv", 3, 0, 10);
+  auto empty = OpFetchRange({st}, "ns_pv", 3, 0, 10);
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(empty->stored_rows, 0u);
-  EXPECT_EQ(st.FetchRange("nope_pk", 0, 0, 1).status().code(), Code::kNotFound);
-  EXPECT_EQ(st.FetchRange("ns", 0, 0, 1).status().code(), Code::kNotFound);
+  EXPECT_EQ(OpFetchRange({st}, "nope_pk", 0, 0, 1).status().code(), Code::kNotFound);
+  EXPECT_EQ(OpFetchRange({st}, "ns", 0, 0, 1).status().code(), Code::kNotFound);
 }
 
 TEST(Store, IdsAndBatch) {
@@ -236,34 +238,34 @@ TEST(Store, IdsAndBatch) {
   ASSERT_TRUE(Put(st, "ns_pv", 0, 0, a, dim).ok());
   ASSERT_TRUE(Put(st, "ns_pv", 2, 0, a, dim).ok());
   uint64_t ids[] = {7, 0, 100};
-  auto p = st.FetchIds("ns_pv", 0, ids);
+  auto p = OpFetchIds({st}, "ns_pv", 0, ids);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->stored_rows, 2u);
   auto bytes = Gather(*p);
   EXPECT_EQ(0, std::memcmp(bytes.data(), a.data() + 7 * dim, dim * 2));
   EXPECT_EQ(0, std::memcmp(bytes.data() + dim * 2, a.data(), dim * 2));
-  auto batch = st.FetchBatch("ns_pv", 0, 8, 0);
+  auto batch = OpFetchBatch({st}, "ns_pv", 0, 8, 0);
   ASSERT_TRUE(batch.ok());
   ASSERT_EQ(batch->size(), 3u);
   EXPECT_EQ((*batch)[0].stored_rows, 8u);
   EXPECT_EQ((*batch)[1].stored_rows, 0u);
   EXPECT_EQ((*batch)[2].stored_rows, 8u);
-  EXPECT_EQ(st.FetchBatch("ns_pk", 0, 8, 0).status().code(), Code::kNotFound);
-  EXPECT_EQ(st.FetchBatch("ns_pv", 0, 8, 5)->size(), 5u);
+  EXPECT_EQ(OpFetchBatch({st}, "ns_pk", 0, 8, 0).status().code(), Code::kNotFound);
+  EXPECT_EQ(OpFetchBatch({st}, "ns_pv", 0, 8, 5)->size(), 5u);
 }
 
 TEST(Store, LruEvictsWholeNamespacesInAccessOrder) {
   Store st({/*max_sessions=*/8, 0});
   for (const char* n : {"a", "b", "c", "d"}) ASSERT_TRUE(Reg(st, n).ok());
   auto rows = HalfRows(1, 64, 4);
-  ASSERT_TRUE(Put(st, "a_pv", 0, 0, rows, 64).ok());  // touch a via a store
-  ASSERT_TRUE(st.FetchRange("b_pk", 0, 0, 1).ok());   // touch b via a fetch
-  ASSERT_TRUE(Reg(st, "e").ok());                     // evicts c
-  EXPECT_FALSE(st.Lookup("c").hit);
-  EXPECT_TRUE(st.Lookup("d").hit);  // now d is most recent
-  ASSERT_TRUE(Reg(st, "f").ok());   // evicts a (a < b < e < d)
-  EXPECT_FALSE(st.Lookup("a").hit);
-  EXPECT_TRUE(st.Lookup("b").hit);
+  ASSERT_TRUE(Put(st, "a_pv", 0, 0, rows, 64).ok());      // touch a via a store
+  ASSERT_TRUE(OpFetchRange({st}, "b_pk", 0, 0, 1).ok());  // touch b via a fetch
+  ASSERT_TRUE(Reg(st, "e").ok());                         // evicts c
+  EXPECT_FALSE(OpLookup({st}, "c").hit);
+  EXPECT_TRUE(OpLookup({st}, "d").hit);  // now d is most recent
+  ASSERT_TRUE(Reg(st, "f").ok());        // evicts a (a < b < e < d)
+  EXPECT_FALSE(OpLookup({st}, "a").hit);
+  EXPECT_TRUE(OpLookup({st}, "b").hit);
   EXPECT_EQ(st.Stats().evictions, 4u);
   EXPECT_EQ(st.Stats().sessions, 8u);
 }
@@ -276,11 +278,11 @@ TEST(Store, SampledLruEvictsAmongTheOldest) {
   Store st({/*max_sessions=*/2 * kN, 0});
   auto name = [](int i) { return "n" + std::to_string(i); };
   for (int i = 0; i < kN; ++i) ASSERT_TRUE(Reg(st, name(i)).ok());
-  for (int i = kN / 2; i < kN; ++i) ASSERT_TRUE(st.Lookup(name(i)).hit);  // the recent half
+  for (int i = kN / 2; i < kN; ++i) ASSERT_TRUE(OpLookup({st}, name(i)).hit);  // the recent half
   for (int i = 0; i < kNew; ++i) ASSERT_TRUE(Reg(st, "new" + std::to_string(i)).ok());
   int old_gone = 0, recent_gone = 0;
   for (int i = 0; i < kN; ++i)
-    if (!st.Lookup(name(i)).hit) ++(i < kN / 2 ? old_gone : recent_gone);
+    if (!OpLookup({st}, name(i)).hit) ++(i < kN / 2 ? old_gone : recent_gone);
   EXPECT_EQ(old_gone + recent_gone, kNew);
   EXPECT_GE(old_gone, kNew - 2) << "sampled LRU evicted " << recent_gone << " recent namespaces";
   EXPECT_EQ(st.Stats().sessions, 2u * kN);
@@ -293,13 +295,13 @@ TEST(Store, EnoughSamplesEvictInExactLruOrder) {
   st.SetEvictionSamples(64);
   auto name = [](int i) { return "s" + std::to_string(i); };
   for (int i = 0; i < kN; ++i) ASSERT_TRUE(Reg(st, name(i)).ok());
-  for (int i = kN - 1; i >= 0; --i) ASSERT_TRUE(st.Lookup(name(i)).hit);  // s49 oldest
+  for (int i = kN - 1; i >= 0; --i) ASSERT_TRUE(OpLookup({st}, name(i)).hit);  // s49 oldest
   for (int k = 0; k < 10; ++k) {
     ASSERT_TRUE(Reg(st, "x" + std::to_string(k)).ok());
     // Exactly s49, s48, ... went, in that order.
     NamespaceInfo info;
-    EXPECT_FALSE(st.Describe(name(kN - 1 - k), &info)) << k;
-    EXPECT_TRUE(st.Describe(name(kN - 2 - k), &info)) << k;
+    EXPECT_FALSE(OpDescribe({st}, name(kN - 1 - k), &info)) << k;
+    EXPECT_TRUE(OpDescribe({st}, name(kN - 2 - k), &info)) << k;
   }
 }
 
@@ -312,22 +314,22 @@ TEST(Store, ByteBudget) {
   ASSERT_TRUE(Put(st, "b_pk", 0, 0, HalfRows(40, dim, 2), dim).ok());
   // b needs 40 more rows: a (least recent) is evicted.
   ASSERT_TRUE(Put(st, "b_pv", 0, 0, HalfRows(40, dim, 3), dim).ok());
-  EXPECT_FALSE(st.Lookup("a").hit);
+  EXPECT_FALSE(OpLookup({st}, "a").hit);
   EXPECT_EQ(st.Stats().bytes, 80u * 128);
   // Larger than the whole budget: OOM, nothing changes.
   uint64_t lsn;
   auto big = HalfRows(30, dim, 4);
-  Status s = st.StoreRows("b_pv", 1, 0, 30, F16In(big), &lsn);
+  Status s = OpStoreRows({st, &lsn}, "b_pv", 1, 0, 30, F16In(big));
   EXPECT_EQ(s.code(), Code::kOutOfBudget);
   EXPECT_EQ(st.Stats().bytes, 80u * 128);
-  EXPECT_TRUE(st.Lookup("b").hit);
+  EXPECT_TRUE(OpLookup({st}, "b").hit);
   // Overwriting existing rows costs nothing.
   EXPECT_TRUE(Put(st, "b_pv", 0, 0, HalfRows(40, dim, 5), dim).ok());
   // Lowering the budget evicts.
   ASSERT_TRUE(Reg(st, "c", dim).ok());
   ASSERT_TRUE(st.SetMaxBytes(128 * 50, &lsn).ok());
-  EXPECT_FALSE(st.Lookup("b").hit);  // least recent, and over the new budget
-  EXPECT_TRUE(st.Lookup("c").hit);
+  EXPECT_FALSE(OpLookup({st}, "b").hit);  // least recent, and over the new budget
+  EXPECT_TRUE(OpLookup({st}, "c").hit);
   EXPECT_EQ(st.Stats().bytes, 0u);
 }
 
@@ -346,7 +348,7 @@ Status RegBlocks(Store& st, std::string_view ns, std::shared_ptr<const BlockTabl
   a.kv_dim = 64;
   a.blocks = std::move(t);
   uint64_t lsn;
-  return st.Register(a, &lsn);
+  return OpRegister({st, &lsn}, a);
 }
 
 // Block tables (hashes + index) are memory the store holds;
@@ -362,13 +364,13 @@ TEST(Store, BlockTablesCountInBytesAndBudget) {
   EXPECT_EQ(st.Stats().bytes, 2 * tb);
   // A third table evicts the least recently used namespace.
   ASSERT_TRUE(RegBlocks(st, "c", Table(10000, 3)).ok());
-  EXPECT_FALSE(st.Lookup("a").hit);
-  EXPECT_TRUE(st.Lookup("b").hit);
+  EXPECT_FALSE(OpLookup({st}, "a").hit);
+  EXPECT_TRUE(OpLookup({st}, "b").hit);
   EXPECT_EQ(st.Stats().bytes, 2 * tb);
   // A table larger than the whole budget is refused and changes nothing.
   Status s = RegBlocks(st, "d", Table(60000, 4));
   EXPECT_EQ(s.code(), Code::kOutOfBudget);
-  EXPECT_FALSE(st.Lookup("d").hit);
+  EXPECT_FALSE(OpLookup({st}, "d").hit);
   EXPECT_EQ(st.NamespaceCount(), 2u);
   EXPECT_EQ(st.Stats().bytes, 2 * tb);
   // Re-registering replaces the table and its bytes; without BLOCKS keeps it.
@@ -381,13 +383,13 @@ TEST(Store, BlockTablesCountInBytesAndBudget) {
   const uint32_t dim = 64;                                               // 128 bytes per row
   const uint64_t rows = (2 * tb + tb / 2 - small) / 128 - 10;            // b fits alone, not with c
   ASSERT_TRUE(Put(st, "b_pk", 0, 0, HalfRows(rows, dim, 6), dim).ok());  // evicts c
-  EXPECT_FALSE(st.Lookup("c").hit);
+  EXPECT_FALSE(OpLookup({st}, "c").hit);
   EXPECT_EQ(st.Stats().bytes, small + rows * 128);
   // More rows than the budget leaves beside b's own table: refused.
   uint64_t lsn;
   EXPECT_EQ(Put(st, "b_pk", 0, rows, HalfRows(20, dim, 7), dim).code(), Code::kOutOfBudget);
   std::string_view names[] = {"b"};
-  ASSERT_TRUE(st.Drop(names, &lsn).ok());
+  ASSERT_TRUE(OpDrop({st, &lsn}, names).ok());
   EXPECT_EQ(st.Stats().bytes, 0u);
 }
 
@@ -449,13 +451,13 @@ TEST(Store, LogWritesRunWithoutStoreLocks) {
   sink.while_parked = [&] {
     return FinishesWhileParked(
         [&] {
-          auto p = st.FetchRange("a_pk", 0, 0, 10);
+          auto p = OpFetchRange({st}, "a_pk", 0, 0, 10);
           EXPECT_TRUE(p.ok());
           EXPECT_EQ(p->stored_rows, 10u);  // the parked store is not visible yet
           EXPECT_TRUE(Reg(st, "b", dim).ok());
           std::string_view names[] = {"b"};
           uint64_t lsn;
-          EXPECT_TRUE(st.Drop(names, &lsn).ok());
+          EXPECT_TRUE(OpDrop({st, &lsn}, names).ok());
           (void)st.Stats();
         },
         &other);
@@ -463,14 +465,14 @@ TEST(Store, LogWritesRunWithoutStoreLocks) {
   ASSERT_TRUE(Put(st, "a_pk", 0, 0, HalfRows(2000, dim, 2), dim).ok());
   other.wait();
   EXPECT_TRUE(sink.other_finished);
-  EXPECT_EQ(st.FetchRange("a_pk", 0, 0, 2000)->stored_rows, 2000u);
+  EXPECT_EQ(OpFetchRange({st}, "a_pk", 0, 0, 2000)->stored_rows, 2000u);
   // A register with a big table is being written: other namespaces are served.
   sink.other_finished = false;
   sink.while_parked = [&] {
     return FinishesWhileParked(
         [&] {
-          EXPECT_TRUE(st.Lookup("a").hit);
-          EXPECT_FALSE(st.Lookup("c").hit);  // applied only once its record is written
+          EXPECT_TRUE(OpLookup({st}, "a").hit);
+          EXPECT_FALSE(OpLookup({st}, "c").hit);  // applied only once its record is written
           EXPECT_TRUE(Put(st, "a_pv", 0, 0, HalfRows(10, dim, 3), dim).ok());
           (void)st.Stats();
         },
@@ -479,7 +481,7 @@ TEST(Store, LogWritesRunWithoutStoreLocks) {
   ASSERT_TRUE(RegBlocks(st, "c", Table(5000, 7)).ok());
   other.wait();
   EXPECT_TRUE(sink.other_finished);
-  EXPECT_TRUE(st.Blocks("c"));
+  EXPECT_TRUE(OpBlocks({st}, "c"));
 }
 
 // Stores to one side apply in LSN order even when their writes finish in the
@@ -552,7 +554,7 @@ TEST(Store, StoresToOneSideApplyInLsnOrder) {
   ta.join();
   tb.join();
   EXPECT_TRUE(sink.held_ok);
-  auto p = st.FetchRange("a_pk", 0, 0, 10);
+  auto p = OpFetchRange({st}, "a_pk", 0, 0, 10);
   ASSERT_TRUE(p.ok());
   const uint8_t* b = reinterpret_cast<const uint8_t*>(second.data());
   EXPECT_EQ(Gather(*p), std::vector<uint8_t>(b, b + second.size() * 2));  // LSN 2 last
@@ -576,13 +578,14 @@ TEST(Store, NonFiniteRefusedForQuantized) {
   std::vector<float> rows(64, 1.0f);
   rows[40] = std::numeric_limits<float>::infinity();
   uint64_t lsn;
-  Status s =
-      st.StoreRows("q_pk", 0, 0, 2, {RowInput::Type::kF32, rows.data(), rows.size() * 4}, &lsn);
+  Status s = OpStoreRows({st, &lsn}, "q_pk", 0, 0, 2,
+                         {RowInput::Type::kF32, rows.data(), rows.size() * 4});
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(), "non-finite value in row 1");
   EXPECT_EQ(st.Stats().bytes, 0u);
   // Wrong blob size.
-  s = st.StoreRows("q_pk", 0, 0, 3, {RowInput::Type::kF32, rows.data(), rows.size() * 4}, &lsn);
+  s = OpStoreRows({st, &lsn}, "q_pk", 0, 0, 3,
+                  {RowInput::Type::kF32, rows.data(), rows.size() * 4});
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
 }
 
@@ -691,35 +694,35 @@ TEST(Store, SinkSeesEveryMutationAndReplayReproducesState) {
   uint64_t lsn = 0;
   for (const char* sid : {"a_pk", "b_pv", "c_pk"})
     ASSERT_TRUE(
-        st.StoreRows(sid, 1, 2, 10, {RowInput::Type::kF32, rows.data(), rows.size() * 4}, &lsn)
+        OpStoreRows({st, &lsn}, sid, 1, 2, 10, {RowInput::Type::kF32, rows.data(), rows.size() * 4})
             .ok());
   EXPECT_GT(lsn, 0u);
   ASSERT_TRUE(Reg(st, "d", dim).ok());  // evicts a
   std::string_view drop[] = {"b"};
-  ASSERT_TRUE(st.Drop(drop, &lsn).ok());
+  ASSERT_TRUE(OpDrop({st, &lsn}, drop).ok());
   ASSERT_TRUE(Reg(st, "b", dim, Format::kMlx4g32).ok());  // new incarnation
   // A failing sink: nothing changes.
   sink.fail = true;
-  EXPECT_FALSE(
-      st.StoreRows("c_pk", 1, 20, 10, {RowInput::Type::kF32, rows.data(), rows.size() * 4}, &lsn)
-          .ok());
+  EXPECT_FALSE(OpStoreRows({st, &lsn}, "c_pk", 1, 20, 10,
+                           {RowInput::Type::kF32, rows.data(), rows.size() * 4})
+                   .ok());
   EXPECT_FALSE(Reg(st, "zz", dim).ok());
-  EXPECT_EQ(st.Info("c_pk")->layer_tokens[1], 12u);
+  EXPECT_EQ(OpSessionInfo({st}, "c_pk")->layer_tokens[1], 12u);
   sink.fail = false;
 
   Store replayed({6, 0});
   Replay(sink.recs, &replayed);
   EXPECT_EQ(replayed.NamespaceCount(), st.NamespaceCount());
-  EXPECT_FALSE(replayed.Lookup("a").hit);
+  EXPECT_FALSE(OpLookup({replayed}, "a").hit);
   for (const char* sid : {"c_pk", "b_pv", "d_pk"}) {
-    auto p1 = st.FetchRange(sid, 1, 0, 12);
-    auto p2 = replayed.FetchRange(sid, 1, 0, 12);
+    auto p1 = OpFetchRange({st}, sid, 1, 0, 12);
+    auto p2 = OpFetchRange({replayed}, sid, 1, 0, 12);
     ASSERT_TRUE(p1.ok() && p2.ok());
     EXPECT_EQ(Gather(*p1), Gather(*p2)) << sid;
   }
   EXPECT_EQ(replayed.Stats().bytes, st.Stats().bytes);
   // A stale store record for the old incarnation of b is skipped.
-  EXPECT_EQ(replayed.FetchRange("b_pv", 1, 0, 12)->stored_rows, 0u);
+  EXPECT_EQ(OpFetchRange({replayed}, "b_pv", 1, 0, 12)->stored_rows, 0u);
 }
 
 // A registration whose log write fails changes nothing, bytes included.
@@ -736,8 +739,8 @@ TEST(Store, FailedRegisterWriteKeepsTableAndBytes) {
   EXPECT_EQ(RegBlocks(st, "b", Table(5000, 3)).code(), Code::kIOError);
   sink.fail = false;
   EXPECT_EQ(st.Stats().bytes, bytes);
-  EXPECT_FALSE(st.Lookup("b").hit);
-  EXPECT_EQ(st.Blocks("a")->hashes, t1->hashes);
+  EXPECT_FALSE(OpLookup({st}, "b").hit);
+  EXPECT_EQ(OpBlocks({st}, "a")->hashes, t1->hashes);
   Store replayed({256, 0});
   Replay(sink.recs, &replayed);
   EXPECT_EQ(replayed.Stats().bytes, bytes);
@@ -765,7 +768,7 @@ TEST(Store, SnapshotCaptureIsConsistentAndPinned) {
   ASSERT_TRUE(Put(st, "x_pk", 0, 0, HalfRows(300, dim, 7), dim).ok());
   std::string_view names[] = {"x"};
   uint64_t lsn;
-  ASSERT_TRUE(st.Drop(names, &lsn).ok());
+  ASSERT_TRUE(OpDrop({st, &lsn}, names).ok());
   auto bytes = Gather(PlanOf(views[0].layers[0][0], dim * 2));
   ASSERT_EQ(bytes.size(), a.size() * 2);
   EXPECT_EQ(0, std::memcmp(bytes.data(), a.data(), bytes.size()));
@@ -798,7 +801,7 @@ TEST(Store, WriteAfterASnapshotNeverTouchesItsChunks) {
   ASSERT_TRUE(Put(st, "s_pk", 0, 0, HalfRows(64, dim, 12), dim).ok());
   reader.join();
   EXPECT_GT(sum, 0u);
-  auto plan = st.FetchRange("s_pk", 0, 0, 64);
+  auto plan = OpFetchRange({st}, "s_pk", 0, 0, 64);
   ASSERT_TRUE(plan.ok());
   EXPECT_NE(plan->segments[0].data, captured);  // written to a copy
 }
@@ -816,7 +819,7 @@ TEST(Store, ConcurrentStoreFetchDropIsSafe) {
       for (int it = 0; it < 200; ++it) {
         auto rows = HalfRows(64, dim, t * 1000 + it);
         if (!Put(st, sid, it % 4, 0, rows, dim).ok()) ++errors;
-        auto p = st.FetchRange(sid, it % 4, 0, 64);
+        auto p = OpFetchRange({st}, sid, it % 4, 0, 64);
         if (!p.ok() || Gather(*p) != std::vector<uint8_t>(
                                          reinterpret_cast<uint8_t*>(rows.data()),
                                          reinterpret_cast<uint8_t*>(rows.data()) + rows.size() * 2))
@@ -831,12 +834,12 @@ TEST(Store, ConcurrentStoreFetchDropIsSafe) {
       (void)Put(st, "vol_pv", 0, 0, HalfRows(100, dim, it), dim);
       std::string_view names[] = {"vol"};
       uint64_t lsn;
-      (void)st.Drop(names, &lsn);
+      (void)OpDrop({st, &lsn}, names);
     }
   });
   ts.emplace_back([&] {
     for (int it = 0; it < 600; ++it) {
-      auto p = st.FetchRange("vol_pv", 0, 0, 100);
+      auto p = OpFetchRange({st}, "vol_pv", 0, 0, 100);
       if (p.ok()) {
         volatile uint8_t sink = 0;
         for (const auto& s : p->segments)
@@ -886,7 +889,7 @@ TEST(Strings, SetGetNxXxAndOneKeySpace) {
   EXPECT_EQ(st.DbSize(), 2u);
   std::string_view del[] = {"ns_pk", "a", "zz"};
   EXPECT_EQ(*store::OpDelete({st, &lsn}, del), 2u);
-  EXPECT_FALSE(st.Lookup("ns").hit);
+  EXPECT_FALSE(OpLookup({st}, "ns").hit);
   EXPECT_EQ(st.DbSize(), 0u);
 }
 
@@ -918,7 +921,7 @@ TEST(Strings, OneLruWithNamespacesAndBudget) {
   EXPECT_EQ(GetStr(st, "a"), std::string(1000, 'a'));  // a is now the most recent
   ASSERT_TRUE(SetStr(st, "d", std::string(1000, 'd')).ok());
   // Oldest first: the namespace (stamp after a's SET, before b), then b.
-  EXPECT_FALSE(st.Lookup("ns").hit);
+  EXPECT_FALSE(OpLookup({st}, "ns").hit);
   EXPECT_EQ(GetStr(st, "b"), "<nil>");
   EXPECT_EQ(GetStr(st, "a"), std::string(1000, 'a'));
   EXPECT_GE(st.KeyStats().evicted_keys, 2u);
@@ -1066,7 +1069,7 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
             (void)Reg(st, ns);
             break;
           case 3:
-            (void)st.StoreRows(ns + "_pk", 0, rng() % 8, 2, F16In(h), &lsn);
+            (void)OpStoreRows({st, &lsn}, ns + "_pk", 0, rng() % 8, 2, F16In(h));
             break;
           case 4: {
             std::string_view keys[] = {k, ns, "s1", "n1_pv"};
@@ -1075,11 +1078,11 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
             break;
           }
           case 5:
-            (void)st.Lookup(ns);
-            (void)st.Blocks(ns);
+            (void)OpLookup({st}, ns);
+            (void)OpBlocks({st}, ns);
             break;
           case 6:
-            (void)st.FetchRange(ns + "_pk", 0, 0, 4);
+            (void)OpFetchRange({st}, ns + "_pk", 0, 0, 4);
             break;
           case 7: {
             // KV.BLOCK.MATCH over every string key (more than a chunk: the chunk's
@@ -1088,7 +1091,7 @@ TEST(Shards, ConcurrentReadersAndWritersKeepTheAccounting) {
             for (int i = 0; i < 200; ++i) names.push_back("s" + std::to_string((r + i) % 64));
             std::vector<std::string_view> keys(names.begin(), names.end());
             uint8_t bits[25] = {};
-            (void)st.BlockMatch(keys, (r & 1) ? bits : nullptr, 0, "");
+            (void)OpBlockMatch({st}, keys, (r & 1) ? bits : nullptr, 0, "");
             break;
           }
           default:
@@ -1118,7 +1121,7 @@ TEST(StoreWritePath, WholeAndPartialChunksExactBytesEveryFormat) {
   for (Format f : fmts) {
     Store st({});
     ASSERT_TRUE(Reg(st, "w", dim, f).ok());
-    auto info = st.Info("w_pk");
+    auto info = OpSessionInfo({st}, "w_pk");
     ASSERT_TRUE(info.ok());
     std::mt19937 rng(7);
     std::normal_distribution<float> nd;
@@ -1126,10 +1129,10 @@ TEST(StoreWritePath, WholeAndPartialChunksExactBytesEveryFormat) {
     std::vector<float> in(count * dim);
     for (float& x : in) x = nd(rng);
     uint64_t lsn = 0;
-    ASSERT_TRUE(st.StoreRows("w_pk", 0, start, count,
-                             RowInput{RowInput::Type::kF32, in.data(), in.size() * 4}, &lsn)
+    ASSERT_TRUE(OpStoreRows({st, &lsn}, "w_pk", 0, start, count,
+                            RowInput{RowInput::Type::kF32, in.data(), in.size() * 4})
                     .ok());
-    auto plan = st.FetchRange("w_pk", 0, start, start + count);
+    auto plan = OpFetchRange({st}, "w_pk", 0, start, start + count);
     ASSERT_TRUE(plan.ok());
     std::vector<uint8_t> want(count * plan->row_bytes);
     ASSERT_TRUE(quant::EncodeRows(f, in.data(), count, dim, want.data()).ok());
@@ -1137,15 +1140,15 @@ TEST(StoreWritePath, WholeAndPartialChunksExactBytesEveryFormat) {
     // Overwrite everything while `plan` pins the old chunks: the plan's bytes stay.
     std::vector<float> in2(count * dim);
     for (float& x : in2) x = nd(rng);
-    ASSERT_TRUE(st.StoreRows("w_pk", 0, start, count,
-                             RowInput{RowInput::Type::kF32, in2.data(), in2.size() * 4}, &lsn)
+    ASSERT_TRUE(OpStoreRows({st, &lsn}, "w_pk", 0, start, count,
+                            RowInput{RowInput::Type::kF32, in2.data(), in2.size() * 4})
                     .ok());
     EXPECT_EQ(Gather(*plan), want) << quant::FormatName(f);
     std::vector<uint8_t> want2(count * plan->row_bytes);
     ASSERT_TRUE(quant::EncodeRows(f, in2.data(), count, dim, want2.data()).ok());
-    EXPECT_EQ(Gather(*st.FetchRange("w_pk", 0, start, start + count)), want2);
+    EXPECT_EQ(Gather(*OpFetchRange({st}, "w_pk", 0, start, start + count)), want2);
     // Rows before `start` never written: zeros.
-    auto head = st.FetchRange("w_pk", 0, 0, start);
+    auto head = OpFetchRange({st}, "w_pk", 0, 0, start);
     EXPECT_EQ(Gather(*head), std::vector<uint8_t>(start * plan->row_bytes, 0));
   }
 }
@@ -1158,8 +1161,8 @@ TEST(StoreWritePath, NonFiniteRowIndexCountsFromStart) {
   std::vector<float> in(3000 * dim, 0.5f);
   in[2500 * dim + 3] = std::numeric_limits<float>::infinity();
   uint64_t lsn = 0;
-  Status s = st.StoreRows("w_pk", 0, 0, 3000,
-                          RowInput{RowInput::Type::kF32, in.data(), in.size() * 4}, &lsn);
+  Status s = OpStoreRows({st, &lsn}, "w_pk", 0, 0, 3000,
+                         RowInput{RowInput::Type::kF32, in.data(), in.size() * 4});
   EXPECT_EQ(s.message(), "non-finite value in row 2500");
   EXPECT_EQ(st.Stats().bytes, 0u);  // nothing applied
 }

@@ -170,7 +170,7 @@ struct TierStats {
   std::array<uint64_t, kTierLatencyBuckets> read_latency{};
 };
 
-// Store::BlockMatch (KV.BLOCK.MATCH).
+// OpBlockMatch (KV.BLOCK.MATCH).
 struct BlockMatchResult {
   uint64_t count = 0;
   uint64_t lease = 0;
@@ -184,7 +184,7 @@ struct PinStats {
   uint64_t leases = 0;  // live leases
 };
 
-// Store::BlockChain (KV.BLOCK.CHAIN).
+// OpBlockChain (KV.BLOCK.CHAIN).
 struct ChainArgs {
   std::string_view after;
   bool has_after = false;
@@ -195,7 +195,7 @@ struct ChainArgs {
   QuantTag quant;
 };
 
-// Store::DescribeBlock.
+// OpDescribeBlock.
 struct BlockInfo {
   bool has_parent = false;
   std::string parent;

@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/fp16.h"
+#include "store/prefix_ops.h"
 #include "store/store.h"
 #include "store/string_ops.h"
 #include "tier/tier_ring.h"
@@ -191,9 +192,9 @@ TEST_F(TieringRingTest, ANamespaceCheckGoesThroughTheThreadsRing) {
     a.kv_dim = kNsDim;
     a.fmt = quant::Format::kFp16;
     uint64_t lsn = 0;
-    ASSERT_TRUE(st_->Register(a, &lsn).ok());
-    ASSERT_TRUE(st_->StoreRows(name + "_pk", 0, 0, kNsRows,
-                               RowInput{RowInput::Type::kF16, rows.data(), rows.size() * 2}, &lsn)
+    ASSERT_TRUE(OpRegister({*st_, &lsn}, a).ok());
+    ASSERT_TRUE(OpStoreRows({*st_, &lsn}, name + "_pk", 0, 0, kNsRows,
+                            RowInput{RowInput::Type::kF16, rows.data(), rows.size() * 2})
                     .ok());
   }
   Settle();
@@ -217,7 +218,7 @@ TEST_F(TieringRingTest, ANamespaceCheckGoesThroughTheThreadsRing) {
   const Store::TierStats t1 = st_->tier_stats();
   EXPECT_EQ(t1.reads, t0.reads + 1);
   EXPECT_EQ(t1.ring_reads, t0.ring_reads + 1);
-  auto p = st_->FetchRange(sid, 0, 0, kNsRows);
+  auto p = OpFetchRange({*st_}, sid, 0, 0, kNsRows);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
 }
 

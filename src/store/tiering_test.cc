@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/fp16.h"
 #include "store/key_ops.h"
+#include "store/prefix_ops.h"
 #include "store/store.h"
 #include "store/string_ops.h"
 
@@ -270,10 +271,10 @@ class TieredNamespaceTest : public TieringTest {
       a.kv_dim = kNsDim;
       a.fmt = quant::Format::kFp16;
       uint64_t lsn = 0;
-      ASSERT_TRUE(st_->Register(a, &lsn).ok());
+      ASSERT_TRUE(OpRegister({*st_, &lsn}, a).ok());
       auto v = NsRows(i);
-      ASSERT_TRUE(st_->StoreRows(Name(i) + "_pk", 0, 0, kNsRows,
-                                 RowInput{RowInput::Type::kF16, v.data(), v.size() * 2}, &lsn)
+      ASSERT_TRUE(OpStoreRows({*st_, &lsn}, Name(i) + "_pk", 0, 0, kNsRows,
+                              RowInput{RowInput::Type::kF16, v.data(), v.size() * 2})
                       .ok());
     }
     Settle();
@@ -281,7 +282,7 @@ class TieredNamespaceTest : public TieringTest {
   static std::string Name(int i) { return "ns" + std::to_string(i); }
   bool OnDisk(int i) {
     NamespaceInfo info;
-    return st_->Describe(Name(i), &info) && info.on_disk;
+    return OpDescribe({*st_}, Name(i), &info) && info.on_disk;
   }
   int FirstOnDisk() {
     for (int i = 0; i < 8; ++i)
@@ -290,7 +291,7 @@ class TieredNamespaceTest : public TieringTest {
   }
   // V.FETCH's plan, gathered: the rows as the client would get them.
   Result<std::vector<uint16_t>> Fetch(int i) {
-    auto p = st_->FetchRange(Name(i) + "_pk", 0, 0, kNsRows);
+    auto p = OpFetchRange({*st_}, Name(i) + "_pk", 0, 0, kNsRows);
     if (!p.ok()) return p.status();
     std::vector<uint16_t> out(kNsRows * kNsDim, 0);
     uint8_t* dst = reinterpret_cast<uint8_t*>(out.data());
@@ -364,7 +365,7 @@ TEST_F(TieredNamespaceTest, AReadErrorChangesNothingAndDamageDropsTheNamespace) 
   got = Fetch(i);
   EXPECT_EQ(got.status().code(), Code::kNotFound);  // never a wrong byte
   NamespaceInfo info;
-  EXPECT_FALSE(st_->Describe(Name(i), &info));
+  EXPECT_FALSE(OpDescribe({*st_}, Name(i), &info));
   EXPECT_EQ(st_->tier_stats().errors, 2u);
   EXPECT_GE(st_->tier_stats().evictions, 1u);
 }

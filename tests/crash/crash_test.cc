@@ -15,6 +15,7 @@
 #include "persist/persistence.h"
 #include "persist/testing/fault_env.h"
 #include "persist/testing/test_util.h"
+#include "store/prefix_ops.h"
 
 namespace pion::persist {
 namespace {
@@ -52,8 +53,8 @@ std::vector<Op> Workload() {
                          store::RowInput in;
                          in.data = v.data();
                          in.bytes = v.size() * sizeof(float);
-                         return s.StoreRows(ns + (side == 0 ? "_pk" : "_pv"), layer, start, rows,
-                                            in, lsn);
+                         return store::OpStoreRows({s, lsn}, ns + (side == 0 ? "_pk" : "_pv"),
+                                                   layer, start, rows, in);
                        }});
   };
   auto save = [&] {
@@ -62,7 +63,7 @@ std::vector<Op> Workload() {
   auto drop = [&](std::string ns) {
     ops.push_back({"drop " + ns, [=](store::Store& s, Persistence&, uint64_t* lsn) {
                      std::string_view n[] = {ns};
-                     auto r = s.Drop(n, lsn);
+                     auto r = store::OpDrop({s, lsn}, n);
                      return r.ok() ? Status::OK() : r.status();
                    }});
   };

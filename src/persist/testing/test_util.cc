@@ -4,6 +4,8 @@
 #include <cstring>
 #include <random>
 
+#include "store/prefix_ops.h"
+
 namespace pion::persist::testing {
 
 StoreDump Dump(store::Store& s) {
@@ -66,7 +68,7 @@ Status Fill(store::Store& s, const std::string& ns, quant::Format fmt, uint32_t 
     bt->Finish();
     ra.blocks = bt;
   }
-  PION_RETURN_IF_ERROR(s.Register(ra, &l));
+  PION_RETURN_IF_ERROR(store::OpRegister({s, &l}, ra));
   *lsn = std::max(*lsn, l);
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -79,7 +81,7 @@ Status Fill(store::Store& s, const std::string& ns, quant::Format fmt, uint32_t 
       in.type = store::RowInput::Type::kF32;
       in.data = data.data();
       in.bytes = data.size() * sizeof(float);
-      PION_RETURN_IF_ERROR(s.StoreRows(sid, layer, start, rows, in, &l));
+      PION_RETURN_IF_ERROR(store::OpStoreRows({s, &l}, sid, layer, start, rows, in));
       *lsn = std::max(*lsn, l);
     }
   }

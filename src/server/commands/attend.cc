@@ -26,6 +26,7 @@
 
 #include "server/command_env.h"
 #include "server/commands/args.h"
+#include "store/prefix_ops.h"
 
 namespace pion::server {
 
@@ -494,8 +495,8 @@ WarmResult Warm(CommandEnv* env, const std::string& ns, uint32_t h, uint32_t d,
                 const std::string& attend_sid) {
   WarmResult res;
   store::Store* st = env->store();
-  auto ik = st->Info(ns + "_pk");
-  auto iv = st->Info(ns + "_pv");
+  auto ik = store::OpSessionInfo({*st}, ns + "_pk");
+  auto iv = store::OpSessionInfo({*st}, ns + "_pv");
   if (!ik.ok() || !iv.ok()) return res;
   struct Layer {
     uint32_t layer;
@@ -527,8 +528,8 @@ WarmResult Warm(CommandEnv* env, const std::string& ns, uint32_t h, uint32_t d,
     const uint32_t layer = layers[i].layer;
     const uint64_t n = layers[i].n;
     if (!cache.Admit(EstimateSlotBytes(p, h, n, d)).ok()) return nullptr;
-    auto kp = st->FetchRange(ks, layer, 0, n);
-    auto vp = st->FetchRange(vs, layer, 0, n);
+    auto kp = store::OpFetchRange({*st}, ks, layer, 0, n);
+    auto vp = store::OpFetchRange({*st}, vs, layer, 0, n);
     if (!kp.ok() || !vp.ok() || kp->rows != n || vp->rows != n || kp->fmt != vp->fmt)
       return nullptr;
     std::vector<attend::RowSpan> kr, vr;

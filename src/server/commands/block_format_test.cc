@@ -12,6 +12,7 @@
 #include "quant/bf16.h"
 #include "quant/format.h"
 #include "server/commands/testing/command_fixture.h"
+#include "store/block_ops.h"
 #include "store/store.h"
 #include "store/string_ops.h"
 
@@ -76,7 +77,7 @@ TEST_F(BlockFormat, Fp16OfF16AndBf16AreExact) {
                  "ROW", "1", "c", bs}),
             "OK");
   store::Store::BlockInfo i;
-  ASSERT_TRUE(server().store()->DescribeBlock("c", &i));
+  ASSERT_TRUE(store::OpDescribeBlock({*server().store()}, "c", &i));
   EXPECT_EQ(i.parent, "h");
   EXPECT_EQ(i.tokens, 4u);
   EXPECT_EQ(Stored("c")->size, 96u * 5);  // int8 at ROW 1: a scale and a code per value

@@ -21,6 +21,7 @@
 #include "server/commands/args.h"
 #include "server/commands/block_format.h"
 #include "server/commands/command_table.h"
+#include "store/block_ops.h"
 #include "store/key_ops.h"
 #include "store/store.h"
 
@@ -74,9 +75,9 @@ void Match(CommandContext& ctx) {
   if (bitmap) bits.assign((n + 7) / 8, '\0');
   std::string user;
   if (pin) user = ctx.env->control().ClientUserName(ctx.client);
-  store::Store::BlockMatchResult r = ctx.env->store()->BlockMatch(
-      ctx.args.subspan(2, n), bitmap ? reinterpret_cast<uint8_t*>(bits.data()) : nullptr, pin_ms,
-      user);
+  store::BlockMatchResult r =
+      store::OpBlockMatch({*ctx.env->store()}, ctx.args.subspan(2, n),
+                          bitmap ? reinterpret_cast<uint8_t*>(bits.data()) : nullptr, pin_ms, user);
   if (r.too_many_leases) {
     ctx.reply->Error(kErrTooManyLeases);
     return;
@@ -99,7 +100,7 @@ void Unpin(CommandContext& ctx) {
     if (v && *v > 0) ids.push_back(static_cast<uint64_t>(*v));
   }
   const uint64_t n =
-      ctx.env->store()->BlockUnpin(ids, ctx.env->control().ClientUserName(ctx.client));
+      store::OpBlockUnpin({*ctx.env->store()}, ids, ctx.env->control().ClientUserName(ctx.client));
   ctx.reply->Integer(static_cast<int64_t>(n));
 }
 
@@ -219,7 +220,7 @@ void Chain(CommandContext& ctx) {
       absent[i] = store::OpType({*ctx.env->store()}, kv[2 * i]) == store::KeyType::kNone;
   }
   uint64_t lsn = 0;
-  Status st = ctx.env->store()->BlockChain(kv, o.a, &lsn, made);
+  Status st = store::OpBlockChain({*ctx.env->store(), &lsn}, kv, o.a, made);
   ctx.wait_lsn = lsn;
   if (!st.ok()) {
     ctx.reply->Error(StatusToError(st));
@@ -238,7 +239,7 @@ void Chain(CommandContext& ctx) {
 // flat array of field/value pairs, or nil when the key is no live string key.
 void Info(CommandContext& ctx) {
   store::Store::BlockInfo b;
-  if (!ctx.env->store()->DescribeBlock(ctx.args[1], &b)) {
+  if (!store::OpDescribeBlock({*ctx.env->store()}, ctx.args[1], &b)) {
     ctx.reply->Null();
     return;
   }

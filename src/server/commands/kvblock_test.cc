@@ -12,6 +12,7 @@
 
 #include "kvproto/errors.h"
 #include "server/commands/testing/command_fixture.h"
+#include "store/block_ops.h"
 #include "store/store.h"
 
 namespace pion::server::testing {
@@ -100,8 +101,8 @@ TEST_F(KvBlockMatch, MatchStampsTheKeysItCounts) {
   store::Store::BlockInfo ia, ib, ic;
   Run({"KV.BLOCK.MATCH", "2", "b", "c"});
   auto* st = server().store();
-  ASSERT_TRUE(st->DescribeBlock("a", &ia) && st->DescribeBlock("b", &ib) &&
-              st->DescribeBlock("c", &ic));
+  ASSERT_TRUE(store::OpDescribeBlock({*st}, "a", &ia) && store::OpDescribeBlock({*st}, "b", &ib) &&
+              store::OpDescribeBlock({*st}, "c", &ic));
   EXPECT_EQ(ib.stamp, ic.stamp);  // one stamp for the run
   EXPECT_GT(ib.stamp, ia.stamp);
 }
@@ -248,7 +249,7 @@ class KvBlockChain : public KvTest {
  protected:
   store::Store::BlockInfo Info(std::string_view k) {
     store::Store::BlockInfo i;
-    EXPECT_TRUE(server().store()->DescribeBlock(k, &i)) << k;
+    EXPECT_TRUE(store::OpDescribeBlock({*server().store()}, k, &i)) << k;
     return i;
   }
 };
@@ -356,8 +357,8 @@ TEST_F(KvBlockChain, EvictionTakesLeavesFirst) {
   EXPECT_TRUE(Run({"EXISTS", "l"}).is_integer(0));
 }
 
-// BlockMatch (slots a chunk at a time, the ancestor walk skipped after the key
-// before) against BlockMatchSimple (one key at a time): the same count, bitmap
+// OpBlockMatch (slots a chunk at a time, the ancestor walk skipped after the key
+// before) against OpBlockMatchSimple (one key at a time): the same count, bitmap
 // and keys stamped, for lists longer than a chunk of plain keys, chained keys
 // (forks, a parent outside the list), missing, expired and repeated keys.
 TEST_F(KvBlockMatch, FastPathAgreesWithTheSimpleOne) {
@@ -389,7 +390,7 @@ TEST_F(KvBlockMatch, FastPathAgreesWithTheSimpleOne) {
     std::vector<std::string> out;
     for (const std::string& k : all) {
       store::Store::BlockInfo b;
-      if (st->DescribeBlock(k, &b) && b.stamp >= top) {
+      if (store::OpDescribeBlock({*st}, k, &b) && b.stamp >= top) {
         if (b.stamp > top) out.clear();
         top = b.stamp;
         out.push_back(k);
@@ -416,9 +417,9 @@ TEST_F(KvBlockMatch, FastPathAgreesWithTheSimpleOne) {
       std::string fast_bits(bitmap ? (n + 7) / 8 : 0, '\0'), simple_bits = fast_bits;
       auto* fb = bitmap ? reinterpret_cast<uint8_t*>(fast_bits.data()) : nullptr;
       auto* sb = bitmap ? reinterpret_cast<uint8_t*>(simple_bits.data()) : nullptr;
-      store::Store::BlockMatchResult f = st->BlockMatch(keys, fb, 0, "default");
+      store::BlockMatchResult f = store::OpBlockMatch({*st}, keys, fb, 0, "default");
       std::vector<std::string> fast_stamped = stamped();
-      store::Store::BlockMatchResult s = st->BlockMatchSimple(keys, sb, 0, "default");
+      store::BlockMatchResult s = store::OpBlockMatchSimple({*st}, keys, sb, 0, "default");
       EXPECT_EQ(f.count, s.count) << round;
       EXPECT_EQ(fast_bits, simple_bits) << round;
       if (f.count > 0) {
@@ -428,8 +429,9 @@ TEST_F(KvBlockMatch, FastPathAgreesWithTheSimpleOne) {
   }
   // With PIN (the path under mu_ alone): the same count and pins.
   std::vector<std::string_view> keys = {all[0], all[125], all[126], all[1], "missing0", all[2]};
-  store::Store::BlockMatchResult f = st->BlockMatch(keys, nullptr, 1000, "default");
-  store::Store::BlockMatchResult s = st->BlockMatchSimple(keys, nullptr, 1000, "default");
+  store::BlockMatchResult f = store::OpBlockMatch({*st}, keys, nullptr, 1000, "default");
+  store::BlockMatchResult s =
+      store::OpBlockMatchSimple({*st}, keys, nullptr, 1000, "default");
   EXPECT_EQ(f.count, 4u);
   EXPECT_EQ(s.count, 4u);
   EXPECT_NE(f.lease, 0u);

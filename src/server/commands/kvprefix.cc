@@ -11,6 +11,7 @@
 #include "server/command_env.h"
 #include "server/commands/args.h"
 #include "store/key_ops.h"
+#include "store/prefix_ops.h"
 
 namespace pion::server {
 
@@ -64,7 +65,7 @@ void KvRegister(CommandContext& ctx) {
   // Keyspace notifications: `new` for a namespace that did not exist.
   bool absent = ctx.env->NotifyWanted(kNotifyNew) &&
                 store::OpType({*ctx.env->store()}, ra.ns) == store::KeyType::kNone;
-  Status st = ctx.env->store()->Register(ra, &lsn);
+  Status st = store::OpRegister({*ctx.env->store(), &lsn}, ra);
   ctx.wait_lsn = lsn;
   // The store's refusals (lineage ones included) carry a reason: errors.cc words them.
   if (!st.ok()) return ReplyStatus(ctx, st);
@@ -79,7 +80,7 @@ void KvRegister(CommandContext& ctx) {
 // segment reported one (else none: the estimate), unless PREFILL_MS is given.
 void KvLookupChain(CommandContext& ctx, bool has_tokens, int64_t tokens, bool has_prefill,
                    int64_t prefill_ms) {
-  std::vector<store::ChainSegment> chain = ctx.env->store()->LookupChain(ctx.args[1]);
+  std::vector<store::ChainSegment> chain = store::OpLookupChain({*ctx.env->store()}, ctx.args[1]);
   if (chain.empty()) {
     ctx.env->receipt().RecordMiss();
     ctx.reply->SimpleString("MISS");
@@ -116,7 +117,7 @@ void KvLookup(CommandContext& ctx) {
   LookupArgs la;
   if (!ParseLookup(ReplyErrors(ctx), ctx.args, /*allow_chain=*/true, &la)) return;
   if (la.chain) return KvLookupChain(ctx, la.has_tokens, la.tokens, la.has_prefill, la.prefill_ms);
-  store::LookupResult lr = ctx.env->store()->Lookup(ctx.args[1]);
+  store::LookupResult lr = store::OpLookup({*ctx.env->store()}, ctx.args[1]);
   if (!lr.hit) {
     ctx.env->receipt().RecordMiss();
     ctx.reply->SimpleString("MISS");
@@ -136,7 +137,7 @@ void KvDrop(CommandContext& ctx) {
   std::string denied;
   std::function<bool(std::string_view)> may_drop = SubtreeWriteCheck(u, &denied);
   uint64_t lsn = 0;
-  auto n = ctx.env->store()->Drop(names, &lsn, may_drop);
+  auto n = store::OpDrop({*ctx.env->store(), &lsn}, names, may_drop);
   ctx.wait_lsn = lsn;
   if (!n.ok() && n.status().reason<store::Reason>() == store::Reason::kDropRefused) {
     DenyKey(ctx, u, denied);
@@ -148,7 +149,7 @@ void KvDrop(CommandContext& ctx) {
 
 void KvBlocks(CommandContext& ctx) {
   if (!CheckNsLength(ctx, ctx.args[1])) return;
-  auto table = ctx.env->store()->Blocks(ctx.args[1]);
+  auto table = store::OpBlocks({*ctx.env->store()}, ctx.args[1]);
   if (!table) {
     ctx.reply->SimpleString("UNKNOWN");
     return;
@@ -183,13 +184,14 @@ void KvMembership(CommandContext& ctx) {
   if (blob.size() != static_cast<size_t>(count) * 8) return ctx.reply->Error(kErrHashBlobLength);
   // Probed in place under the shard lock (no reference to the table taken).
   // Two pointers captured: std::function keeps them inline (no allocation).
-  bool known = ctx.env->store()->WithBlocks(a[1], [&ctx, &blob](const store::BlockTable& table) {
-    const size_t n = blob.size() / 8;
-    size_t bytes = (n + 7) / 8;
-    uint8_t* out = ctx.reply->BulkReserve(bytes);
-    std::memset(out, 0, bytes);
-    table.ContainsEach(reinterpret_cast<const uint8_t*>(blob.data()), n, out);
-  });
+  bool known =
+      store::OpWithBlocks({*ctx.env->store()}, a[1], [&ctx, &blob](const store::BlockTable& table) {
+        const size_t n = blob.size() / 8;
+        size_t bytes = (n + 7) / 8;
+        uint8_t* out = ctx.reply->BulkReserve(bytes);
+        std::memset(out, 0, bytes);
+        table.ContainsEach(reinterpret_cast<const uint8_t*>(blob.data()), n, out);
+      });
   if (!known) ctx.reply->SimpleString("UNKNOWN");
 }
 
@@ -198,7 +200,7 @@ void KvInfoOf(CommandContext& ctx) {
   std::string_view ns = ctx.args[1];
   if (!CheckNsLength(ctx, ns)) return;
   store::NamespaceInfo info;
-  if (!ctx.env->store()->Describe(ns, &info)) {
+  if (!store::OpDescribe({*ctx.env->store()}, ns, &info)) {
     ctx.reply->SimpleString("UNKNOWN");
     return;
   }

@@ -15,6 +15,7 @@
 #include "server/command_env.h"
 #include "server/commands/args.h"
 #include "server/kv_events.h"
+#include "store/prefix_ops.h"
 
 namespace pion::server {
 
@@ -184,7 +185,8 @@ void VStoreBatch(CommandContext& ctx) {
     }
   }
   uint64_t lsn = 0;
-  Status st = ctx.env->store()->StoreRows(ctx.args[1], sb.layer, sb.start, sb.count, sb.in, &lsn);
+  Status st = store::OpStoreRows({*ctx.env->store(), &lsn}, ctx.args[1], sb.layer, sb.start,
+                                 sb.count, sb.in);
   ctx.wait_lsn = lsn;
   if (!st.ok()) return ReplyStatus(ctx, st);
   ctx.reply->SimpleString("OK");
@@ -226,7 +228,7 @@ void VFetch(CommandContext& ctx) {
   if (ctx.CanDefer())
     if (auto chk = st->TierCheckFor(sid)) return FetchAfterTierRead(ctx, std::move(*chk));
   if (fa.kind == FetchArgs::Kind::kBatch) {
-    auto plans = st->FetchBatch(sid, fa.start, fa.end, fa.layers);
+    auto plans = store::OpFetchBatch({*st}, sid, fa.start, fa.end, fa.layers);
     if (!plans.ok()) return ReplyStatus(ctx, plans.status());
     if (!CheckReply(ctx, *plans, fa.fmt)) return;
     ctx.reply->ArrayHeader(plans->size());
@@ -235,8 +237,9 @@ void VFetch(CommandContext& ctx) {
     ctx.env->receipt().RecordBytesServed(served);
     return;
   }
-  auto plan = fa.kind == FetchArgs::Kind::kRange ? st->FetchRange(sid, fa.layer, fa.start, fa.end)
-                                                 : st->FetchIds(sid, fa.layer, fa.ids());
+  auto plan = fa.kind == FetchArgs::Kind::kRange
+                  ? store::OpFetchRange({*st}, sid, fa.layer, fa.start, fa.end)
+                  : store::OpFetchIds({*st}, sid, fa.layer, fa.ids());
   if (!plan.ok()) return ReplyStatus(ctx, plan.status());
   if (!CheckReply(ctx, std::span<const FetchPlan>(&*plan, 1), fa.fmt)) return;
   ctx.env->receipt().RecordBytesServed(ReplyPlan(ctx, std::move(*plan), fa.fmt));
@@ -255,7 +258,7 @@ void VInfo(CommandContext& ctx) {
     ctx.reply->Bulk(VStoreTotalsBody(s.sessions, s.total_tokens, s.total_fetches, s.bytes));
     return;
   }
-  auto info = st->Info(ctx.args[1]);
+  auto info = store::OpSessionInfo({*st}, ctx.args[1]);
   if (!info.ok()) return ReplyStatus(ctx, info.status());
   ctx.reply->Bulk(SessionInfoBody(*info));
 }
