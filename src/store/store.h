@@ -1,16 +1,19 @@
 // The V-store and prefix registry: namespaces, each holding a K side
 // ("<ns>_pk") and a V side ("<ns>_pv") of up to kMaxLayers layers of rows in
 // stored (quantized) form, an optional block-hash table and a reported prefill
-// time, and the string keys. It is shared by every worker thread; see
+// time, and the string keys. It is shared by every worker thread. The
+// commands' operations on it are free functions over a Slice of it
+// (store/slice.h: store/string_ops.h, key_ops.h, prefix_ops.h, block_ops.h);
+// the class keeps the keyspace's state and upkeep: budget and eviction,
+// expiry, pins and links, the disk tier, snapshots and recovery. See
 // docs/ARCHITECTURE.md "Store" for the locking design, summarised here:
 //
 //  * The keys live in a Keyspace (store/keyspace.h, ks_): kShards shards by
 //    key hash (a hash tag keeps keys together), the LRU clock, the string
 //    keys' scan and expiry orders and WATCH versions. A shard's mutex guards
-//    its namespace map, string map and LRU lists. The read paths (Lookup,
-//    Blocks, Find for fetches and stores, and the string reads OpGet, OpMGet,
-//    OpExists of store/string_ops.h and store/key_ops.h) take
-//    only their key's shard lock.
+//    its namespace map, string map and LRU lists. The read paths (OpLookup,
+//    OpBlocks, the namespace's Find for fetches and stores, and the string
+//    reads OpGet, OpMGet, OpExists) take only their key's shard lock.
 //  * ks_.mu (one mutex) serialises every change to the key space, the byte and
 //    session accounting (rows and block tables) and eviction. A writer changes
 //    a shard's maps, LRU list or the fields readers read (prefill_us, blocks,
@@ -358,7 +361,7 @@ class Store {
   RemovalObserver* observer_ = nullptr;
   BlockTableObserver* block_observer_ = nullptr;
   mutable base::SharedMutex gate_;
-  base::Mutex reg_mu_;  // serialises Register and FlushAll (held across the register's write)
+  base::Mutex reg_mu_;  // serialises OpRegister and FlushAll (held across the register's write)
   // The keys, the writers' lock (ks_.mu), the LRU clock, expiry, SCAN and
   // WATCH orders (store/keyspace.h).
   Keyspace ks_;
