@@ -189,6 +189,8 @@ std::string StoreError(const Status& st, store::Reason r) {
       return std::string(kErrBlockQuantized);
     case Reason::kTierStopped:
       return std::string(st.code() == Code::kBusy ? kErrTierStoppedBusy : kErrTierStopped);
+    case Reason::kTierChanged:
+      return std::string(kErrTierChanged);
     case Reason::kReplayNamespaceAbsent:
       return std::string(kErrNamespaceAbsent);
   }

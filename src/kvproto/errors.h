@@ -483,6 +483,8 @@ inline constexpr std::string_view kErrEditRange = "ERR edit out of range";
 inline constexpr std::string_view kErrValueNoMemory = "OOM out of memory";
 inline constexpr std::string_view kErrTierStopped = "ERR tier stopped";
 inline constexpr std::string_view kErrTierStoppedBusy = "ERR disk tier stopped";
+inline constexpr std::string_view kErrTierChanged =
+    "ERR value changed on the disk tier while it was read, try again";
 inline constexpr std::string_view kErrNamespaceAbsent = "ERR namespace not present";
 
 }  // namespace pion::server

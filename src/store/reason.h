@@ -36,6 +36,9 @@ enum class Reason : uint16_t {
   // The disk tier: stopped while a read was queued (IOError), or before a job was
   // posted (Busy).
   kTierStopped,
+  // An edit's checked read of a value on the disk tier found another value
+  // there each time it tried (Busy: try again).
+  kTierChanged,
   // WAL replay: a store record names a namespace incarnation that is not there.
   kReplayNamespaceAbsent,
 };

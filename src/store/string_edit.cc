@@ -9,6 +9,11 @@
 // to a copy, which replaces the store's reference). A copy made to grow is
 // given room ahead (StrGrowCapacity), so N appends of k bytes copy O(N k)
 // bytes in all.
+//
+// A value on the disk tier is edited from bytes read with the tier's check
+// (as GET reads them), with no lock held, then the edit starts over under
+// its locks: a damaged extent is never copied into the new value; it is
+// dropped as the tier drops entries, and the edit finds no key.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -20,11 +25,20 @@
 
 namespace pion::store {
 
-Result<uint64_t> OpPatch(const OpArgs& op, std::string_view key, const StrPlanFn& plan) {
+namespace {
+
+// How many times an edit reads a value on the disk tier before it gives up
+// (each read finds another value there: a writer and the tier between).
+constexpr int kMaxTierReads = 8;
+
+// One try of OpPatch. A value on the disk tier is edited from bytes read
+// with the tier's check: `checked` holds them when `from` is the value they
+// were read from; otherwise nothing changes and *on_disk is the value to read
+// (with no lock held) before the next try.
+Result<uint64_t> PatchOnce(const OpArgs& op, std::string_view key, const StrPlanFn& plan,
+                           const StrRef& from, const StrRef& checked, StrRef* on_disk) {
   const Slice& s = op.slice;
   uint64_t* lsn = op.lsn;
-  *lsn = 0;
-  PION_RETURN_IF_ERROR(CheckKeyLength(key));
   base::ReaderLock gate(&s.gate());
   base::MutexLock l(&s.ks.mu);
   if (s.IsNamespaceKeyLocked(key)) return Status::WrongType();
@@ -32,7 +46,16 @@ Result<uint64_t> OpPatch(const OpArgs& op, std::string_view key, const StrPlanFn
   // A quantized block's bytes are no string to edit (docs/protocol.md "Block formats").
   if (e != nullptr && e->value->quantized())
     return Status(Code::kInvalidArgument, Reason::kBlockQuantized, {}, "quantized block");
-  std::string_view cur = e != nullptr ? e->value->view() : std::string_view();
+  std::string_view cur;
+  if (e != nullptr && e->value->on_disk()) {
+    if (e->value != from || checked == nullptr) {
+      *on_disk = e->value;
+      return uint64_t{0};
+    }
+    cur = checked->view();
+  } else if (e != nullptr) {
+    cur = e->value->view();
+  }
   StrEdit ed;
   PION_RETURN_IF_ERROR(plan(cur, e != nullptr, &ed));
   if (!ed.write) return static_cast<uint64_t>(cur.size());
@@ -88,6 +111,26 @@ Result<uint64_t> OpPatch(const OpArgs& op, std::string_view key, const StrPlanFn
   fresh->edited = ed.edited;
   s.PutLocked(key, std::move(fresh), expire, e);
   return new_len;
+}
+
+}  // namespace
+
+Result<uint64_t> OpPatch(const OpArgs& op, std::string_view key, const StrPlanFn& plan) {
+  *op.lsn = 0;
+  PION_RETURN_IF_ERROR(CheckKeyLength(key));
+  StrRef from, checked;
+  for (int read = 0; read <= kMaxTierReads; ++read) {
+    StrRef on_disk;
+    Result<uint64_t> r = PatchOnce(op, key, plan, from, checked, &on_disk);
+    if (on_disk == nullptr) return r;
+    // The tier's checked read, with no lock held; a damaged value is dropped
+    // (nullptr), and the next try finds no key.
+    auto loaded = op.slice.LoadTiered(key, on_disk);
+    if (!loaded.ok()) return loaded.status();
+    from = std::move(on_disk);
+    checked = std::move(*loaded);
+  }
+  return Status(Code::kBusy, Reason::kTierChanged, {}, "value changed on the disk tier");
 }
 
 Result<uint64_t> OpAppend(const OpArgs& op, std::string_view key, std::string_view tail,

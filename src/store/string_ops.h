@@ -65,7 +65,9 @@ Result<bool> OpMSet(const OpArgs& op, std::span<const std::string_view> kv, bool
 // before it is applied, in place when the store holds the only reference to
 // the value and it fits its capacity, else into a copy grown greedily (double
 // up to 1 MiB, then +1 MiB), so repeated appends cost amortised O(appended
-// bytes). The TTL is kept. Returns the new length.
+// bytes). The TTL is kept. Returns the new length. A value on the disk tier
+// is read with the tier's check first (a damaged one is dropped, and the
+// edit finds no key).
 using StrPlanFn = std::function<Status(std::string_view cur, bool exists, StrEdit* edit)>;
 Result<uint64_t> OpPatch(const OpArgs& op, std::string_view key, const StrPlanFn& plan);
 // APPEND: the new length. `tail_value` (may be null) holds the bytes of `tail`

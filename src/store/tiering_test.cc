@@ -205,6 +205,32 @@ TEST_F(TieringTest, ADamagedExtentIsDroppedAsAnEviction) {
   EXPECT_EQ(st_->tier_stats().errors, 2u);  // the async read and the checked one
 }
 
+TEST_F(TieringTest, AnEditOfADamagedTieredValueDropsItAndCopiesNoByte) {
+  // An edit (APPEND, SETRANGE, the INCR family...) reads the bytes it keeps
+  // with the tier's checked read, as GET does: a damaged extent is never
+  // copied into the edited value; it is dropped as the tier drops entries,
+  // and the edit then finds no key.
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(Set("d" + std::to_string(i), Value(i)).ok());
+  Settle();
+  auto v = Raw("d0");
+  ASSERT_TRUE(v.ok() && *v && (*v)->on_disk());
+  ASSERT_TRUE(st_->tier_file_for_test()->CorruptForTest(*(*v)->extent).ok());
+  uint64_t lsn = 0;
+  auto n = store::OpAppend({*st_, &lsn}, "d0", "tail");
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 4u);
+  EXPECT_TRUE(Get("d0") == "tail");  // not EXPECT_EQ: 256 KiB on failure
+  EXPECT_EQ(st_->KeyStats().evicted_keys, 1u);
+  EXPECT_EQ(st_->tier_stats().errors, 1u);
+  // An intact tiered value is edited from its checked bytes.
+  auto w = Raw("d1");
+  ASSERT_TRUE(w.ok() && *w && (*w)->on_disk());
+  n = store::OpAppend({*st_, &lsn}, "d1", "x");
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, kValue + 1);
+  EXPECT_TRUE(Get("d1") == Value(1) + "x");  // not EXPECT_EQ: 256 KiB on failure
+}
+
 TEST_F(TieringTest, AFullTierDropsItsColdestAndShrinkingDropsMore) {
   st_->SetTierMaxBytes(8 * (kValue + 4096));
   for (int i = 0; i < 40; ++i) {

@@ -48,6 +48,8 @@ TEST(ErrorReasons, StoreTextsAreTheClientTexts) {
   // One reason, two codes, two texts: the table keys on both.
   EXPECT_EQ(Reply(Code::kIOError, Reason::kTierStopped), "ERR tier stopped");
   EXPECT_EQ(Reply(Code::kBusy, Reason::kTierStopped), "ERR disk tier stopped");
+  EXPECT_EQ(Reply(Code::kBusy, Reason::kTierChanged),
+            "ERR value changed on the disk tier while it was read, try again");
 }
 
 TEST(ErrorReasons, AttendStoreFramesTheSlotReason) {
