@@ -48,6 +48,48 @@ inline bool SameKey(std::string_view a, std::string_view b) {
 #endif
 }
 
+// A key counted on a read path (its shard's lock held): the call's one
+// stamp, the tail of the shard's LRU list, its bit.
+inline void CountLocked(Shard& sh, StrEntry& e, uint64_t stamp, size_t i, uint8_t* bitmap,
+                        BlockMatchResult* out) REQUIRES(sh.mu) {
+  e.stamp = stamp;
+  sh.MoveToTail(e);
+  ++out->count;
+  if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+}
+
+// A read path that met a key it cannot count under shard locks alone: what it
+// counted is undone, and the call starts over under ks.mu.
+void Restart(BlockMatchResult* out, uint8_t* bitmap, size_t n) {
+  out->count = 0;
+  if (bitmap != nullptr) std::memset(bitmap, 0, (n + 7) / 8);
+}
+
+// Under ks.mu, before the keys are counted: the due leases end; whether the
+// keys counted are pinned (not without pin_ms, nor while max-block-leases are
+// live: too_many_leases).
+bool StartPins(const Slice& s, int64_t now, int64_t pin_ms, BlockMatchResult* out)
+    REQUIRES(s.ks.mu) {
+  s.ReleaseDueLeasesLocked(now);
+  if (pin_ms <= 0) return false;
+  if (!s.LeasesLocked().full()) return true;
+  out->too_many_leases = true;
+  return false;
+}
+
+// A counted key pinned into `lease`; `left` keys may still follow.
+void PinInto(const Slice& s, StrEntry& e, size_t left, PinLease* lease) REQUIRES(s.ks.mu) {
+  if (lease->keys.empty()) lease->keys.reserve(left);
+  s.PinLocked(e);
+  lease->keys.emplace_back(&e, e.born);
+}
+
+// The lease of the keys pinned, if any (else lease 0).
+void EndPins(const Slice& s, PinLease lease, int64_t deadline, std::string_view user,
+             BlockMatchResult* out) REQUIRES(s.ks.mu) {
+  if (!lease.keys.empty()) out->lease = s.LeasesLocked().Add(std::move(lease), deadline, user);
+}
+
 }  // namespace
 
 BlockMatchResult OpBlockMatch(const OpArgs& op, std::span<const std::string_view> keys,
@@ -146,30 +188,20 @@ BlockMatchResult OpBlockMatch(const OpArgs& op, std::span<const std::string_view
           }
           continue;
         }
-        StrEntry& e = *f;
-        if ((e.expire_at_ms != 0 && Expired(e, now)) || e.HasParent()) {
+        if ((f->expire_at_ms != 0 && Expired(*f, now)) || f->HasParent()) {
           slow = true;
           break;
         }
-        e.stamp = stamp;
-        sh.MoveToTail(e);
-        ++out.count;
-        if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+        CountLocked(sh, *f, stamp, i, bitmap, &out);
       }
     }
     if (!slow) return out;
-    out.count = 0;
-    if (bitmap != nullptr) std::memset(bitmap, 0, (n + 7) / 8);
+    Restart(&out, bitmap, n);
   }
   base::ReaderLock gate(&s.gate());
   base::MutexLock l(&s.ks.mu);
   uint64_t unused = 0;
-  s.ReleaseDueLeasesLocked(now);
-  bool pin = pin_ms > 0;
-  if (pin && s.LeasesLocked().full()) {
-    out.too_many_leases = true;
-    pin = false;
-  }
+  const bool pin = StartPins(s, now, pin_ms, &out);
   PinLease lease;
   const StrEntry* counted = nullptr;  // the key counted last (its ancestors are stamped)
   bool stop = false;
@@ -195,23 +227,14 @@ BlockMatchResult OpBlockMatch(const OpArgs& op, std::span<const std::string_view
       }
       {
         base::MutexLock sl(&sh.mu);
-        e->stamp = stamp;
-        sh.MoveToTail(*e);
+        CountLocked(sh, *e, stamp, i, bitmap, &out);
       }
       if (e->HasParent() && e->block->parent != counted) s.StampAncestorsLocked(*e, stamp);
       counted = e;
-      ++out.count;
-      if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
-      if (pin) {
-        if (lease.keys.empty()) lease.keys.reserve(bitmap != nullptr ? n - i : 16);
-        s.PinLocked(*e);
-        lease.keys.emplace_back(e, e->born);
-      }
+      if (pin) PinInto(s, *e, bitmap != nullptr ? n - i : 16, &lease);
     }
   }
-  if (pin && !lease.keys.empty()) {
-    out.lease = s.LeasesLocked().Add(std::move(lease), now + pin_ms, user);
-  }
+  EndPins(s, std::move(lease), now + pin_ms, user, &out);
   return out;
 }
 
@@ -239,24 +262,15 @@ BlockMatchResult OpBlockMatchSimple(const OpArgs& op, std::span<const std::strin
         slow = true;
         break;
       }
-      e.stamp = stamp;
-      sh.MoveToTail(e);
-      ++out.count;
-      if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
+      CountLocked(sh, e, stamp, i, bitmap, &out);
     }
     if (!slow) return out;
-    out.count = 0;
-    if (bitmap != nullptr) std::memset(bitmap, 0, (keys.size() + 7) / 8);
+    Restart(&out, bitmap, keys.size());
   }
   base::ReaderLock gate(&s.gate());
   base::MutexLock l(&s.ks.mu);
   uint64_t unused = 0;
-  s.ReleaseDueLeasesLocked(now);
-  bool pin = pin_ms > 0;
-  if (pin && s.LeasesLocked().full()) {
-    out.too_many_leases = true;
-    pin = false;
-  }
+  const bool pin = StartPins(s, now, pin_ms, &out);
   PinLease lease;
   for (size_t i = 0; i < keys.size(); ++i) {
     StrEntry* e = s.FindLocked(keys[i], now, &unused);
@@ -267,21 +281,12 @@ BlockMatchResult OpBlockMatchSimple(const OpArgs& op, std::span<const std::strin
     {
       Shard& sh = s.ks.ShardFor(keys[i]);
       base::MutexLock sl(&sh.mu);
-      e->stamp = stamp;
-      sh.MoveToTail(*e);
+      CountLocked(sh, *e, stamp, i, bitmap, &out);
     }
     if (e->HasParent()) s.StampAncestorsLocked(*e, stamp);
-    ++out.count;
-    if (bitmap != nullptr) bitmap[i >> 3] |= static_cast<uint8_t>(1u << (i & 7));
-    if (pin) {
-      if (lease.keys.empty()) lease.keys.reserve(bitmap != nullptr ? keys.size() - i : 16);
-      s.PinLocked(*e);
-      lease.keys.emplace_back(e, e->born);
-    }
+    if (pin) PinInto(s, *e, bitmap != nullptr ? keys.size() - i : 16, &lease);
   }
-  if (pin && !lease.keys.empty()) {
-    out.lease = s.LeasesLocked().Add(std::move(lease), now + pin_ms, user);
-  }
+  EndPins(s, std::move(lease), now + pin_ms, user, &out);
   return out;
 }
 
