@@ -430,8 +430,7 @@ TEST_F(KvBlockMatch, FastPathAgreesWithTheSimpleOne) {
   // With PIN (the path under mu_ alone): the same count and pins.
   std::vector<std::string_view> keys = {all[0], all[125], all[126], all[1], "missing0", all[2]};
   store::BlockMatchResult f = store::OpBlockMatch({*st}, keys, nullptr, 1000, "default");
-  store::BlockMatchResult s =
-      store::OpBlockMatchSimple({*st}, keys, nullptr, 1000, "default");
+  store::BlockMatchResult s = store::OpBlockMatchSimple({*st}, keys, nullptr, 1000, "default");
   EXPECT_EQ(f.count, 4u);
   EXPECT_EQ(s.count, 4u);
   EXPECT_NE(f.lease, 0u);
