@@ -71,6 +71,17 @@ class TieringTest : public ::testing::Test {
                            &lsn);  // applies finished moves under the keyspace lock
   }
 
+  // d0..d15 written over the RAM budget (so moved to the tier), then d0's extent
+  // damaged; *v is d0's value.
+  void DamagedOnDisk(StrRef* v) {
+    for (int i = 0; i < 16; ++i) ASSERT_TRUE(Set("d" + std::to_string(i), Value(i)).ok());
+    Settle();
+    auto r = Raw("d0");
+    ASSERT_TRUE(r.ok() && *r && (*r)->on_disk());
+    ASSERT_TRUE(st_->tier_file_for_test()->CorruptForTest(*(*r)->extent).ok());
+    *v = *r;
+  }
+
   std::string dir_;
   std::unique_ptr<Store> st_;
 };
@@ -184,14 +195,11 @@ TEST_F(TieringTest, AFailedWriteKeepsTheValueInRam) {
 }
 
 TEST_F(TieringTest, ADamagedExtentIsDroppedAsAnEviction) {
-  for (int i = 0; i < 16; ++i) ASSERT_TRUE(Set("d" + std::to_string(i), Value(i)).ok());
-  Settle();
-  auto v = Raw("d0");
-  ASSERT_TRUE(v.ok() && *v && (*v)->on_disk());
-  ASSERT_TRUE(st_->tier_file_for_test()->CorruptForTest(*(*v)->extent).ok());
+  StrRef v;
+  ASSERT_NO_FATAL_FAILURE(DamagedOnDisk(&v));
   std::atomic<bool> done{false};
   Status seen;
-  st_->ReadTiered("d0", *v, [&](Result<StrRef> r) {
+  st_->ReadTiered("d0", v, [&](Result<StrRef> r) {
     seen = r.status();
     done = true;
   });
@@ -210,11 +218,8 @@ TEST_F(TieringTest, AnEditOfADamagedTieredValueDropsItAndCopiesNoByte) {
   // with the tier's checked read, as GET does: a damaged extent is never
   // copied into the edited value; it is dropped as the tier drops entries,
   // and the edit then finds no key.
-  for (int i = 0; i < 16; ++i) ASSERT_TRUE(Set("d" + std::to_string(i), Value(i)).ok());
-  Settle();
-  auto v = Raw("d0");
-  ASSERT_TRUE(v.ok() && *v && (*v)->on_disk());
-  ASSERT_TRUE(st_->tier_file_for_test()->CorruptForTest(*(*v)->extent).ok());
+  StrRef v;
+  ASSERT_NO_FATAL_FAILURE(DamagedOnDisk(&v));
   uint64_t lsn = 0;
   auto n = store::OpAppend({*st_, &lsn}, "d0", "tail");
   ASSERT_TRUE(n.ok()) << n.status().ToString();
